@@ -1,0 +1,69 @@
+"""A streamed completion against a seat, with token counts from the server's own usage."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import requests
+
+from seatkit.errors import SeatError
+
+
+@dataclass
+class Completion:
+    text: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    chunks: int = 0
+    finish_reason: str | None = None
+    ttft_s: float = 0.0
+    total_s: float = 0.0
+    usage_seen: bool = field(default=False, repr=False)
+
+
+def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | None = None,
+           on_text: Callable[[str], None] = lambda t: None, temperature: float = 0.0,
+           timeout: float = 300.0) -> Completion:
+    """Stream one completion; tokens are counted from `usage`, never from chunks."""
+    body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature,
+            "ignore_eos": True, "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+    out = Completion()
+    start = time.monotonic()
+    try:
+        with requests.post(f"{url}/v1/completions", json=body, headers=headers or {}, stream=True,
+                           timeout=timeout) as answer:
+            if not answer.ok:
+                raise SeatError(f"{url} answered {answer.status_code}: {answer.text[:300]}")
+            for line in answer.iter_lines():
+                if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                    continue
+                _take(out, json.loads(line[6:]), start, on_text)
+    except requests.RequestException as exc:
+        raise SeatError(f"streaming from {url} failed: {exc}") from None
+    except ValueError as exc:
+        raise SeatError(f"{url} streamed something that is not JSON: {exc}") from None
+    out.total_s = time.monotonic() - start
+    if not out.usage_seen:
+        raise SeatError(f"{url} sent no usage in its stream", "the server must honour stream_options")
+    return out
+
+
+def _take(out: Completion, event: dict, start: float, on_text: Callable[[str], None]) -> None:
+    for choice in event.get("choices") or []:
+        text = choice.get("text") or ""
+        if text:
+            if not out.chunks:
+                out.ttft_s = time.monotonic() - start
+            out.chunks += 1
+            out.text += text
+            on_text(text)
+        out.finish_reason = choice.get("finish_reason") or out.finish_reason
+    usage = event.get("usage")
+    if usage:
+        out.usage_seen = True
+        out.prompt_tokens = usage["prompt_tokens"]
+        out.completion_tokens = usage.get("completion_tokens") or 0

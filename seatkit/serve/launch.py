@@ -1,0 +1,290 @@
+"""`seat up | down | status | logs`: start a seat, wait until it serves, and stop exactly what started.
+
+What `up` started (a PID or a container id) is recorded in SEAT_HOME/run/<profile>.json; `down`
+stops that and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import requests
+
+from seatkit import paths
+from seatkit.errors import SeatError
+from seatkit.serve import preflight
+from seatkit.serve.spec import LaunchSpec, resolve
+
+
+@dataclass
+class Running:
+    profile: str
+    runtime: str
+    ident: str  # PID (native) or container id (docker)
+    url: str
+    model: str
+    log: str
+    started: float
+    api_key_file: str = ""
+
+    @property
+    def api_key(self) -> str | None:
+        return Path(self.api_key_file).read_text().strip() if self.api_key_file else None
+
+
+def _state_file(profile: str) -> Path:
+    return paths.seat_home() / "run" / f"{profile}.json"
+
+
+def recorded(profile: str) -> Running | None:
+    path = _state_file(profile)
+    return Running(**json.loads(path.read_text())) if path.exists() else None
+
+
+def _record(run: Running) -> None:
+    path = _state_file(run.profile)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(run), indent=2))
+    tmp.replace(path)
+
+
+def ensure_api_key(path: Path) -> Path:
+    """A key file readable by its owner alone; made once, never printed."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(32) + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def _native_start(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict) -> str:
+    run_env = {**os.environ, **spec.env, **env}
+    venv = resolve(spec.venv, values)
+    iomp = Path(venv) / "lib" / "libiomp5.so"
+    if spec.profile.native.preload_iomp and iomp.exists():
+        run_env["LD_PRELOAD"] = ":".join(filter(None, [str(iomp), os.environ.get("LD_PRELOAD")]))
+    argv = [resolve(w, values) for w in spec.command]
+    with log.open("ab") as fh:
+        # Its own session, so `down` can stop the server and every worker it forked.
+        proc = subprocess.Popen(argv, env=run_env, stdout=fh, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    return str(proc.pid)
+
+
+def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict) -> str:
+    import docker
+    from docker.errors import APIError
+    from docker.types import DeviceRequest, Mount, Ulimit
+
+    p = spec.profile
+    gpus = p.docker.gpus
+    request = (DeviceRequest(count=-1, capabilities=[["gpu"]]) if gpus == "all" else
+               DeviceRequest(device_ids=[str(i) for i in gpus], capabilities=[["gpu"]]))
+    command = ["env", *[a for n in spec.unset_env for a in ("-u", n)],
+               *[resolve(w, values) for w in spec.command]]
+    try:
+        container = docker.from_env().containers.run(
+            values["SEAT_IMAGE"], command, name=values["SEAT_CONTAINER"], detach=True,
+            device_requests=[request], ipc_mode=p.docker.ipc, network_mode=p.docker.network,
+            init=p.docker.init, stop_signal="SIGTERM",
+            ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in p.docker.ulimits.items()],
+            mounts=[Mount(m.target, resolve(m.source, values), type="bind", read_only=m.read_only)
+                    for m in spec.mounts],
+            environment={**spec.env, **env}, labels={"seatkit.profile": p.name})
+    except APIError as exc:
+        text = str(exc)
+        if "could not select device driver" in text or "nvidia" in text.lower():
+            raise SeatError("no NVIDIA container runtime: docker cannot give this container GPUs",
+                            "install the NVIDIA container toolkit and restart dockerd") from None
+        raise SeatError(f"docker refused to start the seat: {exc.explanation or text}") from None
+    return container.id
+
+
+def alive(run: Running) -> bool:
+    if run.runtime == "native":
+        return _pid_is_ours(int(run.ident))
+    import docker
+    from docker.errors import NotFound
+
+    try:
+        return docker.from_env().containers.get(run.ident).status in ("created", "running")
+    except NotFound:
+        return False
+
+
+def _pid_is_ours(pid: int) -> bool:
+    """The recorded PID still runs vLLM (not a recycled PID of something else)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return b"vllm" in cmdline and stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _tail(log: str, lines: int = 20) -> str:
+    try:
+        return "".join(Path(log).read_text(errors="replace").splitlines(True)[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def headers(run: Running) -> dict[str, str]:
+    key = run.api_key
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None]) -> float:
+    """Poll /health, then /v1/models, until both answer; returns seconds waited."""
+    start = time.monotonic()
+    stage = "health"
+    while True:
+        waited = time.monotonic() - start
+        if not alive(run):
+            raise SeatError(f"the seat exited before it was ready; last log lines:\n{_tail(run.log)}",
+                            f"full log: {run.log}")
+        if waited > timeout:
+            raise SeatError(f"the seat was not ready after {timeout:.0f} s (waiting for {stage})",
+                            f"seat logs {run.profile}; raise server.health_timeout_s for cold caches")
+        try:
+            if stage == "health" and requests.get(f"{run.url}/health", timeout=2).ok:
+                stage = "models"
+            if stage == "models":
+                answer = requests.get(f"{run.url}/v1/models", headers=headers(run), timeout=5)
+                if answer.ok and any(m["id"] == run.model for m in answer.json()["data"]):
+                    return waited
+        except (requests.RequestException, ValueError, KeyError):
+            pass
+        tick(stage, waited)
+        time.sleep(0.5)
+
+
+def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None) -> tuple[Running, float]:
+    """Preflight, start, wait until served; on any failure stop what was started."""
+    p = spec.profile
+    previous = recorded(p.name)
+    if previous and alive(previous):
+        raise SeatError(f"{p.name} is already up ({previous.runtime} {previous.ident[:12]}, {previous.url})",
+                        f"seat down {p.name} first")
+    values = spec.values()
+    preflight.run(spec, values)
+    env = {}
+    key_file = ""
+    if spec.api_key_file:
+        key_file = str(ensure_api_key(Path(resolve(spec.api_key_file, values))))
+        env["VLLM_API_KEY"] = Path(key_file).read_text().strip()
+    log = paths.seat_home() / "logs" / f"{p.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    if spec.native:
+        log.write_bytes(b"")
+        ident = _native_start(spec, values, log, env)
+    else:
+        ident = _docker_start(spec, values, env)
+    run = Running(profile=p.name, runtime=p.runtime, ident=ident, log=str(log), started=started,
+                  url=f"http://{values['SEAT_HOST']}:{values['SEAT_PORT']}",
+                  model=p.server.served_model_name, api_key_file=key_file)
+    _record(run)
+    try:
+        waited = wait_ready(run, p.server.health_timeout_s, tick)
+    except BaseException:
+        _save_docker_log(run)
+        stop(run, grace=10)
+        raise
+    return run, waited
+
+
+def _save_docker_log(run: Running) -> None:
+    if run.runtime == "docker":
+        Path(run.log).write_bytes(b"".join(logs(run, follow=False)))
+
+
+def stop(run: Running, grace: float) -> bool:
+    """Stop the recorded process group or container; True when something was running."""
+    was_alive = alive(run)
+    if run.runtime == "native":
+        pid = int(run.ident)
+        if was_alive:
+            _signal_group(pid, signal.SIGTERM)
+            deadline = time.monotonic() + grace
+            while _pid_is_ours(pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+        # The workers share the server's process group: end any that outlived it.
+        _signal_group(pid, signal.SIGKILL)
+        _reap(pid)
+    else:
+        import docker
+        from docker.errors import NotFound
+
+        try:
+            container = docker.from_env().containers.get(run.ident)
+            container.stop(timeout=int(grace))
+            container.remove(force=True)
+        except NotFound:
+            pass
+    _state_file(run.profile).unlink(missing_ok=True)
+    return was_alive
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status when this process started the server (no zombie left behind)."""
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def down(profile: str, grace: float = 30.0) -> Running:
+    run = recorded(profile)
+    if run is None:
+        raise SeatError(f"{profile} was not started by `seat up` on this machine", "nothing to stop")
+    stop(run, grace)
+    return run
+
+
+def status(profile: str) -> dict:
+    run = recorded(profile)
+    if run is None:
+        return {"profile": profile, "state": "down"}
+    info = {**asdict(run), "state": "running" if alive(run) else "exited"}
+    info.pop("api_key_file")
+    try:
+        info["health"] = requests.get(f"{run.url}/health", timeout=2).status_code
+    except requests.RequestException as exc:
+        info["health"] = f"unreachable ({type(exc).__name__})"
+    return info
+
+
+def logs(run: Running, follow: bool = True) -> Iterator[bytes]:
+    if run.runtime == "docker":
+        import docker
+
+        yield from docker.from_env().containers.get(run.ident).logs(stream=True, follow=follow)
+        return
+    with open(run.log, "rb") as fh:
+        while True:
+            chunk = fh.read(65536)
+            if chunk:
+                yield chunk
+            elif not follow or not alive(run):
+                return
+            else:
+                time.sleep(0.3)

@@ -1,0 +1,103 @@
+"""The launch spec's preflight checks, in Python, for `seat up` (the script has them in bash)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from seatkit.errors import SeatError
+from seatkit.serve.spec import Check, LaunchSpec, resolve
+
+
+def _fail(message: str, hint: str = "") -> None:
+    raise SeatError(f"preflight: {message}", hint)
+
+
+def _port_in_use(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex((host, port)) == 0
+
+
+def visible_gpus() -> int:
+    """GPUs the NVIDIA driver shows (NVML); 0 when there is no driver."""
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return 0
+    try:
+        return pynvml.nvmlDeviceGetCount()
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _docker_has(kind: str, ref: str) -> bool:
+    import docker
+    from docker.errors import NotFound
+
+    client = docker.from_env()
+    try:
+        (client.images if kind == "image" else client.containers).get(ref)
+        return True
+    except NotFound:
+        return False
+
+
+def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
+    subject = resolve(check.subject, values) if check.subject else ""
+    name = spec.profile.name
+    kind = check.kind
+    if kind == "venv" and not (Path(subject) / "bin" / "vllm").exists():
+        _fail(f"{check.label} is missing at {subject}", f"run: seat setup {name}")
+    elif kind in ("reserved-port", "reserved-name") and subject in check.values:
+        _fail(f"{check.label} {subject} is reserved by this profile",
+              "choose another through SEAT_PORT or SEAT_CONTAINER")
+    elif kind == "port-free":
+        host, port = subject.rsplit(":", 1)
+        if _port_in_use(host, int(port)):
+            _fail(f"something already listens on {subject}", "stop it, or set SEAT_PORT")
+    elif kind == "container-free" and _docker_has("container", subject):
+        _fail(f"a container named {subject} already exists", f"seat down {name}, or docker rm it")
+    elif kind == "image" and not _docker_has("image", subject):
+        _fail(f"image {subject} is not on this machine (or its digest differs)",
+              f"docker pull it, or seat build {name}")
+    elif kind == "dir":
+        if not Path(subject).is_dir():
+            hint = f"run: seat setup {name}" if spec.native else "download it, or set the knob that names it"
+            _fail(f"{check.label} directory not found: {subject}", hint)
+        if not spec.native and set(subject) & {":", ","}:
+            _fail(f"{check.label} directory has ':' or ',', which docker mounts cannot take: {subject}")
+    elif kind in ("file", "api-key"):
+        path = Path(subject)
+        if not path.is_file() or path.stat().st_size == 0:
+            _fail(f"{check.label} is missing or empty: {subject}")
+    elif kind == "shards":
+        _check_shards(Path(subject), check.label)
+    elif kind == "gpus":
+        need, seen = int(check.values[0]), visible_gpus()
+        if seen < need:
+            _fail(f"{seen} GPUs visible, tensor parallelism needs {need}",
+                  "check nvidia-smi, the driver and CUDA_VISIBLE_DEVICES")
+
+
+def _check_shards(folder: Path, label: str) -> None:
+    index = folder / "model.safetensors.index.json"
+    try:
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    except (OSError, ValueError, KeyError, AttributeError) as exc:
+        _fail(f"{label} index unreadable: {index} ({exc})")
+    if not shards:
+        _fail(f"{label} index lists no shards: {index}")
+    for shard in shards:
+        path = folder / shard
+        if not path.is_file() or path.stat().st_size == 0:
+            _fail(f"{label} shard missing or empty: {shard}", "the index lists it; finish the download")
+
+
+def run(spec: LaunchSpec, values: dict[str, str]) -> None:
+    """Every check in order; the first failure raises with what to do about it."""
+    for check in spec.checks:
+        _check(check, spec, values)

