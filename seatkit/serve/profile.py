@@ -287,11 +287,11 @@ def _raw(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict, list[Path]]:
 
 
 def _describe(error: dict) -> str:
-    field = ".".join(str(p) for p in error["loc"]) or "(top level)"
-    message = error["msg"]
+    field = ".".join(str(p) for p in error["loc"] if p != "[key]") or "(top level)"
+    message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         message = "unknown field"
-    elif "input" in error and error["type"] not in ("missing",):
+    elif error["type"] not in ("missing", "value_error"):
         message += f" (got {error['input']!r})"
     return f"field '{field}': {message}"
 

