@@ -78,14 +78,7 @@ def docker_engine(tmp_path_factory):
         yield
         return
     if shutil.which("dockerd") is None:
-        if os.geteuid() != 0 or shutil.which("apt-get") is None:
-            unavailable("no dockerd, and installing docker.io needs root and apt-get")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for argv in (["apt-get", "update", "-qq"],
-                     ["apt-get", "install", "-y", "-qq", "--no-install-recommends",
-                      "docker.io", "containerd"]):
-            if subprocess.run(argv, env=env, capture_output=True).returncode:
-                unavailable(f"{' '.join(argv)} failed")
+        apt_install("docker.io", "containerd")
     log = tmp_path_factory.mktemp("dockerd") / "dockerd.log"
     # No bridge and no iptables: containers get host networking or none, nothing off loopback.
     daemon = subprocess.Popen(["dockerd", "--bridge", "none", "--iptables=false"],
@@ -99,6 +92,36 @@ def docker_engine(tmp_path_factory):
     yield
     daemon.terminate()
     daemon.wait(timeout=30)
+
+
+def apt_install(*packages: str) -> None:
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        unavailable(f"installing {' '.join(packages)} needs root and apt-get")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (["apt-get", "update", "-qq"],
+                 ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages]):
+        done = subprocess.run(argv, env=env, capture_output=True, text=True)
+        if done.returncode:
+            unavailable(f"{' '.join(argv)} failed: {done.stderr[-300:]}")
+
+
+@pytest.fixture(scope="session")
+def busybox_image(docker_engine, tmp_path_factory) -> str:
+    """A 2 MB local base image (no registry): busybox-static and its applets."""
+    tag = "seatkit-test/busybox:local"
+    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0:
+        return tag
+    if not Path("/bin/busybox").exists():
+        apt_install("busybox-static")
+    root = tmp_path_factory.mktemp("busybox-root")
+    (root / "bin").mkdir()
+    shutil.copy("/bin/busybox", root / "bin" / "busybox")
+    for applet in ("sh", "env", "sleep", "cat", "ls", "httpd", "true"):
+        (root / "bin" / applet).symlink_to("busybox")
+    tar = subprocess.run(["tar", "-C", str(root), "-c", "."], capture_output=True, check=True)
+    subprocess.run(["docker", "import", "-", tag], input=tar.stdout, check=True,
+                   capture_output=True)
+    return tag
 
 
 @pytest.fixture(scope="session")
