@@ -97,7 +97,7 @@ def up_cmd(profile: str):
               f"[bold]{run.model}[/] ({run.runtime} {run.ident[:12]})")
     if run.api_key_file:
         out.print(f"API key in {run.api_key_file} (mode 0600)")
-    out.print(f"next: seat bench {profile}  |  seat logs {profile}  |  seat down {profile}")
+    out.print(f"next: curl {run.url}/v1/models  |  seat logs {profile}  |  seat down {profile}")
 
 
 @seat.command("down")

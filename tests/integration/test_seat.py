@@ -13,17 +13,11 @@ from conftest import REPO, BIN, descendants_alive, free_port
 from seatkit.serve import client, launch
 
 
-def wait_health(url, proc, timeout=600):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc is None or proc.poll() is None, "server exited before it was ready"
-        try:
-            if requests.get(f"{url}/health", timeout=2).ok:
-                return
-        except requests.RequestException:
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"{url} not healthy after {timeout} s")
+def wait_health(port, proc, log):
+    """The kit's own readiness wait, on a server the kit did not start."""
+    url = f"http://127.0.0.1:{port}"
+    launch.wait_ready(launch.Running("cpu-smoke", "native", str(proc.pid), url, "tiny", log, 0),
+                      600, lambda stage, t: None)
 
 
 def test_seat_up_streams_and_down_leaves_no_process(vllm_runtime):
@@ -57,15 +51,20 @@ def test_seat_up_streams_and_down_leaves_no_process(vllm_runtime):
 
 def test_rendered_script_execs_the_server(vllm_runtime, tmp_path):
     port = free_port()
-    log = (tmp_path / "serve.log").open("w")
-    proc = subprocess.Popen(["bash", str(REPO / "serve" / "cpu-smoke.sh")], stdout=log,
+    log = tmp_path / "serve.log"
+    proc = subprocess.Popen(["bash", str(REPO / "serve" / "cpu-smoke.sh")], stdout=log.open("w"),
                             stderr=subprocess.STDOUT, start_new_session=True,
                             env={**os.environ, "SEAT_PORT": str(port)})
     try:
-        wait_health(f"http://127.0.0.1:{port}", proc)
-        # exec: the PID bash had is now the server itself, so signals reach it directly.
-        assert b"vllm" in open(f"/proc/{proc.pid}/cmdline", "rb").read()
-        assert b"bash" not in open(f"/proc/{proc.pid}/cmdline", "rb").read().split(b"\0")[0]
+        # exec: after its preflight, the PID bash had becomes the server itself, so signals
+        # reach the server directly.
+        for _ in range(300):
+            argv = open(f"/proc/{proc.pid}/cmdline", "rb").read().split(b"\0")
+            if not argv[0].endswith(b"bash") or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert not argv[0].endswith(b"bash") and b"vllm" in b" ".join(argv), argv
+        wait_health(port, proc, str(log))
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) is not None
     finally:
