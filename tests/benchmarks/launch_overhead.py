@@ -12,7 +12,9 @@ import subprocess
 import sys
 import time
 
-from seatkit.serve import launch, profile as profiles, runtime, spec as specs
+import requests
+
+from seatkit.serve import profile as profiles, runtime, spec as specs
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 SEAT = os.path.join(os.path.dirname(sys.executable), "seat")
@@ -27,6 +29,15 @@ def by_kit(port: int) -> float:
     return took
 
 
+def _serves(url: str) -> bool:
+    """The same readiness as `seat up`: /health, then the model listed by /v1/models."""
+    try:
+        return (requests.get(f"{url}/health", timeout=2).ok
+                and requests.get(f"{url}/v1/models", timeout=5).ok)
+    except requests.RequestException:
+        return False
+
+
 def by_hand(port: int) -> float:
     spec = specs.build(profiles.load("cpu-smoke"))
     values = {**spec.values(), "SEAT_PORT": str(port)}
@@ -36,9 +47,8 @@ def by_hand(port: int) -> float:
     proc = subprocess.Popen([specs.resolve(w, values) for w in spec.command], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    # The kit's own wait (/health, then /v1/models), so both sides wait for the same thing.
-    launch.wait_ready(launch.Running("cpu-smoke", "native", str(proc.pid), f"http://127.0.0.1:{port}",
-                                     "tiny", os.devnull, start), 900, lambda stage, t: None)
+    while not _serves(f"http://127.0.0.1:{port}"):
+        time.sleep(0.5)
     took = time.monotonic() - start
     os.killpg(proc.pid, signal.SIGTERM)
     proc.wait()
