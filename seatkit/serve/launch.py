@@ -34,6 +34,7 @@ class Running:
     log: str
     started: float
     api_key_file: str = ""
+    since: str = ""  # native: the process's start time, which with the PID names it uniquely
 
     @property
     def api_key(self) -> str | None:
@@ -113,7 +114,7 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict) -> str:
 
 def alive(run: Running) -> bool:
     if run.runtime == "native":
-        return _pid_is_ours(int(run.ident))
+        return bool(run.since) and process_start(int(run.ident)) == run.since
     import docker
     from docker.errors import NotFound
 
@@ -123,14 +124,17 @@ def alive(run: Running) -> bool:
         return False
 
 
-def _pid_is_ours(pid: int) -> bool:
-    """The recorded PID still runs vLLM (not a recycled PID of something else)."""
+def process_start(pid: int) -> str | None:
+    """When a live (not zombie) process started, in clock ticks since boot; None when gone.
+
+    A recycled PID gets another start time, so the pair names exactly the process `up` started.
+    Unlike its command line, this is readable at every instant, even in the middle of an exec.
+    """
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return False
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return b"vllm" in cmdline and stat.rsplit(")", 1)[1].split()[0] != "Z"
+        return None
+    return None if fields[0] == "Z" else fields[19]
 
 
 def _tail(log: str, lines: int = 20) -> str:
@@ -194,7 +198,8 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None)
         ident = _docker_start(spec, values, env)
     run = Running(profile=p.name, runtime=p.runtime, ident=ident, log=str(log), started=started,
                   url=f"http://{values['SEAT_HOST']}:{values['SEAT_PORT']}",
-                  model=p.server.served_model_name, api_key_file=key_file)
+                  model=p.server.served_model_name, api_key_file=key_file,
+                  since=(process_start(int(ident)) or "") if spec.native else "")
     _record(run)
     try:
         waited = wait_ready(run, p.server.health_timeout_s, tick)
@@ -218,10 +223,11 @@ def stop(run: Running, grace: float) -> bool:
         if was_alive:
             _signal_group(pid, signal.SIGTERM)
             deadline = time.monotonic() + grace
-            while _pid_is_ours(pid) and time.monotonic() < deadline:
+            while alive(run) and time.monotonic() < deadline:
                 time.sleep(0.2)
-        # The workers share the server's process group: end any that outlived it.
-        _signal_group(pid, signal.SIGKILL)
+            # The workers share the server's process group: end any that outlived it. Only
+            # while the group was ours: a recycled PID may lead someone else's group.
+            _signal_group(pid, signal.SIGKILL)
         _reap(pid)
     else:
         import docker

@@ -1,23 +1,27 @@
-"""Benchmark: time from `seat up cpu-smoke` to healthy, against the same `vllm serve` by hand.
+"""Benchmark: time from `seat up cpu-smoke` to ready, against the same `vllm serve` started bare.
 
 Not a test (it asserts nothing about speed); it prints figures measured in one run, alternating
-the two ways of starting so both see the same warm caches. Usage:
+the two ways of starting so both see the same warm caches. "Bare" is the server's own process
+started directly (no CLI, no preflight, no state file), waited for the same way. Usage:
     .venv/bin/python tests/benchmarks/launch_overhead.py [ROUNDS]
 """
 
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-import requests
-
-from seatkit.serve import profile as profiles, runtime, spec as specs
+from seatkit.errors import SeatError
+from seatkit.serve import launch, preflight, profile as profiles, runtime, spec as specs
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 SEAT = os.path.join(os.path.dirname(sys.executable), "seat")
+
+
+def port_taken(port: int) -> bool:
+    return preflight._port_in_use("127.0.0.1", port)
 
 
 def by_kit(port: int) -> float:
@@ -29,39 +33,30 @@ def by_kit(port: int) -> float:
     return took
 
 
-def _serves(url: str) -> bool:
-    """The same readiness as `seat up`: /health, then the model listed by /v1/models."""
-    try:
-        return (requests.get(f"{url}/health", timeout=2).ok
-                and requests.get(f"{url}/v1/models", timeout=5).ok)
-    except requests.RequestException:
-        return False
-
-
-def by_hand(port: int) -> float:
+def bare(port: int, log: str) -> float:
     spec = specs.build(profiles.load("cpu-smoke"))
     values = {**spec.values(), "SEAT_PORT": str(port)}
-    venv = specs.resolve(spec.venv, values)
-    env = {**os.environ, **spec.env, "LD_PRELOAD": f"{venv}/lib/libiomp5.so"}
     start = time.monotonic()
-    proc = subprocess.Popen([specs.resolve(w, values) for w in spec.command], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    while not _serves(f"http://127.0.0.1:{port}"):
-        time.sleep(0.5)
-    took = time.monotonic() - start
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait()
-    return took
+    pid = launch._native_start(spec, values, Path(log), {})
+    run = launch.Running("cpu-smoke", "native", pid, f"http://127.0.0.1:{port}", "tiny", log,
+                         start, since=launch.process_start(int(pid)))
+    try:
+        launch.wait_ready(run, 900, lambda stage, t: None)
+        return time.monotonic() - start
+    finally:
+        launch.stop(run, grace=30)
 
 
 if __name__ == "__main__":
     runtime.setup(profiles.load("cpu-smoke"), say=lambda m: None)
     kit, hand = [], []
     for i in range(ROUNDS):
-        kit.append(by_kit(18700 + i))
-        hand.append(by_hand(18800 + i))
-        print(f"round {i + 1}: seat up {kit[-1]:.1f} s, by hand {hand[-1]:.1f} s", flush=True)
+        ports = (18700 + i, 18800 + i)
+        if any(map(port_taken, ports)):
+            raise SeatError(f"a port of {ports} is taken: the figures would be wrong")
+        kit.append(by_kit(ports[0]))
+        hand.append(bare(ports[1], f"/tmp/seatkit-bench-bare-{i}.log"))
+        print(f"round {i + 1}: seat up {kit[-1]:.1f} s, bare {hand[-1]:.1f} s", flush=True)
     k, h = statistics.median(kit), statistics.median(hand)
-    print(f"median: seat up {k:.1f} s to healthy (incl. /v1/models and CLI start), by hand {h:.1f} s;"
-          f" kit overhead {k - h:+.1f} s, ratio {k / h:.3f}")
+    print(f"median over {ROUNDS}: seat up {k:.1f} s to ready (/health and /v1/models, CLI start "
+          f"included), bare {h:.1f} s; kit overhead {k - h:+.1f} s, ratio {k / h:.3f}")

@@ -16,8 +16,9 @@ from seatkit.serve import client, launch
 def wait_health(port, proc, log):
     """The kit's own readiness wait, on a server the kit did not start."""
     url = f"http://127.0.0.1:{port}"
-    launch.wait_ready(launch.Running("cpu-smoke", "native", str(proc.pid), url, "tiny", log, 0),
-                      600, lambda stage, t: None)
+    run = launch.Running("cpu-smoke", "native", str(proc.pid), url, "tiny", log, 0,
+                         since=launch.process_start(proc.pid))
+    launch.wait_ready(run, 600, lambda stage, t: None)
 
 
 def test_seat_up_streams_and_down_leaves_no_process(vllm_runtime):
