@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from seatkit.bench import report, run as bench_run, selftest, target as bench_target, workload
 from seatkit.errors import SeatError
 from seatkit.serve import demo, launch, lint, profile as profiles, render, runtime, spec as specs
 
@@ -137,10 +139,98 @@ def logs_cmd(profile: str, follow: bool):
 
 @seat.command("demo")
 @click.argument("profile", default=profiles.EMBEDDED_DEFAULT, metavar="[PROFILE]")
-@click.option("--max-tokens", default=128, show_default=True)
-def demo_cmd(profile: str, max_tokens: int):
-    """The main job on a fresh machine: set up, start, stream one completion, stop."""
-    demo.run(profile, max_tokens, out, err)
+@click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
+def demo_cmd(profile: str, out_dir: str):
+    """The main job on a fresh machine: set up, start, run a short bench (code and prose), stop."""
+    with err.status(f"demo {profile}") as status:
+        summary, path = demo.run(profile, Path(out_dir), say=status.update)
+    _print_summary(summary, path)
+
+
+def _print_summary(summary: dict, path: Path) -> None:
+    table = Table(*report.HEADER, title=f"seat bench: {path}")
+    for row in report.rows(summary):
+        table.add_row(*row)
+    out.print(table)
+    for kind, alarm in summary["alarms"].items():
+        out.print(f"[yellow]alarm {kind}[/] ({alarm['requests']} requests): {escape(alarm['example'])}")
+    out.print(f"discarded (not alone on the server): {summary['discarded']}; "
+              f"report: {path / 'report.md'}")
+
+
+class _BenchGroup(click.Group):
+    """`seat bench [PROFILE] [options]` runs the bench; named subcommands (selftest) do their job."""
+
+    def resolve_command(self, ctx, args):
+        if not args or args[0] not in self.commands:
+            args = ["run", *args]
+        return super().resolve_command(ctx, args)
+
+
+@seat.group("bench", cls=_BenchGroup)
+def bench_group():
+    """Decode speed split into tokens per step x milliseconds per step.
+
+    `seat bench [PROFILE]` measures a running seat; `seat bench selftest` measures the bench itself
+    against a ground-truth oracle.
+    """
+
+
+@bench_group.command("run")
+@click.argument("profile", default=profiles.DEFAULT_PROFILE, metavar="[PROFILE]")
+@click.option("--url", help="Bench any OpenAI-compatible server instead of a profile's seat.")
+@click.option("--model", help="Served model name (with --url).")
+@click.option("--k", type=int, help="Draft length the server uses (with --url), for the alarms.")
+@click.option("--api-key", envvar="SEAT_BENCH_API_KEY", help="Bearer key (with --url).")
+@click.option("--suite", "suites", default="code,prose", show_default=True,
+              help="Comma-separated suites from bench/suites.yaml.")
+@click.option("--warmups", default=2, show_default=True)
+@click.option("--repeats", default=5, show_default=True)
+@click.option("--max-tokens", type=int, help="Output length for every prompt (default: the suite's).")
+@click.option("--temperature", default=0.0, show_default=True)
+@click.option("--top-p", default=1.0, show_default=True)
+@click.option("--seed", default=0, show_default=True)
+@click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
+@click.option("--name", help="Run name (default: the profile or model).")
+def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max_tokens,
+                  temperature, top_p, seed, out_dir, name):
+    """Batch-1, sequential, streamed requests, each split into its two factors from /metrics."""
+    if url:
+        if not model:
+            raise SeatError("--url needs --model", "the served model name, as /v1/models lists it")
+        target = bench_target.of_url(url, model, k, api_key)
+    else:
+        target = bench_target.of_profile(profile)
+    prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens)
+    options = bench_run.Options(warmups, repeats, {"temperature": temperature, "top_p": top_p,
+                                                    "seed": seed})
+    out_run = bench_run.RunDir(Path(out_dir), name or (model if url else profile))
+    with err.status("benchmarking") as status:
+        summary = bench_run.bench(target, prompts, options, out_run, progress=status.update)
+    _print_summary(summary, out_run.path)
+
+
+@bench_group.command("selftest")
+@click.option("--repeats", default=3, show_default=True)
+def bench_selftest_cmd(repeats: int):
+    """Measure the bench against a ground-truth oracle at 200-2,000 tok/s and 1-7 tokens/step."""
+    with err.status("selftest") as status:
+        result = selftest.selftest(repeats=repeats, progress=status.update)
+    table = Table("true tok/s", "measured", "true tokens/step", "measured", "true ms/step",
+                  "measured", "worst error", "client-timed tok/s (error)", "client CPU us/token",
+                  title="seat bench selftest")
+    for p in result["points"]:
+        t, m = p["true"], p["measured"]
+        table.add_row(f"{t['decode_tok_s']:.1f}", f"{m['decode_tok_s']:.1f}",
+                      f"{t['tokens_per_step']:.3f}", f"{m['tokens_per_step']:.3f}",
+                      f"{t['ms_per_step']:.3f}", f"{m['ms_per_step']:.3f}",
+                      f"{max(p['error'].values()):.3%}",
+                      f"{p['client_decode_tok_s']:.1f} ({p['client_error']:.2%})",
+                      f"{p['client_cpu_us_per_token']:.1f}")
+    out.print(table)
+    verdict = "met" if result["met"] else "NOT met"
+    out.print(f"worst error {result['worst_error']:.3%}, goal {result['goal']:.1%}: {verdict}")
+    sys.exit(0 if result["met"] else 1)
 
 
 def main():

@@ -19,17 +19,19 @@ class Completion:
     completion_tokens: int = 0
     chunks: int = 0
     finish_reason: str | None = None
-    ttft_s: float = 0.0
+    ttft_s: float = 0.0  # request sent to first content chunk
+    last_s: float = 0.0  # request sent to last content chunk
     total_s: float = 0.0
     usage_seen: bool = field(default=False, repr=False)
 
 
 def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | None = None,
-           on_text: Callable[[str], None] = lambda t: None, temperature: float = 0.0,
+           on_text: Callable[[str], None] = lambda t: None, sampling: dict | None = None,
            timeout: float = 300.0) -> Completion:
-    """Stream one completion; tokens are counted from `usage`, never from chunks."""
-    body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature,
-            "ignore_eos": True, "stream": True,
+    """Stream one completion with explicit sampling (greedy unless told), ignoring EOS so the
+    output length is fixed; tokens are counted from `usage`, never from chunks."""
+    body = {"model": model, "prompt": prompt, "max_tokens": max_tokens,
+            **(sampling or {"temperature": 0.0}), "ignore_eos": True, "stream": True,
             "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
     out = Completion()
     start = time.monotonic()
@@ -38,7 +40,9 @@ def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | N
                            timeout=timeout) as answer:
             if not answer.ok:
                 raise SeatError(f"{url} answered {answer.status_code}: {answer.text[:300]}")
-            for line in answer.iter_lines():
+            # Hand over each event as it arrives, never waiting to fill a buffer: per HTTP chunk
+            # when the stream is chunked (vLLM's is), else byte by byte.
+            for line in answer.iter_lines(chunk_size=None if answer.raw.chunked else 1):
                 if not line.startswith(b"data: ") or line == b"data: [DONE]":
                     continue
                 _take(out, json.loads(line[6:]), start, on_text)
@@ -56,8 +60,9 @@ def _take(out: Completion, event: dict, start: float, on_text: Callable[[str], N
     for choice in event.get("choices") or []:
         text = choice.get("text") or ""
         if text:
+            out.last_s = time.monotonic() - start
             if not out.chunks:
-                out.ttft_s = time.monotonic() - start
+                out.ttft_s = out.last_s
             out.chunks += 1
             out.text += text
             on_text(text)

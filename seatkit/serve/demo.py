@@ -1,4 +1,4 @@
-"""The main job on the embedded default: set up, start, stream one completion, stop.
+"""The main job on the embedded default: set up, start, bench briefly, stop.
 
 Whatever happens after the start, the seat is stopped before this returns, so no process is left.
 """
@@ -6,36 +6,31 @@ Whatever happens after the start, the seat is stopped before this returns, so no
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from typing import Callable
 
-from rich.console import Console
+from seatkit.bench import run as bench_run, target as bench_target, workload
+from seatkit.serve import launch, profile as profiles, runtime, spec as specs
 
-from seatkit.serve import client, launch, profile as profiles, runtime, spec as specs
+SUITES = ["code", "prose"]
+SHORT = bench_run.Options(warmups=1, repeats=3)
+MAX_TOKENS = 256
 
-PROMPT = ("def rate_limiter(capacity, refill_per_second):\n"
-          "    \"\"\"A token bucket: allow() is true while tokens remain.\"\"\"\n")
 
-
-def run(name: str, max_tokens: int, out: Console, err: Console) -> client.Completion:
+def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Path]:
+    """A short bench of code and prose on a seat this call starts and stops."""
     profile = profiles.load(name)
     if profile.runtime == "native":
-        runtime.setup(profile, say=lambda m: err.print(f"[dim]setup:[/] {m}"))
-    spec = specs.build(profile)
+        runtime.setup(profile, say=lambda m: say(f"setup: {m}"))
     start = time.monotonic()
-    with err.status(f"starting {name}") as status:
-        seat, waited = launch.up(spec, tick=lambda stage, t: status.update(
-            f"starting {name}: waiting for {stage} ({t:.0f} s)"))
+    seat, waited = launch.up(specs.build(profile),
+                             tick=lambda stage, t: say(f"starting {name}: waiting for {stage} ({t:.0f} s)"))
     try:
-        err.print(f"{name} up after {waited:.1f} s at {seat.url}; streaming {max_tokens} tokens:")
-        done = client.stream(seat.url, seat.model, PROMPT, max_tokens, launch.headers(seat),
-                             on_text=lambda text: out.print(text, end="", markup=False,
-                                                            highlight=False))
-        out.print()
-        out.print(f"prompt tokens {done.prompt_tokens}, completion tokens {done.completion_tokens} "
-                  f"in {done.chunks} chunks ({done.completion_tokens / max(done.chunks, 1):.2f} "
-                  f"tokens per chunk: speculative decoding emits several per step), "
-                  f"TTFT {done.ttft_s * 1000:.0f} ms, total {done.total_s:.2f} s, "
-                  f"finish {done.finish_reason}")
+        say(f"{name} up after {waited:.1f} s at {seat.url}; benchmarking")
+        out = bench_run.RunDir(out_dir, f"demo-{name}")
+        summary = bench_run.bench(bench_target.of_profile(name),
+                                  workload.suites(SUITES, MAX_TOKENS), SHORT, out, progress=say)
     finally:
         launch.stop(seat, grace=30)
-        err.print(f"{name} stopped; whole run {time.monotonic() - start:.0f} s")
-    return done
+        say(f"{name} stopped; whole run {time.monotonic() - start:.0f} s")
+    return summary, out.path

@@ -1,0 +1,135 @@
+"""One request's decode speed split into its two factors, from counter deltas and client timing.
+
+    decode tok/s = tokens per step / seconds per step
+
+Steps are the server's decode steps (Δ inter-token-latency count: one observation per engine
+output after the first token). The first token belongs to prefill: decode tokens are n - 1.
+Decode time is the server's own (Δ request decode time) when it exports it: a streamed response can
+reach the client in bursts, which distorts client timing. The client's figure is kept beside it,
+and is the fallback when the server has no such counter.
+"""
+
+from __future__ import annotations
+
+import re
+
+from seatkit.bench.metrics import Snapshot
+
+IDENTITY_TOLERANCE = 0.01
+CLIENT_TOLERANCE = 0.05
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def repetition(text: str, width: int = 4) -> float:
+    """Share of repeated word shingles: 0 for text that never repeats, near 1 for a loop."""
+    words = re.findall(r"\S+", text)
+    shingles = [tuple(words[i:i + width]) for i in range(len(words) - width + 1)]
+    return 1 - len(set(shingles)) / len(shingles) if shingles else 0.0
+
+
+def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: float,
+            prompt_tokens: int) -> dict:
+    """Every derived quantity of one request; None where the counters cannot give it."""
+    n = completion_tokens
+    decode_tokens = n - 1
+    v = delta.values
+    client_decode_s = last_s - ttft_s
+    server_decode_s = v.get("decode_seconds")
+    decode_s = server_decode_s if server_decode_s else client_decode_s
+    drafts, draft_tokens, accepted = v.get("drafts"), v.get("draft_tokens"), v.get("accepted")
+    steps = v.get("steps") or drafts
+    out = {
+        "completion_tokens": n, "prompt_tokens": prompt_tokens, "decode_tokens": decode_tokens,
+        "ttft_ms": ttft_s * 1000, "decode_ms": decode_s * 1000,
+        "timing_source": "server" if server_decode_s else "client",
+        "decode_tok_s": _ratio(decode_tokens, decode_s),
+        "client_decode_tok_s": _ratio(decode_tokens, client_decode_s),
+        "prefill_tok_s": _ratio(prompt_tokens, ttft_s),
+        "drafts": drafts, "draft_tokens": draft_tokens, "accepted": accepted,
+        "accepted_per_position": [delta.per_position[i] for i in sorted(delta.per_position)],
+        "decode_steps": steps,
+        "decomposition": bool(delta.has_spec and steps),
+    }
+    out["client_vs_server"] = (_ratio(out["client_decode_tok_s"], out["decode_tok_s"])
+                               if server_decode_s else None)
+    if not out["decomposition"]:
+        return out
+    per_pos = out["accepted_per_position"]
+    unconditional = [a / drafts if drafts else None for a in per_pos]
+    conditional = [u / prev if u is not None and prev else None
+                   for u, prev in zip(unconditional, [1.0] + unconditional[:-1])]
+    step_s = v.get("step_seconds") or decode_s  # the server's per-step sum, else decode time
+    ms_per_step = step_s * 1000 / steps
+    tokens_per_step = 1 + accepted / steps
+    out.update({
+        "accepted_per_drafted_step": _ratio(accepted, drafts),
+        "tokens_per_drafted_step": 1 + accepted / drafts if drafts else None,
+        "tokens_per_step": tokens_per_step,
+        "drafted_length": _ratio(draft_tokens, drafts),
+        "draft_acceptance": _ratio(accepted, draft_tokens),
+        "acceptance_unconditional": unconditional,
+        "acceptance_conditional": conditional,
+        "steps_without_drafts": steps - (drafts or 0),
+        "ms_per_step": ms_per_step,
+        "counters_vs_usage": _ratio(steps + accepted, decode_tokens),
+    })
+    implied = tokens_per_step / (ms_per_step / 1000) if ms_per_step else None
+    out["identity_error"] = (abs(implied / out["decode_tok_s"] - 1)
+                             if implied and out["decode_tok_s"] else None)
+    out["identity_holds"] = out["identity_error"] is not None and \
+        out["identity_error"] <= IDENTITY_TOLERANCE
+    return out
+
+
+def exclusivity(delta: Snapshot, completion_tokens: int, prompt_tokens: int,
+                finish_reason: str | None, expected_reason: str,
+                peak_running: float, peak_waiting: float) -> list[str]:
+    """Why the counter deltas may hold another request; empty when ours was alone."""
+    problems = []
+    finished = sum(delta.success.values())
+    if finished != 1 or delta.success.get(expected_reason, 0) != 1:
+        problems.append(f"{finished:g} requests finished during ours (expected 1 with reason "
+                        f"{expected_reason})")
+    if finish_reason != expected_reason:
+        problems.append(f"our finish reason was {finish_reason}, expected {expected_reason}")
+    generated = delta.values.get("generation_tokens")
+    if generated is not None and generated != completion_tokens:
+        problems.append(f"server generated {generated:g} tokens, we received {completion_tokens}")
+    prompted = delta.values.get("prompt_tokens")
+    if prompted is not None and prompted != prompt_tokens:
+        problems.append(f"server took {prompted:g} prompt tokens, ours had {prompt_tokens}")
+    if peak_running > 1 or peak_waiting > 0:
+        problems.append(f"gauges saw {peak_running:g} running and {peak_waiting:g} waiting")
+    return problems
+
+
+def alarms(f: dict, k: int | None, text: str) -> dict[str, str]:
+    """Signs that a number should not be trusted as it stands, by kind."""
+    out = {}
+    if not f["decomposition"]:
+        out["no-decomposition"] = ("no speculative-decoding counters in /metrics: client timing "
+                                   "only, the two factors are unavailable")
+        return out
+    if f["prompt_tokens"] >= 4096 and (f["draft_acceptance"] or 0) < 0.02:
+        out["zero-acceptance"] = "acceptance near 0 at long context: the drafter may see zero-filled drafts"
+    if k and f["drafted_length"] is not None and abs(f["drafted_length"] - k) > 0.01:
+        out["drafted-length"] = f"drafted length {f['drafted_length']:.2f} differs from k={k}"
+    if f["client_vs_server"] and abs(f["client_vs_server"] - 1) > CLIENT_TOLERANCE:
+        out["client-bursts"] = (f"the stream reached the client in bursts (client-timed "
+                                f"{f['client_decode_tok_s']:.0f} tok/s against the server's "
+                                f"{f['decode_tok_s']:.0f}): the server's timing is used")
+    score = repetition(text)
+    if score > 0.5 and (f["draft_acceptance"] or 0) > 0.9:
+        out["loop"] = (f"output loops (repetition {score:.2f}) with {f['draft_acceptance']:.0%} "
+                       "acceptance: the speed is flattered")
+    if not f["identity_holds"]:
+        excess = (f["decode_steps"] + f["accepted"]) - f["decode_tokens"]
+        why = (f": the counters hold {excess:g} accepted tokens past max_tokens (the last step "
+               "accepts more than the length cap emits); use longer outputs"
+               if 0 < excess <= (k or excess) else "")
+        out["identity"] = (f"identity tok/s = tokens per step / step time is off by "
+                           f"{(f['identity_error'] or 0):.1%}{why}")
+    return out

@@ -1,0 +1,75 @@
+"""vLLM's /metrics as numbers the decomposition needs: parsed, summed over engines, differenced.
+
+Names are read from sample lines (the exposition's TYPE lines name counters inconsistently), v1 and
+v0 alike; every series is summed over its `engine` label (data-parallel engines).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from seatkit.errors import SeatError
+
+# What the bench reads, by the sample names vLLM v1 exposes, with the v0 names they replaced.
+COUNTERS = {
+    "drafts": ["vllm:spec_decode_num_drafts_total"],
+    "draft_tokens": ["vllm:spec_decode_num_draft_tokens_total"],
+    "accepted": ["vllm:spec_decode_num_accepted_tokens_total"],
+    "emitted_v0": ["vllm:spec_decode_num_emitted_tokens_total"],
+    "generation_tokens": ["vllm:generation_tokens_total"],
+    "prompt_tokens": ["vllm:prompt_tokens_total"],
+    "steps": ["vllm:inter_token_latency_seconds_count", "vllm:time_per_output_token_seconds_count"],
+    "step_seconds": ["vllm:inter_token_latency_seconds_sum", "vllm:time_per_output_token_seconds_sum"],
+    "decode_seconds": ["vllm:request_decode_time_seconds_sum"],
+}
+PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+SUCCESS = "vllm:request_success_total"
+GAUGES = {"running": "vllm:num_requests_running", "waiting": "vllm:num_requests_waiting"}
+
+
+@dataclass
+class Snapshot:
+    values: dict[str, float] = field(default_factory=dict)
+    per_position: dict[int, float] = field(default_factory=dict)
+    success: dict[str, float] = field(default_factory=dict)
+    gauges: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def has_spec(self) -> bool:
+        return "drafts" in self.values or "draft_tokens" in self.values
+
+    def __sub__(self, before: "Snapshot") -> "Snapshot":
+        """after - before, for counters present in both (gauges are the later reading)."""
+        return Snapshot(
+            values={k: v - before.values[k] for k, v in self.values.items() if k in before.values},
+            per_position={i: v - before.per_position.get(i, 0.0)
+                          for i, v in self.per_position.items()},
+            success={r: v - before.success.get(r, 0.0) for r, v in self.success.items()},
+            gauges=dict(self.gauges))
+
+
+def parse(text: str) -> Snapshot:
+    """One /metrics body; raises SeatError when it is not the Prometheus text format."""
+    sums: dict[str, float] = defaultdict(float)
+    per_position: dict[int, float] = defaultdict(float)
+    success: dict[str, float] = defaultdict(float)
+    names = {name: key for key, options in COUNTERS.items() for name in options}
+    gauges = {name: key for key, name in GAUGES.items()}
+    seen_gauges: dict[str, float] = defaultdict(float)
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name in names:
+                    sums[names[sample.name]] += sample.value
+                elif sample.name == PER_POSITION:
+                    per_position[int(sample.labels["position"])] += sample.value
+                elif sample.name == SUCCESS:
+                    success[sample.labels.get("finished_reason", "")] += sample.value
+                elif sample.name in gauges:
+                    seen_gauges[gauges[sample.name]] += sample.value
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SeatError(f"/metrics is not Prometheus text: {exc}") from None
+    return Snapshot(dict(sums), dict(per_position), dict(success), dict(seen_gauges))

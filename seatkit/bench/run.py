@@ -1,0 +1,279 @@
+"""`seat bench`: batch-1 requests, strictly one after another, each decomposed from /metrics deltas.
+
+Per request: read /metrics when the server is idle, stream the request while a sampler watches the
+running/waiting gauges, read /metrics again once the success counter moved, then prove the deltas
+belong to this request alone (or discard it, count it and run it again, a bounded number of times).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import requests
+
+from seatkit import __version__
+from seatkit.bench import decompose, metrics
+from seatkit.bench.report import markdown
+from seatkit.bench.workload import Prompt
+from seatkit.errors import SeatError
+from seatkit.serve import client
+
+SCHEMA = "seatkit.bench/1"
+SAMPLE_HZ = 2.0  # the least that still sees a short overlap; each scrape costs the server
+RERUNS = 3  # extra tries per measured request whose deltas were not ours alone
+
+
+@dataclass
+class Target:
+    url: str
+    model: str
+    headers: dict = field(default_factory=dict)
+    k: int | None = None
+    conditions: dict = field(default_factory=dict)
+
+
+@dataclass
+class Options:
+    warmups: int = 2
+    repeats: int = 5
+    sampling: dict = field(default_factory=lambda: {"temperature": 0.0, "top_p": 1.0, "seed": 0})
+
+
+def scrape(target: Target) -> metrics.Snapshot | None:
+    """The server's counters now; None when it has no /metrics."""
+    try:
+        answer = requests.get(f"{target.url}/metrics", timeout=10)
+    except requests.RequestException as exc:
+        raise SeatError(f"cannot read {target.url}/metrics: {exc}") from None
+    if answer.status_code == 404:
+        return None
+    snapshot = metrics.parse(answer.text)
+    return snapshot if snapshot.values or snapshot.success else None
+
+
+class GaugeSampler(threading.Thread):
+    """Peaks of the running and waiting gauges while our request streams."""
+
+    def __init__(self, target: Target):
+        super().__init__(daemon=True)
+        self.target, self.stop_event = target, threading.Event()
+        self.peak = {"running": 0.0, "waiting": 0.0}
+        self.samples = 0
+
+    def run(self):
+        while not self.stop_event.wait(1 / SAMPLE_HZ):
+            try:
+                snapshot = scrape(self.target)
+            except SeatError:
+                continue
+            if snapshot:
+                self.samples += 1
+                for key in self.peak:
+                    self.peak[key] = max(self.peak[key], snapshot.gauges.get(key, 0.0))
+
+    def finish(self) -> dict:
+        self.stop_event.set()
+        self.join()
+        return {**self.peak, "samples": self.samples}
+
+
+def _wait_idle(target: Target, timeout: float = 60.0) -> metrics.Snapshot | None:
+    deadline = time.monotonic() + timeout
+    while True:
+        snapshot = scrape(target)
+        if snapshot is None or not (snapshot.gauges.get("running") or snapshot.gauges.get("waiting")):
+            return snapshot
+        if time.monotonic() > deadline:
+            raise SeatError(f"{target.url} stayed busy for {timeout:.0f} s: another client is using it",
+                            "a batch-1 bench needs the server to itself")
+        time.sleep(0.2)
+
+
+def _after(target: Target, before: metrics.Snapshot, timeout: float = 10.0) -> metrics.Snapshot:
+    """Counters once the frontend has recorded our request's finish."""
+    deadline = time.monotonic() + timeout
+    while True:
+        after = scrape(target)
+        if sum((after - before).success.values()) >= 1 or time.monotonic() > deadline:
+            return after
+        time.sleep(0.05)
+
+
+def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
+    """Token count and SHA-256 of the token ids, from the server's /tokenize when it has one."""
+    try:
+        answer = requests.post(f"{target.url}/tokenize", headers=target.headers, timeout=30,
+                               json={"model": target.model, "prompt": text})
+        ids = answer.json()["tokens"] if answer.ok else None
+    except (requests.RequestException, ValueError, KeyError):
+        ids = None
+    if ids is None:
+        return None, None
+    return len(ids), hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+
+
+def measure(target: Target, prompt: Prompt, options: Options) -> dict:
+    """One request with its counter deltas, factors, exclusivity verdict and alarms."""
+    before = _wait_idle(target)
+    sampler = GaugeSampler(target)
+    sampler.start()
+    cpu = time.process_time()
+    try:
+        done = client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
+                             target.headers, sampling=options.sampling)
+    finally:
+        gauges = sampler.finish()
+    cpu = time.process_time() - cpu
+    record = {"suite": prompt.suite, "prompt": prompt.name, "content": prompt.content,
+              "prompt_sha256": prompt.sha256, "prompt_file_sha256": prompt.file_sha256,
+              "max_tokens": prompt.max_tokens, "finish_reason": done.finish_reason,
+              "chunks": done.chunks, "gauges": gauges, "text_sha256":
+              hashlib.sha256(done.text.encode()).hexdigest(),
+              "repetition": decompose.repetition(done.text),
+              "client_cpu_us_per_token": cpu * 1e6 / max(done.completion_tokens, 1)}
+    if before is None:
+        delta = metrics.Snapshot()
+        record["exclusive_problems"] = []
+    else:
+        delta = _after(target, before) - before
+        record["exclusive_problems"] = decompose.exclusivity(
+            delta, done.completion_tokens, done.prompt_tokens, done.finish_reason, "length",
+            gauges["running"], gauges["waiting"])
+    record["counter_deltas"] = {**delta.values, "per_position": delta.per_position,
+                                "success": delta.success}
+    record["factors"] = decompose.factors(delta, done.completion_tokens, done.ttft_s, done.last_s,
+                                          done.prompt_tokens)
+    record["alarms"] = decompose.alarms(record["factors"], target.k, done.text)
+    record["exclusive"] = not record["exclusive_problems"]
+    return record
+
+
+def _stats(values: list[float]) -> dict | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    mean = statistics.fmean(values)
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "cv": statistics.pstdev(values) / mean if mean else None, "n": len(values)}
+
+
+FIGURES = ("decode_tok_s", "tokens_per_step", "ms_per_step", "draft_acceptance",
+           "accepted_per_drafted_step", "ttft_ms", "prefill_tok_s")
+
+
+def summarize(records: list[dict]) -> dict:
+    """Per suite and per prompt: median, min, max and CV of each figure; the best run labelled."""
+    kept = [r for r in records if r["exclusive"]]
+    out = {}
+    for suite in dict.fromkeys(r["suite"] for r in kept):
+        rows = [r for r in kept if r["suite"] == suite]
+        best = max(rows, key=lambda r: r["factors"]["decode_tok_s"] or 0)
+        positions = [r["factors"]["acceptance_unconditional"] for r in rows
+                     if r["factors"].get("acceptance_unconditional")]
+        out[suite] = {
+            "content": rows[0]["content"], "requests": len(rows),
+            **{name: _stats([r["factors"].get(name) for r in rows]) for name in FIGURES},
+            "acceptance_by_position": [statistics.median(p) for p in zip(*positions)] if positions else [],
+            "best_run": {"label": "best run (a record is a maximum; the median is the typical figure)",
+                         "prompt": best["prompt"], "decode_tok_s": best["factors"]["decode_tok_s"],
+                         "tokens_per_step": best["factors"].get("tokens_per_step"),
+                         "ms_per_step": best["factors"].get("ms_per_step")},
+            "prompts": {name: {fig: _stats([r["factors"].get(fig) for r in rows
+                                            if r["prompt"] == name]) for fig in FIGURES}
+                        for name in dict.fromkeys(r["prompt"] for r in rows)},
+        }
+    return out
+
+
+def _alarm_summary(records: list[dict]) -> dict[str, dict]:
+    """Each kind of alarm: how many kept requests raised it, and one of its messages."""
+    out: dict[str, dict] = {}
+    for record in records:
+        for kind, message in record["alarms"].items():
+            out.setdefault(kind, {"requests": 0, "example": message})["requests"] += 1
+    return out
+
+
+def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
+    try:
+        version = requests.get(f"{target.url}/version", timeout=5).json().get("version")
+    except (requests.RequestException, ValueError, AttributeError):
+        version = None
+    return {"url": target.url, "model": target.model, "engine_version": version,
+            "k": target.k, "sampling": options.sampling, "ignore_eos": True, "reasoning": "off",
+            "warmups": options.warmups, "repeats": options.repeats,
+            "suites": sorted({p.suite for p in prompts}),
+            "output_tokens": sorted({p.max_tokens for p in prompts}),
+            "client": {"seatkit": __version__, "host": platform.node(), "python": platform.python_version(),
+                       "cpus": os.cpu_count()},
+            **target.conditions}
+
+
+class RunDir:
+    """runs/<time>-<name>/: requests.jsonl flushed per request, then summary.json and report.md."""
+
+    def __init__(self, root: Path, name: str):
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        self.path = root / f"{stamp}-{name}"
+        self.path.mkdir(parents=True, exist_ok=False)
+        self._requests = (self.path / "requests.jsonl").open("a")
+
+    def add(self, record: dict) -> None:
+        self._requests.write(json.dumps(record) + "\n")
+        self._requests.flush()
+        os.fsync(self._requests.fileno())
+
+    def finish(self, summary: dict, report: str) -> None:
+        self._requests.close()
+        (self.path / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (self.path / "report.md").write_text(report)
+
+
+def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
+          progress: Callable[[str], None] = lambda m: None) -> dict:
+    """Warm-ups, then measured repeats of every prompt; returns the summary written to `out`."""
+    if scrape(target) is None:
+        progress("no /metrics with spec-decode counters: client timing only, no decomposition")
+    hashes = {}
+    discarded = 0
+    records = []
+    for prompt in prompts:
+        tokens, ids_sha = token_hash(target, prompt.text)
+        hashes[prompt.name] = {"text_sha256": prompt.sha256, "file_sha256": prompt.file_sha256,
+                               "tokens": tokens, "token_ids_sha256": ids_sha}
+        for i in range(options.warmups):
+            progress(f"{prompt.suite}/{prompt.name}: warm-up {i + 1}/{options.warmups}")
+            client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
+                          target.headers, sampling=options.sampling)
+        for i in range(options.repeats):
+            for attempt in range(1 + RERUNS):
+                record = measure(target, prompt, options)
+                record.update(repeat=i, attempt=attempt)
+                out.add(record)
+                f = record["factors"]
+                progress(f"{prompt.suite}/{prompt.name}: {i + 1}/{options.repeats} "
+                         f"{f['decode_tok_s'] or 0:.1f} tok/s"
+                         + ("" if record["exclusive"] else " (discarded: not alone)"))
+                if record["exclusive"]:
+                    records.append(record)
+                    break
+                discarded += 1
+            else:
+                raise SeatError(f"{prompt.name}: {1 + RERUNS} tries all shared the server with "
+                                "another request", "stop other clients; a batch-1 bench needs it alone")
+    summary = {"schema": SCHEMA, "created": datetime.now(timezone.utc).isoformat(),
+               "conditions": conditions(target, options, prompts), "prompts": hashes,
+               "discarded": discarded, "alarms": _alarm_summary(records),
+               "suites": summarize(records)}
+    out.finish(summary, markdown(summary))
+    return summary

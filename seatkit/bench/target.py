@@ -1,0 +1,30 @@
+"""What the bench measures: a running seat of a profile, or any OpenAI-compatible URL."""
+
+from __future__ import annotations
+
+from seatkit.bench.run import Target
+from seatkit.errors import SeatError
+from seatkit.serve import launch, preflight, profile as profiles
+
+
+def of_profile(name: str) -> Target:
+    """The seat `seat up` started for the profile, with the profile's conditions."""
+    profile = profiles.load(name)
+    running = launch.recorded(profile.name)
+    if running is None or not launch.alive(running):
+        raise SeatError(f"{profile.name} is not up", f"seat up {profile.name}, or pass --url and --model")
+    spec = profile.speculative
+    return Target(running.url, running.model, launch.headers(running),
+                  k=spec.num_speculative_tokens if spec else None,
+                  conditions={"profile": profile.name, "profile_sha256": profile.sha256,
+                              "draft_method": spec.method if spec else None,
+                              "draft_policy": (spec.config.get("draft_sample_method", "greedy")
+                                               if spec else None),
+                              "image": profile.image.reference if profile.image else None,
+                              "runtime": profile.runtime, "gpus_visible": preflight.visible_gpus()})
+
+
+def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return Target(url.rstrip("/"), model, headers, k=k,
+                  conditions={"profile": None, "gpus_visible": preflight.visible_gpus()})

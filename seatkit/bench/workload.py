@@ -1,0 +1,73 @@
+"""The bench's workloads: prompt files pinned by SHA-256, grouped into suites (bench/suites.yaml)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from seatkit import paths
+from seatkit.errors import SeatError
+
+BENCH = paths.REPO / "bench"
+INDEX = BENCH / "prompts" / "index.json"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    suite: str
+    name: str
+    content: str  # code | prose
+    text: str
+    file_sha256: str
+    max_tokens: int
+
+    @property
+    def sha256(self) -> str:
+        """Hash of the text as sent (after any repeat), recorded with every request."""
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_index(folder: Path = BENCH / "prompts") -> dict[str, str]:
+    """Pin every prompt file as it is now (run after a deliberate edit)."""
+    index = {p.stem: sha256_file(p) for p in sorted(folder.glob("*.txt"))}
+    (folder / "index.json").write_text(json.dumps(index, indent=2) + "\n")
+    return index
+
+
+def load_prompt(name: str, folder: Path = BENCH / "prompts") -> tuple[str, str]:
+    """A prompt's text and hash; refused when its bytes differ from the index."""
+    index = json.loads((folder / "index.json").read_text())
+    if name not in index:
+        raise SeatError(f"prompt {name!r} is not in {folder / 'index.json'}",
+                        f"known prompts: {', '.join(sorted(index))}")
+    path = folder / f"{name}.txt"
+    actual = sha256_file(path) if path.exists() else "missing"
+    if actual != index[name]:
+        raise SeatError(f"prompt {path} changed: sha256 {actual[:16]}…, pinned {index[name][:16]}…",
+                        "restore the file, or pin a deliberate change with "
+                        "seatkit.bench.workload.write_index()")
+    return path.read_text(), actual
+
+
+def suites(names: list[str], max_tokens: int | None = None,
+           file: Path = BENCH / "suites.yaml") -> list[Prompt]:
+    data = yaml.safe_load(file.read_text())
+    out = []
+    for suite in names:
+        if suite not in data:
+            raise SeatError(f"no suite {suite!r}", f"suites: {', '.join(data)}")
+        spec = data[suite]
+        for name in spec["prompts"]:
+            text, digest = load_prompt(name, file.parent / "prompts")
+            text = spec.get("instruction", "") + text * spec.get("repeat", 1)
+            out.append(Prompt(suite, name, spec["content"], text, digest,
+                              max_tokens or spec["max_tokens"]))
+    return out

