@@ -187,12 +187,14 @@ def bench_group():
 @click.option("--warmups", default=2, show_default=True)
 @click.option("--repeats", default=5, show_default=True)
 @click.option("--max-tokens", type=int, help="Output length for every prompt (default: the suite's).")
+@click.option("--contexts", help="Comma-separated context sizes in tokens for the context suite "
+              "(default: the suite's, 0 to 128k).")
 @click.option("--temperature", default=0.0, show_default=True)
 @click.option("--top-p", default=1.0, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
 @click.option("--name", help="Run name (default: the profile or model).")
-def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max_tokens,
+def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max_tokens, contexts,
                   temperature, top_p, seed, out_dir, name):
     """Batch-1, sequential, streamed requests, each split into its two factors from /metrics."""
     if url:
@@ -201,7 +203,8 @@ def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max
         target = bench_target.of_url(url, model, k, api_key)
     else:
         target = bench_target.of_profile(profile)
-    prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens)
+    prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens,
+                              [int(c) for c in contexts.split(",")] if contexts else None)
     options = bench_run.Options(warmups, repeats, {"temperature": temperature, "top_p": top_p,
                                                     "seed": seed})
     out_run = bench_run.RunDir(Path(out_dir), name or (model if url else profile))

@@ -40,7 +40,14 @@ def markdown(summary: dict) -> str:
     for suite, s in summary["suites"].items():
         shown = ", ".join(f"{p:.1%}" for p in s["acceptance_by_position"]) or "n/a"
         lines.append(f"- {suite}: {shown}")
-    lines += ["", "## Alarms", ""]
+    lines += ["", "## Fits", ""]
+    for name, line in summary.get("fits", {}).items():
+        shown = (f"{line['intercept']:.3f} + {line['slope']:.5f} x over {line['points']} requests"
+                 if line else "not enough spread to fit")
+        lines.append(f"- {name}: {shown}")
+    if summary.get("skipped"):
+        lines += ["", "## Skipped", ""] + [f"- {n}: {why}" for n, why in summary["skipped"].items()]
+    lines += ["", "Plots: plots/*.png", "", "## Alarms", ""]
     lines += [f"- {kind} ({a['requests']} requests), e.g.: {a['example']}"
               for kind, a in summary["alarms"].items()] or ["- none"]
     lines += ["", "## Prompts", "", "| prompt | text sha256 | tokens | token ids sha256 |",

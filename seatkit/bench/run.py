@@ -14,7 +14,7 @@ import platform
 import statistics
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -22,7 +22,7 @@ from typing import Callable
 import requests
 
 from seatkit import __version__
-from seatkit.bench import decompose, metrics
+from seatkit.bench import decompose, metrics, padding, plots, telemetry
 from seatkit.bench.report import markdown
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
@@ -109,6 +109,25 @@ def _after(target: Target, before: metrics.Snapshot, timeout: float = 10.0) -> m
         time.sleep(0.05)
 
 
+def max_model_len(target: Target) -> int | None:
+    try:
+        models = requests.get(f"{target.url}/v1/models", headers=target.headers, timeout=10).json()
+        return next(m.get("max_model_len") for m in models["data"] if m["id"] == target.model)
+    except (requests.RequestException, ValueError, KeyError, StopIteration):
+        return None
+
+
+def padded(target: Target, prompt: Prompt) -> Prompt:
+    """The prompt padded to its context target, counted by the server's own tokenizer."""
+    def count(text: str) -> int:
+        tokens, _ = token_hash(target, text)
+        if tokens is None:
+            raise SeatError(f"{target.url} has no /tokenize: a context can't be built to a token target")
+        return tokens
+
+    return replace(prompt, text=padding.pad(prompt.text, prompt.padding, prompt.context, count))
+
+
 def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
     """Token count and SHA-256 of the token ids, from the server's /tokenize when it has one."""
     try:
@@ -125,21 +144,23 @@ def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
 def measure(target: Target, prompt: Prompt, options: Options) -> dict:
     """One request with its counter deltas, factors, exclusivity verdict and alarms."""
     before = _wait_idle(target)
-    sampler = GaugeSampler(target)
+    sampler, gpus = GaugeSampler(target), telemetry.Sampler()
     sampler.start()
+    gpus.start()
     cpu = time.process_time()
     try:
         done = client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
                              target.headers, sampling=options.sampling)
     finally:
-        gauges = sampler.finish()
+        gauges, gpu_telemetry = sampler.finish(), gpus.finish()
     cpu = time.process_time() - cpu
     record = {"suite": prompt.suite, "prompt": prompt.name, "content": prompt.content,
               "prompt_sha256": prompt.sha256, "prompt_file_sha256": prompt.file_sha256,
+              "context": prompt.context, "padding": prompt.padding,
               "max_tokens": prompt.max_tokens, "finish_reason": done.finish_reason,
               "chunks": done.chunks, "gauges": gauges, "text_sha256":
               hashlib.sha256(done.text.encode()).hexdigest(),
-              "repetition": decompose.repetition(done.text),
+              "repetition": decompose.repetition(done.text), "gpu_telemetry": gpu_telemetry,
               "client_cpu_us_per_token": cpu * 1e6 / max(done.completion_tokens, 1)}
     if before is None:
         delta = metrics.Snapshot()
@@ -244,13 +265,23 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
     """Warm-ups, then measured repeats of every prompt; returns the summary written to `out`."""
     if scrape(target) is None:
         progress("no /metrics with spec-decode counters: client timing only, no decomposition")
-    hashes = {}
+    hashes, skipped = {}, {}
     discarded = 0
     records = []
+    limit = max_model_len(target)
     for prompt in prompts:
+        if prompt.context:
+            if limit and prompt.context + prompt.max_tokens > limit:
+                skipped[prompt.name] = f"context {prompt.context} + output {prompt.max_tokens} " \
+                                       f"exceeds the server's max_model_len {limit}"
+                progress(f"{prompt.name}: skipped ({skipped[prompt.name]})")
+                continue
+            progress(f"{prompt.name}: padding to {prompt.context} tokens")
+            prompt = padded(target, prompt)
         tokens, ids_sha = token_hash(target, prompt.text)
         hashes[prompt.name] = {"text_sha256": prompt.sha256, "file_sha256": prompt.file_sha256,
-                               "tokens": tokens, "token_ids_sha256": ids_sha}
+                               "tokens": tokens, "token_ids_sha256": ids_sha,
+                               "context": prompt.context, "padding": prompt.padding}
         for i in range(options.warmups):
             progress(f"{prompt.suite}/{prompt.name}: warm-up {i + 1}/{options.warmups}")
             client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
@@ -273,7 +304,9 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
                                 "another request", "stop other clients; a batch-1 bench needs it alone")
     summary = {"schema": SCHEMA, "created": datetime.now(timezone.utc).isoformat(),
                "conditions": conditions(target, options, prompts), "prompts": hashes,
-               "discarded": discarded, "alarms": _alarm_summary(records),
-               "suites": summarize(records)}
+               "discarded": discarded, "skipped": skipped, "alarms": _alarm_summary(records),
+               "suites": summarize(records), "fits": plots.fits(records)}
     out.finish(summary, markdown(summary))
+    if records:
+        plots.draw(records, summary, out.path / "plots")
     return summary

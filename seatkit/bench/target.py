@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from seatkit.bench import telemetry
 from seatkit.bench.run import Target
 from seatkit.errors import SeatError
-from seatkit.serve import launch, preflight, profile as profiles
+from seatkit.serve import launch, profile as profiles
 
 
 def of_profile(name: str) -> Target:
@@ -14,17 +15,34 @@ def of_profile(name: str) -> Target:
     if running is None or not launch.alive(running):
         raise SeatError(f"{profile.name} is not up", f"seat up {profile.name}, or pass --url and --model")
     spec = profile.speculative
+    draft = profile.models[spec.draft_model] if spec and spec.draft_model else None
     return Target(running.url, running.model, launch.headers(running),
                   k=spec.num_speculative_tokens if spec else None,
                   conditions={"profile": profile.name, "profile_sha256": profile.sha256,
                               "draft_method": spec.method if spec else None,
                               "draft_policy": (spec.config.get("draft_sample_method", "greedy")
                                                if spec else None),
+                              "base_model": _model_name(profile.models[profile.model]),
+                              "draft_model": _model_name(draft) if draft else None,
                               "image": profile.image.reference if profile.image else None,
-                              "runtime": profile.runtime, "gpus_visible": preflight.visible_gpus()})
+                              "image_labels": _labels(running),
+                              "runtime": profile.runtime, "gpus": telemetry.inventory()})
+
+
+def _model_name(model) -> str:
+    return model.host_dir or f"{model.build} (built locally)"
+
+
+def _labels(running: launch.Running) -> dict | None:
+    """The container's image labels (base digest, overlay hashes, once `seat build` sets them)."""
+    if running.runtime != "docker":
+        return None
+    import docker
+
+    return docker.from_env().containers.get(running.ident).image.labels
 
 
 def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     return Target(url.rstrip("/"), model, headers, k=k,
-                  conditions={"profile": None, "gpus_visible": preflight.visible_gpus()})
+                  conditions={"profile": None, "gpus": telemetry.inventory()})

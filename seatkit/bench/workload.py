@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -24,6 +24,8 @@ class Prompt:
     text: str
     file_sha256: str
     max_tokens: int
+    context: int = 0  # token target of padding + prompt; 0 = the prompt alone
+    padding: str | None = None
 
     @property
     def sha256(self) -> str:
@@ -57,8 +59,14 @@ def load_prompt(name: str, folder: Path = BENCH / "prompts") -> tuple[str, str]:
     return path.read_text(), actual
 
 
-def suites(names: list[str], max_tokens: int | None = None,
+def _label(tokens: int) -> str:
+    return f"{tokens // 1024}k" if tokens >= 1024 and tokens % 1024 == 0 else str(tokens)
+
+
+def suites(names: list[str], max_tokens: int | None = None, contexts: list[int] | None = None,
            file: Path = BENCH / "suites.yaml") -> list[Prompt]:
+    """The prompts of each suite; a context suite gives one per context and padding kind, whose
+    text is padded against the server at run time (each context reported as a suite of its own)."""
     data = yaml.safe_load(file.read_text())
     out = []
     for suite in names:
@@ -68,6 +76,13 @@ def suites(names: list[str], max_tokens: int | None = None,
         for name in spec["prompts"]:
             text, digest = load_prompt(name, file.parent / "prompts")
             text = spec.get("instruction", "") + text * spec.get("repeat", 1)
-            out.append(Prompt(suite, name, spec["content"], text, digest,
-                              max_tokens or spec["max_tokens"]))
+            base = Prompt(suite, name, spec["content"], text, digest, max_tokens or spec["max_tokens"])
+            if "contexts" not in spec:
+                out.append(base)
+                continue
+            for context in contexts if contexts is not None else spec["contexts"]:
+                for kind in spec["padding"] if context else [None]:
+                    label = f"ctx {_label(context)}" + (f" {kind}" if kind else "")
+                    out.append(replace(base, suite=f"{suite} {label}", context=context,
+                                       padding=kind, name=f"{name}@{label.replace(' ', '-')}"))
     return out

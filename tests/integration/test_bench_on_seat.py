@@ -49,6 +49,26 @@ def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_pat
     assert all(h["token_ids_sha256"] for h in summary["prompts"].values())
     assert "| code | code |" in (run_dir / "report.md").read_text()
     assert "code" in done.stdout and "prose" in done.stdout
+    plots = sorted(p.name for p in (run_dir / "plots").iterdir())
+    assert plots == ["acceptance_by_position.png", "ms_per_step_vs_drafted.png",
+                     "tok_s_by_prompt.png", "ttft_vs_prompt_tokens.png"]
+    assert all((run_dir / "plots" / p).read_bytes()[:4] == b"\x89PNG" for p in plots)
+    assert summary["fits"]["ttft_ms_vs_prompt_tokens"]["points"] == 12
+
+
+def test_context_suite_pads_to_token_targets_through_tokenize(seat, tmp_path):
+    target = bench_target.of_profile("cpu-smoke")
+    prompts = workload.suites(["context"], max_tokens=128, contexts=[0, 1024, 4096])
+    out = run.RunDir(tmp_path, "context")
+    summary = run.bench(target, prompts, run.Options(warmups=0, repeats=1), out)
+    assert set(summary["suites"]) == {"context ctx 0", "context ctx 1k repetitive",
+                                      "context ctx 1k realistic"}
+    assert set(summary["skipped"]) == {"code-python-rate-limiter@ctx-4k-repetitive",
+                                       "code-python-rate-limiter@ctx-4k-realistic"}
+    for kind in ("repetitive", "realistic"):
+        hashes = summary["prompts"][f"code-python-rate-limiter@ctx-1k-{kind}"]
+        assert 900 <= hashes["tokens"] <= 1024, hashes  # built to the target by the server's tokenizer
+        assert hashes["token_ids_sha256"] and hashes["padding"] == kind
 
 
 def inject_when_running(url, done: threading.Event):

@@ -1,12 +1,14 @@
 """The bench's arithmetic on recorded real counters, its pitfalls, exclusivity, prompts and schema."""
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
-from seatkit.bench import decompose, metrics, run, workload
+from seatkit.bench import decompose, metrics, padding, run, telemetry, workload
 from seatkit.bench.report import markdown
 from seatkit.errors import SeatError
 
@@ -197,3 +199,49 @@ def test_schema_round_trip(tmp_path):
     lines = (out.path / "requests.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in lines] == records
     assert "| code | code |" in (out.path / "report.md").read_text()
+
+
+def test_gpu_telemetry_recorded_on_a_real_h200_is_complete():
+    """tests/fixtures/h200-telemetry.json: tests/benchmarks/telemetry_on_gpu.py on one H200."""
+    data = json.loads((FIXTURES / "h200-telemetry.json").read_text())
+    (gpu,) = data["inventory"]["gpus"]
+    assert gpu["name"] == "NVIDIA H200" and gpu["pcie_gen"] and gpu["power_limit_w"]
+    assert data["inventory"]["driver"] and data["inventory"]["cuda"]
+    (sampled,) = data["telemetry"]
+    assert sampled["samples"] >= 10
+    for key in telemetry.READINGS:
+        assert sampled[key]["max"] >= sampled[key]["mean"] >= 0, key
+    assert sampled["power_w"]["max"] > 100 and sampled["gpu_util_pct"]["max"] > 50  # under load
+    assert set(sampled["throttle_reasons"]) <= set(telemetry.THROTTLE.values())
+
+
+def test_no_driver_means_no_telemetry_not_a_failure():
+    sampler = telemetry.Sampler()
+    sampler.start()
+    if sampler.handles:
+        pytest.skip("this machine has NVIDIA GPUs; the no-driver case is not observable here")
+    assert sampler.finish() is None and telemetry.inventory() is None
+
+
+def test_padding_is_deterministic_and_pinned():
+    pins = yaml.safe_load((workload.BENCH / "padding.yaml").read_text())["pins"]
+    for name, digest in pins.items():
+        kind, units = name.rsplit("-", 1)
+        assert hashlib.sha256(padding.text(kind, int(units)).encode()).hexdigest() == digest, name
+    sentences = padding.text("realistic", 2000).split(". ")
+    assert len(set(sentences)) == len(sentences)  # realistic padding never repeats a sentence
+
+
+def test_padding_fills_to_the_token_target_and_no_further():
+    count = lambda text: len(text.split())  # noqa: E731 - a stand-in tokenizer
+    for kind in padding.KINDS:
+        text = padding.pad("base prompt", kind, 5000, count)
+        assert count(text) <= 5000 and text.endswith("base prompt")
+        assert count(text) > 5000 - count(padding.text(kind, 2)) - 2
+
+
+def test_context_suite_expands_per_context_and_padding():
+    prompts = workload.suites(["context"], contexts=[0, 16384])
+    assert [(p.suite, p.context, p.padding) for p in prompts] == [
+        ("context ctx 0", 0, None), ("context ctx 16k repetitive", 16384, "repetitive"),
+        ("context ctx 16k realistic", 16384, "realistic")]

@@ -1,0 +1,81 @@
+"""A run's PNG plots: tok/s by prompt with spread, acceptance by position, ms/step against drafted
+tokens with a fitted line, TTFT against prompt tokens with a fitted fixed cost and marginal rate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def fit(xs: list[float], ys: list[float]) -> dict | None:
+    """Least-squares line y = intercept + slope x; None when x does not vary."""
+    if len(xs) < 2 or len(set(xs)) < 2:
+        return None
+    slope, intercept = np.polyfit(xs, ys, 1)
+    return {"slope": float(slope), "intercept": float(intercept), "points": len(xs)}
+
+
+def fits(records: list[dict]) -> dict:
+    f = [r["factors"] for r in records]
+    drafted = [(x["drafted_length"], x["ms_per_step"]) for x in f if x.get("drafted_length")]
+    return {"ms_per_step_vs_drafted_tokens": fit(*zip(*drafted)) if drafted else None,
+            "ttft_ms_vs_prompt_tokens": fit([x["prompt_tokens"] for x in f], [x["ttft_ms"] for x in f])}
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def draw(records: list[dict], summary: dict, folder: Path) -> list[Path]:
+    folder.mkdir(exist_ok=True)
+    out = []
+    names = list(dict.fromkeys(f"{r['suite']}: {r['prompt']}" for r in records))
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(names) + 1.5))
+    for i, name in enumerate(names):
+        values = [r["factors"]["decode_tok_s"] for r in records
+                  if f"{r['suite']}: {r['prompt']}" == name]
+        median = float(np.median(values))
+        ax.errorbar(median, i, xerr=[[median - min(values)], [max(values) - median]], fmt="o",
+                    capsize=4)
+    ax.set_yticks(range(len(names)), names)
+    ax.set_xlabel("decode tok/s (median, min-max)")
+    out.append(_save(fig, folder / "tok_s_by_prompt.png"))
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for suite, s in summary["suites"].items():
+        if s["acceptance_by_position"]:
+            positions = range(1, len(s["acceptance_by_position"]) + 1)
+            ax.plot(positions, [100 * p for p in s["acceptance_by_position"]], marker="o", label=suite)
+    ax.set_xlabel("draft position")
+    ax.set_ylabel("accepted, % of drafted steps")
+    ax.legend(fontsize="small")
+    out.append(_save(fig, folder / "acceptance_by_position.png"))
+
+    for key, x_name, y_name, xlabel, ylabel, file in (
+            ("ms_per_step_vs_drafted_tokens", "drafted_length", "ms_per_step",
+             "drafted tokens per step", "ms per step", "ms_per_step_vs_drafted.png"),
+            ("ttft_ms_vs_prompt_tokens", "prompt_tokens", "ttft_ms", "prompt tokens", "TTFT (ms)",
+             "ttft_vs_prompt_tokens.png")):
+        points = [(r["factors"].get(x_name), r["factors"].get(y_name)) for r in records]
+        points = [(x, y) for x, y in points if x is not None and y is not None]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        if points:
+            ax.scatter(*zip(*points), s=14)
+        line = summary["fits"].get(key)
+        if line:
+            xs = np.linspace(min(p[0] for p in points), max(p[0] for p in points), 20)
+            ax.plot(xs, line["intercept"] + line["slope"] * xs, color="black",
+                    label=f"{line['intercept']:.2f} + {line['slope']:.4f} x")
+            ax.legend(fontsize="small")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        out.append(_save(fig, folder / file))
+    return out
