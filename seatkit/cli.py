@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from seatkit.bench import report, run as bench_run, selftest, target as bench_target, workload
+from seatkit.bench import (compare, parity, report, run as bench_run, selftest, target as bench_target,
+                           workload)
 from seatkit.errors import SeatError
 from seatkit.serve import demo, launch, lint, profile as profiles, render, runtime, spec as specs
 
@@ -197,12 +198,7 @@ def bench_group():
 def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max_tokens, contexts,
                   temperature, top_p, seed, out_dir, name):
     """Batch-1, sequential, streamed requests, each split into its two factors from /metrics."""
-    if url:
-        if not model:
-            raise SeatError("--url needs --model", "the served model name, as /v1/models lists it")
-        target = bench_target.of_url(url, model, k, api_key)
-    else:
-        target = bench_target.of_profile(profile)
+    target = _target(profile, url, model, k, api_key)
     prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens,
                               [int(c) for c in contexts.split(",")] if contexts else None)
     options = bench_run.Options(warmups, repeats, {"temperature": temperature, "top_p": top_p,
@@ -234,6 +230,98 @@ def bench_selftest_cmd(repeats: int):
     verdict = "met" if result["met"] else "NOT met"
     out.print(f"worst error {result['worst_error']:.3%}, goal {result['goal']:.1%}: {verdict}")
     sys.exit(0 if result["met"] else 1)
+
+
+def _target(profile: str, url: str | None, model: str | None, k: int | None,
+            api_key: str | None) -> bench_run.Target:
+    if url:
+        if not model:
+            raise SeatError("--url needs --model", "the served model name, as /v1/models lists it")
+        return bench_target.of_url(url, model, k, api_key)
+    return bench_target.of_profile(profile)
+
+
+@bench_group.command("compare")
+@click.argument("a")
+@click.argument("b")
+@click.option("--force", is_flag=True, help="Compare even across different models.")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table",
+              show_default=True)
+def bench_compare_cmd(a: str, b: str, force: bool, fmt: str):
+    """Two runs (runs/...) or reference cards (bench/references/NAME) side by side, factor by factor.
+
+    Conditions that differ come first; a comparison across models is refused unless --force.
+    """
+    result = compare.compare(a, b, force)
+    if fmt == "json":
+        click.echo(compare.as_json(result))
+    elif fmt == "markdown":
+        click.echo(compare.markdown(result), nl=False)
+    else:
+        _print_comparison(result)
+    if result.refused:
+        sys.exit(2)
+
+
+def _print_comparison(result: compare.Comparison) -> None:
+    out.print(f"A = {result.a}\nB = {result.b}")
+    out.print("[bold]conditions that differ[/]" if result.differing else "conditions: the same")
+    for key, values in result.differing.items():
+        out.print(f"  {key}: {escape('; '.join(values))}")
+    if result.refused:
+        err.print(f"[red]{escape(result.refused)}[/]")
+        return
+    table = Table("A", "B", "tok/s A / B", "tokens/step A / B", "ms/step A / B", "verdict",
+                  title="seat bench compare", show_lines=True)
+    for row in result.rows:
+        cells = []
+        for k in compare.FACTORS:
+            a, b = row["a_values"].get(k), row["b_values"].get(k)
+            ratio = f" ({row['ratios'][k]:.3f})" if k in row["ratios"] else ""
+            cells.append(f"{a if a is None else f'{a:.2f}'} / {b if b is None else f'{b:.2f}'}{ratio}")
+        table.add_row(escape(row["a"]), escape(row["b"]), *cells, escape(row["verdict"]["text"]))
+    out.print(table)
+
+
+@bench_group.command("parity")
+@click.argument("profile", default=profiles.DEFAULT_PROFILE, metavar="[PROFILE]")
+@click.option("--url", help="Any OpenAI-compatible server instead of a profile's seat.")
+@click.option("--model", help="Served model name (with --url).")
+@click.option("--api-key", envvar="SEAT_BENCH_API_KEY", help="Bearer key (with --url).")
+@click.option("--max-tokens", default=256, show_default=True)
+@click.option("--against", type=click.Path(exists=True), help="A parity record to compare with.")
+@click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
+def bench_parity_cmd(profile, url, model, api_key, max_tokens, against, out_dir):
+    """Record greedy outputs of the code and prose prompts (hashed), and compare with --against."""
+    target = _target(profile, url, model, None, api_key)
+    prompts = workload.suites(["code", "prose"], max_tokens)
+    with err.status("parity") as status:
+        folder = parity.record(target, prompts, Path(out_dir), model if url else profile,
+                               progress=status.update)
+    out.print(f"parity record: {folder / 'parity.json'}")
+    if against:
+        _print_parity(parity.compare(against, folder))
+
+
+@bench_group.command("parity-diff")
+@click.argument("a", type=click.Path(exists=True))
+@click.argument("b", type=click.Path(exists=True))
+def bench_parity_diff_cmd(a: str, b: str):
+    """Compare two parity records: byte-identical, or the first divergence of each prompt."""
+    _print_parity(parity.compare(a, b))
+
+
+def _print_parity(result: dict) -> None:
+    for name, p in result["prompts"].items():
+        if p["identical"]:
+            out.print(f"{name}: byte-identical")
+        elif "reason" in p:
+            out.print(f"{name}: not comparable: {p['reason']}")
+        else:
+            out.print(f"{name}: diverges at token {p['token_position']}, character "
+                      f"{p['char_position']}\n  A: {p['a']!r}\n  B: {p['b']!r}", highlight=False)
+    out.print("[green]all byte-identical[/]" if result["identical"] else "[red]outputs differ[/]")
+    sys.exit(0 if result["identical"] else 1)
 
 
 def main():

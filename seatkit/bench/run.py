@@ -203,6 +203,8 @@ def summarize(records: list[dict]) -> dict:
                      if r["factors"].get("acceptance_unconditional")]
         out[suite] = {
             "content": rows[0]["content"], "requests": len(rows),
+            "context": rows[0].get("context", 0), "padding": rows[0].get("padding"),
+            "output_tokens": rows[0].get("max_tokens"),
             **{name: _stats([r["factors"].get(name) for r in rows]) for name in FIGURES},
             "acceptance_by_position": [statistics.median(p) for p in zip(*positions)] if positions else [],
             "best_run": {"label": "best run (a record is a maximum; the median is the typical figure)",
@@ -240,13 +242,19 @@ def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
             **target.conditions}
 
 
+def new_folder(root: Path, name: str) -> Path:
+    """root/<UTC time>-<name>, new."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = root / f"{stamp}-{name}"
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
 class RunDir:
     """runs/<time>-<name>/: requests.jsonl flushed per request, then summary.json and report.md."""
 
     def __init__(self, root: Path, name: str):
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        self.path = root / f"{stamp}-{name}"
-        self.path.mkdir(parents=True, exist_ok=False)
+        self.path = new_folder(root, name)
         self._requests = (self.path / "requests.jsonl").open("a")
 
     def add(self, record: dict) -> None:

@@ -19,6 +19,7 @@ class Completion:
     completion_tokens: int = 0
     chunks: int = 0
     finish_reason: str | None = None
+    token_ids: list[int] = field(default_factory=list)  # when the server returns them
     ttft_s: float = 0.0  # request sent to first content chunk
     last_s: float = 0.0  # request sent to last content chunk
     total_s: float = 0.0
@@ -27,12 +28,13 @@ class Completion:
 
 def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | None = None,
            on_text: Callable[[str], None] = lambda t: None, sampling: dict | None = None,
-           timeout: float = 300.0) -> Completion:
+           timeout: float = 300.0, extra: dict | None = None) -> Completion:
     """Stream one completion with explicit sampling (greedy unless told), ignoring EOS so the
     output length is fixed; tokens are counted from `usage`, never from chunks."""
     body = {"model": model, "prompt": prompt, "max_tokens": max_tokens,
             **(sampling or {"temperature": 0.0}), "ignore_eos": True, "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+            **(extra or {})}
     out = Completion()
     start = time.monotonic()
     try:
@@ -66,6 +68,7 @@ def _take(out: Completion, event: dict, start: float, on_text: Callable[[str], N
             out.chunks += 1
             out.text += text
             on_text(text)
+        out.token_ids += choice.get("token_ids") or []
         out.finish_reason = choice.get("finish_reason") or out.finish_reason
     usage = event.get("usage")
     if usage:

@@ -9,11 +9,11 @@ from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError,
-                      model_validator)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from seatkit import paths
 from seatkit.errors import SeatError
+from seatkit.validation import validate
 
 DEFAULT_PROFILE = "dsv4-flash-dspark-tp4"
 EMBEDDED_DEFAULT = "cpu-smoke"
@@ -286,26 +286,12 @@ def _raw(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict, list[Path]]:
     return _merge(base, data), [*files, path]
 
 
-def _describe(error: dict) -> str:
-    field = ".".join(str(p) for p in error["loc"] if p != "[key]") or "(top level)"
-    message = error["msg"].removeprefix("Value error, ")
-    if error["type"] == "extra_forbidden":
-        message = "unknown field"
-    elif error["type"] not in ("missing", "value_error"):
-        message += f" (got {error['input']!r})"
-    return f"field '{field}': {message}"
-
-
 def load(name_or_path: str) -> Profile:
     """Load, merge and validate a profile; every bad field is named with what was expected."""
     path = profile_path(name_or_path)
     data, files = _raw(path)
     data["name"] = path.stem  # a profile is named by its file, never by a field it inherits
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
-    try:
-        return Profile.model_validate({**data, "source": str(path), "sha256": digest})
-    except ValidationError as exc:
-        problems = "\n".join(f"  {_describe(e)}" for e in exc.errors(include_url=False))
-        via = f" (extends {', '.join(f.name for f in files[:-1])})" if len(files) > 1 else ""
-        raise SeatError(f"{path}{via}: invalid profile\n{problems}",
-                        "fix the fields named above; profiles/ holds working examples") from None
+    via = f" (extends {', '.join(f.name for f in files[:-1])})" if len(files) > 1 else ""
+    return validate(Profile, {**data, "source": str(path), "sha256": digest}, path, "profile",
+                    "fix the fields named above; profiles/ holds working examples", via)

@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from conftest import BIN, free_port
-from seatkit.bench import metrics, run, target as bench_target, workload
+from seatkit.bench import run, target as bench_target, workload
 from seatkit.serve import launch, profile as profiles, spec as specs
 
 
@@ -71,29 +71,25 @@ def test_context_suite_pads_to_token_targets_through_tokenize(seat, tmp_path):
         assert hashes["token_ids_sha256"] and hashes["padding"] == kind
 
 
-def inject_when_running(url, done: threading.Event):
-    """Once a request runs, send a short one of our own to overlap it (once)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        snapshot = metrics.parse(requests.get(f"{url}/metrics", timeout=5).text)
-        if snapshot.gauges.get("running"):
-            requests.post(f"{url}/v1/completions", timeout=60, json={
-                "model": "tiny", "prompt": "intruder", "max_tokens": 16, "temperature": 0})
-            done.set()
-            return
-        time.sleep(0.02)
+def test_an_overlapping_request_is_detected_discarded_and_rerun(seat, tmp_path, monkeypatch):
+    """A second client sends a short request while the first measured one streams."""
+    real_stream = run.client.stream
+    intruders = []
 
+    def stream_with_an_intruder(*args, **kwargs):
+        if not intruders:  # the first measured request only; the re-run stays alone
+            intruders.append(threading.Thread(target=lambda: (time.sleep(0.1), requests.post(
+                f"{seat.url}/v1/completions", timeout=60,
+                json={"model": "tiny", "prompt": "intruder", "max_tokens": 16, "temperature": 0}))))
+            intruders[0].start()
+        return real_stream(*args, **kwargs)
 
-def test_an_overlapping_request_is_detected_discarded_and_rerun(seat, tmp_path):
+    monkeypatch.setattr(run.client, "stream", stream_with_an_intruder)
     target = bench_target.of_profile("cpu-smoke")
     prompt = workload.suites(["prose"], max_tokens=512)[0]
-    injected = threading.Event()
-    intruder = threading.Thread(target=inject_when_running, args=(seat.url, injected))
-    intruder.start()
     out = run.RunDir(tmp_path, "overlap")
     summary = run.bench(target, [prompt], run.Options(warmups=0, repeats=1), out)
-    intruder.join()
-    assert injected.is_set()
+    intruders[0].join()
     records = [json.loads(line) for line in (out.path / "requests.jsonl").read_text().splitlines()]
     assert summary["discarded"] == 1 and [r["exclusive"] for r in records] == [False, True]
     assert any("2 requests finished" in p for p in records[0]["exclusive_problems"])

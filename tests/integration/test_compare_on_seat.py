@@ -1,0 +1,68 @@
+"""`seat bench compare` and `seat bench parity` on real cpu-smoke runs (k=5 twice, then k=3)."""
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN, free_port
+
+SEAT = str(BIN / "seat")
+
+
+def seat(*args, env=None, check=True):
+    done = subprocess.run([SEAT, *args], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "COLUMNS": "250", **(env or {})})
+    if check:
+        assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def newest(folder, prefix=""):
+    return str(sorted(p for p in folder.iterdir() if p.name.split("-", 1)[1].startswith(prefix))[-1])
+
+
+@pytest.fixture(scope="module")
+def runs(vllm_runtime, tmp_path_factory):
+    """Two code benches and two parity records on k=5, one of each on k=3."""
+    out = tmp_path_factory.mktemp("runs")
+    made = {}
+    for profile, times in (("cpu-smoke", 2), ("cpu-smoke-k3", 1)):
+        env = {"SEAT_PORT": str(free_port())}
+        seat("up", profile, env=env)
+        try:
+            for i in range(times):
+                seat("bench", profile, "--suite", "code", "--warmups", "1", "--repeats", "4",
+                     "--max-tokens", "384", "--out", str(out), "--name", f"{profile}-{i}")
+                made[f"{profile}-{i}"] = newest(out, profile)
+                seat("bench", "parity", profile, "--max-tokens", "128", "--out", str(out))
+                made[f"parity-{profile}-{i}"] = newest(out, f"parity-{profile}")
+        finally:
+            seat("down", profile, env=env)
+    return made
+
+
+def test_two_runs_of_the_same_seat_compare_as_within_noise(runs):
+    done = seat("bench", "compare", runs["cpu-smoke-0"], runs["cpu-smoke-1"], "--format", "markdown")
+    assert "conditions that differ" in done.stdout.lower() and "- none" in done.stdout
+    assert "within noise" in done.stdout
+
+
+def test_another_draft_length_names_the_factor_that_moved(runs):
+    done = seat("bench", "compare", runs["cpu-smoke-k3-0"], runs["cpu-smoke-0"], "--format", "markdown")
+    assert "- k: 3 vs 5" in done.stdout
+    assert "tokens per step carries" in done.stdout and "drafting policy and k" in done.stdout
+
+
+def test_greedy_parity_of_two_runs_is_byte_identical(runs):
+    done = seat("bench", "parity-diff", runs["parity-cpu-smoke-0"], runs["parity-cpu-smoke-1"])
+    assert "all byte-identical" in done.stdout and "diverges" not in done.stdout
+
+
+def test_a_run_against_a_reference_card_lists_every_mismatch(runs):
+    refused = seat("bench", "compare", runs["cpu-smoke-0"], "paper-pt-r-2026-042", check=False)
+    assert refused.returncode == 2 and "different models" in refused.stderr
+    forced = seat("bench", "compare", runs["cpu-smoke-0"], "paper-pt-r-2026-042", "--force")
+    for condition in ("model:", "draft:", "k: 5 vs 7", "draft_policy:", "host_settings:", "statistic:"):
+        assert condition in forced.stdout, condition
+    assert "S12-S14-code" in forced.stdout and "seat bench compare" in forced.stdout

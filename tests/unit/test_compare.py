@@ -1,0 +1,148 @@
+"""Reference cards, the factor split, the noise verdict, refusal across models, and parity."""
+
+import json
+import math
+
+import pytest
+import yaml
+
+from seatkit.bench import cards, compare, parity
+from seatkit.errors import SeatError
+
+
+@pytest.mark.parametrize("name", ["deepspark-readme", "paper-pt-r-2026-042"])
+def test_shipped_cards_load_with_sources_and_units(name):
+    card = cards.load(name)
+    assert card.source and card.figures
+    for figure in card.figures:
+        assert figure.source and figure.what
+        assert card.conditions_of(figure)["model"]
+
+
+def card_file(tmp_path, figures, conditions=None):
+    data = {"source": "test", "conditions": conditions or {"model": "m", "content": "code",
+                                                            "context": 0, "temperature": 0.0},
+            "figures": figures}
+    path = tmp_path / "card.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("figure, field, expected", [
+    ({"id": "x", "what": "w", "source": "s"}, "figures.0", "at least one value"),
+    ({"id": "x", "what": "w", "source": "s", "decode_tok_s": -1}, "figures.0.decode_tok_s",
+     "greater than 0"),
+    ({"id": "x", "what": "w", "source": "s", "tok_per_sec": 1}, "figures.0.tok_per_sec", "unknown field"),
+    ({"id": "x", "what": "w", "decode_tok_s": 1}, "figures.0.source", "Field required"),
+    ({"id": "x", "what": "w", "source": "s", "draft_acceptance": 76}, "figures.0.draft_acceptance",
+     "less than or equal to 1"),
+    ({"id": "x", "what": "w", "source": "s", "decode_tok_s": 1, "conditions": {"content": "poetry"}},
+     "figures.0.conditions.content", "'code' or 'prose'"),
+    ({"id": "x", "what": "w", "source": "s", "decode_tok_s": 1, "repeats": {"ms_per_step": [1.0]}},
+     "figures.0", "which has no value"),
+])
+def test_bad_cards_are_rejected_with_the_field_named(tmp_path, figure, field, expected):
+    with pytest.raises(SeatError) as caught:
+        cards.load(card_file(tmp_path, [figure]))
+    assert f"field '{field}'" in caught.value.message and expected in caught.value.message
+
+
+def entry(side, tps, tau, ms, spread=None, model="m", key="code"):
+    return compare.Entry(side, key, key, {"model": model, "content": "code", "context": 0},
+                         {"decode_tok_s": tps, "tokens_per_step": tau, "ms_per_step": ms},
+                         spread or {})
+
+
+def test_factor_split_on_hand_computed_cases():
+    # Same acceptance, step 21.0 -> 12.2 ms: the whole gap is step time.
+    verdict = compare._verdict({"decode_tok_s": 21.0 / 12.2, "tokens_per_step": 1.0,
+                                "ms_per_step": 12.2 / 21.0}, entry("a", 1, 1, 1), entry("b", 1, 1, 1))
+    assert verdict["factor"] == "ms_per_step" and verdict["share"] == pytest.approx(1.0)
+    assert "host settings" in verdict["text"]
+    # Code 502 vs prose 211 tok/s at 12.2 vs 10.0 ms/step (paper S12-S14): acceptance carries it.
+    ratios = {"decode_tok_s": 502 / 211, "tokens_per_step": (502 * 12.2) / (211 * 10.0),
+              "ms_per_step": 12.2 / 10.0}
+    assert math.log(ratios["decode_tok_s"]) == pytest.approx(
+        math.log(ratios["tokens_per_step"]) - math.log(ratios["ms_per_step"]))
+    verdict = compare._verdict(ratios, entry("a", 1, 1, 1), entry("b", 1, 1, 1))
+    assert verdict["factor"] == "tokens_per_step"
+    assert verdict["share"] == pytest.approx(math.log(ratios["tokens_per_step"]) /
+                                             math.log(ratios["decode_tok_s"]))
+    assert "content" in verdict["text"]
+
+
+def test_noise_verdict_uses_both_spreads():
+    ratios = {"decode_tok_s": 1.04, "tokens_per_step": 1.0, "ms_per_step": 1 / 1.04}
+    noisy = compare._verdict(ratios, entry("a", 1, 1, 1, {"decode_tok_s": 0.02}),
+                             entry("b", 1, 1, 1, {"decode_tok_s": 0.02}))
+    assert noisy["within_noise"] and "within noise" in noisy["text"]
+    tight = compare._verdict(ratios, entry("a", 1, 1, 1, {"decode_tok_s": 0.005}),
+                             entry("b", 1, 1, 1, {"decode_tok_s": 0.005}))
+    assert not tight["within_noise"] and tight["factor"] == "ms_per_step"
+    unknown = compare._verdict(ratios, entry("a", 1, 1, 1), entry("b", 1, 1, 1))
+    assert "neither side gives a spread" in unknown["text"]
+
+
+def test_missing_factor_is_derived_and_marked():
+    values = {"decode_tok_s": 502.0, "ms_per_step": 12.2}
+    assert compare._derive(values) == ["tokens_per_step"]
+    assert values["tokens_per_step"] == pytest.approx(6.1244, abs=1e-3)
+
+
+def run_dir(tmp_path, name, model, tps, tau, ms, cv=0.01):
+    folder = tmp_path / name
+    folder.mkdir()
+    stats = lambda v: {"median": v, "min": v, "max": v, "cv": cv, "n": 5}  # noqa: E731
+    (folder / "summary.json").write_text(json.dumps({
+        "conditions": {"model": model, "k": 5, "sampling": {"temperature": 0.0}},
+        "suites": {"code": {"content": "code", "context": 0, "decode_tok_s": stats(tps),
+                            "tokens_per_step": stats(tau), "ms_per_step": stats(ms)}}}))
+    return str(folder)
+
+
+def test_comparison_across_models_is_refused_unless_forced(tmp_path):
+    a = run_dir(tmp_path, "a", "tiny", 600, 5.5, 9.2)
+    b = run_dir(tmp_path, "b", "other", 300, 5.5, 18.3)
+    refused = compare.compare(a, b)
+    assert refused.refused and "different models" in refused.refused and refused.rows == []
+    assert refused.differing["model"] == ["tiny vs other"]
+    forced = compare.compare(a, b, force=True)
+    assert not forced.refused and forced.rows[0]["verdict"]["factor"] == "ms_per_step"
+    assert "| code | code |" in compare.markdown(forced)
+    assert json.loads(compare.as_json(forced))["rows"][0]["ratios"]["decode_tok_s"] == 2
+
+
+def test_run_against_a_card_pairs_by_content_and_context(tmp_path):
+    a = run_dir(tmp_path, "a", "DeepSeek-V4.1-Flash-1017", 500, 6.0, 12.0)
+    result = compare.compare(a, "paper-pt-r-2026-042")
+    labels = [row["b"] for row in result.rows]
+    assert any(label.startswith("S12-S14-code") for label in labels)
+    assert not any("prose" in label for label in labels)
+    assert "statistic" in result.differing
+
+
+def outputs(text, ids):
+    return {"prompt_sha256": "p", "max_tokens": 8, "text": text, "token_ids": ids}
+
+
+def test_parity_identical_and_first_divergence():
+    assert parity.diverge(outputs("abc def", [1, 2]), outputs("abc def", [1, 2])) == {"identical": True}
+    d = parity.diverge(outputs("abc def ghi", [1, 2, 3]), outputs("abc dXf ghi", [1, 5, 3]))
+    assert not d["identical"] and d["token_position"] == 1 and d["char_position"] == 5
+    assert d["a"] == "abc def ghi" and d["b"] == "abc dXf ghi"
+    longer = parity.diverge(outputs("abc", [1]), outputs("abcd", [1, 2]))
+    assert longer["char_position"] == 3 and longer["token_position"] == 1
+    other = parity.diverge(outputs("a", [1]), {**outputs("a", [1]), "prompt_sha256": "q"})
+    assert "different prompts" in other["reason"]
+
+
+def test_parity_compare_of_records(tmp_path):
+    for name, text in (("a", "same text"), ("b", "same text"), ("c", "same test")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "parity.json").write_text(json.dumps(
+            {"schema": parity.SCHEMA, "outputs": {"p1": outputs(text, None)}}))
+    assert parity.compare(tmp_path / "a", tmp_path / "b")["identical"]
+    differ = parity.compare(tmp_path / "a", tmp_path / "c")
+    assert not differ["identical"] and differ["prompts"]["p1"]["char_position"] == 7
+    with pytest.raises(SeatError, match="no parity record"):
+        parity.compare(tmp_path / "a", tmp_path / "missing")
