@@ -1,162 +1,19 @@
-"""The `seat` command: thin wrappers that call the library and format what it returns."""
+"""`seat bench …`: measure a seat, measure the bench, compare runs and cards, check parity."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from seatkit.bench import (compare, parity, report, run as bench_run, selftest, target as bench_target,
                            workload)
+from seatkit.cli.app import err, out, seat
 from seatkit.errors import SeatError
-from seatkit.serve import demo, launch, lint, profile as profiles, render, runtime, spec as specs
-
-out = Console()
-err = Console(stderr=True)
-PROFILE = click.argument("profile", default=profiles.DEFAULT_PROFILE, metavar="[PROFILE]")
-
-
-def _spec(name: str) -> specs.LaunchSpec:
-    return specs.build(profiles.load(name))
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="seatkit")
-def seat():
-    """Reproduce one fast LLM serving seat and explain its numbers.
-
-    PROFILE is a name from profiles/ (or a path to a YAML file). Without one, commands use the
-    original seat, dsv4-flash-dspark-tp4; `seat demo` uses the CPU-only cpu-smoke seat.
-    """
-
-
-@seat.command("render")
-@click.option("--check", is_flag=True, help="Change nothing; exit 1 when a committed file differs "
-              "from a fresh render, and show the difference.")
-def render_cmd(check: bool):
-    """Render serve/<profile>.sh for every profile, and docker-compose.yml, .env and
-    LAUNCH_CONFIG.md for the default profile."""
-    if check:
-        render.require_no_drift()
-        out.print("rendered files match their profiles")
-        return
-    written = render.write()
-    for path in written:
-        out.print(f"wrote {path.relative_to(render.paths.REPO)}")
-    if not written:
-        out.print("everything was already up to date")
-
-
-@seat.command("lint")
-@PROFILE
-@click.option("--python", help="Python of a venv with vLLM to check with (default: the "
-              "profile's own runtime, else cpu-smoke's).")
-@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
-def lint_cmd(profile: str, python: str | None, as_json: bool):
-    """Check the profile's vLLM flags and speculative config with a real vLLM parser.
-
-    Unknown flags, bad choices and speculative-config keys the engine rejects are errors, unless
-    the profile declares them fork-only (known to the b12x fork alone).
-    """
-    prof = profiles.load(profile)
-    findings = lint.lint(prof, python)
-    errors = [f for f in findings if not f.fork_only]
-    if as_json:
-        click.echo(json.dumps([{**f.__dict__, "verdict": f.verdict} for f in findings], indent=2))
-    else:
-        table = Table("verdict", "kind", "name", "stage", "message", title=f"seat lint {prof.name}")
-        for f in findings:
-            table.add_row(f.verdict, f.kind, f.name, f.stage, f.message)
-        if findings:
-            out.print(table)
-        out.print(f"{len(errors)} error(s), {len(findings) - len(errors)} fork-only; "
-                  f"{len(lint.server_argv(prof))} arguments checked")
-    sys.exit(1 if errors else 0)
-
-
-@seat.command("setup")
-@click.argument("profile", default=profiles.EMBEDDED_DEFAULT, metavar="[PROFILE]")
-def setup_cmd(profile: str):
-    """Make a native profile's runtime venv and build its local models (idempotent)."""
-    made = runtime.setup(profiles.load(profile), say=lambda m: err.print(f"[dim]setup:[/] {m}"))
-    for what, path in made.items():
-        out.print(f"{what}: {path}")
-
-
-@seat.command("up")
-@PROFILE
-def up_cmd(profile: str):
-    """Preflight, start the seat, and wait until /health and /v1/models answer."""
-    spec = _spec(profile)
-    with err.status(f"starting {profile}") as status:
-        run, waited = launch.up(spec, tick=lambda stage, t: status.update(
-            f"starting {profile}: waiting for {stage} ({t:.0f} s)"))
-    out.print(f"[green]{profile} is up[/] after {waited:.1f} s: {run.url} serves model "
-              f"[bold]{run.model}[/] ({run.runtime} {run.ident[:12]})")
-    if run.api_key_file:
-        out.print(f"API key in {run.api_key_file} (mode 0600)")
-    out.print(f"next: curl {run.url}/v1/models  |  seat logs {profile}  |  seat down {profile}")
-
-
-@seat.command("down")
-@PROFILE
-@click.option("--grace", default=30.0, show_default=True, help="Seconds to wait after SIGTERM.")
-def down_cmd(profile: str, grace: float):
-    """Stop exactly what `seat up` started (its PID or container id)."""
-    run = launch.down(profile, grace)
-    out.print(f"{profile} stopped ({run.runtime} {run.ident[:12]})")
-
-
-@seat.command("status")
-@PROFILE
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def status_cmd(profile: str, as_json: bool):
-    """What `seat up` started for PROFILE, whether it still runs, and its /health answer."""
-    info = launch.status(profile)
-    if as_json:
-        click.echo(json.dumps(info, indent=2))
-        return
-    for key, value in info.items():
-        out.print(f"{key:>8}: {value}")
-
-
-@seat.command("logs")
-@PROFILE
-@click.option("--follow/--no-follow", default=True, show_default=True)
-def logs_cmd(profile: str, follow: bool):
-    """Print (and follow) the server's output."""
-    run = launch.recorded(profile)
-    if run is None:
-        raise SeatError(f"{profile} was not started by `seat up` on this machine")
-    for chunk in launch.logs(run, follow):
-        sys.stdout.buffer.write(chunk)
-        sys.stdout.flush()
-
-
-@seat.command("demo")
-@click.argument("profile", default=profiles.EMBEDDED_DEFAULT, metavar="[PROFILE]")
-@click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
-def demo_cmd(profile: str, out_dir: str):
-    """The main job on a fresh machine: set up, start, run a short bench (code and prose), stop."""
-    with err.status(f"demo {profile}") as status:
-        summary, path = demo.run(profile, Path(out_dir), say=status.update)
-    _print_summary(summary, path)
-
-
-def _print_summary(summary: dict, path: Path) -> None:
-    table = Table(*report.HEADER, title=f"seat bench: {path}")
-    for row in report.rows(summary):
-        table.add_row(*row)
-    out.print(table)
-    for kind, alarm in summary["alarms"].items():
-        out.print(f"[yellow]alarm {kind}[/] ({alarm['requests']} requests): {escape(alarm['example'])}")
-    out.print(f"discarded (not alone on the server): {summary['discarded']}; "
-              f"report: {path / 'report.md'}")
+from seatkit.serve import profile as profiles
 
 
 class _BenchGroup(click.Group):
@@ -206,7 +63,7 @@ def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max
     out_run = bench_run.RunDir(Path(out_dir), name or (model if url else profile))
     with err.status("benchmarking") as status:
         summary = bench_run.bench(target, prompts, options, out_run, progress=status.update)
-    _print_summary(summary, out_run.path)
+    print_summary(summary, out_run.path)
 
 
 @bench_group.command("selftest")
@@ -324,17 +181,12 @@ def _print_parity(result: dict) -> None:
     sys.exit(0 if result["identical"] else 1)
 
 
-def main():
-    try:
-        seat(standalone_mode=False)
-    except click.exceptions.Abort:
-        err.print("aborted")
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except SeatError as exc:
-        err.print(f"[red]error:[/] {escape(exc.message)}", highlight=False)
-        if exc.hint:
-            err.print(f"[yellow]hint:[/] {escape(exc.hint)}", highlight=False)
-        sys.exit(exc.code)
+def print_summary(summary: dict, path: Path) -> None:
+    table = Table(*report.HEADER, title=f"seat bench: {path}")
+    for row in report.rows(summary):
+        table.add_row(*row)
+    out.print(table)
+    for kind, alarm in summary["alarms"].items():
+        out.print(f"[yellow]alarm {kind}[/] ({alarm['requests']} requests): {escape(alarm['example'])}")
+    out.print(f"discarded (not alone on the server): {summary['discarded']}; "
+              f"report: {path / 'report.md'}")

@@ -1,0 +1,42 @@
+"""The `seat` group, its consoles, and the entry point that turns SeatError into a clean exit."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from seatkit.errors import SeatError
+from seatkit.serve import profile as profiles
+
+out = Console()
+err = Console(stderr=True)
+PROFILE = click.argument("profile", default=profiles.DEFAULT_PROFILE, metavar="[PROFILE]")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="seatkit")
+def seat():
+    """Reproduce one fast LLM serving seat and explain its numbers.
+
+    PROFILE is a name from profiles/ (or a path to a YAML file). Without one, commands use the
+    original seat, dsv4-flash-dspark-tp4; `seat demo` uses the CPU-only cpu-smoke seat.
+    """
+
+
+def main():
+    try:
+        seat(standalone_mode=False)
+    except click.exceptions.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except SeatError as exc:
+        err.print(f"[red]error:[/] {escape(exc.message)}", highlight=False)
+        if exc.hint:
+            err.print(f"[yellow]hint:[/] {escape(exc.hint)}", highlight=False)
+        sys.exit(exc.code)
