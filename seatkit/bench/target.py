@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from seatkit.bench import telemetry
 from seatkit.bench.run import Target
 from seatkit.errors import SeatError
+from seatkit.host import gpus
 from seatkit.serve import launch, profile as profiles
 
 
@@ -26,7 +26,7 @@ def of_profile(name: str) -> Target:
                               "draft_model": _model_name(draft) if draft else None,
                               "image": profile.image.reference if profile.image else None,
                               "image_labels": _labels(running),
-                              "runtime": profile.runtime, "gpus": telemetry.inventory()})
+                              "runtime": profile.runtime, "gpus": gpus.inventory()})
 
 
 def _model_name(model) -> str:
@@ -45,4 +45,4 @@ def _labels(running: launch.Running) -> dict | None:
 def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     return Target(url.rstrip("/"), model, headers, k=k,
-                  conditions={"profile": None, "gpus": telemetry.inventory()})
+                  conditions={"profile": None, "gpus": gpus.inventory()})

@@ -1,6 +1,6 @@
-"""NVML: the GPU inventory a run records, and telemetry sampled during each measured request.
+"""NVML telemetry sampled during each measured request (None where no NVIDIA driver answers).
 
-Both are empty (None) where no NVIDIA driver answers, which the report says.
+The GPU inventory a run records comes from seatkit.host.gpus.
 """
 
 from __future__ import annotations
@@ -41,29 +41,6 @@ def _handles() -> list | None:
     except pynvml.NVMLError:
         return None
     return [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def inventory() -> dict | None:
-    """GPUs, driver, CUDA, power limits and PCIe links; None without an NVIDIA driver."""
-    handles = _handles()
-    if handles is None:
-        return None
-    cuda = _safe(lambda _: pynvml.nvmlSystemGetCudaDriverVersion(), None)
-    gpus = [{
-        "index": i, "name": _text(pynvml.nvmlDeviceGetName(h)),
-        "uuid": _text(_safe(pynvml.nvmlDeviceGetUUID, h)),
-        "power_limit_w": (_safe(pynvml.nvmlDeviceGetPowerManagementLimit, h) or 0) / 1000 or None,
-        "max_sm_clock_mhz": _safe(lambda x: pynvml.nvmlDeviceGetMaxClockInfo(x, pynvml.NVML_CLOCK_SM), h),
-        "pcie_gen": _safe(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
-        "pcie_width": _safe(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
-        "memory_mib": _safe(lambda x: pynvml.nvmlDeviceGetMemoryInfo(x).total // 2**20, h),
-    } for i, h in enumerate(handles)]
-    return {"driver": _text(pynvml.nvmlSystemGetDriverVersion()),
-            "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None, "gpus": gpus}
 
 
 class Sampler(threading.Thread):

@@ -14,8 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 
 from seatkit.bench import telemetry  # noqa: E402
+from seatkit.host import gpus  # noqa: E402
 
-inventory = telemetry.inventory()
+inventory = gpus.inventory()
 sampler = telemetry.Sampler()
 sampler.start()
 matrices = [torch.randn(8192, 8192, device=f"cuda:{i}", dtype=torch.bfloat16)

@@ -11,6 +11,7 @@ import yaml
 from seatkit.bench import decompose, metrics, padding, run, telemetry, workload
 from seatkit.bench.report import markdown
 from seatkit.errors import SeatError
+from seatkit.host import gpus
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -220,7 +221,7 @@ def test_no_driver_means_no_telemetry_not_a_failure():
     sampler.start()
     if sampler.handles:
         pytest.skip("this machine has NVIDIA GPUs; the no-driver case is not observable here")
-    assert sampler.finish() is None and telemetry.inventory() is None
+    assert sampler.finish() is None and gpus.inventory() is None
 
 
 def test_padding_is_deterministic_and_pinned():

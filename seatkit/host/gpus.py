@@ -1,0 +1,92 @@
+"""`seat host gpus`: the NVML inventory — links, BAR1, P2P status for every pair, power, topology."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pynvml
+
+from seatkit.host.system import System
+
+P2P_STATUS = {0: "OK", 1: "chipset not supported", 2: "GPU not supported",
+              3: "IOH topology not supported", 4: "disabled by registry key", 5: "not supported",
+              6: "unknown"}
+ANCESTOR = {0: "same board", 10: "single PCIe switch (PIX)", 20: "multiple PCIe switches (PXB)",
+            30: "host bridge (PHB)", 40: "same NUMA node (NODE)", 50: "across NUMA nodes (SYS)"}
+
+
+def _safe(call, *args):
+    try:
+        return call(*args)
+    except pynvml.NVMLError as exc:
+        return f"unavailable ({exc})"
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def topology(system: System, bus_id: str) -> dict:
+    """Bridges between the root complex and the GPU, from its sysfs path."""
+    address = bus_id.lower()[-12:]  # NVML pads the domain to 8 digits; sysfs uses 4
+    link = system.path(f"/sys/bus/pci/devices/{address}")
+    if not link.exists():
+        return {"class": "unknown", "why": f"no sysfs device for {address}"}
+    parts = [p for p in Path(os.path.realpath(link)).parts if len(p) == 12 and p.count(":") == 2]
+    bridges = len(parts) - 1
+    kind = ("on the root bus, no bridge (typical of a VM)" if bridges == 0 else
+            "direct attach (root port)" if bridges == 1 else "behind a PCIe switch")
+    return {"sysfs_path": parts, "bridges_above": bridges, "class": kind}
+
+
+def inventory(system: System | None = None) -> dict | None:
+    """Everything NVML says about the GPUs; None without an NVIDIA driver."""
+    system = system or System()
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    cuda = _safe(pynvml.nvmlSystemGetCudaDriverVersion)
+    gpus = []
+    for i, h in enumerate(handles):
+        memory = _safe(pynvml.nvmlDeviceGetMemoryInfo, h)
+        bar1 = _safe(pynvml.nvmlDeviceGetBAR1MemoryInfo, h)
+        bus_id = _text(pynvml.nvmlDeviceGetPciInfo(h).busId)
+        gpus.append({
+            "index": i, "name": _text(pynvml.nvmlDeviceGetName(h)),
+            "uuid": _text(_safe(pynvml.nvmlDeviceGetUUID, h)), "bus_id": bus_id,
+            "memory_mib": memory.total // 2**20 if not isinstance(memory, str) else memory,
+            "bar1_total_mib": bar1.bar1Total // 2**20 if not isinstance(bar1, str) else bar1,
+            "pcie_gen": _safe(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
+            "pcie_width": _safe(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
+            "pcie_max_gen": _safe(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
+            "pcie_max_width": _safe(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h),
+            "power_limit_w": _watts(_safe(pynvml.nvmlDeviceGetPowerManagementLimit, h)),
+            "power_default_limit_w": _watts(_safe(pynvml.nvmlDeviceGetPowerManagementDefaultLimit, h)),
+            "max_sm_clock_mhz": _safe(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_SM),
+            "topology": topology(system, bus_id),
+        })
+    pairs = []
+    for i, a in enumerate(handles):
+        for j, b in enumerate(handles):
+            if i != j:
+                pairs.append({"from": i, "to": j,
+                              "read": _p2p(a, b, pynvml.NVML_P2P_CAPS_INDEX_READ),
+                              "write": _p2p(a, b, pynvml.NVML_P2P_CAPS_INDEX_WRITE),
+                              "common_ancestor": ANCESTOR.get(
+                                  _safe(pynvml.nvmlDeviceGetTopologyCommonAncestor, a, b), "unknown")})
+    return {"driver": _text(pynvml.nvmlSystemGetDriverVersion()),
+            "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else cuda,
+            "gpus": gpus, "p2p": pairs,
+            "p2p_note": None if pairs else "one GPU: no peers to check"}
+
+
+def _watts(milliwatts) -> float | str:
+    return milliwatts / 1000 if isinstance(milliwatts, int) else milliwatts
+
+
+def _p2p(a, b, index) -> str:
+    status = _safe(pynvml.nvmlDeviceGetP2PStatus, a, b, index)
+    return P2P_STATUS.get(status, str(status)) if isinstance(status, int) else status

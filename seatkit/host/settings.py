@@ -1,0 +1,100 @@
+"""Host profiles (host/*.yaml) and the registry-key rules by driver branch (host/registry-keys.yaml)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from seatkit import paths
+from seatkit.errors import SeatError
+from seatkit.validation import validate
+
+HOST = paths.REPO / "host"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Iommu(Strict):
+    mode: Literal["off", "passthrough"]
+    tokens: dict[Literal["amd", "intel"], list[str]]
+    acknowledge: str = ""
+
+
+class Rebar(Strict):
+    min_bar1_fraction_of_vram: float = Field(gt=0, le=1)
+
+
+class HostProfile(Strict):
+    name: str
+    description: str
+    iommu: Iommu
+    registry: Literal["five-key", "three-key"]
+    rebar: Rebar
+    hmm_disabled: bool
+    sources: list[str] = Field(min_length=1)
+
+
+class Form(Strict):
+    dwords: str
+    sources: list[str]
+
+
+class Rule(Strict):
+    drivers: dict[Literal["from", "below"], str]
+    refuse: list[str]
+    why: str
+
+
+class RegistryKeys(Strict):
+    forms: dict[str, Form]
+    rules: list[Rule]
+
+
+def _yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        known = ", ".join(p.stem for p in sorted(HOST.glob("*.yaml")) if p.stem != "registry-keys")
+        raise SeatError(f"no host profile at {path}", f"host profiles: {known}") from None
+    if not isinstance(data, dict):
+        raise SeatError(f"{path}: expected a mapping of fields")
+    return data
+
+
+def load(name: str) -> HostProfile:
+    path = Path(name) if name.endswith(".yaml") else HOST / f"{name}.yaml"
+    return validate(HostProfile, {**_yaml(path), "name": path.stem}, path, "host profile",
+                    "host/paper.yaml and host/conservative.yaml are working examples")
+
+
+def registry_keys() -> RegistryKeys:
+    path = HOST / "registry-keys.yaml"
+    return validate(RegistryKeys, _yaml(path), path, "registry-key rules", "see host/registry-keys.yaml")
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def rule_for(driver: str, keys: RegistryKeys) -> Rule | None:
+    v = version_tuple(driver)
+    for rule in keys.rules:
+        low, high = rule.drivers.get("from"), rule.drivers.get("below")
+        if (low is None or v >= version_tuple(low)) and (high is None or v < version_tuple(high)):
+            return rule
+    return None
+
+
+def parse_dwords(text: str) -> dict[str, str]:
+    """`A=1;B=0x11` -> {"A": "1", "B": "0x11"} (blank entries ignored)."""
+    out = {}
+    for item in text.strip().strip('"').split(";"):
+        if "=" in item:
+            key, value = item.split("=", 1)
+            out[key.strip()] = value.strip()
+    return out

@@ -1,0 +1,141 @@
+"""What the host says about the four settings: configured on disk, and live in the running system.
+
+Each reader returns a value, or None with the reason it could not be read, so a status row is
+always filled or explained.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from seatkit.host.settings import parse_dwords
+from seatkit.host.system import System
+
+IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
+MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d", "/run/modprobe.d")
+
+
+@dataclass
+class Reading:
+    value: object
+    source: str  # where it was read, or why it could not be
+
+    @property
+    def known(self) -> bool:
+        return self.value is not None
+
+
+def iommu_tokens(cmdline: str) -> set[str]:
+    return {t for t in shlex.split(cmdline) if t.split("=", 1)[0] in IOMMU_KEYS}
+
+
+def cpu_vendor(system: System) -> str | None:
+    text = system.read("/proc/cpuinfo") or ""
+    if "AuthenticAMD" in text:
+        return "amd"
+    if "GenuineIntel" in text:
+        return "intel"
+    return None
+
+
+def boot_id(system: System) -> str | None:
+    text = system.read("/proc/sys/kernel/random/boot_id")
+    return text.strip() if text else None
+
+
+def driver_version(system: System) -> str | None:
+    match = re.search(r"Kernel Module\s+(?:for \S+\s+)?([0-9]+\.[0-9.]+)",
+                      system.read("/proc/driver/nvidia/version") or "")
+    return match.group(1) if match else None
+
+
+# --- live -------------------------------------------------------------------------------------
+
+def live_cmdline(system: System) -> Reading:
+    text = system.read("/proc/cmdline")
+    return Reading(iommu_tokens(text), "/proc/cmdline") if text is not None else \
+        Reading(None, "/proc/cmdline unreadable")
+
+
+def live_iommu_facts(system: System) -> dict:
+    units = system.entries("/sys/class/iommu")
+    groups = system.entries("/sys/kernel/iommu_groups")
+    types = sorted({(system.read(f"/sys/kernel/iommu_groups/{g}/type") or "?").strip()
+                    for g in groups or []})
+    return {"iommu_units": units, "iommu_groups": len(groups) if groups is not None else None,
+            "iommu_group_types": types}
+
+
+def nvidia_params(system: System) -> dict[str, str] | None:
+    text = system.read("/proc/driver/nvidia/params")
+    if text is None:
+        return None
+    return {k.strip(): v.strip() for k, _, v in
+            (line.partition(":") for line in text.splitlines() if ":" in line)}
+
+
+def live_dwords(system: System) -> Reading:
+    params = nvidia_params(system)
+    if params is None:
+        return Reading(None, "/proc/driver/nvidia/params absent: the nvidia module is not loaded "
+                             "(or this is a container or VM that hides it)")
+    return Reading(parse_dwords(params.get("RegistryDwords", "")), "/proc/driver/nvidia/params")
+
+
+def live_hmm_disabled(system: System) -> Reading:
+    text = system.read("/sys/module/nvidia_uvm/parameters/uvm_disable_hmm")
+    if text is None:
+        return Reading(None, "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm absent: "
+                             "nvidia_uvm is not loaded")
+    return Reading(text.strip() in ("Y", "1"), "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm")
+
+
+# --- configured -------------------------------------------------------------------------------
+
+def configured_cmdline(system: System) -> Reading:
+    """IOMMU tokens of the boot configuration the next boot will use (generated files first)."""
+    grub = system.read("/boot/grub/grub.cfg") or system.read("/boot/grub2/grub.cfg")
+    if grub:
+        lines = [line for line in grub.splitlines() if line.strip().startswith("linux")]
+        if lines:  # the first entry is the default one
+            return Reading(iommu_tokens(" ".join(lines[0].split()[2:])), "/boot/grub/grub.cfg")
+    entries = system.glob("/boot/loader/entries/*.conf") + system.glob("/boot/efi/loader/entries/*.conf")
+    for entry in entries:
+        options = [line for line in entry.read_text().splitlines() if line.startswith("options")]
+        if options:
+            return Reading(iommu_tokens(options[0][len("options"):]), f"/{entry.relative_to(system.root)}")
+    text = system.read("/etc/kernel/cmdline")
+    if text is not None:
+        return Reading(iommu_tokens(text), "/etc/kernel/cmdline")
+    return Reading(None, "no generated boot configuration found (grub.cfg, loader entries, "
+                         "/etc/kernel/cmdline)")
+
+
+def modprobe_options(system: System, module: str) -> tuple[dict[str, str], list[str]]:
+    """`options MODULE k=v ...` from every modprobe.d file, later files winning, with the files read."""
+    options: dict[str, str] = {}
+    files = []
+    names = sorted({name for d in MODPROBE_DIRS for name in (system.entries(d) or [])
+                    if name.endswith(".conf")})
+    for name in names:  # modprobe reads by name; /etc overrides the same name elsewhere
+        path = next(f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None)
+        for line in (system.read(path) or "").splitlines():
+            words = shlex.split(line, comments=True)
+            if len(words) >= 3 and words[0] == "options" and words[1].replace("-", "_") == module:
+                files.append(path)
+                options.update(w.split("=", 1) for w in words[2:] if "=" in w)
+    return options, files
+
+
+def configured_dwords(system: System) -> Reading:
+    options, files = modprobe_options(system, "nvidia")
+    return Reading(parse_dwords(options.get("NVreg_RegistryDwords", "")),
+                   ", ".join(files) or "no modprobe.d file sets nvidia options")
+
+
+def configured_hmm_disabled(system: System) -> Reading:
+    options, files = modprobe_options(system, "nvidia_uvm")
+    return Reading(options.get("uvm_disable_hmm") in ("1", "Y", "y"),
+                   ", ".join(files) or "no modprobe.d file sets nvidia_uvm options")

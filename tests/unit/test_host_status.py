@@ -1,0 +1,163 @@
+"""`seat host status` and `seat host gpus` on fake roots (every file through the root prefix)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seatkit.host import gpus, settings, status
+from seatkit.host.system import System
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+FIVE = "ForceP2P=0x11;RMForceP2PType=1;RMPcieP2PType=2;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1"
+
+
+def write(root, path, text):
+    target = root / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+
+
+def fake_host(root, *, vendor="AuthenticAMD", boot="grub", configured="iommu=off amd_iommu=off",
+              live="iommu=off amd_iommu=off", dwords=FIVE, live_dwords=FIVE, hmm="Y",
+              driver="595.58.03", iommu_units=()):
+    """A host tree: cpuinfo, a boot configuration of one stack, modprobe.d, /proc and /sys."""
+    write(root, "/proc/cpuinfo", f"processor\t: 0\nvendor_id\t: {vendor}\n")
+    write(root, "/proc/sys/kernel/random/boot_id", "11111111-2222-3333-4444-555555555555\n")
+    write(root, "/proc/cmdline", f"BOOT_IMAGE=/vmlinuz root=/dev/nvme0n1p2 ro quiet {live}\n")
+    if boot == "grub":
+        write(root, "/boot/grub/grub.cfg", "menuentry 'Ubuntu' {\n"
+              f"\tlinux\t/boot/vmlinuz-6.8.0 root=UUID=abc ro quiet splash {configured}\n}}\n"
+              "menuentry 'Ubuntu (recovery)' {\n\tlinux\t/boot/vmlinuz-6.8.0 root=UUID=abc ro single\n}\n")
+    elif boot == "bls":
+        write(root, "/boot/loader/entries/abc-6.11.conf",
+              f"title Fedora\nlinux /vmlinuz-6.11\noptions root=UUID=abc ro rhgb {configured}\n")
+    elif boot == "kernel-cmdline":
+        write(root, "/etc/kernel/cmdline", f"root=UUID=abc ro {configured}\n")
+    write(root, "/etc/modprobe.d/seatkit-nvidia.conf",
+          f'options nvidia NVreg_RegistryDwords="{dwords}"\noptions nvidia_uvm uvm_disable_hmm=1\n')
+    write(root, "/proc/driver/nvidia/version",
+          f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {driver}  Release Build\n")
+    write(root, "/proc/driver/nvidia/params",
+          f'ResmanDebugLevel: 4294967295\nEnableResizableBar: 1\nRegistryDwords: "{live_dwords}"\n')
+    write(root, "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm", f"{hmm}\n")
+    (root / "sys/class/iommu").mkdir(parents=True, exist_ok=True)
+    for unit in iommu_units:
+        (root / "sys/class/iommu" / unit).mkdir()
+    return System(root=root)
+
+
+@pytest.fixture(autouse=True)
+def no_nvml(monkeypatch):
+    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+
+
+def verdicts(system, profile="paper"):
+    result = status.status(settings.load(profile), system)
+    return {row["setting"]: row for row in result["rows"]}, result
+
+
+@pytest.mark.parametrize("boot", ["grub", "bls", "kernel-cmdline"])
+def test_everything_applied_and_live_is_ok_on_each_boot_stack(tmp_path, boot):
+    rows, result = verdicts(fake_host(tmp_path, boot=boot))
+    assert rows["iommu"]["verdict"] == "OK" and rows["registry_keys"]["verdict"] == "OK"
+    assert rows["hmm_disabled"]["verdict"] == "OK"
+    assert rows["rebar"]["verdict"] == "UNKNOWN" and "NVML unavailable" in rows["rebar"]["live_from"]
+    assert result["boot_id"].startswith("11111111") and result["driver"] == "595.58.03"
+    assert result["data_path"]["verdict"] == "not verified"
+
+
+def test_configured_but_not_booted_is_pending_reboot(tmp_path):
+    rows, _ = verdicts(fake_host(tmp_path, live="iommu=pt"))
+    assert rows["iommu"]["verdict"] == "PENDING-REBOOT" and rows["iommu"]["live"] == ["iommu=pt"]
+
+
+def test_configured_but_modules_not_reloaded_is_pending_reload(tmp_path):
+    rows, _ = verdicts(fake_host(tmp_path, live_dwords="", hmm="N"))
+    assert rows["registry_keys"]["verdict"] == "PENDING-RELOAD"
+    assert rows["hmm_disabled"]["verdict"] == "PENDING-RELOAD"
+
+
+def test_files_that_say_otherwise_are_drift(tmp_path):
+    rows, _ = verdicts(fake_host(tmp_path, configured="iommu=pt", live="iommu=pt",
+                                 dwords="ForceP2P=0x11", live_dwords="ForceP2P=0x11"))
+    assert rows["iommu"]["verdict"] == "DRIFT" and rows["registry_keys"]["verdict"] == "DRIFT"
+
+
+def test_live_tokens_with_iommu_units_still_present_are_drift(tmp_path):
+    rows, _ = verdicts(fake_host(tmp_path, iommu_units=("ivhd0",)))
+    assert rows["iommu"]["verdict"] == "DRIFT" and "IOMMU units" in rows["iommu"]["why"]
+
+
+def test_intel_tokens_follow_the_cpu_vendor(tmp_path):
+    system = fake_host(tmp_path, vendor="GenuineIntel", configured="iommu=off intel_iommu=off",
+                       live="iommu=off intel_iommu=off")
+    rows, _ = verdicts(system)
+    assert rows["iommu"]["desired"] == ["intel_iommu=off", "iommu=off"]
+    assert rows["iommu"]["verdict"] == "OK"
+
+
+def test_unknown_vendor_is_unknown_with_the_reason(tmp_path):
+    rows, _ = verdicts(fake_host(tmp_path, vendor="HygonGenuine"))
+    assert rows["iommu"]["verdict"] == "UNKNOWN" and "CPU vendor" in rows["iommu"]["why"]
+
+
+@pytest.mark.parametrize("driver, refused", [("570.133.20", True), ("580.167.08", True),
+                                             ("580.159.04", False), ("595.58.03", False)])
+def test_five_key_string_is_refused_where_it_is_known_to_be_wrong(tmp_path, driver, refused):
+    rows, _ = verdicts(fake_host(tmp_path, driver=driver))
+    assert (rows["registry_keys"]["verdict"] == "REFUSED") == refused
+    if refused:
+        assert rows["registry_keys"]["why"]
+    three, _ = verdicts(fake_host(tmp_path / "three", driver=driver,
+                                  dwords="ForceP2P=0x11;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1",
+                                  live_dwords="ForceP2P=0x11;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1",
+                                  configured="iommu=pt", live="iommu=pt"), "conservative")
+    assert three["registry_keys"]["verdict"] == "OK" and three["iommu"]["verdict"] == "OK"
+
+
+def test_etc_modprobe_overrides_the_same_name_in_usr_lib(tmp_path):
+    system = fake_host(tmp_path)
+    write(tmp_path, "/usr/lib/modprobe.d/seatkit-nvidia.conf", "options nvidia_uvm uvm_disable_hmm=0\n")
+    rows, _ = verdicts(system)
+    assert rows["hmm_disabled"]["configured"] is True
+
+
+def test_rebar_compares_bar1_with_vram(tmp_path, monkeypatch):
+    system = fake_host(tmp_path)
+    inventory = {"driver": "595.58.03", "gpus": [{"bar1_total_mib": 131072, "memory_mib": 97887},
+                                                 {"bar1_total_mib": 256, "memory_mib": 97887}]}
+    monkeypatch.setattr(gpus, "inventory", lambda system=None: inventory)
+    rows, _ = verdicts(system)
+    assert rows["rebar"]["verdict"] == "PENDING-RELOAD"  # configured, but one GPU has a 256 MiB BAR1
+    inventory["gpus"].pop()
+    assert verdicts(system)[0]["rebar"]["verdict"] == "OK"
+
+
+def test_topology_from_sysfs_paths(tmp_path):
+    devices = tmp_path / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:17:00.0"
+    devices.mkdir(parents=True)
+    link = tmp_path / "sys/bus/pci/devices"
+    link.mkdir(parents=True)
+    (link / "0000:17:00.0").symlink_to(devices)
+    found = gpus.topology(System(root=tmp_path), "00000000:17:00.0")
+    assert found["bridges_above"] == 3 and found["class"] == "behind a PCIe switch"
+    assert gpus.topology(System(root=tmp_path), "00000000:99:00.0")["class"] == "unknown"
+
+
+def test_real_h200_status_and_inventory_are_complete():
+    """Fixtures from `seat host status --json` and `seat host gpus --json` on one H200."""
+    result = json.loads((FIXTURES / "h200-host-status.json").read_text())
+    assert result["boot_id"] and result["driver"] == "580.159.04"
+    assert {row["setting"] for row in result["rows"]} == {"iommu", "registry_keys", "rebar", "hmm_disabled"}
+    for row in result["rows"]:
+        assert row["verdict"] in ("OK", "PENDING-REBOOT", "PENDING-RELOAD", "DRIFT", "UNKNOWN", "REFUSED")
+        for column in ("configured", "live"):  # each column filled, or its reason given
+            assert row[column] is not None or row.get(f"{column}_from") or row.get("why"), row
+    rebar = next(r for r in result["rows"] if r["setting"] == "rebar")
+    assert rebar["live"] is True and rebar["verdict"] == "OK"
+    inventory = json.loads((FIXTURES / "h200-host-gpus.json").read_text())
+    (gpu,) = inventory["gpus"]
+    assert gpu["bar1_total_mib"] >= gpu["memory_mib"] and gpu["pcie_gen"] == 5
+    assert inventory["p2p"] == [] and inventory["p2p_note"] == "one GPU: no peers to check"
+    assert all(value is not None for value in gpu.values())
