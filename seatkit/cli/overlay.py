@@ -1,0 +1,59 @@
+"""`seat overlay fetch | verify | lock`: the overlay pinned by overlay/overlay.lock."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from seatkit.cli.app import err, out, seat
+from seatkit.image import overlay
+
+
+@seat.group("overlay")
+def overlay_group():
+    """The overlay layered onto the base image, pinned file by file (overlay/overlay.lock)."""
+
+
+@overlay_group.command("fetch")
+@click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+@click.option("--dest", default=str(overlay.FETCHED), show_default=True, type=click.Path())
+def fetch_cmd(lock_path: str, dest: str):
+    """Clone exactly the locked commit, check the tree id and every hash, then move it into place."""
+    lock = overlay.load(Path(lock_path))
+    with err.status(f"fetching {lock.source}@{lock.commit[:12]}:{lock.path}"):
+        where = overlay.fetch(lock, Path(dest))
+    out.print(f"{len(lock.files)} files verified and placed in {where}")
+
+
+@overlay_group.command("verify")
+@click.argument("directory", default=str(overlay.FETCHED), type=click.Path())
+@click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+@click.option("--strict", is_flag=True, help="Fail on extra files too (an installed package has many).")
+@click.option("--json", "as_json", is_flag=True)
+def verify_cmd(directory: str, lock_path: str, strict: bool, as_json: bool):
+    """Compare a tree with the lock: missing, changed and extra files."""
+    problems = overlay.verify(Path(directory), overlay.load(Path(lock_path)))
+    if as_json:
+        click.echo(json.dumps(problems, indent=2))
+    else:
+        for kind, names in problems.items():
+            out.print(f"{kind}: {len(names)}" + "".join(f"\n  {n}" for n in names[:20])
+                      + (f"\n  … {len(names) - 20} more" if len(names) > 20 else ""), highlight=False)
+    failed = problems["missing"] or problems["changed"] or (strict and problems["extra"])
+    sys.exit(1 if failed else 0)
+
+
+@overlay_group.command("lock")
+@click.option("--from", "source_dir", required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--source", required=True, help="URL@COMMIT the directory came from.")
+@click.option("--path", "path_in_repo", default="overlay/vllm", show_default=True,
+              help="The directory's path inside that repository.")
+@click.option("--out", "out_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+def lock_cmd(source_dir: str, source: str, path_in_repo: str, out_path: str):
+    """Pin another overlay: every file's SHA-256 and the git tree id of the directory."""
+    lock = overlay.lock_from(Path(source_dir), source, path_in_repo)
+    Path(out_path).write_text(lock.dump())
+    out.print(f"pinned {len(lock.files)} files, tree {lock.tree}, into {out_path}")

@@ -1,0 +1,115 @@
+"""overlay.lock parsing, verify on a fixture tree, fetch from a local git repository, atomicity."""
+
+import subprocess
+
+import pytest
+
+from seatkit.errors import SeatError
+from seatkit.image import overlay
+
+
+def git(*args, cwd):
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                               "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}).stdout.strip()
+
+
+@pytest.fixture
+def source(tmp_path):
+    """A local repository holding overlay/vllm (with a .gitignore that must not hide anything)."""
+    repo = tmp_path / "source"
+    files = {"overlay/vllm/__init__.py": "VERSION = 1\n",
+             "overlay/vllm/config/speculative.py": "METHODS = ['dspark']\n",
+             "overlay/vllm/models/deepseek_v4.py": "class DeepSeekV4DSpark: pass\n",
+             "README.md": "not part of the overlay\n"}
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "overlay", cwd=repo)
+    commit = git("rev-parse", "HEAD", cwd=repo)
+    return repo, commit, git("rev-parse", "HEAD:overlay/vllm", cwd=repo)
+
+
+def test_shipped_lock_pins_the_original_overlay():
+    lock = overlay.load()
+    assert lock.commit == "731bbcb90b64b6a2f60a882ea118a557b9815263"
+    assert lock.tree == "2706883663e835474b156955942028fe6678de97" and lock.path == "overlay/vllm"
+    assert len(lock.files) == 2205 and not any(n.startswith("models/") for n in lock.files)
+    assert overlay.parse(lock.dump()).files == lock.files
+
+
+@pytest.mark.parametrize("text, message", [
+    ("# source: s\n# commit: " + "a" * 40 + "\n# path: p\n# tree: " + "b" * 40 + "\nnothex  x.py\n",
+     "expected '<64 hex sha256>  <path>'"),
+    ("# source: s\n# commit: " + "a" * 40 + "\n# path: p\n" + "c" * 64 + "  x.py\n", "header lacks tree"),
+    ("# source: s\n# commit: abc\n# path: p\n# tree: " + "b" * 40 + "\n" + "c" * 64 + "  x.py\n",
+     "40-hex"),
+    ("# source: s\n# commit: " + "a" * 40 + "\n# path: p\n# tree: " + "b" * 40 + "\n" + "c" * 64 + "  ../x.py\n",
+     "inside the overlay"),
+    ("# source: s\n# commit: " + "a" * 40 + "\n# path: p\n# tree: " + "b" * 40 + "\n" + "c" * 64 + "  x.py\n"
+     + "d" * 64 + "  x.py\n", "listed twice"),
+])
+def test_bad_locks_are_refused_with_the_line(text, message):
+    with pytest.raises(SeatError, match=message):
+        overlay.parse(text)
+
+
+def test_verify_reports_missing_changed_and_extra(tmp_path, source):
+    repo, commit, _ = source
+    lock = overlay.lock_from(repo / "overlay/vllm", f"{repo}@{commit}")
+    tree = tmp_path / "tree"
+    subprocess.run(["cp", "-r", str(repo / "overlay/vllm"), str(tree)], check=True)
+    assert overlay.verify(tree, lock) == {"missing": [], "changed": [], "extra": []}
+    (tree / "models/deepseek_v4.py").unlink()
+    (tree / "__init__.py").write_text("VERSION = 2\n")
+    (tree / "planted.py").write_text("")
+    (tree / "__pycache__").mkdir()
+    (tree / "__pycache__/x.pyc").write_bytes(b"\0")
+    assert overlay.verify(tree, lock) == {"missing": ["models/deepseek_v4.py"],
+                                          "changed": ["__init__.py"], "extra": ["planted.py"]}
+
+
+def test_lock_from_gives_git_s_own_tree_id(source):
+    repo, commit, tree = source
+    (repo / "overlay/vllm/.gitignore").write_text("models/\n")  # the original's defect: must not hide files
+    git("add", "-f", "overlay/vllm/.gitignore", cwd=repo)
+    git("commit", "-q", "-m", "ignore", cwd=repo)
+    commit, tree = git("rev-parse", "HEAD", cwd=repo), git("rev-parse", "HEAD:overlay/vllm", cwd=repo)
+    lock = overlay.lock_from(repo / "overlay/vllm", f"{repo}@{commit}")
+    assert lock.tree == tree and "models/deepseek_v4.py" in lock.files
+    with pytest.raises(SeatError, match="URL@COMMIT"):
+        overlay.lock_from(repo, "no-commit")
+
+
+def test_fetch_places_exactly_the_locked_files(tmp_path, source):
+    repo, commit, _ = source
+    lock = overlay.lock_from(repo / "overlay/vllm", f"{repo}@{commit}")
+    dest = tmp_path / "out" / "vllm"
+    overlay.fetch(lock, dest)
+    assert overlay.verify(dest, lock) == {"missing": [], "changed": [], "extra": []}
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["vllm"]  # no staging left behind
+
+
+def previous_state(dest):
+    return {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("tamper, message", [
+    (lambda lock: setattr(lock, "tree", "0" * 40), "has tree"),
+    (lambda lock: lock.files.__setitem__("__init__.py", "0" * 64), "does not match the lock"),
+    (lambda lock: setattr(lock, "commit", "1" * 40), "git fetch"),
+])
+def test_a_failed_fetch_leaves_the_previous_state_untouched(tmp_path, source, tamper, message):
+    repo, commit, _ = source
+    dest = tmp_path / "out" / "vllm"
+    dest.mkdir(parents=True)
+    (dest / "old.py").write_text("the previous overlay\n")
+    before = previous_state(dest)
+    lock = overlay.lock_from(repo / "overlay/vllm", f"{repo}@{commit}")
+    tamper(lock)
+    with pytest.raises(SeatError, match=message):
+        overlay.fetch(lock, dest)
+    assert previous_state(dest) == before
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["vllm"]
