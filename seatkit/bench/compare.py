@@ -106,22 +106,40 @@ def _pairs(a: list[Entry], b: list[Entry], by_suite: bool) -> list[tuple[Entry, 
     return [(x, y) for x in a for y in b if key(x) == key(y)]
 
 
+MOVE_FLOOR = 0.01  # a factor never counts as moved by less than 1 %
+
+
+def _noise(factor: str, a: Entry, b: Entry) -> float | None:
+    """About two standard deviations of a ratio, from both sides' spreads (None when neither has one)."""
+    spreads = [e.spread[factor] for e in (a, b) if factor in e.spread]
+    return 2 * math.sqrt(sum(s * s for s in spreads)) if spreads else None
+
+
 def _verdict(ratios: dict[str, float], a: Entry, b: Entry) -> dict:
     log = {k: math.log(r) for k, r in ratios.items()}
-    noise_sources = [s for e in (a, b) for s in [e.spread.get("decode_tok_s")] if s is not None]
-    noise = 2 * math.sqrt(sum(s * s for s in noise_sources)) if noise_sources else None
+    noise = _noise("decode_tok_s", a, b)
     gap = abs(ratios["decode_tok_s"] - 1)
-    if noise is not None and gap <= noise:
-        return {"within_noise": True, "noise": noise,
+    # Each factor is judged against its own spread: one can move beyond its noise while tok/s,
+    # noisier, stays inside its own.
+    moved = [f for f in ("tokens_per_step", "ms_per_step") if _noise(f, a, b) is not None
+             and abs(ratios[f] - 1) > max(_noise(f, a, b), MOVE_FLOOR)]
+    if noise is not None and gap <= noise and not moved:
+        return {"within_noise": True, "noise": noise, "moved": [],
                 "text": f"within noise: {gap:.1%} apart, spread allows {noise:.1%}"}
     acceptance, step = log.get("tokens_per_step", 0.0), -log.get("ms_per_step", 0.0)
     factor = "tokens_per_step" if abs(acceptance) >= abs(step) else "ms_per_step"
     share = (acceptance if factor == "tokens_per_step" else step) / log["decode_tok_s"] \
         if log["decode_tok_s"] else 0.0
-    unknown = "" if noise is not None else " (neither side gives a spread)"
-    return {"within_noise": False, "noise": noise, "factor": factor, "share": share,
-            "text": f"{gap:.1%} apart{unknown}; {factor.replace('_', ' ')} carries "
-                    f"{share:.0%} of it. What usually moves it: {WHAT_MOVES[factor]}"}
+    if noise is None:
+        lead = f"{gap:.1%} apart (neither side gives a spread)"
+    elif gap <= noise:
+        lead = (f"tok/s {gap:.1%} apart, inside its spread ({noise:.1%}), yet "
+                f"{' and '.join(f.replace('_', ' ') for f in moved)} moved beyond its own")
+    else:
+        lead = f"{gap:.1%} apart (spread allows {noise:.1%})"
+    return {"within_noise": False, "noise": noise, "moved": moved, "factor": factor, "share": share,
+            "text": f"{lead}; {factor.replace('_', ' ')} carries {share:.0%} of it. "
+                    f"What usually moves it: {WHAT_MOVES[factor]}"}
 
 
 @dataclass

@@ -83,6 +83,18 @@ def test_noise_verdict_uses_both_spreads():
     assert "neither side gives a spread" in unknown["text"]
 
 
+def test_a_factor_that_moves_beyond_its_own_spread_is_named_inside_tok_s_noise():
+    # k=3 against k=5 on a noisy host: tok/s 34 % apart inside a 37 % spread, but tokens per step
+    # are deterministic (no spread) and fell by 28 %.
+    ratios = {"decode_tok_s": 0.66, "tokens_per_step": 0.72, "ms_per_step": 0.72 / 0.66}
+    spread = {"decode_tok_s": 0.13, "tokens_per_step": 0.0, "ms_per_step": 0.13}
+    verdict = compare._verdict(ratios, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))
+    assert not verdict["within_noise"] and verdict["moved"] == ["tokens_per_step"]
+    assert verdict["factor"] == "tokens_per_step" and "inside its spread" in verdict["text"]
+    steady = {"decode_tok_s": 1.1, "tokens_per_step": 1.0, "ms_per_step": 1 / 1.1}
+    assert compare._verdict(steady, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))["within_noise"]
+
+
 def test_missing_factor_is_derived_and_marked():
     values = {"decode_tok_s": 502.0, "ms_per_step": 12.2}
     assert compare._derive(values) == ["tokens_per_step"]
