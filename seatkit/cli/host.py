@@ -1,4 +1,4 @@
-"""`seat host …`: the host settings that make peer-to-peer decode fast, read and (later) applied."""
+"""`seat host …`: the host settings that make peer-to-peer decode fast: read, planned, applied, undone."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from seatkit.cli.app import out, seat
-from seatkit.host import gpus, settings, status as host_status
+from seatkit.host import change as host_change, gpus, plan as host_plan, settings, status as host_status
+from seatkit.host.system import System
 
 
 @seat.group("host")
 def host_group():
-    """IOMMU, P2P registry keys, Resizable BAR and HMM: desired, configured and live."""
+    """IOMMU, P2P registry keys, Resizable BAR and HMM: status, plan, apply, rollback, recover."""
 
 
 def _cell(value) -> str:
@@ -43,6 +44,11 @@ def status_cmd(profile: str, as_json: bool):
                       row["verdict"], escape(why))
     out.print(table)
     out.print(f"data path: {result['data_path']['verdict']} ({result['data_path']['why']})")
+    for t in result["transactions"]["in_force"]:
+        out.print(f"in force: transaction {t['tx']} ({t['profile']})"
+                  + (", applied in this boot: reboot to take effect" if t["applied_in_this_boot"] else ""))
+    for txid in result["transactions"]["interrupted"]:
+        out.print(f"[red]interrupted:[/] transaction {txid}: run `seat host recover`")
 
 
 @host_group.command("gpus")
@@ -69,3 +75,102 @@ def gpus_cmd(as_json: bool):
                   f"{pair['common_ancestor']}")
     if inventory["p2p_note"]:
         out.print(inventory["p2p_note"])
+
+
+def _choices(replace: bool, acknowledge: bool):
+    return host_plan.Choices(replace=replace, acknowledge_iommu_off=acknowledge)
+
+
+def _show(plan: host_plan.Plan) -> None:
+    facts = plan.facts
+    out.print(f"host: {facts.os_id or 'unknown OS'}, boot stack {facts.stack or 'unknown'} ({facts.stack_why}), "
+              f"initramfs: {facts.initramfs_why}, driver {facts.driver or 'unknown'}, CPU {facts.vendor or '?'}, "
+              f"{facts.cpus or '?'} CPUs, {'VM: ' + facts.virt if facts.virt else 'bare metal'}", highlight=False)
+    if plan.snippet:
+        out.print(escape(plan.snippet), highlight=False)
+    if plan.edit and not plan.edit.empty:
+        out.print(f"command line: add {' '.join(plan.edit.added) or '-'}; replace "
+                  f"{' '.join(t for _, t in plan.edit.replaced) or '-'}", highlight=False)
+    for op in plan.ops:
+        if isinstance(op, host_plan.FileOp):
+            out.print(f"[bold]{op.path}[/]: {op.why}")
+            out.print(escape(host_plan.diff(System(), op)), highlight=False, soft_wrap=True)
+        else:
+            out.print(f"[bold]run[/] {escape(' '.join(op.argv))}  ({op.why}; undone by "
+                      f"{escape(' '.join(op.undo))})", highlight=False)
+    for argv in plan.regen:
+        out.print(f"[bold]then run[/] {escape(' '.join(argv))}", highlight=False)
+    if not plan.ops and not plan.snippet:
+        out.print("nothing to do: the files already say what the profile asks")
+    for warning in plan.warnings:
+        out.print(f"[yellow]warning:[/] {escape(warning)}")
+    for refusal in plan.refusals:
+        out.print(f"[red]refused:[/] {escape(refusal)}")
+
+
+REPLACE = click.option("--replace", is_flag=True,
+                       help="Replace IOMMU tokens that conflict (e.g. iommu=pt); rollback puts them back.")
+ACKNOWLEDGE = click.option("--acknowledge-iommu-off", "acknowledge", is_flag=True,
+                           help="Accept that IOMMU off removes DMA isolation (the paper profile needs it).")
+HOST_PROFILE = click.argument("profile", metavar="PROFILE")
+
+
+@host_group.command("plan")
+@HOST_PROFILE
+@REPLACE
+@ACKNOWLEDGE
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan_cmd(profile: str, replace: bool, acknowledge: bool, as_json: bool):
+    """What `apply PROFILE` would do: each file's diff, each command, and any refusal. Changes nothing.
+
+    Exits 2 when apply would refuse."""
+    plan = host_plan.build(settings.load(profile), choices=_choices(replace, acknowledge))
+    if as_json:
+        click.echo(json.dumps(host_plan.to_json(plan, System()), indent=2))
+    else:
+        _show(plan)
+    if plan.refusals:
+        raise SystemExit(2)
+
+
+@host_group.command("apply")
+@HOST_PROFILE
+@REPLACE
+@ACKNOWLEDGE
+@click.option("--yes", is_flag=True, help="Act. Without it apply is a dry run that only shows the plan.")
+def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
+    """Apply a host profile in one journaled transaction (dry run unless --yes; acting needs root).
+
+    Files are backed up before they are written; `seat host rollback` undoes the transaction
+    byte for byte and `seat host recover` undoes one that was cut short. A reboot follows."""
+    plan = host_plan.build(settings.load(profile), choices=_choices(replace, acknowledge))
+    _show(plan)
+    if not yes:
+        out.print("dry run: nothing was changed (add --yes to apply)")
+        if plan.refusals:
+            raise SystemExit(2)
+        return
+    txid = host_change.apply(plan, System(), progress=lambda line: out.print(escape(line)))
+    if txid is None:
+        out.print("nothing changed, nothing run")
+        return
+    out.print(f"applied as transaction {txid}. Reboot, then `seat host status --profile {profile}`; "
+              f"`seat host rollback --tx {txid}` undoes it.")
+
+
+@host_group.command("rollback")
+@click.option("--tx", "txid", help="The transaction to undo (default: the latest in force).")
+def rollback_cmd(txid: str | None):
+    """Undo an applied transaction: restore every file byte for byte and regenerate.
+
+    A file edited since seatkit wrote it stops the rollback before anything changes, showing
+    before / ours / now."""
+    done = host_change.rollback(System(), txid, progress=lambda line: out.print(escape(line)))
+    out.print(f"rolled back (transaction {done}); reboot to return to the previous command line")
+
+
+@host_group.command("recover")
+def recover_cmd():
+    """Undo every transaction that was cut short (a crash, a failed command), from the journal."""
+    closed = host_change.recover(System(), progress=lambda line: out.print(escape(line)))
+    out.print(f"recovered: {', '.join(closed)}" if closed else "nothing to recover: no open transaction")

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from seatkit.host import gpus as gpu_inventory, settings, state
+from seatkit.host.journal import Journal
 from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
 
@@ -95,8 +96,14 @@ def status(profile: HostProfile, system: System | None = None) -> dict:
     rows = [iommu_row(profile, system), registry_row(profile, system, driver),
             rebar_row(profile, system, inventory), hmm_row(profile, system)]
     rows = [{k: _jsonable(v) for k, v in row.items()} for row in rows]
+    journal = Journal(system)
     return {"profile": profile.name, "boot_id": state.boot_id(system), "driver": driver,
             "rows": rows,
+            "transactions": {
+                "in_force": [{"tx": t.txid, "profile": t.begin["profile"],
+                              "applied_in_this_boot": t.begin["facts"]["boot_id"] == state.boot_id(system)}
+                             for t in journal.active()],
+                "interrupted": [t.txid for t in journal.open()]},
             "data_path": {"verdict": "not verified",
                           "why": "no verify-p2p result recorded for this boot (seat host verify-p2p "
                                  "does not exist yet)"}}

@@ -154,6 +154,7 @@ def test_real_h200_status_and_inventory_are_complete():
         assert row["verdict"] in ("OK", "PENDING-REBOOT", "PENDING-RELOAD", "DRIFT", "UNKNOWN", "REFUSED")
         for column in ("configured", "live"):  # each column filled, or its reason given
             assert row[column] is not None or row.get(f"{column}_from") or row.get("why"), row
+    assert result["transactions"] == {"in_force": [], "interrupted": []}
     rebar = next(r for r in result["rows"] if r["setting"] == "rebar")
     assert rebar["live"] is True and rebar["verdict"] == "OK"
     inventory = json.loads((FIXTURES / "h200-host-gpus.json").read_text())
@@ -161,3 +162,16 @@ def test_real_h200_status_and_inventory_are_complete():
     assert gpu["bar1_total_mib"] >= gpu["memory_mib"] and gpu["pcie_gen"] == 5
     assert inventory["p2p"] == [] and inventory["p2p_note"] == "one GPU: no peers to check"
     assert all(value is not None for value in gpu.values())
+
+
+def test_real_h200_plan_knows_the_host_and_refuses_what_it_cannot_be_sure_of():
+    """`seat host plan conservative --json` on the H200 machine (a VM without a boot loader of its own)."""
+    plan = json.loads((FIXTURES / "h200-host-plan.json").read_text())
+    facts = plan["facts"]
+    assert facts["driver"] == "580.159.04" and facts["vendor"] == "intel" and facts["cpus"] == 16
+    assert facts["virt"] and facts["stack"] is None and facts["boot_id"]
+    assert plan["tokens"] == ["iommu=pt"]
+    (op,) = plan["ops"]
+    assert op["file"] == "/etc/modprobe.d/seatkit-nvidia.conf"
+    assert 'NVreg_RegistryDwords="ForceP2P=0x11;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1"' in op["diff"]
+    assert any("no boot stack recognised" in r for r in plan["refusals"])

@@ -1,0 +1,221 @@
+"""`seat host apply | rollback | recover`: change the host in journaled transactions, undo exactly.
+
+Apply backs up each file before writing it and records each command before running it, so a
+transaction cut short anywhere leaves enough in the journal for `recover` to undo it. Rollback
+restores byte for byte and stops, changing nothing, when a file was edited since seatkit wrote it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from typing import Callable
+
+from seatkit import __version__
+from seatkit.errors import SeatError
+from seatkit.host.journal import STATE, Journal, Transaction, new_txid, sha256
+from seatkit.host.plan import CommandOp, FileOp, Plan
+from seatkit.host.system import System
+
+Progress = Callable[[str], None]
+TAIL = 2000
+
+
+class Change:
+    """One open transaction: every step is journaled before it happens."""
+
+    def __init__(self, system: System, progress: Progress, begin: dict):
+        self.system, self.progress = system, progress
+        self.journal = Journal(system)
+        self.txid = new_txid()
+        self.record({"type": "begin", "time": time.time(), "version": __version__, **begin})
+
+    def record(self, record: dict) -> None:
+        self.journal.append({"tx": self.txid, **record})
+
+    def save(self, kind: str, path: str) -> str | None:
+        """Keep a copy of the file as it is now (before, or ours); None when it does not exist."""
+        data = self.system.read_bytes(path)
+        if data is None:
+            return None
+        where = f"{STATE}/backups/{self.txid}/{kind}{path}"
+        self.system.write(where, data, mode=0o600)
+        return where
+
+    def write(self, op: FileOp) -> None:
+        self.progress(f"{'remove' if op.new is None else 'write'} {op.path}")
+        before = self.system.read_bytes(op.path)
+        backup = self.save("before", op.path)
+        self.system.fault(f"backed-up {op.path}")
+        self.record({"type": "file", "path": op.path, "existed": before is not None,
+                     "sha_before": sha256(before), "sha_after": sha256(op.new), "backup": backup})
+        self.system.fault(f"journaled {op.path}")
+        if op.new is None:
+            self.system.remove(op.path)
+        else:
+            self.system.write(op.path, op.new)
+        self.save("ours", op.path)
+        self.system.fault(f"written {op.path}")
+
+    def command(self, op: CommandOp) -> None:
+        touched = [{"path": p, "sha_before": sha256(self.system.read_bytes(p)),
+                    "backup": self.save("before", p)} for p in op.touches]
+        self.record({"type": "command", "argv": op.argv, "undo": op.undo, "touches": touched})
+        self.run(op.argv, record_type="result", touches=op.touches)
+
+    def run(self, argv: list[str], record_type: str = "regen", touches: list[str] = ()) -> None:
+        self.progress("run " + " ".join(argv))
+        self.system.fault(f"before {argv[0]}")
+        rc, output = self.system.run(argv)
+        self.system.fault(f"ran {argv[0]}")
+        for path in touches:
+            self.save("ours", path)
+        self.record({"type": record_type, "argv": argv, "rc": rc, "output": output[-TAIL:],
+                     "after": {p: sha256(self.system.read_bytes(p)) for p in touches}})
+        self.system.fault(f"recorded {argv[0]}")
+        if rc != 0:
+            raise SeatError(f"`{' '.join(argv)}` failed (exit {rc}): {output.strip()[-500:]}",
+                            f"transaction {self.txid} is left open: `seat host recover` undoes it")
+
+    def commit(self, **extra) -> None:
+        self.system.fault("before commit")
+        self.record({"type": "commit", **extra})
+
+
+def _require_root(system: System) -> None:
+    if system.euid != 0:
+        raise SeatError("changing the host needs root", "run it with sudo; `seat host plan` works without")
+
+
+def apply(plan: Plan, system: System, progress: Progress = lambda line: None) -> str | None:
+    """The transaction id, or None when the host already matches (nothing written, nothing run)."""
+    if plan.refusals:
+        raise SeatError("refused:\n  - " + "\n  - ".join(plan.refusals),
+                        "`seat host plan` shows what would be done and why it is refused")
+    if plan.snippet:
+        raise SeatError("NixOS is configured declaratively: seatkit changes nothing here",
+                        "put the snippet from `seat host plan` into configuration.nix")
+    _require_root(system)
+    begin = {"action": "apply", "profile": plan.profile, "facts": plan.facts.to_json(),
+             "regen": plan.regen, "edit": plan.edit.to_json() if plan.edit else None,
+             "intent": [op.path if isinstance(op, FileOp) else op.argv for op in plan.ops]}
+    change = Change(system, progress, begin)
+    if not plan.ops:
+        change.commit(noop=True)
+        return None
+    for op in plan.ops:
+        change.write(op) if isinstance(op, FileOp) else change.command(op)
+    for argv in plan.regen:
+        change.run(argv)
+    change.commit()
+    return change.txid
+
+
+# --- undo ---------------------------------------------------------------------------------------
+
+def _text(system: System, path: str | None) -> list[str]:
+    data = system.read_bytes(path) if path else None
+    return (data or b"").decode(errors="replace").splitlines(keepends=True)
+
+
+def _three_way(system: System, tx: Transaction, path: str, backup: str | None) -> str:
+    ours = f"{STATE}/backups/{tx.txid}/ours{path}"
+    before, mine, now = _text(system, backup), _text(system, ours), _text(system, path)
+    return (f"{path} was changed since seatkit wrote it:\n"
+            + "".join(difflib.unified_diff(before, mine, "before", "ours"))
+            + "".join(difflib.unified_diff(mine, now, "ours", "now")))
+
+
+def _steps(tx: Transaction) -> list[dict]:
+    """File and command records in order, each command with its result (None if it never came)."""
+    steps, results = [], iter(tx.of_type("result"))
+    for record in tx.records:
+        if record["type"] == "file":
+            steps.append(record)
+        elif record["type"] == "command":
+            steps.append({**record, "result": next(results, None)})
+    return steps
+
+
+def _edited(system: System, tx: Transaction) -> list[str]:
+    """Files that are neither as before nor as seatkit left them: someone else changed them."""
+    problems = []
+    for step in _steps(tx):
+        if step["type"] == "file":
+            files = [(step["path"], step["sha_before"], step["sha_after"], step["backup"])]
+        elif step["result"]:
+            files = [(t["path"], t["sha_before"], step["result"]["after"][t["path"]], t["backup"])
+                     for t in step["touches"]]
+        else:  # the command never reported: its files may be anywhere between, undo takes them back
+            files = []
+        for path, before, after, backup in files:
+            if sha256(system.read_bytes(path)) not in (before, after):
+                problems.append(_three_way(system, tx, path, backup))
+    return problems
+
+
+def _restore(change: Change, path: str, before: str | None, backup: str | None) -> None:
+    system = change.system
+    if sha256(system.read_bytes(path)) == before:
+        return
+    change.progress(f"restore {path}")
+    if backup is None:
+        system.remove(path)
+    else:
+        system.write(path, system.read_bytes(backup))
+    if sha256(system.read_bytes(path)) != before:
+        raise SeatError(f"{path} does not match its backup after the restore",
+                        f"the backup is {backup}; transaction {change.txid} stays open")
+    change.record({"type": "restored", "path": path})
+
+
+def revert(tx: Transaction, system: System, progress: Progress = lambda line: None) -> str:
+    """Undo an apply (committed or cut short), newest step first; returns the rollback's id."""
+    _require_root(system)
+    problems = _edited(system, tx)
+    if problems:
+        raise SeatError("\n".join(problems) + "\nnothing was changed",
+                        "merge the edits by hand (or move the files aside), then roll back again")
+    change = Change(system, progress, {"action": "rollback", "of": tx.txid, "profile": tx.begin["profile"]})
+    for step in reversed(_steps(tx)):
+        if step["type"] == "file":
+            _restore(change, step["path"], step["sha_before"], step["backup"])
+            continue
+        if any(sha256(system.read_bytes(t["path"])) != t["sha_before"] for t in step["touches"]):
+            change.run(step["undo"], record_type="result")
+        for t in step["touches"]:  # the tool's own undo may format differently: bytes decide
+            _restore(change, t["path"], t["sha_before"], t["backup"])
+    for argv in tx.begin["regen"]:
+        change.run(argv)
+    change.commit()
+    return change.txid
+
+
+def rollback(system: System, txid: str | None = None, progress: Progress = lambda line: None) -> str:
+    journal = Journal(system)
+    if journal.open():
+        raise SeatError(f"transaction {journal.open()[0].txid} was interrupted",
+                        "run `seat host recover` first")
+    active = journal.active()
+    if not active:
+        raise SeatError("nothing to roll back: no applied transaction in the journal")
+    tx = next((t for t in active if t.txid == txid), None) if txid else active[-1]
+    if tx is None:
+        raise SeatError(f"no applied transaction {txid}",
+                        "in force: " + ", ".join(t.txid for t in active))
+    return revert(tx, system, progress)
+
+
+def recover(system: System, progress: Progress = lambda line: None) -> list[str]:
+    """Undo every transaction that was cut short; returns the ids it closed."""
+    journal = Journal(system)
+    closed = []
+    by_id = {t.txid: t for t in journal.transactions()}
+    for tx in journal.open():
+        target = by_id[tx.begin["of"]] if tx.action == "rollback" else tx
+        progress(f"transaction {tx.txid} ({tx.action}, {tx.begin['profile']}) was cut short: undoing "
+                 f"{target.txid}")
+        by = revert(target, system, progress)
+        journal.append({"tx": tx.txid, "type": "commit", "recovered_by": by})
+        closed.append(tx.txid)
+    return closed

@@ -1,0 +1,152 @@
+"""What kind of host this is: boot stack, initramfs generator, driver, platform.
+
+Each boot stack is recognised by its own signals, independently; more than one match, or none, is
+a refusal, because editing the wrong boot configuration is worse than editing none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from seatkit.host import state
+from seatkit.host.system import System
+
+ESPS = ("/boot/efi", "/efi", "/boot")
+INITRAMFS = {  # generator -> the command that rebuilds every installed kernel's image
+    "update-initramfs": ["update-initramfs", "-u", "-k", "all"],
+    "dracut": ["dracut", "--force", "--regenerate-all"],
+    "mkinitcpio": ["mkinitcpio", "-P"],
+}
+
+
+@dataclass
+class Facts:
+    os_id: str | None
+    stack: str | None
+    stack_why: str
+    initramfs: list[str] | None
+    initramfs_why: str
+    vendor: str | None
+    driver: str | None
+    virt: str | None
+    cpus: int | None
+    kernel: str | None
+    boot_id: str | None
+    euid: int
+    ukis: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def os_release(system: System) -> dict[str, str]:
+    out = {}
+    for line in (system.read("/etc/os-release") or system.read("/usr/lib/os-release") or "").splitlines():
+        name, _, value = line.partition("=")
+        if value:
+            out[name.strip()] = value.strip().strip('"')
+    return out
+
+
+def grub_uses_bls(system: System) -> bool:
+    return bool(re.search(r"^\s*GRUB_ENABLE_BLSCFG=\"?true", system.read("/etc/default/grub") or "", re.M))
+
+
+def loader_entries(system: System) -> list[str]:
+    return [f"/{p.relative_to(system.root)}" for esp in ESPS
+            for p in system.glob(f"{esp}/loader/entries/*.conf")]
+
+
+def stack_signals(system: System) -> dict[str, str]:
+    """Every boot stack whose signals hold, with the evidence."""
+    found = {}
+    if system.exists("/etc/NIXOS") or os_release(system).get("ID") == "nixos":
+        found["nixos"] = "/etc/NIXOS or ID=nixos"
+    if system.exists("/run/ostree-booted"):
+        found["ostree"] = "/run/ostree-booted"
+    if system.exists("/etc/kernelstub/configuration") and system.which("kernelstub"):
+        found["kernelstub"] = "/etc/kernelstub/configuration and kernelstub"
+    grub_cfg = system.exists("/boot/grub/grub.cfg") or system.exists("/boot/grub2/grub.cfg")
+    if grub_cfg and grub_uses_bls(system) and system.exists("/boot/loader/entries") \
+            and system.which("grubby"):
+        found["bls"] = "GRUB_ENABLE_BLSCFG=true, /boot/loader/entries and grubby"
+    if system.exists("/boot/grub/grub.cfg") and system.which("update-grub") and not grub_uses_bls(system):
+        found["grub"] = "/boot/grub/grub.cfg and update-grub"
+    if loader_entries(system) and not grub_cfg and system.which("kernel-install") \
+            and not system.exists("/etc/kernelstub/configuration"):
+        found["systemd-boot"] = "loader entries, kernel-install and no grub.cfg"
+    return found
+
+
+def boot_stack(system: System) -> tuple[str | None, str]:
+    found = stack_signals(system)
+    for image_based in ("nixos", "ostree"):  # their own tools own the boot entries, whatever else is there
+        if image_based in found:
+            return image_based, found[image_based]
+    if len(found) == 1:
+        (name, why), = found.items()
+        return name, why
+    if not found:
+        return None, ("no boot stack recognised (GRUB with update-grub, GRUB with BLS and grubby, "
+                      "kernelstub, systemd-boot with kernel-install, NixOS)")
+    return None, "more than one boot stack matches: " + "; ".join(f"{k} ({v})" for k, v in found.items())
+
+
+def initramfs(system: System) -> tuple[list[str] | None, str]:
+    found = [name for name in INITRAMFS if system.which(name)]
+    if len(found) == 1:
+        return INITRAMFS[found[0]], found[0]
+    if not found:
+        return None, "no initramfs generator found (update-initramfs, dracut, mkinitcpio)"
+    return None, f"more than one initramfs generator is installed ({', '.join(found)})"
+
+
+def virtualisation(system: System) -> str | None:
+    """The hypervisor or container kind, or None on bare metal."""
+    rc, output = system.run(["systemd-detect-virt"])
+    kind = output.strip()
+    if rc == 0 and kind and kind != "none":
+        return kind
+    if rc not in (0, 1) and re.search(r"^flags\s*:.*\bhypervisor\b", system.read("/proc/cpuinfo") or "", re.M):
+        return "a hypervisor (cpuinfo flag)"
+    return None
+
+
+def possible_cpus(system: System) -> int | None:
+    text = (system.read("/sys/devices/system/cpu/possible") or "").strip()
+    if not text:
+        return None
+    count = 0
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
+
+
+def driver(system: System) -> str | None:
+    found = state.driver_version(system)
+    if found:
+        return found
+    rc, output = system.run(["modinfo", "-F", "version", "nvidia"])
+    return output.strip() if rc == 0 and output.strip() else None
+
+
+def kernels(system: System) -> list[tuple[str, str]]:
+    """Installed kernels as (version, image path) for kernel-install."""
+    found = {p.parent.name: f"/{p.relative_to(system.root)}" for p in system.glob("/usr/lib/modules/*/vmlinuz")}
+    for p in system.glob("/boot/vmlinuz-*"):
+        found.setdefault(p.name[len("vmlinuz-"):], f"/{p.relative_to(system.root)}")
+    return sorted(found.items())
+
+
+def facts(system: System) -> Facts:
+    stack, stack_why = boot_stack(system)
+    regen, regen_why = initramfs(system)
+    rc, uname = system.run(["uname", "-r"])
+    return Facts(os_id=os_release(system).get("ID"), stack=stack, stack_why=stack_why,
+                 initramfs=regen, initramfs_why=regen_why, vendor=state.cpu_vendor(system),
+                 driver=driver(system), virt=virtualisation(system), cpus=possible_cpus(system),
+                 kernel=uname.strip() if rc == 0 else None, boot_id=state.boot_id(system),
+                 euid=system.euid,
+                 ukis=[f"/{p.relative_to(system.root)}" for esp in ESPS for p in system.glob(f"{esp}/EFI/Linux/*.efi")])

@@ -1,0 +1,31 @@
+"""`seat host plan | apply` on this real machine: a container with no boot loader of its own."""
+
+import subprocess
+from pathlib import Path
+
+from conftest import BIN
+
+
+def seat(*args):
+    return subprocess.run([str(BIN / "seat"), "host", *args], capture_output=True, text=True, timeout=120,
+                          env={"COLUMNS": "200", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+
+
+def listing():
+    return {str(p): p.stat().st_mtime_ns for d in ("/etc/modprobe.d", "/etc/default", "/var/lib")
+            if Path(d).exists() for p in Path(d).rglob("*")}
+
+
+def test_plan_and_a_dry_run_apply_refuse_here_and_change_nothing():
+    before = listing()
+    plan = seat("plan", "paper")
+    assert plan.returncode == 2, plan.stderr
+    assert "refused:" in plan.stdout and "--acknowledge-iommu-off" in plan.stdout
+    assert "no boot stack recognised" in plan.stdout and "NVreg_RegistryDwords" in plan.stdout
+    dry = seat("apply", "conservative")
+    assert dry.returncode == 2 and "dry run: nothing was changed" in dry.stdout
+    acting = seat("apply", "conservative", "--yes")
+    assert acting.returncode == 1 and "refused:" in acting.stderr
+    assert listing() == before and not Path("/var/lib/seatkit").exists()
+    nothing = seat("recover")
+    assert nothing.returncode == 0 and "nothing to recover" in nothing.stdout

@@ -1,0 +1,204 @@
+"""Fake hosts for the host-settings tests: a root tree per boot stack and fake boot tools.
+
+The fake tools do what the real ones do to the files that matter, deterministically: update-grub
+sources /etc/default/grub and grub.d/*.cfg with a real shell in grub-mkconfig's order, grubby and
+kernelstub edit entries and their config, kernel-install writes entries from /etc/kernel/cmdline,
+the initramfs generators copy modprobe.d into the image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import subprocess
+import uuid
+from pathlib import Path
+
+from seatkit.host import state
+from seatkit.host.system import System
+
+KVER = "6.8.0-45-generic"
+MACHINE = "0123456789abcdef"
+READ_ONLY = {"systemd-detect-virt", "uname", "modinfo"}
+INITRAMFS_TOOLS = ("update-initramfs", "dracut", "mkinitcpio")
+
+
+class Death(BaseException):
+    """The process dies here (not an Exception: nothing may catch it)."""
+
+
+class FakeHost:
+    def __init__(self, root: Path, stack: str = "grub", *, vendor: str = "AuthenticAMD",
+                 driver: str | None = "595.58.03", virt: str = "none", cpus: int = 64,
+                 initramfs: tuple[str, ...] = ("update-initramfs",), cmdline: str = "quiet splash",
+                 euid: int = 0):
+        self.root, self.stack, self.virt, self.driver = root, stack, virt, driver
+        self.calls: list[list[str]] = []
+        self.failing: set[str] = set()
+        self.write("/proc/cpuinfo", f"processor\t: 0\nvendor_id\t: {vendor}\nflags\t\t: fpu sse2\n")
+        self.write("/sys/devices/system/cpu/possible", f"0-{cpus - 1}\n")
+        self.write("/etc/os-release", 'ID=ubuntu\nVERSION_ID="24.04"\n')
+        self.write("/etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\n")
+        if driver:
+            self.write("/proc/driver/nvidia/version",
+                       f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {driver}  Release Build\n")
+        self.write("/proc/driver/nvidia/params", 'EnableResizableBar: 0\nRegistryDwords: ""\n')
+        self.write("/sys/module/nvidia_uvm/parameters/uvm_disable_hmm", "N\n")
+        (root / "sys/class/iommu/ivhd0").mkdir(parents=True, exist_ok=True)
+        self.write(f"/boot/vmlinuz-{KVER}", "kernel image\n")
+        for tool in initramfs:
+            self.tool(tool)
+        getattr(self, f"_make_{stack.replace('-', '_')}")(cmdline)
+        for tool in initramfs:  # the pristine host has its images, as a real one does
+            self.run([tool])
+        self.reboot()
+        self.calls.clear()
+        self.system = System(root=root, runner=self.run, euid=euid)
+
+    # --- tree -----------------------------------------------------------------------------------
+    def path(self, path: str) -> Path:
+        return self.root / path.lstrip("/")
+
+    def write(self, path: str, text: str) -> None:
+        self.path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.path(path).write_text(text)
+
+    def read(self, path: str) -> str:
+        return self.path(path).read_text()
+
+    def tool(self, name: str) -> None:
+        self.write(f"/usr/sbin/{name}", "#!/bin/sh\n")
+
+    def tree(self) -> dict[str, str]:
+        """SHA-256 and mode of every file, seatkit's own state folder left out."""
+        return {str(p.relative_to(self.root)): hashlib.sha256(p.read_bytes()).hexdigest() + oct(p.stat().st_mode)
+                for p in sorted(self.root.rglob("*"))
+                if p.is_file() and not str(p.relative_to(self.root)).startswith("var/lib/seatkit")}
+
+    def changing_calls(self) -> list[list[str]]:
+        return [c for c in self.calls if c[0] not in READ_ONLY]
+
+    # --- boot stacks ----------------------------------------------------------------------------
+    def _make_grub(self, cmdline: str) -> None:
+        self.write("/etc/default/grub", f'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="{cmdline}"\n'
+                                        'GRUB_CMDLINE_LINUX=""\n')
+        self.tool("update-grub")
+        self.update_grub()
+
+    def _make_bls(self, cmdline: str) -> None:
+        self.write("/etc/os-release", 'ID=fedora\nVERSION_ID="41"\n')
+        self.write("/etc/default/grub", 'GRUB_ENABLE_BLSCFG=true\nGRUB_CMDLINE_LINUX="rhgb"\n')
+        self.write("/boot/grub2/grub.cfg", "blscfg\n")
+        self.write(f"/boot/loader/entries/{MACHINE}-{KVER}.conf",
+                   f"title Fedora\nlinux /vmlinuz-{KVER}\noptions root=UUID=abc ro {cmdline}\n")
+        self.write("/etc/kernel/cmdline", f"root=UUID=abc ro {cmdline}\n")
+        self.tool("grubby")
+
+    def _make_kernelstub(self, cmdline: str) -> None:
+        self.write("/etc/os-release", 'ID=pop\nVERSION_ID="22.04"\n')
+        config = {"default": {"kernel_options": ["quiet", "splash"]},
+                  "user": {"kernel_options": cmdline.split(), "esp_path": "/boot/efi"}}
+        self.write("/etc/kernelstub/configuration", json.dumps(config, indent=2) + "\n")
+        self.tool("kernelstub")
+        self.kernelstub_entry()
+
+    def _make_systemd_boot(self, cmdline: str) -> None:
+        self.write("/etc/os-release", 'ID=arch\n')
+        self.write("/etc/kernel/cmdline", f"root=UUID=abc rw {cmdline}\n")
+        self.write(f"/usr/lib/modules/{KVER}/vmlinuz", "kernel image\n")
+        self.tool("kernel-install")
+        self.kernel_install(KVER)
+
+    # --- the fake tools -------------------------------------------------------------------------
+    def run(self, argv: list[str]) -> tuple[int, str]:
+        self.calls.append(list(argv))
+        name = argv[0]
+        if name in self.failing:
+            return 1, f"{name}: simulated failure\n"
+        if name == "systemd-detect-virt":
+            return (1, "none\n") if self.virt == "none" else (0, f"{self.virt}\n")
+        if name == "uname":
+            return 0, f"{KVER}\n"
+        if name == "modinfo":
+            return (0, f"{self.driver}\n") if self.driver else (1, "modinfo: ERROR: Module nvidia not found.\n")
+        if name == "update-grub":
+            self.update_grub()
+        elif name in INITRAMFS_TOOLS:
+            modprobe = "".join(f"# {p.name}\n{p.read_text()}" for p in sorted(self.path("/etc/modprobe.d").glob("*.conf")))
+            self.write(f"/boot/initrd.img-{KVER}", f"initramfs by {name}\n{modprobe}")
+        elif name == "grubby":
+            self.grubby(argv[1:])
+        elif name == "kernelstub":
+            self.kernelstub(argv[1:])
+        elif name == "kernel-install":
+            self.kernel_install(argv[2])
+        else:
+            return 127, f"{name}: not found\n"
+        return 0, f"{name}: done\n"
+
+    def update_grub(self) -> None:
+        script = ('for f in "$1"/etc/default/grub "$1"/etc/default/grub.d/*.cfg; do '
+                  '[ -f "$f" ] && . "$f"; done; printf "%s\\n%s" "$GRUB_CMDLINE_LINUX" "$GRUB_CMDLINE_LINUX_DEFAULT"')
+        linux, default = (subprocess.run(["sh", "-c", script, "sh", str(self.root)], capture_output=True,
+                                         text=True, check=True).stdout.split("\n") + [""])[:2]
+        self.write("/boot/grub/grub.cfg",
+                   f"menuentry 'Ubuntu' {{\n\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro {linux} {default}\n}}\n"
+                   f"menuentry 'Ubuntu (recovery mode)' {{\n\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro single {linux}\n}}\n")
+
+    def grubby(self, args: list[str]) -> None:
+        add = next((a.split("=", 1)[1].split() for a in args if a.startswith("--args=")), [])
+        remove = next((a.split("=", 1)[1].split() for a in args if a.startswith("--remove-args=")), [])
+        for entry in self.root.glob("boot/loader/entries/*.conf"):
+            lines = entry.read_text().splitlines()
+            for i, line in enumerate(lines):
+                if line.startswith("options "):
+                    tokens = [t for t in line.split()[1:] if t not in remove]
+                    lines[i] = "options " + " ".join(tokens + [t for t in add if t not in tokens])
+            entry.write_text("\n".join(lines) + "\n")
+
+    def kernelstub(self, args: list[str]) -> None:
+        config = json.loads(self.read("/etc/kernelstub/configuration"))
+        options = config["user"]["kernel_options"]
+        pairs = dict(zip(args[::2], args[1::2]))
+        options = [t for t in options if t not in pairs.get("-d", "").split()]
+        options += [t for t in pairs.get("-a", "").split() if t not in options]
+        config["user"]["kernel_options"] = options
+        self.write("/etc/kernelstub/configuration", json.dumps(config, indent=2) + "\n")
+        self.kernelstub_entry()
+
+    def kernelstub_entry(self) -> None:
+        options = json.loads(self.read("/etc/kernelstub/configuration"))["user"]["kernel_options"]
+        self.write("/boot/efi/loader/entries/Pop_OS-current.conf",
+                   f"title Pop!_OS\nlinux /EFI/Pop_OS/vmlinuz.efi\noptions root=UUID=abc ro {' '.join(options)}\n")
+
+    def kernel_install(self, version: str) -> None:
+        self.write(f"/boot/efi/loader/entries/{MACHINE}-{version}.conf",
+                   f"title Arch\nlinux /{MACHINE}/{version}/linux\noptions {self.read('/etc/kernel/cmdline').strip()}\n")
+
+    # --- reboot: what is configured becomes live --------------------------------------------------
+    def configured_cmdline(self) -> str:
+        if self.stack == "grub":
+            line = next(l for l in self.read("/boot/grub/grub.cfg").splitlines() if l.strip().startswith("linux"))
+            return " ".join(line.split()[2:])
+        entry = next(self.root.glob("boot/loader/entries/*.conf"), None) or \
+            next(self.root.glob("boot/efi/loader/entries/*.conf"))
+        return next(l for l in entry.read_text().splitlines() if l.startswith("options ")).split(None, 1)[1]
+
+    def reboot(self) -> None:
+        tokens = shlex.split(self.configured_cmdline())
+        self.write("/proc/cmdline", f"BOOT_IMAGE=/vmlinuz-{KVER} {' '.join(tokens)}\n")
+        self.write("/proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n")
+        system = System(root=self.root)
+        nvidia, _ = state.modprobe_options(system, "nvidia")
+        uvm, _ = state.modprobe_options(system, "nvidia_uvm")
+        dwords = nvidia.get("NVreg_RegistryDwords", "").strip('"')
+        self.write("/proc/driver/nvidia/params",
+                   f"EnableResizableBar: {int('EnableResizableBar=1' in dwords)}\nRegistryDwords: \"{dwords}\"\n")
+        self.write("/sys/module/nvidia_uvm/parameters/uvm_disable_hmm",
+                   "Y\n" if uvm.get("uvm_disable_hmm") == "1" else "N\n")
+        units = self.path("/sys/class/iommu/ivhd0")
+        if "iommu=off" in tokens and units.exists():
+            units.rmdir()
+        elif "iommu=off" not in tokens:
+            units.mkdir(parents=True, exist_ok=True)
