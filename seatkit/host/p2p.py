@@ -1,0 +1,93 @@
+"""`seat host verify-p2p`: run the data-path probe, judge it, and keep it with the boot id.
+
+`seat host status` reads the kept result: the data path counts as verified only on the boot that
+produced it, since a reboot can change every setting that decides it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from seatkit.errors import SeatError
+from seatkit.host import state
+from seatkit.host.journal import STATE
+from seatkit.host.system import System
+
+PROBE = Path(__file__).with_name("p2p_probe.py")
+RESULT = f"{STATE}/verify-p2p.json"
+NO_CUDA = 3
+PROBE_TIMEOUT_S = 900  # a healthy 8-GPU host needs a few minutes
+
+
+def probe_argv(image: str | None) -> list[str]:
+    if image is None:
+        return [sys.executable, str(PROBE)]
+    return ["docker", "run", "--rm", "--gpus", "all", "--network", "none", "--ipc", "host",
+            "-e", "NCCL_NVLS_ENABLE=0", "-v", f"{PROBE}:/seatkit-p2p-probe.py:ro",
+            "--entrypoint", "python3", image, "/seatkit-p2p-probe.py"]
+
+
+def run_probe(image: str | None = None) -> dict:
+    try:
+        done = subprocess.run(probe_argv(image), capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+    except FileNotFoundError:
+        raise SeatError("docker is not installed", "run without --image where torch with CUDA is importable") from None
+    except subprocess.TimeoutExpired:
+        raise SeatError(f"the probe did not finish in {PROBE_TIMEOUT_S} s: a peer copy or the all-reduce hangs",
+                        "a hang is itself a data-path failure; check `seat host status` and the kernel log") from None
+    if image and "could not select device driver" in done.stderr:
+        raise SeatError("no NVIDIA container runtime: docker cannot attach the GPUs",
+                        "install the NVIDIA Container Toolkit, or run without --image", NO_CUDA)
+    try:
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise SeatError(f"the probe printed no result (exit {done.returncode}): {done.stderr.strip()[-800:]}") from None
+    if "error" in result:
+        raise SeatError(f"cannot check the data path: {result['error']}",
+                        "run it where torch with CUDA is importable, or with --image IMAGE", NO_CUDA)
+    return result
+
+
+def judge(result: dict) -> dict:
+    """The verdict and, when it failed, each reason."""
+    problems = [f"GPU{p['from']} -> GPU{p['to']}: {kind} wrong at {', '.join(str(m['bytes']) for m in bad)} B"
+                for p in result["pairs"] for kind, bad in p["mismatches"].items() if bad]
+    problems += [f"GPU{p['to']} reports no peer access to GPU{p['from']}" for p in result["pairs"]
+                 if not p["can_access_peer"]]
+    if result["allreduce"] and not result["allreduce"]["correct"]:
+        problems.append("the all-reduce returned a wrong sum")
+    if len(result["gpus"]) < 2:
+        verdict = "no peers to check"
+    else:
+        verdict = "failed" if problems else "verified"
+    return {**result, "verdict": verdict, "problems": problems}
+
+
+def store(result: dict, system: System) -> str:
+    record = {**result, "boot_id": state.boot_id(system), "time": time.time()}
+    system.write(RESULT, (json.dumps(record, indent=2) + "\n").encode())
+    return RESULT
+
+
+def data_path(system: System) -> dict:
+    """The row `seat host status` shows for the data path."""
+    text = system.read(RESULT)
+    if text is None:
+        return {"verdict": "not verified", "why": "no `seat host verify-p2p` result on this host"}
+    record = json.loads(text)
+    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record["time"]))
+    if record["boot_id"] != state.boot_id(system):
+        return {"verdict": "not verified",
+                "why": f"the last result ({record['verdict']}, {when}) is from another boot: run it again"}
+    if record["verdict"] == "failed":
+        return {"verdict": "FAILED on this boot", "why": "; ".join(record["problems"])}
+    pairs = record["pairs"]
+    figures = (f"{len(pairs)} pairs byte-checked, {min(p['bandwidth_gb_s'] for p in pairs):.1f}-"
+               f"{max(p['bandwidth_gb_s'] for p in pairs):.1f} GB/s, all-reduce "
+               f"{record['allreduce']['us']:.1f} us" if pairs else "one GPU")
+    return {"verdict": "verified on this boot" if record["verdict"] == "verified" else record["verdict"],
+            "why": f"{figures} ({when})"}
