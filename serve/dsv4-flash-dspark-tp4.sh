@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # dsv4-flash-dspark-tp4: DeepSeek-V4-Flash + DSpark (k=5, probabilistic drafts) on the b12x vLLM fork, TP=4, 4x RTX PRO 6000 on PCIe
-# Rendered by `seat render` from profiles/dsv4-flash-dspark-tp4.yaml (profile sha256 570c73e615a988de).
+# Rendered by `seat render` from profiles/dsv4-flash-dspark-tp4.yaml (profile sha256 2a42d2e0b5a2fe8c).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
 #
 # Host knobs, read from the environment (the profile's value when unset):
-#   SEAT_IMAGE             image the seat runs
+#   SEAT_IMAGE             image the seat runs (`seat build` makes it)
 #   SEAT_CONTAINER         container name
 #   SEAT_HOST              address the server binds
 #   SEAT_PORT              port the server listens on
@@ -15,7 +15,7 @@
 #   SEAT_DRY_RUN=1          print the launch command and exit
 set -euo pipefail
 
-[ -n "${SEAT_IMAGE+set}" ] || SEAT_IMAGE=voipmonitor/vllm:chthonic-consecration-f1190eab-b12x0ff2847-pr20-cu132
+[ -n "${SEAT_IMAGE+set}" ] || SEAT_IMAGE=seatkit/dsv4-flash-dspark-tp4:overlay-731bbcb90b64-c8c8a5086e40
 [ -n "${SEAT_CONTAINER+set}" ] || SEAT_CONTAINER=dsv4-flash-dspark
 [ -n "${SEAT_HOST+set}" ] || SEAT_HOST=127.0.0.1
 [ -n "${SEAT_PORT+set}" ] || SEAT_PORT=9406

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -108,7 +109,7 @@ def apt_install(*packages: str) -> None:
 @pytest.fixture(scope="session")
 def busybox_image(docker_engine, tmp_path_factory) -> str:
     """A 2 MB local base image (no registry): busybox-static and its applets."""
-    tag = "seatkit-test/busybox:local"
+    tag = "seatkit-test/busybox:2"
     if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0:
         return tag
     if not Path("/bin/busybox").exists():
@@ -116,12 +117,56 @@ def busybox_image(docker_engine, tmp_path_factory) -> str:
     root = tmp_path_factory.mktemp("busybox-root")
     (root / "bin").mkdir()
     shutil.copy("/bin/busybox", root / "bin" / "busybox")
-    for applet in ("sh", "env", "sleep", "cat", "ls", "httpd", "true"):
+    for applet in ("sh", "env", "sleep", "cat", "ls", "httpd", "true", "grep", "head", "sha256sum",
+                   "wget", "mkdir", "echo"):
         (root / "bin" / applet).symlink_to("busybox")
     tar = subprocess.run(["tar", "-C", str(root), "-c", "."], capture_output=True, check=True)
     subprocess.run(["docker", "import", "-", tag], input=tar.stdout, check=True,
                    capture_output=True)
     return tag
+
+
+@pytest.fixture(scope="session")
+def py312_image(docker_engine) -> str:
+    """Debian with a venv at /opt/venv/lib/python3.12/site-packages, like the vLLM image (about 35 s)."""
+    tag = "seatkit-test/py312:1"
+    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0:
+        return tag
+    if shutil.which("mmdebstrap") is None:
+        apt_install("mmdebstrap")
+    done = subprocess.run(["bash", str(REPO / "tests/integration/images/py312-base.sh"), tag],
+                          capture_output=True, text=True, timeout=900)
+    if done.returncode:
+        unavailable(f"could not make the Python 3.12 stand-in base: {done.stderr[-500:]}")
+    return tag
+
+
+@pytest.fixture(scope="session")
+def registry(docker_engine, tmp_path_factory) -> str:
+    """Debian's docker-registry on loopback (127.0.0.0/8 needs no TLS): real digests, no network."""
+    if shutil.which("docker-registry") is None:
+        apt_install("docker-registry")
+    folder = tmp_path_factory.mktemp("registry")
+    address = f"127.0.0.1:{free_port()}"
+    (folder / "config.yml").write_text(
+        f"version: 0.1\nlog: {{level: warn}}\nstorage: {{filesystem: {{rootdirectory: {folder / 'data'}}}}}\n"
+        f"http: {{addr: {address}}}\n")
+    server = subprocess.Popen(["docker-registry", "serve", str(folder / "config.yml")],
+                              stdout=subprocess.DEVNULL, stderr=(folder / "log").open("w"))
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if requests.get(f"http://{address}/v2/", timeout=2).status_code == 200:
+                break
+        except requests.RequestException:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            unavailable(f"docker-registry did not start: {(folder / 'log').read_text()[-300:]}")
+        time.sleep(0.2)
+    yield address
+    server.terminate()
+    server.wait(timeout=30)
 
 
 @pytest.fixture(scope="session")

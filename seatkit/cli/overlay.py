@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from seatkit.cli.app import err, out, seat
-from seatkit.image import overlay
+from seatkit.image import build as image_build, overlay
 
 
 @seat.group("overlay")
@@ -29,13 +29,26 @@ def fetch_cmd(lock_path: str, dest: str):
 
 
 @overlay_group.command("verify")
-@click.argument("directory", default=str(overlay.FETCHED), type=click.Path())
+@click.argument("directory", required=False, type=click.Path())
+@click.option("--image", help="Check the overlay installed in this image.")
+@click.option("--container", help="Check the overlay installed in this (running or stopped) container.")
+@click.option("--dir", "inside", help="The vllm package inside the image or container "
+              "(default: the image's io.seatkit.overlay.dir label, else the vLLM image's site-packages).")
 @click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
 @click.option("--strict", is_flag=True, help="Fail on extra files too (an installed package has many).")
 @click.option("--json", "as_json", is_flag=True)
-def verify_cmd(directory: str, lock_path: str, strict: bool, as_json: bool):
-    """Compare a tree with the lock: missing, changed and extra files."""
-    problems = overlay.verify(Path(directory), overlay.load(Path(lock_path)))
+def verify_cmd(directory: str | None, image: str | None, container: str | None, inside: str | None,
+               lock_path: str, strict: bool, as_json: bool):
+    """Compare installed files with the lock: missing, changed and extra files.
+
+    DIRECTORY defaults to the fetched overlay (overlay/vllm)."""
+    if sum(x is not None for x in (directory, image, container)) > 1:
+        raise click.UsageError("give one of DIRECTORY, --image, --container")
+    lock = overlay.load(Path(lock_path))
+    if image or container:
+        problems = image_build.verify_installed(image or container, inside, is_container=bool(container), lock=lock)
+    else:
+        problems = overlay.verify(Path(directory or overlay.FETCHED), lock)
     if as_json:
         click.echo(json.dumps(problems, indent=2))
     else:

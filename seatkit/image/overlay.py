@@ -139,7 +139,7 @@ def fetch(lock: Lock, dest: Path = FETCHED) -> Path:
         subprocess.run(["tar", "-x", "-C", str(files)], input=archive, check=True)
         problems = verify(files, lock)
         if any(problems.values()):
-            raise SeatError("the fetched overlay does not match the lock: " + _summary(problems),
+            raise SeatError("the fetched overlay does not match the lock: " + summary(problems),
                             "nothing was changed")
         old = staging / "previous"
         if dest.exists():
@@ -164,5 +164,5 @@ def lock_from(root: Path, source: str, path: str = "overlay/vllm") -> Lock:
     return Lock(url, commit, path, tree, tree_files(root))
 
 
-def _summary(problems: dict[str, list[str]]) -> str:
+def summary(problems: dict[str, list[str]]) -> str:
     return "; ".join(f"{len(v)} {k} (e.g. {', '.join(v[:3])})" for k, v in problems.items() if v)

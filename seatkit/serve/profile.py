@@ -49,9 +49,13 @@ class Strict(BaseModel):
 
 
 class Image(Strict):
+    """The base image; with `overlay`, the seat runs what `seat build` layers onto it."""
     name: str = Field(min_length=1)
     tag: str = Field(min_length=1)
     digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
+    overlay: bool = False
+    vllm_dir: str = Field(default="/opt/venv/lib/python3.12/site-packages/vllm", pattern=r"^/")
+    smoke_imports: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*$")]] = []
 
     @property
     def reference(self) -> str:

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 
 from seatkit import paths
+from seatkit.image import build as image_build, overlay
 from seatkit.serve.profile import Profile
 
 
@@ -145,7 +146,10 @@ def build(profile: Profile) -> LaunchSpec:
             checks += _model_checks(key, model, where)
     else:
         docker = profile.docker
-        knobs = [Knob("SEAT_IMAGE", profile.image.reference, "image the seat runs"),
+        image = (image_build.seat_tag(profile, overlay.load()) if profile.image.overlay
+                 else profile.image.reference)
+        knobs = [Knob("SEAT_IMAGE", image, "image the seat runs"
+                      + (" (`seat build` makes it)" if profile.image.overlay else "")),
                  Knob("SEAT_CONTAINER", docker.container_name, "container name"),
                  *knobs]
         checks = [Check("reserved-name", (Ref("SEAT_CONTAINER"),), "container name",

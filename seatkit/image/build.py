@@ -1,0 +1,218 @@
+"""`seat build`: the seat's image from a pinned base and the verified overlay, reproducibly.
+
+The build context is a tar the kit writes itself: sorted entries, one fixed timestamp, root
+ownership and fixed modes, so two builds from the same inputs copy byte-identical layers.
+Files the base already has byte for byte are left out of the copy (the lock still checks them).
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from seatkit import paths
+from seatkit.errors import SeatError
+from seatkit.image import overlay, pin
+from seatkit.image.overlay import Lock
+from seatkit.serve.profile import Profile
+
+IMAGE_FILES = paths.REPO / "image"
+SCRIPTS = ("entrypoint.sh", "smoke.sh", "smoke.py", "health.sh")
+EPOCH = 315532800  # 1980-01-01: every entry of the context gets this time
+REPOSITORY = "seatkit"
+
+
+def seat_tag(profile: Profile, lock: Lock) -> str:
+    """The image name the seat runs: the profile, the overlay commit and the lock's own hash."""
+    return f"{REPOSITORY}/{profile.name}:overlay-{lock.commit[:12]}-{lock.sha256[:12]}"
+
+
+@dataclass
+class Context:
+    data: bytes
+    copied: list[str]
+    skipped: list[str] = field(default_factory=list)  # byte-identical in the base
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes | None, mode: int) -> None:
+    info = tarfile.TarInfo(name)
+    info.mtime, info.uid, info.gid, info.uname, info.gname = EPOCH, 0, 0, "", ""
+    info.mode = mode
+    if data is None:
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
+    else:
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+
+def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
+            vllm_dir: str = "/opt/venv/lib/python3.12/site-packages/vllm") -> Context:
+    """The build context as a tar: Dockerfile, seatkit/ (scripts and the lock), and overlay/ holding
+    the files to copy at their full path. Every folder is an entry with the fixed time."""
+    base = base or {}
+    copied = sorted(name for name, digest in lock.files.items() if base.get(name) != digest)
+    entries: dict[str, tuple[bytes | None, int]] = {
+        "Dockerfile": ((IMAGE_FILES / "Dockerfile").read_bytes(), 0o644),
+        "seatkit": (None, 0o755), "seatkit/overlay.lock": (lock.dump().encode(), 0o644)}
+    for script in SCRIPTS:
+        entries[f"seatkit/{script}"] = ((IMAGE_FILES / script).read_bytes(), 0o755)
+    for name in copied:
+        parts = ["overlay", *vllm_dir.strip("/").split("/"), *name.split("/")]
+        for depth in range(1, len(parts)):
+            entries["/".join(parts[:depth])] = (None, 0o755)
+        entries["/".join(parts)] = ((overlay_dir / name).read_bytes(), 0o644)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(entries):
+            _add(tar, name, *entries[name])
+    return Context(buffer.getvalue(), copied, sorted(set(lock.files) - set(copied)))
+
+
+def copy_out(source, path: str, dest: Path) -> Path | None:
+    """Copy a folder out of a container (or a new one made from an image) into dest; None if absent."""
+    import docker
+    from docker.errors import ImageNotFound, NotFound
+
+    client = docker.from_env()
+    made = None
+    if isinstance(source, str):
+        try:
+            made = source = client.containers.create(source, entrypoint=["/bin/true"], network_mode="none")
+        except ImageNotFound:
+            raise SeatError(f"no image {source} on this machine", "build or pull it first") from None
+    try:
+        try:
+            stream, _ = source.get_archive(path)
+        except NotFound:
+            return None
+        with tempfile.TemporaryFile() as spool:
+            for chunk in stream:
+                spool.write(chunk)
+            spool.seek(0)
+            with tarfile.open(fileobj=spool) as tar:
+                tar.extractall(dest, filter="data")
+    finally:
+        if made is not None:
+            made.remove(force=True)
+    return dest / Path(path).name
+
+
+def base_files(ref: str, vllm_dir: str) -> dict[str, str]:
+    """SHA-256 of every file the base image has in its vllm package ({} when it has none)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = copy_out(ref, vllm_dir, Path(tmp))
+        return overlay.tree_files(root) if root else {}
+
+
+def revision() -> str:
+    done = subprocess.run(["git", "-C", str(paths.REPO), "describe", "--always", "--dirty", "--abbrev=40"],
+                          capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
+
+
+def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bool = False,
+          delta: bool = True, nocache: bool = False,
+          progress: Callable[[str], None] = lambda line: None) -> dict:
+    """Build and tag the seat's image; returns its id, tag, the overlay layer and what was copied."""
+    import docker
+    from docker.errors import DockerException
+
+    if profile.image is None:
+        raise SeatError(f"profile {profile.name} runs natively: there is no image to build")
+    base_ref, digest = pin.base_reference(profile, allow_unpinned)
+    if not overlay_dir.is_dir():
+        raise SeatError(f"no overlay at {overlay_dir}", "`seat overlay fetch` places it there")
+    problems = overlay.verify(overlay_dir, lock)
+    if problems["missing"] or problems["changed"]:
+        raise SeatError(f"{overlay_dir} does not match the lock: "
+                        + overlay.summary({k: problems[k] for k in ("missing", "changed")}),
+                        "`seat overlay fetch` restores it; nothing was built")
+    try:
+        client = docker.from_env()
+        client.ping()
+    except DockerException as exc:
+        raise SeatError(f"no docker engine answers: {exc}", "start dockerd, or set DOCKER_HOST") from None
+    progress(f"base {base_ref}")
+    base = base_files(base_ref, profile.image.vllm_dir) if delta else {}
+    ctx = context(lock, overlay_dir, base, profile.image.vllm_dir)
+    progress(f"overlay: {len(ctx.copied)} files to copy, {len(ctx.skipped)} already identical in the base")
+    tag = seat_tag(profile, lock)
+    args = {"BASE_IMAGE": base_ref, "BASE_TAG": f"{profile.image.name}:{profile.image.tag}",
+            "VLLM_DIR": profile.image.vllm_dir, "SMOKE_IMPORTS": " ".join(profile.image.smoke_imports),
+            "SEAT_PORT": str(profile.server.port), "SEAT_PROFILE": profile.name,
+            "SEAT_SOURCE": "seatkit", "SEAT_REVISION": revision(), "OVERLAY_SOURCE": lock.source,
+            "OVERLAY_COMMIT": lock.commit, "OVERLAY_TREE": lock.tree, "OVERLAY_LOCK_SHA256": lock.sha256}
+    log: list[str] = []
+    image_id = None
+    for chunk in client.api.build(fileobj=io.BytesIO(ctx.data), custom_context=True, tag=tag,
+                                  buildargs=args, nocache=nocache, rm=True, forcerm=True, decode=True,
+                                  network_mode="none"):  # a build that needs no network gets none
+        if "stream" in chunk and chunk["stream"].strip():
+            log.append(chunk["stream"].rstrip())
+            progress(log[-1])
+        if "aux" in chunk and "ID" in chunk["aux"]:
+            image_id = chunk["aux"]["ID"]
+        if "error" in chunk:
+            raise SeatError("the build failed: " + chunk["error"].strip() + "\n" + "\n".join(log[-25:]),
+                            "the lines above are the build's last output")
+    if image_id is None:
+        raise SeatError("the build finished without an image id:\n" + "\n".join(log[-25:]))
+    return {"image": image_id, "tag": tag, "base": base_ref, "base_digest": digest,
+            "copied": len(ctx.copied), "skipped": len(ctx.skipped),
+            **overlay_layer(tag, base_ref)}
+
+
+def overlay_layer(image: str, base_ref: str) -> dict:
+    """The layer the overlay COPY made (the first one above the base's): diff id and size."""
+    import docker
+
+    client = docker.from_env()
+    base_layers = len(client.images.get(base_ref).attrs["RootFS"]["Layers"])
+    entry = next((h for h in client.api.history(image) if "COPY" in h.get("CreatedBy", "")
+                  and "/opt/seatkit" not in h["CreatedBy"]), None)
+    if entry is None:
+        raise SeatError(f"{image} has no overlay COPY in its history")
+    return {"overlay_layer": client.images.get(image).attrs["RootFS"]["Layers"][base_layers],
+            "overlay_layer_bytes": entry["Size"]}
+
+
+def labels(image: str) -> dict:
+    import docker
+    from docker.errors import ImageNotFound
+
+    try:
+        attrs = docker.from_env().images.get(image).attrs
+    except ImageNotFound:
+        raise SeatError(f"no image {image} on this machine") from None
+    config = attrs["Config"]
+    return {"id": attrs["Id"], "tags": attrs.get("RepoTags") or [], "digests": attrs.get("RepoDigests") or [],
+            "labels": config.get("Labels") or {}, "entrypoint": config.get("Entrypoint"),
+            "healthcheck": config.get("Healthcheck")}
+
+
+DEFAULT_VLLM_DIR = "/opt/venv/lib/python3.12/site-packages/vllm"
+
+
+def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lock) -> dict[str, list[str]]:
+    """The lock against the vllm package inside an image or a container."""
+    import docker
+    from docker.errors import NotFound
+
+    client = docker.from_env()
+    try:
+        source = client.containers.get(name) if is_container else name
+        image = source.image if is_container else client.images.get(name)
+    except NotFound:
+        raise SeatError(f"no {'container' if is_container else 'image'} {name} on this machine") from None
+    inside = inside or (image.labels or {}).get("io.seatkit.overlay.dir") or DEFAULT_VLLM_DIR
+    with tempfile.TemporaryDirectory() as tmp:
+        root = copy_out(source, inside, Path(tmp))
+        if root is None:
+            raise SeatError(f"{name} has no {inside}", "pass --dir with the vllm package's path inside it")
+        return overlay.verify(root, lock)

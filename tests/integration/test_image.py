@@ -1,0 +1,237 @@
+"""The seat's image against a real docker engine: pin from a loopback registry, build, run, verify.
+
+Stand-ins replace what cannot be had here: small bases laid out like the vLLM image (busybox,
+and Debian with a Python 3.12 venv), an overlay made by the test and locked by the kit.
+"""
+
+import json
+import subprocess
+import time
+
+import docker
+import pytest
+import yaml
+
+from conftest import BIN, REPO, free_port
+from seatkit.errors import SeatError
+from seatkit.image import build as image_build, overlay
+from seatkit.serve import profile as profiles
+
+VLLM = "/opt/venv/lib/python3.12/site-packages/vllm"
+TABLE = bytes(range(256)) * 2048  # 512 KiB the base already has byte for byte
+OVERLAY = {
+    "__init__.py": b"",
+    "version.py": b"__version__ = 'overlay'\n",
+    "config/__init__.py": b"",
+    "config/speculative.py": b"METHODS = ('eagle', 'dspark')\n",
+    "v1/__init__.py": b"",
+    "v1/spec_decode/__init__.py": b"",
+    "v1/spec_decode/dspark.py": b"from vllm.models.deepseek_v4 import DeepSeekV4DSpark\n\n\n"
+                                b"class DSparkProposer(DeepSeekV4DSpark):\n    pass\n",
+    "kernels/table.json": TABLE,
+}
+BASE = {  # what the base's own vllm package has: compiled code and the models the overlay lacks
+    "__init__.py": b"",
+    "version.py": b"__version__ = 'base'\n",
+    "kernels/table.json": TABLE,
+    "_C.abi3.so": b"\x7fELF compiled extension",
+    "models/__init__.py": b"",
+    "models/deepseek_v4/__init__.py": b"class DeepSeekV4DSpark:\n    pass\n",
+}
+SMOKE = ["vllm.config.speculative", "vllm.v1.spec_decode.dspark"]
+
+
+def write_tree(root, files):
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+
+
+def pushed_base(client, registry, tmp_path, from_image, files, name):
+    """A base image with a vllm package, pushed to the loopback registry: (repository, tag, digest)."""
+    ctx = tmp_path / f"base-{name}"
+    write_tree(ctx / "vllm", files)
+    (ctx / "Dockerfile").write_text(f"FROM {from_image}\nCOPY vllm/ {VLLM}/\n")
+    repository = f"{registry}/seatkit-test/vllm-{name}"
+    client.images.build(path=str(ctx), tag=f"{repository}:stand-in", rm=True)
+    for line in client.images.push(repository, tag="stand-in", stream=True, decode=True):
+        assert "error" not in line, line
+    digest = client.images.get(f"{repository}:stand-in").attrs["RepoDigests"][0].split("@")[1]
+    return repository, "stand-in", digest
+
+
+@pytest.fixture(scope="module")
+def stand_ins(registry, busybox_image, py312_image, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("image")
+    client = docker.from_env()
+    write_tree(tmp / "overlay", OVERLAY)
+    lock = overlay.lock_from(tmp / "overlay", "https://example.invalid/seat-overlay@" + "ab" * 20)
+    (tmp / "overlay.lock").write_text(lock.dump())
+    no_models = {k: v for k, v in BASE.items() if not k.startswith("models/")}
+    return {"tmp": tmp, "lock": lock, "bases": {
+        "py": pushed_base(client, registry, tmp, py312_image, BASE, "py"),
+        "py-no-models": pushed_base(client, registry, tmp, py312_image, no_models, "py-no-models"),
+        "busybox": pushed_base(client, registry, tmp, busybox_image, BASE, "busybox")}}
+
+
+def profile_for(stand_ins, base, name, pinned=True, smoke=SMOKE):
+    repository, tag, digest = stand_ins["bases"][base]
+    path = stand_ins["tmp"] / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "extends": str(REPO / "profiles" / f"{profiles.DEFAULT_PROFILE}.yaml"),
+        "image": {"name": repository, "tag": tag, "digest": digest if pinned else None,
+                  "smoke_imports": smoke}}))
+    return path
+
+
+def seat(*args, check=True):
+    done = subprocess.run([str(BIN / "seat"), *args], capture_output=True, text=True, timeout=600,
+                          env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"})
+    if check:
+        assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def build(stand_ins, profile_path, *extra):
+    done = seat("build", str(profile_path), "--lock", str(stand_ins["tmp"] / "overlay.lock"),
+                "--overlay", str(stand_ins["tmp"] / "overlay"), "--json", *extra)
+    return json.loads(done.stdout), done.stderr
+
+
+def run(image, *command, env=()):
+    argv = ["docker", "run", "--rm", "--network", "none"]
+    for item in env:
+        argv += ["-e", item]
+    return subprocess.run([*argv, image, *command], capture_output=True, text=True, timeout=120)
+
+
+def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins):
+    path = profile_for(stand_ins, "py", "pinned-by-lock", pinned=False)
+    refused = seat("build", str(path), "--lock", str(stand_ins["tmp"] / "overlay.lock"),
+                   "--overlay", str(stand_ins["tmp"] / "overlay"), check=False)
+    assert refused.returncode == 1 and "not pinned by digest" in refused.stderr
+    repository, tag, digest = stand_ins["bases"]["py"]
+    pinned = seat("image", "pin", str(path))
+    assert digest in pinned.stdout
+    assert yaml.safe_load(path.with_suffix(".lock").read_text())["digest"] == digest
+    result, log = build(stand_ins, path)
+    assert result["base"] == f"{repository}@{digest}" and result["base_digest"] == digest
+    assert "seatkit smoke test: imported vllm.config.speculative vllm.v1.spec_decode.dspark" in log
+    assert result["tag"].startswith("seatkit/pinned-by-lock:overlay-abababababab-")
+    # Two files differ from the base (version.py and the overlay's own); the table and __init__ do not.
+    assert result["skipped"] == 2 and result["copied"] == len(OVERLAY) - 2
+
+    image = result["tag"]
+    listing = run(image, "sh", "-c", f"cat {VLLM}/version.py; ls {VLLM} {VLLM}/models/deepseek_v4")
+    assert listing.returncode == 0, listing.stderr
+    assert "__version__ = 'overlay'" in listing.stdout  # the overlay wins where both have a file
+    assert "_C.abi3.so" in listing.stdout and "__init__.py" in listing.stdout  # the base's stay
+    imported = run(image, "python3", "-c", "from vllm.v1.spec_decode.dspark import DSparkProposer; print('ok')")
+    assert imported.stdout.strip() == "ok", imported.stderr
+
+    provenance = json.loads(seat("image", "inspect", image, "--json").stdout)
+    labels = provenance["labels"]
+    lock = stand_ins["lock"]
+    assert labels["org.opencontainers.image.base.digest"] == f"{repository}@{digest}"
+    assert labels["org.opencontainers.image.base.name"] == f"{repository}:{tag}"
+    assert labels["io.seatkit.overlay.commit"] == lock.commit and labels["io.seatkit.overlay.tree"] == lock.tree
+    assert labels["io.seatkit.overlay.lock.sha256"] == lock.sha256
+    assert labels["io.seatkit.profile"] == "pinned-by-lock" and labels["org.opencontainers.image.revision"]
+    assert provenance["healthcheck"]["Test"] == ["CMD", "/opt/seatkit/health.sh"]
+    assert provenance["entrypoint"] == ["/opt/seatkit/entrypoint.sh"]
+
+    verified = seat("overlay", "verify", "--image", image, "--lock", str(stand_ins["tmp"] / "overlay.lock"), "--json")
+    problems = json.loads(verified.stdout)
+    assert problems["missing"] == [] and problems["changed"] == []
+    assert "_C.abi3.so" in problems["extra"]
+
+
+def test_the_overlay_layer_is_the_same_across_builds_and_the_delta_is_smaller(stand_ins):
+    path = profile_for(stand_ins, "py", "reproducible")
+    first, _ = build(stand_ins, path, "--no-cache")
+    second, _ = build(stand_ins, path, "--no-cache")
+    assert first["overlay_layer"] == second["overlay_layer"]
+    full, _ = build(stand_ins, path, "--no-cache", "--full")
+    assert full["copied"] == len(OVERLAY) and full["overlay_layer"] != first["overlay_layer"]
+    assert full["overlay_layer_bytes"] > first["overlay_layer_bytes"] + len(TABLE) // 2
+    print(f"overlay layer: delta {first['overlay_layer_bytes']} B, full {full['overlay_layer_bytes']} B")
+
+
+def test_a_tampered_overlay_fails_at_build_and_at_container_start(stand_ins, tmp_path):
+    path = profile_for(stand_ins, "py", "tamper")
+    changed = stand_ins["tmp"] / "overlay" / "config" / "speculative.py"
+    original = changed.read_bytes()
+    changed.write_bytes(original + b"# edited\n")
+    try:
+        refused = seat("build", str(path), "--lock", str(stand_ins["tmp"] / "overlay.lock"),
+                       "--overlay", str(stand_ins["tmp"] / "overlay"), check=False)
+    finally:
+        changed.write_bytes(original)
+    assert refused.returncode == 1 and "does not match the lock" in refused.stderr
+    assert "config/speculative.py" in refused.stderr and "nothing was built" in refused.stderr
+
+    result, _ = build(stand_ins, path)
+    (tmp_path / "Dockerfile").write_text(f"FROM {result['tag']}\nRUN echo '# edited' >> {VLLM}/version.py\n")
+    client = docker.from_env()
+    tampered, _ = client.images.build(path=str(tmp_path), tag="seatkit-test/tampered:1", rm=True)
+    started = run("seatkit-test/tampered:1", "echo", "served")
+    assert started.returncode == 78 and "served" not in started.stdout
+    assert "does not match the lock" in started.stderr and "version.py: FAILED" in started.stderr
+    skipped = run("seatkit-test/tampered:1", "echo", "served", env=["SEAT_SKIP_OVERLAY_CHECK=1"])
+    assert skipped.returncode == 0 and skipped.stdout.strip() == "served"
+    assert run(result["tag"], "echo", "served").stdout.strip() == "served"
+    verified = seat("overlay", "verify", "--image", "seatkit-test/tampered:1", "--lock",
+                    str(stand_ins["tmp"] / "overlay.lock"), "--json", check=False)
+    assert verified.returncode == 1 and json.loads(verified.stdout)["changed"] == ["version.py"]
+
+
+def test_a_base_missing_what_the_overlay_imports_fails_the_smoke_step(stand_ins):
+    path = profile_for(stand_ins, "py-no-models", "no-models")
+    done = seat("build", str(path), "--lock", str(stand_ins["tmp"] / "overlay.lock"),
+                "--overlay", str(stand_ins["tmp"] / "overlay"), check=False)
+    assert done.returncode == 1
+    assert "the base image lacks something the overlay depends on" in done.stderr
+    assert "vllm.v1.spec_decode.dspark: ModuleNotFoundError: No module named 'vllm.models'" in done.stderr
+
+
+def test_the_healthcheck_turns_healthy_when_the_server_answers(stand_ins):
+    path = profile_for(stand_ins, "busybox", "health", smoke=[])
+    result, log = build(stand_ins, path)
+    assert "no modules to import, skipped" in log
+    port = free_port()
+    client = docker.from_env()
+    container = client.containers.run(
+        result["tag"], ["sh", "-c", 'mkdir -p /tmp/www && echo ok > /tmp/www/health && '
+                                    'exec httpd -f -p "127.0.0.1:$SEAT_PORT" -h /tmp/www'],
+        detach=True, network_mode="host", environment={"SEAT_PORT": str(port)},
+        healthcheck={"test": ["CMD", "/opt/seatkit/health.sh"], "interval": 500_000_000,
+                     "start_period": 0, "retries": 3, "timeout": 2_000_000_000})
+    try:
+        deadline = time.monotonic() + 30
+        while (state := client.api.inspect_container(container.id)["State"]).get("Health", {}).get(
+                "Status") != "healthy":
+            assert state["Running"] and time.monotonic() < deadline, state
+            time.sleep(0.3)
+    finally:
+        container.remove(force=True)
+
+
+def test_buildkit_builds_the_same_context(stand_ins, tmp_path):
+    """Debian's engine with BuildKit (no `# syntax=` line to pull) takes the context the kit writes."""
+    repository, _, digest = stand_ins["bases"]["busybox"]
+    ctx = image_build.context(stand_ins["lock"], stand_ins["tmp"] / "overlay")
+    done = subprocess.run(["/usr/bin/docker", "build", "-q", "--network", "none", "-t", "seatkit-test/buildkit:1",
+                           "--build-arg", f"BASE_IMAGE={repository}@{digest}", "-"],
+                          input=ctx.data, capture_output=True, timeout=300,
+                          env={"DOCKER_BUILDKIT": "1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    listing = run("seatkit-test/buildkit:1", "cat", f"{VLLM}/version.py")
+    assert listing.stdout == "__version__ = 'overlay'\n", listing.stderr
+
+
+def test_building_a_native_profile_or_a_missing_overlay_is_a_clear_error(stand_ins, tmp_path):
+    with pytest.raises(SeatError, match="runs natively"):
+        image_build.build(profiles.load("cpu-smoke"), stand_ins["lock"], stand_ins["tmp"] / "overlay")
+    with pytest.raises(SeatError, match="no overlay at"):
+        image_build.build(profiles.load(str(profile_for(stand_ins, "py", "missing"))), stand_ins["lock"],
+                          tmp_path / "absent")
