@@ -1,0 +1,120 @@
+"""The build context, the base pin and the Dockerfile's rules, without a docker engine."""
+
+import io
+import re
+import tarfile
+
+import pytest
+import yaml
+
+from seatkit import paths
+from seatkit.errors import SeatError
+from seatkit.image import build, overlay, pin
+from seatkit.serve import profile as profiles
+
+DIGEST = "sha256:" + "1" * 64
+VLLM = "/opt/venv/lib/python3.12/site-packages/vllm"
+
+
+@pytest.fixture
+def tree(tmp_path):
+    files = {"__init__.py": b"", "config/speculative.py": b"X = 1\n", "v1/spec_decode/dspark.py": b"Y = 2\n"}
+    for name, data in files.items():
+        (tmp_path / "vllm" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "vllm" / name).write_bytes(data)
+    lock = overlay.Lock("https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40,
+                        overlay.tree_files(tmp_path / "vllm"))
+    return tmp_path / "vllm", lock
+
+
+def members(data):
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return tar.getmembers()
+
+
+def test_the_context_is_byte_identical_from_the_same_inputs_whatever_the_files_times(tree):
+    root, lock = tree
+    first = build.context(lock, root).data
+    for path in root.rglob("*"):
+        path.touch()  # new times on disk change nothing
+    assert build.context(lock, root).data == first
+    entries = members(first)
+    assert [m.name for m in entries] == sorted(m.name for m in entries)
+    assert {m.mtime for m in entries} == {build.EPOCH} and {(m.uid, m.gid) for m in entries} == {(0, 0)}
+    names = {m.name for m in entries}
+    assert {"Dockerfile", "seatkit/overlay.lock", "seatkit/entrypoint.sh", "seatkit/health.sh"} <= names
+    # every folder on the way to each file is an entry of its own, so none takes the build's time
+    assert {f"overlay{VLLM[:i]}" for i in range(len(VLLM)) if VLLM[i] == "/"} - {"overlay"} <= names
+    assert f"overlay{VLLM}/config/speculative.py" in names
+    lock_entry = next(m for m in entries if m.name == "seatkit/overlay.lock")
+    with tarfile.open(fileobj=io.BytesIO(first)) as tar:
+        assert overlay.parse(tar.extractfile(lock_entry).read().decode()) == lock
+
+
+def test_files_the_base_has_byte_for_byte_are_left_out_and_the_rest_copied(tree):
+    root, lock = tree
+    base = {"__init__.py": lock.files["__init__.py"], "config/speculative.py": "0" * 64}
+    ctx = build.context(lock, root, base)
+    assert ctx.skipped == ["__init__.py"] and ctx.copied == ["config/speculative.py", "v1/spec_decode/dspark.py"]
+    assert f"overlay{VLLM}/__init__.py" not in {m.name for m in members(ctx.data)}
+
+
+def test_the_seat_tag_names_the_profile_the_overlay_commit_and_the_lock(tree):
+    _, lock = tree
+    tag = build.seat_tag(profiles.load(profiles.DEFAULT_PROFILE), lock)
+    assert tag == f"seatkit/{profiles.DEFAULT_PROFILE}:overlay-{'a' * 12}-{lock.sha256[:12]}"
+
+
+def write_profile(tmp_path, digest=None):
+    path = tmp_path / "seat.yaml"
+    path.write_text(yaml.safe_dump({"extends": str(paths.PROFILES / f"{profiles.DEFAULT_PROFILE}.yaml"),
+                                    "image": {"name": "registry.invalid/vllm", "tag": "t1", "digest": digest}}))
+    return profiles.load(str(path))
+
+
+def test_an_unpinned_base_is_refused_unless_allowed(tmp_path):
+    profile = write_profile(tmp_path)
+    with pytest.raises(SeatError, match="not pinned by digest") as caught:
+        pin.base_reference(profile)
+    assert "seat image pin" in caught.value.hint
+    assert pin.base_reference(profile, allow_unpinned=True) == ("registry.invalid/vllm:t1", None)
+    assert pin.base_reference(write_profile(tmp_path, DIGEST)) == (f"registry.invalid/vllm@{DIGEST}", DIGEST)
+
+
+def test_the_lock_pins_the_base_and_a_stale_or_conflicting_lock_is_refused(tmp_path):
+    profile = write_profile(tmp_path)
+    lock = tmp_path / "seat.lock"
+    lock.write_text(yaml.safe_dump({"name": "registry.invalid/vllm", "tag": "t1", "digest": DIGEST}))
+    assert pin.lock_path(profile) == lock
+    assert pin.base_reference(profile) == (f"registry.invalid/vllm@{DIGEST}", DIGEST)
+    lock.write_text(yaml.safe_dump({"name": "registry.invalid/vllm", "tag": "t0", "digest": DIGEST}))
+    with pytest.raises(SeatError, match="pins registry.invalid/vllm:t0"):
+        pin.base_reference(profile)
+    lock.write_text(yaml.safe_dump({"name": "registry.invalid/vllm", "tag": "t1", "digest": "sha256:" + "2" * 64}))
+    with pytest.raises(SeatError, match="keep one"):
+        pin.base_reference(write_profile(tmp_path, DIGEST))
+    lock.write_text("name: x\n")
+    with pytest.raises(SeatError, match="expected name, tag and digest"):
+        pin.read(profile)
+
+
+def test_the_dockerfile_keeps_its_rules():
+    text = (paths.REPO / "image" / "Dockerfile").read_text()
+    assert not re.search(r"^#\s*syntax=", text, re.M | re.I)  # BuildKit would try to pull a frontend
+    assert re.search(r"^ARG BASE_IMAGE$", text, re.M)  # no tag-only default: the kit passes name@digest
+    assert "FROM ${BASE_IMAGE}" in text
+    assert 'HEALTHCHECK' in text and 'CMD ["/opt/seatkit/health.sh"]' in text  # exec form
+    assert 'ENTRYPOINT ["/opt/seatkit/entrypoint.sh"]' in text
+    assert "COPY overlay/ /" in text and "VOLUME" not in text  # copied over the package, never mounted
+    for label in ("org.opencontainers.image.source", "org.opencontainers.image.revision",
+                  "org.opencontainers.image.base.name", "org.opencontainers.image.base.digest",
+                  "io.seatkit.overlay.commit", "io.seatkit.overlay.tree", "io.seatkit.overlay.lock.sha256",
+                  "io.seatkit.profile"):
+        assert label in text
+
+
+def test_the_default_seat_runs_the_built_image():
+    profile = profiles.load(profiles.DEFAULT_PROFILE)
+    assert profile.image.overlay and "vllm.v1.spec_decode.dspark" in profile.image.smoke_imports
+    script = (paths.REPO / "serve" / f"{profiles.DEFAULT_PROFILE}.sh").read_text()
+    assert f"SEAT_IMAGE={build.seat_tag(profile, overlay.load())}" in script
