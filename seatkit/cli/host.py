@@ -194,13 +194,15 @@ def verify_p2p_cmd(image: str | None, as_json: bool):
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
-        table = Table("pair", "peer access", "DMA copy", "kernel peer read", "GB/s",
-                      title=f"{len(result['gpus'])} GPU(s): {', '.join(dict.fromkeys(result['gpus']))}")
-        for pair in result["pairs"]:
-            table.add_row(f"GPU{pair['from']} -> GPU{pair['to']}", str(pair["can_access_peer"]),
-                          "ok" if pair["copy_ok"] else "WRONG", "ok" if pair["kernel_read_ok"] else "WRONG",
-                          f"{pair['bandwidth_gb_s']:.1f}")
-        out.print(table)
+        out.print(f"{len(result['gpus'])} GPU(s): {', '.join(dict.fromkeys(result['gpus']))}, "
+                  f"torch {result['torch']}, CUDA {result['cuda']}", highlight=False)
+        if result["pairs"]:
+            table = Table("pair", "peer access", "DMA copy", "kernel peer read", "GB/s")
+            for pair in result["pairs"]:
+                table.add_row(f"GPU{pair['from']} -> GPU{pair['to']}", str(pair["can_access_peer"]),
+                              "ok" if pair["copy_ok"] else "WRONG",
+                              "ok" if pair["kernel_read_ok"] else "WRONG", f"{pair['bandwidth_gb_s']:.1f}")
+            out.print(table)
         if result["allreduce"]:
             ar = result["allreduce"]
             out.print(f"all-reduce {ar['bytes'] // 1024} KB over {ar['gpus']} GPUs (NCCL {result['nccl']}): "
