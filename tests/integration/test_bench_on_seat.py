@@ -72,30 +72,37 @@ def test_context_suite_pads_to_token_targets_through_tokenize(seat, tmp_path):
 
 
 def test_an_overlapping_request_is_detected_discarded_and_rerun(seat, tmp_path, monkeypatch):
-    """A second client's long request is already running when the first measured one starts."""
+    """A second client's long request is already streaming when the first measured one starts."""
     real_stream = run.client.stream
-    intruders, answers = [], []
+    intruders, answers, streaming = [], [], threading.Event()
+
+    def intrude():
+        # Its first streamed token proves it is being decoded (the running gauge can miss it).
+        with requests.post(f"{seat.url}/v1/completions", stream=True, timeout=120,
+                           json={"model": "tiny", "prompt": "intruder", "max_tokens": 1800,
+                                 "temperature": 0, "ignore_eos": True, "stream": True}) as answer:
+            answers.append(answer.status_code)
+            for line in answer.iter_lines():
+                if line.startswith(b"data: {"):
+                    streaming.set()
 
     def stream_with_an_intruder(*args, **kwargs):
-        if not intruders:  # the first measured request only; the re-run stays alone
-            intruders.append(threading.Thread(target=lambda: answers.append(requests.post(
-                f"{seat.url}/v1/completions", timeout=120,
-                json={"model": "tiny", "prompt": "intruder", "max_tokens": 512, "temperature": 0,
-                      "ignore_eos": True}))))
-            intruders[0].start()
-            deadline = time.monotonic() + 30
-            while not run.scrape(bench_target.of_profile("cpu-smoke")).gauges.get("running"):
-                assert time.monotonic() < deadline, "the intruder never started running"
-                time.sleep(0.01)
-        return real_stream(*args, **kwargs)
+        if intruders:  # the re-run
+            return real_stream(*args, **kwargs)
+        intruders.append(threading.Thread(target=intrude))
+        intruders[0].start()
+        assert streaming.wait(60), "the intruder never streamed a token"
+        try:
+            return real_stream(*args, **kwargs)
+        finally:
+            intruders[0].join()  # done before the re-run looks at the counters: it stays alone
 
     monkeypatch.setattr(run.client, "stream", stream_with_an_intruder)
     target = bench_target.of_profile("cpu-smoke")
     prompt = workload.suites(["prose"], max_tokens=512)[0]
     out = run.RunDir(tmp_path, "overlap")
     summary = run.bench(target, [prompt], run.Options(warmups=0, repeats=1), out)
-    intruders[0].join()
-    assert answers[0].status_code == 200
+    assert answers == [200]
     records = [json.loads(line) for line in (out.path / "requests.jsonl").read_text().splitlines()]
     assert summary["discarded"] == 1 and [r["exclusive"] for r in records] == [False, True]
     # Whichever finished first, the counters cannot hold our request alone.
