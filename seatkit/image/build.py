@@ -103,6 +103,32 @@ def copy_out(source, path: str, dest: Path) -> Path | None:
     return dest / Path(path).name
 
 
+def symlinked_folders(ref: str, path: str) -> list[str]:
+    """Folders on the way to path that are symlinks in the image: COPY would replace each with a
+    real folder and cut the base's own link (the engine's path-stat answer, nothing downloaded)."""
+    import base64
+    import json
+
+    import docker
+
+    client = docker.from_env()
+    container = client.containers.create(ref, entrypoint=["/bin/true"], network_mode="none")
+    try:
+        found = []
+        parts = path.strip("/").split("/")
+        for depth in range(1, len(parts) + 1):
+            folder = "/" + "/".join(parts[:depth])
+            answer = client.api.head(client.api._url("/containers/{0}/archive", container.id),
+                                     params={"path": folder})
+            stat = answer.headers.get("X-Docker-Container-Path-Stat")
+            target = json.loads(base64.b64decode(stat)).get("linkTarget") if stat else ""
+            if target:
+                found.append(f"{folder} -> {target}")
+        return found
+    finally:
+        container.remove(force=True)
+
+
 def base_files(ref: str, vllm_dir: str) -> dict[str, str]:
     """SHA-256 of every file the base image has in its vllm package ({} when it has none)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,6 +165,11 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
     except DockerException as exc:
         raise SeatError(f"no docker engine answers: {exc}", "start dockerd, or set DOCKER_HOST") from None
     progress(f"base {base_ref}")
+    links = symlinked_folders(base_ref, profile.image.vllm_dir)
+    if links:
+        raise SeatError(f"{profile.image.vllm_dir} passes through symlinks in the base ({'; '.join(links)}): "
+                        "copying the overlay there would replace them with folders",
+                        "set image.vllm_dir in the profile to the real path")
     base = base_files(base_ref, profile.image.vllm_dir) if delta else {}
     ctx = context(lock, overlay_dir, base, profile.image.vllm_dir)
     progress(f"overlay: {len(ctx.copied)} files to copy, {len(ctx.skipped)} already identical in the base")

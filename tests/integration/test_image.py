@@ -229,6 +229,22 @@ def test_buildkit_builds_the_same_context(stand_ins, tmp_path):
     assert listing.stdout == "__version__ = 'overlay'\n", listing.stderr
 
 
+def test_a_base_whose_package_path_runs_through_a_symlink_is_refused(stand_ins, busybox_image, tmp_path):
+    """COPY would replace the link with a folder and cut the base's own layout."""
+    ctx = tmp_path / "linked"
+    write_tree(ctx / "python3.11" / "site-packages" / "vllm", BASE)
+    (ctx / "python3.12").symlink_to("python3.11")
+    (ctx / "Dockerfile").write_text(f"FROM {busybox_image}\nCOPY . /opt/venv/lib/\n")
+    docker.from_env().images.build(path=str(ctx), tag="seatkit-test/linked:1", rm=True)
+    path = stand_ins["tmp"] / "linked.yaml"
+    path.write_text(yaml.safe_dump({"extends": str(REPO / "profiles" / f"{profiles.DEFAULT_PROFILE}.yaml"),
+                                    "image": {"name": "seatkit-test/linked", "tag": "1", "smoke_imports": []}}))
+    done = seat("build", str(path), "--allow-unpinned", "--lock", str(stand_ins["tmp"] / "overlay.lock"),
+                "--overlay", str(stand_ins["tmp"] / "overlay"), check=False)
+    assert done.returncode == 1
+    assert "/opt/venv/lib/python3.12 -> /opt/venv/lib/python3.11" in done.stderr and "image.vllm_dir" in done.stderr
+
+
 def test_building_a_native_profile_or_a_missing_overlay_is_a_clear_error(stand_ins, tmp_path):
     with pytest.raises(SeatError, match="runs natively"):
         image_build.build(profiles.load("cpu-smoke"), stand_ins["lock"], stand_ins["tmp"] / "overlay")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A stand-in for the vLLM image's layout, made without any registry: Debian (mmdebstrap,
 # essential) with a venv at /opt/venv whose lib/python3.12/site-packages is on sys.path.
-# The interpreter is this machine's CPython 3.12 when there is one, else Debian's python3 with
-# lib/python3.12 linked to its own version. Usage: py312-base.sh TAG
+# The interpreter is this machine's CPython 3.12 when there is one, else Debian's python3 with a
+# real lib/python3.12/site-packages on its path. Usage: py312-base.sh TAG
 set -euo pipefail
 tag=$1
 mirror=$(grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v security | head -n 1 || true)
@@ -25,7 +25,8 @@ if [ -n "$home" ] && [ -x "$home/bin/python3.12" ]; then
 else
   include=python3
   unpack=true
-  venv="chroot \"\$1\" /usr/bin/python3 -m venv --without-pip /opt/venv && ln -s \$(basename \$(ls -d \"\$1\"/opt/venv/lib/python3.*)) \"\$1\"/opt/venv/lib/python3.12"
+  # a real python3.12/site-packages folder, put on the 3.11 venv's path by a .pth file
+  venv="chroot \"\$1\" /usr/bin/python3 -m venv --without-pip /opt/venv && mkdir -p \"\$1\"/opt/venv/lib/python3.12/site-packages && echo /opt/venv/lib/python3.12/site-packages > \"\$(ls -d \"\$1\"/opt/venv/lib/python3.1[01])\"/site-packages/py312.pth"
 fi
 # shellcheck disable=SC2016  # "$1" in the hooks is mmdebstrap's root, expanded there
 mmdebstrap --variant=essential --include="$include" \
