@@ -54,9 +54,10 @@ def image_group():
 def pin_cmd(profile: str):
     """Resolve the profile's base tag to the digest its registry serves now and keep it in
     profiles/PROFILE.lock, so `seat build` builds FROM name@digest."""
-    record = pin.pin(profiles.load(profile))
+    loaded = profiles.load(profile)
+    record = pin.pin(loaded)
     out.print(f"{record['name']}:{record['tag']} -> {record['digest']} "
-              f"(kept in {pin.lock_path(profiles.load(profile))})", highlight=False)
+              f"(kept in {pin.lock_path(loaded)})", highlight=False)
 
 
 @image_group.command("inspect")

@@ -69,14 +69,16 @@ class Journal:
                 grouped.setdefault(record["tx"], []).append(record)
         return [Transaction(txid, records) for txid, records in grouped.items()]
 
-    def undone(self) -> set[str]:
+    def undone(self, transactions: list[Transaction] | None = None) -> set[str]:
         """Applies that a committed rollback (or recovery) has undone."""
-        return {t.begin["of"] for t in self.transactions() if t.action == "rollback" and t.committed}
+        transactions = self.transactions() if transactions is None else transactions
+        return {t.begin["of"] for t in transactions if t.action == "rollback" and t.committed}
 
     def active(self) -> list[Transaction]:
         """Committed applies that changed something and are not undone since, oldest first."""
-        gone = self.undone()
-        return [t for t in self.transactions()
+        transactions = self.transactions()
+        gone = self.undone(transactions)
+        return [t for t in transactions
                 if t.action == "apply" and t.committed and t.txid not in gone and t.begin["intent"]]
 
     def open(self) -> list[Transaction]:

@@ -85,11 +85,10 @@ def foreign_module_options(system: System) -> list[str]:
 # --- boot stacks: each returns (edit, ops, regen) or a snippet --------------------------------
 
 def _grub_tokens(system: System) -> list[str]:
-    for line in (system.read("/boot/grub/grub.cfg") or "").splitlines():
-        words = line.split()
-        if words and words[0] == "linux":  # the first entry is the default one
-            return cmdline.split(" ".join(words[2:]))
-    raise SeatError("/boot/grub/grub.cfg has no linux line: cannot read the configured command line")
+    found = state.grub_default_args(system)
+    if found is None:
+        raise SeatError("/boot/grub/grub.cfg has no linux line: cannot read the configured command line")
+    return cmdline.split(found[0])
 
 
 def _dropin_header(text: str, name: str) -> list[str]:
@@ -288,7 +287,8 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
             plan.ops += ops
             plan.regen += regen
 
-    last = journal.active()[-1] if journal.active() else None
+    active = journal.active()
+    last = active[-1] if active else None
     if plan.ops and last and last.begin["facts"]["boot_id"] == facts.boot_id:
         refuse(f"transaction {last.txid} ({last.begin['profile']}) was applied in this boot and is not "
                "yet verified: reboot and check `seat host status`, or roll it back, before another change")

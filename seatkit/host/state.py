@@ -94,13 +94,21 @@ def live_hmm_disabled(system: System) -> Reading:
 
 # --- configured -------------------------------------------------------------------------------
 
+def grub_default_args(system: System) -> tuple[str, str] | None:
+    """The kernel arguments of the generated grub.cfg's first (default) entry, and the file."""
+    for path in ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg"):
+        for line in (system.read(path) or "").splitlines():
+            words = line.split()
+            if words and words[0].startswith("linux"):
+                return " ".join(words[2:]), path
+    return None
+
+
 def configured_cmdline(system: System) -> Reading:
     """IOMMU tokens of the boot configuration the next boot will use (generated files first)."""
-    grub = system.read("/boot/grub/grub.cfg") or system.read("/boot/grub2/grub.cfg")
+    grub = grub_default_args(system)
     if grub:
-        lines = [line for line in grub.splitlines() if line.strip().startswith("linux")]
-        if lines:  # the first entry is the default one
-            return Reading(iommu_tokens(" ".join(lines[0].split()[2:])), "/boot/grub/grub.cfg")
+        return Reading(iommu_tokens(grub[0]), grub[1])
     entries = system.glob("/boot/loader/entries/*.conf") + system.glob("/boot/efi/loader/entries/*.conf")
     for entry in entries:
         options = [line for line in entry.read_text().splitlines() if line.startswith("options")]

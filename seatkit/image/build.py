@@ -11,6 +11,7 @@ import io
 import subprocess
 import tarfile
 import tempfile
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -19,12 +20,13 @@ from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.image import overlay, pin
 from seatkit.image.overlay import Lock
-from seatkit.serve.profile import Profile
+from seatkit.serve.profile import Image, Profile
 
 IMAGE_FILES = paths.REPO / "image"
 SCRIPTS = ("entrypoint.sh", "smoke.sh", "smoke.py", "health.sh")
 EPOCH = 315532800  # 1980-01-01: every entry of the context gets this time
 REPOSITORY = "seatkit"
+DEFAULT_VLLM_DIR = Image.model_fields["vllm_dir"].default
 
 
 def seat_tag(profile: Profile, lock: Lock) -> str:
@@ -52,7 +54,7 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes | None, mode: int) -> None
 
 
 def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
-            vllm_dir: str = "/opt/venv/lib/python3.12/site-packages/vllm") -> Context:
+            vllm_dir: str = DEFAULT_VLLM_DIR) -> Context:
     """The build context as a tar: Dockerfile, seatkit/ (scripts and the lock), and overlay/ holding
     the files to copy at their full path. Every folder is an entry with the fixed time."""
     base = base or {}
@@ -74,65 +76,62 @@ def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
     return Context(buffer.getvalue(), copied, sorted(set(lock.files) - set(copied)))
 
 
-def copy_out(source, path: str, dest: Path) -> Path | None:
-    """Copy a folder out of a container (or a new one made from an image) into dest; None if absent."""
+@contextmanager
+def created(image: str):
+    """A container made (never started) from an image, removed afterwards: a way to read its files."""
     import docker
-    from docker.errors import ImageNotFound, NotFound
+    from docker.errors import ImageNotFound
 
-    client = docker.from_env()
-    made = None
-    if isinstance(source, str):
-        try:
-            made = source = client.containers.create(source, entrypoint=["/bin/true"], network_mode="none")
-        except ImageNotFound:
-            raise SeatError(f"no image {source} on this machine", "build or pull it first") from None
     try:
-        try:
-            stream, _ = source.get_archive(path)
-        except NotFound:
-            return None
-        with tempfile.TemporaryFile() as spool:
-            for chunk in stream:
-                spool.write(chunk)
-            spool.seek(0)
-            with tarfile.open(fileobj=spool) as tar:
-                tar.extractall(dest, filter="data")
-    finally:
-        if made is not None:
-            made.remove(force=True)
-    return dest / Path(path).name
-
-
-def symlinked_folders(ref: str, path: str) -> list[str]:
-    """Folders on the way to path that are symlinks in the image: COPY would replace each with a
-    real folder and cut the base's own link (the engine's path-stat answer, nothing downloaded)."""
-    import base64
-    import json
-
-    import docker
-
-    client = docker.from_env()
-    container = client.containers.create(ref, entrypoint=["/bin/true"], network_mode="none")
+        container = docker.from_env().containers.create(image, entrypoint=["/bin/true"], network_mode="none")
+    except ImageNotFound:
+        raise SeatError(f"no image {image} on this machine", "build or pull it first") from None
     try:
-        found = []
-        parts = path.strip("/").split("/")
-        for depth in range(1, len(parts) + 1):
-            folder = "/" + "/".join(parts[:depth])
-            answer = client.api.head(client.api._url("/containers/{0}/archive", container.id),
-                                     params={"path": folder})
-            stat = answer.headers.get("X-Docker-Container-Path-Stat")
-            target = json.loads(base64.b64decode(stat)).get("linkTarget") if stat else ""
-            if target:
-                found.append(f"{folder} -> {target}")
-        return found
+        yield container
     finally:
         container.remove(force=True)
 
 
-def base_files(ref: str, vllm_dir: str) -> dict[str, str]:
-    """SHA-256 of every file the base image has in its vllm package ({} when it has none)."""
+def copy_out(container, path: str, dest: Path) -> Path | None:
+    """Copy a folder out of a container into dest; None when it has no such folder."""
+    from docker.errors import NotFound
+
+    try:
+        stream, _ = container.get_archive(path)
+    except NotFound:
+        return None
+    with tempfile.TemporaryFile() as spool:
+        for chunk in stream:
+            spool.write(chunk)
+        spool.seek(0)
+        with tarfile.open(fileobj=spool) as tar:
+            tar.extractall(dest, filter="data")
+    return dest / Path(path).name
+
+
+def symlinked_folders(container, path: str) -> list[str]:
+    """Folders on the way to path that are symlinks in the container: COPY would replace each with
+    a real folder and cut the base's own link (the engine's path-stat answer, nothing downloaded)."""
+    import base64
+    import json
+
+    api = container.client.api
+    found = []
+    parts = path.strip("/").split("/")
+    for depth in range(1, len(parts) + 1):
+        folder = "/" + "/".join(parts[:depth])
+        answer = api.head(api._url("/containers/{0}/archive", container.id), params={"path": folder})
+        stat = answer.headers.get("X-Docker-Container-Path-Stat")
+        target = json.loads(base64.b64decode(stat)).get("linkTarget") if stat else ""
+        if target:
+            found.append(f"{folder} -> {target}")
+    return found
+
+
+def base_files(container, vllm_dir: str) -> dict[str, str]:
+    """SHA-256 of every file the base has in its vllm package ({} when it has none)."""
     with tempfile.TemporaryDirectory() as tmp:
-        root = copy_out(ref, vllm_dir, Path(tmp))
+        root = copy_out(container, vllm_dir, Path(tmp))
         return overlay.tree_files(root) if root else {}
 
 
@@ -165,12 +164,13 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
     except DockerException as exc:
         raise SeatError(f"no docker engine answers: {exc}", "start dockerd, or set DOCKER_HOST") from None
     progress(f"base {base_ref}")
-    links = symlinked_folders(base_ref, profile.image.vllm_dir)
-    if links:
-        raise SeatError(f"{profile.image.vllm_dir} passes through symlinks in the base ({'; '.join(links)}): "
-                        "copying the overlay there would replace them with folders",
-                        "set image.vllm_dir in the profile to the real path")
-    base = base_files(base_ref, profile.image.vllm_dir) if delta else {}
+    with created(base_ref) as container:
+        links = symlinked_folders(container, profile.image.vllm_dir)
+        if links:
+            raise SeatError(f"{profile.image.vllm_dir} passes through symlinks in the base ({'; '.join(links)}): "
+                            "copying the overlay there would replace them with folders",
+                            "set image.vllm_dir in the profile to the real path")
+        base = base_files(container, profile.image.vllm_dir) if delta else {}
     ctx = context(lock, overlay_dir, base, profile.image.vllm_dir)
     progress(f"overlay: {len(ctx.copied)} files to copy, {len(ctx.skipped)} already identical in the base")
     tag = seat_tag(profile, lock)
@@ -227,9 +227,6 @@ def labels(image: str) -> dict:
             "healthcheck": config.get("Healthcheck")}
 
 
-DEFAULT_VLLM_DIR = "/opt/venv/lib/python3.12/site-packages/vllm"
-
-
 def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lock) -> dict[str, list[str]]:
     """The lock against the vllm package inside an image or a container."""
     import docker
@@ -237,13 +234,13 @@ def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lo
 
     client = docker.from_env()
     try:
-        source = client.containers.get(name) if is_container else name
-        image = source.image if is_container else client.images.get(name)
+        container = client.containers.get(name) if is_container else None
+        image = container.image if container else client.images.get(name)
     except NotFound:
         raise SeatError(f"no {'container' if is_container else 'image'} {name} on this machine") from None
     inside = inside or (image.labels or {}).get("io.seatkit.overlay.dir") or DEFAULT_VLLM_DIR
-    with tempfile.TemporaryDirectory() as tmp:
-        root = copy_out(source, inside, Path(tmp))
+    with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
+        root = copy_out(container or stack.enter_context(created(name)), inside, Path(tmp))
         if root is None:
             raise SeatError(f"{name} has no {inside}", "pass --dir with the vllm package's path inside it")
         return overlay.verify(root, lock)
