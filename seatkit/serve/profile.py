@@ -5,24 +5,21 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from seatkit import paths
 from seatkit.errors import SeatError
+from seatkit import safe_yaml
+from seatkit.serve.grammar import (PROFILE_NAME, ContainerName, ContainerPath, Host, HostPath,
+                                   ImageName, ImageTag, Key, ModelFile, ProfileName, Program,
+                                   Requirement, ServedName, Text, Version, matches)
 from seatkit.validation import validate
 
 DEFAULT_PROFILE = "dsv4-flash-dspark-tp4"
 EMBEDDED_DEFAULT = "cpu-smoke"
-
-
-def _absolute(value: str) -> str:
-    if not PurePosixPath(value).is_absolute():
-        raise ValueError(f"must be an absolute path, got {value!r}")
-    return value
 
 
 def _env_name(value: str) -> str:
@@ -37,11 +34,13 @@ def _flag_name(value: str) -> str:
     return value
 
 
-AbsPath = Annotated[str, AfterValidator(_absolute)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
 FlagName = Annotated[str, AfterValidator(_flag_name)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Scalar = str | bool | int | float
+# Docker's own set of ulimit names (docker run --ulimit, compose ulimits).
+UlimitName = Literal["core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile",
+                     "nproc", "rss", "rtprio", "rttime", "sigpending", "stack"]
 
 
 class Strict(BaseModel):
@@ -50,11 +49,11 @@ class Strict(BaseModel):
 
 class Image(Strict):
     """The base image; with `overlay`, the seat runs what `seat build` layers onto it."""
-    name: str = Field(min_length=1)
-    tag: str = Field(min_length=1)
+    name: ImageName
+    tag: ImageTag
     digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
     overlay: bool = False
-    vllm_dir: str = Field(default="/opt/venv/lib/python3.12/site-packages/vllm", pattern=r"^/")
+    vllm_dir: ContainerPath = "/opt/venv/lib/python3.12/site-packages/vllm"
     smoke_imports: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*$")]] = []
 
     @property
@@ -65,13 +64,13 @@ class Image(Strict):
 
 
 class Server(Strict):
-    host: str = "127.0.0.1"
+    host: Host = "127.0.0.1"
     port: Port = 8000
-    served_model_name: str = Field(min_length=1)
+    served_model_name: ServedName
     api_key: bool = False
     health_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     reserved_ports: list[Port] = []
-    reserved_names: list[str] = []
+    reserved_names: list[ContainerName] = []
 
     @model_validator(mode="after")
     def _port_not_reserved(self):
@@ -98,10 +97,10 @@ class Gpus(Strict):
 class ModelDir(Strict):
     """A model directory: where it lives on the host and what preflight checks in it."""
 
-    host_dir: AbsPath | None = None
-    mount: AbsPath | None = None
+    host_dir: HostPath | None = None
+    mount: HostPath | None = None
     build: Literal["tiny-llama"] | None = None
-    files: list[str] = ["config.json"]
+    files: list[ModelFile] = ["config.json"]
     shards_from_index: bool = False
 
     @model_validator(mode="after")
@@ -115,9 +114,9 @@ class ModelDir(Strict):
 
 
 class Speculative(Strict):
-    method: str = Field(min_length=1)
+    method: Key
     num_speculative_tokens: Annotated[int, Field(ge=1, le=16)]
-    draft_model: str | None = None
+    draft_model: Key | None = None
     config: dict[str, Any] = {}
 
     @model_validator(mode="after")
@@ -139,22 +138,22 @@ class ForkOnly(Strict):
     """What only the b12x fork knows: `seat lint` reports these as fork-only, not unknown."""
 
     args: list[FlagName] = []
-    speculative_keys: list[str] = []
-    reason: str = ""
+    speculative_keys: list[Key] = []
+    reason: Text = ""
 
 
 class Cache(Strict):
-    host_dir: AbsPath
-    mount: AbsPath
+    host_dir: HostPath
+    mount: HostPath
 
 
 class Docker(Strict):
-    container_name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+    container_name: ContainerName
     gpus: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
     ipc: Literal["host", "private", "shareable"] = "host"
     network: Literal["host", "none"] = "host"
     init: bool = True
-    ulimits: dict[str, int] = {}
+    ulimits: dict[UlimitName, Annotated[int, Field(ge=-1)]] = {}  # -1: unlimited
     cache: Cache | None = None
     unset_env: list[EnvName] = []
     stop_grace_s: Annotated[int, Field(ge=1)] = 120
@@ -164,36 +163,36 @@ class Docker(Strict):
 class Native(Strict):
     """A seat run as a local process from a venv the kit makes (no docker)."""
 
-    python: str = "python3.11"
-    venv: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")]
-    packages: list[str] = Field(min_length=1)
-    constraints: list[str] = []
-    remove: list[str] = []
-    metadata_shim: str | None = None
+    python: Program = "python3.11"
+    venv: ContainerName
+    packages: list[Requirement] = Field(min_length=1)
+    constraints: list[Requirement] = []
+    remove: list[Requirement] = []
+    metadata_shim: Version | None = None
     preload_iomp: bool = False
 
 
 class Rig(Strict):
     """The hardware and software the profile was made for (documentation only)."""
 
-    gpus: str = ""
-    interconnect: str = ""
-    power: str = ""
-    cpu: str = ""
-    driver: str = ""
-    cuda: str = ""
-    software: dict[str, str] = {}
+    gpus: Text = ""
+    interconnect: Text = ""
+    power: Text = ""
+    cpu: Text = ""
+    driver: Text = ""
+    cuda: Text = ""
+    software: dict[Text, Text] = {}
 
 
 class Decision(Strict):
-    topic: str
-    chosen: str
-    why: str
+    topic: Text
+    chosen: Text
+    why: Text
 
 
 class Profile(Strict):
-    name: str
-    description: str
+    name: ProfileName
+    description: Text
     runtime: Literal["docker", "native"]
     image: Image | None = None
     docker: Docker | None = None
@@ -201,7 +200,7 @@ class Profile(Strict):
     server: Server
     gpus: Gpus
     models: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], ModelDir]
-    model: str
+    model: Key
     speculative: Speculative | None = None
     vllm_args: dict[FlagName, Scalar | list | dict] = {}
     fork_only: ForkOnly = ForkOnly()
@@ -262,12 +261,10 @@ def _merge(base: dict, override: dict) -> dict:
 
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
+        data = safe_yaml.read(path, "profile")
+    except (FileNotFoundError, IsADirectoryError):
         raise SeatError(f"no profile at {path}",
                         f"known profiles: {', '.join(profile_names()) or 'none'}") from None
-    except yaml.YAMLError as exc:
-        raise SeatError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise SeatError(f"{path}: a profile is a mapping of fields, got {type(data).__name__}")
     return data
@@ -283,16 +280,20 @@ def _raw(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict, list[Path]]:
     parent = data.pop("extends", None)
     if parent is None:
         return data, [path]
-    if not isinstance(parent, str):
-        raise SeatError(f"{path}: field 'extends': expected a profile name, got {parent!r}")
-    base_path = profile_path(parent) if "/" in parent else path.parent / f"{parent}.yaml"
-    base, files = _raw(base_path, (*seen, path))
+    if not isinstance(parent, str) or not matches(PROFILE_NAME, parent):
+        raise SeatError(f"{path}: field 'extends': expected the name of a profile (beside it or in profiles/) "
+                        f"({PROFILE_NAME}), got {parent!r}", "name the profile, never a path")
+    beside = path.parent / f"{parent}.yaml"  # a variant's siblings first, then the kit's profiles
+    base, files = _raw(beside if beside.exists() else paths.PROFILES / f"{parent}.yaml", (*seen, path))
     return _merge(base, data), [*files, path]
 
 
 def load(name_or_path: str) -> Profile:
     """Load, merge and validate a profile; every bad field is named with what was expected."""
     path = profile_path(name_or_path)
+    if not matches(PROFILE_NAME, path.stem):
+        raise SeatError(f"{path}: a profile is named by its file, and {path.stem!r} is not a profile "
+                        f"name ({PROFILE_NAME})", "rename the file")
     data, files = _raw(path)
     data["name"] = path.stem  # a profile is named by its file, never by a field it inherits
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()

@@ -14,7 +14,8 @@ import yaml
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.serve import glossary, profile as profiles, spec as specs
+from seatkit.image import build as image_build
+from seatkit.serve import glossary, grammar, profile as profiles, spec as specs
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 
 
@@ -58,6 +59,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False)
     env.filters.update(sh=shlex.quote, sq=always_quoted, word=shell_word, argv_lines=argv_lines, dq=_double_quoted, oneline=_oneline)
+    env.globals.update(knob_grammars=grammar.KNOBS, local_images=image_build.REPOSITORY)
     return env
 
 
@@ -94,7 +96,8 @@ def render_compose(spec: LaunchSpec) -> str:
         "stop_grace_period": f"{docker.stop_grace_s}s",
         "ulimits": dict(docker.ulimits),
         "environment": {k: _compose_escape(v) for k, v in spec.env.items()},
-        "volumes": [{"type": "bind", "source": _compose_word(m.source), "target": m.target,
+        "volumes": [{"type": "bind", "source": _compose_word(m.source),
+                     "target": _compose_escape(m.target),
                      "read_only": m.read_only} for m in spec.mounts],
         "deploy": {"resources": {"reservations": {"devices": [gpus]}}},
         "healthcheck": {

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from seatkit import paths
 from seatkit.image import build as image_build, overlay
+from seatkit.serve import grammar
 from seatkit.serve.profile import Profile
 
 
@@ -69,9 +70,12 @@ class LaunchSpec:
         return self.profile.runtime == "native"
 
     def values(self, environ: dict[str, str] | None = None) -> dict[str, str]:
-        """Each knob's value: the environment's when set, else the profile's."""
+        """Each knob's value: the environment's when set, else the profile's; checked."""
         environ = os.environ if environ is None else environ
-        return {k.name: environ.get(k.name, k.default) for k in self.knobs}
+        values = {k.name: environ.get(k.name, k.default) for k in self.knobs}
+        for name in sorted(values.keys() & grammar.KNOBS.keys()):
+            grammar.check_knob(name, values[name])
+        return values
 
 
 def resolve(word: Word, values: dict[str, str]) -> str:

@@ -73,7 +73,7 @@ def main() -> None:
             base_with(shared, root, tag, work)
             profile_path = work / f"bench{len(shared)}.yaml"
             profile_path.write_text(yaml.safe_dump({
-                "extends": str(paths.PROFILES / f"{profiles.DEFAULT_PROFILE}.yaml"),
+                "extends": profiles.DEFAULT_PROFILE,
                 "image": {"name": "seatkit-bench/base", "tag": str(len(shared)), "smoke_imports": []}}))
             start = time.monotonic()
             result = build.build(profiles.load(str(profile_path)), lock, root, allow_unpinned=True, nocache=True)

@@ -78,7 +78,7 @@ def profile_for(stand_ins, base, name, pinned=True, smoke=SMOKE):
     repository, tag, digest = stand_ins["bases"][base]
     path = stand_ins["tmp"] / f"{name}.yaml"
     path.write_text(yaml.safe_dump({
-        "extends": str(REPO / "profiles" / f"{profiles.DEFAULT_PROFILE}.yaml"),
+        "extends": profiles.DEFAULT_PROFILE,
         "image": {"name": repository, "tag": tag, "digest": digest if pinned else None,
                   "smoke_imports": smoke}}))
     return path
@@ -237,7 +237,7 @@ def test_a_base_whose_package_path_runs_through_a_symlink_is_refused(stand_ins, 
     (ctx / "Dockerfile").write_text(f"FROM {busybox_image}\nCOPY . /opt/venv/lib/\n")
     docker.from_env().images.build(path=str(ctx), tag="seatkit-test/linked:1", rm=True)
     path = stand_ins["tmp"] / "linked.yaml"
-    path.write_text(yaml.safe_dump({"extends": str(REPO / "profiles" / f"{profiles.DEFAULT_PROFILE}.yaml"),
+    path.write_text(yaml.safe_dump({"extends": profiles.DEFAULT_PROFILE,
                                     "image": {"name": "seatkit-test/linked", "tag": "1", "smoke_imports": []}}))
     done = seat("build", str(path), "--allow-unpinned", "--lock", str(stand_ins["tmp"] / "overlay.lock"),
                 "--overlay", str(stand_ins["tmp"] / "overlay"), check=False)

@@ -22,7 +22,7 @@ def test_cpu_smoke_passes(vllm_runtime):
 def test_planted_unknown_flag_and_bad_choice_are_errors(vllm_runtime, tmp_path):
     planted = tmp_path / "planted.yaml"
     planted.write_text(yaml.safe_dump({
-        "extends": str(profiles.profile_path("cpu-smoke")),
+        "extends": "cpu-smoke",
         "vllm_args": {"definitely-not-a-flag": 3, "moe-backend": "bogus"},
         "speculative": {"config": {"not_a_spec_key": 1}}}))
     code, findings = lint(vllm_runtime, str(planted))

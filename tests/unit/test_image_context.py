@@ -67,7 +67,7 @@ def test_the_seat_tag_names_the_profile_the_overlay_commit_and_the_lock(tree):
 
 def write_profile(tmp_path, digest=None):
     path = tmp_path / "seat.yaml"
-    path.write_text(yaml.safe_dump({"extends": str(paths.PROFILES / f"{profiles.DEFAULT_PROFILE}.yaml"),
+    path.write_text(yaml.safe_dump({"extends": profiles.DEFAULT_PROFILE,
                                     "image": {"name": "registry.invalid/vllm", "tag": "t1", "digest": digest}}))
     return profiles.load(str(path))
 

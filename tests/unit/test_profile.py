@@ -10,7 +10,7 @@ from seatkit.serve import profile as profiles
 def write(tmp_path, name, data, base="cpu-smoke"):
     """A profile extending a shipped one, with `data` overriding its fields."""
     path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({"extends": str(profiles.profile_path(base)), **data}))
+    path.write_text(yaml.safe_dump({"extends": base, **data}))
     return path
 
 

@@ -1,0 +1,50 @@
+"""YAML data files read defensively: bounded size, no duplicate keys, no anchors or aliases.
+
+PyYAML's safe loader still expands aliases, so a few hundred bytes of nested aliases can build
+gigabytes ("billion laughs"), and a repeated key silently wins over the first. The kit's data files
+need neither: a variant profile uses `extends`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from seatkit.errors import SeatError
+
+MAX_BYTES = 256 * 1024
+
+
+class _Loader(yaml.SafeLoader):
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent) or getattr(self.peek_event(), "anchor", None):
+            mark = self.peek_event().start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, "anchors and aliases (&name, *name) are not allowed in this file", mark)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def read(path: Path, what: str = "file", limit: int = MAX_BYTES):
+    """The parsed document; FileNotFoundError passes through for the caller to explain."""
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise SeatError(f"{path}: larger than {limit // 1024} KiB, too large for a {what}",
+                        "a profile is a page of settings; check that this is the right file")
+    try:
+        return yaml.load(data.decode("utf-8"), Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+    except UnicodeDecodeError as exc:
+        raise SeatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except yaml.YAMLError as exc:
+        raise SeatError(f"{path}: not valid YAML for a {what}: {exc}") from None
