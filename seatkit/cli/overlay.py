@@ -35,11 +35,12 @@ def fetch_cmd(lock_path: str, dest: str):
 @click.option("--dir", "inside", help="The vllm package inside the image or container "
               "(default: the image's io.seatkit.overlay.dir label, else the vLLM image's site-packages).")
 @click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
-@click.option("--strict", is_flag=True, help="Fail on extra files too (an installed package has many).")
+@click.option("--strict", is_flag=True, help="Fail on extra files and __pycache__ folders too (an "
+              "installed package has many). Symlinks always fail.")
 @click.option("--json", "as_json", is_flag=True)
 def verify_cmd(directory: str | None, image: str | None, container: str | None, inside: str | None,
                lock_path: str, strict: bool, as_json: bool):
-    """Compare installed files with the lock: missing, changed and extra files.
+    """Compare installed files with the lock: missing, changed and extra files, symlinks, caches.
 
     DIRECTORY defaults to the fetched overlay (overlay/vllm)."""
     if sum(x is not None for x in (directory, image, container)) > 1:
@@ -55,7 +56,8 @@ def verify_cmd(directory: str | None, image: str | None, container: str | None, 
         for kind, names in problems.items():
             out.print(f"{kind}: {len(names)}" + "".join(f"\n  {n}" for n in names[:20])
                       + (f"\n  … {len(names) - 20} more" if len(names) > 20 else ""), highlight=False)
-    failed = problems["missing"] or problems["changed"] or (strict and problems["extra"])
+    failed = (problems["missing"] or problems["changed"] or problems["links"]
+              or (strict and (problems["extra"] or problems["caches"])))
     sys.exit(1 if failed else 0)
 
 

@@ -104,8 +104,7 @@ def copy_out(container, path: str, dest: Path) -> Path | None:
         for chunk in stream:
             spool.write(chunk)
         spool.seek(0)
-        with tarfile.open(fileobj=spool) as tar:
-            tar.extractall(dest, filter="data")
+        overlay.extract(spool, dest, f"{path} copied out of {container.short_id}")
     return dest / Path(path).name
 
 

@@ -61,14 +61,16 @@ def test_verify_reports_missing_changed_and_extra(tmp_path, source):
     lock = overlay.lock_from(repo / "overlay/vllm", f"{repo}@{commit}")
     tree = tmp_path / "tree"
     subprocess.run(["cp", "-r", str(repo / "overlay/vllm"), str(tree)], check=True)
-    assert overlay.verify(tree, lock) == {"missing": [], "changed": [], "extra": []}
+    assert overlay.verify(tree, lock) == {"missing": [], "changed": [], "extra": [],
+                                         "links": [], "caches": []}
     (tree / "models/deepseek_v4.py").unlink()
     (tree / "__init__.py").write_text("VERSION = 2\n")
     (tree / "planted.py").write_text("")
     (tree / "__pycache__").mkdir()
     (tree / "__pycache__/x.pyc").write_bytes(b"\0")
     assert overlay.verify(tree, lock) == {"missing": ["models/deepseek_v4.py"],
-                                          "changed": ["__init__.py"], "extra": ["planted.py"]}
+                                          "changed": ["__init__.py"], "extra": ["planted.py"],
+                                          "links": [], "caches": ["__pycache__"]}
 
 
 def test_lock_from_gives_git_s_own_tree_id(source):
@@ -88,7 +90,8 @@ def test_fetch_places_exactly_the_locked_files(tmp_path, source):
     lock = overlay.lock_from(repo / "overlay/vllm", f"{repo}@{commit}")
     dest = tmp_path / "out" / "vllm"
     overlay.fetch(lock, dest)
-    assert overlay.verify(dest, lock) == {"missing": [], "changed": [], "extra": []}
+    assert overlay.verify(dest, lock) == {"missing": [], "changed": [], "extra": [],
+                                         "links": [], "caches": []}
     assert sorted(p.name for p in dest.parent.iterdir()) == ["vllm"]  # no staging left behind
 
 
