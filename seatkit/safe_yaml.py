@@ -41,10 +41,15 @@ def read(path: Path, what: str = "file", limit: int = MAX_BYTES):
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise SeatError(f"{path}: larger than {limit // 1024} KiB, too large for a {what}",
-                        "a profile is a page of settings; check that this is the right file")
+                        "the kit's data files are a few pages; check that this is the right file")
     try:
-        return yaml.load(data.decode("utf-8"), Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+        loader = _Loader(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise SeatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    loader.name = str(path)  # error marks name the file, not "<unicode string>"
+    try:
+        return loader.get_single_data()
     except yaml.YAMLError as exc:
         raise SeatError(f"{path}: not valid YAML for a {what}: {exc}") from None
+    finally:
+        loader.dispose()

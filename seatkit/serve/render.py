@@ -141,11 +141,21 @@ def render_launch_config(spec: LaunchSpec) -> str:
         resolve=specs.resolve, script=render_script(spec))
 
 
-def rendered(root: Path = paths.REPO) -> dict[Path, str]:
-    """Every rendered file and its content: a script per profile, the default's compose set."""
+def rendered(root: Path = paths.REPO, bad: dict[str, SeatError] | None = None) -> dict[Path, str]:
+    """Every rendered file and its content: a script per profile, the default's compose set.
+
+    A profile that does not load raises, naming its file; with `bad`, it is recorded there instead
+    and the others are still rendered."""
     out: dict[Path, str] = {}
     for name in profiles.profile_names():
-        out[root / "serve" / f"{name}.sh"] = render_script(specs.build(profiles.load(name)))
+        try:
+            out[root / "serve" / f"{name}.sh"] = render_script(specs.build(profiles.load(name)))
+        except SeatError as exc:
+            if bad is None:
+                raise
+            bad[name] = exc
+    if profiles.DEFAULT_PROFILE in (bad or {}):
+        return out
     default = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
     out[root / "docker-compose.yml"] = render_compose(default)
     out[root / ".env"] = render_env(default)
@@ -154,8 +164,12 @@ def rendered(root: Path = paths.REPO) -> dict[Path, str]:
 
 
 def write(root: Path = paths.REPO) -> list[Path]:
-    """Write what changed; returns the paths written. Stale scripts of removed profiles go."""
-    files = rendered(root)
+    """Write what changed; returns the paths written. Stale scripts of removed profiles go.
+
+    A bad profile does not stop the others: they are written, its old script is kept, and then
+    a SeatError names every bad profile file."""
+    bad: dict[str, SeatError] = {}
+    files = rendered(root, bad)
     written = []
     for path, text in files.items():
         if not path.exists() or path.read_text() != text:
@@ -166,9 +180,13 @@ def write(root: Path = paths.REPO) -> list[Path]:
             tmp.replace(path)
             written.append(path)
     for stale in sorted((root / "serve").glob("*.sh")):
-        if stale not in files:
+        if stale not in files and stale.stem not in bad:
             stale.unlink()
             written.append(stale)
+    if bad:
+        raise SeatError(f"rendered the other profiles ({len(written)} files written), but not "
+                        f"{', '.join(sorted(bad))}:\n" + "\n".join(e.message for e in bad.values()),
+                        "fix the profiles named above and run `seat render` again")
     return written
 
 

@@ -1,0 +1,120 @@
+"""Profile files as hostile input: YAML bombs, duplicate keys, huge files, `extends` by path,
+and one bad profile among good ones in `seat render`."""
+
+import shutil
+import threading
+import tracemalloc
+
+import pytest
+
+from seatkit import paths, safe_yaml
+from seatkit.cli import app
+from seatkit.errors import SeatError
+from seatkit.serve import profile as profiles, render
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(9))
+
+
+def error_of(path) -> str:
+    with pytest.raises(SeatError) as caught:
+        profiles.load(str(path))
+    return caught.value.message
+
+
+def test_an_alias_bomb_is_refused_quickly_and_small(tmp_path):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB)
+    assert len(BOMB) < 1000
+    tracemalloc.start()
+    try:
+        message = error_of(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "anchors and aliases" in message and str(path) in message
+    assert peak < 50 * 2**20  # nothing was expanded (9**10 items would be gigabytes)
+
+
+def test_any_alias_is_refused_even_a_harmless_one(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("description: &d x\nname2: *d\n")
+    assert "anchors and aliases" in error_of(path)
+
+
+def test_duplicate_keys_are_refused_with_the_line(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("extends: cpu-smoke\nserver:\n  port: 1\n  port: 2\n")
+    message = error_of(path)
+    assert "duplicate key 'port'" in message and "line 4" in message
+
+
+def test_a_huge_file_is_refused_before_parsing(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("description: " + "x" * (safe_yaml.MAX_BYTES + 10) + "\n")
+    assert "too large" in error_of(path)
+
+
+def test_a_folder_or_binary_named_like_a_profile_is_a_clear_error(tmp_path):
+    (tmp_path / "d.yaml").mkdir()
+    assert "no profile at" in error_of(tmp_path / "d.yaml")
+    (tmp_path / "b.yaml").write_bytes(b"\xff\xfe\x00")
+    assert "not UTF-8" in error_of(tmp_path / "b.yaml")
+
+
+@pytest.mark.parametrize("parent", ["../../etc/passwd", "/etc/passwd", "../cpu-smoke", "x/y",
+                                    "cpu-smoke.yaml/..", "-x", ["cpu-smoke"]])
+def test_extends_names_a_profile_never_a_path(tmp_path, parent):
+    path = tmp_path / "p.yaml"
+    path.write_text(f"extends: {parent!r}\n".replace("'", '"') if isinstance(parent, str)
+                    else "extends: [cpu-smoke]\n")
+    message = error_of(path)
+    assert "field 'extends'" in message and "root:" not in message
+
+
+def test_extends_finds_a_sibling_first_then_the_kit_s_profiles(tmp_path):
+    (tmp_path / "p.yaml").write_text("extends: cpu-smoke\nserver: {port: 18123}\n")
+    assert profiles.load(str(tmp_path / "p.yaml")).speculative.num_speculative_tokens == 5
+    (tmp_path / "cpu-smoke.yaml").write_text("extends: cpu-smoke-k3\n")  # a sibling shadows
+    assert profiles.load(str(tmp_path / "p.yaml")).speculative.num_speculative_tokens == 3
+
+
+@pytest.fixture
+def profile_dir(tmp_path, monkeypatch):
+    """A copy of the kit's profiles and rendered files, with one bad profile beside them."""
+    root = tmp_path / "repo"
+    shutil.copytree(paths.PROFILES, root / "profiles")
+    for path in render.rendered(paths.REPO):
+        target = root / path.relative_to(paths.REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    monkeypatch.setattr(paths, "PROFILES", root / "profiles")
+    monkeypatch.setattr(render.paths, "REPO", root)
+    (root / "profiles" / "broken.yaml").write_text(BOMB)
+    (root / "serve" / "broken.sh").write_text("# its last good render\n")
+    return root
+
+
+def test_render_writes_the_good_profiles_and_fails_naming_the_bad_one(profile_dir):
+    (profile_dir / "serve" / "cpu-smoke.sh").unlink()
+    with pytest.raises(SeatError) as caught:
+        render.write(profile_dir)
+    assert "broken" in caught.value.message and "broken.yaml" in caught.value.message
+    assert "anchors and aliases" in caught.value.message
+    assert (profile_dir / "serve" / "cpu-smoke.sh").exists()  # the good ones were rendered
+    assert (profile_dir / "serve" / "broken.sh").read_text() == "# its last good render\n"
+
+
+def test_render_check_fails_naming_the_bad_profile(profile_dir):
+    with pytest.raises(SeatError, match="broken.yaml"):
+        render.drift(profile_dir)
+
+
+def test_render_cli_names_the_bad_profile_without_a_traceback(profile_dir, monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["seat", "render"])
+    with pytest.raises(SystemExit) as exited:
+        app.main()
+    printed = capsys.readouterr()
+    assert exited.value.code == 1 and "broken.yaml" in printed.err.replace("\n", "")
+    assert "Traceback" not in printed.err + printed.out
