@@ -1,0 +1,115 @@
+"""The rendered script's preflight in bash: dry run on a machine that is not the rig, docker
+diagnostics, and shard names read line by line."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import free_port
+from seatkit import paths
+from seatkit.errors import SeatError
+from seatkit.serve import preflight, profile as profiles, render, spec as specs
+
+DEFAULT = profiles.DEFAULT_PROFILE
+
+
+def stub(bin_dir: Path, name: str, body: str) -> None:
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / name).write_text("#!/bin/bash\n" + body + "\n")
+    (bin_dir / name).chmod(0o755)
+
+
+def run(tmp_path, profile=DEFAULT, stubs=None, **env):
+    """The committed script, with only core tools and the given stubs on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("grep", "tr", "sort", "cat"):
+        target = bin_dir / tool
+        if not target.exists():
+            target.symlink_to(subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True,
+                                             text=True, check=True).stdout.strip())
+    for name, body in (stubs or {}).items():
+        stub(bin_dir, name, body)
+    bash = subprocess.run(["bash", "-c", "command -v bash"], capture_output=True, text=True).stdout.strip()
+    return subprocess.run([bash, str(paths.REPO / "serve" / f"{profile}.sh")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60,
+                          env={"PATH": str(bin_dir), "HOME": str(tmp_path), "SEAT_HOME": str(tmp_path / "home"),
+                               "SEAT_PORT": str(free_port()), **env})
+
+
+@pytest.mark.parametrize("profile", profiles.profile_names())
+def test_dry_run_prints_the_command_on_a_machine_that_is_not_the_rig(tmp_path, profile):
+    done = run(tmp_path, profile, SEAT_DRY_RUN="1")
+    assert done.returncode == 0, done.stderr
+    assert " serve " in done.stdout and done.stdout.count("\n") == 1
+    findings = [l for l in done.stderr.splitlines() if not l.startswith("  hint:")]
+    assert findings and all(l.startswith("seat preflight: warning: ") for l in findings)
+    assert not run(tmp_path, profile).returncode == 0  # without the dry run the same findings stop it
+
+
+def test_no_docker_command_and_no_daemon_are_said_as_such(tmp_path):
+    done = run(tmp_path, SEAT_DRY_RUN="1")
+    assert "no docker command on this machine" in done.stderr
+    done = run(tmp_path, stubs={"docker": 'echo "Cannot connect to the Docker daemon" >&2; exit 1'})
+    assert done.returncode == 1
+    assert "seat preflight: no docker daemon answers" in done.stderr and "docker pull" not in done.stderr
+
+
+DOCKER_WITHOUT_IMAGE = 'case "$1 $2" in "image inspect") exit 1 ;; "container inspect") exit 1 ;; esac'
+
+
+def test_a_local_tag_is_never_to_be_pulled(tmp_path):
+    done = run(tmp_path, stubs={"docker": DOCKER_WITHOUT_IMAGE})
+    assert "is not on this machine" in done.stderr
+    assert "nothing to pull: seat build dsv4-flash-dspark-tp4 makes it" in done.stderr
+    assert "docker pull" not in done.stderr
+    done = run(tmp_path, stubs={"docker": DOCKER_WITHOUT_IMAGE}, SEAT_IMAGE="vendor/vllm:1")
+    assert "hint: docker pull it" in done.stderr
+
+
+def test_python_preflight_gives_the_same_image_hints(monkeypatch):
+    seat = specs.build(profiles.load(DEFAULT))
+    check = next(c for c in seat.checks if c.kind == "image")
+    monkeypatch.setattr(preflight, "_docker_has", lambda kind, ref: False)
+    with pytest.raises(SeatError) as local:
+        preflight._check(check, seat, {"SEAT_IMAGE": "seatkit/x:1"})
+    assert "nothing to pull" in local.value.hint and "pull it" not in local.value.hint
+    with pytest.raises(SeatError) as remote:
+        preflight._check(check, seat, {"SEAT_IMAGE": "vendor/x:1"})
+    assert remote.value.hint == "docker pull it"
+
+
+def test_python_preflight_says_when_no_daemon_answers(monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
+    seat = specs.build(profiles.load(DEFAULT))
+    check = next(c for c in seat.checks if c.kind == "image")
+    with pytest.raises(SeatError, match="no docker daemon answers"):
+        preflight._check(check, seat, {"SEAT_IMAGE": "seatkit/x:1"})
+
+
+def test_shard_names_are_read_line_by_line_never_split_or_globbed(tmp_path):
+    dirs = {}
+    for key in ("base", "draft"):
+        folder = tmp_path / key
+        folder.mkdir()
+        for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+            (folder / name).write_text("{}")
+        shards = ["shard one.safetensors", "*.safetensors"] if key == "base" else ["d.safetensors"]
+        (folder / "model.safetensors.index.json").write_text(
+            json.dumps({"weight_map": {f"w{i}": s for i, s in enumerate(shards)}}))
+        (folder / shards[0]).write_text("x")  # '*.safetensors' would glob to this one
+        dirs[f"SEAT_MODEL_{key.upper()}_DIR"] = str(folder)
+    done = run(tmp_path, stubs={"docker": 'case "$1" in container) exit 1 ;; esac',
+                                "nvidia-smi": 'printf "GPU %s: x\\n" 0 1 2 3'},
+               SEAT_CACHE_DIR=str(tmp_path), **dirs)
+    assert done.returncode == 1
+    failures = [l for l in done.stderr.splitlines() if l.startswith("seat preflight:") and "warning" not in l]
+    assert failures == ["seat preflight: base model shard missing or empty: *.safetensors"]
+    (tmp_path / "base" / "*.safetensors").write_text("x")
+    done = run(tmp_path, stubs={"docker": 'case "$1" in container) exit 1 ;; run) echo RAN ;; esac',
+                                "nvidia-smi": 'printf "GPU %s: x\\n" 0 1 2 3'},
+               SEAT_CACHE_DIR=str(tmp_path), **dirs)
+    assert done.returncode == 0 and done.stdout == "RAN\n", done.stderr
