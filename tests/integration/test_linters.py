@@ -43,10 +43,11 @@ HOSTILE = ["/srv/my models/it's \"quoted\"", "/srv/$(touch pwned)/`id`", "/srv/a
 def test_compose_reads_hostile_values_back_unchanged(compose, tmp_path):
     base = profiles._raw(profiles.profile_path(profiles.DEFAULT_PROFILE))[0]
     for i, value in enumerate(HOSTILE):
-        data = {**base, "name": "hostile",
-                "server": {**base["server"], "served_model_name": value.replace("/srv/", "n")},
+        target = value.replace("/srv/", "/models-")  # where it lands in the container
+        data = {**base, "name": "hostile", "vllm_args": {**base["vllm_args"], "chat-template": value},
                 "env": {**base["env"], "HOSTILE": value}}
-        data["models"] = {**base["models"], "base": {**base["models"]["base"], "host_dir": value}}
+        data["models"] = {**base["models"], "base": {**base["models"]["base"], "host_dir": value,
+                                                     "mount": target}}
         spec = specs.build(profiles.Profile.model_validate(data))
         case = tmp_path / str(i)
         case.mkdir()
@@ -59,8 +60,10 @@ def test_compose_reads_hostile_values_back_unchanged(compose, tmp_path):
         service = json.loads(done.stdout.replace("$$", "$"))["services"]["seat"]
         assert service["environment"]["HOSTILE"] == value
         assert service["volumes"][0]["source"] == value
+        assert service["volumes"][0]["target"] == target  # escaped like the command
         command = service["command"]
-        assert command[command.index("--served-model-name") + 1] == value.replace("/srv/", "n")
+        assert command[command.index("--chat-template") + 1] == value
+        assert command[command.index("vllm") + 2] == target
         assert not (case / "pwned").exists()
 
 
