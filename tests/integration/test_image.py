@@ -12,7 +12,7 @@ import docker
 import pytest
 import yaml
 
-from conftest import BIN, REPO, free_port
+from conftest import BIN, free_port
 from seatkit.errors import SeatError
 from seatkit.image import build as image_build, overlay
 from seatkit.serve import profile as profiles

@@ -8,7 +8,6 @@ SEAT_DRY_RUN=1 and without, and the canary file never appears.
 from __future__ import annotations
 
 import copy
-import os
 import subprocess
 import types
 import typing
@@ -231,3 +230,28 @@ def test_a_hostile_profile_file_name_is_refused(tmp_path, name):
     path.write_text(f"extends: {profiles.EMBEDDED_DEFAULT}\n")
     with pytest.raises(profiles.SeatError, match="not a profile name"):
         profiles.load(str(path))
+
+
+@pytest.mark.parametrize("runtime, path, value, field", [
+    ("docker", ("models", "base", "files"), ['a"$(touch canary)".json'], "models.base.files.0"),
+    ("docker", ("docker", "ulimits"), {"nofile --privileged -v /:/host": 1}, "docker.ulimits"),
+    ("docker", ("docker", "ulimits"), {"nofile": "1; touch canary"}, "docker.ulimits.nofile"),
+    ("docker", ("models", "base", "files"), ["../../etc/shadow"], "models.base.files.0"),
+    ("docker", ("image", "vllm_dir"), "/opt/x y", "image.vllm_dir"),
+    ("docker", ("image", "tag"), "1 --privileged", "image.tag"),
+    ("docker", ("server", "served_model_name"), "--api-key=x", "server.served_model_name"),
+    ("docker", ("description",), "ok\ntouch canary", "description"),
+    ("native", ("native", "packages"), ["--index-url=http://x/simple", "vllm"], "native.packages.0"),
+    ("native", ("native", "python"), "-c", "native.python"),
+    ("native", ("native", "metadata_shim"), "1/../../../x", "native.metadata_shim"),
+])
+def test_the_issue_s_examples_are_refused_naming_the_field(runtime, path, value, field):
+    data = base_data(runtime)
+    node = data
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    with pytest.raises(ValidationError) as caught:
+        profiles.Profile.model_validate(data)
+    named = {".".join(str(p) for p in e["loc"] if p != "[key]") for e in caught.value.errors()}
+    assert any(n.startswith(field) for n in named), named

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from seatkit.cli import app
 from seatkit.errors import SeatError
-from seatkit.serve import grammar, preflight, profile as profiles, render, spec as specs
+from seatkit.serve import preflight, profile as profiles, render, spec as specs
 
 DOCKER = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
 BAD = [("SEAT_PORT", v) for v in ["0", "65536", "99999999999999999999", "8000; touch canary", "-1",
@@ -60,7 +60,7 @@ def test_a_good_knob_is_accepted_by_both(tmp_path, name, value):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.sampled_from(sorted(grammar.KNOBS)),
+@given(name=st.sampled_from(["SEAT_CONTAINER", "SEAT_HOST", "SEAT_IMAGE", "SEAT_PORT"]),
        value=st.text(st.sampled_from("aZ09.:/@-_ $;é\t*"), max_size=12)
        | st.integers(-10, 70000).map(str))
 def test_python_and_bash_agree_on_every_value(tmp_path, name, value):

@@ -4,7 +4,7 @@ import io
 import tarfile
 
 import pytest
-from test_overlay import git, source  # noqa: F401 (a fixture)
+from test_overlay import source  # noqa: F401 (a fixture)
 
 from seatkit.errors import SeatError
 from seatkit.image import overlay

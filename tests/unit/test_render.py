@@ -4,7 +4,6 @@ import os
 import shutil
 import subprocess
 
-import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 

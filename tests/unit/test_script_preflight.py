@@ -2,7 +2,6 @@
 diagnostics, and shard names read line by line."""
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 from conftest import free_port
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.serve import preflight, profile as profiles, render, spec as specs
+from seatkit.serve import preflight, profile as profiles, spec as specs
 
 DEFAULT = profiles.DEFAULT_PROFILE
 
