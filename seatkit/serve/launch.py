@@ -285,8 +285,15 @@ def status(profile: str) -> dict:
     info.pop("api_key_file")
     try:
         info["health"] = requests.get(f"{run.url}/health", timeout=2).status_code
+        answer = requests.get(f"{run.url}/v1/models", headers=headers(run), timeout=5)
+        info["models"] = ([m.get("id") for m in answer.json()["data"]] if answer.ok
+                          else f"HTTP {answer.status_code}")
+    except SeatError as exc:  # the key file went bad since `up`
+        info["models"] = exc.message
     except requests.RequestException as exc:
-        info["health"] = f"unreachable ({type(exc).__name__})"
+        info.setdefault("health", f"unreachable ({type(exc).__name__})")
+    except (ValueError, KeyError, TypeError):
+        info["models"] = "not an OpenAI model list"
     return info
 
 
