@@ -260,7 +260,7 @@ def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
 
 def folder_name(name: str) -> str:
     """A run name as one safe path component: 'org/model' -> 'org-model', '../..' -> 'run'."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-")
+    safe = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]+", "-", name)).strip(".-")
     return safe[:80] or "run"
 
 

@@ -21,10 +21,11 @@ from seatkit.serve import profile as profiles
 class _BenchGroup(click.Group):
     """`seat bench [PROFILE] [options]` runs the bench; named subcommands (selftest) do their job."""
 
-    def resolve_command(self, ctx, args):
-        if not args or args[0] not in self.commands:
+    def parse_args(self, ctx, args):
+        # Before the group parses options: `seat bench --url …` is run's option, not the group's.
+        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
             args = ["run", *args]
-        return super().resolve_command(ctx, args)
+        return super().parse_args(ctx, args)
 
 
 @seat.group("bench", cls=_BenchGroup)
@@ -188,7 +189,7 @@ def _print_parity(result: dict) -> None:
 
 
 def print_summary(summary: dict, path: Path) -> None:
-    table = Table(*report.HEADER, title=f"seat bench: {escape(str(path))}")
+    table = Table(*report.HEADER, title="seat bench")
     for row in report.rows(summary):
         table.add_row(*map(escape, row))
     tables.show(out, table)

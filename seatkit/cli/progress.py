@@ -1,7 +1,8 @@
 """Progress of a long command: a spinner in a terminal, plain lines when stderr is a log or pipe.
 
-Plain lines name the command and stage; a message that only counts seconds again is repeated at
-most every REPEAT_S, so a log gets a heartbeat, not a flood.
+Plain lines name the command and stage; a message that only counts waited seconds again ("… (12 s)")
+is repeated at most every REPEAT_S, so a log gets a heartbeat, not a flood. Every other message is
+a line of its own.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class PlainLines:
         self.last_shape, self.last_time = None, 0.0
 
     def __call__(self, message: str) -> None:
-        shape = re.sub(r"[\d.]+", "#", message)  # the message without its changing numbers
+        shape = re.sub(r"\(\d+ s\)", "", message)  # the message without its waited seconds
         now = time.monotonic()
         if shape == self.last_shape and now - self.last_time < REPEAT_S:
             return

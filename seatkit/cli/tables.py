@@ -9,7 +9,8 @@ from rich.text import Text
 
 
 def fits(console: Console, table: Table) -> bool:
-    return Measurement.get(console, console.options, table).maximum <= console.width
+    unbounded = console.options.update_width(10_000)  # the width it wants, not what it would get
+    return Measurement.get(console, unbounded, table).maximum <= console.width
 
 
 def show(console: Console, table: Table) -> None:
