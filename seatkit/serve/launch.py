@@ -48,7 +48,13 @@ def _state_file(profile: str) -> Path:
 
 def recorded(profile: str) -> Running | None:
     path = _state_file(profile)
-    return Running(**json.loads(path.read_text())) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        return Running(**json.loads(path.read_text()))
+    except (ValueError, TypeError) as exc:  # torn or foreign: say so, never a traceback
+        raise SeatError(f"the run record {path} is unreadable ({exc})",
+                        "check what runs (ps, docker ps), stop it by hand, then delete the file") from None
 
 
 def _record(run: Running) -> None:

@@ -233,3 +233,11 @@ def test_tests_keep_their_own_seat_home():
     assert home != default and not str(home).startswith(str(default))
     assert (home / "venvs").is_symlink()  # the slow runtime is shared, read through a link
     assert not (home / "run").is_symlink() and not (home / "keys").is_symlink()
+
+
+def test_a_torn_run_record_is_a_clear_error(home):
+    record = home / "run" / "cpu-smoke.json"
+    record.parent.mkdir()
+    record.write_text('{"profile": "cpu-smoke", "runtime": "nat')
+    with pytest.raises(SeatError, match="run record .* is unreadable"):
+        launch.status("cpu-smoke")
