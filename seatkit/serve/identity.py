@@ -65,8 +65,12 @@ def session_pids(leader: int) -> list[int]:
 def container_pids(ident: str) -> list[int]:
     """Host PIDs of a container's processes (the engine runs on this machine)."""
     import docker
+    from docker.errors import DockerException
 
-    top = docker.from_env().containers.get(ident).top()
+    try:
+        top = docker.from_env().containers.get(ident).top()
+    except DockerException as exc:  # not running (yet): its processes can't be named
+        raise PermissionError(f"docker top: {exc}") from None
     column = top["Titles"].index("PID")
     return [int(row[column]) for row in top["Processes"]]
 
@@ -80,7 +84,7 @@ def check(port: int, pids_of) -> str:
         try:
             strangers = table - held(pids_of())
         except PermissionError as exc:
-            return f"unverifiable: cannot read the seat's open files ({exc.strerror})"
+            return f"unverifiable: cannot read the seat's open files ({exc.strerror or exc})"
         if not strangers:
             return OURS
     raise SeatError(f"another process, not the seat, also listens on port {port}: vLLM binds with "
