@@ -9,6 +9,7 @@
 #   SEAT_PORT              port the server listens on
 #   SEAT_SKIP_PREFLIGHT=1   skip the checks before the launch
 #   SEAT_DRY_RUN=1          print the launch command and exit (preflight findings are warnings)
+#   SEAT_EXPOSE_WITHOUT_KEY=1  allow a non-loopback SEAT_HOST without an API key
 set -euo pipefail
 
 [ -n "${SEAT_HOME+set}" ] || SEAT_HOME="${XDG_CACHE_HOME:-$HOME/.cache}/seatkit"
@@ -50,6 +51,10 @@ preflight() {
   file="${SEAT_HOME}"/models/tiny-llama/generation_config.json
   [ -s "$file" ] || fail 'base model generation_config.json'" is missing or empty: $file"
 }
+
+# No key, no exposure: loopback only, unless the operator says otherwise.
+[[ $SEAT_HOST =~ ^(127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}|::1|localhost)$ ]] || [ "${SEAT_EXPOSE_WITHOUT_KEY:-0}" = 1 ] ||
+  fail "refusing to serve on $SEAT_HOST without an API key" "set server.api_key: true, bind 127.0.0.1, or set SEAT_EXPOSE_WITHOUT_KEY=1"
 
 [ "${SEAT_SKIP_PREFLIGHT:-0}" = 1 ] || preflight
 

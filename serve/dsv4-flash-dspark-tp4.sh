@@ -13,6 +13,7 @@
 #   SEAT_CACHE_DIR         persistent JIT cache (one per image and profile)
 #   SEAT_SKIP_PREFLIGHT=1   skip the checks before the launch
 #   SEAT_DRY_RUN=1          print the launch command and exit (preflight findings are warnings)
+#   SEAT_EXPOSE_WITHOUT_KEY=1  allow a non-loopback SEAT_HOST without an API key
 set -euo pipefail
 
 [ -n "${SEAT_IMAGE+set}" ] || SEAT_IMAGE=seatkit/dsv4-flash-dspark-tp4:overlay-731bbcb90b64-c8c8a5086e40
@@ -120,6 +121,10 @@ preflight() {
     [ "$gpus" -ge 4 ] || fail "$gpus GPUs visible, tensor parallelism needs 4"
   fi
 }
+
+# No key, no exposure: loopback only, unless the operator says otherwise.
+[[ $SEAT_HOST =~ ^(127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}|::1|localhost)$ ]] || [ "${SEAT_EXPOSE_WITHOUT_KEY:-0}" = 1 ] ||
+  fail "refusing to serve on $SEAT_HOST without an API key" "set server.api_key: true, bind 127.0.0.1, or set SEAT_EXPOSE_WITHOUT_KEY=1"
 
 [ "${SEAT_SKIP_PREFLIGHT:-0}" = 1 ] || preflight
 

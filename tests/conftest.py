@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,6 +20,26 @@ import requests
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+
+
+def pytest_configure(config):
+    """Tests keep their state (run records, logs, keys) in a SEAT_HOME of their own; only the
+    slow-to-make runtimes and built models are shared with the user's cache, through links."""
+    from seatkit import paths
+
+    shared = paths.seat_home()
+    home = Path(tempfile.mkdtemp(prefix="seat-home-"))
+    for folder in ("venvs", "models"):
+        (shared / folder).mkdir(parents=True, exist_ok=True)
+        (home / folder).symlink_to(shared / folder)
+    config.seat_home = home
+    os.environ["SEAT_HOME"] = str(home)
+
+
+def pytest_unconfigure(config):
+    home = getattr(config, "seat_home", None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)  # removes the links, never what they point to
 
 
 def pytest_collection_modifyitems(items):

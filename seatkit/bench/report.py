@@ -29,6 +29,7 @@ def markdown(summary: dict) -> str:
              f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, reasoning {c['reasoning']}, "
              f"{c['warmups']} warm-ups then {c['repeats']} measured repeats per prompt.",
              f"Requests discarded because another request shared the server: {summary['discarded']}.",
+             f"Streams cut short (recorded, never measured): {len(summary.get('truncated', []))}.",
              "", "Medians, with (min–max, coefficient of variation). Code and prose are never blended.",
              "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(row) + " |" for row in rows(summary)]
@@ -45,6 +46,8 @@ def markdown(summary: dict) -> str:
         shown = (f"{line['intercept']:.3f} + {line['slope']:.5f} x over {line['points']} requests"
                  if line else "not enough spread to fit")
         lines.append(f"- {name}: {shown}")
+    if summary.get("truncated"):
+        lines += ["", "## Truncated streams", ""] + [f"- {why}" for why in summary["truncated"]]
     if summary.get("skipped"):
         lines += ["", "## Skipped", ""] + [f"- {n}: {why}" for n, why in summary["skipped"].items()]
     lines += ["", "Plots: plots/*.png", "", "## Alarms", ""]

@@ -8,9 +8,11 @@ belong to this request alone (or discard it, count it and run it again, a bounde
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import platform
+import re
 import statistics
 import threading
 import time
@@ -35,11 +37,12 @@ RERUNS = 3  # extra tries per measured request whose deltas were not ours alone
 
 @dataclass
 class Target:
-    url: str
+    url: str  # never holds credentials: of_url moves them into headers
     model: str
     headers: dict = field(default_factory=dict)
     k: int | None = None
     conditions: dict = field(default_factory=dict)
+    verify: Callable[[], object] | None = None  # raises when the server is not the seat started
 
 
 @dataclass
@@ -52,7 +55,7 @@ class Options:
 def scrape(target: Target) -> metrics.Snapshot | None:
     """The server's counters now; None when it has no /metrics."""
     try:
-        answer = requests.get(f"{target.url}/metrics", timeout=10)
+        answer = requests.get(f"{target.url}/metrics", headers=target.headers, timeout=10)
     except requests.RequestException as exc:
         raise SeatError(f"cannot read {target.url}/metrics: {exc}") from None
     if answer.status_code == 404:
@@ -154,6 +157,7 @@ def measure(target: Target, prompt: Prompt, options: Options) -> dict:
     finally:
         gauges, gpu_telemetry = sampler.finish(), gpus.finish()
     cpu = time.process_time() - cpu
+    cut = truncation(done, prompt.max_tokens)
     record = {"suite": prompt.suite, "prompt": prompt.name, "content": prompt.content,
               "prompt_sha256": prompt.sha256, "prompt_file_sha256": prompt.file_sha256,
               "context": prompt.context, "padding": prompt.padding,
@@ -161,8 +165,9 @@ def measure(target: Target, prompt: Prompt, options: Options) -> dict:
               "chunks": done.chunks, "gauges": gauges, "text_sha256":
               hashlib.sha256(done.text.encode()).hexdigest(),
               "repetition": decompose.repetition(done.text), "gpu_telemetry": gpu_telemetry,
-              "client_cpu_us_per_token": cpu * 1e6 / max(done.completion_tokens, 1)}
-    if before is None:
+              "client_cpu_us_per_token": cpu * 1e6 / max(done.completion_tokens, 1),
+              "truncated": cut}
+    if before is None or cut:  # a cut stream is the server's failure, not another client's
         delta = metrics.Snapshot()
         record["exclusive_problems"] = []
     else:
@@ -175,8 +180,19 @@ def measure(target: Target, prompt: Prompt, options: Options) -> dict:
     record["factors"] = decompose.factors(delta, done.completion_tokens, done.ttft_s, done.last_s,
                                           done.prompt_tokens)
     record["alarms"] = decompose.alarms(record["factors"], target.k, done.text)
-    record["exclusive"] = not record["exclusive_problems"]
+    record["exclusive"] = not record["exclusive_problems"] and not cut
     return record
+
+
+def truncation(done: client.Completion, max_tokens: int) -> str | None:
+    """Why a stream is not a whole measurement (ignore_eos asks for exactly max_tokens); None if whole."""
+    if done.cut:
+        return f"the stream broke after {done.completion_tokens} tokens ({done.cut})"
+    if done.finish_reason is None:
+        return f"the stream ended without a finish reason after {done.completion_tokens} tokens"
+    if done.completion_tokens < max_tokens:
+        return f"{done.completion_tokens} of {max_tokens} tokens arrived under ignore_eos"
+    return None
 
 
 def _stats(values: list[float]) -> dict | None:
@@ -242,12 +258,24 @@ def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
             **target.conditions}
 
 
+def folder_name(name: str) -> str:
+    """A run name as one safe path component: 'org/model' -> 'org-model', '../..' -> 'run'."""
+    safe = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]+", "-", name)).strip(".-")
+    return safe[:80] or "run"
+
+
 def new_folder(root: Path, name: str) -> Path:
-    """root/<UTC time>-<name>, new."""
+    """root/<UTC time>-<name>, new: a second run in the same second gets -2, -3, ..."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    path = root / f"{stamp}-{name}"
-    path.mkdir(parents=True, exist_ok=False)
-    return path
+    base = f"{stamp}-{folder_name(name)}"
+    root.mkdir(parents=True, exist_ok=True)
+    for n in itertools.count(1):
+        path = root / (base if n == 1 else f"{base}-{n}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
 
 
 class RunDir:
@@ -268,12 +296,22 @@ class RunDir:
         (self.path / "report.md").write_text(report)
 
 
+def _verify(target: Target, when: str) -> None:
+    """The seat's identity, re-proved around each group: a stranger's numbers are never kept."""
+    if target.verify is None:
+        return
+    try:
+        target.verify()
+    except SeatError as exc:
+        raise SeatError(f"{when}: {exc.message}", exc.hint) from None
+
+
 def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
           progress: Callable[[str], None] = lambda m: None) -> dict:
     """Warm-ups, then measured repeats of every prompt; returns the summary written to `out`."""
     if scrape(target) is None:
         progress("no /metrics with spec-decode counters: client timing only, no decomposition")
-    hashes, skipped = {}, {}
+    hashes, skipped, truncated = {}, {}, []
     discarded = 0
     records = []
     limit = max_model_len(target)
@@ -290,6 +328,7 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
         hashes[prompt.name] = {"text_sha256": prompt.sha256, "file_sha256": prompt.file_sha256,
                                "tokens": tokens, "token_ids_sha256": ids_sha,
                                "context": prompt.context, "padding": prompt.padding}
+        _verify(target, f"before {prompt.name}")
         for i in range(options.warmups):
             progress(f"{prompt.suite}/{prompt.name}: warm-up {i + 1}/{options.warmups}")
             client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
@@ -300,6 +339,11 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
                 record.update(repeat=i, attempt=attempt)
                 out.add(record)
                 f = record["factors"]
+                if record["truncated"]:  # recorded, never measured, never blamed on others
+                    truncated.append(f"{prompt.name} repeat {i + 1}: {record['truncated']}")
+                    progress(f"{prompt.suite}/{prompt.name}: {i + 1}/{options.repeats} "
+                             f"truncated: {record['truncated']}")
+                    break
                 progress(f"{prompt.suite}/{prompt.name}: {i + 1}/{options.repeats} "
                          f"{f['decode_tok_s'] or 0:.1f} tok/s"
                          + ("" if record["exclusive"] else " (discarded: not alone)"))
@@ -310,9 +354,11 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
             else:
                 raise SeatError(f"{prompt.name}: {1 + RERUNS} tries all shared the server with "
                                 "another request", "stop other clients; a batch-1 bench needs it alone")
+        _verify(target, f"after {prompt.name}")
     summary = {"schema": SCHEMA, "created": datetime.now(timezone.utc).isoformat(),
                "conditions": conditions(target, options, prompts), "prompts": hashes,
-               "discarded": discarded, "skipped": skipped, "alarms": _alarm_summary(records),
+               "discarded": discarded, "skipped": skipped, "truncated": truncated,
+               "alarms": _alarm_summary(records),
                "suites": summarize(records), "fits": plots.fits(records)}
     out.finish(summary, markdown(summary))
     if records:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+
+from seatkit import text
 from seatkit.bench.run import Target
 from seatkit.errors import SeatError
 from seatkit.host import gpus
@@ -26,7 +29,8 @@ def of_profile(name: str) -> Target:
                               "draft_model": _model_name(draft) if draft else None,
                               "image": profile.image.reference if profile.image else None,
                               "image_labels": _labels(running),
-                              "runtime": profile.runtime, "gpus": gpus.inventory()})
+                              "runtime": profile.runtime, "gpus": gpus.inventory()},
+                  verify=lambda: launch.require_identity(running))
 
 
 def _model_name(model) -> str:
@@ -43,6 +47,11 @@ def _labels(running: launch.Running) -> dict | None:
 
 
 def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    return Target(url.rstrip("/"), model, headers, k=k,
-                  conditions={"profile": None, "gpus": gpus.inventory()})
+    """Credentials in the URL (user:password@) go into a header, so no file or line shows them."""
+    url, credentials = text.split_credentials(url.rstrip("/"))
+    headers = {}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    elif credentials:
+        headers["Authorization"] = "Basic " + base64.b64encode(":".join(credentials).encode()).decode()
+    return Target(url, model, headers, k=k, conditions={"profile": None, "gpus": gpus.inventory()})

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from seatkit.errors import SeatError
 from seatkit.serve import profile as profiles
+from seatkit.text import printable
 
 out = Console()
 err = Console(stderr=True)
@@ -36,7 +37,8 @@ def main():
         exc.show()
         sys.exit(exc.exit_code)
     except SeatError as exc:
-        err.print(f"[red]error:[/] {escape(exc.message)}", highlight=False)
+        # Messages can quote a server's answer: no control character reaches the terminal.
+        err.print(f"[red]error:[/] {escape(printable(exc.message))}", highlight=False)
         if exc.hint:
-            err.print(f"[yellow]hint:[/] {escape(exc.hint)}", highlight=False)
+            err.print(f"[yellow]hint:[/] {escape(printable(exc.hint))}", highlight=False)
         sys.exit(exc.code)

@@ -11,7 +11,9 @@ from rich.table import Table
 
 from seatkit.bench import (compare, parity, report, run as bench_run, selftest, target as bench_target,
                            workload)
+from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
+from seatkit.cli.progress import progress
 from seatkit.errors import SeatError
 from seatkit.serve import profile as profiles
 
@@ -19,10 +21,11 @@ from seatkit.serve import profile as profiles
 class _BenchGroup(click.Group):
     """`seat bench [PROFILE] [options]` runs the bench; named subcommands (selftest) do their job."""
 
-    def resolve_command(self, ctx, args):
-        if not args or args[0] not in self.commands:
+    def parse_args(self, ctx, args):
+        # Before the group parses options: `seat bench --url …` is run's option, not the group's.
+        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
             args = ["run", *args]
-        return super().resolve_command(ctx, args)
+        return super().parse_args(ctx, args)
 
 
 @seat.group("bench", cls=_BenchGroup)
@@ -61,8 +64,12 @@ def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max
     options = bench_run.Options(warmups, repeats, {"temperature": temperature, "top_p": top_p,
                                                     "seed": seed})
     out_run = bench_run.RunDir(Path(out_dir), name or (model if url else profile))
-    with err.status("benchmarking") as status:
-        summary = bench_run.bench(target, prompts, options, out_run, progress=status.update)
+    try:
+        with progress(err, "bench") as update:
+            summary = bench_run.bench(target, prompts, options, out_run, progress=update)
+    except BaseException:  # Ctrl-C or a failure: what was measured so far is kept
+        err.print(f"partial run kept in {escape(str(out_run.path))}", highlight=False, soft_wrap=True)
+        raise
     print_summary(summary, out_run.path)
 
 
@@ -70,8 +77,8 @@ def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max
 @click.option("--repeats", default=3, show_default=True)
 def bench_selftest_cmd(repeats: int):
     """Measure the bench against a ground-truth oracle at 200-2,000 tok/s and 1-7 tokens/step."""
-    with err.status("selftest") as status:
-        result = selftest.selftest(repeats=repeats, progress=status.update)
+    with progress(err, "selftest") as update:
+        result = selftest.selftest(repeats=repeats, progress=update)
     table = Table("true tok/s", "measured", "true tokens/step", "measured", "true ms/step",
                   "measured", "worst error", "client-timed tok/s (error)", "client CPU us/token",
                   title="seat bench selftest")
@@ -83,7 +90,7 @@ def bench_selftest_cmd(repeats: int):
                       f"{max(p['error'].values()):.3%}",
                       f"{p['client_decode_tok_s']:.1f} ({p['client_error']:.2%})",
                       f"{p['client_cpu_us_per_token']:.1f}")
-    out.print(table)
+    tables.show(out, table)
     verdict = "met" if result["met"] else "NOT met"
     out.print(f"worst error {result['worst_error']:.3%}, goal {result['goal']:.1%}: {verdict}")
     sys.exit(0 if result["met"] else 1)
@@ -137,7 +144,7 @@ def _print_comparison(result: compare.Comparison) -> None:
             ratio = f" ({row['ratios'][k]:.3f})" if k in row["ratios"] else ""
             cells.append(f"{a if a is None else f'{a:.2f}'} / {b if b is None else f'{b:.2f}'}{ratio}")
         table.add_row(escape(row["a"]), escape(row["b"]), *cells, escape(row["verdict"]["text"]))
-    out.print(table)
+    tables.show(out, table)
 
 
 @bench_group.command("parity")
@@ -152,9 +159,9 @@ def bench_parity_cmd(profile, url, model, api_key, max_tokens, against, out_dir)
     """Record greedy outputs of the code and prose prompts (hashed), and compare with --against."""
     target = _target(profile, url, model, None, api_key)
     prompts = workload.suites(["code", "prose"], max_tokens)
-    with err.status("parity") as status:
+    with progress(err, "parity") as update:
         folder = parity.record(target, prompts, Path(out_dir), model if url else profile,
-                               progress=status.update)
+                               progress=update)
     out.print(f"parity record: {folder / 'parity.json'}")
     if against:
         _print_parity(parity.compare(against, folder))
@@ -182,11 +189,13 @@ def _print_parity(result: dict) -> None:
 
 
 def print_summary(summary: dict, path: Path) -> None:
-    table = Table(*report.HEADER, title=f"seat bench: {path}")
+    table = Table(*report.HEADER, title="seat bench")
     for row in report.rows(summary):
-        table.add_row(*row)
-    out.print(table)
+        table.add_row(*map(escape, row))
+    tables.show(out, table)
     for kind, alarm in summary["alarms"].items():
         out.print(f"[yellow]alarm {kind}[/] ({alarm['requests']} requests): {escape(alarm['example'])}")
+    for why in summary.get("truncated", []):
+        out.print(f"[yellow]truncated[/] (not measured): {escape(why)}")
     out.print(f"discarded (not alone on the server): {summary['discarded']}; "
-              f"report: {path / 'report.md'}")
+              f"report: {escape(str(path / 'report.md'))}", soft_wrap=True)

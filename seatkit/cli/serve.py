@@ -9,8 +9,11 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from seatkit.cli import tables
 from seatkit.cli.app import PROFILE, err, out, seat
+from seatkit.cli.progress import progress
 from seatkit.cli.bench import print_summary
+from seatkit import when
 from seatkit.errors import SeatError
 from seatkit.serve import demo, launch, lint, profile as profiles, render, runtime, spec as specs
 
@@ -57,7 +60,7 @@ def lint_cmd(profile: str, python: str | None, as_json: bool):
         for f in findings:
             table.add_row(f.verdict, f.kind, f.name, f.stage, f.message)
         if findings:
-            out.print(table)
+            tables.show(out, table)
         out.print(f"{len(errors)} error(s), {len(findings) - len(errors)} fork-only; "
                   f"{len(lint.server_argv(prof))} arguments checked")
     sys.exit(1 if errors else 0)
@@ -67,7 +70,8 @@ def lint_cmd(profile: str, python: str | None, as_json: bool):
 @click.argument("profile", default=profiles.EMBEDDED_DEFAULT, metavar="[PROFILE]")
 def setup_cmd(profile: str):
     """Make a native profile's runtime venv and build its local models (idempotent)."""
-    made = runtime.setup(profiles.load(profile), say=lambda m: err.print(f"[dim]setup:[/] {m}"))
+    with progress(err, f"setup {profile}") as update:
+        made = runtime.setup(profiles.load(profile), say=update)
     for what, path in made.items():
         out.print(f"{what}: {path}")
 
@@ -77,9 +81,9 @@ def setup_cmd(profile: str):
 def up_cmd(profile: str):
     """Preflight, start the seat, and wait until /health and /v1/models answer."""
     spec = _spec(profile)
-    with err.status(f"starting {profile}") as status:
-        run, waited = launch.up(spec, tick=lambda stage, t: status.update(
-            f"starting {profile}: waiting for {stage} ({t:.0f} s)"))
+    with progress(err, f"up {profile}") as update:
+        run, waited = launch.up(spec, tick=lambda stage, t: update(
+            f"waiting for {stage} ({t:.0f} s)"))
     out.print(f"[green]{profile} is up[/] after {waited:.1f} s: {run.url} serves model "
               f"[bold]{run.model}[/] ({run.runtime} {run.ident[:12]})")
     if run.api_key_file:
@@ -105,8 +109,8 @@ def status_cmd(profile: str, as_json: bool):
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
-    for key, value in info.items():
-        out.print(f"{key:>8}: {value}")
+    for key, value in when.readable(info).items():
+        out.print(f"{key:>8}: {value}", highlight=False)
 
 
 @seat.command("logs")
@@ -127,6 +131,6 @@ def logs_cmd(profile: str, follow: bool):
 @click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
 def demo_cmd(profile: str, out_dir: str):
     """The main job on a fresh machine: set up, start, run a short bench (code and prose), stop."""
-    with err.status(f"demo {profile}") as status:
-        summary, path = demo.run(profile, Path(out_dir), say=status.update)
+    with progress(err, f"demo {profile}") as update:
+        summary, path = demo.run(profile, Path(out_dir), say=update)
     print_summary(summary, path)

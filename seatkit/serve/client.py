@@ -10,6 +10,7 @@ from typing import Callable
 import requests
 
 from seatkit.errors import SeatError
+from seatkit.text import printable
 
 
 @dataclass
@@ -24,6 +25,7 @@ class Completion:
     last_s: float = 0.0  # request sent to last content chunk
     total_s: float = 0.0
     usage_seen: bool = field(default=False, repr=False)
+    cut: str = ""  # why the stream broke off after it had started; empty when it ended cleanly
 
 
 def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | None = None,
@@ -41,19 +43,25 @@ def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | N
         with requests.post(f"{url}/v1/completions", json=body, headers=headers or {}, stream=True,
                            timeout=timeout) as answer:
             if not answer.ok:
-                raise SeatError(f"{url} answered {answer.status_code}: {answer.text[:300]}")
+                raise SeatError(f"{url} answered {answer.status_code}: "
+                                f"{printable(answer.text[:300])}")
             # Hand over each event as it arrives, never waiting to fill a buffer: per HTTP chunk
             # when the stream is chunked (vLLM's is), else byte by byte.
-            for line in answer.iter_lines(chunk_size=None if answer.raw.chunked else 1):
-                if not line.startswith(b"data: ") or line == b"data: [DONE]":
-                    continue
-                _take(out, json.loads(line[6:]), start, on_text)
+            try:
+                for line in answer.iter_lines(chunk_size=None if answer.raw.chunked else 1):
+                    if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                        continue
+                    _take(out, json.loads(line[6:]), start, on_text)
+            except (requests.exceptions.ChunkedEncodingError, requests.ConnectionError) as exc:
+                if not out.chunks:
+                    raise
+                out.cut = type(exc).__name__  # a stream cut short: the caller records it as such
     except requests.RequestException as exc:
         raise SeatError(f"streaming from {url} failed: {exc}") from None
     except ValueError as exc:
         raise SeatError(f"{url} streamed something that is not JSON: {exc}") from None
     out.total_s = time.monotonic() - start
-    if not out.usage_seen:
+    if not out.usage_seen and not out.cut and out.finish_reason:
         raise SeatError(f"{url} sent no usage in its stream", "the server must honour stream_options")
     return out
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import subprocess
 import time
@@ -20,8 +19,10 @@ import requests
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.serve import preflight
+from seatkit.serve import identity, keys, preflight
 from seatkit.serve.spec import LaunchSpec, resolve
+
+ensure_api_key = keys.ensure
 
 
 @dataclass
@@ -38,7 +39,7 @@ class Running:
 
     @property
     def api_key(self) -> str | None:
-        return Path(self.api_key_file).read_text().strip() if self.api_key_file else None
+        return keys.read(self.api_key_file) if self.api_key_file else None
 
 
 def _state_file(profile: str) -> Path:
@@ -47,7 +48,13 @@ def _state_file(profile: str) -> Path:
 
 def recorded(profile: str) -> Running | None:
     path = _state_file(profile)
-    return Running(**json.loads(path.read_text())) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        return Running(**json.loads(path.read_text()))
+    except (ValueError, TypeError) as exc:  # torn or foreign: say so, never a traceback
+        raise SeatError(f"the run record {path} is unreadable ({exc})",
+                        "check what runs (ps, docker ps), stop it by hand, then delete the file") from None
 
 
 def _record(run: Running) -> None:
@@ -56,17 +63,6 @@ def _record(run: Running) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(run), indent=2))
     tmp.replace(path)
-
-
-def ensure_api_key(path: Path) -> Path:
-    """A key file readable by its owner alone; made once, never printed."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_urlsafe(32) + "\n")
-    os.chmod(path, 0o600)
-    return path
 
 
 def _native_start(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict) -> str:
@@ -149,8 +145,26 @@ def headers(run: Running) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+def who_listens(run: Running) -> str:
+    """identity.OURS when only the seat's processes listen on its port; raises on a stranger."""
+    port = int(run.url.rsplit(":", 1)[1])
+    if run.runtime == "native":
+        return identity.check(port, lambda: identity.session_pids(int(run.ident)))
+    return identity.check(port, lambda: identity.container_pids(run.ident))
+
+
+def require_identity(run: Running) -> str:
+    """Before and after each bench group: the seat still listens, and nothing else does."""
+    proof = who_listens(run)
+    if proof == identity.NOT_YET:
+        raise SeatError(f"nothing of {run.profile}'s listens on {run.url} any more",
+                        f"seat status {run.profile}; seat logs {run.profile}")
+    return proof
+
+
 def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None]) -> float:
-    """Poll /health, then /v1/models, until both answer; returns seconds waited."""
+    """Poll /health, then /v1/models, until both answer from the seat's own listener alone;
+    returns seconds waited."""
     start = time.monotonic()
     stage = "health"
     while True:
@@ -158,6 +172,7 @@ def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None])
         if not alive(run):
             raise SeatError(f"the seat exited before it was ready; last log lines:\n{_tail(run.log)}",
                             f"full log: {run.log}")
+        proof = who_listens(run)  # a stranger on the port ends the wait at once
         if waited > timeout:
             raise SeatError(f"the seat was not ready after {timeout:.0f} s (waiting for {stage})",
                             f"seat logs {run.profile}; raise server.health_timeout_s for cold caches")
@@ -166,7 +181,8 @@ def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None])
                 stage = "models"
             if stage == "models":
                 answer = requests.get(f"{run.url}/v1/models", headers=headers(run), timeout=5)
-                if answer.ok and any(m["id"] == run.model for m in answer.json()["data"]):
+                if (answer.ok and any(m["id"] == run.model for m in answer.json()["data"])
+                        and proof != identity.NOT_YET):
                     return waited
         except (requests.RequestException, ValueError, KeyError):
             pass
@@ -182,12 +198,13 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None)
         raise SeatError(f"{p.name} is already up ({previous.runtime} {previous.ident[:12]}, {previous.url})",
                         f"seat down {p.name} first")
     values = spec.values()
-    preflight.run(spec, values)
+    keys.refuse_exposure(values["SEAT_HOST"], bool(spec.api_key_file))
     env = {}
     key_file = ""
-    if spec.api_key_file:
-        key_file = str(ensure_api_key(Path(resolve(spec.api_key_file, values))))
-        env["VLLM_API_KEY"] = Path(key_file).read_text().strip()
+    if spec.api_key_file:  # made before preflight, which checks it
+        key_file = str(keys.ensure(Path(resolve(spec.api_key_file, values))))
+        env["VLLM_API_KEY"] = keys.read(key_file)
+    preflight.run(spec, values)
     log = paths.seat_home() / "logs" / f"{p.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -274,8 +291,15 @@ def status(profile: str) -> dict:
     info.pop("api_key_file")
     try:
         info["health"] = requests.get(f"{run.url}/health", timeout=2).status_code
+        answer = requests.get(f"{run.url}/v1/models", headers=headers(run), timeout=5)
+        info["models"] = ([m.get("id") for m in answer.json()["data"]] if answer.ok
+                          else f"HTTP {answer.status_code}")
+    except SeatError as exc:  # the key file went bad since `up`
+        info["models"] = exc.message
     except requests.RequestException as exc:
-        info["health"] = f"unreachable ({type(exc).__name__})"
+        info.setdefault("health", f"unreachable ({type(exc).__name__})")
+    except (ValueError, KeyError, TypeError):
+        info["models"] = "not an OpenAI model list"
     return info
 
 

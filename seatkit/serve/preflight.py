@@ -8,6 +8,7 @@ from pathlib import Path
 
 from seatkit.errors import SeatError
 from seatkit.image import build as image_build
+from seatkit.serve import keys
 from seatkit.serve.spec import Check, LaunchSpec, resolve
 
 
@@ -81,7 +82,9 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
             _fail(f"{check.label} directory not found: {subject}", hint)
         if not spec.native and set(subject) & {":", ","}:
             _fail(f"{check.label} directory has ':' or ',', which docker mounts cannot take: {subject}")
-    elif kind in ("file", "api-key"):
+    elif kind == "api-key":
+        keys.read(subject)
+    elif kind == "file":
         path = Path(subject)
         if not path.is_file() or path.stat().st_size == 0:
             _fail(f"{check.label} is missing or empty: {subject}")

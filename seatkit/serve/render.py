@@ -107,7 +107,8 @@ def render_compose(spec: LaunchSpec) -> str:
         },
     }
     if spec.api_key_file:
-        service["environment"]["VLLM_API_KEY"] = "${VLLM_API_KEY:?set VLLM_API_KEY}"
+        service["environment"]["VLLM_API_KEY"] = ("${VLLM_API_KEY:?export VLLM_API_KEY from the seat's key file "
+                                              "(SEAT_API_KEY_FILE in .env; seat up makes it)}")
     header = (f"# {p.name}: rendered by `seat render` from profiles/{p.name}.yaml "
               f"(profile sha256 {p.sha256[:16]}).\n"
               "# Do not edit: change the profile and run `seat render`. Host knobs live in .env.\n"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from seatkit import paths
 from seatkit.image import build as image_build, overlay
-from seatkit.serve import grammar
+from seatkit.serve import grammar, keys
 from seatkit.serve.profile import Profile
 
 
@@ -188,9 +188,9 @@ def build(profile: Profile) -> LaunchSpec:
     env = dict(profile.env)
     api_key_file = None
     if server.api_key:
-        knobs.append(Knob("SEAT_API_KEY_FILE", str(paths.seat_home() / "keys" / profile.name),
+        knobs.append(Knob("SEAT_API_KEY_FILE", str(keys.key_file(profile.name)),
                           "file holding the API key (mode 0600; `seat up` makes it)",
-                          shell_default=f'${{XDG_CACHE_HOME:-$HOME/.cache}}/seatkit/keys/{profile.name}'))
+                          shell_default=keys.shell_key_file(profile.name)))
         api_key_file = (Ref("SEAT_API_KEY_FILE"),)
         checks.append(Check("api-key", api_key_file, "API key file"))
     return LaunchSpec(profile=profile, knobs=knobs, env=env, command=command, checks=checks,

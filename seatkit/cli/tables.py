@@ -1,0 +1,29 @@
+"""Tables that fit the console: as a grid when they fit, else one block of `header: value` per row."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+
+def fits(console: Console, table: Table) -> bool:
+    unbounded = console.options.update_width(10_000)  # the width it wants, not what it would get
+    return Measurement.get(console, unbounded, table).maximum <= console.width
+
+
+def show(console: Console, table: Table) -> None:
+    if fits(console, table):
+        console.print(table)
+        return
+    headers = [str(c.header) for c in table.columns]
+    columns = [list(c.cells) for c in table.columns]
+    width = max(map(len, headers))
+    blocks = [Text(str(table.title), style="bold")] if table.title else []
+    for row in zip(*columns):
+        blocks.append(Text(""))
+        for header, cell in zip(headers, row):
+            blocks.append(Text.assemble(f"{header:>{width}}: ", cell if isinstance(cell, Text)
+                                        else Text.from_markup(str(cell))))
+    console.print(Group(*blocks))

