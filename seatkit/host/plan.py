@@ -209,6 +209,12 @@ def systemd_boot(system: System, wanted: list[str], choices: Choices):
     if not kernels:
         raise SeatError("no installed kernel found for kernel-install (/usr/lib/modules/*/vmlinuz, "
                         "/boot/vmlinuz-*)")
+    by_hand = [e for e in detect.loader_entries(system)
+               if not any(re.search(rf"-{re.escape(v)}(\+\d+(-\d+)?)?\.conf$", e) for v, _ in kernels)]
+    if by_hand:
+        raise SeatError(f"loader entries not written by kernel-install for an installed kernel: "
+                        f"{', '.join(by_hand)}: they would keep booting the old command line",
+                        "add the tokens to them by hand, or remove them, then plan again")
     current = system.read_bytes(KERNEL_CMDLINE)
     if current is None:  # kernel-install falls back to the running command line
         current = " ".join(t for t in cmdline.split(system.read_bytes("/proc/cmdline") or b"")
@@ -311,6 +317,12 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
         else:
             plan.ops += ops
             plan.regen += regen
+
+    for path in [p for op in plan.ops for p in ([op.path] if isinstance(op, FileOp) else op.touches)]:
+        try:  # every refusal a write would meet, found before anything changes
+            system.check_writable(path)
+        except SeatError as exc:
+            refuse(exc.message)
 
     active = journal.active()
     last = active[-1] if active else None
