@@ -207,8 +207,11 @@ class FakeHost:
 
     def kernel_install(self, version: str) -> None:
         self.inside("kernel-install")
-        self.write(f"/boot/efi/loader/entries/{MACHINE}-{version}.conf",
-                   f"title Arch\nlinux /{MACHINE}/{version}/linux\noptions {self.read('/etc/kernel/cmdline').strip()}\n")
+        # like 90-loaderentry.install: the file's words, whitespace runs made one space
+        options = b" ".join(self.path("/etc/kernel/cmdline").read_bytes().split())
+        self.path("/boot/efi/loader/entries").mkdir(parents=True, exist_ok=True)
+        self.path(f"/boot/efi/loader/entries/{MACHINE}-{version}.conf").write_bytes(
+            f"title Arch\nlinux /{MACHINE}/{version}/linux\noptions ".encode() + options + b"\n")
 
     # --- reboot: what is configured becomes live --------------------------------------------------
     def configured_cmdline(self) -> str:
