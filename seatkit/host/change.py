@@ -13,13 +13,12 @@ recover terminates.
 from __future__ import annotations
 
 import difflib
+import os
 import time
 from typing import Callable
 
 from seatkit import __version__
 from seatkit.errors import SeatError
-import os
-
 from seatkit.host import grub_defaults, lock, plan as host_plan, readback
 from seatkit.host.journal import STATE, Journal, Transaction, new_txid, sha256
 from seatkit.host.plan import CommandOp, FileOp, Plan
@@ -113,7 +112,7 @@ def _require_root(system: System) -> None:
 
 def _clean_temp(system: System, journal: Journal, progress: Progress) -> None:
     """seatkit's own temp files in every folder it writes, left by a kill inside a write."""
-    paths = {op for op in (host_plan.MODPROBE_FILE, host_plan.GRUB_DROPIN, host_plan.KERNEL_CMDLINE)}
+    paths = {host_plan.MODPROBE_FILE, host_plan.GRUB_DROPIN, host_plan.KERNEL_CMDLINE}
     for t in journal.transactions():
         for r in t.records:
             paths.update([r["path"]] if "path" in r else [x["path"] for x in r.get("touches", [])])
@@ -122,11 +121,10 @@ def _clean_temp(system: System, journal: Journal, progress: Progress) -> None:
             progress(f"removed leftover temp file {path}")
 
 
-def _same(a: Plan, b: Plan) -> bool:
-    return (a.refusals, a.regen, [(getattr(o, "path", None), getattr(o, "new", None), getattr(o, "argv", None))
-                                  for o in a.ops]) == \
-        (b.refusals, b.regen, [(getattr(o, "path", None), getattr(o, "new", None), getattr(o, "argv", None))
-                               for o in b.ops])
+def _signature(plan: Plan) -> tuple:
+    """What apply would do: two plans with one signature act the same."""
+    return plan.refusals, plan.regen, [(op.path, op.new) if isinstance(op, FileOp) else op.argv
+                                       for op in plan.ops]
 
 
 def apply(plan: Plan, system: System, progress: Progress = lambda line: None) -> str | None:
@@ -140,7 +138,7 @@ def apply(plan: Plan, system: System, progress: Progress = lambda line: None) ->
     _require_root(system)
     with lock.held(system, f"apply {plan.profile}"):
         fresh = host_plan.build(plan.source, system, plan.choices) if plan.source else plan
-        if not _same(plan, fresh):  # another change got in between: the plan shown is stale
+        if _signature(plan) != _signature(fresh):  # another change got in between: the plan shown is stale
             raise SeatError("the host changed since this plan was made"
                             + (":\n  - " + "\n  - ".join(fresh.refusals) if fresh.refusals else ""),
                             "run `seat host plan` again")
