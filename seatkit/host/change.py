@@ -115,7 +115,7 @@ def _clean_temp(system: System, journal: Journal, progress: Progress) -> None:
     paths = {host_plan.MODPROBE_FILE, host_plan.GRUB_DROPIN, host_plan.KERNEL_CMDLINE}
     for t in journal.transactions():
         for r in t.records:
-            paths.update([r["path"]] if "path" in r else [x["path"] for x in r.get("touches", [])])
+            paths.update([r["path"]] if "path" in r else [x["path"] for x in r.get("touches", r.get("files", []))])
     for folder in sorted({os.path.dirname(p) for p in paths}):
         for path in system.clean_temp(folder):
             progress(f"removed leftover temp file {path}")
@@ -157,6 +157,9 @@ def _apply(plan: Plan, system: System, progress: Progress) -> str | None:
     try:
         for op in plan.ops:
             change.write(op) if isinstance(op, FileOp) else change.command(op)
+        if plan.keep:
+            change.record({"type": "keep", "files": [{"path": p, "sha_before": sha256(system.read_bytes(p)),
+                                                      "backup": change.save("before", p)} for p in plan.keep]})
         for argv in plan.regen:
             change.run(argv)
     except (SeatError, OSError) as exc:
@@ -221,7 +224,7 @@ def _edited(system: System, tx: Transaction) -> list[str]:
 def _missing_backups(system: System, tx: Transaction) -> list[str]:
     """Restores that would need a backup which is gone or damaged (a deleted backups folder)."""
     out = []
-    for step in _steps(tx):
+    for step in _steps(tx) + [{"type": "keep", "touches": f} for r in tx.of_type("keep") for f in [r["files"]]]:
         files = [step] if step["type"] == "file" else step["touches"]
         for f in files:
             if f["backup"] and sha256(system.read_bytes(f["path"])) != f["sha_before"] \
@@ -282,6 +285,8 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
             change.run(argv)
         except ToolFailed as exc:  # the files are back; a tool that cannot run is the user's to fix
             failed.append(fix_for(system, exc.argv, exc.output))
+    for kept in (f for r in tx.of_type("keep") for f in r["files"]):  # entries as they were, hand edits too
+        _restore(change, kept["path"], kept["sha_before"], kept["backup"])
     change.commit(**({"regen_failed": failed} if failed else {}))
     if failed:
         raise RegenFailed(change.txid, failed)

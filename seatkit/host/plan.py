@@ -51,6 +51,7 @@ class Plan:
     refusals: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     snippet: str | None = None
+    keep: list[str] = field(default_factory=list)  # files regeneration rewrites: kept byte for byte
     source: HostProfile | None = None  # what apply re-plans from under the lock
     choices: Choices | None = None
 
@@ -317,8 +318,10 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
         else:
             plan.ops += ops
             plan.regen += regen
+            if facts.stack == "systemd-boot":  # kernel-install rewrites its entries, hand edits too
+                plan.keep = detect.loader_entries(system)
 
-    for path in [p for op in plan.ops for p in ([op.path] if isinstance(op, FileOp) else op.touches)]:
+    for path in plan.keep + [p for op in plan.ops for p in ([op.path] if isinstance(op, FileOp) else op.touches)]:
         try:  # every refusal a write would meet, found before anything changes
             system.check_writable(path)
         except SeatError as exc:

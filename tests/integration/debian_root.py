@@ -63,7 +63,10 @@ def make(root: Path) -> Path:
     modules.mkdir(parents=True, exist_ok=True)
     for name in ("modules.order", "modules.builtin", "modules.builtin.modinfo"):
         (modules / name).write_text("")
-    shutil.copy(root / "usr/share/grub/default/grub", root / "etc/default/grub")
+    shutil.copy(root / "usr/share/grub/default/grub", root / "etc/default/grub")  # as grub-pc's postinst
+    (root / "boot/grub").mkdir(exist_ok=True)
+    for bulk in ("usr/share/doc", "usr/share/man", "usr/share/locale", "var/cache/apt"):
+        shutil.rmtree(root / bulk, ignore_errors=True)  # less to copy for each test
     (root / "etc/machine-id").write_text("0123456789abcdef0123456789abcdef\n")
     return root
 

@@ -418,3 +418,14 @@ def test_an_attribute_that_cannot_be_copied_is_refused_with_the_reason(tmp_path,
         host.system.write("/etc/kernel/cmdline", b"x\n")
     assert host.read("/etc/kernel/cmdline").startswith("root=UUID=abc")
     assert not list(host.root.glob("etc/kernel/.*"))  # no temp file either
+
+
+def test_a_hand_edit_to_a_kernel_install_entry_survives_apply_and_rollback(tmp_path):
+    host = FakeHost(tmp_path, "systemd-boot")
+    entry = host.path(f"/boot/efi/loader/entries/{MACHINE}-{KVER}.conf")
+    entry.write_bytes(entry.read_bytes() + b"sort-key arch\n")  # kernel-install would not write this
+    pristine = host.tree()
+    apply(host)
+    assert b"iommu=off" in entry.read_bytes()
+    change.rollback(host.system)
+    assert host.tree() == pristine
