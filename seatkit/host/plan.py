@@ -337,7 +337,7 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
 
 def diff(system: System, op: FileOp) -> str:
     old = (system.read(op.path) or "").splitlines(keepends=True)
-    new = (op.new or b"").decode().splitlines(keepends=True)
+    new = (op.new or b"").decode(errors="replace").splitlines(keepends=True)  # for display only
     return "".join(difflib.unified_diff(old, new, f"a{op.path}", f"b{op.path}"))
 
 

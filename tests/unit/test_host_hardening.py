@@ -254,6 +254,8 @@ def test_systemd_boot_entries_get_the_exact_bytes_and_rollback_gives_them_back(t
     host.path("/etc/kernel/cmdline").write_bytes(original)
     host.run(["kernel-install", "add", KVER, "x"])
     pristine = host.tree()
+    shown = json.dumps(host_plan.to_json(make_plan(host), host.system))  # the diff shows, for display
+    assert "+root=UUID=abc rw acpi_osi=\\\"Windows 2015\\\"\\tcaf\\ufffd=1 iommu=off" in shown
     apply(host)
     assert host.path("/etc/kernel/cmdline").read_bytes() == original[:-2] + b" iommu=off amd_iommu=off\r\n"
     entry = host.path(f"/boot/efi/loader/entries/{MACHINE}-{KVER}.conf").read_bytes()
