@@ -171,9 +171,23 @@ def rollback_cmd(txid: str | None):
 
 @host_group.command("recover")
 def recover_cmd():
-    """Undo every transaction that was cut short (a crash, a failed command), from the journal."""
+    """Undo every transaction that was cut short (a crash, a failed command), from the journal.
+
+    It always ends with nothing open: when a regeneration tool keeps failing, the files are
+    restored, the failure is recorded once, and the exact fix (file, output, command) is printed."""
     closed = host_change.recover(System(), progress=lambda line: out.print(escape(line)))
     out.print(f"recovered: {', '.join(closed)}" if closed else "nothing to recover: no open transaction")
+
+
+@host_group.command("forget")
+@click.argument("txid", metavar="TX")
+def forget_cmd(txid: str):
+    """Close a transaction without touching any file: the way out when its backups are gone.
+
+    Put the files rollback names back by hand first (or accept them as they are); the journal
+    then records the transaction as undone, so plan and apply work again."""
+    host_change.forget(System(), txid)
+    out.print(f"forgot transaction {txid}: the journal records it as undone by hand")
 
 
 @host_group.command("verify-p2p")

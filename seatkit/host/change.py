@@ -3,22 +3,43 @@
 Apply backs up each file before writing it and records each command before running it, so a
 transaction cut short anywhere leaves enough in the journal for `recover` to undo it. Rollback
 restores byte for byte and stops, changing nothing, when a file was edited since seatkit wrote it.
+One change at a time: apply, rollback, recover and forget hold the host lock.
+
+A regeneration tool that fails while undoing (a defaults file the user broke) does not keep the
+transaction open: the files are restored, the failure is recorded once with the exact fix, and
+recover terminates.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import time
 from typing import Callable
 
 from seatkit import __version__
 from seatkit.errors import SeatError
+from seatkit.host import grub_defaults, lock, plan as host_plan, readback
 from seatkit.host.journal import STATE, Journal, Transaction, new_txid, sha256
 from seatkit.host.plan import CommandOp, FileOp, Plan
 from seatkit.host.system import System
 
 Progress = Callable[[str], None]
 TAIL = 2000
+
+
+class ToolFailed(SeatError):
+    def __init__(self, argv: list[str], rc: int, output: str):
+        super().__init__(f"`{' '.join(argv)}` failed (exit {rc}): {output.strip()[-500:]}")
+        self.argv, self.output = argv, output
+
+
+def fix_for(system: System, argv: list[str], output: str) -> str:
+    """The exact way out after a regeneration tool failed: the file to fix, the tool's words, the command."""
+    named = grub_defaults.syntax_errors(system) if argv[0] in ("update-grub", "grub-mkconfig") else []
+    return (f"`{' '.join(argv)}` failed: {output.strip()[-800:]}\n"
+            + (f"fix: {'; '.join(named)}\n" if named else "fix what its output names, ")
+            + f"then run: {' '.join(argv)}")
 
 
 class Change:
@@ -47,8 +68,11 @@ class Change:
         before = self.system.read_bytes(op.path)
         backup = self.save("before", op.path)
         self.system.fault(f"backed-up {op.path}")
+        meta = self.system.path(op.path).stat() if before is not None else None
         self.record({"type": "file", "path": op.path, "existed": before is not None,
-                     "sha_before": sha256(before), "sha_after": sha256(op.new), "backup": backup})
+                     "sha_before": sha256(before), "sha_after": sha256(op.new), "backup": backup,
+                     "created": self.system.missing_dirs(op.path),
+                     "meta": [meta.st_mode & 0o7777, meta.st_uid, meta.st_gid] if meta else None})
         self.system.fault(f"journaled {op.path}")
         if op.new is None:
             self.system.remove(op.path)
@@ -74,8 +98,7 @@ class Change:
                      "after": {p: sha256(self.system.read_bytes(p)) for p in touches}})
         self.system.fault(f"recorded {argv[0]}")
         if rc != 0:
-            raise SeatError(f"`{' '.join(argv)}` failed (exit {rc}): {output.strip()[-500:]}",
-                            f"transaction {self.txid} is left open: `seat host recover` undoes it")
+            raise ToolFailed(argv, rc, output)
 
     def commit(self, **extra) -> None:
         self.system.fault("before commit")
@@ -87,6 +110,23 @@ def _require_root(system: System) -> None:
         raise SeatError("changing the host needs root", "run it with sudo; `seat host plan` works without")
 
 
+def _clean_temp(system: System, journal: Journal, progress: Progress) -> None:
+    """seatkit's own temp files in every folder it writes, left by a kill inside a write."""
+    paths = {host_plan.MODPROBE_FILE, host_plan.GRUB_DROPIN, host_plan.KERNEL_CMDLINE}
+    for t in journal.transactions():
+        for r in t.records:
+            paths.update([r["path"]] if "path" in r else [x["path"] for x in r.get("touches", r.get("files", []))])
+    for folder in sorted({os.path.dirname(p) for p in paths}):
+        for path in system.clean_temp(folder):
+            progress(f"removed leftover temp file {path}")
+
+
+def _signature(plan: Plan) -> tuple:
+    """What apply would do: two plans with one signature act the same."""
+    return plan.refusals, plan.regen, [(op.path, op.new) if isinstance(op, FileOp) else op.argv
+                                       for op in plan.ops]
+
+
 def apply(plan: Plan, system: System, progress: Progress = lambda line: None) -> str | None:
     """The transaction id, or None when the host already matches (nothing written, nothing run)."""
     if plan.refusals:
@@ -96,6 +136,17 @@ def apply(plan: Plan, system: System, progress: Progress = lambda line: None) ->
         raise SeatError("NixOS is configured declaratively: seatkit changes nothing here",
                         "put the snippet from `seat host plan` into configuration.nix")
     _require_root(system)
+    with lock.held(system, f"apply {plan.profile}"):
+        fresh = host_plan.build(plan.source, system, plan.choices) if plan.source else plan
+        if _signature(plan) != _signature(fresh):  # another change got in between: the plan shown is stale
+            raise SeatError("the host changed since this plan was made"
+                            + (":\n  - " + "\n  - ".join(fresh.refusals) if fresh.refusals else ""),
+                            "run `seat host plan` again")
+        _clean_temp(system, Journal(system), progress)
+        return _apply(plan, system, progress)
+
+
+def _apply(plan: Plan, system: System, progress: Progress) -> str | None:
     begin = {"action": "apply", "profile": plan.profile, "facts": plan.facts.to_json(),
              "regen": plan.regen, "edit": plan.edit.to_json() if plan.edit else None,
              "intent": [op.path if isinstance(op, FileOp) else op.argv for op in plan.ops]}
@@ -103,10 +154,26 @@ def apply(plan: Plan, system: System, progress: Progress = lambda line: None) ->
     if not plan.ops:
         change.commit(noop=True)
         return None
-    for op in plan.ops:
-        change.write(op) if isinstance(op, FileOp) else change.command(op)
-    for argv in plan.regen:
-        change.run(argv)
+    try:
+        for op in plan.ops:
+            change.write(op) if isinstance(op, FileOp) else change.command(op)
+        if plan.keep:
+            change.record({"type": "keep", "files": [{"path": p, "sha_before": sha256(system.read_bytes(p)),
+                                                      "backup": change.save("before", p)} for p in plan.keep]})
+        for argv in plan.regen:
+            change.run(argv)
+    except (SeatError, OSError) as exc:
+        raise SeatError(f"apply stopped half-way: {exc}",
+                        f"transaction {change.txid} is left open: `seat host recover` undoes it") from None
+    lost = readback.lost(system, plan)
+    if lost:  # written is not applied: what the boot tool produced does not carry the edit
+        tx = next(t for t in Journal(system).transactions() if t.txid == change.txid)
+        by = revert(tx, system, progress)
+        change.record({"type": "commit", "recovered_by": by, "reason": lost})
+        raise SeatError(f"the boot configuration the tool generated does not carry the change ({lost}); "
+                        f"transaction {change.txid} was rolled back by {by}",
+                        "make the file that wins append to the command line instead of setting it, "
+                        "then apply again")
     change.commit()
     return change.txid
 
@@ -154,19 +221,39 @@ def _edited(system: System, tx: Transaction) -> list[str]:
     return problems
 
 
-def _restore(change: Change, path: str, before: str | None, backup: str | None) -> None:
+def _missing_backups(system: System, tx: Transaction) -> list[str]:
+    """Restores that would need a backup which is gone or damaged (a deleted backups folder)."""
+    out = []
+    for step in _steps(tx) + [{"type": "keep", "touches": f} for r in tx.of_type("keep") for f in [r["files"]]]:
+        files = [step] if step["type"] == "file" else step["touches"]
+        for f in files:
+            if f["backup"] and sha256(system.read_bytes(f["path"])) != f["sha_before"] \
+                    and sha256(system.read_bytes(f["backup"])) != f["sha_before"]:
+                out.append(f"{f['path']}: its backup {f['backup']} is missing or damaged (the original "
+                           f"had SHA-256 {f['sha_before']})")
+    return out
+
+
+def _restore(change: Change, path: str, before: str | None, backup: str | None,
+             created: list[str] = (), meta: list[int] | None = None) -> None:
     system = change.system
-    if sha256(system.read_bytes(path)) == before:
-        return
-    change.progress(f"restore {path}")
-    if backup is None:
-        system.remove(path)
-    else:
-        system.write(path, system.read_bytes(backup))
     if sha256(system.read_bytes(path)) != before:
-        raise SeatError(f"{path} does not match its backup after the restore",
-                        f"the backup is {backup}; transaction {change.txid} stays open")
-    change.record({"type": "restored", "path": path})
+        change.progress(f"restore {path}")
+        if backup is None:
+            system.remove(path)
+        else:
+            system.write(path, system.read_bytes(backup))
+        if sha256(system.read_bytes(path)) != before:
+            raise SeatError(f"{path} does not match its backup after the restore",
+                            f"the backup is {backup}; transaction {change.txid} stays open")
+        change.record({"type": "restored", "path": path})
+    if meta and system.exists(path):  # a tool may have recreated the file with its own mode
+        os.chmod(system.path(path), meta[0])
+        if system.euid == 0:
+            os.chown(system.path(path), meta[1], meta[2])
+    for folder in reversed(created):  # folders apply made go when they are empty again
+        if system.entries(folder) == []:
+            system.path(folder).rmdir()
 
 
 def revert(tx: Transaction, system: System, progress: Progress = lambda line: None) -> str:
@@ -176,46 +263,101 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
     if problems:
         raise SeatError("\n".join(problems) + "\nnothing was changed",
                         "merge the edits by hand (or move the files aside), then roll back again")
+    gone = _missing_backups(system, tx)
+    if gone:
+        raise SeatError("cannot restore the original bytes:\n  - " + "\n  - ".join(gone)
+                        + "\nnothing was changed",
+                        f"put those files back by hand (or accept them as they are), then "
+                        f"`seat host forget {tx.txid}` closes the transaction")
     change = Change(system, progress, {"action": "rollback", "of": tx.txid, "profile": tx.begin["profile"]})
     for step in reversed(_steps(tx)):
         if step["type"] == "file":
-            _restore(change, step["path"], step["sha_before"], step["backup"])
+            _restore(change, step["path"], step["sha_before"], step["backup"],
+                     step.get("created", []), step.get("meta"))
             continue
         if any(sha256(system.read_bytes(t["path"])) != t["sha_before"] for t in step["touches"]):
             change.run(step["undo"], record_type="result")
         for t in step["touches"]:  # the tool's own undo may format differently: bytes decide
             _restore(change, t["path"], t["sha_before"], t["backup"])
+    failed = []
     for argv in tx.begin["regen"]:
-        change.run(argv)
-    change.commit()
+        try:
+            change.run(argv)
+        except ToolFailed as exc:  # the files are back; a tool that cannot run is the user's to fix
+            failed.append(fix_for(system, exc.argv, exc.output))
+    for kept in (f for r in tx.of_type("keep") for f in r["files"]):  # entries as they were, hand edits too
+        _restore(change, kept["path"], kept["sha_before"], kept["backup"])
+    change.commit(**({"regen_failed": failed} if failed else {}))
+    if failed:
+        raise RegenFailed(change.txid, failed)
     return change.txid
 
 
+class RegenFailed(SeatError):
+    def __init__(self, txid: str, fixes: list[str]):
+        super().__init__(f"the files are restored (transaction {txid} is closed), but regenerating "
+                         "the boot files failed:\n" + "\n".join(fixes),
+                         "until that command succeeds the generated boot files may still carry "
+                         "seatkit's change")
+        self.txid, self.fixes = txid, fixes
+
+
 def rollback(system: System, txid: str | None = None, progress: Progress = lambda line: None) -> str:
-    journal = Journal(system)
-    if journal.open():
-        raise SeatError(f"transaction {journal.open()[0].txid} was interrupted",
-                        "run `seat host recover` first")
-    active = journal.active()
-    if not active:
-        raise SeatError("nothing to roll back: no applied transaction in the journal")
-    tx = next((t for t in active if t.txid == txid), None) if txid else active[-1]
-    if tx is None:
-        raise SeatError(f"no applied transaction {txid}",
-                        "in force: " + ", ".join(t.txid for t in active))
-    return revert(tx, system, progress)
+    with lock.held(system, "rollback"):
+        journal = Journal(system)
+        if journal.open():
+            raise SeatError(f"transaction {journal.open()[0].txid} was interrupted",
+                            "run `seat host recover` first")
+        active = journal.active()
+        if not active:
+            raise SeatError("nothing to roll back: no applied transaction in the journal")
+        tx = next((t for t in active if t.txid == txid), None) if txid else active[-1]
+        if tx is None:
+            raise SeatError(f"no applied transaction {txid}",
+                            "in force: " + ", ".join(t.txid for t in active))
+        return revert(tx, system, progress)
 
 
 def recover(system: System, progress: Progress = lambda line: None) -> list[str]:
-    """Undo every transaction that was cut short; returns the ids it closed."""
-    journal = Journal(system)
-    closed = []
-    by_id = {t.txid: t for t in journal.transactions()}
-    for tx in journal.open():
-        target = by_id[tx.begin["of"]] if tx.action == "rollback" else tx
-        progress(f"transaction {tx.txid} ({tx.action}, {tx.begin['profile']}) was cut short: undoing "
-                 f"{target.txid}")
-        by = revert(target, system, progress)
-        journal.append({"tx": tx.txid, "type": "commit", "recovered_by": by})
-        closed.append(tx.txid)
-    return closed
+    """Undo every transaction that was cut short; returns the ids it closed. A regeneration tool
+    that fails is recorded once and its fix raised after everything is closed: recover terminates."""
+    if not Journal(system).open():
+        return []
+    _require_root(system)
+    with lock.held(system, "recover"):
+        journal = Journal(system)
+        _clean_temp(system, journal, progress)
+        closed, fixes = [], []
+        by_id = {t.txid: t for t in journal.transactions()}
+        for tx in journal.open():
+            target = by_id[tx.begin["of"]] if tx.action == "rollback" else tx
+            progress(f"transaction {tx.txid} ({tx.action}, {tx.begin['profile']}) was cut short: undoing "
+                     f"{target.txid}")
+            try:
+                by = revert(target, system, progress)
+            except RegenFailed as exc:
+                by, fixes = exc.txid, fixes + exc.fixes
+            journal.append({"tx": tx.txid, "type": "commit", "recovered_by": by})
+            closed.append(tx.txid)
+        if fixes:
+            raise SeatError(f"recovered {', '.join(closed)}: every file is restored, but regenerating "
+                            "the boot files failed:\n" + "\n".join(fixes),
+                            "nothing is left open: after the fix, run the command shown; "
+                            "`seat host recover` has nothing more to do")
+        return closed
+
+
+def forget(system: System, txid: str) -> None:
+    """Close a transaction without touching files: the way out when its backups are gone and the
+    user has put the files back (or accepted them) by hand."""
+    _require_root(system)
+    with lock.held(system, f"forget {txid}"):
+        journal = Journal(system)
+        tx = next((t for t in journal.transactions() if t.txid == txid and t.action == "apply"), None)
+        if tx is None or txid in journal.undone():
+            raise SeatError(f"no open or applied transaction {txid}")
+        change = Change(system, lambda line: None, {"action": "rollback", "of": txid,
+                                                    "profile": tx.begin["profile"], "forgotten": True})
+        change.commit()
+        if not tx.committed:
+            journal.append({"tx": txid, "type": "commit", "recovered_by": change.txid})

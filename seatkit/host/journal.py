@@ -3,6 +3,11 @@
 A transaction writes its intent first, then one record before each file write (with the backup
 already made) and before each command, a result after it, and a commit last. A transaction without
 a commit is what `seat host recover` finds and undoes.
+
+A crash or a full disk can cut the last line short. That record was never acknowledged (its
+fsync never returned), so a torn tail is read as "this step did not happen": its transaction
+stays open for recover, and the next append cuts the torn bytes off first. A damaged line
+anywhere else is an error naming the line.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from seatkit.errors import SeatError
 from seatkit.host.system import System
 
 STATE = "/var/lib/seatkit/host"
@@ -56,18 +62,43 @@ class Journal:
     def append(self, record: dict) -> None:
         path = self.system.path(JOURNAL)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as handle:
-            handle.write(json.dumps(record, sort_keys=True) + "\n")
+        with open(path, "ab") as handle:
+            data = self.system.read_bytes(JOURNAL) or b""
+            if data and not data.endswith(b"\n"):  # a torn tail: never acknowledged, cut it off
+                handle.truncate(data.rfind(b"\n") + 1)
+            line = json.dumps(record, sort_keys=True).encode() + b"\n"
+            handle.write(line[:len(line) // 2])
+            handle.flush()
+            self.system.fault(f"inside the journal record {record['type']}")  # a kill leaves it torn
+            handle.write(line[len(line) // 2:])
             handle.flush()
             os.fsync(handle.fileno())
 
+    def records(self) -> list[dict]:
+        data = self.system.read_bytes(JOURNAL) or b""
+        # The piece after the last newline is b"", or a record cut short: that step did not happen.
+        lines = data.split(b"\n")[:-1]
+        out = []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                record["tx"], record["type"]
+            except (ValueError, KeyError, TypeError):
+                raise SeatError(f"{JOURNAL} line {number} is damaged (not a journal record): "
+                                f"{line[:120].decode(errors='replace')!r}",
+                                "a line in the middle was changed by something other than seatkit; "
+                                f"keep a copy, then repair or remove line {number} by hand") from None
+            out.append(record)
+        return out
+
     def transactions(self) -> list[Transaction]:
         grouped: dict[str, list[dict]] = {}
-        for line in (self.system.read(JOURNAL) or "").splitlines():
-            if line.strip():
-                record = json.loads(line)
-                grouped.setdefault(record["tx"], []).append(record)
-        return [Transaction(txid, records) for txid, records in grouped.items()]
+        for record in self.records():
+            grouped.setdefault(record["tx"], []).append(record)
+        return [Transaction(txid, records) for txid, records in grouped.items()
+                if records[0]["type"] == "begin"]
 
     def undone(self, transactions: list[Transaction] | None = None) -> set[str]:
         """Applies that a committed rollback (or recovery) has undone."""

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from seatkit.errors import SeatError
-from seatkit.host import cmdline, detect, settings, state
+from seatkit.host import cmdline, detect, grub_defaults, settings, state
 from seatkit.host.journal import Journal, sha256
 from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
@@ -51,6 +51,9 @@ class Plan:
     refusals: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     snippet: str | None = None
+    keep: list[str] = field(default_factory=list)  # files regeneration rewrites: kept byte for byte
+    source: HostProfile | None = None  # what apply re-plans from under the lock
+    choices: Choices | None = None
 
 
 @dataclass
@@ -84,16 +87,24 @@ def foreign_module_options(system: System) -> list[str]:
 
 # --- boot stacks: each returns (edit, ops, regen) or a snippet --------------------------------
 
-def _grub_tokens(system: System) -> list[str]:
-    found = state.grub_default_args(system)
-    if found is None:
-        raise SeatError("/boot/grub/grub.cfg has no linux line: cannot read the configured command line")
-    return cmdline.split(found[0])
-
-
 def _dropin_header(text: str, name: str) -> list[str]:
     match = re.search(rf"^# seatkit-{name}:(.*)$", text, re.M)
     return match.group(1).split() if match else []
+
+
+def lost_tokens(tokens: list[str], edit: cmdline.Edit) -> list[str]:
+    """What of the edit is not in a generated command line: tokens missing, replaced ones still there."""
+    return ([f"{t} is missing" for t in edit.added if t not in tokens]
+            + [f"{t} is still there" for _, t in edit.replaced if t in tokens])
+
+
+def _grub_length(system: System, tokens: list[str]) -> bytes:
+    """The line the kernel would get: BOOT_IMAGE and root= as in grub.cfg's default entry, then ours."""
+    found = state.grub_default_args(system)
+    words = found[0].split() if found else []
+    prefix = [f"BOOT_IMAGE={found[2]}"] if found else []
+    prefix += [w for w in words if w.startswith("root=")][:1] + ["ro"]
+    return cmdline.to_bytes(" ".join(prefix + tokens))
 
 
 def grub_dropin(edit: cmdline.Edit) -> str:
@@ -103,8 +114,8 @@ def grub_dropin(edit: cmdline.Edit) -> str:
     lines = ["# Written by seatkit (seat host apply); seat host rollback removes it. Do not edit.",
              f"# seatkit-adds: {' '.join(edit.added)}", f"# seatkit-replaces: {' '.join(replaced)}"]
     if replaced:
-        cases = "|".join(f"'{t}'" for t in replaced)
-        lines += [f'seatkit_without() {{ out=; for t in $1; do case "$t" in {cases}) ;; '
+        cases = "|".join(f"'{t}'" for t in replaced)  # no globbing in the word loop (a subshell)
+        lines += [f'seatkit_without() {{ set -f; out=; for t in $1; do case "$t" in {cases}) ;; '
                   '*) out="$out $t" ;; esac; done; printf %s "${out# }"; }',
                   'GRUB_CMDLINE_LINUX="$(seatkit_without "$GRUB_CMDLINE_LINUX")"',
                   'GRUB_CMDLINE_LINUX_DEFAULT="$(seatkit_without "$GRUB_CMDLINE_LINUX_DEFAULT")"']
@@ -114,14 +125,25 @@ def grub_dropin(edit: cmdline.Edit) -> str:
 
 
 def grub(system: System, wanted: list[str], choices: Choices):
-    tokens = _grub_tokens(system)
-    ours = system.read(GRUB_DROPIN)
-    if ours is not None:  # judge against the command line as it would be without our drop-in
-        adds = _dropin_header(ours, "adds")
-        tokens = [t for t in tokens if t not in adds] + _dropin_header(ours, "replaces")
-    edit = cmdline.plan(tokens, wanted, choices.replace)
+    """Judged on the defaults files the next update-grub sources (pending edits count), not on
+    the last grub.cfg; the drop-in's effect is predicted the same way before it is written."""
+    files = grub_defaults.sources(system)
+    broken = grub_defaults.syntax_errors(system, files)
+    if broken:
+        raise SeatError("; ".join(broken) + ": update-grub would fail")
+    theirs = [f for f in files if f != GRUB_DROPIN]
+    edit = cmdline.plan(cmdline.split(grub_defaults.command_line(system, theirs)), wanted, choices.replace)
     text = grub_dropin(edit) if not edit.empty else None
-    if text == ours:
+    if text:
+        predicted = cmdline.split(grub_defaults.command_line(system, theirs, {GRUB_DROPIN: text}))
+        lost = lost_tokens(predicted, edit)
+        if lost:
+            raise SeatError(f"after {GRUB_DROPIN} the next update-grub would give a line where "
+                            f"{', '.join(lost)}: "
+                            + ("; ".join(grub_defaults.overriders(system, GRUB_DROPIN)) or "a later file wins"),
+                            "make the later drop-in append to the variable instead of setting it")
+        cmdline.check_length(_grub_length(system, predicted), "grub.cfg default entry")
+    if text == system.read(GRUB_DROPIN):
         return edit, [], []
     op = FileOp(GRUB_DROPIN, text.encode() if text else None,
                 "GRUB drop-in appending the IOMMU tokens to the default entries")
@@ -153,14 +175,19 @@ def bls(system: System, wanted: list[str], choices: Choices):
     ops = []
     if not edit.empty:
         ops.append(_command(grubby_argv, edit, entries, "grubby edits every BLS entry's options"))
-    future = system.read(KERNEL_CMDLINE)
+    future = system.read_bytes(KERNEL_CMDLINE)
     if future is not None:  # new kernels take their command line from here
-        old = cmdline.split(future)
-        new = cmdline.apply(old, cmdline.plan(old, wanted, choices.replace))
-        if new != old:
-            ops.append(FileOp(KERNEL_CMDLINE, (" ".join(new) + "\n").encode(),
-                              "the command line future kernels get"))
+        new = edit_kernel_cmdline(future, wanted, choices)
+        if new != future:
+            ops.append(FileOp(KERNEL_CMDLINE, new, "the command line future kernels get"))
     return edit, ops, []
+
+
+def edit_kernel_cmdline(data: bytes, wanted: list[str], choices: Choices) -> bytes:
+    """/etc/kernel/cmdline edited on its own bytes: quotes, tabs, CRLF and non-UTF-8 kept."""
+    new = cmdline.edit_bytes(data, cmdline.plan(cmdline.split(data), wanted, choices.replace))
+    cmdline.check_length(new.strip(), KERNEL_CMDLINE)
+    return new
 
 
 def kernelstub(system: System, wanted: list[str], choices: Choices):
@@ -183,15 +210,20 @@ def systemd_boot(system: System, wanted: list[str], choices: Choices):
     if not kernels:
         raise SeatError("no installed kernel found for kernel-install (/usr/lib/modules/*/vmlinuz, "
                         "/boot/vmlinuz-*)")
-    current = system.read(KERNEL_CMDLINE)
+    by_hand = [e for e in detect.loader_entries(system)
+               if not any(re.search(rf"-{re.escape(v)}(\+\d+(-\d+)?)?\.conf$", e) for v, _ in kernels)]
+    if by_hand:
+        raise SeatError(f"loader entries not written by kernel-install for an installed kernel: "
+                        f"{', '.join(by_hand)}: they would keep booting the old command line",
+                        "add the tokens to them by hand, or remove them, then plan again")
+    current = system.read_bytes(KERNEL_CMDLINE)
     if current is None:  # kernel-install falls back to the running command line
-        current = " ".join(t for t in cmdline.split(system.read("/proc/cmdline") or "")
-                           if cmdline.key(t) not in ("BOOT_IMAGE", "initrd"))
-    old = cmdline.split(current)
-    edit = cmdline.plan(old, wanted, choices.replace)
+        current = " ".join(t for t in cmdline.split(system.read_bytes("/proc/cmdline") or b"")
+                           if cmdline.key(t) not in ("BOOT_IMAGE", "initrd")).encode("utf-8", "surrogateescape") + b"\n"
+    edit = cmdline.plan(cmdline.split(current), wanted, choices.replace)
     if edit.empty:
         return edit, [], []
-    op = FileOp(KERNEL_CMDLINE, (" ".join(cmdline.apply(old, edit)) + "\n").encode(),
+    op = FileOp(KERNEL_CMDLINE, edit_kernel_cmdline(current, wanted, choices),
                 "the command line kernel-install writes into each entry")
     return edit, [op], [["kernel-install", "add", version, image] for version, image in kernels]
 
@@ -224,7 +256,7 @@ def owned_file_refusals(system: System, journal: Journal, paths: list[str]) -> l
 def build(profile: HostProfile, system: System | None = None, choices: Choices | None = None) -> Plan:
     system, choices = system or System(), choices or Choices()
     facts = detect.facts(system)
-    plan = Plan(profile.name, facts)
+    plan = Plan(profile.name, facts, source=profile, choices=choices)
     journal = Journal(system)
     refuse, warn = plan.refusals.append, plan.warnings.append
     for t in journal.open():
@@ -286,6 +318,14 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
         else:
             plan.ops += ops
             plan.regen += regen
+            if facts.stack == "systemd-boot":  # kernel-install rewrites its entries, hand edits too
+                plan.keep = detect.loader_entries(system)
+
+    for path in plan.keep + [p for op in plan.ops for p in ([op.path] if isinstance(op, FileOp) else op.touches)]:
+        try:  # every refusal a write would meet, found before anything changes
+            system.check_writable(path)
+        except SeatError as exc:
+            refuse(exc.message)
 
     active = journal.active()
     last = active[-1] if active else None
@@ -297,7 +337,7 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
 
 def diff(system: System, op: FileOp) -> str:
     old = (system.read(op.path) or "").splitlines(keepends=True)
-    new = (op.new or b"").decode().splitlines(keepends=True)
+    new = (op.new or b"").decode(errors="replace").splitlines(keepends=True)  # for display only
     return "".join(difflib.unified_diff(old, new, f"a{op.path}", f"b{op.path}"))
 
 

@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from seatkit import paths
 from seatkit.errors import SeatError
+from seatkit.host.cmdline import PARAMETER
 from seatkit.validation import validate
 
 HOST = paths.REPO / "host"
@@ -23,6 +24,15 @@ class Iommu(Strict):
     mode: Literal["off", "passthrough"]
     tokens: dict[Literal["amd", "intel"], list[str]]
     acknowledge: str = ""
+
+    @field_validator("tokens")
+    @classmethod
+    def _kernel_parameters(cls, tokens):  # they land in boot configuration read by shells and GRUB
+        for token in (t for group in tokens.values() for t in group):
+            if not PARAMETER.fullmatch(token):
+                raise ValueError(f"{token!r} is not a plain kernel parameter (name[=value] of letters, "
+                                 "digits and _ . , : ; = / + % @ -)")
+        return tokens
 
 
 class Rebar(Strict):
@@ -42,6 +52,13 @@ class HostProfile(Strict):
 class Form(Strict):
     dwords: str
     sources: list[str]
+
+    @field_validator("dwords")
+    @classmethod
+    def _module_option(cls, dwords):  # written as NVreg_RegistryDwords="..." into modprobe.d
+        if not PARAMETER.fullmatch(f"NVreg_RegistryDwords={dwords}"):
+            raise ValueError(f"{dwords!r} is not a plain module option value")
+        return dwords
 
 
 class Rule(Strict):

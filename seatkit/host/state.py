@@ -7,9 +7,9 @@ always filled or explained.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 
+from seatkit.host import cmdline
 from seatkit.host.settings import parse_dwords
 from seatkit.host.system import System
 
@@ -27,8 +27,8 @@ class Reading:
         return self.value is not None
 
 
-def iommu_tokens(cmdline: str) -> set[str]:
-    return {t for t in shlex.split(cmdline) if t.split("=", 1)[0] in IOMMU_KEYS}
+def iommu_tokens(text: str) -> set[str]:
+    return {t for t in cmdline.split(text) if t.split("=", 1)[0] in IOMMU_KEYS}
 
 
 def cpu_vendor(system: System) -> str | None:
@@ -94,13 +94,13 @@ def live_hmm_disabled(system: System) -> Reading:
 
 # --- configured -------------------------------------------------------------------------------
 
-def grub_default_args(system: System) -> tuple[str, str] | None:
-    """The kernel arguments of the generated grub.cfg's first (default) entry, and the file."""
+def grub_default_args(system: System) -> tuple[str, str, str] | None:
+    """The kernel arguments of the generated grub.cfg's first (default) entry, the file, the image."""
     for path in ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg"):
         for line in (system.read(path) or "").splitlines():
             words = line.split()
-            if words and words[0].startswith("linux"):
-                return " ".join(words[2:]), path
+            if len(words) > 1 and words[0].startswith("linux"):
+                return " ".join(words[2:]), path, words[1]
     return None
 
 
@@ -109,9 +109,9 @@ def configured_cmdline(system: System) -> Reading:
     grub = grub_default_args(system)
     if grub:
         return Reading(iommu_tokens(grub[0]), grub[1])
-    entries = system.glob("/boot/loader/entries/*.conf") + system.glob("/boot/efi/loader/entries/*.conf")
+    entries = [p for esp in ("/boot", "/boot/efi", "/efi") for p in system.glob(f"{esp}/loader/entries/*.conf")]
     for entry in entries:
-        options = [line for line in entry.read_text().splitlines() if line.startswith("options")]
+        options = [line for line in entry.read_text(errors="replace").splitlines() if line.startswith("options")]
         if options:
             return Reading(iommu_tokens(options[0][len("options"):]), f"/{entry.relative_to(system.root)}")
     text = system.read("/etc/kernel/cmdline")
@@ -119,6 +119,23 @@ def configured_cmdline(system: System) -> Reading:
         return Reading(iommu_tokens(text), "/etc/kernel/cmdline")
     return Reading(None, "no generated boot configuration found (grub.cfg, loader entries, "
                          "/etc/kernel/cmdline)")
+
+
+def modprobe_lines(text: str) -> list[tuple[int, list[str]]]:
+    """(line number, words) as kmod reads a modprobe.d file: a trailing backslash joins lines,
+    a first word starting with # is a comment, words split at spaces and tabs. Quotes are not
+    the shell's: they matter only inside option values, which the kernel splits (cmdline.split)."""
+    out, joined, first = [], "", 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if not joined:
+            first = number
+        if line.endswith("\\"):
+            joined += line[:-1]
+            continue
+        words, joined = (joined + line).split(None, 2), ""
+        if words and not words[0].startswith("#"):
+            out.append((first, words))
+    return out
 
 
 def modprobe_options(system: System, module: str) -> tuple[dict[str, str], list[str]]:
@@ -129,11 +146,10 @@ def modprobe_options(system: System, module: str) -> tuple[dict[str, str], list[
                     if name.endswith(".conf")})
     for name in names:  # modprobe reads by name; /etc overrides the same name elsewhere
         path = next(f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None)
-        for line in (system.read(path) or "").splitlines():
-            words = shlex.split(line, comments=True)
-            if len(words) >= 3 and words[0] == "options" and words[1].replace("-", "_") == module:
+        for _, words in modprobe_lines(system.read(path) or ""):
+            if len(words) == 3 and words[0] == "options" and words[1].replace("-", "_") == module:
                 files.append(path)
-                options.update(w.split("=", 1) for w in words[2:] if "=" in w)
+                options.update((cmdline.key(t), cmdline.value(t)) for t in cmdline.split(words[2]))
     return options, files
 
 

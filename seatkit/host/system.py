@@ -8,6 +8,7 @@ step of a change, so tests can make the process "die" exactly there.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -20,12 +21,17 @@ Runner = Callable[[list[str]], tuple[int, str]]
 BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 
+TEMP = ".seatkit~"  # in the names of seatkit's own temporary files, so cleaning finds only them
+
+
 def run_real(argv: list[str]) -> tuple[int, str]:
+    """Exit status and output. Tools print in any encoding (a Latin-1 "Syst\xe8me"): read bytes,
+    decode with replacement, and use the text for display only."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
     except FileNotFoundError:
         return 127, f"{argv[0]}: not found"
-    return done.returncode, done.stdout + done.stderr
+    return done.returncode, done.stdout.decode("utf-8", "replace")
 
 
 @dataclass
@@ -78,31 +84,64 @@ class System:
                             "seatkit writes only regular files it can own")
         return target
 
+    def check_writable(self, path: str) -> None:
+        """Raises the SeatError a write of this path would meet, before anything is changed."""
+        self._inside(path)
+        for folder in [self.path(path).parent, *self.path(path).parent.parents]:
+            if folder.exists() and not folder.is_dir():
+                raise SeatError(f"{path}: /{folder.relative_to(self.root)} is not a folder",
+                                "seatkit writes only regular files it can own")
+
+    def missing_dirs(self, path: str) -> list[str]:
+        """Folders a write of this path would create, outermost first."""
+        missing = [p for p in self.path(path).parents if not p.exists() and p.is_relative_to(self.root)]
+        return [f"/{p.relative_to(self.root)}" for p in reversed(missing)]
+
     def write(self, path: str, data: bytes, mode: int = 0o644) -> None:
         """Atomic: a temporary file in the same folder, fsync, rename, fsync the folder.
-        An existing file keeps its mode and owner."""
+        An existing file keeps its mode, owner and extended attributes (ACLs, SELinux labels)."""
         target = self._inside(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         old = target.stat() if target.exists() else None
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}{TEMP}")
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
+            self.fault("inside the write of " + re.sub(r"/backups/[^/]+/", "/backups/<tx>/", path))
             os.chmod(tmp, old.st_mode & 0o7777 if old else mode)
             if old and self.euid == 0:
                 os.chown(tmp, old.st_uid, old.st_gid)
+            if old:
+                copy_xattrs(target, Path(tmp), path)
             os.replace(tmp, target)
-        except BaseException:
+        except Exception:  # a kill (or a test's Death) leaves the temp file: recover cleans it
             Path(tmp).unlink(missing_ok=True)
             raise
         _fsync_dir(target.parent)
+
+    def clean_temp(self, folder: str) -> list[str]:
+        """Remove seatkit's own temporary files left in a folder by a kill inside a write."""
+        found = [p for p in self.path(folder).glob(f".*{TEMP}*") if p.is_file()]
+        for p in found:
+            p.unlink()
+        return [f"/{p.relative_to(self.root)}" for p in found]
 
     def remove(self, path: str) -> None:
         target = self._inside(path)
         target.unlink(missing_ok=True)
         _fsync_dir(target.parent)
+
+
+def copy_xattrs(source: Path, target: Path, shown: str) -> None:
+    for name in os.listxattr(source, follow_symlinks=False):
+        try:
+            os.setxattr(target, name, os.getxattr(source, name, follow_symlinks=False))
+        except OSError as exc:
+            raise SeatError(f"{shown} has the extended attribute {name}, which seatkit cannot copy to "
+                            f"its new version ({exc.strerror}): the file is left as it was",
+                            "an ACL or security label would be lost; set the change by hand") from None
 
 
 def _fsync_dir(folder: Path) -> None:

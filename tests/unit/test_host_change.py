@@ -66,7 +66,9 @@ def test_rollback_restores_the_pristine_tree_byte_for_byte(tmp_path, stack, rebo
     assert host.tree() != pristine
     if reboot:
         host.reboot()
-        pristine = {**pristine, **{k: v for k, v in host.tree().items() if k.startswith(("proc", "sys"))}}
+        live = ("proc", "sys")  # the reboot changed what is live, not what is configured
+        pristine = {**{k: v for k, v in pristine.items() if not k.startswith(live)},
+                    **{k: v for k, v in host.tree().items() if k.startswith(live)}}
     change.rollback(host.system)
     assert host.tree() == pristine
     assert Journal(host.system).active() == [] and txid in Journal(host.system).undone()
@@ -266,8 +268,9 @@ def test_death_at_any_step_of_apply_is_undone_by_recover(tmp_path, stack, point)
     with pytest.raises(Death):
         apply(host)
     host.system.fault = lambda at: None
-    assert any("interrupted" in r for r in make_plan(host).refusals)
-    assert len(change.recover(host.system)) == 1
+    assert any("interrupted" in r for r in make_plan(host).refusals) or "begin" in point
+    # a begin record cut short is no transaction at all: nothing had changed yet
+    assert len(change.recover(host.system)) == (0 if point == "inside the journal record begin" else 1)
     assert host.tree() == pristine and Journal(host.system).open() == []
     assert apply(host)  # and the host takes a fresh apply afterwards
 

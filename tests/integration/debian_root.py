@@ -1,0 +1,85 @@
+"""A throwaway Debian root with the real boot tools, made by mmdebstrap and cached as a tarball.
+
+In it: GRUB's grub-mkconfig and /etc/grub.d scripts, initramfs-tools' update-initramfs,
+dracut, and systemd's kernel-install, all as Debian ships them. Stand-ins only where a chroot
+has no hardware: grub-probe (it asks the block device) and the kernel image (any bytes, with the
+config update-initramfs checks). Recipe: shared/research/host-real-tools.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+SUITE = "bookworm"
+PACKAGES = ("grub2-common", "grub-pc-bin", "initramfs-tools", "dracut-core", "kmod", "systemd")
+KVER = "6.1.0-99-amd64"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "seatkit" / "host-roots"
+
+GRUB_PROBE = """#!/bin/sh
+# Stand-in for grub-probe: a chroot has no boot disk to probe.
+for a in "$@"; do case "$a" in
+  --target=device) echo /dev/vda1; exit 0 ;;
+  --target=fs_uuid) echo 0a1b2c3d-0000-4000-8000-000000000001; exit 0 ;;
+  --target=fs) echo ext2; exit 0 ;;
+  --target=partmap) echo msdos; exit 0 ;;
+  --target=drive) echo "(hd0,msdos1)"; exit 0 ;;
+esac; done
+echo
+"""
+
+
+def tarball() -> Path:
+    """The cached root for this package list, built with mmdebstrap when missing (a few minutes)."""
+    key = hashlib.sha256(" ".join((SUITE,) + PACKAGES).encode()).hexdigest()[:16]
+    path = CACHE / f"debian-{SUITE}-{key}.tar"
+    if path.exists():
+        return path
+    if shutil.which("mmdebstrap") is None:
+        subprocess.run(["apt-get", "install", "-y", "-q", "mmdebstrap"], check=True,
+                       capture_output=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    CACHE.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.tar")  # the suffix picks the format
+    subprocess.run(["mmdebstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE,
+                    str(partial)], check=True, capture_output=True, timeout=1800)
+    partial.rename(path)
+    return path
+
+
+def make(root: Path) -> Path:
+    """Unpack the cached root and add the stand-ins; returns root."""
+    root.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-C", str(root), "-xf", str(tarball())], check=True)
+    probe = root / "usr/sbin/grub-probe"
+    probe.rename(root / "usr/sbin/grub-probe.real")
+    probe.write_text(GRUB_PROBE)
+    probe.chmod(0o755)
+    (root / f"boot/vmlinuz-{KVER}").write_bytes(b"stand-in kernel image\n")
+    (root / f"boot/config-{KVER}").write_text("CONFIG_BLK_DEV_INITRD=y\nCONFIG_RD_GZIP=y\n")
+    modules = root / f"lib/modules/{KVER}"
+    modules.mkdir(parents=True, exist_ok=True)
+    for name in ("modules.order", "modules.builtin", "modules.builtin.modinfo"):
+        (modules / name).write_text("")
+    shutil.copy(root / "usr/share/grub/default/grub", root / "etc/default/grub")  # as grub-pc's postinst
+    (root / "boot/grub").mkdir(exist_ok=True)
+    for bulk in ("usr/share/doc", "usr/share/man", "usr/share/locale", "var/cache/apt"):
+        shutil.rmtree(root / bulk, ignore_errors=True)  # less to copy for each test
+    (root / "etc/machine-id").write_text("0123456789abcdef0123456789abcdef\n")
+    return root
+
+
+def chroot_runner(root: Path):
+    """The kit's runner, running each command inside the root (as root)."""
+    def run(argv: list[str]) -> tuple[int, str]:
+        done = subprocess.run(["chroot", str(root), *argv], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=600,
+                              env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"})
+        return done.returncode, done.stdout.decode("utf-8", "replace")
+    return run
+
+
+if __name__ == "__main__":
+    print(tarball())
