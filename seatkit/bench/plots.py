@@ -123,6 +123,8 @@ def draw_sweep(summary: dict, folder: Path) -> Path:
         right.plot([r["concurrency"] for r in suite["levels"]],
                    [r.get("tokens_per_step") or np.nan for r in suite["levels"]], marker="s",
                    linestyle="--", color="tab:green", label=f"{name}: tokens/step")
+    k = summary["conditions"].get("k")
+    right.set_ylim(1, k + 1.2 if k else None)  # on its whole scale: a tiny change stays tiny
     levels = sorted({r["concurrency"] for s in summary["suites"].values() for r in s["levels"]})
     bottom.set_xscale("log", base=2)
     bottom.set_xticks(levels, [str(n) for n in levels])

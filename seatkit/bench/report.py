@@ -18,7 +18,7 @@ def rows(summary: dict) -> list[tuple[str, ...]]:
              str(s["requests"])) for suite, s in summary["suites"].items()]
 
 
-HEADER = ("suite", "content", "decode tok/s", "tokens/step (bonus incl.)", "ms/step",
+HEADER = ("suite", "content", "decode tok/s", "tokens/step (delivered)", "ms/step",
           "draft acceptance %", "requests")
 
 
@@ -32,6 +32,15 @@ def markdown(summary: dict) -> str:
              "", "Medians, with (min–max, coefficient of variation). Code and prose are never blended.",
              "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(row) + " |" for row in rows(summary)]
+    lines += ["", "tokens/step is decode tokens delivered / decode steps (bonus token included), so "
+              "tok/s = tokens/step / s/step exactly. The drafter's figure, 1 + accepted / steps from "
+              "the counters, also holds drafts accepted in the last step and cut by max_tokens:", ""]
+    lines += [f"- {suite}: {_fmt(s.get('drafter_tokens_per_step'), digits=3)}"
+              for suite, s in summary["suites"].items()]
+    lines += ["", "TTFT is the server's (its time_to_first_token histogram) where it has one; the "
+              "client's, which adds delivery, is kept beside it:", ""]
+    lines += [f"- {suite}: {_fmt(s.get('ttft_ms'))} ms; client {_fmt(s.get('client_ttft_ms'))} ms"
+              for suite, s in summary["suites"].items()]
     lines += ["", "## Best runs", ""]
     for suite, s in summary["suites"].items():
         b = s["best_run"]

@@ -318,7 +318,8 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
     summary = {"schema": SCHEMA, "created": datetime.now(timezone.utc).isoformat(),
                "conditions": conditions(target, options, prompts), "prompts": hashes,
                "discarded": discarded, "skipped": skipped, "alarms": _alarm_summary(records),
-               "suites": summarize(records), "fits": plots.fits(records)}
+               "suites": summarize(records), "fits": plots.fits(records),
+               "reference": reference.name if reference else None}
     out.finish(summary, markdown(summary))
     if records:
         plots.draw(records, summary, out.path / "plots", reference)

@@ -94,9 +94,9 @@ def point(tokens_per_step: float, rate: float, max_tokens: int | None, decode_s:
             "max_tokens": max_tokens}
 
 
-# The sweep's oracle: 3.5 tokens per step; a step of 4 ms plus 0.5 ms per extra running request;
+# The sweep's oracle: 3.5 tokens per step; a step of 6 ms plus 1 ms per extra running request;
 # 1,401 tokens (400 whole steps, none cut) so every window's tokens/step is the schedule's.
-SWEEP = {"tokens_per_step": 3.5, "step_ms": 4.0, "batch_ms": 0.5, "max_tokens": 1401,
+SWEEP = {"tokens_per_step": 3.5, "step_ms": 6.0, "batch_ms": 1.0, "max_tokens": 1401,
          "levels": [1, 2, 4, 8, 16]}
 SWEEP_FIGURES = ("aggregate_tok_s", "tokens_per_step", "ms_per_step")
 

@@ -8,9 +8,9 @@ at those two moments only (a scrape delays streams: see CAVEATS.md). Over the wi
 - tokens per step = Δ generation tokens / Δ inter-token-latency count: per request step, tokens
   delivered (the finishing request's last step counts what it delivered, not what was accepted);
 - ms per step = Δ inter-token-latency sum / its count: the engine's step time at this batch;
-- aggregate tok/s = the sum over streams of each stream's rate in the window (the slope of its
-  delivered tokens against client time, which evens out a late chunk); the counters' own figure,
-  N x tokens per step / s per step, is kept beside it.
+- aggregate tok/s = the sum over streams of each stream's rate in the window (tokens between its
+  first and last chunk there, over client time); the counters' own figure, N x tokens per step /
+  s per step, is kept beside it.
 
 Steps that other streams take between the first finish and the closing scrape (at most a step or
 two, at N - 1) fall inside the counters' window; the stream rates stop at the first finish.
@@ -34,6 +34,7 @@ from seatkit.errors import SeatError
 from seatkit.serve import client
 
 SCHEMA = "seatkit.bench.sweep/1"
+MIN_STEPS = 10  # per stream in the counters' window: fewer, and one step at a window's edge skews it
 
 
 @dataclass
@@ -89,11 +90,13 @@ class Window:
                 "running": [first.gauges.get("running", 0.0), last.gauges.get("running", 0.0)]}
 
 
-def _slope(points: list[tuple[float, int]]) -> float | None:
-    """Tokens per second: the least-squares slope of delivered tokens against time."""
+def _rate(points: list[tuple[float, int]]) -> float | None:
+    """Tokens per second between a stream's first and last chunk in the window: whole steps, and
+    immune to a burst in between (a fitted slope is not: bursts bend it)."""
     if len(points) < 2 or points[-1][0] == points[0][0]:
         return None
-    return statistics.linear_regression([t for t, _ in points], [n for _, n in points]).slope
+    (t0, n0), (t1, n1) = points[0], points[-1]
+    return (n1 - n0) / (t1 - t0)
 
 
 def _spread(values: list[float]) -> dict | None:
@@ -165,7 +168,7 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
             f"a stream finished before the last of {n} started: they never all decoded at once; "
             "the client set the pace (more client CPU, or longer outputs)")
         return out
-    rates = [_slope([c for c in s.chunks if start <= c[0] <= end]) for s in streams]
+    rates = [_rate([c for c in s.chunks if start <= c[0] <= end]) for s in streams]
     out["window"] = {"opens_s": start - first_sent, "closes_s": end - first_sent,
                      "seconds": end - start, "rule": "every stream decoding -> first finish"}
     out["aggregate_tok_s"] = sum(r for r in rates if r) if all(rates) else None
@@ -176,7 +179,11 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
     steps, step_s = d.get("steps"), d.get("step_seconds")
     out["window"].update({"counter_seconds": edges["end"] - edges["start"], "steps": steps,
                           "running_gauge": edges["running"]})
-    if steps:
+    if not steps or steps < MIN_STEPS * n:
+        out["alarms"]["short-window"] = (
+            f"the counters' window held {steps or 0:g} request steps, under {MIN_STEPS} per "
+            "stream: no tokens/step or ms/step (longer outputs, or a client that keeps up)")
+    else:
         out["tokens_per_step"] = d.get("generation_tokens", 0) / steps
         out["ms_per_step"] = step_s * 1000 / steps
         if d.get("accepted") is not None:

@@ -112,7 +112,8 @@ def print_sweep(summary: dict, path: Path) -> None:
 @bench_group.command("selftest")
 @click.option("--repeats", default=3, show_default=True)
 def bench_selftest_cmd(repeats: int):
-    """Measure the bench against a ground-truth oracle at 200-2,000 tok/s and 1-7 tokens/step."""
+    """Measure the bench against a ground-truth oracle: batch 1 at 200-2,000 tok/s and 1-7
+    tokens/step (most ending on a step max_tokens cuts), and a concurrency sweep of 1-16 streams."""
     with err.status("selftest") as status:
         result = selftest.selftest(repeats=repeats, progress=status.update)
     table = Table("true tok/s", "measured", "true tokens/step", "measured", "true ms/step",
@@ -127,6 +128,19 @@ def bench_selftest_cmd(repeats: int):
                       f"{p['client_decode_tok_s']:.1f} ({p['client_error']:.2%})",
                       f"{p['client_cpu_us_per_token']:.1f}")
     out.print(table)
+    table = Table("streams", "true tok/s", "measured", "tokens/step", "true ms/step", "measured",
+                  "worst error", title="concurrency sweep against the batched oracle")
+    for p in result["sweep"]:
+        t, m = p["true"], p["measured"]
+        table.add_row(str(p["concurrency"]), f"{t['aggregate_tok_s']:.1f}",
+                      f"{m['aggregate_tok_s'] or 0:.1f}",
+                      f"{t['tokens_per_step']:.3f} / {m['tokens_per_step'] or 0:.3f}",
+                      f"{t['ms_per_step']:.3f}", f"{m['ms_per_step'] or 0:.3f}",
+                      f"{max(p['error'].values()):.3%}")
+    out.print(table)
+    top = result["sweep"][-1]
+    out.print(f"client cost at {top['concurrency']} streams: "
+              f"{top['client_cpu_us_per_token']:.1f} CPU us per token")
     verdict = "met" if result["met"] else "NOT met"
     out.print(f"identity tok/s = tokens/step / s/step, worst request: off by "
               f"{result['identity_error']:.1e} (goal {selftest.IDENTITY:.0e})")
