@@ -201,10 +201,11 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
     by_suite = all((Path(s) / "summary.json").exists() for s in (a, b))
     pairs = _pairs(left, right, by_suite)
     listed = {k: f"{_side(left, k)} vs {_side(right, k)}" for k in CONDITIONS}
-    differing: dict[str, list[str]] = {}
-    # A model one side does not name cannot be shown to be the same; nor can unpaired sides'.
-    if any(e.conditions.get("model") is None for e in left + right) or \
-            (not pairs and _side(left, "model") != _side(right, "model")):
+    # Unpaired sides differ wherever their listed values do.
+    differing = {} if pairs else {k: [text] for k, text in listed.items()
+                                  if _side(left, k) != _side(right, k)}
+    # A model one side does not name cannot be shown to be the same.
+    if any(e.conditions.get("model") is None for e in left + right):
         differing["model"] = [listed["model"]]
     rows = []
     for x, y in pairs:
