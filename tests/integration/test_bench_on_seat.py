@@ -121,7 +121,7 @@ def test_an_overlapping_request_is_detected_discarded_and_rerun(seat, tmp_path, 
 
 def test_selftest_meets_its_goal():
     done = subprocess.run([str(BIN / "seat"), "bench", "selftest"], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+                          text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "goal 0.5%: met" in done.stdout
 
