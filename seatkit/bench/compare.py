@@ -18,7 +18,8 @@ from seatkit.errors import SeatError
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "context", "padding",
-              "output_tokens", "host_settings", "statistic")
+              "output_tokens", "host_settings", "image", "statistic")
+UNKNOWN = "unknown"
 WHAT_MOVES = {
     "ms_per_step": "step time: host settings (IOMMU, P2P registry keys, ReBAR, HMM), the image and "
                    "its kernels, power limits and clocks",
@@ -85,9 +86,19 @@ def run_entries(folder: Path) -> list[Entry]:
                       "temperature": c["sampling"].get("temperature"), "content": s["content"],
                       "context": s.get("context", 0), "padding": s.get("padding"),
                       "output_tokens": s.get("output_tokens"),
-                      "host_settings": c.get("host_settings", "unrecorded"), "statistic": "median"}
+                      "host_settings": c.get("host_settings"), "image": _image(c),
+                      "statistic": "median"}
         out.append(Entry(folder.name, suite, suite, conditions, values, spread, _derive(values)))
     return out
+
+
+def _image(c: dict) -> str | None:
+    """The image a run's seat ran (by digest when labelled), or the runtime that needs none."""
+    labels = c.get("image_labels") or {}
+    digest = labels.get("org.opencontainers.image.base.digest")
+    if c.get("image"):
+        return f"{c['image']}@{digest}" if digest else c["image"]
+    return f"none ({c['runtime']} runtime)" if c.get("runtime") == "native" else None
 
 
 def entries(source: str) -> list[Entry]:
@@ -115,31 +126,55 @@ def _noise(factor: str, a: Entry, b: Entry) -> float | None:
     return 2 * math.sqrt(sum(s * s for s in spreads)) if spreads else None
 
 
+def _threshold(factor: str, a: Entry, b: Entry) -> tuple[float, str]:
+    """How far a factor may move by chance: its own spread, else tok/s's, never under the floor."""
+    own = _noise(factor, a, b)
+    noise = own if own is not None else _noise("decode_tok_s", a, b)
+    source = "its own spread" if own is not None else \
+        ("the tok/s spread" if noise is not None else "the 1 % floor")
+    return max(noise or 0.0, MOVE_FLOOR), source
+
+
 def _verdict(ratios: dict[str, float], a: Entry, b: Entry) -> dict:
     log = {k: math.log(r) for k, r in ratios.items()}
     noise = _noise("decode_tok_s", a, b)
     gap = abs(ratios["decode_tok_s"] - 1)
     # Each factor is judged against its own spread: one can move beyond its noise while tok/s,
-    # noisier, stays inside its own.
-    moved = [f for f in ("tokens_per_step", "ms_per_step") if _noise(f, a, b) is not None
-             and abs(ratios[f] - 1) > max(_noise(f, a, b), MOVE_FLOOR)]
+    # noisier, stays inside its own, and both can move at once (even in opposite directions).
+    limits = {f: _threshold(f, a, b) for f in ("tokens_per_step", "ms_per_step")}
+    moved = [f for f, (limit, _) in limits.items() if abs(ratios[f] - 1) > limit]
     if noise is not None and gap <= noise and not moved:
         return {"within_noise": True, "noise": noise, "moved": [],
                 "text": f"within noise: {gap:.1%} apart, spread allows {noise:.1%}"}
-    acceptance, step = log.get("tokens_per_step", 0.0), -log.get("ms_per_step", 0.0)
-    factor = "tokens_per_step" if abs(acceptance) >= abs(step) else "ms_per_step"
-    share = (acceptance if factor == "tokens_per_step" else step) / log["decode_tok_s"] \
-        if log["decode_tok_s"] else 0.0
+    # Each factor's part of log(tok/s ratio): + log tokens/step ratio, - log ms/step ratio.
+    parts = {"tokens_per_step": log["tokens_per_step"], "ms_per_step": -log["ms_per_step"]}
+    shares = {f: p / log["decode_tok_s"] if abs(log["decode_tok_s"]) > 1e-12 else None
+              for f, p in parts.items()}
+    factor = max(parts, key=lambda f: abs(parts[f]))
     if noise is None:
-        lead = f"{gap:.1%} apart (neither side gives a spread)"
+        lead = f"tok/s {gap:.1%} apart (neither side gives a spread)"
     elif gap <= noise:
-        lead = (f"tok/s {gap:.1%} apart, inside its spread ({noise:.1%}), yet "
-                f"{' and '.join(f.replace('_', ' ') for f in moved)} moved beyond its own")
+        lead = f"tok/s {gap:.1%} apart, inside its spread ({noise:.1%})"
     else:
-        lead = f"{gap:.1%} apart (spread allows {noise:.1%})"
-    return {"within_noise": False, "noise": noise, "moved": moved, "factor": factor, "share": share,
-            "text": f"{lead}; {factor.replace('_', ' ')} carries {share:.0%} of it. "
-                    f"What usually moves it: {WHAT_MOVES[factor]}"}
+        lead = f"tok/s {gap:.1%} apart (spread allows {noise:.1%})"
+    named = moved or [factor]
+    if len(moved) == 2:
+        lead += "; both factors moved"
+    elif not moved:
+        lead += f"; neither factor moved beyond its own spread, {_name(factor)} carries the most"
+    said = []
+    for f in named:
+        limit, source = limits[f]
+        share = f"{shares[f]:.0%} of the gap" if shares[f] is not None else "the factors cancel"
+        how = f"moved {ratios[f] - 1:+.1%} (beyond {source}, {limit:.1%})" if f in moved \
+            else f"{ratios[f] - 1:+.1%}"
+        said.append(f"{_name(f)} {how} and carries {share}; what usually moves it: {WHAT_MOVES[f]}")
+    return {"within_noise": False, "noise": noise, "moved": moved, "factor": factor,
+            "share": shares[factor], "shares": shares, "text": f"{lead}. " + ". ".join(said)}
+
+
+def _name(factor: str) -> str:
+    return factor.replace("_", " ")
 
 
 @dataclass
@@ -148,17 +183,33 @@ class Comparison:
     b: str
     rows: list[dict]
     differing: dict[str, list[str]]  # condition -> "A vs B" for any pair
+    conditions: dict[str, str] = field(default_factory=dict)  # every condition: "A vs B"
     refused: str | None = None
+
+
+def _said(value) -> str:
+    return UNKNOWN if value is None else str(value)
+
+
+def _side(side: list[Entry], key: str) -> str:
+    """A condition over one side's entries: its values, or unknown where the side does not say."""
+    return ", ".join(dict.fromkeys(_said(e.conditions.get(key)) for e in side)) or UNKNOWN
 
 
 def compare(a: str, b: str, force: bool = False) -> Comparison:
     left, right = entries(a), entries(b)
     by_suite = all((Path(s) / "summary.json").exists() for s in (a, b))
     pairs = _pairs(left, right, by_suite)
-    differing: dict[str, list[str]] = {}
+    listed = {k: f"{_side(left, k)} vs {_side(right, k)}" for k in CONDITIONS}
+    # Unpaired sides differ wherever their listed values do.
+    differing = {} if pairs else {k: [text] for k, text in listed.items()
+                                  if _side(left, k) != _side(right, k)}
+    # A model one side does not name cannot be shown to be the same.
+    if any(e.conditions.get("model") is None for e in left + right):
+        differing["model"] = [listed["model"]]
     rows = []
     for x, y in pairs:
-        diff = {k: f"{x.conditions.get(k)} vs {y.conditions.get(k)}" for k in CONDITIONS
+        diff = {k: f"{_said(x.conditions.get(k))} vs {_said(y.conditions.get(k))}" for k in CONDITIONS
                 if x.conditions.get(k) != y.conditions.get(k)}
         for k, text in diff.items():
             differing.setdefault(k, [])
@@ -179,16 +230,20 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
         rows.append(row)
     refused = None
     if "model" in differing and not force:
-        refused = (f"refused: the two sides are different models ({'; '.join(differing['model'])}); "
+        refused = (f"refused: the two sides are different models, or one does not say which "
+                   f"({'; '.join(differing['model'])}); "
                    "their tok/s says nothing about either rig. --force compares them anyway")
     if not pairs:
         refused = refused or ("nothing to compare: no suite or figure of one side matches the other's "
                               "content and context")
-    return Comparison(a, b, rows if not refused else [], differing, refused)
+    return Comparison(a, b, rows if not refused else [], differing, listed, refused)
 
 
 def markdown(c: Comparison) -> str:
-    lines = [f"# Compare: A = {c.a}, B = {c.b}", "", "## Conditions that differ", ""]
+    lines = [f"# Compare: A = {c.a}, B = {c.b}", "", "## Conditions (A vs B)", ""]
+    lines += [f"- {k}: {v}" + (" (differs)" if k in c.differing else "")
+              for k, v in c.conditions.items()]
+    lines += ["", "## Conditions that differ", ""]
     lines += [f"- {k}: {'; '.join(v)}" for k, v in c.differing.items()] or ["- none"]
     if c.refused:
         return "\n".join(lines + ["", c.refused]) + "\n"

@@ -24,6 +24,8 @@ COUNTERS = {
     "steps": ["vllm:inter_token_latency_seconds_count", "vllm:time_per_output_token_seconds_count"],
     "step_seconds": ["vllm:inter_token_latency_seconds_sum", "vllm:time_per_output_token_seconds_sum"],
     "decode_seconds": ["vllm:request_decode_time_seconds_sum"],
+    "ttft_seconds": ["vllm:time_to_first_token_seconds_sum"],
+    "ttft_count": ["vllm:time_to_first_token_seconds_count"],
 }
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 SUCCESS = "vllm:request_success_total"

@@ -18,7 +18,7 @@ def rows(summary: dict) -> list[tuple[str, ...]]:
              str(s["requests"])) for suite, s in summary["suites"].items()]
 
 
-HEADER = ("suite", "content", "decode tok/s", "tokens/step (bonus incl.)", "ms/step",
+HEADER = ("suite", "content", "decode tok/s", "tokens/step (delivered)", "ms/step",
           "draft acceptance %", "requests")
 
 
@@ -33,6 +33,15 @@ def markdown(summary: dict) -> str:
              "", "Medians, with (min–max, coefficient of variation). Code and prose are never blended.",
              "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(row) + " |" for row in rows(summary)]
+    lines += ["", "tokens/step is decode tokens delivered / decode steps (bonus token included), so "
+              "tok/s = tokens/step / s/step exactly. The drafter's figure, 1 + accepted / steps from "
+              "the counters, also holds drafts accepted in the last step and cut by max_tokens:", ""]
+    lines += [f"- {suite}: {_fmt(s.get('drafter_tokens_per_step'), digits=3)}"
+              for suite, s in summary["suites"].items()]
+    lines += ["", "TTFT is the server's (its time_to_first_token histogram) where it has one; the "
+              "client's, which adds delivery, is kept beside it:", ""]
+    lines += [f"- {suite}: {_fmt(s.get('ttft_ms'))} ms; client {_fmt(s.get('client_ttft_ms'))} ms"
+              for suite, s in summary["suites"].items()]
     lines += ["", "## Best runs", ""]
     for suite, s in summary["suites"].items():
         b = s["best_run"]
@@ -59,3 +68,57 @@ def markdown(summary: dict) -> str:
         lines.append(f"| {name} | `{h['text_sha256'][:16]}` | {h['tokens']} | "
                      f"`{(h['token_ids_sha256'] or 'n/a')[:16]}` |")
     return "\n".join(lines) + "\n"
+
+
+SWEEP_HEADER = ("streams", "tok/s", "per request", "TTFT ms", "tokens/step", "ms/step", "gauge")
+
+
+def _n(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def sweep_rows(suite: dict) -> list[tuple[str, ...]]:
+    """streams, aggregate tok/s, per-request decode tok/s median (min-max), TTFT (server /
+    client median), window tokens/step and ms/step, the running gauge at the window's close."""
+    out = []
+    for row in suite["levels"]:
+        per = row["per_request_decode_tok_s"]
+        gauge = row.get("window", {}).get("running_gauge")
+        out.append((str(row["concurrency"]), _n(row.get("aggregate_tok_s")),
+                    f"{per['median']:.0f} ({per['min']:.0f}-{per['max']:.0f})" if per else "n/a",
+                    f"{_n(row.get('server_ttft_ms'), 0)} / {_n(row['client_ttft_ms']['median'], 0)}",
+                    _n(row.get("tokens_per_step"), 3), _n(row.get("ms_per_step"), 2),
+                    f"{max(gauge):g}" if gauge else "n/a"))
+    return out
+
+
+def sweep_markdown(summary: dict) -> str:
+    c = summary["conditions"]
+    lines = [f"# Concurrency sweep ({summary['schema']})", "",
+             f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
+             f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, levels {c['concurrency']}.", "",
+             "Each level: N streams of one prompt started together. The steady window opens when "
+             "every stream has its first token and closes at the first finish; tokens/step and "
+             "ms/step are counter deltas over it (Δ generation tokens and Δ inter-token latency "
+             "sum over its count), aggregate tok/s the sum of each stream's rate inside it. "
+             "TTFT: the server's histogram mean / the client's median. Gauge: running requests "
+             "at the window's close.", ""]
+    for name, suite in summary["suites"].items():
+        lines += [f"## {name}: {suite['prompt']} ({suite['content']}, context {suite['context']}, "
+                  f"{suite['output_tokens']} output tokens)", "",
+                  "| " + " | ".join(SWEEP_HEADER) + " |", "|" + "---|" * len(SWEEP_HEADER)]
+        lines += ["| " + " | ".join(r) + " |" for r in sweep_rows(suite)]
+        top = suite["levels"][-1]
+        lines += ["", f"Client cost at {top['concurrency']} streams: "
+                      f"{top['client_cpu_us_per_token']:.1f} CPU µs per token.", ""]
+        for row in suite["levels"]:
+            w = row.get("window")
+            if w:
+                lines.append(f"- {row['concurrency']} streams: window {w['opens_s']:.3f}-"
+                             f"{w['closes_s']:.3f} s after the first send"
+                             + (f", {w['steps']:g} request steps in the counters' window"
+                                if w.get("steps") else ""))
+            for kind, message in row["alarms"].items():
+                lines.append(f"- {row['concurrency']} streams: alarm {kind}: {message}")
+        lines.append("")
+    return "\n".join(lines) + "Plot: plots/sweep.png\n"

@@ -1,8 +1,10 @@
 """`seat bench`: batch-1 requests, strictly one after another, each decomposed from /metrics deltas.
 
-Per request: read /metrics when the server is idle, stream the request while a sampler watches the
-running/waiting gauges, read /metrics again once the success counter moved, then prove the deltas
-belong to this request alone (or discard it, count it and run it again, a bounded number of times).
+Per request: read /metrics when the server is idle, stream the request, read /metrics again once
+the success counter moved, then prove the deltas belong to this request alone (or discard it, count
+it and run it again, a bounded number of times). The success, generation and prompt counters
+before and after prove it without polling while the request streams: polling delays the stream
+(see CAVEATS.md). A gauge sampler can still be turned on (Options.sample_hz) to measure that.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from seatkit.errors import SeatError
 from seatkit.serve import client
 
 SCHEMA = "seatkit.bench/1"
-SAMPLE_HZ = 2.0  # the least that still sees a short overlap; each scrape costs the server
 RERUNS = 3  # extra tries per measured request whose deltas were not ours alone
 
 
@@ -50,6 +51,7 @@ class Options:
     warmups: int = 2
     repeats: int = 5
     sampling: dict = field(default_factory=lambda: {"temperature": 0.0, "top_p": 1.0, "seed": 0})
+    sample_hz: float = 0.0  # gauge scrapes per second while a request streams; 0: none
 
 
 def scrape(target: Target) -> metrics.Snapshot | None:
@@ -67,14 +69,14 @@ def scrape(target: Target) -> metrics.Snapshot | None:
 class GaugeSampler(threading.Thread):
     """Peaks of the running and waiting gauges while our request streams."""
 
-    def __init__(self, target: Target):
+    def __init__(self, target: Target, hz: float):
         super().__init__(daemon=True)
-        self.target, self.stop_event = target, threading.Event()
+        self.target, self.hz, self.stop_event = target, hz, threading.Event()
         self.peak = {"running": 0.0, "waiting": 0.0}
         self.samples = 0
 
     def run(self):
-        while not self.stop_event.wait(1 / SAMPLE_HZ):
+        while self.hz and not self.stop_event.wait(1 / self.hz):
             try:
                 snapshot = scrape(self.target)
             except SeatError:
@@ -87,10 +89,10 @@ class GaugeSampler(threading.Thread):
     def finish(self) -> dict:
         self.stop_event.set()
         self.join()
-        return {**self.peak, "samples": self.samples}
+        return {**self.peak, "samples": self.samples, "hz": self.hz}
 
 
-def _wait_idle(target: Target, timeout: float = 60.0) -> metrics.Snapshot | None:
+def wait_idle(target: Target, timeout: float = 60.0) -> metrics.Snapshot | None:
     deadline = time.monotonic() + timeout
     while True:
         snapshot = scrape(target)
@@ -102,12 +104,13 @@ def _wait_idle(target: Target, timeout: float = 60.0) -> metrics.Snapshot | None
         time.sleep(0.2)
 
 
-def _after(target: Target, before: metrics.Snapshot, timeout: float = 10.0) -> metrics.Snapshot:
-    """Counters once the frontend has recorded our request's finish."""
+def after(target: Target, before: metrics.Snapshot, timeout: float = 10.0,
+          finishes: int = 1) -> metrics.Snapshot:
+    """Counters once the frontend has recorded our requests' finishes."""
     deadline = time.monotonic() + timeout
     while True:
         after = scrape(target)
-        if sum((after - before).success.values()) >= 1 or time.monotonic() > deadline:
+        if sum((after - before).success.values()) >= finishes or time.monotonic() > deadline:
             return after
         time.sleep(0.05)
 
@@ -146,8 +149,8 @@ def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
 
 def measure(target: Target, prompt: Prompt, options: Options) -> dict:
     """One request with its counter deltas, factors, exclusivity verdict and alarms."""
-    before = _wait_idle(target)
-    sampler, gpus = GaugeSampler(target), telemetry.Sampler()
+    before = wait_idle(target)
+    sampler, gpus = GaugeSampler(target, options.sample_hz), telemetry.Sampler()
     sampler.start()
     gpus.start()
     cpu = time.process_time()
@@ -171,7 +174,7 @@ def measure(target: Target, prompt: Prompt, options: Options) -> dict:
         delta = metrics.Snapshot()
         record["exclusive_problems"] = []
     else:
-        delta = _after(target, before) - before
+        delta = after(target, before) - before
         record["exclusive_problems"] = decompose.exclusivity(
             delta, done.completion_tokens, done.prompt_tokens, done.finish_reason, "length",
             gauges["running"], gauges["waiting"])
@@ -204,8 +207,9 @@ def _stats(values: list[float]) -> dict | None:
             "cv": statistics.pstdev(values) / mean if mean else None, "n": len(values)}
 
 
-FIGURES = ("decode_tok_s", "tokens_per_step", "ms_per_step", "draft_acceptance",
-           "accepted_per_drafted_step", "ttft_ms", "prefill_tok_s")
+FIGURES = ("decode_tok_s", "tokens_per_step", "ms_per_step", "drafter_tokens_per_step",
+           "draft_acceptance", "accepted_per_drafted_step", "ttft_ms", "client_ttft_ms",
+           "prefill_tok_s")
 
 
 def summarize(records: list[dict]) -> dict:
@@ -307,8 +311,9 @@ def _verify(target: Target, when: str) -> None:
 
 
 def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
-          progress: Callable[[str], None] = lambda m: None) -> dict:
-    """Warm-ups, then measured repeats of every prompt; returns the summary written to `out`."""
+          progress: Callable[[str], None] = lambda m: None, reference=None) -> dict:
+    """Warm-ups, then measured repeats of every prompt; returns the summary written to `out`.
+    `reference`, a reference card, is drawn over the acceptance-by-position plot."""
     if scrape(target) is None:
         progress("no /metrics with spec-decode counters: client timing only, no decomposition")
     hashes, skipped, truncated = {}, {}, []
@@ -358,9 +363,9 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
     summary = {"schema": SCHEMA, "created": datetime.now(timezone.utc).isoformat(),
                "conditions": conditions(target, options, prompts), "prompts": hashes,
                "discarded": discarded, "skipped": skipped, "truncated": truncated,
-               "alarms": _alarm_summary(records),
-               "suites": summarize(records), "fits": plots.fits(records)}
+               "alarms": _alarm_summary(records), "suites": summarize(records),
+               "fits": plots.fits(records), "reference": reference.name if reference else None}
     out.finish(summary, markdown(summary))
     if records:
-        plots.draw(records, summary, out.path / "plots")
+        plots.draw(records, summary, out.path / "plots", reference)
     return summary

@@ -9,8 +9,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from seatkit.bench import (compare, parity, report, run as bench_run, selftest, target as bench_target,
-                           workload)
+from seatkit.bench import (cards, compare, parity, report, run as bench_run, selftest, sweep,
+                           target as bench_target, workload)
 from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
 from seatkit.cli.progress import progress
@@ -55,10 +55,20 @@ def bench_group():
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
 @click.option("--name", help="Run name (default: the profile or model).")
+@click.option("--reference", metavar="CARD",
+              help="A reference card (bench/references/NAME or a path) whose acceptance-by-position "
+                   "curves are drawn over the run's.")
+@click.option("--concurrency", metavar="LEVELS",
+              help="Comma-separated stream counts, e.g. 1,2,4,8,16: a concurrency sweep of each "
+                   "suite's first prompt instead of the batch-1 bench (--repeats is not used).")
 def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max_tokens, contexts,
-                  temperature, top_p, seed, out_dir, name):
-    """Batch-1, sequential, streamed requests, each split into its two factors from /metrics."""
+                  temperature, top_p, seed, out_dir, name, reference, concurrency):
+    """Batch-1, sequential, streamed requests, each split into its two factors from /metrics.
+
+    With --concurrency, levels of N simultaneous streams, each read over its steady window."""
     target = _target(profile, url, model, k, api_key)
+    card = cards.load(reference) if reference else None
+    levels = _levels(concurrency) if concurrency else None
     prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens,
                               [int(c) for c in contexts.split(",")] if contexts else None)
     options = bench_run.Options(warmups, repeats, {"temperature": temperature, "top_p": top_p,
@@ -66,17 +76,51 @@ def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max
     out_run = bench_run.RunDir(Path(out_dir), name or (model if url else profile))
     try:
         with progress(err, "bench") as update:
-            summary = bench_run.bench(target, prompts, options, out_run, progress=update)
+            if levels:
+                summary = sweep.sweep(target, prompts, options, levels, out_run, progress=update)
+            else:
+                summary = bench_run.bench(target, prompts, options, out_run, progress=update,
+                                          reference=card)
     except BaseException:  # Ctrl-C or a failure: what was measured so far is kept
         err.print(f"partial run kept in {escape(str(out_run.path))}", highlight=False, soft_wrap=True)
         raise
-    print_summary(summary, out_run.path)
+    if levels:
+        print_sweep(summary, out_run.path)
+    else:
+        print_summary(summary, out_run.path)
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        levels = [int(n) for n in text.split(",") if n.strip()]
+    except ValueError:
+        levels = []
+    if not levels or min(levels) < 1:
+        raise SeatError(f"--concurrency {text!r} is not a list of stream counts",
+                        "give positive whole numbers separated by commas, e.g. 1,2,4,8,16")
+    return levels
+
+
+def print_sweep(summary: dict, path: Path) -> None:
+    for name, suite in summary["suites"].items():
+        table = Table(*report.SWEEP_HEADER, title=f"{name}: {suite['prompt']}")
+        for row in report.sweep_rows(suite):
+            table.add_row(*row)
+        tables.show(out, table)
+        for row in suite["levels"]:
+            for kind, message in row["alarms"].items():
+                out.print(f"[yellow]alarm {kind}[/] ({row['concurrency']} streams): {escape(message)}")
+        top = suite["levels"][-1]
+        out.print(f"client cost at {top['concurrency']} streams: "
+                  f"{top['client_cpu_us_per_token']:.1f} CPU us per token")
+    out.print(f"report: {path / 'report.md'}; plot: {path / 'plots' / 'sweep.png'}")
 
 
 @bench_group.command("selftest")
 @click.option("--repeats", default=3, show_default=True)
 def bench_selftest_cmd(repeats: int):
-    """Measure the bench against a ground-truth oracle at 200-2,000 tok/s and 1-7 tokens/step."""
+    """Measure the bench against a ground-truth oracle: batch 1 at 200-2,000 tok/s and 1-7
+    tokens/step (most ending on a step max_tokens cuts), and a concurrency sweep of 1-16 streams."""
     with progress(err, "selftest") as update:
         result = selftest.selftest(repeats=repeats, progress=update)
     table = Table("true tok/s", "measured", "true tokens/step", "measured", "true ms/step",
@@ -91,7 +135,22 @@ def bench_selftest_cmd(repeats: int):
                       f"{p['client_decode_tok_s']:.1f} ({p['client_error']:.2%})",
                       f"{p['client_cpu_us_per_token']:.1f}")
     tables.show(out, table)
+    table = Table("streams", "true tok/s", "measured", "tokens/step", "true ms/step", "measured",
+                  "worst error", title="concurrency sweep against the batched oracle")
+    for p in result["sweep"]:
+        t, m = p["true"], p["measured"]
+        table.add_row(str(p["concurrency"]), f"{t['aggregate_tok_s']:.1f}",
+                      f"{m['aggregate_tok_s'] or 0:.1f}",
+                      f"{t['tokens_per_step']:.3f} / {m['tokens_per_step'] or 0:.3f}",
+                      f"{t['ms_per_step']:.3f}", f"{m['ms_per_step'] or 0:.3f}",
+                      f"{max(p['error'].values()):.3%}")
+    tables.show(out, table)
+    top = result["sweep"][-1]
+    out.print(f"client cost at {top['concurrency']} streams: "
+              f"{top['client_cpu_us_per_token']:.1f} CPU us per token")
     verdict = "met" if result["met"] else "NOT met"
+    out.print(f"identity tok/s = tokens/step / s/step, worst request: off by "
+              f"{result['identity_error']:.1e} (goal {selftest.IDENTITY:.0e})")
     out.print(f"worst error {result['worst_error']:.3%}, goal {result['goal']:.1%}: {verdict}")
     sys.exit(0 if result["met"] else 1)
 
@@ -129,9 +188,11 @@ def bench_compare_cmd(a: str, b: str, force: bool, fmt: str):
 
 def _print_comparison(result: compare.Comparison) -> None:
     out.print(f"A = {result.a}\nB = {result.b}")
-    out.print("[bold]conditions that differ[/]" if result.differing else "conditions: the same")
-    for key, values in result.differing.items():
-        out.print(f"  {key}: {escape('; '.join(values))}")
+    out.print("[bold]conditions (A vs B)[/]")
+    for key, values in result.conditions.items():
+        differs = " [yellow](differs)[/]" if key in result.differing else ""
+        out.print(f"  {key}: {escape(values)}{differs}")
+    out.print("conditions that differ: " + (", ".join(result.differing) or "none"))
     if result.refused:
         err.print(f"[red]{escape(result.refused)}[/]")
         return

@@ -30,7 +30,8 @@ class Completion:
 
 def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | None = None,
            on_text: Callable[[str], None] = lambda t: None, sampling: dict | None = None,
-           timeout: float = 300.0, extra: dict | None = None) -> Completion:
+           timeout: float = 300.0, extra: dict | None = None,
+           on_event: Callable[[Completion], None] = lambda c: None) -> Completion:
     """Stream one completion with explicit sampling (greedy unless told), ignoring EOS so the
     output length is fixed; tokens are counted from `usage`, never from chunks."""
     body = {"model": model, "prompt": prompt, "max_tokens": max_tokens,
@@ -52,6 +53,7 @@ def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | N
                     if not line.startswith(b"data: ") or line == b"data: [DONE]":
                         continue
                     _take(out, json.loads(line[6:]), start, on_text)
+                    on_event(out)  # the completion so far, as each event arrives
             except (requests.exceptions.ChunkedEncodingError, requests.ConnectionError) as exc:
                 if not out.chunks:
                     raise

@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from conftest import BIN, free_port
-from seatkit.bench import run, target as bench_target, workload
+from seatkit.bench import run, sweep, target as bench_target, workload
 from seatkit.serve import launch, profile as profiles, spec as specs
 
 
@@ -28,7 +28,7 @@ def seat(vllm_runtime):
 def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_path):
     done = subprocess.run([str(BIN / "seat"), "bench", "cpu-smoke", "--suite", "code,prose",
                            "--warmups", "1", "--repeats", "2", "--max-tokens", "512",
-                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=900,
+                           "--reference", "deepspark-readme", "--out", str(tmp_path)], capture_output=True, text=True, timeout=900,
                           env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     (run_dir,) = tmp_path.iterdir()
@@ -45,6 +45,14 @@ def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_pat
         # tokens/step from the counters against the streamed usage: within 1 %.
         assert abs(f["counters_vs_usage"] - 1) <= 0.01, f
         assert f["tokens_per_step"] > 1 and f["ms_per_step"] > 0
+        # The identity, per request, to floating-point precision: tokens/step is what was delivered.
+        assert f["tokens_per_step"] == 511 / f["decode_steps"]
+        assert f["tokens_per_step"] / (f["ms_per_step"] / 1000) == pytest.approx(
+            f["decode_tok_s"], rel=1e-12, abs=0)
+        assert f["drafter_tokens_per_step"] - f["tokens_per_step"] == pytest.approx(
+            f["cut_by_max_tokens"] / f["decode_steps"])
+        assert f["ttft_source"] == "server" and f["client_ttft_ms"] >= f["ttft_ms"] > 0
+        assert r["gauges"]["samples"] == 0  # nothing polled /metrics while it streamed
     assert all(h["token_ids_sha256"] for h in summary["prompts"].values())
     assert "| code | code |" in (run_dir / "report.md").read_text()
     assert "code" in done.stdout and "prose" in done.stdout
@@ -53,6 +61,7 @@ def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_pat
                      "tok_s_by_prompt.png", "ttft_vs_prompt_tokens.png"]
     assert all((run_dir / "plots" / p).read_bytes()[:4] == b"\x89PNG" for p in plots)
     assert summary["fits"]["ttft_ms_vs_prompt_tokens"]["points"] == 12
+    assert summary["reference"] == "deepspark-readme"  # its curves drawn over the acceptance plot
 
 
 def test_context_suite_pads_to_token_targets_through_tokenize(seat, tmp_path):
@@ -112,6 +121,34 @@ def test_an_overlapping_request_is_detected_discarded_and_rerun(seat, tmp_path, 
 
 def test_selftest_meets_its_goal():
     done = subprocess.run([str(BIN / "seat"), "bench", "selftest"], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+                          text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "goal 0.5%: met" in done.stdout
+
+
+def test_concurrency_sweep_counters_usage_and_streams_agree(seat, tmp_path):
+    done = subprocess.run([str(BIN / "seat"), "bench", "cpu-smoke", "--suite", "code",
+                           "--concurrency", "1,2,4", "--warmups", "1", "--max-tokens", "384",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = tmp_path.iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["schema"] == sweep.SCHEMA and summary["conditions"]["concurrency"] == [1, 2, 4]
+    levels = summary["suites"]["code"]["levels"]
+    assert [row["concurrency"] for row in levels] == [1, 2, 4]
+    for row in levels:
+        n = row["concurrency"]
+        # Counters and usage: every token the streams were told about, the server counted.
+        assert row["usage_vs_counters"] == {"usage": 384 * n, "generation_tokens": 384 * n,
+                                            "finished": n}, row
+        w = row["window"]
+        assert w["running_gauge"][0] == n and not row["alarms"], row
+        assert 0 < w["opens_s"] < w["closes_s"] and w["steps"] >= sweep.MIN_STEPS * n
+        assert 1 <= row["tokens_per_step"] <= 6 and row["ms_per_step"] > 0  # k = 5
+        # Streams against counters: the window's aggregate tok/s, two ways.
+        assert row["aggregate_tok_s"] == pytest.approx(row["counters_tok_s"], rel=0.1), row
+        assert row["per_request_decode_tok_s"]["n"] == n and row["server_ttft_ms"] > 0
+    assert "client cost at 4 streams" in done.stdout
+    assert (run_dir / "plots" / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| 4 |" in (run_dir / "report.md").read_text()

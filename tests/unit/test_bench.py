@@ -38,15 +38,26 @@ def test_decomposition_by_hand_on_the_recorded_window():
     assert f["timing_source"] == "server"
     assert f["accepted_per_drafted_step"] == pytest.approx(836 / 172)          # 4.860, bonus excluded
     assert f["tokens_per_drafted_step"] == pytest.approx(1 + 836 / 172)        # 5.860, bonus included
-    assert f["tokens_per_step"] == pytest.approx(1 + 836 / 184)                # over every decode step
+    assert f["tokens_per_step"] == pytest.approx(1020 / 184)                   # delivered / steps
+    assert f["drafter_tokens_per_step"] == pytest.approx(1 + 836 / 184)        # the counters' figure
+    assert f["cut_by_max_tokens"] == 0
     assert f["steps_without_drafts"] == 12
     assert f["drafted_length"] == pytest.approx(836 / 172)
     assert f["draft_acceptance"] == 1.0
     assert f["acceptance_unconditional"] == pytest.approx([1, 1, 164 / 172, 164 / 172, 164 / 172])
     assert f["acceptance_conditional"] == pytest.approx([1, 1, 164 / 172, 1, 1])
     assert f["ms_per_step"] == pytest.approx(510.8356780000349 / 184)
-    assert f["counters_vs_usage"] == pytest.approx((184 + 836) / 1020)        # = 1: identity holds
-    assert f["identity_holds"]
+    assert f["itl_ms_per_step"] == pytest.approx(510.8356780000349 / 184)
+    assert f["counters_vs_usage"] == pytest.approx((184 + 836) / 1020)
+    assert_identity(f)
+    # Four TTFT observations in this window: no single request's server TTFT, the client's is used.
+    assert f["ttft_source"] == "client"
+
+
+def assert_identity(f):
+    """tok/s = tokens per step / seconds per step, to floating-point precision."""
+    assert f["tokens_per_step"] / (f["ms_per_step"] / 1000) == pytest.approx(f["decode_tok_s"],
+                                                                              rel=1e-12, abs=0)
 
 
 def exposition(engines, v0=False):
@@ -89,7 +100,16 @@ def test_first_token_is_prefill_and_bonus_is_labelled():
     f = decompose.factors(delta_of(33, 66, 33), 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
     assert f["decode_tokens"] == 99 and f["decode_tok_s"] == pytest.approx(99.0)
     assert f["accepted_per_drafted_step"] == 2 and f["tokens_per_drafted_step"] == 3
-    assert f["prefill_tok_s"] == pytest.approx(20.0) and f["identity_holds"]
+    assert f["prefill_tok_s"] == pytest.approx(20.0)
+    assert_identity(f)
+
+
+def test_ttft_is_the_servers_when_its_histogram_saw_our_request_alone():
+    d = delta_of(33, 66, 33)
+    d.values.update(ttft_count=1, ttft_seconds=0.25)
+    f = decompose.factors(d, 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
+    assert f["ttft_source"] == "server" and f["ttft_ms"] == pytest.approx(250)
+    assert f["client_ttft_ms"] == pytest.approx(500) and f["prefill_tok_s"] == pytest.approx(40)
 
 
 def test_client_timing_is_the_fallback_and_bursts_are_flagged():
@@ -102,11 +122,16 @@ def test_client_timing_is_the_fallback_and_bursts_are_flagged():
     assert "client-bursts" in decompose.alarms(burst, 5, "a b c d e f g h")
 
 
-def test_truncation_overshoot_is_explained():
+def test_tokens_cut_by_max_tokens_stay_in_the_drafters_figure_not_in_tokens_per_step():
     # The last step accepted 3 drafts past max_tokens: counters hold 102 decode tokens, usage 99.
     f = decompose.factors(delta_of(34, 68, 34), 100, 0.5, 1.5, 10)
-    assert not f["identity_holds"]
-    assert "past max_tokens" in decompose.alarms(f, 5, "")["identity"]
+    assert f["tokens_per_step"] == pytest.approx(99 / 34)
+    assert f["drafter_tokens_per_step"] == pytest.approx(1 + 68 / 34) and f["cut_by_max_tokens"] == 3
+    assert_identity(f)
+    assert "counters-vs-usage" not in decompose.alarms(f, 5, "")
+    # More than k tokens past the stream, or fewer than it: not one request's cut.
+    crowded = decompose.factors(delta_of(40, 80, 40), 100, 0.5, 1.5, 10)
+    assert "counters-vs-usage" in decompose.alarms(crowded, 5, "")
 
 
 def test_alarms_for_each_pitfall():

@@ -158,3 +158,47 @@ def test_parity_compare_of_records(tmp_path):
     assert not differ["identical"] and differ["prompts"]["p1"]["char_position"] == 7
     with pytest.raises(SeatError, match="no parity record"):
         parity.compare(tmp_path / "a", tmp_path / "missing")
+
+
+def test_every_factor_beyond_its_spread_is_named_with_its_share():
+    # k=3 against k=5 on a busy host (the figures): tokens/step 3.89 vs 5.69 with no
+    # spread, ms/step 4.86 vs 3.19 with 5 % spread: both moved, in opposite directions.
+    ratios = {"tokens_per_step": 3.89 / 5.69, "ms_per_step": 4.86 / 3.19}
+    ratios["decode_tok_s"] = ratios["tokens_per_step"] / ratios["ms_per_step"]
+    spread = {"decode_tok_s": 0.05, "tokens_per_step": 0.0, "ms_per_step": 0.05}
+    verdict = compare._verdict(ratios, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))
+    assert verdict["moved"] == ["tokens_per_step", "ms_per_step"] and "both factors moved" in verdict["text"]
+    assert "tokens per step moved -31.6%" in verdict["text"] and "ms per step moved +52.4%" in verdict["text"]
+    assert "drafting policy and k" in verdict["text"] and "host settings" in verdict["text"]
+    shares = verdict["shares"]
+    assert shares["tokens_per_step"] + shares["ms_per_step"] == pytest.approx(1)
+    assert f"{shares['tokens_per_step']:.0%} of the gap" in verdict["text"]
+    # Only step time moved: acceptance is not named.
+    steady = {"decode_tok_s": 1 / 1.5, "tokens_per_step": 1.0, "ms_per_step": 1.5}
+    only = compare._verdict(steady, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))
+    assert only["moved"] == ["ms_per_step"] and "tokens per step" not in only["text"]
+
+
+def test_conditions_are_always_listed_with_unknown_where_a_side_does_not_say(tmp_path):
+    a = run_dir(tmp_path, "a", "DeepSeek-V4.1-Flash-1017", 500, 6.0, 12.0)
+    card = card_file(tmp_path, [{"id": "x", "what": "w", "source": "s", "decode_tok_s": 100.0}],
+                     {"model": "DeepSeek-V4.1-Flash-1017", "content": "prose", "context": 4096})
+    nothing = compare.compare(a, str(card))
+    assert nothing.refused.startswith("nothing to compare")
+    assert list(nothing.conditions) == list(compare.CONDITIONS)
+    assert nothing.conditions["content"] == "code vs prose"
+    assert nothing.conditions["image"] == "unknown vs unknown"
+    text = compare.markdown(nothing)
+    assert "- content: code vs prose (differs)" in text and "- k: 5 vs unknown (differs)" in text
+    assert "- draft_policy: unknown vs unknown\n" in text and "- model: DeepSeek" in text
+
+
+def test_a_url_run_is_refused_against_another_model_and_a_side_without_one(tmp_path):
+    url_run = run_dir(tmp_path, "url", "tiny", 600, 5.5, 9.2)  # --url: the served name only
+    other = run_dir(tmp_path, "other", "DeepSeek-V4.1-Flash-1017", 500, 6.0, 12.0)
+    assert "different models" in compare.compare(url_run, other).refused
+    anonymous = card_file(tmp_path, [{"id": "x", "what": "w", "source": "s", "decode_tok_s": 1.0}],
+                          {"content": "code", "context": 0})
+    refused = compare.compare(url_run, str(anonymous))
+    assert refused.refused and refused.differing["model"] == ["tiny vs unknown"]
+    assert "tiny vs unknown" in refused.refused

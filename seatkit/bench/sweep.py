@@ -1,0 +1,227 @@
+"""`seat bench --concurrency 1,2,4,8,16`: levels of N simultaneous streams, each read over its
+steady window, so a throughput curve comes with the two factors that shape it.
+
+Per level, N streams of the same prompt start together. The steady window opens when every stream
+has its first token (no request starts inside it) and closes at the first finish; /metrics is read
+at those two moments only (a scrape delays streams: see CAVEATS.md). Over the window:
+
+- tokens per step = Δ generation tokens / Δ inter-token-latency count: per request step, tokens
+  delivered (the finishing request's last step counts what it delivered, not what was accepted);
+- ms per step = Δ inter-token-latency sum / its count: the engine's step time at this batch;
+- aggregate tok/s = the sum over streams of each stream's rate in the window (tokens between its
+  first and last chunk there, over client time); the counters' own figure, N x tokens per step /
+  s per step, is kept beside it.
+
+Steps that other streams take between the first finish and the closing scrape (at most a step or
+two, at N - 1) fall inside the counters' window; the stream rates stop at the first finish.
+The running-request gauge at the window's edges must reach N; when it does not, or when a stream
+finished before the last one started, the client (not the server) set the pace, and an alarm says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable
+
+from seatkit.bench import metrics, plots, report, run
+from seatkit.bench.run import Options, RunDir, Target, conditions, scrape
+from seatkit.bench.workload import Prompt
+from seatkit.errors import SeatError
+from seatkit.serve import client
+
+SCHEMA = "seatkit.bench.sweep/1"
+MIN_STEPS = 10  # per stream in the counters' window: fewer, and one step at a window's edge skews it
+
+
+@dataclass
+class Stream:
+    sent: float = 0.0
+    chunks: list[tuple[float, int]] = field(default_factory=list)  # (client time, tokens so far)
+    done: client.Completion | None = None
+    error: str | None = None
+
+
+class Window:
+    """Scrapes /metrics when the last stream starts decoding and when the first one finishes."""
+
+    def __init__(self, target: Target, level: int):
+        self.target, self.level = target, level
+        self.started, self.ended = threading.Event(), threading.Event()
+        self.first_tokens, self.lock = 0, threading.Lock()
+        self.edges: list[tuple[float, metrics.Snapshot]] = []
+        self.opened_after_a_finish = False
+        self.thread = threading.Thread(target=self._scrape, daemon=True)
+        self.thread.start()
+
+    def event(self, stream: Stream, completion: client.Completion) -> None:
+        """Called on every streamed event of every stream (from the streams' threads)."""
+        if completion.chunks > len(stream.chunks):
+            stream.chunks.append((time.monotonic(), completion.completion_tokens))
+            if len(stream.chunks) == 1:
+                with self.lock:
+                    self.first_tokens += 1
+                    if self.first_tokens == self.level:
+                        self.opened_after_a_finish = self.ended.is_set()
+                        self.started.set()
+        if completion.finish_reason:
+            self.ended.set()
+
+    def _scrape(self) -> None:
+        self.started.wait()
+        if self.opened_after_a_finish:
+            return
+        self.edges.append((time.monotonic(), scrape(self.target)))
+        self.ended.wait()
+        self.edges.append((time.monotonic(), scrape(self.target)))
+
+    def close(self) -> dict | None:
+        """The window's counter deltas and edges, or None when there was no steady window."""
+        self.started.set()
+        self.ended.set()
+        self.thread.join()
+        if len(self.edges) < 2 or self.edges[0][1] is None:
+            return None
+        (t0, first), (t1, last) = self.edges
+        return {"start": t0, "end": t1, "delta": last - first,
+                "running": [first.gauges.get("running", 0.0), last.gauges.get("running", 0.0)]}
+
+
+def _rate(points: list[tuple[float, int]]) -> float | None:
+    """Tokens per second between a stream's first and last chunk in the window: whole steps, and
+    immune to a burst in between (a fitted slope is not: bursts bend it)."""
+    if len(points) < 2 or points[-1][0] == points[0][0]:
+        return None
+    (t0, n0), (t1, n1) = points[0], points[-1]
+    return (n1 - n0) / (t1 - t0)
+
+
+def _spread(values: list[float]) -> dict | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "n": len(values)}
+
+
+def level(target: Target, prompt: Prompt, options: Options, n: int) -> dict:
+    """N streams started together; the level's figures, its window, and its alarms."""
+    before = run.wait_idle(target)
+    window = Window(target, n)
+    streams = [Stream() for _ in range(n)]
+    gate = threading.Barrier(n)
+
+    def go(stream: Stream) -> None:
+        gate.wait()
+        stream.sent = time.monotonic()
+        try:
+            stream.done = client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
+                                        target.headers, sampling=options.sampling,
+                                        on_event=lambda c: window.event(stream, c))
+        except SeatError as exc:
+            stream.error = exc.message
+            window.ended.set()
+
+    cpu = time.process_time()
+    threads = [threading.Thread(target=go, args=(s,), daemon=True) for s in streams]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    cpu = time.process_time() - cpu
+    edges = window.close()
+    failed = [s.error for s in streams if s.error]
+    if failed:
+        raise SeatError(f"{n} streams: {len(failed)} failed: {failed[0]}")
+    total = run.after(target, before, timeout=30.0, finishes=n) - before if before else None
+    return figures(n, streams, edges, total, cpu)
+
+
+def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Snapshot | None,
+            cpu_s: float) -> dict:
+    done = [s.done for s in streams]
+    tokens = sum(d.completion_tokens for d in done)
+    first_sent = min(s.sent for s in streams)
+    out = {
+        "concurrency": n, "completion_tokens": tokens,
+        "per_request_decode_tok_s": _spread([(d.completion_tokens - 1) / (d.last_s - d.ttft_s)
+                                             if d.last_s > d.ttft_s else None for d in done]),
+        "client_ttft_ms": _spread([d.ttft_s * 1000 for d in done]),
+        "level_tok_s": tokens / (max(s.sent + s.done.last_s for s in streams) - first_sent),
+        "client_cpu_us_per_token": cpu_s * 1e6 / max(tokens, 1),
+        "alarms": {},
+    }
+    if total is not None:
+        v = total.values
+        out["server_ttft_ms"] = (v["ttft_seconds"] / v["ttft_count"] * 1000
+                                 if v.get("ttft_count") else None)
+        out["usage_vs_counters"] = {"usage": tokens, "generation_tokens": v.get("generation_tokens"),
+                                    "finished": sum(total.success.values())}
+    # Client side of the window: every stream has its first token, until the first finish.
+    start = max(s.chunks[0][0] for s in streams)
+    end = min(s.chunks[-1][0] for s in streams)
+    if end <= start:
+        out["alarms"]["client-bottleneck"] = (
+            f"a stream finished before the last of {n} started: they never all decoded at once; "
+            "the client set the pace (more client CPU, or longer outputs)")
+        return out
+    rates = [_rate([c for c in s.chunks if start <= c[0] <= end]) for s in streams]
+    out["window"] = {"opens_s": start - first_sent, "closes_s": end - first_sent,
+                     "seconds": end - start, "rule": "every stream decoding -> first finish"}
+    out["aggregate_tok_s"] = sum(r for r in rates if r) if all(rates) else None
+    out["stream_tok_s_in_window"] = _spread(rates)
+    if edges is None:
+        return out
+    d = edges["delta"].values
+    steps, step_s = d.get("steps"), d.get("step_seconds")
+    out["window"].update({"counter_seconds": edges["end"] - edges["start"], "steps": steps,
+                          "running_gauge": edges["running"]})
+    if not steps or steps < MIN_STEPS * n:
+        out["alarms"]["short-window"] = (
+            f"the counters' window held {steps or 0:g} request steps, under {MIN_STEPS} per "
+            "stream: no tokens/step or ms/step (longer outputs, or a client that keeps up)")
+    else:
+        out["tokens_per_step"] = d.get("generation_tokens", 0) / steps
+        out["ms_per_step"] = step_s * 1000 / steps
+        if d.get("accepted") is not None:
+            out["drafter_tokens_per_step"] = 1 + d["accepted"] / steps
+        out["counters_tok_s"] = n * out["tokens_per_step"] / (out["ms_per_step"] / 1000)
+    if max(edges["running"]) < n:
+        out["alarms"]["client-bottleneck"] = (
+            f"the server's running gauge read {max(edges['running']):g}, never {n}: the client "
+            "did not keep the level busy")
+    return out
+
+
+def sweep(target: Target, prompts: list[Prompt], options: Options, levels: list[int], out: RunDir,
+          progress: Callable[[str], None] = lambda m: None) -> dict:
+    """Each suite's first prompt at each level; returns the summary written to `out`."""
+    if scrape(target) is None:
+        progress("no /metrics: aggregate tok/s only, no tokens/step or ms/step")
+    suites: dict[str, dict] = {}
+    firsts: dict[str, Prompt] = {}
+    for prompt in prompts:
+        firsts.setdefault(prompt.suite, prompt)
+    for prompt in firsts.values():
+        for i in range(options.warmups):
+            progress(f"{prompt.suite}: warm-up {i + 1}/{options.warmups}")
+            client.stream(target.url, target.model, prompt.text, prompt.max_tokens, target.headers,
+                          sampling=options.sampling)
+        rows = []
+        for n in levels:
+            progress(f"{prompt.suite}: {n} concurrent streams")
+            row = level(target, prompt, options, n)
+            out.add({"suite": prompt.suite, "prompt": prompt.name, **row})
+            rows.append(row)
+        suites[prompt.suite] = {"prompt": prompt.name, "content": prompt.content,
+                                "context": prompt.context, "output_tokens": prompt.max_tokens,
+                                "levels": rows}
+    summary = {"schema": SCHEMA, "created": datetime.now(timezone.utc).isoformat(),
+               "conditions": {**conditions(target, options, prompts), "concurrency": levels},
+               "suites": suites}
+    out.finish(summary, report.sweep_markdown(summary))
+    plots.draw_sweep(summary, out.path / "plots")
+    return summary

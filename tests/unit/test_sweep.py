@@ -1,0 +1,65 @@
+"""The concurrency sweep's arithmetic on hand-made streams: window, rates, counters, alarms."""
+
+import pytest
+
+from seatkit.bench import metrics, plots, report, sweep
+from seatkit.serve.client import Completion
+
+
+def stream(sent, first, step, steps, per_step=4):
+    """A stream whose first token comes at `first` and then `per_step` tokens every `step` s."""
+    s = sweep.Stream(sent=sent)
+    s.chunks = [(first, 1)] + [(first + i * step, 1 + i * per_step) for i in range(1, steps + 1)]
+    n = s.chunks[-1][1]
+    s.done = Completion(completion_tokens=n, ttft_s=first - sent, last_s=s.chunks[-1][0] - sent)
+    return s
+
+
+def edges(n, steps, gen, itl_s, running=(2.0, 2.0), accepted=None):
+    values = {"steps": steps, "step_seconds": itl_s, "generation_tokens": gen}
+    if accepted is not None:
+        values["accepted"] = accepted
+    return {"start": 0.0, "end": 1.0, "running": list(running),
+            "delta": metrics.Snapshot(values=values)}
+
+
+def test_two_streams_in_their_steady_window():
+    # Stream a starts at 0.1 s, b at 0.2 s; 10 ms steps of 4 tokens; a finishes first at 1.1 s.
+    a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.2, 0.01, 100)
+    counters = edges(2, 180, 720, 1.8, accepted=540)
+    row = sweep.figures(2, [a, b], counters, None, cpu_s=0.0)
+    assert row["window"]["opens_s"] == pytest.approx(0.2) and row["window"]["closes_s"] == pytest.approx(1.1)
+    assert row["aggregate_tok_s"] == pytest.approx(800)  # 2 x 400
+    assert row["tokens_per_step"] == 4 and row["ms_per_step"] == pytest.approx(10)
+    assert row["drafter_tokens_per_step"] == 4 and row["counters_tok_s"] == pytest.approx(800)
+    assert row["per_request_decode_tok_s"]["median"] == pytest.approx(400)
+    assert not row["alarms"]
+
+
+def test_a_client_that_never_had_every_stream_decoding_is_the_bottleneck():
+    early, late = stream(0.0, 0.1, 0.01, 10), stream(0.0, 0.5, 0.01, 10)  # early ends at 0.2 s
+    row = sweep.figures(2, [early, late], None, None, cpu_s=0.0)
+    assert "client-bottleneck" in row["alarms"] and "aggregate_tok_s" not in row
+
+
+def test_a_gauge_under_the_level_and_a_short_window_raise_alarms():
+    a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
+    low = sweep.figures(2, [a, b], edges(2, 180, 720, 1.8, running=(1.0, 1.0)), None, 0.0)
+    assert "never 2" in low["alarms"]["client-bottleneck"]
+    short = sweep.figures(2, [a, b], edges(2, 6, 24, 0.06), None, 0.0)
+    assert "short-window" in short["alarms"] and "tokens_per_step" not in short
+
+
+def test_sweep_table_fits_80_columns_and_plot_is_drawn(tmp_path):
+    rows = [sweep.figures(n, [stream(0.0, 0.1, 0.01 * n, 100) for _ in range(n)],
+                          edges(n, 100 * n, 400 * n, n * n), None, 0.01) for n in (1, 2, 4, 8, 16)]
+    suite = {"prompt": "p", "content": "code", "context": 0, "output_tokens": 401, "levels": rows}
+    summary = {"schema": sweep.SCHEMA, "suites": {"code": suite},
+               "conditions": {"model": "tiny", "url": "u", "k": 5, "sampling": {}, "concurrency": [1, 2, 4, 8, 16]}}
+    widths = [max(len(h), *(len(r[i]) for r in report.sweep_rows(suite)))
+              for i, h in enumerate(report.SWEEP_HEADER)]
+    assert sum(widths) + 3 * len(widths) + 1 <= 80, widths  # rich's borders and padding
+    assert "| 16 |" in report.sweep_markdown(summary)
+    path = plots.draw_sweep(summary, tmp_path)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    assert "tiny, k=5" in plots.title(summary["conditions"], summary["suites"])
