@@ -138,9 +138,10 @@ def render_launch_config(spec: LaunchSpec) -> str:
         resolve=specs.resolve, script=render_script(spec))
 
 
-def rendered(root: Path = paths.REPO) -> dict[Path, str]:
-    """Every rendered file and its content: a script per profile, the default's compose set."""
-    out: dict[Path, str] = {}
+def rendered(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> dict[Path, str]:
+    """Every rendered file and its content: a script per profile, the default's compose set, and
+    extra (files rendered by layers above this one: the README's table, the Dockerfile's defaults)."""
+    out: dict[Path, str] = dict(extra or {})
     for name in profiles.profile_names():
         out[root / "serve" / f"{name}.sh"] = render_script(specs.build(profiles.load(name)))
     default = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
@@ -150,9 +151,9 @@ def rendered(root: Path = paths.REPO) -> dict[Path, str]:
     return out
 
 
-def write(root: Path = paths.REPO) -> list[Path]:
+def write(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> list[Path]:
     """Write what changed; returns the paths written. Stale scripts of removed profiles go."""
-    files = rendered(root)
+    files = rendered(root, extra)
     written = []
     for path, text in files.items():
         if not path.exists() or path.read_text() != text:
@@ -169,9 +170,9 @@ def write(root: Path = paths.REPO) -> list[Path]:
     return written
 
 
-def drift(root: Path = paths.REPO) -> dict[Path, str]:
+def drift(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> dict[Path, str]:
     """Each committed file that differs from a fresh render, with its unified diff."""
-    files = rendered(root)
+    files = rendered(root, extra)
     out = {}
     for path, text in files.items():
         current = path.read_text() if path.exists() else ""
@@ -185,8 +186,8 @@ def drift(root: Path = paths.REPO) -> dict[Path, str]:
     return out
 
 
-def require_no_drift(root: Path = paths.REPO) -> None:
-    found = drift(root)
+def require_no_drift(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> None:
+    found = drift(root, extra)
     if found:
         raise SeatError("rendered files differ from a fresh render:\n"
                         + "".join(found.values()),
