@@ -24,9 +24,13 @@ ARG SEAT_SOURCE=seatkit
 ARG SEAT_REVISION=""
 
 # Copied over the package, never mounted over it: the base's compiled extensions and the folders
-# the overlay lacks stay in place. `seat build` gives every folder of its context one fixed time,
-# so the layer is the same on every build.
-COPY overlay/vllm/ ${VLLM_DIR}/
+# the overlay lacks stay in place. `seat build` passes OVERLAY_FILES=overlay/root/ and
+# OVERLAY_INTO=/ with the overlay at its full path in its context, every folder at one fixed time:
+# copied into /, even the package's own folder takes that time, so the layer is the same on every
+# build (copied into the package, the package's folder would take the build's time).
+ARG OVERLAY_FILES=overlay/vllm/
+ARG OVERLAY_INTO=${VLLM_DIR}/
+COPY ${OVERLAY_FILES} ${OVERLAY_INTO}
 COPY image/ /opt/seatkit/
 COPY overlay/overlay.lock /opt/seatkit/
 

@@ -25,6 +25,7 @@ from seatkit.serve.profile import Image, Profile
 
 IMAGE_FILES = paths.REPO / "image"
 SCRIPTS = ("entrypoint.sh", "build-check.sh", "smoke.sh", "smoke.py", "health.sh")
+ROOTED = "overlay/root"  # the context's overlay, at its full path from /
 EPOCH = 315532800  # 1980-01-01: every entry of the context gets this time
 DEFAULT_VLLM_DIR = Image.model_fields["vllm_dir"].default
 
@@ -48,21 +49,21 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes | None, mode: int) -> None
         tar.addfile(info, io.BytesIO(data))
 
 
-def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None) -> Context:
-    """The build context as a tar laid out like the repository (Dockerfile, image/, overlay/overlay.lock,
-    overlay/vllm/) but holding only the overlay files to copy. Every folder is an entry with the fixed
-    time, so none takes the build's time."""
+def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
+            vllm_dir: str = DEFAULT_VLLM_DIR) -> Context:
+    """The build context as a tar laid out like the repository (Dockerfile, image/, overlay/overlay.lock)
+    with the overlay files to copy under overlay/root/ at their full path (OVERLAY_FILES and
+    OVERLAY_INTO in the Dockerfile). Every folder is an entry with the fixed time."""
     base = base or {}
     copied = sorted(name for name, digest in lock.files.items() if base.get(name) != digest)
     entries: dict[str, tuple[bytes | None, int]] = {
         "Dockerfile": (DOCKERFILE.read_bytes(), 0o644), "image": (None, 0o755),
-        "overlay": (None, 0o755), "overlay/overlay.lock": (lock.dump().encode(), 0o644),
-        "overlay/vllm": (None, 0o755)}
+        "overlay": (None, 0o755), "overlay/overlay.lock": (lock.dump().encode(), 0o644)}
     for script in SCRIPTS:
         entries[f"image/{script}"] = ((IMAGE_FILES / script).read_bytes(), 0o755)
     for name in copied:
-        parts = ["overlay", "vllm", *name.split("/")]
-        for depth in range(3, len(parts)):
+        parts = [*ROOTED.strip("/").split("/"), *vllm_dir.strip("/").split("/"), *name.split("/")]
+        for depth in range(1, len(parts)):
             entries["/".join(parts[:depth])] = (None, 0o755)
         entries["/".join(parts)] = ((overlay_dir / name).read_bytes(), 0o644)
     buffer = io.BytesIO()
@@ -137,6 +138,12 @@ def revision() -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
+def build_args(profile: Profile, lock: Lock, base_ref: str) -> dict[str, str]:
+    """Every build argument `seat build` passes with the context() it writes."""
+    return {"BASE_IMAGE": base_ref, "SEAT_REVISION": revision(), "OVERLAY_FILES": f"{ROOTED}/",
+            "OVERLAY_INTO": "/", **dockerfile.build_args(profile, lock)}
+
+
 def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bool = False,
           delta: bool = True, nocache: bool = False,
           progress: Callable[[str], None] = lambda line: None) -> dict:
@@ -167,11 +174,10 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
                             "copying the overlay there would replace them with folders",
                             "set image.vllm_dir in the profile to the real path")
         base = base_files(container, profile.image.vllm_dir) if delta else {}
-    ctx = context(lock, overlay_dir, base)
+    ctx = context(lock, overlay_dir, base, profile.image.vllm_dir)
     progress(f"overlay: {len(ctx.copied)} files to copy, {len(ctx.skipped)} already identical in the base")
     tag = seat_tag(profile, lock)
-    args = {"BASE_IMAGE": base_ref, "SEAT_REVISION": revision(),
-            **dockerfile.build_args(profile, lock)}
+    args = build_args(profile, lock, base_ref)
     log: list[str] = []
     image_id = None
     for chunk in client.api.build(fileobj=io.BytesIO(ctx.data), custom_context=True, tag=tag,

@@ -221,9 +221,11 @@ def test_the_healthcheck_turns_healthy_when_the_server_answers(stand_ins):
 def test_buildkit_builds_the_same_context(stand_ins, tmp_path):
     """Debian's engine with BuildKit (no `# syntax=` line to pull) takes the context the kit writes."""
     repository, _, digest = stand_ins["bases"]["busybox"]
+    profile = profiles.load(str(profile_for(stand_ins, "busybox", "buildkit", smoke=[])))
     ctx = image_build.context(stand_ins["lock"], stand_ins["tmp"] / "overlay")
+    args = image_build.build_args(profile, stand_ins["lock"], f"{repository}@{digest}")
     done = subprocess.run(["/usr/bin/docker", "build", "-q", "--network", "none", "-t", "seatkit-test/buildkit:1",
-                           "--build-arg", f"BASE_IMAGE={repository}@{digest}", "-"],
+                           *[f"--build-arg={k}={v}" for k, v in args.items()], "-"],
                           input=ctx.data, capture_output=True, timeout=300,
                           env={"DOCKER_BUILDKIT": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr.decode()[-2000:]
@@ -315,7 +317,7 @@ def test_a_prebuilt_image_is_compared_with_the_lock_as_facts(stand_ins, tmp_path
     del pushed["kernels/table.json"]
     repository, tag, digest = pushed_base(client, registry, tmp_path, busybox_image, pushed, "prebuilt")
     path = stand_ins["tmp"] / "prebuilt.yaml"
-    path.write_text(yaml.safe_dump({"extends": "deepspark-prebuilt",
+    path.write_text(yaml.safe_dump({"extends": str(REPO / "profiles" / "deepspark-prebuilt.yaml"),
                                     "image": {"name": repository, "tag": tag, "smoke_imports": []}}))
     def up():
         return subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
