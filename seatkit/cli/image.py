@@ -28,8 +28,9 @@ def build_cmd(profile: str, allow_unpinned: bool, full: bool, nocache: bool, loc
     """Build the seat's image: the pinned base, the verified overlay copied over its vllm package,
     a smoke import of the DSpark integration, provenance labels and a start-time overlay check.
 
-    The image is tagged seatkit/PROFILE:overlay-COMMIT-LOCK. By hand, the same context builds with
-    `docker build --build-arg BASE_IMAGE=name@sha256:...` (see image/Dockerfile)."""
+    The image is tagged seatkit/PROFILE:overlay-COMMIT-LOCK. The same Dockerfile also builds by hand
+    from the repository, copying the whole overlay: `docker build --build-arg
+    BASE_IMAGE=name@sha256:... -t NAME .` after `seat overlay fetch`."""
     started = time.monotonic()
     result = image_build.build(profiles.load(profile), overlay.load(Path(lock_path)), Path(overlay_dir),
                                allow_unpinned=allow_unpinned, delta=not full, nocache=nocache,
@@ -52,8 +53,9 @@ def image_group():
 @image_group.command("pin")
 @PROFILE
 def pin_cmd(profile: str):
-    """Resolve the profile's base tag to the digest its registry serves now and keep it in
-    profiles/PROFILE.lock, so `seat build` builds FROM name@digest."""
+    """Resolve the profile's image tag to the digest its registry serves now and keep it in
+    profiles/PROFILE.lock, so `seat build` builds FROM name@digest (or `seat up` runs a prebuilt
+    image by it)."""
     loaded = profiles.load(profile)
     record = pin.pin(loaded)
     out.print(f"{record['name']}:{record['tag']} -> {record['digest']} "

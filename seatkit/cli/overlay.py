@@ -20,11 +20,14 @@ def overlay_group():
 @overlay_group.command("fetch")
 @click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
 @click.option("--dest", default=str(overlay.FETCHED), show_default=True, type=click.Path())
-def fetch_cmd(lock_path: str, dest: str):
+@click.option("--from", "source", metavar="URL_OR_PATH",
+              help="Fetch the same commit from a mirror (https URL) or a local clone instead of the "
+              "lock's source; the checks are the same, so it need not be trusted.")
+def fetch_cmd(lock_path: str, dest: str, source: str | None):
     """Clone exactly the locked commit, check the tree id and every hash, then move it into place."""
     lock = overlay.load(Path(lock_path))
-    with err.status(f"fetching {lock.source}@{lock.commit[:12]}:{lock.path}"):
-        where = overlay.fetch(lock, Path(dest))
+    with err.status(f"fetching {source or lock.source}@{lock.commit[:12]}:{lock.path}"):
+        where = overlay.fetch(lock, Path(dest), source)
     out.print(f"{len(lock.files)} files verified and placed in {where}")
 
 

@@ -11,10 +11,12 @@ from rich.table import Table
 
 from seatkit.cli import tables
 from seatkit.cli.app import PROFILE, err, out, seat
+from seatkit.cli import reference
 from seatkit.cli.progress import progress
 from seatkit.cli.bench import print_summary
 from seatkit import when
 from seatkit.errors import SeatError
+from seatkit.image import prebuilt
 from seatkit.serve import demo, launch, lint, profile as profiles, render, runtime, spec as specs
 
 
@@ -27,12 +29,14 @@ def _spec(name: str) -> specs.LaunchSpec:
               "from a fresh render, and show the difference.")
 def render_cmd(check: bool):
     """Render serve/<profile>.sh for every profile, and docker-compose.yml, .env and
-    LAUNCH_CONFIG.md for the default profile."""
+    LAUNCH_CONFIG.md for the default profile; rewrite the README's command table from this help and
+    the Dockerfile's build-argument defaults from the default profile and the overlay lock."""
+    extra = reference.regions_of()
     if check:
-        render.require_no_drift()
+        render.require_no_drift(extra=extra)
         out.print("rendered files match their profiles")
         return
-    written = render.write()
+    written = render.write(extra=extra)
     for path in written:
         out.print(f"wrote {path.relative_to(render.paths.REPO)}")
     if not written:
@@ -79,8 +83,16 @@ def setup_cmd(profile: str):
 @seat.command("up")
 @PROFILE
 def up_cmd(profile: str):
-    """Preflight, start the seat, and wait until /health and /v1/models answer."""
+    """Preflight, start the seat, and wait until /health and /v1/models answer.
+
+    An image built elsewhere (image.compare_overlay) runs by its pinned digest, and its vllm package
+    is first compared with the overlay lock: differences are printed as facts, not failures."""
     spec = _spec(profile)
+    if spec.profile.image and spec.profile.image.compare_overlay:
+        with progress(err, f"comparing {profile}'s image with the overlay lock"):
+            found = prebuilt.compare(spec.profile)
+        for line in prebuilt.facts(found):
+            out.print(f"fact: {line}", highlight=False)
     with progress(err, f"up {profile}") as update:
         run, waited = launch.up(spec, tick=lambda stage, t: update(
             f"waiting for {stage} ({t:.0f} s)"))

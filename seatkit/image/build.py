@@ -18,20 +18,16 @@ from typing import Callable
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.image import overlay, pin
-from seatkit.image.overlay import Lock
+from seatkit.image import dockerfile, overlay, pin
+from seatkit.image.dockerfile import DOCKERFILE
+from seatkit.overlay_lock import Lock, seat_tag  # noqa: F401 (seat_tag: the name build gives)
 from seatkit.serve.profile import Image, Profile
 
 IMAGE_FILES = paths.REPO / "image"
-SCRIPTS = ("entrypoint.sh", "smoke.sh", "smoke.py", "health.sh")
+SCRIPTS = ("entrypoint.sh", "build-check.sh", "smoke.sh", "smoke.py", "health.sh")
+ROOTED = "overlay/root"  # the context's overlay, at its full path from /
 EPOCH = 315532800  # 1980-01-01: every entry of the context gets this time
-REPOSITORY = "seatkit"
 DEFAULT_VLLM_DIR = Image.model_fields["vllm_dir"].default
-
-
-def seat_tag(profile: Profile, lock: Lock) -> str:
-    """The image name the seat runs: the profile, the overlay commit and the lock's own hash."""
-    return f"{REPOSITORY}/{profile.name}:overlay-{lock.commit[:12]}-{lock.sha256[:12]}"
 
 
 @dataclass
@@ -55,17 +51,18 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes | None, mode: int) -> None
 
 def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
             vllm_dir: str = DEFAULT_VLLM_DIR) -> Context:
-    """The build context as a tar: Dockerfile, seatkit/ (scripts and the lock), and overlay/ holding
-    the files to copy at their full path. Every folder is an entry with the fixed time."""
+    """The build context as a tar laid out like the repository (Dockerfile, image/, overlay/overlay.lock)
+    with the overlay files to copy under overlay/root/ at their full path (OVERLAY_FILES and
+    OVERLAY_INTO in the Dockerfile). Every folder is an entry with the fixed time."""
     base = base or {}
     copied = sorted(name for name, digest in lock.files.items() if base.get(name) != digest)
     entries: dict[str, tuple[bytes | None, int]] = {
-        "Dockerfile": ((IMAGE_FILES / "Dockerfile").read_bytes(), 0o644),
-        "seatkit": (None, 0o755), "seatkit/overlay.lock": (lock.dump().encode(), 0o644)}
+        "Dockerfile": (DOCKERFILE.read_bytes(), 0o644), "image": (None, 0o755),
+        "overlay": (None, 0o755), "overlay/overlay.lock": (lock.dump().encode(), 0o644)}
     for script in SCRIPTS:
-        entries[f"seatkit/{script}"] = ((IMAGE_FILES / script).read_bytes(), 0o755)
+        entries[f"image/{script}"] = ((IMAGE_FILES / script).read_bytes(), 0o755)
     for name in copied:
-        parts = ["overlay", *vllm_dir.strip("/").split("/"), *name.split("/")]
+        parts = [*ROOTED.strip("/").split("/"), *vllm_dir.strip("/").split("/"), *name.split("/")]
         for depth in range(1, len(parts)):
             entries["/".join(parts[:depth])] = (None, 0o755)
         entries["/".join(parts)] = ((overlay_dir / name).read_bytes(), 0o644)
@@ -140,6 +137,12 @@ def revision() -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
+def build_args(profile: Profile, lock: Lock, base_ref: str) -> dict[str, str]:
+    """Every build argument `seat build` passes with the context() it writes."""
+    return {"BASE_IMAGE": base_ref, "SEAT_REVISION": revision(), "OVERLAY_FILES": f"{ROOTED}/",
+            "OVERLAY_INTO": "/", **dockerfile.build_args(profile, lock)}
+
+
 def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bool = False,
           delta: bool = True, nocache: bool = False,
           progress: Callable[[str], None] = lambda line: None) -> dict:
@@ -173,11 +176,7 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
     ctx = context(lock, overlay_dir, base, profile.image.vllm_dir)
     progress(f"overlay: {len(ctx.copied)} files to copy, {len(ctx.skipped)} already identical in the base")
     tag = seat_tag(profile, lock)
-    args = {"BASE_IMAGE": base_ref, "BASE_TAG": f"{profile.image.name}:{profile.image.tag}",
-            "VLLM_DIR": profile.image.vllm_dir, "SMOKE_IMPORTS": " ".join(profile.image.smoke_imports),
-            "SEAT_PORT": str(profile.server.port), "SEAT_PROFILE": profile.name,
-            "SEAT_SOURCE": "seatkit", "SEAT_REVISION": revision(), "OVERLAY_SOURCE": lock.source,
-            "OVERLAY_COMMIT": lock.commit, "OVERLAY_TREE": lock.tree, "OVERLAY_LOCK_SHA256": lock.sha256}
+    args = build_args(profile, lock, base_ref)
     log: list[str] = []
     image_id = None
     for chunk in client.api.build(fileobj=io.BytesIO(ctx.data), custom_context=True, tag=tag,

@@ -1,9 +1,5 @@
-"""overlay/overlay.lock: where the overlay comes from (repository, commit, path, git tree) and the
-SHA-256 of every file; fetching it, verifying a tree against it, and pinning another one.
-
-The lock's body is `sha256sum` output (two spaces, path relative to the overlay root), so
-`sha256sum -c` can check it too; its header lines are `# key: value`.
-"""
+"""The overlay pinned by overlay/overlay.lock: fetching it, verifying a tree against it, and pinning
+another one. The lock's format lives in seatkit/overlay_lock.py, below serve and image."""
 
 from __future__ import annotations
 
@@ -15,86 +11,14 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from seatkit import paths
 from seatkit.errors import SeatError
+from seatkit.overlay_lock import LOCK, SOURCE, Lock, check_source, load, parse  # noqa: F401 (re-exported)
 
-LOCK = paths.REPO / "overlay" / "overlay.lock"
 FETCHED = paths.REPO / "overlay" / "vllm"
-HEADER = ("source", "commit", "path", "tree")
-LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
-# Where an overlay may come from: an https URL or an absolute local path, never a git option.
-SOURCE = re.compile(r"https://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%+@-]*)*|(/[A-Za-z0-9._+@-]+)+/?")
-REPO_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*(/[A-Za-z0-9_][A-Za-z0-9._+-]*)*")
 GIT_PROTOCOLS = "https:file"  # file: a local path
-
-
-@dataclass
-class Lock:
-    source: str
-    commit: str
-    path: str
-    tree: str
-    files: dict[str, str] = field(default_factory=dict)
-
-    def dump(self) -> str:
-        head = ["# seatkit overlay lock: the overlay layered onto the base image, pinned file by file.",
-                "# Checked by `seat overlay fetch` and `seat overlay verify`; body lines are sha256sum format."]
-        head += [f"# {key}: {getattr(self, key)}" for key in HEADER]
-        return "\n".join(head + [f"{digest}  {name}" for name, digest in sorted(self.files.items())]) + "\n"
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.dump().encode()).hexdigest()
-
-
-def parse(text: str, where: str = "overlay.lock") -> Lock:
-    header: dict[str, str] = {}
-    files: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.startswith("#"):
-            key, _, value = line[1:].partition(":")
-            if key.strip() in HEADER:
-                header[key.strip()] = value.strip()
-            continue
-        if not line.strip():
-            continue
-        match = LINE.match(line)
-        if not match:
-            raise SeatError(f"{where}:{number}: expected '<64 hex sha256>  <path>', got {line[:80]!r}")
-        digest, name = match.groups()
-        if name.startswith("/") or ".." in Path(name).parts:
-            raise SeatError(f"{where}:{number}: path must stay inside the overlay, got {name!r}")
-        if name in files:
-            raise SeatError(f"{where}:{number}: {name} is listed twice")
-        files[name] = digest
-    missing = [key for key in HEADER if not header.get(key)]
-    if missing:
-        raise SeatError(f"{where}: header lacks {', '.join(missing)}", "each as a '# key: value' line")
-    if not re.fullmatch(r"[0-9a-f]{40}", header["commit"]) or not re.fullmatch(r"[0-9a-f]{40}", header["tree"]):
-        raise SeatError(f"{where}: commit and tree must be 40-hex git object ids")
-    if not files:
-        raise SeatError(f"{where}: no files listed")
-    check_source(header["source"], where)
-    if not REPO_PATH.fullmatch(header["path"]) or ".." in header["path"].split("/"):
-        raise SeatError(f"{where}: path must be a folder inside the repository, got {header['path']!r}")
-    return Lock(header["source"], header["commit"], header["path"], header["tree"], files)
-
-
-def check_source(source: str, where: str = "source") -> str:
-    if not SOURCE.fullmatch(source) or ".." in source.split("/"):
-        raise SeatError(f"{where}: the overlay source must be an https:// URL or an absolute local path, "
-                        f"got {source!r}", "git fetches from nothing else")
-    return source
-
-
-def load(path: Path = LOCK) -> Lock:
-    try:
-        return parse(path.read_text(), str(path))
-    except FileNotFoundError:
-        raise SeatError(f"no overlay lock at {path}") from None
 
 
 def _sha256(path: Path) -> str:
@@ -152,21 +76,35 @@ def _git(*args: str, cwd: Path | None = None, env: dict | None = None) -> str:
     return done.stdout.strip()
 
 
-def fetch(lock: Lock, dest: Path = FETCHED) -> Path:
+def checked_source(value: str, what: str = "the overlay source") -> str:
+    """A repository git may fetch from: an https URL or a local directory, never an option."""
+    if value.startswith("https://") and SOURCE.fullmatch(value):
+        return value
+    if value and not value.startswith("-") and "://" not in value and Path(value).is_dir():
+        local = str(Path(value).resolve())
+        if SOURCE.fullmatch(local):
+            return local
+    raise SeatError(f"{what} must be an https URL or a local directory, got {value!r}",
+                    "a mirror (https://...) or a local clone holding the locked commit")
+
+
+def fetch(lock: Lock, dest: Path = FETCHED, source: str | None = None) -> Path:
     """Fetch exactly the locked commit, check its tree id and every file, then swap it into dest.
 
-    Everything happens in a staging folder beside dest; dest changes only when all of it checks,
-    so a failed or interrupted fetch leaves the previous state as it was.
+    source (a mirror or a local clone) replaces the lock's own: the checks are the same, so it
+    need not be trusted. Everything happens in a staging folder beside dest; dest changes only
+    when all of it checks, so a failed or interrupted fetch leaves the previous state as it was.
     """
+    source = checked_source(lock.source if source is None else source)
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".overlay-fetch-", dir=dest.parent))
     try:
         repo = staging / "repo"
         _git("init", "-q", "--", str(repo))
-        _git("fetch", "-q", "--depth", "1", "--", check_source(lock.source), lock.commit, cwd=repo)
+        _git("fetch", "-q", "--depth", "1", "--", source, lock.commit, cwd=repo)
         tree = _git("rev-parse", "--verify", "--end-of-options", f"{lock.commit}:{lock.path}", cwd=repo)
         if tree != lock.tree:
-            raise SeatError(f"{lock.source}@{lock.commit[:12]}:{lock.path} has tree {tree}, the lock "
+            raise SeatError(f"{source}@{lock.commit[:12]}:{lock.path} has tree {tree}, the lock "
                             f"pins {lock.tree}", "the source changed or the lock is wrong; nothing was changed")
         files = staging / "files"
         files.mkdir()

@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 from seatkit.errors import SeatError
-from seatkit.image import build as image_build
+from seatkit import overlay_lock
 from seatkit.serve import keys
 from seatkit.serve.spec import Check, LaunchSpec, resolve
 
@@ -73,7 +73,7 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
     elif kind == "container-free" and _docker_has("container", subject):
         _fail(f"a container named {subject} already exists", f"seat down {name}, or docker rm it")
     elif kind == "image" and not _docker_has("image", subject):
-        local = subject.startswith(image_build.REPOSITORY + "/")
+        local = subject.startswith(overlay_lock.REPOSITORY + "/")
         _fail(f"image {subject} is not on this machine (or its digest differs)",
               f"a local tag, nothing to pull: seat build {name} makes it" if local else "docker pull it")
     elif kind == "dir":

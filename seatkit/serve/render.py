@@ -12,9 +12,8 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from seatkit import paths
+from seatkit import overlay_lock, paths
 from seatkit.errors import SeatError
-from seatkit.image import build as image_build
 from seatkit.serve import glossary, grammar, profile as profiles, spec as specs
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 
@@ -59,7 +58,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False)
     env.filters.update(sh=shlex.quote, sq=always_quoted, word=shell_word, argv_lines=argv_lines, dq=_double_quoted, oneline=_oneline)
-    env.globals.update(knob_grammars=grammar.KNOBS, local_images=image_build.REPOSITORY)
+    env.globals.update(knob_grammars=grammar.KNOBS, local_images=overlay_lock.REPOSITORY)
     return env
 
 
@@ -142,12 +141,14 @@ def render_launch_config(spec: LaunchSpec) -> str:
         resolve=specs.resolve, script=render_script(spec))
 
 
-def rendered(root: Path = paths.REPO, bad: dict[str, SeatError] | None = None) -> dict[Path, str]:
-    """Every rendered file and its content: a script per profile, the default's compose set.
+def rendered(root: Path = paths.REPO, extra: dict[Path, str] | None = None,
+             bad: dict[str, SeatError] | None = None) -> dict[Path, str]:
+    """Every rendered file and its content: a script per profile, the default's compose set, and
+    extra (files rendered by layers above this one: the README's table, the Dockerfile's defaults).
 
     A profile that does not load raises, naming its file; with `bad`, it is recorded there instead
     and the others are still rendered."""
-    out: dict[Path, str] = {}
+    out: dict[Path, str] = dict(extra or {})
     for name in profiles.profile_names():
         try:
             out[root / "serve" / f"{name}.sh"] = render_script(specs.build(profiles.load(name)))
@@ -164,13 +165,13 @@ def rendered(root: Path = paths.REPO, bad: dict[str, SeatError] | None = None) -
     return out
 
 
-def write(root: Path = paths.REPO) -> list[Path]:
+def write(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> list[Path]:
     """Write what changed; returns the paths written. Stale scripts of removed profiles go.
 
     A bad profile does not stop the others: they are written, its old script is kept, and then
     a SeatError names every bad profile file."""
     bad: dict[str, SeatError] = {}
-    files = rendered(root, bad)
+    files = rendered(root, extra, bad)
     written = []
     for path, text in files.items():
         if not path.exists() or path.read_text() != text:
@@ -191,9 +192,9 @@ def write(root: Path = paths.REPO) -> list[Path]:
     return written
 
 
-def drift(root: Path = paths.REPO) -> dict[Path, str]:
+def drift(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> dict[Path, str]:
     """Each committed file that differs from a fresh render, with its unified diff."""
-    files = rendered(root)
+    files = rendered(root, extra)
     out = {}
     for path, text in files.items():
         current = path.read_text() if path.exists() else ""
@@ -207,8 +208,8 @@ def drift(root: Path = paths.REPO) -> dict[Path, str]:
     return out
 
 
-def require_no_drift(root: Path = paths.REPO) -> None:
-    found = drift(root)
+def require_no_drift(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> None:
+    found = drift(root, extra)
     if found:
         raise SeatError("rendered files differ from a fresh render:\n"
                         + "".join(found.values()),

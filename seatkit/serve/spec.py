@@ -12,9 +12,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from seatkit import paths
-from seatkit.image import build as image_build, overlay
-from seatkit.serve import grammar, keys
+from seatkit import overlay_lock, paths
+from seatkit.serve import grammar, keys, pins
 from seatkit.serve.profile import Profile
 
 
@@ -150,8 +149,8 @@ def build(profile: Profile) -> LaunchSpec:
             checks += _model_checks(key, model, where)
     else:
         docker = profile.docker
-        image = (image_build.seat_tag(profile, overlay.load()) if profile.image.overlay
-                 else profile.image.reference)
+        image = (overlay_lock.seat_tag(profile, overlay_lock.load()) if profile.image.overlay
+                 else pins.base_reference(profile, allow_unpinned=True)[0])
         knobs = [Knob("SEAT_IMAGE", image, "image the seat runs"
                       + (" (`seat build` makes it)" if profile.image.overlay else "")),
                  Knob("SEAT_CONTAINER", docker.container_name, "container name"),

@@ -4,8 +4,10 @@ Not a test. The real overlay (2,205 files, 25.8 MB) cannot be fetched here, so a
 the same shape stands in: 2,205 files, 25,757,677 bytes, seeded random content. Three bases (the
 busybox stand-in with a vllm package): none of the files, 1,407 of them byte-identical (what the
 overlay shares with the nearest fork snapshot), and all but 15 (only the DSpark files differ).
-The start check is timed against SEAT_SKIP_OVERLAY_CHECK=1, alternating, in one run. Needs a docker
-engine and the tests' busybox image (seatkit-test/busybox:2). Usage:
+The start check is timed against SEAT_SKIP_OVERLAY_CHECK=1, alternating, in one run; so is a plain
+`docker build .` of the repository (the whole overlay) against `seat build` (only what differs), on
+the base with 1,407 identical files. Needs a docker engine and the tests' busybox image
+(seatkit-test/busybox:2). Usage:
     .venv/bin/python tests/benchmarks/image_build.py [ROUNDS]
 """
 
@@ -21,6 +23,9 @@ import yaml
 
 from seatkit import paths
 from seatkit.image import build, overlay
+
+sys.path.insert(0, str(paths.REPO / "tests" / "integration"))
+from plain_repo import repository_copy  # noqa: E402
 from seatkit.serve import profile as profiles
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
@@ -58,6 +63,27 @@ def start_time(image: str, skip: bool) -> float:
     return time.monotonic() - start
 
 
+def plain_against_seat_build(work: Path, root: Path, lock, shared: list[str], rounds: int) -> None:
+    profile = profiles.load(str(work / f"bench{len(shared)}.yaml"))
+    repo = repository_copy(work / "repo", profile, lock, root)
+    base = f"seatkit-bench/base:{len(shared)}"
+    times: dict[str, list[float]] = {"plain docker build": [], "seat build": []}
+    for _ in range(rounds):
+        start = time.monotonic()
+        subprocess.run(["docker", "build", "-q", "--no-cache", "--network", "none", "--build-arg",
+                        f"BASE_IMAGE={base}", "-t", "seatkit-bench/plain:1", "."], cwd=repo, check=True,
+                       capture_output=True)
+        times["plain docker build"].append(time.monotonic() - start)
+        start = time.monotonic()
+        result = build.build(profile, lock, root, allow_unpinned=True, nocache=True)
+        times["seat build"].append(time.monotonic() - start)
+    plain_layer = build.overlay_layer("seatkit-bench/plain:1", base)["overlay_layer_bytes"]
+    p, k = (statistics.median(v) for v in times.values())
+    print(f"1,407 identical in the base, {rounds} alternating rounds: plain docker build {p:.1f} s, "
+          f"overlay layer {plain_layer / 1e6:.2f} MB; seat build {k:.1f} s, {result['overlay_layer_bytes'] / 1e6:.2f} MB "
+          f"(time ratio {p / k:.2f}, layer ratio {plain_layer / result['overlay_layer_bytes']:.2f})")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -82,6 +108,7 @@ def main() -> None:
             print(f"{label:30s} copied {result['copied']:5d} files, overlay layer "
                   f"{result['overlay_layer_bytes'] / 1e6:6.2f} MB ({result['overlay_layer_bytes'] / TOTAL:.3f} of 25.8 MB), "
                   f"seat build {took:.1f} s")
+        plain_against_seat_build(work, root, lock, names[:1407], ROUNDS)
         image = images["no file in the base"]
         checked, skipped = [], []
         for _ in range(ROUNDS):

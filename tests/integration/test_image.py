@@ -5,6 +5,7 @@ and Debian with a Python 3.12 venv), an overlay made by the test and locked by t
 """
 
 import json
+import re
 import subprocess
 import time
 
@@ -12,9 +13,10 @@ import docker
 import pytest
 import yaml
 
-from conftest import BIN, free_port
+from conftest import BIN, REPO, free_port
+from plain_repo import JUNK, repository_copy
 from seatkit.errors import SeatError
-from seatkit.image import build as image_build, overlay
+from seatkit.image import build as image_build, overlay, prebuilt
 from seatkit.serve import profile as profiles
 
 VLLM = "/opt/venv/lib/python3.12/site-packages/vllm"
@@ -219,9 +221,11 @@ def test_the_healthcheck_turns_healthy_when_the_server_answers(stand_ins):
 def test_buildkit_builds_the_same_context(stand_ins, tmp_path):
     """Debian's engine with BuildKit (no `# syntax=` line to pull) takes the context the kit writes."""
     repository, _, digest = stand_ins["bases"]["busybox"]
+    profile = profiles.load(str(profile_for(stand_ins, "busybox", "buildkit", smoke=[])))
     ctx = image_build.context(stand_ins["lock"], stand_ins["tmp"] / "overlay")
+    args = image_build.build_args(profile, stand_ins["lock"], f"{repository}@{digest}")
     done = subprocess.run(["/usr/bin/docker", "build", "-q", "--network", "none", "-t", "seatkit-test/buildkit:1",
-                           "--build-arg", f"BASE_IMAGE={repository}@{digest}", "-"],
+                           *[f"--build-arg={k}={v}" for k, v in args.items()], "-"],
                           input=ctx.data, capture_output=True, timeout=300,
                           env={"DOCKER_BUILDKIT": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr.decode()[-2000:]
@@ -251,3 +255,89 @@ def test_building_a_native_profile_or_a_missing_overlay_is_a_clear_error(stand_i
     with pytest.raises(SeatError, match="no overlay at"):
         image_build.build(profiles.load(str(profile_for(stand_ins, "py", "missing"))), stand_ins["lock"],
                           tmp_path / "absent")
+
+
+def plain_build(root, base, tag):
+    """What an operator types first: `docker build --build-arg BASE_IMAGE=... -t NAME .`."""
+    done = subprocess.run(["docker", "build", "--network", "none", "--build-arg", f"BASE_IMAGE={base}",
+                           "-t", tag, "."], cwd=root, capture_output=True, text=True, timeout=600)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_plain_docker_build_from_the_repository_passes_the_same_checks_and_labels(stand_ins, tmp_path):
+    path = profile_for(stand_ins, "py", "plain")
+    kit, kit_log = build(stand_ins, path)
+    repository, _, digest = stand_ins["bases"]["py"]
+    root = repository_copy(tmp_path / "repo", profiles.load(str(path)), stand_ins["lock"],
+                           stand_ins["tmp"] / "overlay")
+    code, log = plain_build(root, f"{repository}@{digest}", "seatkit-test/plain:1")
+    assert code == 0, log[-3000:]
+    smoke = "seatkit smoke test: imported vllm.config.speculative vllm.v1.spec_decode.dspark"
+    assert smoke in log and smoke in kit_log
+    sent = re.search(r"Sending build context to Docker daemon\s+([\d.]+)([kMG]?B)", log)
+    assert sent, log[:2000]  # the legacy builder says how much it sent
+    size = float(sent.group(1)) * {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9}[sent.group(2)]
+    assert len(TABLE) < size < JUNK  # the overlay went, runs/ and the rest stayed out
+
+    plain, seat_built = image_build.labels("seatkit-test/plain:1"), image_build.labels(kit["tag"])
+    keys = [k for k in seat_built["labels"] if k.startswith("io.seatkit.") or ".base." in k]
+    assert len(keys) == 8 and {k: plain["labels"][k] for k in keys} == {k: seat_built["labels"][k] for k in keys}
+    assert plain["labels"]["io.seatkit.overlay.lock.sha256"] == stand_ins["lock"].sha256
+    assert (plain["entrypoint"], plain["healthcheck"]) == (seat_built["entrypoint"], seat_built["healthcheck"])
+
+    # the whole overlay is copied (the table the base already has too): a bigger layer, same files
+    layers = {name: image_build.overlay_layer(tag, f"{repository}@{digest}")["overlay_layer_bytes"]
+              for name, tag in (("plain", "seatkit-test/plain:1"), ("kit", kit["tag"]))}
+    assert layers["plain"] > layers["kit"] + len(TABLE) // 2
+    for image in ("seatkit-test/plain:1", kit["tag"]):
+        problems = json.loads(seat("overlay", "verify", "--image", image, "--lock",
+                                   str(stand_ins["tmp"] / "overlay.lock"), "--json").stdout)
+        assert problems["missing"] == [] and problems["changed"] == [] and "__pycache__" not in str(problems)
+        assert run(image, "echo", "served").stdout.strip() == "served"
+    print(f"overlay layer: plain docker build {layers['plain']} B, seat build {layers['kit']} B")
+
+
+def test_a_plain_build_whose_dockerfile_defaults_miss_the_lock_fails_naming_seat_render(stand_ins, tmp_path):
+    path = profile_for(stand_ins, "busybox", "stale", smoke=[])
+    root = repository_copy(tmp_path / "repo", profiles.load(str(path)), stand_ins["lock"],
+                           stand_ins["tmp"] / "overlay")
+    lock = stand_ins["lock"]
+    (root / "overlay" / "overlay.lock").write_text(lock.dump().replace(lock.source, lock.source + "-moved"))
+    repository, _, digest = stand_ins["bases"]["busybox"]
+    code, log = plain_build(root, f"{repository}@{digest}", "seatkit-test/stale:1")
+    assert code != 0 and f"the labels say {lock.sha256}" in log and "run `seat render`" in log
+
+
+def test_a_prebuilt_image_is_compared_with_the_lock_as_facts(stand_ins, tmp_path, registry, busybox_image):
+    """The stand-in for the author's pushed image: the overlay as built from a working tree that
+    still had the models/ folder the lock lacks, and one file edited after the lock."""
+    client = docker.from_env()
+    pushed = dict(OVERLAY, **{"models/deepseek_v4/__init__.py": b"class DeepSeekV4DSpark: pass\n",
+                              "version.py": b"__version__ = 'pushed'\n"})
+    del pushed["kernels/table.json"]
+    repository, tag, digest = pushed_base(client, registry, tmp_path, busybox_image, pushed, "prebuilt")
+    path = stand_ins["tmp"] / "prebuilt.yaml"
+    path.write_text(yaml.safe_dump({"extends": str(REPO / "profiles" / "deepspark-prebuilt.yaml"),
+                                    "image": {"name": repository, "tag": tag, "smoke_imports": []}}))
+    def up():
+        return subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
+                              env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                                   "SEAT_HOME": str(tmp_path / "home")})
+
+    unpinned = up()
+    assert unpinned.returncode == 1 and "not pinned by digest" in unpinned.stderr and "seat image pin" in unpinned.stderr
+    seat("image", "pin", str(path))
+    profile = profiles.load(str(path))
+    found = prebuilt.compare(profile, stand_ins["lock"])
+    assert found["image"] == f"{repository}@{digest}" and found["same"] is False
+    assert found["missing"] == ["kernels/table.json"] and found["changed"] == ["version.py"]
+    assert found["extra"] == ["models/deepseek_v4/__init__.py"]
+    assert found["matching"] == len(OVERLAY) - 2 and found["locked"] == len(OVERLAY)
+    # `seat up` states the differences from the shipped lock and goes on to its preflight, which
+    # stops it here (no models, no GPUs on this machine), not the differences
+    started = up()
+    facts = [line.removeprefix("fact: ") for line in started.stdout.splitlines() if line.startswith("fact: ")]
+    assert facts == prebuilt.facts(prebuilt.compare(profile))
+    assert facts[0].startswith(f"{repository}@{digest}: ") and f"of {len(overlay.load().files)} locked" in facts[0]
+    assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
+    assert "lock" not in started.stderr

@@ -42,11 +42,13 @@ def test_the_context_is_byte_identical_from_the_same_inputs_whatever_the_files_t
     assert [m.name for m in entries] == sorted(m.name for m in entries)
     assert {m.mtime for m in entries} == {build.EPOCH} and {(m.uid, m.gid) for m in entries} == {(0, 0)}
     names = {m.name for m in entries}
-    assert {"Dockerfile", "seatkit/overlay.lock", "seatkit/entrypoint.sh", "seatkit/health.sh"} <= names
+    # laid out like the repository, so the one Dockerfile builds both
+    assert {"Dockerfile", "overlay/overlay.lock", "image/entrypoint.sh", "image/build-check.sh",
+            "image/health.sh"} <= names
     # every folder on the way to each file is an entry of its own, so none takes the build's time
-    assert {f"overlay{VLLM[:i]}" for i in range(len(VLLM)) if VLLM[i] == "/"} - {"overlay"} <= names
-    assert f"overlay{VLLM}/config/speculative.py" in names
-    lock_entry = next(m for m in entries if m.name == "seatkit/overlay.lock")
+    assert {f"overlay/root{VLLM[:i]}" for i in range(len(VLLM)) if VLLM[i] == "/"} - {"overlay/root"} <= names
+    assert f"overlay/root{VLLM}/config/speculative.py" in names
+    lock_entry = next(m for m in entries if m.name == "overlay/overlay.lock")
     with tarfile.open(fileobj=io.BytesIO(first)) as tar:
         assert overlay.parse(tar.extractfile(lock_entry).read().decode()) == lock
 
@@ -56,7 +58,7 @@ def test_files_the_base_has_byte_for_byte_are_left_out_and_the_rest_copied(tree)
     base = {"__init__.py": lock.files["__init__.py"], "config/speculative.py": "0" * 64}
     ctx = build.context(lock, root, base)
     assert ctx.skipped == ["__init__.py"] and ctx.copied == ["config/speculative.py", "v1/spec_decode/dspark.py"]
-    assert f"overlay{VLLM}/__init__.py" not in {m.name for m in members(ctx.data)}
+    assert f"overlay/root{VLLM}/__init__.py" not in {m.name for m in members(ctx.data)}
 
 
 def test_the_seat_tag_names_the_profile_the_overlay_commit_and_the_lock(tree):
@@ -99,13 +101,14 @@ def test_the_lock_pins_the_base_and_a_stale_or_conflicting_lock_is_refused(tmp_p
 
 
 def test_the_dockerfile_keeps_its_rules():
-    text = (paths.REPO / "image" / "Dockerfile").read_text()
+    text = (paths.REPO / "Dockerfile").read_text()
     assert not re.search(r"^#\s*syntax=", text, re.M | re.I)  # BuildKit would try to pull a frontend
     assert re.search(r"^ARG BASE_IMAGE$", text, re.M)  # no tag-only default: the kit passes name@digest
     assert "FROM ${BASE_IMAGE}" in text
     assert 'HEALTHCHECK' in text and 'CMD ["/opt/seatkit/health.sh"]' in text  # exec form
     assert 'ENTRYPOINT ["/opt/seatkit/entrypoint.sh"]' in text
-    assert "COPY overlay/ /" in text and "VOLUME" not in text  # copied over the package, never mounted
+    assert "ARG OVERLAY_FILES=overlay/vllm/\nARG OVERLAY_INTO=${VLLM_DIR}/\nCOPY ${OVERLAY_FILES} ${OVERLAY_INTO}" in text
+    assert "VOLUME" not in text  # copied over the package, never mounted
     for label in ("org.opencontainers.image.source", "org.opencontainers.image.revision",
                   "org.opencontainers.image.base.name", "org.opencontainers.image.base.digest",
                   "io.seatkit.overlay.commit", "io.seatkit.overlay.tree", "io.seatkit.overlay.lock.sha256",

@@ -1,6 +1,7 @@
 """overlay.lock parsing, verify on a fixture tree, fetch from a local git repository, atomicity."""
 
 import subprocess
+import zlib
 
 import pytest
 
@@ -116,3 +117,68 @@ def test_a_failed_fetch_leaves_the_previous_state_untouched(tmp_path, source, ta
         overlay.fetch(lock, dest)
     assert previous_state(dest) == before
     assert sorted(p.name for p in dest.parent.iterdir()) == ["vllm"]
+
+
+def test_fetch_from_a_local_clone_takes_the_same_commit_and_keeps_the_lock_s_source(tmp_path, source):
+    repo, commit, _ = source
+    lock = overlay.lock_from(repo / "overlay/vllm", "https://example.invalid/unreachable@" + commit)
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(repo), str(clone), cwd=tmp_path)
+    dest = tmp_path / "out" / "vllm"
+    overlay.fetch(lock, dest, source=str(clone))
+    assert not any(overlay.verify(dest, lock).values())
+    with pytest.raises(SeatError, match="git fetch"):  # without --from: the lock's own source
+        overlay.fetch(lock, tmp_path / "other" / "vllm")
+
+
+def test_a_mirror_with_a_tampered_file_is_refused_and_nothing_is_placed(tmp_path, source):
+    """A mirror cannot pass off other content as the locked commit: edited history has other ids,
+    and a blob swapped under its old id in the object store fails git's own hash check."""
+    repo, commit, _ = source
+    lock = overlay.lock_from(repo / "overlay/vllm", f"{repo}@{commit}")
+    edited = tmp_path / "edited"
+    git("clone", "-q", str(repo), str(edited), cwd=tmp_path)
+    (edited / "overlay/vllm/__init__.py").write_text("VERSION = 'tampered'\n")
+    git("commit", "-q", "-a", "--amend", "--no-edit", cwd=edited)
+    git("remote", "remove", "origin", cwd=edited)  # nothing keeps the original commit
+    git("reflog", "expire", "--expire=now", "--all", cwd=edited)
+    git("gc", "-q", "--prune=now", cwd=edited)
+    swapped = tmp_path / "swapped"
+    git("init", "-q", str(swapped), cwd=tmp_path)
+    git("fetch", "-q", str(repo), "HEAD:refs/heads/main", cwd=swapped)  # few objects: stored loose
+    blob = git("rev-parse", f"{commit}:overlay/vllm/__init__.py", cwd=swapped)
+    loose = swapped / ".git" / "objects" / blob[:2] / blob[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(b"blob 21\0VERSION = 'tampered'\n"))
+    dest = tmp_path / "out" / "vllm"
+    for mirror, message in ((edited, "git fetch"), (swapped, "missing blob")):
+        with pytest.raises(SeatError, match=message):
+            overlay.fetch(lock, dest, source=str(mirror))
+        assert not dest.exists() and sorted(p.name for p in dest.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["--upload-pack=touch /tmp/pwned", "-x", "ext::sh -c touch% /tmp/pwned",
+                                   "file:///tmp", "http://example.invalid/o", "https://-oops", "/no/such/dir", ""])
+def test_an_option_like_or_unknown_source_is_refused_before_git_runs(tmp_path, value):
+    lock = overlay.Lock("https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, {"x.py": "0" * 64})
+    with pytest.raises(SeatError, match="an https URL or a local directory"):
+        overlay.fetch(lock, tmp_path / "vllm", source=value)
+    assert not (tmp_path / "vllm").exists()
+
+
+def test_the_cli_fetches_from_the_given_clone_and_refuses_an_option(tmp_path, source):
+    from click.testing import CliRunner
+
+    from seatkit.cli import seat
+
+    repo, commit, _ = source
+    lock_file = tmp_path / "overlay.lock"
+    lock_file.write_text(overlay.lock_from(repo / "overlay/vllm", "https://example.invalid/o@" + commit).dump())
+    dest = tmp_path / "vllm"
+    done = CliRunner().invoke(seat, ["overlay", "fetch", "--lock", str(lock_file), "--dest", str(dest),
+                                     "--from", str(repo)])
+    assert done.exit_code == 0, done.output
+    assert "3 files verified" in done.output and (dest / "config" / "speculative.py").is_file()
+    refused = CliRunner().invoke(seat, ["overlay", "fetch", "--lock", str(lock_file), "--dest",
+                                        str(tmp_path / "other"), "--from=--upload-pack=touch pwned"])
+    assert isinstance(refused.exception, SeatError) and "https URL or a local directory" in refused.exception.message

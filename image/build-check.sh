@@ -1,0 +1,12 @@
+#!/bin/sh
+# Run once at build time. $1: the lock hash the labels will carry; $2: the modules to import.
+# A plain `docker build` takes the labels' values from the Dockerfile's rendered defaults: a lock
+# changed since `seat render` would be labelled with another lock's hash, so that fails here.
+set -eu
+sum=$(sha256sum /opt/seatkit/overlay.lock)
+if [ "${sum%% *}" != "$1" ]; then
+  echo "seatkit: overlay/overlay.lock hashes to ${sum%% *}, the labels say $1" >&2
+  echo "seatkit: run \`seat render\` (the Dockerfile's defaults follow the lock) and build again" >&2
+  exit 1
+fi
+/opt/seatkit/entrypoint.sh /opt/seatkit/smoke.sh "$2"

@@ -1,0 +1,38 @@
+"""An image built elsewhere (the original author's prebuilt seat) against the overlay lock.
+
+The kit does not build it, so a difference from the lock is a fact about the image, not a fault:
+the pushed image was probably made from a working tree that still had folders the overlay
+repository's .gitignore dropped. `seat up` prints these facts; `seat doctor` can call compare().
+"""
+
+from __future__ import annotations
+
+from seatkit.image import build
+from seatkit.overlay_lock import Lock, load
+from seatkit.serve import pins
+from seatkit.serve.profile import Profile
+
+
+def compare(profile: Profile, lock: Lock | None = None) -> dict:
+    """The profile's image, taken by its pinned digest, against the lock: what matches, and the
+    missing, changed and extra files of its vllm package."""
+    lock = lock or load()
+    image, digest = pins.base_reference(profile)
+    found = build.verify_installed(image, profile.image.vllm_dir, is_container=False, lock=lock)
+    return {"image": image, "digest": digest, "vllm_dir": profile.image.vllm_dir,
+            "overlay_commit": lock.commit, "locked": len(lock.files),
+            "matching": len(lock.files) - len(found["missing"]) - len(found["changed"]),
+            "same": not (found["missing"] or found["changed"]), **found}
+
+
+def facts(result: dict, shown: int = 5) -> list[str]:
+    """compare()'s result as lines for people: counts, then a few names of each kind."""
+    lines = [f"{result['image']}: {result['matching']} of {result['locked']} locked files as locked "
+             f"(overlay {result['overlay_commit'][:12]})"]
+    for kind, meaning in (("missing", "locked but absent"), ("changed", "present with other content"),
+                          ("extra", "present, not in the lock")):
+        names = result[kind]
+        if names:
+            more = f", +{len(names) - shown} more" if len(names) > shown else ""
+            lines.append(f"{len(names)} {kind} ({meaning}): {', '.join(names[:shown])}{more}")
+    return lines

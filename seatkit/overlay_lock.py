@@ -1,0 +1,99 @@
+"""overlay/overlay.lock as data: where the overlay comes from (repository, commit, path, git tree)
+and the SHA-256 of every file, and the name of the image built from it.
+
+Below serve and image: the launch spec names the seat's image from it, the image package fetches,
+verifies and builds with it. The body is `sha256sum` output (two spaces, path relative to the
+overlay root), so `sha256sum -c` can check it too; its header lines are `# key: value`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seatkit import paths
+from seatkit.errors import SeatError
+
+LOCK = paths.REPO / "overlay" / "overlay.lock"
+HEADER = ("source", "commit", "path", "tree")
+LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
+# Where an overlay may come from: an https URL or an absolute local path, never a git option.
+SOURCE = re.compile(r"https://[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]+)?(/[A-Za-z0-9._~%+@-]*)*"
+                    r"|(/[A-Za-z0-9._+@-]+)+/?")
+REPO_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*(/[A-Za-z0-9_][A-Za-z0-9._+-]*)*")
+
+
+@dataclass
+class Lock:
+    source: str
+    commit: str
+    path: str
+    tree: str
+    files: dict[str, str] = field(default_factory=dict)
+
+    def dump(self) -> str:
+        head = ["# seatkit overlay lock: the overlay layered onto the base image, pinned file by file.",
+                "# Checked by `seat overlay fetch` and `seat overlay verify`; body lines are sha256sum format."]
+        head += [f"# {key}: {getattr(self, key)}" for key in HEADER]
+        return "\n".join(head + [f"{digest}  {name}" for name, digest in sorted(self.files.items())]) + "\n"
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.dump().encode()).hexdigest()
+
+
+def parse(text: str, where: str = "overlay.lock") -> Lock:
+    header: dict[str, str] = {}
+    files: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("#"):
+            key, _, value = line[1:].partition(":")
+            if key.strip() in HEADER:
+                header[key.strip()] = value.strip()
+            continue
+        if not line.strip():
+            continue
+        match = LINE.match(line)
+        if not match:
+            raise SeatError(f"{where}:{number}: expected '<64 hex sha256>  <path>', got {line[:80]!r}")
+        digest, name = match.groups()
+        if name.startswith("/") or ".." in Path(name).parts:
+            raise SeatError(f"{where}:{number}: path must stay inside the overlay, got {name!r}")
+        if name in files:
+            raise SeatError(f"{where}:{number}: {name} is listed twice")
+        files[name] = digest
+    missing = [key for key in HEADER if not header.get(key)]
+    if missing:
+        raise SeatError(f"{where}: header lacks {', '.join(missing)}", "each as a '# key: value' line")
+    if not re.fullmatch(r"[0-9a-f]{40}", header["commit"]) or not re.fullmatch(r"[0-9a-f]{40}", header["tree"]):
+        raise SeatError(f"{where}: commit and tree must be 40-hex git object ids")
+    if not files:
+        raise SeatError(f"{where}: no files listed")
+    check_source(header["source"], where)
+    if not REPO_PATH.fullmatch(header["path"]) or ".." in header["path"].split("/"):
+        raise SeatError(f"{where}: path must be a folder inside the repository, got {header['path']!r}")
+    return Lock(header["source"], header["commit"], header["path"], header["tree"], files)
+
+
+def check_source(source: str, where: str = "source") -> str:
+    if not SOURCE.fullmatch(source) or ".." in source.split("/"):
+        raise SeatError(f"{where}: the overlay source must be an https URL or a local directory "
+                        f"(an absolute path), got {source!r}", "git fetches from nothing else")
+    return source
+
+
+def load(path: Path = LOCK) -> Lock:
+    try:
+        return parse(path.read_text(), str(path))
+    except FileNotFoundError:
+        raise SeatError(f"no overlay lock at {path}") from None
+
+
+REPOSITORY = "seatkit"
+
+
+def seat_tag(profile, lock: Lock) -> str:
+    """The image name the seat runs: the profile, the overlay commit and the lock's own hash."""
+    return f"{REPOSITORY}/{profile.name}:overlay-{lock.commit[:12]}-{lock.sha256[:12]}"
