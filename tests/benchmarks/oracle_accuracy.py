@@ -2,11 +2,10 @@
 
 `seat bench selftest` prints the same tables and fails when the goal is missed; this script also
 prints the host's load (an oracle on a starved CPU misses its own schedule: read its errors beside
-the load) and writes the figures as JSON when OUT is set. Usage:
+the load) and every figure's error. Usage:
     .venv/bin/python tests/benchmarks/oracle_accuracy.py
 """
 
-import json
 import os
 
 from seatkit.bench import selftest
@@ -31,9 +30,6 @@ def main() -> None:
     print(f"\nclient cost at {top['concurrency']} streams: {top['client_cpu_us_per_token']:.1f} CPU us "
           f"per token; worst error {result['worst_error']:.3%} (goal {result['goal']:.1%}): "
           + ("met" if result["met"] else "NOT met"))
-    if os.environ.get("OUT"):
-        with open(os.path.join(os.environ["OUT"], "oracle_accuracy.json"), "w") as out:
-            json.dump({"load": load, **result}, out, indent=1)
 
 
 if __name__ == "__main__":
