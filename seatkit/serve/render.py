@@ -62,7 +62,8 @@ def _environment() -> jinja2.Environment:
 
 
 def render_script(spec: LaunchSpec) -> str:
-    return _environment().get_template("serve.sh.j2").render(p=spec.profile, spec=spec)
+    return _environment().get_template("serve.sh.j2").render(p=spec.profile, spec=spec,
+                                                             container_knobs=specs.CONTAINER_KNOBS)
 
 
 def _compose_escape(text: str) -> str:
@@ -93,10 +94,11 @@ def render_compose(spec: LaunchSpec) -> str:
         "restart": docker.restart,
         "stop_grace_period": f"{docker.stop_grace_s}s",
         "ulimits": dict(docker.ulimits),
-        "environment": {k: _compose_escape(v) for k, v in spec.env.items()},
+        "environment": {**{k: _compose_escape(v) for k, v in spec.env.items()},
+                        **{k: f"${{{k}}}" for k in specs.CONTAINER_KNOBS}},
         "volumes": [{"type": "bind", "source": _compose_word(m.source), "target": m.target,
                      "read_only": m.read_only} for m in spec.mounts],
-        "deploy": {"resources": {"reservations": {"devices": [gpus]}}},
+        **({"deploy": {"resources": {"reservations": {"devices": [gpus]}}}} if docker.gpus else {}),
         "healthcheck": {
             "test": ["CMD", "curl", "-fsS", "http://${SEAT_HOST}:${SEAT_PORT}/health"],
             "interval": "30s", "timeout": "5s", "retries": 3,
@@ -139,15 +141,34 @@ def render_launch_config(spec: LaunchSpec) -> str:
 
 
 def rendered(root: Path = paths.REPO) -> dict[Path, str]:
-    """Every rendered file and its content: a script per profile, the default's compose set."""
+    """Every rendered file and its content: a script per profile, the default's compose set at the
+    top, and a compose file with its .env for every other docker profile."""
     out: dict[Path, str] = {}
     for name in profiles.profile_names():
-        out[root / "serve" / f"{name}.sh"] = render_script(specs.build(profiles.load(name)))
+        spec = specs.build(profiles.load(name))
+        out[root / "serve" / f"{name}.sh"] = render_script(spec)
+        if name != profiles.DEFAULT_PROFILE and not spec.native:  # the default's compose is at the top
+            out[compose_path(name, root)] = render_compose(spec)
+            out[compose_path(name, root).with_name(".env")] = render_env(spec)
     default = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
     out[root / "docker-compose.yml"] = render_compose(default)
     out[root / ".env"] = render_env(default)
     out[root / "LAUNCH_CONFIG.md"] = render_launch_config(default)
     return out
+
+
+def compose_path(name: str, root: Path = paths.REPO) -> Path:
+    """The compose file of a docker profile: the default's at the top, the others' in compose/NAME/."""
+    if name == profiles.DEFAULT_PROFILE:
+        return root / "docker-compose.yml"
+    return root / "compose" / name / "docker-compose.yml"
+
+
+def _stale(root: Path, files: dict[Path, str]) -> list[Path]:
+    """Rendered files of profiles that are gone."""
+    found = [*(root / "serve").glob("*.sh"), *(root / "compose").glob("*/docker-compose.yml"),
+             *(root / "compose").glob("*/.env")]
+    return sorted(path for path in found if path not in files)
 
 
 def write(root: Path = paths.REPO) -> list[Path]:
@@ -162,10 +183,9 @@ def write(root: Path = paths.REPO) -> list[Path]:
             tmp.chmod(0o755 if path.suffix == ".sh" else 0o644)
             tmp.replace(path)
             written.append(path)
-    for stale in sorted((root / "serve").glob("*.sh")):
-        if stale not in files:
-            stale.unlink()
-            written.append(stale)
+    for stale in _stale(root, files):
+        stale.unlink()
+        written.append(stale)
     return written
 
 
@@ -179,9 +199,8 @@ def drift(root: Path = paths.REPO) -> dict[Path, str]:
             out[path] = "".join(difflib.unified_diff(
                 current.splitlines(True), text.splitlines(True),
                 f"{path.name} (committed)", f"{path.name} (fresh render)"))
-    for stale in sorted((root / "serve").glob("*.sh")):
-        if stale not in files:
-            out[stale] = f"{stale.name}: no profile renders this script any more\n"
+    for stale in _stale(root, files):
+        out[stale] = f"{stale.name}: no profile renders this file any more\n"
     return out
 
 
