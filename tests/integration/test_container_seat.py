@@ -17,6 +17,7 @@ import uuid
 
 import docker
 import pytest
+import requests
 import yaml
 from docker.errors import NotFound
 
@@ -76,6 +77,10 @@ def chain(vllm_cpu_base, registry, vllm_runtime, tmp_path_factory):
     knobs = {"SEAT_IMAGE": result["tag"], "SEAT_MODEL_BASE_DIR": str(vllm_runtime["base"]),
              "SEAT_CACHE_DIR": str(cache), "SEAT_PORT": str(free_port()),
              "SEAT_CONTAINER": f"seatkit-test-{uuid.uuid4().hex[:8]}"}
+    if repo_profile.server.api_key:  # the key is the profile's choice; every launch form then carries it
+        key = launch.ensure_api_key(tmp / "key")
+        knobs |= {"SEAT_API_KEY_FILE": str(key), "VLLM_API_KEY": key.read_text().strip(),
+                  "SEAT_BENCH_API_KEY": key.read_text().strip()}
     yield {"path": path, "lock": lock, "build": result, "log": built.stderr, "pushed": pushed,
            "repository": repository, "env": {**env, **knobs}, "knobs": knobs, "tmp": tmp, "inspect": {}}
     client = docker.from_env()
@@ -130,7 +135,7 @@ def wait_healthy(container_id: str, timeout: float = 600) -> str:
 def wait_ready(chain, container_id: str) -> None:
     knobs = chain["knobs"]
     run = launch.Running(PROFILE, "docker", container_id, f"http://127.0.0.1:{knobs['SEAT_PORT']}", "tiny",
-                         str(chain["tmp"] / "none.log"), 0)
+                         str(chain["tmp"] / "none.log"), 0, api_key_file=knobs.get("SEAT_API_KEY_FILE", ""))
     launch.wait_ready(run, 600, lambda stage, t: None)
 
 
@@ -152,6 +157,9 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
         status = json.loads(seat("status", str(chain["path"]), "--json", env=chain["env"]).stdout)
         ident = status["ident"]
         assert status["state"] == "running" and status["health"] == 200
+        if "VLLM_API_KEY" in chain["knobs"]:  # no key, no answer
+            url = f"http://127.0.0.1:{chain['knobs']['SEAT_PORT']}/v1/models"
+            assert requests.get(url, timeout=10).status_code == 401
         # The image's healthcheck probes the port given at run time, not the profile's 18100.
         assert wait_healthy(ident) == "healthy"
         chain["inspect"]["seat up"] = facts = essentials(ident)
