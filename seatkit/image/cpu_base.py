@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -109,7 +110,9 @@ def build(tag: str, native: Native, say: Progress = print) -> dict:
     log = paths.seat_home() / "logs" / f"base-{tag.replace('/', '_').replace(':', '_')}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as fh:
-        root = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=fh)
+        # The host's pip settings name host paths: the image's pip installs from the wheelhouse alone.
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+        root = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=fh, env=clean)
         imported = subprocess.run(importer, stdin=root.stdout, capture_output=True, text=True)
         root.stdout.close()
         made = root.wait()

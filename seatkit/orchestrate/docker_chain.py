@@ -155,8 +155,12 @@ def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, d
     cache.mkdir(exist_ok=True)
     knobs = {"SEAT_IMAGE": built["tag"], "SEAT_MODEL_BASE_DIR": str(model), "SEAT_CACHE_DIR": str(cache),
              **({"SEAT_PORT": str(port)} if port else {})}
+    spec = specs.build(pinned)
+    environ = {**os.environ, **knobs}
+    if spec.api_key_file:  # made before the preflight, which checks that the key file is there
+        launch.ensure_api_key(Path(specs.resolve(spec.api_key_file, spec.values(environ))))
     with steps("up: start to ready"):
-        seat, _ = launch.up(specs.build(pinned), environ={**os.environ, **knobs},
+        seat, _ = launch.up(spec, environ=environ,
                             tick=lambda stage, t: say(f"starting {PROFILE}: waiting for {stage} ({t:.0f} s)"))
     try:
         with steps("bench (code and prose)"):

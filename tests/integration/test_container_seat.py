@@ -246,3 +246,18 @@ def test_the_three_launches_give_the_same_container(chain):
     for way in ("compose", "script"):
         differing = {key: (reference[key], found[way][key]) for key in reference if reference[key] != found[way][key]}
         assert differing == {}, f"{way} differs from seat up: {differing}"
+
+
+def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, tmp_path):
+    """`seat demo --docker` on its own SEAT_HOME: its own registry, overlay, build, model, seat."""
+    env = {**os.environ, "SEAT_HOME": str(tmp_path / "home"), "SEAT_PORT": str(free_port())}
+    done = seat("demo", "--docker", "--out", str(tmp_path / "runs"), env=env, timeout=1800)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert set(summary["suites"]) == {"code", "prose"} and summary["conditions"]["profile"] == PROFILE
+    assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith("file://")
+    table = done.stdout[done.stdout.index("where the time went"):]
+    for step in ("base image", "push to the loopback registry and pin", "seat build", "up: start to ready",
+                 "bench", "down", "total"):
+        assert step in table, table
+    assert not docker.from_env().containers.list(all=True, filters={"label": f"seatkit.profile={PROFILE}"})
