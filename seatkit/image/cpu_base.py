@@ -23,22 +23,26 @@ from seatkit.errors import SeatError
 from seatkit.serve.profile import Native
 
 RELEASE = "bookworm"
-# python3.11 matches the host interpreter the wheels are resolved with; curl serves the healthcheck.
-PACKAGES = ["python3", "python3-venv", "curl", "libnuma1"]
+# python3.11 matches the host interpreter the wheels are resolved with; curl serves the healthcheck;
+# torch and tokenizers link libstdc++, vLLM's CPU backend libnuma.
+PACKAGES = ["python3", "python3-venv", "curl", "libnuma1", "libstdc++6"]
 VENV = "/opt/venv"
 PATH = f"{VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 Progress = Callable[[str], None]
 
 
+def _hash(data) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def plan_hash(native: Native) -> str:
-    """Names the install plan: a changed plan is another image and another wheelhouse."""
-    text = json.dumps({"release": RELEASE, "packages": PACKAGES, "plan": native.model_dump()}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    """Names the image's recipe: Debian's part and the pip plan; a changed recipe is another image."""
+    return _hash({"release": RELEASE, "packages": PACKAGES, "plan": native.model_dump()})
 
 
 def wheelhouse(native: Native, say: Progress) -> Path:
     """Every wheel the plan installs, resolved by the host's pip; made once per plan."""
-    folder = paths.seat_home() / "wheelhouse" / f"{native.venv}-{plan_hash(native)}"
+    folder = paths.seat_home() / "wheelhouse" / f"{native.venv}-{_hash(native.model_dump())}"
     done = folder / ".complete"
     if done.exists():
         return folder

@@ -10,6 +10,7 @@ SEAT_HOME/docker-demo; the base image is kept between runs, since its tag names 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from contextlib import contextmanager
@@ -86,8 +87,6 @@ def pinned_profile(work: Path, address: str, base: str) -> Path:
 def overlay_repo(base: str, vllm_dir: str, folder: Path) -> tuple[Path, str]:
     """A git repository with the base's files as shipped, then the change, as two commits;
     returns the changed vllm folder and its source (file URL @ commit) for `seat overlay lock`."""
-    import shutil
-
     shutil.rmtree(folder, ignore_errors=True)
     tree = folder / "vllm"
     with image_build.created(base) as container:
@@ -122,6 +121,7 @@ def tiny_model(base: str, say: Say) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     script = Path(runtime.__file__).with_name("tiny_llama.py")
     partial = out.with_name(out.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
     done = subprocess.run(["docker", "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}",
                            "-v", f"{script}:/tiny_llama.py:ro", "-v", f"{out.parent}:/out", base,
                            "python3", "-I", "/tiny_llama.py", f"/out/{partial.name}"],
@@ -142,7 +142,7 @@ def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, d
         base = build_base(profile, say)["tag"]
     with steps("tiny model"):
         model = tiny_model(base, say)
-    with registry.loopback(work / "registry") as address:
+    with registry.loopback(work / "registry") as address:  # kept: a second push sends no layer
         with steps("push to the loopback registry and pin"):
             path = pinned_profile(work, address, base)
     pinned = profiles.load(str(path))
