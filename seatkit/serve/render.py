@@ -63,7 +63,8 @@ def _environment() -> jinja2.Environment:
 
 
 def render_script(spec: LaunchSpec) -> str:
-    return _environment().get_template("serve.sh.j2").render(p=spec.profile, spec=spec)
+    return _environment().get_template("serve.sh.j2").render(p=spec.profile, spec=spec,
+                                                             container_knobs=specs.CONTAINER_KNOBS)
 
 
 def _compose_escape(text: str) -> str:
@@ -94,11 +95,12 @@ def render_compose(spec: LaunchSpec) -> str:
         "restart": docker.restart,
         "stop_grace_period": f"{docker.stop_grace_s}s",
         "ulimits": dict(docker.ulimits),
-        "environment": {k: _compose_escape(v) for k, v in spec.env.items()},
+        "environment": {**{k: _compose_escape(v) for k, v in spec.env.items()},
+                        **{k: f"${{{k}}}" for k in specs.CONTAINER_KNOBS}},
         "volumes": [{"type": "bind", "source": _compose_word(m.source),
                      "target": _compose_escape(m.target),
                      "read_only": m.read_only} for m in spec.mounts],
-        "deploy": {"resources": {"reservations": {"devices": [gpus]}}},
+        **({"deploy": {"resources": {"reservations": {"devices": [gpus]}}}} if docker.gpus else {}),
         "healthcheck": {
             "test": ["CMD", "curl", "-fsS", "http://${SEAT_HOST}:${SEAT_PORT}/health"],
             "interval": "30s", "timeout": "5s", "retries": 3,
@@ -107,7 +109,7 @@ def render_compose(spec: LaunchSpec) -> str:
     }
     if spec.api_key_file:
         service["environment"]["VLLM_API_KEY"] = ("${VLLM_API_KEY:?export VLLM_API_KEY from the seat's key file "
-                                              "(SEAT_API_KEY_FILE in .env; seat up makes it)}")
+                                              "(see .env; seat up makes it)}")
     header = (f"# {p.name}: rendered by `seat render` from profiles/{p.name}.yaml "
               f"(profile sha256 {p.sha256[:16]}).\n"
               "# Do not edit: change the profile and run `seat render`. Host knobs live in .env.\n"
@@ -130,7 +132,10 @@ def render_env(spec: LaunchSpec) -> str:
              "# Override a value from the shell environment, which compose prefers to this file;",
              "# `seat render` rewrites this file from the profile."]
     for knob in spec.knobs:
-        lines += [f"# {knob.meaning}", f"{knob.name}={_env_value(knob.default)}"]
+        if knob.shell_default:  # its default depends on who runs it: named, never pinned here
+            lines += [f"# {knob.meaning}: by default {knob.shell_default}"]
+        else:
+            lines += [f"# {knob.meaning}", f"{knob.name}={_env_value(knob.default)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -141,9 +146,20 @@ def render_launch_config(spec: LaunchSpec) -> str:
         resolve=specs.resolve, script=render_script(spec))
 
 
+def profile_files(name: str, root: Path = paths.REPO) -> dict[Path, str]:
+    """What one profile renders: its script, and a compose file with its .env for a docker profile
+    other than the default (whose compose set is at the top)."""
+    spec = specs.build(profiles.load(name))
+    out = {root / "serve" / f"{name}.sh": render_script(spec)}
+    if name != profiles.DEFAULT_PROFILE and not spec.native:
+        out[compose_path(name, root)] = render_compose(spec)
+        out[compose_path(name, root).with_name(".env")] = render_env(spec)
+    return out
+
+
 def rendered(root: Path = paths.REPO, extra: dict[Path, str] | None = None,
              bad: dict[str, SeatError] | None = None) -> dict[Path, str]:
-    """Every rendered file and its content: a script per profile, the default's compose set, and
+    """Every rendered file and its content: each profile's files, the default's compose set, and
     extra (files rendered by layers above this one: the README's table, the Dockerfile's defaults).
 
     A profile that does not load raises, naming its file; with `bad`, it is recorded there instead
@@ -151,7 +167,7 @@ def rendered(root: Path = paths.REPO, extra: dict[Path, str] | None = None,
     out: dict[Path, str] = dict(extra or {})
     for name in profiles.profile_names():
         try:
-            out[root / "serve" / f"{name}.sh"] = render_script(specs.build(profiles.load(name)))
+            out.update(profile_files(name, root))
         except SeatError as exc:
             if bad is None:
                 raise
@@ -165,10 +181,25 @@ def rendered(root: Path = paths.REPO, extra: dict[Path, str] | None = None,
     return out
 
 
-def write(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> list[Path]:
-    """Write what changed; returns the paths written. Stale scripts of removed profiles go.
+def compose_path(name: str, root: Path = paths.REPO) -> Path:
+    """The compose file of a docker profile: the default's at the top, the others' in compose/NAME/."""
+    if name == profiles.DEFAULT_PROFILE:
+        return root / "docker-compose.yml"
+    return root / "compose" / name / "docker-compose.yml"
 
-    A bad profile does not stop the others: they are written, its old script is kept, and then
+
+def _stale(root: Path, files: dict[Path, str], keep: frozenset[str] = frozenset()) -> list[Path]:
+    """Rendered files no profile renders now (a removed profile), except those of profiles in keep."""
+    found = [*(root / "serve").glob("*.sh"), *(root / "compose").glob("*/docker-compose.yml"),
+             *(root / "compose").glob("*/.env")]
+    owner = lambda path: path.stem if path.parent.name == "serve" else path.parent.name  # noqa: E731
+    return sorted(path for path in found if path not in files and owner(path) not in keep)
+
+
+def write(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> list[Path]:
+    """Write what changed; returns the paths written. Files of removed profiles go.
+
+    A bad profile does not stop the others: they are written, its old files are kept, and then
     a SeatError names every bad profile file."""
     bad: dict[str, SeatError] = {}
     files = rendered(root, extra, bad)
@@ -181,10 +212,11 @@ def write(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> list
             tmp.chmod(0o755 if path.suffix == ".sh" else 0o644)
             tmp.replace(path)
             written.append(path)
-    for stale in sorted((root / "serve").glob("*.sh")):
-        if stale not in files and stale.stem not in bad:
-            stale.unlink()
-            written.append(stale)
+    for stale in _stale(root, files, frozenset(bad)):
+        stale.unlink()
+        written.append(stale)
+        if stale.parent.name != "serve" and not any(stale.parent.iterdir()):
+            stale.parent.rmdir()
     if bad:
         raise SeatError(f"rendered the other profiles ({len(written)} files written), but not "
                         f"{', '.join(sorted(bad))}:\n" + "\n".join(e.message for e in bad.values()),
@@ -202,9 +234,8 @@ def drift(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> dict
             out[path] = "".join(difflib.unified_diff(
                 current.splitlines(True), text.splitlines(True),
                 f"{path.name} (committed)", f"{path.name} (fresh render)"))
-    for stale in sorted((root / "serve").glob("*.sh")):
-        if stale not in files:
-            out[stale] = f"{stale.name}: no profile renders this script any more\n"
+    for stale in _stale(root, files):
+        out[stale] = f"{stale.relative_to(root)}: no profile renders this file any more\n"
     return out
 
 

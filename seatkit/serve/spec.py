@@ -25,6 +25,7 @@ class Ref:
 
 
 Word = tuple  # parts: str literals and Refs, joined into one argument
+CONTAINER_KNOBS = ("SEAT_HOST", "SEAT_PORT")
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,10 @@ class LaunchSpec:
     @property
     def native(self) -> bool:
         return self.profile.runtime == "native"
+
+    def container_knobs(self, values: dict[str, str]) -> dict[str, str]:
+        """Knobs the container reads at run time (its healthcheck probes SEAT_HOST:SEAT_PORT)."""
+        return {name: values[name] for name in CONTAINER_KNOBS}
 
     def values(self, environ: dict[str, str] | None = None) -> dict[str, str]:
         """Each knob's value: the environment's when set, else the profile's; checked."""

