@@ -22,7 +22,7 @@ from seatkit.errors import SeatError
 from seatkit.serve import identity, keys, preflight
 from seatkit.serve.spec import LaunchSpec, resolve
 
-ensure_api_key = keys.ensure
+ensure_api_key = keys.ensure  # its old home; the key rules live in keys.py
 
 
 @dataclass
