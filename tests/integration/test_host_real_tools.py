@@ -50,6 +50,7 @@ def host(base: Path, where: Path, stack: str = "grub", initramfs: str = "update-
     other = {"update-initramfs": "usr/bin/dracut", "dracut": "usr/sbin/update-initramfs"}[initramfs]
     (root / other).rename(root / f"{other}.hidden")  # one generator, as a real host has
     system = System(root=root, runner=chroot_runner(root), euid=0)
+    ok(system, ["depmod", KVER])  # dracut --regenerate-all skips a kernel without modules.dep
     ok(system, {"update-initramfs": ["update-initramfs", "-c", "-k", KVER],  # before grub.cfg lists it
                 "dracut": ["dracut", "--force", f"/boot/initrd.img-{KVER}", KVER]}[initramfs])
     if stack == "grub":
@@ -195,9 +196,9 @@ def test_kernel_install_entries_carry_the_exact_bytes_and_come_back(base, tmp_pa
     assert tree(system) == pristine
 
 
-def _child(system: System, act, kill_at: int | None, during: str | None):
-    """Run act in a child killed (SIGKILL, whole process group) at fault call kill_at, or while
-    the real tool `during` is writing its output."""
+def _child(system: System, act, kill_at: int | None, during: str | None) -> bool:
+    """Run act in a child (its own process group) killed with SIGKILL at fault call kill_at, or
+    with its whole group, the real tool included, while the tool `during` writes its output."""
     pid = os.fork()
     if pid == 0:
         os.setpgid(0, 0)
@@ -207,19 +208,22 @@ def _child(system: System, act, kill_at: int | None, during: str | None):
             calls[0] += 1
             if calls[0] == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
-            if during and at == f"before {during}":
-                watch = {"update-grub": "boot/grub/grub.cfg.new",
-                         "update-initramfs": f"boot/initrd.img-{KVER}.new"}[during]
-                if os.fork() == 0:  # the killer: waits for the tool's half-written output
-                    deadline = time.monotonic() + 300
-                    while not (system.root / watch).exists() and time.monotonic() < deadline:
-                        time.sleep(0.01)
-                    os.killpg(os.getpgid(0), signal.SIGKILL)
         system.fault = fault
         try:
             act()
         finally:
             os._exit(0)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass  # the child did it first
+    if during:  # the tool's half-written output: grub-mkconfig and update-initramfs write *.new first
+        watch = system.root / {"update-grub": "boot/grub/grub.cfg.new",
+                               "update-initramfs": f"boot/initrd.img-{KVER}.new"}[during]
+        deadline = time.monotonic() + 600
+        while not watch.exists() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        os.killpg(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     return os.WIFSIGNALED(status)
 
