@@ -102,6 +102,18 @@ def initramfs(system: System) -> tuple[list[str] | None, str]:
     return None, f"more than one initramfs generator is installed ({', '.join(found)})"
 
 
+def dracut_hostonly(system: System) -> bool:
+    """Whether dracut's configuration asks for hostonly images (the ones that copy /etc/modprobe.d)."""
+    files = ["/etc/dracut.conf"] + [f"/{p.relative_to(system.root)}" for d in
+                                    ("/usr/lib/dracut/dracut.conf.d", "/etc/dracut.conf.d")
+                                    for p in system.glob(f"{d}/*.conf")]
+    found = None
+    for path in files:  # later files win, as dracut reads them
+        for match in re.finditer(r"^\s*hostonly=[\"']?(yes|no)", system.read(path) or "", re.M):
+            found = match.group(1) == "yes"
+    return bool(found)
+
+
 def virtualisation(system: System) -> str | None:
     """The hypervisor or container kind, or None on bare metal."""
     rc, output = system.run(["systemd-detect-virt"])

@@ -300,6 +300,10 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
         plan.ops.append(FileOp(MODPROBE_FILE, text.encode(), "registry keys and HMM module options"))
         if facts.initramfs:
             plan.regen.append(facts.initramfs)
+            if facts.initramfs[0] == "dracut" and not detect.dracut_hostonly(system):
+                warn("dracut builds generic (non-hostonly) images here, and those leave /etc/modprobe.d "
+                     "out: the options apply when nvidia loads from the root filesystem, not from the "
+                     "initramfs (set hostonly=\"yes\" in /etc/dracut.conf.d to carry them)")
         else:
             refuse(f"{facts.initramfs_why}: the initramfs keeps a copy of modprobe.d")
     if facts.stack == "ostree":

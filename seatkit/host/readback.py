@@ -4,9 +4,8 @@ tool produced (grub.cfg's default entry, the BLS or loader entries) and say what
 from __future__ import annotations
 
 from seatkit.host import cmdline, detect, grub_defaults, state
+from seatkit.host.plan import GRUB_DROPIN, Plan
 from seatkit.host.system import System
-
-GRUB_DROPIN = "/etc/default/grub.d/99-seatkit.cfg"
 
 
 def generated(system: System, stack: str) -> list[tuple[str, list[str]]]:
@@ -24,7 +23,7 @@ def generated(system: System, stack: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def lost(system: System, plan) -> str:
+def lost(system: System, plan: Plan) -> str:
     """Empty when every generated entry carries the edit; else what is lost where, and why."""
     if plan.edit is None or plan.edit.empty or plan.facts.stack not in ("grub", "bls", "systemd-boot",
                                                                         "kernelstub"):

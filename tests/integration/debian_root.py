@@ -38,9 +38,10 @@ def tarball() -> Path:
     path = CACHE / f"debian-{SUITE}-{key}.tar"
     if path.exists():
         return path
-    if shutil.which("mmdebstrap") is None:
-        subprocess.run(["apt-get", "install", "-y", "-q", "mmdebstrap"], check=True,
-                       capture_output=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    if shutil.which("mmdebstrap") is None:  # a fresh CI machine: Debian's own package
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-q", "mmdebstrap"], check=True, capture_output=True, env=env)
     CACHE.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.tar")  # the suffix picks the format
     subprocess.run(["mmdebstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE,

@@ -431,3 +431,10 @@ def test_a_hand_edit_to_a_kernel_install_entry_survives_apply_and_rollback(tmp_p
     assert b"iommu=off" in entry.read_bytes()
     change.rollback(host.system)
     assert host.tree() == pristine
+
+
+def test_dracut_without_hostonly_is_warned_that_modprobe_d_stays_out_of_the_image(tmp_path):
+    host = FakeHost(tmp_path, "grub", initramfs=("dracut",))
+    assert any("non-hostonly" in w for w in make_plan(host).warnings)
+    host.write("/etc/dracut.conf.d/50-hostonly.conf", 'hostonly="yes"\n')
+    assert not any("non-hostonly" in w for w in make_plan(host).warnings)
