@@ -18,7 +18,8 @@ from seatkit.errors import SeatError
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "context", "padding",
-              "output_tokens", "host_settings", "statistic")
+              "output_tokens", "host_settings", "statistic", "model_lock")
+OPTIONAL = {"model_lock"}  # compared only when both sides record it (cards do not)
 WHAT_MOVES = {
     "ms_per_step": "step time: host settings (IOMMU, P2P registry keys, ReBAR, HMM), the image and "
                    "its kernels, power limits and clocks",
@@ -85,9 +86,15 @@ def run_entries(folder: Path) -> list[Entry]:
                       "temperature": c["sampling"].get("temperature"), "content": s["content"],
                       "context": s.get("context", 0), "padding": s.get("padding"),
                       "output_tokens": s.get("output_tokens"),
-                      "host_settings": c.get("host_settings", "unrecorded"), "statistic": "median"}
+                      "host_settings": c.get("host_settings", "unrecorded"), "statistic": "median",
+                      "model_lock": _lock_text(c.get("model_locks"))}
         out.append(Entry(folder.name, suite, suite, conditions, values, spread, _derive(values)))
     return out
+
+
+def _lock_text(locks: dict | None) -> str | None:
+    """Each model's lock hash, short: `base=1a2b3c4d5e6f draft=...`."""
+    return " ".join(f"{k}={v[:12]}" for k, v in sorted(locks.items())) if locks else None
 
 
 def entries(source: str) -> list[Entry]:
@@ -159,7 +166,8 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
     rows = []
     for x, y in pairs:
         diff = {k: f"{x.conditions.get(k)} vs {y.conditions.get(k)}" for k in CONDITIONS
-                if x.conditions.get(k) != y.conditions.get(k)}
+                if x.conditions.get(k) != y.conditions.get(k)
+                and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))}
         for k, text in diff.items():
             differing.setdefault(k, [])
             if text not in differing[k]:

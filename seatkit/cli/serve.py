@@ -12,6 +12,7 @@ from rich.table import Table
 from seatkit.cli.app import PROFILE, err, out, seat
 from seatkit.cli.bench import print_summary
 from seatkit.errors import SeatError
+from seatkit.models import verify as model_verify
 from seatkit.serve import demo, launch, lint, profile as profiles, render, runtime, spec as specs
 
 
@@ -74,9 +75,17 @@ def setup_cmd(profile: str):
 
 @seat.command("up")
 @PROFILE
-def up_cmd(profile: str):
+@click.option("--verify-models", is_flag=True, help="Hash every model file against the models lock "
+              "first (preflight always compares their sizes).")
+def up_cmd(profile: str, verify_models: bool):
     """Preflight, start the seat, and wait until /health and /v1/models answer."""
     spec = _spec(profile)
+    if verify_models:
+        result = model_verify.verify(spec.profile, full=True)
+        if not result["ok"]:
+            raise SeatError("the model files differ from the models lock: " + "; ".join(
+                f"{k}: {model_verify.summary(m)}" for k, m in result["models"].items()),
+                f"seat model verify {profile} lists them")
     with err.status(f"starting {profile}") as status:
         run, waited = launch.up(spec, tick=lambda stage, t: status.update(
             f"starting {profile}: waiting for {stage} ({t:.0f} s)"))
