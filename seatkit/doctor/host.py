@@ -20,7 +20,8 @@ def rows(status: dict, profile: Profile) -> list[Row]:
     out = []
     for r in status["rows"]:
         verdict = r["verdict"]
-        evidence = f"{verdict}: live {r.get('live')}" + (f"; {r['why']}" if r.get("why") else "")
+        evidence = (f"{verdict}: configured {r.get('configured')}, live {r.get('live')}"
+                    + (f"; {r['why']}" if r.get("why") else ""))
         fix = FIX.get(verdict, "").format(p=status["profile"])
         level = STATUS[verdict]
         out.append(ok(LAYER, r["setting"], evidence) if level == "OK" else

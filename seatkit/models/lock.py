@@ -47,8 +47,9 @@ class ModelLock:
         return sum(f.size for f in self.files)
 
 
-def lock_path(profile: Profile) -> Path:
-    return Path(profile.source).with_suffix(".models.lock")
+def lock_path(profile: Profile) -> Path | None:
+    """profiles/NAME.models.lock beside the profile's file; None for a profile made in memory."""
+    return Path(profile.source).with_suffix(".models.lock") if profile.source else None
 
 
 def model_dir(profile: Profile, key: str, environ=os.environ) -> Path:
@@ -113,6 +114,8 @@ def dump(profile: Profile, locks: dict[str, ModelLock]) -> str:
 
 def write(profile: Profile, locks: dict[str, ModelLock]) -> Path:
     path = lock_path(profile)
+    if path is None:
+        raise SeatError(f"profile {profile.name} has no file to keep a lock beside")
     tmp = path.with_suffix(".tmp")
     tmp.write_text(dump(profile, locks))
     tmp.replace(path)
@@ -122,7 +125,7 @@ def write(profile: Profile, locks: dict[str, ModelLock]) -> Path:
 def read(profile: Profile) -> dict[str, ModelLock] | None:
     """The profile's lock; None when it has none. A lock that names other models is an error."""
     path = lock_path(profile)
-    if not path.exists():
+    if path is None or not path.exists():
         return None
     where = f"{path}"
     try:
