@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from docker.errors import DockerException
+
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
 from seatkit.serve import launch, runtime
@@ -46,7 +48,7 @@ def labels(image: str) -> Row:
         found = build.labels(image)["labels"]
     except SeatError as exc:
         return fail(LAYER, "labels", exc.message, "seat build")
-    except Exception as exc:  # no engine, no SDK: say so
+    except DockerException as exc:
         return cannot(LAYER, "labels", f"no docker engine answers ({type(exc).__name__})")
     missing = [k for k in LABELS if not found.get(k)]
     if missing:
@@ -66,7 +68,7 @@ def overlay(profile: Profile, image: str) -> Row:
         problems = build.verify_installed(where, None, is_container, overlays.load())
     except SeatError as exc:
         return fail(LAYER, "overlay", exc.message, f"seat build {profile.name}")
-    except Exception as exc:
+    except DockerException as exc:
         return cannot(LAYER, "overlay", f"no docker engine answers ({type(exc).__name__})")
     what = f"container {where[:12]}" if is_container else f"image {where}"
     if problems["missing"] or problems["changed"]:

@@ -7,6 +7,7 @@ same aggregate hold the same bytes under the same names.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -37,8 +38,6 @@ class ModelLock:
 
     @property
     def sha256(self) -> str:
-        import hashlib
-
         lines = "".join(f"{f.sha256}  {f.size}  {f.path}\n" for f in sorted(self.files, key=lambda f: f.path))
         return hashlib.sha256(lines.encode()).hexdigest()
 
