@@ -61,7 +61,7 @@ def test_doctor_on_the_cpu_seat_up_and_benched(own_home, vllm_runtime, tmp_path,
                 ("server", "identity"), ("server", "vLLM version"), ("server", "spec config"),
                 ("server", "alone")]:
         assert rows[key]["status"] == "OK", rows[key]
-    assert "0.32.0+cpu" in rows[("server", "vLLM version")]["evidence"]
+    assert rows[("server", "vLLM version")]["evidence"].startswith("0.32.0")
     assert "5 draft positions (k=5, ngram)" in rows[("server", "spec config")]["evidence"]
     assert rows[("bench", "vs card")]["evidence"].startswith(f"cannot check: last bench {run_dir.name}")
     assert done.returncode == 1 == result["exit_code"]  # the card row cannot run: a WARN

@@ -240,3 +240,49 @@ def test_compare_lists_a_differing_model_lock(tmp_path):
     assert compare.compare(a, b).differing["model_lock"] == [f"base={'1' * 12} vs base={'2' * 12}"]
     assert "model_lock" not in compare.compare(a, a).differing
     assert "model_lock" not in compare.compare(a, c).differing  # unrecorded on one side: not a difference
+
+
+def test_cli_lock_and_verify_print_plain_progress_and_exit_1_on_a_difference(locked, tmp_path):
+    from click.testing import CliRunner
+
+    from seatkit.cli import seat
+
+    runner = CliRunner()
+    done = runner.invoke(seat, ["model", "lock", locked.source])
+    assert done.exit_code == 0 and "wrote" in done.output
+    assert "to hash" in done.output and "100 % of" in done.output  # no terminal: plain lines
+    assert runner.invoke(seat, ["model", "verify", locked.source]).exit_code == 0
+    (tmp_path / "draft" / "model.safetensors").write_bytes(os.urandom(1 << 20))
+    assert runner.invoke(seat, ["model", "verify", locked.source, "--sizes-only"]).exit_code == 0
+    failed = runner.invoke(seat, ["model", "verify", locked.source, "--json"])
+    assert failed.exit_code == 1
+    assert '"changed": [\n        "model.safetensors"' in failed.output
+
+
+def test_seat_up_verify_models_stops_before_launching(locked, tmp_path):
+    from click.testing import CliRunner
+
+    from seatkit.cli import seat
+
+    (tmp_path / "base" / "config.json").write_bytes(b"[]")  # same size, other bytes
+    done = CliRunner().invoke(seat, ["up", locked.source, "--verify-models"])
+    assert isinstance(done.exception, SeatError)
+    assert "differ from the models lock" in done.exception.message and "config.json" in done.exception.message
+
+
+def test_setup_rebuilds_a_built_model_whose_sizes_differ_from_the_lock(seat_home, monkeypatch):
+    from seatkit.serve import runtime
+
+    profile = profiles.load("cpu-smoke")
+    model = seat_home / "models" / "tiny-llama"
+    sizes = {f.path: f.size for f in locks.read(profile)["base"].files}
+    for name, size in sizes.items():
+        fill(model, {name: b"x" * size})
+    runs = []
+    monkeypatch.setattr(runtime, "_run", lambda argv, *rest: runs.append(argv))
+    assert runtime.ensure_model("tiny-llama", profile.models["base"].files, Path("/v"), sizes=sizes) == model
+    assert runs == []  # as locked: kept
+    (model / "tokenizer.json").write_bytes(b"stale")
+    with pytest.raises(FileNotFoundError):  # the stand-in builder writes nothing to move into place
+        runtime.ensure_model("tiny-llama", profile.models["base"].files, Path("/v"), sizes=sizes)
+    assert runs and runs[0][-1].endswith("tiny-llama.partial")
