@@ -81,11 +81,7 @@ def up_cmd(profile: str, verify_models: bool):
     """Preflight, start the seat, and wait until /health and /v1/models answer."""
     spec = _spec(profile)
     if verify_models:
-        result = model_verify.verify(spec.profile, full=True)
-        if not result["ok"]:
-            raise SeatError("the model files differ from the models lock: " + "; ".join(
-                f"{k}: {model_verify.summary(m)}" for k, m in result["models"].items()),
-                f"seat model verify {profile} lists them")
+        model_verify.require_match(spec.profile)
     with err.status(f"starting {profile}") as status:
         run, waited = launch.up(spec, tick=lambda stage, t: status.update(
             f"starting {profile}: waiting for {stage} ({t:.0f} s)"))

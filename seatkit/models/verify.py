@@ -56,6 +56,16 @@ def verify(profile: Profile, full: bool = True, workers: int | None = None,
     return result
 
 
+def require_match(profile: Profile, workers: int | None = None) -> dict:
+    """A full verify that raises, naming what differs, unless every file is as locked."""
+    result = verify(profile, full=True, workers=workers)
+    if not result["ok"]:
+        raise SeatError("the model files differ from the models lock: " + "; ".join(
+            f"{k}: {summary(m)}" for k, m in result["models"].items()),
+            f"seat model verify {profile.name} lists them")
+    return result
+
+
 def bytes_to_hash(profile: Profile) -> int:
     return sum(lock.size for lock in require_lock(profile).values())
 
