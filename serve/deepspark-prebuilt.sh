@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # deepspark-prebuilt: DeepSeek-V4-Flash + DSpark from the original author's prebuilt image, TP=4, 4x RTX PRO 6000 on PCIe
-# Rendered by `seat render` from profiles/deepspark-prebuilt.yaml (profile sha256 0e0071b5a2958283).
+# Rendered by `seat render` from profiles/deepspark-prebuilt.yaml (profile sha256 7d5e37590abf2f83).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
 #
 # Host knobs, read from the environment (the profile's value when unset):

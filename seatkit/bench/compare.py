@@ -18,7 +18,8 @@ from seatkit.errors import SeatError
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "context", "padding",
-              "output_tokens", "host_settings", "image", "statistic")
+              "output_tokens", "host_settings", "image", "statistic", "model_lock")
+OPTIONAL = {"model_lock"}  # compared only when both sides record it (cards do not)
 UNKNOWN = "unknown"
 WHAT_MOVES = {
     "ms_per_step": "step time: host settings (IOMMU, P2P registry keys, ReBAR, HMM), the image and "
@@ -87,7 +88,7 @@ def run_entries(folder: Path) -> list[Entry]:
                       "context": s.get("context", 0), "padding": s.get("padding"),
                       "output_tokens": s.get("output_tokens"),
                       "host_settings": c.get("host_settings"), "image": _image(c),
-                      "statistic": "median"}
+                      "statistic": "median", "model_lock": _lock_text(c.get("model_locks"))}
         out.append(Entry(folder.name, suite, suite, conditions, values, spread, _derive(values)))
     return out
 
@@ -99,6 +100,11 @@ def _image(c: dict) -> str | None:
     if c.get("image"):
         return f"{c['image']}@{digest}" if digest else c["image"]
     return f"none ({c['runtime']} runtime)" if c.get("runtime") == "native" else None
+
+
+def _lock_text(locks: dict | None) -> str | None:
+    """Each model's lock hash, short: `base=1a2b3c4d5e6f draft=...`."""
+    return " ".join(f"{k}={v[:12]}" for k, v in sorted(locks.items())) if locks else None
 
 
 def entries(source: str) -> list[Entry]:
@@ -210,7 +216,8 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
     rows = []
     for x, y in pairs:
         diff = {k: f"{_said(x.conditions.get(k))} vs {_said(y.conditions.get(k))}" for k in CONDITIONS
-                if x.conditions.get(k) != y.conditions.get(k)}
+                if x.conditions.get(k) != y.conditions.get(k)
+                and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))}
         for k, text in diff.items():
             differing.setdefault(k, [])
             if text not in differing[k]:

@@ -8,6 +8,7 @@ from seatkit import text
 from seatkit.bench.run import Target
 from seatkit.errors import SeatError
 from seatkit.host import gpus
+from seatkit.models import lock as model_locks
 from seatkit.serve import launch, profile as profiles
 
 
@@ -27,6 +28,7 @@ def of_profile(name: str) -> Target:
                                                if spec else None),
                               "base_model": _model_name(profile.models[profile.model]),
                               "draft_model": _model_name(draft) if draft else None,
+                              "model_locks": model_locks.hashes(profile),
                               "image": profile.image.reference if profile.image else None,
                               "image_labels": _labels(running),
                               "runtime": profile.runtime, "gpus": gpus.inventory()},

@@ -17,6 +17,7 @@ from seatkit.cli.bench import print_summary
 from seatkit import when
 from seatkit.errors import SeatError
 from seatkit.image import prebuilt
+from seatkit.models import verify as model_verify
 from seatkit.orchestrate import demo, docker_chain
 from seatkit.serve import launch, lint, profile as profiles, render, runtime, spec as specs
 
@@ -83,12 +84,16 @@ def setup_cmd(profile: str):
 
 @seat.command("up")
 @PROFILE
-def up_cmd(profile: str):
+@click.option("--verify-models", is_flag=True, help="Hash every model file against the models lock "
+              "first (preflight always compares their sizes).")
+def up_cmd(profile: str, verify_models: bool):
     """Preflight, start the seat, and wait until /health and /v1/models answer.
 
     An image built elsewhere (image.compare_overlay) runs by its pinned digest, and its vllm package
     is first compared with the overlay lock: differences are printed as facts, not failures."""
     spec = _spec(profile)
+    if verify_models:
+        model_verify.require_match(spec.profile)
     if spec.profile.image and spec.profile.image.compare_overlay:
         with progress(err, f"comparing {profile}'s image with the overlay lock"):
             found = prebuilt.compare(spec.profile)

@@ -90,6 +90,8 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
             _fail(f"{check.label} is missing or empty: {subject}")
     elif kind == "shards":
         _check_shards(Path(subject), check.label)
+    elif kind == "sizes":
+        _check_sizes(Path(subject), check, name)
     elif kind == "gpus":
         need, seen = int(check.values[0]), visible_gpus()
         if seen < need:
@@ -109,6 +111,15 @@ def _check_shards(folder: Path, label: str) -> None:
         path = folder / shard
         if not path.is_file() or path.stat().st_size == 0:
             _fail(f"{label} shard missing or empty: {shard}", "the index lists it; finish the download")
+
+
+def _check_sizes(folder: Path, check: Check, name: str) -> None:
+    wrong = [p for p, size in check.values
+             if not (folder / p).is_file() or (folder / p).stat().st_size != size]
+    if wrong:
+        _fail(f"{check.label}: {len(wrong)} file(s) missing or not the size the models lock records "
+              f"(e.g. {', '.join(wrong[:3])}) in {folder}",
+              f"seat model verify {name} lists them; seat model fetch {name} (or seat setup) restores them")
 
 
 def run(spec: LaunchSpec, values: dict[str, str]) -> None:

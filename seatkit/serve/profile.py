@@ -104,6 +104,9 @@ class ModelDir(Strict):
     build: Literal["tiny-llama"] | None = None
     files: list[ModelFile] = ["config.json"]
     shards_from_index: bool = False
+    # Where the files come from on the hub, and at which commit (`seat model fetch`, the lock).
+    repository: Annotated[str, Field(pattern=r"^[\w.-]+/[\w.-]+$")] | None = None
+    revision: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] | None = None
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -180,6 +183,7 @@ class Rig(Strict):
     gpus: Text = ""
     interconnect: Text = ""
     power: Text = ""
+    power_limit_w: Annotated[float, Field(gt=0)] | None = None  # per GPU, for `seat doctor`
     cpu: Text = ""
     driver: Text = ""
     cuda: Text = ""

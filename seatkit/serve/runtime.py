@@ -95,9 +95,13 @@ def _write_metadata_shim(venv: Path, version: str) -> None:
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
 
 
-def ensure_model(build: str, files: list[str], venv: Path, say: Progress = print) -> Path:
+def ensure_model(build: str, files: list[str], venv: Path, say: Progress = print,
+                 sizes: dict[str, int] | None = None) -> Path:
+    """Build the model unless its folder has every file, at the sizes its lock records."""
     out = model_dir(build)
-    if all((out / name).is_file() and (out / name).stat().st_size for name in files):
+    if (all((out / name).is_file() and (out / name).stat().st_size for name in files)
+            and all((out / name).is_file() and (out / name).stat().st_size == n
+                    for name, n in (sizes or {}).items())):
         return out
     builder = Path(__file__).with_name("tiny_llama.py")
     tmp = out.with_name(out.name + ".partial")
@@ -114,11 +118,15 @@ def setup(profile: Profile, say: Progress = print) -> dict[str, Path]:
     if profile.runtime != "native":
         raise SeatError(f"{profile.name} runs in docker: there is no local runtime to set up",
                         f"build or pull its image instead (seat build {profile.name})")
+    from seatkit.models import lock as model_locks  # it imports this module
+
     venv = ensure_venv(profile.native, say)
     made = {"venv": venv}
+    locked = model_locks.read(profile) or {}
     for key, model in profile.models.items():
         if model.build:
-            made[key] = ensure_model(model.build, model.files, venv, say)
+            sizes = {f.path: f.size for f in locked[key].files} if key in locked else None
+            made[key] = ensure_model(model.build, model.files, venv, say, sizes)
     return made
 
 

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 
 from seatkit import overlay_lock, paths
+from seatkit.models import lock as model_locks
 from seatkit.serve import grammar, keys, pins
 from seatkit.serve.profile import Profile
 
@@ -141,6 +142,7 @@ def build(profile: Profile) -> LaunchSpec:
     mounts: list[Mount] = []
     venv = None
     model_paths: dict[str, Word] = {}
+    locked = model_locks.read(profile) or {}
 
     if profile.runtime == "native":
         knobs.insert(0, _native_home())
@@ -151,7 +153,7 @@ def build(profile: Profile) -> LaunchSpec:
         for key, model in profile.models.items():
             where = home + (f"/models/{model.build}",) if model.build else (model.host_dir,)
             model_paths[key] = where
-            checks += _model_checks(key, model, where)
+            checks += _model_checks(key, model, where, locked.get(key))
     else:
         docker = profile.docker
         image = (overlay_lock.seat_tag(profile, overlay_lock.load()) if profile.image.overlay
@@ -170,7 +172,7 @@ def build(profile: Profile) -> LaunchSpec:
             knobs.append(Knob(knob, model.host_dir, f"host directory of the {key} model"))
             mounts.append(Mount((Ref(knob),), model.mount, read_only=True))
             model_paths[key] = (model.mount,)
-            checks += _model_checks(key, model, (Ref(knob),))
+            checks += _model_checks(key, model, (Ref(knob),), locked.get(key))
         if docker.cache:
             knobs.append(Knob("SEAT_CACHE_DIR", docker.cache.host_dir,
                               "persistent JIT cache (one per image and profile)"))
@@ -202,10 +204,12 @@ def build(profile: Profile) -> LaunchSpec:
                       api_key_file=api_key_file, venv=venv if profile.native else None)
 
 
-def _model_checks(key: str, model, where: Word) -> list[Check]:
+def _model_checks(key: str, model, where: Word, lock=None) -> list[Check]:
     label = f"{key} model"
     checks = [Check("dir", where, label)]
     checks += [Check("file", where + (f"/{name}",), f"{label} {name}") for name in model.files]
     if model.shards_from_index:
         checks.append(Check("shards", where, label))
+    if lock:  # every file's size against the models lock: a directory walk, so always on
+        checks.append(Check("sizes", where, label, tuple((f.path, f.size) for f in lock.files)))
     return checks

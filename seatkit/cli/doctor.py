@@ -1,0 +1,44 @@
+"""`seat doctor`: one table of every layer of a seat, each row OK, WARN or FAIL with the fix."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from seatkit.cli.app import PROFILE, out, seat
+from seatkit.doctor.diagnose import diagnose
+
+COLOUR = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
+
+
+@seat.command("doctor")
+@PROFILE
+@click.option("--host-profile", default="paper", show_default=True,
+              help="Host profile from host/ the settings are judged against.")
+@click.option("--runs", default="runs", show_default=True, type=click.Path(),
+              help="Where `seat bench` wrote its runs (the newest of PROFILE is compared with its card).")
+@click.option("--json", "as_json", is_flag=True, help="Print every row, and the NVML readings, as JSON.")
+def doctor_cmd(profile: str, host_profile: str, runs: str, as_json: bool):
+    """Check every layer of the seat: driver and GPUs, host settings, image, models, the running
+    server and the last bench against its reference card.
+
+    Each row is OK, WARN or FAIL with its evidence and fix; a check that cannot run here says why.
+    Exit 0 when every row is OK, 1 on a WARN, 2 on a FAIL."""
+    result = diagnose(profile, host_profile, Path(runs))
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        table = Table("layer", "check", "", "evidence / fix", width=80, show_lines=True,
+                      title=f"seat doctor {result['profile']} (host profile {result['host_profile']})")
+        for row in result["rows"]:
+            text = escape(row["evidence"]) + (f"\n[dim]fix: {escape(row['fix'])}[/]" if row["fix"] else "")
+            table.add_row(row["layer"], row["check"], f"[{COLOUR[row['status']]}]{row['status']}[/]", text)
+        Console(width=80, file=out.file, force_terminal=out.is_terminal).print(table)
+        out.print(f"worst: {result['status']} (exit {result['exit_code']})")
+    sys.exit(result["exit_code"])

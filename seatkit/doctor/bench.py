@@ -1,0 +1,66 @@
+"""The last bench against the profile's reference card: which factor carries the gap, and which
+of the doctor's other rows usually move that factor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from seatkit.bench import cards, compare
+from seatkit.doctor.rows import Row, cannot, ok, warn
+from seatkit.serve.profile import Profile
+
+LAYER = "bench"
+# The rows that move each factor (compare.WHAT_MOVES says it in words).
+MOVERS = {"ms_per_step": ("gpu", "host", "image"), "tokens_per_step": ("server", "models")}
+
+
+def last_run(profile: Profile, runs: Path) -> Path | None:
+    """The newest finished bench of this profile under runs/ (folders are named by UTC time)."""
+    for folder in sorted(runs.glob("*/summary.json"), reverse=True):
+        try:
+            if json.loads(folder.read_text())["conditions"].get("profile") == profile.name:
+                return folder.parent
+        except (OSError, ValueError, KeyError):
+            continue
+    return None
+
+
+def card_for(profile: Profile) -> Path | None:
+    """The reference card whose model is the profile's base model on the hub."""
+    repository = profile.models[profile.model].repository
+    for path in sorted(cards.REFERENCES.glob("*.yaml")):
+        if repository and cards.load(path).conditions.model == repository:
+            return path
+    return None
+
+
+def gap(run: Path, card: Path, others: list[Row]) -> Row:
+    result = compare.compare(str(run), str(card), force=True)  # the card is matched by repository
+    judged = [r for r in result.rows if "factor" in r["verdict"] or r["verdict"].get("within_noise")]
+    if not judged:
+        return cannot(LAYER, "vs card", f"{run.name} and {card.stem} share no figure with both factors")
+    row = max(judged, key=lambda r: abs(r["ratios"]["decode_tok_s"] - 1))
+    r, verdict = row["ratios"], row["verdict"]
+    figures = (f"{row['a']} vs {row['b']}: tok/s x{r['decode_tok_s']:.2f}, tokens/step "
+               f"x{r['tokens_per_step']:.2f}, ms/step x{r['ms_per_step']:.2f}")
+    if verdict.get("within_noise"):
+        return ok(LAYER, "vs card", f"{figures}: within noise")
+    factor = verdict["factor"]
+    suspects = [f"{o.layer} {o.check} {o.status}" for o in others
+                if o.layer in MOVERS[factor] and o.status != "OK"]
+    return warn(LAYER, "vs card", f"{figures}; {factor.replace('_', ' ')} carries {verdict['share']:.0%}"
+                f" of the gap; rows above that move it: {', '.join(suspects) or 'none flagged'}",
+                f"what usually moves it: {compare.WHAT_MOVES[factor]}")
+
+
+def rows(profile: Profile, runs: Path, others: list[Row]) -> list[Row]:
+    run = last_run(profile, runs)
+    if run is None:
+        return [cannot(LAYER, "last bench", f"no bench of {profile.name} under {runs}",
+                       f"seat bench {profile.name}")]
+    card = card_for(profile)
+    if card is None:
+        return [cannot(LAYER, "vs card", f"last bench {run.name}; no reference card for "
+                       f"{profile.models[profile.model].repository or 'a locally built model'}")]
+    return [gap(run, card, others)]

@@ -1,0 +1,25 @@
+"""Every layer of a seat, in order; each check is a small function in its layer's module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seatkit.doctor import bench, gpu, host as host_rows, image, models, nvml, server
+from seatkit.doctor.rows import exit_code, worst
+from seatkit.host import settings, status as host_status
+from seatkit.serve import profile as profiles, spec as specs
+
+
+def diagnose(profile_name: str, host_profile: str = "paper", runs: Path = Path("runs"),
+             readings: dict | None = None) -> dict:
+    """All rows, their worst status and the exit code (0 all OK, 1 a WARN, 2 a FAIL)."""
+    profile = profiles.load(profile_name)
+    host = settings.load(host_profile)
+    nv = nvml.read() if readings is None else readings
+    status = host_status.status(host) if profile.gpus.count else {}
+    rows = gpu.rows(nv, profile, host) + host_rows.rows(status, profile)
+    rows += image.rows(profile, specs.build(profile).values().get("SEAT_IMAGE"))
+    rows += models.rows(profile) + server.rows(profile)
+    rows += bench.rows(profile, runs, rows)
+    return {"profile": profile.name, "host_profile": host.name, "nvml": nv,
+            "rows": [r.as_dict() for r in rows], "status": worst(rows), "exit_code": exit_code(rows)}

@@ -1,0 +1,84 @@
+"""Image rows: base pinned by digest, provenance labels, the overlay checked where the seat runs.
+
+Seam: the overlay row uses seatkit.image.build.verify_installed (the overlay lock against the
+vllm package); helper 13a's comparison of an image's whole vllm with the lock replaces it there.
+"""
+
+from __future__ import annotations
+
+import json
+
+from docker.errors import DockerException
+
+from seatkit.doctor.rows import Row, cannot, fail, ok, warn
+from seatkit.errors import SeatError
+from seatkit.serve import launch, runtime
+from seatkit.serve.profile import Profile
+
+LAYER = "image"
+LABELS = ("org.opencontainers.image.base.digest", "io.seatkit.profile", "io.seatkit.overlay.commit",
+          "io.seatkit.overlay.lock.sha256")
+
+
+def native(profile: Profile) -> Row:
+    """A native seat has no image: its venv is checked against the install plan instead."""
+    venv = runtime.venv_dir(profile.native)
+    marker = venv / runtime.MARKER
+    if not marker.exists():
+        return fail(LAYER, "venv", f"{venv} has no install marker", f"seat setup {profile.name}")
+    if json.loads(marker.read_text()) != profile.native.model_dump():
+        return warn(LAYER, "venv", f"{venv} was made for another install plan", f"seat setup {profile.name}")
+    return ok(LAYER, "venv", f"native runtime, no image; {venv.name} as planned")
+
+
+def base(profile: Profile) -> Row:
+    from seatkit.image import pin
+
+    try:
+        ref, digest = pin.base_reference(profile)
+    except SeatError as exc:
+        return warn(LAYER, "base digest", exc.message, exc.hint)
+    return ok(LAYER, "base digest", ref)
+
+
+def labels(image: str) -> Row:
+    from seatkit.image import build
+
+    try:
+        found = build.labels(image)["labels"]
+    except SeatError as exc:
+        return fail(LAYER, "labels", exc.message, "seat build")
+    except DockerException as exc:
+        return cannot(LAYER, "labels", f"no docker engine answers ({type(exc).__name__})")
+    missing = [k for k in LABELS if not found.get(k)]
+    if missing:
+        return fail(LAYER, "labels", f"{image} lacks {', '.join(missing)}", "seat build (it sets them)")
+    return ok(LAYER, "labels", f"overlay {found['io.seatkit.overlay.commit'][:12]}, lock "
+              f"{found['io.seatkit.overlay.lock.sha256'][:12]}")
+
+
+def overlay(profile: Profile, image: str) -> Row:
+    from seatkit.image import build, overlay as overlays
+
+    running = launch.recorded(profile.name)
+    where, is_container = image, False
+    try:
+        if running and running.runtime == "docker" and launch.alive(running):
+            where, is_container = running.ident, True
+        problems = build.verify_installed(where, None, is_container, overlays.load())
+    except SeatError as exc:
+        return fail(LAYER, "overlay", exc.message, f"seat build {profile.name}")
+    except DockerException as exc:
+        return cannot(LAYER, "overlay", f"no docker engine answers ({type(exc).__name__})")
+    what = f"container {where[:12]}" if is_container else f"image {where}"
+    if problems["missing"] or problems["changed"]:
+        return fail(LAYER, "overlay", f"{what}: {overlays.summary(problems)}", f"seat build {profile.name}")
+    return ok(LAYER, "overlay", f"{what}: every locked file as locked")
+
+
+def rows(profile: Profile, image: str | None) -> list[Row]:
+    if profile.runtime == "native":
+        return [native(profile)]
+    if not profile.image.overlay:
+        return [base(profile), labels(image)]
+    return [base(profile), labels(image), overlay(profile, image)]

@@ -1,0 +1,91 @@
+"""Running-server rows: the seat's own process, its vLLM and speculative config, serving alone.
+
+Seam: identity is what `seat up` recorded (PID and start time, or container id) and a /health
+answer at its URL; helper 10b's proof that the port's listener is that process replaces it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import requests
+
+from seatkit.bench import metrics
+from seatkit.doctor.rows import Row, cannot, fail, ok, warn
+from seatkit.errors import SeatError
+from seatkit.serve import launch
+from seatkit.serve.profile import Profile
+
+LAYER = "server"
+CHECKS = ("identity", "vLLM version", "spec config", "alone")
+
+
+def _get(run: launch.Running, path: str):
+    answer = requests.get(f"{run.url}{path}", headers=launch.headers(run), timeout=5)
+    answer.raise_for_status()
+    return answer
+
+
+def identity(run: launch.Running) -> Row:
+    health = _get(run, "/health").status_code
+    what = f"PID {run.ident}" if run.runtime == "native" else f"container {run.ident[:12]}"
+    return ok(LAYER, "identity", f"{what} recorded by seat up is alive; /health {health} at {run.url}"
+              " (listener identity: not proven yet)")
+
+
+def version(run: launch.Running, profile: Profile) -> Row:
+    found = _get(run, "/version").json().get("version", "")
+    expected = profile.rig.software.get("vllm", "")
+    if not expected:
+        return cannot(LAYER, "vLLM version", f"{found} serves; the profile's rig names no vllm version")
+    public = found.split("+")[0]
+    commits = re.findall(r"\b[0-9a-f]{7,40}\b", expected)
+    if public and public in expected or any(c[:7] in found for c in commits):
+        return ok(LAYER, "vLLM version", f"{found}, as the profile ({expected})")
+    return warn(LAYER, "vLLM version", f"{found} serves; the profile names {expected}",
+                f"seat build {profile.name} / seat setup {profile.name}, then seat up again")
+
+
+def spec_config(run: launch.Running, profile: Profile, text: str) -> Row:
+    models = _get(run, "/v1/models").json()["data"]
+    served = next((m for m in models if m["id"] == profile.server.served_model_name), None)
+    problems = []
+    if served is None:
+        problems.append(f"/v1/models lists {[m['id'] for m in models]}, not {profile.server.served_model_name}")
+    want_len = profile.vllm_args.get("max-model-len")
+    if served and want_len and served.get("max_model_len") != want_len:
+        problems.append(f"max_model_len {served.get('max_model_len')}, profile {want_len}")
+    spec = profile.speculative
+    positions = metrics.parse(text).per_position
+    k = spec.num_speculative_tokens if spec else 0
+    if spec and not positions:
+        problems.append("/metrics has no spec-decode counters: speculative decoding is off")
+    elif len(positions) != k and positions:
+        problems.append(f"/metrics counts {len(positions)} draft positions, profile k={k}")
+    evidence = (f"{profile.server.served_model_name}, max_model_len {served.get('max_model_len') if served else '?'}, "
+                f"{len(positions)} draft positions (k={k}, {spec.method if spec else 'no drafts'})")
+    if problems:
+        return fail(LAYER, "spec config", "; ".join(problems), f"seat down {profile.name}; seat up {profile.name}")
+    return ok(LAYER, "spec config", evidence)
+
+
+def alone(text: str) -> Row:
+    snapshot = metrics.parse(text)
+    busy = {k: snapshot.gauges.get(k, 0) for k in ("running", "waiting")}
+    if any(busy.values()):
+        return warn(LAYER, "alone", f"{busy['running']:.0f} running, {busy['waiting']:.0f} waiting "
+                    "now: a bench would share the seat", "stop other clients before a bench")
+    return ok(LAYER, "alone", "no request running or waiting")
+
+
+def rows(profile: Profile) -> list[Row]:
+    run = launch.recorded(profile.name)
+    if run is None or not launch.alive(run):
+        why = f"{profile.name} is not up (no process recorded by seat up is alive)"
+        return [cannot(LAYER, check, why, f"seat up {profile.name}") for check in CHECKS]
+    try:
+        text = _get(run, "/metrics").text
+        return [identity(run), version(run, profile), spec_config(run, profile, text), alone(text)]
+    except (requests.RequestException, ValueError, KeyError, SeatError) as exc:
+        return [fail(LAYER, "identity", f"{run.url} does not answer as vLLM: {type(exc).__name__}: "
+                     f"{str(exc)[:120]}", f"seat logs {profile.name}")]

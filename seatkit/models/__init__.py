@@ -1,0 +1,1 @@
+"""Model weights pinned like the overlay: a lock per profile, verify, fetch."""

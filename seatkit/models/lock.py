@@ -1,0 +1,164 @@
+"""profiles/NAME.models.lock: every file of each model folder (path, size, SHA-256), the hub
+repository and revision it came from, and one aggregate hash per model.
+
+The aggregate is the SHA-256 of the sorted `sha256  size  path` lines, so two folders with the
+same aggregate hold the same bytes under the same names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from seatkit.errors import SeatError
+from seatkit.models import hashing
+from seatkit.serve import runtime
+from seatkit.serve.profile import ModelDir, Profile
+
+HUB_META = Path(".cache") / "huggingface"  # what `hf download --local-dir` keeps beside the files
+
+
+@dataclass(frozen=True)
+class File:
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass
+class ModelLock:
+    repository: str | None
+    revision: str | None
+    files: list[File] = field(default_factory=list)
+
+    @property
+    def sha256(self) -> str:
+        lines = "".join(f"{f.sha256}  {f.size}  {f.path}\n" for f in sorted(self.files, key=lambda f: f.path))
+        return hashlib.sha256(lines.encode()).hexdigest()
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def lock_path(profile: Profile) -> Path | None:
+    """profiles/NAME.models.lock beside the profile's file; None for a profile made in memory."""
+    return Path(profile.source).with_suffix(".models.lock") if profile.source else None
+
+
+def model_dir(profile: Profile, key: str, environ=os.environ) -> Path:
+    """Where the model's files are on this host: the knob `seat up` and the script read, else the profile's."""
+    model = profile.models[key]
+    if model.build:
+        return runtime.model_dir(model.build)
+    return Path(environ.get(f"SEAT_MODEL_{key.upper()}_DIR", model.host_dir))
+
+
+def scan(folder: Path) -> dict[str, int]:
+    """Every regular file under folder (the hub's download metadata aside) and its size."""
+    if not folder.is_dir():
+        raise SeatError(f"model folder not found: {folder}",
+                        "download it (seat model fetch), or set the SEAT_MODEL_<KEY>_DIR knob")
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if path.is_file() and rel.parts[:2] != HUB_META.parts:
+            out[rel.as_posix()] = path.stat().st_size
+    return out
+
+
+def hub_revision(folder: Path) -> str | None:
+    """The commit `hf download --local-dir` recorded (first line of each file's .metadata), when all agree."""
+    found = set()
+    for meta in (folder / HUB_META / "download").rglob("*.metadata"):
+        first = meta.read_text().splitlines()[:1]
+        if first and re.fullmatch(r"[0-9a-f]{40}", first[0]):
+            found.add(first[0])
+    return found.pop() if len(found) == 1 else None
+
+
+def make(profile: Profile, on_bytes: hashing.OnBytes | None = None,
+         workers: int | None = None) -> dict[str, ModelLock]:
+    """Hash every file of every model folder of the profile."""
+    locks = {}
+    for key, model in profile.models.items():
+        folder = model_dir(profile, key)
+        sizes = scan(folder)
+        digests = hashing.hash_files([folder / p for p in sizes], workers, on_bytes)
+        revision = model.revision or hub_revision(folder)
+        locks[key] = ModelLock(model.repository, revision,
+                               [File(p, sizes[p], digests[folder / p]) for p in sizes])
+    return locks
+
+
+def total_bytes(profile: Profile) -> int:
+    return sum(sum(scan(model_dir(profile, key)).values()) for key in profile.models)
+
+
+def dump(profile: Profile, locks: dict[str, ModelLock]) -> str:
+    head = (f"# Model weights of profile {profile.name}, pinned by `seat model lock {profile.name}`:\n"
+            "# every file's size and SHA-256, and an aggregate per model. `seat model verify` checks\n"
+            "# them; preflight (`seat up` and the script) checks every size. Data, not code.\n")
+    body = {"profile": profile.name, "models": {
+        key: {"repository": lock.repository, "revision": lock.revision, "sha256": lock.sha256,
+              "size": lock.size, "files": [asdict(f) for f in lock.files]}
+        for key, lock in locks.items()}}
+    return head + yaml.safe_dump(body, sort_keys=False, width=200)
+
+
+def write(profile: Profile, locks: dict[str, ModelLock]) -> Path:
+    path = lock_path(profile)
+    if path is None:
+        raise SeatError(f"profile {profile.name} has no file to keep a lock beside")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(dump(profile, locks))
+    tmp.replace(path)
+    return path
+
+
+def read(profile: Profile) -> dict[str, ModelLock] | None:
+    """The profile's lock; None when it has none. A lock that names other models is an error."""
+    path = lock_path(profile)
+    if path is None or not path.exists():
+        return None
+    where = f"{path}"
+    try:
+        data = yaml.safe_load(path.read_text())
+        locks = {key: ModelLock(m["repository"], m["revision"],
+                                [File(str(f["path"]), int(f["size"]), str(f["sha256"])) for f in m["files"]])
+                 for key, m in data["models"].items()}
+        stated = {key: m["sha256"] for key, m in data["models"].items()}
+    except (yaml.YAMLError, TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise SeatError(f"{where}: not a models lock ({type(exc).__name__}: {exc})",
+                        f"run `seat model lock {profile.name}` again") from None
+    for key, lock in locks.items():
+        if lock.sha256 != stated[key]:
+            raise SeatError(f"{where}: model {key}'s aggregate hash does not match its files",
+                            "the lock was edited by hand; lock again")
+        if any(f.path.startswith("/") or ".." in Path(f.path).parts for f in lock.files):
+            raise SeatError(f"{where}: model {key} lists a path outside its folder")
+    if set(locks) != set(profile.models):
+        raise SeatError(f"{where} locks models {sorted(locks)}, the profile has {sorted(profile.models)}",
+                        f"run `seat model lock {profile.name}` again")
+    for key, lock in locks.items():
+        _same_origin(profile.models[key], lock, key, where)
+    return locks
+
+
+def _same_origin(model: ModelDir, lock: ModelLock, key: str, where: str) -> None:
+    for name in ("repository", "revision"):
+        stated = getattr(model, name)
+        if stated is not None and stated != getattr(lock, name):
+            raise SeatError(f"{where}: model {key} was locked at {name} {getattr(lock, name)}, "
+                            f"the profile names {stated}", "fetch that revision and lock again")
+
+
+def hashes(profile: Profile) -> dict[str, str] | None:
+    """Each model's aggregate hash, for bench conditions; None without a lock."""
+    locks = read(profile)
+    return {key: lock.sha256 for key, lock in locks.items()} if locks else None

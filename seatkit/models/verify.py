@@ -1,0 +1,93 @@
+"""`seat model verify`: each model folder against the lock (missing, changed, extra files).
+
+Sizes alone cost a directory walk (preflight runs them every time); full hashing reads every byte
+and is opt-in. Every full verify is recorded under SEAT_HOME/models/verified/ for `seat doctor`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from seatkit import paths
+from seatkit.errors import SeatError
+from seatkit.models import hashing
+from seatkit.models.lock import ModelLock, model_dir, read, scan
+from seatkit.serve.profile import Profile
+
+
+def compare(folder: Path, lock: ModelLock, full: bool, workers: int | None = None,
+            on_bytes: hashing.OnBytes | None = None) -> dict[str, list[str]]:
+    """missing, changed (size, or SHA-256 when full) and extra files of one folder."""
+    found = scan(folder) if folder.is_dir() else {}
+    locked = {f.path: f for f in lock.files}
+    changed = [p for p, f in locked.items() if p in found and found[p] != f.size]
+    if full:
+        same_size = [folder / p for p, f in locked.items() if p in found and found[p] == f.size]
+        digests = hashing.hash_files(same_size, workers, on_bytes)
+        changed += [p.relative_to(folder).as_posix() for p, d in digests.items()
+                    if d != locked[p.relative_to(folder).as_posix()].sha256]
+    return {"missing": sorted(set(locked) - set(found)), "changed": sorted(changed),
+            "extra": sorted(set(found) - set(locked))}
+
+
+def require_lock(profile: Profile) -> dict[str, ModelLock]:
+    locks = read(profile)
+    if locks is None:
+        raise SeatError(f"profile {profile.name} has no models lock",
+                        f"run `seat model lock {profile.name}` where its models are complete")
+    return locks
+
+
+def verify(profile: Profile, full: bool = True, workers: int | None = None,
+           on_bytes: hashing.OnBytes | None = None) -> dict:
+    """Per model: its folder, the lock's aggregate and the problems; a full verify is recorded."""
+    locks = require_lock(profile)
+    result = {"profile": profile.name, "full": full, "time": time.time(), "models": {}}
+    for key, lock in locks.items():
+        folder = model_dir(profile, key)
+        problems = compare(folder, lock, full, workers, on_bytes)
+        result["models"][key] = {"dir": str(folder), "sha256": lock.sha256, "files": len(lock.files),
+                                 "bytes": lock.size, **problems}
+    result["ok"] = not any(m["missing"] or m["changed"] or m["extra"] for m in result["models"].values())
+    if full:
+        _record(result)
+    return result
+
+
+def require_match(profile: Profile, workers: int | None = None) -> dict:
+    """A full verify that raises, naming what differs, unless every file is as locked."""
+    result = verify(profile, full=True, workers=workers)
+    if not result["ok"]:
+        raise SeatError("the model files differ from the models lock: " + "; ".join(
+            f"{k}: {summary(m)}" for k, m in result["models"].items()),
+            f"seat model verify {profile.name} lists them")
+    return result
+
+
+def bytes_to_hash(profile: Profile) -> int:
+    return sum(lock.size for lock in require_lock(profile).values())
+
+
+def _record_path(profile: str) -> Path:
+    return paths.seat_home() / "models" / "verified" / f"{profile}.json"
+
+
+def _record(result: dict) -> None:
+    path = _record_path(result["profile"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=2))
+    tmp.replace(path)
+
+
+def last_full(profile: str) -> dict | None:
+    """The last recorded full verify of the profile's models, if any."""
+    path = _record_path(profile)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def summary(problems: dict[str, list[str]]) -> str:
+    return "; ".join(f"{len(v)} {k} (e.g. {', '.join(v[:3])})" for k, v in problems.items()
+                     if k in ("missing", "changed", "extra") and v) or "as locked"

@@ -1,0 +1,73 @@
+"""The tiny model's lock proves its build deterministic; `seat doctor` on the real CPU seat, up and
+benched, with no GPU on this machine (the GPU rows run on the H200: tests/fixtures/h200-doctor.json)."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN, free_port
+from seatkit.models import verify
+from seatkit.serve import profile as profiles, runtime
+
+
+@pytest.fixture
+def own_home(vllm_runtime, tmp_path, monkeypatch):
+    """A SEAT_HOME of this test's own that borrows the shared venv (read only)."""
+    home = tmp_path / "home"
+    (home / "venvs").mkdir(parents=True)
+    venv = vllm_runtime["venv"]
+    (home / "venvs" / venv.name).symlink_to(venv)
+    monkeypatch.setenv("SEAT_HOME", str(home))
+    return home
+
+
+def test_the_tiny_model_rebuilds_to_its_committed_lock(own_home, vllm_runtime):
+    profile = profiles.load("cpu-smoke")
+    built = runtime.ensure_model("tiny-llama", profile.models["base"].files, vllm_runtime["venv"], say=print)
+    assert built == own_home / "models" / "tiny-llama"
+    result = verify.verify(profile)
+    assert result["ok"], result["models"]["base"]
+    assert result["models"]["base"]["files"] == 5
+
+
+def seat(*args, timeout=900):
+    return subprocess.run([str(BIN / "seat"), *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "COLUMNS": "80"})
+
+
+def test_doctor_on_the_cpu_seat_up_and_benched(own_home, vllm_runtime, tmp_path, monkeypatch):
+    (own_home / "models").mkdir()
+    (own_home / "models" / "tiny-llama").symlink_to(vllm_runtime["base"])
+    monkeypatch.setenv("SEAT_PORT", str(free_port()))
+    assert seat("model", "verify", "cpu-smoke").returncode == 0
+    up = seat("up", "cpu-smoke")
+    assert up.returncode == 0, up.stderr
+    try:
+        bench = seat("bench", "cpu-smoke", "--suite", "code", "--warmups", "1", "--repeats", "1",
+                     "--max-tokens", "64", "--out", str(tmp_path / "runs"))
+        assert bench.returncode == 0, bench.stderr
+        (run_dir,) = (tmp_path / "runs").iterdir()
+        conditions = json.loads((run_dir / "summary.json").read_text())["conditions"]
+        assert conditions["model_locks"]["base"] == verify.last_full("cpu-smoke")["models"]["base"]["sha256"]
+        done = seat("doctor", "cpu-smoke", "--runs", str(tmp_path / "runs"), "--json")
+        table = seat("doctor", "cpu-smoke", "--runs", str(tmp_path / "runs"))
+    finally:
+        assert seat("down", "cpu-smoke").returncode == 0
+    result = json.loads(done.stdout)
+    rows = {(r["layer"], r["check"]): r for r in result["rows"]}
+    for key in [("gpu", "GPUs"), ("image", "venv"), ("models", "lock sizes"), ("models", "full verify"),
+                ("server", "identity"), ("server", "vLLM version"), ("server", "spec config"),
+                ("server", "alone")]:
+        assert rows[key]["status"] == "OK", rows[key]
+    assert rows[("server", "vLLM version")]["evidence"].startswith("0.32.0")
+    assert "5 draft positions (k=5, ngram)" in rows[("server", "spec config")]["evidence"]
+    assert rows[("bench", "vs card")]["evidence"].startswith(f"cannot check: last bench {run_dir.name}")
+    assert done.returncode == 1 == result["exit_code"]  # the card row cannot run: a WARN
+    assert table.returncode == 1 and max(map(len, table.stdout.splitlines())) <= 80
+    # The original seat here: no GPU, no driver; every GPU row says so and the count fails.
+    default = json.loads(seat("doctor", "--runs", str(tmp_path / "runs"), "--json").stdout)
+    gpu = [r for r in default["rows"] if r["layer"] == "gpu"]
+    assert default["exit_code"] == 2 and gpu[1]["status"] == "FAIL"
+    assert all("no NVIDIA driver" in r["evidence"] for r in gpu)

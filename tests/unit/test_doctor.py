@@ -1,0 +1,153 @@
+"""`seat doctor`: each check from fixtures (the H200 run committed as tests/fixtures/h200-doctor.json)."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from seatkit.cli import seat
+from seatkit.doctor import bench, diagnose, gpu, host, models, nvml
+from seatkit.doctor.rows import Row, exit_code, worst
+from seatkit.host import settings
+from seatkit.models import lock as locks
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+H200 = json.loads((FIXTURES / "h200-doctor.json").read_text())
+DEFAULT = "dsv4-flash-dspark-tp4"
+
+
+@pytest.fixture
+def seat_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def profile():
+    from seatkit.serve import profile as profiles
+
+    return profiles.load(DEFAULT)
+
+
+def statuses(rows):
+    return {r.check: r.status for r in rows}
+
+
+def test_h200_fixture_rows_follow_from_its_nvml_readings(profile):
+    """The committed real run: its NVML rows are what the checks make of its readings."""
+    rows = gpu.rows(H200["nvml"], profile, settings.load("paper"))
+    assert [r.as_dict() for r in rows] == [r for r in H200["rows"] if r["layer"] == "gpu"]
+    assert statuses(rows) == {"driver": "WARN", "GPU count": "FAIL", "GPU0 PCIe": "OK",
+                              "power limit": "WARN", "clocks": "OK", "persistence": "OK"}
+    assert "580.159.04" in rows[0].evidence and "595.58.03" in rows[0].evidence
+    assert "1 visible (NVIDIA H200), TP needs 4" == rows[1].evidence
+    assert "700 W" in rows[3].evidence and "300 W" in rows[3].evidence
+    assert H200["exit_code"] == 2 and H200["status"] == "FAIL"
+    every_layer = {r["layer"] for r in H200["rows"]}
+    assert every_layer == {"gpu", "host", "image", "models", "server", "bench"}
+
+
+def gpu0(**change):
+    nv = copy.deepcopy(H200["nvml"])
+    nv["gpus"][0].update(change)
+    nv["gpus"] = [{**nv["gpus"][0], "index": i} for i in range(4)]
+    return nv
+
+
+@pytest.mark.parametrize("change, check, status, words", [
+    ({}, "GPU count", "OK", "4 visible"),
+    ({"pcie_width": 8}, "GPU0 PCIe", "FAIL", "x8 of x16"),
+    ({"pcie_gen": 3}, "GPU0 PCIe", "WARN", "Gen3 of Gen5"),
+    ({"pcie_gen": "unavailable (Not Supported)"}, "GPU0 PCIe", "WARN", "cannot check"),
+    ({"power_limit_w": 300.0}, "power limit", "OK", "300 W"),
+    ({"clock_event_reasons": ["hw_thermal"]}, "clocks", "FAIL", "hw_thermal"),
+    ({"clock_event_reasons": ["sw_power_cap"]}, "clocks", "WARN", "sw_power_cap"),
+    ({"persistence_mode": 0}, "persistence", "WARN", "off on GPU 0, 1, 2, 3"),
+])
+def test_gpu_checks_judge_each_reading(profile, change, check, status, words):
+    rows = {r.check: r for r in gpu.rows(gpu0(**change), profile, settings.load("paper"))}
+    assert rows[check].status == status and words in rows[check].evidence
+
+
+def test_a_refusing_driver_fails(profile):
+    nv = {**gpu0(), "driver": "570.133.20"}
+    row = gpu.driver(nv, profile, settings.load("paper"))
+    assert row.status == "FAIL" and "five-key" in row.evidence
+
+
+def test_without_a_driver_every_gpu_check_says_why(profile):
+    nv = {"error": "no NVIDIA driver answers (NVML: Shared Library Not Found)"}
+    rows = gpu.rows(nv, profile, settings.load("paper"))
+    assert statuses(rows)["GPU count"] == "FAIL"
+    assert all(r.evidence.startswith("cannot check: no NVIDIA driver") for r in rows if r.check != "GPU count")
+    assert len(rows) == 6
+
+
+def test_reasons_decode_the_nvml_mask():
+    assert nvml.reasons(0x1 | 0x40) == ["gpu_idle", "hw_thermal"]
+
+
+def test_host_rows_map_verdicts(profile):
+    status = json.loads((FIXTURES / "h200x2-host-status.json").read_text())
+    rows = host.rows(status, profile)
+    for r, source in zip(rows, status["rows"]):
+        assert r.status == host.STATUS[source["verdict"]] and r.evidence.startswith(source["verdict"])
+    assert rows[-1].check == "verify-p2p"
+    status["data_path"] = {"verdict": "FAILED on this boot", "why": "GPU0 -> GPU1: copy wrong"}
+    assert host.rows(status, profile)[-1].status == "FAIL"
+
+
+def test_models_rows_say_what_is_missing(seat_home, profile):
+    rows = models.rows(profile)
+    assert statuses(rows) == {"lock sizes": "WARN", "full verify": "WARN"}
+    assert "no models lock" in rows[0].evidence and rows[1].evidence == "never run on this machine"
+
+
+def test_bench_row_names_the_factor_and_the_rows_that_move_it(tmp_path, profile):
+    folder = tmp_path / "runs" / "20261201T000000Z-x"
+    folder.mkdir(parents=True)
+    stats = lambda v: {"median": v, "cv": 0.01}  # noqa: E731
+    (folder / "summary.json").write_text(json.dumps({
+        "conditions": {"profile": DEFAULT, "model": "m", "k": 5, "sampling": {"temperature": 0.1}},
+        "suites": {"prose": {"content": "prose", "context": 0, "decode_tok_s": stats(150.0),
+                             "tokens_per_step": stats(3.0), "ms_per_step": stats(20.0)}}}))
+    others = [Row("host", "iommu", "FAIL", "DRIFT", "apply"), Row("server", "alone", "OK", "idle")]
+    (row,) = bench.rows(profile, tmp_path / "runs", others)
+    assert row.status == "WARN" and "ms per step carries" in row.evidence
+    assert "host iommu FAIL" in row.evidence and "server alone" not in row.evidence
+    assert bench.card_for(profile).stem == "deepspark-readme"
+    (none,) = bench.rows(profile, tmp_path / "empty", others)
+    assert none.evidence.startswith("cannot check: no bench")
+
+
+def test_exit_code_is_the_worst_row():
+    assert exit_code([]) == 0
+    assert exit_code([Row("a", "b", "OK", "")]) == 0
+    assert exit_code([Row("a", "b", "OK", ""), Row("a", "c", "WARN", "")]) == 1
+    assert worst([Row("a", "b", "FAIL", ""), Row("a", "c", "WARN", "")]) == "FAIL"
+
+
+def test_cli_json_and_an_80_column_table(seat_home, monkeypatch):
+    monkeypatch.setattr(diagnose.nvml, "read", lambda: H200["nvml"])
+    runner = CliRunner()
+    done = runner.invoke(seat, ["doctor", DEFAULT, "--json"])
+    result = json.loads(done.output)
+    assert done.exit_code == 2 == result["exit_code"]
+    assert {r["status"] for r in result["rows"]} <= {"OK", "WARN", "FAIL"}
+    assert all(r["fix"] for r in result["rows"] if r["status"] == "FAIL")
+    table = runner.invoke(seat, ["doctor", DEFAULT])
+    assert table.exit_code == 2 and "GPU count" in table.output
+    assert max(len(line) for line in table.output.splitlines()) <= 80
+
+
+def test_cpu_profile_needs_no_gpu_rows(seat_home, tmp_path):
+    result = diagnose.diagnose("cpu-smoke", runs=tmp_path, readings={"error": "no driver"})
+    rows = {(r["layer"], r["check"]): r for r in result["rows"]}
+    assert rows[("gpu", "GPUs")]["status"] == "OK" and "gpus.count 0" in rows[("gpu", "GPUs")]["evidence"]
+    assert rows[("image", "venv")]["status"] == "FAIL"  # this SEAT_HOME has no venv
+    assert rows[("models", "lock sizes")]["status"] == "FAIL"  # nor the tiny model
+    assert all(rows[("server", c)]["evidence"].startswith("cannot check: cpu-smoke is not up")
+               for c in ("identity", "vLLM version", "spec config", "alone"))
+    assert locks.hashes(__import__("seatkit.serve.profile", fromlist=["load"]).load("cpu-smoke"))

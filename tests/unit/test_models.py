@@ -1,0 +1,292 @@
+"""Model locks: lock, verify (sizes and hashes), fetch through `hf`, preflight sizes, bench compare."""
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import free_port
+from seatkit.bench import compare
+from seatkit.errors import SeatError
+from seatkit.models import fetch, hashing, lock as locks, verify
+from seatkit.serve import preflight, profile as profiles, render, spec as specs
+
+REV = "a" * 40
+
+
+@pytest.fixture
+def seat_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("SEAT_HOME", str(home))
+    return home
+
+
+def write_profile(tmp_path, revision=None, name="seat"):
+    """The default seat with both model folders under tmp_path, written as a profile file."""
+    data = profiles._raw(profiles.profile_path(profiles.DEFAULT_PROFILE))[0]
+    for key in ("base", "draft"):
+        data["models"][key].update(host_dir=str(tmp_path / key), revision=revision)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def fill(folder: Path, files: dict[str, bytes]) -> None:
+    for name, body in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(body)
+
+
+BASE = {"config.json": b"{}", "model-00001.safetensors": os.urandom(5 << 20), "sub/empty.bin": b""}
+DRAFT = {"config.json": b'{"draft": 1}', "model.safetensors": os.urandom(1 << 20)}
+
+
+@pytest.fixture
+def locked(tmp_path, seat_home):
+    fill(tmp_path / "base", BASE)
+    fill(tmp_path / "draft", DRAFT)
+    path = write_profile(tmp_path)
+    profile = profiles.load(path)
+    locks.write(profile, locks.make(profile, workers=2))
+    return profile
+
+
+def test_hash_files_match_sha256sum_in_parallel(tmp_path):
+    fill(tmp_path, {"a": os.urandom(hashing.CHUNK * 2 + 7), "b": b"", "c": b"x"})
+    files = sorted(tmp_path.iterdir())
+    want = {Path(line.split()[1]): line.split()[0] for line in
+            subprocess.run(["sha256sum", *map(str, files)], capture_output=True, text=True).stdout.splitlines()}
+    seen = []
+    assert hashing.hash_files(files, workers=3, on_bytes=seen.append) == want
+    assert sum(seen) == sum(f.stat().st_size for f in files)
+
+
+def test_lock_records_every_file_with_repository_revision_and_aggregate(locked, tmp_path):
+    read = locks.read(locked)
+    assert locks.lock_path(locked) == tmp_path / "seat.models.lock"
+    base = read["base"]
+    assert base.repository == "deepseek-ai/DeepSeek-V4-Flash" and base.revision is None
+    assert {f.path: f.size for f in base.files} == {k: len(v) for k, v in BASE.items()}
+    assert {f.path: f.sha256 for f in base.files} == {k: hashlib.sha256(v).hexdigest() for k, v in BASE.items()}
+    lines = "".join(f"{hashlib.sha256(BASE[p]).hexdigest()}  {len(BASE[p])}  {p}\n" for p in sorted(BASE))
+    assert base.sha256 == hashlib.sha256(lines.encode()).hexdigest()
+    assert read["draft"].repository == "deepseek-ai/DeepSeek-V4-Flash-DSpark"
+    assert locks.hashes(locked) == {"base": base.sha256, "draft": read["draft"].sha256}
+
+
+def test_lock_takes_the_revision_hf_download_noted_and_skips_its_metadata(tmp_path, seat_home):
+    fill(tmp_path / "base", BASE)
+    fill(tmp_path / "draft", DRAFT)
+    meta = tmp_path / "base" / ".cache" / "huggingface" / "download"
+    fill(meta, {"config.json.metadata": f"{REV}\netag\n1700000000\n".encode()})
+    profile = profiles.load(write_profile(tmp_path))
+    made = locks.make(profile)
+    assert made["base"].revision == REV and made["draft"].revision is None
+    assert not any(".cache" in f.path for f in made["base"].files)
+
+
+def test_verify_reports_missing_changed_and_extra_and_records_full_runs(locked, tmp_path):
+    assert verify.verify(locked)["ok"]
+    record = verify.last_full(locked.name)
+    assert record["ok"] and record["models"]["base"]["sha256"] == locks.read(locked)["base"].sha256
+    (tmp_path / "draft" / "config.json").unlink()
+    same_size = bytearray(BASE["model-00001.safetensors"])
+    same_size[-1] ^= 1
+    (tmp_path / "base" / "model-00001.safetensors").write_bytes(bytes(same_size))
+    (tmp_path / "base" / "stray.bin").write_bytes(b"?")
+    sizes = verify.verify(locked, full=False)
+    assert sizes["models"]["draft"]["missing"] == ["config.json"]
+    assert sizes["models"]["base"]["changed"] == [] and sizes["models"]["base"]["extra"] == ["stray.bin"]
+    assert verify.last_full(locked.name)["ok"]  # a sizes-only run is not recorded
+    full = verify.verify(locked, full=True, workers=2)
+    assert not full["ok"] and full["models"]["base"]["changed"] == ["model-00001.safetensors"]
+    assert not verify.last_full(locked.name)["ok"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["models"]["base"]["files"][0].update(size=1), "aggregate hash does not match"),
+    (lambda d: d["models"].pop("draft"), "the profile has"),
+    (lambda d: d.update(models=[]), "not a models lock"),
+])
+def test_a_bad_lock_is_refused(locked, edit, message):
+    path = locks.lock_path(locked)
+    data = yaml.safe_load(path.read_text())
+    edit(data)
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SeatError, match=message):
+        locks.read(locked)
+
+
+def test_a_lock_of_another_revision_than_the_profile_is_refused(locked, tmp_path):
+    pinned = profiles.load(write_profile(tmp_path, revision=REV, name="seat"))
+    with pytest.raises(SeatError, match="was locked at revision None"):
+        locks.read(pinned)
+
+
+def test_fetch_forms_hf_download_per_model(locked, tmp_path):
+    with pytest.raises(SeatError, match="no hub revision"):
+        fetch.plan(locked, locks.read(locked))
+    pinned = profiles.load(write_profile(tmp_path, revision=REV, name="pinned"))
+    lock = {k: locks.ModelLock(v.repository, REV, v.files) for k, v in locks.read(locked).items()}
+    assert fetch.plan(pinned, lock) == [
+        ("base", ["hf", "download", "deepseek-ai/DeepSeek-V4-Flash", "--revision", REV,
+                  "--local-dir", str(tmp_path / "base")]),
+        ("draft", ["hf", "download", "deepseek-ai/DeepSeek-V4-Flash-DSpark", "--revision", REV,
+                   "--local-dir", str(tmp_path / "draft")])]
+
+
+def pinned_lock(tmp_path):
+    """A profile pinned at REV whose folders are empty, and a lock of what the hub would give."""
+    source = tmp_path / "hub"
+    fill(source / "base", BASE)
+    fill(source / "draft", DRAFT)
+    path = write_profile(tmp_path, revision=REV, name="pinned")
+    for key in ("base", "draft"):
+        (tmp_path / key).symlink_to(source / key)
+    profile = profiles.load(path)
+    made = {k: locks.ModelLock(v.repository, REV, v.files) for k, v in locks.make(profile).items()}
+    locks.write(profile, made)
+    for key in ("base", "draft"):
+        (tmp_path / key).unlink()
+    return profile, source
+
+
+def stub_hf(tmp_path, source: Path, corrupt: bool = False) -> Path:
+    """An `hf` that records its argv and copies the repository's files into --local-dir."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "hf").write_text(f"""#!/bin/bash
+printf '%s\\n' "$*" >> {tmp_path}/hf-argv
+repo=${{2##*-}}; [ "$repo" = Flash ] && src={source}/base || src={source}/draft
+mkdir -p "$6" && cp -r "$src"/. "$6"/
+{'echo tampered > "$6"/config.json' if corrupt else ''}
+""")
+    (bin_dir / "hf").chmod(0o755)
+    return bin_dir
+
+
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_fetch_runs_hf_then_verifies_against_the_lock(tmp_path, seat_home, monkeypatch, corrupt):
+    profile, source = pinned_lock(tmp_path)
+    monkeypatch.setenv("PATH", f"{stub_hf(tmp_path, source, corrupt)}:{os.environ['PATH']}")
+    result = fetch.fetch(profile, say=lambda m: None)
+    argv = (tmp_path / "hf-argv").read_text().splitlines()
+    assert argv == [f"download deepseek-ai/DeepSeek-V4-Flash --revision {REV} --local-dir {tmp_path / 'base'}",
+                    f"download deepseek-ai/DeepSeek-V4-Flash-DSpark --revision {REV} --local-dir {tmp_path / 'draft'}"]
+    assert result["ok"] is not corrupt
+    assert result["models"]["base"]["changed"] == (["config.json"] if corrupt else [])
+    assert verify.last_full(profile.name)["ok"] is not corrupt
+
+
+def test_fetch_without_hf_says_how_to_get_it(tmp_path, seat_home, monkeypatch):
+    profile, _ = pinned_lock(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    with pytest.raises(SeatError) as caught:
+        fetch.fetch(profile, say=lambda m: None)
+    assert "`hf`" in caught.value.message and "pip install -U huggingface_hub" in caught.value.hint
+
+
+def test_preflight_checks_every_size_against_the_lock(locked, tmp_path):
+    spec = specs.build(locked)
+    sizes = [c for c in spec.checks if c.kind == "sizes"]
+    assert [c.label for c in sizes] == ["base model", "draft model"]
+    assert dict(sizes[0].values) == {k: len(v) for k, v in BASE.items()}
+    values = spec.values({})
+    for check in sizes:
+        preflight._check(check, spec, values)
+    (tmp_path / "base" / "config.json").write_bytes(b"{ }")
+    with pytest.raises(SeatError, match="base model: 1 file.*config.json"):
+        preflight._check(sizes[0], spec, values)
+
+
+def test_the_script_checks_sizes_too(tmp_path, seat_home):
+    """cpu-smoke's rendered script, with a stand-in venv, against its committed lock."""
+    profile = profiles.load("cpu-smoke")
+    model = seat_home / "models" / "tiny-llama"
+    for f in locks.read(profile)["base"].files:
+        fill(model, {f.path: b"x" * f.size})
+    vllm = seat_home / "venvs" / profile.native.venv / "bin" / "vllm"
+    fill(vllm.parent, {"vllm": b"#!/bin/sh\n"})
+    vllm.chmod(0o755)
+    script = tmp_path / "serve.sh"
+    script.write_text(render.render_script(specs.build(profile)))
+    env = {**os.environ, "SEAT_DRY_RUN": "1", "SEAT_PORT": str(free_port())}
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (model / "tokenizer.json").write_bytes(b"short")
+    message = "base model: tokenizer.json is missing or not the locked size"
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and f"warning: {message}" in done.stderr  # a dry run warns
+    done = subprocess.run(["bash", str(script)], env={**env, "SEAT_DRY_RUN": "0"},
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and message in done.stderr
+
+
+def run_with_lock(tmp_path, name, locks_):
+    folder = tmp_path / name
+    folder.mkdir()
+    stats = {"median": 1.0, "cv": 0.01}
+    (folder / "summary.json").write_text(json.dumps({
+        "conditions": {"model": "m", "k": 5, "sampling": {"temperature": 0.0}, "model_locks": locks_},
+        "suites": {"code": {"content": "code", "decode_tok_s": stats, "tokens_per_step": stats,
+                            "ms_per_step": stats}}}))
+    return str(folder)
+
+
+def test_compare_lists_a_differing_model_lock(tmp_path):
+    a = run_with_lock(tmp_path, "a", {"base": "1" * 64})
+    b = run_with_lock(tmp_path, "b", {"base": "2" * 64})
+    c = run_with_lock(tmp_path, "c", None)
+    assert compare.compare(a, b).differing["model_lock"] == [f"base={'1' * 12} vs base={'2' * 12}"]
+    assert "model_lock" not in compare.compare(a, a).differing
+    assert "model_lock" not in compare.compare(a, c).differing  # unrecorded on one side: not a difference
+
+
+def test_cli_lock_and_verify_print_plain_progress_and_exit_1_on_a_difference(locked, tmp_path):
+    from click.testing import CliRunner
+
+    from seatkit.cli import seat
+
+    runner = CliRunner()
+    done = runner.invoke(seat, ["model", "lock", locked.source])
+    assert done.exit_code == 0 and "wrote" in done.output
+    assert "to hash" in done.output and "100 % of" in done.output  # no terminal: plain lines
+    assert runner.invoke(seat, ["model", "verify", locked.source]).exit_code == 0
+    (tmp_path / "draft" / "model.safetensors").write_bytes(os.urandom(1 << 20))
+    assert runner.invoke(seat, ["model", "verify", locked.source, "--sizes-only"]).exit_code == 0
+    failed = runner.invoke(seat, ["model", "verify", locked.source, "--json"])
+    assert failed.exit_code == 1
+    assert '"changed": [\n        "model.safetensors"' in failed.output
+
+
+def test_seat_up_verify_models_stops_before_launching(locked, tmp_path):
+    from click.testing import CliRunner
+
+    from seatkit.cli import seat
+
+    (tmp_path / "base" / "config.json").write_bytes(b"[]")  # same size, other bytes
+    done = CliRunner().invoke(seat, ["up", locked.source, "--verify-models"])
+    assert isinstance(done.exception, SeatError)
+    assert "differ from the models lock" in done.exception.message and "config.json" in done.exception.message
+
+
+def test_setup_rebuilds_a_built_model_whose_sizes_differ_from_the_lock(seat_home, monkeypatch):
+    from seatkit.serve import runtime
+
+    profile = profiles.load("cpu-smoke")
+    model = seat_home / "models" / "tiny-llama"
+    sizes = {f.path: f.size for f in locks.read(profile)["base"].files}
+    for name, size in sizes.items():
+        fill(model, {name: b"x" * size})
+    runs = []
+    monkeypatch.setattr(runtime, "_run", lambda argv, *rest: runs.append(argv))
+    assert runtime.ensure_model("tiny-llama", profile.models["base"].files, Path("/v"), sizes=sizes) == model
+    assert runs == []  # as locked: kept
+    (model / "tokenizer.json").write_bytes(b"stale")
+    with pytest.raises(FileNotFoundError):  # the stand-in builder writes nothing to move into place
+        runtime.ensure_model("tiny-llama", profile.models["base"].files, Path("/v"), sizes=sizes)
+    assert runs and runs[0][-1].endswith("tiny-llama.partial")
