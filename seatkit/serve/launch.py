@@ -20,7 +20,7 @@ import requests
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.serve import preflight
+from seatkit.serve import nsys, preflight
 from seatkit.serve.spec import LaunchSpec, resolve
 
 
@@ -35,6 +35,7 @@ class Running:
     started: float
     api_key_file: str = ""
     since: str = ""  # native: the process's start time, which with the PID names it uniquely
+    nsys: dict | None = None  # the profiling knobs in force, when the seat runs under nsys
 
     @property
     def api_key(self) -> str | None:
@@ -92,17 +93,16 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict) -> str:
     gpus = p.docker.gpus
     request = (DeviceRequest(count=-1, capabilities=[["gpu"]]) if gpus == "all" else
                DeviceRequest(device_ids=[str(i) for i in gpus], capabilities=[["gpu"]]))
-    command = ["env", *[a for n in spec.unset_env for a in ("-u", n)],
-               *[resolve(w, values) for w in spec.command]]
+    command = spec.container_argv(values)
     try:
         container = docker.from_env().containers.run(
             values["SEAT_IMAGE"], command, name=values["SEAT_CONTAINER"], detach=True,
-            device_requests=[request], ipc_mode=p.docker.ipc, network_mode=p.docker.network,
+            device_requests=[request] if p.gpus.count else [], ipc_mode=p.docker.ipc, network_mode=p.docker.network,
             init=p.docker.init, stop_signal="SIGTERM",
             ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in p.docker.ulimits.items()],
             mounts=[Mount(m.target, resolve(m.source, values), type="bind", read_only=m.read_only)
                     for m in spec.mounts],
-            environment={**spec.env, **env}, labels={"seatkit.profile": p.name})
+            environment={**spec.env, **spec.passed_env(), **env}, labels={"seatkit.profile": p.name})
     except APIError as exc:
         text = str(exc)
         if "could not select device driver" in text or "nvidia" in text.lower():
@@ -182,6 +182,7 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None)
         raise SeatError(f"{p.name} is already up ({previous.runtime} {previous.ident[:12]}, {previous.url})",
                         f"seat down {p.name} first")
     values = spec.values()
+    spec.container_argv(values)  # refuses a bad knob before anything starts
     preflight.run(spec, values)
     env = {}
     key_file = ""
@@ -199,7 +200,8 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None)
     run = Running(profile=p.name, runtime=p.runtime, ident=ident, log=str(log), started=started,
                   url=f"http://{values['SEAT_HOST']}:{values['SEAT_PORT']}",
                   model=p.server.served_model_name, api_key_file=key_file,
-                  since=(process_start(int(ident)) or "") if spec.native else "")
+                  since=(process_start(int(ident)) or "") if spec.native else "",
+                  nsys=_nsys_values(values))
     _record(run)
     try:
         waited = wait_ready(run, p.server.health_timeout_s, tick)
@@ -208,6 +210,12 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None)
         stop(run, grace=10)
         raise
     return run, waited
+
+
+def _nsys_values(values: dict[str, str]) -> dict | None:
+    if values.get(nsys.MODE, nsys.OFF) == nsys.OFF:
+        return None
+    return {k: values[k] for k in (nsys.MODE, nsys.SESSION, nsys.OUTPUT)}
 
 
 def _save_docker_log(run: Running) -> None:
