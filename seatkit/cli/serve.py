@@ -77,6 +77,7 @@ def setup_cmd(profile: str):
 def up_cmd(profile: str):
     """Preflight, start the seat, and wait until /health and /v1/models answer."""
     spec = _spec(profile)
+    click.echo(spec.config_line(spec.values()), err=True)
     with err.status(f"starting {profile}") as status:
         run, waited = launch.up(spec, tick=lambda stage, t: status.update(
             f"starting {profile}: waiting for {stage} ({t:.0f} s)"))
