@@ -37,6 +37,7 @@ class Conditions(Strict):
     output_tokens: Annotated[int, Field(gt=0)] | None = None
     temperature: Annotated[float, Field(ge=0)] | None = None
     host_settings: str | None = None
+    b12x_kernels: str | None = None
     statistic: str | None = None
 
 

@@ -9,8 +9,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from seatkit.bench import (compare, parity, report, run as bench_run, selftest, target as bench_target,
-                           workload)
+from seatkit.bench import (compare, nsys as bench_nsys, parity, report, run as bench_run, selftest,
+                           target as bench_target, workload)
 from seatkit.cli.app import err, out, seat
 from seatkit.errors import SeatError
 from seatkit.serve import profile as profiles
@@ -52,9 +52,16 @@ def bench_group():
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
 @click.option("--name", help="Run name (default: the profile or model).")
+@click.option("--nsys", "trace", is_flag=True, help="After the bench, measure one more request "
+              "inside an Nsight Systems collection (nsys start just before it, nsys stop just after); "
+              "the seat must run with SEAT_NSYS=session. The run folder's nsys.json gives the trace's "
+              "path beside that request's ms/step, steps and decode time.")
 def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max_tokens, contexts,
-                  temperature, top_p, seed, out_dir, name):
+                  temperature, top_p, seed, out_dir, name, trace):
     """Batch-1, sequential, streamed requests, each split into its two factors from /metrics."""
+    if trace and url:
+        raise click.UsageError("--nsys traces a profile's seat (started by `seat up`), not --url")
+    session = bench_nsys.session_of(profile) if trace else None  # refuse before a long bench
     target = _target(profile, url, model, k, api_key)
     prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens,
                               [int(c) for c in contexts.split(",")] if contexts else None)
@@ -64,6 +71,12 @@ def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max
     with err.status("benchmarking") as status:
         summary = bench_run.bench(target, prompts, options, out_run, progress=status.update)
     print_summary(summary, out_run.path)
+    if session:
+        prompt = prompts[0] if not prompts[0].context else bench_run.padded(target, prompts[0])
+        with err.status("one request inside the nsys collection"):
+            result = bench_nsys.traced(target, prompt, options, *session, out_run.path)
+        out.print(f"nsys: {escape(result['trace'])}\n  {result['expect']}; "
+                  f"recorded in {out_run.path / 'nsys.json'}", highlight=False)
 
 
 @bench_group.command("selftest")

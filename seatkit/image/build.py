@@ -18,7 +18,7 @@ from typing import Callable
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.image import overlay, pin
+from seatkit.image import b12x, overlay, pin
 from seatkit.image.overlay import Lock
 from seatkit.serve.profile import Image, Profile
 
@@ -29,9 +29,11 @@ REPOSITORY = "seatkit"
 DEFAULT_VLLM_DIR = Image.model_fields["vllm_dir"].default
 
 
-def seat_tag(profile: Profile, lock: Lock) -> str:
-    """The image name the seat runs: the profile, the overlay commit and the lock's own hash."""
-    return f"{REPOSITORY}/{profile.name}:overlay-{lock.commit[:12]}-{lock.sha256[:12]}"
+def seat_tag(profile: Profile, lock: Lock, b12x_lock: Lock | None = None) -> str:
+    """The image name the seat runs: the profile, the overlay commit and the lock's own hash (and
+    the b12x overlay lock's, when there is one)."""
+    b12x_part = f"-b12x-{b12x_lock.sha256[:12]}" if b12x_lock else ""
+    return f"{REPOSITORY}/{profile.name}:overlay-{lock.commit[:12]}-{lock.sha256[:12]}{b12x_part}"
 
 
 @dataclass
@@ -53,10 +55,20 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes | None, mode: int) -> None
         tar.addfile(info, io.BytesIO(data))
 
 
+def _place(entries: dict, names: list[str], source: Path, inside: str) -> None:
+    """Each file at its full path under overlay/, every folder on the way an entry of its own."""
+    for name in names:
+        parts = ["overlay", *inside.strip("/").split("/"), *name.split("/")]
+        for depth in range(1, len(parts)):
+            entries["/".join(parts[:depth])] = (None, 0o755)
+        entries["/".join(parts)] = ((source / name).read_bytes(), 0o644)
+
+
 def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
-            vllm_dir: str = DEFAULT_VLLM_DIR) -> Context:
+            vllm_dir: str = DEFAULT_VLLM_DIR, b12x: tuple[Lock, Path, str] | None = None) -> Context:
     """The build context as a tar: Dockerfile, seatkit/ (scripts and the lock), and overlay/ holding
-    the files to copy at their full path. Every folder is an entry with the fixed time."""
+    the files to copy at their full path. Every folder is an entry with the fixed time.
+    `b12x` (lock, its files, the b12x package in the image) adds the b12x overlay, copied whole."""
     base = base or {}
     copied = sorted(name for name, digest in lock.files.items() if base.get(name) != digest)
     entries: dict[str, tuple[bytes | None, int]] = {
@@ -64,11 +76,11 @@ def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
         "seatkit": (None, 0o755), "seatkit/overlay.lock": (lock.dump().encode(), 0o644)}
     for script in SCRIPTS:
         entries[f"seatkit/{script}"] = ((IMAGE_FILES / script).read_bytes(), 0o755)
-    for name in copied:
-        parts = ["overlay", *vllm_dir.strip("/").split("/"), *name.split("/")]
-        for depth in range(1, len(parts)):
-            entries["/".join(parts[:depth])] = (None, 0o755)
-        entries["/".join(parts)] = ((overlay_dir / name).read_bytes(), 0o644)
+    _place(entries, copied, overlay_dir, vllm_dir)
+    if b12x:
+        b12x_lock, b12x_files, b12x_dir = b12x
+        entries["seatkit/b12x.lock"] = (b12x_lock.dump().encode(), 0o644)
+        _place(entries, sorted(b12x_lock.files), b12x_files, b12x_dir)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in sorted(entries):
@@ -142,7 +154,7 @@ def revision() -> str:
 
 
 def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bool = False,
-          delta: bool = True, nocache: bool = False,
+          delta: bool = True, nocache: bool = False, b12x_overlay: tuple[Lock, Path] | None = None,
           progress: Callable[[str], None] = lambda line: None) -> dict:
     """Build and tag the seat's image; returns its id, tag, the overlay layer and what was copied."""
     import docker
@@ -158,6 +170,12 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
         raise SeatError(f"{overlay_dir} does not match the lock: "
                         + overlay.summary({k: problems[k] for k in ("missing", "changed")}),
                         "`seat overlay fetch` restores it; nothing was built")
+    if b12x_overlay:
+        b12x_problems = overlay.verify(b12x_overlay[1], b12x_overlay[0])
+        if b12x_problems["missing"] or b12x_problems["changed"]:
+            raise SeatError(f"{b12x_overlay[1]} does not match the b12x lock: "
+                            + overlay.summary({k: b12x_problems[k] for k in ("missing", "changed")}),
+                            "place the patched files the lock pins there; nothing was built")
     try:
         client = docker.from_env()
         client.ping()
@@ -171,14 +189,19 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
                             "copying the overlay there would replace them with folders",
                             "set image.vllm_dir in the profile to the real path")
         base = base_files(container, profile.image.vllm_dir) if delta else {}
-    ctx = context(lock, overlay_dir, base, profile.image.vllm_dir)
+        kernels = b12x.provenance(container, client.images.get(base_ref).labels or {},
+                                  profile.image.b12x_dir, b12x_overlay[0] if b12x_overlay else None)
+    ctx = context(lock, overlay_dir, base, profile.image.vllm_dir,
+                  (*b12x_overlay, profile.image.b12x_dir) if b12x_overlay else None)
     progress(f"overlay: {len(ctx.copied)} files to copy, {len(ctx.skipped)} already identical in the base")
-    tag = seat_tag(profile, lock)
+    progress(f"b12x overlay: {kernels['B12X_OVERLAY']}; {b12x.DENSE} sha256 {kernels['B12X_DENSE_SHA256']}")
+    tag = seat_tag(profile, lock, b12x_overlay[0] if b12x_overlay else None)
     args = {"BASE_IMAGE": base_ref, "BASE_TAG": f"{profile.image.name}:{profile.image.tag}",
             "VLLM_DIR": profile.image.vllm_dir, "SMOKE_IMPORTS": " ".join(profile.image.smoke_imports),
             "SEAT_PORT": str(profile.server.port), "SEAT_PROFILE": profile.name,
             "SEAT_SOURCE": "seatkit", "SEAT_REVISION": revision(), "OVERLAY_SOURCE": lock.source,
-            "OVERLAY_COMMIT": lock.commit, "OVERLAY_TREE": lock.tree, "OVERLAY_LOCK_SHA256": lock.sha256}
+            "OVERLAY_COMMIT": lock.commit, "OVERLAY_TREE": lock.tree, "OVERLAY_LOCK_SHA256": lock.sha256,
+            **kernels}
     log: list[str] = []
     image_id = None
     for chunk in client.api.build(fileobj=io.BytesIO(ctx.data), custom_context=True, tag=tag,
@@ -195,7 +218,7 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
     if image_id is None:
         raise SeatError("the build finished without an image id:\n" + "\n".join(log[-25:]))
     return {"image": image_id, "tag": tag, "base": base_ref, "base_digest": digest,
-            "copied": len(ctx.copied), "skipped": len(ctx.skipped),
+            "copied": len(ctx.copied), "skipped": len(ctx.skipped), "b12x": kernels,
             **overlay_layer(tag, base_ref)}
 
 

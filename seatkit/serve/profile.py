@@ -80,6 +80,9 @@ class Image(Strict):
     digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
     overlay: bool = False
     vllm_dir: str = Field(default="/opt/venv/lib/python3.12/site-packages/vllm", pattern=r"^/")
+    # The b12x kernel package: its gemm/dense.py is hashed into the image's labels, and a pinned
+    # b12x overlay (overlay/b12x.lock) is copied over it.
+    b12x_dir: str = Field(default="/opt/venv/lib/python3.12/site-packages/b12x", pattern=r"^/[A-Za-z0-9_./-]*$")
     smoke_imports: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*$")]] = []
 
     @property

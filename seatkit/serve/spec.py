@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 
 from seatkit import paths
-from seatkit.image import build as image_build, overlay
+from seatkit.image import b12x, build as image_build, overlay
 from seatkit.serve import nsys
 from seatkit.serve.profile import Profile
 
@@ -181,7 +181,7 @@ def build(profile: Profile) -> LaunchSpec:
             checks += _model_checks(key, model, where)
     else:
         docker = profile.docker
-        image = (image_build.seat_tag(profile, overlay.load()) if profile.image.overlay
+        image = (image_build.seat_tag(profile, overlay.load(), b12x.load()) if profile.image.overlay
                  else profile.image.reference)
         knobs = [Knob("SEAT_IMAGE", image, "image the seat runs"
                       + (" (`seat build` makes it)" if profile.image.overlay else "")),
