@@ -202,3 +202,29 @@ def _unchecked(spec):
     """The spec without its knob grammar, to resolve knobs to compose's ${NAME} references."""
     from dataclasses import replace
     return replace(spec, grammar={})
+
+
+# Every variable and flag of the original launch script (research notes, deploy-anchors §3.1, §3.3).
+ORIGINAL = """IMAGE NAME BASE_MODEL_HOST_DIR BASE_MODEL_DIR_NAME HEAD_MODEL_HOST_DIR HEAD_MODEL_DIR_NAME
+MODEL_PATH DRAFT_MODEL_PATH SERVED_NAME PORT TP GPU_UTIL MAXLEN MAX_SEQS MAX_BATCHED MOE_BACKEND
+GRAPH_CAP CACHE_DIR VLLM_OVERLAY B12X_OVERLAY DSPARK_NUM_SPECULATIVE_TOKENS DSPARK_CONFIDENCE_SCHEDULE
+DSPARK_STS_TEMPS DSPARK_SCHEDULER_KNEE_TOKENS DSPARK_SCHEDULER_COST_EXPONENT DSPARK_COMMITTED_PREFIX_KV
+DSPARK_VERIFY_LEN_BUCKETS DSPARK_VERIFY_BUCKET_REQ_COUNTS VLLM_B12X_MLA_SPEC_EXTEND_AS_DECODE
+VLLM_B12X_MLA_SPEC_DECODE_MAX_Q B12X_DENSE_SPLITK_TURBO B12X_DENSE_SPLITK B12X_DENSE_SPLITK_LOSSLESS
+B12X_DENSE_SPLITK_MAX B12X_DENSE_SPLITK_WAVE B12X_DENSE_SPLITK_WAVE_MAX B12X_DENSE_MXFP8_SWAP_AB
+B12X_DENSE_MXFP8_SWAP_TILE_N B12X_MICRO_MAX_ACTIVE_CLUSTERS NSYS_PROFILE NSYS_LAUNCH_SESSION
+NSYS_SESSION_NAME NSYS_CUDA_GRAPH_TRACE NSYS_OUTPUT NSYS_DURATION EXTRA_MOUNTS EXTRA_ENVS
+VLLM_MEMORY_PROFILE_INCLUDE_ATTN --runtime --shm-size --restart --privileged""".split()
+
+
+def test_launch_config_accounts_for_everything_of_the_original_script():
+    seat = profiles.load(profiles.DEFAULT_PROFILE)
+    decided = " ".join(f"{d.topic} {d.chosen}" for d in seat.decisions)
+    wildcards = [w[:-1] for w in decided.replace(",", " ").replace(")", " ").split() if w.endswith("*")]
+    kept = set(seat.env) | set(seat.docker.pass_env)
+    missing = [name for name in ORIGINAL if name not in kept and name not in decided
+               and not any(name.startswith(w) for w in wildcards)]
+    assert missing == []
+    text = (paths.REPO / "LAUNCH_CONFIG.md").read_text()
+    assert "What the kit does differently from the original script" in text
+    assert all(d.topic in text for d in seat.decisions)
