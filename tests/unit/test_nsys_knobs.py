@@ -228,3 +228,27 @@ def test_launch_config_accounts_for_everything_of_the_original_script():
     text = (paths.REPO / "LAUNCH_CONFIG.md").read_text()
     assert "What the kit does differently from the original script" in text
     assert all(d.topic in text for d in seat.decisions)
+
+
+def test_bench_nsys_refuses_a_seat_it_cannot_trace(tmp_path, monkeypatch):
+    from seatkit.bench import nsys as bench_nsys
+    from seatkit.serve import launch
+
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    with pytest.raises(SeatError) as caught:
+        bench_nsys.session_of(profiles.DEFAULT_PROFILE)
+    assert "needs a docker seat" in caught.value.message
+    assert caught.value.hint == f"SEAT_NSYS=session seat up {profiles.DEFAULT_PROFILE}"
+    native = launch.Running("cpu-smoke", "native", str(os.getpid()), "http://127.0.0.1:1", "tiny",
+                            "log", 0.0, since=launch.process_start(os.getpid()))
+    launch._record(native)
+    with pytest.raises(SeatError, match="needs a docker seat"):
+        bench_nsys.session_of("cpu-smoke")
+
+
+def test_bench_nsys_needs_a_profiles_seat_not_a_url():
+    from click.testing import CliRunner
+    from seatkit.cli import seat
+
+    result = CliRunner().invoke(seat, ["bench", "--url", "http://127.0.0.1:9", "--model", "m", "--nsys"])
+    assert result.exit_code == 2 and "--nsys traces a profile's seat" in result.output
