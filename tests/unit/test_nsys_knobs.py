@@ -250,5 +250,5 @@ def test_bench_nsys_needs_a_profiles_seat_not_a_url():
     from click.testing import CliRunner
     from seatkit.cli import seat
 
-    result = CliRunner().invoke(seat, ["bench", "--url", "http://127.0.0.1:9", "--model", "m", "--nsys"])
+    result = CliRunner().invoke(seat, ["bench", "run", "--url", "http://127.0.0.1:9", "--model", "m", "--nsys"])
     assert result.exit_code == 2 and "--nsys traces a profile's seat" in result.output
