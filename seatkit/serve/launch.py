@@ -97,7 +97,8 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict) -> str:
     try:
         container = docker.from_env().containers.run(
             values["SEAT_IMAGE"], command, name=values["SEAT_CONTAINER"], detach=True,
-            device_requests=[request] if p.gpus.count else [], ipc_mode=p.docker.ipc, network_mode=p.docker.network,
+            device_requests=[request] if p.gpus.count else [],  # a profile without GPUs asks for none
+            ipc_mode=p.docker.ipc, network_mode=p.docker.network,
             init=p.docker.init, stop_signal="SIGTERM",
             ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in p.docker.ulimits.items()],
             mounts=[Mount(m.target, resolve(m.source, values), type="bind", read_only=m.read_only)
