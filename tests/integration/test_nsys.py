@@ -25,10 +25,11 @@ STANDIN = REPO / "tests" / "integration" / "images" / "nsys-standin"
 
 @pytest.fixture(scope="module")
 def standin_image(py312_image):
-    tag = "seatkit-test/nsys-standin:1"
+    tag = f"seatkit-test/nsys-standin-{uuid.uuid4().hex[:8]}:1"
     subprocess.run(["docker", "build", "-q", "--network", "none", "--build-arg", f"BASE={py312_image}",
                     "-t", tag, str(STANDIN)], check=True, capture_output=True, timeout=300)
-    return tag
+    yield tag
+    subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
 
 
 @pytest.fixture
