@@ -79,3 +79,19 @@ def test_without_a_b12x_lock_the_kit_says_the_seat_runs_the_public_kernels(tmp_p
     assert b12x.PUBLIC.startswith("none: the base image's public b12x kernels")
     text = (paths.REPO / "CAVEATS.md").read_text()
     assert "public b12x kernels" in text and "expected_m" in text
+
+
+def test_dense_py_is_hashed_as_the_image_will_hold_it(monkeypatch):
+    base = {f"{B12X_DIR}/gemm/dense.py": "1" * 64}
+    monkeypatch.setattr(b12x, "_sha256_in", lambda container, path: base.get(path))
+    source = "https://example.invalid/b"
+    replaces = overlay.Lock(source, "a" * 40, "b12x", "b" * 40, {"gemm/dense.py": "2" * 64})
+    elsewhere = overlay.Lock(source, "a" * 40, "b12x", "b" * 40, {"moe/micro.py": "3" * 64})
+    assert b12x.provenance(None, {}, B12X_DIR, replaces)["B12X_DENSE_SHA256"] == "2" * 64
+    assert b12x.provenance(None, {}, B12X_DIR, elsewhere)["B12X_DENSE_SHA256"] == "1" * 64
+    public = b12x.provenance(None, {b12x.BASE_COMMIT_LABEL: "0ff2847"}, B12X_DIR, None)
+    assert public == {"B12X_DIR": B12X_DIR, "B12X_COMMIT": "0ff2847", "B12X_DENSE_SHA256": "1" * 64,
+                      "B12X_OVERLAY": b12x.PUBLIC}
+    base.clear()
+    bare = b12x.provenance(None, {}, B12X_DIR, None)
+    assert bare["B12X_DENSE_SHA256"].startswith("absent") and bare["B12X_COMMIT"] == "unrecorded by the base"
