@@ -22,6 +22,12 @@ ARG OVERLAY_LOCK_SHA256="c8c8a5086e4078a538e9ba944641c854fd3c83f843dacaa7e86c63b
 ARG SEAT_SOURCE=seatkit
 # `seat build` passes `git describe --always --dirty`; by hand, pass it the same way.
 ARG SEAT_REVISION=""
+# Which b12x kernels the image carries: `seat build` records them (and copies a pinned b12x overlay,
+# overlay/b12x.lock, with the vllm one); a plain build records none and copies no b12x overlay.
+ARG B12X_DIR=/opt/venv/lib/python3.12/site-packages/b12x
+ARG B12X_COMMIT=""
+ARG B12X_DENSE_SHA256=""
+ARG B12X_OVERLAY=""
 
 # Copied over the package, never mounted over it: the base's compiled extensions and the folders
 # the overlay lacks stay in place. `seat build` passes OVERLAY_FILES=overlay/root/ and
@@ -32,9 +38,10 @@ ARG OVERLAY_FILES=overlay/vllm/
 ARG OVERLAY_INTO=${VLLM_DIR}/
 COPY ${OVERLAY_FILES} ${OVERLAY_INTO}
 COPY image/ /opt/seatkit/
-COPY overlay/overlay.lock /opt/seatkit/
+COPY overlay/overlay.lock overlay/b12x.loc[k] /opt/seatkit/
 
 ENV SEAT_OVERLAY_DIR=${VLLM_DIR} \
+    SEAT_B12X_DIR=${B12X_DIR} \
     SEAT_PORT=${SEAT_PORT}
 
 # The labels must describe the lock built in; then the start-time check, run once here (every
@@ -52,7 +59,11 @@ LABEL org.opencontainers.image.title="seatkit seat ${SEAT_PROFILE}" \
       io.seatkit.overlay.commit="${OVERLAY_COMMIT}" \
       io.seatkit.overlay.tree="${OVERLAY_TREE}" \
       io.seatkit.overlay.lock.sha256="${OVERLAY_LOCK_SHA256}" \
-      io.seatkit.overlay.dir="${VLLM_DIR}"
+      io.seatkit.overlay.dir="${VLLM_DIR}" \
+      io.seatkit.b12x.dir="${B12X_DIR}" \
+      io.seatkit.b12x.commit="${B12X_COMMIT}" \
+      io.seatkit.b12x.dense_sha256="${B12X_DENSE_SHA256}" \
+      io.seatkit.b12x.overlay="${B12X_OVERLAY}"
 
 # A cold JIT cache keeps /health silent for 15-20 minutes.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=40m --retries=3 CMD ["/opt/seatkit/health.sh"]

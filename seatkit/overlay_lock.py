@@ -17,6 +17,7 @@ from seatkit import paths
 from seatkit.errors import SeatError
 
 LOCK = paths.REPO / "overlay" / "overlay.lock"
+B12X_LOCK = paths.REPO / "overlay" / "b12x.lock"  # optional: the pinned b12x kernels (image/b12x.py)
 HEADER = ("source", "commit", "path", "tree")
 LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
 # Where an overlay may come from: an https URL or an absolute local path, never a git option.
@@ -94,6 +95,13 @@ def load(path: Path = LOCK) -> Lock:
 REPOSITORY = "seatkit"
 
 
-def seat_tag(profile, lock: Lock) -> str:
-    """The image name the seat runs: the profile, the overlay commit and the lock's own hash."""
-    return f"{REPOSITORY}/{profile.name}:overlay-{lock.commit[:12]}-{lock.sha256[:12]}"
+def load_b12x(path: Path = B12X_LOCK) -> Lock | None:
+    """The b12x overlay lock, or None when there is none (the base's public kernels)."""
+    return load(path) if path.exists() else None
+
+
+def seat_tag(profile, lock: Lock, b12x_lock: Lock | None = None) -> str:
+    """The image name the seat runs: the profile, the overlay commit and the lock's own hash (and
+    the b12x overlay lock's, when there is one)."""
+    b12x_part = f"-b12x-{b12x_lock.sha256[:12]}" if b12x_lock else ""
+    return f"{REPOSITORY}/{profile.name}:overlay-{lock.commit[:12]}-{lock.sha256[:12]}{b12x_part}"

@@ -10,6 +10,11 @@
 #   SEAT_PORT              port the server listens on
 #   SEAT_MODEL_BASE_DIR    host directory of the base model
 #   SEAT_CACHE_DIR         persistent JIT cache (one per image and profile)
+#   SEAT_NSYS              Nsight Systems: off, profile (nsys profile from the start) or session (nsys launch; `seat bench --nsys` collects); compose: start service seat-nsys-profile or seat-nsys-session instead
+#   SEAT_NSYS_SESSION      nsys session name (session mode)
+#   SEAT_NSYS_GRAPH_TRACE  nsys --cuda-graph-trace: node (each kernel) or graph (whole graphs)
+#   SEAT_NSYS_OUTPUT       nsys output path inside the container, under the cache volume
+#   SEAT_NSYS_DURATION     seconds nsys profile collects (profile mode)
 #   SEAT_API_KEY_FILE      file holding the API key (mode 0600; `seat up` makes it)
 #   SEAT_SKIP_PREFLIGHT=1   skip the checks before the launch
 #   SEAT_DRY_RUN=1          print the launch command and exit (preflight findings are warnings)
@@ -21,6 +26,11 @@ set -euo pipefail
 [ -n "${SEAT_PORT+set}" ] || SEAT_PORT=18100
 [ -n "${SEAT_MODEL_BASE_DIR+set}" ] || SEAT_MODEL_BASE_DIR=/root/.cache/seatkit/models/tiny-llama
 [ -n "${SEAT_CACHE_DIR+set}" ] || SEAT_CACHE_DIR=/var/cache/seatkit/cpu-smoke-docker
+[ -n "${SEAT_NSYS+set}" ] || SEAT_NSYS=off
+[ -n "${SEAT_NSYS_SESSION+set}" ] || SEAT_NSYS_SESSION=cpu_smoke_docker_decode
+[ -n "${SEAT_NSYS_GRAPH_TRACE+set}" ] || SEAT_NSYS_GRAPH_TRACE=node
+[ -n "${SEAT_NSYS_OUTPUT+set}" ] || SEAT_NSYS_OUTPUT=/cache/nsys/cpu-smoke-docker
+[ -n "${SEAT_NSYS_DURATION+set}" ] || SEAT_NSYS_DURATION=240
 [ -n "${SEAT_API_KEY_FILE+set}" ] || SEAT_API_KEY_FILE="${SEAT_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/seatkit}/keys/cpu-smoke-docker"
 
 # A knob's value must match its grammar (the same one `seat up` checks), dry run or not.
@@ -42,6 +52,23 @@ fail() {
   [ -z "${2:-}" ] || printf '  hint: %s\n' "$2" >&2
   [ "${SEAT_DRY_RUN:-0}" = 1 ] || exit 1
 }
+
+# Knob values are checked even with SEAT_SKIP_PREFLIGHT: they land on the container's command line.
+rule='^(off|profile|session)$'
+[[ "${SEAT_NSYS}" =~ $rule ]] || fail "SEAT_NSYS=${SEAT_NSYS} is not valid" "expected: $rule"
+rule='^([A-Za-z0-9_.-]{1,64})$'
+[[ "${SEAT_NSYS_SESSION}" =~ $rule ]] || fail "SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} is not valid" "expected: $rule"
+rule='^(node|graph)$'
+[[ "${SEAT_NSYS_GRAPH_TRACE}" =~ $rule ]] || fail "SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} is not valid" "expected: $rule"
+rule='^(/cache/nsys/[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})$'
+[[ "${SEAT_NSYS_OUTPUT}" =~ $rule ]] || fail "SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} is not valid" "expected: $rule"
+rule='^([1-9][0-9]{0,5})$'
+[[ "${SEAT_NSYS_DURATION}" =~ $rule ]] || fail "SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} is not valid" "expected: $rule"
+nsys=()
+case "$SEAT_NSYS" in
+  profile) nsys=('nsys' 'profile' '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none' '--duration='"${SEAT_NSYS_DURATION}" '--wait=primary' '--output='"${SEAT_NSYS_OUTPUT}") ;;
+  session) nsys=('nsys' 'launch' '--session-new='"${SEAT_NSYS_SESSION}" '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none') ;;
+esac
 
 preflight() {
   if docker container inspect "$SEAT_CONTAINER" >/dev/null 2>&1; then
@@ -110,6 +137,7 @@ cmd=(
   "$SEAT_IMAGE"
   env
 
+  ${nsys[@]+"${nsys[@]}"}
   vllm
   serve
   /models-base
@@ -123,6 +151,7 @@ cmd=(
   --max-num-seqs 8
 )
 
+printf '%s %s %s\n' 'seat cpu-smoke-docker:' "SEAT_IMAGE=${SEAT_IMAGE} SEAT_CONTAINER=${SEAT_CONTAINER} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT} SEAT_MODEL_BASE_DIR=${SEAT_MODEL_BASE_DIR} SEAT_CACHE_DIR=${SEAT_CACHE_DIR} SEAT_NSYS=${SEAT_NSYS} SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} SEAT_API_KEY_FILE=${SEAT_API_KEY_FILE}" 'runtime=docker tp=1 served_model_name=tiny speculative=ngram/k=5 vllm_args=4 env=9 extra_mounts=none extra_env=none' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
   printf '%q ' "${cmd[@]}"
   echo

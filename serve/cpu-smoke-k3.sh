@@ -90,6 +90,7 @@ cmd=(
   --max-num-seqs 8
 )
 
+printf '%s %s %s\n' 'seat cpu-smoke-k3:' "SEAT_HOME=${SEAT_HOME} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT}" 'runtime=native tp=1 served_model_name=tiny speculative=ngram/k=3 vllm_args=4 env=8' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
   printf '%q ' "${cmd[@]}"
   echo

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dsv4-flash-dspark-tp4: DeepSeek-V4-Flash + DSpark (k=5, probabilistic drafts) on the b12x vLLM fork, TP=4, 4x RTX PRO 6000 on PCIe
-# Rendered by `seat render` from profiles/dsv4-flash-dspark-tp4.yaml (profile sha256 fa14130754038464).
+# Rendered by `seat render` from profiles/dsv4-flash-dspark-tp4.yaml (profile sha256 f62cfc5ae0c45fef).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
 #
 # Host knobs, read from the environment (the profile's value when unset):
@@ -11,6 +11,11 @@
 #   SEAT_MODEL_BASE_DIR    host directory of the base model
 #   SEAT_MODEL_DRAFT_DIR   host directory of the draft model
 #   SEAT_CACHE_DIR         persistent JIT cache (one per image and profile)
+#   SEAT_NSYS              Nsight Systems: off, profile (nsys profile from the start) or session (nsys launch; `seat bench --nsys` collects); compose: start service seat-nsys-profile or seat-nsys-session instead
+#   SEAT_NSYS_SESSION      nsys session name (session mode)
+#   SEAT_NSYS_GRAPH_TRACE  nsys --cuda-graph-trace: node (each kernel) or graph (whole graphs)
+#   SEAT_NSYS_OUTPUT       nsys output path inside the container, under the cache volume
+#   SEAT_NSYS_DURATION     seconds nsys profile collects (profile mode)
 #   SEAT_SKIP_PREFLIGHT=1   skip the checks before the launch
 #   SEAT_DRY_RUN=1          print the launch command and exit (preflight findings are warnings)
 #   SEAT_EXPOSE_WITHOUT_KEY=1  allow a non-loopback SEAT_HOST without an API key
@@ -23,6 +28,11 @@ set -euo pipefail
 [ -n "${SEAT_MODEL_BASE_DIR+set}" ] || SEAT_MODEL_BASE_DIR=/srv/models/deepseek-v4-flash-official
 [ -n "${SEAT_MODEL_DRAFT_DIR+set}" ] || SEAT_MODEL_DRAFT_DIR=/srv/models/DeepSeek-V4-Flash-DSpark
 [ -n "${SEAT_CACHE_DIR+set}" ] || SEAT_CACHE_DIR=/var/cache/seatkit/dsv4-flash-dspark-tp4
+[ -n "${SEAT_NSYS+set}" ] || SEAT_NSYS=off
+[ -n "${SEAT_NSYS_SESSION+set}" ] || SEAT_NSYS_SESSION=dsv4_flash_dspark_tp4_decode
+[ -n "${SEAT_NSYS_GRAPH_TRACE+set}" ] || SEAT_NSYS_GRAPH_TRACE=node
+[ -n "${SEAT_NSYS_OUTPUT+set}" ] || SEAT_NSYS_OUTPUT=/cache/nsys/dsv4-flash-dspark-tp4
+[ -n "${SEAT_NSYS_DURATION+set}" ] || SEAT_NSYS_DURATION=240
 
 # A knob's value must match its grammar (the same one `seat up` checks), dry run or not.
 knob() {
@@ -43,6 +53,23 @@ fail() {
   [ -z "${2:-}" ] || printf '  hint: %s\n' "$2" >&2
   [ "${SEAT_DRY_RUN:-0}" = 1 ] || exit 1
 }
+
+# Knob values are checked even with SEAT_SKIP_PREFLIGHT: they land on the container's command line.
+rule='^(off|profile|session)$'
+[[ "${SEAT_NSYS}" =~ $rule ]] || fail "SEAT_NSYS=${SEAT_NSYS} is not valid" "expected: $rule"
+rule='^([A-Za-z0-9_.-]{1,64})$'
+[[ "${SEAT_NSYS_SESSION}" =~ $rule ]] || fail "SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} is not valid" "expected: $rule"
+rule='^(node|graph)$'
+[[ "${SEAT_NSYS_GRAPH_TRACE}" =~ $rule ]] || fail "SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} is not valid" "expected: $rule"
+rule='^(/cache/nsys/[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})$'
+[[ "${SEAT_NSYS_OUTPUT}" =~ $rule ]] || fail "SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} is not valid" "expected: $rule"
+rule='^([1-9][0-9]{0,5})$'
+[[ "${SEAT_NSYS_DURATION}" =~ $rule ]] || fail "SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} is not valid" "expected: $rule"
+nsys=()
+case "$SEAT_NSYS" in
+  profile) nsys=('nsys' 'profile' '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none' '--duration='"${SEAT_NSYS_DURATION}" '--wait=primary' '--output='"${SEAT_NSYS_OUTPUT}") ;;
+  session) nsys=('nsys' 'launch' '--session-new='"${SEAT_NSYS_SESSION}" '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none') ;;
+esac
 
 preflight() {
   case "$SEAT_CONTAINER" in
@@ -186,9 +213,11 @@ cmd=(
   --env 'B12X_DENSE_MXFP8_SWAP_TILE_N=32'
   --env "SEAT_HOST=${SEAT_HOST}"
   --env "SEAT_PORT=${SEAT_PORT}"
+  --env B12X_MICRO_MAX_ACTIVE_CLUSTERS
   "$SEAT_IMAGE"
   env -u NCCL_GRAPH_FILE -u NCCL_GRAPH_DUMP_FILE -u VLLM_B12X_MLA_EXTEND_MAX_CHUNKS
 
+  ${nsys[@]+"${nsys[@]}"}
   vllm
   serve
   /models-base
@@ -221,6 +250,7 @@ cmd=(
   --enable-flashinfer-autotune
 )
 
+printf '%s %s %s\n' 'seat dsv4-flash-dspark-tp4:' "SEAT_IMAGE=${SEAT_IMAGE} SEAT_CONTAINER=${SEAT_CONTAINER} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT} SEAT_MODEL_BASE_DIR=${SEAT_MODEL_BASE_DIR} SEAT_MODEL_DRAFT_DIR=${SEAT_MODEL_DRAFT_DIR} SEAT_CACHE_DIR=${SEAT_CACHE_DIR} SEAT_NSYS=${SEAT_NSYS} SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} B12X_MICRO_MAX_ACTIVE_CLUSTERS=${B12X_MICRO_MAX_ACTIVE_CLUSTERS-(unset)}" 'runtime=docker tp=4 served_model_name=deepseek-v4-flash-dspark speculative=dspark/k=5 vllm_args=22 env=45 extra_mounts=none extra_env=none' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
   printf '%q ' "${cmd[@]}"
   echo

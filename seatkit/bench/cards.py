@@ -38,6 +38,7 @@ class Conditions(Strict):
     temperature: Annotated[float, Field(ge=0)] | None = None
     host_settings: str | None = None
     image: str | None = None
+    b12x_kernels: str | None = None
     statistic: str | None = None
 
 

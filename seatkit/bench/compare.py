@@ -18,9 +18,11 @@ from seatkit.errors import SeatError
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "context", "padding",
-              "output_tokens", "host_settings", "image", "statistic", "model_lock")
+              "output_tokens", "host_settings", "image", "b12x_kernels", "statistic", "model_lock")
 OPTIONAL = {"model_lock"}  # compared only when both sides record it (cards do not)
 UNKNOWN = "unknown"
+# Conditions shown under another name, with the factor they usually move.
+CONDITION_NOTES = {"b12x_kernels": ("b12x kernels", "usually moves ms/step")}
 WHAT_MOVES = {
     "ms_per_step": "step time: host settings (IOMMU, P2P registry keys, ReBAR, HMM), the image and "
                    "its kernels, power limits and clocks",
@@ -88,7 +90,8 @@ def run_entries(folder: Path) -> list[Entry]:
                       "context": s.get("context", 0), "padding": s.get("padding"),
                       "output_tokens": s.get("output_tokens"),
                       "host_settings": c.get("host_settings"), "image": _image(c),
-                      "statistic": "median", "model_lock": _lock_text(c.get("model_locks"))}
+                      "b12x_kernels": c.get("b12x_kernels"), "statistic": "median",
+                      "model_lock": _lock_text(c.get("model_locks"))}
         out.append(Entry(folder.name, suite, suite, conditions, values, spread, _derive(values)))
     return out
 
@@ -219,9 +222,11 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
                 if x.conditions.get(k) != y.conditions.get(k)
                 and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))}
         for k, text in diff.items():
-            differing.setdefault(k, [])
-            if text not in differing[k]:
-                differing[k].append(text)
+            name, note = CONDITION_NOTES.get(k, (k, ""))
+            text = f"{text} ({note})" if note else text
+            differing.setdefault(name, [])
+            if text not in differing[name]:
+                differing[name].append(text)
         row = {"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
                "a_values": x.values, "b_values": y.values, "derived": {"a": x.derived, "b": y.derived}}
         common = [k for k in FACTORS if k in x.values and k in y.values]

@@ -18,6 +18,7 @@ import re
 import statistics
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -147,16 +148,20 @@ def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
     return len(ids), hashlib.sha256(json.dumps(ids).encode()).hexdigest()
 
 
-def measure(target: Target, prompt: Prompt, options: Options) -> dict:
-    """One request with its counter deltas, factors, exclusivity verdict and alarms."""
+def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext) -> dict:
+    """One request with its counter deltas, factors, exclusivity verdict and alarms.
+
+    `around` is entered just before the request is sent and left just after its last byte
+    (`seat bench --nsys` starts and stops a trace there)."""
     before = wait_idle(target)
     sampler, gpus = GaugeSampler(target, options.sample_hz), telemetry.Sampler()
     sampler.start()
     gpus.start()
     cpu = time.process_time()
     try:
-        done = client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
-                             target.headers, sampling=options.sampling)
+        with around():
+            done = client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
+                                 target.headers, sampling=options.sampling)
     finally:
         gauges, gpu_telemetry = sampler.finish(), gpus.finish()
     cpu = time.process_time() - cpu

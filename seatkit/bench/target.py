@@ -8,6 +8,7 @@ from seatkit import text
 from seatkit.bench.run import Target
 from seatkit.errors import SeatError
 from seatkit.host import gpus
+from seatkit.image import b12x
 from seatkit.models import lock as model_locks
 from seatkit.serve import launch, profile as profiles
 
@@ -19,6 +20,7 @@ def of_profile(name: str) -> Target:
     if running is None or not launch.alive(running):
         raise SeatError(f"{profile.name} is not up", f"seat up {profile.name}, or pass --url and --model")
     spec = profile.speculative
+    labels = _labels(running)
     draft = profile.models[spec.draft_model] if spec and spec.draft_model else None
     return Target(running.url, running.model, launch.headers(running),
                   k=spec.num_speculative_tokens if spec else None,
@@ -30,7 +32,8 @@ def of_profile(name: str) -> Target:
                               "draft_model": _model_name(draft) if draft else None,
                               "model_locks": model_locks.hashes(profile),
                               "image": profile.image.reference if profile.image else None,
-                              "image_labels": _labels(running),
+                              "image_labels": labels,
+                              "b12x_kernels": b12x.kernels(labels) if profile.image else None,
                               "runtime": profile.runtime, "gpus": gpus.inventory()},
                   verify=lambda: launch.require_identity(running))
 

@@ -9,8 +9,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from seatkit.bench import (cards, compare, parity, report, run as bench_run, selftest, sweep,
-                           target as bench_target, workload)
+from seatkit.bench import (cards, compare, nsys as bench_nsys, parity, report, run as bench_run,
+                           selftest, sweep, target as bench_target, workload)
 from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
 from seatkit.cli.progress import progress
@@ -61,11 +61,19 @@ def bench_group():
 @click.option("--concurrency", metavar="LEVELS",
               help="Comma-separated stream counts, e.g. 1,2,4,8,16: a concurrency sweep of each "
                    "suite's first prompt instead of the batch-1 bench (--repeats is not used).")
+@click.option("--nsys", "trace", is_flag=True, help="After the bench, measure one more request "
+              "inside an Nsight Systems collection (nsys start just before it, nsys stop just after); "
+              "the seat must run with SEAT_NSYS=session. The run folder's nsys.json gives the trace's "
+              "path beside that request's ms/step, steps and decode time.")
 def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max_tokens, contexts,
-                  temperature, top_p, seed, out_dir, name, reference, concurrency):
+                  temperature, top_p, seed, out_dir, name, reference, concurrency, trace):
     """Batch-1, sequential, streamed requests, each split into its two factors from /metrics.
 
     With --concurrency, levels of N simultaneous streams, each read over its steady window."""
+    if trace and (url or concurrency):
+        raise click.UsageError("--nsys traces one request of a profile's seat (started by `seat up`), "
+                               "not --url or --concurrency")
+    session = bench_nsys.session_of(profile) if trace else None  # refuse before a long bench
     target = _target(profile, url, model, k, api_key)
     card = cards.load(reference) if reference else None
     levels = _levels(concurrency) if concurrency else None
@@ -86,8 +94,14 @@ def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max
         raise
     if levels:
         print_sweep(summary, out_run.path)
-    else:
-        print_summary(summary, out_run.path)
+        return
+    print_summary(summary, out_run.path)
+    if session:
+        prompt = prompts[0] if not prompts[0].context else bench_run.padded(target, prompts[0])
+        with progress(err, "one request inside the nsys collection"):
+            result = bench_nsys.traced(target, prompt, options, *session, out_run.path)
+        out.print(f"nsys: {escape(result['trace'])}\n  {result['expect']}; "
+                  f"recorded in {out_run.path / 'nsys.json'}", highlight=False)
 
 
 def _levels(text: str) -> list[int]:

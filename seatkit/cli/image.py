@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 
 from seatkit.cli.app import PROFILE, err, out, seat
-from seatkit.image import build as image_build, overlay, pin
+from seatkit.image import b12x, build as image_build, overlay, pin
 from seatkit.serve import profile as profiles
 
 
@@ -22,9 +22,13 @@ from seatkit.serve import profile as profiles
 @click.option("--no-cache", "nocache", is_flag=True, help="Rebuild every step.")
 @click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
 @click.option("--overlay", "overlay_dir", default=str(overlay.FETCHED), show_default=True, type=click.Path())
+@click.option("--b12x-lock", default=str(b12x.LOCK), show_default=True, type=click.Path(),
+              help="A pinned b12x overlay's lock; when the file exists, its files (--b12x-overlay) are "
+              "copied over the image's b12x package. Without it the seat runs the base's public kernels.")
+@click.option("--b12x-overlay", default=str(b12x.FETCHED), show_default=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def build_cmd(profile: str, allow_unpinned: bool, full: bool, nocache: bool, lock_path: str,
-              overlay_dir: str, as_json: bool):
+              overlay_dir: str, b12x_lock: str, b12x_overlay: str, as_json: bool):
     """Build the seat's image: the pinned base, the verified overlay copied over its vllm package,
     a smoke import of the DSpark integration, provenance labels and a start-time overlay check.
 
@@ -32,8 +36,10 @@ def build_cmd(profile: str, allow_unpinned: bool, full: bool, nocache: bool, loc
     from the repository, copying the whole overlay: `docker build --build-arg
     BASE_IMAGE=name@sha256:... -t NAME .` after `seat overlay fetch`."""
     started = time.monotonic()
+    kernels = b12x.load(Path(b12x_lock))
     result = image_build.build(profiles.load(profile), overlay.load(Path(lock_path)), Path(overlay_dir),
                                allow_unpinned=allow_unpinned, delta=not full, nocache=nocache,
+                               b12x_overlay=(kernels, Path(b12x_overlay)) if kernels else None,
                                progress=lambda line: err.print(escape(line), highlight=False))
     result["seconds"] = round(time.monotonic() - started, 1)
     if as_json:
@@ -43,6 +49,8 @@ def build_cmd(profile: str, allow_unpinned: bool, full: bool, nocache: bool, loc
               f"overlay layer {result['overlay_layer']}: {result['overlay_layer_bytes'] / 1e6:.2f} MB, "
               f"{result['copied']} files copied, {result['skipped']} already identical in the base",
               highlight=False)
+    out.print(f"b12x overlay: {result['b12x']['B12X_OVERLAY']}\n"
+              f"b12x {b12x.DENSE} sha256 in the image: {result['b12x']['B12X_DENSE_SHA256']}", highlight=False)
 
 
 @seat.group("image")

@@ -99,6 +99,7 @@ def up_cmd(profile: str, verify_models: bool):
             found = prebuilt.compare(spec.profile)
         for line in prebuilt.facts(found):
             out.print(f"fact: {line}", highlight=False)
+    click.echo(spec.config_line(spec.values()), err=True)
     with progress(err, f"up {profile}") as update:
         run, waited = launch.up(spec, tick=lambda stage, t: update(
             f"waiting for {stage} ({t:.0f} s)"))

@@ -18,7 +18,7 @@ from typing import Callable
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.image import dockerfile, overlay, pin
+from seatkit.image import b12x, dockerfile, overlay, pin
 from seatkit.image.dockerfile import DOCKERFILE
 from seatkit.overlay_lock import Lock, seat_tag  # noqa: F401 (seat_tag: the name build gives)
 from seatkit.serve.profile import Image, Profile
@@ -49,11 +49,21 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes | None, mode: int) -> None
         tar.addfile(info, io.BytesIO(data))
 
 
+def _place(entries: dict, names: list[str], source: Path, inside: str) -> None:
+    """Each file at its full path under overlay/root/, every folder on the way an entry of its own."""
+    for name in names:
+        parts = [*ROOTED.strip("/").split("/"), *inside.strip("/").split("/"), *name.split("/")]
+        for depth in range(1, len(parts)):
+            entries["/".join(parts[:depth])] = (None, 0o755)
+        entries["/".join(parts)] = ((source / name).read_bytes(), 0o644)
+
+
 def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
-            vllm_dir: str = DEFAULT_VLLM_DIR) -> Context:
+            vllm_dir: str = DEFAULT_VLLM_DIR, b12x: tuple[Lock, Path, str] | None = None) -> Context:
     """The build context as a tar laid out like the repository (Dockerfile, image/, overlay/overlay.lock)
     with the overlay files to copy under overlay/root/ at their full path (OVERLAY_FILES and
-    OVERLAY_INTO in the Dockerfile). Every folder is an entry with the fixed time."""
+    OVERLAY_INTO in the Dockerfile). Every folder is an entry with the fixed time.
+    `b12x` (lock, its files, the b12x package in the image) adds the b12x overlay, copied whole."""
     base = base or {}
     copied = sorted(name for name, digest in lock.files.items() if base.get(name) != digest)
     entries: dict[str, tuple[bytes | None, int]] = {
@@ -61,11 +71,11 @@ def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
         "overlay": (None, 0o755), "overlay/overlay.lock": (lock.dump().encode(), 0o644)}
     for script in SCRIPTS:
         entries[f"image/{script}"] = ((IMAGE_FILES / script).read_bytes(), 0o755)
-    for name in copied:
-        parts = [*ROOTED.strip("/").split("/"), *vllm_dir.strip("/").split("/"), *name.split("/")]
-        for depth in range(1, len(parts)):
-            entries["/".join(parts[:depth])] = (None, 0o755)
-        entries["/".join(parts)] = ((overlay_dir / name).read_bytes(), 0o644)
+    _place(entries, copied, overlay_dir, vllm_dir)
+    if b12x:
+        b12x_lock, b12x_files, b12x_dir = b12x
+        entries["overlay/b12x.lock"] = (b12x_lock.dump().encode(), 0o644)
+        _place(entries, sorted(b12x_lock.files), b12x_files, b12x_dir)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in sorted(entries):
@@ -144,7 +154,7 @@ def build_args(profile: Profile, lock: Lock, base_ref: str) -> dict[str, str]:
 
 
 def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bool = False,
-          delta: bool = True, nocache: bool = False,
+          delta: bool = True, nocache: bool = False, b12x_overlay: tuple[Lock, Path] | None = None,
           progress: Callable[[str], None] = lambda line: None) -> dict:
     """Build and tag the seat's image; returns its id, tag, the overlay layer and what was copied."""
     import docker
@@ -160,6 +170,12 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
         raise SeatError(f"{overlay_dir} does not match the lock: "
                         + overlay.summary({k: problems[k] for k in ("missing", "changed")}),
                         "`seat overlay fetch` restores it; nothing was built")
+    if b12x_overlay:
+        b12x_problems = overlay.verify(b12x_overlay[1], b12x_overlay[0])
+        if b12x_problems["missing"] or b12x_problems["changed"]:
+            raise SeatError(f"{b12x_overlay[1]} does not match the b12x lock: "
+                            + overlay.summary({k: b12x_problems[k] for k in ("missing", "changed")}),
+                            "place the patched files the lock pins there; nothing was built")
     try:
         client = docker.from_env()
         client.ping()
@@ -173,10 +189,14 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
                             "copying the overlay there would replace them with folders",
                             "set image.vllm_dir in the profile to the real path")
         base = base_files(container, profile.image.vllm_dir) if delta else {}
-    ctx = context(lock, overlay_dir, base, profile.image.vllm_dir)
+        kernels = b12x.provenance(container, client.images.get(base_ref).labels or {},
+                                  profile.image.b12x_dir, b12x_overlay[0] if b12x_overlay else None)
+    ctx = context(lock, overlay_dir, base, profile.image.vllm_dir,
+                  (*b12x_overlay, profile.image.b12x_dir) if b12x_overlay else None)
     progress(f"overlay: {len(ctx.copied)} files to copy, {len(ctx.skipped)} already identical in the base")
-    tag = seat_tag(profile, lock)
-    args = build_args(profile, lock, base_ref)
+    progress(f"b12x overlay: {kernels['B12X_OVERLAY']}; {b12x.DENSE} sha256 {kernels['B12X_DENSE_SHA256']}")
+    tag = seat_tag(profile, lock, b12x_overlay[0] if b12x_overlay else None)
+    args = {**build_args(profile, lock, base_ref), **kernels}
     log: list[str] = []
     image_id = None
     for chunk in client.api.build(fileobj=io.BytesIO(ctx.data), custom_context=True, tag=tag,
@@ -193,7 +213,7 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
     if image_id is None:
         raise SeatError("the build finished without an image id:\n" + "\n".join(log[-25:]))
     return {"image": image_id, "tag": tag, "base": base_ref, "base_digest": digest,
-            "copied": len(ctx.copied), "skipped": len(ctx.skipped),
+            "copied": len(ctx.copied), "skipped": len(ctx.skipped), "b12x": kernels,
             **overlay_layer(tag, base_ref)}
 
 

@@ -50,7 +50,10 @@ def explain_flags(spec: LaunchSpec) -> dict[str, list[tuple[str, str, str]]]:
 
 
 def explain_env(spec: LaunchSpec) -> list[tuple[str, str, str]]:
-    rows = [(k, v, _meaning("env", k)) for k, v in spec.env.items()]
+    extra = spec.profile.docker.extra_env if spec.profile.docker else {}
+    rows = [(k, v, "An experiment (docker.extra_env)." if k in extra else _meaning("env", k))
+            for k, v in spec.env.items()]
+    rows += [(k, "(from the launching shell, only when set)", _meaning("env", k)) for k in spec.pass_env]
     if spec.api_key_file:
         rows.append(("VLLM_API_KEY", "(from the key file)", _meaning("env", "VLLM_API_KEY")))
     return rows

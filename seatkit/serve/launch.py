@@ -19,7 +19,7 @@ import requests
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.serve import identity, keys, preflight
+from seatkit.serve import identity, keys, nsys, preflight
 from seatkit.serve.spec import LaunchSpec, resolve
 
 ensure_api_key = keys.ensure  # its old home; the key rules live in keys.py
@@ -36,6 +36,7 @@ class Running:
     started: float
     api_key_file: str = ""
     since: str = ""  # native: the process's start time, which with the PID names it uniquely
+    nsys: dict | None = None  # the profiling knobs in force, when the seat runs under nsys
 
     @property
     def api_key(self) -> str | None:
@@ -88,8 +89,7 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict) -> str:
     gpus = p.docker.gpus
     devices = ([DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus == "all" else
                [DeviceRequest(device_ids=[str(i) for i in gpus], capabilities=[["gpu"]])] if gpus else [])
-    command = ["env", *[a for n in spec.unset_env for a in ("-u", n)],
-               *[resolve(w, values) for w in spec.command]]
+    command = spec.container_argv(values)
     try:
         container = docker.from_env().containers.run(
             values["SEAT_IMAGE"], command, name=values["SEAT_CONTAINER"], detach=True,
@@ -98,7 +98,8 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict) -> str:
             ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in p.docker.ulimits.items()],
             mounts=[Mount(m.target, resolve(m.source, values), type="bind", read_only=m.read_only)
                     for m in spec.mounts],
-            environment={**spec.env, **spec.container_knobs(values), **env}, labels={"seatkit.profile": p.name})
+            environment={**spec.env, **spec.container_knobs(values), **spec.passed_env(), **env},
+            labels={"seatkit.profile": p.name})
     except APIError as exc:
         text = str(exc)
         if "could not select device driver" in text or "nvidia" in text.lower():
@@ -201,6 +202,7 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
                         f"seat down {p.name} first")
     values = spec.values(environ)
     keys.refuse_exposure(values["SEAT_HOST"], bool(spec.api_key_file))
+    spec.container_argv(values)  # refuses a bad knob before anything starts
     env = {}
     key_file = ""
     if spec.api_key_file:  # made before preflight, which checks it
@@ -218,7 +220,8 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
     run = Running(profile=p.name, runtime=p.runtime, ident=ident, log=str(log), started=started,
                   url=f"http://{values['SEAT_HOST']}:{values['SEAT_PORT']}",
                   model=p.server.served_model_name, api_key_file=key_file,
-                  since=(process_start(int(ident)) or "") if spec.native else "")
+                  since=(process_start(int(ident)) or "") if spec.native else "",
+                  nsys=_nsys_values(values))
     _record(run)
     try:
         waited = wait_ready(run, p.server.health_timeout_s, tick)
@@ -227,6 +230,12 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
         stop(run, grace=10)
         raise
     return run, waited
+
+
+def _nsys_values(values: dict[str, str]) -> dict | None:
+    if values.get(nsys.MODE, nsys.OFF) == nsys.OFF:
+        return None
+    return {k: values[k] for k in (nsys.MODE, nsys.SESSION, nsys.OUTPUT)}
 
 
 def _save_docker_log(run: Running) -> None:

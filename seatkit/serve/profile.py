@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -34,6 +34,32 @@ def _flag_name(value: str) -> str:
     return value
 
 
+def _plain(value: str) -> str:
+    """Text that means the same in bash, compose and docker: no quotes, $, backticks, backslashes
+    or control characters, so it can land anywhere without an escape going wrong."""
+    if not value or re.search(r"[\x00-\x1f\x7f'\"`$\\]", value):
+        raise ValueError(f"must be non-empty plain text without quotes, $, backticks, backslashes "
+                         f"or newlines, got {value!r}")
+    return value
+
+
+def _mount_path(value: str) -> str:
+    if not PurePosixPath(_plain(value)).is_absolute():
+        raise ValueError(f"must be an absolute path, got {value!r}")
+    if set(value) & {":", ","} or ".." in PurePosixPath(value).parts:
+        raise ValueError(f"must be an absolute path without ':', ',' or '..' (docker mounts), got {value!r}")
+    return value
+
+
+def _upper_env_name(value: str) -> str:
+    if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", value):
+        raise ValueError(f"must be an environment variable name ([A-Z_][A-Z0-9_]*), got {value!r}")
+    return value
+
+
+PlainText = Annotated[str, AfterValidator(_plain)]
+MountPath = Annotated[str, AfterValidator(_mount_path)]
+UpperEnvName = Annotated[str, AfterValidator(_upper_env_name)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
 FlagName = Annotated[str, AfterValidator(_flag_name)]
 Port = Annotated[int, Field(ge=1, le=65535)]
@@ -54,6 +80,9 @@ class Image(Strict):
     digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
     overlay: bool = False
     vllm_dir: ContainerPath = "/opt/venv/lib/python3.12/site-packages/vllm"
+    # The b12x kernel package: its gemm/dense.py is hashed into the image's labels, and a pinned
+    # b12x overlay (overlay/b12x.lock) is copied over it.
+    b12x_dir: ContainerPath = "/opt/venv/lib/python3.12/site-packages/b12x"
     smoke_imports: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*$")]] = []
     # An image built elsewhere: `seat up` reports how its vllm package differs from the overlay lock.
     compare_overlay: bool = False
@@ -152,6 +181,14 @@ class Cache(Strict):
     mount: HostPath
 
 
+class ExtraMount(Strict):
+    """A bind mount for experiments (the original script's EXTRA_MOUNTS)."""
+
+    source: MountPath
+    target: MountPath
+    read_only: bool = True
+
+
 class Docker(Strict):
     container_name: ContainerName
     gpus: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
@@ -163,6 +200,21 @@ class Docker(Strict):
     unset_env: list[EnvName] = []
     stop_grace_s: Annotated[int, Field(ge=1)] = 120
     restart: Literal["no", "unless-stopped", "on-failure", "always"] = "unless-stopped"
+    # Experiments (the original's EXTRA_MOUNTS / EXTRA_ENVS), rendered into every launch form.
+    extra_mounts: list[ExtraMount] = []
+    extra_env: dict[UpperEnvName, PlainText] = {}
+    # Passed from the launching shell into the container only when set there.
+    pass_env: list[UpperEnvName] = []
+
+    @model_validator(mode="after")
+    def _extras_distinct(self):
+        targets = [m.target for m in self.extra_mounts] + ([self.cache.mount] if self.cache else [])
+        if len(targets) != len(set(targets)):
+            raise ValueError(f"extra_mounts repeat a target (or the cache's): {sorted(targets)}")
+        both = set(self.extra_env) & set(self.pass_env)
+        if both:
+            raise ValueError(f"{sorted(both)} are both in extra_env and pass_env: keep one")
+        return self
 
 
 class Native(Strict):
@@ -235,6 +287,11 @@ class Profile(Strict):
                              f"models {sorted(self.models)}")
         reserved = {"model", "host", "port", "served-model-name", "tensor-parallel-size",
                     "speculative-config", "api-key"}
+        if self.docker:
+            clash = (set(self.docker.extra_env) | set(self.docker.pass_env)) & set(self.env)
+            mounts = {m.mount for m in self.models.values()} & {m.target for m in self.docker.extra_mounts}
+            if clash or mounts:
+                raise ValueError(f"docker extras repeat what the profile sets: {sorted(clash | mounts)}")
         owned = reserved & set(self.vllm_args)
         if owned:
             raise ValueError(f"vllm_args sets {sorted(owned)}, which the profile's own fields "

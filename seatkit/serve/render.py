@@ -18,9 +18,9 @@ from seatkit.serve import glossary, grammar, profile as profiles, spec as specs
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 
 
-def shell_word(word: Word) -> str:
+def shell_word(word: Word, quote=shlex.quote) -> str:
     """One shell word: literals single-quoted, knobs as "${NAME}"."""
-    parts = [f'"${{{p.name}}}"' if isinstance(p, Ref) else shlex.quote(p) for p in word if p != ""]
+    parts = [f'"${{{p.name}}}"' if isinstance(p, Ref) else quote(p) for p in word if p != ""]
     return "".join(parts) or "''"
 
 
@@ -31,6 +31,11 @@ def _is_flag(word: Word) -> bool:
 def always_quoted(text: str) -> str:
     """Single-quoted even when shlex would not (commas in values trip ShellCheck)."""
     return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def quoted_word(word: Word) -> str:
+    """A shell word whose literals are always single-quoted."""
+    return shell_word(word, always_quoted)
 
 
 def argv_lines(words: list[Word]) -> list[str]:
@@ -57,7 +62,8 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("seatkit.serve", "templates"),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              autoescape=False)
-    env.filters.update(sh=shlex.quote, sq=always_quoted, word=shell_word, argv_lines=argv_lines, dq=_double_quoted, oneline=_oneline)
+    env.filters.update(sh=shlex.quote, sq=always_quoted, word=shell_word, qword=quoted_word,
+                       argv_lines=argv_lines, dq=_double_quoted, oneline=_oneline)
     env.globals.update(knob_grammars=grammar.KNOBS, local_images=overlay_lock.REPOSITORY)
     return env
 
@@ -75,6 +81,11 @@ def _compose_word(word: Word) -> str:
     return "".join(f"${{{p.name}}}" if isinstance(p, Ref) else _compose_escape(p) for p in word)
 
 
+def _compose_command(spec: LaunchSpec, wrap: list[Word]) -> list[str]:
+    return ["env", *[a for n in spec.unset_env for a in ("-u", n)],
+            *[_compose_word(w) for w in [*wrap, *spec.command]]]
+
+
 def render_compose(spec: LaunchSpec) -> str:
     """The long-running form of the docker seat; knobs come from .env beside it."""
     p = spec.profile
@@ -87,8 +98,7 @@ def render_compose(spec: LaunchSpec) -> str:
     service = {
         "image": "${SEAT_IMAGE}",
         "container_name": "${SEAT_CONTAINER}",
-        "command": ["env", *[a for n in spec.unset_env for a in ("-u", n)],
-                    *[_compose_word(w) for w in spec.command]],
+        "command": _compose_command(spec, []),
         "network_mode": docker.network,
         "ipc": docker.ipc,
         "init": docker.init,
@@ -107,14 +117,21 @@ def render_compose(spec: LaunchSpec) -> str:
             "start_period": f"{int(p.server.health_timeout_s)}s",
         },
     }
+    service["environment"].update(dict.fromkeys(spec.pass_env))  # null: from the shell, only when set
     if spec.api_key_file:
         service["environment"]["VLLM_API_KEY"] = ("${VLLM_API_KEY:?export VLLM_API_KEY from the seat's key file "
                                               "(see .env; seat up makes it)}")
     header = (f"# {p.name}: rendered by `seat render` from profiles/{p.name}.yaml "
               f"(profile sha256 {p.sha256[:16]}).\n"
               "# Do not edit: change the profile and run `seat render`. Host knobs live in .env.\n"
-              "# ipc: host means the host's /dev/shm is used; shm_size would be inert, so none is set.\n")
-    body = yaml.safe_dump({"name": p.name, "services": {"seat": service}}, sort_keys=False,
+              "# ipc: host means the host's /dev/shm is used; shm_size would be inert, so none is set.\n"
+              + ("# Nsight Systems: `docker compose up -d seat-nsys-session` (or seat-nsys-profile) runs the\n"
+                 "# same seat under nsys; SEAT_NSYS_* in .env set it up.\n" if spec.wraps else ""))
+    services = {"seat": service}
+    for mode, words in spec.wraps.items():  # compose cannot add words on a knob: one service a mode
+        services[f"seat-nsys-{mode}"] = {"extends": {"service": "seat"}, "profiles": [f"nsys-{mode}"],
+                                         "command": _compose_command(spec, words)}
+    body = yaml.safe_dump({"name": p.name, "services": services}, sort_keys=False,
                           width=100, allow_unicode=True)
     return header + body
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from seatkit import overlay_lock, paths
 from seatkit.models import lock as model_locks
-from seatkit.serve import grammar, keys, pins
+from seatkit.serve import grammar, keys, nsys, pins
 from seatkit.serve.profile import Profile
 
 
@@ -65,6 +65,9 @@ class LaunchSpec:
     unset_env: list[str] = field(default_factory=list)
     api_key_file: Word | None = None
     venv: Word | None = None  # native runtime only
+    wraps: dict[str, list[Word]] = field(default_factory=dict)  # SEAT_NSYS mode -> words before the command
+    grammar: dict[str, str] = field(default_factory=dict)  # knob -> the regex its value must match
+    pass_env: list[str] = field(default_factory=list)  # from the launching shell, only when set
 
     @property
     def native(self) -> bool:
@@ -81,6 +84,37 @@ class LaunchSpec:
         for name in sorted(values.keys() & grammar.KNOBS.keys()):
             grammar.check_knob(name, values[name])
         return values
+
+    def container_argv(self, values: dict[str, str]) -> list[str]:
+        """What the container runs: unset the image's variables, the nsys wrap when on, the server."""
+        nsys.check(self.grammar, values)
+        wrap = self.wraps.get(values.get(nsys.MODE, nsys.OFF), [])
+        return ["env", *[a for n in self.unset_env for a in ("-u", n)],
+                *[resolve(w, values) for w in [*wrap, *self.command]]]
+
+    def passed_env(self, environ: dict[str, str] | None = None) -> dict[str, str]:
+        environ = os.environ if environ is None else environ
+        return {n: environ[n] for n in self.pass_env if n in environ}
+
+    def config_line(self, values: dict[str, str], environ: dict[str, str] | None = None) -> str:
+        """The whole effective configuration on one line, as the launch prints it."""
+        passed = self.passed_env(environ)
+        knobs = [f"{k.name}={values[k.name]}" for k in self.knobs]
+        knobs += [f"{n}={passed.get(n, '(unset)')}" for n in self.pass_env]
+        return f"seat {self.profile.name}: {' '.join(knobs)} {self.facts}"
+
+    @property
+    def facts(self) -> str:
+        p = self.profile
+        spec = p.speculative
+        parts = [f"runtime={p.runtime}", f"tp={p.gpus.tensor_parallel_size}",
+                 f"served_model_name={p.server.served_model_name}",
+                 f"speculative={spec.method}/k={spec.num_speculative_tokens}" if spec else "speculative=none",
+                 f"vllm_args={len(p.vllm_args)}", f"env={len(self.env)}"]
+        if p.docker:
+            parts += [f"extra_mounts={','.join(m.target for m in p.docker.extra_mounts) or 'none'}",
+                      f"extra_env={','.join(p.docker.extra_env) or 'none'}"]
+        return " ".join(parts)
 
 
 def resolve(word: Word, values: dict[str, str]) -> str:
@@ -156,8 +190,8 @@ def build(profile: Profile) -> LaunchSpec:
             checks += _model_checks(key, model, where, locked.get(key))
     else:
         docker = profile.docker
-        image = (overlay_lock.seat_tag(profile, overlay_lock.load()) if profile.image.overlay
-                 else pins.base_reference(profile, allow_unpinned=True)[0])
+        image = (overlay_lock.seat_tag(profile, overlay_lock.load(), overlay_lock.load_b12x())
+                 if profile.image.overlay else pins.base_reference(profile, allow_unpinned=True)[0])
         knobs = [Knob("SEAT_IMAGE", image, "image the seat runs"
                       + (" (`seat build` makes it)" if profile.image.overlay else "")),
                  Knob("SEAT_CONTAINER", docker.container_name, "container name"),
@@ -177,6 +211,8 @@ def build(profile: Profile) -> LaunchSpec:
             knobs.append(Knob("SEAT_CACHE_DIR", docker.cache.host_dir,
                               "persistent JIT cache (one per image and profile)"))
             mounts.append(Mount((Ref("SEAT_CACHE_DIR"),), docker.cache.mount, read_only=False))
+            knobs += [Knob(*k) for k in nsys.knobs(profile.name, docker.cache.mount)]
+        mounts += [Mount((m.source,), m.target, m.read_only) for m in docker.extra_mounts]
         program = [("vllm",), ("serve",)]
     if profile.gpus.count:
         checks.append(Check("gpus", (), "GPUs", (str(profile.gpus.tensor_parallel_size),)))
@@ -191,7 +227,7 @@ def build(profile: Profile) -> LaunchSpec:
         command += [("--speculative-config",), spec_json]
     command += [(arg,) for arg in vllm_flags(profile)]
 
-    env = dict(profile.env)
+    env = {**profile.env, **(profile.docker.extra_env if profile.docker else {})}
     api_key_file = None
     if server.api_key:
         knobs.append(Knob("SEAT_API_KEY_FILE", str(keys.key_file(profile.name)),
@@ -201,7 +237,19 @@ def build(profile: Profile) -> LaunchSpec:
         checks.append(Check("api-key", api_key_file, "API key file"))
     return LaunchSpec(profile=profile, knobs=knobs, env=env, command=command, checks=checks,
                       mounts=mounts, unset_env=list(profile.docker.unset_env if profile.docker else []),
-                      api_key_file=api_key_file, venv=venv if profile.native else None)
+                      api_key_file=api_key_file, venv=venv if profile.native else None,
+                      **_profiling(profile))
+
+
+def _profiling(profile: Profile) -> dict:
+    """The nsys wraps and knob grammar (docker seats with a cache volume), and the pass-through env."""
+    docker = profile.docker
+    if docker is None:
+        return {}
+    out: dict = {"pass_env": list(docker.pass_env)}
+    if docker.cache:
+        out.update(wraps=nsys.wraps(), grammar=nsys.grammar(docker.cache.mount))
+    return out
 
 
 def _model_checks(key: str, model, where: Word, lock=None) -> list[Check]:

@@ -60,7 +60,7 @@ def chain(vllm_cpu_base, registry, vllm_runtime, tmp_path_factory):
     repository = f"{registry}/{repo_profile.image.name}"
     pushed = registries.push(vllm_cpu_base, repository, repo_profile.image.tag)
     path = tmp / f"{PROFILE}.yaml"  # named like the repository's, so the seat's name is the same
-    path.write_text(yaml.safe_dump({"extends": str(REPO / "profiles" / f"{PROFILE}.yaml"),
+    path.write_text(yaml.safe_dump({"extends": PROFILE,
                                     "image": {"name": repository}}))
     env = {**os.environ, "SEAT_HOME": str(home)}
     pinned = seat("image", "pin", str(path), env=env)

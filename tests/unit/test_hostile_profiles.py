@@ -139,9 +139,9 @@ def docker_argv(spec, values) -> list[str]:
         "--volume", f"{specs.resolve(m.source, values)}:{m.target}" + (":ro" if m.read_only else ""))]
     argv += [a for k, v in spec.env.items() for a in ("--env", f"{k}={v}")]
     argv += [a for k, v in spec.container_knobs(values).items() for a in ("--env", f"{k}={v}")]
+    argv += [a for n in spec.pass_env for a in ("--env", n)]
     argv += ["--env", "VLLM_API_KEY"] if spec.api_key_file else []
-    return argv + [values["SEAT_IMAGE"], "env", *[a for n in spec.unset_env for a in ("-u", n)],
-                   *[specs.resolve(w, values) for w in spec.command]]
+    return argv + [values["SEAT_IMAGE"], *spec.container_argv(values)]
 
 
 def run_rendered(spec, tmp: Path) -> None:
@@ -190,8 +190,8 @@ def check_compose(spec) -> None:
     assert [unescape(c) for c in seat["command"]] == [
         "env", *[a for n in spec.unset_env for a in ("-u", n)],
         *[specs.resolve(w, values) for w in spec.command]]
-    assert {k: unescape(v) for k, v in seat["environment"].items()} == {
-        **spec.env, **spec.container_knobs(values)}
+    assert {k: v and unescape(v) for k, v in seat["environment"].items()} == {
+        **spec.env, **spec.container_knobs(values), **dict.fromkeys(spec.pass_env)}
     assert [unescape(v["target"]) for v in seat["volumes"]] == [m.target for m in spec.mounts]
 
 

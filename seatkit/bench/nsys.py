@@ -1,0 +1,90 @@
+"""`seat bench --nsys`: one measured request inside an Nsight Systems collection window.
+
+The seat must run under `nsys launch --session-new=NAME` (SEAT_NSYS=session). Collection starts
+(`nsys start`, inside the container) after the bench has seen the server idle, just before the
+request is sent, and stops (`nsys stop`) just after its last byte, so the trace holds that request's
+decode steps and nothing else the server did. The run folder's nsys.json puts the trace's path
+beside the request's ms/step, its number of steps and the decode time the trace should show.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from contextlib import contextmanager
+from pathlib import Path
+
+from seatkit.bench import run as bench_run
+from seatkit.bench.workload import Prompt
+from seatkit.errors import SeatError
+from seatkit.serve import launch, nsys, profile as profiles, spec as specs
+
+
+def container_argv(container) -> list[str]:
+    config = container.attrs["Config"]
+    return [*(config.get("Entrypoint") or []), *(config.get("Cmd") or [])]
+
+
+def session_of(profile: str) -> tuple[object, str, str]:
+    """The seat's container, its nsys session and the output path to trace into; refuses when the
+    seat was not launched in session mode (read from the container's own command)."""
+    loaded = profiles.load(profile)
+    profile = loaded.name
+    running = launch.recorded(profile)
+    if running is None or not launch.alive(running) or running.runtime != "docker":
+        raise SeatError(f"--nsys needs a docker seat of {profile} started by `seat up`",
+                        f"SEAT_NSYS=session seat up {profile}")
+    import docker
+
+    container = docker.from_env().containers.get(running.ident)
+    found = nsys.session_of(container_argv(container))
+    if found is None:
+        raise SeatError(f"{profile} was not launched in session mode: its command has no "
+                        "`nsys launch --session-new=...`, so there is no session to collect in",
+                        f"seat down {profile}; SEAT_NSYS=session seat up {profile}; then --nsys")
+    output = (running.nsys or {}).get(nsys.OUTPUT) or \
+        specs.build(loaded).values({})[nsys.OUTPUT]
+    return container, found["session"], output
+
+
+def _exec(container, argv: list[str], calls: list[dict]) -> None:
+    done = container.exec_run(argv)
+    calls.append({"argv": argv, "exit_code": done.exit_code})
+    if done.exit_code:
+        raise SeatError(f"`{' '.join(argv)}` failed in the seat's container (exit {done.exit_code}): "
+                        f"{done.output.decode(errors='replace').strip()[-400:]}",
+                        "is Nsight Systems in the image, and the session still open?")
+
+
+def traced(target: bench_run.Target, prompt: Prompt, options: bench_run.Options, container,
+           session: str, output: str, folder: Path) -> dict:
+    """Measure one request between `nsys start` and `nsys stop`; write and return nsys.json."""
+    output = f"{output}-{re.sub(r'[^A-Za-z0-9_.-]', '_', folder.name)}"
+    calls: list[dict] = []
+
+    @contextmanager
+    def window():
+        _exec(container, ["nsys", "start", f"--session={session}", f"--output={output}"], calls)
+        try:
+            yield
+        finally:
+            _exec(container, ["nsys", "stop", f"--session={session}"], calls)
+
+    record = bench_run.measure(target, prompt, options, around=window)
+    f = record["factors"]
+    steps, decode_ms, ms_per_step = f.get("decode_steps"), f.get("decode_ms"), f.get("ms_per_step")
+    result = {
+        "trace": f"{output}.nsys-rep (inside the container; the cache volume holds it)",
+        "trace_path": f"{output}.nsys-rep", "session": session, "container": container.id,
+        "commands": calls,
+        "request": {"suite": prompt.suite, "prompt": prompt.name, "exclusive": record["exclusive"],
+                    "ms_per_step": ms_per_step, "decode_steps": steps, "decode_ms": decode_ms,
+                    "tokens_per_step": f.get("tokens_per_step"), "decode_tok_s": f.get("decode_tok_s"),
+                    "completion_tokens": f.get("completion_tokens")},
+        "expect": (f"the trace should show {steps:.0f} decode steps over about {decode_ms:.1f} ms "
+                   f"({ms_per_step:.3f} ms per step)" if steps and ms_per_step else
+                   "the server gave no step counters: the trace's steps cannot be predicted"),
+        "record": record,
+    }
+    (folder / "nsys.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
