@@ -94,7 +94,7 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict) -> str:
         container = docker.from_env().containers.run(
             values["SEAT_IMAGE"], command, name=values["SEAT_CONTAINER"], detach=True,
             device_requests=devices, ipc_mode=p.docker.ipc, network_mode=p.docker.network,
-            init=p.docker.init, stop_signal="SIGTERM", stop_timeout=p.docker.stop_grace_s,
+            init=p.docker.init, stop_signal="SIGTERM",
             ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in p.docker.ulimits.items()],
             mounts=[Mount(m.target, resolve(m.source, values), type="bind", read_only=m.read_only)
                     for m in spec.mounts],

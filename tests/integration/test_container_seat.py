@@ -113,7 +113,7 @@ def essentials(container_id: str) -> dict:
     attrs = docker.from_env().api.inspect_container(container_id)
     config, host = attrs["Config"], attrs["HostConfig"]
     return {"image": attrs["Image"], "cmd": config["Cmd"], "entrypoint": config["Entrypoint"],
-            "env": sorted(config["Env"]), "stop_timeout": config.get("StopTimeout"),
+            "env": sorted(config["Env"]),  # the stop timeout is not one: `seat down` passes its grace
             "mounts": sorted((m["Type"], m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]),
             "network": host["NetworkMode"], "ipc": host["IpcMode"], "init": host.get("Init"),
             "privileged": host["Privileged"], "ulimits": host.get("Ulimits") or [],
