@@ -226,6 +226,10 @@ def labels(image: str) -> dict:
             "healthcheck": config.get("Healthcheck")}
 
 
+class NoPackage(SeatError):
+    """The image or container has no folder where its vllm package should be."""
+
+
 def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lock) -> dict[str, list[str]]:
     """The lock against the vllm package inside an image or a container."""
     import docker
@@ -241,5 +245,5 @@ def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lo
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         root = copy_out(container or stack.enter_context(created(name)), inside, Path(tmp))
         if root is None:
-            raise SeatError(f"{name} has no {inside}", "pass --dir with the vllm package's path inside it")
+            raise NoPackage(f"{name} has no {inside}", "pass --dir with the vllm package's path inside it")
         return overlay.verify(root, lock)

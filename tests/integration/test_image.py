@@ -341,3 +341,22 @@ def test_a_prebuilt_image_is_compared_with_the_lock_as_facts(stand_ins, tmp_path
     assert facts[0].startswith(f"{repository}@{digest}: ") and f"of {len(overlay.load().files)} locked" in facts[0]
     assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
     assert "lock" not in started.stderr
+
+
+def test_a_prebuilt_image_without_the_vllm_folder_is_a_fact_not_a_failure(stand_ins, tmp_path):
+    """An image keeping vllm elsewhere: `seat up` stopped at the compare ('has no ..., pass --dir',
+    an option `seat up` lacks) instead of stating it and going on to its preflight."""
+    repository, tag, digest = stand_ins["bases"]["busybox"]
+    path = tmp_path / "prebuilt-elsewhere.yaml"
+    path.write_text(yaml.safe_dump({"extends": str(REPO / "profiles" / "deepspark-prebuilt.yaml"),
+                                    "image": {"name": repository, "tag": tag, "digest": digest,
+                                              "vllm_dir": "/opt/elsewhere/vllm", "smoke_imports": []}}))
+    found = prebuilt.compare(profiles.load(str(path)), stand_ins["lock"])
+    assert found["package"] is False and found["missing"] == sorted(stand_ins["lock"].files)
+    assert found["matching"] == 0 and found["same"] is False
+    started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
+                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                                  "SEAT_HOME": str(tmp_path / "home")})
+    assert "fact: no folder at /opt/elsewhere/vllm" in started.stdout, started.stdout + started.stderr
+    assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
+    assert "--dir" not in started.stderr
