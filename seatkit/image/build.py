@@ -153,6 +153,10 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
 
     if profile.image is None:
         raise SeatError(f"profile {profile.name} runs natively: there is no image to build")
+    if not profile.image.overlay:  # the seat runs this image as it is: a built one would go unused
+        raise SeatError(f"profile {profile.name} runs {profile.image.name}:{profile.image.tag} as it is "
+                        "(image.overlay false): there is nothing to build",
+                        f"`seat image pin {profile.name}`, then docker pull it by that digest")
     base_ref, digest = pin.base_reference(profile, allow_unpinned)
     if not overlay_dir.is_dir():
         raise SeatError(f"no overlay at {overlay_dir}", "`seat overlay fetch` places it there")
