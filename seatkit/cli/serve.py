@@ -86,7 +86,7 @@ def up_cmd(profile: str):
     spec = _spec(profile)
     if spec.profile.image and spec.profile.image.compare_overlay:
         with err.status(f"comparing {profile}'s image with the overlay lock"):
-            found = prebuilt.compare(spec.profile)
+            found = prebuilt.compare(spec.profile, image=spec.values()["SEAT_IMAGE"])
         for line in prebuilt.facts(found):
             out.print(f"fact: {line}", highlight=False)
     with err.status(f"starting {profile}") as status:

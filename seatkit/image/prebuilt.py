@@ -13,11 +13,15 @@ from seatkit.serve import pins
 from seatkit.serve.profile import Profile
 
 
-def compare(profile: Profile, lock: Lock | None = None) -> dict:
-    """The profile's image, taken by its pinned digest, against the lock: what matches, and the
-    missing, changed and extra files of its vllm package."""
+def compare(profile: Profile, lock: Lock | None = None, image: str | None = None) -> dict:
+    """The profile's image, taken by its pinned digest (or image, the one the seat will run when
+    SEAT_IMAGE names another), against the lock: what matches, and the missing, changed and extra
+    files of its vllm package."""
     lock = lock or load()
-    image, digest = pins.base_reference(profile)
+    pinned, digest = pins.base_reference(profile)
+    if image and image != pinned:
+        digest = None
+    image = image or pinned
     try:
         found = build.verify_installed(image, profile.image.vllm_dir, is_container=False, lock=lock)
         package = True

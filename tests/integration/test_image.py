@@ -360,3 +360,20 @@ def test_a_prebuilt_image_without_the_vllm_folder_is_a_fact_not_a_failure(stand_
     assert "fact: no folder at /opt/elsewhere/vllm" in started.stdout, started.stdout + started.stderr
     assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
     assert "--dir" not in started.stderr
+
+
+def test_seat_up_compares_the_image_seat_image_names_not_the_pinned_one(stand_ins, tmp_path):
+    """SEAT_IMAGE runs another image: the facts described the pinned one, which was not started."""
+    repository, tag, digest = stand_ins["bases"]["busybox"]
+    other = "{}@{}".format(*stand_ins["bases"]["py-no-models"][::2])
+    path = tmp_path / "prebuilt-overridden.yaml"
+    path.write_text(yaml.safe_dump({"extends": str(REPO / "profiles" / "deepspark-prebuilt.yaml"),
+                                    "image": {"name": repository, "tag": tag, "digest": digest,
+                                              "smoke_imports": []}}))
+    started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
+                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "SEAT_IMAGE": other,
+                                  "SEAT_HOME": str(tmp_path / "home")})
+    facts = [line.removeprefix("fact: ") for line in started.stdout.splitlines() if line.startswith("fact: ")]
+    assert facts and facts[0].startswith(f"{other}: "), started.stdout + started.stderr
+    assert facts == prebuilt.facts(prebuilt.compare(profiles.load(str(path)), image=other))
+    assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
