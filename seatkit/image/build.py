@@ -102,7 +102,11 @@ def copy_out(container, path: str, dest: Path) -> Path | None:
             spool.write(chunk)
         spool.seek(0)
         with tarfile.open(fileobj=spool) as tar:
-            tar.extractall(dest, filter="data")
+            try:
+                tar.extractall(dest, filter="data")
+            except tarfile.FilterError as exc:  # e.g. a link to an absolute path: never followed here
+                raise SeatError(f"{path} cannot be read safely: {exc}",
+                                "links to absolute paths or outside the folder are refused") from None
     return dest / Path(path).name
 
 

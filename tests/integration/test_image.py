@@ -377,3 +377,23 @@ def test_seat_up_compares_the_image_seat_image_names_not_the_pinned_one(stand_in
     assert facts and facts[0].startswith(f"{other}: "), started.stdout + started.stderr
     assert facts == prebuilt.facts(prebuilt.compare(profiles.load(str(path)), image=other))
     assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
+
+
+def test_an_image_whose_vllm_folder_holds_an_absolute_link_is_a_clear_error(stand_ins, tmp_path, busybox_image):
+    """A package installed from a working tree can hold links to absolute paths: the safe tar
+    filter refused the member and `overlay verify --image` (and `seat up` on a prebuilt image)
+    ended in a tarfile traceback."""
+    ctx = tmp_path / "abslink"
+    write_tree(ctx / "vllm", {"__init__.py": b"VERSION = 'x'\n"})
+    (ctx / "vllm" / "lib").symlink_to("/usr/lib")
+    (ctx / "Dockerfile").write_text(f"FROM {busybox_image}\nCOPY vllm/ {VLLM}/\n")
+    client = docker.from_env()
+    tag = f"seatkit-test/abslink:{free_port()}"
+    client.images.build(path=str(ctx), tag=tag, rm=True)
+    try:
+        done = seat("overlay", "verify", "--image", tag, "--lock", str(stand_ins["tmp"] / "overlay.lock"),
+                    check=False)
+    finally:
+        client.images.remove(tag, force=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "vllm/lib" in done.stderr and "absolute path" in done.stderr
