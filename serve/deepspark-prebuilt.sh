@@ -37,7 +37,7 @@ preflight() {
     fail "a container named $SEAT_CONTAINER already exists" "seat down deepspark-prebuilt, or docker rm it"
   fi
   docker image inspect "$SEAT_IMAGE" >/dev/null 2>&1 ||
-    fail "image $SEAT_IMAGE is not on this machine (or its digest differs)" "docker pull it, or seat build deepspark-prebuilt"
+    fail "image $SEAT_IMAGE is not on this machine (or its digest differs)" "docker pull it"
   case "$SEAT_IMAGE" in
     *@sha256:*) ;;
     *) printf 'seat preflight: warning: %s is not pinned by digest\n' "$SEAT_IMAGE" >&2 ;;

@@ -63,7 +63,7 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
         _fail(f"a container named {subject} already exists", f"seat down {name}, or docker rm it")
     elif kind == "image" and not _docker_has("image", subject):
         _fail(f"image {subject} is not on this machine (or its digest differs)",
-              f"docker pull it, or seat build {name}")
+              "docker pull it" + (f", or seat build {name}" if spec.profile.image.overlay else ""))
     elif kind == "dir":
         if not Path(subject).is_dir():
             hint = f"run: seat setup {name}" if spec.native else "download it, or set the knob that names it"

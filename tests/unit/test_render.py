@@ -107,3 +107,12 @@ def test_hostile_values_keep_their_meaning_in_compose(name, path, value):
     assert unescape(compose["environment"]["HOSTILE"]) == value
     env_file = render.render_env(spec)
     assert "SEAT_MODEL_BASE_DIR=" in env_file
+
+
+def test_the_missing_image_hint_names_seat_build_only_for_a_profile_it_builds():
+    """The prebuilt profile's script told the operator to `seat build` it: that built the overlay
+    over the author's image into a tag the script never runs."""
+    prebuilt = render.render_script(specs.build(profiles.load("deepspark-prebuilt")))
+    default = render.render_script(specs.build(profiles.load(profiles.DEFAULT_PROFILE)))
+    assert '"docker pull it"' in prebuilt and "seat build deepspark-prebuilt" not in prebuilt
+    assert f"docker pull it, or seat build {profiles.DEFAULT_PROFILE}" in default
