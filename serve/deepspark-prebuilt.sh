@@ -84,7 +84,6 @@ preflight() {
     fail "no docker daemon answers (docker info failed)" "start dockerd, or set DOCKER_HOST"
   elif ! docker image inspect "$SEAT_IMAGE" >/dev/null 2>&1; then
     case "$SEAT_IMAGE" in
-      seatkit/*) hint="a local tag, nothing to pull: seat build deepspark-prebuilt makes it" ;;
       *) hint="docker pull it" ;;
     esac
     fail "image $SEAT_IMAGE is not on this machine (or its digest differs)" "$hint"

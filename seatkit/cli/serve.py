@@ -96,7 +96,7 @@ def up_cmd(profile: str, verify_models: bool):
         model_verify.require_match(spec.profile)
     if spec.profile.image and spec.profile.image.compare_overlay:
         with progress(err, f"comparing {profile}'s image with the overlay lock"):
-            found = prebuilt.compare(spec.profile)
+            found = prebuilt.compare(spec.profile, image=spec.values()["SEAT_IMAGE"])
         for line in prebuilt.facts(found):
             out.print(f"fact: {line}", highlight=False)
     click.echo(spec.config_line(spec.values()), err=True)

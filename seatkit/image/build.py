@@ -162,6 +162,10 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
 
     if profile.image is None:
         raise SeatError(f"profile {profile.name} runs natively: there is no image to build")
+    if not profile.image.overlay:  # the seat runs this image as it is: a built one would go unused
+        raise SeatError(f"profile {profile.name} runs {profile.image.name}:{profile.image.tag} as it is "
+                        "(image.overlay false): there is nothing to build",
+                        f"`seat image pin {profile.name}`, then docker pull it by that digest")
     base_ref, digest = pin.base_reference(profile, allow_unpinned)
     if not overlay_dir.is_dir():
         raise SeatError(f"no overlay at {overlay_dir}", "`seat overlay fetch` places it there")
@@ -245,6 +249,10 @@ def labels(image: str) -> dict:
             "healthcheck": config.get("Healthcheck")}
 
 
+class NoPackage(SeatError):
+    """The image or container has no folder where its vllm package should be."""
+
+
 def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lock) -> dict[str, list[str]]:
     """The lock against the vllm package inside an image or a container."""
     import docker
@@ -260,5 +268,5 @@ def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lo
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         root = copy_out(container or stack.enter_context(created(name)), inside, Path(tmp))
         if root is None:
-            raise SeatError(f"{name} has no {inside}", "pass --dir with the vllm package's path inside it")
+            raise NoPackage(f"{name} has no {inside}", "pass --dir with the vllm package's path inside it")
         return overlay.verify(root, lock)

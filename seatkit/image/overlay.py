@@ -78,6 +78,9 @@ def _git(*args: str, cwd: Path | None = None, env: dict | None = None) -> str:
 
 def checked_source(value: str, what: str = "the overlay source") -> str:
     """A repository git may fetch from: an https URL or a local directory, never an option."""
+    if re.match(r"https://[^/]*@", value):  # the source is printed in progress and errors
+        raise SeatError(f"{what} carries credentials in its URL", "give them to git's credential "
+                        "helper (git config credential.helper), never in the URL: it is printed")
     if value.startswith("https://") and SOURCE.fullmatch(value):
         return value
     if value and not value.startswith("-") and "://" not in value and Path(value).is_dir():

@@ -13,13 +13,21 @@ from seatkit.serve import pins
 from seatkit.serve.profile import Profile
 
 
-def compare(profile: Profile, lock: Lock | None = None) -> dict:
-    """The profile's image, taken by its pinned digest, against the lock: what matches, and the
-    missing, changed and extra files of its vllm package."""
+def compare(profile: Profile, lock: Lock | None = None, image: str | None = None) -> dict:
+    """The profile's image, taken by its pinned digest (or image, the one the seat will run when
+    SEAT_IMAGE names another), against the lock: what matches, and the missing, changed and extra
+    files of its vllm package."""
     lock = lock or load()
-    image, digest = pins.base_reference(profile)
-    found = build.verify_installed(image, profile.image.vllm_dir, is_container=False, lock=lock)
-    return {"image": image, "digest": digest, "vllm_dir": profile.image.vllm_dir,
+    pinned, digest = pins.base_reference(profile)
+    if image and image != pinned:
+        digest = None
+    image = image or pinned
+    try:
+        found = build.verify_installed(image, profile.image.vllm_dir, is_container=False, lock=lock)
+        package = True
+    except build.NoPackage:  # a fact like the others (the image keeps vllm elsewhere), not a failure
+        found, package = {"missing": sorted(lock.files), "changed": [], "extra": []}, False
+    return {"image": image, "digest": digest, "vllm_dir": profile.image.vllm_dir, "package": package,
             "overlay_commit": lock.commit, "locked": len(lock.files),
             "matching": len(lock.files) - len(found["missing"]) - len(found["changed"]),
             "same": not (found["missing"] or found["changed"]), **found}
@@ -29,6 +37,8 @@ def facts(result: dict, shown: int = 5) -> list[str]:
     """compare()'s result as lines for people: counts, then a few names of each kind."""
     lines = [f"{result['image']}: {result['matching']} of {result['locked']} locked files as locked "
              f"(overlay {result['overlay_commit'][:12]})"]
+    if not result["package"]:
+        lines.append(f"no folder at {result['vllm_dir']}: set image.vllm_dir to where its vllm package is")
     for kind, meaning in (("missing", "locked but absent"), ("changed", "present with other content"),
                           ("extra", "present, not in the lock")):
         names = result[kind]

@@ -317,7 +317,7 @@ def test_a_prebuilt_image_is_compared_with_the_lock_as_facts(stand_ins, tmp_path
     del pushed["kernels/table.json"]
     repository, tag, digest = pushed_base(client, registry, tmp_path, busybox_image, pushed, "prebuilt")
     path = stand_ins["tmp"] / "prebuilt.yaml"
-    path.write_text(yaml.safe_dump({"extends": str(REPO / "profiles" / "deepspark-prebuilt.yaml"),
+    path.write_text(yaml.safe_dump({"extends": "deepspark-prebuilt",
                                     "image": {"name": repository, "tag": tag, "smoke_imports": []}}))
     def up():
         return subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
@@ -341,3 +341,59 @@ def test_a_prebuilt_image_is_compared_with_the_lock_as_facts(stand_ins, tmp_path
     assert facts[0].startswith(f"{repository}@{digest}: ") and f"of {len(overlay.load().files)} locked" in facts[0]
     assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
     assert "lock" not in started.stderr
+
+
+def test_a_prebuilt_image_without_the_vllm_folder_is_a_fact_not_a_failure(stand_ins, tmp_path):
+    """An image keeping vllm elsewhere: `seat up` stopped at the compare ('has no ..., pass --dir',
+    an option `seat up` lacks) instead of stating it and going on to its preflight."""
+    repository, tag, digest = stand_ins["bases"]["busybox"]
+    path = tmp_path / "prebuilt-elsewhere.yaml"
+    path.write_text(yaml.safe_dump({"extends": "deepspark-prebuilt",
+                                    "image": {"name": repository, "tag": tag, "digest": digest,
+                                              "vllm_dir": "/opt/elsewhere/vllm", "smoke_imports": []}}))
+    found = prebuilt.compare(profiles.load(str(path)), stand_ins["lock"])
+    assert found["package"] is False and found["missing"] == sorted(stand_ins["lock"].files)
+    assert found["matching"] == 0 and found["same"] is False
+    started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
+                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                                  "SEAT_HOME": str(tmp_path / "home")})
+    assert "fact: no folder at /opt/elsewhere/vllm" in started.stdout, started.stdout + started.stderr
+    assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
+    assert "--dir" not in started.stderr
+
+
+def test_seat_up_compares_the_image_seat_image_names_not_the_pinned_one(stand_ins, tmp_path):
+    """SEAT_IMAGE runs another image: the facts described the pinned one, which was not started."""
+    repository, tag, digest = stand_ins["bases"]["busybox"]
+    other = "{}@{}".format(*stand_ins["bases"]["py-no-models"][::2])
+    path = tmp_path / "prebuilt-overridden.yaml"
+    path.write_text(yaml.safe_dump({"extends": "deepspark-prebuilt",
+                                    "image": {"name": repository, "tag": tag, "digest": digest,
+                                              "smoke_imports": []}}))
+    started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
+                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "SEAT_IMAGE": other,
+                                  "SEAT_HOME": str(tmp_path / "home")})
+    facts = [line.removeprefix("fact: ") for line in started.stdout.splitlines() if line.startswith("fact: ")]
+    assert facts and facts[0].startswith(f"{other}: "), started.stdout + started.stderr
+    assert facts == prebuilt.facts(prebuilt.compare(profiles.load(str(path)), image=other))
+    assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
+
+
+def test_an_image_whose_vllm_folder_holds_an_absolute_link_is_a_clear_error(stand_ins, tmp_path, busybox_image):
+    """A package installed from a working tree can hold links to absolute paths: the safe tar
+    filter refused the member and `overlay verify --image` (and `seat up` on a prebuilt image)
+    ended in a tarfile traceback."""
+    ctx = tmp_path / "abslink"
+    write_tree(ctx / "vllm", {"__init__.py": b"VERSION = 'x'\n"})
+    (ctx / "vllm" / "lib").symlink_to("/usr/lib")
+    (ctx / "Dockerfile").write_text(f"FROM {busybox_image}\nCOPY vllm/ {VLLM}/\n")
+    client = docker.from_env()
+    tag = f"seatkit-test/abslink:{free_port()}"
+    client.images.build(path=str(ctx), tag=tag, rm=True)
+    try:
+        done = seat("overlay", "verify", "--image", tag, "--lock", str(stand_ins["tmp"] / "overlay.lock"),
+                    check=False)
+    finally:
+        client.images.remove(tag, force=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "vllm/lib" in done.stderr and "absolute path" in done.stderr

@@ -121,3 +121,15 @@ def test_the_default_seat_runs_the_built_image():
     assert profile.image.overlay and "vllm.v1.spec_decode.dspark" in profile.image.smoke_imports
     script = (paths.REPO / "serve" / f"{profiles.DEFAULT_PROFILE}.sh").read_text()
     assert f"SEAT_IMAGE={build.seat_tag(profile, overlay.load())}" in script
+
+
+def test_a_profile_that_runs_its_image_as_it_is_has_nothing_to_build(tmp_path):
+    """The prebuilt profile, once pinned: `seat build` copied the overlay over the author's image
+    into a tag the seat never runs (it runs the prebuilt image by digest)."""
+    path = tmp_path / "pinned-prebuilt.yaml"
+    path.write_text(f"extends: deepspark-prebuilt\n"
+                    f"image: {{digest: 'sha256:{'a' * 64}'}}\n")
+    lock = overlay.Lock("https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, {"x.py": "0" * 64})
+    with pytest.raises(SeatError, match="nothing to build") as caught:
+        build.build(profiles.load(str(path)), lock, tmp_path / "overlay")
+    assert "seat image pin" in caught.value.hint

@@ -182,3 +182,13 @@ def test_the_cli_fetches_from_the_given_clone_and_refuses_an_option(tmp_path, so
     refused = CliRunner().invoke(seat, ["overlay", "fetch", "--lock", str(lock_file), "--dest",
                                         str(tmp_path / "other"), "--from=--upload-pack=touch pwned"])
     assert isinstance(refused.exception, SeatError) and "https URL or a local directory" in refused.exception.message
+
+
+def test_a_source_with_credentials_in_its_url_is_refused_without_echoing_them(tmp_path):
+    """A token in --from was accepted, then shown in the progress line and in a tree-mismatch error."""
+    lock = overlay.Lock("https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, {"x.py": "0" * 64})
+    for value in ("https://user:s3cret@mirror.invalid/o", "https://s3cret@mirror.invalid/o"):
+        with pytest.raises(SeatError, match="credentials in its URL") as caught:
+            overlay.fetch(lock, tmp_path / "vllm", source=value)
+        assert "s3cret" not in caught.value.message + (caught.value.hint or "")
+    assert overlay.checked_source("https://mirror.invalid/team/o@v1") == "https://mirror.invalid/team/o@v1"

@@ -74,7 +74,20 @@ def test_the_dockerfile_defaults_are_the_default_seat_s_build_arguments():
 
 
 def test_a_file_without_its_markers_is_a_clear_error():
-    with pytest.raises(SeatError, match="no region marked"):
+    with pytest.raises(SeatError, match="exactly one region marked"):
         regions.replace("no markers here\n", "body\n", "README.md")
     assert regions.replace("a\n<!-- begin: rendered -->\nold\n<!-- end: rendered -->\nz\n", "new", "f") == \
         "a\n<!-- begin: rendered -->\nnew\n<!-- end: rendered -->\nz\n"
+
+
+@pytest.mark.parametrize("text", [
+    # prose quoting the markers before the region: its lines up to the real end were overwritten
+    "intro\nThe table sits between begin: rendered and end: rendered lines.\nkeep me\n"
+    "<!-- begin: rendered -->\nold\n<!-- end: rendered -->\n",
+    # a second region: left stale, and `seat render --check` passed
+    "<!-- begin: rendered -->\nold\n<!-- end: rendered -->\n<!-- begin: rendered -->\nstale\n<!-- end: rendered -->\n",
+    # the markers swapped
+    "<!-- end: rendered -->\nold\n<!-- begin: rendered -->\n"])
+def test_ambiguous_markers_are_refused_rather_than_overwriting_text(text):
+    with pytest.raises(SeatError, match=r"exactly one region marked .*found \d begin and \d end lines"):
+        regions.replace(text, "new\n", "README.md")

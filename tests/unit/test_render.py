@@ -74,3 +74,12 @@ def test_hostile_knob_from_the_environment_is_data_not_code(tmp_path, path):
                       {"SEAT_MODEL_DRAFT_DIR": hostile})
     assert f"{hostile}:/models-draft:ro".encode() in argv
     assert not (tmp_path / "pwned").exists()
+
+
+def test_the_missing_image_hint_names_seat_build_only_for_a_profile_it_builds():
+    """The prebuilt profile's script told the operator to `seat build` it: that built the overlay
+    over the author's image into a tag the script never runs."""
+    prebuilt = render.render_script(specs.build(profiles.load("deepspark-prebuilt")))
+    default = render.render_script(specs.build(profiles.load(profiles.DEFAULT_PROFILE)))
+    assert '"docker pull it"' in prebuilt and "seat build deepspark-prebuilt" not in prebuilt
+    assert f"nothing to pull: seat build {profiles.DEFAULT_PROFILE} makes it" in default
