@@ -27,19 +27,24 @@ def sizes(profile: Profile) -> Row:
 
 
 def last_verify(profile: Profile) -> Row:
-    record = verifier.last_full(profile.name)
     fix = f"seat model verify {profile.name}"
+    try:
+        record = verifier.last_full(profile.name)
+        if record is not None:
+            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
+            then, passed = {k: m["sha256"] for k, m in record["models"].items()}, bool(record["ok"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a torn record is no record
+        return warn(LAYER, "full verify", f"the record of the last full verify is unreadable: "
+                    f"{type(exc).__name__}", fix)
     if record is None:
         return warn(LAYER, "full verify", "never run on this machine", fix)
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
     try:
         current = locks.hashes(profile) or {}
     except SeatError as exc:
         return warn(LAYER, "full verify", exc.message, exc.hint)
-    then = {k: m["sha256"] for k, m in record["models"].items()}
     if then != current:
         return warn(LAYER, "full verify", f"{when}, against another lock", fix)
-    if not record["ok"]:
+    if not passed:
         return fail(LAYER, "full verify", f"{when}: files differed", f"seat model fetch {profile.name}")
     return ok(LAYER, "full verify", f"{when}: every hash matched")
 

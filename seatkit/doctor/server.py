@@ -86,6 +86,7 @@ def rows(profile: Profile) -> list[Row]:
     try:
         text = _get(run, "/metrics").text
         return [identity(run), version(run, profile), spec_config(run, profile, text), alone(text)]
-    except (requests.RequestException, ValueError, KeyError, SeatError) as exc:
+    except (requests.RequestException, ValueError, KeyError, TypeError, AttributeError, SeatError) as exc:
+        # JSON of another shape than vLLM's is as much a foreign listener as no answer
         return [fail(LAYER, "identity", f"{run.url} does not answer as vLLM: {type(exc).__name__}: "
                      f"{str(exc)[:120]}", f"seat logs {profile.name}")]

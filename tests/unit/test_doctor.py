@@ -151,3 +151,61 @@ def test_cpu_profile_needs_no_gpu_rows(seat_home, tmp_path):
     assert all(rows[("server", c)]["evidence"].startswith("cannot check: cpu-smoke is not up")
                for c in ("identity", "vLLM version", "spec config", "alone"))
     assert locks.hashes(__import__("seatkit.serve.profile", fromlist=["load"]).load("cpu-smoke"))
+
+
+@pytest.mark.parametrize("answers", [
+    {"/version": [], "/v1/models": {"data": []}},           # /version not an object
+    {"/version": {"version": "0.1"}, "/v1/models": {"data": "no list"}},
+    {"/version": {"version": "0.1"}, "/v1/models": {"data": [1, 2]}},
+    {"/version": {"version": "0.1"}, "/v1/models": []},
+])
+def test_a_server_answering_garbage_is_a_fail_row_not_a_traceback(seat_home, answers):
+    """A listener on the seat's URL that answers JSON of the wrong shape."""
+    import os
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from seatkit.doctor import server
+    from seatkit.serve import launch, profile as profiles
+
+    class Liar(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = ("# nothing\n" if self.path == "/metrics" else json.dumps(answers.get(self.path, {}))).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Liar)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        prof = profiles.load("cpu-smoke")
+        launch._record(launch.Running(prof.name, "native", str(os.getpid()),
+                                      f"http://127.0.0.1:{httpd.server_address[1]}", "m", "", 0.0,
+                                      since=launch.process_start(os.getpid())))
+        rows = server.rows(prof)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert any(r.status == "FAIL" for r in rows)
+
+
+@pytest.mark.parametrize("summary", ["[]", '{"conditions": []}', "{not json", '{"conditions": {"profile": "%s"}}' % DEFAULT,
+                                     '{"conditions": {"profile": "%s"}, "suites": {"x": 1}}' % DEFAULT])
+def test_a_corrupted_run_folder_is_skipped_or_said_not_a_traceback(tmp_path, profile, summary):
+    folder = tmp_path / "runs" / "20261201T000000Z-x"
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(summary)
+    (row,) = bench.rows(profile, tmp_path / "runs", [])
+    assert row.status == "WARN" and row.evidence.startswith("cannot check")
+
+
+def test_a_corrupted_verify_record_is_said_not_a_traceback(seat_home, profile):
+    record = seat_home / "models" / "verified" / f"{profile.name}.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{torn")
+    row = models.last_verify(profile)
+    assert row.status == "WARN" and "verify" in row.fix
