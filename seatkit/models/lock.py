@@ -18,7 +18,7 @@ import yaml
 from seatkit.errors import SeatError
 from seatkit.models import hashing
 from seatkit.serve import runtime
-from seatkit.serve.profile import ModelDir, Profile
+from seatkit.serve.profile import HUB_REPOSITORY, HUB_REVISION, ModelDir, Profile
 
 HUB_META = Path(".cache") / "huggingface"  # what `hf download --local-dir` keeps beside the files
 
@@ -142,6 +142,12 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
                             "the lock was edited by hand; lock again")
         if any(f.path.startswith("/") or ".." in Path(f.path).parts for f in lock.files):
             raise SeatError(f"{where}: model {key} lists a path outside its folder")
+        if len({f.path for f in lock.files}) != len(lock.files):
+            raise SeatError(f"{where}: model {key} lists a file twice", f"run `seat model lock {profile.name}` again")
+        for name, grammar in (("repository", HUB_REPOSITORY), ("revision", HUB_REVISION)):
+            if getattr(lock, name) is not None and not re.fullmatch(grammar, str(getattr(lock, name))):
+                raise SeatError(f"{where}: model {key}'s {name} {getattr(lock, name)!r} is not a hub {name}",
+                                f"run `seat model lock {profile.name}` again")
     if set(locks) != set(profile.models):
         raise SeatError(f"{where} locks models {sorted(locks)}, the profile has {sorted(profile.models)}",
                         f"run `seat model lock {profile.name}` again")
