@@ -2,6 +2,7 @@
 
 import copy
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,43 @@ def test_cpu_profile_needs_no_gpu_rows(seat_home, tmp_path):
     assert locks.hashes(__import__("seatkit.serve.profile", fromlist=["load"]).load("cpu-smoke"))
 
 
+@contextmanager
+def liar_recorded_as_the_seat(answer):
+    """A listener at the URL `seat up` recorded for cpu-smoke (this test's own process as the seat's)."""
+    import os
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from seatkit.serve import launch, profile as profiles
+
+    class Liar(BaseHTTPRequestHandler):
+        def do_GET(self):
+            answer(self)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Liar)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        prof = profiles.load("cpu-smoke")
+        launch._record(launch.Running(prof.name, "native", str(os.getpid()),
+                                      f"http://127.0.0.1:{httpd.server_address[1]}", "m", "", 0.0,
+                                      since=launch.process_start(os.getpid())))
+        yield prof
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def send(handler, body: bytes, length: int | None = None) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(len(body) if length is None else length))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 @pytest.mark.parametrize("answers", [
     {"/version": [], "/v1/models": {"data": []}},           # /version not an object
     {"/version": {"version": "0.1"}, "/v1/models": {"data": "no list"}},
@@ -161,36 +199,36 @@ def test_cpu_profile_needs_no_gpu_rows(seat_home, tmp_path):
 ])
 def test_a_server_answering_garbage_is_a_fail_row_not_a_traceback(seat_home, answers):
     """A listener on the seat's URL that answers JSON of the wrong shape."""
-    import os
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from seatkit.doctor import server
+
+    def answer(handler):
+        send(handler, b"# nothing\n" if handler.path == "/metrics" else json.dumps(answers.get(handler.path, {})).encode())
+
+    with liar_recorded_as_the_seat(answer) as prof:
+        rows = server.rows(prof)
+    assert any(r.status == "FAIL" for r in rows)
+
+
+def test_a_trickling_server_does_not_hang_doctor(seat_home, monkeypatch):
+    """/metrics sends a byte now and then, never the whole answer: each read is in time, the whole never."""
+    import time
 
     from seatkit.doctor import server
-    from seatkit.serve import launch, profile as profiles
 
-    class Liar(BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = ("# nothing\n" if self.path == "/metrics" else json.dumps(answers.get(self.path, {}))).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    monkeypatch.setattr(server, "DEADLINE_S", 1)
 
-        def log_message(self, *args):
-            pass
+    def answer(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Length", "1000000")
+        handler.end_headers()
+        for _ in range(120):  # 30 s at most, then the connection closes short
+            handler.wfile.write(b"#")
+            handler.wfile.flush()
+            time.sleep(0.25)
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Liar)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        prof = profiles.load("cpu-smoke")
-        launch._record(launch.Running(prof.name, "native", str(os.getpid()),
-                                      f"http://127.0.0.1:{httpd.server_address[1]}", "m", "", 0.0,
-                                      since=launch.process_start(os.getpid())))
-        rows = server.rows(prof)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-    assert any(r.status == "FAIL" for r in rows)
+    with liar_recorded_as_the_seat(answer) as prof:
+        (row,) = server.rows(prof)
+    assert row.status == "FAIL" and "no whole answer within 1 s" in row.evidence
 
 
 @pytest.mark.parametrize("summary", ["[]", '{"conditions": []}', "{not json", '{"conditions": {"profile": "%s"}}' % DEFAULT,
