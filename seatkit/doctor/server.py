@@ -11,6 +11,7 @@ import re
 import time
 
 import requests
+from docker.errors import DockerException
 
 from seatkit.bench import metrics
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
@@ -90,7 +91,12 @@ def alone(text: str) -> Row:
 
 def rows(profile: Profile) -> list[Row]:
     run = launch.recorded(profile.name)
-    if run is None or not launch.alive(run):
+    try:
+        up = run is not None and launch.alive(run)
+    except DockerException as exc:
+        return [cannot(LAYER, check, f"{profile.name} runs in docker and no docker engine answers "
+                       f"({type(exc).__name__})") for check in CHECKS]
+    if not up:
         why = f"{profile.name} is not up (no process recorded by seat up is alive)"
         return [cannot(LAYER, check, why, f"seat up {profile.name}") for check in CHECKS]
     try:

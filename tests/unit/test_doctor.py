@@ -247,3 +247,15 @@ def test_a_corrupted_verify_record_is_said_not_a_traceback(seat_home, profile):
     record.write_text("{torn")
     row = models.last_verify(profile)
     assert row.status == "WARN" and "verify" in row.fix
+
+
+def test_a_docker_seat_recorded_without_an_engine_says_why(seat_home, monkeypatch):
+    """`seat up` recorded a container; the engine is gone since: each server row says why."""
+    from seatkit.doctor import server
+    from seatkit.serve import launch, profile as profiles
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{seat_home}/no-engine.sock")
+    launch._record(launch.Running(DEFAULT, "docker", "abcdef123456", "http://127.0.0.1:1", "m", "", 0.0))
+    rows = server.rows(profiles.load(DEFAULT))
+    assert [r.check for r in rows] == list(server.CHECKS)
+    assert all(r.status == "WARN" and "no docker engine answers" in r.evidence for r in rows)
