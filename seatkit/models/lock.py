@@ -115,7 +115,7 @@ def write(profile: Profile, locks: dict[str, ModelLock]) -> Path:
     path = lock_path(profile)
     if path is None:
         raise SeatError(f"profile {profile.name} has no file to keep a lock beside")
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer: two at once each land whole
     tmp.write_text(dump(profile, locks))
     tmp.replace(path)
     return path

@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -356,3 +357,15 @@ def test_a_repository_that_reads_as_an_option_or_a_path_is_refused(tmp_path, rep
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(SeatError):
         profiles.load(str(path))
+
+
+def test_full_verifies_at_the_same_time_each_record_whole(seat_home):
+    """Two verifies at once (a cron job and an operator): no crash on the other's temporary file."""
+    code = ("from seatkit.models import verify\n"
+            "r = {'profile': 'p', 'full': True, 'time': 0, 'models': {}, 'ok': True, 'pad': 'x' * 100000}\n"
+            "for _ in range(200):\n    verify._record(r)\n")
+    writers = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    errors = [w.communicate(timeout=600)[1] for w in writers]
+    assert [w.returncode for w in writers] == [0, 0, 0], errors
+    assert verify.last_full("p")["ok"] is True
+    assert sorted(p.name for p in (seat_home / "models" / "verified").iterdir()) == ["p.json"]
