@@ -259,3 +259,19 @@ def test_a_docker_seat_recorded_without_an_engine_says_why(seat_home, monkeypatc
     rows = server.rows(profiles.load(DEFAULT))
     assert [r.check for r in rows] == list(server.CHECKS)
     assert all(r.status == "WARN" and "no docker engine answers" in r.evidence for r in rows)
+
+
+def test_a_broken_models_lock_is_a_row_and_every_other_layer_still_runs(seat_home, tmp_path):
+    """Doctor is for broken seats: a hand-edited lock must not stop the whole diagnosis."""
+    import shutil
+
+    from seatkit.serve import profile as profiles
+
+    source = Path(profiles.load("cpu-smoke").source)
+    shutil.copy(source, tmp_path / source.name)
+    lock = source.with_suffix(".models.lock").read_text()
+    (tmp_path / "cpu-smoke.models.lock").write_text(lock.replace("size: 481", "size: 482", 1))
+    result = diagnose.diagnose(str(tmp_path / source.name), runs=tmp_path, readings={"error": "no driver"})
+    rows = {(r["layer"], r["check"]): r for r in result["rows"]}
+    assert "aggregate hash does not match" in rows[("models", "lock sizes")]["evidence"]
+    assert {"gpu", "host", "image", "models", "server", "bench"} == {layer for layer, _ in rows}
