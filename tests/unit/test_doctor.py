@@ -275,3 +275,15 @@ def test_a_broken_models_lock_is_a_row_and_every_other_layer_still_runs(seat_hom
     rows = {(r["layer"], r["check"]): r for r in result["rows"]}
     assert "aggregate hash does not match" in rows[("models", "lock sizes")]["evidence"]
     assert {"gpu", "host", "image", "models", "server", "bench"} == {layer for layer, _ in rows}
+
+
+def test_no_diagnosis_at_all_exits_apart_from_a_warn_or_a_fail(seat_home):
+    """A script reading exit 1 as 'warnings only' must not take an unknown profile for one."""
+    import subprocess
+
+    from conftest import BIN
+
+    done = subprocess.run([str(BIN / "seat"), "doctor", "no-such-profile"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+    assert "no-such-profile" in done.stderr
