@@ -76,7 +76,7 @@ def hub_revision(folder: Path) -> str | None:
     """The commit `hf download --local-dir` recorded (first line of each file's .metadata), when all agree."""
     found = set()
     for meta in (folder / HUB_META / "download").rglob("*.metadata"):
-        first = meta.read_text().splitlines()[:1]
+        first = meta.read_text(errors="replace").splitlines()[:1]  # a killed download leaves non-text bytes
         if first and re.fullmatch(r"[0-9a-f]{40}", first[0]):
             found.add(first[0])
     return found.pop() if len(found) == 1 else None

@@ -369,3 +369,13 @@ def test_full_verifies_at_the_same_time_each_record_whole(seat_home):
     assert [w.returncode for w in writers] == [0, 0, 0], errors
     assert verify.last_full("p")["ok"] is True
     assert sorted(p.name for p in (seat_home / "models" / "verified").iterdir()) == ["p.json"]
+
+
+def test_a_torn_hub_metadata_file_names_no_revision_rather_than_crashing(tmp_path, seat_home):
+    """hf killed mid-write leaves bytes that are not text: the lock knows no revision, and says so."""
+    fill(tmp_path / "base", BASE)
+    fill(tmp_path / "draft", DRAFT)
+    meta = tmp_path / "base" / ".cache" / "huggingface" / "download"
+    fill(meta, {"config.json.metadata": b"\xff\xfe\x00torn", "model-00001.safetensors.metadata": f"{REV}\n".encode()})
+    profile = profiles.load(write_profile(tmp_path))
+    assert locks.make(profile)["base"].revision == REV
