@@ -46,7 +46,26 @@ def last_verify(profile: Profile) -> Row:
         return warn(LAYER, "full verify", f"{when}, against another lock", fix)
     if not passed:
         return fail(LAYER, "full verify", f"{when}: files differed", f"seat model fetch {profile.name}")
-    return ok(LAYER, "full verify", f"{when}: every hash matched")
+    touched = _changed_since(profile, record["time"])
+    if touched:
+        return warn(LAYER, "full verify", f"{when}: every hash matched, but {len(touched)} file(s) were "
+                    f"written since (e.g. {', '.join(touched[:3])})", fix)
+    return ok(LAYER, "full verify", f"{when}: every hash matched, no file written since")
+
+
+def _changed_since(profile: Profile, then: float) -> list[str]:
+    """Files whose inode changed after `then` (ctime: a rewrite of the same size, a rename over it)."""
+    found = []
+    for key in profile.models:
+        folder = locks.model_dir(profile, key)
+        for path in locks.scan(folder) if folder.is_dir() else ():
+            try:
+                changed = (folder / path).stat().st_ctime > then
+            except OSError:  # gone since the walk
+                changed = True
+            if changed:
+                found.append(f"{key}/{path}")
+    return found
 
 
 def rows(profile: Profile) -> list[Row]:

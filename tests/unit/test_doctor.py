@@ -287,3 +287,28 @@ def test_no_diagnosis_at_all_exits_apart_from_a_warn_or_a_fail(seat_home):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 3 and "Traceback" not in done.stderr
     assert "no-such-profile" in done.stderr
+
+
+def test_a_file_rewritten_after_the_last_full_verify_is_not_vouched_for(seat_home, tmp_path):
+    """Same size, other bytes, written after a verify that passed: the row must not say 'every hash matched'."""
+    import os
+    import shutil
+
+    from seatkit.models import verify
+    from seatkit.serve import profile as profiles
+
+    source = Path(profiles.load("cpu-smoke").source)
+    shutil.copy(source, tmp_path / source.name)
+    prof = profiles.load(str(tmp_path / source.name))
+    model = seat_home / "models" / "tiny-llama"
+    model.mkdir(parents=True)
+    for name in prof.models["base"].files:
+        (model / name).write_bytes(os.urandom(64))
+    locks.write(prof, locks.make(prof))
+    assert verify.verify(prof)["ok"]
+    assert models.last_verify(prof).status == "OK"
+    then = verify.last_full(prof.name)["time"]
+    while (model / "config.json").stat().st_ctime <= then:  # file times tick coarser than time.time()
+        (model / "config.json").write_bytes(os.urandom(64))
+    row = models.last_verify(prof)
+    assert row.status == "WARN" and "base/config.json" in row.evidence
