@@ -312,3 +312,20 @@ def test_a_file_rewritten_after_the_last_full_verify_is_not_vouched_for(seat_hom
         (model / "config.json").write_bytes(os.urandom(64))
     row = models.last_verify(prof)
     assert row.status == "WARN" and "base/config.json" in row.evidence
+
+
+def test_a_gpu_lost_mid_read_is_every_gpu_row_saying_why(profile, monkeypatch):
+    """NVML answers nvmlInit, then a GPU has fallen off the bus (the driver's own error code)."""
+    import pynvml
+
+    def lost(*args):
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+
+    monkeypatch.setattr(pynvml, "nvmlInit", lambda: None)
+    monkeypatch.setattr(pynvml, "nvmlShutdown", lambda: None)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetCount", lambda: 4)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetHandleByIndex", lost)
+    readings = nvml.read()
+    assert "NVML failed reading the GPUs" in readings["error"]
+    rows = gpu.rows(readings, profile, settings.load("paper"))
+    assert statuses(rows)["GPU count"] == "FAIL"
