@@ -68,6 +68,9 @@ def scan(folder: Path) -> dict[str, int]:
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
         if path.is_file() and rel.parts[:2] != HUB_META.parts:
+            if "\n" in rel.as_posix():  # the aggregate is one line per file
+                raise SeatError(f"{folder}: a file name holds a newline: {rel.as_posix()!r}",
+                                "rename or remove it; no hub repository has one")
             out[rel.as_posix()] = path.stat().st_size
     return out
 
@@ -140,8 +143,8 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
         if lock.sha256 != stated[key]:
             raise SeatError(f"{where}: model {key}'s aggregate hash does not match its files",
                             "the lock was edited by hand; lock again")
-        if any(f.path.startswith("/") or ".." in Path(f.path).parts for f in lock.files):
-            raise SeatError(f"{where}: model {key} lists a path outside its folder")
+        if any(f.path.startswith("/") or ".." in Path(f.path).parts or "\n" in f.path for f in lock.files):
+            raise SeatError(f"{where}: model {key} lists a path outside its folder, or with a newline")
         if len({f.path for f in lock.files}) != len(lock.files):
             raise SeatError(f"{where}: model {key} lists a file twice", f"run `seat model lock {profile.name}` again")
         for name, grammar in (("repository", HUB_REPOSITORY), ("revision", HUB_REVISION)):
