@@ -51,11 +51,11 @@ preflight() {
   file="${SEAT_HOME}"/models/tiny-llama/generation_config.json
   [ -s "$file" ] || fail 'base model generation_config.json'" is missing or empty: $file"
   dir="${SEAT_HOME}"/models/tiny-llama
-  f=config.json; [ "$(stat -c %s -- "$dir/$f" 2>/dev/null)" = 481 ] || fail 'base model'": $f is missing or not the locked size (481 bytes)" 'seat model verify cpu-smoke-k3'
-  f=generation_config.json; [ "$(stat -c %s -- "$dir/$f" 2>/dev/null)" = 65 ] || fail 'base model'": $f is missing or not the locked size (65 bytes)" 'seat model verify cpu-smoke-k3'
-  f=special_tokens_map.json; [ "$(stat -c %s -- "$dir/$f" 2>/dev/null)" = 95 ] || fail 'base model'": $f is missing or not the locked size (95 bytes)" 'seat model verify cpu-smoke-k3'
-  f=tokenizer.json; [ "$(stat -c %s -- "$dir/$f" 2>/dev/null)" = 262574 ] || fail 'base model'": $f is missing or not the locked size (262574 bytes)" 'seat model verify cpu-smoke-k3'
-  f=tokenizer_config.json; [ "$(stat -c %s -- "$dir/$f" 2>/dev/null)" = 378 ] || fail 'base model'": $f is missing or not the locked size (378 bytes)" 'seat model verify cpu-smoke-k3'
+  f=config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 481 ] || fail 'base model'": $f is missing or not the locked size (481 bytes)" 'seat model verify cpu-smoke-k3'
+  f=generation_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 65 ] || fail 'base model'": $f is missing or not the locked size (65 bytes)" 'seat model verify cpu-smoke-k3'
+  f=special_tokens_map.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 95 ] || fail 'base model'": $f is missing or not the locked size (95 bytes)" 'seat model verify cpu-smoke-k3'
+  f=tokenizer.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 262574 ] || fail 'base model'": $f is missing or not the locked size (262574 bytes)" 'seat model verify cpu-smoke-k3'
+  f=tokenizer_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 378 ] || fail 'base model'": $f is missing or not the locked size (378 bytes)" 'seat model verify cpu-smoke-k3'
 }
 
 # No key, no exposure: loopback only, unless the operator says otherwise.

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from seatkit.cli.app import PROFILE, out, seat
 from seatkit.doctor.diagnose import diagnose
+from seatkit.errors import SeatError
 
 COLOUR = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
 
@@ -29,8 +30,11 @@ def doctor_cmd(profile: str, host_profile: str, runs: str, as_json: bool):
     server and the last bench against its reference card.
 
     Each row is OK, WARN or FAIL with its evidence and fix; a check that cannot run here says why.
-    Exit 0 when every row is OK, 1 on a WARN, 2 on a FAIL."""
-    result = diagnose(profile, host_profile, Path(runs))
+    Exit 0 when every row is OK, 1 on a WARN, 2 on a FAIL, 3 when there is no diagnosis at all."""
+    try:
+        result = diagnose(profile, host_profile, Path(runs))
+    except SeatError as exc:  # no diagnosis at all (an unknown profile): neither a WARN (1) nor a FAIL (2)
+        raise SeatError(exc.message, exc.hint, code=3) from None
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from seatkit.bench import cards, compare
 from seatkit.doctor.rows import Row, cannot, ok, warn
+from seatkit.errors import SeatError
 from seatkit.serve.profile import Profile
 
 LAYER = "bench"
@@ -21,7 +22,7 @@ def last_run(profile: Profile, runs: Path) -> Path | None:
         try:
             if json.loads(folder.read_text())["conditions"].get("profile") == profile.name:
                 return folder.parent
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):  # torn or foreign: not a run
             continue
     return None
 
@@ -63,4 +64,8 @@ def rows(profile: Profile, runs: Path, others: list[Row]) -> list[Row]:
     if card is None:
         return [cannot(LAYER, "vs card", f"last bench {run.name}; no reference card for "
                        f"{profile.models[profile.model].repository or 'a locally built model'}")]
-    return [gap(run, card, others)]
+    try:
+        return [gap(run, card, others)]
+    except (SeatError, KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as exc:
+        return [cannot(LAYER, "vs card", f"{run.name}/summary.json does not compare with {card.stem}: "
+                       f"{type(exc).__name__}: {str(exc)[:120]}", f"seat bench {profile.name}")]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from seatkit.doctor import bench, gpu, host as host_rows, image, models, nvml, server
-from seatkit.doctor.rows import exit_code, worst
+from seatkit.doctor.rows import cannot, exit_code, worst
+from seatkit.errors import SeatError
 from seatkit.host import settings, status as host_status
 from seatkit.serve import profile as profiles, spec as specs
 
@@ -18,7 +19,10 @@ def diagnose(profile_name: str, host_profile: str = "paper", runs: Path = Path("
     nv = nvml.read() if readings is None else readings
     status = host_status.status(host) if profile.gpus.count else {}
     rows = gpu.rows(nv, profile, host) + host_rows.rows(status, profile)
-    rows += image.rows(profile, specs.build(profile).values().get("SEAT_IMAGE"))
+    try:
+        rows += image.rows(profile, specs.build(profile).values().get("SEAT_IMAGE"))
+    except SeatError as exc:  # a broken models lock, say: the models rows show it, the other layers go on
+        rows.append(cannot("image", "image", f"the launch spec does not build: {exc.message}", exc.hint))
     rows += models.rows(profile) + server.rows(profile)
     rows += bench.rows(profile, runs, rows)
     return {"profile": profile.name, "host_profile": host.name, "nvml": nv,

@@ -27,21 +27,45 @@ def sizes(profile: Profile) -> Row:
 
 
 def last_verify(profile: Profile) -> Row:
-    record = verifier.last_full(profile.name)
     fix = f"seat model verify {profile.name}"
+    try:
+        record = verifier.last_full(profile.name)
+        if record is not None:
+            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
+            then, passed = {k: m["sha256"] for k, m in record["models"].items()}, bool(record["ok"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a torn record is no record
+        return warn(LAYER, "full verify", f"the record of the last full verify is unreadable: "
+                    f"{type(exc).__name__}", fix)
     if record is None:
         return warn(LAYER, "full verify", "never run on this machine", fix)
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
     try:
         current = locks.hashes(profile) or {}
     except SeatError as exc:
         return warn(LAYER, "full verify", exc.message, exc.hint)
-    then = {k: m["sha256"] for k, m in record["models"].items()}
     if then != current:
         return warn(LAYER, "full verify", f"{when}, against another lock", fix)
-    if not record["ok"]:
+    if not passed:
         return fail(LAYER, "full verify", f"{when}: files differed", f"seat model fetch {profile.name}")
-    return ok(LAYER, "full verify", f"{when}: every hash matched")
+    touched = _changed_since(profile, record["time"])
+    if touched:
+        return warn(LAYER, "full verify", f"{when}: every hash matched, but {len(touched)} file(s) were "
+                    f"written since (e.g. {', '.join(touched[:3])})", fix)
+    return ok(LAYER, "full verify", f"{when}: every hash matched, no file written since")
+
+
+def _changed_since(profile: Profile, then: float) -> list[str]:
+    """Files whose inode changed after `then` (ctime: a rewrite of the same size, a rename over it)."""
+    found = []
+    for key in profile.models:
+        folder = locks.model_dir(profile, key)
+        for path in locks.scan(folder) if folder.is_dir() else ():
+            try:
+                changed = (folder / path).stat().st_ctime > then
+            except OSError:  # gone since the walk
+                changed = True
+            if changed:
+                found.append(f"{key}/{path}")
+    return found
 
 
 def rows(profile: Profile) -> list[Row]:

@@ -46,5 +46,7 @@ def read() -> dict:
                 "persistence_mode": _safe(pynvml.nvmlDeviceGetPersistenceMode, h),
             })
         return {"driver": _text(pynvml.nvmlSystemGetDriverVersion()), "gpus": gpus}
+    except pynvml.NVMLError as exc:  # a GPU fallen off the bus, say: the reason to run doctor
+        return {"error": f"NVML failed reading the GPUs ({exc})"}
     finally:
         pynvml.nvmlShutdown()

@@ -6,9 +6,12 @@ answer at its URL; helper 10b's proof that the port's listener is that process r
 
 from __future__ import annotations
 
+import json
 import re
+import time
 
 import requests
+from docker.errors import DockerException
 
 from seatkit.bench import metrics
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
@@ -18,23 +21,31 @@ from seatkit.serve.profile import Profile
 
 LAYER = "server"
 CHECKS = ("identity", "vLLM version", "spec config", "alone")
+DEADLINE_S = 15  # for a whole answer: `timeout` bounds each read, and a trickling listener never ends
+LIMIT = 16 << 20  # bytes: vLLM's /metrics is tens of kB
 
 
-def _get(run: launch.Running, path: str):
-    answer = requests.get(f"{run.url}{path}", headers=launch.headers(run), timeout=5)
-    answer.raise_for_status()
-    return answer
+def _get(run: launch.Running, path: str) -> str:
+    deadline = time.monotonic() + DEADLINE_S
+    body = bytearray()
+    with requests.get(f"{run.url}{path}", headers=launch.headers(run), timeout=5, stream=True) as answer:
+        answer.raise_for_status()
+        while piece := answer.raw.read1(1 << 16, decode_content=True):  # what has come, not 64 kB
+            body += piece
+            if time.monotonic() > deadline or len(body) > LIMIT:
+                raise requests.Timeout(f"{path}: no whole answer within {DEADLINE_S} s and {LIMIT} bytes")
+    return body.decode(errors="replace")
 
 
 def identity(run: launch.Running) -> Row:
-    health = _get(run, "/health").status_code
+    _get(run, "/health")
     what = f"PID {run.ident}" if run.runtime == "native" else f"container {run.ident[:12]}"
-    return ok(LAYER, "identity", f"{what} recorded by seat up is alive; /health {health} at {run.url}"
+    return ok(LAYER, "identity", f"{what} recorded by seat up is alive; /health answers at {run.url}"
               " (listener identity: not proven yet)")
 
 
 def version(run: launch.Running, profile: Profile) -> Row:
-    found = _get(run, "/version").json().get("version", "")
+    found = json.loads(_get(run, "/version")).get("version", "")
     expected = profile.rig.software.get("vllm", "")
     if not expected:
         return cannot(LAYER, "vLLM version", f"{found} serves; the profile's rig names no vllm version")
@@ -47,7 +58,7 @@ def version(run: launch.Running, profile: Profile) -> Row:
 
 
 def spec_config(run: launch.Running, profile: Profile, text: str) -> Row:
-    models = _get(run, "/v1/models").json()["data"]
+    models = json.loads(_get(run, "/v1/models"))["data"]
     served = next((m for m in models if m["id"] == profile.server.served_model_name), None)
     problems = []
     if served is None:
@@ -80,12 +91,18 @@ def alone(text: str) -> Row:
 
 def rows(profile: Profile) -> list[Row]:
     run = launch.recorded(profile.name)
-    if run is None or not launch.alive(run):
+    try:
+        up = run is not None and launch.alive(run)
+    except DockerException as exc:
+        return [cannot(LAYER, check, f"{profile.name} runs in docker and no docker engine answers "
+                       f"({type(exc).__name__})") for check in CHECKS]
+    if not up:
         why = f"{profile.name} is not up (no process recorded by seat up is alive)"
         return [cannot(LAYER, check, why, f"seat up {profile.name}") for check in CHECKS]
     try:
-        text = _get(run, "/metrics").text
+        text = _get(run, "/metrics")
         return [identity(run), version(run, profile), spec_config(run, profile, text), alone(text)]
-    except (requests.RequestException, ValueError, KeyError, SeatError) as exc:
+    except (requests.RequestException, ValueError, KeyError, TypeError, AttributeError, SeatError) as exc:
+        # JSON of another shape than vLLM's is as much a foreign listener as no answer
         return [fail(LAYER, "identity", f"{run.url} does not answer as vLLM: {type(exc).__name__}: "
                      f"{str(exc)[:120]}", f"seat logs {profile.name}")]

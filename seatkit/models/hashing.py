@@ -9,23 +9,33 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
+
+from seatkit.errors import SeatError
 
 CHUNK = 4 << 20
 OnBytes = Callable[[int], None]
 
 
-def sha256_file(path: Path, on_bytes: OnBytes | None = None, chunk: int = CHUNK) -> str:
+def sha256_file(path: Path, on_bytes: OnBytes | None = None, chunk: int = CHUNK,
+                stop: threading.Event | None = None) -> str:
     digest = hashlib.sha256()
     buffer = bytearray(chunk)
     view = memoryview(buffer)
-    with open(path, "rb", buffering=0) as fh:
-        while n := fh.readinto(buffer):
-            digest.update(view[:n])
-            if on_bytes:
-                on_bytes(n)
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            while n := fh.readinto(buffer):
+                if stop is not None and stop.is_set():
+                    raise InterruptedError("hashing stopped")
+                digest.update(view[:n])
+                if on_bytes:
+                    on_bytes(n)
+    except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:
+        raise SeatError(f"cannot read {path}: {exc.strerror}",
+                        "another process changed the folder, or its permissions; run it again") from None
     return digest.hexdigest()
 
 
@@ -33,9 +43,21 @@ def workers_default() -> int:
     return len(os.sched_getaffinity(0))
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # gone since the walk: sha256_file says so
+        return 0
+
+
 def hash_files(files: list[Path], workers: int | None = None,
                on_bytes: OnBytes | None = None) -> dict[Path, str]:
     """Each file's SHA-256, `workers` files at a time, largest first (so no big file ends alone)."""
-    order = sorted(files, key=lambda p: -p.stat().st_size)
+    order = sorted(files, key=_size, reverse=True)
+    stop = threading.Event()
     with ThreadPoolExecutor(workers or workers_default()) as pool:
-        return dict(zip(order, pool.map(lambda p: sha256_file(p, on_bytes), order)))
+        try:
+            return dict(zip(order, pool.map(lambda p: sha256_file(p, on_bytes, stop=stop), order)))
+        finally:  # Ctrl-C or an error: drop the queued files, stop the others at their next chunk
+            stop.set()
+            pool.shutdown(cancel_futures=True)

@@ -18,7 +18,7 @@ import yaml
 from seatkit.errors import SeatError
 from seatkit.models import hashing
 from seatkit.serve import runtime
-from seatkit.serve.profile import ModelDir, Profile
+from seatkit.serve.profile import HUB_REPOSITORY, HUB_REVISION, ModelDir, Profile
 
 HUB_META = Path(".cache") / "huggingface"  # what `hf download --local-dir` keeps beside the files
 
@@ -68,6 +68,9 @@ def scan(folder: Path) -> dict[str, int]:
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
         if path.is_file() and rel.parts[:2] != HUB_META.parts:
+            if "\n" in rel.as_posix():  # the aggregate is one line per file
+                raise SeatError(f"{folder}: a file name holds a newline: {rel.as_posix()!r}",
+                                "rename or remove it; no hub repository has one")
             out[rel.as_posix()] = path.stat().st_size
     return out
 
@@ -76,7 +79,7 @@ def hub_revision(folder: Path) -> str | None:
     """The commit `hf download --local-dir` recorded (first line of each file's .metadata), when all agree."""
     found = set()
     for meta in (folder / HUB_META / "download").rglob("*.metadata"):
-        first = meta.read_text().splitlines()[:1]
+        first = meta.read_text(errors="replace").splitlines()[:1]  # a killed download leaves non-text bytes
         if first and re.fullmatch(r"[0-9a-f]{40}", first[0]):
             found.add(first[0])
     return found.pop() if len(found) == 1 else None
@@ -115,7 +118,7 @@ def write(profile: Profile, locks: dict[str, ModelLock]) -> Path:
     path = lock_path(profile)
     if path is None:
         raise SeatError(f"profile {profile.name} has no file to keep a lock beside")
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer: two at once each land whole
     tmp.write_text(dump(profile, locks))
     tmp.replace(path)
     return path
@@ -140,8 +143,14 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
         if lock.sha256 != stated[key]:
             raise SeatError(f"{where}: model {key}'s aggregate hash does not match its files",
                             "the lock was edited by hand; lock again")
-        if any(f.path.startswith("/") or ".." in Path(f.path).parts for f in lock.files):
-            raise SeatError(f"{where}: model {key} lists a path outside its folder")
+        if any(f.path.startswith("/") or ".." in Path(f.path).parts or "\n" in f.path for f in lock.files):
+            raise SeatError(f"{where}: model {key} lists a path outside its folder, or with a newline")
+        if len({f.path for f in lock.files}) != len(lock.files):
+            raise SeatError(f"{where}: model {key} lists a file twice", f"run `seat model lock {profile.name}` again")
+        for name, grammar in (("repository", HUB_REPOSITORY), ("revision", HUB_REVISION)):
+            if getattr(lock, name) is not None and not re.fullmatch(grammar, str(getattr(lock, name))):
+                raise SeatError(f"{where}: model {key}'s {name} {getattr(lock, name)!r} is not a hub {name}",
+                                f"run `seat model lock {profile.name}` again")
     if set(locks) != set(profile.models):
         raise SeatError(f"{where} locks models {sorted(locks)}, the profile has {sorted(profile.models)}",
                         f"run `seat model lock {profile.name}` again")

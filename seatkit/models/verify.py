@@ -7,6 +7,7 @@ and is opt-in. Every full verify is recorded under SEAT_HOME/models/verified/ fo
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def _record_path(profile: str) -> Path:
 def _record(result: dict) -> None:
     path = _record_path(result["profile"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer: two at once each land whole
     tmp.write_text(json.dumps(result, indent=2))
     tmp.replace(path)
 

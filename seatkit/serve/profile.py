@@ -125,6 +125,11 @@ class Gpus(Strict):
         return self
 
 
+# A hub repository (owner/name, neither starting with '-' or '.': it reaches `hf`'s argv) and a commit.
+HUB_REPOSITORY = r"^\w[\w.-]*/\w[\w.-]*$"
+HUB_REVISION = r"^[0-9a-f]{40}$"
+
+
 class ModelDir(Strict):
     """A model directory: where it lives on the host and what preflight checks in it."""
 
@@ -134,8 +139,8 @@ class ModelDir(Strict):
     files: list[ModelFile] = ["config.json"]
     shards_from_index: bool = False
     # Where the files come from on the hub, and at which commit (`seat model fetch`, the lock).
-    repository: Annotated[str, Field(pattern=r"^[\w.-]+/[\w.-]+$")] | None = None
-    revision: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] | None = None
+    repository: Annotated[str, Field(pattern=HUB_REPOSITORY)] | None = None
+    revision: Annotated[str, Field(pattern=HUB_REVISION)] | None = None
 
     @model_validator(mode="after")
     def _one_source(self):

@@ -2,6 +2,7 @@
 
 import copy
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,180 @@ def test_cpu_profile_needs_no_gpu_rows(seat_home, tmp_path):
     assert all(rows[("server", c)]["evidence"].startswith("cannot check: cpu-smoke is not up")
                for c in ("identity", "vLLM version", "spec config", "alone"))
     assert locks.hashes(__import__("seatkit.serve.profile", fromlist=["load"]).load("cpu-smoke"))
+
+
+@contextmanager
+def liar_recorded_as_the_seat(answer):
+    """A listener at the URL `seat up` recorded for cpu-smoke (this test's own process as the seat's)."""
+    import os
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from seatkit.serve import launch, profile as profiles
+
+    class Liar(BaseHTTPRequestHandler):
+        def do_GET(self):
+            answer(self)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Liar)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        prof = profiles.load("cpu-smoke")
+        launch._record(launch.Running(prof.name, "native", str(os.getpid()),
+                                      f"http://127.0.0.1:{httpd.server_address[1]}", "m", "", 0.0,
+                                      since=launch.process_start(os.getpid())))
+        yield prof
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def send(handler, body: bytes, length: int | None = None) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(len(body) if length is None else length))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@pytest.mark.parametrize("answers", [
+    {"/version": [], "/v1/models": {"data": []}},           # /version not an object
+    {"/version": {"version": "0.1"}, "/v1/models": {"data": "no list"}},
+    {"/version": {"version": "0.1"}, "/v1/models": {"data": [1, 2]}},
+    {"/version": {"version": "0.1"}, "/v1/models": []},
+])
+def test_a_server_answering_garbage_is_a_fail_row_not_a_traceback(seat_home, answers):
+    """A listener on the seat's URL that answers JSON of the wrong shape."""
+    from seatkit.doctor import server
+
+    def answer(handler):
+        send(handler, b"# nothing\n" if handler.path == "/metrics" else json.dumps(answers.get(handler.path, {})).encode())
+
+    with liar_recorded_as_the_seat(answer) as prof:
+        rows = server.rows(prof)
+    assert any(r.status == "FAIL" for r in rows)
+
+
+def test_a_trickling_server_does_not_hang_doctor(seat_home, monkeypatch):
+    """/metrics sends a byte now and then, never the whole answer: each read is in time, the whole never."""
+    import time
+
+    from seatkit.doctor import server
+
+    monkeypatch.setattr(server, "DEADLINE_S", 1)
+
+    def answer(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Length", "1000000")
+        handler.end_headers()
+        for _ in range(120):  # 30 s at most, then the connection closes short
+            handler.wfile.write(b"#")
+            handler.wfile.flush()
+            time.sleep(0.25)
+
+    with liar_recorded_as_the_seat(answer) as prof:
+        (row,) = server.rows(prof)
+    assert row.status == "FAIL" and "no whole answer within 1 s" in row.evidence
+
+
+@pytest.mark.parametrize("summary", ["[]", '{"conditions": []}', "{not json", '{"conditions": {"profile": "%s"}}' % DEFAULT,
+                                     '{"conditions": {"profile": "%s"}, "suites": {"x": 1}}' % DEFAULT])
+def test_a_corrupted_run_folder_is_skipped_or_said_not_a_traceback(tmp_path, profile, summary):
+    folder = tmp_path / "runs" / "20261201T000000Z-x"
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(summary)
+    (row,) = bench.rows(profile, tmp_path / "runs", [])
+    assert row.status == "WARN" and row.evidence.startswith("cannot check")
+
+
+def test_a_corrupted_verify_record_is_said_not_a_traceback(seat_home, profile):
+    record = seat_home / "models" / "verified" / f"{profile.name}.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{torn")
+    row = models.last_verify(profile)
+    assert row.status == "WARN" and "verify" in row.fix
+
+
+def test_a_docker_seat_recorded_without_an_engine_says_why(seat_home, monkeypatch):
+    """`seat up` recorded a container; the engine is gone since: each server row says why."""
+    from seatkit.doctor import server
+    from seatkit.serve import launch, profile as profiles
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{seat_home}/no-engine.sock")
+    launch._record(launch.Running(DEFAULT, "docker", "abcdef123456", "http://127.0.0.1:1", "m", "", 0.0))
+    rows = server.rows(profiles.load(DEFAULT))
+    assert [r.check for r in rows] == list(server.CHECKS)
+    assert all(r.status == "WARN" and "no docker engine answers" in r.evidence for r in rows)
+
+
+def test_a_broken_models_lock_is_a_row_and_every_other_layer_still_runs(seat_home, tmp_path):
+    """Doctor is for broken seats: a hand-edited lock must not stop the whole diagnosis."""
+    import shutil
+
+    from seatkit.serve import profile as profiles
+
+    source = Path(profiles.load("cpu-smoke").source)
+    shutil.copy(source, tmp_path / source.name)
+    lock = source.with_suffix(".models.lock").read_text()
+    (tmp_path / "cpu-smoke.models.lock").write_text(lock.replace("size: 481", "size: 482", 1))
+    result = diagnose.diagnose(str(tmp_path / source.name), runs=tmp_path, readings={"error": "no driver"})
+    rows = {(r["layer"], r["check"]): r for r in result["rows"]}
+    assert "aggregate hash does not match" in rows[("models", "lock sizes")]["evidence"]
+    assert {"gpu", "host", "image", "models", "server", "bench"} == {layer for layer, _ in rows}
+
+
+def test_no_diagnosis_at_all_exits_apart_from_a_warn_or_a_fail(seat_home):
+    """A script reading exit 1 as 'warnings only' must not take an unknown profile for one."""
+    import subprocess
+
+    from conftest import BIN
+
+    done = subprocess.run([str(BIN / "seat"), "doctor", "no-such-profile"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+    assert "no-such-profile" in done.stderr
+
+
+def test_a_file_rewritten_after_the_last_full_verify_is_not_vouched_for(seat_home, tmp_path):
+    """Same size, other bytes, written after a verify that passed: the row must not say 'every hash matched'."""
+    import os
+    import shutil
+
+    from seatkit.models import verify
+    from seatkit.serve import profile as profiles
+
+    source = Path(profiles.load("cpu-smoke").source)
+    shutil.copy(source, tmp_path / source.name)
+    prof = profiles.load(str(tmp_path / source.name))
+    model = seat_home / "models" / "tiny-llama"
+    model.mkdir(parents=True)
+    for name in prof.models["base"].files:
+        (model / name).write_bytes(os.urandom(64))
+    locks.write(prof, locks.make(prof))
+    assert verify.verify(prof)["ok"]
+    assert models.last_verify(prof).status == "OK"
+    then = verify.last_full(prof.name)["time"]
+    while (model / "config.json").stat().st_ctime <= then:  # file times tick coarser than time.time()
+        (model / "config.json").write_bytes(os.urandom(64))
+    row = models.last_verify(prof)
+    assert row.status == "WARN" and "base/config.json" in row.evidence
+
+
+def test_a_gpu_lost_mid_read_is_every_gpu_row_saying_why(profile, monkeypatch):
+    """NVML answers nvmlInit, then a GPU has fallen off the bus (the driver's own error code)."""
+    import pynvml
+
+    def lost(*args):
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+
+    monkeypatch.setattr(pynvml, "nvmlInit", lambda: None)
+    monkeypatch.setattr(pynvml, "nvmlShutdown", lambda: None)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetCount", lambda: 4)
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetHandleByIndex", lost)
+    readings = nvml.read()
+    assert "NVML failed reading the GPUs" in readings["error"]
+    rows = gpu.rows(readings, profile, settings.load("paper"))
+    assert statuses(rows)["GPU count"] == "FAIL"

@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,11 +112,17 @@ def test_verify_reports_missing_changed_and_extra_and_records_full_runs(locked, 
     (lambda d: d["models"]["base"]["files"][0].update(size=1), "aggregate hash does not match"),
     (lambda d: d["models"].pop("draft"), "the profile has"),
     (lambda d: d.update(models=[]), "not a models lock"),
+    (lambda d: d["models"]["base"].update(revision="--local-dir=/etc"), "is not a hub revision"),
+    (lambda d: d["models"]["base"]["files"].append(dict(d["models"]["base"]["files"][0])), "twice"),
 ])
 def test_a_bad_lock_is_refused(locked, edit, message):
     path = locks.lock_path(locked)
     data = yaml.safe_load(path.read_text())
     edit(data)
+    for key, model in data["models"].items() if isinstance(data["models"], dict) else ():
+        model["sha256"] = locks.ModelLock(None, None, [locks.File(**f) for f in model["files"]]).sha256
+    if message == "aggregate hash does not match":
+        data["models"]["base"]["sha256"] = "0" * 64
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(SeatError, match=message):
         locks.read(locked)
@@ -290,3 +297,111 @@ def test_setup_rebuilds_a_built_model_whose_sizes_differ_from_the_lock(seat_home
     with pytest.raises(FileNotFoundError):  # the stand-in builder writes nothing to move into place
         runtime.ensure_model("tiny-llama", profile.models["base"].files, Path("/v"), sizes=sizes)
     assert runs and runs[0][-1].endswith("tiny-llama.partial")
+
+
+def test_the_script_follows_symlinked_files_like_python_does(tmp_path, seat_home):
+    """A hub cache snapshot holds symlinks to blobs: its sizes are the blobs', in bash as in Python."""
+    profile = profiles.load("cpu-smoke")
+    model, blobs = seat_home / "models" / "tiny-llama", tmp_path / "blobs"
+    for f in locks.read(profile)["base"].files:
+        fill(blobs, {f.path: b"x" * f.size})
+        (model / f.path).parent.mkdir(parents=True, exist_ok=True)
+        (model / f.path).symlink_to(blobs / f.path)
+    vllm = seat_home / "venvs" / profile.native.venv / "bin" / "vllm"
+    fill(vllm.parent, {"vllm": b"#!/bin/sh\n"})
+    vllm.chmod(0o755)
+    spec = specs.build(profile)
+    values = spec.values({})
+    for check in spec.checks:
+        if check.kind == "sizes":
+            preflight._check(check, spec, values)  # Python follows the links
+    script = tmp_path / "serve.sh"
+    script.write_text(render.render_script(spec))
+    env = {**os.environ, "SEAT_DRY_RUN": "1", "SEAT_PORT": str(free_port())}
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_ctrl_c_stops_hashing_at_the_next_chunk(tmp_path):
+    """Ctrl-C during a verify must not go on hashing the multi-GB shards already started."""
+    import signal
+
+    files = [tmp_path / f"shard-{i}" for i in range(2)]
+    for path in files:
+        path.write_bytes(b"x" * (hashing.CHUNK * 16))
+    chunks = []
+
+    def interrupt_once(n: int) -> None:
+        chunks.append(n)
+        if len(chunks) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        hashing.hash_files(files, workers=2, on_bytes=interrupt_once)
+    assert len(chunks) < 32  # both shards to the end: every one of their 32 chunks
+
+
+def test_a_file_vanishing_mid_verify_is_a_clear_error(locked, tmp_path):
+    """Another process deletes a shard while the others hash: a SeatError, not a traceback."""
+    doomed = tmp_path / "base" / "config.json"
+
+    def delete(n: int) -> None:
+        doomed.unlink(missing_ok=True)
+
+    with pytest.raises(SeatError) as caught:
+        verify.verify(locked, full=True, workers=1, on_bytes=delete)
+    assert "config.json" in caught.value.message
+
+
+@pytest.mark.parametrize("repository", ["--help/x", "../..", "-o/x", ".x/y"])
+def test_a_repository_that_reads_as_an_option_or_a_path_is_refused(tmp_path, repository):
+    data = yaml.safe_load(Path(write_profile(tmp_path)).read_text())
+    data["models"]["base"]["repository"] = repository
+    path = tmp_path / "hostile.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SeatError):
+        profiles.load(str(path))
+
+
+def test_full_verifies_at_the_same_time_each_record_whole(seat_home):
+    """Two verifies at once (a cron job and an operator): no crash on the other's temporary file."""
+    code = ("from seatkit.models import verify\n"
+            "r = {'profile': 'p', 'full': True, 'time': 0, 'models': {}, 'ok': True, 'pad': 'x' * 100000}\n"
+            "for _ in range(200):\n    verify._record(r)\n")
+    writers = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    errors = [w.communicate(timeout=600)[1] for w in writers]
+    assert [w.returncode for w in writers] == [0, 0, 0], errors
+    assert verify.last_full("p")["ok"] is True
+    assert sorted(p.name for p in (seat_home / "models" / "verified").iterdir()) == ["p.json"]
+
+
+def test_a_torn_hub_metadata_file_names_no_revision_rather_than_crashing(tmp_path, seat_home):
+    """hf killed mid-write leaves bytes that are not text: the lock knows no revision, and says so."""
+    fill(tmp_path / "base", BASE)
+    fill(tmp_path / "draft", DRAFT)
+    meta = tmp_path / "base" / ".cache" / "huggingface" / "download"
+    fill(meta, {"config.json.metadata": b"\xff\xfe\x00torn", "model-00001.safetensors.metadata": f"{REV}\n".encode()})
+    profile = profiles.load(write_profile(tmp_path))
+    assert locks.make(profile)["base"].revision == REV
+
+
+def test_a_newline_in_a_file_name_cannot_forge_the_aggregate(tmp_path):
+    """One file named 'a\\n<sha>  5  b' would hash to the same aggregate as files a and b."""
+    h1, h2 = "1" * 64, "2" * 64
+    forged = locks.ModelLock(None, None, [locks.File(f"a\n{h2}  5  b", 3, h1)])
+    honest = locks.ModelLock(None, None, [locks.File("a", 3, h1), locks.File("b", 5, h2)])
+    assert forged.sha256 == honest.sha256  # so such names must never reach a lock
+    fill(tmp_path / "m", {"config.json": b"{}", f"a\n{h2}  5  b": b"abc"})
+    with pytest.raises(SeatError, match="newline"):
+        locks.scan(tmp_path / "m")
+
+
+def test_a_lock_with_a_newline_in_a_path_is_refused(locked):
+    path = locks.lock_path(locked)
+    data = yaml.safe_load(path.read_text())
+    data["models"]["base"]["files"][0]["path"] = "config.json\nx"
+    files = [locks.File(**f) for f in data["models"]["base"]["files"]]
+    data["models"]["base"]["sha256"] = locks.ModelLock(None, None, files).sha256
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SeatError, match="newline"):
+        locks.read(locked)
