@@ -119,3 +119,19 @@ def test_a_b12x_overlay_that_does_not_match_its_lock_builds_nothing(world):
     assert done.returncode == 1
     said = " ".join(done.stderr.split())  # the terminal may wrap the message
     assert "does not match the b12x lock" in said and "1 changed (e.g. gemm/dense.py)" in said
+
+
+def test_a_mount_over_the_b12x_package_is_what_the_run_records(world, busybox_image, tmp_path):
+    """A real container's Mounts (as `seat bench` reads them) with an extra mount over b12x."""
+    import docker
+
+    (tmp_path / "b12x").mkdir()
+    container = docker.from_env().containers.create(
+        busybox_image, ["true"], name=f"seatkit-test-b12x-mount-{uuid.uuid4().hex[:8]}",
+        network_mode="none", volumes={str(tmp_path / "b12x"): {"bind": f"{SITE}/b12x", "mode": "ro"}})
+    try:
+        mounted = b12x.mounted_over(container.attrs["Mounts"], f"{SITE}/b12x")
+    finally:
+        container.remove(force=True)
+    assert mounted == [f"{tmp_path / 'b12x'} at {SITE}/b12x"]
+    assert b12x.kernels({"io.seatkit.b12x.dense_sha256": "ab" * 32}, mounted).startswith("mounted over")
