@@ -209,6 +209,13 @@ class Docker(Strict):
         both = set(self.extra_env) & set(self.pass_env)
         if both:
             raise ValueError(f"{sorted(both)} are both in extra_env and pass_env: keep one")
+        if "VLLM_API_KEY" in {*self.extra_env, *self.pass_env}:
+            raise ValueError("VLLM_API_KEY comes only from the key file (server.api_key: true), "
+                             "not from extra_env or pass_env")
+        secrets = [n for n in self.pass_env if re.search(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL", n)]
+        if secrets:
+            raise ValueError(f"pass_env {secrets} look like credentials: the launch prints every "
+                             "pass_env value in its configuration line")
         return self
 
 

@@ -180,6 +180,10 @@ def test_experiment_mounts_and_env_reach_every_form(tmp_path):
     ({"pass_env": ["b12x"]}, "[A-Z_][A-Z0-9_]*"),
     ({"pass_env": ["HF_HUB_OFFLINE"]}, "repeat what the profile sets"),
     ({"pass_env": ["X"], "extra_env": {"X": "1"}}, "both in extra_env and pass_env"),
+    ({"pass_env": ["VLLM_API_KEY"]}, "only from the key file"),
+    ({"extra_env": {"VLLM_API_KEY": "k"}}, "only from the key file"),
+    ({"pass_env": ["HF_TOKEN"]}, "look like credentials"),
+    ({"pass_env": ["AWS_SECRET_ACCESS_KEY"]}, "look like credentials"),
 ])
 def test_experiment_fields_have_a_strict_grammar(tmp_path, docker, expected):
     with pytest.raises(SeatError) as caught:
