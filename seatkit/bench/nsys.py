@@ -48,7 +48,13 @@ def session_of(profile: str) -> tuple[object, str, str]:
 
 
 def _exec(container, argv: list[str], calls: list[dict]) -> None:
-    done = container.exec_run(argv)
+    from docker.errors import APIError
+
+    try:
+        done = container.exec_run(argv)
+    except APIError as exc:  # the seat stopped or was removed mid-trace
+        raise SeatError(f"`{' '.join(argv)}` could not run in the seat's container: "
+                        f"{exc.explanation or exc}", "did the seat stop? `seat status`, then `seat logs PROFILE`") from None
     calls.append({"argv": argv, "exit_code": done.exit_code})
     if done.exit_code:
         raise SeatError(f"`{' '.join(argv)}` failed in the seat's container (exit {done.exit_code}): "

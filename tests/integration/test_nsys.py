@@ -161,3 +161,22 @@ def test_compose_runs_each_mode_with_the_scripts_argv(compose, tmp_path, mode, s
     assert command == script_argv(spec, tmp_path, {**env, "SEAT_NSYS": mode})
     assert command == spec.container_argv({**spec.values({}), "SEAT_NSYS": mode})
     assert ("nsys" in command) == (mode != "off")
+
+
+def test_nsys_in_a_stopped_seat_is_a_clear_error(busybox_image):
+    """The seat died mid-trace: `nsys stop` (docker exec) meets a stopped container."""
+    import docker
+
+    from seatkit.bench import nsys as bench_nsys
+    from seatkit.errors import SeatError
+
+    container = docker.from_env().containers.create(
+        busybox_image, ["true"], name=f"seatkit-test-nsys-dead-{uuid.uuid4().hex[:8]}", network_mode="none")
+    calls = []
+    try:
+        with pytest.raises(SeatError) as caught:
+            bench_nsys._exec(container, ["nsys", "stop", "--session=s"], calls)
+    finally:
+        container.remove(force=True)
+    assert "could not run in the seat's container" in caught.value.message
+    assert "is not running" in caught.value.message and "seat status" in caught.value.hint
