@@ -256,3 +256,46 @@ def test_bench_nsys_needs_a_profiles_seat_not_a_url():
 
     result = CliRunner().invoke(seat, ["bench", "run", "--url", "http://127.0.0.1:9", "--model", "m", "--nsys"])
     assert result.exit_code == 2 and "--nsys traces a profile's seat" in result.output
+
+
+def test_a_missing_extra_mount_source_stops_every_launch(tmp_path):
+    """docker run -v would create it as an empty root-owned folder (the script) where seat up's
+    bind mount fails: both launches refuse it in preflight instead."""
+    from conftest import free_port
+    from seatkit.serve import preflight
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    missing = tmp_path / "no such overlay"
+    path = tmp_path / "exp-missing.yaml"
+    path.write_text(yaml.safe_dump({
+        "description": "a missing experiment mount", "runtime": "docker",
+        "image": {"name": "seatkit-test/none", "tag": "1"},
+        "server": {"port": free_port(), "served_model_name": "m"}, "gpus": {"count": 0},
+        "models": {"base": {"host_dir": str(model), "mount": "/models-base"}}, "model": "base",
+        "docker": {"container_name": "seatkit-test-exp-missing", "ulimits": {},
+                   "extra_mounts": [{"source": str(missing), "target": "/opt/b12x"}]}}))
+    spec = specs.build(profiles.load(str(path)))
+    (check,) = [c for c in spec.checks if c.kind == "exists"]
+    with pytest.raises(SeatError) as caught:
+        preflight._check(check, spec, spec.values({}))
+    assert f"extra mount source not found: {missing}" in caught.value.message
+    script = tmp_path / "exp.sh"
+    script.write_text(render.render_script(spec))
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    # image inspect succeeds, container inspect finds none; anything else records a launch
+    (stub / "docker").write_text(f'#!/bin/sh\ncase "$1 $2" in "image inspect") exit 0 ;; '
+                                 f'"container inspect") exit 1 ;; esac\ntouch {tmp_path}/launched\n')
+    (stub / "docker").chmod(0o755)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEAT_")}
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                          env={**environ, "PATH": f"{stub}:{os.environ['PATH']}"})
+    assert done.returncode == 1 and f"extra mount source not found: {missing}" in done.stderr
+    assert not (tmp_path / "launched").exists() and not missing.exists()
+    missing.mkdir()
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                          env={**environ, "PATH": f"{stub}:{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "launched").exists()
