@@ -50,7 +50,12 @@ def _mount_path(value: str) -> str:
     _absolute(_plain(value))
     if set(value) & {":", ","} or ".." in PurePosixPath(value).parts:
         raise ValueError(f"must be an absolute path without ':', ',' or '..' (docker mounts), got {value!r}")
-    return value
+    return "/" + "/".join(PurePosixPath(value).parts[1:])  # one spelling: '/cache/.' and '//cache' are '/cache'
+
+
+def _overlaps(a: str, b: str) -> bool:
+    a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+    return a.startswith(b) or b.startswith(a)
 
 
 def _upper_env_name(value: str) -> str:
@@ -290,7 +295,13 @@ class Profile(Strict):
                     "speculative-config", "api-key"}
         if self.docker:
             clash = (set(self.docker.extra_env) | set(self.docker.pass_env)) & set(self.env)
-            mounts = {m.mount for m in self.models.values()} & {m.target for m in self.docker.extra_mounts}
+            # What the kit mounts, and the image's verified code (the entrypoint, its locks and the
+            # vllm overlay): an extra mount on, inside or over one of them would change it unseen.
+            owned_paths = [m.mount for m in self.models.values()] + ["/opt/seatkit"] + \
+                ([self.docker.cache.mount] if self.docker.cache else []) + \
+                ([self.image.vllm_dir] if self.image and self.image.overlay else [])
+            mounts = {m.target for m in self.docker.extra_mounts
+                      if any(_overlaps(m.target, owned) for owned in owned_paths)}
             if clash or mounts:
                 raise ValueError(f"docker extras repeat what the profile sets: {sorted(clash | mounts)}")
         owned = reserved & set(self.vllm_args)
