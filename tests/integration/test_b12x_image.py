@@ -57,9 +57,9 @@ def world(busybox_image, tmp_path_factory):
 
 def build(world, b12x_lock):
     tmp, profile, made = world
+    lock = ["--b12x-lock", str(b12x_lock)] if b12x_lock else []  # none: the repo has no b12x.lock
     done = seat("build", str(profile), "--allow-unpinned", "--lock", str(tmp / "overlay.lock"),
-                "--overlay", str(tmp / "vllm"), "--b12x-lock", str(b12x_lock),
-                "--b12x-overlay", str(tmp / "b12x"), "--json")
+                "--overlay", str(tmp / "vllm"), *lock, "--b12x-overlay", str(tmp / "b12x"), "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
     made.append(result["tag"])
@@ -76,7 +76,8 @@ def dense_in(image: str) -> str:
 
 def test_without_a_b12x_overlay_the_labels_say_public_kernels(world):
     tmp, _, _ = world
-    result, labels, log = build(world, tmp / "no-such.lock")
+    assert not b12x.LOCK.exists()
+    result, labels, log = build(world, None)
     public = hashlib.sha256(PUBLIC_DENSE).hexdigest()
     assert labels["io.seatkit.b12x.overlay"] == b12x.PUBLIC and "public" in log
     assert labels["io.seatkit.b12x.dense_sha256"] == public == dense_in(result["tag"])
@@ -107,6 +108,15 @@ def test_a_pinned_b12x_overlay_lands_over_the_package_and_is_checked_at_start(wo
         capture_output=True, text=True, timeout=120)
     assert tampered.returncode == 78 and "served" not in tampered.stdout
     assert "the b12x overlay in" in tampered.stderr and "gemm/dense.py" in tampered.stderr
+
+
+def test_a_named_b12x_lock_that_is_not_there_builds_nothing(world):
+    """A mistyped --b12x-lock must not quietly build the public kernels under the patched name."""
+    tmp, profile, _ = world
+    done = seat("build", str(profile), "--allow-unpinned", "--lock", str(tmp / "overlay.lock"),
+                "--overlay", str(tmp / "vllm"), "--b12x-lock", str(tmp / "b12x.lokc"))
+    assert done.returncode == 2 and "b12x.lokc" in done.stderr and "does not exist" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_a_b12x_overlay_that_does_not_match_its_lock_builds_nothing(world):
