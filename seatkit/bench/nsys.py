@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from seatkit.bench import run as bench_run
@@ -70,7 +70,12 @@ def traced(target: bench_run.Target, prompt: Prompt, options: bench_run.Options,
 
     @contextmanager
     def window():
-        _exec(container, ["nsys", "start", f"--session={session}", f"--output={output}"], calls)
+        try:
+            _exec(container, ["nsys", "start", f"--session={session}", f"--output={output}"], calls)
+        except KeyboardInterrupt:  # the exec may have started collection: leave none running
+            with suppress(SeatError):
+                _exec(container, ["nsys", "stop", f"--session={session}"], calls)
+            raise
         try:
             yield
         finally:

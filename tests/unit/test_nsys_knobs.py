@@ -308,3 +308,31 @@ def test_a_missing_extra_mount_source_stops_every_launch(tmp_path):
                           env={**environ, "PATH": f"{stub}:{os.environ['PATH']}"})
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "launched").exists()
+
+
+def test_ctrl_c_during_nsys_start_leaves_no_collection_running(tmp_path, monkeypatch):
+    """Ctrl-C while `nsys start` runs in the container: the exec may have started collection,
+    so the bench stops it before giving up."""
+    from types import SimpleNamespace
+
+    from seatkit.bench import nsys as bench_nsys
+
+    def measure(target, prompt, options, around):  # the request itself is never reached
+        with around():
+            raise AssertionError("the request was sent after Ctrl-C")
+
+    monkeypatch.setattr(bench_nsys.bench_run, "measure", measure)
+
+    class Container:
+        id, calls = "c0ffee", []
+
+        def exec_run(self, argv):
+            self.calls.append(argv[1])
+            if argv[1] == "start":
+                raise KeyboardInterrupt
+            return SimpleNamespace(exit_code=0, output=b"")
+
+    container = Container()
+    with pytest.raises(KeyboardInterrupt):
+        bench_nsys.traced(None, None, None, container, "s1", "/cache/nsys/x", tmp_path)
+    assert container.calls == ["start", "stop"]
