@@ -214,6 +214,10 @@ class Docker(Strict):
         both = set(self.extra_env) & set(self.pass_env)
         if both:
             raise ValueError(f"{sorted(both)} are both in extra_env and pass_env: keep one")
+        unset = {*self.extra_env, *self.pass_env} & set(self.unset_env)
+        if unset:
+            raise ValueError(f"{sorted(unset)} are also in unset_env, whose `env -u` removes them "
+                             "before the server starts: keep one")
         if "VLLM_API_KEY" in {*self.extra_env, *self.pass_env}:
             raise ValueError("VLLM_API_KEY comes only from the key file (server.api_key: true), "
                              "not from extra_env or pass_env")
