@@ -218,6 +218,10 @@ class Docker(Strict):
         if unset:
             raise ValueError(f"{sorted(unset)} are also in unset_env, whose `env -u` removes them "
                              "before the server starts: keep one")
+        knobs = [n for n in [*self.extra_env, *self.pass_env] if n.startswith("SEAT_")]
+        if knobs:
+            raise ValueError(f"{knobs} are the kit's own SEAT_* names (knobs the script sets "
+                             "without exporting): pick another name")
         if "VLLM_API_KEY" in {*self.extra_env, *self.pass_env}:
             raise ValueError("VLLM_API_KEY comes only from the key file (server.api_key: true), "
                              "not from extra_env or pass_env")

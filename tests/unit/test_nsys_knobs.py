@@ -190,6 +190,8 @@ def test_experiment_mounts_and_env_reach_every_form(tmp_path):
     ({"pass_env": ["HF_HUB_OFFLINE"]}, "repeat what the profile sets"),
     ({"pass_env": ["X"], "extra_env": {"X": "1"}}, "both in extra_env and pass_env"),
     ({"pass_env": ["VLLM_API_KEY"]}, "only from the key file"),
+    ({"pass_env": ["SEAT_HOST"]}, "the kit's own SEAT_* names"),
+    ({"extra_env": {"SEAT_NSYS": "profile"}}, "the kit's own SEAT_* names"),
     ({"extra_env": {"NCCL_GRAPH_FILE": "/x"}}, "also in unset_env"),
     ({"pass_env": ["NCCL_GRAPH_DUMP_FILE"]}, "also in unset_env"),
     ({"extra_env": {"VLLM_API_KEY": "k"}}, "only from the key file"),
