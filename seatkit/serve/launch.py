@@ -184,6 +184,8 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None)
                         f"seat down {p.name} first")
     values = spec.values()
     spec.container_argv(values)  # refuses a bad knob before anything starts
+    if not spec.wraps:
+        nsys.refuse_unwrapped(os.environ)
     preflight.run(spec, values)
     env = {}
     key_file = ""

@@ -14,7 +14,7 @@ import yaml
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.serve import glossary, profile as profiles, spec as specs
+from seatkit.serve import glossary, nsys, profile as profiles, spec as specs
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 
 
@@ -67,7 +67,8 @@ def _environment() -> jinja2.Environment:
 
 
 def render_script(spec: LaunchSpec) -> str:
-    return _environment().get_template("serve.sh.j2").render(p=spec.profile, spec=spec)
+    return _environment().get_template("serve.sh.j2").render(p=spec.profile, spec=spec,
+                                                             nsys_no_modes=nsys.NO_MODES)
 
 
 def _compose_escape(text: str) -> str:

@@ -340,3 +340,22 @@ def test_ctrl_c_during_nsys_start_leaves_no_collection_running(tmp_path, monkeyp
     with pytest.raises(KeyboardInterrupt):
         bench_nsys.traced(None, None, None, container, "s1", "/cache/nsys/x", tmp_path)
     assert container.calls == ["start", "stop"]
+
+
+def test_a_profile_without_nsys_modes_refuses_seat_nsys(tmp_path, monkeypatch):
+    """cpu-smoke (native, no cache volume) has no modes: SEAT_NSYS=session must not launch a seat
+    without the profiler the operator asked for, in the script or in seat up."""
+    from seatkit.serve import launch
+
+    spec = specs.build(profiles.load("cpu-smoke"))
+    assert not spec.wraps
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEAT_")}
+    done = subprocess.run(["bash", str(paths.REPO / "serve" / "cpu-smoke.sh")], capture_output=True,
+                          text=True, timeout=60, env={**environ, "SEAT_HOME": str(tmp_path),
+                                                      "SEAT_NSYS": "session", "SEAT_DRY_RUN": "1"})
+    assert done.returncode == 1 and "SEAT_NSYS=session: this profile has no Nsight" in done.stderr
+    monkeypatch.setenv("SEAT_NSYS", "session")
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    with pytest.raises(SeatError) as caught:
+        launch.up(spec)
+    assert "no Nsight Systems modes" in caught.value.message and "docker.cache" in caught.value.hint
