@@ -121,7 +121,9 @@ def render_compose(spec: LaunchSpec) -> str:
               "# Do not edit: change the profile and run `seat render`. Host knobs live in .env.\n"
               "# ipc: host means the host's /dev/shm is used; shm_size would be inert, so none is set.\n"
               + ("# Nsight Systems: `docker compose up -d seat-nsys-session` (or seat-nsys-profile) runs the\n"
-                 "# same seat under nsys; SEAT_NSYS_* in .env set it up.\n" if spec.wraps else ""))
+                 "# same seat under nsys; SEAT_NSYS_* in .env set it up. Stop it by name, `docker compose\n"
+                 "# down seat-nsys-session`: a plain `docker compose down` leaves it running.\n"
+                 if spec.wraps else ""))
     services = {"seat": service}
     for mode, words in spec.wraps.items():  # compose cannot add words on a knob: one service a mode
         services[f"seat-nsys-{mode}"] = {"extends": {"service": "seat"}, "profiles": [f"nsys-{mode}"],

