@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from seatkit.bench import run as bench_run
@@ -48,7 +48,13 @@ def session_of(profile: str) -> tuple[object, str, str]:
 
 
 def _exec(container, argv: list[str], calls: list[dict]) -> None:
-    done = container.exec_run(argv)
+    from docker.errors import APIError
+
+    try:
+        done = container.exec_run(argv)
+    except APIError as exc:  # the seat stopped or was removed mid-trace
+        raise SeatError(f"`{' '.join(argv)}` could not run in the seat's container: "
+                        f"{exc.explanation or exc}", "did the seat stop? `seat status`, then `seat logs PROFILE`") from None
     calls.append({"argv": argv, "exit_code": done.exit_code})
     if done.exit_code:
         raise SeatError(f"`{' '.join(argv)}` failed in the seat's container (exit {done.exit_code}): "
@@ -64,7 +70,12 @@ def traced(target: bench_run.Target, prompt: Prompt, options: bench_run.Options,
 
     @contextmanager
     def window():
-        _exec(container, ["nsys", "start", f"--session={session}", f"--output={output}"], calls)
+        try:
+            _exec(container, ["nsys", "start", f"--session={session}", f"--output={output}"], calls)
+        except KeyboardInterrupt:  # the exec may have started collection: leave none running
+            with suppress(SeatError):
+                _exec(container, ["nsys", "stop", f"--session={session}"], calls)
+            raise
         try:
             yield
         finally:

@@ -20,7 +20,7 @@ def of_profile(name: str) -> Target:
     if running is None or not launch.alive(running):
         raise SeatError(f"{profile.name} is not up", f"seat up {profile.name}, or pass --url and --model")
     spec = profile.speculative
-    labels = _labels(running)
+    labels, mounts = _labels(running)
     draft = profile.models[spec.draft_model] if spec and spec.draft_model else None
     return Target(running.url, running.model, launch.headers(running),
                   k=spec.num_speculative_tokens if spec else None,
@@ -33,7 +33,8 @@ def of_profile(name: str) -> Target:
                               "model_locks": model_locks.hashes(profile),
                               "image": profile.image.reference if profile.image else None,
                               "image_labels": labels,
-                              "b12x_kernels": b12x.kernels(labels) if profile.image else None,
+                              "b12x_kernels": b12x.kernels(labels, b12x.mounted_over(
+                                  mounts, profile.image.b12x_dir)) if profile.image else None,
                               "runtime": profile.runtime, "gpus": gpus.inventory()},
                   verify=lambda: launch.require_identity(running))
 
@@ -42,13 +43,15 @@ def _model_name(model) -> str:
     return model.host_dir or f"{model.build} (built locally)"
 
 
-def _labels(running: launch.Running) -> dict | None:
-    """The container's image labels (base digest, overlay hashes, once `seat build` sets them)."""
+def _labels(running: launch.Running) -> tuple[dict | None, list[dict]]:
+    """The container's image labels (base digest, overlay hashes, once `seat build` sets them) and
+    its mounts."""
     if running.runtime != "docker":
-        return None
+        return None, []
     import docker
 
-    return docker.from_env().containers.get(running.ident).image.labels
+    container = docker.from_env().containers.get(running.ident)
+    return container.image.labels, container.attrs.get("Mounts") or []
 
 
 def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:

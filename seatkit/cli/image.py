@@ -22,9 +22,10 @@ from seatkit.serve import profile as profiles
 @click.option("--no-cache", "nocache", is_flag=True, help="Rebuild every step.")
 @click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
 @click.option("--overlay", "overlay_dir", default=str(overlay.FETCHED), show_default=True, type=click.Path())
-@click.option("--b12x-lock", default=str(b12x.LOCK), show_default=True, type=click.Path(),
-              help="A pinned b12x overlay's lock; when the file exists, its files (--b12x-overlay) are "
-              "copied over the image's b12x package. Without it the seat runs the base's public kernels.")
+@click.option("--b12x-lock", type=click.Path(exists=True, dir_okay=False),
+              help="A pinned b12x overlay's lock (default: overlay/b12x.lock, when it exists); its files "
+              "(--b12x-overlay) are copied over the image's b12x package. Without one the seat runs the "
+              "base's public kernels.")
 @click.option("--b12x-overlay", default=str(b12x.FETCHED), show_default=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def build_cmd(profile: str, allow_unpinned: bool, full: bool, nocache: bool, lock_path: str,
@@ -36,7 +37,7 @@ def build_cmd(profile: str, allow_unpinned: bool, full: bool, nocache: bool, loc
     from the repository, copying the whole overlay: `docker build --build-arg
     BASE_IMAGE=name@sha256:... -t NAME .` after `seat overlay fetch`."""
     started = time.monotonic()
-    kernels = b12x.load(Path(b12x_lock))
+    kernels = b12x.load(Path(b12x_lock) if b12x_lock else b12x.LOCK)  # a named lock must exist
     result = image_build.build(profiles.load(profile), overlay.load(Path(lock_path)), Path(overlay_dir),
                                allow_unpinned=allow_unpinned, delta=not full, nocache=nocache,
                                b12x_overlay=(kernels, Path(b12x_overlay)) if kernels else None,

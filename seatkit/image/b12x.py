@@ -43,8 +43,20 @@ def provenance(container, base_labels: dict, b12x_dir: str, lock: Lock | None) -
             "B12X_OVERLAY": f"{lock.source}@{lock.commit} lock sha256 {lock.sha256}" if lock else PUBLIC}
 
 
-def kernels(labels: dict | None) -> str:
-    """The `b12x kernels` condition of a bench run, from its image's labels."""
+def mounted_over(mounts: list[dict], b12x_dir: str) -> list[str]:
+    """The container's mounts (docker inspect's Mounts) that replace files of the b12x package, or
+    the package itself: what the seat runs there is not what the image's labels describe."""
+    inside = b12x_dir.rstrip("/") + "/"
+    return [f"{m.get('Source')} at {m['Destination']}" for m in mounts
+            if (m["Destination"].rstrip("/") + "/").startswith(inside)
+            or inside.startswith(m["Destination"].rstrip("/") + "/")]
+
+
+def kernels(labels: dict | None, mounted: list[str] = ()) -> str:
+    """The `b12x kernels` condition of a bench run, from its image's labels, unless mounts (the
+    profile's extra_mounts, as the original's B12X_OVERLAY did) replace the package at start."""
+    if mounted:
+        return f"mounted over the image's at start (unpinned): {', '.join(mounted)}"
     labels = labels or {}
     dense = labels.get("io.seatkit.b12x.dense_sha256")
     if dense is None:

@@ -203,6 +203,8 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
     values = spec.values(environ)
     keys.refuse_exposure(values["SEAT_HOST"], bool(spec.api_key_file))
     spec.container_argv(values)  # refuses a bad knob before anything starts
+    if not spec.wraps:
+        nsys.refuse_unwrapped(environ if environ is not None else os.environ)
     env = {}
     key_file = ""
     if spec.api_key_file:  # made before preflight, which checks it

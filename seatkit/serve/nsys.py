@@ -57,6 +57,16 @@ def grammar(cache_mount: str) -> dict[str, str]:
             DURATION: "[1-9][0-9]{0,5}"}
 
 
+NO_MODES = ("this profile has no Nsight Systems modes",
+            "they need runtime docker with docker.cache (traces go under it)")
+
+
+def refuse_unwrapped(environ: dict[str, str]) -> None:
+    """A profile without the modes refuses SEAT_NSYS rather than launch without the profiler asked for."""
+    if environ.get(MODE, OFF) != OFF:
+        raise SeatError(f"{MODE}={environ[MODE]!r}: {NO_MODES[0]}", NO_MODES[1])
+
+
 def check(rules: dict[str, str], values: dict[str, str]) -> None:
     for name, rule in rules.items():
         if not re.fullmatch(f"({rule})", values[name]):

@@ -82,6 +82,8 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
             _fail(f"{check.label} directory not found: {subject}", hint)
         if not spec.native and set(subject) & {":", ","}:
             _fail(f"{check.label} directory has ':' or ',', which docker mounts cannot take: {subject}")
+    elif kind == "exists" and not Path(subject).exists():
+        _fail(f"{check.label} not found: {subject}", "create it, or take it out of docker.extra_mounts")
     elif kind == "api-key":
         keys.read(subject)
     elif kind == "file":

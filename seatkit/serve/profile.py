@@ -48,7 +48,12 @@ def _mount_path(value: str) -> str:
         raise ValueError(f"must be an absolute path, got {value!r}")
     if set(value) & {":", ","} or ".." in PurePosixPath(value).parts:
         raise ValueError(f"must be an absolute path without ':', ',' or '..' (docker mounts), got {value!r}")
-    return value
+    return "/" + "/".join(PurePosixPath(value).parts[1:])  # one spelling: '/cache/.' and '//cache' are '/cache'
+
+
+def _overlaps(a: str, b: str) -> bool:
+    a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+    return a.startswith(b) or b.startswith(a)
 
 
 def _upper_env_name(value: str) -> str:
@@ -219,6 +224,21 @@ class Docker(Strict):
         both = set(self.extra_env) & set(self.pass_env)
         if both:
             raise ValueError(f"{sorted(both)} are both in extra_env and pass_env: keep one")
+        unset = {*self.extra_env, *self.pass_env} & set(self.unset_env)
+        if unset:
+            raise ValueError(f"{sorted(unset)} are also in unset_env, whose `env -u` removes them "
+                             "before the server starts: keep one")
+        knobs = [n for n in [*self.extra_env, *self.pass_env] if n.startswith("SEAT_")]
+        if knobs:
+            raise ValueError(f"{knobs} are the kit's own SEAT_* names (knobs the script sets "
+                             "without exporting): pick another name")
+        if "VLLM_API_KEY" in {*self.extra_env, *self.pass_env}:
+            raise ValueError("VLLM_API_KEY comes only from the key file (server.api_key: true), "
+                             "not from extra_env or pass_env")
+        secrets = [n for n in self.pass_env if re.search(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL", n)]
+        if secrets:
+            raise ValueError(f"pass_env {secrets} look like credentials: the launch prints every "
+                             "pass_env value in its configuration line")
         return self
 
 
@@ -294,7 +314,13 @@ class Profile(Strict):
                     "speculative-config", "api-key"}
         if self.docker:
             clash = (set(self.docker.extra_env) | set(self.docker.pass_env)) & set(self.env)
-            mounts = {m.mount for m in self.models.values()} & {m.target for m in self.docker.extra_mounts}
+            # What the kit mounts, and the image's verified code (the entrypoint, its locks and the
+            # vllm overlay): an extra mount on, inside or over one of them would change it unseen.
+            owned_paths = [m.mount for m in self.models.values()] + ["/opt/seatkit"] + \
+                ([self.docker.cache.mount] if self.docker.cache else []) + \
+                ([self.image.vllm_dir] if self.image and self.image.overlay else [])
+            mounts = {m.target for m in self.docker.extra_mounts
+                      if any(_overlaps(m.target, owned) for owned in owned_paths)}
             if clash or mounts:
                 raise ValueError(f"docker extras repeat what the profile sets: {sorted(clash | mounts)}")
         owned = reserved & set(self.vllm_args)

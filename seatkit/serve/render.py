@@ -14,7 +14,7 @@ import yaml
 
 from seatkit import overlay_lock, paths
 from seatkit.errors import SeatError
-from seatkit.serve import glossary, grammar, profile as profiles, spec as specs
+from seatkit.serve import glossary, grammar, nsys, profile as profiles, spec as specs
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 
 
@@ -70,7 +70,8 @@ def _environment() -> jinja2.Environment:
 
 def render_script(spec: LaunchSpec) -> str:
     return _environment().get_template("serve.sh.j2").render(p=spec.profile, spec=spec,
-                                                             container_knobs=specs.CONTAINER_KNOBS)
+                                                             container_knobs=specs.CONTAINER_KNOBS,
+                                                             nsys_no_modes=nsys.NO_MODES)
 
 
 def _compose_escape(text: str) -> str:
@@ -126,7 +127,9 @@ def render_compose(spec: LaunchSpec) -> str:
               "# Do not edit: change the profile and run `seat render`. Host knobs live in .env.\n"
               "# ipc: host means the host's /dev/shm is used; shm_size would be inert, so none is set.\n"
               + ("# Nsight Systems: `docker compose up -d seat-nsys-session` (or seat-nsys-profile) runs the\n"
-                 "# same seat under nsys; SEAT_NSYS_* in .env set it up.\n" if spec.wraps else ""))
+                 "# same seat under nsys; SEAT_NSYS_* in .env set it up. Stop it by name, `docker compose\n"
+                 "# down seat-nsys-session`: a plain `docker compose down` leaves it running.\n"
+                 if spec.wraps else ""))
     services = {"seat": service}
     for mode, words in spec.wraps.items():  # compose cannot add words on a knob: one service a mode
         services[f"seat-nsys-{mode}"] = {"extends": {"service": "seat"}, "profiles": [f"nsys-{mode}"],

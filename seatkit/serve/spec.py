@@ -213,6 +213,8 @@ def build(profile: Profile) -> LaunchSpec:
             mounts.append(Mount((Ref("SEAT_CACHE_DIR"),), docker.cache.mount, read_only=False))
             knobs += [Knob(*k) for k in nsys.knobs(profile.name, docker.cache.mount)]
         mounts += [Mount((m.source,), m.target, m.read_only) for m in docker.extra_mounts]
+        # docker run -v would create a missing source as an empty root-owned folder; seat up would fail
+        checks += [Check("exists", (m.source,), "extra mount source") for m in docker.extra_mounts]
         program = [("vllm",), ("serve",)]
     if profile.gpus.count:
         checks.append(Check("gpus", (), "GPUs", (str(profile.gpus.tensor_parallel_size),)))

@@ -57,9 +57,9 @@ def world(busybox_image, tmp_path_factory):
 
 def build(world, b12x_lock):
     tmp, profile, made = world
+    lock = ["--b12x-lock", str(b12x_lock)] if b12x_lock else []  # none: the repo has no b12x.lock
     done = seat("build", str(profile), "--allow-unpinned", "--lock", str(tmp / "overlay.lock"),
-                "--overlay", str(tmp / "vllm"), "--b12x-lock", str(b12x_lock),
-                "--b12x-overlay", str(tmp / "b12x"), "--json")
+                "--overlay", str(tmp / "vllm"), *lock, "--b12x-overlay", str(tmp / "b12x"), "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
     made.append(result["tag"])
@@ -76,7 +76,8 @@ def dense_in(image: str) -> str:
 
 def test_without_a_b12x_overlay_the_labels_say_public_kernels(world):
     tmp, _, _ = world
-    result, labels, log = build(world, tmp / "no-such.lock")
+    assert not b12x.LOCK.exists()
+    result, labels, log = build(world, None)
     public = hashlib.sha256(PUBLIC_DENSE).hexdigest()
     assert labels["io.seatkit.b12x.overlay"] == b12x.PUBLIC and "public" in log
     assert labels["io.seatkit.b12x.dense_sha256"] == public == dense_in(result["tag"])
@@ -109,6 +110,15 @@ def test_a_pinned_b12x_overlay_lands_over_the_package_and_is_checked_at_start(wo
     assert "the b12x overlay in" in tampered.stderr and "gemm/dense.py" in tampered.stderr
 
 
+def test_a_named_b12x_lock_that_is_not_there_builds_nothing(world):
+    """A mistyped --b12x-lock must not quietly build the public kernels under the patched name."""
+    tmp, profile, _ = world
+    done = seat("build", str(profile), "--allow-unpinned", "--lock", str(tmp / "overlay.lock"),
+                "--overlay", str(tmp / "vllm"), "--b12x-lock", str(tmp / "b12x.lokc"))
+    assert done.returncode == 2 and "b12x.lokc" in done.stderr and "does not exist" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_b12x_overlay_that_does_not_match_its_lock_builds_nothing(world):
     tmp, profile, _ = world
     wrong = tmp / "wrong"
@@ -119,3 +129,19 @@ def test_a_b12x_overlay_that_does_not_match_its_lock_builds_nothing(world):
     assert done.returncode == 1
     said = " ".join(done.stderr.split())  # the terminal may wrap the message
     assert "does not match the b12x lock" in said and "1 changed (e.g. gemm/dense.py)" in said
+
+
+def test_a_mount_over_the_b12x_package_is_what_the_run_records(world, busybox_image, tmp_path):
+    """A real container's Mounts (as `seat bench` reads them) with an extra mount over b12x."""
+    import docker
+
+    (tmp_path / "b12x").mkdir()
+    container = docker.from_env().containers.create(
+        busybox_image, ["true"], name=f"seatkit-test-b12x-mount-{uuid.uuid4().hex[:8]}",
+        network_mode="none", volumes={str(tmp_path / "b12x"): {"bind": f"{SITE}/b12x", "mode": "ro"}})
+    try:
+        mounted = b12x.mounted_over(container.attrs["Mounts"], f"{SITE}/b12x")
+    finally:
+        container.remove(force=True)
+    assert mounted == [f"{tmp_path / 'b12x'} at {SITE}/b12x"]
+    assert b12x.kernels({"io.seatkit.b12x.dense_sha256": "ab" * 32}, mounted).startswith("mounted over")

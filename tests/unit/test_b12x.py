@@ -95,3 +95,19 @@ def test_dense_py_is_hashed_as_the_image_will_hold_it(monkeypatch):
     base.clear()
     bare = b12x.provenance(None, {}, B12X_DIR, None)
     assert bare["B12X_DENSE_SHA256"].startswith("absent") and bare["B12X_COMMIT"] == "unrecorded by the base"
+
+
+def test_kernels_condition_names_a_mount_over_the_b12x_package():
+    """extra_mounts may mount a b12x tree over the package (the original's B12X_OVERLAY): the run
+    must not then record the image's public kernels."""
+    labels = {"io.seatkit.b12x.dense_sha256": "cd" * 32, "io.seatkit.b12x.overlay": b12x.PUBLIC,
+              "io.seatkit.b12x.commit": "0ff2847"}
+    site = "/opt/venv/lib/python3.12/site-packages"
+    for target in (f"{site}/b12x", f"{site}/b12x/gemm/dense.py", site, "/opt/"):
+        mounted = b12x.mounted_over([{"Source": "/srv/patched", "Destination": target}], f"{site}/b12x")
+        assert mounted == [f"/srv/patched at {target}"]
+        text = b12x.kernels(labels, mounted)
+        assert "mounted over" in text and "/srv/patched" in text and "public" not in text
+    for target in (f"{site}/b12x_extra", f"{site}/vllm", "/cache"):
+        assert b12x.mounted_over([{"Source": "/x", "Destination": target}], f"{site}/b12x") == []
+    assert b12x.kernels(labels, []).startswith("public (base image)")

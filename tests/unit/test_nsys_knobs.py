@@ -167,6 +167,15 @@ def test_experiment_mounts_and_env_reach_every_form(tmp_path):
     ({"extra_mounts": [{"source": "/srv/x", "target": "/x'"}]}, "plain text"),
     ({"extra_mounts": [{"source": "/srv/x", "target": "/models-base"}]}, "repeat what the profile sets"),
     ({"extra_mounts": [{"source": "/srv/x", "target": "/cache"}]}, "repeat a target"),
+    ({"extra_mounts": [{"source": "/srv/x", "target": "/cache/"}]}, "repeat a target"),
+    ({"extra_mounts": [{"source": "/srv/x", "target": "//cache/."}]}, "repeat a target"),
+    ({"extra_mounts": [{"source": "/srv/x", "target": "/models-base/config.json"}]}, "repeat what the"),
+    ({"extra_mounts": [{"source": "/srv/x", "target": "/cache/nsys"}]}, "repeat what the profile sets"),
+    ({"extra_mounts": [{"source": "/srv/x", "target": "/"}]}, "repeat what the profile sets"),
+    ({"extra_mounts": [{"source": "/srv/x", "target": "/opt/seatkit"}]}, "repeat what the profile sets"),
+    ({"extra_mounts": [{"source": "/srv/x", "target": "/opt"}]}, "repeat what the profile sets"),
+    ({"extra_mounts": [{"source": "/srv/x", "target": "/opt/venv/lib/python3.12/site-packages/vllm/"
+                                                      "model_executor/x.py"}]}, "repeat what the"),
     ({"extra_env": {"lower": "1"}}, "[A-Z_][A-Z0-9_]*"),
     ({"extra_env": {"A-B": "1"}}, "[A-Z_][A-Z0-9_]*"),
     ({"extra_env": {"X": "a\nb"}}, "plain text"),
@@ -180,6 +189,14 @@ def test_experiment_mounts_and_env_reach_every_form(tmp_path):
     ({"pass_env": ["b12x"]}, "[A-Z_][A-Z0-9_]*"),
     ({"pass_env": ["HF_HUB_OFFLINE"]}, "repeat what the profile sets"),
     ({"pass_env": ["X"], "extra_env": {"X": "1"}}, "both in extra_env and pass_env"),
+    ({"pass_env": ["VLLM_API_KEY"]}, "only from the key file"),
+    ({"pass_env": ["SEAT_HOST"]}, "the kit's own SEAT_* names"),
+    ({"extra_env": {"SEAT_NSYS": "profile"}}, "the kit's own SEAT_* names"),
+    ({"extra_env": {"NCCL_GRAPH_FILE": "/x"}}, "also in unset_env"),
+    ({"pass_env": ["NCCL_GRAPH_DUMP_FILE"]}, "also in unset_env"),
+    ({"extra_env": {"VLLM_API_KEY": "k"}}, "only from the key file"),
+    ({"pass_env": ["HF_TOKEN"]}, "look like credentials"),
+    ({"pass_env": ["AWS_SECRET_ACCESS_KEY"]}, "look like credentials"),
 ])
 def test_experiment_fields_have_a_strict_grammar(tmp_path, docker, expected):
     with pytest.raises(SeatError) as caught:
@@ -252,3 +269,100 @@ def test_bench_nsys_needs_a_profiles_seat_not_a_url():
 
     result = CliRunner().invoke(seat, ["bench", "run", "--url", "http://127.0.0.1:9", "--model", "m", "--nsys"])
     assert result.exit_code == 2 and "--nsys traces one request of a profile's seat" in result.output
+
+
+
+def test_a_missing_extra_mount_source_stops_every_launch(tmp_path):
+    """docker run -v would create it as an empty root-owned folder (the script) where seat up's
+    bind mount fails: both launches refuse it in preflight instead."""
+    from conftest import free_port
+    from seatkit.serve import preflight
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    missing = tmp_path / "no such overlay"
+    path = tmp_path / "exp-missing.yaml"
+    path.write_text(yaml.safe_dump({
+        "description": "a missing experiment mount", "runtime": "docker",
+        "image": {"name": "seatkit-test/none", "tag": "1"},
+        "server": {"port": free_port(), "served_model_name": "m"}, "gpus": {"count": 0},
+        "models": {"base": {"host_dir": str(model), "mount": "/models-base"}}, "model": "base",
+        "docker": {"container_name": "seatkit-test-exp-missing", "ulimits": {},
+                   "extra_mounts": [{"source": str(missing), "target": "/opt/b12x"}]}}))
+    spec = specs.build(profiles.load(str(path)))
+    (check,) = [c for c in spec.checks if c.kind == "exists"]
+    with pytest.raises(SeatError) as caught:
+        preflight._check(check, spec, spec.values({}))
+    assert f"extra mount source not found: {missing}" in caught.value.message
+    script = tmp_path / "exp.sh"
+    script.write_text(render.render_script(spec))
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    # image inspect succeeds, container inspect finds none; anything else records a launch
+    (stub / "docker").write_text(f'#!/bin/sh\ncase "$1 $2" in "image inspect"|"info ") exit 0 ;; '
+                                 f'"container inspect") exit 1 ;; esac\ntouch {tmp_path}/launched\n')
+    (stub / "docker").chmod(0o755)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEAT_")}
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                          env={**environ, "PATH": f"{stub}:{os.environ['PATH']}"})
+    assert done.returncode == 1 and f"extra mount source not found: {missing}" in done.stderr
+    assert not (tmp_path / "launched").exists() and not missing.exists()
+    missing.mkdir()
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                          env={**environ, "PATH": f"{stub}:{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "launched").exists()
+
+
+def test_ctrl_c_during_nsys_start_leaves_no_collection_running(tmp_path, monkeypatch):
+    """Ctrl-C while `nsys start` runs in the container: the exec may have started collection,
+    so the bench stops it before giving up."""
+    from types import SimpleNamespace
+
+    from seatkit.bench import nsys as bench_nsys
+
+    def measure(target, prompt, options, around):  # the request itself is never reached
+        with around():
+            raise AssertionError("the request was sent after Ctrl-C")
+
+    monkeypatch.setattr(bench_nsys.bench_run, "measure", measure)
+
+    class Container:
+        id, calls = "c0ffee", []
+
+        def exec_run(self, argv):
+            self.calls.append(argv[1])
+            if argv[1] == "start":
+                raise KeyboardInterrupt
+            return SimpleNamespace(exit_code=0, output=b"")
+
+    container = Container()
+    with pytest.raises(KeyboardInterrupt):
+        bench_nsys.traced(None, None, None, container, "s1", "/cache/nsys/x", tmp_path)
+    assert container.calls == ["start", "stop"]
+
+
+def test_a_profile_without_nsys_modes_refuses_seat_nsys(tmp_path, monkeypatch):
+    """cpu-smoke (native, no cache volume) has no modes: SEAT_NSYS=session must not launch a seat
+    without the profiler the operator asked for, in the script or in seat up."""
+    from seatkit.serve import launch
+
+    spec = specs.build(profiles.load("cpu-smoke"))
+    assert not spec.wraps
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEAT_")}
+    def script(dry_run):
+        return subprocess.run(["bash", str(paths.REPO / "serve" / "cpu-smoke.sh")], capture_output=True,
+                              text=True, timeout=60, env={**environ, "SEAT_HOME": str(tmp_path),
+                                                          "SEAT_NSYS": "session", "SEAT_DRY_RUN": dry_run})
+    message = "SEAT_NSYS=session: this profile has no Nsight"
+    done = script("0")
+    assert done.returncode == 1 and message in done.stderr
+    done = script("1")  # a dry run shows it as a warning
+    assert done.returncode == 0 and f"warning: {message}" in done.stderr
+    monkeypatch.setenv("SEAT_NSYS", "session")
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    with pytest.raises(SeatError) as caught:
+        launch.up(spec)
+    assert "no Nsight Systems modes" in caught.value.message and "docker.cache" in caught.value.hint
+
