@@ -329,7 +329,14 @@ def recover(system: System, progress: Progress = lambda line: None) -> list[str]
         _clean_temp(system, journal, progress)
         closed, fixes = [], []
         by_id = {t.txid: t for t in journal.transactions()}
+        forgets = {t.begin["of"]: t.txid for t in journal.open() if t.begin.get("forgotten")}
         for tx in journal.open():
+            if tx.begin.get("forgotten") or tx.txid in forgets:  # a forget cut short: finish it, no files
+                progress(f"transaction {tx.txid} ({tx.action}) was being forgotten: closing it")
+                journal.append({"tx": tx.txid, "type": "commit",
+                                "recovered_by": forgets.get(tx.txid, tx.txid)})
+                closed.append(tx.txid)
+                continue
             target = by_id[tx.begin["of"]] if tx.action == "rollback" else tx
             progress(f"transaction {tx.txid} ({tx.action}, {tx.begin['profile']}) was cut short: undoing "
                      f"{target.txid}")

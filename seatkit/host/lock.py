@@ -22,8 +22,13 @@ LOCK = "/var/lib/seatkit/host/lock"
 @contextmanager
 def held(system: System, what: str):
     path = system.path(LOCK)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:  # never through a symlink: truncating the holder's name would truncate its target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise SeatError(f"cannot open the host lock {LOCK}: {exc.strerror}",
+                        "it must be a regular file seatkit can write (not a symlink or a folder); "
+                        "move what is there aside") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

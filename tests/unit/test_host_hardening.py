@@ -438,3 +438,57 @@ def test_dracut_without_hostonly_is_warned_that_modprobe_d_stays_out_of_the_imag
     assert any("non-hostonly" in w for w in make_plan(host).warnings)
     host.write("/etc/dracut.conf.d/50-hostonly.conf", 'hostonly="yes"\n')
     assert not any("non-hostonly" in w for w in make_plan(host).warnings)
+
+
+# --- review: hostile defaults files, the lock file, a killed forget -----------------------------
+
+def test_output_printed_by_a_defaults_file_is_not_read_as_command_line(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/default/grub", host.read("/etc/default/grub") + "echo iommu=off amd_iommu=off\n")
+    plan = make_plan(host)
+    assert "iommu=off" in plan.edit.added, plan.edit  # an echo is not an assignment
+
+
+def test_a_defaults_file_that_never_ends_is_stopped_with_a_clear_error(tmp_path, monkeypatch):
+    from seatkit.host import grub_defaults
+    monkeypatch.setattr(grub_defaults, "TIMEOUT", 2)
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/default/grub.d/slow.cfg", "sleep 600\n")  # a child that keeps the pipes open
+    refused(host, "sourcing the GRUB defaults did not finish in 2 s")
+
+
+def test_a_lock_file_that_is_a_symlink_is_refused_and_its_target_untouched(tmp_path):
+    host = FakeHost(tmp_path / "root", "grub")
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    host.path(lock.LOCK).parent.mkdir(parents=True, exist_ok=True)
+    host.path(lock.LOCK).symlink_to(victim)
+    with pytest.raises(SeatError, match="lock"):
+        apply(host)
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_lock_that_cannot_be_opened_is_a_clear_error(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.path(lock.LOCK).mkdir(parents=True)  # a folder where the lock file goes
+    with pytest.raises(SeatError, match="lock"):
+        apply(host)
+
+
+def test_a_forget_killed_half_way_is_finished_by_recover(tmp_path):
+    import shutil
+    from fake_host import Death
+    host = FakeHost(tmp_path, "systemd-boot")
+    txid = apply(host)
+    shutil.rmtree(host.path("/var/lib/seatkit/host/backups"))
+
+    def die(at):
+        if at == "before commit":
+            raise Death(at)
+    host.system.fault = die
+    with pytest.raises(Death):
+        change.forget(host.system, txid)
+    host.system.fault = lambda at: None
+    change.recover(host.system)
+    journal = Journal(host.system)
+    assert journal.open() == [] and journal.active() == []
