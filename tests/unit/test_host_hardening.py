@@ -492,3 +492,14 @@ def test_a_forget_killed_half_way_is_finished_by_recover(tmp_path):
     change.recover(host.system)
     journal = Journal(host.system)
     assert journal.open() == [] and journal.active() == []
+
+
+def test_a_journal_that_cannot_be_read_or_written_is_a_clear_error_not_an_empty_journal(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.path(JOURNAL).mkdir(parents=True)  # a folder in its place
+    with pytest.raises(SeatError, match="cannot read .*journal.jsonl"):
+        Journal(host.system).open()
+    with pytest.raises(SeatError, match="cannot (read|write) .*journal.jsonl"):
+        apply(host)
+    with pytest.raises(SeatError, match="cannot write .*journal.jsonl"):
+        Journal(host.system).append({"tx": "x", "type": "begin"})
