@@ -64,8 +64,8 @@ class Journal:
             self._append(record)
         except OSError as exc:  # a full disk, a folder in its place: the record did not happen
             raise SeatError(f"cannot write {JOURNAL}: {exc.strerror}",
-                            "free space or move what is in its place aside, then `seat host recover`"
-                            ) from None
+                            "free space or move what is in its place aside; then `seat host recover` "
+                            "if it says a transaction is open") from None
 
     def _append(self, record: dict) -> None:
         path = self.system.path(JOURNAL)

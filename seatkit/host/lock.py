@@ -11,7 +11,7 @@ import fcntl
 import json
 import os
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from seatkit.errors import SeatError
 from seatkit.host.system import System
@@ -36,8 +36,9 @@ def held(system: System, what: str):
             raise SeatError(f"another host change is running: {holder(fd)}",
                             "wait for it to finish; `seat host status` and `seat host plan` work meanwhile"
                             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": time.time()}).encode(), 0)
+        with suppress(OSError):  # the name is for the next caller's message; a full disk keeps the lock
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": time.time()}).encode(), 0)
         yield
     finally:
         os.close(fd)  # closing the last descriptor releases the flock

@@ -503,3 +503,17 @@ def test_a_journal_that_cannot_be_read_or_written_is_a_clear_error_not_an_empty_
         apply(host)
     with pytest.raises(SeatError, match="cannot write .*journal.jsonl"):
         Journal(host.system).append({"tx": "x", "type": "begin"})
+
+
+def test_a_full_disk_at_the_lock_is_a_clear_error_and_changes_nothing(tmp_path, monkeypatch):
+    import errno
+    host = FakeHost(tmp_path, "grub")
+    pristine = host.tree()
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(lock.os, "pwrite", full)
+    monkeypatch.setattr(Journal, "_append", lambda self, record: full())
+    with pytest.raises(SeatError, match="cannot write .*journal.jsonl: No space left on device"):
+        apply(host)
+    assert host.tree() == pristine and not host.changing_calls()
