@@ -517,3 +517,16 @@ def test_a_full_disk_at_the_lock_is_a_clear_error_and_changes_nothing(tmp_path, 
     with pytest.raises(SeatError, match="cannot write .*journal.jsonl: No space left on device"):
         apply(host)
     assert host.tree() == pristine and not host.changing_calls()
+
+
+@pytest.mark.parametrize("odd", ["folder", "dangling symlink"])
+def test_a_modprobe_conf_that_is_a_folder_or_dangling_link_is_skipped_as_kmod_does(tmp_path, odd):
+    host = FakeHost(tmp_path, "grub")
+    where = host.path("/etc/modprobe.d/odd.conf")
+    where.mkdir() if odd == "folder" else where.symlink_to("/nonexistent/odd.conf")
+    plan = make_plan(host)
+    assert plan.refusals == [] and plan.ops
+    assert status.status(settings.load("paper"), host.system)["rows"]
+    apply(host)
+    change.rollback(host.system)
+    assert where.is_dir() if odd == "folder" else where.is_symlink()
