@@ -530,3 +530,9 @@ def test_a_modprobe_conf_that_is_a_folder_or_dangling_link_is_skipped_as_kmod_do
     apply(host)
     change.rollback(host.system)
     assert where.is_dir() if odd == "folder" else where.is_symlink()
+
+
+def test_a_tool_that_hangs_is_a_failed_step_not_a_traceback(monkeypatch):
+    monkeypatch.setattr(system, "TOOL_TIMEOUT", 1)
+    rc, output = system.run_real(["sh", "-c", "echo working; exec sleep 60"])
+    assert rc == 124 and "working" in output and "sh: stopped after 1 s" in output
