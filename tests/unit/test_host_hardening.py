@@ -536,3 +536,24 @@ def test_a_tool_that_hangs_is_a_failed_step_not_a_traceback(monkeypatch):
     monkeypatch.setattr(system, "TOOL_TIMEOUT", 1)
     rc, output = system.run_real(["sh", "-c", "echo working; exec sleep 60"])
     assert rc == 124 and "working" in output and "sh: stopped after 1 s" in output
+
+
+def test_a_full_disk_during_rollback_names_recover_and_recover_finishes(tmp_path, monkeypatch):
+    import errno
+    host = FakeHost(tmp_path, "systemd-boot")
+    pristine = host.tree()
+    apply(host)
+    write = system.System.write
+
+    def full(self, path, data, mode=0o644):
+        if "/backups/" not in path:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        return write(self, path, data, mode)
+    monkeypatch.setattr(system.System, "write", full)
+    with pytest.raises(SeatError, match="rollback stopped half-way: .*No space left") as caught:
+        change.rollback(host.system)
+    assert "seat host recover" in caught.value.hint
+    monkeypatch.setattr(system.System, "write", write)
+    change.recover(host.system)
+    journal = Journal(host.system)
+    assert journal.open() == [] and journal.active() == [] and host.tree() == pristine
