@@ -32,7 +32,8 @@ def sources(system: System) -> list[str]:
     files = [DEFAULTS] if system.exists(DEFAULTS) else []
     names = sorted(n.encode("utf-8", "surrogateescape") for n in system.entries(DROPINS) or []
                    if n.endswith(".cfg"))  # the shell's glob, in the C locale's byte order
-    return files + [f"{DROPINS}/{n.decode('utf-8', 'surrogateescape')}" for n in names]
+    paths = [f"{DROPINS}/{n.decode('utf-8', 'surrogateescape')}" for n in names]
+    return files + [p for p in paths if system.exists(p)]  # grub-mkconfig's `[ -e ]`: dangling links skipped
 
 
 def _shown(system: System, text: str) -> str:

@@ -557,3 +557,11 @@ def test_a_full_disk_during_rollback_names_recover_and_recover_finishes(tmp_path
     change.recover(host.system)
     journal = Journal(host.system)
     assert journal.open() == [] and journal.active() == [] and host.tree() == pristine
+
+
+def test_a_dangling_grub_d_link_is_skipped_as_grub_mkconfig_skips_it(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.path("/etc/default/grub.d").mkdir(parents=True, exist_ok=True)
+    host.path("/etc/default/grub.d/50-gone.cfg").symlink_to("/nonexistent.cfg")
+    plan = make_plan(host)
+    assert plan.refusals == [] and plan.ops
