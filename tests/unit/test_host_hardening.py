@@ -278,6 +278,7 @@ def test_a_command_line_past_2047_bytes_is_refused_with_its_length(tmp_path, sta
     ("tokens", "{amd: ['amd_iommu=off$(touch X)'], intel: [iommu=off]}"),
     ("tokens", "{amd: ['iommu=off\"; touch X; \"'], intel: [iommu=off]}"),
     ("tokens", "{amd: ['a b'], intel: [iommu=off]}"),
+    ("tokens", "{amd: ['iommu=off;reboot'], intel: [iommu=off]}"),  # GRUB's script ends the command at ;
 ])
 def test_profile_tokens_follow_kernel_parameter_syntax_and_nothing_runs(tmp_path, field, value):
     path = tmp_path / "evil.yaml"
