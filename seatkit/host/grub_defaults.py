@@ -69,6 +69,9 @@ def command_line(system: System, files: list[str], replaced: dict[str, str] | No
         raise SeatError("sourcing the GRUB defaults as grub-mkconfig does failed: "
                         + _shown(system, done.stderr.decode("utf-8", "replace").strip()),
                         "fix the file it names; update-grub would fail the same way")
+    if b"\0" not in done.stdout:  # a file ran `exit`: grub-mkconfig would stop there too, writing nothing
+        raise SeatError("sourcing the GRUB defaults as grub-mkconfig does ended early: a file calls `exit`",
+                        "remove the exit; update-grub would stop there without generating grub.cfg")
     linux, _, default = done.stdout.partition(b"\0")
     return (linux + b" " + default).decode("utf-8", "surrogateescape")
 

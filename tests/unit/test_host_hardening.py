@@ -566,3 +566,9 @@ def test_a_dangling_grub_d_link_is_skipped_as_grub_mkconfig_skips_it(tmp_path):
     host.path("/etc/default/grub.d/50-gone.cfg").symlink_to("/nonexistent.cfg")
     plan = make_plan(host)
     assert plan.refusals == [] and plan.ops
+
+
+def test_a_defaults_file_that_exits_is_refused_by_plan(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/default/grub.d/50-stop.cfg", "exit 0\n")
+    refused(host, "a file calls `exit`")
