@@ -335,11 +335,12 @@ def recover(system: System, progress: Progress = lambda line: None) -> list[str]
         closed, fixes = [], []
         by_id = {t.txid: t for t in journal.transactions()}
         forgets = {t.begin["of"]: t.txid for t in journal.open() if t.begin.get("forgotten")}
+        undone = journal.undone()
         for tx in journal.open():
-            if tx.begin.get("forgotten") or tx.txid in forgets:  # a forget cut short: finish it, no files
-                progress(f"transaction {tx.txid} ({tx.action}) was being forgotten: closing it")
-                journal.append({"tx": tx.txid, "type": "commit",
-                                "recovered_by": forgets.get(tx.txid, tx.txid)})
+            of = tx.begin["of"] if tx.action == "rollback" else tx.txid
+            if tx.begin.get("forgotten") or of in forgets or of in undone:  # forgotten or undone since:
+                progress(f"transaction {tx.txid} ({tx.action}) was forgotten or undone since: closing it")
+                journal.append({"tx": tx.txid, "type": "commit", "recovered_by": forgets.get(of, tx.txid)})
                 closed.append(tx.txid)
                 continue
             target = by_id[tx.begin["of"]] if tx.action == "rollback" else tx

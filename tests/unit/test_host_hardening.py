@@ -572,3 +572,26 @@ def test_a_defaults_file_that_exits_is_refused_by_plan(tmp_path):
     host = FakeHost(tmp_path, "grub")
     host.write("/etc/default/grub.d/50-stop.cfg", "exit 0\n")
     refused(host, "a file calls `exit`")
+
+
+def test_a_killed_rollback_whose_backups_are_lost_ends_with_forget_then_recover(tmp_path):
+    import shutil
+    from fake_host import Death
+    host = FakeHost(tmp_path, "systemd-boot")
+    txid = apply(host)
+
+    def die(at):
+        if at.startswith("before kernel-install"):
+            raise Death(at)
+    host.system.fault = die
+    with pytest.raises(Death):
+        change.rollback(host.system)
+    host.system.fault = lambda at: None
+    shutil.rmtree(host.path("/var/lib/seatkit/host/backups"))
+    with pytest.raises(SeatError, match="missing or damaged") as caught:
+        change.recover(host.system)
+    assert f"seat host forget {txid}" in caught.value.hint
+    change.forget(host.system, txid)
+    change.recover(host.system)  # the rollback cut short has nothing left to undo: it is closed
+    journal = Journal(host.system)
+    assert journal.open() == [] and journal.active() == []
