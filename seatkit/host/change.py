@@ -270,23 +270,28 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
                         f"put those files back by hand (or accept them as they are), then "
                         f"`seat host forget {tx.txid}` closes the transaction")
     change = Change(system, progress, {"action": "rollback", "of": tx.txid, "profile": tx.begin["profile"]})
-    for step in reversed(_steps(tx)):
-        if step["type"] == "file":
-            _restore(change, step["path"], step["sha_before"], step["backup"],
-                     step.get("created", []), step.get("meta"))
-            continue
-        if any(sha256(system.read_bytes(t["path"])) != t["sha_before"] for t in step["touches"]):
-            change.run(step["undo"], record_type="result")
-        for t in step["touches"]:  # the tool's own undo may format differently: bytes decide
-            _restore(change, t["path"], t["sha_before"], t["backup"])
-    failed = []
-    for argv in tx.begin["regen"]:
-        try:
-            change.run(argv)
-        except ToolFailed as exc:  # the files are back; a tool that cannot run is the user's to fix
-            failed.append(fix_for(system, exc.argv, exc.output))
-    for kept in (f for r in tx.of_type("keep") for f in r["files"]):  # entries as they were, hand edits too
-        _restore(change, kept["path"], kept["sha_before"], kept["backup"])
+    try:
+        for step in reversed(_steps(tx)):
+            if step["type"] == "file":
+                _restore(change, step["path"], step["sha_before"], step["backup"],
+                         step.get("created", []), step.get("meta"))
+                continue
+            if any(sha256(system.read_bytes(t["path"])) != t["sha_before"] for t in step["touches"]):
+                change.run(step["undo"], record_type="result")
+            for t in step["touches"]:  # the tool's own undo may format differently: bytes decide
+                _restore(change, t["path"], t["sha_before"], t["backup"])
+        failed = []
+        for argv in tx.begin["regen"]:
+            try:
+                change.run(argv)
+            except ToolFailed as exc:  # the files are back; a tool that cannot run is the user's to fix
+                failed.append(fix_for(system, exc.argv, exc.output))
+        for kept in (f for r in tx.of_type("keep") for f in r["files"]):  # entries as they were, hand edits too
+            _restore(change, kept["path"], kept["sha_before"], kept["backup"])
+    except OSError as exc:  # a full disk, a read-only file system: the journal knows how far it got
+        raise SeatError(f"rollback stopped half-way: {exc}",
+                        f"transaction {change.txid} is left open: fix the cause, then `seat host recover` "
+                        "finishes it") from None
     change.commit(**({"regen_failed": failed} if failed else {}))
     if failed:
         raise RegenFailed(change.txid, failed)
@@ -329,7 +334,15 @@ def recover(system: System, progress: Progress = lambda line: None) -> list[str]
         _clean_temp(system, journal, progress)
         closed, fixes = [], []
         by_id = {t.txid: t for t in journal.transactions()}
+        forgets = {t.begin["of"]: t.txid for t in journal.open() if t.begin.get("forgotten")}
+        undone = journal.undone()
         for tx in journal.open():
+            of = tx.begin["of"] if tx.action == "rollback" else tx.txid
+            if tx.begin.get("forgotten") or of in forgets or of in undone:  # forgotten or undone since:
+                progress(f"transaction {tx.txid} ({tx.action}) was forgotten or undone since: closing it")
+                journal.append({"tx": tx.txid, "type": "commit", "recovered_by": forgets.get(of, tx.txid)})
+                closed.append(tx.txid)
+                continue
             target = by_id[tx.begin["of"]] if tx.action == "rollback" else tx
             progress(f"transaction {tx.txid} ({tx.action}, {tx.begin['profile']}) was cut short: undoing "
                      f"{target.txid}")

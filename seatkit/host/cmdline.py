@@ -21,6 +21,9 @@ COMMAND_LINE_MAX = 2047
 # A kernel parameter (or module option) the kit may write: a name, optionally `=value`, with
 # nothing a shell, GRUB or the kernel's quoting would read differently.
 PARAMETER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(=[A-Za-z0-9_.,:;=/+%@-]*)?")
+# On the kernel line grub.cfg's script reads an unquoted `;` as the end of the `linux` command:
+# `;` is for module options (registry dwords) only.
+KERNEL_PARAMETER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(=[A-Za-z0-9_.,:=/+%@-]*)?")
 
 
 def key(token: str) -> str:

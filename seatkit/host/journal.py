@@ -60,10 +60,18 @@ class Journal:
         self.system = system
 
     def append(self, record: dict) -> None:
+        try:
+            self._append(record)
+        except OSError as exc:  # a full disk, a folder in its place: the record did not happen
+            raise SeatError(f"cannot write {JOURNAL}: {exc.strerror}",
+                            "free space or move what is in its place aside; then `seat host recover` "
+                            "if it says a transaction is open") from None
+
+    def _append(self, record: dict) -> None:
         path = self.system.path(JOURNAL)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab") as handle:
-            data = self.system.read_bytes(JOURNAL) or b""
+            data = self._read()
             if data and not data.endswith(b"\n"):  # a torn tail: never acknowledged, cut it off
                 handle.truncate(data.rfind(b"\n") + 1)
             line = json.dumps(record, sort_keys=True).encode() + b"\n"
@@ -74,8 +82,17 @@ class Journal:
             handle.flush()
             os.fsync(handle.fileno())
 
+    def _read(self) -> bytes:
+        try:
+            return self.system.path(JOURNAL).read_bytes()
+        except FileNotFoundError:
+            return b""
+        except OSError as exc:  # never read as "no journal": that would hide open transactions
+            raise SeatError(f"cannot read {JOURNAL}: {exc.strerror}",
+                            "it must be the regular file seatkit keeps; put it back") from None
+
     def records(self) -> list[dict]:
-        data = self.system.read_bytes(JOURNAL) or b""
+        data = self._read()
         # The piece after the last newline is b"", or a record cut short: that step did not happen.
         lines = data.split(b"\n")[:-1]
         out = []

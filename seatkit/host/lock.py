@@ -11,7 +11,7 @@ import fcntl
 import json
 import os
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from seatkit.errors import SeatError
 from seatkit.host.system import System
@@ -22,8 +22,13 @@ LOCK = "/var/lib/seatkit/host/lock"
 @contextmanager
 def held(system: System, what: str):
     path = system.path(LOCK)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:  # never through a symlink: truncating the holder's name would truncate its target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise SeatError(f"cannot open the host lock {LOCK}: {exc.strerror}",
+                        "it must be a regular file seatkit can write (not a symlink or a folder); "
+                        "move what is there aside") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -31,8 +36,9 @@ def held(system: System, what: str):
             raise SeatError(f"another host change is running: {holder(fd)}",
                             "wait for it to finish; `seat host status` and `seat host plan` work meanwhile"
                             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": time.time()}).encode(), 0)
+        with suppress(OSError):  # the name is for the next caller's message; a full disk keeps the lock
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": time.time()}).encode(), 0)
         yield
     finally:
         os.close(fd)  # closing the last descriptor releases the flock

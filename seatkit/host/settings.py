@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.host.cmdline import PARAMETER
+from seatkit.host.cmdline import KERNEL_PARAMETER, PARAMETER
 from seatkit.validation import validate
 
 HOST = paths.REPO / "host"
@@ -29,9 +29,9 @@ class Iommu(Strict):
     @classmethod
     def _kernel_parameters(cls, tokens):  # they land in boot configuration read by shells and GRUB
         for token in (t for group in tokens.values() for t in group):
-            if not PARAMETER.fullmatch(token):
+            if not KERNEL_PARAMETER.fullmatch(token):
                 raise ValueError(f"{token!r} is not a plain kernel parameter (name[=value] of letters, "
-                                 "digits and _ . , : ; = / + % @ -)")
+                                 "digits and _ . , : = / + % @ -)")
         return tokens
 
 

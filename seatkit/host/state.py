@@ -145,7 +145,9 @@ def modprobe_options(system: System, module: str) -> tuple[dict[str, str], list[
     names = sorted({name for d in MODPROBE_DIRS for name in (system.entries(d) or [])
                     if name.endswith(".conf")})
     for name in names:  # modprobe reads by name; /etc overrides the same name elsewhere
-        path = next(f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None)
+        path = next((f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None), None)
+        if path is None:  # only folders or dangling links by that name: kmod skips them too
+            continue
         for _, words in modprobe_lines(system.read(path) or ""):
             if len(words) == 3 and words[0] == "options" and words[1].replace("-", "_") == module:
                 files.append(path)

@@ -21,16 +21,19 @@ Runner = Callable[[list[str]], tuple[int, str]]
 BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 
-TEMP = ".seatkit~"  # in the names of seatkit's own temporary files, so cleaning finds only them
+TEMP = ".seatkit~"
+TOOL_TIMEOUT = 600  # in the names of seatkit's own temporary files, so cleaning finds only them
 
 
 def run_real(argv: list[str]) -> tuple[int, str]:
     """Exit status and output. Tools print in any encoding (a Latin-1 "Syst\xe8me"): read bytes,
     decode with replacement, and use the text for display only."""
     try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TOOL_TIMEOUT)
     except FileNotFoundError:
         return 127, f"{argv[0]}: not found"
+    except subprocess.TimeoutExpired as exc:  # a failed step like any other: the journal knows what to undo
+        return 124, (exc.output or b"").decode("utf-8", "replace") + f"\n{argv[0]}: stopped after {TOOL_TIMEOUT} s"
     return done.returncode, done.stdout.decode("utf-8", "replace")
 
 

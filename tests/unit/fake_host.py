@@ -141,7 +141,8 @@ class FakeHost:
         if name == "update-grub":
             return self.update_grub()
         elif name in INITRAMFS_TOOLS:
-            modprobe = "".join(f"# {p.name}\n{p.read_text()}" for p in sorted(self.path("/etc/modprobe.d").glob("*.conf")))
+            modprobe = "".join(f"# {p.name}\n{p.read_text()}" for p in sorted(self.path("/etc/modprobe.d").glob("*.conf"))
+                               if p.is_file())
             self.write(f"/boot/initrd.img-{KVER}", f"initramfs by {name}\n")  # written in two goes
             self.inside(name)
             self.write(f"/boot/initrd.img-{KVER}", f"initramfs by {name}\n{modprobe}")

@@ -278,6 +278,7 @@ def test_a_command_line_past_2047_bytes_is_refused_with_its_length(tmp_path, sta
     ("tokens", "{amd: ['amd_iommu=off$(touch X)'], intel: [iommu=off]}"),
     ("tokens", "{amd: ['iommu=off\"; touch X; \"'], intel: [iommu=off]}"),
     ("tokens", "{amd: ['a b'], intel: [iommu=off]}"),
+    ("tokens", "{amd: ['iommu=off;reboot'], intel: [iommu=off]}"),  # GRUB's script ends the command at ;
 ])
 def test_profile_tokens_follow_kernel_parameter_syntax_and_nothing_runs(tmp_path, field, value):
     path = tmp_path / "evil.yaml"
@@ -438,3 +439,159 @@ def test_dracut_without_hostonly_is_warned_that_modprobe_d_stays_out_of_the_imag
     assert any("non-hostonly" in w for w in make_plan(host).warnings)
     host.write("/etc/dracut.conf.d/50-hostonly.conf", 'hostonly="yes"\n')
     assert not any("non-hostonly" in w for w in make_plan(host).warnings)
+
+
+# --- review: hostile defaults files, the lock file, a killed forget -----------------------------
+
+def test_output_printed_by_a_defaults_file_is_not_read_as_command_line(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/default/grub", host.read("/etc/default/grub") + "echo iommu=off amd_iommu=off\n")
+    plan = make_plan(host)
+    assert "iommu=off" in plan.edit.added, plan.edit  # an echo is not an assignment
+
+
+def test_a_defaults_file_that_never_ends_is_stopped_with_a_clear_error(tmp_path, monkeypatch):
+    from seatkit.host import grub_defaults
+    monkeypatch.setattr(grub_defaults, "TIMEOUT", 2)
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/default/grub.d/slow.cfg", "sleep 600\n")  # a child that keeps the pipes open
+    refused(host, "sourcing the GRUB defaults did not finish in 2 s")
+
+
+def test_a_lock_file_that_is_a_symlink_is_refused_and_its_target_untouched(tmp_path):
+    host = FakeHost(tmp_path / "root", "grub")
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    host.path(lock.LOCK).parent.mkdir(parents=True, exist_ok=True)
+    host.path(lock.LOCK).symlink_to(victim)
+    with pytest.raises(SeatError, match="lock"):
+        apply(host)
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_lock_that_cannot_be_opened_is_a_clear_error(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.path(lock.LOCK).mkdir(parents=True)  # a folder where the lock file goes
+    with pytest.raises(SeatError, match="lock"):
+        apply(host)
+
+
+def test_a_forget_killed_half_way_is_finished_by_recover(tmp_path):
+    import shutil
+    from fake_host import Death
+    host = FakeHost(tmp_path, "systemd-boot")
+    txid = apply(host)
+    shutil.rmtree(host.path("/var/lib/seatkit/host/backups"))
+
+    def die(at):
+        if at == "before commit":
+            raise Death(at)
+    host.system.fault = die
+    with pytest.raises(Death):
+        change.forget(host.system, txid)
+    host.system.fault = lambda at: None
+    change.recover(host.system)
+    journal = Journal(host.system)
+    assert journal.open() == [] and journal.active() == []
+
+
+def test_a_journal_that_cannot_be_read_or_written_is_a_clear_error_not_an_empty_journal(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.path(JOURNAL).mkdir(parents=True)  # a folder in its place
+    with pytest.raises(SeatError, match="cannot read .*journal.jsonl"):
+        Journal(host.system).open()
+    with pytest.raises(SeatError, match="cannot (read|write) .*journal.jsonl"):
+        apply(host)
+    with pytest.raises(SeatError, match="cannot write .*journal.jsonl"):
+        Journal(host.system).append({"tx": "x", "type": "begin"})
+
+
+def test_a_full_disk_at_the_lock_is_a_clear_error_and_changes_nothing(tmp_path, monkeypatch):
+    import errno
+    host = FakeHost(tmp_path, "grub")
+    pristine = host.tree()
+
+    def full(*args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(lock.os, "pwrite", full)
+    monkeypatch.setattr(Journal, "_append", lambda self, record: full())
+    with pytest.raises(SeatError, match="cannot write .*journal.jsonl: No space left on device"):
+        apply(host)
+    assert host.tree() == pristine and not host.changing_calls()
+
+
+@pytest.mark.parametrize("odd", ["folder", "dangling symlink"])
+def test_a_modprobe_conf_that_is_a_folder_or_dangling_link_is_skipped_as_kmod_does(tmp_path, odd):
+    host = FakeHost(tmp_path, "grub")
+    where = host.path("/etc/modprobe.d/odd.conf")
+    where.mkdir() if odd == "folder" else where.symlink_to("/nonexistent/odd.conf")
+    plan = make_plan(host)
+    assert plan.refusals == [] and plan.ops
+    assert status.status(settings.load("paper"), host.system)["rows"]
+    apply(host)
+    change.rollback(host.system)
+    assert where.is_dir() if odd == "folder" else where.is_symlink()
+
+
+def test_a_tool_that_hangs_is_a_failed_step_not_a_traceback(monkeypatch):
+    monkeypatch.setattr(system, "TOOL_TIMEOUT", 1)
+    rc, output = system.run_real(["sh", "-c", "echo working; exec sleep 60"])
+    assert rc == 124 and "working" in output and "sh: stopped after 1 s" in output
+
+
+def test_a_full_disk_during_rollback_names_recover_and_recover_finishes(tmp_path, monkeypatch):
+    import errno
+    host = FakeHost(tmp_path, "systemd-boot")
+    pristine = host.tree()
+    apply(host)
+    write = system.System.write
+
+    def full(self, path, data, mode=0o644):
+        if "/backups/" not in path:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        return write(self, path, data, mode)
+    monkeypatch.setattr(system.System, "write", full)
+    with pytest.raises(SeatError, match="rollback stopped half-way: .*No space left") as caught:
+        change.rollback(host.system)
+    assert "seat host recover" in caught.value.hint
+    monkeypatch.setattr(system.System, "write", write)
+    change.recover(host.system)
+    journal = Journal(host.system)
+    assert journal.open() == [] and journal.active() == [] and host.tree() == pristine
+
+
+def test_a_dangling_grub_d_link_is_skipped_as_grub_mkconfig_skips_it(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.path("/etc/default/grub.d").mkdir(parents=True, exist_ok=True)
+    host.path("/etc/default/grub.d/50-gone.cfg").symlink_to("/nonexistent.cfg")
+    plan = make_plan(host)
+    assert plan.refusals == [] and plan.ops
+
+
+def test_a_defaults_file_that_exits_is_refused_by_plan(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/default/grub.d/50-stop.cfg", "exit 0\n")
+    refused(host, "a file calls `exit`")
+
+
+def test_a_killed_rollback_whose_backups_are_lost_ends_with_forget_then_recover(tmp_path):
+    import shutil
+    from fake_host import Death
+    host = FakeHost(tmp_path, "systemd-boot")
+    txid = apply(host)
+
+    def die(at):
+        if at.startswith("before kernel-install"):
+            raise Death(at)
+    host.system.fault = die
+    with pytest.raises(Death):
+        change.rollback(host.system)
+    host.system.fault = lambda at: None
+    shutil.rmtree(host.path("/var/lib/seatkit/host/backups"))
+    with pytest.raises(SeatError, match="missing or damaged") as caught:
+        change.recover(host.system)
+    assert f"seat host forget {txid}" in caught.value.hint
+    change.forget(host.system, txid)
+    change.recover(host.system)  # the rollback cut short has nothing left to undo: it is closed
+    journal = Journal(host.system)
+    assert journal.open() == [] and journal.active() == []
