@@ -75,7 +75,14 @@ def card_entries(card: cards.Card) -> list[Entry]:
 
 
 def run_entries(folder: Path) -> list[Entry]:
-    summary = json.loads((folder / "summary.json").read_text())
+    try:
+        return _run_entries(folder, json.loads((folder / "summary.json").read_text()))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SeatError(f"{folder / 'summary.json'} is not a bench summary ({type(exc).__name__}: "
+                        f"{exc})", "give the folder of a finished `seat bench run`") from None
+
+
+def _run_entries(folder: Path, summary: dict) -> list[Entry]:
     c = summary["conditions"]
     out = []
     for suite, s in summary["suites"].items():

@@ -202,3 +202,14 @@ def test_a_url_run_is_refused_against_another_model_and_a_side_without_one(tmp_p
     refused = compare.compare(url_run, str(anonymous))
     assert refused.refused and refused.differing["model"] == ["tiny vs unknown"]
     assert "tiny vs unknown" in refused.refused
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"conditions": {}, "suites": {"x": {"decode_tok_s": 5}}}',
+                                  '["a list"]', '{"suites": {}}'])
+def test_a_corrupted_summary_is_a_clear_error(tmp_path, text):
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "summary.json").write_text(text)
+    with pytest.raises(SeatError, match="is not a bench summary"):
+        compare.compare(good, str(bad))
