@@ -271,3 +271,10 @@ def test_context_suite_expands_per_context_and_padding():
     assert [(p.suite, p.context, p.padding) for p in prompts] == [
         ("context ctx 0", 0, None), ("context ctx 16k repetitive", 16384, "repetitive"),
         ("context ctx 16k realistic", 16384, "realistic")]
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-Inf"])
+def test_a_non_finite_counter_is_a_clear_error(value):
+    with pytest.raises(SeatError, match="not a finite number"):
+        metrics.parse(f"vllm:inter_token_latency_seconds_count {value}\n")
+    assert metrics.parse(f"vllm:unrelated_gauge {value}\n").values == {}  # only what the bench reads
