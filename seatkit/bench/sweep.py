@@ -74,9 +74,12 @@ class Window:
         self.started.wait()
         if self.opened_after_a_finish:
             return
-        self.edges.append((time.monotonic(), scrape(self.target)))
-        self.ended.wait()
-        self.edges.append((time.monotonic(), scrape(self.target)))
+        try:  # a failed scrape leaves no window; the level's closing scrape reports the error
+            self.edges.append((time.monotonic(), scrape(self.target)))
+            self.ended.wait()
+            self.edges.append((time.monotonic(), scrape(self.target)))
+        except SeatError:
+            return
 
     def close(self) -> dict | None:
         """The window's counter deltas and edges, or None when there was no steady window."""
@@ -179,10 +182,17 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
     steps, step_s = d.get("steps"), d.get("step_seconds")
     out["window"].update({"counter_seconds": edges["end"] - edges["start"], "steps": steps,
                           "running_gauge": edges["running"]})
+    generated = d.get("generation_tokens", 0)
     if not steps or steps < MIN_STEPS * n:
         out["alarms"]["short-window"] = (
             f"the counters' window held {steps or 0:g} request steps, under {MIN_STEPS} per "
             "stream: no tokens/step or ms/step (longer outputs, or a client that keeps up)")
+    elif not (steps <= generated <= tokens) or not (step_s or 0) > 0:
+        # Each request step delivers at least one token, and the window is inside the level.
+        out["alarms"]["counters-vs-usage"] = (
+            f"over the window the counters give {generated:g} tokens in {steps:g} steps of "
+            f"{step_s or 0:g} s in all, the streams {tokens} tokens in the whole level: another "
+            "client's requests, counters that went backwards, or a server that counts differently")
     else:
         out["tokens_per_step"] = d.get("generation_tokens", 0) / steps
         out["ms_per_step"] = step_s * 1000 / steps

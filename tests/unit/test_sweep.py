@@ -63,3 +63,20 @@ def test_sweep_table_fits_80_columns_and_plot_is_drawn(tmp_path):
     path = plots.draw_sweep(summary, tmp_path)
     assert path.read_bytes()[:4] == b"\x89PNG"
     assert "tiny, k=5" in plots.title(summary["conditions"], summary["suites"])
+
+
+@pytest.mark.parametrize("values", [
+    {"steps": 200, "step_seconds": 1.0, "generation_tokens": -700},  # counters went backwards
+    {"steps": 200, "step_seconds": -1.0, "generation_tokens": 700},
+    {"steps": 200, "generation_tokens": 700},  # no inter-token-latency sum
+    {"steps": 200, "step_seconds": 1e300, "generation_tokens": 1e308},  # more than was streamed
+    {"steps": 1e300, "step_seconds": 1.0, "generation_tokens": 700},  # under a token per step
+])
+def test_counters_that_lie_give_an_alarm_and_no_factors(values):
+    a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
+    counters = {"start": 0.0, "end": 1.0, "running": [2.0, 2.0],
+                "delta": metrics.Snapshot(values=values)}
+    row = sweep.figures(2, [a, b], counters, None, cpu_s=0.0)
+    assert "counters-vs-usage" in row["alarms"]
+    assert "tokens_per_step" not in row and "ms_per_step" not in row and "counters_tok_s" not in row
+    assert row["aggregate_tok_s"] == pytest.approx(800)  # the client's figure stands
