@@ -88,9 +88,9 @@ def _levels(text: str) -> list[int]:
         levels = [int(n) for n in text.split(",") if n.strip()]
     except ValueError:
         levels = []
-    if not levels or min(levels) < 1:
+    if not levels or min(levels) < 1 or len(set(levels)) < len(levels):
         raise SeatError(f"--concurrency {text!r} is not a list of stream counts",
-                        "give positive whole numbers separated by commas, e.g. 1,2,4,8,16")
+                        "give distinct positive whole numbers separated by commas, e.g. 1,2,4,8,16")
     return levels
 
 

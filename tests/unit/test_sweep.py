@@ -2,7 +2,9 @@
 
 import pytest
 
-from seatkit.bench import metrics, plots, report, sweep
+from seatkit.bench import metrics, plots, report, sweep, workload
+from seatkit.cli.bench import _levels
+from seatkit.errors import SeatError
 from seatkit.serve.client import Completion
 
 
@@ -80,3 +82,16 @@ def test_counters_that_lie_give_an_alarm_and_no_factors(values):
     assert "counters-vs-usage" in row["alarms"]
     assert "tokens_per_step" not in row and "ms_per_step" not in row and "counters_tok_s" not in row
     assert row["aggregate_tok_s"] == pytest.approx(800)  # the client's figure stands
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "1,1", "2,4,2", "a", ","])
+def test_concurrency_levels_must_be_distinct_positive_counts(text):
+    with pytest.raises(SeatError, match="not a list of stream counts"):
+        _levels(text)
+    assert _levels("1,,2") == [1, 2]
+
+
+def test_an_output_of_one_token_is_refused_before_any_request():
+    with pytest.raises(SeatError, match="no decode step"):
+        workload.suites(["code"], max_tokens=1)
+    assert workload.suites(["code"], max_tokens=2)[0].max_tokens == 2
