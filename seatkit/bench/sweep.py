@@ -163,6 +163,9 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
                                  if v.get("ttft_count") else None)
         out["usage_vs_counters"] = {"usage": tokens, "generation_tokens": v.get("generation_tokens"),
                                     "finished": sum(total.success.values())}
+    if not all(s.chunks for s in streams):
+        out["alarms"]["no-text"] = "a stream finished without text: it has no decode to window"
+        return out
     # Client side of the window: every stream has its first token, until the first finish.
     start = max(s.chunks[0][0] for s in streams)
     end = min(s.chunks[-1][0] for s in streams)

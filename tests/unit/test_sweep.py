@@ -95,3 +95,10 @@ def test_an_output_of_one_token_is_refused_before_any_request():
     with pytest.raises(SeatError, match="no decode step"):
         workload.suites(["code"], max_tokens=1)
     assert workload.suites(["code"], max_tokens=2)[0].max_tokens == 2
+
+
+def test_a_stream_that_sent_no_text_has_no_window():
+    empty = sweep.Stream(sent=0.0)
+    empty.done = Completion(completion_tokens=3, ttft_s=0.0, last_s=0.0)
+    row = sweep.figures(2, [stream(0.0, 0.1, 0.01, 100), empty], None, None, cpu_s=0.0)
+    assert "no-text" in row["alarms"] and "window" not in row and "aggregate_tok_s" not in row
