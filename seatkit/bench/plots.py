@@ -43,7 +43,8 @@ def title(conditions: dict, suites: dict) -> str:
         return ", ".join(dict.fromkeys(str(s.get(key) or 0) if key == "context" else str(s.get(key))
                                        for s in suites.values()))
     model = conditions.get("base_model") or conditions["model"]
-    return (f"{str(model).rsplit('/', 1)[-1]}, k={conditions.get('k')}\n"
+    k = conditions.get("k")
+    return (f"{str(model).rsplit('/', 1)[-1]}, {f'k={k}' if k else 'k unknown'}\n"
             f"content {values('content')}, context {values('context')} tokens")
 
 

@@ -102,3 +102,9 @@ def test_a_stream_that_sent_no_text_has_no_window():
     empty.done = Completion(completion_tokens=3, ttft_s=0.0, last_s=0.0)
     row = sweep.figures(2, [stream(0.0, 0.1, 0.01, 100), empty], None, None, cpu_s=0.0)
     assert "no-text" in row["alarms"] and "window" not in row and "aggregate_tok_s" not in row
+
+
+def test_a_title_without_k_says_unknown_not_none():
+    suites = {"code": {"content": "code", "context": 0}}
+    assert plots.title({"model": "org/tiny", "k": None}, suites).startswith("tiny, k unknown\n")
+    assert plots.title({"model": "tiny", "k": 3}, suites).startswith("tiny, k=3\n")
