@@ -90,7 +90,7 @@ class Window:
             return None
         (t0, first), (t1, last) = self.edges
         return {"start": t0, "end": t1, "delta": last - first,
-                "running": [first.gauges.get("running", 0.0), last.gauges.get("running", 0.0)]}
+                "running": [first.gauges.get("running"), last.gauges.get("running")]}
 
 
 def _rate(points: list[tuple[float, int]]) -> float | None:
@@ -202,9 +202,10 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
         if d.get("accepted") is not None:
             out["drafter_tokens_per_step"] = 1 + d["accepted"] / steps
         out["counters_tok_s"] = n * out["tokens_per_step"] / (out["ms_per_step"] / 1000)
-    if max(edges["running"]) < n:
+    running = [r for r in edges["running"] if r is not None]  # None: the server has no gauge
+    if running and max(running) < n:
         out["alarms"]["client-bottleneck"] = (
-            f"the server's running gauge read {max(edges['running']):g}, never {n}: the client "
+            f"the server's running gauge read {max(running):g}, never {n}: the client "
             "did not keep the level busy")
     return out
 

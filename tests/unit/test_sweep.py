@@ -108,3 +108,10 @@ def test_a_title_without_k_says_unknown_not_none():
     suites = {"code": {"content": "code", "context": 0}}
     assert plots.title({"model": "org/tiny", "k": None}, suites).startswith("tiny, k unknown\n")
     assert plots.title({"model": "tiny", "k": 3}, suites).startswith("tiny, k=3\n")
+
+
+def test_a_server_without_a_running_gauge_is_not_called_a_client_bottleneck():
+    a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
+    row = sweep.figures(2, [a, b], edges(2, 180, 720, 1.8, running=(None, None)), None, 0.0)
+    assert "client-bottleneck" not in row["alarms"] and row["tokens_per_step"] == 4
+    assert report.sweep_rows({"levels": [row]})[0][-1] == "n/a"
