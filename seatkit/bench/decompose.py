@@ -67,7 +67,8 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
         "drafts": drafts, "draft_tokens": draft_tokens, "accepted": accepted,
         "accepted_per_position": [delta.per_position[i] for i in sorted(delta.per_position)],
         "decode_steps": steps,
-        "decomposition": bool(delta.has_spec and steps),
+        # Each step delivers at least one token: other step counts are counters that lie.
+        "decomposition": bool(delta.has_spec and steps and 0 < steps <= decode_tokens),
     }
     out["client_vs_server"] = (_ratio(out["client_decode_tok_s"], out["decode_tok_s"])
                                if server_decode_s else None)
@@ -123,8 +124,8 @@ def alarms(f: dict, k: int | None, text: str) -> dict[str, str]:
     """Signs that a number should not be trusted as it stands, by kind."""
     out = {}
     if not f["decomposition"]:
-        out["no-decomposition"] = ("no speculative-decoding counters in /metrics: client timing "
-                                   "only, the two factors are unavailable")
+        out["no-decomposition"] = ("no speculative-decoding counters in /metrics, or a step count "
+                                   "outside 1..decode tokens: the two factors are unavailable")
         return out
     if f["prompt_tokens"] >= 4096 and (f["draft_acceptance"] or 0) < 0.02:
         out["zero-acceptance"] = "acceptance near 0 at long context: the drafter may see zero-filled drafts"

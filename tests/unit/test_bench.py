@@ -278,3 +278,11 @@ def test_a_non_finite_counter_is_a_clear_error(value):
     with pytest.raises(SeatError, match="not a finite number"):
         metrics.parse(f"vllm:inter_token_latency_seconds_count {value}\n")
     assert metrics.parse(f"vllm:unrelated_gauge {value}\n").values == {}  # only what the bench reads
+
+
+@pytest.mark.parametrize("steps", [-33, 1e12])  # counters gone backwards; more steps than tokens
+def test_impossible_step_counts_give_no_factors(steps):
+    f = decompose.factors(delta_of(33, 66, steps, generated=100), 100, ttft_s=0.5, last_s=1.5,
+                          prompt_tokens=10)
+    assert not f["decomposition"] and "tokens_per_step" not in f and "ms_per_step" not in f
+    assert "no-decomposition" in decompose.alarms(f, 5, "text")
