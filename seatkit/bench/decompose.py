@@ -50,6 +50,8 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
     v = delta.values
     client_decode_s = last_s - ttft_s
     server_decode_s = v.get("decode_seconds")
+    if server_decode_s is not None and server_decode_s <= 0:
+        server_decode_s = None  # a counter that went backwards: the client's clock stands
     decode_s = server_decode_s if server_decode_s else client_decode_s
     server_ttft = server_ttft_s(delta)
     first_token_s = server_ttft if server_ttft is not None else ttft_s

@@ -286,3 +286,9 @@ def test_impossible_step_counts_give_no_factors(steps):
                           prompt_tokens=10)
     assert not f["decomposition"] and "tokens_per_step" not in f and "ms_per_step" not in f
     assert "no-decomposition" in decompose.alarms(f, 5, "text")
+
+
+def test_a_decode_time_counter_gone_backwards_falls_back_to_the_client():
+    delta = delta_of(33, 66, 33, decode_s=-5.0)
+    f = decompose.factors(delta, 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
+    assert f["timing_source"] == "client" and f["decode_tok_s"] == pytest.approx(99.0)
