@@ -37,8 +37,9 @@ def repetition(text: str, width: int = 4) -> float:
 
 def server_ttft_s(delta: Snapshot) -> float | None:
     """Our request's TTFT from the server's histogram, when exactly one observation landed."""
-    if delta.values.get("ttft_count") == 1:
-        return delta.values.get("ttft_seconds")
+    seconds = delta.values.get("ttft_seconds")
+    if delta.values.get("ttft_count") == 1 and seconds is not None and seconds >= 0:
+        return seconds
     return None
 
 

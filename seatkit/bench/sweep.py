@@ -160,7 +160,8 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
     if total is not None:
         v = total.values
         out["server_ttft_ms"] = (v["ttft_seconds"] / v["ttft_count"] * 1000
-                                 if v.get("ttft_count") else None)
+                                 if (v.get("ttft_count") or 0) > 0 and v.get("ttft_seconds", -1) >= 0
+                                 else None)  # none, or a histogram gone backwards
         out["usage_vs_counters"] = {"usage": tokens, "generation_tokens": v.get("generation_tokens"),
                                     "finished": sum(total.success.values())}
     if not all(s.chunks for s in streams):

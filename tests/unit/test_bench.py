@@ -292,3 +292,9 @@ def test_a_decode_time_counter_gone_backwards_falls_back_to_the_client():
     delta = delta_of(33, 66, 33, decode_s=-5.0)
     f = decompose.factors(delta, 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
     assert f["timing_source"] == "client" and f["decode_tok_s"] == pytest.approx(99.0)
+
+
+@pytest.mark.parametrize("count, seconds", [(1, -0.2), (0, 0.0), (2, 0.4), (1, None)])
+def test_server_ttft_only_from_one_sane_observation(count, seconds):
+    values = {"ttft_count": count} | ({"ttft_seconds": seconds} if seconds is not None else {})
+    assert decompose.server_ttft_s(metrics.Snapshot(values=values)) is None

@@ -115,3 +115,11 @@ def test_a_server_without_a_running_gauge_is_not_called_a_client_bottleneck():
     row = sweep.figures(2, [a, b], edges(2, 180, 720, 1.8, running=(None, None)), None, 0.0)
     assert "client-bottleneck" not in row["alarms"] and row["tokens_per_step"] == 4
     assert report.sweep_rows({"levels": [row]})[0][-1] == "n/a"
+
+
+@pytest.mark.parametrize("count, seconds", [(-2, 0.4), (2, -0.4), (0, 0.0), (2, None)])
+def test_a_ttft_histogram_gone_backwards_or_empty_gives_no_server_ttft(count, seconds):
+    a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
+    values = {"ttft_count": count} | ({"ttft_seconds": seconds} if seconds is not None else {})
+    row = sweep.figures(2, [a, b], None, metrics.Snapshot(values=values), 0.0)
+    assert row["server_ttft_ms"] is None
