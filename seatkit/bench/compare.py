@@ -87,6 +87,9 @@ def _run_entries(folder: Path, summary: dict) -> list[Entry]:
     out = []
     for suite, s in summary["suites"].items():
         values = {k: s[k]["median"] for k in FACTORS if s.get(k)}
+        bad = [k for k, v in values.items() if not (isinstance(v, (int, float)) and 0 < v < math.inf)]
+        if bad:
+            raise ValueError(f"suite {suite}: {', '.join(bad)} not a positive number")
         spread = {k: s[k]["cv"] for k in FACTORS if s.get(k) and s[k]["cv"] is not None}
         conditions = {"model": c.get("base_model") or c["model"], "draft": c.get("draft_model") or
                       c.get("draft_method"), "k": c.get("k"), "draft_policy": c.get("draft_policy"),

@@ -213,3 +213,11 @@ def test_a_corrupted_summary_is_a_clear_error(tmp_path, text):
     (bad / "summary.json").write_text(text)
     with pytest.raises(SeatError, match="is not a bench summary"):
         compare.compare(good, str(bad))
+
+
+@pytest.mark.parametrize("tps", [-3, float("nan"), float("inf"), "fast"])
+def test_a_summary_with_a_figure_that_is_not_a_positive_number_is_refused(tmp_path, tps):
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    bad = run_dir(tmp_path, "bad", "tiny", tps, 5.5, 9.2)
+    with pytest.raises(SeatError, match="decode_tok_s not a positive number"):
+        compare.compare(good, bad)
