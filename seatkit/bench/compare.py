@@ -20,6 +20,7 @@ FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "context", "padding",
               "output_tokens", "host_settings", "image", "statistic")
 UNKNOWN = "unknown"
+SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
 WHAT_MOVES = {
     "ms_per_step": "step time: host settings (IOMMU, P2P registry keys, ReBAR, HMM), the image and "
                    "its kernels, power limits and clocks",
@@ -83,6 +84,9 @@ def run_entries(folder: Path) -> list[Entry]:
 
 
 def _run_entries(folder: Path, summary: dict) -> list[Entry]:
+    if summary.get("schema") == SWEEP_SCHEMA:
+        raise SeatError(f"{folder} is a concurrency sweep: compare splits batch-1 runs",
+                        "compare two sweeps by their report.md tables, level by level")
     c = summary["conditions"]
     out = []
     for suite, s in summary["suites"].items():

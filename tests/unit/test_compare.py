@@ -6,7 +6,7 @@ import math
 import pytest
 import yaml
 
-from seatkit.bench import cards, compare, parity
+from seatkit.bench import cards, compare, parity, sweep
 from seatkit.errors import SeatError
 
 
@@ -221,3 +221,14 @@ def test_a_summary_with_a_figure_that_is_not_a_positive_number_is_refused(tmp_pa
     bad = run_dir(tmp_path, "bad", "tiny", tps, 5.5, 9.2)
     with pytest.raises(SeatError, match="decode_tok_s not a positive number"):
         compare.compare(good, bad)
+
+
+def test_a_sweep_is_not_compared_as_if_it_were_a_batch_1_run(tmp_path):
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    swept = tmp_path / "swept"
+    swept.mkdir()
+    (swept / "summary.json").write_text(json.dumps({
+        "schema": sweep.SCHEMA, "conditions": {"model": "tiny", "sampling": {}},
+        "suites": {"code": {"content": "code", "levels": []}}}))
+    with pytest.raises(SeatError, match="is a concurrency sweep"):
+        compare.compare(good, str(swept))
