@@ -78,7 +78,7 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
     if not out["decomposition"]:
         return out
     per_pos = out["accepted_per_position"]
-    unconditional = [a / drafts if drafts else None for a in per_pos]
+    unconditional = [a / drafts for a in per_pos] if drafts else []  # no drafts: no curve
     conditional = [u / prev if u is not None and prev else None
                    for u, prev in zip(unconditional, [1.0] + unconditional[:-1])]
     ms_per_step = decode_s * 1000 / steps

@@ -298,3 +298,15 @@ def test_a_decode_time_counter_gone_backwards_falls_back_to_the_client():
 def test_server_ttft_only_from_one_sane_observation(count, seconds):
     values = {"ttft_count": count} | ({"ttft_seconds": seconds} if seconds is not None else {})
     assert decompose.server_ttft_s(metrics.Snapshot(values=values)) is None
+
+
+def test_requests_without_a_single_draft_summarize_without_a_curve():
+    # An n-gram drafter can go a whole request without a match: steps, but no drafts.
+    delta = metrics.Snapshot(values={"drafts": 0, "draft_tokens": 0, "accepted": 0, "steps": 99,
+                                     "step_seconds": 1.0, "decode_seconds": 1.0,
+                                     "generation_tokens": 100},
+                             per_position={0: 0.0, 1: 0.0}, success={"length": 1})
+    f = decompose.factors(delta, 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
+    assert f["tokens_per_step"] == 1 and f["acceptance_unconditional"] == []
+    record = {"suite": "code", "prompt": "p", "content": "code", "exclusive": True, "factors": f}
+    assert run.summarize([record, dict(record)])["code"]["acceptance_by_position"] == []
