@@ -1,0 +1,72 @@
+"""The sweep against stand-in servers that lie: the oracle's engine behind a /metrics that is broken,
+goes backwards, or a completion endpoint that fails mid-sweep. No traceback, no absurd figure."""
+
+import re
+import threading
+from http.server import ThreadingHTTPServer
+
+import pytest
+
+from seatkit.bench import oracle, run, sweep
+from seatkit.bench.selftest import PROMPT
+from seatkit.bench.workload import Prompt
+from seatkit.errors import SeatError
+
+
+def hostile(tmp_path, metrics=None, fail_post=None):
+    """A sweep of levels 1, 2 against an in-process oracle whose handler is bent by the hooks."""
+    engine = oracle.Oracle(tokens_per_step=3.0, step_ms=2.0, k=3, prefill_ms=1.0)
+    base = oracle.handler_for(engine)
+    posts = []
+
+    class Handler(base):
+        def do_GET(self):
+            if self.path == "/metrics" and metrics:
+                self._send(200, metrics(engine.metrics()).encode(), "text/plain")
+            else:
+                super().do_GET()
+
+        def do_POST(self):
+            posts.append(self.path)
+            if fail_post and fail_post(len(posts)):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self._send(500, b'{"error": "engine died"}')
+            else:
+                super().do_POST()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        prompt = Prompt(**{**PROMPT.__dict__, "max_tokens": 200})
+        return sweep.sweep(run.Target(f"http://127.0.0.1:{server.server_port}", oracle.MODEL, k=3),
+                           [prompt], run.Options(warmups=0), [1, 2], run.RunDir(tmp_path, "h"))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_nan_in_metrics_is_a_clear_error_without_a_thread_traceback(tmp_path, capfd):
+    lie = lambda text: re.sub(r"(vllm:generation_tokens_total\{[^}]*\}) \S+", r"\1 NaN", text)  # noqa: E731
+    with pytest.raises(SeatError, match="not a finite number"):
+        hostile(tmp_path, metrics=lie)
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_counters_that_go_backwards_publish_no_factors(tmp_path):
+    scrapes = iter(range(10**6))
+    # Every scrape reports fewer generated tokens than the one before it.
+    lie = lambda text: re.sub(r"(vllm:generation_tokens_total\{[^}]*\}) \S+",  # noqa: E731
+                              lambda m: f"{m.group(1)} {10**9 - next(scrapes) * 10**6}", text)
+    summary = hostile(tmp_path, metrics=lie)
+    for row in summary["suites"]["selftest"]["levels"]:
+        assert "tokens_per_step" not in row and "ms_per_step" not in row, row
+        assert row["alarms"], row
+        assert row["usage_vs_counters"]["generation_tokens"] < 0  # shown as it is, not as a figure
+
+
+def test_a_500_mid_sweep_is_a_clear_error_and_leaves_no_summary(tmp_path):
+    with pytest.raises(SeatError, match="answered 500"):
+        hostile(tmp_path, fail_post=lambda n: n == 3)  # the second level's second stream
+    folder, = tmp_path.iterdir()
+    assert not (folder / "summary.json").exists()
+    assert len((folder / "requests.jsonl").read_text().splitlines()) == 1  # level 1 kept
