@@ -1,8 +1,10 @@
 """The concurrency sweep's arithmetic on hand-made streams: window, rates, counters, alarms."""
 
 import pytest
+from click.testing import CliRunner
 
 from seatkit.bench import metrics, plots, report, sweep, workload
+from seatkit.cli.app import seat
 from seatkit.cli.bench import _levels
 from seatkit.errors import SeatError
 from seatkit.serve.client import Completion
@@ -123,3 +125,11 @@ def test_a_ttft_histogram_gone_backwards_or_empty_gives_no_server_ttft(count, se
     values = {"ttft_count": count} | ({"ttft_seconds": seconds} if seconds is not None else {})
     row = sweep.figures(2, [a, b], None, metrics.Snapshot(values=values), 0.0)
     assert row["server_ttft_ms"] is None
+
+
+def test_a_reference_card_is_refused_in_a_sweep_rather_than_ignored(tmp_path):
+    result = CliRunner().invoke(seat, ["bench", "run", "--url", "http://127.0.0.1:9", "--model", "m",
+                                       "--concurrency", "1,2", "--reference", "deepspark-readme",
+                                       "--out", str(tmp_path)])
+    assert isinstance(result.exception, SeatError) and "a sweep does not plot" in result.exception.message
+    assert not list(tmp_path.iterdir())  # refused before any run folder
