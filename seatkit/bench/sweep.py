@@ -86,7 +86,7 @@ class Window:
         self.started.set()
         self.ended.set()
         self.thread.join()
-        if len(self.edges) < 2 or self.edges[0][1] is None:
+        if len(self.edges) < 2 or any(snapshot is None for _, snapshot in self.edges):
             return None
         (t0, first), (t1, last) = self.edges
         return {"start": t0, "end": t1, "delta": last - first,

@@ -21,8 +21,9 @@ def hostile(tmp_path, metrics=None, fail_post=None):
 
     class Handler(base):
         def do_GET(self):
+            text = metrics(engine.metrics()) if self.path == "/metrics" and metrics else None
             if self.path == "/metrics" and metrics:
-                self._send(200, metrics(engine.metrics()).encode(), "text/plain")
+                self._send(404 if text is None else 200, (text or "").encode(), "text/plain")
             else:
                 super().do_GET()
 
@@ -70,3 +71,10 @@ def test_a_500_mid_sweep_is_a_clear_error_and_leaves_no_summary(tmp_path):
     folder, = tmp_path.iterdir()
     assert not (folder / "summary.json").exists()
     assert len((folder / "requests.jsonl").read_text().splitlines()) == 1  # level 1 kept
+
+
+def test_metrics_that_vanish_after_the_first_scrapes_are_a_clear_error(tmp_path):
+    scrapes = iter(range(10**6))
+    gone = lambda text: text if next(scrapes) < 3 else None  # noqa: E731 (404 from the 4th on)
+    with pytest.raises(SeatError, match="vanished"):
+        hostile(tmp_path, metrics=gone)
