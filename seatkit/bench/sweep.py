@@ -221,6 +221,9 @@ def sweep(target: Target, prompts: list[Prompt], options: Options, levels: list[
     for prompt in prompts:
         firsts.setdefault(prompt.suite, prompt)
     for prompt in firsts.values():
+        if prompt.context:  # a context suite's prompt is padded against the server, as in run.bench
+            progress(f"{prompt.name}: padding to {prompt.context} tokens")
+            prompt = run.padded(target, prompt)
         for i in range(options.warmups):
             progress(f"{prompt.suite}: warm-up {i + 1}/{options.warmups}")
             client.stream(target.url, target.model, prompt.text, prompt.max_tokens, target.headers,
