@@ -125,7 +125,8 @@ def draw_sweep(summary: dict, folder: Path) -> Path:
                    [r.get("tokens_per_step") or np.nan for r in suite["levels"]], marker="s",
                    linestyle="--", color="tab:green", label=f"{name}: tokens/step")
     k = summary["conditions"].get("k")
-    right.set_ylim(1, k + 1.2 if k else None)  # on its whole scale: a tiny change stays tiny
+    # On its whole scale, so a tiny change stays tiny; upward even with no point to scale it by.
+    right.set_ylim(1, k + 1.2 if k else max(2.0, right.get_ylim()[1]))
     levels = sorted({r["concurrency"] for s in summary["suites"].values() for r in s["levels"]})
     bottom.set_xscale("log", base=2)
     bottom.set_xticks(levels, [str(n) for n in levels])

@@ -133,3 +133,14 @@ def test_a_reference_card_is_refused_in_a_sweep_rather_than_ignored(tmp_path):
                                        "--out", str(tmp_path)])
     assert isinstance(result.exception, SeatError) and "a sweep does not plot" in result.exception.message
     assert not list(tmp_path.iterdir())  # refused before any run folder
+
+
+def test_the_acceptance_axis_points_up_without_k_or_any_tokens_per_step(tmp_path, monkeypatch):
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    rows = [sweep.figures(2, [stream(0.0, 0.1, 0.01, 100)] * 2, None, None, 0.01)]  # no counters
+    summary = {"schema": sweep.SCHEMA, "conditions": {"model": "m", "k": None},
+               "suites": {"code": {"content": "code", "context": 0, "levels": rows}}}
+    plots.draw_sweep(summary, tmp_path)
+    low, high = figures[0].axes[-1].get_ylim()
+    assert low == 1 and high > low
