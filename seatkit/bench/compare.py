@@ -23,6 +23,7 @@ OPTIONAL = {"model_lock"}  # compared only when both sides record it (cards do n
 UNKNOWN = "unknown"
 # Conditions shown under another name, with the factor they usually move.
 CONDITION_NOTES = {"b12x_kernels": ("b12x kernels", "usually moves ms/step")}
+SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
 WHAT_MOVES = {
     "ms_per_step": "step time: host settings (IOMMU, P2P registry keys, ReBAR, HMM), the image and "
                    "its kernels, power limits and clocks",
@@ -78,11 +79,24 @@ def card_entries(card: cards.Card) -> list[Entry]:
 
 
 def run_entries(folder: Path) -> list[Entry]:
-    summary = json.loads((folder / "summary.json").read_text())
+    try:
+        return _run_entries(folder, json.loads((folder / "summary.json").read_text()))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SeatError(f"{folder / 'summary.json'} is not a bench summary ({type(exc).__name__}: "
+                        f"{exc})", "give the folder of a finished `seat bench run`") from None
+
+
+def _run_entries(folder: Path, summary: dict) -> list[Entry]:
+    if summary.get("schema") == SWEEP_SCHEMA:
+        raise SeatError(f"{folder} is a concurrency sweep: compare splits batch-1 runs",
+                        "compare two sweeps by their report.md tables, level by level")
     c = summary["conditions"]
     out = []
     for suite, s in summary["suites"].items():
         values = {k: s[k]["median"] for k in FACTORS if s.get(k)}
+        bad = [k for k, v in values.items() if not (isinstance(v, (int, float)) and 0 < v < math.inf)]
+        if bad:
+            raise ValueError(f"suite {suite}: {', '.join(bad)} not a positive number")
         spread = {k: s[k]["cv"] for k in FACTORS if s.get(k) and s[k]["cv"] is not None}
         conditions = {"model": c.get("base_model") or c["model"], "draft": c.get("draft_model") or
                       c.get("draft_method"), "k": c.get("k"), "draft_policy": c.get("draft_policy"),

@@ -37,8 +37,9 @@ def repetition(text: str, width: int = 4) -> float:
 
 def server_ttft_s(delta: Snapshot) -> float | None:
     """Our request's TTFT from the server's histogram, when exactly one observation landed."""
-    if delta.values.get("ttft_count") == 1:
-        return delta.values.get("ttft_seconds")
+    seconds = delta.values.get("ttft_seconds")
+    if delta.values.get("ttft_count") == 1 and seconds is not None and seconds >= 0:
+        return seconds
     return None
 
 
@@ -50,6 +51,8 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
     v = delta.values
     client_decode_s = last_s - ttft_s
     server_decode_s = v.get("decode_seconds")
+    if server_decode_s is not None and server_decode_s <= 0:
+        server_decode_s = None  # a counter that went backwards: the client's clock stands
     decode_s = server_decode_s if server_decode_s else client_decode_s
     server_ttft = server_ttft_s(delta)
     first_token_s = server_ttft if server_ttft is not None else ttft_s
@@ -67,14 +70,15 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
         "drafts": drafts, "draft_tokens": draft_tokens, "accepted": accepted,
         "accepted_per_position": [delta.per_position[i] for i in sorted(delta.per_position)],
         "decode_steps": steps,
-        "decomposition": bool(delta.has_spec and steps),
+        # Each step delivers at least one token: other step counts are counters that lie.
+        "decomposition": bool(delta.has_spec and steps and 0 < steps <= decode_tokens),
     }
     out["client_vs_server"] = (_ratio(out["client_decode_tok_s"], out["decode_tok_s"])
                                if server_decode_s else None)
     if not out["decomposition"]:
         return out
     per_pos = out["accepted_per_position"]
-    unconditional = [a / drafts if drafts else None for a in per_pos]
+    unconditional = [a / drafts for a in per_pos] if drafts else []  # no drafts: no curve
     conditional = [u / prev if u is not None and prev else None
                    for u, prev in zip(unconditional, [1.0] + unconditional[:-1])]
     ms_per_step = decode_s * 1000 / steps
@@ -123,8 +127,8 @@ def alarms(f: dict, k: int | None, text: str) -> dict[str, str]:
     """Signs that a number should not be trusted as it stands, by kind."""
     out = {}
     if not f["decomposition"]:
-        out["no-decomposition"] = ("no speculative-decoding counters in /metrics: client timing "
-                                   "only, the two factors are unavailable")
+        out["no-decomposition"] = ("no speculative-decoding counters in /metrics, or a step count "
+                                   "outside 1..decode tokens: the two factors are unavailable")
         return out
     if f["prompt_tokens"] >= 4096 and (f["draft_acceptance"] or 0) < 0.02:
         out["zero-acceptance"] = "acceptance near 0 at long context: the drafter may see zero-filled drafts"

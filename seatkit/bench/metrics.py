@@ -6,6 +6,7 @@ v0 alike; every series is summed over its `engine` label (data-parallel engines)
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -64,6 +65,12 @@ def parse(text: str) -> Snapshot:
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
+                read = sample.name in names or sample.name in gauges or sample.name in (PER_POSITION,
+                                                                                          SUCCESS)
+                if read and not math.isfinite(sample.value):
+                    raise SeatError(f"/metrics gives {sample.name} = {sample.value}: a counter the "
+                                    "bench reads is not a finite number",
+                                    "the server's metrics are broken; its figures can't be trusted")
                 if sample.name in names:
                     sums[names[sample.name]] += sample.value
                 elif sample.name == PER_POSITION:

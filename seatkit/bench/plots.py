@@ -43,7 +43,8 @@ def title(conditions: dict, suites: dict) -> str:
         return ", ".join(dict.fromkeys(str(s.get(key) or 0) if key == "context" else str(s.get(key))
                                        for s in suites.values()))
     model = conditions.get("base_model") or conditions["model"]
-    return (f"{str(model).rsplit('/', 1)[-1]}, k={conditions.get('k')}\n"
+    k = conditions.get("k")
+    return (f"{str(model).rsplit('/', 1)[-1]}, {f'k={k}' if k else 'k unknown'}\n"
             f"content {values('content')}, context {values('context')} tokens")
 
 
@@ -124,7 +125,8 @@ def draw_sweep(summary: dict, folder: Path) -> Path:
                    [r.get("tokens_per_step") or np.nan for r in suite["levels"]], marker="s",
                    linestyle="--", color="tab:green", label=f"{name}: tokens/step")
     k = summary["conditions"].get("k")
-    right.set_ylim(1, k + 1.2 if k else None)  # on its whole scale: a tiny change stays tiny
+    # On its whole scale, so a tiny change stays tiny; upward even with no point to scale it by.
+    right.set_ylim(1, k + 1.2 if k else max(2.0, right.get_ylim()[1]))
     levels = sorted({r["concurrency"] for s in summary["suites"].values() for r in s["levels"]})
     bottom.set_xscale("log", base=2)
     bottom.set_xticks(levels, [str(n) for n in levels])

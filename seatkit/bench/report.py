@@ -83,7 +83,7 @@ def sweep_rows(suite: dict) -> list[tuple[str, ...]]:
     out = []
     for row in suite["levels"]:
         per = row["per_request_decode_tok_s"]
-        gauge = row.get("window", {}).get("running_gauge")
+        gauge = [g for g in row.get("window", {}).get("running_gauge") or [] if g is not None]
         out.append((str(row["concurrency"]), _n(row.get("aggregate_tok_s")),
                     f"{per['median']:.0f} ({per['min']:.0f}-{per['max']:.0f})" if per else "n/a",
                     f"{_n(row.get('server_ttft_ms'), 0)} / {_n(row['client_ttft_ms']['median'], 0)}",

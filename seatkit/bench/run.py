@@ -111,6 +111,9 @@ def after(target: Target, before: metrics.Snapshot, timeout: float = 10.0,
     deadline = time.monotonic() + timeout
     while True:
         after = scrape(target)
+        if after is None:
+            raise SeatError(f"{target.url}/metrics vanished during the bench",
+                            "the server restarted or something else now answers on its port")
         if sum((after - before).success.values()) >= finishes or time.monotonic() > deadline:
             return after
         time.sleep(0.05)

@@ -74,20 +74,23 @@ class Window:
         self.started.wait()
         if self.opened_after_a_finish:
             return
-        self.edges.append((time.monotonic(), scrape(self.target)))
-        self.ended.wait()
-        self.edges.append((time.monotonic(), scrape(self.target)))
+        try:  # a failed scrape leaves no window; the level's closing scrape reports the error
+            self.edges.append((time.monotonic(), scrape(self.target)))
+            self.ended.wait()
+            self.edges.append((time.monotonic(), scrape(self.target)))
+        except SeatError:
+            return
 
     def close(self) -> dict | None:
         """The window's counter deltas and edges, or None when there was no steady window."""
         self.started.set()
         self.ended.set()
         self.thread.join()
-        if len(self.edges) < 2 or self.edges[0][1] is None:
+        if len(self.edges) < 2 or any(snapshot is None for _, snapshot in self.edges):
             return None
         (t0, first), (t1, last) = self.edges
         return {"start": t0, "end": t1, "delta": last - first,
-                "running": [first.gauges.get("running", 0.0), last.gauges.get("running", 0.0)]}
+                "running": [first.gauges.get("running"), last.gauges.get("running")]}
 
 
 def _rate(points: list[tuple[float, int]]) -> float | None:
@@ -157,9 +160,13 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
     if total is not None:
         v = total.values
         out["server_ttft_ms"] = (v["ttft_seconds"] / v["ttft_count"] * 1000
-                                 if v.get("ttft_count") else None)
+                                 if (v.get("ttft_count") or 0) > 0 and v.get("ttft_seconds", -1) >= 0
+                                 else None)  # none, or a histogram gone backwards
         out["usage_vs_counters"] = {"usage": tokens, "generation_tokens": v.get("generation_tokens"),
                                     "finished": sum(total.success.values())}
+    if not all(s.chunks for s in streams):
+        out["alarms"]["no-text"] = "a stream finished without text: it has no decode to window"
+        return out
     # Client side of the window: every stream has its first token, until the first finish.
     start = max(s.chunks[0][0] for s in streams)
     end = min(s.chunks[-1][0] for s in streams)
@@ -179,19 +186,27 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
     steps, step_s = d.get("steps"), d.get("step_seconds")
     out["window"].update({"counter_seconds": edges["end"] - edges["start"], "steps": steps,
                           "running_gauge": edges["running"]})
+    generated = d.get("generation_tokens", 0)
     if not steps or steps < MIN_STEPS * n:
         out["alarms"]["short-window"] = (
             f"the counters' window held {steps or 0:g} request steps, under {MIN_STEPS} per "
             "stream: no tokens/step or ms/step (longer outputs, or a client that keeps up)")
+    elif not (steps <= generated <= tokens) or not (step_s or 0) > 0:
+        # Each request step delivers at least one token, and the window is inside the level.
+        out["alarms"]["counters-vs-usage"] = (
+            f"over the window the counters give {generated:g} tokens in {steps:g} steps of "
+            f"{step_s or 0:g} s in all, the streams {tokens} tokens in the whole level: another "
+            "client's requests, counters that went backwards, or a server that counts differently")
     else:
         out["tokens_per_step"] = d.get("generation_tokens", 0) / steps
         out["ms_per_step"] = step_s * 1000 / steps
         if d.get("accepted") is not None:
             out["drafter_tokens_per_step"] = 1 + d["accepted"] / steps
         out["counters_tok_s"] = n * out["tokens_per_step"] / (out["ms_per_step"] / 1000)
-    if max(edges["running"]) < n:
+    running = [r for r in edges["running"] if r is not None]  # None: the server has no gauge
+    if running and max(running) < n:
         out["alarms"]["client-bottleneck"] = (
-            f"the server's running gauge read {max(edges['running']):g}, never {n}: the client "
+            f"the server's running gauge read {max(running):g}, never {n}: the client "
             "did not keep the level busy")
     return out
 
@@ -206,6 +221,9 @@ def sweep(target: Target, prompts: list[Prompt], options: Options, levels: list[
     for prompt in prompts:
         firsts.setdefault(prompt.suite, prompt)
     for prompt in firsts.values():
+        if prompt.context:  # a context suite's prompt is padded against the server, as in run.bench
+            progress(f"{prompt.name}: padding to {prompt.context} tokens")
+            prompt = run.padded(target, prompt)
         for i in range(options.warmups):
             progress(f"{prompt.suite}: warm-up {i + 1}/{options.warmups}")
             client.stream(target.url, target.model, prompt.text, prompt.max_tokens, target.headers,

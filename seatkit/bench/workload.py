@@ -67,6 +67,9 @@ def suites(names: list[str], max_tokens: int | None = None, contexts: list[int] 
            file: Path = BENCH / "suites.yaml") -> list[Prompt]:
     """The prompts of each suite; a context suite gives one per context and padding kind, whose
     text is padded against the server at run time (each context reported as a suite of its own)."""
+    if max_tokens is not None and max_tokens < 2:
+        raise SeatError(f"--max-tokens {max_tokens} leaves no decode step to measure",
+                        "give 2 or more: the first token is prefill, the rest are decode")
     data = yaml.safe_load(file.read_text())
     out = []
     for suite in names:

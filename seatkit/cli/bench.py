@@ -77,6 +77,9 @@ def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max
     target = _target(profile, url, model, k, api_key)
     card = cards.load(reference) if reference else None
     levels = _levels(concurrency) if concurrency else None
+    if levels and card:
+        raise SeatError("--reference overlays acceptance by position, which a sweep does not plot",
+                        "give --reference to a batch-1 run (without --concurrency)")
     prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens,
                               [int(c) for c in contexts.split(",")] if contexts else None)
     options = bench_run.Options(warmups, repeats, {"temperature": temperature, "top_p": top_p,
@@ -109,9 +112,9 @@ def _levels(text: str) -> list[int]:
         levels = [int(n) for n in text.split(",") if n.strip()]
     except ValueError:
         levels = []
-    if not levels or min(levels) < 1:
+    if not levels or min(levels) < 1 or len(set(levels)) < len(levels):
         raise SeatError(f"--concurrency {text!r} is not a list of stream counts",
-                        "give positive whole numbers separated by commas, e.g. 1,2,4,8,16")
+                        "give distinct positive whole numbers separated by commas, e.g. 1,2,4,8,16")
     return levels
 
 

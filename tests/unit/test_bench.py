@@ -271,3 +271,42 @@ def test_context_suite_expands_per_context_and_padding():
     assert [(p.suite, p.context, p.padding) for p in prompts] == [
         ("context ctx 0", 0, None), ("context ctx 16k repetitive", 16384, "repetitive"),
         ("context ctx 16k realistic", 16384, "realistic")]
+
+
+@pytest.mark.parametrize("value", ["NaN", "+Inf", "-Inf"])
+def test_a_non_finite_counter_is_a_clear_error(value):
+    with pytest.raises(SeatError, match="not a finite number"):
+        metrics.parse(f"vllm:inter_token_latency_seconds_count {value}\n")
+    assert metrics.parse(f"vllm:unrelated_gauge {value}\n").values == {}  # only what the bench reads
+
+
+@pytest.mark.parametrize("steps", [-33, 1e12])  # counters gone backwards; more steps than tokens
+def test_impossible_step_counts_give_no_factors(steps):
+    f = decompose.factors(delta_of(33, 66, steps, generated=100), 100, ttft_s=0.5, last_s=1.5,
+                          prompt_tokens=10)
+    assert not f["decomposition"] and "tokens_per_step" not in f and "ms_per_step" not in f
+    assert "no-decomposition" in decompose.alarms(f, 5, "text")
+
+
+def test_a_decode_time_counter_gone_backwards_falls_back_to_the_client():
+    delta = delta_of(33, 66, 33, decode_s=-5.0)
+    f = decompose.factors(delta, 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
+    assert f["timing_source"] == "client" and f["decode_tok_s"] == pytest.approx(99.0)
+
+
+@pytest.mark.parametrize("count, seconds", [(1, -0.2), (0, 0.0), (2, 0.4), (1, None)])
+def test_server_ttft_only_from_one_sane_observation(count, seconds):
+    values = {"ttft_count": count} | ({"ttft_seconds": seconds} if seconds is not None else {})
+    assert decompose.server_ttft_s(metrics.Snapshot(values=values)) is None
+
+
+def test_requests_without_a_single_draft_summarize_without_a_curve():
+    # An n-gram drafter can go a whole request without a match: steps, but no drafts.
+    delta = metrics.Snapshot(values={"drafts": 0, "draft_tokens": 0, "accepted": 0, "steps": 99,
+                                     "step_seconds": 1.0, "decode_seconds": 1.0,
+                                     "generation_tokens": 100},
+                             per_position={0: 0.0, 1: 0.0}, success={"length": 1})
+    f = decompose.factors(delta, 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
+    assert f["tokens_per_step"] == 1 and f["acceptance_unconditional"] == []
+    record = {"suite": "code", "prompt": "p", "content": "code", "exclusive": True, "factors": f}
+    assert run.summarize([record, dict(record)])["code"]["acceptance_by_position"] == []

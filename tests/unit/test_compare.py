@@ -6,7 +6,7 @@ import math
 import pytest
 import yaml
 
-from seatkit.bench import cards, compare, parity
+from seatkit.bench import cards, compare, parity, sweep
 from seatkit.errors import SeatError
 
 
@@ -202,3 +202,33 @@ def test_a_url_run_is_refused_against_another_model_and_a_side_without_one(tmp_p
     refused = compare.compare(url_run, str(anonymous))
     assert refused.refused and refused.differing["model"] == ["tiny vs unknown"]
     assert "tiny vs unknown" in refused.refused
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"conditions": {}, "suites": {"x": {"decode_tok_s": 5}}}',
+                                  '["a list"]', '{"suites": {}}'])
+def test_a_corrupted_summary_is_a_clear_error(tmp_path, text):
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "summary.json").write_text(text)
+    with pytest.raises(SeatError, match="is not a bench summary"):
+        compare.compare(good, str(bad))
+
+
+@pytest.mark.parametrize("tps", [-3, float("nan"), float("inf"), "fast"])
+def test_a_summary_with_a_figure_that_is_not_a_positive_number_is_refused(tmp_path, tps):
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    bad = run_dir(tmp_path, "bad", "tiny", tps, 5.5, 9.2)
+    with pytest.raises(SeatError, match="decode_tok_s not a positive number"):
+        compare.compare(good, bad)
+
+
+def test_a_sweep_is_not_compared_as_if_it_were_a_batch_1_run(tmp_path):
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    swept = tmp_path / "swept"
+    swept.mkdir()
+    (swept / "summary.json").write_text(json.dumps({
+        "schema": sweep.SCHEMA, "conditions": {"model": "tiny", "sampling": {}},
+        "suites": {"code": {"content": "code", "levels": []}}}))
+    with pytest.raises(SeatError, match="is a concurrency sweep"):
+        compare.compare(good, str(swept))

@@ -1,8 +1,12 @@
 """The concurrency sweep's arithmetic on hand-made streams: window, rates, counters, alarms."""
 
 import pytest
+from click.testing import CliRunner
 
-from seatkit.bench import metrics, plots, report, sweep
+from seatkit.bench import metrics, plots, report, sweep, workload
+from seatkit.cli.app import seat
+from seatkit.cli.bench import _levels
+from seatkit.errors import SeatError
 from seatkit.serve.client import Completion
 
 
@@ -63,3 +67,80 @@ def test_sweep_table_fits_80_columns_and_plot_is_drawn(tmp_path):
     path = plots.draw_sweep(summary, tmp_path)
     assert path.read_bytes()[:4] == b"\x89PNG"
     assert "tiny, k=5" in plots.title(summary["conditions"], summary["suites"])
+
+
+@pytest.mark.parametrize("values", [
+    {"steps": 200, "step_seconds": 1.0, "generation_tokens": -700},  # counters went backwards
+    {"steps": 200, "step_seconds": -1.0, "generation_tokens": 700},
+    {"steps": 200, "generation_tokens": 700},  # no inter-token-latency sum
+    {"steps": 200, "step_seconds": 1e300, "generation_tokens": 1e308},  # more than was streamed
+    {"steps": 1e300, "step_seconds": 1.0, "generation_tokens": 700},  # under a token per step
+])
+def test_counters_that_lie_give_an_alarm_and_no_factors(values):
+    a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
+    counters = {"start": 0.0, "end": 1.0, "running": [2.0, 2.0],
+                "delta": metrics.Snapshot(values=values)}
+    row = sweep.figures(2, [a, b], counters, None, cpu_s=0.0)
+    assert "counters-vs-usage" in row["alarms"]
+    assert "tokens_per_step" not in row and "ms_per_step" not in row and "counters_tok_s" not in row
+    assert row["aggregate_tok_s"] == pytest.approx(800)  # the client's figure stands
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "1,1", "2,4,2", "a", ","])
+def test_concurrency_levels_must_be_distinct_positive_counts(text):
+    with pytest.raises(SeatError, match="not a list of stream counts"):
+        _levels(text)
+    assert _levels("1,,2") == [1, 2]
+
+
+def test_an_output_of_one_token_is_refused_before_any_request():
+    with pytest.raises(SeatError, match="no decode step"):
+        workload.suites(["code"], max_tokens=1)
+    assert workload.suites(["code"], max_tokens=2)[0].max_tokens == 2
+
+
+def test_a_stream_that_sent_no_text_has_no_window():
+    empty = sweep.Stream(sent=0.0)
+    empty.done = Completion(completion_tokens=3, ttft_s=0.0, last_s=0.0)
+    row = sweep.figures(2, [stream(0.0, 0.1, 0.01, 100), empty], None, None, cpu_s=0.0)
+    assert "no-text" in row["alarms"] and "window" not in row and "aggregate_tok_s" not in row
+
+
+def test_a_title_without_k_says_unknown_not_none():
+    suites = {"code": {"content": "code", "context": 0}}
+    assert plots.title({"model": "org/tiny", "k": None}, suites).startswith("tiny, k unknown\n")
+    assert plots.title({"model": "tiny", "k": 3}, suites).startswith("tiny, k=3\n")
+
+
+def test_a_server_without_a_running_gauge_is_not_called_a_client_bottleneck():
+    a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
+    row = sweep.figures(2, [a, b], edges(2, 180, 720, 1.8, running=(None, None)), None, 0.0)
+    assert "client-bottleneck" not in row["alarms"] and row["tokens_per_step"] == 4
+    assert report.sweep_rows({"levels": [row]})[0][-1] == "n/a"
+
+
+@pytest.mark.parametrize("count, seconds", [(-2, 0.4), (2, -0.4), (0, 0.0), (2, None)])
+def test_a_ttft_histogram_gone_backwards_or_empty_gives_no_server_ttft(count, seconds):
+    a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
+    values = {"ttft_count": count} | ({"ttft_seconds": seconds} if seconds is not None else {})
+    row = sweep.figures(2, [a, b], None, metrics.Snapshot(values=values), 0.0)
+    assert row["server_ttft_ms"] is None
+
+
+def test_a_reference_card_is_refused_in_a_sweep_rather_than_ignored(tmp_path):
+    result = CliRunner().invoke(seat, ["bench", "run", "--url", "http://127.0.0.1:9", "--model", "m",
+                                       "--concurrency", "1,2", "--reference", "deepspark-readme",
+                                       "--out", str(tmp_path)])
+    assert isinstance(result.exception, SeatError) and "a sweep does not plot" in result.exception.message
+    assert not list(tmp_path.iterdir())  # refused before any run folder
+
+
+def test_the_acceptance_axis_points_up_without_k_or_any_tokens_per_step(tmp_path, monkeypatch):
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    rows = [sweep.figures(2, [stream(0.0, 0.1, 0.01, 100)] * 2, None, None, 0.01)]  # no counters
+    summary = {"schema": sweep.SCHEMA, "conditions": {"model": "m", "k": None},
+               "suites": {"code": {"content": "code", "context": 0, "levels": rows}}}
+    plots.draw_sweep(summary, tmp_path)
+    low, high = figures[0].axes[-1].get_ylim()
+    assert low == 1 and high > low
