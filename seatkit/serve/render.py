@@ -14,7 +14,7 @@ import yaml
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.serve import glossary, profile as profiles, spec as specs
+from seatkit.serve import glossary, k8s, profile as profiles, spec as specs
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 
 
@@ -139,10 +139,15 @@ def render_launch_config(spec: LaunchSpec) -> str:
 
 
 def rendered(root: Path = paths.REPO) -> dict[Path, str]:
-    """Every rendered file and its content: a script per profile, the default's compose set."""
+    """Every rendered file and its content: a script per profile, k8s/<profile>/ for profiles with
+    a kubernetes section, the default's compose set."""
     out: dict[Path, str] = {}
     for name in profiles.profile_names():
-        out[root / "serve" / f"{name}.sh"] = render_script(specs.build(profiles.load(name)))
+        spec = specs.build(profiles.load(name))
+        out[root / "serve" / f"{name}.sh"] = render_script(spec)
+        if spec.profile.kubernetes:
+            for file, text in k8s.render(spec).items():
+                out[root / "k8s" / name / file] = text
     default = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
     out[root / "docker-compose.yml"] = render_compose(default)
     out[root / ".env"] = render_env(default)
@@ -162,10 +167,11 @@ def write(root: Path = paths.REPO) -> list[Path]:
             tmp.chmod(0o755 if path.suffix == ".sh" else 0o644)
             tmp.replace(path)
             written.append(path)
-    for stale in sorted((root / "serve").glob("*.sh")):
-        if stale not in files:
-            stale.unlink()
-            written.append(stale)
+    for stale in _stale(root, files):
+        stale.unlink()
+        written.append(stale)
+        if stale.parent.parent.name == "k8s" and not any(stale.parent.iterdir()):
+            stale.parent.rmdir()
     return written
 
 
@@ -179,10 +185,15 @@ def drift(root: Path = paths.REPO) -> dict[Path, str]:
             out[path] = "".join(difflib.unified_diff(
                 current.splitlines(True), text.splitlines(True),
                 f"{path.name} (committed)", f"{path.name} (fresh render)"))
-    for stale in sorted((root / "serve").glob("*.sh")):
-        if stale not in files:
-            out[stale] = f"{stale.name}: no profile renders this script any more\n"
+    for stale in _stale(root, files):
+        out[stale] = f"{stale.relative_to(root)}: no profile renders this file any more\n"
     return out
+
+
+def _stale(root: Path, files: dict[Path, str]) -> list[Path]:
+    """Rendered-looking files that no profile renders now (a removed profile, a dropped section)."""
+    found = [*(root / "serve").glob("*.sh"), *(root / "k8s").glob("*/*.yaml")]
+    return sorted(path for path in found if path not in files)
 
 
 def require_no_drift(root: Path = paths.REPO) -> None:
