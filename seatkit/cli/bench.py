@@ -34,17 +34,26 @@ def bench_group():
     """
 
 
+def _workload_options(command):
+    """What to send, shared by the bench of one seat and of a fleet."""
+    for option in reversed([
+            click.option("--suite", "suites", default="code,prose", show_default=True,
+                         help="Comma-separated suites from bench/suites.yaml."),
+            click.option("--warmups", default=2, show_default=True),
+            click.option("--repeats", default=5, show_default=True),
+            click.option("--max-tokens", type=int,
+                         help="Output length for every prompt (default: the suite's).")]):
+        command = option(command)
+    return command
+
+
 @bench_group.command("run")
 @click.argument("profile", default=profiles.DEFAULT_PROFILE, metavar="[PROFILE]")
 @click.option("--url", help="Bench any OpenAI-compatible server instead of a profile's seat.")
 @click.option("--model", help="Served model name (with --url).")
 @click.option("--k", type=int, help="Draft length the server uses (with --url), for the alarms.")
 @click.option("--api-key", envvar="SEAT_BENCH_API_KEY", help="Bearer key (with --url).")
-@click.option("--suite", "suites", default="code,prose", show_default=True,
-              help="Comma-separated suites from bench/suites.yaml.")
-@click.option("--warmups", default=2, show_default=True)
-@click.option("--repeats", default=5, show_default=True)
-@click.option("--max-tokens", type=int, help="Output length for every prompt (default: the suite's).")
+@_workload_options
 @click.option("--contexts", help="Comma-separated context sizes in tokens for the context suite "
               "(default: the suite's, 0 to 128k).")
 @click.option("--temperature", default=0.0, show_default=True)
@@ -103,11 +112,7 @@ def _target(profile: str, url: str | None, model: str | None, k: int | None,
 @click.option("--model", help="Served model name (default: the one each seat lists).")
 @click.option("--k", type=int, help="Draft length the seats use, for the alarms.")
 @click.option("--api-key", envvar="SEAT_BENCH_API_KEY", help="Bearer key the seats require.")
-@click.option("--suite", "suites", default="code,prose", show_default=True,
-              help="Comma-separated suites from bench/suites.yaml.")
-@click.option("--warmups", default=2, show_default=True)
-@click.option("--repeats", default=5, show_default=True)
-@click.option("--max-tokens", type=int, help="Output length for every prompt (default: the suite's).")
+@_workload_options
 @click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
 def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_tokens, out_dir):
     """The same bench on every seat of a fleet, each alone in turn, side by side.
