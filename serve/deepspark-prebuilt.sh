@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # deepspark-prebuilt: DeepSeek-V4-Flash + DSpark from the original author's prebuilt image, TP=4, 4x RTX PRO 6000 on PCIe
-# Rendered by `seat render` from profiles/deepspark-prebuilt.yaml (profile sha256 8128da1ad48e9314).
+# Rendered by `seat render` from profiles/deepspark-prebuilt.yaml (profile sha256 ff5d827b604f9ea6).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
 #
 # Host knobs, read from the environment (the profile's value when unset):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dsv4-flash-dspark-tp4: DeepSeek-V4-Flash + DSpark (k=5, probabilistic drafts) on the b12x vLLM fork, TP=4, 4x RTX PRO 6000 on PCIe
-# Rendered by `seat render` from profiles/dsv4-flash-dspark-tp4.yaml (profile sha256 f62cfc5ae0c45fef).
+# Rendered by `seat render` from profiles/dsv4-flash-dspark-tp4.yaml (profile sha256 305ca74eee044367).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
 #
 # Host knobs, read from the environment (the profile's value when unset):

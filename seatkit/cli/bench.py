@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from seatkit.bench import (cards, compare, nsys as bench_nsys, parity, report, run as bench_run,
+from seatkit.bench import (cards, compare, fleet, nsys as bench_nsys, parity, report, run as bench_run,
                            selftest, sweep, target as bench_target, workload)
 from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
@@ -37,17 +37,26 @@ def bench_group():
     """
 
 
+def _workload_options(command):
+    """What to send, shared by the bench of one seat and of a fleet."""
+    for option in reversed([
+            click.option("--suite", "suites", default="code,prose", show_default=True,
+                         help="Comma-separated suites from bench/suites.yaml."),
+            click.option("--warmups", default=2, show_default=True),
+            click.option("--repeats", default=5, show_default=True),
+            click.option("--max-tokens", type=int,
+                         help="Output length for every prompt (default: the suite's).")]):
+        command = option(command)
+    return command
+
+
 @bench_group.command("run")
 @click.argument("profile", default=profiles.DEFAULT_PROFILE, metavar="[PROFILE]")
 @click.option("--url", help="Bench any OpenAI-compatible server instead of a profile's seat.")
 @click.option("--model", help="Served model name (with --url).")
 @click.option("--k", type=int, help="Draft length the server uses (with --url), for the alarms.")
 @click.option("--api-key", envvar="SEAT_BENCH_API_KEY", help="Bearer key (with --url).")
-@click.option("--suite", "suites", default="code,prose", show_default=True,
-              help="Comma-separated suites from bench/suites.yaml.")
-@click.option("--warmups", default=2, show_default=True)
-@click.option("--repeats", default=5, show_default=True)
-@click.option("--max-tokens", type=int, help="Output length for every prompt (default: the suite's).")
+@_workload_options
 @click.option("--contexts", help="Comma-separated context sizes in tokens for the context suite "
               "(default: the suite's, 0 to 128k).")
 @click.option("--temperature", default=0.0, show_default=True)
@@ -179,6 +188,35 @@ def _target(profile: str, url: str | None, model: str | None, k: int | None,
             raise SeatError("--url needs --model", "the served model name, as /v1/models lists it")
         return bench_target.of_url(url, model, k, api_key)
     return bench_target.of_profile(profile)
+
+
+@bench_group.command("fleet")
+@click.argument("seats", nargs=-1, required=True, metavar="URL_OR_SERVICE...")
+@click.option("--model", help="Served model name (default: the one each seat lists).")
+@click.option("--k", type=int, help="Draft length the seats use, for the alarms.")
+@click.option("--api-key", envvar="SEAT_BENCH_API_KEY", help="Bearer key the seats require.")
+@_workload_options
+@click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
+def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_tokens, out_dir):
+    """The same bench on every seat of a fleet, each alone in turn, side by side.
+
+    Give each seat's URL, or a headless Service as NAME.NAMESPACE.svc:PORT (one seat per address it
+    resolves to). A seat outside the fleet's spread is named with the factor that moved: a slower
+    step points at that node's host settings or links, fewer tokens per step at its image or model.
+    """
+    urls = fleet.seat_urls(list(seats))
+    prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens)
+    options = bench_run.Options(warmups, repeats, {"temperature": 0.0, "top_p": 1.0, "seed": 0})
+    with err.status("fleet bench") as status:
+        result, folder = fleet.bench_fleet(urls, model, k, api_key, prompts, options, Path(out_dir),
+                                           progress=status.update)
+    table = Table(*fleet.HEADER, title=f"seat bench fleet: {folder}")
+    for row in fleet.rows(result):
+        table.add_row(*(escape(cell) for cell in row))
+    out.print(table)
+    for verdict in result["verdicts"]:
+        out.print(f"seat {escape(verdict['seat'])} ({verdict['suite']}): {escape(verdict['text'])}")
+    out.print(f"fleet report: {folder / 'fleet.md'}")
 
 
 @bench_group.command("compare")

@@ -124,11 +124,16 @@ def plan_cmd(profile: str, replace: bool, acknowledge: bool, as_json: bool):
     """What `apply PROFILE` would do: each file's diff, each command, and any refusal. Changes nothing.
 
     Exits 2 when apply would refuse."""
-    plan = host_plan.build(settings.load(profile), choices=_choices(replace, acknowledge))
+    host = settings.load(profile)
+    plan = host_plan.build(host, choices=_choices(replace, acknowledge))
     if as_json:
-        click.echo(json.dumps(host_plan.to_json(plan, System()), indent=2))
+        click.echo(json.dumps({**host_plan.to_json(plan, System()),
+                               "iommu_tokens": host.iommu.tokens}, indent=2))
     else:
         _show(plan)
+        # Where the kit cannot edit the boot line (a cluster's nodes), provisioning sets these.
+        tokens = "; ".join(f"{vendor}: {' '.join(t)}" for vendor, t in host.iommu.tokens.items())
+        out.print(f"IOMMU tokens of {host.name}, for node provisioning: {tokens}", highlight=False)
     if plan.refusals:
         raise SystemExit(2)
 

@@ -273,6 +273,28 @@ class Decision(Strict):
     why: Text
 
 
+DnsLabel = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,40}[a-z0-9])?$")]
+LabelValue = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")]
+
+
+class Kubernetes(Strict):
+    """Many identical seats, one per GPU node, rendered into k8s/<profile>/ by `seat render`."""
+
+    name: DnsLabel | None = None  # the workload's name; default: the profile's, made DNS-safe
+    namespace: DnsLabel = "default"
+    replicas: Annotated[int, Field(ge=1, le=256)] = 1
+    image: Annotated[str, Field(pattern=r"^[a-z0-9][A-Za-z0-9._/:@-]*$")] | None = None
+    # Values of nvidia.com/gpu.product, the node label GPU feature discovery sets; a node qualifies
+    # when its label is any of them (the original rig mixes Workstation and Max-Q cards).
+    gpu_products: list[LabelValue] = Field(min_length=1)
+    host_profile: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")] = "paper"
+    driver: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+){1,2}$")]  # decides the registry-key form
+    models_volume: Literal["hostPath", "pvc"] = "hostPath"
+    model_claims: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], DnsLabel] = {}
+    api_key_secret: DnsLabel
+    gpu_operator_namespace: DnsLabel = "gpu-operator"
+
+
 class Profile(Strict):
     name: ProfileName
     description: Text
@@ -289,6 +311,7 @@ class Profile(Strict):
     fork_only: ForkOnly = ForkOnly()
     env: dict[EnvName, str] = {}
     rig: Rig = Rig()
+    kubernetes: Kubernetes | None = None
     decisions: list[Decision] = []
     source: str = Field("", exclude=True)
     sha256: str = Field("", exclude=True)
@@ -310,6 +333,12 @@ class Profile(Strict):
         if spec and spec.draft_model is not None and spec.draft_model not in self.models:
             raise ValueError(f"speculative.draft_model {spec.draft_model!r} is not one of "
                              f"models {sorted(self.models)}")
+        kube = self.kubernetes
+        if kube and self.runtime != "docker":
+            raise ValueError("kubernetes needs runtime docker (the pod runs the seat's image)")
+        if kube and kube.models_volume == "pvc" and set(kube.model_claims) != set(self.models):
+            raise ValueError(f"kubernetes.model_claims must name a claim for each of models "
+                             f"{sorted(self.models)}")
         reserved = {"model", "host", "port", "served-model-name", "tensor-parallel-size",
                     "speculative-config", "api-key"}
         if self.docker:

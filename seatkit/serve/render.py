@@ -14,7 +14,7 @@ import yaml
 
 from seatkit import overlay_lock, paths
 from seatkit.errors import SeatError
-from seatkit.serve import glossary, grammar, nsys, profile as profiles, spec as specs
+from seatkit.serve import glossary, grammar, k8s, nsys, profile as profiles, spec as specs
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 
 
@@ -167,13 +167,17 @@ def render_launch_config(spec: LaunchSpec) -> str:
 
 
 def profile_files(name: str, root: Path = paths.REPO) -> dict[Path, str]:
-    """What one profile renders: its script, and a compose file with its .env for a docker profile
-    other than the default (whose compose set is at the top)."""
+    """What one profile renders: its script, a compose file with its .env for a docker profile
+    other than the default (whose compose set is at the top), and k8s/NAME/ for a profile with a
+    kubernetes section."""
     spec = specs.build(profiles.load(name))
     out = {root / "serve" / f"{name}.sh": render_script(spec)}
     if name != profiles.DEFAULT_PROFILE and not spec.native:
         out[compose_path(name, root)] = render_compose(spec)
         out[compose_path(name, root).with_name(".env")] = render_env(spec)
+    if spec.profile.kubernetes:
+        for file, text in k8s.render(spec).items():
+            out[root / "k8s" / name / file] = text
     return out
 
 
@@ -211,7 +215,7 @@ def compose_path(name: str, root: Path = paths.REPO) -> Path:
 def _stale(root: Path, files: dict[Path, str], keep: frozenset[str] = frozenset()) -> list[Path]:
     """Rendered files no profile renders now (a removed profile), except those of profiles in keep."""
     found = [*(root / "serve").glob("*.sh"), *(root / "compose").glob("*/docker-compose.yml"),
-             *(root / "compose").glob("*/.env")]
+             *(root / "compose").glob("*/.env"), *(root / "k8s").glob("*/*.yaml")]
     owner = lambda path: path.stem if path.parent.name == "serve" else path.parent.name  # noqa: E731
     return sorted(path for path in found if path not in files and owner(path) not in keep)
 

@@ -18,7 +18,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 from pydantic import BaseModel, ValidationError
 
-from seatkit.serve import profile as profiles, render, spec as specs
+from seatkit.serve import k8s, profile as profiles, render, spec as specs
 
 CANARY = "canary"
 PIECES = ["$(touch canary)", "`touch canary`", "'; touch canary; '", '"; touch canary; "',
@@ -150,8 +150,9 @@ def run_rendered(spec, tmp: Path) -> None:
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "docker").write_text(STUB_DOCKER)
     (bin_dir / "docker").chmod(0o755)
+    # A non-loopback host without a key is refused at launch (tested apart); here the argv is checked.
     environ = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp), "SEAT_HOME": str(home),
-               "ARGV_OUT": str(tmp / "argv")}
+               "ARGV_OUT": str(tmp / "argv"), "SEAT_EXPOSE_WITHOUT_KEY": "1"}
     values = spec.values(environ)
     if spec.native:
         server = Path(specs.resolve(spec.command[0], values))
@@ -195,6 +196,17 @@ def check_compose(spec) -> None:
     assert [unescape(v["target"]) for v in seat["volumes"]] == [m.target for m in spec.mounts]
 
 
+def check_k8s(spec) -> None:
+    """The manifest runs the container argv and environment the other forms run, bound to the pod."""
+    objects = [doc for text in k8s.render(spec).values() for doc in yaml.safe_load_all(text)]
+    workload = next(o for o in objects if o["kind"] == "StatefulSet")
+    container = workload["spec"]["template"]["spec"]["containers"][0]
+    unescape = lambda s: s.replace("$$", "$")  # the kubelet's escape for a literal $
+    values = {**spec.values({}), "SEAT_HOST": k8s.POD_HOST}
+    assert [unescape(a) for a in container["args"]] == spec.container_argv(values)
+    assert {e["name"]: unescape(e["value"]) for e in container["env"] if "value" in e} == spec.env
+
+
 def test_the_walk_finds_every_string_field():
     # Spot checks that the walk reaches nested lists, mapping keys and Any values.
     for slot in [("models", "*", "files", "*"), ("docker", "ulimits", "{key}"), ("name",),
@@ -226,6 +238,8 @@ def test_a_hostile_value_is_refused_or_stays_one_argument(tmp_path_factory, runt
     run_rendered(spec, tmp_path_factory.mktemp("hostile"))
     if not spec.native:
         check_compose(spec)
+    if spec.profile.kubernetes:
+        check_k8s(spec)
 
 
 @pytest.mark.parametrize("name", ["a\nrm -rf x", "$(touch canary)", "-x", "A", "a b", ".a"])

@@ -1,0 +1,171 @@
+"""`seat bench fleet`: the same bench on every seat of a fleet, one seat at a time, side by side.
+
+Each seat is benched alone, in turn, with the same prompts and the per-request exclusivity proof.
+A seat outside the fleet's spread is named with the factor that moved: a slower step usually means
+that node's host settings or links; fewer tokens per step, a different image, model or draft config.
+The fleet's figure is the median seat, so with three or more seats one slow seat stands out; two
+seats can only be shown side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import statistics
+from pathlib import Path
+from typing import Callable
+from urllib.parse import urlsplit
+
+import requests
+
+from seatkit.bench import run as bench_run, target as bench_target
+from seatkit.bench.run import Options, RunDir
+from seatkit.bench.workload import Prompt
+from seatkit.errors import SeatError
+
+SCHEMA = "seatkit.fleet/1"
+FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
+MOVE_FLOOR = 0.02  # a factor never counts as moved by less than 2 %
+CAUSES = {
+    "ms_per_step": "step time: this node's host settings (IOMMU, P2P keys, ReBAR, HMM), its "
+                   "PCIe links, power or clocks; run `seat doctor` there",
+    "tokens_per_step": "acceptance: a different image, model revision or draft config on this "
+                       "seat; compare its image labels and model lock with the others'",
+}
+
+
+def seat_urls(addresses: list[str]) -> list[str]:
+    """Each http(s) URL as given; a HOST:PORT name (a headless Service) becomes one URL per address."""
+    urls: list[str] = []
+    for address in addresses:
+        if "://" in address:
+            parts = urlsplit(address)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise SeatError(f"{address!r} is not an http(s) URL", "e.g. http://10.0.0.5:9406")
+            urls.append(address.rstrip("/"))
+            continue
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SeatError(f"{address!r} is neither a URL nor HOST:PORT",
+                            "give http://HOST:PORT, or a headless Service as NAME.NAMESPACE.svc:PORT")
+        try:
+            found = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise SeatError(f"{host} does not resolve: {exc.strerror}",
+                            "check the Service name and namespace, or give URLs") from None
+        for family, *_, sockaddr in found:
+            ip = sockaddr[0]
+            urls.append(f"http://[{ip}]:{port}" if family == socket.AF_INET6 else f"http://{ip}:{port}")
+    unique = list(dict.fromkeys(urls))
+    if not unique:
+        raise SeatError("no seats to bench", "give one or more URLs or a headless Service name")
+    return unique
+
+
+def served_model(url: str, headers: dict) -> str:
+    """The one model a seat serves, for a fleet bench without --model."""
+    try:
+        models = requests.get(f"{url}/v1/models", headers=headers, timeout=10).json()["data"]
+    except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+        raise SeatError(f"cannot list the models of {url}: {exc}", "pass --model") from None
+    if len(models) != 1:
+        raise SeatError(f"{url} serves {len(models)} models", "pass --model")
+    return models[0]["id"]
+
+
+def _figures(summary: dict) -> dict[str, dict]:
+    """Per suite: each factor's median and spread (coefficient of variation)."""
+    return {suite: {f: {"median": s[f]["median"], "cv": s[f]["cv"] or 0.0}
+                    for f in FACTORS if s.get(f)}
+            for suite, s in summary["suites"].items()}
+
+
+def judge(seats: list[dict]) -> list[dict]:
+    """Per seat and suite: each factor against the fleet's median seat and the seats' own spread."""
+    verdicts = []
+    suites = dict.fromkeys(s for seat in seats for s in seat["figures"])
+    for suite in suites:
+        present = [seat for seat in seats if set(FACTORS) <= set(seat["figures"].get(suite, {}))]
+        fleet = {f: statistics.median(seat["figures"][suite][f]["median"] for seat in present)
+                 for f in FACTORS}
+        typical_cv = {f: statistics.median(seat["figures"][suite][f]["cv"] for seat in present)
+                      for f in FACTORS}
+        for seat in present:
+            figures = seat["figures"][suite]
+            ratios = {f: figures[f]["median"] / fleet[f] for f in FACTORS}
+            allowed = {f: max(2 * math.hypot(figures[f]["cv"], typical_cv[f]), MOVE_FLOOR)
+                       for f in FACTORS}
+            moved = [f for f in FACTORS if abs(ratios[f] - 1) > allowed[f]]
+            verdicts.append({"seat": seat["url"], "suite": suite, "ratios": ratios,
+                             "allowed": allowed, "moved": moved,
+                             "outside": bool(moved) and len(present) >= 3,
+                             "text": _text(ratios, moved, len(present))})
+    return verdicts
+
+
+def _text(ratios: dict[str, float], moved: list[str], seats: int) -> str:
+    if seats < 3:
+        return "side by side only: a fleet needs 3 or more seats to single one out"
+    if not moved:
+        return "within the fleet's spread"
+    gap = math.log(ratios["decode_tok_s"])
+    named = []
+    for factor in ("tokens_per_step", "ms_per_step"):
+        if factor in moved:
+            part = math.log(ratios[factor]) * (1 if factor == "tokens_per_step" else -1)
+            share = f", {part / gap:.0%} of the tok/s gap" if gap else ""
+            named.append(f"{factor.replace('_', ' ')} {ratios[factor] - 1:+.1%} of the fleet's"
+                         f"{share}: {CAUSES[factor]}")
+    if not named:
+        return f"tok/s {ratios['decode_tok_s'] - 1:+.1%} of the fleet's, neither factor alone beyond its spread"
+    return "; ".join(named)
+
+
+def bench_fleet(urls: list[str], model: str | None, k: int | None, api_key: str | None,
+                prompts: list[Prompt], options: Options, out_root: Path,
+                progress: Callable[[str], None] = lambda m: None) -> tuple[dict, Path]:
+    """Bench every seat in turn into out_root/<time>-fleet/<time>-seatN/; returns the summary."""
+    folder = bench_run.new_folder(out_root, "fleet")
+    seats = []
+    for i, url in enumerate(urls, 1):
+        target = bench_target.of_url(url, model or "", k, api_key)
+        target.model = model or served_model(url, target.headers)
+        target.conditions["fleet_seat"] = i
+        say = lambda message, i=i, url=url: progress(f"seat {i}/{len(urls)} {url}: {message}")  # noqa: E731
+        say("benchmarking alone")
+        run_dir = RunDir(folder, f"seat{i}")
+        summary = bench_run.bench(target, prompts, options, run_dir, progress=say)
+        seats.append({"seat": i, "url": url, "model": target.model, "run": run_dir.path.name,
+                      "discarded": summary["discarded"], "figures": _figures(summary)})
+    result = {"schema": SCHEMA, "seats": seats, "verdicts": judge(seats)}
+    (folder / "fleet.json").write_text(json.dumps(result, indent=2) + "\n")
+    (folder / "fleet.md").write_text(markdown(result))
+    return result, folder
+
+
+def rows(result: dict) -> list[tuple[str, ...]]:
+    """seat, suite, tok/s, tokens/step, ms/step, flag: one row per seat and suite."""
+    verdicts = {(v["seat"], v["suite"]): v for v in result["verdicts"]}
+    out = []
+    for seat in result["seats"]:
+        for suite, figures in seat["figures"].items():
+            verdict = verdicts.get((seat["url"], suite))
+            flag = "OUTSIDE" if verdict and verdict["outside"] else "ok" if verdict else "n/a"
+            out.append((f"{seat['seat']} {seat['url']}", suite,
+                        *(f"{figures[f]['median']:.2f}" if f in figures else "n/a" for f in FACTORS),
+                        flag))
+    return out
+
+
+HEADER = ("seat", "suite", "tok/s", "tokens/step", "ms/step", "fleet")
+
+
+def markdown(result: dict) -> str:
+    lines = ["# Fleet bench", "", "Each seat benched alone, in turn; medians per suite. The fleet's "
+             "figure is its median seat.", "", "| " + " | ".join(HEADER) + " |",
+             "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows(result)]
+    lines += ["", "## Verdicts", ""]
+    lines += [f"- seat {v['seat']} ({v['suite']}): {v['text']}" for v in result["verdicts"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,208 @@
+"""Many identical seats on Kubernetes: k8s/<profile>/ rendered from the same LaunchSpec.
+
+One seat per GPU node (a StatefulSet with pod anti-affinity, NVIDIA GPU Operator), a ClusterIP
+Service for clients and a headless one that addresses each seat alone. The container's arguments and
+environment are the script's and compose's; what differs is only where a pod must differ: it binds
+every interface of its own network namespace (its Service reaches it there) and always requires the
+API key, which comes from a Secret. The host settings take the cluster's own form: the P2P registry
+keys and HMM-off go into the GPU Operator's kernel-module ConfigMap; the IOMMU stays a node boot
+parameter (`seat host plan` prints the tokens for node provisioning).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import yaml
+
+from seatkit.errors import SeatError
+from seatkit.host import settings as host_settings
+from seatkit.serve.profile import Profile
+from seatkit.serve.spec import LaunchSpec
+
+POD_HOST = "0.0.0.0"  # a pod's own network namespace: its Services reach it on the pod address
+API_KEY_ENV = "VLLM_API_KEY"
+API_KEY_ITEM = "api-key"  # the key inside the Secret
+PROBE_PERIOD_S = 10
+FILES = ("statefulset.yaml", "services.yaml", "gpu-operator-kernel-modules.yaml")
+
+
+def workload_name(profile: Profile) -> str:
+    """The kubernetes section's name, else the profile's made DNS-safe."""
+    named = profile.kubernetes.name
+    return named or re.sub(r"[^a-z0-9-]+", "-", profile.name).strip("-")[:42].rstrip("-")
+
+
+def _kubelet_escape(text: str) -> str:
+    """The kubelet expands $(VAR) in args and env values; $$ is its escape for a literal $."""
+    return text.replace("$", "$$")
+
+
+def container_args(spec: LaunchSpec) -> list[str]:
+    """The container argv the script and compose run (the profile's knob values), bound to the pod."""
+    return spec.container_argv({**spec.values({}), "SEAT_HOST": POD_HOST})
+
+
+def container_env(spec: LaunchSpec) -> dict[str, str]:
+    return dict(spec.env)
+
+
+def module_options(profile: Profile) -> dict[str, str]:
+    """The GPU Operator's <module>.conf files: one key=value a line, as its driver container reads them."""
+    kube = profile.kubernetes
+    host = host_settings.load(kube.host_profile)
+    keys = host_settings.registry_keys()
+    rule = host_settings.rule_for(kube.driver, keys)
+    if rule is None or host.registry in rule.refuse:
+        why = " ".join(rule.why.split()) if rule else "no rule in host/registry-keys.yaml covers it"
+        raise SeatError(f"{profile.name}: kubernetes.driver {kube.driver} does not take the "
+                        f"{host.registry} registry form of host profile {host.name}: {why}",
+                        "name the driver the nodes run, or a host profile whose form suits it")
+    dwords = keys.forms[host.registry].dwords
+    if re.search(r"\s", dwords):
+        raise SeatError(f"host/registry-keys.yaml: the {host.registry} form has whitespace, which "
+                        "the driver container would split into two parameters")
+    files = {"nvidia.conf": f"NVreg_RegistryDwords={dwords}\n"}
+    if host.hmm_disabled:
+        files["nvidia-uvm.conf"] = "uvm_disable_hmm=1\n"
+    return files
+
+
+def _labels(profile: Profile) -> dict[str, str]:
+    return {"app.kubernetes.io/name": workload_name(profile), "app.kubernetes.io/part-of": "seatkit"}
+
+
+def _volumes(spec: LaunchSpec) -> tuple[list[dict], list[dict]]:
+    """Pod volumes and the container's mounts: models read-only, the JIT cache, /dev/shm if needed."""
+    p = spec.profile
+    kube, docker = p.kubernetes, p.docker
+    values = spec.values({})
+    volumes, mounts = [], []
+    for key, model in p.models.items():
+        name = f"model-{key.replace('_', '-')}"
+        if kube.models_volume == "pvc":
+            source = {"persistentVolumeClaim": {"claimName": kube.model_claims[key], "readOnly": True}}
+        else:
+            source = {"hostPath": {"path": values[f"SEAT_MODEL_{key.upper()}_DIR"], "type": "Directory"}}
+        volumes.append({"name": name, **source})
+        mounts.append({"name": name, "mountPath": model.mount, "readOnly": True})
+    if docker.cache:
+        volumes.append({"name": "jit-cache", "hostPath": {"path": values["SEAT_CACHE_DIR"],
+                                                          "type": "DirectoryOrCreate"}})
+        mounts.append({"name": "jit-cache", "mountPath": docker.cache.mount})
+    if docker.ipc != "host":
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+    return volumes, mounts
+
+
+def _probe(failures: int) -> dict:
+    return {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": PROBE_PERIOD_S,
+            "timeoutSeconds": 5, "failureThreshold": failures}
+
+
+def statefulset(spec: LaunchSpec) -> dict:
+    p = spec.profile
+    kube = p.kubernetes
+    name, labels = workload_name(p), _labels(p)
+    volumes, mounts = _volumes(spec)
+    env = [{"name": k, "value": _kubelet_escape(v)} for k, v in container_env(spec).items()]
+    env.append({"name": API_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": kube.api_key_secret,
+                                                                    "key": API_KEY_ITEM}}})
+    container = {
+        "name": "seat",
+        "image": kube.image or spec.values({})["SEAT_IMAGE"],
+        "args": [_kubelet_escape(a) for a in container_args(spec)],
+        "env": env,
+        "ports": [{"name": "http", "containerPort": p.server.port}],
+        "resources": {"limits": {"nvidia.com/gpu": p.gpus.count}},
+        "volumeMounts": mounts,
+        # A cold JIT cache takes the profile's health timeout before /health answers.
+        "startupProbe": _probe(math.ceil(p.server.health_timeout_s / PROBE_PERIOD_S)),
+        "readinessProbe": _probe(3),
+        "livenessProbe": _probe(6),
+        "securityContext": {"privileged": False, "allowPrivilegeEscalation": False},
+    }
+    pod = {
+        "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                                       "values": list(kube.gpu_products)}]}]}},
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]},
+        },
+        "hostIPC": p.docker.ipc == "host",
+        "terminationGracePeriodSeconds": p.docker.stop_grace_s,
+        "containers": [container],
+        "volumes": volumes,
+    }
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": kube.namespace, "labels": labels},
+            "spec": {"serviceName": f"{name}-seats", "replicas": kube.replicas,
+                     "podManagementPolicy": "Parallel", "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": pod}}}
+
+
+def services(profile: Profile) -> list[dict]:
+    """A ClusterIP Service for clients, and a headless one: one address per seat, for the fleet bench."""
+    kube, name, labels = profile.kubernetes, workload_name(profile), _labels(profile)
+    port = [{"name": "http", "port": profile.server.port, "targetPort": "http"}]
+    meta = {"namespace": kube.namespace, "labels": labels}
+    return [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, **meta},
+             "spec": {"type": "ClusterIP", "selector": labels, "ports": port}},
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{name}-seats", **meta},
+             "spec": {"clusterIP": "None", "selector": labels, "ports": port}}]
+
+
+def kernel_module_config(profile: Profile) -> dict:
+    kube = profile.kubernetes
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": f"{workload_name(profile)}-kernel-modules",
+                         "namespace": kube.gpu_operator_namespace, "labels": _labels(profile)},
+            "data": module_options(profile)}
+
+
+def manifests(spec: LaunchSpec) -> dict[str, list[dict]]:
+    """Each file of k8s/<profile>/ and the objects it holds."""
+    p = spec.profile
+    return dict(zip(FILES, ([statefulset(spec)], services(p), [kernel_module_config(p)])))
+
+
+def _header(profile: Profile, file: str) -> str:
+    kube = profile.kubernetes
+    lines = [f"# {profile.name}: rendered by `seat render` from profiles/{profile.name}.yaml",
+             f"# (profile sha256 {profile.sha256[:16]}). Do not edit. The same LaunchSpec as",
+             "# serve/*.sh and docker-compose.yml; see the README, \"Many seats\"."]
+    if file == "statefulset.yaml":
+        lines += [f"# Needs Secret {kube.api_key_secret} (item {API_KEY_ITEM}) in namespace "
+                  f"{kube.namespace}, and nodes",
+                  f"# booted with the IOMMU tokens of host profile {kube.host_profile} "
+                  f"(`seat host plan {kube.host_profile}` prints them).",
+                  "# Not expressible in a pod: docker's --ulimit and --init (the runtime's defaults "
+                  "apply)."]
+    if file == "gpu-operator-kernel-modules.yaml":
+        lines += ["# Install the GPU Operator with driver.kernelModuleConfig.name set to this "
+                  "ConfigMap's name."]
+    return "\n".join(lines) + "\n"
+
+
+class _Plain(yaml.SafeDumper):
+    """Written out in full: no &anchors for the label mapping used in several places."""
+
+    def ignore_aliases(self, data):
+        return True
+
+    def represent_str(self, data):
+        style = "|" if "\n" in data else None
+        return self.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Plain.add_representer(str, _Plain.represent_str)
+
+
+def render(spec: LaunchSpec) -> dict[str, str]:
+    """File name -> text, for a profile with a kubernetes section."""
+    return {file: _header(spec.profile, file) + yaml.dump_all(
+                objects, Dumper=_Plain, sort_keys=False, width=100, allow_unicode=True)
+            for file, objects in manifests(spec).items()}

@@ -1,0 +1,89 @@
+"""The fleet verdict: the median seat is the fleet's figure; a seat beyond the seats' spread is named
+with the factor that moved and what usually moves it."""
+
+import subprocess
+
+import pytest
+
+from conftest import BIN
+from seatkit.bench import fleet
+from seatkit.errors import SeatError
+
+
+def seat_of(url, tokens_per_step, ms_per_step, cv=0.03):
+    tok_s = tokens_per_step / ms_per_step * 1000
+    figures = {"decode_tok_s": {"median": tok_s, "cv": cv},
+               "tokens_per_step": {"median": tokens_per_step, "cv": 0.0},
+               "ms_per_step": {"median": ms_per_step, "cv": cv}}
+    return {"url": url, "seat": url[-1], "figures": {"code": figures}}
+
+
+def verdicts(seats):
+    return {v["seat"]: v for v in fleet.judge(seats)}
+
+
+def test_a_seat_with_a_slower_step_is_named_by_step_time():
+    found = verdicts([seat_of("s1", 3.0, 10.0), seat_of("s2", 3.0, 10.3), seat_of("s3", 3.0, 14.0),
+                      seat_of("s4", 3.0, 9.8)])
+    assert found["s3"]["outside"] and found["s3"]["moved"] == ["decode_tok_s", "ms_per_step"]
+    assert "ms per step +" in found["s3"]["text"] and "host settings" in found["s3"]["text"]
+    assert "100% of the tok/s gap" in found["s3"]["text"]
+    assert not any(found[s]["outside"] for s in ("s1", "s2", "s4"))
+    assert found["s1"]["text"] == "within the fleet's spread"
+
+
+def test_a_seat_with_fewer_tokens_per_step_is_named_by_acceptance():
+    found = verdicts([seat_of("s1", 5.7, 8.0), seat_of("s2", 3.9, 8.0), seat_of("s3", 5.7, 8.1)])
+    assert found["s2"]["outside"] and "tokens_per_step" in found["s2"]["moved"]
+    assert "image, model revision or draft config" in found["s2"]["text"]
+    assert not found["s1"]["outside"] and not found["s3"]["outside"]
+
+
+def test_a_noisy_seat_is_judged_against_its_own_spread():
+    """A 12 % slower step is within noise when the seats' step times vary by 10 % per request."""
+    found = verdicts([seat_of("s1", 3.0, 10.0, 0.10), seat_of("s2", 3.0, 11.2, 0.10),
+                      seat_of("s3", 3.0, 10.1, 0.10)])
+    assert not any(v["outside"] for v in found.values())
+
+
+def test_both_factors_are_named_when_both_moved():
+    found = verdicts([seat_of("s1", 5.0, 8.0), seat_of("s2", 4.0, 10.0), seat_of("s3", 5.0, 8.1)])
+    text = found["s2"]["text"]
+    assert "tokens per step" in text and "ms per step" in text
+
+
+def test_two_seats_are_only_shown_side_by_side():
+    found = verdicts([seat_of("s1", 5.7, 8.0), seat_of("s2", 3.9, 8.0)])
+    assert not any(v["outside"] for v in found.values())
+    assert all("3 or more seats" in v["text"] for v in found.values())
+
+
+def test_rows_fit_and_flag():
+    seats = [seat_of("s1", 5.7, 8.0), seat_of("s2", 3.9, 8.0), seat_of("s3", 5.7, 8.1)]
+    result = {"seats": seats, "verdicts": fleet.judge(seats)}
+    rows = {row[0]: row for row in fleet.rows(result)}
+    assert rows["2 s2"][-1] == "OUTSIDE" and rows["1 s1"][-1] == "ok"
+    assert "| 2 s2 | code | " in fleet.markdown(result)
+
+
+def test_urls_are_kept_and_service_names_expand_to_one_seat_per_address():
+    assert fleet.seat_urls(["http://127.0.0.1:9406/", "https://a.example:1"]) == [
+        "http://127.0.0.1:9406", "https://a.example:1"]
+    # A name resolves through the system resolver, as a headless Service's does in a cluster.
+    assert fleet.seat_urls(["127.0.0.1:9406"]) == ["http://127.0.0.1:9406"]
+    assert fleet.seat_urls(["http://127.0.0.1:1", "http://127.0.0.1:1"]) == ["http://127.0.0.1:1"]
+
+
+@pytest.mark.parametrize("bad, message", [("ftp://h/x", "not an http"), ("justaname", "HOST:PORT"),
+                                          ("h:0", "HOST:PORT"), ("h:99999", "HOST:PORT"),
+                                          ("no-such-host.invalid:80", "does not resolve")])
+def test_bad_seat_addresses_get_a_clear_error(bad, message):
+    with pytest.raises(SeatError, match=message):
+        fleet.seat_urls([bad])
+
+
+def test_the_cli_reports_a_bad_address_without_a_traceback():
+    done = subprocess.run([str(BIN / "seat"), "bench", "fleet", "no-such-host.invalid:80"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "does not resolve" in done.stderr
+    assert "Traceback" not in done.stderr

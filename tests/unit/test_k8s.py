@@ -1,0 +1,170 @@
+"""k8s/<profile>/: schema-valid manifests whose container argv and environment are the script's."""
+
+import copy
+import json
+import os
+import subprocess
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from conftest import BIN
+from seatkit import paths
+from seatkit.errors import SeatError
+from seatkit.host import settings as host_settings
+from seatkit.serve import k8s, profile as profiles, render, spec as specs
+from test_render import run_script
+
+K8S_VERSION = "1.35.0"
+DEFAULT = profiles.DEFAULT_PROFILE
+FOLDER = paths.REPO / "k8s" / DEFAULT
+
+
+def committed() -> list[dict]:
+    return [doc for file in k8s.FILES for doc in yaml.safe_load_all((FOLDER / file).read_text())]
+
+
+def kubelet_unescape(text: str) -> str:
+    """What the kubelet hands the process: $$ is its escape for a literal $."""
+    return text.replace("$$", "$")
+
+
+def seat_container(objects: list[dict]) -> dict:
+    workload = next(o for o in objects if o["kind"] == "StatefulSet")
+    return workload["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_every_committed_manifest_is_valid_against_the_kubernetes_schema_strictly():
+    objects = committed()
+    assert {o["kind"] for o in objects} == {"StatefulSet", "Service", "ConfigMap"}
+    for obj in objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+def test_the_validator_rejects_what_kubernetes_would():
+    broken = copy.deepcopy(seat_container(committed()))
+    broken["readinesProbe"] = broken.pop("readinessProbe")  # a typo strict validation must catch
+    workload = next(o for o in committed() if o["kind"] == "StatefulSet")
+    workload["spec"]["template"]["spec"]["containers"] = [broken]
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(workload, K8S_VERSION, strict=True)
+
+
+def test_render_check_covers_the_manifests(tmp_path):
+    for path in render.rendered(paths.REPO):
+        target = tmp_path / path.relative_to(paths.REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(path.read_text())
+    edited = tmp_path / "k8s" / DEFAULT / "statefulset.yaml"
+    edited.write_text(edited.read_text().replace("replicas: 2", "replicas: 3"))
+    stale = tmp_path / "k8s" / "gone-profile" / "services.yaml"
+    stale.parent.mkdir()
+    stale.write_text("kind: Service\n")
+    found = render.drift(tmp_path)
+    assert set(found) == {edited, stale}
+    assert "-  replicas: 3" in found[edited] and "+  replicas: 2" in found[edited]
+    render.write(tmp_path)
+    assert not stale.parent.exists() and render.drift(tmp_path) == {}
+
+
+def test_container_argv_and_environment_equal_the_scripts(tmp_path):
+    """The rendered script's `docker run` (captured by a stand-in docker) and the manifest run the
+    same command with the same environment; only the bind address differs, as a pod must."""
+    spec = specs.build(profiles.load(DEFAULT))
+    image = spec.values({})["SEAT_IMAGE"]
+    argv = [a.decode() for a in run_script((paths.REPO / "serve" / f"{DEFAULT}.sh").read_text(),
+                                           tmp_path, {})]
+    script_command = argv[argv.index(image) + 1:]
+    # The script also hands the image's own healthcheck SEAT_HOST/SEAT_PORT (a pod is probed by the
+    # kubelet instead) and passes variables through from the shell (a pod has no launching shell).
+    passed = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv)
+                  if a == "--env" and "=" in argv[i + 1])
+    script_env = {k: v for k, v in passed.items() if k not in specs.CONTAINER_KNOBS}
+    container = seat_container(committed())
+    args = [kubelet_unescape(a) for a in container["args"]]
+    at = args.index("--host") + 1
+    assert (script_command[at], args[at]) == ("127.0.0.1", k8s.POD_HOST)
+    assert args[:at] + args[at + 1:] == script_command[:at] + script_command[at + 1:]
+    plain = {e["name"]: kubelet_unescape(e["value"]) for e in container["env"] if "value" in e}
+    assert plain == script_env == spec.env
+    secret = [e for e in container["env"] if "valueFrom" in e]
+    assert secret == [{"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {
+        "name": "dsv4-flash-dspark-api-key", "key": "api-key"}}}]
+
+
+def test_the_workload_places_one_seat_per_gpu_node():
+    pod = next(o for o in committed() if o["kind"] == "StatefulSet")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": 4}
+    anti = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert anti["topologyKey"] == "kubernetes.io/hostname"
+    term = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["nodeSelectorTerms"][0]["matchExpressions"][0]["key"] == "nvidia.com/gpu.product"
+    assert pod["hostIPC"] is True
+    assert all(m["readOnly"] for m in container["volumeMounts"] if m["name"].startswith("model-"))
+    assert {"name": "jit-cache", "mountPath": "/cache"} in container["volumeMounts"]
+    # A cold start takes the profile's health timeout (2,400 s) before /health answers.
+    startup = container["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 2400
+    assert container["livenessProbe"]["httpGet"]["path"] == "/health"
+    assert pod["terminationGracePeriodSeconds"] == 120
+
+
+def test_services_address_the_fleet_and_each_seat():
+    services = {o["metadata"]["name"]: o for o in committed() if o["kind"] == "Service"}
+    assert services[DEFAULT]["spec"]["type"] == "ClusterIP"
+    assert services[f"{DEFAULT}-seats"]["spec"]["clusterIP"] == "None"
+    workload = next(o for o in committed() if o["kind"] == "StatefulSet")
+    assert workload["spec"]["serviceName"] == f"{DEFAULT}-seats"
+
+
+def test_kernel_module_config_carries_the_host_profiles_keys():
+    config = next(o for o in committed() if o["kind"] == "ConfigMap")
+    dwords = host_settings.registry_keys().forms["five-key"].dwords
+    assert config["metadata"]["namespace"] == "gpu-operator"
+    assert config["data"] == {"nvidia.conf": f"NVreg_RegistryDwords={dwords}\n",
+                              "nvidia-uvm.conf": "uvm_disable_hmm=1\n"}
+
+
+def test_a_driver_the_registry_form_does_not_suit_is_refused():
+    data = profiles._raw(profiles.profile_path(DEFAULT))[0]
+    data["kubernetes"] = {**data["kubernetes"], "driver": "580.167.08"}
+    seat = profiles.Profile.model_validate({**data, "name": DEFAULT})
+    with pytest.raises(SeatError, match="580.167.08 does not take the five-key"):
+        k8s.render(specs.build(seat))
+
+
+@pytest.mark.parametrize("field, value", [("namespace", "Seats"), ("api_key_secret", "a_b"),
+                                          ("gpu_products", ["x y"]), ("image", "-v /:/host")])
+def test_kubernetes_fields_are_validated(field, value):
+    data = profiles._raw(profiles.profile_path(DEFAULT))[0]
+    data["kubernetes"] = {**data["kubernetes"], field: value}
+    with pytest.raises(Exception, match=f"kubernetes.{field}"):
+        profiles.validate(profiles.Profile, {**data, "name": DEFAULT}, "test", "profile", "")
+
+
+def test_pvc_models_need_a_claim_for_each_model():
+    data = profiles._raw(profiles.profile_path(DEFAULT))[0]
+    data["kubernetes"] = {**data["kubernetes"], "models_volume": "pvc", "model_claims": {"base": "b"}}
+    with pytest.raises(Exception, match="model_claims must name a claim"):
+        profiles.Profile.model_validate({**data, "name": DEFAULT})
+    data["kubernetes"]["model_claims"] = {"base": "base-weights", "draft": "draft-weights"}
+    seat = profiles.Profile.model_validate({**data, "name": DEFAULT})
+    workload = k8s.statefulset(specs.build(seat))
+    claims = [v["persistentVolumeClaim"] for v in workload["spec"]["template"]["spec"]["volumes"]
+              if "persistentVolumeClaim" in v]
+    assert claims == [{"claimName": "base-weights", "readOnly": True},
+                      {"claimName": "draft-weights", "readOnly": True}]
+    kubernetes_validate.validate(workload, K8S_VERSION, strict=True)
+
+
+def test_host_plan_prints_the_iommu_tokens_node_provisioning_must_set():
+    """Inside a cluster the kit cannot edit a node's boot line; plan names what provisioning sets."""
+    seat = str(BIN / "seat")
+    text = subprocess.run([seat, "host", "plan", "paper"], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert "for node provisioning: amd: iommu=off amd_iommu=off; intel: iommu=off intel_iommu=off" \
+        in text.stdout
+    as_json = subprocess.run([seat, "host", "plan", "paper", "--json"], capture_output=True, text=True)
+    assert json.loads(as_json.stdout)["iommu_tokens"] == host_settings.load("paper").iommu.tokens
