@@ -213,9 +213,11 @@ def compose_path(name: str, root: Path = paths.REPO) -> Path:
 
 
 def _stale(root: Path, files: dict[Path, str], keep: frozenset[str] = frozenset()) -> list[Path]:
-    """Rendered files no profile renders now (a removed profile), except those of profiles in keep."""
+    """Rendered files no profile renders now (a removed profile), except those of profiles in keep.
+    Only the names render writes: a kustomization or Secret beside the manifests is the user's."""
     found = [*(root / "serve").glob("*.sh"), *(root / "compose").glob("*/docker-compose.yml"),
-             *(root / "compose").glob("*/.env"), *(root / "k8s").glob("*/*.yaml")]
+             *(root / "compose").glob("*/.env"),
+             *(path for file in k8s.FILES for path in (root / "k8s").glob(f"*/{file}"))]
     owner = lambda path: path.stem if path.parent.name == "serve" else path.parent.name  # noqa: E731
     return sorted(path for path in found if path not in files and owner(path) not in keep)
 

@@ -68,6 +68,22 @@ def test_render_check_covers_the_manifests(tmp_path):
     assert not stale.parent.exists() and render.drift(tmp_path) == {}
 
 
+def test_render_keeps_the_users_own_files_beside_the_manifests(tmp_path):
+    """A kustomization or a Secret next to the rendered manifests is the user's: render leaves it."""
+    for path in render.rendered(paths.REPO):
+        target = tmp_path / path.relative_to(paths.REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(path.read_text())
+    beside = tmp_path / "k8s" / DEFAULT / "kustomization.yaml"
+    beside.write_text("kind: Kustomization\n")
+    own = tmp_path / "k8s" / "prod" / "secret.yaml"
+    own.parent.mkdir()
+    own.write_text("kind: Secret\n")
+    assert render.drift(tmp_path) == {}
+    render.write(tmp_path)
+    assert beside.read_text() == "kind: Kustomization\n" and own.read_text() == "kind: Secret\n"
+
+
 def test_container_argv_and_environment_equal_the_scripts(tmp_path):
     """The rendered script's `docker run` (captured by a stand-in docker) and the manifest run the
     same command with the same environment; only the bind address differs, as a pod must."""
