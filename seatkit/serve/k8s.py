@@ -31,7 +31,13 @@ FILES = ("statefulset.yaml", "services.yaml", "gpu-operator-kernel-modules.yaml"
 def workload_name(profile: Profile) -> str:
     """The kubernetes section's name, else the profile's made DNS-safe."""
     named = profile.kubernetes.name
-    return named or re.sub(r"[^a-z0-9-]+", "-", profile.name).strip("-")[:42].rstrip("-")
+    if named:
+        return named
+    made = re.sub(r"[^a-z0-9-]+", "-", profile.name).strip("-")[:42].rstrip("-")
+    if not made[:1].isalpha():  # a Service name is a DNS-1035 label
+        raise SeatError(f"{profile.name}: the workload name {made!r} starts with a digit, which "
+                        "Kubernetes refuses for a Service", "set kubernetes.name (a letter first)")
+    return made
 
 
 def _kubelet_escape(text: str) -> str:

@@ -280,7 +280,8 @@ LabelValue = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-
 class Kubernetes(Strict):
     """Many identical seats, one per GPU node, rendered into k8s/<profile>/ by `seat render`."""
 
-    name: DnsLabel | None = None  # the workload's name; default: the profile's, made DNS-safe
+    # The workload's name, also its Services' (DNS-1035: a letter first); default: the profile's.
+    name: Annotated[str, Field(pattern=r"^[a-z]([a-z0-9-]{0,40}[a-z0-9])?$")] | None = None
     namespace: DnsLabel = "default"
     replicas: Annotated[int, Field(ge=1, le=256)] = 1
     image: Annotated[str, Field(pattern=r"^[a-z0-9][A-Za-z0-9._/:@-]*$")] | None = None

@@ -152,12 +152,23 @@ def test_a_driver_the_registry_form_does_not_suit_is_refused():
 
 
 @pytest.mark.parametrize("field, value", [("namespace", "Seats"), ("api_key_secret", "a_b"),
-                                          ("gpu_products", ["x y"]), ("image", "-v /:/host")])
+                                          ("gpu_products", ["x y"]), ("image", "-v /:/host"),
+                                          ("name", "9seat")])
 def test_kubernetes_fields_are_validated(field, value):
     data = profiles._raw(profiles.profile_path(DEFAULT))[0]
     data["kubernetes"] = {**data["kubernetes"], field: value}
     with pytest.raises(Exception, match=f"kubernetes.{field}"):
         profiles.validate(profiles.Profile, {**data, "name": DEFAULT}, "test", "profile", "")
+
+
+def test_a_workload_name_that_no_service_can_take_is_refused():
+    """A Service name is a DNS-1035 label (a letter first): the API server refuses "4gpu" and
+    "4gpu-seats", which the offline schema lets through."""
+    data = profiles._raw(profiles.profile_path(DEFAULT))[0]
+    seat = profiles.Profile.model_validate({**data, "name": "4gpu"})
+    with pytest.raises(SeatError, match="4gpu.*starts with a digit") as raised:
+        k8s.render(specs.build(seat))
+    assert "kubernetes.name" in raised.value.hint
 
 
 def test_pvc_models_need_a_claim_for_each_model():
