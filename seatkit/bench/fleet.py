@@ -87,6 +87,8 @@ def judge(seats: list[dict]) -> list[dict]:
     suites = dict.fromkeys(s for seat in seats for s in seat["figures"])
     for suite in suites:
         present = [seat for seat in seats if set(FACTORS) <= set(seat["figures"].get(suite, {}))]
+        if not present:  # no /metrics counters on any seat: tok/s alone, nothing to decompose
+            continue
         fleet = {f: statistics.median(seat["figures"][suite][f]["median"] for seat in present)
                  for f in FACTORS}
         typical_cv = {f: statistics.median(seat["figures"][suite][f]["cv"] for seat in present)
@@ -149,6 +151,8 @@ def rows(result: dict) -> list[tuple[str, ...]]:
     verdicts = {(v["seat"], v["suite"]): v for v in result["verdicts"]}
     out = []
     for seat in result["seats"]:
+        if not seat["figures"]:  # every request truncated or skipped: still a seat of the fleet
+            out.append((f"{seat['seat']} {seat['url']}", "none", "n/a", "n/a", "n/a", "n/a"))
         for suite, figures in seat["figures"].items():
             verdict = verdicts.get((seat["url"], suite))
             flag = "OUTSIDE" if verdict and verdict["outside"] else "ok" if verdict else "n/a"

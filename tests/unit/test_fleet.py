@@ -87,3 +87,22 @@ def test_the_cli_reports_a_bad_address_without_a_traceback():
                           capture_output=True, text=True)
     assert done.returncode == 1 and "does not resolve" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_seats_without_spec_decode_counters_are_shown_not_a_crash():
+    """Seats with no /metrics counters have tok/s only: nothing to judge, each still gets its row."""
+    tok_s_only = lambda url: {"url": url, "seat": url[-1],  # noqa: E731
+                              "figures": {"code": {"decode_tok_s": {"median": 20.0, "cv": 0.01}}}}
+    seats = [tok_s_only("s1"), tok_s_only("s2"), tok_s_only("s3")]
+    result = {"seats": seats, "verdicts": fleet.judge(seats)}
+    assert result["verdicts"] == []
+    assert [row[-1] for row in fleet.rows(result)] == ["n/a"] * 3
+
+
+def test_a_seat_with_no_measured_request_keeps_its_row():
+    """A seat whose every request was truncated or skipped has no figures; the table still lists it."""
+    seats = [seat_of("s1", 3.0, 10.0), seat_of("s2", 3.0, 10.1), {"url": "s3", "seat": "3",
+                                                                  "figures": {}}]
+    rows = fleet.rows({"seats": seats, "verdicts": fleet.judge(seats)})
+    assert [row[0] for row in rows] == ["1 s1", "2 s2", "3 s3"]
+    assert rows[-1][1:] == ("none", "n/a", "n/a", "n/a", "n/a")
