@@ -55,6 +55,8 @@ def seat_urls(addresses: list[str]) -> list[str]:
             raise SeatError(f"{host} does not resolve: {exc.strerror}",
                             "check the Service name and namespace, or give URLs") from None
         for family, *_, sockaddr in found:
+            if family != found[0][0]:  # a dual-stack name lists each seat once per family
+                continue
             ip = sockaddr[0]
             urls.append(f"http://[{ip}]:{port}" if family == socket.AF_INET6 else f"http://{ip}:{port}")
     unique = list(dict.fromkeys(urls))

@@ -106,3 +106,14 @@ def test_a_seat_with_no_measured_request_keeps_its_row():
     rows = fleet.rows({"seats": seats, "verdicts": fleet.judge(seats)})
     assert [row[0] for row in rows] == ["1 s1", "2 s2", "3 s3"]
     assert rows[-1][1:] == ("none", "n/a", "n/a", "n/a", "n/a")
+
+
+def test_a_dual_stack_name_gives_each_seat_once(monkeypatch):
+    """A dual-stack headless Service lists each pod once per family: two seats, not four."""
+    import socket
+    answer = [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("fd00::5", 9406, 0, 0)),
+              (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("fd00::6", 9406, 0, 0)),
+              (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.5", 9406)),
+              (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.6", 9406))]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: answer)
+    assert fleet.seat_urls(["seats.ns.svc:9406"]) == ["http://[fd00::5]:9406", "http://[fd00::6]:9406"]
