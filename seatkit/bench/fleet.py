@@ -130,11 +130,16 @@ def bench_fleet(urls: list[str], model: str | None, k: int | None, api_key: str 
                 prompts: list[Prompt], options: Options, out_root: Path,
                 progress: Callable[[str], None] = lambda m: None) -> tuple[dict, Path]:
     """Bench every seat in turn into out_root/<time>-fleet/<time>-seatN/; returns the summary."""
+    targets = [bench_target.of_url(url, model or "", k, api_key) for url in urls]
+    for target in targets:
+        target.model = model or served_model(target.url, target.headers)
+    if len({target.model for target in targets}) > 1:  # before any bench: no fleet to compare
+        raise SeatError("the seats serve different models: " + ", ".join(
+                            f"{target.url} serves {target.model}" for target in targets),
+                        "a fleet is identical seats: bench the odd seats apart, or redeploy them")
     folder = bench_run.new_folder(out_root, "fleet")
     seats = []
-    for i, url in enumerate(urls, 1):
-        target = bench_target.of_url(url, model or "", k, api_key)
-        target.model = model or served_model(url, target.headers)
+    for i, (url, target) in enumerate(zip(urls, targets), 1):
         target.conditions["fleet_seat"] = i
         say = lambda message, i=i, url=url: progress(f"seat {i}/{len(urls)} {url}: {message}")  # noqa: E731
         say("benchmarking alone")

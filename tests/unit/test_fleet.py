@@ -117,3 +117,36 @@ def test_a_dual_stack_name_gives_each_seat_once(monkeypatch):
               (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.6", 9406))]
     monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: answer)
     assert fleet.seat_urls(["seats.ns.svc:9406"]) == ["http://[fd00::5]:9406", "http://[fd00::6]:9406"]
+
+
+def test_seats_serving_different_models_are_refused_before_any_bench(tmp_path):
+    """Tok/s of two different models is no fleet spread: refused up front, nothing benched."""
+    import http.server
+    import json
+    import threading
+
+    def seat_serving(model):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = json.dumps({"data": [{"id": model}]}).encode()
+                self.send_response(200 if self.path == "/v1/models" else 404)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+    servers = [seat_serving("tiny"), seat_serving("tiny"), seat_serving("other")]
+    try:
+        urls = [f"http://127.0.0.1:{s.server_address[1]}" for s in servers]
+        with pytest.raises(SeatError, match=f"different models: .*{urls[2]} serves other"):
+            fleet.bench_fleet(urls, None, None, None, [], None, tmp_path / "runs")
+        assert not (tmp_path / "runs").exists()
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
