@@ -139,7 +139,8 @@ def bench_fleet(urls: list[str], model: str | None, k: int | None, api_key: str 
                         "a fleet is identical seats: bench the odd seats apart, or redeploy them")
     folder = bench_run.new_folder(out_root, "fleet")
     seats = []
-    for i, (url, target) in enumerate(zip(urls, targets), 1):
+    for i, target in enumerate(targets, 1):  # target.url: the seat's URL without credentials
+        url = target.url
         target.conditions["fleet_seat"] = i
         say = lambda message, i=i, url=url: progress(f"seat {i}/{len(urls)} {url}: {message}")  # noqa: E731
         say("benchmarking alone")

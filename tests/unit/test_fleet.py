@@ -150,3 +150,25 @@ def test_seats_serving_different_models_are_refused_before_any_bench(tmp_path):
         for server in servers:
             server.shutdown()
             server.server_close()
+
+
+def test_a_seat_urls_credentials_stay_out_of_the_fleet_report(tmp_path):
+    """http://user:password@seat is sent as a header; the table, fleet.json and fleet.md show the
+    seat without it, as `seat bench --url` does."""
+    import base64
+
+    from test_bench_hostile import PASSWORD, Server, prose
+    from seatkit.bench import oracle, run
+
+    server = Server()
+    try:
+        url = server.url.replace("http://", f"http://ops:{PASSWORD}@")
+        result, folder = fleet.bench_fleet([url], oracle.MODEL, None, None, prose(),
+                                           run.Options(0, 1), tmp_path / "runs")
+        assert result["seats"][0]["url"] == server.url
+        assert "Basic " + base64.b64encode(f"ops:{PASSWORD}".encode()).decode() in server.auth
+        for written in ("fleet.json", "fleet.md"):
+            assert PASSWORD not in (folder / written).read_text()
+        assert all(PASSWORD not in cell for row in fleet.rows(result) for cell in row)
+    finally:
+        server.close()
