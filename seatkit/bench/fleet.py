@@ -145,9 +145,14 @@ def bench_fleet(urls: list[str], model: str | None, k: int | None, api_key: str 
         say = lambda message, i=i, url=url: progress(f"seat {i}/{len(urls)} {url}: {message}")  # noqa: E731
         say("benchmarking alone")
         run_dir = RunDir(folder, f"seat{i}")
-        summary = bench_run.bench(target, prompts, options, run_dir, progress=say)
-        seats.append({"seat": i, "url": url, "model": target.model, "run": run_dir.path.name,
-                      "discarded": summary["discarded"], "figures": _figures(summary)})
+        seat = {"seat": i, "url": url, "model": target.model, "run": run_dir.path.name}
+        try:
+            summary = bench_run.bench(target, prompts, options, run_dir, progress=say)
+        except SeatError as exc:  # one node down must not lose the others' figures
+            say(f"failed: {exc.message}")
+            seats.append({**seat, "error": exc.message, "discarded": 0, "figures": {}})
+            continue
+        seats.append({**seat, "discarded": summary["discarded"], "figures": _figures(summary)})
     result = {"schema": SCHEMA, "seats": seats, "verdicts": judge(seats)}
     (folder / "fleet.json").write_text(json.dumps(result, indent=2) + "\n")
     (folder / "fleet.md").write_text(markdown(result))
@@ -159,8 +164,9 @@ def rows(result: dict) -> list[tuple[str, ...]]:
     verdicts = {(v["seat"], v["suite"]): v for v in result["verdicts"]}
     out = []
     for seat in result["seats"]:
-        if not seat["figures"]:  # every request truncated or skipped: still a seat of the fleet
-            out.append((f"{seat['seat']} {seat['url']}", "none", "n/a", "n/a", "n/a", "n/a"))
+        if not seat["figures"]:  # failed, or every request truncated or skipped: still a seat
+            out.append((f"{seat['seat']} {seat['url']}", "none", "n/a", "n/a", "n/a",
+                        "FAILED" if seat.get("error") else "n/a"))
         for suite, figures in seat["figures"].items():
             verdict = verdicts.get((seat["url"], suite))
             flag = "OUTSIDE" if verdict and verdict["outside"] else "ok" if verdict else "n/a"
@@ -168,6 +174,11 @@ def rows(result: dict) -> list[tuple[str, ...]]:
                         *(f"{figures[f]['median']:.2f}" if f in figures else "n/a" for f in FACTORS),
                         flag))
     return out
+
+
+def failures(result: dict) -> list[str]:
+    return [f"seat {seat['url']}: failed: {seat['error']}" for seat in result["seats"]
+            if seat.get("error")]
 
 
 HEADER = ("seat", "suite", "tok/s", "tokens/step", "ms/step", "fleet")
@@ -180,4 +191,5 @@ def markdown(result: dict) -> str:
     lines += ["| " + " | ".join(row) + " |" for row in rows(result)]
     lines += ["", "## Verdicts", ""]
     lines += [f"- seat {v['seat']} ({v['suite']}): {v['text']}" for v in result["verdicts"]]
+    lines += [f"- {line}" for line in failures(result)]
     return "\n".join(lines) + "\n"

@@ -216,7 +216,11 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
     out.print(table)
     for verdict in result["verdicts"]:
         out.print(f"seat {escape(verdict['seat'])} ({verdict['suite']}): {escape(verdict['text'])}")
+    for line in fleet.failures(result):
+        out.print(escape(line))
     out.print(f"fleet report: {folder / 'fleet.md'}")
+    if fleet.failures(result):
+        raise SeatError("some seats failed their bench", "see the lines above; the others' figures stand")
 
 
 @bench_group.command("compare")

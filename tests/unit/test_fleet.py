@@ -1,6 +1,7 @@
 """The fleet verdict: the median seat is the fleet's figure; a seat beyond the seats' spread is named
 with the factor that moved and what usually moves it."""
 
+import os
 import subprocess
 
 import pytest
@@ -172,3 +173,33 @@ def test_a_seat_urls_credentials_stay_out_of_the_fleet_report(tmp_path):
         assert all(PASSWORD not in cell for row in fleet.rows(result) for cell in row)
     finally:
         server.close()
+
+
+def test_a_seat_down_mid_fleet_is_reported_and_the_others_kept(tmp_path):
+    """A node that stops answering fails its own row; the seats benched before and after it stay."""
+    from test_bench_hostile import Server, prose
+    from seatkit.bench import oracle, run
+
+    servers = [Server(), Server()]
+    gone = Server()
+    gone.close()  # nothing listens there any more
+    try:
+        urls = [servers[0].url, gone.url, servers[1].url]
+        result, folder = fleet.bench_fleet(urls, oracle.MODEL, None, None, prose(),
+                                           run.Options(0, 1), tmp_path / "runs")
+        assert [s["url"] for s in result["seats"]] == urls
+        assert "cannot read" in result["seats"][1]["error"]
+        assert result["seats"][0]["figures"] and result["seats"][2]["figures"]
+        rows = fleet.rows(result)
+        assert rows[1][0] == f"2 {gone.url}" and rows[1][-1] == "FAILED"
+        assert f"seat {gone.url}: failed: cannot read" in (folder / "fleet.md").read_text()
+        done = subprocess.run([str(BIN / "seat"), "bench", "fleet", *urls, "--model", oracle.MODEL,
+                               "--suite", "prose", "--warmups", "0", "--repeats", "1",
+                               "--max-tokens", "32", "--out", str(tmp_path / "cli")],
+                              capture_output=True, text=True, env={**os.environ, "COLUMNS": "80",
+                                                                   "SEAT_HOME": str(tmp_path)})
+        assert done.returncode == 1 and "some seats failed" in done.stderr
+        assert "FAILED" in done.stdout and "Traceback" not in done.stderr
+    finally:
+        for server in servers:
+            server.close()
