@@ -340,6 +340,9 @@ class Profile(Strict):
         if kube and kube.models_volume == "pvc" and set(kube.model_claims) != set(self.models):
             raise ValueError(f"kubernetes.model_claims must name a claim for each of models "
                              f"{sorted(self.models)}")
+        if "VLLM_API_KEY" in self.env:
+            raise ValueError("env VLLM_API_KEY: VLLM_API_KEY comes only from the key file "
+                             "(server.api_key: true) or, in a pod, its Secret; a profile is committed")
         reserved = {"model", "host", "port", "served-model-name", "tensor-parallel-size",
                     "speculative-config", "api-key"}
         if self.docker:

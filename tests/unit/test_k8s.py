@@ -195,3 +195,12 @@ def test_host_plan_prints_the_iommu_tokens_node_provisioning_must_set():
         in text.stdout
     as_json = subprocess.run([seat, "host", "plan", "paper", "--json"], capture_output=True, text=True)
     assert json.loads(as_json.stdout)["iommu_tokens"] == host_settings.load("paper").iommu.tokens
+
+
+def test_an_api_key_in_the_profiles_env_is_refused():
+    """A key in env would sit in the committed profile, the script and the manifest (beside the
+    Secret's, which then silently wins in a pod): the key comes only from the key file or Secret."""
+    data = profiles._raw(profiles.profile_path(DEFAULT))[0]
+    data["env"] = {**data.get("env", {}), "VLLM_API_KEY": "baked-in"}
+    with pytest.raises(Exception, match="VLLM_API_KEY comes only from"):
+        profiles.Profile.model_validate({**data, "name": DEFAULT})
