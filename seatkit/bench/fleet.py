@@ -22,6 +22,7 @@ import requests
 from seatkit.bench import run as bench_run, target as bench_target
 from seatkit.bench.run import Options, RunDir
 from seatkit.bench.workload import Prompt
+from seatkit import text
 from seatkit.errors import SeatError
 
 SCHEMA = "seatkit.fleet/1"
@@ -59,7 +60,11 @@ def seat_urls(addresses: list[str]) -> list[str]:
                 continue
             ip = sockaddr[0]
             urls.append(f"http://[{ip}]:{port}" if family == socket.AF_INET6 else f"http://{ip}:{port}")
-    unique = list(dict.fromkeys(urls))
+    # One seat once: the same address with or without user:password@ is not a second seat.
+    seen: dict[str, str] = {}
+    for url in urls:
+        seen.setdefault(text.split_credentials(url)[0], url)
+    unique = list(seen.values())
     if not unique:
         raise SeatError("no seats to bench", "give one or more URLs or a headless Service name")
     return unique

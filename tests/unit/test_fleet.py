@@ -73,6 +73,9 @@ def test_urls_are_kept_and_service_names_expand_to_one_seat_per_address():
     # A name resolves through the system resolver, as a headless Service's does in a cluster.
     assert fleet.seat_urls(["127.0.0.1:9406"]) == ["http://127.0.0.1:9406"]
     assert fleet.seat_urls(["http://127.0.0.1:1", "http://127.0.0.1:1"]) == ["http://127.0.0.1:1"]
+    # The same seat with and without its credentials is still one seat, not two of a fleet.
+    assert fleet.seat_urls(["http://u:p@127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:1/"]) \
+        == ["http://u:p@127.0.0.1:1", "http://127.0.0.1:2"]
 
 
 @pytest.mark.parametrize("bad, message", [("ftp://h/x", "not an http"), ("justaname", "HOST:PORT"),
