@@ -63,6 +63,8 @@ def _upper_env_name(value: str) -> str:
 
 
 PlainText = Annotated[str, AfterValidator(_plain)]
+# Any text bash and compose can quote, but not NUL: no process environment can carry it.
+EnvValue = Annotated[str, Field(pattern=r"^[^\x00]*$")]
 MountPath = Annotated[str, AfterValidator(_mount_path)]
 UpperEnvName = Annotated[str, AfterValidator(_upper_env_name)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
@@ -310,7 +312,7 @@ class Profile(Strict):
     speculative: Speculative | None = None
     vllm_args: dict[FlagName, Scalar | list | dict] = {}
     fork_only: ForkOnly = ForkOnly()
-    env: dict[EnvName, str] = {}
+    env: dict[EnvName, EnvValue] = {}
     rig: Rig = Rig()
     kubernetes: Kubernetes | None = None
     decisions: list[Decision] = []
