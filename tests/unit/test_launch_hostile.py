@@ -71,6 +71,35 @@ def test_an_empty_or_spaced_key_is_refused_by_python_and_the_script(home, conten
     assert done.returncode == 1 and "holds no usable key" in done.stderr
 
 
+def test_a_key_file_that_is_no_regular_text_file_is_refused_not_hung_or_a_traceback(home):
+    fifo, folder, binary = home / "fifo", home / "folder", home / "binary"
+    os.mkfifo(fifo)  # reading it would block seat up and seat bench for ever
+    folder.mkdir()
+    binary.write_bytes(b"\xff\xfe\x00key")
+    binary.chmod(0o600)
+    for path, why in ((fifo, "not a regular file"), (folder, "not a regular file"),
+                      (binary, "not text")):
+        with pytest.raises(SeatError, match=why):
+            keys.read(path)
+        with pytest.raises(SeatError, match=why):
+            keys.ensure(path)
+
+
+def test_a_key_file_others_can_read_is_refused_and_never_chmod_ed(home):
+    """SEAT_API_KEY_FILE may be a link to any file: seat up must not change its mode."""
+    target = home / "shared-secret"
+    target.write_text("k3y\n")
+    target.chmod(0o644)
+    link = home / "key-link"
+    link.symlink_to(target)
+    with pytest.raises(SeatError, match="open to other users") as refused:
+        keys.ensure(link)
+    assert "k3y" not in str(refused.value) + (refused.value.hint or "")
+    assert (target.stat().st_mode & 0o777) == 0o644
+    target.chmod(0o600)
+    assert keys.ensure(link) == link and keys.read(link) == "k3y"
+
+
 def test_up_makes_the_key_before_preflight_and_hands_it_to_the_server_only(home, monkeypatch):
     started = {}
 
