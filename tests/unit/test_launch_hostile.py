@@ -85,6 +85,15 @@ def test_a_key_file_that_is_no_regular_text_file_is_refused_not_hung_or_a_traceb
             keys.ensure(path)
 
 
+def test_the_script_refuses_a_fifo_key_file_instead_of_hanging(home):
+    fifo = home / "fifo"
+    os.mkfifo(fifo)
+    for dry in ("1", "0"):
+        done = script(KEYED, {"SEAT_API_KEY_FILE": str(fifo), "SEAT_DRY_RUN": dry})
+        assert f"API key file {fifo} is not a regular file" in done.stderr
+        assert done.returncode == (0 if dry == "1" else 1)
+
+
 def test_a_key_file_others_can_read_is_refused_and_never_chmod_ed(home):
     """SEAT_API_KEY_FILE may be a link to any file: seat up must not change its mode."""
     target = home / "shared-secret"
