@@ -194,6 +194,19 @@ def test_a_foreign_reuseport_listener_is_named(stand_in_seat):
     assert identity.check(free_port(), pids) == identity.NOT_YET
 
 
+def test_unreadable_socket_tables_are_unverifiable_not_nobody_listening(stand_in_seat, tmp_path,
+                                                                        monkeypatch):
+    """Without /proc/net the seat that listens was taken for 'not listening yet': wait_ready
+    timed out on a ready server and require_identity said nothing listened any more."""
+    proc, port = stand_in_seat
+    monkeypatch.setattr(identity, "TABLES", (str(tmp_path / "no-tcp"), str(tmp_path / "no-tcp6")))
+    proof = identity.check(port, lambda: identity.session_pids(proc.pid))
+    assert proof.startswith("unverifiable: cannot read the kernel's socket tables")
+    run = launch.Running("x", "native", str(proc.pid), f"http://127.0.0.1:{port}", "tiny",
+                         str(tmp_path / "log"), 0, since=launch.process_start(proc.pid))
+    assert launch.require_identity(run) == proof
+
+
 def test_wait_ready_refuses_a_stranger_on_the_port_at_once(stand_in_seat, tmp_path):
     proc, port = stand_in_seat
     run = launch.Running("x", "native", str(proc.pid), f"http://127.0.0.1:{port}", "tiny",
