@@ -185,7 +185,7 @@ def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None])
                 if (answer.ok and any(m["id"] == run.model for m in answer.json()["data"])
                         and proof != identity.NOT_YET):
                     return waited
-        except (requests.RequestException, ValueError, KeyError):
+        except (requests.RequestException, ValueError, KeyError, TypeError):  # TypeError: odd JSON
             pass
         tick(stage, waited)
         time.sleep(0.5)

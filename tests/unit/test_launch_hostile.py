@@ -207,6 +207,40 @@ def test_unreadable_socket_tables_are_unverifiable_not_nobody_listening(stand_in
     assert launch.require_identity(run) == proof
 
 
+ODD_MODELS = """
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class Odd(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+    def do_GET(self):
+        body = b"{}" if self.path == "/health" else json.dumps({"data": ["tiny", 7]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+server = HTTPServer(("127.0.0.1", int(sys.argv[1])), Odd)
+print("listening", flush=True)
+server.serve_forever()
+"""
+
+
+def test_wait_ready_keeps_waiting_through_odd_models_json(tmp_path):
+    """/v1/models whose data are not objects ended wait_ready in a TypeError traceback."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", ODD_MODELS, str(port)], stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "listening"
+        run = launch.Running("x", "native", str(proc.pid), f"http://127.0.0.1:{port}", "tiny",
+                             str(tmp_path / "log"), 0, since=launch.process_start(proc.pid))
+        with pytest.raises(SeatError, match="not ready after 5 s .waiting for models"):
+            launch.wait_ready(run, 5, lambda stage, t: None)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_wait_ready_refuses_a_stranger_on_the_port_at_once(stand_in_seat, tmp_path):
     proc, port = stand_in_seat
     run = launch.Running("x", "native", str(proc.pid), f"http://127.0.0.1:{port}", "tiny",
