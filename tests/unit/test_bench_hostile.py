@@ -129,6 +129,15 @@ def test_run_folders_stay_inside_out(tmp_path, name):
     assert "/" not in path.name and "\n" not in path.name and len(path.name) < 120
 
 
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_out_that_is_a_file_is_a_clear_error_not_a_traceback(tmp_path, under):
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    with pytest.raises(SeatError, match=f"cannot make a run folder in {afile}.*") as caught:
+        run.RunDir(afile / under if under else afile, "x")
+    assert "--out" in caught.value.hint and afile.read_text() == "not a folder"
+
+
 def test_two_runs_in_the_same_second_get_distinct_folders(tmp_path, monkeypatch):
     class Frozen(run.datetime):
         @classmethod
