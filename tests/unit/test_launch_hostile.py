@@ -298,6 +298,10 @@ def test_status_uses_the_key_and_prints_times_a_person_reads(home):
 def test_human_times():
     assert when.ago(5) == "5 s ago" and when.ago(125) == "2 min ago" and when.ago(90000) == "1 d ago"
     assert when.stamp(0, now=3600) == "1970-01-01T00:00:00Z (1 h ago)"
+    assert when.stamp(7200, now=0) == "1970-01-01T02:00:00Z (2 h in the future)"  # not "0 s ago"
+    for odd in (float("nan"), float("inf"), 1e20, -1e20):  # a torn record: no traceback
+        assert when.stamp(odd) == f"{odd!r} (not a time)"
+    assert when.readable({"started": 1e20})["started"] == "1e+20 (not a time)"
     ticks = launch.process_start(os.getpid())
     assert abs(when.from_ticks(ticks) - time.time()) < 7 * 86400
 
