@@ -311,7 +311,7 @@ def status(profile: str) -> dict:
         info["models"] = exc.message
     except requests.RequestException as exc:
         info.setdefault("health", f"unreachable ({type(exc).__name__})")
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):  # AttributeError: data not objects
         info["models"] = "not an OpenAI model list"
     return info
 

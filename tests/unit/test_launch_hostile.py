@@ -295,6 +295,41 @@ def test_status_uses_the_key_and_prints_times_a_person_reads(home):
     assert KeyedModels.key not in human.output + raw.output
 
 
+class OddModels(BaseHTTPRequestHandler):
+    data: list = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = json.dumps({"data": self.data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize("data, shown", [(["tiny"], "not an OpenAI model list"),
+                                         ([{"id": "[/b]tiny"}], "['[/b]tiny']")])
+def test_status_survives_a_server_with_odd_model_ids(home, data, shown):
+    """'data' of strings ended seat status in an AttributeError traceback, an id with rich
+    markup in a MarkupError one."""
+    OddModels.data = data
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OddModels)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    launch._record(launch.Running("odd", "native", str(os.getpid()),
+                                  f"http://127.0.0.1:{server.server_address[1]}", "tiny",
+                                  str(home / "log"), time.time()))
+    from seatkit.cli.app import seat
+    try:
+        human = CliRunner().invoke(seat, ["status", "odd"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert human.exit_code == 0 and human.exception is None, human.output
+    assert f"models: {shown}" in human.output
+
+
 def test_human_times():
     assert when.ago(5) == "5 s ago" and when.ago(125) == "2 min ago" and when.ago(90000) == "1 d ago"
     assert when.stamp(0, now=3600) == "1970-01-01T00:00:00Z (1 h ago)"
