@@ -37,7 +37,7 @@ def read(path: Path | str) -> str:
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would hang the read, a device never end
             raise SeatError(f"the API key file {path} is not a regular file", hint)
-        key = Path(path).read_text().strip()
+        key = Path(path).read_bytes().decode().rstrip("\n")  # as bash $(<file): no \r or space trimmed
     except OSError as exc:
         raise SeatError(f"cannot read the API key file {path}: {exc.strerror}", hint) from None
     except UnicodeDecodeError:

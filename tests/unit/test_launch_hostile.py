@@ -71,6 +71,19 @@ def test_an_empty_or_spaced_key_is_refused_by_python_and_the_script(home, conten
     assert done.returncode == 1 and "holds no usable key" in done.stderr
 
 
+@pytest.mark.parametrize("content", ["k3y\r\n", " k3y\n", "\tk3y"])
+def test_python_and_the_script_agree_on_a_crlf_or_indented_key(home, content):
+    """seat up stripped all whitespace and served 'k3y' while the script refused the same file."""
+    path = home / "keys" / KEYED
+    path.parent.mkdir()
+    path.write_text(content, newline="")
+    path.chmod(0o600)
+    with pytest.raises(SeatError, match="holds no usable key"):
+        keys.ensure(path)
+    done = script(KEYED, {"SEAT_DRY_RUN": "0"})
+    assert done.returncode == 1 and "holds no usable key" in done.stderr
+
+
 def test_a_key_file_that_is_no_regular_text_file_is_refused_not_hung_or_a_traceback(home):
     fifo, folder, binary = home / "fifo", home / "folder", home / "binary"
     os.mkfifo(fifo)  # reading it would block seat up and seat bench for ever
