@@ -343,6 +343,23 @@ def test_status_survives_a_server_with_odd_model_ids(home, data, shown):
     assert f"models: {shown}" in human.output
 
 
+def test_an_ipv6_seat_host_makes_a_url_that_reaches_it():
+    """SEAT_HOST=::1 made http://::1:PORT, which requests refuses: seat up waited out its timeout."""
+    class V6(ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+    server = V6(("::1", 0), OddModels)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        url = launch.seat_url("::1", str(port))
+        assert url == f"http://[::1]:{port}" and int(url.rsplit(":", 1)[1]) == port
+        assert launch.requests.get(f"{url}/v1/models", timeout=30).ok
+        assert launch.seat_url("127.0.0.1", "80") == "http://127.0.0.1:80"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_human_times():
     assert when.ago(5) == "5 s ago" and when.ago(125) == "2 min ago" and when.ago(90000) == "1 d ago"
     assert when.stamp(0, now=3600) == "1970-01-01T00:00:00Z (1 h ago)"
