@@ -22,6 +22,13 @@ DEFAULT_PROFILE = "dsv4-flash-dspark-tp4"
 EMBEDDED_DEFAULT = "cpu-smoke"
 
 
+def _no_nul(value: str) -> str:
+    """A value that reaches argv or the environment: execve and bash cannot carry a NUL byte."""
+    if "\x00" in value:
+        raise ValueError(f"must not hold a NUL byte, got {value!r}")
+    return value
+
+
 def _env_name(value: str) -> str:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
         raise ValueError(f"must be an environment variable name, got {value!r}")
@@ -309,7 +316,7 @@ class Profile(Strict):
     speculative: Speculative | None = None
     vllm_args: dict[FlagName, Scalar | list | dict] = {}
     fork_only: ForkOnly = ForkOnly()
-    env: dict[EnvName, str] = {}
+    env: dict[EnvName, Annotated[str, AfterValidator(_no_nul)]] = {}
     rig: Rig = Rig()
     kubernetes: Kubernetes | None = None
     decisions: list[Decision] = []

@@ -57,6 +57,15 @@ def test_an_unhashable_key_is_a_clear_error_not_a_type_error(tmp_path, text):
     assert "unhashable key" in message and str(path) in message
 
 
+def test_an_env_value_with_a_nul_byte_is_refused_naming_the_field(tmp_path):
+    """bash drops the NUL, so the script ran another value than the spec's (found by the
+    schema-driven hostile test)."""
+    path = tmp_path / "p.yaml"
+    path.write_text('extends: cpu-smoke\nenv:\n  FOO: "a\\0b"\n')
+    message = error_of(path)
+    assert "env.FOO" in message and "NUL" in message
+
+
 def test_a_huge_file_is_refused_before_parsing(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("description: " + "x" * (256 * 1024 + 10) + "\n")
