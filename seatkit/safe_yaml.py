@@ -7,6 +7,7 @@ need neither: a variant profile uses `extends`.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from pathlib import Path
 
 import yaml
@@ -28,6 +29,8 @@ class _Loader(yaml.SafeLoader):
         seen = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                continue  # the base loader refuses it: "found unhashable key"
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark)

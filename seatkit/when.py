@@ -9,16 +9,21 @@ from pathlib import Path
 
 
 def ago(seconds: float) -> str:
-    seconds = max(0, int(seconds))
+    """'2 min ago'; a time ahead of the clock (record from another host, clock set back) says so."""
+    later = "ago" if seconds >= 0 else "in the future"
+    seconds = abs(int(seconds))
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
-            return f"{seconds // size} {unit} ago"
-    return f"{seconds} s ago"
+            return f"{seconds // size} {unit} {later}"
+    return f"{seconds} s {later}"
 
 
 def stamp(epoch: float, now: float | None = None) -> str:
     now = time.time() if now is None else now
-    iso = datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
+    try:
+        iso = datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
+    except (OverflowError, ValueError, OSError):  # NaN, inf, year 10000 in a torn record
+        return f"{epoch!r} (not a time)"
     return f"{iso.replace('+00:00', 'Z')} ({ago(now - epoch)})"
 
 

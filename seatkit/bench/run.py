@@ -280,14 +280,18 @@ def new_folder(root: Path, name: str) -> Path:
     """root/<UTC time>-<name>, new: a second run in the same second gets -2, -3, ..."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     base = f"{stamp}-{folder_name(name)}"
-    root.mkdir(parents=True, exist_ok=True)
-    for n in itertools.count(1):
-        path = root / (base if n == 1 else f"{base}-{n}")
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            continue
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for n in itertools.count(1):
+            path = root / (base if n == 1 else f"{base}-{n}")
+            try:
+                path.mkdir()
+                return path
+            except FileExistsError:
+                continue
+    except OSError as exc:  # --out is a file, read-only, or under one
+        raise SeatError(f"cannot make a run folder in {root}: {exc.strerror}",
+                        "point --out at a folder you can write") from None
 
 
 class RunDir:

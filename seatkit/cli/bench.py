@@ -246,7 +246,7 @@ def bench_compare_cmd(a: str, b: str, force: bool, fmt: str):
 
 
 def _print_comparison(result: compare.Comparison) -> None:
-    out.print(f"A = {result.a}\nB = {result.b}")
+    out.print(f"A = {escape(str(result.a))}\nB = {escape(str(result.b))}")
     out.print("[bold]conditions (A vs B)[/]")
     for key, values in result.conditions.items():
         differs = " [yellow](differs)[/]" if key in result.differing else ""
@@ -296,14 +296,16 @@ def bench_parity_diff_cmd(a: str, b: str):
 
 
 def _print_parity(result: dict) -> None:
-    for name, p in result["prompts"].items():
+    for name, p in result["prompts"].items():  # names and texts come from files and servers
+        name = escape(name)
         if p["identical"]:
             out.print(f"{name}: byte-identical")
         elif "reason" in p:
-            out.print(f"{name}: not comparable: {p['reason']}")
+            out.print(f"{name}: not comparable: {escape(p['reason'])}")
         else:
             out.print(f"{name}: diverges at token {p['token_position']}, character "
-                      f"{p['char_position']}\n  A: {p['a']!r}\n  B: {p['b']!r}", highlight=False)
+                      f"{p['char_position']}\n  A: {escape(repr(p['a']))}\n  B: {escape(repr(p['b']))}",
+                      highlight=False)
     out.print("[green]all byte-identical[/]" if result["identical"] else "[red]outputs differ[/]")
     sys.exit(0 if result["identical"] else 1)
 

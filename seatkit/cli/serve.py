@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from seatkit.cli import tables
@@ -129,7 +130,7 @@ def status_cmd(profile: str, as_json: bool):
         click.echo(json.dumps(info, indent=2))
         return
     for key, value in when.readable(info).items():
-        out.print(f"{key:>8}: {value}", highlight=False)
+        out.print(f"{key:>8}: {escape(str(value))}", highlight=False)  # model ids come from the server
 
 
 @seat.command("logs")

@@ -14,21 +14,24 @@ from pathlib import Path
 from seatkit.errors import SeatError
 
 OURS, NOT_YET = "ours", "not listening yet"
+TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 
 
-def listening(port: int) -> set[int]:
-    """Socket inodes listening on `port` (any address), from the kernel's TCP tables."""
-    found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+def listening(port: int) -> set[int] | None:
+    """Socket inodes listening on `port` (any address), from the kernel's TCP tables;
+    None when no table can be read (no /proc), which must not read as 'nobody listens'."""
+    found, read = set(), False
+    for table in TABLES:
         try:
             lines = Path(table).read_text().splitlines()[1:]
         except OSError:
             continue
+        read = True
         for line in lines:
             fields = line.split()
             if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
                 found.add(int(fields[9]))
-    return found
+    return found if read else None
 
 
 def held(pids: list[int]) -> set[int]:
@@ -79,6 +82,8 @@ def check(port: int, pids_of) -> str:
     """OURS, NOT_YET, or 'unverifiable: …'; raises when a foreign process listens on the port."""
     for attempt in range(2):  # a socket closed between the two reads is not a stranger
         table = listening(port)
+        if table is None:
+            return "unverifiable: cannot read the kernel's socket tables (" + ", ".join(TABLES) + ")"
         if not table:
             return NOT_YET
         try:

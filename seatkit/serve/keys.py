@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
 
 from seatkit import paths
@@ -32,11 +33,15 @@ def shell_key_file(profile: str) -> str:
 
 def read(path: Path | str) -> str:
     """The key in the file; refuses a missing, empty or whitespace-only file."""
+    hint = "seat up makes one; or point SEAT_API_KEY_FILE at yours"
     try:
-        key = Path(path).read_text().strip()
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would hang the read, a device never end
+            raise SeatError(f"the API key file {path} is not a regular file", hint)
+        key = Path(path).read_bytes().decode().rstrip("\n")  # as bash $(<file): no \r or space trimmed
     except OSError as exc:
-        raise SeatError(f"cannot read the API key file {path}: {exc.strerror}",
-                        "seat up makes one; or point SEAT_API_KEY_FILE at yours") from None
+        raise SeatError(f"cannot read the API key file {path}: {exc.strerror}", hint) from None
+    except UnicodeDecodeError:
+        raise SeatError(f"the API key file {path} is not text", hint) from None
     if not _KEY.fullmatch(key):
         raise SeatError(f"the API key file {path} holds no usable key (empty, or spaces inside): "
                         "vLLM would serve without authentication",
@@ -45,14 +50,16 @@ def read(path: Path | str) -> str:
 
 
 def ensure(path: Path) -> Path:
-    """A key file readable by its owner alone; made once, never printed."""
+    """A key file readable by its owner alone; made once, never printed. A file the operator
+    points at is never chmod-ed (it may link to anything): one others can read is refused."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(secrets.token_urlsafe(32) + "\n")
-    os.chmod(path, 0o600)
     read(path)
+    if os.stat(path).st_mode & 0o077:
+        raise SeatError(f"the API key file {path} is open to other users (group or world bits set)", f"chmod 600 {path}")
     return path
 
 

@@ -141,6 +141,11 @@ def _tail(log: str, lines: int = 20) -> str:
         return "(no log)"
 
 
+def seat_url(host: str, port: str) -> str:
+    """http://host:port, an IPv6 address in brackets (http://::1:8000 is no URL)."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def headers(run: Running) -> dict[str, str]:
     key = run.api_key
     return {"Authorization": f"Bearer {key}"} if key else {}
@@ -185,7 +190,7 @@ def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None])
                 if (answer.ok and any(m["id"] == run.model for m in answer.json()["data"])
                         and proof != identity.NOT_YET):
                     return waited
-        except (requests.RequestException, ValueError, KeyError):
+        except (requests.RequestException, ValueError, KeyError, TypeError):  # TypeError: odd JSON
             pass
         tick(stage, waited)
         time.sleep(0.5)
@@ -220,7 +225,7 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
     else:
         ident = _docker_start(spec, values, env)
     run = Running(profile=p.name, runtime=p.runtime, ident=ident, log=str(log), started=started,
-                  url=f"http://{values['SEAT_HOST']}:{values['SEAT_PORT']}",
+                  url=seat_url(values["SEAT_HOST"], values["SEAT_PORT"]),
                   model=p.server.served_model_name, api_key_file=key_file,
                   since=(process_start(int(ident)) or "") if spec.native else "",
                   nsys=_nsys_values(values))
@@ -311,7 +316,7 @@ def status(profile: str) -> dict:
         info["models"] = exc.message
     except requests.RequestException as exc:
         info.setdefault("health", f"unreachable ({type(exc).__name__})")
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):  # AttributeError: data not objects
         info["models"] = "not an OpenAI model list"
     return info
 

@@ -22,6 +22,13 @@ DEFAULT_PROFILE = "dsv4-flash-dspark-tp4"
 EMBEDDED_DEFAULT = "cpu-smoke"
 
 
+def _no_nul(value: str) -> str:
+    """A value that reaches argv or the environment: execve and bash cannot carry a NUL byte."""
+    if "\x00" in value:
+        raise ValueError(f"must not hold a NUL byte, got {value!r}")
+    return value
+
+
 def _env_name(value: str) -> str:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
         raise ValueError(f"must be an environment variable name, got {value!r}")
@@ -64,7 +71,7 @@ def _upper_env_name(value: str) -> str:
 
 PlainText = Annotated[str, AfterValidator(_plain)]
 # Any text bash and compose can quote, but not NUL: no process environment can carry it.
-EnvValue = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+EnvValue = Annotated[str, AfterValidator(_no_nul)]
 MountPath = Annotated[str, AfterValidator(_mount_path)]
 UpperEnvName = Annotated[str, AfterValidator(_upper_env_name)]
 EnvName = Annotated[str, AfterValidator(_env_name)]

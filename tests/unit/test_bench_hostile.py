@@ -129,6 +129,15 @@ def test_run_folders_stay_inside_out(tmp_path, name):
     assert "/" not in path.name and "\n" not in path.name and len(path.name) < 120
 
 
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_out_that_is_a_file_is_a_clear_error_not_a_traceback(tmp_path, under):
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    with pytest.raises(SeatError, match=f"cannot make a run folder in {afile}.*") as caught:
+        run.RunDir(afile / under if under else afile, "x")
+    assert "--out" in caught.value.hint and afile.read_text() == "not a folder"
+
+
 def test_two_runs_in_the_same_second_get_distinct_folders(tmp_path, monkeypatch):
     class Frozen(run.datetime):
         @classmethod
@@ -199,3 +208,17 @@ def test_ctrl_c_names_the_partial_run_folder(tmp_path):
     (folder,) = tmp_path.iterdir()
     assert f"partial run kept in {folder}" in stderr.replace("\n", "")
     assert (folder / "requests.jsonl").read_text().count("\n") >= 1
+
+
+def test_parity_diff_prints_model_text_with_rich_markup_literally(tmp_path):
+    """A model output holding '[/b]' (code does) ended parity-diff in a rich MarkupError traceback."""
+    for side, tail in (("a", "[/b] one"), ("b", "[/b] two")):
+        text = "x = y[/b]" + tail
+        record = {"schema": "seatkit.parity/1", "outputs": {"[/code]": {
+            "prompt_sha256": "p", "max_tokens": 8, "text": text, "token_ids": None}}}
+        (tmp_path / f"{side}.json").write_text(json.dumps(record))
+    done = subprocess.run([str(BIN / "seat"), "bench", "parity-diff", str(tmp_path / "a.json"),
+                           str(tmp_path / "b.json")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "[/code]: diverges at token None, character 14" in done.stdout
+    assert "A: 'x = y[/b][/b] one'" in done.stdout and "outputs differ" in done.stdout

@@ -71,6 +71,57 @@ def test_an_empty_or_spaced_key_is_refused_by_python_and_the_script(home, conten
     assert done.returncode == 1 and "holds no usable key" in done.stderr
 
 
+@pytest.mark.parametrize("content", ["k3y\r\n", " k3y\n", "\tk3y"])
+def test_python_and_the_script_agree_on_a_crlf_or_indented_key(home, content):
+    """seat up stripped all whitespace and served 'k3y' while the script refused the same file."""
+    path = home / "keys" / KEYED
+    path.parent.mkdir()
+    path.write_text(content, newline="")
+    path.chmod(0o600)
+    with pytest.raises(SeatError, match="holds no usable key"):
+        keys.ensure(path)
+    done = script(KEYED, {"SEAT_DRY_RUN": "0"})
+    assert done.returncode == 1 and "holds no usable key" in done.stderr
+
+
+def test_a_key_file_that_is_no_regular_text_file_is_refused_not_hung_or_a_traceback(home):
+    fifo, folder, binary = home / "fifo", home / "folder", home / "binary"
+    os.mkfifo(fifo)  # reading it would block seat up and seat bench for ever
+    folder.mkdir()
+    binary.write_bytes(b"\xff\xfe\x00key")
+    binary.chmod(0o600)
+    for path, why in ((fifo, "not a regular file"), (folder, "not a regular file"),
+                      (binary, "not text")):
+        with pytest.raises(SeatError, match=why):
+            keys.read(path)
+        with pytest.raises(SeatError, match=why):
+            keys.ensure(path)
+
+
+def test_the_script_refuses_a_fifo_key_file_instead_of_hanging(home):
+    fifo = home / "fifo"
+    os.mkfifo(fifo)
+    for dry in ("1", "0"):
+        done = script(KEYED, {"SEAT_API_KEY_FILE": str(fifo), "SEAT_DRY_RUN": dry})
+        assert f"API key file {fifo} is not a regular file" in done.stderr
+        assert done.returncode == (0 if dry == "1" else 1)
+
+
+def test_a_key_file_others_can_read_is_refused_and_never_chmod_ed(home):
+    """SEAT_API_KEY_FILE may be a link to any file: seat up must not change its mode."""
+    target = home / "shared-secret"
+    target.write_text("k3y\n")
+    target.chmod(0o644)
+    link = home / "key-link"
+    link.symlink_to(target)
+    with pytest.raises(SeatError, match="open to other users") as refused:
+        keys.ensure(link)
+    assert "k3y" not in str(refused.value) + (refused.value.hint or "")
+    assert (target.stat().st_mode & 0o777) == 0o644
+    target.chmod(0o600)
+    assert keys.ensure(link) == link and keys.read(link) == "k3y"
+
+
 def test_up_makes_the_key_before_preflight_and_hands_it_to_the_server_only(home, monkeypatch):
     started = {}
 
@@ -156,6 +207,53 @@ def test_a_foreign_reuseport_listener_is_named(stand_in_seat):
     assert identity.check(free_port(), pids) == identity.NOT_YET
 
 
+def test_unreadable_socket_tables_are_unverifiable_not_nobody_listening(stand_in_seat, tmp_path,
+                                                                        monkeypatch):
+    """Without /proc/net the seat that listens was taken for 'not listening yet': wait_ready
+    timed out on a ready server and require_identity said nothing listened any more."""
+    proc, port = stand_in_seat
+    monkeypatch.setattr(identity, "TABLES", (str(tmp_path / "no-tcp"), str(tmp_path / "no-tcp6")))
+    proof = identity.check(port, lambda: identity.session_pids(proc.pid))
+    assert proof.startswith("unverifiable: cannot read the kernel's socket tables")
+    run = launch.Running("x", "native", str(proc.pid), f"http://127.0.0.1:{port}", "tiny",
+                         str(tmp_path / "log"), 0, since=launch.process_start(proc.pid))
+    assert launch.require_identity(run) == proof
+
+
+ODD_MODELS = """
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class Odd(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+    def do_GET(self):
+        body = b"{}" if self.path == "/health" else json.dumps({"data": ["tiny", 7]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+server = HTTPServer(("127.0.0.1", int(sys.argv[1])), Odd)
+print("listening", flush=True)
+server.serve_forever()
+"""
+
+
+def test_wait_ready_keeps_waiting_through_odd_models_json(tmp_path):
+    """/v1/models whose data are not objects ended wait_ready in a TypeError traceback."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", ODD_MODELS, str(port)], stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "listening"
+        run = launch.Running("x", "native", str(proc.pid), f"http://127.0.0.1:{port}", "tiny",
+                             str(tmp_path / "log"), 0, since=launch.process_start(proc.pid))
+        with pytest.raises(SeatError, match="not ready after 5 s .waiting for models"):
+            launch.wait_ready(run, 5, lambda stage, t: None)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_wait_ready_refuses_a_stranger_on_the_port_at_once(stand_in_seat, tmp_path):
     proc, port = stand_in_seat
     run = launch.Running("x", "native", str(proc.pid), f"http://127.0.0.1:{port}", "tiny",
@@ -210,9 +308,65 @@ def test_status_uses_the_key_and_prints_times_a_person_reads(home):
     assert KeyedModels.key not in human.output + raw.output
 
 
+class OddModels(BaseHTTPRequestHandler):
+    data: list = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = json.dumps({"data": self.data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize("data, shown", [(["tiny"], "not an OpenAI model list"),
+                                         ([{"id": "[/b]tiny"}], "['[/b]tiny']")])
+def test_status_survives_a_server_with_odd_model_ids(home, data, shown):
+    """'data' of strings ended seat status in an AttributeError traceback, an id with rich
+    markup in a MarkupError one."""
+    OddModels.data = data
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OddModels)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    launch._record(launch.Running("odd", "native", str(os.getpid()),
+                                  f"http://127.0.0.1:{server.server_address[1]}", "tiny",
+                                  str(home / "log"), time.time()))
+    from seatkit.cli.app import seat
+    try:
+        human = CliRunner().invoke(seat, ["status", "odd"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert human.exit_code == 0 and human.exception is None, human.output
+    assert f"models: {shown}" in human.output
+
+
+def test_an_ipv6_seat_host_makes_a_url_that_reaches_it():
+    """SEAT_HOST=::1 made http://::1:PORT, which requests refuses: seat up waited out its timeout."""
+    class V6(ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+    server = V6(("::1", 0), OddModels)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        url = launch.seat_url("::1", str(port))
+        assert url == f"http://[::1]:{port}" and int(url.rsplit(":", 1)[1]) == port
+        assert launch.requests.get(f"{url}/v1/models", timeout=30).ok
+        assert launch.seat_url("127.0.0.1", "80") == "http://127.0.0.1:80"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_human_times():
     assert when.ago(5) == "5 s ago" and when.ago(125) == "2 min ago" and when.ago(90000) == "1 d ago"
     assert when.stamp(0, now=3600) == "1970-01-01T00:00:00Z (1 h ago)"
+    assert when.stamp(7200, now=0) == "1970-01-01T02:00:00Z (2 h in the future)"  # not "0 s ago"
+    for odd in (float("nan"), float("inf"), 1e20, -1e20):  # a torn record: no traceback
+        assert when.stamp(odd) == f"{odd!r} (not a time)"
+    assert when.readable({"started": 1e20})["started"] == "1e+20 (not a time)"
     ticks = launch.process_start(os.getpid())
     assert abs(when.from_ticks(ticks) - time.time()) < 7 * 86400
 

@@ -49,6 +49,23 @@ def test_duplicate_keys_are_refused_with_the_line(tmp_path):
     assert "duplicate key 'port'" in message and "line 4" in message
 
 
+@pytest.mark.parametrize("text", ["{[a]: 1}\n", "? [a, b]\n: 1\n", "? {a: 1}\n: 2\n"])
+def test_an_unhashable_key_is_a_clear_error_not_a_type_error(tmp_path, text):
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    message = error_of(path)
+    assert "unhashable key" in message and str(path) in message
+
+
+def test_an_env_value_with_a_nul_byte_is_refused_naming_the_field(tmp_path):
+    """bash drops the NUL, so the script ran another value than the spec's (found by the
+    schema-driven hostile test)."""
+    path = tmp_path / "p.yaml"
+    path.write_text('extends: cpu-smoke\nenv:\n  FOO: "a\\0b"\n')
+    message = error_of(path)
+    assert "env.FOO" in message and "NUL" in message
+
+
 def test_a_huge_file_is_refused_before_parsing(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("description: " + "x" * (256 * 1024 + 10) + "\n")
