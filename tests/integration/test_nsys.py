@@ -47,7 +47,7 @@ def seat(standin_image, tmp_path):
         "server": {"port": free_port(), "served_model_name": "oracle", "health_timeout_s": 120},
         "gpus": {"count": 0}, "models": {"base": {"host_dir": str(model), "mount": "/models-base"}},
         "model": "base", "speculative": {"method": "ngram", "num_speculative_tokens": 5},
-        "docker": {"container_name": name, "init": False, "restart": "no", "ulimits": {},
+        "docker": {"container_name": name, "gpus": [], "init": False, "restart": "no", "ulimits": {},
                    "cache": {"host_dir": str(cache), "mount": "/cache"},
                    "unset_env": ["NCCL_GRAPH_FILE"],
                    "extra_mounts": [{"source": str(REPO / "seatkit"), "target": "/opt/src/seatkit"}],
