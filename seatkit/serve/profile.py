@@ -326,6 +326,22 @@ class Profile(Strict):
     source: str = Field("", exclude=True)
     sha256: str = Field("", exclude=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul_anywhere(cls, data):
+        """No string of a profile may hold a NUL byte: execve and bash cannot carry one."""
+        def walk(value, where):
+            if isinstance(value, str) and "\x00" in value:
+                raise ValueError(f"{where} must not hold a NUL byte, got {value!r}")
+            items = value.items() if isinstance(value, dict) else enumerate(value) \
+                if isinstance(value, list) else ()
+            for key, item in items:
+                walk(key, where)
+                walk(item, f"{where}.{key}")
+        for key, value in (data.items() if isinstance(data, dict) else ()):
+            walk(value, key)
+        return data
+
     @model_validator(mode="after")
     def _runtime_parts(self):
         if self.runtime == "docker":
