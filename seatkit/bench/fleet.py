@@ -43,7 +43,7 @@ def seat_urls(addresses: list[str]) -> list[str]:
         if "://" in address:
             parts = urlsplit(address)
             if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise SeatError(f"{address!r} is not an http(s) URL", "e.g. http://10.0.0.5:9406")
+                raise SeatError(f"{address!r} is not an http(s) URL", "e.g. http://127.0.0.1:9406")
             urls.append(address.rstrip("/"))
             continue
         host, _, port = address.rpartition(":")

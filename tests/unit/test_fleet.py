@@ -115,12 +115,12 @@ def test_a_seat_with_no_measured_request_keeps_its_row():
 def test_a_dual_stack_name_gives_each_seat_once(monkeypatch):
     """A dual-stack headless Service lists each pod once per family: two seats, not four."""
     import socket
-    answer = [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("fd00::5", 9406, 0, 0)),
-              (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("fd00::6", 9406, 0, 0)),
-              (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.5", 9406)),
-              (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.6", 9406))]
+    answer = [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::ffff:127.0.0.5", 9406, 0, 0)),
+              (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::ffff:127.0.0.6", 9406, 0, 0)),
+              (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.5", 9406)),
+              (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.6", 9406))]
     monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: answer)
-    assert fleet.seat_urls(["seats.ns.svc:9406"]) == ["http://[fd00::5]:9406", "http://[fd00::6]:9406"]
+    assert fleet.seat_urls(["seats.ns.svc:9406"]) == ["http://[::ffff:127.0.0.5]:9406", "http://[::ffff:127.0.0.6]:9406"]
 
 
 def test_seats_serving_different_models_are_refused_before_any_bench(tmp_path):

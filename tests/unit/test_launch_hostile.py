@@ -144,7 +144,7 @@ def test_up_makes_the_key_before_preflight_and_hands_it_to_the_server_only(home,
     assert all(key not in p.read_text() for p in home.rglob("*") if p.is_file() and "keys" not in p.parts)
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5", "::", "127.evil.example"])
+@pytest.mark.parametrize("host", ["0.0.0.0", "seat.example", "::", "127.evil.example"])
 def test_no_key_no_exposure_unless_said_so(home, monkeypatch, host):
     monkeypatch.setenv("SEAT_HOST", host)
     with pytest.raises(SeatError, match=f"refusing to serve on {host} without an API key"):
