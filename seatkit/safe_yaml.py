@@ -7,6 +7,8 @@ need neither: a variant profile uses `extends`.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Hashable
 from pathlib import Path
 
@@ -40,7 +42,15 @@ class _Loader(yaml.SafeLoader):
 
 def read(path: Path, what: str = "file", limit: int = MAX_BYTES):
     """The parsed document; FileNotFoundError passes through for the caller to explain."""
-    with path.open("rb") as fh:
+    # Opened without blocking and checked before reading: a FIFO or a device would hang or never end.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        raise SeatError(f"{path}: not a regular file", f"give the path of the {what} itself")
+    with os.fdopen(fd, "rb") as fh:
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise SeatError(f"{path}: larger than {limit // 1024} KiB, too large for a {what}",
@@ -54,5 +64,7 @@ def read(path: Path, what: str = "file", limit: int = MAX_BYTES):
         return loader.get_single_data()
     except yaml.YAMLError as exc:
         raise SeatError(f"{path}: not valid YAML for a {what}: {exc}") from None
+    except RecursionError:
+        raise SeatError(f"{path}: not valid YAML for a {what}: nested too deeply") from None
     finally:
         loader.dispose()

@@ -77,21 +77,24 @@ preflight() {
   if ! command -v docker >/dev/null; then
     fail "no docker command on this machine" "install docker"
   elif ! docker info >/dev/null 2>&1; then
-    fail "no docker daemon answers (docker info failed)" "start dockerd, or set DOCKER_HOST"
+    fail "no docker engine answers (docker info failed)" "start dockerd (or the docker service), or set DOCKER_HOST to the engine's socket; then retry"
   elif ! docker image inspect "$SEAT_IMAGE" >/dev/null 2>&1; then
     case "$SEAT_IMAGE" in
       *) hint="docker pull it" ;;
     esac
     fail "image $SEAT_IMAGE is not on this machine (or its digest differs)" "$hint"
   fi
-  case "$SEAT_IMAGE" in
+  case "${SEAT_IMAGE}" in
     *@sha256:*) ;;
-    *) printf 'seat preflight: warning: %s is not pinned by digest\n' "$SEAT_IMAGE" >&2 ;;
+    *) printf 'seat preflight: warning: %s is not pinned by digest\n' "${SEAT_IMAGE}" >&2 ;;
   esac
   if (exec 3<>"/dev/tcp/$SEAT_HOST/$SEAT_PORT") 2>/dev/null; then
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
+  case "$dir" in
+    *[[:cntrl:]]*) fail "the "'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path" ;;
+  esac
   [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "download it, or set the knob that names it"
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
@@ -104,6 +107,14 @@ preflight() {
   [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
   file="${SEAT_MODEL_BASE_DIR}"/generation_config.json
   [ -s "$file" ] || fail 'base model generation_config.json'" is missing or empty: $file"
+  dir="${SEAT_CACHE_DIR}"
+  case "$dir" in
+    *[[:cntrl:]]*) fail "the "cache" directory has a control character (a newline, a tab) in its path" "name a plain path" ;;
+  esac
+  case "$dir" in
+    /*:*|/*,*|[!/]*|"") fail "the "cache" directory must be an absolute path without ':' or ',' (docker mounts take no others): '$dir'" "set SEAT_CACHE_DIR to one" ;;
+  esac
+  [ -d "$dir" ] || [ "${SEAT_DRY_RUN:-0}" = 1 ] || mkdir -p -- "$dir" || fail "cannot make the "cache" directory $dir" "make it by hand, or set SEAT_CACHE_DIR to a folder you can write"
   if [ ! -r "$SEAT_API_KEY_FILE" ]; then
     fail "API key file missing: $SEAT_API_KEY_FILE" "seat up cpu-smoke-docker makes one"
   elif [ ! -f "$SEAT_API_KEY_FILE" ]; then  # reading a FIFO would hang here

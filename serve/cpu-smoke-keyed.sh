@@ -43,6 +43,9 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_HOME}"/models/tiny-llama
+  case "$dir" in
+    *[[:cntrl:]]*) fail "the "'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path" ;;
+  esac
   [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "run: seat setup cpu-smoke-keyed"
   file="${SEAT_HOME}"/models/tiny-llama/config.json
   [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"

@@ -81,7 +81,7 @@ preflight() {
   if ! command -v docker >/dev/null; then
     fail "no docker command on this machine" "install docker"
   elif ! docker info >/dev/null 2>&1; then
-    fail "no docker daemon answers (docker info failed)" "start dockerd, or set DOCKER_HOST"
+    fail "no docker engine answers (docker info failed)" "start dockerd (or the docker service), or set DOCKER_HOST to the engine's socket; then retry"
   elif ! docker image inspect "$SEAT_IMAGE" >/dev/null 2>&1; then
     case "$SEAT_IMAGE" in
       seatkit/*) hint="a local tag, nothing to pull: seat build dsv4-flash-dspark-tp4 makes it" ;;
@@ -89,9 +89,9 @@ preflight() {
     esac
     fail "image $SEAT_IMAGE is not on this machine (or its digest differs)" "$hint"
   fi
-  case "$SEAT_IMAGE" in
+  case "${SEAT_IMAGE}" in
     *@sha256:*) ;;
-    *) printf 'seat preflight: warning: %s is not pinned by digest\n' "$SEAT_IMAGE" >&2 ;;
+    *) printf 'seat preflight: warning: %s is not pinned by digest\n' "${SEAT_IMAGE}" >&2 ;;
   esac
   case "$SEAT_PORT" in
     9200) fail "port $SEAT_PORT is reserved by this profile" "pick another SEAT_PORT" ;;
@@ -100,6 +100,9 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
+  case "$dir" in
+    *[[:cntrl:]]*) fail "the "'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path" ;;
+  esac
   [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "download it, or set the knob that names it"
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
@@ -121,6 +124,9 @@ preflight() {
   done < <(grep -o '"[^"]*\.safetensors"' "$index" 2>/dev/null | tr -d '"' | sort -u)
   [ "$shards" -gt 0 ] || fail 'base model'" index lists no shards (or is unreadable): $index"
   dir="${SEAT_MODEL_DRAFT_DIR}"
+  case "$dir" in
+    *[[:cntrl:]]*) fail "the "'draft model'" directory has a control character (a newline, a tab) in its path" "name a plain path" ;;
+  esac
   [ -d "$dir" ] || fail 'draft model'" directory not found: $dir" "download it, or set the knob that names it"
   case "$dir" in
     *:*|*,*) fail 'draft model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
@@ -141,6 +147,14 @@ preflight() {
     [ -s "${index%/*}/$shard" ] || fail 'draft model'" shard missing or empty: $shard" "the index lists it; finish the download"
   done < <(grep -o '"[^"]*\.safetensors"' "$index" 2>/dev/null | tr -d '"' | sort -u)
   [ "$shards" -gt 0 ] || fail 'draft model'" index lists no shards (or is unreadable): $index"
+  dir="${SEAT_CACHE_DIR}"
+  case "$dir" in
+    *[[:cntrl:]]*) fail "the "cache" directory has a control character (a newline, a tab) in its path" "name a plain path" ;;
+  esac
+  case "$dir" in
+    /*:*|/*,*|[!/]*|"") fail "the "cache" directory must be an absolute path without ':' or ',' (docker mounts take no others): '$dir'" "set SEAT_CACHE_DIR to one" ;;
+  esac
+  [ -d "$dir" ] || [ "${SEAT_DRY_RUN:-0}" = 1 ] || mkdir -p -- "$dir" || fail "cannot make the "cache" directory $dir" "make it by hand, or set SEAT_CACHE_DIR to a folder you can write"
   if ! command -v nvidia-smi >/dev/null; then
     fail "nvidia-smi not found: no NVIDIA driver on this host"
   else

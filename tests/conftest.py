@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,7 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-import requests
+
+from seatkit.ports import free_loopback_port as free_port  # noqa: F401 (tests import it from here)
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -24,12 +24,13 @@ BIN = Path(sys.executable).parent
 
 def pytest_configure(config):
     """Tests keep their state (run records, logs, keys) in a SEAT_HOME of their own; only the
-    slow-to-make runtimes and built models are shared with the user's cache, through links."""
+    slow-to-make runtimes, built models and base-image wheels are shared with the user's cache, through
+    links."""
     from seatkit import paths
 
     shared = paths.seat_home()
     home = Path(tempfile.mkdtemp(prefix="seat-home-"))
-    for folder in ("venvs", "models"):
+    for folder in ("venvs", "models", "wheelhouse"):
         (shared / folder).mkdir(parents=True, exist_ok=True)
         (home / folder).symlink_to(shared / folder)
     config.seat_home = home
@@ -54,11 +55,6 @@ def unavailable(reason: str):
         pytest.fail(f"integration prerequisite missing (SEAT_REQUIRE_INTEGRATION=1): {reason}")
     pytest.skip(reason)
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def tool(name: str) -> str:
@@ -167,27 +163,14 @@ def registry(docker_engine, tmp_path_factory) -> str:
     """Debian's docker-registry on loopback (127.0.0.0/8 needs no TLS): real digests, no network."""
     if shutil.which("docker-registry") is None:
         apt_install("docker-registry")
-    folder = tmp_path_factory.mktemp("registry")
-    address = f"127.0.0.1:{free_port()}"
-    (folder / "config.yml").write_text(
-        f"version: 0.1\nlog: {{level: warn}}\nstorage: {{filesystem: {{rootdirectory: {folder / 'data'}}}}}\n"
-        f"http: {{addr: {address}}}\n")
-    server = subprocess.Popen(["docker-registry", "serve", str(folder / "config.yml")],
-                              stdout=subprocess.DEVNULL, stderr=(folder / "log").open("w"))
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if requests.get(f"http://{address}/v2/", timeout=2).status_code == 200:
-                break
-        except requests.RequestException:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            unavailable(f"docker-registry did not start: {(folder / 'log').read_text()[-300:]}")
-        time.sleep(0.2)
-    yield address
-    server.terminate()
-    server.wait(timeout=30)
+    from seatkit.errors import SeatError
+    from seatkit.image import registry as registries
+
+    try:
+        with registries.loopback(tmp_path_factory.mktemp("registry")) as address:
+            yield address
+    except SeatError as exc:
+        unavailable(exc.message)
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from seatkit.bench import run as bench_run
 from seatkit.bench.workload import Prompt
+from seatkit import engine
 from seatkit.errors import SeatError
 from seatkit.serve import launch, nsys, profile as profiles, spec as specs
 
@@ -34,9 +35,7 @@ def session_of(profile: str) -> tuple[object, str, str]:
     if running is None or not launch.alive(running) or running.runtime != "docker":
         raise SeatError(f"--nsys needs a docker seat of {profile} started by `seat up`",
                         f"SEAT_NSYS=session seat up {profile}")
-    import docker
-
-    container = docker.from_env().containers.get(running.ident)
+    container = engine.client().containers.get(running.ident)
     found = nsys.session_of(container_argv(container))
     if found is None:
         raise SeatError(f"{profile} was not launched in session mode: its command has no "

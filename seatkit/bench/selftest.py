@@ -9,7 +9,6 @@ client-timed tok/s beside them, and the client's CPU cost per token.
 from __future__ import annotations
 
 import json
-import socket
 import statistics
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import requests
 from seatkit.bench import oracle, run, sweep
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
+from seatkit.ports import free_loopback_port
 
 GOAL = 0.005
 IDENTITY = 1e-9  # tok/s against tokens/step / s/step, per request: rounding only
@@ -34,15 +34,10 @@ FIGURES = ("decode_tok_s", "tokens_per_step", "ms_per_step", "drafter_tokens_per
 PROMPT = Prompt("selftest", "oracle-prompt", "code", "measure me " * 32, "oracle", 0)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def start_oracle(tokens_per_step: float, step_ms: float, batch_ms: float = 0.0
                  ) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
+    port = free_loopback_port()
     proc = subprocess.Popen([sys.executable, "-m", "seatkit.bench.oracle", "--port", str(port),
                              "--tokens-per-step", str(tokens_per_step), "--step-ms", str(step_ms),
                              "--batch-ms", str(batch_ms)],

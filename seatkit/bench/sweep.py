@@ -35,6 +35,7 @@ from seatkit.serve import client
 
 SCHEMA = "seatkit.bench.sweep/1"
 MIN_STEPS = 10  # per stream in the counters' window: fewer, and one step at a window's edge skews it
+CLIENT_TIMING = 0.25  # window vs whole-request stream rates: past this, the client read late
 
 
 @dataclass
@@ -100,6 +101,19 @@ def _rate(points: list[tuple[float, int]]) -> float | None:
         return None
     (t0, n0), (t1, n1) = points[0], points[-1]
     return (n1 - n0) / (t1 - t0)
+
+
+def _late_reads(rates: list[float | None], whole: dict | None, n: int) -> str | None:
+    """Why the streams' window rate cannot be trusted, or None. A starved client reads a stream's
+    tokens late and in bursts: inside the window they then bunch up, or thin out, against the
+    same streams' rates over whole requests."""
+    if not all(rates):
+        return ("a stream's tokens reached the client in one burst inside the window: its rate there "
+                "is unknown (the client was starved of CPU)")
+    if whole and abs(sum(rates) / (n * whole["median"]) - 1) > CLIENT_TIMING:
+        return (f"inside the window the streams ran at {sum(rates):.0f} tok/s, over whole requests "
+                f"{n} x {whole['median']:.0f}: the client read its streams late (a busy host)")
+    return None
 
 
 def _spread(values: list[float]) -> dict | None:
@@ -180,6 +194,9 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
                      "seconds": end - start, "rule": "every stream decoding -> first finish"}
     out["aggregate_tok_s"] = sum(r for r in rates if r) if all(rates) else None
     out["stream_tok_s_in_window"] = _spread(rates)
+    late = _late_reads(rates, out["per_request_decode_tok_s"], n)
+    if late:
+        out["alarms"]["client-timing"] = late
     if edges is None:
         return out
     d = edges["delta"].values

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from seatkit import text
+from seatkit import engine, text
 from seatkit.bench.run import Target
 from seatkit.errors import SeatError
 from seatkit.host import gpus
@@ -48,9 +48,7 @@ def _labels(running: launch.Running) -> tuple[dict | None, list[dict]]:
     its mounts."""
     if running.runtime != "docker":
         return None, []
-    import docker
-
-    container = docker.from_env().containers.get(running.ident)
+    container = engine.client().containers.get(running.ident)
     return container.image.labels, container.attrs.get("Mounts") or []
 
 

@@ -8,6 +8,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from seatkit import engine
 from seatkit.errors import SeatError
 from seatkit.serve import profile as profiles
 from seatkit.text import printable
@@ -30,15 +31,24 @@ def seat():
 def main():
     try:
         seat(standalone_mode=False)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         err.print("aborted")
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except SeatError as exc:
-        # Messages can quote a server's answer: no control character reaches the terminal.
-        err.print(f"[red]error:[/] {escape(printable(exc.message))}", highlight=False)
-        if exc.hint:
-            err.print(f"[yellow]hint:[/] {escape(printable(exc.hint))}", highlight=False)
-        sys.exit(exc.code)
+        show(exc)
+    except Exception as exc:  # the docker engine refused, or went away in the middle of a call
+        failure = engine.as_seat_error(exc)
+        if failure is None:
+            raise
+        show(failure)
+
+
+def show(exc: SeatError):
+    # Messages can quote a server's answer: no control character reaches the terminal.
+    err.print(f"[red]error:[/] {escape(printable(exc.message))}", highlight=False)
+    if exc.hint:
+        err.print(f"[yellow]hint:[/] {escape(printable(exc.hint))}", highlight=False)
+    sys.exit(exc.code)

@@ -85,3 +85,7 @@ def inspect_cmd(image: str, as_json: bool):
         out.print(f"  {key} = {escape(value)}", highlight=False)
     if not any(k.startswith("io.seatkit.") for k in found["labels"]):
         out.print("  (no io.seatkit labels: not built by `seat build`)")
+    base = found["labels"].get("org.opencontainers.image.base.digest")
+    if base is not None and "@sha256:" not in base:
+        out.print(f"  (base not pinned by digest: built from {escape(base)}, a tag that can move)",
+                  highlight=False)

@@ -116,8 +116,11 @@ def up_cmd(profile: str, verify_models: bool):
 @click.option("--grace", default=30.0, show_default=True, help="Seconds to wait after SIGTERM.")
 def down_cmd(profile: str, grace: float):
     """Stop exactly what `seat up` started (its PID or container id)."""
-    run = launch.down(profile, grace)
-    out.print(f"{profile} stopped ({run.runtime} {run.ident[:12]})")
+    run, was_running = launch.down(profiles.name_of(profile), grace)
+    if was_running:
+        out.print(f"{run.profile} stopped ({run.runtime} {run.ident[:12]})")
+    else:
+        out.print(f"{run.profile} had already stopped ({run.runtime} {run.ident[:12]}): what was left of it is cleared")
 
 
 @seat.command("status")
@@ -125,7 +128,7 @@ def down_cmd(profile: str, grace: float):
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def status_cmd(profile: str, as_json: bool):
     """What `seat up` started for PROFILE, whether it still runs, and its /health answer."""
-    info = launch.status(profile)
+    info = launch.status(profiles.name_of(profile))
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
@@ -138,7 +141,7 @@ def status_cmd(profile: str, as_json: bool):
 @click.option("--follow/--no-follow", default=True, show_default=True)
 def logs_cmd(profile: str, follow: bool):
     """Print (and follow) the server's output."""
-    run = launch.recorded(profile)
+    run = launch.recorded(profiles.name_of(profile))
     if run is None:
         raise SeatError(f"{profile} was not started by `seat up` on this machine")
     for chunk in launch.logs(run, follow):

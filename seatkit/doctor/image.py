@@ -6,10 +6,7 @@ vllm package); helper 13a's comparison of an image's whole vllm with the lock re
 
 from __future__ import annotations
 
-import json
-
-from docker.errors import DockerException
-
+from seatkit import engine
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
 from seatkit.serve import launch, runtime
@@ -23,11 +20,10 @@ LABELS = ("org.opencontainers.image.base.digest", "io.seatkit.profile", "io.seat
 def native(profile: Profile) -> Row:
     """A native seat has no image: its venv is checked against the install plan instead."""
     venv = runtime.venv_dir(profile.native)
-    marker = venv / runtime.MARKER
-    if not marker.exists():
-        return fail(LAYER, "venv", f"{venv} has no install marker", f"seat setup {profile.name}")
-    if json.loads(marker.read_text()) != profile.native.model_dump():
-        return warn(LAYER, "venv", f"{venv} was made for another install plan", f"seat setup {profile.name}")
+    problem = runtime.venv_problem(profile.native)
+    if problem is not None:
+        fatal, message = problem
+        return (fail if fatal else warn)(LAYER, "venv", message, f"seat setup {profile.name}")
     return ok(LAYER, "venv", f"native runtime, no image; {venv.name} as planned")
 
 
@@ -46,10 +42,10 @@ def labels(image: str) -> Row:
 
     try:
         found = build.labels(image)["labels"]
+    except (engine.NoEngine, *engine.errors()) as exc:
+        return cannot(LAYER, "labels", f"no docker engine answers ({type(exc).__name__})")
     except SeatError as exc:
         return fail(LAYER, "labels", exc.message, "seat build")
-    except DockerException as exc:
-        return cannot(LAYER, "labels", f"no docker engine answers ({type(exc).__name__})")
     missing = [k for k in LABELS if not found.get(k)]
     if missing:
         return fail(LAYER, "labels", f"{image} lacks {', '.join(missing)}", "seat build (it sets them)")
@@ -66,10 +62,10 @@ def overlay(profile: Profile, image: str) -> Row:
         if running and running.runtime == "docker" and launch.alive(running):
             where, is_container = running.ident, True
         problems = build.verify_installed(where, None, is_container, overlays.load())
+    except (engine.NoEngine, *engine.errors()) as exc:
+        return cannot(LAYER, "overlay", f"no docker engine answers ({type(exc).__name__})")
     except SeatError as exc:
         return fail(LAYER, "overlay", exc.message, f"seat build {profile.name}")
-    except DockerException as exc:
-        return cannot(LAYER, "overlay", f"no docker engine answers ({type(exc).__name__})")
     what = f"container {where[:12]}" if is_container else f"image {where}"
     if problems["missing"] or problems["changed"]:
         return fail(LAYER, "overlay", f"{what}: {overlays.summary(problems)}", f"seat build {profile.name}")

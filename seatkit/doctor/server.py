@@ -11,9 +11,9 @@ import re
 import time
 
 import requests
-from docker.errors import DockerException
 
 from seatkit.bench import metrics
+from seatkit import engine
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
 from seatkit.serve import launch
@@ -93,7 +93,7 @@ def rows(profile: Profile) -> list[Row]:
     run = launch.recorded(profile.name)
     try:
         up = run is not None and launch.alive(run)
-    except DockerException as exc:
+    except (engine.NoEngine, *engine.errors()) as exc:
         return [cannot(LAYER, check, f"{profile.name} runs in docker and no docker engine answers "
                        f"({type(exc).__name__})") for check in CHECKS]
     if not up:

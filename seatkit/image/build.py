@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from seatkit import paths
+from seatkit import engine, paths
 from seatkit.errors import SeatError
 from seatkit.image import b12x, dockerfile, overlay, pin
 from seatkit.image.dockerfile import DOCKERFILE
@@ -86,11 +86,11 @@ def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
 @contextmanager
 def created(image: str):
     """A container made (never started) from an image, removed afterwards: a way to read its files."""
-    import docker
     from docker.errors import ImageNotFound
 
     try:
-        container = docker.from_env().containers.create(image, entrypoint=["/bin/true"], network_mode="none")
+        container = engine.client().containers.create(image, entrypoint=["/bin/true"], network_mode="none",
+                                                      labels={engine.HELPER_LABEL: "read files"})
     except ImageNotFound:
         raise SeatError(f"no image {image} on this machine", "build or pull it first") from None
     try:
@@ -99,19 +99,24 @@ def created(image: str):
         container.remove(force=True)
 
 
-def copy_out(container, path: str, dest: Path) -> Path | None:
-    """Copy a folder out of a container into dest; None when it has no such folder."""
+def copy_out(container, path: str, dest: Path, links: list[str] | None = None) -> Path | None:
+    """Copy a folder out of a container into dest; None when it has no such folder. Its links are
+    not made: each is named in links ("name -> target", name inside the folder), when given."""
     from docker.errors import NotFound
 
     try:
         stream, _ = container.get_archive(path)
     except NotFound:
         return None
+    seen = []
     with tempfile.TemporaryFile() as spool:
         for chunk in stream:
             spool.write(chunk)
         spool.seek(0)
-        overlay.extract(spool, dest, f"{path} copied out of {container.short_id}")
+        overlay.extract(spool, dest, f"{path} copied out of {container.short_id}", seen)
+    top = Path(path).name + "/"
+    if links is not None:
+        links += [link[len(top):] if link.startswith(top) else link for link in seen]
     return dest / Path(path).name
 
 
@@ -157,9 +162,6 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
           delta: bool = True, nocache: bool = False, b12x_overlay: tuple[Lock, Path] | None = None,
           progress: Callable[[str], None] = lambda line: None) -> dict:
     """Build and tag the seat's image; returns its id, tag, the overlay layer and what was copied."""
-    import docker
-    from docker.errors import DockerException
-
     if profile.image is None:
         raise SeatError(f"profile {profile.name} runs natively: there is no image to build")
     if not profile.image.overlay:  # the seat runs this image as it is: a built one would go unused
@@ -180,11 +182,7 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
             raise SeatError(f"{b12x_overlay[1]} does not match the b12x lock: "
                             + overlay.summary({k: b12x_problems[k] for k in ("missing", "changed")}),
                             "place the patched files the lock pins there; nothing was built")
-    try:
-        client = docker.from_env()
-        client.ping()
-    except DockerException as exc:
-        raise SeatError(f"no docker engine answers: {exc}", "start dockerd, or set DOCKER_HOST") from None
+    client = engine.client()
     progress(f"base {base_ref}")
     with created(base_ref) as container:
         links = symlinked_folders(container, profile.image.vllm_dir)
@@ -223,9 +221,7 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
 
 def overlay_layer(image: str, base_ref: str) -> dict:
     """The layer the overlay COPY made (the first one above the base's): diff id and size."""
-    import docker
-
-    client = docker.from_env()
+    client = engine.client()
     base_layers = len(client.images.get(base_ref).attrs["RootFS"]["Layers"])
     entry = next((h for h in client.api.history(image) if "COPY" in h.get("CreatedBy", "")
                   and "/opt/seatkit" not in h["CreatedBy"]), None)
@@ -236,11 +232,10 @@ def overlay_layer(image: str, base_ref: str) -> dict:
 
 
 def labels(image: str) -> dict:
-    import docker
     from docker.errors import ImageNotFound
 
     try:
-        attrs = docker.from_env().images.get(image).attrs
+        attrs = engine.client().images.get(image).attrs
     except ImageNotFound:
         raise SeatError(f"no image {image} on this machine") from None
     config = attrs["Config"]
@@ -255,10 +250,9 @@ class NoPackage(SeatError):
 
 def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lock) -> dict[str, list[str]]:
     """The lock against the vllm package inside an image or a container."""
-    import docker
     from docker.errors import NotFound
 
-    client = docker.from_env()
+    client = engine.client()
     try:
         container = client.containers.get(name) if is_container else None
         image = container.image if container else client.images.get(name)
@@ -266,7 +260,8 @@ def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lo
         raise SeatError(f"no {'container' if is_container else 'image'} {name} on this machine") from None
     inside = inside or (image.labels or {}).get("io.seatkit.overlay.dir") or DEFAULT_VLLM_DIR
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
-        root = copy_out(container or stack.enter_context(created(name)), inside, Path(tmp))
+        links = []
+        root = copy_out(container or stack.enter_context(created(name)), inside, Path(tmp), links)
         if root is None:
             raise NoPackage(f"{name} has no {inside}", "pass --dir with the vllm package's path inside it")
-        return overlay.verify(root, lock)
+        return overlay.verify(root, lock, links)

@@ -24,8 +24,9 @@ from seatkit.serve.profile import Native
 
 RELEASE = "bookworm"
 # python3.11 matches the host interpreter the wheels are resolved with; curl serves the healthcheck;
-# torch and tokenizers link libstdc++, vLLM's CPU backend libnuma.
-PACKAGES = ["python3", "python3-venv", "curl", "libnuma1", "libstdc++6"]
+# torch and tokenizers link libstdc++, vLLM's CPU backend libnuma; torch.compile (inductor), which
+# vLLM runs on CPU at start, builds its kernels with g++ against Python's headers.
+PACKAGES = ["python3", "python3-venv", "python3-dev", "g++", "curl", "libnuma1", "libstdc++6"]
 VENV = "/opt/venv"
 PATH = f"{VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 Progress = Callable[[str], None]
@@ -108,7 +109,8 @@ def build(tag: str, native: Native, say: Progress = print) -> dict:
     env = [f"PATH={PATH}", f"VIRTUAL_ENV={VENV}",
            # vLLM asks for Intel OpenMP when speculating on CPU, as vLLM's own CPU image preloads it
            f"LD_PRELOAD={VENV}/lib/libiomp5.so"]
-    importer = ["docker", "import", *[a for e in env for a in ("-c", f"ENV {e}")], "-", tag]
+    # Imported untagged, and tagged only once the root was made whole: the tag is what marks it made.
+    importer = ["docker", "import", *[a for e in env for a in ("-c", f"ENV {e}")], "-"]
     say(f"building {tag}: Debian {RELEASE}, {', '.join(native.packages)} (mmdebstrap, pip from the wheelhouse)")
     start = time.monotonic()
     log = paths.seat_home() / "logs" / f"base-{tag.replace('/', '_').replace(':', '_')}.log"
@@ -120,7 +122,10 @@ def build(tag: str, native: Native, say: Progress = print) -> dict:
         imported = subprocess.run(importer, stdin=root.stdout, capture_output=True, text=True)
         root.stdout.close()
         made = root.wait()
-    if made or imported.returncode:
+    image = imported.stdout.strip()
+    if made or imported.returncode or _docker("tag", image, tag).returncode:
+        if image:
+            _docker("image", "rm", image)
         tail = "".join(log.read_text(errors="replace").splitlines(True)[-20:])
         raise SeatError(f"building the base image {tag} failed:\n{tail}{imported.stderr[-500:]}",
                         f"full log: {log}")

@@ -51,18 +51,20 @@ def _oddities(root: Path) -> tuple[list[str], list[str]]:
     return links, caches
 
 
-def verify(root: Path, lock: Lock) -> dict[str, list[str]]:
+def verify(root: Path, lock: Lock, links_seen: list[str] = ()) -> dict[str, list[str]]:
     """missing, changed and extra files of a tree against the lock; links and caches it should not have.
 
-    A listed file replaced by a symlink is both changed and a link, whatever it points to."""
+    A listed file replaced by a symlink is both changed and a link, whatever it points to.
+    links_seen names links ("name -> target") that were in the tree but not made on disk."""
     if not root.is_dir() or root.is_symlink():
         raise SeatError(f"{root} is not a directory")
     found = tree_files(root)
     links, caches = _oddities(root)
-    return {"missing": sorted(n for n in set(lock.files) - set(found)
-                              if not any(l.startswith(n + " -> ") for l in links)),
+    links = sorted([*links, *links_seen])
+    linked = {link.split(" -> ", 1)[0] for link in links}
+    return {"missing": sorted(set(lock.files) - set(found) - linked),
             "changed": sorted({n for n, d in lock.files.items() if n in found and found[n] != d}
-                              | {n for n in lock.files if (root / n).is_symlink()}),
+                              | (linked & set(lock.files))),
             "extra": sorted(set(found) - set(lock.files)),
             "links": links, "caches": caches}
 
@@ -134,6 +136,13 @@ def lock_from(root: Path, source: str, path: str = "overlay/vllm") -> Lock:
         raise SeatError(f"--source must be URL@COMMIT, got {source!r}")
     url, commit = source.rsplit("@", 1)
     check_source(url, "--source")
+    if not root.is_dir() or root.is_symlink():
+        raise SeatError(f"{root} is not a directory")
+    root = root.absolute()  # git runs in it: a relative work tree would name a folder inside itself
+    links, caches = _oddities(root)
+    if links or caches:  # git's tree id would count them, the file list not: no fetch could match
+        raise SeatError(f"{root} holds what a lock cannot pin: " + summary({"links": links, "caches": caches}),
+                        "lock a tree of regular files: remove the links and __pycache__ folders first")
     with tempfile.TemporaryDirectory() as tmp:
         env = {"GIT_DIR": str(Path(tmp) / "git"), "GIT_INDEX_FILE": str(Path(tmp) / "index"),
                "GIT_WORK_TREE": str(root)}
@@ -154,12 +163,20 @@ def _strict_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
     return tarfile.data_filter(member, dest)
 
 
-def extract(stream, dest: Path, what: str) -> None:
+def extract(stream, dest: Path, what: str, links: list[str] | None = None) -> None:
     """Unpack a tar into dest, refusing any member that would land outside it (absolute names,
-    `..`, links pointing out) or that is a device, with the member named; never a traceback."""
+    `..`, links pointing out) or that is a device, with the member named; never a traceback.
+    With links given, symlinks are not made but named there ("name -> target"): a folder
+    copied out of an image may link anywhere in that image, which is a fact, not an attack."""
+    def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        if links is not None and member.issym():
+            links.append(f"{member.name} -> {member.linkname}")
+            return None
+        return _strict_filter(member, path)
+
     try:
         with tarfile.open(fileobj=stream, mode="r|*") as tar:
-            tar.extractall(dest, filter=_strict_filter)
+            tar.extractall(dest, filter=keep)
     except tarfile.FilterError as exc:
         raise SeatError(f"{what}: refused an unsafe archive member: {exc}",
                         "the archive tries to write outside its folder; nothing of it is used") from None

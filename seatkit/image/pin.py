@@ -11,23 +11,22 @@ import time
 
 import yaml
 
+from seatkit import engine
 from seatkit.errors import SeatError
 from seatkit.serve.pins import base_reference, lock_path, read  # noqa: F401 (the pin as data)
+from seatkit.files import write_atomic
 from seatkit.serve.profile import Profile
 
 
 def resolve(name: str, tag: str) -> str:
     """The digest the registry serves for name:tag now (through the engine, with its credentials)."""
-    import docker
-    from docker.errors import APIError, DockerException
+    from docker.errors import APIError
 
     try:
-        return docker.from_env().images.get_registry_data(f"{name}:{tag}").id
+        return engine.client().images.get_registry_data(f"{name}:{tag}").id
     except APIError as exc:
         raise SeatError(f"cannot resolve {name}:{tag} through its registry: {exc.explanation or exc}",
                         "check the name and tag, and `docker login` if the registry needs it") from None
-    except DockerException as exc:
-        raise SeatError(f"no docker engine answers: {exc}", "start dockerd, or set DOCKER_HOST") from None
 
 
 def pin(profile: Profile) -> dict:
@@ -41,5 +40,5 @@ def pin(profile: Profile) -> dict:
            else f"`seat up {profile.name}` runs name@digest")
     header = (f"# The image of profile {profile.name}, pinned by `seat image pin`: the digest its tag\n"
               f"# had when pinned. {use}.\n")
-    lock_path(profile).write_text(header + yaml.safe_dump(record, sort_keys=False))
+    write_atomic(lock_path(profile), header + yaml.safe_dump(record, sort_keys=False))
     return record

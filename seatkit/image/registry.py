@@ -5,7 +5,6 @@ The engine trusts 127.0.0.0/8 without TLS."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from contextlib import contextmanager
@@ -14,13 +13,10 @@ from typing import Iterator
 
 import requests
 
+from seatkit import engine
 from seatkit.errors import SeatError
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from seatkit.ports import free_loopback_port
+from seatkit.serve import identity
 
 
 @contextmanager
@@ -29,7 +25,8 @@ def loopback(folder: Path, timeout: float = 30) -> Iterator[str]:
     if shutil.which("docker-registry") is None:
         raise SeatError("docker-registry is not installed", "apt-get install docker-registry")
     folder.mkdir(parents=True, exist_ok=True)
-    address = f"127.0.0.1:{_free_port()}"
+    port = free_loopback_port()
+    address = f"127.0.0.1:{port}"
     (folder / "config.yml").write_text(
         f"version: 0.1\nlog: {{level: warn}}\nstorage: {{filesystem: {{rootdirectory: {folder / 'data'}}}}}\n"
         f"http: {{addr: {address}}}\n")
@@ -38,14 +35,12 @@ def loopback(folder: Path, timeout: float = 30) -> Iterator[str]:
                               stdout=subprocess.DEVNULL, stderr=log.open("w"))
     try:
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if requests.get(f"http://{address}/v2/", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
+        # The port was free when chosen, not reserved: the answer counts only when every listener
+        # on it is this registry (else it is a stranger's, and the push would go to it).
+        while not (_answers(address) and identity.check(port, lambda: [server.pid]) != identity.NOT_YET):
             if server.poll() is not None or time.monotonic() > deadline:
-                raise SeatError(f"docker-registry did not start: {log.read_text()[-300:]}")
+                raise SeatError(f"docker-registry did not start on {address}: {log.read_text()[-300:]}",
+                                "its log is above; run again to take another free port")
             time.sleep(0.2)
         yield address
     finally:
@@ -53,11 +48,16 @@ def loopback(folder: Path, timeout: float = 30) -> Iterator[str]:
         server.wait(timeout=30)
 
 
+def _answers(address: str) -> bool:
+    try:
+        return requests.get(f"http://{address}/v2/", timeout=2).status_code == 200
+    except requests.RequestException:
+        return False
+
+
 def push(image: str, repository: str, tag: str) -> str:
     """Tag image as repository:tag, push it, and return the digest the registry gave it."""
-    import docker
-
-    client = docker.from_env()
+    client = engine.client()
     client.images.get(image).tag(repository, tag)
     for line in client.images.push(repository, tag=tag, stream=True, decode=True):
         if "error" in line:
@@ -67,3 +67,8 @@ def push(image: str, repository: str, tag: str) -> str:
     if not found:
         raise SeatError(f"the registry gave {repository}:{tag} no digest")
     return found[0]
+
+
+def untag(repository: str, tag: str) -> None:
+    """Drop the local tag a push made; the image stays under its other names."""
+    engine.client().images.remove(f"{repository}:{tag}", noprune=True)

@@ -18,6 +18,7 @@ import yaml
 from seatkit.errors import SeatError
 from seatkit.models import hashing
 from seatkit.serve import runtime
+from seatkit.files import write_atomic
 from seatkit.serve.profile import HUB_REPOSITORY, HUB_REVISION, ModelDir, Profile
 
 HUB_META = Path(".cache") / "huggingface"  # what `hf download --local-dir` keeps beside the files
@@ -118,9 +119,7 @@ def write(profile: Profile, locks: dict[str, ModelLock]) -> Path:
     path = lock_path(profile)
     if path is None:
         raise SeatError(f"profile {profile.name} has no file to keep a lock beside")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer: two at once each land whole
-    tmp.write_text(dump(profile, locks))
-    tmp.replace(path)
+    write_atomic(path, dump(profile, locks))
     return path
 
 

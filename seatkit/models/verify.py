@@ -7,7 +7,6 @@ and is opt-in. Every full verify is recorded under SEAT_HOME/models/verified/ fo
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.models import hashing
 from seatkit.models.lock import ModelLock, model_dir, read, scan
+from seatkit.files import write_atomic
 from seatkit.serve.profile import Profile
 
 
@@ -76,11 +76,7 @@ def _record_path(profile: str) -> Path:
 
 
 def _record(result: dict) -> None:
-    path = _record_path(result["profile"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writer: two at once each land whole
-    tmp.write_text(json.dumps(result, indent=2))
-    tmp.replace(path)
+    write_atomic(_record_path(result["profile"]), json.dumps(result, indent=2))
 
 
 def last_full(profile: str) -> dict | None:

@@ -71,22 +71,28 @@ def build_base(profile: profiles.Profile, say: Say) -> dict:
     return cpu_base.build(base_tag(profile), plan, say)
 
 
+def local_profile(work: Path, repository: str) -> Path:
+    """A profile over cpu-smoke-docker that names the base's repository and turns its overlay on; named
+    like the kit's, so the seat's name is the same. Its pin lands beside it in work, not in profiles/;
+    the built tag is passed as SEAT_IMAGE, since the default tag follows the kit's overlay lock."""
+    path = work / f"{PROFILE}.yaml"
+    path.write_text(yaml.safe_dump({"extends": PROFILE, "image": {"name": repository, "overlay": True}}))
+    return path
+
+
 def pinned_profile(work: Path, address: str, base: str) -> Path:
-    """Push the base to the registry at address, and pin it in a profile that extends cpu-smoke-docker
-    by naming that registry (the lock lands beside it in work, not in profiles/)."""
+    """Push the base to the registry at address, and pin it in the local profile."""
     repo_profile = profiles.load(PROFILE)
     repository = f"{address}/{repo_profile.image.name}"
     registry.push(base, repository, repo_profile.image.tag)
-    path = work / f"{PROFILE}.yaml"
-    path.write_text(yaml.safe_dump({"extends": str(paths.PROFILES / f"{PROFILE}.yaml"),
-                                    "image": {"name": repository}}))
+    path = local_profile(work, repository)
     pin.pin(profiles.load(str(path)))
     return path
 
 
 def overlay_repo(base: str, vllm_dir: str, folder: Path) -> tuple[Path, str]:
     """A git repository with the base's files as shipped, then the change, as two commits;
-    returns the changed vllm folder and its source (file URL @ commit) for `seat overlay lock`."""
+    returns the changed vllm folder and its source (its absolute path @ commit) for `seat overlay lock`."""
     shutil.rmtree(folder, ignore_errors=True)
     tree = folder / "vllm"
     with image_build.created(base) as container:
@@ -108,7 +114,7 @@ def overlay_repo(base: str, vllm_dir: str, folder: Path) -> tuple[Path, str]:
         with (tree / name).open("a") as fh:
             fh.write(addition)
     git("commit", "-q", "-am", "seatkit: mark the overlay in the server's own modules")
-    return tree, f"{folder.as_uri()}@{git('rev-parse', 'HEAD')}"
+    return tree, f"{folder}@{git('rev-parse', 'HEAD')}"
 
 
 def tiny_model(base: str, say: Say) -> Path:
@@ -151,14 +157,14 @@ def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, d
         lock = overlay.lock_from(tree, source, "vllm")
     with steps("seat build"):
         built = image_build.build(pinned, lock, tree, progress=lambda line: None)
+    # The pushed tag names a registry on a port that is gone; the seat image now holds the base.
+    registry.untag(pinned.image.name, pinned.image.tag)
     cache = work / "cache"
     cache.mkdir(exist_ok=True)
     knobs = {"SEAT_IMAGE": built["tag"], "SEAT_MODEL_BASE_DIR": str(model), "SEAT_CACHE_DIR": str(cache),
              **({"SEAT_PORT": str(port)} if port else {})}
     spec = specs.build(pinned)
     environ = {**os.environ, **knobs}
-    if spec.api_key_file:  # made before the preflight, which checks that the key file is there
-        launch.ensure_api_key(Path(specs.resolve(spec.api_key_file, spec.values(environ))))
     with steps("up: start to ready"):
         seat, _ = launch.up(spec, environ=environ,
                             tick=lambda stage, t: say(f"starting {PROFILE}: waiting for {stage} ({t:.0f} s)"))

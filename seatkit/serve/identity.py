@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from seatkit import engine
 from seatkit.errors import SeatError
 
 OURS, NOT_YET = "ours", "not listening yet"
@@ -67,11 +68,10 @@ def session_pids(leader: int) -> list[int]:
 
 def container_pids(ident: str) -> list[int]:
     """Host PIDs of a container's processes (the engine runs on this machine)."""
-    import docker
     from docker.errors import DockerException
 
     try:
-        top = docker.from_env().containers.get(ident).top()
+        top = engine.client().containers.get(ident).top()
     except DockerException as exc:  # not running (yet): its processes can't be named
         raise PermissionError(f"docker top: {exc}") from None
     column = top["Titles"].index("PID")

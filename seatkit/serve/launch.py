@@ -17,12 +17,11 @@ from typing import Callable, Iterator
 
 import requests
 
-from seatkit import paths
+from seatkit import engine, flock, paths
 from seatkit.errors import SeatError
+from seatkit.files import write_atomic
 from seatkit.serve import identity, keys, nsys, preflight
 from seatkit.serve.spec import LaunchSpec, resolve
-
-ensure_api_key = keys.ensure  # its old home; the key rules live in keys.py
 
 
 @dataclass
@@ -47,23 +46,37 @@ def _state_file(profile: str) -> Path:
     return paths.seat_home() / "run" / f"{profile}.json"
 
 
+def _checked(run: Running) -> Running:
+    """A record as `up` writes it: a number for a PID, hex for a container id, text for text."""
+    texts = (run.profile, run.runtime, run.ident, run.url, run.model, run.log, run.api_key_file, run.since)
+    if not all(isinstance(value, str) for value in texts):
+        raise TypeError("a field that holds text holds something else")
+    if isinstance(run.started, bool) or not isinstance(run.started, (int, float)):
+        raise TypeError("started is not a time")
+    if run.nsys is not None and not isinstance(run.nsys, dict):
+        raise TypeError("nsys is not a mapping")
+    if run.runtime == "native" and not (run.ident.isascii() and run.ident.isdigit()):
+        raise ValueError(f"a native seat's ident {run.ident!r} is not a PID")
+    if run.runtime == "docker" and not (run.ident and set(run.ident) <= set("0123456789abcdef")):
+        raise ValueError(f"a docker seat's ident {run.ident!r} is not a container id")
+    if run.runtime not in ("native", "docker"):
+        raise ValueError(f"runtime {run.runtime!r} is neither native nor docker")
+    return run
+
+
 def recorded(profile: str) -> Running | None:
     path = _state_file(profile)
     if not path.exists():
         return None
     try:
-        return Running(**json.loads(path.read_text()))
-    except (ValueError, TypeError) as exc:  # torn or foreign: say so, never a traceback
+        return _checked(Running(**json.loads(path.read_text())))
+    except (ValueError, TypeError, OSError) as exc:  # torn or foreign: say so, never a traceback
         raise SeatError(f"the run record {path} is unreadable ({exc})",
                         "check what runs (ps, docker ps), stop it by hand, then delete the file") from None
 
 
 def _record(run: Running) -> None:
-    path = _state_file(run.profile)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(run), indent=2))
-    tmp.replace(path)
+    write_atomic(_state_file(run.profile), json.dumps(asdict(run), indent=2))
 
 
 def _native_start(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict) -> str:
@@ -74,14 +87,18 @@ def _native_start(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict
         run_env["LD_PRELOAD"] = ":".join(filter(None, [str(iomp), os.environ.get("LD_PRELOAD")]))
     argv = [resolve(w, values) for w in spec.command]
     with log.open("ab") as fh:
-        # Its own session, so `down` can stop the server and every worker it forked.
-        proc = subprocess.Popen(argv, env=run_env, stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            # Its own session, so `down` can stop the server and every worker it forked.
+            proc = subprocess.Popen(argv, env=run_env, stdout=fh, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as exc:  # ENOENT here also means a script whose interpreter is gone
+            raise SeatError(f"could not start {argv[0]}: {exc.strerror}",
+                            f"run `seat setup {spec.profile.name}` to make its runtime again") from None
     return str(proc.pid)
 
 
-def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict) -> str:
-    import docker
+def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict, run: Running) -> None:
+    """Create the container, record it, then start it: from its first instant, `down` can find it."""
     from docker.errors import APIError
     from docker.types import DeviceRequest, Mount, Ulimit
 
@@ -90,9 +107,10 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict) -> str:
     devices = ([DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus == "all" else
                [DeviceRequest(device_ids=[str(i) for i in gpus], capabilities=[["gpu"]])] if gpus else [])
     command = spec.container_argv(values)
+    client = engine.client()
     try:
-        container = docker.from_env().containers.run(
-            values["SEAT_IMAGE"], command, name=values["SEAT_CONTAINER"], detach=True,
+        container = client.containers.create(
+            values["SEAT_IMAGE"], command, name=values["SEAT_CONTAINER"],
             device_requests=devices, ipc_mode=p.docker.ipc, network_mode=p.docker.network,
             init=p.docker.init, stop_signal="SIGTERM",
             ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in p.docker.ulimits.items()],
@@ -100,23 +118,27 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict) -> str:
                     for m in spec.mounts],
             environment={**spec.env, **spec.container_knobs(values), **spec.passed_env(), **env},
             labels={"seatkit.profile": p.name})
+        run.ident = container.id
+        _record(run)
+        container.start()
     except APIError as exc:
-        text = str(exc)
-        if "could not select device driver" in text or "nvidia" in text.lower():
+        text = str(exc.explanation or exc)
+        if devices and "could not select device driver" in text:
             raise SeatError("no NVIDIA container runtime: docker cannot give this container GPUs",
                             "install the NVIDIA container toolkit and restart dockerd") from None
-        raise SeatError(f"docker refused to start the seat: {exc.explanation or text}") from None
-    return container.id
+        if devices and "nvidia-container-cli" in text:
+            raise SeatError(f"the NVIDIA container runtime could not give this container GPUs: {text}",
+                            "check the driver (nvidia-smi) and the toolkit (nvidia-ctk --version)") from None
+        raise SeatError(f"docker refused to start the seat: {text}") from None
 
 
 def alive(run: Running) -> bool:
     if run.runtime == "native":
         return bool(run.since) and process_start(int(run.ident)) == run.since
-    import docker
     from docker.errors import NotFound
 
     try:
-        return docker.from_env().containers.get(run.ident).status in ("created", "running")
+        return engine.client().containers.get(run.ident).status in ("created", "running")
     except NotFound:
         return False
 
@@ -176,6 +198,7 @@ def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None])
     while True:
         waited = time.monotonic() - start
         if not alive(run):
+            _save_docker_log(run)  # a container's log lives in the engine until saved
             raise SeatError(f"the seat exited before it was ready; last log lines:\n{_tail(run.log)}",
                             f"full log: {run.log}")
         proof = who_listens(run)  # a stranger on the port ends the wait at once
@@ -201,10 +224,34 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
     """Preflight, start, wait until served; on any failure stop what was started.
     Knobs come from environ (default: this process's environment)."""
     p = spec.profile
-    previous = recorded(p.name)
-    if previous and alive(previous):
-        raise SeatError(f"{p.name} is already up ({previous.runtime} {previous.ident[:12]}, {previous.url})",
-                        f"seat down {p.name} first")
+    # One start of a profile at a time, from the check that it is down to the record of what started.
+    with flock.exclusive(_state_file(p.name).with_suffix(".lock"), f"seat up {p.name}",
+                         f"another `seat up {p.name}` is starting it", f"wait, then: seat status {p.name}"):
+        previous = recorded(p.name)
+        if previous and alive(previous):
+            raise SeatError(f"{p.name} is already up ({previous.runtime} {previous.ident[:12]}, "
+                            f"{previous.url})", f"seat down {p.name} first")
+        run = _start(spec, environ)
+    try:
+        waited = wait_ready(run, p.server.health_timeout_s, tick)
+    except BaseException:
+        _stop_quietly(run)
+        raise
+    return run, waited
+
+
+def _stop_quietly(run: Running) -> None:
+    """Stop what started, on the way out of a failure; with the engine gone, its record stays
+    for `seat down`."""
+    try:
+        stop(run, grace=10)
+    except (SeatError, *engine.errors()):
+        pass
+
+
+def _start(spec: LaunchSpec, environ: dict[str, str] | None) -> Running:
+    """Preflight, start and record the seat; its run record says what started."""
+    p = spec.profile
     values = spec.values(environ)
     keys.refuse_exposure(values["SEAT_HOST"], bool(spec.api_key_file))
     spec.container_argv(values)  # refuses a bad knob before anything starts
@@ -218,25 +265,22 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
     preflight.run(spec, values)
     log = paths.seat_home() / "logs" / f"{p.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    started = time.time()
-    if spec.native:
-        log.write_bytes(b"")
-        ident = _native_start(spec, values, log, env)
-    else:
-        ident = _docker_start(spec, values, env)
-    run = Running(profile=p.name, runtime=p.runtime, ident=ident, log=str(log), started=started,
+    run = Running(profile=p.name, runtime=p.runtime, ident="", log=str(log), started=time.time(),
                   url=seat_url(values["SEAT_HOST"], values["SEAT_PORT"]),
-                  model=p.server.served_model_name, api_key_file=key_file,
-                  since=(process_start(int(ident)) or "") if spec.native else "",
-                  nsys=_nsys_values(values))
-    _record(run)
+                  model=p.server.served_model_name, api_key_file=key_file, nsys=_nsys_values(values))
     try:
-        waited = wait_ready(run, p.server.health_timeout_s, tick)
-    except BaseException:
-        _save_docker_log(run)
-        stop(run, grace=10)
+        if spec.native:
+            log.write_bytes(b"")
+            run.ident = _native_start(spec, values, log, env)
+            run.since = process_start(int(run.ident)) or ""
+            _record(run)
+        else:
+            _docker_start(spec, values, env, run)
+    except BaseException:  # Ctrl-C, SIGTERM or a refusal after something started: stop it
+        if run.ident:
+            _stop_quietly(run)
         raise
-    return run, waited
+    return run
 
 
 def _nsys_values(values: dict[str, str]) -> dict | None:
@@ -246,8 +290,13 @@ def _nsys_values(values: dict[str, str]) -> dict | None:
 
 
 def _save_docker_log(run: Running) -> None:
+    """Keep a container's log in run.log; nothing to keep once someone removed the container
+    (or the engine went away)."""
     if run.runtime == "docker":
-        Path(run.log).write_bytes(b"".join(logs(run, follow=False)))
+        try:
+            Path(run.log).write_bytes(b"".join(logs(run, follow=False)))
+        except (SeatError, OSError, *engine.errors()):
+            pass
 
 
 def stop(run: Running, grace: float) -> bool:
@@ -265,12 +314,12 @@ def stop(run: Running, grace: float) -> bool:
             _signal_group(pid, signal.SIGKILL)
         _reap(pid)
     else:
-        import docker
         from docker.errors import NotFound
 
         try:
-            container = docker.from_env().containers.get(run.ident)
+            container = engine.client().containers.get(run.ident)
             container.stop(timeout=int(grace))
+            _save_docker_log(run)  # the engine drops it with the container
             container.remove(force=True)
         except NotFound:
             pass
@@ -293,12 +342,12 @@ def _signal_group(pid: int, sig: int) -> None:
         pass
 
 
-def down(profile: str, grace: float = 30.0) -> Running:
+def down(profile: str, grace: float = 30.0) -> tuple[Running, bool]:
+    """Stop what `seat up` recorded; also whether it was still running (else only its record goes)."""
     run = recorded(profile)
     if run is None:
         raise SeatError(f"{profile} was not started by `seat up` on this machine", "nothing to stop")
-    stop(run, grace)
-    return run
+    return run, stop(run, grace)
 
 
 def status(profile: str) -> dict:
@@ -323,11 +372,21 @@ def status(profile: str) -> dict:
 
 def logs(run: Running, follow: bool = True) -> Iterator[bytes]:
     if run.runtime == "docker":
-        import docker
+        from docker.errors import NotFound
 
-        yield from docker.from_env().containers.get(run.ident).logs(stream=True, follow=follow)
+        try:
+            container = engine.client().containers.get(run.ident)
+        except NotFound:
+            raise SeatError(f"the container of {run.profile} ({run.ident[:12]}) is gone",
+                            f"what `seat up` saved of its log, if anything: {run.log}") from None
+        yield from container.logs(stream=True, follow=follow)
         return
-    with open(run.log, "rb") as fh:
+    try:
+        fh = open(run.log, "rb")
+    except OSError as exc:
+        raise SeatError(f"the log of {run.profile} cannot be read: {run.log} ({exc.strerror})",
+                        f"seat status {run.profile}; `seat up` starts a new log") from None
+    with fh:
         while True:
             chunk = fh.read(65536)
             if chunk:

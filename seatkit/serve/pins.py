@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from seatkit.errors import SeatError
+from seatkit import safe_yaml
 from seatkit.serve.profile import Profile
 
 
@@ -22,7 +21,7 @@ def read(profile: Profile) -> dict | None:
     path = lock_path(profile)
     if not path.exists():
         return None
-    data = yaml.safe_load(path.read_text())
+    data = safe_yaml.read(path, "pin of an image")
     if not isinstance(data, dict) or not {"name", "tag", "digest"} <= set(data):
         raise SeatError(f"{path}: expected name, tag and digest", f"run `seat image pin {profile.name}` again")
     return data

@@ -6,6 +6,7 @@ import json
 import socket
 from pathlib import Path
 
+from seatkit import engine
 from seatkit.errors import SeatError
 from seatkit import overlay_lock
 from seatkit.serve import keys
@@ -42,19 +43,17 @@ def visible_gpus() -> int:
 
 
 def _docker_has(kind: str, ref: str) -> bool:
-    import docker
-    from docker.errors import DockerException, NotFound
+    from docker.errors import APIError, NotFound
 
-    try:
-        client = docker.from_env()
-        client.ping()
-    except DockerException as exc:
-        _fail(f"no docker daemon answers ({exc})", "start dockerd, or set DOCKER_HOST")
+    client = engine.client()
     try:
         (client.images if kind == "image" else client.containers).get(ref)
         return True
     except NotFound:
         return False
+    except APIError as exc:  # a name docker cannot parse (uppercase, a bad digest)
+        _fail(f"docker cannot look up the {kind} {ref}: {exc.explanation or exc}",
+              "give a valid reference (lowercase repository, name:tag or name@sha256:...)")
 
 
 def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
@@ -76,12 +75,27 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
         local = subject.startswith(overlay_lock.REPOSITORY + "/")
         _fail(f"image {subject} is not on this machine (or its digest differs)",
               f"a local tag, nothing to pull: seat build {name} makes it" if local else "docker pull it")
+    elif kind in ("dir", "cache") and any(ord(c) < 32 or ord(c) == 127 for c in subject):
+        _fail(f"the {check.label} directory has a control character (a newline, a tab) in its path: "
+              f"{subject!r}", "name a plain path")
     elif kind == "dir":
-        if not Path(subject).is_dir():
+        if not subject or not Path(subject).is_dir():  # Path("") is the working directory
             hint = f"run: seat setup {name}" if spec.native else "download it, or set the knob that names it"
             _fail(f"{check.label} directory not found: {subject}", hint)
         if not spec.native and set(subject) & {":", ","}:
             _fail(f"{check.label} directory has ':' or ',', which docker mounts cannot take: {subject}")
+    elif kind == "pinned" and subject in check.values:
+        _fail(f"the profile's own {check.label} {subject} is not pinned by digest: a tag can move",
+              f"seat image pin {name}, then seat render; or choose one with SEAT_IMAGE")
+    elif kind == "cache":  # the seat's own folder: made when missing, as the script makes it
+        if not subject.startswith("/") or set(subject) & {":", ","}:
+            _fail(f"the {check.label} directory must be an absolute path without ':' or ',' (docker "
+                  f"mounts take no others): {subject!r}", "set SEAT_CACHE_DIR to one")
+        try:
+            Path(subject).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            _fail(f"cannot make the {check.label} directory {subject}: {exc.strerror}",
+                  "make it by hand, or set SEAT_CACHE_DIR to a folder you can write")
     elif kind == "exists" and not Path(subject).exists():
         _fail(f"{check.label} not found: {subject}", "create it, or take it out of docker.extra_mounts")
     elif kind == "api-key":

@@ -368,6 +368,10 @@ class Profile(Strict):
         if "VLLM_API_KEY" in self.env:
             raise ValueError("env VLLM_API_KEY: VLLM_API_KEY comes only from the key file "
                              "(server.api_key: true) or, in a pod, its Secret; a profile is committed")
+        knobs = sorted(n for n in self.env if n.startswith("SEAT_"))
+        if knobs:  # e.g. SEAT_SKIP_OVERLAY_CHECK would switch off the image's start check unseen
+            raise ValueError(f"env {knobs}: SEAT_* names are the kit's own knobs and switches, set "
+                             "at launch, never by a profile: pick another name")
         reserved = {"model", "host", "port", "served-model-name", "tensor-parallel-size",
                     "speculative-config", "api-key"}
         if self.docker:
@@ -394,6 +398,16 @@ def profile_path(name_or_path: str) -> Path:
     if candidate.suffix in (".yaml", ".yml") or "/" in name_or_path:
         return candidate
     return paths.PROFILES / f"{name_or_path}.yaml"
+
+
+def name_of(name_or_path: str) -> str:
+    """The name a seat runs under: a profile's file name, whether it is given by name or by path
+    (the file need not exist any more: a seat whose profile was deleted can still be stopped)."""
+    name = profile_path(name_or_path).stem
+    if not matches(PROFILE_NAME, name):
+        raise SeatError(f"{name_or_path!r} names no profile ({PROFILE_NAME})",
+                        "give a profile's name or the path of its YAML file")
+    return name
 
 
 def profile_names() -> list[str]:
@@ -435,8 +449,11 @@ def _raw(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict, list[Path]]:
     if not isinstance(parent, str) or not matches(PROFILE_NAME, parent):
         raise SeatError(f"{path}: field 'extends': expected the name of a profile (beside it or in profiles/) "
                         f"({PROFILE_NAME}), got {parent!r}", "name the profile, never a path")
-    beside = path.parent / f"{parent}.yaml"  # a variant's siblings first, then the kit's profiles
-    base, files = _raw(beside if beside.exists() else paths.PROFILES / f"{parent}.yaml", (*seen, path))
+    # A variant's siblings first, then the kit's profiles; a file named like the profile it extends
+    # (a local copy of a kit profile) extends the kit's own.
+    beside = path.parent / f"{parent}.yaml"
+    own = beside.exists() and beside.resolve() != path
+    base, files = _raw(beside if own else paths.PROFILES / f"{parent}.yaml", (*seen, path))
     return _merge(base, data), [*files, path]
 
 

@@ -15,6 +15,7 @@ import yaml
 from seatkit import overlay_lock, paths
 from seatkit.errors import SeatError
 from seatkit.serve import glossary, grammar, k8s, nsys, profile as profiles, spec as specs
+from seatkit.files import write_atomic
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 
 
@@ -232,11 +233,7 @@ def write(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> list
     written = []
     for path, text in files.items():
         if not path.exists() or path.read_text() != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(text)
-            tmp.chmod(0o755 if path.suffix == ".sh" else 0o644)
-            tmp.replace(path)
+            write_atomic(path, text, 0o755 if path.suffix == ".sh" else 0o644)
             written.append(path)
     for stale in _stale(root, files, frozenset(bad)):
         stale.unlink()

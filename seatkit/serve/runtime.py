@@ -49,18 +49,53 @@ def _run(argv: list[str], log: Path, what: str, say: Progress) -> None:
     say(f"{what}: done in {time.monotonic() - start:.0f} s")
 
 
-def _plan(native: Native) -> dict:
-    return native.model_dump()
+def _made_at(venv: Path) -> str | None:
+    """Where `python -m venv` made this venv (its pyvenv.cfg says), when it says."""
+    try:
+        config = (venv / "pyvenv.cfg").read_text()
+    except OSError:
+        return None
+    for line in config.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "command" and " -m venv " in value:
+            return value.split(" -m venv ", 1)[1].strip()
+    return None
+
+
+def _moved(venv: Path) -> str | None:
+    # Its scripts name its Python by absolute path: a venv made through a link that later went away
+    # (a test's SEAT_HOME) or moved since cannot start any of them.
+    made = _made_at(venv)
+    return made if made is not None and Path(made) != venv else None
+
+
+def venv_problem(native: Native) -> tuple[bool, str] | None:
+    """What is wrong with the venv, if anything, and whether it cannot run at all."""
+    venv = venv_dir(native).resolve()
+    moved = _moved(venv)
+    if moved:
+        return True, f"{venv} was made at {moved}: its scripts point there"
+    try:
+        recorded = json.loads((venv / MARKER).read_text())
+    except (OSError, ValueError):
+        return True, f"{venv} has no install marker"
+    if recorded != native.model_dump():
+        return False, f"{venv} was made for another install plan"
+    return None
 
 
 def ensure_venv(native: Native, say: Progress = print) -> Path:
-    venv = venv_dir(native)
-    marker = venv / MARKER
-    if marker.exists() and json.loads(marker.read_text()) == _plan(native):
+    venv = venv_dir(native).resolve()
+    if venv_problem(native) is None:
         return venv
     if shutil.which(native.python) is None:
         raise SeatError(f"{native.python} not found", "install it, or set native.python in the profile")
     log = _log_path(native.venv)
+    moved = _moved(venv)
+    if moved:
+        say(f"{venv} was made at {moved} and its scripts point there: making it again")
+        shutil.rmtree(venv)
+    marker = venv / MARKER
     marker.unlink(missing_ok=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
     if not (venv / "bin" / "python").exists():
@@ -77,7 +112,7 @@ def ensure_venv(native: Native, say: Progress = print) -> Path:
              f"removing {', '.join(native.remove)}", say)
     if native.metadata_shim:
         _write_metadata_shim(venv, native.metadata_shim)
-    marker.write_text(json.dumps(_plan(native), indent=2))
+    marker.write_text(json.dumps(native.model_dump(), indent=2))
     return venv
 
 

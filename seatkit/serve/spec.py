@@ -190,8 +190,8 @@ def build(profile: Profile) -> LaunchSpec:
             checks += _model_checks(key, model, where, locked.get(key))
     else:
         docker = profile.docker
-        image = (overlay_lock.seat_tag(profile, overlay_lock.load(), overlay_lock.load_b12x())
-                 if profile.image.overlay else pins.base_reference(profile, allow_unpinned=True)[0])
+        image, digest = ((overlay_lock.seat_tag(profile, overlay_lock.load(), overlay_lock.load_b12x()), "")
+                         if profile.image.overlay else pins.base_reference(profile, allow_unpinned=True))
         knobs = [Knob("SEAT_IMAGE", image, "image the seat runs"
                       + (" (`seat build` makes it)" if profile.image.overlay else "")),
                  Knob("SEAT_CONTAINER", docker.container_name, "container name"),
@@ -200,6 +200,10 @@ def build(profile: Profile) -> LaunchSpec:
                         tuple(server.reserved_names)),
                   Check("container-free", (Ref("SEAT_CONTAINER"),), "container name"),
                   Check("image", (Ref("SEAT_IMAGE"),), "image"),
+                  # An image by tag could be anything by now: warned of; refused, as `seat up` refuses
+                  # it, when it is a prebuilt image's own tag, unpinned when this was rendered.
+                  Check("pinned", (Ref("SEAT_IMAGE"),), "image",
+                        (image,) if digest is None and profile.image.compare_overlay else ()),
                   *checks]
         for key, model in profile.models.items():
             knob = f"SEAT_MODEL_{key.upper()}_DIR"
@@ -211,6 +215,7 @@ def build(profile: Profile) -> LaunchSpec:
             knobs.append(Knob("SEAT_CACHE_DIR", docker.cache.host_dir,
                               "persistent JIT cache (one per image and profile)"))
             mounts.append(Mount((Ref("SEAT_CACHE_DIR"),), docker.cache.mount, read_only=False))
+            checks.append(Check("cache", (Ref("SEAT_CACHE_DIR"),), "cache"))
             knobs += [Knob(*k) for k in nsys.knobs(profile.name, docker.cache.mount)]
         mounts += [Mount((m.source,), m.target, m.read_only) for m in docker.extra_mounts]
         # docker run -v would create a missing source as an empty root-owned folder; seat up would fail

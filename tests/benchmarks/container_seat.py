@@ -28,7 +28,8 @@ from seatkit import paths
 from seatkit.bench import run as bench_run, target as bench_target, workload
 from seatkit.image import build as image_build, cpu_base, overlay, registry
 from seatkit.orchestrate import docker_chain
-from seatkit.serve import launch, profile as profiles, runtime, spec as specs
+from seatkit.serve import keys, launch, profile as profiles, runtime, spec as specs
+from seatkit.ports import free_loopback_port
 
 ROUNDS = int(next((a for a in sys.argv[1:] if a.isdigit()), 2))
 COLD = "--cold" in sys.argv  # also build the base from nothing but pip's cache (many minutes)
@@ -75,9 +76,10 @@ def bare_argv(env: dict, name: str) -> list[str]:
     return [argv[0], argv[1], "-d", *argv[2:]]
 
 
+
 def ready(env: dict, ident: str) -> None:
     run = launch.Running(docker_chain.PROFILE, "docker", ident, f"http://127.0.0.1:{env['SEAT_PORT']}", "tiny",
-                         "/dev/null", 0)
+                         "/dev/null", 0, api_key_file=env["SEAT_API_KEY_FILE"])
     launch.wait_ready(run, 900, lambda stage, t: None)
 
 
@@ -131,7 +133,8 @@ def main() -> None:
     (work / "cache").mkdir()
     env = {**os.environ, "SEAT_HOME": str(work / "home"), "SEAT_IMAGE": built["tag"],
            "SEAT_MODEL_BASE_DIR": str(made["base"]), "SEAT_CACHE_DIR": str(work / "cache"),
-           "SEAT_CONTAINER": f"seatkit-bench-{uuid.uuid4().hex[:8]}", "SEAT_PORT": "18731"}
+           "SEAT_CONTAINER": f"seatkit-bench-{uuid.uuid4().hex[:8]}", "SEAT_PORT": str(free_loopback_port()),
+           "SEAT_API_KEY_FILE": str(keys.ensure(work / "key"))}  # the script and `seat up` both read it
     kit, hand = [], []
     for i in range(ROUNDS):
         kit.append(by_kit(path, env))
@@ -142,7 +145,8 @@ def main() -> None:
           f"and state file included); overhead {k - h:+.1f} s, ratio {k / h:.3f}", flush=True)
 
     sides = {"container": (str(path), specs.build(pinned), env),
-             "native": ("cpu-smoke", specs.build(native_profile), {**os.environ, "SEAT_PORT": "18732"})}
+             "native": ("cpu-smoke", specs.build(native_profile),
+                        {**os.environ, "SEAT_PORT": str(free_loopback_port())})}
     results = {side: [] for side in sides}
     for i in range(ROUNDS):
         for side, (name, spec, environ) in sides.items():

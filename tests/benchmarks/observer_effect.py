@@ -11,17 +11,12 @@ Without --url it starts the cpu-smoke seat on a free port and stops it afterward
 
 import argparse
 import os
-import socket
 import statistics
 
 from seatkit.bench import run, workload
 from seatkit.serve import launch, profile as profiles, spec as specs
+from seatkit.ports import free_loopback_port
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def figures(records: list[dict]) -> dict:
@@ -72,7 +67,7 @@ def main() -> None:
     if args.url:
         measure(run.Target(args.url, args.model), args.pairs, args.hz)
         return
-    os.environ["SEAT_PORT"] = str(free_port())
+    os.environ["SEAT_PORT"] = str(free_loopback_port())
     running, _ = launch.up(specs.build(profiles.load("cpu-smoke")))
     try:
         measure(run.Target(running.url, running.model, launch.headers(running)), args.pairs, args.hz)

@@ -10,7 +10,7 @@ import uuid
 import pytest
 import yaml
 
-from conftest import BIN, REPO
+from conftest import BIN
 from seatkit.image import b12x, overlay
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
@@ -85,6 +85,9 @@ def test_without_a_b12x_overlay_the_labels_say_public_kernels(world):
     assert labels["io.seatkit.b12x.dir"] == f"{SITE}/b12x"
     assert "b12x" not in result["tag"].split(":")[1]
     assert b12x.kernels(labels).startswith("public (base image), b12x 0ff2847b")
+    inspected = seat("image", "inspect", result["tag"])  # built --allow-unpinned: from a tag
+    assert f"(base not pinned by digest: built from {labels['org.opencontainers.image.base.digest']}" \
+        in " ".join(inspected.stdout.split())
 
 
 def test_a_pinned_b12x_overlay_lands_over_the_package_and_is_checked_at_start(world):

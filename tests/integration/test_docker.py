@@ -2,7 +2,11 @@
 
 import os
 import subprocess
+import threading
+import time
+import uuid
 
+import docker
 import pytest
 
 from conftest import REPO, free_port
@@ -16,17 +20,19 @@ def default_spec(image):
                   "SEAT_PORT": str(free_port())}
 
 
-def test_no_gpu_runtime_is_a_clear_error(busybox_image, tmp_path):
+def test_no_gpu_runtime_is_a_clear_error_and_leaves_nothing(busybox_image, tmp_path, monkeypatch):
     spec, values = default_spec(busybox_image)
     for knob in ("SEAT_MODEL_BASE_DIR", "SEAT_MODEL_DRAFT_DIR", "SEAT_CACHE_DIR"):
         values[knob] = str(tmp_path)
+    values["SEAT_CONTAINER"] = f"seatkit-test-gpu-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(launch.preflight, "run", lambda spec, values: None)  # it stops at "no GPU"
     with pytest.raises(SeatError) as caught:
-        launch._docker_start(spec, values, {})
+        launch._start(spec, values)
     assert caught.value.message.startswith("no NVIDIA container runtime")
-    leftover = subprocess.run(["docker", "ps", "-aq", "--filter", "name=seatkit-test-gpu"],
-                              capture_output=True, text=True).stdout.split()
-    for container in leftover:  # docker creates it before the device request fails
-        subprocess.run(["docker", "rm", "-f", container], capture_output=True)
+    # docker creates the container before the device request fails: the failed start removes it
+    leftover = docker.from_env().containers.list(all=True, filters={"name": values["SEAT_CONTAINER"]})
+    assert leftover == []
+    assert launch.recorded(spec.profile.name) is None
 
 
 def test_rendered_script_reaches_docker_with_its_preflight(busybox_image, tmp_path):
@@ -52,3 +58,156 @@ def test_rendered_script_reaches_docker_with_its_preflight(busybox_image, tmp_pa
     done = subprocess.run(["bash", str(REPO / "serve" / "dsv4-flash-dspark-tp4.sh")], env=env,
                           capture_output=True, text=True, timeout=120)
     assert "draft model shard missing or empty: model-00001-of-00001.safetensors" in done.stderr
+
+
+@pytest.fixture
+def standin_seat(busybox_image, tmp_path):
+    """cpu-smoke-docker on a stand-in image whose `vllm` runs the given shell lines instead of serving."""
+    made = []
+
+    def make(script: str) -> tuple:
+        root = tmp_path / f"root{len(made)}"
+        (root / "bin").mkdir(parents=True)
+        (root / "bin" / "vllm").write_text(f"#!/bin/sh\n{script}\n")
+        (root / "bin" / "vllm").chmod(0o755)
+        (root / "Dockerfile").write_text(f"FROM {busybox_image}\nCOPY bin/vllm /bin/vllm\n")
+        tag = f"seatkit-test/standin-vllm:{uuid.uuid4().hex[:8]}"
+        subprocess.run(["docker", "build", "-q", "-t", tag, str(root)], capture_output=True, check=True)
+        made.append(tag)
+        model = tmp_path / "model"
+        model.mkdir(exist_ok=True)
+        for name in profiles.load("cpu-smoke").models["base"].files:
+            (model / name).write_text("{}")
+        name = f"seatkit-test-standin-{uuid.uuid4().hex[:8]}"
+        environ = {**os.environ, "SEAT_IMAGE": tag, "SEAT_CONTAINER": name, "SEAT_PORT": str(free_port()),
+                   "SEAT_MODEL_BASE_DIR": str(model), "SEAT_CACHE_DIR": str(tmp_path)}
+        return specs.build(profiles.load("cpu-smoke-docker")), environ, name
+
+    yield make
+    client = docker.from_env()
+    for container in client.containers.list(all=True, filters={"name": "seatkit-test-standin-"}):
+        container.remove(force=True)
+    for tag in made:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
+
+
+def test_a_seat_that_dies_before_ready_shows_its_last_log_lines(standin_seat):
+    spec, environ, _ = standin_seat("echo 'stand-in: the engine core failed to start' >&2; exit 3")
+    with pytest.raises(SeatError) as caught:
+        launch.up(spec, environ=environ)
+    assert "exited before it was ready" in caught.value.message
+    assert "the engine core failed to start" in caught.value.message  # not "(no log)"
+    assert launch.recorded(spec.profile.name) is None
+
+
+def test_a_container_removed_while_starting_is_an_error_not_a_traceback(standin_seat):
+    """Someone removes the seat's container (docker rm -f) while `seat up` waits for it."""
+    spec, environ, name = standin_seat("echo 'stand-in: starting slowly'; exec sleep 600")
+
+    def remove_when_started():
+        client = docker.from_env()
+        for _ in range(300):
+            found = client.containers.list(all=True, filters={"name": name})
+            if found:
+                found[0].remove(force=True)
+                return
+            time.sleep(0.1)
+
+    remover = threading.Thread(target=remove_when_started)
+    remover.start()
+    try:
+        with pytest.raises(SeatError) as caught:  # SeatError, not docker's NotFound
+            launch.up(spec, environ=environ)
+    finally:
+        remover.join()
+    assert "exited before it was ready" in caught.value.message
+    assert launch.recorded(spec.profile.name) is None  # the record does not outlive the container
+
+
+def test_a_stranger_on_the_registrys_port_is_refused(docker_engine, tmp_path, monkeypatch):
+    """A web server that answers /v2/ on the port the loopback registry was to take: no push goes
+    to it (the port was free when chosen, not reserved)."""
+    import http.server
+
+    from seatkit.image import registry
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    stranger = http.server.HTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=stranger.serve_forever, daemon=True).start()
+    monkeypatch.setattr(registry, "free_loopback_port", lambda: stranger.server_address[1])
+    try:
+        with pytest.raises(SeatError, match="another process.*listens on port"):
+            with registry.loopback(tmp_path / "registry"):
+                pytest.fail("the stranger was taken for the registry")
+    finally:
+        stranger.shutdown()
+
+
+def test_a_base_build_that_fails_midway_leaves_no_tag_to_reuse(docker_engine, tmp_path, monkeypatch):
+    """A root that streamed part of itself into `docker import` and then failed used to be tagged
+    anyway, and the next build took the tag for a finished base."""
+    from seatkit.image import cpu_base
+
+    fake = tmp_path / "bin" / "mmdebstrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nmkdir -p /tmp/$$ && echo half > /tmp/$$/half && tar -C /tmp/$$ -c half\n"
+                    "rm -rf /tmp/$$; echo 'E: the mirror went away' >&2; exit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    monkeypatch.setattr(cpu_base, "wheelhouse", lambda native, say: tmp_path)
+    monkeypatch.setattr(cpu_base, "mirror", lambda: "http://127.0.0.1:9/debian")
+    tag = f"seatkit-test/half-base:{uuid.uuid4().hex[:8]}"
+    before = {i.id for i in docker.from_env().images.list(all=True)}
+    with pytest.raises(SeatError, match="the mirror went away"):
+        cpu_base.build(tag, profiles.load("cpu-smoke").native, say=lambda m: None)
+    client = docker.from_env()
+    assert not client.images.list(name=tag.split(":")[0])
+    half = [i.id for i in client.images.list(all=True) if i.id not in before
+            and i.attrs.get("Comment") == "Imported from -" and i.attrs["Size"] < 1_000_000]
+    assert half == []  # the untagged half image is gone too (other tests' images are not ours to judge)
+
+
+def test_a_start_cut_short_after_the_container_exists_removes_it(busybox_image, tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM) between create and start: the record already named the container, and
+    the way out removes both."""
+    from docker.models.containers import Container
+
+    spec, values = default_spec(busybox_image)
+    for knob in ("SEAT_MODEL_BASE_DIR", "SEAT_MODEL_DRAFT_DIR", "SEAT_CACHE_DIR"):
+        values[knob] = str(tmp_path)
+    values["SEAT_CONTAINER"] = f"seatkit-test-cut-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(launch.preflight, "run", lambda spec, values: None)
+    seen = []
+
+    def interrupted(self, **kwargs):
+        seen.append(launch.recorded(spec.profile.name).ident == self.id)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Container, "start", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        launch._start(spec, values)
+    assert seen == [True]
+    assert docker.from_env().containers.list(all=True, filters={"name": values["SEAT_CONTAINER"]}) == []
+    assert launch.recorded(spec.profile.name) is None
+
+
+def test_an_image_name_docker_cannot_parse_is_a_clear_preflight_error(docker_engine):
+    with pytest.raises(SeatError, match="docker cannot look up the image UPPER/x"):
+        launch.preflight._docker_has("image", "UPPER/x")
+
+
+def test_helper_containers_that_read_an_image_are_labelled(busybox_image):
+    from seatkit import engine
+    from seatkit.image import build
+
+    with build.created(busybox_image) as container:
+        assert engine.HELPER_LABEL in container.labels
+    assert docker.from_env().containers.list(all=True, filters={"label": engine.HELPER_LABEL,
+                                                                 "id": container.id}) == []

@@ -13,7 +13,7 @@ import docker
 import pytest
 import yaml
 
-from conftest import BIN, REPO, free_port
+from conftest import BIN, free_port
 from plain_repo import JUNK, repository_copy
 from seatkit.errors import SeatError
 from seatkit.image import build as image_build, overlay, prebuilt
@@ -56,10 +56,13 @@ def pushed_base(client, registry, tmp_path, from_image, files, name):
     (ctx / "Dockerfile").write_text(f"FROM {from_image}\nCOPY vllm/ {VLLM}/\n")
     repository = f"{registry}/seatkit-test/vllm-{name}"
     client.images.build(path=str(ctx), tag=f"{repository}:stand-in", rm=True)
-    for line in client.images.push(repository, tag="stand-in", stream=True, decode=True):
+    return repository, "stand-in", pushed_digest(client, repository, "stand-in")
+
+
+def pushed_digest(client, repository, tag):
+    for line in client.images.push(repository, tag=tag, stream=True, decode=True):
         assert "error" not in line, line
-    digest = client.images.get(f"{repository}:stand-in").attrs["RepoDigests"][0].split("@")[1]
-    return repository, "stand-in", digest
+    return client.images.get(f"{repository}:{tag}").attrs["RepoDigests"][0].split("@")[1]
 
 
 @pytest.fixture(scope="module")
@@ -402,3 +405,29 @@ def test_an_image_whose_vllm_folder_holds_an_absolute_link_is_a_clear_error(stan
         client.images.remove(tag, force=True)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "vllm/lib" in done.stderr and "absolute path" in done.stderr
+
+
+def test_links_in_a_prebuilt_images_vllm_are_facts_not_a_refusal(stand_ins, tmp_path, registry, busybox_image):
+    """A package built elsewhere may link anywhere in its image: copying it out refused such links
+    as unsafe, so `seat up` stopped instead of stating them."""
+    client = docker.from_env()
+    ctx = tmp_path / "linked"
+    write_tree(ctx / "vllm", {k: v for k, v in OVERLAY.items() if k != "version.py"})
+    (ctx / "vllm" / "version.py").symlink_to("/etc/hostname")  # a locked file, now a link out
+    (ctx / "vllm" / "libs").symlink_to("../../lib")  # a folder linked outside the package
+    (ctx / "Dockerfile").write_text(f"FROM {busybox_image}\nCOPY vllm/ {VLLM}/\n")
+    repository = f"{registry}/seatkit-test/vllm-linked"
+    client.images.build(path=str(ctx), tag=f"{repository}:stand-in", rm=True)
+    digest = pushed_digest(client, repository, "stand-in")
+    path = tmp_path / "prebuilt-linked.yaml"
+    path.write_text(yaml.safe_dump({"extends": "deepspark-prebuilt",
+                                    "image": {"name": repository, "tag": "stand-in", "digest": digest,
+                                              "smoke_imports": []}}))
+    found = prebuilt.compare(profiles.load(str(path)), stand_ins["lock"])
+    assert found["links"] == ["libs -> ../../lib", "version.py -> /etc/hostname"]
+    assert found["changed"] == ["version.py"] and found["missing"] == []
+    started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
+                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                                  "SEAT_HOME": str(tmp_path / "home")})
+    assert "fact: " in started.stdout and "unsafe" not in started.stderr, started.stdout + started.stderr
+    assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr

@@ -10,9 +10,7 @@ at `start`, and idle with N + 1 finished at `stop`.
 import json
 import os
 import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 import yaml
@@ -131,7 +129,7 @@ def test_bench_nsys_traces_exactly_one_request(seat, tmp_path, compose):
     factors = result["record"]["factors"]  # the traced request's own figures, side by side
     assert request["ms_per_step"] == factors["ms_per_step"] > 0
     assert request["decode_ms"] == pytest.approx(request["ms_per_step"] * 13, rel=1e-6)
-    assert f"show 13 decode steps" in result["expect"] and result["trace_path"] in bench.stdout
+    assert "show 13 decode steps" in result["expect"] and result["trace_path"] in bench.stdout
     assert measured == prompts
 
 

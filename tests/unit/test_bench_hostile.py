@@ -7,7 +7,6 @@ import signal
 import subprocess
 import threading
 from http.server import ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 

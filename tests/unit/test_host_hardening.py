@@ -12,6 +12,7 @@ from hypothesis import given, settings as hyp_settings, strategies as st
 
 from fake_host import KVER, MACHINE, FakeHost
 from seatkit.errors import SeatError
+from seatkit import flock
 from seatkit.host import change, cmdline, gpus, lock, plan as host_plan, settings, state, status, system
 from seatkit.host.journal import JOURNAL, Journal
 
@@ -514,7 +515,7 @@ def test_a_full_disk_at_the_lock_is_a_clear_error_and_changes_nothing(tmp_path, 
 
     def full(*args):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr(lock.os, "pwrite", full)
+    monkeypatch.setattr(flock.os, "pwrite", full)
     monkeypatch.setattr(Journal, "_append", lambda self, record: full())
     with pytest.raises(SeatError, match="cannot write .*journal.jsonl: No space left on device"):
         apply(host)

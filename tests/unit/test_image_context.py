@@ -133,3 +133,91 @@ def test_a_profile_that_runs_its_image_as_it_is_has_nothing_to_build(tmp_path):
     with pytest.raises(SeatError, match="nothing to build") as caught:
         build.build(profiles.load(str(path)), lock, tmp_path / "overlay")
     assert "seat image pin" in caught.value.hint
+
+
+@pytest.mark.parametrize("host, url", [
+    (None, "http://127.0.0.1:8000/health"), ("0.0.0.0", "http://127.0.0.1:8000/health"),
+    ("::", "http://127.0.0.1:8000/health"), ("::1", "http://[::1]:8000/health"),
+    ("[fd00::5]", "http://[fd00::5]:8000/health"), ("10.1.2.3", "http://10.1.2.3:8000/health")])
+def test_the_healthcheck_probes_where_the_seat_listens(tmp_path, host, url):
+    """image/health.sh with a curl that says what it was asked for."""
+    import subprocess
+
+    (tmp_path / "curl").write_text('#!/bin/sh\nfor a; do last=$a; done\necho "$last"\n')
+    (tmp_path / "curl").chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", **({"SEAT_HOST": host} if host else {})}
+    done = subprocess.run(["sh", str(paths.REPO / "image" / "health.sh")], env=env, capture_output=True,
+                          text=True)
+    assert done.returncode == 0 and done.stdout.strip() == url, done.stderr
+
+
+@pytest.fixture
+def start_check(tmp_path):
+    """image/entrypoint.sh beside a lock of two modules, over an installed tree that matches it."""
+    import hashlib
+    import shutil
+
+    seatkit = tmp_path / "opt-seatkit"
+    seatkit.mkdir()
+    shutil.copy(paths.REPO / "image" / "entrypoint.sh", seatkit)
+    tree = tmp_path / "vllm"
+    files = {"a.py": b"A = 1\n", "pkg/__init__.py": b"", "pkg/mod.py": b"M = 2\n"}
+    for name, data in files.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_bytes(data)
+    (seatkit / "overlay.lock").write_text("# a lock\n" + "".join(
+        f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in files.items()))
+
+    def run():
+        import subprocess
+
+        return subprocess.run(["sh", str(seatkit / "entrypoint.sh"), "echo", "served"], capture_output=True,
+                              text=True, env={"PATH": "/usr/bin:/bin", "SEAT_OVERLAY_DIR": str(tree)})
+    return tree, run
+
+
+@pytest.mark.parametrize("planted", ["pkg/mod/__init__.py", "pkg/mod.cpython-312-x86_64-linux-gnu.so",
+                                     "pkg/mod.abi3.so", "a/__init__.py"])
+def test_the_start_check_refuses_a_locked_module_that_python_would_not_load(start_check, planted):
+    tree, run = start_check
+    assert run().stdout == "served\n"
+    (tree / planted).parent.mkdir(parents=True, exist_ok=True)
+    (tree / planted).write_bytes(b"")
+    done = run()
+    assert done.returncode == 78 and done.stdout == "", done.stderr
+    assert f"HIDDEN by {planted}" in done.stderr
+
+
+def test_the_start_check_allows_a_namespace_folder_and_names_a_changed_file(start_check):
+    tree, run = start_check
+    (tree / "pkg" / "mod").mkdir()  # no __init__: the module is still found first
+    (tree / "pkg" / "mod" / "data.json").write_text("{}")
+    assert run().stdout == "served\n"
+    (tree / "a.py").write_text("A = 3\n")
+    done = run()
+    assert done.returncode == 78 and "a.py: FAILED" in done.stderr
+
+
+def test_a_torn_pin_is_a_clear_error_and_pinning_writes_whole_files(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    profile = write_profile(tmp_path)
+    lock = pin.lock_path(profile)
+    lock.write_text('name: registry.invalid/vllm\ntag: "t1\n')  # a crash mid-write, as it once could
+    with pytest.raises(SeatError, match="not valid YAML"):
+        pin.base_reference(profile)
+    good = yaml.safe_dump({"name": "registry.invalid/vllm", "tag": "t1", "digest": DIGEST})
+    lock.write_text(good)
+    monkeypatch.setattr(pin, "resolve", lambda name, tag: "sha256:" + "3" * 64)
+    real = Path.write_text
+
+    def torn(self, text):
+        real(self, text[:20])
+        raise OSError(28, "No space left on device")
+    with monkeypatch.context() as patched:
+        patched.setattr(Path, "write_text", torn)
+        with pytest.raises(OSError):
+            pin.pin(profile)
+    assert lock.read_text() == good and sorted(p.name for p in tmp_path.iterdir()) == ["seat.lock", "seat.yaml"]
+    pin.pin(profile)
+    assert pin.read(profile)["digest"] == "sha256:" + "3" * 64

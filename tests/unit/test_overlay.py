@@ -2,6 +2,7 @@
 
 import subprocess
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +85,23 @@ def test_lock_from_gives_git_s_own_tree_id(source):
     assert lock.tree == tree and "models/deepseek_v4.py" in lock.files
     with pytest.raises(SeatError, match="URL@COMMIT"):
         overlay.lock_from(repo, "no-commit")
+
+
+@pytest.mark.parametrize("plant", ["link", "cache"])
+def test_a_tree_a_fetch_could_never_match_is_not_locked(tmp_path, source, plant):
+    """git's tree id counts a symlink or a __pycache__, the file list does not: such a lock would
+    make every later fetch fail, so it is refused when made."""
+    repo, commit, _ = source
+    tree = tmp_path / "tree"
+    subprocess.run(["cp", "-r", str(repo / "overlay/vllm"), str(tree)], check=True)
+    if plant == "link":
+        (tree / "alias.py").symlink_to("__init__.py")
+    else:
+        (tree / "__pycache__").mkdir()
+        (tree / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    with pytest.raises(SeatError, match="what a lock cannot pin") as caught:
+        overlay.lock_from(tree, f"{repo}@{commit}")
+    assert ("alias.py -> __init__.py" if plant == "link" else "__pycache__") in caught.value.message
 
 
 def test_fetch_places_exactly_the_locked_files(tmp_path, source):
@@ -192,3 +210,12 @@ def test_a_source_with_credentials_in_its_url_is_refused_without_echoing_them(tm
             overlay.fetch(lock, tmp_path / "vllm", source=value)
         assert "s3cret" not in caught.value.message + (caught.value.hint or "")
     assert overlay.checked_source("https://mirror.invalid/team/o@v1") == "https://mirror.invalid/team/o@v1"
+
+
+def test_lock_from_a_relative_path_pins_the_same_tree(tmp_path, source, monkeypatch):
+    """git ran in the folder with the relative path as its work tree, naming a folder inside it."""
+    repo, commit, _ = source
+    absolute = overlay.lock_from(repo / "overlay/vllm", f"{repo}@{commit}")
+    monkeypatch.chdir(repo)
+    relative = overlay.lock_from(Path("overlay/vllm"), f"{repo}@{commit}")
+    assert relative.tree == absolute.tree and relative.files == absolute.files

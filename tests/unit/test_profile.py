@@ -41,6 +41,8 @@ def test_shipped_profiles_load(name):
     ({"vllm_args": {"--dtype": "bf16"}}, "vllm_args.--dtype", "without its leading dashes"),
     ({"vllm_args": {"port": 1}}, "(top level)", "the profile's own fields"),
     ({"env": {"BAD NAME": "1"}}, "env.BAD NAME", "environment variable name"),
+    ({"env": {"SEAT_SKIP_OVERLAY_CHECK": "1"}}, "(top level)", "the kit's own knobs"),
+    ({"env": {"SEAT_OVERLAY_DIR": "/tmp"}}, "(top level)", "the kit's own knobs"),
     ({"model": "draft"}, "(top level)", "not one of models"),
     ({"server": {"reserved_ports": [18000]}}, "server", "reserved_ports"),
     ({"speculative": {"config": {"dspark_sts_temperatures": [1.0, 1.1]}}}, "speculative",
@@ -86,6 +88,16 @@ def test_extends_loop_is_refused(tmp_path):
     assert "loops back" in error_of(tmp_path / "a.yaml")
 
 
+def test_a_local_copy_named_like_a_kit_profile_extends_the_kits_own(tmp_path):
+    """An operator's cpu-smoke-k3.yaml that extends cpu-smoke-k3 takes the kit's, not itself."""
+    (tmp_path / "cpu-smoke-k3.yaml").write_text("extends: cpu-smoke-k3\nserver: {port: 18777}\n")
+    local = profiles.load(str(tmp_path / "cpu-smoke-k3.yaml"))
+    assert local.name == "cpu-smoke-k3" and local.server.port == 18777
+    assert local.speculative.num_speculative_tokens == 3  # the kit's variant, merged under it
+    (tmp_path / "selfish.yaml").write_text("extends: selfish\n")  # no kit profile of that name
+    assert "no profile at" in error_of(tmp_path / "selfish.yaml")
+
+
 def test_variant_overrides_a_few_fields_and_keeps_the_rest():
     base, variant = profiles.load("cpu-smoke"), profiles.load("cpu-smoke-k3")
     assert variant.speculative.num_speculative_tokens == 3
@@ -115,3 +127,19 @@ def test_default_seat_is_the_original():
     assert seat.vllm_args["attention-backend"] == "B12X_MLA_SPARSE"
     assert seat.env["NCCL_P2P_LEVEL"] == "SYS" and seat.server.host == "127.0.0.1"
     assert all(m.mount for m in seat.models.values())
+
+
+def test_a_deeply_nested_profile_is_not_valid_yaml_not_a_traceback(tmp_path):
+    path = tmp_path / "deep.yaml"
+    path.write_text("a: " + "[" * 60000 + "]" * 60000 + "\n")  # 120 KB, under the size limit
+    with pytest.raises(SeatError, match="not valid YAML for a profile: nested too deeply"):
+        profiles.load(str(path))
+
+
+def test_a_profile_path_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    import os
+
+    path = tmp_path / "fifo.yaml"
+    os.mkfifo(path)
+    with pytest.raises(SeatError, match="not a regular file"):
+        profiles.load(str(path))

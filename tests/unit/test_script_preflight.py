@@ -55,7 +55,7 @@ def test_no_docker_command_and_no_daemon_are_said_as_such(tmp_path):
     assert "no docker command on this machine" in done.stderr
     done = run(tmp_path, stubs={"docker": 'echo "Cannot connect to the Docker daemon" >&2; exit 1'})
     assert done.returncode == 1
-    assert "seat preflight: no docker daemon answers" in done.stderr and "docker pull" not in done.stderr
+    assert "seat preflight: no docker engine answers" in done.stderr and "docker pull" not in done.stderr
 
 
 DOCKER_WITHOUT_IMAGE = 'case "$1 $2" in "image inspect") exit 1 ;; "container inspect") exit 1 ;; esac'
@@ -86,7 +86,7 @@ def test_python_preflight_says_when_no_daemon_answers(monkeypatch, tmp_path):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
     seat = specs.build(profiles.load(DEFAULT))
     check = next(c for c in seat.checks if c.kind == "image")
-    with pytest.raises(SeatError, match="no docker daemon answers"):
+    with pytest.raises(SeatError, match="no docker engine answers"):
         preflight._check(check, seat, {"SEAT_IMAGE": "seatkit/x:1"})
 
 
@@ -113,3 +113,69 @@ def test_shard_names_are_read_line_by_line_never_split_or_globbed(tmp_path):
                                 "nvidia-smi": 'printf "GPU %s: x\\n" 0 1 2 3'},
                SEAT_CACHE_DIR=str(tmp_path), **dirs)
     assert done.returncode == 0 and done.stdout == "RAN\n", done.stderr
+
+
+@pytest.mark.parametrize("given", ["relative/cache", "/tmp/a:b", "/tmp/a,b"])
+def test_a_cache_folder_docker_cannot_mount_is_refused_by_python_and_the_script(tmp_path, given):
+    spec = specs.build(profiles.load("cpu-smoke-docker"))
+    (check,) = [c for c in spec.checks if c.kind == "cache"]
+    with pytest.raises(SeatError, match="must be an absolute path without"):
+        preflight._check(check, spec, {**spec.values({}), "SEAT_CACHE_DIR": given})
+    done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_CACHE_DIR=given)
+    assert "warning: the cache directory must be an absolute path without ':' or ','" in done.stderr
+    assert not (tmp_path / "relative").exists()
+
+
+def test_a_missing_cache_folder_is_made_but_not_in_a_dry_run(tmp_path):
+    spec = specs.build(profiles.load("cpu-smoke-docker"))
+    (check,) = [c for c in spec.checks if c.kind == "cache"]
+    cache = tmp_path / "new" / "cache"
+    run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_CACHE_DIR=str(cache))
+    assert not cache.exists()
+    preflight._check(check, spec, {**spec.values({}), "SEAT_CACHE_DIR": str(cache)})
+    assert cache.is_dir()
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SeatError, match="cannot make the cache directory") as caught:
+        preflight._check(check, spec, {**spec.values({}), "SEAT_CACHE_DIR": str(tmp_path / "file" / "c")})
+    assert "SEAT_CACHE_DIR" in caught.value.hint
+
+
+def test_the_profiles_own_unpinned_image_is_refused_a_chosen_one_is_warned_of(tmp_path):
+    """The script used to run deepspark-prebuilt's movable tag when the profile was not pinned."""
+    spec = specs.build(profiles.load("deepspark-prebuilt"))
+    (check,) = [c for c in spec.checks if c.kind == "pinned"]
+    message = "the profile's own image verdictai/deepspark:v4-flash is not pinned by digest"
+    with pytest.raises(SeatError, match=message):
+        preflight._check(check, spec, spec.values({}))
+    preflight._check(check, spec, {**spec.values({}), "SEAT_IMAGE": "mine/seat:1"})
+    done = run(tmp_path, "deepspark-prebuilt", SEAT_DRY_RUN="1")
+    assert f"warning: {message}" in done.stderr
+    done = run(tmp_path, "deepspark-prebuilt", SEAT_DRY_RUN="1", SEAT_IMAGE="mine/seat:1")
+    assert "warning: mine/seat:1 is not pinned by digest" in done.stderr and message not in done.stderr
+
+
+def names(check) -> list[str]:
+    """The knobs a check's subject is made of."""
+    return [word.name for word in check.subject if hasattr(word, "name")]
+
+
+@pytest.mark.parametrize("knob", ["SEAT_CACHE_DIR", "SEAT_MODEL_BASE_DIR"])
+@pytest.mark.parametrize("char", ["\n", "\t", "\x1b"])
+def test_a_folder_with_a_control_character_is_refused_by_python_and_the_script(tmp_path, knob, char):
+    folder = tmp_path / f"a{char}b"
+    folder.mkdir()  # it exists: only its name is wrong
+    spec = specs.build(profiles.load("cpu-smoke-docker"))
+    (check,) = [c for c in spec.checks if c.kind in ("dir", "cache") and names(c) == [knob]]
+    with pytest.raises(SeatError, match="has a control character"):
+        preflight._check(check, spec, {**spec.values({}), knob: str(folder)})
+    done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", **{knob: str(folder)})
+    assert "directory has a control character (a newline, a tab) in its path" in done.stderr
+
+
+def test_an_empty_model_folder_knob_is_refused_not_read_as_the_working_directory(tmp_path):
+    spec = specs.build(profiles.load("cpu-smoke-docker"))
+    (check,) = [c for c in spec.checks if c.kind == "dir" and names(c) == ["SEAT_MODEL_BASE_DIR"]]
+    with pytest.raises(SeatError, match="directory not found"):
+        preflight._check(check, spec, {**spec.values({}), "SEAT_MODEL_BASE_DIR": ""})
+    done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR="")
+    assert "directory not found" in done.stderr

@@ -144,3 +144,16 @@ def test_the_acceptance_axis_points_up_without_k_or_any_tokens_per_step(tmp_path
     plots.draw_sweep(summary, tmp_path)
     low, high = figures[0].axes[-1].get_ylim()
     assert low == 1 and high > low
+
+
+def test_a_stream_read_in_one_burst_or_late_is_a_client_timing_alarm():
+    later = stream(0.0, 0.2, 0.01, 100)
+    burst = stream(0.0, 0.1, 0.01, 100)
+    burst.chunks = [burst.chunks[0], burst.chunks[-1]]  # all but its first token at once, at 1.1 s
+    row = sweep.figures(2, [later, burst], None, None, 0.0)
+    assert row["aggregate_tok_s"] is None and "one burst" in row["alarms"]["client-timing"]
+    # Read late: inside the window the client saw a tenth of the pace the whole requests had.
+    slow = stream(0.0, 0.1, 0.01, 100)
+    slow.chunks = [(t if t < 0.2 else 0.2 + (t - 0.2) * 10, k) for t, k in slow.chunks]
+    row = sweep.figures(2, [stream(0.0, 0.1, 0.01, 100), slow], None, None, 0.0)
+    assert "read its streams late" in row["alarms"]["client-timing"]
