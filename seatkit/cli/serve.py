@@ -20,7 +20,7 @@ from seatkit.errors import SeatError
 from seatkit.image import prebuilt
 from seatkit.models import verify as model_verify
 from seatkit.orchestrate import demo, docker_chain
-from seatkit.serve import launch, lint, profile as profiles, render, runtime, spec as specs
+from seatkit.serve import launch, lint, preflight, profile as profiles, render, runtime, spec as specs
 
 
 def _spec(name: str) -> specs.LaunchSpec:
@@ -101,6 +101,8 @@ def up_cmd(profile: str, verify_models: bool):
         for line in prebuilt.facts(found):
             out.print(f"fact: {line}", highlight=False)
     click.echo(spec.config_line(spec.values()), err=True)
+    for warning in preflight.warnings(spec, spec.values()):
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     with progress(err, f"up {profile}") as update:
         run, waited = launch.up(spec, tick=lambda stage, t: update(
             f"waiting for {stage} ({t:.0f} s)"))

@@ -138,6 +138,13 @@ def _check_sizes(folder: Path, check: Check, name: str) -> None:
               f"seat model verify {name} lists them; seat model fetch {name} (or seat setup) restores them")
 
 
+def warnings(spec: LaunchSpec, values: dict[str, str]) -> list[str]:
+    """What the script's preflight warns about and `seat up` should say too: an image by a tag."""
+    subjects = (resolve(c.subject, values) for c in spec.checks if c.kind == "pinned")
+    return [f"{image} is not pinned by digest: a tag can move" for image in subjects
+            if "@sha256:" not in image]
+
+
 def run(spec: LaunchSpec, values: dict[str, str]) -> None:
     """Every check in order; the first failure raises with what to do about it."""
     for check in spec.checks:

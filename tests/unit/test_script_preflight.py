@@ -152,6 +152,9 @@ def test_the_profiles_own_unpinned_image_is_refused_a_chosen_one_is_warned_of(tm
     assert f"warning: {message}" in done.stderr
     done = run(tmp_path, "deepspark-prebuilt", SEAT_DRY_RUN="1", SEAT_IMAGE="mine/seat:1")
     assert "warning: mine/seat:1 is not pinned by digest" in done.stderr and message not in done.stderr
+    chosen = {**spec.values({}), "SEAT_IMAGE": "mine/seat:1"}  # `seat up` warns alike
+    assert preflight.warnings(spec, chosen) == ["mine/seat:1 is not pinned by digest: a tag can move"]
+    assert preflight.warnings(spec, {**chosen, "SEAT_IMAGE": "mine/seat@sha256:" + "a" * 64}) == []
 
 
 def names(check) -> list[str]:
