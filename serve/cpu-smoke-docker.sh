@@ -70,6 +70,12 @@ case "$SEAT_NSYS" in
   session) nsys=('nsys' 'launch' '--session-new='"${SEAT_NSYS_SESSION}" '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none') ;;
 esac
 
+# ASCII control characters only, whatever the locale: the same ones `seat up` refuses.
+has_control() {
+  local LC_ALL=C
+  [[ $1 == *[[:cntrl:]]* ]]
+}
+
 preflight() {
   if docker container inspect "$SEAT_CONTAINER" >/dev/null 2>&1; then
     fail "a container named $SEAT_CONTAINER already exists" "seat down cpu-smoke-docker, or docker rm it"
@@ -92,9 +98,7 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
-  case "$dir" in
-    *[[:cntrl:]]*) fail "the "'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path" ;;
-  esac
+  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
   [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "download it, or set the knob that names it"
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
@@ -108,13 +112,11 @@ preflight() {
   file="${SEAT_MODEL_BASE_DIR}"/generation_config.json
   [ -s "$file" ] || fail 'base model generation_config.json'" is missing or empty: $file"
   dir="${SEAT_CACHE_DIR}"
+  ! has_control "$dir" || fail cache" directory has a control character (a newline, a tab) in its path" "name a plain path"
   case "$dir" in
-    *[[:cntrl:]]*) fail "the "cache" directory has a control character (a newline, a tab) in its path" "name a plain path" ;;
+    /*:*|/*,*|[!/]*|"") fail cache" directory must be an absolute path without ':' or ',' (docker mounts take no others): '$dir'" "set SEAT_CACHE_DIR to one" ;;
   esac
-  case "$dir" in
-    /*:*|/*,*|[!/]*|"") fail "the "cache" directory must be an absolute path without ':' or ',' (docker mounts take no others): '$dir'" "set SEAT_CACHE_DIR to one" ;;
-  esac
-  [ -d "$dir" ] || [ "${SEAT_DRY_RUN:-0}" = 1 ] || mkdir -p -- "$dir" || fail "cannot make the "cache" directory $dir" "make it by hand, or set SEAT_CACHE_DIR to a folder you can write"
+  [ -d "$dir" ] || [ "${SEAT_DRY_RUN:-0}" = 1 ] || mkdir -p -- "$dir" || fail "cannot make the cache directory $dir" "make it by hand, or set SEAT_CACHE_DIR to a folder you can write"
   if [ ! -r "$SEAT_API_KEY_FILE" ]; then
     fail "API key file missing: $SEAT_API_KEY_FILE" "seat up cpu-smoke-docker makes one"
   elif [ ! -f "$SEAT_API_KEY_FILE" ]; then  # reading a FIFO would hang here
@@ -131,7 +133,7 @@ preflight() {
 cmd=(
   docker run --rm --name "$SEAT_CONTAINER"
   --ipc host --network host --init
-  --stop-timeout 30
+  --stop-timeout 30 --label seatkit.profile=cpu-smoke-docker
   --volume "${SEAT_MODEL_BASE_DIR}":/models-base:ro
   --volume "${SEAT_CACHE_DIR}":/cache
   --env 'VLLM_CPU_KVCACHE_SPACE=1'

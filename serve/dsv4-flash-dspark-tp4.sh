@@ -71,6 +71,12 @@ case "$SEAT_NSYS" in
   session) nsys=('nsys' 'launch' '--session-new='"${SEAT_NSYS_SESSION}" '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none') ;;
 esac
 
+# ASCII control characters only, whatever the locale: the same ones `seat up` refuses.
+has_control() {
+  local LC_ALL=C
+  [[ $1 == *[[:cntrl:]]* ]]
+}
+
 preflight() {
   case "$SEAT_CONTAINER" in
     dsv4-9200-prod) fail "container name $SEAT_CONTAINER is reserved by this profile" "set SEAT_CONTAINER" ;;
@@ -100,9 +106,7 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
-  case "$dir" in
-    *[[:cntrl:]]*) fail "the "'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path" ;;
-  esac
+  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
   [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "download it, or set the knob that names it"
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
@@ -124,9 +128,7 @@ preflight() {
   done < <(grep -o '"[^"]*\.safetensors"' "$index" 2>/dev/null | tr -d '"' | sort -u)
   [ "$shards" -gt 0 ] || fail 'base model'" index lists no shards (or is unreadable): $index"
   dir="${SEAT_MODEL_DRAFT_DIR}"
-  case "$dir" in
-    *[[:cntrl:]]*) fail "the "'draft model'" directory has a control character (a newline, a tab) in its path" "name a plain path" ;;
-  esac
+  ! has_control "$dir" || fail 'draft model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
   [ -d "$dir" ] || fail 'draft model'" directory not found: $dir" "download it, or set the knob that names it"
   case "$dir" in
     *:*|*,*) fail 'draft model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
@@ -148,13 +150,11 @@ preflight() {
   done < <(grep -o '"[^"]*\.safetensors"' "$index" 2>/dev/null | tr -d '"' | sort -u)
   [ "$shards" -gt 0 ] || fail 'draft model'" index lists no shards (or is unreadable): $index"
   dir="${SEAT_CACHE_DIR}"
+  ! has_control "$dir" || fail cache" directory has a control character (a newline, a tab) in its path" "name a plain path"
   case "$dir" in
-    *[[:cntrl:]]*) fail "the "cache" directory has a control character (a newline, a tab) in its path" "name a plain path" ;;
+    /*:*|/*,*|[!/]*|"") fail cache" directory must be an absolute path without ':' or ',' (docker mounts take no others): '$dir'" "set SEAT_CACHE_DIR to one" ;;
   esac
-  case "$dir" in
-    /*:*|/*,*|[!/]*|"") fail "the "cache" directory must be an absolute path without ':' or ',' (docker mounts take no others): '$dir'" "set SEAT_CACHE_DIR to one" ;;
-  esac
-  [ -d "$dir" ] || [ "${SEAT_DRY_RUN:-0}" = 1 ] || mkdir -p -- "$dir" || fail "cannot make the "cache" directory $dir" "make it by hand, or set SEAT_CACHE_DIR to a folder you can write"
+  [ -d "$dir" ] || [ "${SEAT_DRY_RUN:-0}" = 1 ] || mkdir -p -- "$dir" || fail "cannot make the cache directory $dir" "make it by hand, or set SEAT_CACHE_DIR to a folder you can write"
   if ! command -v nvidia-smi >/dev/null; then
     fail "nvidia-smi not found: no NVIDIA driver on this host"
   else
@@ -173,7 +173,7 @@ preflight() {
 cmd=(
   docker run --rm --name "$SEAT_CONTAINER"
   --gpus all --ipc host --network host --init
-  --stop-timeout 120
+  --stop-timeout 120 --label seatkit.profile=dsv4-flash-dspark-tp4
   --ulimit memlock=-1
   --ulimit stack=67108864
   --ulimit nofile=1048576

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,10 @@ def pytest_configure(config):
         (home / folder).symlink_to(shared / folder)
     config.seat_home = home
     os.environ["SEAT_HOME"] = str(home)
+    # Started in the background of a script, the run inherits SIGINT ignored, and so would every
+    # `seat` it starts: the Ctrl-C tests need it handled (a handled signal is reset by exec).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_unconfigure(config):

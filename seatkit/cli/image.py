@@ -12,6 +12,7 @@ from rich.markup import escape
 from seatkit.cli.app import PROFILE, err, out, seat
 from seatkit.image import b12x, build as image_build, overlay, pin
 from seatkit.serve import profile as profiles
+from seatkit.text import printable
 
 
 @seat.command("build")
@@ -81,11 +82,11 @@ def inspect_cmd(image: str, as_json: bool):
         click.echo(json.dumps(found, indent=2))
         return
     out.print(f"{image}: {found['id']}  tags {', '.join(found['tags']) or '-'}", highlight=False)
-    for key, value in sorted(found["labels"].items()):
-        out.print(f"  {key} = {escape(value)}", highlight=False)
+    for key, value in sorted(found["labels"].items()):  # labels are anyone's text: no escapes
+        out.print(f"  {escape(printable(key))} = {escape(printable(value))}", highlight=False)
     if not any(k.startswith("io.seatkit.") for k in found["labels"]):
         out.print("  (no io.seatkit labels: not built by `seat build`)")
     base = found["labels"].get("org.opencontainers.image.base.digest")
     if base is not None and "@sha256:" not in base:
-        out.print(f"  (base not pinned by digest: built from {escape(base)}, a tag that can move)",
-                  highlight=False)
+        out.print(f"  (base not pinned by digest: built from {escape(printable(base)) or 'an unnamed base'}"
+                  ", a tag that can move)", highlight=False)

@@ -115,8 +115,9 @@ def up_cmd(profile: str, verify_models: bool):
 
 @seat.command("down")
 @PROFILE
-@click.option("--grace", default=30.0, show_default=True, help="Seconds to wait after SIGTERM.")
-def down_cmd(profile: str, grace: float):
+@click.option("--grace", default=30, show_default=True, type=click.IntRange(0, 3600),
+              help="Seconds to wait after SIGTERM, 0 to 3600; then the seat is killed.")
+def down_cmd(profile: str, grace: int):
     """Stop exactly what `seat up` started (its PID or container id)."""
     run, was_running = launch.down(profiles.name_of(profile), grace)
     if was_running:

@@ -140,9 +140,13 @@ def lock_from(root: Path, source: str, path: str = "overlay/vllm") -> Lock:
         raise SeatError(f"{root} is not a directory")
     root = root.absolute()  # git runs in it: a relative work tree would name a folder inside itself
     links, caches = _oddities(root)
-    if links or caches:  # git's tree id would count them, the file list not: no fetch could match
-        raise SeatError(f"{root} holds what a lock cannot pin: " + summary({"links": links, "caches": caches}),
-                        "lock a tree of regular files: remove the links and __pycache__ folders first")
+    gits = [p.relative_to(root).as_posix() for p in sorted(root.rglob(".git"))]
+    if links or caches or gits:  # git's tree id would count them (or skip .git), the file list not:
+        # no fetch could match
+        raise SeatError(f"{root} holds what a lock cannot pin: "
+                        + summary({"links": links, "caches": caches, "git folders": gits}),
+                        "lock a tree of regular files: remove the links, __pycache__ and .git "
+                        "folders first (or lock a clean checkout)")
     with tempfile.TemporaryDirectory() as tmp:
         env = {"GIT_DIR": str(Path(tmp) / "git"), "GIT_INDEX_FILE": str(Path(tmp) / "index"),
                "GIT_WORK_TREE": str(root)}

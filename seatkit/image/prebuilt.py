@@ -18,10 +18,10 @@ def compare(profile: Profile, lock: Lock | None = None, image: str | None = None
     SEAT_IMAGE names another), against the lock: what matches, and the missing, changed and extra
     files of its vllm package."""
     lock = lock or load()
-    pinned, digest = pins.base_reference(profile)
-    if image and image != pinned:
-        digest = None
-    image = image or pinned
+    if image is None or image == f"{profile.image.name}:{profile.image.tag}":
+        image, digest = pins.base_reference(profile)  # the profile's own, by its pinned digest
+    else:  # another image chosen with SEAT_IMAGE: the profile's pin says nothing of it
+        digest = image.partition("@")[2] or None
     try:
         found = build.verify_installed(image, profile.image.vllm_dir, is_container=False, lock=lock)
         package = True

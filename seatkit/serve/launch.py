@@ -21,7 +21,7 @@ from seatkit import engine, flock, paths
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.serve import identity, keys, nsys, preflight
-from seatkit.serve.spec import LaunchSpec, resolve
+from seatkit.serve.spec import PROFILE_LABEL, LaunchSpec, resolve
 
 
 @dataclass
@@ -46,8 +46,12 @@ def _state_file(profile: str) -> Path:
     return paths.seat_home() / "run" / f"{profile}.json"
 
 
-def _checked(run: Running) -> Running:
-    """A record as `up` writes it: a number for a PID, hex for a container id, text for text."""
+PID_MAX = 1 << 22  # the kernel's ceiling for pid_max
+
+
+def _checked(run: Running, profile: str) -> Running:
+    """A record as `up` writes it: its own profile, a PID or a full container id (docker takes a
+    prefix as any container's), text for text."""
     texts = (run.profile, run.runtime, run.ident, run.url, run.model, run.log, run.api_key_file, run.since)
     if not all(isinstance(value, str) for value in texts):
         raise TypeError("a field that holds text holds something else")
@@ -55,10 +59,13 @@ def _checked(run: Running) -> Running:
         raise TypeError("started is not a time")
     if run.nsys is not None and not isinstance(run.nsys, dict):
         raise TypeError("nsys is not a mapping")
-    if run.runtime == "native" and not (run.ident.isascii() and run.ident.isdigit()):
+    if run.profile != profile:
+        raise ValueError(f"it names profile {run.profile!r}")
+    if run.runtime == "native" and not (run.ident.isascii() and run.ident.isdigit()
+                                        and 0 < int(run.ident) <= PID_MAX):
         raise ValueError(f"a native seat's ident {run.ident!r} is not a PID")
-    if run.runtime == "docker" and not (run.ident and set(run.ident) <= set("0123456789abcdef")):
-        raise ValueError(f"a docker seat's ident {run.ident!r} is not a container id")
+    if run.runtime == "docker" and not (len(run.ident) == 64 and set(run.ident) <= set("0123456789abcdef")):
+        raise ValueError(f"a docker seat's ident {run.ident!r} is not a full container id")
     if run.runtime not in ("native", "docker"):
         raise ValueError(f"runtime {run.runtime!r} is neither native nor docker")
     return run
@@ -69,7 +76,7 @@ def recorded(profile: str) -> Running | None:
     if not path.exists():
         return None
     try:
-        return _checked(Running(**json.loads(path.read_text())))
+        return _checked(Running(**json.loads(path.read_text())), profile)
     except (ValueError, TypeError, OSError) as exc:  # torn or foreign: say so, never a traceback
         raise SeatError(f"the run record {path} is unreadable ({exc})",
                         "check what runs (ps, docker ps), stop it by hand, then delete the file") from None
@@ -117,7 +124,7 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict, run: Runn
             mounts=[Mount(m.target, resolve(m.source, values), type="bind", read_only=m.read_only)
                     for m in spec.mounts],
             environment={**spec.env, **spec.container_knobs(values), **spec.passed_env(), **env},
-            labels={"seatkit.profile": p.name})
+            labels=_labels(p.name))
         run.ident = container.id
         _record(run)
         container.start()
@@ -132,15 +139,40 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict, run: Runn
         raise SeatError(f"docker refused to start the seat: {text}") from None
 
 
-def alive(run: Running) -> bool:
-    if run.runtime == "native":
-        return bool(run.since) and process_start(int(run.ident)) == run.since
+def _labels(profile: str) -> dict[str, str]:
+    """What marks a container as this SEAT_HOME's seat of this profile."""
+    return {PROFILE_LABEL: profile, "seatkit.home": str(paths.seat_home())}
+
+
+def _container(run: Running):
+    """The recorded container, when it exists and is this profile's seat (never a stranger that
+    took over its name or id)."""
     from docker.errors import NotFound
 
     try:
-        return engine.client().containers.get(run.ident).status in ("created", "running")
+        container = engine.client().containers.get(run.ident)
     except NotFound:
-        return False
+        return None
+    return container if container.labels.get(PROFILE_LABEL) == run.profile else None
+
+
+def unrecorded(profile: str) -> list[Running]:
+    """Containers of this profile and SEAT_HOME that no record names: a `seat up` killed between
+    creating the container and recording it. Nothing when no engine answers."""
+    try:
+        found = engine.client().containers.list(
+            all=True, filters={"label": [f"{k}={v}" for k, v in _labels(profile).items()]})
+    except engine.NoEngine:
+        return []
+    log = str(paths.seat_home() / "logs" / f"{profile}.log")
+    return [Running(profile, "docker", c.id, "", "", log, 0.0) for c in found]
+
+
+def alive(run: Running) -> bool:
+    if run.runtime == "native":
+        return bool(run.since) and process_start(int(run.ident)) == run.since
+    container = _container(run)
+    return container is not None and container.status in ("created", "running")
 
 
 def process_start(pid: int) -> str | None:
@@ -203,8 +235,9 @@ def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None])
                             f"full log: {run.log}")
         proof = who_listens(run)  # a stranger on the port ends the wait at once
         if waited > timeout:
-            raise SeatError(f"the seat was not ready after {timeout:.0f} s (waiting for {stage})",
-                            f"seat logs {run.profile}; raise server.health_timeout_s for cold caches")
+            raise SeatError(f"the seat was not ready after {timeout:.0f} s (waiting for {stage}); "
+                            f"it is stopped", f"its log: {run.log}; raise server.health_timeout_s "
+                            "for cold caches")
         try:
             if stage == "health" and requests.get(f"{run.url}/health", timeout=2).ok:
                 stage = "models"
@@ -247,6 +280,9 @@ def _stop_quietly(run: Running) -> None:
         stop(run, grace=10)
     except (SeatError, *engine.errors()):
         pass
+    except KeyboardInterrupt:  # a second Ctrl-C: leave now, and say what may be left
+        raise SeatError(f"interrupted while stopping {run.profile}: it may still be there",
+                        f"seat down {run.profile}") from None
 
 
 def _start(spec: LaunchSpec, environ: dict[str, str] | None) -> Running:
@@ -268,9 +304,9 @@ def _start(spec: LaunchSpec, environ: dict[str, str] | None) -> Running:
     run = Running(profile=p.name, runtime=p.runtime, ident="", log=str(log), started=time.time(),
                   url=seat_url(values["SEAT_HOST"], values["SEAT_PORT"]),
                   model=p.server.served_model_name, api_key_file=key_file, nsys=_nsys_values(values))
+    log.write_bytes(b"")  # this run's log alone: a container's is saved into it when it stops
     try:
         if spec.native:
-            log.write_bytes(b"")
             run.ident = _native_start(spec, values, log, env)
             run.since = process_start(int(run.ident)) or ""
             _record(run)
@@ -317,10 +353,11 @@ def stop(run: Running, grace: float) -> bool:
         from docker.errors import NotFound
 
         try:
-            container = engine.client().containers.get(run.ident)
-            container.stop(timeout=int(grace))
-            _save_docker_log(run)  # the engine drops it with the container
-            container.remove(force=True)
+            container = _container(run)
+            if container is not None:
+                container.stop(timeout=int(grace))
+                _save_docker_log(run)  # the engine drops it with the container
+                container.remove(force=True)
         except NotFound:
             pass
     _state_file(run.profile).unlink(missing_ok=True)
@@ -343,10 +380,14 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 def down(profile: str, grace: float = 30.0) -> tuple[Running, bool]:
-    """Stop what `seat up` recorded; also whether it was still running (else only its record goes)."""
+    """Stop what `seat up` recorded (or the container of a `seat up` killed before it recorded
+    one); also whether it was still running (else only what was left of it goes)."""
     run = recorded(profile)
     if run is None:
-        raise SeatError(f"{profile} was not started by `seat up` on this machine", "nothing to stop")
+        left = unrecorded(profile)
+        if not left:
+            raise SeatError(f"{profile} was not started by `seat up` on this machine", "nothing to stop")
+        return left[0], any([stop(each, grace) for each in left])
     return run, stop(run, grace)
 
 
@@ -372,14 +413,13 @@ def status(profile: str) -> dict:
 
 def logs(run: Running, follow: bool = True) -> Iterator[bytes]:
     if run.runtime == "docker":
-        from docker.errors import NotFound
-
-        try:
-            container = engine.client().containers.get(run.ident)
-        except NotFound:
+        container = _container(run)
+        if container is None:
             raise SeatError(f"the container of {run.profile} ({run.ident[:12]}) is gone",
-                            f"what `seat up` saved of its log, if anything: {run.log}") from None
+                            f"what `seat up` saved of its log, if anything: {run.log}")
         yield from container.logs(stream=True, follow=follow)
+        if follow:
+            engine.client()  # a stream that ended because the engine went away says so
         return
     try:
         fh = open(run.log, "rb")

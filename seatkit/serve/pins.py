@@ -42,5 +42,6 @@ def base_reference(profile: Profile, allow_unpinned: bool = False) -> tuple[str,
         return f"{image.name}@{digest}", digest
     if not allow_unpinned:
         raise SeatError(f"the image {image.name}:{image.tag} is not pinned by digest: a tag can move",
-                        f"`seat image pin {profile.name}` resolves it; --allow-unpinned builds from the tag")
+                        f"`seat image pin {profile.name}` resolves it (`seat build --allow-unpinned` "
+                        "builds from the tag)")
     return f"{image.name}:{image.tag}", None

@@ -76,7 +76,7 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
         _fail(f"image {subject} is not on this machine (or its digest differs)",
               f"a local tag, nothing to pull: seat build {name} makes it" if local else "docker pull it")
     elif kind in ("dir", "cache") and any(ord(c) < 32 or ord(c) == 127 for c in subject):
-        _fail(f"the {check.label} directory has a control character (a newline, a tab) in its path: "
+        _fail(f"{check.label} directory has a control character (a newline, a tab) in its path: "
               f"{subject!r}", "name a plain path")
     elif kind == "dir":
         if not subject or not Path(subject).is_dir():  # Path("") is the working directory
@@ -89,7 +89,7 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
               f"seat image pin {name}, then seat render; or choose one with SEAT_IMAGE")
     elif kind == "cache":  # the seat's own folder: made when missing, as the script makes it
         if not subject.startswith("/") or set(subject) & {":", ","}:
-            _fail(f"the {check.label} directory must be an absolute path without ':' or ',' (docker "
+            _fail(f"{check.label} directory must be an absolute path without ':' or ',' (docker "
                   f"mounts take no others): {subject!r}", "set SEAT_CACHE_DIR to one")
         try:
             Path(subject).mkdir(parents=True, exist_ok=True)

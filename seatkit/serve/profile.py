@@ -428,9 +428,11 @@ def _merge(base: dict, override: dict) -> dict:
 def _read_yaml(path: Path) -> dict:
     try:
         data = safe_yaml.read(path, "profile")
-    except (FileNotFoundError, IsADirectoryError):
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise SeatError(f"no profile at {path}",
                         f"known profiles: {', '.join(profile_names()) or 'none'}") from None
+    except OSError as exc:  # a socket, a name too long, no permission
+        raise SeatError(f"{path}: cannot read it as a profile ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
         raise SeatError(f"{path}: a profile is a mapping of fields, got {type(data).__name__}")
     return data
@@ -438,7 +440,10 @@ def _read_yaml(path: Path) -> dict:
 
 def _raw(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict, list[Path]]:
     """The profile's fields with every `extends` applied, and the files they came from."""
-    path = path.resolve()
+    try:
+        path = path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        raise SeatError(f"{path}: cannot resolve the path ({exc})") from None
     if path in seen:
         chain = " -> ".join(p.name for p in (*seen, path))
         raise SeatError(f"{path}: extends loops back on itself ({chain})")

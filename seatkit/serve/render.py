@@ -65,7 +65,8 @@ def _environment() -> jinja2.Environment:
                              autoescape=False)
     env.filters.update(sh=shlex.quote, sq=always_quoted, word=shell_word, qword=quoted_word,
                        argv_lines=argv_lines, dq=_double_quoted, oneline=_oneline)
-    env.globals.update(knob_grammars=grammar.KNOBS, local_images=overlay_lock.REPOSITORY)
+    env.globals.update(knob_grammars=grammar.KNOBS, local_images=overlay_lock.REPOSITORY,
+                       profile_label=specs.PROFILE_LABEL)
     return env
 
 
@@ -104,6 +105,7 @@ def render_compose(spec: LaunchSpec) -> str:
         "network_mode": docker.network,
         "ipc": docker.ipc,
         "init": docker.init,
+        "labels": {specs.PROFILE_LABEL: p.name},
         "restart": docker.restart,
         "stop_grace_period": f"{docker.stop_grace_s}s",
         "ulimits": dict(docker.ulimits),

@@ -27,6 +27,7 @@ class Ref:
 
 Word = tuple  # parts: str literals and Refs, joined into one argument
 CONTAINER_KNOBS = ("SEAT_HOST", "SEAT_PORT")
+PROFILE_LABEL = "seatkit.profile"  # every launch form marks its container with the profile
 
 
 @dataclass(frozen=True)

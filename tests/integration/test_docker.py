@@ -9,7 +9,7 @@ import uuid
 import docker
 import pytest
 
-from conftest import REPO, free_port
+from conftest import BIN, REPO, free_port
 from seatkit.errors import SeatError
 from seatkit.serve import launch, profile as profiles, spec as specs
 
@@ -26,8 +26,12 @@ def test_no_gpu_runtime_is_a_clear_error_and_leaves_nothing(busybox_image, tmp_p
         values[knob] = str(tmp_path)
     values["SEAT_CONTAINER"] = f"seatkit-test-gpu-{uuid.uuid4().hex[:8]}"
     monkeypatch.setattr(launch.preflight, "run", lambda spec, values: None)  # it stops at "no GPU"
+    log = launch.paths.seat_home() / "logs" / f"{spec.profile.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("an earlier run's last words\n")
     with pytest.raises(SeatError) as caught:
         launch._start(spec, values)
+    assert "an earlier run's" not in log.read_text()  # no other run's lines read as this one's
     assert caught.value.message.startswith("no NVIDIA container runtime")
     # docker creates the container before the device request fails: the failed start removes it
     leftover = docker.from_env().containers.list(all=True, filters={"name": values["SEAT_CONTAINER"]})
@@ -211,3 +215,56 @@ def test_helper_containers_that_read_an_image_are_labelled(busybox_image):
         assert engine.HELPER_LABEL in container.labels
     assert docker.from_env().containers.list(all=True, filters={"label": engine.HELPER_LABEL,
                                                                  "id": container.id}) == []
+
+
+def test_down_finds_the_container_of_a_seat_up_killed_before_it_recorded_one(busybox_image):
+    """kill -9 between the engine's create and the record: the container carries the profile and
+    SEAT_HOME in its labels, and `seat down` finds it by them."""
+    profile = f"orphan-{uuid.uuid4().hex[:8]}"
+    client = docker.from_env()
+    container = client.containers.create(busybox_image, ["sleep", "600"], network_mode="none",
+                                         labels=launch._labels(profile))
+    container.start()
+    stranger = client.containers.run(busybox_image, ["sleep", "600"], detach=True, network_mode="none",
+                                     labels={"seatkit.profile": profile, "seatkit.home": "/elsewhere"})
+    try:
+        assert launch.recorded(profile) is None
+        run, was_running = launch.down(profile, grace=1)
+        assert was_running and run.ident == container.id
+        assert client.containers.list(all=True, filters={"id": container.id}) == []
+        with pytest.raises(SeatError, match="was not started by `seat up`"):
+            launch.down(profile, grace=1)  # another SEAT_HOME's seat is not this one's
+        assert client.containers.get(stranger.id).status == "running"
+    finally:
+        stranger.remove(force=True)
+        subprocess.run(["docker", "rm", "-f", container.id], capture_output=True)
+
+
+def test_a_record_naming_a_container_that_is_not_the_seat_stops_nothing(busybox_image):
+    """A record is only text: the container it names must carry the profile's label."""
+    client = docker.from_env()
+    bystander = client.containers.run(busybox_image, ["sleep", "600"], detach=True, network_mode="none")
+    try:
+        run = launch.Running("cpu-smoke-docker", "docker", bystander.id, "http://127.0.0.1:9", "m",
+                             "/nonexistent/log", time.time())
+        launch._record(run)
+        assert launch.status("cpu-smoke-docker")["state"] == "exited"
+        assert launch.down("cpu-smoke-docker", grace=1) == (run, False)
+        assert client.containers.get(bystander.id).status == "running"
+    finally:
+        bystander.remove(force=True)
+
+
+def test_image_inspect_prints_no_terminal_escapes_from_labels(busybox_image, tmp_path):
+    tag = f"seatkit-test/escapes:{uuid.uuid4().hex[:8]}"
+    (tmp_path / "Dockerfile").write_text(f"FROM {busybox_image}\n")
+    subprocess.run(["docker", "build", "-q", "--network", "none", "-t", tag, "--label",
+                    "org.opencontainers.image.base.digest=evil\x1b[2J\x1b]0;pwned\x07tag", str(tmp_path)],
+                   check=True, capture_output=True, timeout=300)
+    try:
+        done = subprocess.run([str(BIN / "seat"), "image", "inspect", tag],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "\x1b" not in done.stdout and "\x07" not in done.stdout
+        assert "base not pinned by digest: built from evil[2J]0;pwnedtag" in " ".join(done.stdout.split())
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)

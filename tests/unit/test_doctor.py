@@ -255,7 +255,7 @@ def test_a_docker_seat_recorded_without_an_engine_says_why(seat_home, monkeypatc
     from seatkit.serve import launch, profile as profiles
 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{seat_home}/no-engine.sock")
-    launch._record(launch.Running(DEFAULT, "docker", "abcdef123456", "http://127.0.0.1:1", "m", "", 0.0))
+    launch._record(launch.Running(DEFAULT, "docker", "abcdef" * 10 + "abcd", "http://127.0.0.1:1", "m", "", 0.0))
     rows = server.rows(profiles.load(DEFAULT))
     assert [r.check for r in rows] == list(server.CHECKS)
     assert all(r.status == "WARN" and "no docker engine answers" in r.evidence for r in rows)

@@ -133,7 +133,7 @@ def docker_argv(spec, values) -> list[str]:
     argv = ["docker", "run", "--rm", "--name", values["SEAT_CONTAINER"], "--gpus",
             "all" if d.gpus == "all" else "device=" + ",".join(map(str, d.gpus)),
             "--ipc", d.ipc, "--network", d.network, *(["--init"] if d.init else []),
-            "--stop-timeout", str(d.stop_grace_s)]
+            "--stop-timeout", str(d.stop_grace_s), "--label", f"{specs.PROFILE_LABEL}={spec.profile.name}"]
     argv += [a for k, v in d.ulimits.items() for a in ("--ulimit", f"{k}={v}")]
     argv += [a for m in spec.mounts for a in (
         "--volume", f"{specs.resolve(m.source, values)}:{m.target}" + (":ro" if m.read_only else ""))]

@@ -468,7 +468,9 @@ def test_down_of_a_seat_that_already_ended_says_so_and_finds_it_by_path(home, tm
 
 @pytest.mark.parametrize("fields", [{"ident": ""}, {"ident": 5}, {"ident": "12; rm -rf /"},
                                     {"runtime": "docker", "ident": "Z" * 64}, {"runtime": "vm"},
-                                    {"started": "yesterday"}, {"url": None}, {"nsys": [1]}])
+                                    {"started": "yesterday"}, {"url": None}, {"nsys": [1]},
+                                    {"runtime": "docker", "ident": "ab12"},  # docker takes a prefix
+                                    {"profile": "cpu-smoke-k3"}, {"ident": "99999999999999999999"}])
 def test_a_run_record_of_the_wrong_shape_is_a_clear_error(home, fields):
     record = {"profile": "cpu-smoke", "runtime": "native", "ident": "1", "url": "http://127.0.0.1:9",
               "model": "m", "log": str(home / "log"), "started": 1.0, **fields}
@@ -540,3 +542,76 @@ def test_seat_up_killed_while_waiting_stops_what_it_started(home, sig, code, sai
     _, stderr = seat_up.communicate(timeout=60)
     assert seat_up.returncode == code and said in stderr and "Traceback" not in stderr, stderr
     assert not launch.alive(started) and launch.recorded("stand-in") is None
+
+
+class OddEngine(BaseHTTPRequestHandler):
+    """An engine that answers /_ping and /version, then hangs on or garbles everything else."""
+
+    def do_GET(self):
+        if self.path.endswith("/_ping"):
+            body, kind = b"OK", "text/plain"
+        elif self.path.endswith("/version"):
+            body, kind = b'{"ApiVersion": "1.41", "Version": "20.10"}', "application/json"
+        elif "hang" in self.server.mode:
+            time.sleep(3)
+            return
+        else:
+            body, kind = b"[1, 2, 3]", "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(params=["garbled", "hang"])
+def odd_engine(request):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OddEngine)
+    server.mode = request.param
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"tcp://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_an_engine_that_hangs_or_garbles_is_named_not_a_traceback(odd_engine, home, monkeypatch):
+    import docker
+
+    client = docker.DockerClient(base_url=odd_engine, timeout=1)
+    with pytest.raises(Exception) as raised:  # ReadTimeout, or the SDK's bare "Can't create Container"
+        client.containers.get("ab" * 32)
+    failure = engine.as_seat_error(raised.value)
+    assert failure is not None and "the docker engine failed or did not answer" in failure.message
+    assert engine.as_seat_error(ValueError("not the engine's")) is None
+    launch._record(launch.Running(profiles.DEFAULT_PROFILE, "docker", "ab" * 32, "http://127.0.0.1:9",
+                                  "m", str(home / "log"), time.time()))
+    for command in (["image", "inspect", "busybox"], ["down"]):
+        done = seat_cli(command, home, timeout=120, DOCKER_HOST=odd_engine)
+        assert done.returncode == 1 and "the docker engine failed or did not answer" in done.stderr
+        assert "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("host", ["tcp://127.0.0.1:99999", "unix:///dev/null"])
+def test_a_docker_host_that_cannot_be_one_is_no_engine(home, host):
+    done = seat_cli(["image", "inspect", "busybox"], home, DOCKER_HOST=host)
+    assert done.returncode == 1 and "no docker engine answers" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("grace", ["nan", "inf", "1e30", "-1"])
+def test_down_refuses_a_grace_that_is_no_number_of_seconds(home, grace):
+    done = seat_cli(["down", "cpu-smoke", "--grace", grace], home)
+    assert done.returncode == 2 and "Invalid value for '--grace'" in done.stderr
+
+
+def test_a_second_ctrl_c_while_stopping_says_what_may_be_left(home, monkeypatch):
+    run = launch.Running("cpu-smoke", "native", "1", "http://127.0.0.1:9", "m", str(home / "log"), 1.0)
+
+    def interrupted(run, grace):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(launch, "stop", interrupted)
+    with pytest.raises(SeatError, match="interrupted while stopping cpu-smoke") as caught:
+        launch._stop_quietly(run)
+    assert caught.value.hint == "seat down cpu-smoke"

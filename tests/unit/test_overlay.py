@@ -219,3 +219,14 @@ def test_lock_from_a_relative_path_pins_the_same_tree(tmp_path, source, monkeypa
     monkeypatch.chdir(repo)
     relative = overlay.lock_from(Path("overlay/vllm"), f"{repo}@{commit}")
     assert relative.tree == absolute.tree and relative.files == absolute.files
+
+
+def test_a_folder_holding_git_metadata_is_not_locked(tmp_path, source):
+    """git skips .git when it computes the tree id, the file list would not: no fetch could match."""
+    repo, commit, _ = source
+    tree = tmp_path / "tree"
+    subprocess.run(["cp", "-r", str(repo / "overlay/vllm"), str(tree)], check=True)
+    (tree / "models" / ".git").mkdir()
+    (tree / "models" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    with pytest.raises(SeatError, match=r"1 git folders \(e.g. models/.git\)"):
+        overlay.lock_from(tree, f"{repo}@{commit}")

@@ -122,7 +122,7 @@ def test_a_cache_folder_docker_cannot_mount_is_refused_by_python_and_the_script(
     with pytest.raises(SeatError, match="must be an absolute path without"):
         preflight._check(check, spec, {**spec.values({}), "SEAT_CACHE_DIR": given})
     done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_CACHE_DIR=given)
-    assert "warning: the cache directory must be an absolute path without ':' or ','" in done.stderr
+    assert "warning: cache directory must be an absolute path without ':' or ','" in done.stderr
     assert not (tmp_path / "relative").exists()
 
 
@@ -182,3 +182,19 @@ def test_an_empty_model_folder_knob_is_refused_not_read_as_the_working_directory
         preflight._check(check, spec, {**spec.values({}), "SEAT_MODEL_BASE_DIR": ""})
     done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR="")
     assert "directory not found" in done.stderr
+
+
+@pytest.mark.parametrize("locale", ["C", "C.UTF-8"])
+def test_python_and_the_script_agree_on_non_ascii_controls_in_any_locale(tmp_path, locale):
+    """Both refuse ASCII controls only: bash's [[:cntrl:]] followed the locale and took U+009B
+    (a terminal's CSI) under C.UTF-8 alone, which Python let through."""
+    folder = tmp_path / "a\u009bb"
+    folder.mkdir()
+    spec = specs.build(profiles.load("cpu-smoke-docker"))
+    (check,) = [c for c in spec.checks if c.kind == "cache"]
+    preflight._check(check, spec, {**spec.values({}), "SEAT_CACHE_DIR": str(folder)})
+    done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_CACHE_DIR=str(folder), LC_ALL=locale)
+    assert "control character" not in done.stderr
+    done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_CACHE_DIR=str(tmp_path / "a\x01b"),
+               LC_ALL=locale)
+    assert "control character" in done.stderr
