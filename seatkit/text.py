@@ -13,6 +13,12 @@ def printable(text: str) -> str:
     return _CONTROLS.sub("", text)
 
 
+def one_line(text: str) -> str:
+    """Text that can neither fake another line nor reorder this one: newlines, tabs, controls and
+    bidi marks shown as escapes (\\n, \\u202e)."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
     """The URL without its user:password@ part, and that pair (None when there is none)."""
     parts = urlsplit(url)

@@ -12,7 +12,7 @@ from rich.markup import escape
 from seatkit.cli.app import PROFILE, err, out, seat
 from seatkit.image import b12x, build as image_build, overlay, pin
 from seatkit.serve import profile as profiles
-from seatkit.text import printable
+from seatkit.text import one_line
 
 
 @seat.command("build")
@@ -83,10 +83,10 @@ def inspect_cmd(image: str, as_json: bool):
         return
     out.print(f"{image}: {found['id']}  tags {', '.join(found['tags']) or '-'}", highlight=False)
     for key, value in sorted(found["labels"].items()):  # labels are anyone's text: no escapes
-        out.print(f"  {escape(printable(key))} = {escape(printable(value))}", highlight=False)
+        out.print(f"  {escape(one_line(key))} = {escape(one_line(value))}", highlight=False)
     if not any(k.startswith("io.seatkit.") for k in found["labels"]):
         out.print("  (no io.seatkit labels: not built by `seat build`)")
     base = found["labels"].get("org.opencontainers.image.base.digest")
     if base is not None and "@sha256:" not in base:
-        out.print(f"  (base not pinned by digest: built from {escape(printable(base)) or 'an unnamed base'}"
+        out.print(f"  (base not pinned by digest: built from {escape(one_line(base)) or 'an unnamed base'}"
                   ", a tag that can move)", highlight=False)

@@ -119,11 +119,19 @@ def up_cmd(profile: str, verify_models: bool):
               help="Seconds to wait after SIGTERM, 0 to 3600; then the seat is killed.")
 def down_cmd(profile: str, grace: int):
     """Stop exactly what `seat up` started (its PID or container id)."""
-    run, was_running = launch.down(profiles.name_of(profile), grace)
+    run, was_running = launch.down(profiles.name_of(profile), grace, containers=_may_run_in_docker(profile))
     if was_running:
         out.print(f"{run.profile} stopped ({run.runtime} {run.ident[:12]})")
     else:
         out.print(f"{run.profile} had already stopped ({run.runtime} {run.ident[:12]}): what was left of it is cleared")
+
+
+def _may_run_in_docker(profile: str) -> bool:
+    """Whether `down` should look for the profile's containers (a native one never asks docker)."""
+    try:
+        return profiles.load(profile).runtime == "docker"
+    except SeatError:  # the profile is gone or broken: what it started may be a container
+        return True
 
 
 @seat.command("status")

@@ -140,7 +140,7 @@ def lock_from(root: Path, source: str, path: str = "overlay/vllm") -> Lock:
         raise SeatError(f"{root} is not a directory")
     root = root.absolute()  # git runs in it: a relative work tree would name a folder inside itself
     links, caches = _oddities(root)
-    gits = [p.relative_to(root).as_posix() for p in sorted(root.rglob(".git"))]
+    gits = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*")) if p.name.lower() == ".git"]
     if links or caches or gits:  # git's tree id would count them (or skip .git), the file list not:
         # no fetch could match
         raise SeatError(f"{root} holds what a lock cannot pin: "

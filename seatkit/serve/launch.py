@@ -7,7 +7,9 @@ stops that and nothing else.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import signal
 import subprocess
 import time
@@ -46,24 +48,29 @@ def _state_file(profile: str) -> Path:
     return paths.seat_home() / "run" / f"{profile}.json"
 
 
-PID_MAX = 1 << 22  # the kernel's ceiling for pid_max
+PID_MAX = 1 << 22  # the kernel's ceiling for pid_max: every PID is below it
+URL = re.compile(r"http://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}")
 
 
 def _checked(run: Running, profile: str) -> Running:
-    """A record as `up` writes it: its own profile, a PID or a full container id (docker takes a
-    prefix as any container's), text for text."""
+    """A record as `up` writes it: its own profile, a PID of a process `up` could start or a full
+    container id (docker takes a prefix as any container's), a seat URL, a finite time."""
     texts = (run.profile, run.runtime, run.ident, run.url, run.model, run.log, run.api_key_file, run.since)
     if not all(isinstance(value, str) for value in texts):
         raise TypeError("a field that holds text holds something else")
-    if isinstance(run.started, bool) or not isinstance(run.started, (int, float)):
+    if isinstance(run.started, bool) or not isinstance(run.started, (int, float)) \
+            or not math.isfinite(run.started):
         raise TypeError("started is not a time")
     if run.nsys is not None and not isinstance(run.nsys, dict):
         raise TypeError("nsys is not a mapping")
     if run.profile != profile:
         raise ValueError(f"it names profile {run.profile!r}")
     if run.runtime == "native" and not (run.ident.isascii() and run.ident.isdigit()
-                                        and 0 < int(run.ident) <= PID_MAX):
-        raise ValueError(f"a native seat's ident {run.ident!r} is not a PID")
+                                        and run.ident == str(int(run.ident)) and 1 < int(run.ident) < PID_MAX
+                                        and (run.since == "" or run.since.isascii() and run.since.isdigit())):
+        raise ValueError(f"a native seat's ident {run.ident!r} (since {run.since!r}) is not a PID `up` started")
+    if not URL.fullmatch(run.url):
+        raise ValueError(f"url {run.url!r} is not a seat's http://host:port")
     if run.runtime == "docker" and not (len(run.ident) == 64 and set(run.ident) <= set("0123456789abcdef")):
         raise ValueError(f"a docker seat's ident {run.ident!r} is not a full container id")
     if run.runtime not in ("native", "docker"):
@@ -140,20 +147,27 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict, run: Runn
 
 
 def _labels(profile: str) -> dict[str, str]:
-    """What marks a container as this SEAT_HOME's seat of this profile."""
-    return {PROFILE_LABEL: profile, "seatkit.home": str(paths.seat_home())}
+    """What marks a container as this SEAT_HOME's seat of this profile (the home's real path:
+    a relative or linked SEAT_HOME names the same home from anywhere)."""
+    return {PROFILE_LABEL: profile, "seatkit.home": str(paths.seat_home().resolve())}
+
+
+def log_path(profile: str) -> Path:
+    """Where `up` keeps the seat's log (a container's is saved there when it stops)."""
+    return paths.seat_home() / "logs" / f"{profile}.log"
 
 
 def _container(run: Running):
-    """The recorded container, when it exists and is this profile's seat (never a stranger that
-    took over its name or id)."""
+    """The recorded container, when it exists and is this home's seat of this profile (never a
+    stranger that took over its name or id, nor a seat the script, compose or another home started)."""
     from docker.errors import NotFound
 
     try:
         container = engine.client().containers.get(run.ident)
     except NotFound:
         return None
-    return container if container.labels.get(PROFILE_LABEL) == run.profile else None
+    labels = container.labels or {}
+    return container if all(labels.get(k) == v for k, v in _labels(run.profile).items()) else None
 
 
 def unrecorded(profile: str) -> list[Running]:
@@ -164,8 +178,7 @@ def unrecorded(profile: str) -> list[Running]:
             all=True, filters={"label": [f"{k}={v}" for k, v in _labels(profile).items()]})
     except engine.NoEngine:
         return []
-    log = str(paths.seat_home() / "logs" / f"{profile}.log")
-    return [Running(profile, "docker", c.id, "", "", log, 0.0) for c in found]
+    return [Running(profile, "docker", c.id, "", "", str(log_path(profile)), 0.0) for c in found]
 
 
 def alive(run: Running) -> bool:
@@ -267,19 +280,21 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
         run = _start(spec, environ)
     try:
         waited = wait_ready(run, p.server.health_timeout_s, tick)
-    except BaseException:
-        _stop_quietly(run)
+    except BaseException as exc:
+        if not _stop_quietly(run) and isinstance(exc, Exception):
+            raise _maybe_left(run, exc) from None
         raise
     return run, waited
 
 
-def _stop_quietly(run: Running) -> None:
-    """Stop what started, on the way out of a failure; with the engine gone, its record stays
-    for `seat down`."""
+def _stop_quietly(run: Running) -> bool:
+    """Stop what started, on the way out of a failure; False when the engine did not let it
+    (the record stays for `seat down`)."""
     try:
         stop(run, grace=10)
+        return True
     except (SeatError, *engine.errors()):
-        pass
+        return False
     except KeyboardInterrupt:  # a second Ctrl-C: leave now, and say what may be left
         raise SeatError(f"interrupted while stopping {run.profile}: it may still be there",
                         f"seat down {run.profile}") from None
@@ -299,7 +314,7 @@ def _start(spec: LaunchSpec, environ: dict[str, str] | None) -> Running:
         key_file = str(keys.ensure(Path(resolve(spec.api_key_file, values))))
         env["VLLM_API_KEY"] = keys.read(key_file)
     preflight.run(spec, values)
-    log = paths.seat_home() / "logs" / f"{p.name}.log"
+    log = log_path(p.name)
     log.parent.mkdir(parents=True, exist_ok=True)
     run = Running(profile=p.name, runtime=p.runtime, ident="", log=str(log), started=time.time(),
                   url=seat_url(values["SEAT_HOST"], values["SEAT_PORT"]),
@@ -312,11 +327,20 @@ def _start(spec: LaunchSpec, environ: dict[str, str] | None) -> Running:
             _record(run)
         else:
             _docker_start(spec, values, env, run)
-    except BaseException:  # Ctrl-C, SIGTERM or a refusal after something started: stop it
-        if run.ident:
-            _stop_quietly(run)
+    except BaseException as exc:  # Ctrl-C, SIGTERM, a refusal or a lost engine after a start began
+        stopped = bool(run.ident) and _stop_quietly(run)
+        if not stopped and not spec.native and isinstance(exc, engine.errors()):
+            raise _maybe_left(run, exc) from None  # a create whose answer was lost may have made one
         raise
     return run
+
+
+def _maybe_left(run: Running, exc: Exception) -> SeatError:
+    """The failure, and that the seat may still be there: the engine did not answer to stop it."""
+    said = exc.message if isinstance(exc, SeatError) else f"the docker engine failed ({type(exc).__name__}: {exc})"
+    return SeatError(f"{said}\n{run.profile} may still be there: the docker engine did not answer to stop it",
+                     f"seat down {run.profile} once the engine answers (it finds the container by its "
+                     "record or its labels)")
 
 
 def _nsys_values(values: dict[str, str]) -> dict | None:
@@ -326,11 +350,11 @@ def _nsys_values(values: dict[str, str]) -> dict | None:
 
 
 def _save_docker_log(run: Running) -> None:
-    """Keep a container's log in run.log; nothing to keep once someone removed the container
-    (or the engine went away)."""
+    """Keep a container's log where `up` keeps the seat's (never where a record says: a record is
+    only text); nothing to keep once someone removed the container (or the engine went away)."""
     if run.runtime == "docker":
         try:
-            Path(run.log).write_bytes(b"".join(logs(run, follow=False)))
+            log_path(run.profile).write_bytes(b"".join(logs(run, follow=False)))
         except (SeatError, OSError, *engine.errors()):
             pass
 
@@ -379,16 +403,16 @@ def _signal_group(pid: int, sig: int) -> None:
         pass
 
 
-def down(profile: str, grace: float = 30.0) -> tuple[Running, bool]:
-    """Stop what `seat up` recorded (or the container of a `seat up` killed before it recorded
-    one); also whether it was still running (else only what was left of it goes)."""
+def down(profile: str, grace: float = 30.0, containers: bool = True) -> tuple[Running, bool]:
+    """Stop what `seat up` recorded, and (containers: the profile may run in docker) every
+    container of a `seat up` killed before it recorded one; also whether anything was still
+    running (else only what was left of it goes)."""
     run = recorded(profile)
-    if run is None:
-        left = unrecorded(profile)
-        if not left:
-            raise SeatError(f"{profile} was not started by `seat up` on this machine", "nothing to stop")
-        return left[0], any([stop(each, grace) for each in left])
-    return run, stop(run, grace)
+    left = [r for r in unrecorded(profile) if run is None or r.ident != run.ident] if containers else []
+    runs = ([run] if run else []) + left
+    if not runs:
+        raise SeatError(f"{profile} was not started by `seat up` on this machine", "nothing to stop")
+    return runs[0], any([stop(each, grace) for each in runs])
 
 
 def status(profile: str) -> dict:

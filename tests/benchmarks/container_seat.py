@@ -76,7 +76,6 @@ def bare_argv(env: dict, name: str) -> list[str]:
     return [argv[0], argv[1], "-d", *argv[2:]]
 
 
-
 def ready(env: dict, ident: str) -> None:
     run = launch.Running(docker_chain.PROFILE, "docker", ident, f"http://127.0.0.1:{env['SEAT_PORT']}", "tiny",
                          "/dev/null", 0, api_key_file=env["SEAT_API_KEY_FILE"])

@@ -26,12 +26,8 @@ def test_no_gpu_runtime_is_a_clear_error_and_leaves_nothing(busybox_image, tmp_p
         values[knob] = str(tmp_path)
     values["SEAT_CONTAINER"] = f"seatkit-test-gpu-{uuid.uuid4().hex[:8]}"
     monkeypatch.setattr(launch.preflight, "run", lambda spec, values: None)  # it stops at "no GPU"
-    log = launch.paths.seat_home() / "logs" / f"{spec.profile.name}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text("an earlier run's last words\n")
     with pytest.raises(SeatError) as caught:
         launch._start(spec, values)
-    assert "an earlier run's" not in log.read_text()  # no other run's lines read as this one's
     assert caught.value.message.startswith("no NVIDIA container runtime")
     # docker creates the container before the device request fails: the failed start removes it
     leftover = docker.from_env().containers.list(all=True, filters={"name": values["SEAT_CONTAINER"]})
@@ -265,6 +261,76 @@ def test_image_inspect_prints_no_terminal_escapes_from_labels(busybox_image, tmp
         done = subprocess.run([str(BIN / "seat"), "image", "inspect", tag],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and "\x1b" not in done.stdout and "\x07" not in done.stdout
-        assert "base not pinned by digest: built from evil[2J]0;pwnedtag" in " ".join(done.stdout.split())
+        assert "base not pinned by digest: built from evil\\x1b[2J\\x1b]0;pwned\\x07tag" in done.stdout, done.stdout
     finally:
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
+
+
+def test_the_home_label_is_the_real_path_and_a_record_acts_only_on_its_homes_container(
+        busybox_image, tmp_path, monkeypatch):
+    """A relative SEAT_HOME labelled its seat 'home', which every other 'home' matched; a linked
+    one missed its own; and a record copied into another home stopped the first home's seat."""
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SEAT_HOME", "link")  # relative and linked
+    profile = f"homes-{uuid.uuid4().hex[:8]}"
+    client = docker.from_env()
+    ours = client.containers.run(busybox_image, ["sleep", "600"], detach=True, network_mode="none",
+                                 labels=launch._labels(profile))
+    try:
+        assert ours.labels["seatkit.home"] == str(real)
+        monkeypatch.setenv("SEAT_HOME", str(tmp_path / "other"))
+        victim = tmp_path / "victim.txt"
+        victim.write_text("precious")
+        copied = launch.Running(profile, "docker", ours.id, "http://127.0.0.1:9", "m", str(victim), time.time())
+        launch._record(copied)  # a record copied from the real home into another
+        assert launch.down(profile, grace=1) == (copied, False)
+        assert client.containers.get(ours.id).status == "running" and victim.read_text() == "precious"
+        monkeypatch.setenv("SEAT_HOME", str(real))
+        run, stopped = launch.down(profile, grace=1)
+        assert stopped and run.ident == ours.id
+        assert client.containers.list(all=True, filters={"id": ours.id}) == []
+    finally:
+        subprocess.run(["docker", "rm", "-f", ours.id], capture_output=True)
+
+
+def test_one_down_stops_both_a_stale_records_and_an_unrecorded_container(busybox_image):
+    """A record of a container removed by hand hid the container of a later `seat up` killed
+    before its record: only a second `seat down` found it."""
+    profile = f"stale-{uuid.uuid4().hex[:8]}"
+    client = docker.from_env()
+    gone = client.containers.create(busybox_image, ["true"], labels=launch._labels(profile))
+    launch._record(launch.Running(profile, "docker", gone.id, "http://127.0.0.1:9", "m", "", time.time()))
+    gone.remove()
+    orphan = client.containers.run(busybox_image, ["sleep", "600"], detach=True, network_mode="none",
+                                   labels=launch._labels(profile))
+    try:
+        run, stopped = launch.down(profile, grace=1)
+        assert run.ident == gone.id and stopped
+        assert client.containers.list(all=True, filters={"id": orphan.id}) == []
+        assert launch.recorded(profile) is None
+    finally:
+        subprocess.run(["docker", "rm", "-f", orphan.id], capture_output=True)
+
+
+def test_a_container_removed_while_up_waits_shows_no_earlier_runs_log(busybox_image, tmp_path, monkeypatch):
+    """`seat up` of a docker seat kept the last run's log: a container removed during the wait
+    (nothing of its own to save) showed those lines as its last words."""
+    spec = specs.build(profiles.load("cpu-smoke-docker"))
+    values = {**spec.values({}), "SEAT_IMAGE": busybox_image, "SEAT_PORT": str(free_port()),
+              "SEAT_CONTAINER": f"seatkit-test-removed-{uuid.uuid4().hex[:8]}",
+              "SEAT_MODEL_BASE_DIR": str(tmp_path), "SEAT_CACHE_DIR": str(tmp_path)}
+    monkeypatch.setattr(launch.preflight, "run", lambda spec, values: None)
+    launch.log_path(spec.profile.name).parent.mkdir(parents=True, exist_ok=True)
+    launch.log_path(spec.profile.name).write_text("an earlier run's last words\n")
+    run = launch._start(spec, values)
+    try:
+        docker.from_env().containers.get(run.ident).remove(force=True)
+        with pytest.raises(SeatError, match="exited before it was ready") as caught:
+            launch.wait_ready(run, 60, lambda stage, t: None)
+        assert "an earlier run's" not in caught.value.message
+    finally:
+        subprocess.run(["docker", "rm", "-f", run.ident], capture_output=True)
+        launch._state_file(spec.profile.name).unlink(missing_ok=True)

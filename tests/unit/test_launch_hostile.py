@@ -470,9 +470,12 @@ def test_down_of_a_seat_that_already_ended_says_so_and_finds_it_by_path(home, tm
                                     {"runtime": "docker", "ident": "Z" * 64}, {"runtime": "vm"},
                                     {"started": "yesterday"}, {"url": None}, {"nsys": [1]},
                                     {"runtime": "docker", "ident": "ab12"},  # docker takes a prefix
-                                    {"profile": "cpu-smoke-k3"}, {"ident": "99999999999999999999"}])
+                                    {"profile": "cpu-smoke-k3"}, {"ident": "99999999999999999999"},
+                                    {"ident": "0001"}, {"ident": "4194304"}, {"ident": "1"},
+                                    {"since": "x"}, {"started": float("nan")}, {"started": float("inf")},
+                                    {"url": "file:///etc/passwd"}, {"url": "http://evil.example/x"}])
 def test_a_run_record_of_the_wrong_shape_is_a_clear_error(home, fields):
-    record = {"profile": "cpu-smoke", "runtime": "native", "ident": "1", "url": "http://127.0.0.1:9",
+    record = {"profile": "cpu-smoke", "runtime": "native", "ident": "2", "url": "http://127.0.0.1:9",
               "model": "m", "log": str(home / "log"), "started": 1.0, **fields}
     (home / "run").mkdir()
     (home / "run" / "cpu-smoke.json").write_text(json.dumps(record))
@@ -569,6 +572,8 @@ class OddEngine(BaseHTTPRequestHandler):
 
 @pytest.fixture(params=["garbled", "hang"])
 def odd_engine(request):
+    """'hang' answers nothing for 3 s, then closes: a ReadTimeout for a client with a shorter
+    timeout, a dropped connection for the CLI (whose timeout is the SDK's 60 s)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), OddEngine)
     server.mode = request.param
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -615,3 +620,39 @@ def test_a_second_ctrl_c_while_stopping_says_what_may_be_left(home, monkeypatch)
     with pytest.raises(SeatError, match="interrupted while stopping cpu-smoke") as caught:
         launch._stop_quietly(run)
     assert caught.value.hint == "seat down cpu-smoke"
+
+
+def test_down_of_a_native_profile_never_waits_on_docker(home):
+    """An engine that accepts and never answers held `seat down cpu-smoke` for the SDK's 60 s."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    try:
+        done = seat_cli(["down", "cpu-smoke"], home, timeout=30,
+                        DOCKER_HOST=f"tcp://127.0.0.1:{silent.getsockname()[1]}")
+    finally:
+        silent.close()
+    assert done.returncode == 1 and "cpu-smoke was not started by `seat up`" in done.stderr
+
+
+def test_a_failed_up_that_cannot_stop_its_container_says_so(home, tmp_path, monkeypatch):
+    """The engine went away while `seat up` waited: the wait ends, the stop cannot happen, and
+    the message says the seat may still be there and how to stop it later."""
+    run = launch.Running(profiles.DEFAULT_PROFILE, "docker", "ab" * 32, "http://127.0.0.1:9", "m",
+                         str(home / "log"), time.time())
+    monkeypatch.setattr(launch, "_start", lambda spec, environ: launch._record(run) or run)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    with pytest.raises(SeatError) as caught:
+        launch.up(specs.build(profiles.load(profiles.DEFAULT_PROFILE)))
+    assert "no docker engine answers" in caught.value.message
+    assert f"{profiles.DEFAULT_PROFILE} may still be there" in caught.value.message
+    assert caught.value.hint.startswith(f"seat down {profiles.DEFAULT_PROFILE} once the engine answers")
+    assert launch.recorded(profiles.DEFAULT_PROFILE) == run
+
+
+def test_one_line_escapes_what_could_fake_a_line_or_reorder_one():
+    from seatkit.text import one_line
+
+    assert one_line("fine\n  io.seatkit.lock = sha256:0 (verified)") == "fine\\n  io.seatkit.lock = sha256:0 (verified)"
+    assert one_line("a\u202eb\tc\x1b[2J") == "a\\u202eb\\tc\\x1b[2J"
+    assert one_line("résumé, 東京") == "résumé, 東京"

@@ -221,12 +221,14 @@ def test_lock_from_a_relative_path_pins_the_same_tree(tmp_path, source, monkeypa
     assert relative.tree == absolute.tree and relative.files == absolute.files
 
 
-def test_a_folder_holding_git_metadata_is_not_locked(tmp_path, source):
-    """git skips .git when it computes the tree id, the file list would not: no fetch could match."""
+@pytest.mark.parametrize("name", [".git", ".GIT", ".Git"])
+def test_a_folder_holding_git_metadata_is_not_locked(tmp_path, source, name):
+    """git skips .git (in any case) when it computes the tree id, the file list would not: no
+    fetch could match."""
     repo, commit, _ = source
     tree = tmp_path / "tree"
     subprocess.run(["cp", "-r", str(repo / "overlay/vllm"), str(tree)], check=True)
-    (tree / "models" / ".git").mkdir()
-    (tree / "models" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    with pytest.raises(SeatError, match=r"1 git folders \(e.g. models/.git\)"):
+    (tree / "models" / name).mkdir()
+    (tree / "models" / name / "HEAD").write_text("ref: refs/heads/main\n")
+    with pytest.raises(SeatError, match=rf"1 git folders \(e.g. models/{name}\)"):
         overlay.lock_from(tree, f"{repo}@{commit}")
