@@ -261,9 +261,11 @@ def test_building_a_native_profile_or_a_missing_overlay_is_a_clear_error(stand_i
 
 
 def plain_build(root, base, tag):
-    """What an operator types first: `docker build --build-arg BASE_IMAGE=... -t NAME .`."""
-    done = subprocess.run(["docker", "build", "--network", "none", "--build-arg", f"BASE_IMAGE={base}",
-                           "-t", tag, "."], cwd=root, capture_output=True, text=True, timeout=600)
+    """What an operator types first: `docker build --build-arg BASE_IMAGE=... -t NAME .` (and
+    --force-rm: a build meant to fail leaves no container behind)."""
+    done = subprocess.run(["docker", "build", "--force-rm", "--network", "none", "--build-arg",
+                           f"BASE_IMAGE={base}", "-t", tag, "."], cwd=root, capture_output=True, text=True,
+                          timeout=600)
     return done.returncode, done.stdout + done.stderr
 
 
