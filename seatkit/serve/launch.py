@@ -235,14 +235,16 @@ def require_identity(run: Running) -> str:
     return proof
 
 
-def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None]) -> float:
+def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None],
+               running: Callable[[Running], bool] = alive) -> float:
     """Poll /health, then /v1/models, until both answer from the seat's own listener alone;
-    returns seconds waited."""
+    returns seconds waited. `running` says whether the server still runs (by default: the seat
+    `up` started; a container the script or compose started is not one)."""
     start = time.monotonic()
     stage = "health"
     while True:
         waited = time.monotonic() - start
-        if not alive(run):
+        if not running(run):
             _save_docker_log(run)  # a container's log lives in the engine until saved
             raise SeatError(f"the seat exited before it was ready; last log lines:\n{_tail(run.log)}",
                             f"full log: {run.log}")

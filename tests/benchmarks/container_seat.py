@@ -24,6 +24,8 @@ import time
 import uuid
 from pathlib import Path
 
+import docker
+
 from seatkit import paths
 from seatkit.bench import run as bench_run, target as bench_target, workload
 from seatkit.image import build as image_build, cpu_base, overlay, registry
@@ -79,7 +81,9 @@ def bare_argv(env: dict, name: str) -> list[str]:
 def ready(env: dict, ident: str) -> None:
     run = launch.Running(docker_chain.PROFILE, "docker", ident, f"http://127.0.0.1:{env['SEAT_PORT']}", "tiny",
                          "/dev/null", 0, api_key_file=env["SEAT_API_KEY_FILE"])
-    launch.wait_ready(run, 900, lambda stage, t: None)
+    # A bare `docker run` is not `seat up`'s seat (no record, no home label): the engine says if it runs.
+    launch.wait_ready(run, 900, lambda stage, t: None,
+                      running=lambda r: docker.from_env().containers.get(r.ident).status == "running")
 
 
 def by_kit(path: Path, env: dict) -> float:

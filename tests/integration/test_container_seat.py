@@ -144,7 +144,13 @@ def wait_ready(chain, container_id: str) -> None:
     knobs = chain["knobs"]
     run = launch.Running(PROFILE, "docker", container_id, f"http://127.0.0.1:{knobs['SEAT_PORT']}", "tiny",
                          str(chain["tmp"] / "none.log"), 0, api_key_file=knobs.get("SEAT_API_KEY_FILE", ""))
-    launch.wait_ready(run, 600, lambda stage, t: None)
+    launch.wait_ready(run, 600, lambda stage, t: None, running=container_running)
+
+
+def container_running(run: launch.Running) -> bool:
+    """The compose and script seats are not `seat up`'s (no record, no home label): the engine's
+    word on the container alone."""
+    return docker.from_env().containers.get(run.ident).status in ("created", "running")
 
 
 def bench_url(chain, out):
