@@ -34,7 +34,6 @@ FIGURES = ("decode_tok_s", "tokens_per_step", "ms_per_step", "drafter_tokens_per
 PROMPT = Prompt("selftest", "oracle-prompt", "code", "measure me " * 32, "oracle", 0)
 
 
-
 def start_oracle(tokens_per_step: float, step_ms: float, batch_ms: float = 0.0
                  ) -> tuple[subprocess.Popen, str]:
     port = free_loopback_port()

@@ -184,7 +184,10 @@ def unrecorded(profile: str) -> list[Running]:
 def alive(run: Running) -> bool:
     if run.runtime == "native":
         return bool(run.since) and process_start(int(run.ident)) == run.since
-    container = _container(run)
+    return _running(_container(run))
+
+
+def _running(container) -> bool:
     return container is not None and container.status in ("created", "running")
 
 
@@ -363,8 +366,8 @@ def _save_docker_log(run: Running) -> None:
 
 def stop(run: Running, grace: float) -> bool:
     """Stop the recorded process group or container; True when something was running."""
-    was_alive = alive(run)
     if run.runtime == "native":
+        was_alive = alive(run)
         pid = int(run.ident)
         if was_alive:
             _signal_group(pid, signal.SIGTERM)
@@ -378,8 +381,9 @@ def stop(run: Running, grace: float) -> bool:
     else:
         from docker.errors import NotFound
 
+        container = _container(run)  # looked up once: whether it runs, and what to stop
+        was_alive = _running(container)
         try:
-            container = _container(run)
             if container is not None:
                 container.stop(timeout=int(grace))
                 _save_docker_log(run)  # the engine drops it with the container
