@@ -75,6 +75,19 @@ def gpus_cmd(as_json: bool):
                   f"NVLink {pair['nvlink']}, {pair['common_ancestor']}")
     if inventory["p2p_note"]:
         out.print(inventory["p2p_note"])
+    _show_pcie(inventory["pcie"])
+
+
+def _show_pcie(facts: dict) -> None:
+    out.print(f"PCIe: {'VM (' + facts['virtualisation'] + ')' if facts['virtualisation'] else 'bare metal'}"
+              f"{', VMD domain' if facts['vmd'] else ''}; IOMMU groups {facts['iommu']['verdict']}: "
+              f"{facts['iommu']['why']}", highlight=False)
+    for g in facts["gpus"]:
+        out.print(f"GPU{g['index']} {g['address']}: group {g['iommu_group'] or '-'}, ATS {g['ats'] or 'unknown'}"
+                  f", bridges above {' '.join(g['bridges']) or '(none)'}", highlight=False)
+    for pair in facts["pairs"]:
+        out.print(f"GPU{pair['gpus'][0]} <-> GPU{pair['gpus'][1]}: ACS {pair['verdict']}: {escape(pair['why'])}",
+                  highlight=False)
 
 
 def _choices(replace: bool, acknowledge: bool):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seatkit.doctor.rows import Row, fail, ok, warn
+from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.serve.profile import Profile
 
 LAYER = "host"
@@ -26,6 +26,7 @@ def rows(status: dict, profile: Profile) -> list[Row]:
         level = STATUS[verdict]
         out.append(ok(LAYER, r["setting"], evidence) if level == "OK" else
                    (warn if level == "WARN" else fail)(LAYER, r["setting"], evidence, fix))
+    out += pcie_rows(status.get("pcie"))  # the bus facts, then what was measured over them
     path = status["data_path"]
     evidence = f"{path['verdict']}: {path['why']}"
     if path["verdict"] == "verified on this boot":
@@ -35,3 +36,30 @@ def rows(status: dict, profile: Profile) -> list[Row]:
     else:
         out.append(warn(LAYER, "verify-p2p", evidence, "seat host verify-p2p"))
     return out
+
+
+ACS_FIX = ("clear ReqRedir/CmpltRedir on the bridges named (setpci ECAP_ACS+6.w, or the kernel's "
+           "pci=disable_acs_redir=), then seat host verify-p2p --step")
+
+
+def pcie_rows(facts: dict | None) -> list[Row]:
+    """ACS on the bridges between each GPU pair, and the GPUs' IOMMU groups (host.pcie.facts)."""
+    if facts is None:
+        return [cannot(LAYER, "PCIe ACS", "no NVIDIA driver answers NVML: no GPUs to place on the bus")]
+    pairs = facts["pairs"]
+    redirected = [p for p in pairs if p["verdict"] == "redirected"]
+    unknown = [p for p in pairs if p["verdict"] == "unknown"]
+    name = lambda p: f"GPU{p['gpus'][0]}-GPU{p['gpus'][1]}"  # noqa: E731
+    if not pairs:
+        acs = ok(LAYER, "PCIe ACS", "one GPU: no peer path to check")
+    elif redirected:
+        acs = warn(LAYER, "PCIe ACS", f"{len(redirected)} of {len(pairs)} pairs redirected to the root "
+                   f"complex; {name(redirected[0])}: {redirected[0]['why']}", ACS_FIX)
+    elif unknown:
+        acs = cannot(LAYER, "PCIe ACS", f"{name(unknown[0])}: {unknown[0]['why']}",
+                     "run seat doctor as root (extended config space is root's)")
+    else:
+        acs = ok(LAYER, "PCIe ACS", f"{len(pairs)} pairs: {pairs[0]['why']}")
+    iommu = facts["iommu"]
+    where = f"; {facts['virtualisation']} VM: the hypervisor's bus, not the host's" if facts["virtualisation"] else ""
+    return [acs, ok(LAYER, "IOMMU groups", f"{iommu['verdict']}: {iommu['why']}{where}")]

@@ -1,4 +1,5 @@
-"""`seat host gpus`: the NVML inventory — links, BAR1, P2P status for every pair, power, topology."""
+"""`seat host gpus`: the NVML inventory — links, BAR1, P2P status for every pair, power, topology —
+and the PCIe facts from sysfs (ACS, IOMMU groups, ATS)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pynvml
 
+from seatkit.host import pcie
 from seatkit.host.system import System
 
 P2P_STATUS = {0: "OK", 1: "chipset not supported", 2: "GPU not supported",
@@ -84,7 +86,7 @@ def inventory(system: System | None = None) -> dict | None:
                                   _safe(pynvml.nvmlDeviceGetTopologyCommonAncestor, a, b), "unknown")})
     return {"driver": _text(pynvml.nvmlSystemGetDriverVersion()),
             "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else cuda,
-            "gpus": gpus, "p2p": pairs,
+            "gpus": gpus, "p2p": pairs, "pcie": pcie.facts([g["bus_id"] for g in gpus], system),
             "p2p_note": None if pairs else "one GPU: no peers to check"}
 
 

@@ -104,4 +104,5 @@ def status(profile: HostProfile, system: System | None = None) -> dict:
                               "applied_in_this_boot": t.begin["facts"]["boot_id"] == state.boot_id(system)}
                              for t in journal.active()],
                 "interrupted": [t.txid for t in journal.open()]},
-            "data_path": p2p.data_path(system)}
+            "data_path": p2p.data_path(system),
+            "pcie": (inventory or {}).get("pcie")}

@@ -1,0 +1,210 @@
+"""PCIe facts (ACS, IOMMU groups, ATS) read from fake sysfs trees shaped like real hosts."""
+
+import os
+
+from seatkit.host import pcie
+from seatkit.host.system import System
+
+NO_VIRT = lambda argv: (1, "none\n")  # noqa: E731 - systemd-detect-virt on bare metal
+
+
+def config(vendor: int, device: int, bridge: bool, acs: int | None = None, ats: bool | None = None,
+           size: int = 4096) -> bytes:
+    """Config space with the extended capabilities a real device of this kind carries."""
+    data = bytearray(size)
+    data[0:2], data[2:4] = vendor.to_bytes(2, "little"), device.to_bytes(2, "little")
+    data[0x0E] = 1 if bridge else 0
+    caps = [(0x0001, b"")]  # AER first, as on real bridges and GPUs
+    if acs is not None:
+        caps.append((pcie.EXT_ACS, (0x5F).to_bytes(2, "little") + acs.to_bytes(2, "little")))
+    if ats is not None:
+        caps.append((pcie.EXT_ATS, b"\x20\x00" + (0x8000 if ats else 0).to_bytes(2, "little")))
+    at = 0x100
+    for n, (cap_id, body) in enumerate(caps):
+        nxt = at + 0x40 if n + 1 < len(caps) else 0
+        if size > at:
+            data[at:at + 4] = (cap_id | 1 << 16 | nxt << 20).to_bytes(4, "little")
+            data[at + 4:at + 4 + len(body)] = body
+        at = nxt
+    return bytes(data)
+
+
+def tree(tmp_path, devices: dict[str, bytes], groups: dict[str, str] | None = None) -> System:
+    """devices: sysfs path under /sys/devices -> config bytes; links in /sys/bus/pci/devices."""
+    bus = tmp_path / "sys/bus/pci/devices"
+    bus.mkdir(parents=True)
+    for path, data in devices.items():
+        real = tmp_path / "sys/devices" / path
+        real.mkdir(parents=True, exist_ok=True)
+        (real / "config").write_bytes(data)
+        (bus / os.path.basename(path)).symlink_to(real)
+    for address, group in (groups or {}).items():
+        folder = tmp_path / f"sys/kernel/iommu_groups/{group}/devices"
+        folder.mkdir(parents=True, exist_ok=True)
+        os.symlink(tmp_path / "sys/bus/pci/devices" / address, folder / address)
+        (tmp_path / "sys/bus/pci/devices" / address / "iommu_group").symlink_to(
+            tmp_path / f"sys/kernel/iommu_groups/{group}")
+    return System(root=tmp_path, runner=NO_VIRT)
+
+
+GPU = 0x10DE, 0x2335  # an H200
+PLX = 0x10B5, 0x8747  # PEX 8747: one upstream port, downstream ports on bus 02
+ROOT = 0x1022, 0x1483  # an EPYC root port
+REQ_CMPLT = 0b0001101  # SrcValid + ReqRedir + CmpltRedir: what a stock kernel sets on switch ports
+
+
+def plx(tmp_path, downstream_acs: int, groups=None) -> System:
+    up = "pci0000:00/0000:00:01.0/0000:01:00.0"
+    return tree(tmp_path, {
+        "pci0000:00/0000:00:01.0": config(*ROOT, True, acs=REQ_CMPLT),
+        up: config(*PLX, True),
+        f"{up}/0000:02:08.0": config(*PLX, True, acs=downstream_acs),
+        f"{up}/0000:02:10.0": config(*PLX, True, acs=downstream_acs),
+        f"{up}/0000:02:08.0/0000:03:00.0": config(*GPU, False, ats=False),
+        f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False, ats=False),
+    }, groups)
+
+
+def test_behind_a_plx_switch_only_the_downstream_ports_count_and_redirect_is_flagged(tmp_path):
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], plx(tmp_path, REQ_CMPLT))
+    (pair,) = found["pairs"]
+    assert [b["address"] for b in pair["bridges"]] == ["0000:02:08.0", "0000:02:10.0"]  # not the root port
+    assert pair["verdict"] == "redirected"
+    assert "0000:02:08.0 (ReqRedir+CmpltRedir)" in pair["why"]
+    assert pair["bridges"][0]["acs"]["SrcValid"] and not pair["bridges"][0]["acs"]["UpstreamFwd"]
+    assert [g["ats"] for g in found["gpus"]] == ["disabled", "disabled"]
+    assert found["virtualisation"] is None and not found["vmd"]
+
+
+def test_plx_with_acs_cleared_is_direct_and_shares_one_iommu_group(tmp_path):
+    groups = {"0000:03:00.0": "17", "0000:04:00.0": "17"}
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], plx(tmp_path, 0, groups))
+    assert found["pairs"][0]["verdict"] == "direct"
+    assert found["iommu"]["verdict"] == "shared" and "group 17" in found["iommu"]["why"]
+    assert found["gpus"][0]["iommu_group_members"] == ["0000:03:00.0", "0000:04:00.0"]
+
+
+def test_root_ports_on_two_host_bridges_cross_the_root_complex(tmp_path):
+    system = tree(tmp_path, {
+        "pci0000:00/0000:00:01.1": config(*ROOT, True, acs=0b0011101),  # + UpstreamFwd
+        "pci0000:00/0000:00:01.1/0000:01:00.0": config(*GPU, False, ats=True),
+        "pci0000:80/0000:80:01.1": config(*ROOT, True, acs=0),
+        "pci0000:80/0000:80:01.1/0000:81:00.0": config(*GPU, False, ats=True),
+    }, {"0000:01:00.0": "30", "0000:81:00.0": "61"})
+    found = pcie.facts(["00000000:01:00.0", "00000000:81:00.0"], system)
+    (pair,) = found["pairs"]
+    assert [b["address"] for b in pair["bridges"]] == ["0000:00:01.1", "0000:80:01.1"]
+    assert pair["verdict"] == "redirected" and "across host bridges (0000:00 and 0000:80)" in pair["why"]
+    assert "0000:00:01.1 (ReqRedir+CmpltRedir)" in pair["why"] and "0000:80:01.1" not in pair["why"]
+    assert found["iommu"]["verdict"] == "separate" and "30, 61" in found["iommu"]["why"]
+    assert [g["ats"] for g in found["gpus"]] == ["enabled", "enabled"]
+
+
+def test_a_vm_flat_bus_has_no_bridges_and_names_the_hypervisor(tmp_path):
+    system = tree(tmp_path, {"pci0000:00/0000:00:06.0": config(*GPU, False),
+                             "pci0000:00/0000:00:07.0": config(*GPU, False)})
+    system.runner = lambda argv: (0, "kvm\n")
+    found = pcie.facts(["00000000:00:06.0", "00000000:00:07.0"], system)
+    assert found["virtualisation"] == "kvm"
+    assert found["pairs"][0]["verdict"] == "direct" and "no bridge between them" in found["pairs"][0]["why"]
+    assert found["iommu"]["verdict"] == "no groups" and "IOMMU is off" in found["iommu"]["why"]
+    assert found["gpus"][0]["ats"] == "no ATS capability"
+
+
+def test_without_root_acs_is_unknown_with_the_reason(tmp_path):
+    up = "pci0000:00/0000:00:01.0/0000:01:00.0"
+    system = tree(tmp_path, {
+        "pci0000:00/0000:00:01.0": config(*ROOT, True, size=64), up: config(*PLX, True, size=64),
+        f"{up}/0000:02:08.0": config(*PLX, True, acs=REQ_CMPLT, size=64),
+        f"{up}/0000:02:10.0": config(*PLX, True, acs=REQ_CMPLT, size=64),
+        f"{up}/0000:02:08.0/0000:03:00.0": config(*GPU, False, size=64),
+        f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False, size=64)})
+    pair = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], system)["pairs"][0]
+    assert pair["verdict"] == "unknown" and "needs root" in pair["why"]
+    assert pair["bridges"][0]["acs"] is None
+
+
+def test_all_ones_config_space_is_unknown_not_a_verdict(tmp_path):
+    (tmp_path / "x").mkdir()
+    system = tree(tmp_path / "x", {"pci0000:00/0000:00:01.0": b"\xff" * 4096,
+                                   "pci0000:00/0000:00:01.0/0000:01:00.0": config(*GPU, False)})
+    found = pcie.device(system, "0000:00:01.0")
+    assert found["acs"] is None and "all ones" in found["why"]
+    broken_ext = bytearray(config(*ROOT, True, acs=REQ_CMPLT))
+    broken_ext[0x100:] = b"\xff" * (4096 - 0x100)
+    (tmp_path / "x/sys/devices/pci0000:00/0000:00:01.0/config").write_bytes(bytes(broken_ext))
+    assert "extended config space reads as all ones" in pcie.device(system, "0000:00:01.0")["why"]
+
+
+def test_a_looping_capability_list_ends(tmp_path):
+    data = bytearray(4096)
+    data[0x100:0x104] = (0x0001 | 1 << 16 | 0x100 << 20).to_bytes(4, "little")  # next points at itself
+    assert pcie.extended_caps(bytes(data)) == {0x0001: 0x100}
+
+
+def test_a_vmd_domain_is_followed_through_and_reported(tmp_path):
+    vmd = "pci0000:00/0000:00:0e.0/pci10000:00/10000:00:01.0"
+    system = tree(tmp_path, {
+        "pci0000:00/0000:00:0e.0": config(0x8086, 0x28C0, False),
+        f"{vmd}": config(0x8086, 0x352A, True, acs=0),
+        f"{vmd}/10000:01:00.0": config(*GPU, False)})
+    found = pcie.facts(["10000:01:00.0"], system)
+    assert found["vmd"] and found["gpus"][0]["address"] == "10000:01:00.0"
+    assert found["gpus"][0]["bridges"] == ["10000:00:01.0"] and found["gpus"][0]["root_bus"] == "10000:00"
+
+
+def test_a_gpu_missing_from_sysfs_makes_its_pairs_unknown(tmp_path):
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"],
+                       tree(tmp_path, {"pci0000:00/0000:00:06.0": config(*GPU, False)}))
+    assert found["pairs"][0]["verdict"] == "unknown" and "no sysfs device" in found["pairs"][0]["why"]
+    assert pcie.facts([], System(root=tmp_path, runner=NO_VIRT))["iommu"]["verdict"] == "no GPUs"
+
+
+def test_doctor_rows_flag_redirect_unknown_and_one_gpu(tmp_path):
+    from seatkit.doctor import host
+
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], plx(tmp_path, REQ_CMPLT))
+    acs, groups = host.pcie_rows(found)
+    assert acs.status == "WARN" and "1 of 1 pairs redirected" in acs.evidence and "setpci" in acs.fix
+    assert groups.check == "IOMMU groups" and groups.evidence.startswith("no groups")
+    found["pairs"][0].update(verdict="unknown", why="ACS not readable (needs root)")
+    assert host.pcie_rows(found)[0].evidence.startswith("cannot check: GPU0-GPU1: ACS not readable")
+    found["pairs"][0].update(verdict="direct", why="through 2 bridge(s); no bridge on the path redirects")
+    assert host.pcie_rows(found)[0].status == "OK"
+    found["pairs"] = []
+    assert host.pcie_rows(found)[0].evidence == "one GPU: no peer path to check"
+    (none,) = host.pcie_rows(None)
+    assert none.status == "WARN" and "no NVIDIA driver" in none.evidence
+
+
+def test_status_and_doctor_carry_the_pcie_facts(tmp_path, monkeypatch):
+    from seatkit.doctor import host
+    from seatkit.host import gpus, settings, status
+    from seatkit.serve import profile as profiles
+
+    system = plx(tmp_path, REQ_CMPLT)
+    (tmp_path / "proc/sys/kernel/random").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/random/boot_id").write_text("b\n")
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], system)
+    monkeypatch.setattr(gpus, "inventory", lambda system=None: {"driver": None, "gpus": [], "pcie": found})
+    result = status.status(settings.load("paper"), system)
+    assert result["pcie"]["pairs"][0]["verdict"] == "redirected"
+    checks = [r.check for r in host.rows(result, profiles.load("dsv4-flash-dspark-tp4"))]
+    assert checks[-3:] == ["PCIe ACS", "IOMMU groups", "verify-p2p"]
+
+
+def test_seat_host_gpus_shows_the_pcie_facts(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from seatkit.cli import seat
+    from seatkit.host import gpus
+
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], plx(tmp_path, REQ_CMPLT))
+    inventory = {"driver": "580", "cuda": "13.0", "gpus": [], "p2p": [], "p2p_note": None, "pcie": found}
+    monkeypatch.setattr(gpus, "inventory", lambda system=None: inventory)
+    shown = CliRunner().invoke(seat, ["host", "gpus"], terminal_width=80)
+    assert shown.exit_code == 0, shown.output
+    assert "GPU0 <-> GPU1: ACS redirected" in shown.output and "IOMMU groups no groups" in shown.output
+    assert "GPU0 0000:03:00.0: group -, ATS disabled" in shown.output
+    as_json = CliRunner().invoke(seat, ["host", "gpus", "--json"])
+    assert '"verdict": "redirected"' in as_json.output
