@@ -208,3 +208,27 @@ def test_seat_host_gpus_shows_the_pcie_facts(tmp_path, monkeypatch):
     assert "GPU0 0000:03:00.0: group -, ATS disabled" in shown.output
     as_json = CliRunner().invoke(seat, ["host", "gpus", "--json"])
     assert '"verdict": "redirected"' in as_json.output
+
+
+def test_the_real_one_h200_vm_read_from_its_sysfs_dump(tmp_path):
+    """tests/fixtures/h200-sysfs-pci.json: every PCI function's path and config space, as the one-GPU
+    H200 machine (a Firecracker VM, no systemd-detect-virt, no IOMMU groups) showed them."""
+    import json
+    from pathlib import Path
+
+    dump = json.loads((Path(__file__).parent.parent / "fixtures/h200-sysfs-pci.json").read_text())
+    devices = {v["path"].removeprefix("/sys/devices/"): bytes.fromhex(v["config"])
+               for k, v in dump.items() if not k.startswith("_")}
+    system = tree(tmp_path, devices)
+    (tmp_path / "sys/kernel/iommu_groups").mkdir(parents=True)
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/cpuinfo").write_text("flags\t\t: fpu sse2 hypervisor avx512f\n")
+    system.runner = lambda argv: (127, "systemd-detect-virt: not found")
+    found = pcie.facts(["00000000:00:06.0"], system)
+    (gpu,) = found["gpus"]
+    assert gpu["root_bus"] == "0000:00" and gpu["bridges"] == [] and gpu["config_why"] is None
+    assert gpu["ats"] == "no ATS capability" and found["pairs"] == []
+    assert found["virtualisation"] == "a hypervisor (cpuinfo flag)"
+    assert found["iommu"]["verdict"] == "no groups" and "IOMMU is off" in found["iommu"]["why"]
+    assert pcie.device(system, "0000:00:06.0")["vendor"] == "10de"
+    assert "needs root" in pcie.device(system, "0000:00:03.0")["why"]  # a virtio device: 256 bytes shown
