@@ -9,7 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from seatkit.cli.app import err, out, seat
-from seatkit.host import change as host_change, gpus, p2p, plan as host_plan, settings, status as host_status
+from seatkit.host import change as host_change, gpus, p2p, plan as host_plan, settings, status as host_status, step
+from seatkit.errors import SeatError
 from seatkit.host.system import System
 
 
@@ -44,6 +45,7 @@ def status_cmd(profile: str, as_json: bool):
                       row["verdict"], escape(why))
     out.print(table)
     out.print(f"data path: {result['data_path']['verdict']} ({result['data_path']['why']})")
+    out.print(f"step probe: {result['step']['verdict']} ({escape(result['step']['why'])})", highlight=False)
     for t in result["transactions"]["in_force"]:
         out.print(f"in force: transaction {t['tx']} ({t['profile']})"
                   + (", applied in this boot: reboot to take effect" if t["applied_in_this_boot"] else ""))
@@ -211,12 +213,27 @@ def forget_cmd(txid: str):
 @host_group.command("verify-p2p")
 @click.option("--image", help="Run the probe inside this image (it has torch and CUDA) with every GPU attached.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def verify_p2p_cmd(image: str | None, as_json: bool):
+@click.option("--step", "step_mode", is_flag=True,
+              help="Replay one decode step's communication instead: 2 x L all-reduces in a CUDA graph.")
+@click.option("--profile", "seat_profile", help="With --step: the seat profile whose model gives L and hidden "
+              "(default: the default profile).")
+@click.option("--layers", type=click.IntRange(1, 512), help="With --step: the model's layer count L.")
+@click.option("--hidden", type=click.IntRange(64, 65536), help="With --step: the model's hidden size.")
+@click.option("--replays", type=click.IntRange(10, 100000), help="With --step: graph replays timed (default 200).")
+def verify_p2p_cmd(image: str | None, as_json: bool, step_mode: bool, seat_profile: str | None,
+                   layers: int | None, hidden: int | None, replays: int | None):
     """Check that peer copies really work: every ordered GPU pair byte-checked (a DMA copy and a
     kernel-side peer read, 4 B to 64 MiB), peer bandwidth, and an 80 KB NCCL all-reduce.
 
+    With --step: the communication of one decode step (2 x L all-reduces of (1+k) x hidden bf16,
+    1+k from 1 to 8), one-shot peer reads and NCCL, over a self-copy baseline, and the share of
+    the published step it explains.
+
     The result is kept with the boot id; `seat host status` shows it for this boot only. Exits 1
     when a check fails, 3 when there is no CUDA here."""
+    step.check_options(step_mode, layers, hidden, replays, seat_profile)
+    if step_mode:
+        return _verify_step(image, as_json, seat_profile, layers, hidden, replays or 200)
     err.print("checking the peer-to-peer data path ...")
     result = p2p.judge(p2p.run_probe(image))
     try:
@@ -244,3 +261,48 @@ def verify_p2p_cmd(image: str | None, as_json: bool):
         out.print(f"verdict: {result['verdict']}; result {kept}")
     if result["verdict"] == "failed":
         raise SystemExit(1)
+
+
+def _verify_step(image: str | None, as_json: bool, seat_profile: str | None, layers: int | None,
+                 hidden: int | None, replays: int) -> None:
+    from seatkit.serve import profile as profiles
+
+    profile = profiles.load(seat_profile or profiles.DEFAULT_PROFILE)
+    if layers is None or hidden is None:
+        shape = step.model_shape(profile, System())
+        if isinstance(shape, str):
+            raise SeatError(f"L and hidden unknown for {profile.name}: {shape}",
+                            "e.g. --layers 61 --hidden 7168 (read them from the model's config.json)")
+        layers, hidden = layers or shape[0], hidden or shape[1]
+    err.print(f"replaying one decode step's communication: 2 x {layers} all-reduces, hidden {hidden} ...")
+    k = profile.speculative.num_speculative_tokens if profile.speculative else 0
+    result = step.judge(step.run(layers, hidden, replays, image), step.reference(profile), k)
+    try:
+        kept = step.store(result, System())
+    except OSError as exc:
+        kept = f"not kept ({exc}): status will not see it"
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        forms = result["step"]["forms"]
+        table = Table("1+k", "KiB", "baseline us", "one-shot us", "NCCL us",
+                      title=f"{result['step']['placement']}: train p50/p99, per collective p50")
+        for t, size in result["step"]["bytes_by_tokens"].items():
+            cells = [_train_cell((forms.get("baseline") or [{}])[0].get("by_tokens", {}).get(t)),
+                     _train_cell((forms.get("oneshot") or {}).get("by_tokens", {}).get(t)),
+                     _train_cell((forms.get("nccl") or {}).get("by_tokens", {}).get(t))]
+            table.add_row(t, f"{size / 1024:.0f}", *cells)
+        out.print(table)
+        out.print(escape(step.summary(result)), highlight=False)
+        for problem in result["problems"]:
+            out.print(f"[red]problem:[/] {escape(problem)}")
+        out.print(f"verdict: {result['verdict']}; result {kept}")
+    if result["verdict"] == "failed":
+        raise SystemExit(1)
+
+
+def _train_cell(figures: dict | None) -> str:
+    if not figures:
+        return "-"
+    train, per = figures["train_us"], figures["per_collective_us"]
+    return f"{train['p50']:.0f}/{train['p99']:.0f} ({per['p50']:.1f})"

@@ -27,6 +27,7 @@ def rows(status: dict, profile: Profile) -> list[Row]:
         out.append(ok(LAYER, r["setting"], evidence) if level == "OK" else
                    (warn if level == "WARN" else fail)(LAYER, r["setting"], evidence, fix))
     out += pcie_rows(status.get("pcie"))  # the bus facts, then what was measured over them
+    out += step_rows(status.get("step"))
     path = status["data_path"]
     evidence = f"{path['verdict']}: {path['why']}"
     if path["verdict"] == "verified on this boot":
@@ -63,3 +64,15 @@ def pcie_rows(facts: dict | None) -> list[Row]:
     iommu = facts["iommu"]
     where = f"; {facts['virtualisation']} VM: the hypervisor's bus, not the host's" if facts["virtualisation"] else ""
     return [acs, ok(LAYER, "IOMMU groups", f"{iommu['verdict']}: {iommu['why']}{where}")]
+
+
+def step_rows(step: dict | None) -> list[Row]:
+    """Whether `verify-p2p --step` measured one decode step's communication on this boot."""
+    if step is None:
+        return []
+    evidence = f"{step['verdict']}: {step['why']}"
+    if step["verdict"].startswith("FAILED"):
+        return [fail(LAYER, "step probe", evidence, "seat host verify-p2p --step; seat host status")]
+    if step["verdict"] == "not measured":
+        return [warn(LAYER, "step probe", evidence, "seat host verify-p2p --step")]
+    return [ok(LAYER, "step probe", evidence)]

@@ -20,20 +20,22 @@ from seatkit.host.system import System
 PROBE = Path(__file__).with_name("p2p_probe.py")
 RESULT = f"{STATE}/verify-p2p.json"
 NO_CUDA = 3
+BAD_ARGS = 2  # the probe's exit status when it refuses its arguments or environment
 PROBE_TIMEOUT_S = 900  # a healthy 8-GPU host needs a few minutes
 
 
-def probe_argv(image: str | None) -> list[str]:
+def probe_argv(image: str | None, args: list[str] = ()) -> list[str]:
     if image is None:
-        return [sys.executable, str(PROBE)]
+        return [sys.executable, str(PROBE), *args]
     return ["docker", "run", "--rm", "--gpus", "all", "--network", "none", "--ipc", "host",
             "-e", "NCCL_NVLS_ENABLE=0", "-v", f"{PROBE}:/seatkit-p2p-probe.py:ro",
-            "--entrypoint", "python3", image, "/seatkit-p2p-probe.py"]
+            "--entrypoint", "python3", image, "/seatkit-p2p-probe.py", *args]
 
 
-def run_probe(image: str | None = None) -> dict:
+def run_probe(image: str | None = None, args: list[str] = ()) -> dict:
+    """The probe's JSON; args select its step mode (p2p_probe.py --step ...)."""
     try:
-        done = subprocess.run(probe_argv(image), capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+        done = subprocess.run(probe_argv(image, args), capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
     except FileNotFoundError:
         raise SeatError("docker is not installed", "run without --image where torch with CUDA is importable") from None
     except subprocess.TimeoutExpired:
@@ -46,6 +48,8 @@ def run_probe(image: str | None = None) -> dict:
         result = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
         raise SeatError(f"the probe printed no result (exit {done.returncode}): {done.stderr.strip()[-800:]}") from None
+    if "error" in result and done.returncode == BAD_ARGS:
+        raise SeatError(f"the probe refused: {result['error']}", "fix what it names", BAD_ARGS)
     if "error" in result:
         raise SeatError(f"cannot check the data path: {result['error']}",
                         "run it where torch with CUDA is importable, or with --image IMAGE", NO_CUDA)

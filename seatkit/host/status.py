@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from seatkit.host import gpus as gpu_inventory, p2p, settings, state
+from seatkit.host import gpus as gpu_inventory, p2p, settings, state, step
 from seatkit.host.journal import Journal
 from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
@@ -104,5 +104,5 @@ def status(profile: HostProfile, system: System | None = None) -> dict:
                               "applied_in_this_boot": t.begin["facts"]["boot_id"] == state.boot_id(system)}
                              for t in journal.active()],
                 "interrupted": [t.txid for t in journal.open()]},
-            "data_path": p2p.data_path(system),
+            "data_path": p2p.data_path(system), "step": step.step_path(system),
             "pcie": (inventory or {}).get("pcie")}

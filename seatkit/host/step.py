@@ -1,0 +1,138 @@
+"""`seat host verify-p2p --step`: one decode step's communication, replayed, judged against the card.
+
+The probe (p2p_probe.py --step) times a CUDA-graph train of 2 x L all-reduces of (1 + k) x hidden
+bf16, the all-reduces one decode step of a TP seat makes, in a one-shot form (SM-issued peer reads,
+b12x's shape) and through NCCL, over a self-copy baseline. This module picks L and hidden from the
+profile's model, runs the probe, says what share of the published step the train explains, and
+keeps the result with the boot id beside verify-p2p's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from seatkit.bench import cards
+from seatkit.errors import SeatError
+from seatkit.host import p2p, state
+from seatkit.host.journal import STATE
+from seatkit.host.system import System
+from seatkit.serve.profile import Profile
+
+RESULT = f"{STATE}/verify-p2p-step.json"
+FORMS = ("oneshot", "nccl")  # the communication forms; the baseline is what they are held against
+
+
+def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
+    """(layers, hidden) from the base model's config.json on the host, or why not."""
+    model = profile.models[profile.model]
+    if model.host_dir is None:
+        return f"model {profile.model!r} is built, not on the host: give --layers and --hidden"
+    path = f"{model.host_dir}/config.json"
+    text = system.read(path)
+    if text is None:
+        return f"{path} is not readable (models not fetched here?): give --layers and --hidden"
+    try:
+        config = json.loads(text)
+        config = config.get("text_config", config)  # multimodal configs nest the language model
+        return int(config["num_hidden_layers"]), int(config["hidden_size"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return f"{path} has no num_hidden_layers and hidden_size: give --layers and --hidden"
+
+
+def reference(profile: Profile) -> dict | None:
+    """The published step at ctx0: ms/step and tokens/step from the profile's reference card."""
+    from seatkit.doctor.bench import card_for  # the one card lookup, shared with doctor's bench row
+
+    path = card_for(profile)
+    if path is None:
+        return None
+    card = cards.load(path)
+    for figure in card.figures:
+        if figure.ms_per_step and figure.tokens_per_step and card.conditions_of(figure).get("context") == 0:
+            return {"card": path.stem, "figure": figure.id, "ms_per_step": figure.ms_per_step,
+                    "tokens_per_step": figure.tokens_per_step, "k": card.conditions_of(figure).get("k")}
+    return None
+
+
+def run(layers: int, hidden: int, replays: int, image: str | None = None) -> dict:
+    return p2p.run_probe(image, ["--step", "--layers", str(layers), "--hidden", str(hidden),
+                                 "--replays", str(replays)])
+
+
+def judge(result: dict, ref: dict | None, k: int | None) -> dict:
+    """Verdict, problems, and per form the share of the published step its train explains."""
+    step = result["step"]
+    forms = step["forms"]
+    problems = []
+    oneshot = forms.get("oneshot") or {}
+    if oneshot and not oneshot["correct"]:
+        problems.append(f"one-shot all-reduce: {oneshot['wrong_count']} wrong sums, "
+                        f"{oneshot['waits_given_up']} flag waits gave up")
+    if (forms.get("nccl") or {}).get("correct") is False:
+        problems.append("NCCL all-reduce returned a wrong sum")
+    peers = step["gpus"] > 1
+    verdict = "failed" if problems else "measured" if peers else "one GPU: baseline only"
+    tokens = str(1 + k) if k is not None else None
+    shares = {}
+    if ref and peers and tokens in step["bytes_by_tokens"]:
+        budget_us = ref["ms_per_step"] * 1000
+        base = min(b["by_tokens"][tokens]["train_us"]["p50"] for b in forms.get("baseline", [])) \
+            if forms.get("baseline") else 0.0
+        for form in FORMS:
+            figures = (forms.get(form) or {}).get("by_tokens", {}).get(tokens)
+            if figures:
+                train = figures["train_us"]["p50"]
+                shares[form] = {"train_us": train, "net_us": train - base, "share": train / budget_us,
+                                "net_share": (train - base) / budget_us}
+    return {**result, "verdict": verdict, "problems": problems, "reference": ref,
+            "tokens_per_collective": tokens, "shares": shares}
+
+
+def store(result: dict, system: System) -> str:
+    record = {**result, "boot_id": state.boot_id(system), "time": time.time()}
+    system.write(RESULT, (json.dumps(record, indent=2) + "\n").encode())
+    return RESULT
+
+
+def summary(result: dict) -> str:
+    """One line: what the train costs, and what share of the published step it explains."""
+    step = result["step"]
+    tokens = result.get("tokens_per_collective") or str(max(step["tokens"]))
+    base = step["forms"].get("baseline")
+    parts = [f"L={step['layers']} hidden={step['hidden']}, {step['collectives']} collectives at 1+k={tokens}"]
+    if base and tokens in base[0]["by_tokens"]:
+        parts.append(f"baseline {base[0]['by_tokens'][tokens]['train_us']['p50']:.0f} us/train")
+    for form, share in result["shares"].items():
+        parts.append(f"{form} {share['train_us']:.0f} us/train = {100 * share['share']:.1f}% of "
+                     f"{result['reference']['ms_per_step']} ms/step")
+    if not result["shares"] and step["gpus"] < 2:
+        one = (step["forms"].get("oneshot") or {}).get("by_tokens", {}).get(tokens)
+        if one:
+            parts.append(f"one-shot on {step['placement']} {one['train_us']['p50']:.0f} us/train "
+                         "(no peer link: overhead, not communication)")
+    return ", ".join(parts)
+
+
+def step_path(system: System) -> dict:
+    """The row `seat host status` shows for the step probe, this boot only."""
+    text = system.read(RESULT)
+    if text is None:
+        return {"verdict": "not measured", "why": "no `seat host verify-p2p --step` result on this host"}
+    try:
+        record = json.loads(text)
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record["time"]))
+        if record["boot_id"] != state.boot_id(system):
+            return {"verdict": "not measured",
+                    "why": f"the last result ({record['verdict']}, {when}) is from another boot: run it again"}
+        if record["verdict"] == "failed":
+            return {"verdict": "FAILED on this boot", "why": "; ".join(record["problems"])}
+        return {"verdict": f"{record['verdict']} on this boot", "why": f"{summary(record)} ({when})"}
+    except (ValueError, KeyError, TypeError, IndexError):
+        return {"verdict": "not measured", "why": f"{RESULT} is torn or foreign: run it again"}
+
+
+def check_options(step: bool, layers, hidden, replays, profile) -> None:
+    if not step and any(v is not None for v in (layers, hidden, replays, profile)):
+        raise SeatError("--profile, --layers, --hidden and --replays shape the step probe only",
+                        "add --step, or leave them out")

@@ -1,0 +1,166 @@
+"""`seat host verify-p2p --step`: the real one-H200 runs judged, the share of the published step,
+the per-boot record, status and doctor rows, and the options refused without --step."""
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from seatkit.cli import seat
+from seatkit.doctor import host as host_rows
+from seatkit.errors import SeatError
+from seatkit.host import p2p, step
+from seatkit.host.system import System
+from seatkit.serve import profile as profiles
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+ONE = json.loads((FIXTURES / "h200-step-probe.json").read_text())  # one H200, one rank
+FOUR = json.loads((FIXTURES / "h200-step-probe-4ranks.json").read_text())  # 4 one-shot ranks on it
+EIGHT = json.loads((FIXTURES / "h200-step-probe-8ranks.json").read_text())
+PROFILE = profiles.load("dsv4-flash-dspark-tp4")
+
+
+def host(tmp_path, boot="aaaa"):
+    (tmp_path / "proc/sys/kernel/random").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "proc/sys/kernel/random/boot_id").write_text(boot + "\n")
+    return System(root=tmp_path)
+
+
+def test_the_real_one_gpu_run_is_the_baseline_and_its_checks_held():
+    s = ONE["step"]
+    assert (s["layers"], s["hidden"], s["collectives"], s["gpus"]) == (61, 7168, 122, 1)
+    assert s["tokens"] == list(range(1, 9)) and s["bytes_by_tokens"]["8"] == 8 * 7168 * 2
+    (base,) = s["forms"]["baseline"]
+    one = s["forms"]["oneshot"]
+    assert one["correct"] and one["waits_given_up"] == 0 and one["ranks"] == 1
+    for t in map(str, s["tokens"]):
+        b, o = base["by_tokens"][t], one["by_tokens"][t]
+        for figures in (b, o):
+            assert figures["train_us"]["min"] <= figures["train_us"]["p50"] <= figures["train_us"]["p99"]
+            assert figures["per_collective_us"]["p50"] == pytest.approx(figures["train_us"]["p50"] / 122)
+        assert o["train_us"]["p50"] > b["train_us"]["p50"]  # copy, handshake and sum cost more than a copy
+    assert "skipped" in s["forms"]["nccl"]
+    judged = step.judge(ONE, step.reference(PROFILE), 5)
+    assert judged["verdict"] == "one GPU: baseline only" and judged["problems"] == [] and judged["shares"] == {}
+    assert "no peer link: overhead, not communication" in step.summary(judged)
+
+
+def test_ranks_on_one_gpu_met_at_every_handshake_and_cost_more_with_more_ranks():
+    four, eight = FOUR["step"]["forms"]["oneshot"], EIGHT["step"]["forms"]["oneshot"]
+    assert four["ranks"] == 4 and four["devices"] == [0] * 4 and eight["ranks"] == 8
+    assert four["correct"] and eight["correct"] and four["waits_given_up"] == eight["waits_given_up"] == 0
+    single = ONE["step"]["forms"]["oneshot"]["by_tokens"]
+    for t in ("1", "8"):
+        assert (single[t]["train_us"]["p50"] < four["by_tokens"][t]["train_us"]["p50"]
+                < eight["by_tokens"][t]["train_us"]["p50"])
+
+
+def test_the_published_step_is_read_from_the_card():
+    ref = step.reference(PROFILE)
+    assert ref == {"card": "deepspark-readme", "figure": "D6-D11-ctx0", "ms_per_step": 12.1,
+                   "tokens_per_step": 2.87, "k": 5}
+
+
+def multi_gpu(train_us: float, correct=True) -> dict:
+    """A four-GPU result shaped like the probe's: the one-GPU run with peers and both forms."""
+    result = copy.deepcopy(ONE)
+    result["step"]["gpus"] = 4
+    forms = result["step"]["forms"]
+    forms["oneshot"] = copy.deepcopy(forms["oneshot"])
+    forms["oneshot"]["by_tokens"]["6"]["train_us"]["p50"] = train_us
+    forms["oneshot"]["correct"] = correct
+    forms["oneshot"]["wrong_count"] = 0 if correct else 3
+    forms["nccl"] = {"ranks": 4, "correct": True,
+                     "by_tokens": {"6": {"train_us": {"p50": 2 * train_us, "p99": 2 * train_us}}}}
+    return result
+
+
+def test_the_share_of_the_step_is_the_train_at_one_plus_k_over_the_published_step():
+    judged = step.judge(multi_gpu(2420.0), step.reference(PROFILE), 5)
+    base = ONE["step"]["forms"]["baseline"][0]["by_tokens"]["6"]["train_us"]["p50"]
+    assert judged["verdict"] == "measured" and judged["tokens_per_collective"] == "6"
+    assert judged["shares"]["oneshot"]["share"] == pytest.approx(2420 / 12100)
+    assert judged["shares"]["oneshot"]["net_us"] == pytest.approx(2420 - base)
+    assert judged["shares"]["nccl"]["share"] == pytest.approx(4840 / 12100)
+    assert "oneshot 2420 us/train = 20.0% of 12.1 ms/step" in step.summary(judged)
+    failed = step.judge(multi_gpu(2420.0, correct=False), step.reference(PROFILE), 5)
+    assert failed["verdict"] == "failed" and "3 wrong sums" in failed["problems"][0]
+
+
+def test_kept_per_boot_and_shown_by_status_and_doctor(tmp_path):
+    system = host(tmp_path, "boot-1")
+    assert step.step_path(system)["verdict"] == "not measured"
+    (row,) = host_rows.step_rows(step.step_path(system))
+    assert row.status == "WARN" and row.fix == "seat host verify-p2p --step"
+    step.store(step.judge(ONE, step.reference(PROFILE), 5), system)
+    shown = step.step_path(system)
+    assert shown["verdict"] == "one GPU: baseline only on this boot" and "L=61 hidden=7168" in shown["why"]
+    assert host_rows.step_rows(shown)[0].status == "OK"
+    step.store(step.judge(multi_gpu(2420.0, correct=False), step.reference(PROFILE), 5), system)
+    assert host_rows.step_rows(step.step_path(system))[0].status == "FAIL"
+    assert "from another boot" in step.step_path(host(tmp_path, "boot-2"))["why"]
+    system.write(step.RESULT, b"{torn")
+    assert "torn or foreign" in step.step_path(system)["why"]
+
+
+def test_layers_and_hidden_come_from_the_models_config(tmp_path):
+    system = System(root=tmp_path)
+    assert "not readable" in step.model_shape(PROFILE, system)
+    folder = tmp_path / PROFILE.models["base"].host_dir.lstrip("/")
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"num_hidden_layers": 43, "hidden_size": 4096}))
+    assert step.model_shape(PROFILE, system) == (43, 4096)
+    (folder / "config.json").write_text(json.dumps({"text_config": {"num_hidden_layers": 2, "hidden_size": 64}}))
+    assert step.model_shape(PROFILE, system) == (2, 64)
+    (folder / "config.json").write_text("[]")
+    assert "no num_hidden_layers" in step.model_shape(PROFILE, system)
+
+
+def test_step_options_are_refused_without_step_and_unknown_shape_says_what_to_give(tmp_path, monkeypatch):
+    runner = CliRunner()
+    refused = runner.invoke(seat, ["host", "verify-p2p", "--layers", "61"])
+    assert isinstance(refused.exception, SeatError) and "shape the step probe only" in str(refused.exception)
+    monkeypatch.setattr("seatkit.cli.host.System", lambda: System(root=tmp_path))
+    unknown = runner.invoke(seat, ["host", "verify-p2p", "--step"])
+    assert isinstance(unknown.exception, SeatError) and "--layers 61 --hidden 7168" in str(unknown.exception)
+    assert runner.invoke(seat, ["host", "verify-p2p", "--step", "--hidden", "7"]).exit_code == 2
+
+
+def test_the_cli_runs_the_probe_stores_and_status_shows_it(tmp_path, monkeypatch):
+    script = tmp_path / "probe.py"  # stands in for the GPU: prints the real run's JSON for its args
+    script.write_text(f"import sys; assert sys.argv[1:] == ['--step', '--layers', '61', '--hidden', '7168', "
+                      f"'--replays', '300'], sys.argv; print(open({str(FIXTURES / 'h200-step-probe.json')!r}).read())")
+    monkeypatch.setattr(p2p, "PROBE", script)
+    system = host(tmp_path)
+    monkeypatch.setattr("seatkit.cli.host.System", lambda: system)
+    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168",
+                                      "--replays", "300"], terminal_width=80)
+    assert shown.exit_code == 0, shown.output
+    assert "1 ranks on GPU 0" in shown.output and "verdict: one GPU: baseline only" in shown.output
+    assert max(len(line) for line in shown.output.splitlines()) <= 80
+    assert step.step_path(system)["verdict"] == "one GPU: baseline only on this boot"
+
+
+def test_the_probe_refuses_bad_arguments_and_launch_blocking(monkeypatch):
+    monkeypatch.setattr(p2p, "PROBE", Path(p2p.__file__).with_name("p2p_probe.py"))
+    with pytest.raises(SeatError, match=r"the probe refused: --layers 0") as caught:
+        p2p.run_probe(None, ["--step", "--layers", "0", "--hidden", "7168"])
+    assert caught.value.code == p2p.BAD_ARGS
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    with pytest.raises(SeatError, match="CUDA_LAUNCH_BLOCKING is set"):
+        p2p.run_probe(None, ["--step", "--layers", "61", "--hidden", "7168", "--tokens", "1-9"])
+
+
+def test_the_probe_parses_token_lists_and_ranges():
+    sys.path.insert(0, str(Path(p2p.__file__).parent))
+    import p2p_probe
+
+    _, tokens, forms, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
+                                                      "--tokens", "4,1,4", "--forms", "baseline"])
+    assert tokens == [1, 4] and forms == ["baseline"] and problems == []
+    _, _, _, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
+                                             "--tokens", "x", "--ranks-on-one-gpu", "20"])
+    assert any("--tokens x" in p for p in problems) and any("--ranks-on-one-gpu 20" in p for p in problems)
