@@ -190,7 +190,7 @@ def test_status_and_doctor_carry_the_pcie_facts(tmp_path, monkeypatch):
     result = status.status(settings.load("paper"), system)
     assert result["pcie"]["pairs"][0]["verdict"] == "redirected"
     checks = [r.check for r in host.rows(result, profiles.load("dsv4-flash-dspark-tp4"))]
-    assert checks[-3:] == ["PCIe ACS", "IOMMU groups", "verify-p2p"]
+    assert checks[-4:] == ["PCIe ACS", "IOMMU groups", "step probe", "verify-p2p"]
 
 
 def test_seat_host_gpus_shows_the_pcie_facts(tmp_path, monkeypatch):
