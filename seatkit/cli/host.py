@@ -56,7 +56,8 @@ def status_cmd(profile: str, as_json: bool):
 @host_group.command("gpus")
 @click.option("--json", "as_json", is_flag=True, help="Print the inventory as JSON.")
 def gpus_cmd(as_json: bool):
-    """NVML inventory: PCIe links, BAR1, P2P read/write for every pair, power, topology."""
+    """NVML inventory: PCIe links, BAR1, P2P read/write for every pair, power, topology; then ACS on
+    the bridges between each GPU pair, IOMMU groups and ATS, from sysfs (root reads them all)."""
     inventory = gpus.inventory()
     if as_json:
         click.echo(json.dumps(inventory, indent=2))
