@@ -220,7 +220,7 @@ def forget_cmd(txid: str):
               "(default: the default profile).")
 @click.option("--layers", type=click.IntRange(1, 512), help="With --step: the model's layer count L.")
 @click.option("--hidden", type=click.IntRange(64, 65536), help="With --step: the model's hidden size.")
-@click.option("--replays", type=click.IntRange(10, 100000), help="With --step: graph replays timed (default 200).")
+@click.option("--replays", type=click.IntRange(10, 10000), help="With --step: graph replays timed (default 200).")
 def verify_p2p_cmd(image: str | None, as_json: bool, step_mode: bool, seat_profile: str | None,
                    layers: int | None, hidden: int | None, replays: int | None):
     """Check that peer copies really work: every ordered GPU pair byte-checked (a DMA copy and a

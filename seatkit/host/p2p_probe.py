@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
 # lags behind its next one, gives a wrong sum: the check is exact.
 
 STEP_TOKENS = range(1, 9)  # 1 + k for k = 0 .. 7
-MAX_STEP_RANKS = 8  # exact bf16 sums of the check pattern hold up to 8 ranks
+MAX_STEP_RANKS = 8  # ranks on one GPU: each spins on its own stream, all must be resident at once
+MAX_PEERS = 8  # CUDA maps at most 8 peers into one GPU: the one-shot form needs every peer mapped
 STEP_BLOCKS = 8  # blocks per one-shot kernel: each does its own handshake on its slice
 STEP_WARMUP = 5
 SPIN_LIMIT = 1 << 22  # polls before a flag wait gives up and marks the round failed (no hang)
@@ -168,8 +169,8 @@ def step_args(argv: list[str]):
         problems.append(f"--layers {args.layers}: give the model's layer count (1 to 512)")
     if not 64 <= args.hidden <= 65536 or args.hidden % 8:
         problems.append(f"--hidden {args.hidden}: give the model's hidden size (64 to 65536, a multiple of 8)")
-    if not 10 <= args.replays <= 100000:
-        problems.append(f"--replays {args.replays}: 10 to 100000 (p99 needs at least 10)")
+    if not 10 <= args.replays <= 10000:
+        problems.append(f"--replays {args.replays}: 10 to 10000 (p99 needs at least 10)")
     try:
         low, _, high = args.tokens.partition("-")
         tokens = (list(range(int(low), int(high) + 1)) if high else
@@ -404,14 +405,19 @@ def step_main(argv: list[str]) -> int:
     if not torch.cuda.is_available():
         print(json.dumps({"error": "no CUDA device: torch.cuda.is_available() is False", "torch": torch.__version__}))
         return 3
+    count = torch.cuda.device_count()
+    skipped = {}
     if "oneshot" in forms:
         try:
             import triton  # noqa: F401 - torch ships it; the one-shot kernel is written in it
         except ImportError:
-            print(json.dumps({"error": "triton is not importable here: the one-shot form needs it "
-                                       "(give --forms baseline,nccl to run without it)"}))
-            return 3
-    count = torch.cuda.device_count()
+            skipped["oneshot"] = "triton is not importable here: the one-shot kernel is written in it"
+        unmapped = [(a, b) for a in range(count) for b in range(count)
+                    if a != b and not torch.cuda.can_device_access_peer(b, a)]
+        if unmapped and not args.ranks_on_one_gpu:
+            skipped["oneshot"] = f"GPU{unmapped[0][1]} cannot map GPU{unmapped[0][0]}'s memory (no peer access)"
+        if count > MAX_PEERS and not args.ranks_on_one_gpu:
+            skipped["oneshot"] = f"{count} GPUs: CUDA maps at most {MAX_PEERS} peers into one GPU"
     one_gpu = args.ranks_on_one_gpu or (count == 1 and 1)
     devices = [0] * one_gpu if one_gpu else list(range(count))
     started = time.perf_counter()
@@ -422,7 +428,9 @@ def step_main(argv: list[str]) -> int:
     if "baseline" in forms:
         step["forms"]["baseline"] = [step_baseline(torch, d, args.layers, args.hidden, tokens, args.replays)
                                      for d in range(count)]
-    if "oneshot" in forms:
+    if "oneshot" in skipped:
+        step["forms"]["oneshot"] = {"skipped": skipped["oneshot"]}
+    elif "oneshot" in forms:
         step["forms"]["oneshot"] = step_oneshot(torch, devices, args.layers, args.hidden, tokens, args.replays)
     if "nccl" in forms:
         step["forms"]["nccl"] = (step_nccl(count, args.layers, args.hidden, tokens, args.replays) if count > 1

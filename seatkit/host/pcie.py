@@ -81,8 +81,8 @@ def device(system: System, address: str) -> dict:
 def chain(system: System, address: str) -> dict:
     """The root bus and the bridges above a device, top first, from its resolved sysfs path."""
     link = system.path(f"/sys/bus/pci/devices/{address}")
-    if not link.exists():
-        return {"root_bus": None, "bridges": [], "why": f"no sysfs device for {address}"}
+    if not os.path.exists(link):  # False on any error, a sysfs we may not read included
+        return {"root_bus": None, "bridges": [], "why": f"no readable sysfs device for {address}"}
     parts = Path(os.path.realpath(link)).parts
     roots = [n for n, p in enumerate(parts) if ROOT_BUS.match(p)]
     start = roots[-1] if roots else 0  # behind VMD, the domain the VMD controller hosts
@@ -93,7 +93,7 @@ def chain(system: System, address: str) -> dict:
 
 def iommu_group(system: System, address: str) -> str | None:
     link = system.path(f"/sys/bus/pci/devices/{address}/iommu_group")
-    return os.path.basename(os.path.realpath(link)) if link.exists() else None
+    return os.path.basename(os.path.realpath(link)) if os.path.exists(link) else None
 
 
 def group_members(system: System, group: str) -> list[str]:
@@ -102,8 +102,11 @@ def group_members(system: System, group: str) -> list[str]:
 
 def sysfs_address(bus_id: str) -> str:
     """NVML pads the domain to 8 digits; sysfs uses 4, or more for a VMD domain."""
-    domain, rest = bus_id.lower().split(":", 1)
-    return f"{int(domain, 16):04x}:{rest}"
+    domain, _, rest = bus_id.lower().partition(":")
+    try:
+        return f"{int(domain, 16):04x}:{rest}"
+    except ValueError:  # not an address at all: chain() then says no such device
+        return bus_id.lower()
 
 
 def _between(a: dict, b: dict) -> list[str]:
@@ -125,11 +128,12 @@ def _pair_verdict(bridges: list[dict], a: dict, b: dict) -> tuple[str, str]:
         route = f"through {len(bridges)} bridge(s)"
     redirecting = [f"{d['address']} ({'+'.join(n for n in REDIRECTS if d['acs'][n])})" for d in bridges
                    if isinstance(d["acs"], dict) and any(d["acs"][n] for n in REDIRECTS)]
-    unknown = [d["address"] for d in bridges if d["acs"] is None]
+    unknown = [d for d in bridges if d["acs"] is None]
     if redirecting:
         return "redirected", f"{route}; ACS redirects peer traffic to the root complex at {', '.join(redirecting)}"
     if unknown:
-        return "unknown", f"{route}; ACS not readable at {', '.join(unknown)} ({bridges[0].get('why', '')})"
+        return "unknown", (f"{route}; ACS not readable at {', '.join(d['address'] for d in unknown)} "
+                           f"({unknown[0].get('why', '')})")
     return "direct", f"{route}; no bridge on the path redirects peer traffic"
 
 

@@ -66,7 +66,7 @@ def judge(result: dict, ref: dict | None, k: int | None) -> dict:
     forms = step["forms"]
     problems = []
     oneshot = forms.get("oneshot") or {}
-    if oneshot and not oneshot["correct"]:
+    if oneshot.get("correct") is False:
         problems.append(f"one-shot all-reduce: {oneshot['wrong_count']} wrong sums, "
                         f"{oneshot['waits_given_up']} flag waits gave up")
     if (forms.get("nccl") or {}).get("correct") is False:
@@ -106,6 +106,8 @@ def summary(result: dict) -> str:
     for form, share in result["shares"].items():
         parts.append(f"{form} {share['train_us']:.0f} us/train = {100 * share['share']:.1f}% of "
                      f"{result['reference']['ms_per_step']} ms/step")
+    if tokens not in step["bytes_by_tokens"]:
+        parts.append(f"1+k={tokens} not measured (the probe covers 1 to 8)")
     if not result["shares"] and step["gpus"] < 2:
         one = (step["forms"].get("oneshot") or {}).get("by_tokens", {}).get(tokens)
         if one:

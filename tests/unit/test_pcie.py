@@ -156,7 +156,7 @@ def test_a_vmd_domain_is_followed_through_and_reported(tmp_path):
 def test_a_gpu_missing_from_sysfs_makes_its_pairs_unknown(tmp_path):
     found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"],
                        tree(tmp_path, {"pci0000:00/0000:00:06.0": config(*GPU, False)}))
-    assert found["pairs"][0]["verdict"] == "unknown" and "no sysfs device" in found["pairs"][0]["why"]
+    assert found["pairs"][0]["verdict"] == "unknown" and "no readable sysfs device" in found["pairs"][0]["why"]
     assert pcie.facts([], System(root=tmp_path, runner=NO_VIRT))["iommu"]["verdict"] == "no GPUs"
 
 
@@ -232,3 +232,17 @@ def test_the_real_one_h200_vm_read_from_its_sysfs_dump(tmp_path):
     assert found["iommu"]["verdict"] == "no groups" and "IOMMU is off" in found["iommu"]["why"]
     assert pcie.device(system, "0000:00:06.0")["vendor"] == "10de"
     assert "needs root" in pcie.device(system, "0000:00:03.0")["why"]  # a virtio device: 256 bytes shown
+
+
+def test_odd_bus_ids_and_a_half_readable_path(tmp_path):
+    assert pcie.sysfs_address("unavailable (Not Supported)") == "unavailable (not supported)"
+    assert pcie.sysfs_address("00010000:01:00.0") == "10000:01:00.0"
+    up = "pci0000:00/0000:00:01.0/0000:01:00.0"
+    system = tree(tmp_path, {
+        "pci0000:00/0000:00:01.0": config(*ROOT, True), up: config(*PLX, True),
+        f"{up}/0000:02:08.0": config(*PLX, True, acs=0),
+        f"{up}/0000:02:10.0": config(*PLX, True, acs=0, size=64),  # this one shows only 64 bytes
+        f"{up}/0000:02:08.0/0000:03:00.0": config(*GPU, False),
+        f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False)})
+    pair = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], system)["pairs"][0]
+    assert pair["verdict"] == "unknown" and "not readable at 0000:02:10.0 (only the first 256" in pair["why"]

@@ -164,3 +164,15 @@ def test_the_probe_parses_token_lists_and_ranges():
     _, _, _, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
                                              "--tokens", "x", "--ranks-on-one-gpu", "20"])
     assert any("--tokens x" in p for p in problems) and any("--ranks-on-one-gpu 20" in p for p in problems)
+
+
+def test_odd_hosts_a_skipped_form_a_large_k_and_the_image_run():
+    """No Triton or more than 8 GPUs: the one-shot form is skipped, the rest judged; k past 7."""
+    result = multi_gpu(2420.0)
+    result["step"]["forms"]["oneshot"] = {"skipped": "triton is not importable here"}
+    judged = step.judge(result, step.reference(PROFILE), 5)
+    assert judged["verdict"] == "measured" and list(judged["shares"]) == ["nccl"]
+    beyond = step.judge(multi_gpu(2420.0), step.reference(PROFILE), 16)
+    assert beyond["shares"] == {} and "1+k=17 not measured (the probe covers 1 to 8)" in step.summary(beyond)
+    argv = p2p.probe_argv("seat:dsv4", ["--step", "--layers", "61"])
+    assert argv[-4:] == ["/seatkit-p2p-probe.py", "--step", "--layers", "61"]
