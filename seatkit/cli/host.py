@@ -305,5 +305,7 @@ def _verify_step(image: str | None, as_json: bool, seat_profile: str | None, lay
 def _train_cell(figures: dict | None) -> str:
     if not figures:
         return "-"
+    if "train_us" not in figures:
+        return "stopped: waits gave up"
     train, per = figures["train_us"], figures["per_collective_us"]
     return f"{train['p50']:.0f}/{train['p99']:.0f} ({per['p50']:.1f})"

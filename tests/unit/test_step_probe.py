@@ -74,7 +74,8 @@ def multi_gpu(train_us: float, correct=True) -> dict:
     forms["oneshot"]["correct"] = correct
     forms["oneshot"]["wrong_count"] = 0 if correct else 3
     forms["nccl"] = {"ranks": 4, "correct": True,
-                     "by_tokens": {"6": {"train_us": {"p50": 2 * train_us, "p99": 2 * train_us}}}}
+                     "by_tokens": {"6": {"train_us": {"p50": 2 * train_us, "p99": 2 * train_us},
+                                         "per_collective_us": {"p50": train_us / 61, "p99": train_us / 61}}}}
     return result
 
 
@@ -176,3 +177,20 @@ def test_odd_hosts_a_skipped_form_a_large_k_and_the_image_run():
     assert beyond["shares"] == {} and "1+k=17 not measured (the probe covers 1 to 8)" in step.summary(beyond)
     argv = p2p.probe_argv("seat:dsv4", ["--step", "--layers", "61"])
     assert argv[-4:] == ["/seatkit-p2p-probe.py", "--step", "--layers", "61"]
+
+
+def test_a_rank_that_never_arrives_fails_the_run_and_shows_where_it_stopped(tmp_path, monkeypatch):
+    result = multi_gpu(2420.0, correct=False)
+    oneshot = result["step"]["forms"]["oneshot"]
+    oneshot["by_tokens"] = {"1": {"waits_given_up": {"eager": 8, "warmup": 40}}}
+    oneshot.update(waits_given_up=40, wrong_count=0)
+    judged = step.judge(result, step.reference(PROFILE), 5)
+    assert judged["verdict"] == "failed" and "40 flag waits gave up" in judged["problems"][0]
+    assert "oneshot" not in judged["shares"]
+    script = tmp_path / "probe.py"
+    script.write_text(f"print({json.dumps(json.dumps(result))})")
+    monkeypatch.setattr(p2p, "PROBE", script)
+    monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
+    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"],
+                               terminal_width=80)
+    assert shown.exit_code == 1 and "stopped: waits" in shown.output and "verdict: failed" in shown.output
