@@ -184,6 +184,10 @@ def step_args(argv: list[str]):
     forms = args.forms.split(",")
     if not forms or set(forms) - {"baseline", "oneshot", "nccl"}:
         problems.append(f"--forms {args.forms}: a list of baseline, oneshot, nccl")
+    connections = os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "")
+    if connections.isdigit() and int(connections) < args.ranks_on_one_gpu:
+        problems.append(f"CUDA_DEVICE_MAX_CONNECTIONS={connections}: fewer hardware queues than ranks on the "
+                        "GPU, so a rank would wait behind another's spinning kernel; unset it")
     if os.environ.get("CUDA_LAUNCH_BLOCKING", "0") not in ("", "0"):
         problems.append("CUDA_LAUNCH_BLOCKING is set: every launch would wait for the one before, the "
                         "ranks' kernels could never meet at the handshake, and times would be serial; unset it")
@@ -427,7 +431,7 @@ def step_main(argv: list[str]) -> int:
     started = time.perf_counter()
     step = {"layers": args.layers, "hidden": args.hidden, "collectives": 2 * args.layers, "replays": args.replays,
             "tokens": tokens, "bytes_by_tokens": {str(t): t * args.hidden * 2 for t in tokens},
-            "gpus": count, "placement": f"{len(devices)} ranks on GPU 0" if one_gpu else f"one rank per GPU ({count})",
+            "gpus": count, "placement": f"{len(devices)} rank{'s' * (len(devices) > 1)} on GPU 0" if one_gpu else f"one rank per GPU ({count})",
             "forms": {}}
     if "baseline" in forms:
         step["forms"]["baseline"] = [step_baseline(torch, d, args.layers, args.hidden, tokens, args.replays)

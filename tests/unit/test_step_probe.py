@@ -140,7 +140,7 @@ def test_the_cli_runs_the_probe_stores_and_status_shows_it(tmp_path, monkeypatch
     shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168",
                                       "--replays", "300"], terminal_width=80)
     assert shown.exit_code == 0, shown.output
-    assert "1 ranks on GPU 0" in shown.output and "verdict: one GPU: baseline only" in shown.output
+    assert "1 rank on GPU 0" in shown.output and "verdict: one GPU: baseline only" in shown.output
     assert max(len(line) for line in shown.output.splitlines()) <= 80
     assert step.step_path(system)["verdict"] == "one GPU: baseline only on this boot"
 
