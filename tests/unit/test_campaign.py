@@ -1,0 +1,204 @@
+"""seat campaign: campaigns as data, the plan, and the simulated-reboot campaign against the oracle."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from campaign_harness import EFFECTS, CampaignHost, OracleDriver, drive
+from seatkit.campaign import analysis, boot, plan as campaign_plan, runner, spec as specs
+from seatkit.errors import SeatError
+from seatkit.host import change as host_change, plan as host_plan, settings
+
+
+def write_campaign(tmp_path, **fields):
+    data = {"description": "test", "seat": "cpu-smoke", "host": "paper", "suites": ["code"],
+            "repeats": 3, "bench": {"warmups": 0, "repeats": 3}, **fields}
+    path = tmp_path / "camp.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return specs.load(str(path))
+
+
+# --- campaigns as data ---------------------------------------------------------------------------
+
+def test_designs_generate_the_host_arms(tmp_path):
+    names = lambda design: [a.name for a in specs.designed(design, ["iommu", "p2p", "hmm"])]
+    assert names("factorial") == ["none", "iommu", "p2p", "hmm", "iommu+p2p", "iommu+hmm", "p2p+hmm",
+                                  "iommu+p2p+hmm"]
+    assert names("leave-one-out") == ["iommu+p2p+hmm", "p2p+hmm", "iommu+hmm", "iommu+p2p"]
+    assert names("one-at-a-time") == ["none", "iommu", "p2p", "hmm"]
+
+
+def test_the_papers_campaign_is_data():
+    paper = specs.load("paper")
+    assert paper.host == "paper" and paper.design == "factorial"
+    assert len(specs.all_arms(paper)) == 8
+    cpu = specs.load("cpu-ngram-k")
+    assert [a.kind for a in specs.all_arms(cpu)] == ["profile", "profile"]
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"design": "factorial"}, "needs the settings"),
+    ({"arms": [{"name": "x", "host": ["iommu"], "profile": "cpu-smoke"}]}, "exactly one of"),
+    ({"arms": [{"name": "x", "host": ["dma"]}]}, "arms.0.host.0"),
+    ({"arms": [{"name": "a", "host": ["p2p"]}, {"name": "b", "profile": "cpu-smoke"}]}, "campaigns of their own"),
+    ({"arms": [{"name": "a b", "host": []}]}, "arms.0.name"),
+    ({"arms": []}, "no arms"),
+])
+def test_bad_campaigns_are_refused_with_the_field(tmp_path, fields, words):
+    with pytest.raises(SeatError) as caught:
+        write_campaign(tmp_path, **fields)
+    assert words in caught.value.message
+
+
+def test_the_plan_counts_reboots_and_refuses_without_the_iommu_acknowledgement(tmp_path):
+    host = CampaignHost(tmp_path / "root")
+    paper = specs.load("paper")
+    refused = campaign_plan.build(paper, host.system)
+    assert any("--acknowledge-iommu-off" in r for r in refused.refusals)
+    plan = campaign_plan.build(paper, host.system, acknowledge_iommu_off=True)
+    assert plan.refusals == []
+    assert len(plan.visits) == 16 and plan.reboots == 17
+    # ABBA: the second round is the first reversed
+    assert [a.name for a in plan.visits[8:]] == [a.name for a in plan.visits[:8]][::-1]
+    # 17 boots and 16 cold starts bounded at 40 min: the estimate names hours, not minutes
+    assert plan.seconds > 17 * paper.boot_s and "h" in campaign_plan.duration(plan.seconds)
+    with pytest.raises(SeatError):
+        campaign_plan.require(refused)
+
+
+def test_a_loader_without_one_shot_is_refused_and_says_why(tmp_path):
+    from fake_host import FakeHost
+    host = FakeHost(tmp_path / "root", "bls")
+    plan = campaign_plan.build(specs.load("paper"), host.system, acknowledge_iommu_off=True)
+    assert any("grub-reboot" in r and "changes the default boot" in r for r in plan.refusals)
+
+
+# --- the one-shot entry --------------------------------------------------------------------------
+
+def test_an_arms_entry_copies_the_default_and_carries_its_tokens(tmp_path):
+    host = CampaignHost(tmp_path / "root", cmdline="quiet iommu=pt")
+    arm = specs.Arm(name="p2p+hmm", host=["p2p", "hmm"])
+    text = boot.entry(arm, boot.default_entry(host.system), boot.arm_tokens(arm, settings.load("paper"), "amd"), "c")
+    linux = next(line for line in text.splitlines() if line.strip().startswith("linux"))
+    assert "iommu=pt" not in linux  # the arm leaves the IOMMU out: the normal value is dropped
+    assert "'nvidia.NVreg_RegistryDwords=ForceP2P=0x11;" in linux  # `;` quoted for GRUB's parser
+    assert "nvidia_uvm.uvm_disable_hmm=1" in linux and "seatkit.arm=p2p+hmm" in linux
+    assert "root=UUID=abc" in linux and "--id seatkit-campaign-p2p+hmm" in text
+
+
+# --- the simulated campaign ----------------------------------------------------------------------
+
+def start(host, campaign, ack=True):
+    plan = campaign_plan.build(campaign, host.system, acknowledge_iommu_off=ack)
+    return runner.start(plan, host.system, "/usr/local/bin/seat", str(host.root))
+
+
+def test_the_simulated_campaign_recovers_the_oracles_effects(tmp_path):
+    host = CampaignHost(tmp_path / "root")
+    pristine, default = host.files(), host.entries()[0]
+    campaign = write_campaign(tmp_path, repeats=2, design="one-at-a-time", settings=["iommu", "p2p", "hmm"])
+    folder = start(host, campaign)
+    driver = OracleDriver(host, seed=1)
+    assert runner.step(host.system, driver) == "rebooting"  # installs, arms the first visit
+    assert host.entries()[0] == default  # the normal entry is untouched while it runs
+    with pytest.raises(SeatError, match="a campaign is running"):
+        host_change.apply(host_plan.build(settings.load("conservative"), host.system), host.system)
+    host.boot()
+    outcomes = drive(host, driver)
+    assert outcomes[-1] == "done"
+    result = __import__("json").loads(host.path(f"{folder}/report.json").read_text())
+    effects = {e["setting"]: e for e in result["effects"]}
+    for name, truth in EFFECTS.items():
+        e = effects[name]
+        assert abs(e["effect_pct"] - truth * 100) <= e["uncertainty_pct"], (name, e)
+    assert effects["iommu"]["uncertainty_pct"] < 10  # a real answer, not an interval that covers anything
+    assert "IOMMU off carries" in result["verdict"] and "HMM off within noise" in result["verdict"]
+    assert all(len(line) <= 80 for line in result["table"].splitlines())
+    assert all(a["tps_alarm"] is None for a in result["arms"])
+    assert host.path(f"{folder}/plot.png").read_bytes()[:4] == b"\x89PNG"
+    # each arm's bench is an ordinary run folder: compare takes any two
+    from seatkit.bench import compare
+    runs = sorted(host.path(f"{folder}/runs").iterdir())
+    assert len(runs) == 8 and compare.compare(str(runs[0]), str(runs[1]))
+    assert host.files() == pristine  # after the final reboot into the normal entry
+    assert runner.current(host.system) is None
+
+
+def test_an_arm_whose_settings_do_not_take_is_flagged_and_skipped(tmp_path):
+    host = CampaignHost(tmp_path / "root", ignore=("nvidia_uvm.uvm_disable_hmm",))
+    pristine = host.files()
+    campaign = write_campaign(tmp_path, repeats=1, arms=[{"name": "none", "host": []},
+                                                         {"name": "hmm", "host": ["hmm"]}])
+    folder = start(host, campaign)
+    assert drive(host, OracleDriver(host, seed=2))[-1] == "done"
+    result = __import__("json").loads(host.path(f"{folder}/report.json").read_text())
+    hmm = next(a for a in result["arms"] if a["arm"] == "hmm")
+    assert hmm["skipped"] == 1 and "not in force: hmm wanted live but is not" in hmm["skipped_why"]
+    assert "Not in force, skipped: hmm" in result["verdict"]
+    assert host.files() == pristine
+
+
+def test_one_campaign_at_a_time(tmp_path):
+    host = CampaignHost(tmp_path / "root")
+    campaign = write_campaign(tmp_path, repeats=1, arms=[{"name": "none", "host": []}])
+    start(host, campaign)
+    with pytest.raises(SeatError, match="already running"):
+        start(host, campaign)
+
+
+def test_a_boot_that_never_reaches_the_arm_fails_and_restores(tmp_path):
+    host = CampaignHost(tmp_path / "root")
+    pristine = host.files()
+    campaign = write_campaign(tmp_path, repeats=1, arms=[{"name": "hmm", "host": ["hmm"]}])
+    folder = start(host, campaign)
+    driver = OracleDriver(host)
+    assert runner.step(host.system, driver) == "rebooting"
+    for _ in range(campaign.boot_attempts):  # the arm's kernel hangs: power cycles boot the default
+        host.path("/boot/grub/grubenv").write_bytes(__import__("campaign_harness").grubenv({}))
+        host.boot()
+        outcome = host.run_unit(driver)
+    assert outcome == "failed"
+    assert "boot counter ran out" in host.read(f"{folder}/campaign.log")
+    assert host.files() == pristine
+
+
+def test_a_seat_not_ready_in_time_fails_the_campaign_and_restores(tmp_path):
+    host = CampaignHost(tmp_path / "root")
+    pristine = host.files()
+
+    class Slow:
+        def bench(self, *args):
+            raise SeatError("the seat was not ready after 2400 s (waiting for health); it is stopped")
+
+    start(host, write_campaign(tmp_path, repeats=1, arms=[{"name": "p2p", "host": ["p2p"]}]))
+    outcomes = drive(host, Slow())
+    assert outcomes[-1] == "failed"
+    assert host.files() == pristine
+
+
+def test_abort_restores_the_start_state(tmp_path):
+    host = CampaignHost(tmp_path / "root")
+    pristine = host.files()
+    start(host, write_campaign(tmp_path, design="one-at-a-time", settings=["iommu", "p2p"]))
+    driver = OracleDriver(host)
+    runner.step(host.system, driver)
+    host.boot()
+    assert runner.status(host.system)["running"]
+    assert runner.abort(host.system) == "aborted"
+    assert runner.status(host.system) == {"running": False}
+    host.boot()
+    assert host.files() == pristine
+
+
+def test_the_table_fits_and_the_verdict_judges_noise():
+    arms = [{"arm": "a-very-long-arm-name-that-goes-on", "visits": 3, "skipped": 0, "ms_median": 12.3456,
+             "ms_min": 1.0, "ms_max": 123456.0, "tps_median": 3.0, "tps_alarm": "moved"}]
+    effects = [{"setting": "iommu", "effect_pct": -38.2, "uncertainty_pct": 3.1},
+               {"setting": "hmm", "effect_pct": 0.4, "uncertainty_pct": 1.5},
+               {"setting": "iommu×p2p", "effect_pct": None, "uncertainty_pct": None, "why": "not measured"}]
+    text = analysis.table(arms, effects, 4)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    said = analysis.verdict(effects, arms)
+    assert "IOMMU off carries -38 % ± 3 %" in said and "HMM off within noise" in said
+    assert "ALARM: tokens/step moved" in said
