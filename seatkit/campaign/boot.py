@@ -21,7 +21,7 @@ from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
 from seatkit.host import change, cmdline, lock, settings, state
 from seatkit.host.journal import Journal, sha256
-from seatkit.host.plan import CommandOp, FileOp
+from seatkit.host.plan import FileOp
 from seatkit.host.system import System
 
 SCRIPT = "/etc/grub.d/42_seatkit-campaign"
@@ -29,7 +29,8 @@ GRUB_CFG = "/boot/grub/grub.cfg"
 GRUBENV = "/boot/grub/grubenv"
 UNIT_NAME = "seatkit-campaign.service"
 UNIT = f"/etc/systemd/system/{UNIT_NAME}"
-WANTS = f"/etc/systemd/system/multi-user.target.wants/{UNIT_NAME}"
+# A drop-in that makes multi-user.target want the unit: regular files only, no enable symlink.
+WANTS = "/etc/systemd/system/multi-user.target.d/seatkit-campaign.conf"
 MARKER = "seatkit.arm"  # a dotted name: the kernel reads it as an unknown module's option and ignores it
 OWNED_KEYS = ("iommu", "amd_iommu", "intel_iommu", "nvidia.NVreg_RegistryDwords",
               "nvidia_uvm.uvm_disable_hmm", MARKER)
@@ -99,8 +100,9 @@ def unit_text(seat: str, root: str = "/") -> str:
             "TimeoutStartSec=infinity\n\n[Install]\nWantedBy=multi-user.target\n")
 
 
-def transactions(system: System, campaign_id: str):
-    return [t for t in Journal(system).transactions() if t.begin.get("profile") == f"campaign:{campaign_id}"]
+def wants_text() -> str:
+    return ("# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
+            f"[Unit]\nWants={UNIT_NAME}\n")
 
 
 def installed(system: System, campaign_id: str):
@@ -111,7 +113,7 @@ def installed(system: System, campaign_id: str):
 
 
 def install(system: System, campaign_id: str, script_text: str, unit: str, progress) -> str:
-    """Entries script, unit and its enable link, update-grub: one journaled host transaction."""
+    """Entries script, unit, the drop-in that wants it, update-grub: one journaled host transaction."""
     with lock.held(system, f"campaign {campaign_id}: install"):
         begin = {"action": "apply", "profile": f"campaign:{campaign_id}",
                  "facts": {"boot_id": state.boot_id(system)}, "regen": [["update-grub"]], "edit": None,
@@ -120,8 +122,7 @@ def install(system: System, campaign_id: str, script_text: str, unit: str, progr
         tx.write(FileOp(SCRIPT, script_text.encode(), "one-shot menu entries, one per host arm"))
         os.chmod(system.path(SCRIPT), 0o755)  # grub-mkconfig runs only executable scripts
         tx.write(FileOp(UNIT, unit.encode(), "resumes the campaign after each boot"))
-        tx.command(CommandOp(["systemctl", "enable", UNIT_NAME], ["systemctl", "disable", UNIT_NAME],
-                             [WANTS], "start the unit at each boot"))
+        tx.write(FileOp(WANTS, wants_text().encode(), "start the unit at each boot"))
         tx.record({"type": "keep", "files": [{"path": p, "sha_before": sha256(system.read_bytes(p)),
                                               "backup": tx.save("before", p)} for p in (GRUB_CFG, GRUBENV)]})
         tx.run(["update-grub"])

@@ -49,7 +49,7 @@ class CampaignHost(FakeHost):
         self.ignore = set(ignore)  # command-line module options this fake modprobe drops: a setting that does not take
         self.reboots_requested = 0
         super().__init__(root, "grub", **kw)
-        for folder in ("/etc/grub.d", "/etc/systemd/system/multi-user.target.wants"):
+        for folder in ("/etc/grub.d", "/etc/systemd/system"):
             self.path(folder).mkdir(parents=True, exist_ok=True)
         self.path("/boot/grub/grubenv").write_bytes(grubenv({}))
         self.boot()  # the pristine host, booted as every later boot is
@@ -70,12 +70,7 @@ class CampaignHost(FakeHost):
             self.path("/boot/grub/grubenv").write_bytes(grubenv(env))
             return 0, ""
         if name == "systemctl":
-            link = self.path(f"/etc/systemd/system/multi-user.target.wants/{argv[-1]}")
-            if argv[1] == "enable":
-                link.symlink_to(f"../{argv[-1]}")  # resolves inside the fake root
-            elif argv[1] == "disable":
-                link.unlink(missing_ok=True)
-            elif argv[1] == "reboot":
+            if argv[1] == "reboot":
                 self.reboots_requested += 1
             return 0, ""
         return super().run(argv)
@@ -136,7 +131,8 @@ class CampaignHost(FakeHost):
         return ident
 
     def unit_enabled(self) -> bool:
-        return self.path(f"/etc/systemd/system/multi-user.target.wants/{boot.UNIT_NAME}").is_symlink()
+        wants = self.path(boot.WANTS)
+        return wants.exists() and f"Wants={boot.UNIT_NAME}" in wants.read_text()
 
     def exec_start(self) -> list[str]:
         unit = self.read(boot.UNIT)

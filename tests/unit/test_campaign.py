@@ -113,7 +113,7 @@ def test_the_simulated_campaign_recovers_the_oracles_effects(tmp_path):
         e = effects[name]
         assert abs(e["effect_pct"] - truth * 100) <= e["uncertainty_pct"], (name, e)
     assert effects["iommu"]["uncertainty_pct"] < 10  # a real answer, not an interval that covers anything
-    assert "IOMMU off carries" in result["verdict"] and "HMM off within noise" in result["verdict"]
+    assert "IOMMU off carries" in result["verdict"] and "HMM off within noise" in result["verdict"], result["verdict"]
     assert all(len(line) <= 80 for line in result["table"].splitlines())
     assert all(a["tps_alarm"] is None for a in result["arms"])
     assert host.path(f"{folder}/plot.png").read_bytes()[:4] == b"\x89PNG"
@@ -200,5 +200,5 @@ def test_the_table_fits_and_the_verdict_judges_noise():
     text = analysis.table(arms, effects, 4)
     assert all(len(line) <= 80 for line in text.splitlines())
     said = analysis.verdict(effects, arms)
-    assert "IOMMU off carries -38 % ± 3 %" in said and "HMM off within noise" in said
+    assert "IOMMU off carries -38 % ± 3.1 % of ms/step" in said and "HMM off within noise" in said
     assert "ALARM: tokens/step moved" in said
