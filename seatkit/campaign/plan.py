@@ -70,6 +70,8 @@ def build(campaign: Campaign, system: System | None = None, acknowledge_iommu_of
         if profile.iommu.mode == "off" and any("iommu" in a.host for a in hosts) and not acknowledge_iommu_off:
             refuse("host arms turn the IOMMU off, which needs --acknowledge-iommu-off. "
                    + " ".join(profile.iommu.acknowledge.split()))
+        if system.euid != 0:
+            refuse("host arms change the boot configuration: run it as root (sudo)")
         facts = detect.facts(system)
         if facts.stack != "grub":
             refuse(f"one-shot boots are automated for GRUB (grub-reboot) only; this host boots with "

@@ -52,7 +52,7 @@ class Bench(Strict):
 
 
 class Campaign(Strict):
-    name: str
+    name: str = Field(pattern=NAME)  # the file's stem: it lands in grub.cfg and in folder names
     description: str
     seat: str = Field(pattern=NAME)
     host: str | None = Field(default=None, pattern=NAME)

@@ -202,3 +202,17 @@ def test_the_table_fits_and_the_verdict_judges_noise():
     said = analysis.verdict(effects, arms)
     assert "IOMMU off carries -38 % ± 3.1 % of ms/step" in said and "HMM off within noise" in said
     assert "ALARM: tokens/step moved" in said
+
+
+def test_a_campaign_name_that_would_break_grub_cfg_is_refused(tmp_path):
+    path = tmp_path / "it's.yaml"  # the name lands inside a single-quoted menuentry title
+    path.write_text(yaml.safe_dump({"description": "x", "seat": "cpu-smoke", "host": "paper",
+                                    "suites": ["code"], "arms": [{"name": "none", "host": []}]}))
+    with pytest.raises(SeatError, match="field 'name'"):
+        specs.load(str(path))
+
+
+def test_host_arms_without_root_are_refused_up_front(tmp_path):
+    host = CampaignHost(tmp_path / "root", euid=1000)
+    plan = campaign_plan.build(write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]), host.system)
+    assert any("run it as root" in r for r in plan.refusals)
