@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from seatkit import flock
-from seatkit.campaign import analysis, boot, plan as campaign_plan
+from seatkit.campaign import analysis, boot, live, plan as campaign_plan
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
 from seatkit.host import gpus, settings, state
@@ -174,6 +174,13 @@ def _measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
         inventory = gpus.inventory(system)
         run.add({"type": "p2p", "visit": i, "result": "skipped: no NVIDIA GPU answers NVML"
                  if not inventory or not inventory.get("gpus") else "see seat host verify-p2p"})
+    if arm.kind == "live":
+        names = live.knobs(run.arms.values())
+        if not run.of("live-start"):  # journaled before the first change: the end puts these back
+            run.add({"type": "live-start", "values": live.read(system, names)})
+        values = {**run.of("live-start")[0]["values"], **arm.live}
+        progress(f"visit {i + 1} ({arm.name}): set {', '.join(f'{k}={v}' for k, v in sorted(values.items()))}")
+        live.apply(system, values)
     progress(f"visit {i + 1}/{len(run.visits)} ({arm.name}): start the seat and bench it")
     system.fault(f"campaign: before the bench of visit {i}")
     folder = driver.bench(run.campaign, arm, system.path(f"{run.folder}/runs"), progress)
@@ -190,6 +197,8 @@ def _finish(run: Run, progress: Progress) -> str:
         analysis.write(run, system.path(run.folder))
         run.add({"type": "reported"})
     system.fault("campaign: before the restore")
+    if run.of("live-start"):
+        live.apply(system, run.of("live-start")[0]["values"])
     by = boot.uninstall(system, run.id, progress)
     if by:
         run.add({"type": "restored", "by": by})

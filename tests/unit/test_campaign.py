@@ -216,3 +216,34 @@ def test_host_arms_without_root_are_refused_up_front(tmp_path):
     host = CampaignHost(tmp_path / "root", euid=1000)
     plan = campaign_plan.build(write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]), host.system)
     assert any("run it as root" in r for r in plan.refusals)
+
+
+def test_live_arms_set_their_knobs_and_the_end_puts_them_back(tmp_path):
+    host = CampaignHost(tmp_path / "root")
+    host.write("/sys/devices/system/cpu/cpufreq/boost", "1\n")
+    limits = ["600"]
+    real_run = host.run
+
+    def run(argv):  # a fake nvidia-smi over the fake host's tools
+        if argv[0] == "nvidia-smi":
+            host.calls.append(list(argv))
+            if argv[1] == "-pl":
+                limits[0] = argv[2]
+            return 0, f"{limits[0]}.00\n{limits[0]}.00\n"
+        return real_run(argv)
+
+    host.system.runner = run
+    seen = []
+
+    class Driver:
+        def bench(self, campaign, arm, runs, progress):
+            seen.append((arm.name, host.read("/sys/devices/system/cpu/cpufreq/boost").strip(), limits[0]))
+            return __import__("campaign_harness").FastDriver(host).bench(campaign, arm, runs, progress)
+
+    campaign = write_campaign(tmp_path, host=None, repeats=1, arms=[
+        {"name": "start", "live": {}}, {"name": "no-boost", "live": {"cpu_boost": False}},
+        {"name": "pl450", "live": {"gpu_power_limit_w": 450}}])
+    start(host, campaign)
+    assert runner.step(host.system, Driver()) == "done"
+    assert seen == [("start", "1", "600"), ("no-boost", "0", "600"), ("pl450", "1", "450")]
+    assert host.read("/sys/devices/system/cpu/cpufreq/boost") == "1\n" and limits == ["600"]
