@@ -15,6 +15,7 @@ from seatkit.campaign import spec as specs
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
 from seatkit.host import detect, settings
+from seatkit.host.journal import Journal
 from seatkit.host.system import System
 from seatkit.serve import profile as profiles
 
@@ -81,6 +82,11 @@ def build(campaign: Campaign, system: System | None = None, acknowledge_iommu_of
             refuse("CPU vendor not recognised in /proc/cpuinfo: the IOMMU tokens depend on it")
         if facts.virt:
             note(f"this is a virtual machine or container ({facts.virt}): host settings may not take")
+        applied = [t.txid for t in Journal(system).active()]
+        if applied:
+            note(f"`seat host apply` transactions are in force ({', '.join(applied)}): an arm that leaves "
+                 "one of their settings out will find it live and be skipped as not in force; "
+                 "`seat host rollback` them first")
         note(f"{len(hosts)} one-shot boots and 1 back to the normal entry; the normal boot entry is "
              "never changed, and a hung arm falls back to it at the next power cycle")
     for arm in arms:

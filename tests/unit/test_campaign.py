@@ -247,3 +247,21 @@ def test_live_arms_set_their_knobs_and_the_end_puts_them_back(tmp_path):
     assert runner.step(host.system, Driver()) == "done"
     assert seen == [("start", "1", "600"), ("no-boost", "0", "600"), ("pl450", "1", "450")]
     assert host.read("/sys/devices/system/cpu/cpufreq/boost") == "1\n" and limits == ["600"]
+
+
+def test_the_cli_plans_and_reports_status_on_a_fake_root(tmp_path):
+    from click.testing import CliRunner
+    from seatkit.cli import seat
+    host = CampaignHost(tmp_path / "root")
+    cli = CliRunner()
+    refused = cli.invoke(seat, ["campaign", "plan", "paper", "--root", str(host.root)])
+    assert refused.exit_code == 0 and "refused:" in refused.output and "--acknowledge-iommu-off" in refused.output
+    planned = cli.invoke(seat, ["campaign", "plan", "paper", "--root", str(host.root), "--acknowledge-iommu-off",
+                                "--json"])
+    assert __import__("json").loads(planned.output)["reboots"] == 17
+    start(host, write_campaign(tmp_path, repeats=1, arms=[{"name": "p2p", "host": ["p2p"]}]))
+    runner.step(host.system, OracleDriver(host))
+    shown = cli.invoke(seat, ["campaign", "status", "--root", str(host.root)], env={"COLUMNS": "200"})
+    assert "0 of 1 benches done" in shown.output and "next: visit 1 (p2p), 1 boot(s) armed" in shown.output
+    assert runner.abort(host.system) == "aborted"  # the CLI would run this machine's update-grub
+    assert cli.invoke(seat, ["campaign", "status", "--root", str(host.root)]).output.strip() == "no campaign is running"
