@@ -72,6 +72,8 @@ def entry(arm: Arm, body: list[str], tokens: list[str], campaign: str) -> str:
     if not linux:
         raise SeatError(f"the default entry in {GRUB_CFG} has no linux line")
     for i, line in enumerate(body[1:-1], 1):
+        if line.split()[:1] == ["savedefault"]:  # GRUB_SAVEDEFAULT: booting the arm would make it the default
+            continue
         if i == linux[0]:
             indent = line[:len(line) - len(line.lstrip())]
             words = line.split()

@@ -257,9 +257,10 @@ def step(system: System, driver: Driver, echo: Progress = lambda line: None) -> 
                 system.fault(f"campaign: before the reboot into visit {i}")
                 boot.reboot(system)
                 return "rebooting"
-            except SeatError as exc:
-                progress(f"visit {i + 1} ({arm.name}) failed: {exc.message}")
-                run.add({"type": "failed", "visit": i, "why": exc.message})
+            except (SeatError, OSError) as exc:  # a seat that never got ready, a full disk: stop, restore
+                why = exc.message if isinstance(exc, SeatError) else f"{type(exc).__name__}: {exc}"
+                progress(f"visit {i + 1} ({arm.name}) failed: {why}")
+                run.add({"type": "failed", "visit": i, "why": why})
 
 
 def _install(run: Run, progress: Progress) -> None:

@@ -87,6 +87,15 @@ def test_an_arms_entry_copies_the_default_and_carries_its_tokens(tmp_path):
     assert "root=UUID=abc" in linux and "--id seatkit-campaign-p2p+hmm" in text
 
 
+def test_an_arms_entry_never_saves_itself_as_the_default(tmp_path):
+    host = CampaignHost(tmp_path / "root")
+    body = boot.default_entry(host.system)
+    body = body[:1] + ["\tsavedefault"] + body[1:]  # Debian's 10_linux with GRUB_SAVEDEFAULT=true
+    arm = specs.Arm(name="hmm", host=["hmm"])
+    text = boot.entry(arm, body, boot.arm_tokens(arm, settings.load("paper"), "amd"), "c")
+    assert "savedefault" not in text and "nvidia_uvm.uvm_disable_hmm=1" in text
+
+
 # --- the simulated campaign ----------------------------------------------------------------------
 
 def start(host, campaign, ack=True):
