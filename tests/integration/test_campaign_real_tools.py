@@ -2,8 +2,8 @@
 /etc/grub.d script with Debian's own grub-mkconfig, grub-reboot and grub-editenv set the one-shot,
 grub-script-check parses the generated grub.cfg, `systemd-analyze verify` checks the unit, and kmod's
 `modprobe --dry-run -v` shows the entry's `module.param=value` tokens reach the module. Stand-ins:
-grub-probe, the kernel image, /proc files and a module file (any bytes: modprobe --dry-run does not
-load it)."""
+`systemctl reboot`, grub-probe, the kernel image, /proc files and the module files (any bytes:
+modprobe --dry-run does not load them)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import yaml
 from debian_root import KVER
 from test_host_real_tools import base, host, ok, tree  # noqa: F401 - base is the module's root fixture
 from seatkit.campaign import boot, plan as campaign_plan, runner, spec as specs
+from seatkit.host import settings
 
 
 class NoBench:
@@ -38,6 +39,15 @@ def linux_args(cfg: str, ident: str) -> list[str]:
 
 def test_one_shot_entry_with_debians_grub_and_kmod(base, tmp_path):  # noqa: F811
     system = host(base, tmp_path)
+    real, reboots = system.runner, []
+
+    def runner_(argv):  # the one stand-in command: a chroot cannot reboot
+        if argv == ["systemctl", "reboot"]:
+            reboots.append(argv)
+            return 0, ""
+        return real(argv)
+
+    system.runner = runner_
     (system.root / "etc/systemd/system").mkdir(parents=True, exist_ok=True)
     before = tree(system)
     cfg_before = (system.root / "boot/grub/grub.cfg").read_text()
@@ -46,8 +56,7 @@ def test_one_shot_entry_with_debians_grub_and_kmod(base, tmp_path):  # noqa: F81
     assert plan.refusals == []
     runner.start(plan, system, "/usr/local/bin/seat")
     # the step installs (real update-grub), arms (real grub-reboot) and asks for the reboot
-    # (systemctl in a chroot ignores it)
-    assert runner.step(system, NoBench()) == "rebooting"
+    assert runner.step(system, NoBench()) == "rebooting" and len(reboots) == 1
     cfg = (system.root / "boot/grub/grub.cfg").read_text()
     assert boot.default_entry(system) == default  # the normal entry, byte for byte
     assert "--id seatkit-campaign-p2p+hmm" in cfg
@@ -67,11 +76,12 @@ def test_one_shot_entry_with_debians_grub_and_kmod(base, tmp_path):  # noqa: F81
     modules.mkdir(parents=True, exist_ok=True)
     for name in ("nvidia", "nvidia_uvm"):
         (modules / f"{name}.ko").write_bytes(b"stand-in module\n")
-    (system.root / f"lib/modules/{KVER}/modules.dep").write_text(
-        "kernel/drivers/video/nvidia.ko:\nkernel/drivers/video/nvidia_uvm.ko: kernel/drivers/video/nvidia.ko\n")
-    shown = ok(system, ["modprobe", "--dry-run", "-v", "-S", KVER, "nvidia_uvm"])
-    assert "uvm_disable_hmm=1" in shown
-    assert "NVreg_RegistryDwords=ForceP2P=0x11;RMForceP2PType=1" in shown
+    ok(system, ["depmod", "-a", KVER])  # indexes them (it cannot read a stand-in's symbols, and says so)
+    uvm = ok(system, ["modprobe", "--dry-run", "-v", "-S", KVER, "nvidia_uvm"])
+    assert f"insmod /lib/modules/{KVER}/kernel/drivers/video/nvidia_uvm.ko uvm_disable_hmm=1" in uvm
+    nvidia = ok(system, ["modprobe", "--dry-run", "-v", "-S", KVER, "nvidia"])
+    dwords = settings.registry_keys().forms["five-key"].dwords
+    assert f"nvidia.ko NVreg_RegistryDwords={dwords}" in nvidia  # the whole string, `;` and all
 
     # the end: entries and unit removed, grub.cfg and grubenv as they were
     (system.root / "proc/cmdline").write_text(f"BOOT_IMAGE=/boot/vmlinuz-{KVER} root=/dev/vda1 ro quiet\n")
