@@ -274,3 +274,26 @@ def test_the_cli_plans_and_reports_status_on_a_fake_root(tmp_path):
     assert "0 of 1 benches done" in shown.output and "next: visit 1 (p2p), 1 boot(s) armed" in shown.output
     assert runner.abort(host.system) == "aborted"  # the CLI would run this machine's update-grub
     assert cli.invoke(seat, ["campaign", "status", "--root", str(host.root)]).output.strip() == "no campaign is running"
+
+
+def test_the_seat_drivers_cold_start_wait_is_a_heartbeat_not_a_flood(tmp_path, monkeypatch):
+    from seatkit.campaign import seat as campaign_seat
+    stopped = []
+
+    def up(spec, tick):
+        for half_seconds in range(0, 240):  # two minutes of polling, twice a second
+            tick("health", half_seconds / 2)
+        return None, 120.0
+
+    def bench(target, prompts, options, out, progress):
+        out.finish({"suites": {}}, "x\n")
+
+    monkeypatch.setattr(campaign_seat.launch, "up", up)
+    monkeypatch.setattr(campaign_seat.launch, "down", lambda name: stopped.append(name))
+    monkeypatch.setattr(campaign_seat.bench_target, "of_profile", lambda name: None)
+    monkeypatch.setattr(campaign_seat.bench_run, "bench", bench)
+    lines = []
+    campaign = specs.load("cpu-ngram-k")
+    folder = campaign_seat.SeatDriver().bench(campaign, specs.all_arms(campaign)[0], tmp_path, lines.append)
+    waits = [line for line in lines if "waiting for health" in line]
+    assert len(waits) == 4 and stopped == ["cpu-smoke-k3"] and folder.parent == tmp_path
