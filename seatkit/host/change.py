@@ -26,6 +26,7 @@ from seatkit.host.system import System
 
 Progress = Callable[[str], None]
 TAIL = 2000
+CAMPAIGN = "/var/lib/seatkit/campaign/current"  # `seat campaign run` owns the boot settings while it is there
 
 
 class ToolFailed(SeatError):
@@ -129,6 +130,10 @@ def _signature(plan: Plan) -> tuple:
 
 def apply(plan: Plan, system: System, progress: Progress = lambda line: None) -> str | None:
     """The transaction id, or None when the host already matches (nothing written, nothing run)."""
+    if system.read(CAMPAIGN):
+        raise SeatError(f"a campaign is running ({system.read(CAMPAIGN).strip()}): it owns the boot "
+                        "settings until it ends", "`seat campaign status`; `seat campaign abort` "
+                        "ends it and restores the start state")
     if plan.refusals:
         raise SeatError("refused:\n  - " + "\n  - ".join(plan.refusals),
                         "`seat host plan` shows what would be done and why it is refused")

@@ -56,19 +56,19 @@ class Transaction:
 
 
 class Journal:
-    def __init__(self, system: System):
-        self.system = system
+    def __init__(self, system: System, file: str = JOURNAL):  # a campaign keeps its own
+        self.system, self.file = system, file
 
     def append(self, record: dict) -> None:
         try:
             self._append(record)
         except OSError as exc:  # a full disk, a folder in its place: the record did not happen
-            raise SeatError(f"cannot write {JOURNAL}: {exc.strerror}",
+            raise SeatError(f"cannot write {self.file}: {exc.strerror}",
                             "free space or move what is in its place aside; then `seat host recover` "
                             "if it says a transaction is open") from None
 
     def _append(self, record: dict) -> None:
-        path = self.system.path(JOURNAL)
+        path = self.system.path(self.file)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab") as handle:
             data = self._read()
@@ -84,11 +84,11 @@ class Journal:
 
     def _read(self) -> bytes:
         try:
-            return self.system.path(JOURNAL).read_bytes()
+            return self.system.path(self.file).read_bytes()
         except FileNotFoundError:
             return b""
         except OSError as exc:  # never read as "no journal": that would hide open transactions
-            raise SeatError(f"cannot read {JOURNAL}: {exc.strerror}",
+            raise SeatError(f"cannot read {self.file}: {exc.strerror}",
                             "it must be the regular file seatkit keeps; put it back") from None
 
     def records(self) -> list[dict]:
@@ -103,7 +103,7 @@ class Journal:
                 record = json.loads(line)
                 record["tx"], record["type"]
             except (ValueError, KeyError, TypeError):
-                raise SeatError(f"{JOURNAL} line {number} is damaged (not a journal record): "
+                raise SeatError(f"{self.file} line {number} is damaged (not a journal record): "
                                 f"{line[:120].decode(errors='replace')!r}",
                                 "a line in the middle was changed by something other than seatkit; "
                                 f"keep a copy, then repair or remove line {number} by hand") from None

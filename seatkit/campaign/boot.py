@@ -1,0 +1,169 @@
+"""One-shot boots for host arms: a kit-owned GRUB menu entry per arm, booted once with grub-reboot.
+
+Each entry is the default entry's own body (same kernel, initrd, root) with the arm's tokens on its
+`linux` line: the IOMMU tokens, and the module options as `module.param=value`, which modprobe
+honours at load time. A marker token `seatkit.arm=NAME` names the arm to the boot that follows.
+grub-reboot sets next_entry in grubenv; GRUB clears it as it boots, so a hung arm falls back to the
+normal default at the next power cycle. The normal entries and the default are never edited.
+
+The entries script and the systemd unit are installed as one host transaction (journaled, with
+grub.cfg and grubenv kept byte for byte), so the end of the campaign, an abort, or `seat host
+recover` after a kill puts every file back as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+from seatkit.campaign.spec import Arm, Campaign
+from seatkit.errors import SeatError
+from seatkit.host import change, cmdline, lock, settings, state
+from seatkit.host.journal import Journal, sha256
+from seatkit.host.plan import FileOp
+from seatkit.host.system import System
+
+SCRIPT = "/etc/grub.d/42_seatkit-campaign"
+GRUB_CFG = "/boot/grub/grub.cfg"
+GRUBENV = "/boot/grub/grubenv"
+UNIT_NAME = "seatkit-campaign.service"
+UNIT = f"/etc/systemd/system/{UNIT_NAME}"
+# A drop-in that makes multi-user.target want the unit: regular files only, no enable symlink.
+WANTS = "/etc/systemd/system/multi-user.target.d/seatkit-campaign.conf"
+MARKER = "seatkit.arm"  # a dotted name: the kernel reads it as an unknown module's option and ignores it
+OWNED_KEYS = ("iommu", "amd_iommu", "intel_iommu", "nvidia.NVreg_RegistryDwords",
+              "nvidia_uvm.uvm_disable_hmm", MARKER)
+
+
+def entry_id(arm: Arm) -> str:
+    return f"seatkit-campaign-{arm.name}"
+
+
+def arm_tokens(arm: Arm, profile: settings.HostProfile, vendor: str) -> list[str]:
+    tokens = list(profile.iommu.tokens[vendor]) if "iommu" in arm.host else []
+    if "p2p" in arm.host:
+        tokens.append(f"nvidia.NVreg_RegistryDwords={settings.registry_keys().forms[profile.registry].dwords}")
+    if "hmm" in arm.host:
+        tokens.append("nvidia_uvm.uvm_disable_hmm=1")
+    return tokens + [f"{MARKER}={arm.name}"]
+
+
+def default_entry(system: System) -> list[str]:
+    """The lines of grub.cfg's first top-level menu entry (the one GRUB_DEFAULT=0 boots)."""
+    lines = (system.read(GRUB_CFG) or "").splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("menuentry ")), None)
+    if start is None:
+        raise SeatError(f"{GRUB_CFG} has no top-level menuentry to copy", "run update-grub first")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i] == "}"), None)
+    if end is None:
+        raise SeatError(f"{GRUB_CFG}: the first menuentry is not closed by a '}}' line")
+    return lines[start:end + 1]
+
+
+def _grub_word(token: str) -> str:
+    """A token on GRUB's `linux` line: `;` ends a command there, so such a token is single-quoted."""
+    return f"'{token}'" if ";" in token else token
+
+
+def entry(arm: Arm, body: list[str], tokens: list[str], campaign: str) -> str:
+    out = [f"menuentry 'seatkit campaign {campaign}: arm {arm.name}' --id {entry_id(arm)} {{"]
+    linux = [i for i, line in enumerate(body) if line.split()[:1] and line.split()[0] in ("linux", "linuxefi")]
+    if not linux:
+        raise SeatError(f"the default entry in {GRUB_CFG} has no linux line")
+    for i, line in enumerate(body[1:-1], 1):
+        if line.split()[:1] == ["savedefault"]:  # GRUB_SAVEDEFAULT: booting the arm would make it the default
+            continue
+        if i == linux[0]:
+            indent = line[:len(line) - len(line.lstrip())]
+            words = line.split()
+            kept = [w for w in words[2:] if cmdline.key(w) not in OWNED_KEYS]  # the arm decides these
+            line = indent + " ".join([words[0], words[1]] + kept + [_grub_word(t) for t in tokens])
+        out.append(line)
+    return "\n".join(out + ["}"])
+
+
+def script(campaign: Campaign, entries: list[str]) -> str:
+    body = "\n".join(entries)
+    return ("#!/bin/sh\n"
+            f"# Written by seatkit (seat campaign run {campaign.name}); removed at the campaign's end.\n"
+            "# One-shot entries for grub-reboot: the default entry is not changed.\n"
+            f"cat <<'SEATKIT_EOF'\n{body}\nSEATKIT_EOF\n")
+
+
+def unit_text(seat: str, root: str = "/") -> str:
+    """The oneshot unit that resumes the campaign after each boot (removed at the end)."""
+    where = "" if root == "/" else f" --root {root}"
+    return ("# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
+            "[Unit]\nDescription=seatkit campaign: the next arm after this boot\n"
+            "After=network-online.target\nWants=network-online.target\n\n"
+            "[Service]\nType=oneshot\n"
+            f"ExecStart={seat} campaign step{where}\n"
+            "TimeoutStartSec=infinity\n\n[Install]\nWantedBy=multi-user.target\n")
+
+
+def wants_text() -> str:
+    return ("# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
+            f"[Unit]\nWants={UNIT_NAME}\n")
+
+
+def installed(system: System, campaign_id: str):
+    journal = Journal(system)
+    undone = journal.undone()
+    return next((t for t in journal.active() if t.begin["profile"] == f"campaign:{campaign_id}"
+                 and t.txid not in undone), None)
+
+
+def install(system: System, campaign_id: str, script_text: str, unit: str, progress) -> str:
+    """Entries script, unit, the drop-in that wants it, update-grub: one journaled host transaction."""
+    with lock.held(system, f"campaign {campaign_id}: install"):
+        begin = {"action": "apply", "profile": f"campaign:{campaign_id}",
+                 "facts": {"boot_id": state.boot_id(system)}, "regen": [["update-grub"]], "edit": None,
+                 "intent": [SCRIPT, UNIT, WANTS]}
+        tx = change.Change(system, progress, begin)
+        tx.write(FileOp(SCRIPT, script_text.encode(), "one-shot menu entries, one per host arm"))
+        os.chmod(system.path(SCRIPT), 0o755)  # grub-mkconfig runs only executable scripts
+        tx.write(FileOp(UNIT, unit.encode(), "resumes the campaign after each boot"))
+        tx.write(FileOp(WANTS, wants_text().encode(), "start the unit at each boot"))
+        tx.record({"type": "keep", "files": [{"path": p, "sha_before": sha256(system.read_bytes(p)),
+                                              "backup": tx.save("before", p)} for p in (GRUB_CFG, GRUBENV)]})
+        tx.run(["update-grub"])
+        tx.commit()
+        return tx.txid
+
+
+def uninstall(system: System, campaign_id: str, progress) -> str | None:
+    """Undo the install (and anything a kill left half done); the host's files as they were."""
+    change.recover(system, progress)
+    tx = installed(system, campaign_id)
+    if tx is None:
+        return None
+    with lock.held(system, f"campaign {campaign_id}: remove"):
+        return change.revert(tx, system, progress)
+
+
+def arm(system: System, arm: Arm) -> None:
+    """Boot this arm's entry once, at the next boot."""
+    rc, output = system.run(["grub-reboot", entry_id(arm)])
+    if rc:
+        raise SeatError(f"grub-reboot {entry_id(arm)} failed (exit {rc}): {output.strip()[-300:]}")
+
+
+def booted_arm(system: System) -> str | None:
+    """The arm the running kernel was booted for, by the marker on /proc/cmdline."""
+    for token in cmdline.split(system.read("/proc/cmdline") or ""):
+        if cmdline.key(token) == MARKER:
+            return cmdline.value(token)
+    return None
+
+
+def reboot(system: System) -> None:
+    rc, output = system.run(["systemctl", "reboot"])
+    if rc:
+        raise SeatError(f"systemctl reboot failed (exit {rc}): {output.strip()[-300:]}",
+                        "reboot by hand: the unit resumes the campaign after the boot")
+    time.sleep(0)  # the host goes down from here; the caller returns
+
+
+def grub_entry_ids(text: str) -> list[str]:
+    return re.findall(r"--id\s+(\S+)", text)

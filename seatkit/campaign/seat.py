@@ -1,0 +1,36 @@
+"""The campaign's seat: start the arm's profile with `seat up`'s launch, wait ready within the
+profile's cold-start time, bench it into an ordinary run folder, stop it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seatkit.bench import run as bench_run, target as bench_target, workload
+from seatkit.campaign.spec import Arm, Campaign
+from seatkit.serve import launch, profile as profiles, spec as specs
+
+HEARTBEAT_S = 30
+
+
+class SeatDriver:
+    def bench(self, campaign: Campaign, arm: Arm, runs: Path, progress) -> Path:
+        name = arm.profile or campaign.seat
+        spec = specs.build(profiles.load(name))
+        progress(f"{arm.name}: seat up {name}")
+        said = set()
+
+        def tick(stage: str, waited: float) -> None:  # a heartbeat in the log every 30 s, not a flood
+            if (stage, int(waited // HEARTBEAT_S)) not in said:
+                said.add((stage, int(waited // HEARTBEAT_S)))
+                progress(f"{arm.name}: waiting for {stage} ({waited:.0f} s)")
+
+        launch.up(spec, tick=tick)
+        try:
+            target = bench_target.of_profile(name)
+            prompts = workload.suites(list(campaign.suites), campaign.bench.max_tokens)
+            out = bench_run.RunDir(runs, arm.name)
+            bench_run.bench(target, prompts, bench_run.Options(campaign.bench.warmups, campaign.bench.repeats),
+                            out, progress=lambda line: progress(f"{arm.name}: {line}"))
+            return out.path
+        finally:
+            launch.down(name)

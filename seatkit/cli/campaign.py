@@ -1,0 +1,130 @@
+"""`seat campaign …`: an unattended, reboot-spanning ablation: plan, run, status, abort, resume."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from seatkit.campaign import plan as campaign_plan, runner, spec as specs
+from seatkit.campaign.seat import SeatDriver
+from seatkit.cli.app import err, out, seat
+from seatkit.cli.progress import progress
+from seatkit.host.system import System
+
+ROOT = click.option("--root", default="/", show_default=True, type=click.Path(file_okay=False),
+                    help="Root of the host's file system (a throwaway root in tests).")
+ACK = click.option("--acknowledge-iommu-off", "ack", is_flag=True,
+                   help="Host arms turn the IOMMU off: DMA isolation goes while they run.")
+
+
+@seat.group("campaign")
+def campaign_group():
+    """Host arms booted once each (the normal boot never touched), seat and live arms: one answer."""
+
+
+def _system(root: str) -> System:
+    return System(root=Path(root))
+
+
+def _print_plan(plan: campaign_plan.Plan) -> None:
+    c = plan.campaign
+    out.print(f"campaign {c.name}: {len(plan.visits)} benches of {len(set(a.name for a in plan.visits))} "
+              f"arms, ABBA order", highlight=False)
+    out.print(f"  reboots: {plan.reboots}; roughly {campaign_plan.duration(plan.seconds)} "
+              f"(each cold start may take up to {plan.cold_start_s:.0f} s)", highlight=False)
+    out.print("  order: " + escape(" ".join(a.name for a in plan.visits)), highlight=False, soft_wrap=True)
+    for note in plan.notes:
+        out.print(f"  note: {escape(note)}", highlight=False, soft_wrap=True)
+    for refusal in plan.refusals:
+        out.print(f"  [red]refused:[/] {escape(refusal)}", highlight=False, soft_wrap=True)
+
+
+@campaign_group.command("plan")
+@click.argument("name")
+@ACK
+@ROOT
+@click.option("--json", "as_json", is_flag=True)
+def plan_cmd(name, ack, root, as_json):
+    """How many reboots, roughly how long, in what order, and every reason to refuse."""
+    plan = campaign_plan.build(specs.load(name), _system(root), ack)
+    if as_json:
+        click.echo(json.dumps(plan.to_json(), indent=2))
+    else:
+        _print_plan(plan)
+
+
+def _seat_exe() -> str:
+    return shutil.which("seat") or str(Path(sys.executable).with_name("seat"))
+
+
+def _step(root: str) -> None:
+    with progress(err, "campaign") as update:
+        outcome = runner.step(_system(root), SeatDriver(), update)
+    out.print(f"campaign: {outcome}", highlight=False)
+
+
+@campaign_group.command("run")
+@click.argument("name")
+@ACK
+@ROOT
+def run_cmd(name, ack, root):
+    """Start the campaign: the first step runs now; the unit resumes it after each reboot."""
+    plan = campaign_plan.build(specs.load(name), _system(root), ack)
+    _print_plan(plan)
+    folder = runner.start(plan, _system(root), _seat_exe(), root)
+    out.print(f"campaign folder: {escape(folder)} (log: campaign.log)", highlight=False, soft_wrap=True)
+    _step(root)
+
+
+@campaign_group.command("step", hidden=True)
+@ROOT
+def step_cmd(root):
+    """The unit's ExecStart after each boot."""
+    _step(root)
+
+
+@campaign_group.command("resume")
+@ROOT
+def resume_cmd(root):
+    """Carry on after a kill or a crash in this boot (what the unit does after a boot)."""
+    _step(root)
+
+
+@campaign_group.command("abort")
+@ROOT
+def abort_cmd(root):
+    """Stop the campaign and restore the start state (reboots into the normal entry if needed)."""
+    with progress(err, "campaign abort") as update:
+        outcome = runner.abort(_system(root), update)
+    out.print(f"campaign: {outcome}; the host's files are as they were", highlight=False)
+
+
+@campaign_group.command("status")
+@ROOT
+@click.option("--json", "as_json", is_flag=True)
+def status_cmd(root, as_json):
+    """Where the running campaign stands."""
+    result = runner.status(_system(root))
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    if not result["running"]:
+        out.print("no campaign is running")
+        return
+    nxt = result["next"]
+    out.print(f"campaign {escape(result['id'])}: {result['done']} of {result['visits']} benches done, "
+              f"{result['skipped']} skipped", highlight=False)
+    if nxt:
+        out.print(f"  next: visit {nxt['visit']} ({escape(nxt['arm'])}), {nxt['armed_boots']} boot(s) "
+                  "armed for it", highlight=False)
+    out.print(f"  running kernel booted for: {escape(result['booted_arm'] or 'the normal entry')}",
+              highlight=False)
+    if result["stopping"]:
+        out.print(f"  stopping: {escape(result['stopping']['type'])}: {escape(result['stopping']['why'])}",
+                  highlight=False, soft_wrap=True)
+    out.print(f"  log: {escape(result['log'])}", highlight=False, soft_wrap=True)

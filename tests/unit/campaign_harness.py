@@ -1,0 +1,214 @@
+"""A fake host for campaigns: GRUB's one-shot boot simulated, and a ground-truth oracle seat.
+
+A reboot is the harness booting what GRUB would: grubenv's next_entry once (then cleared, as
+grub.cfg's `save_env next_entry` does), else the first entry. The entry's `linux` line becomes
+/proc/cmdline, and its `module.param=value` tokens reach the module parameters over modprobe.d, as
+the kernel and modprobe do; then the unit's ExecStart runs (when the unit is enabled).
+
+OracleDriver is a TEST ORACLE, labelled as such: seatkit's ground-truth streaming server
+(seatkit.bench.oracle), started per arm with a step time computed from the fake host's live state
+(IOMMU off -40 %, P2P keys -5 %, HMM 0, plus seeded noise) and constant tokens/step, benched by the
+real bench. FastDriver writes a run folder at once, for the kill loop (no timing is measured there).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shlex
+import subprocess
+import uuid
+from pathlib import Path
+
+from fake_host import FakeHost, KVER
+from seatkit.bench import run as bench_run, selftest, workload
+from seatkit.campaign import boot, runner
+from seatkit.host import settings, state
+from seatkit.host.system import System
+
+ENV_SIZE = 1024
+EFFECTS = {"iommu": -0.40, "p2p": -0.05, "hmm": 0.0}
+BASE_MS = 20.0
+TOKENS_PER_STEP = 3.0
+
+
+def grubenv(values: dict[str, str]) -> bytes:
+    """grub-editenv's block: a header, name=value lines, '#' padding to 1024 bytes."""
+    body = "# GRUB Environment Block\n" + "".join(f"{k}={v}\n" for k, v in values.items())
+    return (body + "#" * (ENV_SIZE - len(body))).encode()
+
+
+def read_env(data: bytes | None) -> dict[str, str]:
+    lines = (data or b"").decode().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
+class CampaignHost(FakeHost):
+    def __init__(self, root: Path, *, ignore: tuple[str, ...] = (), **kw):
+        self.ignore = set(ignore)  # command-line module options this fake modprobe drops: a setting that does not take
+        self.reboots_requested = 0
+        super().__init__(root, "grub", **kw)
+        for folder in ("/etc/grub.d", "/etc/systemd/system"):
+            self.path(folder).mkdir(parents=True, exist_ok=True)
+        self.path("/boot/grub/grubenv").write_bytes(grubenv({}))
+        self.boot()  # the pristine host, booted as every later boot is
+
+    def files(self) -> dict[str, str]:
+        """The tree, less the boot id (new at every boot)."""
+        return {k: v for k, v in self.tree().items() if k != "proc/sys/kernel/random/boot_id"}
+
+    def run(self, argv: list[str]) -> tuple[int, str]:
+        name = argv[0]
+        if name in ("grub-reboot", "grub-editenv", "systemctl"):
+            self.calls.append(list(argv))
+            if name in self.failing:
+                return 1, f"{name}: simulated failure\n"
+        if name == "grub-reboot":
+            env = read_env(self.path("/boot/grub/grubenv").read_bytes())
+            env["next_entry"] = argv[1]
+            self.path("/boot/grub/grubenv").write_bytes(grubenv(env))
+            return 0, ""
+        if name == "systemctl":
+            if argv[1] == "reboot":
+                self.reboots_requested += 1
+            return 0, ""
+        return super().run(argv)
+
+    def update_grub(self) -> tuple[int, str]:
+        """The fake update-grub, plus what each executable /etc/grub.d/4x script prints (as 41_custom would)."""
+        rc, output = super().update_grub()
+        if rc == 0:
+            extra = ""
+            for script in sorted(self.path("/etc/grub.d").glob("4*")):
+                if script.stat().st_mode & 0o111:
+                    extra += subprocess.run(["sh", str(script)], capture_output=True, text=True, check=True).stdout
+            cfg = self.path("/boot/grub/grub.cfg")
+            cfg.write_text(cfg.read_text() + extra)
+        return rc, output
+
+    # --- the boot ----------------------------------------------------------------------------
+    def entries(self) -> list[tuple[str | None, str]]:
+        """(id, linux arguments) of each menu entry in grub.cfg, in order."""
+        out, ident = [], None
+        for line in self.read("/boot/grub/grub.cfg").splitlines():
+            if line.startswith("menuentry"):
+                found = re.search(r"--id\s+(\S+)", line)
+                ident = found.group(1) if found else None
+            elif line.strip().startswith("linux"):
+                out.append((ident, line.strip().split(None, 2)[2]))
+        return out
+
+    def boot(self) -> str | None:
+        """What GRUB boots now; returns the entry's id (None: the default)."""
+        env = read_env(self.path("/boot/grub/grubenv").read_bytes())
+        wanted = env.get("next_entry") or None
+        if "next_entry" in env:  # grub.cfg: set next_entry=; save_env next_entry
+            env["next_entry"] = ""
+            self.path("/boot/grub/grubenv").write_bytes(grubenv(env))
+        entries = self.entries()
+        ident, args = next(((i, a) for i, a in entries if wanted and i == wanted), entries[0])
+        tokens = shlex.split(args)  # GRUB's quoting, as far as these lines use it
+        self.write("/proc/cmdline", f"BOOT_IMAGE=/vmlinuz-{KVER} {' '.join(tokens)}\n")
+        self.write("/proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n")
+        system = System(root=self.root)
+        options = {m: state.modprobe_options(system, m)[0] for m in ("nvidia", "nvidia_uvm")}
+        for token in tokens:  # the kernel hands module.param=value to the module, over modprobe.d
+            name = token.split("=", 1)[0]
+            if "." in name and name.split(".")[0] in options and name not in self.ignore:
+                options[name.split(".")[0]][name.split(".", 1)[1]] = token.split("=", 1)[1]
+        dwords = options["nvidia"].get("NVreg_RegistryDwords", "").strip('"')
+        self.write("/proc/driver/nvidia/params",
+                   f"EnableResizableBar: {int('EnableResizableBar=1' in dwords)}\nRegistryDwords: \"{dwords}\"\n")
+        self.write("/sys/module/nvidia_uvm/parameters/uvm_disable_hmm",
+                   "Y\n" if options["nvidia_uvm"].get("uvm_disable_hmm") == "1" else "N\n")
+        units = self.path("/sys/class/iommu/ivhd0")
+        if "iommu=off" in tokens:
+            if units.exists():
+                units.rmdir()
+        else:
+            units.mkdir(parents=True, exist_ok=True)
+        return ident
+
+    def unit_enabled(self) -> bool:
+        wants = self.path(boot.WANTS)
+        return wants.exists() and f"Wants={boot.UNIT_NAME}" in wants.read_text()
+
+    def exec_start(self) -> list[str]:
+        unit = self.read(boot.UNIT)
+        return shlex.split(next(l for l in unit.splitlines() if l.startswith("ExecStart=")).split("=", 1)[1])
+
+    def run_unit(self, driver) -> str | None:
+        """systemd at boot: the enabled unit's ExecStart, which must be `seat campaign step --root R`;
+        it is run in this process with the test's seat driver."""
+        if not self.unit_enabled():
+            return None
+        argv = self.exec_start()
+        assert argv[1:] == ["campaign", "step", "--root", str(self.root)], argv
+        return runner.step(self.system, driver)
+
+    def live_factor(self) -> float:
+        """The oracle's truth: the fraction of base step time this host's live state gives."""
+        system = System(root=self.root)
+        factor = 1.0
+        if "iommu=off" in (system.read("/proc/cmdline") or "").split() and not system.entries("/sys/class/iommu"):
+            factor *= 1 + EFFECTS["iommu"]
+        dwords = settings.parse_dwords(settings.registry_keys().forms["five-key"].dwords)
+        if state.live_dwords(system).value == dwords:
+            factor *= 1 + EFFECTS["p2p"]
+        if state.live_hmm_disabled(system).value:
+            factor *= 1 + EFFECTS["hmm"]
+        return factor
+
+
+def drive(host: CampaignHost, driver, limit: int = 200) -> list[str]:
+    """Run the unit and boot, as the host would, until the campaign has ended (and the host has
+    rebooted into its normal entry, when the end asked for it)."""
+    outcomes = []
+    for n in range(limit):
+        before = host.reboots_requested
+        first = n == 0 and not host.unit_enabled()  # `seat campaign run` makes the first step itself
+        outcomes.append(runner.step(host.system, driver) if first else host.run_unit(driver))
+        if host.reboots_requested > before:
+            host.boot()
+        if outcomes[-1] in ("done", "aborted", "failed", None):
+            return outcomes
+    raise AssertionError(f"no end after {limit} boots: {outcomes[-5:]}")
+
+
+class OracleDriver:
+    """TEST ORACLE seat: the ground-truth server with a step time set by the host's live state."""
+
+    def __init__(self, host: CampaignHost, seed: int = 0, noise: float = 0.01, max_tokens: int = 31):
+        self.host, self.random, self.noise, self.max_tokens = host, random.Random(seed), noise, max_tokens
+        self.truths: list[float] = []
+
+    def bench(self, campaign, arm, runs: Path, progress) -> Path:
+        step_ms = BASE_MS * self.host.live_factor() * (1 + self.random.gauss(0, self.noise))
+        self.truths.append(step_ms)
+        proc, url = selftest.start_oracle(TOKENS_PER_STEP, step_ms)
+        try:
+            out = bench_run.RunDir(runs, arm.name)
+            prompts = workload.suites(list(campaign.suites), self.max_tokens)[:1]
+            bench_run.bench(bench_run.Target(url, "oracle", k=7), prompts,
+                            bench_run.Options(campaign.bench.warmups, campaign.bench.repeats), out)
+            return out.path
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+class FastDriver:
+    """A bench that writes its run folder at once (kill loop only): a kill point inside it."""
+
+    def __init__(self, host: CampaignHost):
+        self.host = host
+
+    def bench(self, campaign, arm, runs: Path, progress) -> Path:
+        out = bench_run.RunDir(runs, arm.name)
+        out.add({"partial": True})
+        self.host.system.fault("campaign: inside the bench")
+        ms = BASE_MS * self.host.live_factor()
+        summary = {"suites": {"code": {"ms_per_step": {"median": ms}, "tokens_per_step": {"median": 3.0}}}}
+        out.finish(summary, "fast\n")
+        return out.path
