@@ -315,6 +315,8 @@ def print_summary(summary: dict, path: Path) -> None:
     for row in report.rows(summary):
         table.add_row(*map(escape, row))
     tables.show(out, table)
+    for line in report.notes(summary):
+        out.print(escape(line), highlight=False)
     for kind, alarm in summary["alarms"].items():
         out.print(f"[yellow]alarm {kind}[/] ({alarm['requests']} requests): {escape(alarm['example'])}")
     for why in summary.get("truncated", []):
