@@ -95,10 +95,21 @@ class Card(Strict):
         return {**self.conditions.model_dump(), **figure.conditions.model_dump(exclude_none=True)}
 
 
+def find(name: str | Path) -> Path:
+    """A card by every form the help shows: NAME, NAME.yaml, bench/references/NAME[.yaml] (from
+    any folder), or a path to a YAML file."""
+    path = Path(name)
+    for candidate in (path, path.with_name(path.name + ".yaml")):
+        if candidate.is_file():
+            return candidate
+    shipped = REFERENCES / (path.name if path.suffix == ".yaml" else f"{path.name}.yaml")
+    if path.parent in (Path("."), Path("bench/references")) or path.parent == REFERENCES:
+        return shipped
+    return path
+
+
 def load(path: str | Path) -> Card:
-    path = Path(path)
-    if not path.suffix and not path.exists():
-        path = REFERENCES / f"{path}.yaml"
+    path = find(path)
     try:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:

@@ -258,13 +258,11 @@ def _print_comparison(result: compare.Comparison) -> None:
     table = Table("A", "B", "tok/s A / B", "tokens/step A / B", "ms/step A / B", "verdict",
                   title="seat bench compare", show_lines=True)
     for row in result.rows:
-        cells = []
-        for k in compare.FACTORS:
-            a, b = row["a_values"].get(k), row["b_values"].get(k)
-            ratio = f" ({row['ratios'][k]:.3f})" if k in row["ratios"] else ""
-            cells.append(f"{a if a is None else f'{a:.2f}'} / {b if b is None else f'{b:.2f}'}{ratio}")
-        table.add_row(escape(row["a"]), escape(row["b"]), *cells, escape(row["verdict"]["text"]))
+        table.add_row(escape(row["a"]), escape(row["b"]), *map(escape, compare.cells(row)),
+                      escape(row["verdict"]["text"]))
     tables.show(out, table)
+    out.print(f"* derived from the other two factors; – : a side lacks it (the verdict says why). "
+              f"{compare.APART}")
 
 
 @bench_group.command("parity")
