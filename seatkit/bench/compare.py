@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from seatkit.bench import cards
@@ -67,6 +67,8 @@ class Entry:
     spread: dict[str, float]  # relative standard deviation per factor, where known
     derived: list[str] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)  # factor -> why this side lacks it
+    harness: dict | None = None  # a card's: the tool and mode that produced its figures
+    matched: dict | None = None  # a run's: the figures other harnesses would print (run.py)
 
 
 def _derive(values: dict[str, float]) -> list[str]:
@@ -102,8 +104,9 @@ def card_entries(card: cards.Card) -> list[Entry]:
         derived = _derive(values)
         conditions = {**card.conditions_of(figure), "device": "gpu" if card.rig.get("gpus") else None}
         missing = {k: "not on the card" for k in FACTORS if k not in values}
+        harness = figure.harness or card.harness
         out.append(Entry(card.name, figure.id, f"{figure.id}: {figure.what}", conditions, values,
-                         spread, derived, missing))
+                         spread, derived, missing, harness.model_dump() if harness else None))
     return out
 
 
@@ -141,7 +144,8 @@ def _run_entries(folder: Path, summary: dict) -> list[Entry]:
         missing = {k: withheld.get(k, "not measured") for k in FACTORS if k not in values}
         derived = _derive(values)
         missing = {k: why for k, why in missing.items() if k not in values}
-        out.append(Entry(folder.name, suite, suite, conditions, values, spread, derived, missing))
+        out.append(Entry(folder.name, suite, suite, conditions, values, spread, derived, missing,
+                         matched=s.get("harness_figures") or {}))
     return out
 
 
@@ -209,6 +213,38 @@ def _threshold(factor: str, a: Entry, b: Entry) -> tuple[float, str]:
     source = "its own spread" if own is not None else \
         ("the tok/s spread" if noise is not None else "the 1 % floor")
     return max(noise or 0.0, MOVE_FLOOR), source
+
+
+SUSTAINED = {("llm_decode_bench", "sustained", 1): "llm_decode_bench sustained C=1"}  # run.LDB_SUSTAINED
+
+
+def _matched(x: Entry, y: Entry) -> tuple[Entry, Entry, str | None]:
+    """A run against a card from another harness: the run's figure as that harness would have
+    printed it (tok/s, and ms/step from it: tokens/step is the same either way), or a refusal."""
+    for run, card, swap in ((x, y, False), (y, x, True)):
+        h = card.harness
+        if run.matched is None or not h or h["mode"] == "per-request":
+            continue
+        name = SUSTAINED.get((h["tool"], h["mode"], h["concurrency"]))
+        figure = (run.matched or {}).get(name) if name else None
+        if figure is None:
+            why = (f"refused: {card.label} is {h['tool']} {h['mode']} mode at C={h['concurrency']}, "
+                   f"whose figure counts {('TTFT gaps between restarts as decode' if h['mode'] == 'sustained' else 'its own way')}; "
+                   + ("this run has no per-request record to rebuild it from (re-run it with this kit)"
+                      if name else "the kit cannot rebuild that harness's figure"))
+            return x, y, why
+        values = dict(run.values, decode_tok_s=figure["decode_tok_s"])
+        derived = [d for d in run.derived if d != "ms_per_step"]
+        if values.get("tokens_per_step"):
+            values["ms_per_step"] = values["tokens_per_step"] / figure["decode_tok_s"] * 1000
+            derived.append("ms_per_step")
+        spread = {k: v for k, v in run.spread.items() if k == "tokens_per_step"}
+        matched = replace(run, values=values, derived=derived, spread=spread,
+                          label=f"{run.label} (as {name})")
+        note = (f"harness-matched: {run.label}'s tok/s as {name} would print it "
+                f"({figure['definition']}; prefix cache {figure['prefix_cache']})")
+        return (card, matched, note) if swap else (matched, card, note)
+    return x, y, None
 
 
 def _explains(differing: list[str], factor: str) -> list[str]:
@@ -308,6 +344,13 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
         differing["model"] = [listed["model"]]
     rows = []
     for x, y in pairs:
+        x, y, harness = _matched(x, y)
+        if isinstance(harness, str) and harness.startswith("refused"):
+            rows.append({"a": x.label, "b": y.label, "conditions_differ": [], "a_values": x.values,
+                         "b_values": y.values, "derived": {"a": x.derived, "b": y.derived},
+                         "ratios": {}, "missing": {"a": x.missing, "b": y.missing},
+                         "harness": harness, "verdict": {"text": harness}})
+            continue
         diff = {k: f"{_said(x.conditions.get(k))} vs {_said(y.conditions.get(k))}" for k in CONDITIONS
                 if x.conditions.get(k) != y.conditions.get(k)
                 and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))}
@@ -335,6 +378,7 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
                    if "decode_tok_s" in row["ratios"] else "not split: ")
             row["verdict"] = {"text": gap + "; ".join(lacking)}
         row["missing"] = {"a": x.missing, "b": y.missing}
+        row["harness"] = harness
         rows.append(row)
     refused = None
     if "model" in differing and not force:
@@ -360,6 +404,9 @@ def markdown(c: Comparison) -> str:
     for row in c.rows:
         lines.append(f"| {row['a']} | {row['b']} | " + " | ".join(cells(row))
                      + f" | {row['verdict']['text']} |")
+    matched = [f"- {row['harness']}" for row in c.rows
+               if row.get("harness") and not row["harness"].startswith("refused")]
+    lines += [""] + matched if matched else []
     lines += ["", "\\* derived from the other two factors (tok/s = tokens per step / step time). "
               "– : the side does not give it (the verdict says why). " + APART]
     return "\n".join(lines) + "\n"

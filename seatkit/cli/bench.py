@@ -261,6 +261,9 @@ def _print_comparison(result: compare.Comparison) -> None:
         table.add_row(escape(row["a"]), escape(row["b"]), *map(escape, compare.cells(row)),
                       escape(row["verdict"]["text"]))
     tables.show(out, table)
+    for row in result.rows:
+        if row.get("harness") and not row["harness"].startswith("refused"):
+            out.print(escape(row["harness"]))
     out.print(f"* derived from the other two factors; – : a side lacks it (the verdict says why). "
               f"{compare.APART}")
 

@@ -150,3 +150,14 @@ def test_prefix_cache_hits_are_warm_ttft_and_the_context_fit_is_cold(serve, tmp_
     assert line["points"] == 3
     assert line["slope"] == pytest.approx(0.5, rel=0.1) and line["intercept"] == pytest.approx(24, abs=4)
     assert s["sources"]["ttft_ms"] == "server clock (TTFT histogram)"
+
+
+def test_the_ldb_sustained_figure_is_rebuilt_from_the_requests(serve, tmp_path):
+    # llm_decode_bench's sustained C=1 figure: every token over request time, TTFT included.
+    server = serve(prefill_ms=30.0)
+    summary = server.bench(tmp_path)
+    true = server.truth()
+    cycle_ms = 30.0 + server.step_ms + true["decode_steps"] * server.step_ms
+    ldb = summary["suites"]["truth"]["harness_figures"][run.LDB_SUSTAINED]["decode_tok_s"]
+    assert ldb == pytest.approx(101 / cycle_ms * 1000, rel=0.03)
+    assert figure(summary, "decode_tok_s")[0] == pytest.approx(true["decode_tok_s"], rel=0.01)

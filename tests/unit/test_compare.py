@@ -308,3 +308,23 @@ def test_a_cpu_seats_step_time_gap_is_not_blamed_on_gpu_host_settings(tmp_path):
         path.write_text(json.dumps(data))
     text = compare.compare(a, b).rows[0]["verdict"]["text"]
     assert "IOMMU" not in text and "on a CPU seat" in text and "likely noise" in text
+
+
+def test_a_run_meets_an_ldb_sustained_card_by_the_figure_ldb_would_print(tmp_path):
+    a = run_dir(tmp_path, "a", "deepseek-ai/DeepSeek-V4-Flash", 250.0, 2.9, 11.6)
+    path = tmp_path / "a" / "summary.json"
+    data = json.loads(path.read_text())
+    data["conditions"]["sampling"]["temperature"] = 0.1
+    data["suites"]["code"]["content"] = "prose"
+    bare = json.dumps(data)
+    data["suites"]["code"]["harness_figures"] = {"llm_decode_bench sustained C=1": {
+        "decode_tok_s": 240.0, "requests": 5, "prefix_cache": "warm", "definition": "d"}}
+    path.write_text(json.dumps(data))
+    row = compare.compare(a, "deepspark-readme#D6-D11-ctx0").rows[0]
+    assert row["a_values"]["decode_tok_s"] == 240.0  # not the per-request 250
+    assert row["a_values"]["ms_per_step"] == pytest.approx(2.9 / 240 * 1000)
+    assert row["harness"].startswith("harness-matched") and "(as llm_decode_bench" in row["a"]
+    # A summary without per-request harness figures (an older run) is refused, with the reason.
+    path.write_text(bare)
+    refused = compare.compare(a, "deepspark-readme#D6-D11-ctx0").rows[0]
+    assert "refused" in refused["verdict"]["text"] and "re-run it with this kit" in refused["verdict"]["text"]
