@@ -47,6 +47,8 @@ class Quirks:
     prefix_cache: bool = False  # a prompt seen before (same cache_salt) skips most of its prefill
     prefill_ms_per_token: float = 0.0  # prefill time grows with the prompt
     other_model: bool = False  # a second model's counters move behind the same /metrics
+    exposition_ms: float = 0.0  # /metrics takes this long and holds up every stream meanwhile
+    # (vLLM's exposition runs on the API server's one event loop, which also writes the streams)
 
 
 def step_sizes(decode_tokens: int, tokens_per_step: float) -> list[int]:
@@ -101,6 +103,7 @@ class Oracle:
         self.published_at = -math.inf
         self.seen_prompts: set = set()
         self.other: Counter = Counter()  # the second model's counters (Quirks.other_model)
+        self.frontend = threading.Lock()  # the API loop: exposition and stream writes take turns
         threading.Thread(target=self._engine, daemon=True).start()
         if quirks.other_model:
             threading.Thread(target=self._other_model, daemon=True).start()
@@ -124,6 +127,9 @@ class Oracle:
         return self.step_s + self.batch_s * (batch - 1)
 
     def metrics(self) -> str:
+        if self.quirks.exposition_ms:
+            with self.frontend:
+                time.sleep(self.quirks.exposition_ms / 1000)
         with self.lock:
             c, pos = dict(self.counters), dict(self.per_position)
             running = len(self.running) + len(self.pending)
@@ -237,7 +243,8 @@ class Oracle:
         """Stream one completion as the engine produces it."""
         request = self.submit(body)
         while (chunk := request.out.get()) is not None:
-            write(chunk)
+            with self.frontend:
+                write(chunk)
         write(b"data: " + json.dumps({"choices": [], "usage": self._usage(
             request.max_tokens + self.quirks.usage_extra, request.prompt_tokens)}).encode()
               + b"\n\ndata: [DONE]\n\n")

@@ -143,7 +143,10 @@ def sweep_markdown(summary: dict) -> str:
                 lines.append(f"- {row['concurrency']} streams: window {w['opens_s']:.3f}-"
                              f"{w['closes_s']:.3f} s after the first send"
                              + (f", {w['steps']:g} request steps in the counters' window"
-                                if w.get("steps") else ""))
+                                if w.get("steps") else "")
+                             + (f"; the edge scrapes took {w['scrape_ms'][0]:.1f} / "
+                                f"{w['scrape_ms'][1]:.1f} ms (the stream rates start after the "
+                                "opening one's cost)" if w.get("scrape_ms") else ""))
             for kind, message in row["alarms"].items():
                 lines.append(f"- {row['concurrency']} streams: alarm {kind}: {message}")
         lines.append("")

@@ -70,12 +70,15 @@ def _workload_options(command):
 @click.option("--concurrency", metavar="LEVELS",
               help="Comma-separated stream counts, e.g. 1,2,4,8,16: a concurrency sweep of each "
                    "suite's first prompt instead of the batch-1 bench (--repeats is not used).")
+@click.option("--sample-hz", default=0.0, show_default=True, type=click.FloatRange(0, 50),
+              help="Scrape /metrics this often while each batch-1 request streams, to watch the "
+                   "running and waiting gauges (0: never; scraping delays the stream, CAVEATS.md).")
 @click.option("--nsys", "trace", is_flag=True, help="After the bench, measure one more request "
               "inside an Nsight Systems collection (nsys start just before it, nsys stop just after); "
               "the seat must run with SEAT_NSYS=session. The run folder's nsys.json gives the trace's "
               "path beside that request's ms/step, steps and decode time.")
 def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max_tokens, contexts,
-                  temperature, top_p, seed, out_dir, name, reference, concurrency, trace):
+                  temperature, top_p, seed, out_dir, name, reference, concurrency, sample_hz, trace):
     """Batch-1, sequential, streamed requests, each split into its two factors from /metrics.
 
     With --concurrency, levels of N simultaneous streams, each read over its steady window."""
@@ -92,7 +95,7 @@ def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max
     prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens,
                               [int(c) for c in contexts.split(",")] if contexts else None)
     options = bench_run.Options(warmups, repeats, {"temperature": temperature, "top_p": top_p,
-                                                    "seed": seed})
+                                                    "seed": seed}, sample_hz)
     out_run = bench_run.RunDir(Path(out_dir), name or (model if url else profile))
     try:
         with progress(err, "bench") as update:

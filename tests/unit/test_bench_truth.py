@@ -6,7 +6,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from seatkit.bench import oracle, run
+from seatkit.bench import oracle, run, sweep
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 
@@ -16,8 +16,9 @@ K = 3
 class Server:
     """The oracle in a thread, on a free loopback port (a labelled test oracle, never a seat)."""
 
-    def __init__(self, quirks: oracle.Quirks, tokens_per_step=2.0, step_ms=4.0, prefill_ms=2.0):
-        self.oracle = oracle.Oracle(tokens_per_step, step_ms, K, prefill_ms, quirks=quirks)
+    def __init__(self, quirks: oracle.Quirks, tokens_per_step=2.0, step_ms=4.0, prefill_ms=2.0,
+                 batch_ms=0.0):
+        self.oracle = oracle.Oracle(tokens_per_step, step_ms, K, prefill_ms, batch_ms, quirks)
         self.tokens_per_step, self.step_ms = tokens_per_step, step_ms
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle.handler_for(self.oracle))
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
@@ -161,3 +162,15 @@ def test_the_ldb_sustained_figure_is_rebuilt_from_the_requests(serve, tmp_path):
     ldb = summary["suites"]["truth"]["harness_figures"][run.LDB_SUSTAINED]["decode_tok_s"]
     assert ldb == pytest.approx(101 / cycle_ms * 1000, rel=0.03)
     assert figure(summary, "decode_tok_s")[0] == pytest.approx(true["decode_tok_s"], rel=0.01)
+
+
+@pytest.mark.parametrize("exposition_ms", [0.0, 30.0])
+def test_the_sweeps_window_keeps_a_slow_scrape_out_of_the_aggregate(serve, tmp_path, exposition_ms):
+    # /metrics takes 30 ms and holds every stream up meanwhile (vLLM's shares the API loop).
+    server = serve(oracle.Quirks(exposition_ms=exposition_ms), tokens_per_step=3.0, step_ms=6.0,
+                   batch_ms=1.0)
+    summary = sweep.sweep(run.Target(server.url, oracle.MODEL, k=K), [prompt(301)],
+                          run.Options(warmups=1), [4], run.RunDir(tmp_path, "s"))
+    row = summary["suites"]["truth"]["levels"][0]
+    assert row["aggregate_tok_s"] == pytest.approx(4 * 3.0 / 20.0 * 1000, rel=0.004)
+    assert row["window"]["scrape_ms"][0] >= exposition_ms
