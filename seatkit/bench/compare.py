@@ -286,7 +286,9 @@ def _verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: list[str] 
     said = []
     for f in named:
         limit, source = limits[f]
-        share = f"{shares[f]:.0%} of the gap" if shares[f] is not None else "none of it (the factors cancel)"
+        share = ("none of it (the factors cancel)" if shares[f] is None else
+                 f"{shares[f]:.0%} of the gap" if shares[f] >= 0 else
+                 f"{shares[f]:.0%} of the gap: it works against it")
         how = f"moved {ratios[f] - 1:+.1%} (beyond {source}, {limit:.1%})" if f in moved \
             else f"{ratios[f] - 1:+.1%}"
         what = (WHAT_MOVES_CPU if cpu else {}).get(f, WHAT_MOVES[f])

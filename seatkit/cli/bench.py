@@ -233,9 +233,12 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table",
               show_default=True)
 def bench_compare_cmd(a: str, b: str, force: bool, fmt: str):
-    """Two runs (runs/...) or reference cards (bench/references/NAME) side by side, factor by factor.
+    """Two runs (runs/...) or reference cards (bench/references/NAME) side by side, factor by factor; NAME#ID picks one figure or suite.
 
     Conditions that differ come first; a comparison across models is refused unless --force.
+    Code against prose is compared (the verdict says the text moved tokens/step). Against a card
+    from another harness (llm_decode_bench sustained), the run's figure as that harness would
+    print it is used, or the row is refused with the reason.
     """
     result = compare.compare(a, b, force)
     if fmt == "json":

@@ -10,7 +10,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, REPO
 from seatkit.bench import oracle, run, target as bench_target, workload
 from seatkit.errors import SeatError
 
@@ -245,3 +245,14 @@ def test_compare_takes_the_card_form_the_help_shows_from_any_folder(tmp_path):
                              cwd=tmp_path, env={**os.environ, "COLUMNS": "60"})
     assert missing.returncode != 0 and "bench/references/bench" not in missing.stderr
     assert "nope-card-x.yaml" in missing.stderr  # one line: never split inside the path
+
+
+@pytest.mark.parametrize("a, b", [("S8-after", "S8-before"), ("S12-S14-code", "S12-S14-prose")])
+def test_the_readmes_compare_output_is_what_compare_prints_now(a, b, tmp_path):
+    card = "paper-pt-r-2026-042"
+    done = subprocess.run([str(BIN / "seat"), "bench", "compare", f"{card}#{a}", f"{card}#{b}"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "COLUMNS": "80"})
+    shown = done.stdout[done.stdout.index("conditions that differ"):]
+    readme = (REPO / "README.md").read_text()
+    assert f"$ seat bench compare {card}#{a} {card}#{b}\n{shown}" in readme
