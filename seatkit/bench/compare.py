@@ -29,7 +29,7 @@ OPTIONAL = {"model_lock"}  # compared only when both sides record it (cards do n
 UNKNOWN = "unknown"
 # Conditions shown under another name.
 CONDITION_NOTES = {"b12x_kernels": "b12x kernels"}
-MOVES_TEXT = {"ms_per_step": "can move ms/step", "tokens_per_step": "can move tokens/step",
+MOVES_TEXT = {"ms_per_step": "usually moves ms/step", "tokens_per_step": "usually moves tokens/step",
               "both": "can move either factor"}
 SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
 WHAT_MOVES = {
@@ -346,13 +346,6 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
         differing["model"] = [listed["model"]]
     rows = []
     for x, y in pairs:
-        x, y, harness = _matched(x, y)
-        if isinstance(harness, str) and harness.startswith("refused"):
-            rows.append({"a": x.label, "b": y.label, "conditions_differ": [], "a_values": x.values,
-                         "b_values": y.values, "derived": {"a": x.derived, "b": y.derived},
-                         "ratios": {}, "missing": {"a": x.missing, "b": y.missing},
-                         "harness": harness, "verdict": {"text": harness}})
-            continue
         diff = {k: f"{_said(x.conditions.get(k))} vs {_said(y.conditions.get(k))}" for k in CONDITIONS
                 if x.conditions.get(k) != y.conditions.get(k)
                 and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))}
@@ -363,6 +356,14 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
             differing.setdefault(name, [])
             if text not in differing[name]:
                 differing[name].append(text)
+        x, y, harness = _matched(x, y)
+        if isinstance(harness, str) and harness.startswith("refused"):
+            rows.append({"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
+                         "a_values": x.values, "b_values": y.values,
+                         "derived": {"a": x.derived, "b": y.derived}, "ratios": {},
+                         "missing": {"a": x.missing, "b": y.missing}, "harness": harness,
+                         "verdict": {"text": harness}})
+            continue
         row = {"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
                "a_values": x.values, "b_values": y.values, "derived": {"a": x.derived, "b": y.derived}}
         common = [k for k in FACTORS if k in x.values and k in y.values]

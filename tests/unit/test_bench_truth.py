@@ -6,7 +6,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from seatkit.bench import oracle, run, sweep
+from seatkit.bench import oracle, run, selftest, sweep
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 
@@ -119,14 +119,20 @@ def test_a_server_that_counts_differently_is_refused_by_its_real_disagreement(se
     assert "no other request was seen" in said and "stop other clients" not in said
 
 
-def test_a_first_token_held_in_a_multi_step_event_is_timed_from_that_event(serve, tmp_path):
-    # No server clocks at all: decode and TTFT are the client's.
-    hidden = frozenset({"request_decode_time", "time_to_first_token"})
-    server = serve(oracle.Quirks(hold_first=True, hide=hidden), step_ms=5.0)
-    summary = server.bench(tmp_path, max_tokens=61)
+def test_a_first_token_held_in_a_multi_step_event_is_timed_from_that_event(tmp_path):
+    # No server clocks at all: decode and TTFT are the client's. The oracle runs in its own
+    # process, so the client's threads do not disturb its clock.
+    quirks = {"hold_first": True, "hide": ["request_decode_time", "time_to_first_token"]}
+    proc, url = selftest.start_oracle(2.0, 10.0, quirks=quirks, k=K)
+    try:
+        summary = run.bench(run.Target(url, oracle.MODEL, k=K), [prompt(61)],
+                            run.Options(warmups=1, repeats=3), run.RunDir(tmp_path, "t"))
+    finally:
+        proc.terminate()
+        proc.wait()
     tok_s, _ = figure(summary, "decode_tok_s")
     # Without the fix the client counts 60 tokens over 29 steps of 30: +3.4 %.
-    assert tok_s == pytest.approx(server.truth(61)["decode_tok_s"], rel=0.012)
+    assert tok_s == pytest.approx(oracle.truth(61, 2.0, 10.0)["decode_tok_s"], rel=0.012)
     ttft, why = figure(summary, "ttft_ms")
     assert ttft is None and "first event carried 3 tokens" in why
     assert summary["suites"]["truth"]["sources"]["decode_tok_s"].startswith("client clock")
@@ -165,12 +171,16 @@ def test_the_ldb_sustained_figure_is_rebuilt_from_the_requests(serve, tmp_path):
 
 
 @pytest.mark.parametrize("exposition_ms", [0.0, 30.0])
-def test_the_sweeps_window_keeps_a_slow_scrape_out_of_the_aggregate(serve, tmp_path, exposition_ms):
-    # /metrics takes 30 ms and holds every stream up meanwhile (vLLM's shares the API loop).
-    server = serve(oracle.Quirks(exposition_ms=exposition_ms), tokens_per_step=3.0, step_ms=6.0,
-                   batch_ms=1.0)
-    summary = sweep.sweep(run.Target(server.url, oracle.MODEL, k=K), [prompt(301)],
-                          run.Options(warmups=1), [4], run.RunDir(tmp_path, "s"))
+def test_the_sweeps_window_keeps_a_slow_scrape_out_of_the_aggregate(tmp_path, exposition_ms):
+    # /metrics takes 30 ms and holds every stream up meanwhile (vLLM's shares the API loop); the
+    # oracle runs in its own process. Without the fix: +0.75 % at 30 ms.
+    proc, url = selftest.start_oracle(3.0, 20.0, quirks={"exposition_ms": exposition_ms}, k=K)
+    try:
+        summary = sweep.sweep(run.Target(url, oracle.MODEL, k=K), [prompt(301)],
+                              run.Options(warmups=1), [4], run.RunDir(tmp_path, "s"))
+    finally:
+        proc.terminate()
+        proc.wait()
     row = summary["suites"]["truth"]["levels"][0]
     assert row["aggregate_tok_s"] == pytest.approx(4 * 3.0 / 20.0 * 1000, rel=0.004)
     assert row["window"]["scrape_ms"][0] >= exposition_ms
