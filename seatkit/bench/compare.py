@@ -178,8 +178,8 @@ def entries(source: str) -> list[Entry]:
         return found
     chosen = [e for e in found if e.key == pick]
     if not chosen:
-        raise SeatError(f"{source} has no suite or figure {pick!r}",
-                        f"it has: {', '.join(e.key for e in found)}")
+        raise SeatError(f"{source} has no suite or figure {pick!r} with a decode figure to compare",
+                        f"these have one: {', '.join(e.key for e in found)}")
     return chosen
 
 

@@ -328,3 +328,9 @@ def test_a_run_meets_an_ldb_sustained_card_by_the_figure_ldb_would_print(tmp_pat
     path.write_text(bare)
     refused = compare.compare(a, "deepspark-readme#D6-D11-ctx0").rows[0]
     assert "refused" in refused["verdict"]["text"] and "re-run it with this kit" in refused["verdict"]["text"]
+
+
+def test_a_picked_figure_without_decode_figures_is_a_clear_error_naming_those_with_one():
+    with pytest.raises(SeatError, match="no suite or figure 'D14' with a decode figure") as caught:
+        compare.compare("deepspark-readme#D14", f"{PAPER}#S2")
+    assert "D1" in caught.value.hint
