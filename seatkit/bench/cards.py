@@ -42,11 +42,21 @@ class Conditions(Strict):
     statistic: str | None = None
 
 
+class Harness(Strict):
+    """The tool that produced a card's figures, and how: compare matches the kit's figure to it."""
+    tool: str
+    version: str | None = None
+    mode: str  # e.g. "sustained" (llm_decode_bench), "per-request"
+    concurrency: Annotated[int, Field(ge=1)] = 1
+    statistic: str | None = None
+
+
 class Figure(Strict):
     id: str
     what: str
     source: str
     conditions: Conditions = Conditions()
+    harness: Harness | None = None  # the card's, unless this figure came from another tool
     decode_tok_s: Positive | None = None
     tokens_per_step: Annotated[float, Field(ge=1)] | None = None
     ms_per_step: Positive | None = None
@@ -67,7 +77,8 @@ class Figure(Strict):
 
     @model_validator(mode="after")
     def _has_a_number(self):
-        numbers = self.model_dump(exclude={"id", "what", "source", "conditions", "repeats", "range"},
+        numbers = self.model_dump(exclude={"id", "what", "source", "conditions", "harness", "repeats",
+                                           "range"},
                                   exclude_none=True)
         if not numbers:
             raise ValueError("a figure needs at least one value")
@@ -80,6 +91,7 @@ class Figure(Strict):
 class Card(Strict):
     source: str
     conditions: Conditions
+    harness: Harness | None = None
     rig: dict[str, str] = {}
     figures: list[Figure] = Field(min_length=1)
     name: str = ""
@@ -95,10 +107,21 @@ class Card(Strict):
         return {**self.conditions.model_dump(), **figure.conditions.model_dump(exclude_none=True)}
 
 
+def find(name: str | Path) -> Path:
+    """A card by every form the help shows: NAME, NAME.yaml, bench/references/NAME[.yaml] (from
+    any folder), or a path to a YAML file."""
+    path = Path(name)
+    for candidate in (path, path.with_name(path.name + ".yaml")):
+        if candidate.is_file():
+            return candidate
+    shipped = REFERENCES / (path.name if path.suffix == ".yaml" else f"{path.name}.yaml")
+    if path.parent in (Path("."), Path("bench/references")) or path.parent == REFERENCES:
+        return shipped
+    return path
+
+
 def load(path: str | Path) -> Card:
-    path = Path(path)
-    if not path.suffix and not path.exists():
-        path = REFERENCES / f"{path}.yaml"
+    path = find(path)
     try:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:

@@ -2,34 +2,59 @@
 
     log(tok/s ratio) = log(tokens-per-step ratio) - log(ms-per-step ratio)
 
-Entries are paired by suite (run against run) or by content and context (anything against a card).
-The verdict weighs each side's spread; past the noise it names the factor that carries the gap.
+Entries are paired by suite (run against run) or by content and context (anything against a card);
+sides with no content in common are paired by context, across contents (code against prose: the
+paper's Table 4 question). `CARD#FIGURE` or `RUN#SUITE` picks one entry of a side. The verdict
+weighs each side's spread; past the noise it names the factor that carries the gap first, what
+usually moves that factor on these sides' runtime, and which differing conditions can explain it.
+
+"X % apart" is symmetric: the larger figure over the smaller, minus one, whichever side is A.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from seatkit.bench import cards
 from seatkit.errors import SeatError
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
-CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "context", "padding",
-              "output_tokens", "host_settings", "image", "b12x_kernels", "statistic", "model_lock")
+CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "prompt", "context",
+              "padding", "output_tokens", "device", "host_settings", "image", "b12x_kernels",
+              "statistic", "model_lock")
 OPTIONAL = {"model_lock"}  # compared only when both sides record it (cards do not)
 UNKNOWN = "unknown"
-# Conditions shown under another name, with the factor they usually move.
-CONDITION_NOTES = {"b12x_kernels": ("b12x kernels", "usually moves ms/step")}
+# Conditions shown under another name.
+CONDITION_NOTES = {"b12x_kernels": "b12x kernels"}
+MOVES_TEXT = {"ms_per_step": "usually moves ms/step", "tokens_per_step": "usually moves tokens/step",
+              "both": "can move either factor"}
 SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
 WHAT_MOVES = {
-    "ms_per_step": "step time: host settings (IOMMU, P2P registry keys, ReBAR, HMM), the image and "
-                   "its kernels, power limits and clocks",
-    "tokens_per_step": "acceptance: content (code or prose), drafting policy and k, temperature, "
-                       "the draft head, repetitive padding",
+    "ms_per_step": "host settings (IOMMU, P2P registry keys, ReBAR, HMM), the "
+                   "interconnect, the image and its kernels, power limits and clocks",
+    "tokens_per_step": "content (code or prose), drafting policy and k, temperature, "
+                       "the model and its draft head, repetitive padding",
 }
+# On a CPU seat no GPU host setting applies; a shared machine's load is the usual cause.
+WHAT_MOVES_CPU = {"ms_per_step": "on a CPU seat, load from other processes on a shared "
+                                 "machine (noise), threads and the CPU's clocks; GPU host settings "
+                                 "do not apply"}
+# Which factor a differing condition can move (both: it can move either).
+EXPLAINS = {"host_settings": "ms_per_step", "image": "ms_per_step", "b12x_kernels": "ms_per_step",
+            "device": "ms_per_step", "content": "both", "prompt": "both",
+            "draft": "tokens_per_step", "draft_policy": "tokens_per_step",
+            "temperature": "tokens_per_step", "padding": "tokens_per_step", "k": "both",
+            "model": "both", "context": "both", "output_tokens": "both", "statistic": "both",
+            "model_lock": "both"}
+HEADLINE = {"ms_per_step": "step time: the rig", "tokens_per_step": "acceptance (tokens/step)"}
+
+
+def apart(ratio: float) -> float:
+    """The symmetric gap: the larger over the smaller, minus one (87 % apart either way round)."""
+    return math.exp(abs(math.log(ratio))) - 1
 
 
 @dataclass
@@ -41,6 +66,9 @@ class Entry:
     values: dict[str, float]
     spread: dict[str, float]  # relative standard deviation per factor, where known
     derived: list[str] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)  # factor -> why this side lacks it
+    harness: dict | None = None  # a card's: the tool and mode that produced its figures
+    matched: dict | None = None  # a run's: the figures other harnesses would print (run.py)
 
 
 def _derive(values: dict[str, float]) -> list[str]:
@@ -73,8 +101,12 @@ def card_entries(card: cards.Card) -> list[Entry]:
         # A published min-max range spans about four standard deviations.
         spread |= {k: (hi - lo) / 4 / ((hi + lo) / 2) for k, (lo, hi) in figure.range.items()
                    if k in FACTORS}
-        out.append(Entry(card.name, figure.id, f"{figure.id}: {figure.what}",
-                         card.conditions_of(figure), values, spread, _derive(values)))
+        derived = _derive(values)
+        conditions = {**card.conditions_of(figure), "device": "gpu" if card.rig.get("gpus") else None}
+        missing = {k: "not on the card" for k in FACTORS if k not in values}
+        harness = figure.harness or card.harness
+        out.append(Entry(card.name, figure.id, f"{figure.id}: {figure.what}", conditions, values,
+                         spread, derived, missing, harness.model_dump() if harness else None))
     return out
 
 
@@ -105,8 +137,15 @@ def _run_entries(folder: Path, summary: dict) -> list[Entry]:
                       "output_tokens": s.get("output_tokens"),
                       "host_settings": c.get("host_settings"), "image": _image(c),
                       "b12x_kernels": c.get("b12x_kernels"), "statistic": "median",
-                      "model_lock": _lock_text(c.get("model_locks"))}
-        out.append(Entry(folder.name, suite, suite, conditions, values, spread, _derive(values)))
+                      "model_lock": _lock_text(c.get("model_locks")),
+                      "prompt": ", ".join(s.get("prompts") or {}) or None,
+                      "device": None if "gpus" not in c else ("gpu" if c["gpus"] else "cpu")}
+        withheld = s.get("withheld") or {}
+        missing = {k: withheld.get(k, "not measured") for k in FACTORS if k not in values}
+        derived = _derive(values)
+        missing = {k: why for k, why in missing.items() if k not in values}
+        out.append(Entry(folder.name, suite, suite, conditions, values, spread, derived, missing,
+                         matched=s.get("harness_figures") or {}))
     return out
 
 
@@ -125,19 +164,37 @@ def _lock_text(locks: dict | None) -> str | None:
 
 
 def entries(source: str) -> list[Entry]:
-    """A run directory (has summary.json) or a reference card (name or path)."""
+    """A run directory (has summary.json) or a reference card (name or path), all of it or the
+    one suite or figure named after a '#'."""
+    source, _, pick = source.partition("#")
     path = Path(source)
     if (path / "summary.json").exists():
-        return run_entries(path)
-    if path.is_dir():
+        found = run_entries(path)
+    elif path.is_dir():
         raise SeatError(f"{path} has no summary.json", "give a finished run directory or a card")
-    return card_entries(cards.load(source))
+    else:
+        found = card_entries(cards.load(source))
+    if not pick:
+        return found
+    chosen = [e for e in found if e.key == pick]
+    if not chosen:
+        raise SeatError(f"{source} has no suite or figure {pick!r} with a decode figure to compare",
+                        f"these have one: {', '.join(e.key for e in found)}")
+    return chosen
 
 
 def _pairs(a: list[Entry], b: list[Entry], by_suite: bool) -> list[tuple[Entry, Entry]]:
-    key = (lambda e: e.key) if by_suite else (lambda e: (e.conditions.get("content"),
-                                                          e.conditions.get("context") or 0))
-    return [(x, y) for x in a for y in b if key(x) == key(y)]
+    """Like with like: by suite, else by content and context; sides with no content in common by
+    context alone (code against prose)."""
+    keys = [lambda e: (e.conditions.get("content"), e.conditions.get("context") or 0),
+            lambda e: e.conditions.get("context") or 0]
+    if by_suite:
+        keys.insert(0, lambda e: e.key)
+    for key in keys:
+        pairs = [(x, y) for x in a for y in b if key(x) == key(y)]
+        if pairs:
+            return pairs
+    return []
 
 
 MOVE_FLOOR = 0.01  # a factor never counts as moved by less than 1 %
@@ -158,14 +215,54 @@ def _threshold(factor: str, a: Entry, b: Entry) -> tuple[float, str]:
     return max(noise or 0.0, MOVE_FLOOR), source
 
 
-def _verdict(ratios: dict[str, float], a: Entry, b: Entry) -> dict:
+SUSTAINED = {("llm_decode_bench", "sustained", 1): "llm_decode_bench sustained C=1"}  # run.LDB_SUSTAINED
+
+
+def _matched(x: Entry, y: Entry) -> tuple[Entry, Entry, str | None]:
+    """A run against a card from another harness: the run's figure as that harness would have
+    printed it (tok/s, and ms/step from it: tokens/step is the same either way), or a refusal."""
+    for run, card, swap in ((x, y, False), (y, x, True)):
+        h = card.harness
+        if run.matched is None or not h or h["mode"] == "per-request":
+            continue
+        name = SUSTAINED.get((h["tool"], h["mode"], h["concurrency"]))
+        figure = (run.matched or {}).get(name) if name else None
+        if figure is None:
+            why = (f"refused: {card.label} is {h['tool']} {h['mode']} mode at C={h['concurrency']}, "
+                   f"whose figure counts {('TTFT gaps between restarts as decode' if h['mode'] == 'sustained' else 'its own way')}; "
+                   + ("this run has no per-request record to rebuild it from (re-run it with this kit)"
+                      if name else "the kit cannot rebuild that harness's figure"))
+            return x, y, why
+        values = dict(run.values, decode_tok_s=figure["decode_tok_s"])
+        derived = [d for d in run.derived if d != "ms_per_step"]
+        if values.get("tokens_per_step"):
+            values["ms_per_step"] = values["tokens_per_step"] / figure["decode_tok_s"] * 1000
+            derived.append("ms_per_step")
+        spread = {k: v for k, v in run.spread.items() if k == "tokens_per_step"}
+        matched = replace(run, values=values, derived=derived, spread=spread,
+                          label=f"{run.label} (as {name})")
+        note = (f"harness-matched: {run.label}'s tok/s as {name} would print it "
+                f"({figure['definition']}; prefix cache {figure['prefix_cache']})")
+        return (card, matched, note) if swap else (matched, card, note)
+    return x, y, None
+
+
+def _explains(differing: list[str], factor: str) -> list[str]:
+    return [k for k in differing if EXPLAINS.get(k) in (factor, "both")]
+
+
+def _verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: list[str] = ()) -> dict:
+    if all(abs(r - 1) < 1e-9 for r in ratios.values()):
+        return {"within_noise": True, "noise": _noise("decode_tok_s", a, b), "moved": [],
+                "same": True, "text": "the same: tok/s, tokens/step and ms/step are identical"}
     log = {k: math.log(r) for k, r in ratios.items()}
     noise = _noise("decode_tok_s", a, b)
-    gap = abs(ratios["decode_tok_s"] - 1)
+    gap = apart(ratios["decode_tok_s"])
+    cpu = "cpu" in (a.conditions.get("device"), b.conditions.get("device"))
     # Each factor is judged against its own spread: one can move beyond its noise while tok/s,
     # noisier, stays inside its own, and both can move at once (even in opposite directions).
     limits = {f: _threshold(f, a, b) for f in ("tokens_per_step", "ms_per_step")}
-    moved = [f for f, (limit, _) in limits.items() if abs(ratios[f] - 1) > limit]
+    moved = [f for f, (limit, _) in limits.items() if apart(ratios[f]) > limit]
     if noise is not None and gap <= noise and not moved:
         return {"within_noise": True, "noise": noise, "moved": [],
                 "text": f"within noise: {gap:.1%} apart, spread allows {noise:.1%}"}
@@ -180,20 +277,37 @@ def _verdict(ratios: dict[str, float], a: Entry, b: Entry) -> dict:
         lead = f"tok/s {gap:.1%} apart, inside its spread ({noise:.1%})"
     else:
         lead = f"tok/s {gap:.1%} apart (spread allows {noise:.1%})"
-    named = moved or [factor]
     if len(moved) == 2:
         lead += "; both factors moved"
     elif not moved:
         lead += f"; neither factor moved beyond its own spread, {_name(factor)} carries the most"
+    # The main factor first, then any other that moved.
+    named = sorted(set(moved) | {factor}, key=lambda f: -abs(parts[f]))
     said = []
     for f in named:
         limit, source = limits[f]
-        share = f"{shares[f]:.0%} of the gap" if shares[f] is not None else "the factors cancel"
+        share = ("none of it (the factors cancel)" if shares[f] is None else
+                 f"{shares[f]:.0%} of the gap" if shares[f] >= 0 else
+                 f"{shares[f]:.0%} of the gap: it works against it")
         how = f"moved {ratios[f] - 1:+.1%} (beyond {source}, {limit:.1%})" if f in moved \
             else f"{ratios[f] - 1:+.1%}"
-        said.append(f"{_name(f)} {how} and carries {share}; what usually moves it: {WHAT_MOVES[f]}")
+        what = (WHAT_MOVES_CPU if cpu else {}).get(f, WHAT_MOVES[f])
+        text = f"{_name(f)} {how} and carries {share}; what usually moves it: {what}"
+        causes = _explains(differing, f)
+        if causes:
+            text += f"; differing conditions that can explain it: {', '.join(causes)}"
+        elif f == "ms_per_step" and cpu:
+            text += "; no differing condition explains it: on a shared CPU machine, likely noise"
+        said.append(text)
+    headline = HEADLINE[factor]
+    if "content" in differing:
+        if factor == "tokens_per_step":
+            headline = "acceptance: the text, not the rig"
+        headline += (f" (content differs: {a.conditions.get('content')} vs "
+                     f"{b.conditions.get('content')}, and content usually moves tokens/step)")
     return {"within_noise": False, "noise": noise, "moved": moved, "factor": factor,
-            "share": shares[factor], "shares": shares, "text": f"{lead}. " + ". ".join(said)}
+            "share": shares[factor], "shares": shares,
+            "text": f"{headline}. {lead}. " + ". ".join(said)}
 
 
 def _name(factor: str) -> str:
@@ -221,7 +335,7 @@ def _side(side: list[Entry], key: str) -> str:
 
 def compare(a: str, b: str, force: bool = False) -> Comparison:
     left, right = entries(a), entries(b)
-    by_suite = all((Path(s) / "summary.json").exists() for s in (a, b))
+    by_suite = all((Path(s.partition("#")[0]) / "summary.json").exists() for s in (a, b))
     pairs = _pairs(left, right, by_suite)
     listed = {k: f"{_side(left, k)} vs {_side(right, k)}" for k in CONDITIONS}
     # Unpaired sides differ wherever their listed values do.
@@ -236,11 +350,20 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
                 if x.conditions.get(k) != y.conditions.get(k)
                 and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))}
         for k, text in diff.items():
-            name, note = CONDITION_NOTES.get(k, (k, ""))
+            name = CONDITION_NOTES.get(k, k)
+            note = "" if k == "model" else MOVES_TEXT.get(EXPLAINS.get(k), "")  # refused anyway
             text = f"{text} ({note})" if note else text
             differing.setdefault(name, [])
             if text not in differing[name]:
                 differing[name].append(text)
+        x, y, harness = _matched(x, y)
+        if isinstance(harness, str) and harness.startswith("refused"):
+            rows.append({"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
+                         "a_values": x.values, "b_values": y.values,
+                         "derived": {"a": x.derived, "b": y.derived}, "ratios": {},
+                         "missing": {"a": x.missing, "b": y.missing}, "harness": harness,
+                         "verdict": {"text": harness}})
+            continue
         row = {"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
                "a_values": x.values, "b_values": y.values, "derived": {"a": x.derived, "b": y.derived}}
         common = [k for k in FACTORS if k in x.values and k in y.values]
@@ -250,15 +373,21 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
             row["log_split"] = {"tok_s": math.log(r["decode_tok_s"]),
                                 "tokens_per_step": math.log(r["tokens_per_step"]),
                                 "minus_ms_per_step": -math.log(r["ms_per_step"])}
-            row["verdict"] = _verdict(r, x, y)
+            row["verdict"] = _verdict(r, x, y, sorted(diff))
         else:
-            row["verdict"] = {"text": "not enough factors on both sides to split"}
+            lacking = [f"{side} gives no {_name(k)} ({e.missing.get(k, 'not given')})"
+                       for side, e in (("A", x), ("B", y)) for k in FACTORS[1:] if k not in e.values]
+            gap = (f"tok/s {apart(row['ratios']['decode_tok_s']):.1%} apart, not split: "
+                   if "decode_tok_s" in row["ratios"] else "not split: ")
+            row["verdict"] = {"text": gap + "; ".join(lacking)}
+        row["missing"] = {"a": x.missing, "b": y.missing}
+        row["harness"] = harness
         rows.append(row)
     refused = None
     if "model" in differing and not force:
         refused = (f"refused: the two sides are different models, or one does not say which "
-                   f"({'; '.join(differing['model'])}); "
-                   "their tok/s says nothing about either rig. --force compares them anyway")
+                   f"({'; '.join(differing['model'])}); a model moves both factors, so their gap "
+                   "says nothing about either rig. --force compares them anyway, factor by factor")
     if not pairs:
         refused = refused or ("nothing to compare: no suite or figure of one side matches the other's "
                               "content and context")
@@ -276,16 +405,28 @@ def markdown(c: Comparison) -> str:
     lines += ["", "| A | B | tok/s A / B (ratio) | tokens/step A / B (ratio) | ms/step A / B (ratio) "
               "| verdict |", "|---|---|---|---|---|---|"]
     for row in c.rows:
-        cells = []
-        for k in FACTORS:
-            a, b = row["a_values"].get(k), row["b_values"].get(k)
-            mark = lambda side, v: (f"{v:.2f}" + ("*" if k in row["derived"][side] else "")  # noqa: E731
-                                    if v is not None else "n/a")
-            ratio = f" ({row['ratios'][k]:.3f})" if k in row["ratios"] else ""
-            cells.append(f"{mark('a', a)} / {mark('b', b)}{ratio}")
-        lines.append(f"| {row['a']} | {row['b']} | " + " | ".join(cells) + f" | {row['verdict']['text']} |")
-    lines += ["", "\\* derived from the other two factors (tok/s = tokens per step / step time)."]
+        lines.append(f"| {row['a']} | {row['b']} | " + " | ".join(cells(row))
+                     + f" | {row['verdict']['text']} |")
+    matched = [f"- {row['harness']}" for row in c.rows
+               if row.get("harness") and not row["harness"].startswith("refused")]
+    lines += [""] + matched if matched else []
+    lines += ["", "\\* derived from the other two factors (tok/s = tokens per step / step time). "
+              "– : the side does not give it (the verdict says why). " + APART]
     return "\n".join(lines) + "\n"
+
+
+APART = "X % apart: the larger figure over the smaller, minus one, whichever side is A."
+
+
+def cells(row: dict) -> list[str]:
+    """Each factor as `A / B (ratio)`; '–' where a side lacks it, '*' where it was derived."""
+    out = []
+    for k in FACTORS:
+        shown = [f"{v:.2f}" + ("*" if k in row["derived"][side] else "") if v is not None else "–"
+                 for side, v in (("a", row["a_values"].get(k)), ("b", row["b_values"].get(k)))]
+        ratio = f" ({row['ratios'][k]:.3f})" if k in row["ratios"] else ""
+        out.append(f"{shown[0]} / {shown[1]}{ratio}")
+    return out
 
 
 def as_json(c: Comparison) -> str:

@@ -43,45 +43,103 @@ def server_ttft_s(delta: Snapshot) -> float | None:
     return None
 
 
+COUNTER_FIGURES = ("tokens_per_step", "ms_per_step", "drafter_tokens_per_step", "cut_by_max_tokens",
+                   "itl_ms_per_step", "accepted_per_drafted_step", "tokens_per_drafted_step",
+                   "draft_acceptance", "steps_without_drafts")
+
+
+def _disagreement(v: dict, steps_from: str, decode_tokens: int, k: int | None) -> str | None:
+    """Why the step counters can't stand beside the stream's count; None when they agree."""
+    steps, accepted = v.get("steps") or v.get("drafts"), v.get("accepted") or 0
+    excess = steps + accepted - decode_tokens  # drafts accepted in the last step, cut by max_tokens
+    if excess >= 0 and (k is None or excess <= k):
+        return None
+    said = f"steps + accepted drafts give {steps + accepted:g} decode tokens, the stream {decode_tokens}"
+    if steps_from == "drafts" and excess < 0:
+        return (f"{said}: without the inter-token histogram the steps are the drafts counter, and "
+                "steps that drafted nothing (ngram with no match) are not in it")
+    return (f"{said}: the spec-decode counters are not this request's alone (a server that "
+            "publishes them on a period, or counts differently)")
+
+
 def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: float,
-            prompt_tokens: int) -> dict:
-    """Every derived quantity of one request; None where the counters cannot give it."""
+            prompt_tokens: int, first_event_tokens: int | None = None, k: int | None = None) -> dict:
+    """Every derived quantity of one request; None where the counters cannot give it, with the
+    reason in `withheld` where its inputs disagree. `sources` names each figure's clock and source.
+    """
     n = completion_tokens
     decode_tokens = n - 1
     v = delta.values
+    withheld: dict[str, str] = {}
+    # A first event that carries more than the first token held it back for a decode step: the
+    # client clock then starts one step late, so its decode counts only the tokens after that event.
+    held = first_event_tokens if first_event_tokens and first_event_tokens > 1 else None
     client_decode_s = last_s - ttft_s
+    client_decode_tokens = n - held if held else decode_tokens
     server_decode_s = v.get("decode_seconds")
     if server_decode_s is not None and server_decode_s <= 0:
         server_decode_s = None  # a counter that went backwards: the client's clock stands
     decode_s = server_decode_s if server_decode_s else client_decode_s
     server_ttft = server_ttft_s(delta)
     first_token_s = server_ttft if server_ttft is not None else ttft_s
+    hits, queries = v.get("prefix_hits"), v.get("prefix_queries")
+    cache = "unknown" if hits is None else ("warm" if hits > 0 else "cold")
     drafts, draft_tokens, accepted = v.get("drafts"), v.get("draft_tokens"), v.get("accepted")
+    steps_from = "inter-token histogram" if v.get("steps") else "drafts counter"
     steps = v.get("steps") or drafts
+    client_rate = _ratio(client_decode_tokens, client_decode_s)
     out = {
         "completion_tokens": n, "prompt_tokens": prompt_tokens, "decode_tokens": decode_tokens,
         "ttft_ms": first_token_s * 1000, "client_ttft_ms": ttft_s * 1000,
         "ttft_source": "server" if server_ttft is not None else "client",
         "decode_ms": decode_s * 1000,
         "timing_source": "server" if server_decode_s else "client",
-        "decode_tok_s": _ratio(decode_tokens, decode_s),
-        "client_decode_tok_s": _ratio(decode_tokens, client_decode_s),
+        "decode_tok_s": _ratio(decode_tokens, server_decode_s) if server_decode_s else client_rate,
+        "client_decode_tok_s": client_rate,
         "prefill_tok_s": _ratio(prompt_tokens, first_token_s),
+        "first_event_tokens": first_event_tokens,
+        "prefix_cache": cache, "prefix_cache_hit_tokens": hits, "prefix_cache_query_tokens": queries,
+        "warm_ttft_ms": None,
         "drafts": drafts, "draft_tokens": draft_tokens, "accepted": accepted,
         "accepted_per_position": [delta.per_position[i] for i in sorted(delta.per_position)],
         "decode_steps": steps,
         # Each step delivers at least one token: other step counts are counters that lie.
         "decomposition": bool(delta.has_spec and steps and 0 < steps <= decode_tokens),
+        "withheld": withheld,
     }
+    if held and out["ttft_source"] == "client":
+        why = (f"the first event carried {held} tokens: the first token was held for a decode "
+               "step, so the client's TTFT is late by that step")
+        withheld.update(ttft_ms=why, prefill_tok_s=why)
+        out.update(ttft_ms=None, prefill_tok_s=None)
+    if cache == "warm":  # a prefix-cache hit: a warm TTFT, never the cold figure
+        why = f"a prefix-cache hit ({hits:g} of {queries:g} prompt tokens cached): see warm TTFT"
+        out["warm_ttft_ms"] = out["ttft_ms"]
+        withheld.update(ttft_ms=why, prefill_tok_s=why)
+        out.update(ttft_ms=None, prefill_tok_s=None)
     out["client_vs_server"] = (_ratio(out["client_decode_tok_s"], out["decode_tok_s"])
                                if server_decode_s else None)
+    out["sources"] = {
+        "decode_tok_s": ("server clock (request decode time)" if server_decode_s
+                         else "client clock (stream)") + ", stream's token count",
+        "ttft_ms": "server clock (TTFT histogram)" if server_ttft is not None
+                   else "client clock (stream)",
+        "tokens_per_step": f"stream's token count / {steps_from}",
+        "ms_per_step": "decode tok/s and tokens/step",
+        "draft_acceptance": "spec-decode counters",
+        "prefix_cache": "prefix-cache counters" if hits is not None else "no prefix-cache counters"}
     if not out["decomposition"]:
+        if delta.has_spec:  # counters that exist but moved impossibly: say so on the row
+            why = (f"the step counters moved by {steps or 0:g} during a request of {decode_tokens} "
+                   "decode tokens: they are not this request's alone (a server that publishes "
+                   "them on a period, or counts differently)")
+            withheld.update({name: why for name in COUNTER_FIGURES})
         return out
+    disagreement = _disagreement(v, "steps" if v.get("steps") else "drafts", decode_tokens, k)
     per_pos = out["accepted_per_position"]
     unconditional = [a / drafts for a in per_pos] if drafts else []  # no drafts: no curve
     conditional = [u / prev if u is not None and prev else None
                    for u, prev in zip(unconditional, [1.0] + unconditional[:-1])]
-    ms_per_step = decode_s * 1000 / steps
     tokens_per_step = decode_tokens / steps
     out.update({
         "accepted_per_drafted_step": _ratio(accepted, drafts),
@@ -95,16 +153,22 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
         "acceptance_unconditional": unconditional,
         "acceptance_conditional": conditional,
         "steps_without_drafts": steps - (drafts or 0),
-        "ms_per_step": ms_per_step,
+        # tok/s = tokens/step / s/step, exactly, whichever clock timed the decode
+        "ms_per_step": tokens_per_step / out["decode_tok_s"] * 1000 if out["decode_tok_s"] else None,
         "counters_vs_usage": _ratio(steps + accepted, decode_tokens),
     })
+    if disagreement:
+        withheld.update({name: disagreement for name in COUNTER_FIGURES})
+        out.update({name: None for name in COUNTER_FIGURES})
+        out.update(acceptance_unconditional=[], acceptance_conditional=[], drafted_length=None)
     return out
 
 
 def exclusivity(delta: Snapshot, completion_tokens: int, prompt_tokens: int,
                 finish_reason: str | None, expected_reason: str,
-                peak_running: float, peak_waiting: float) -> list[str]:
-    """Why the counter deltas may hold another request; empty when ours was alone."""
+                peak_running: float, peak_waiting: float, final_tokens: int | None = None) -> list[str]:
+    """Why the counter deltas may hold another request; empty when ours was alone. The server's
+    count may match the stream's or its own final usage (which can differ: see usage_note)."""
     problems = []
     finished = sum(delta.success.values())
     if finished != 1 or delta.success.get(expected_reason, 0) != 1:
@@ -113,7 +177,7 @@ def exclusivity(delta: Snapshot, completion_tokens: int, prompt_tokens: int,
     if finish_reason != expected_reason:
         problems.append(f"our finish reason was {finish_reason}, expected {expected_reason}")
     generated = delta.values.get("generation_tokens")
-    if generated is not None and generated != completion_tokens:
+    if generated is not None and generated not in (completion_tokens, final_tokens):
         problems.append(f"server generated {generated:g} tokens, we received {completion_tokens}")
     prompted = delta.values.get("prompt_tokens")
     if prompted is not None and prompted != prompt_tokens:
@@ -123,6 +187,14 @@ def exclusivity(delta: Snapshot, completion_tokens: int, prompt_tokens: int,
     return problems
 
 
+def usage_note(streamed: int | None, final: int) -> str | None:
+    """The stream's running usage against its final usage; None when they agree or one is missing."""
+    if streamed is None or streamed == final:
+        return None
+    return (f"the final usage says {final} tokens, the stream's running usage {streamed}: the "
+            "stream's count is used")
+
+
 def alarms(f: dict, k: int | None, text: str) -> dict[str, str]:
     """Signs that a number should not be trusted as it stands, by kind."""
     out = {}
@@ -130,7 +202,7 @@ def alarms(f: dict, k: int | None, text: str) -> dict[str, str]:
         out["no-decomposition"] = ("no speculative-decoding counters in /metrics, or a step count "
                                    "outside 1..decode tokens: the two factors are unavailable")
         return out
-    if f["prompt_tokens"] >= 4096 and (f["draft_acceptance"] or 0) < 0.02:
+    if f["prompt_tokens"] >= 4096 and f["draft_acceptance"] is not None and f["draft_acceptance"] < 0.02:
         out["zero-acceptance"] = "acceptance near 0 at long context: the drafter may see zero-filled drafts"
     if k and f["drafted_length"] is not None and abs(f["drafted_length"] - k) > 0.01:
         out["drafted-length"] = f"drafted length {f['drafted_length']:.2f} differs from k={k}"
@@ -142,9 +214,6 @@ def alarms(f: dict, k: int | None, text: str) -> dict[str, str]:
     if score > 0.5 and (f["draft_acceptance"] or 0) > 0.9:
         out["loop"] = (f"output loops (repetition {score:.2f}) with {f['draft_acceptance']:.0%} "
                        "acceptance: the speed is flattered")
-    excess = f["cut_by_max_tokens"]
-    if excess < 0 or excess > (k or excess):
-        out["counters-vs-usage"] = (f"the counters give {f['decode_steps'] + f['accepted']:g} "
-                                    f"decode tokens, the stream {f['decode_tokens']}: another "
-                                    "request's counts, or a server that counts differently")
+    if "tokens_per_step" in f["withheld"]:
+        out["counters-vs-usage"] = f"{f['withheld']['tokens_per_step']}; tokens/step and ms/step withheld"
     return out

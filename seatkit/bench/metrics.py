@@ -1,7 +1,9 @@
 """vLLM's /metrics as numbers the decomposition needs: parsed, summed over engines, differenced.
 
 Names are read from sample lines (the exposition's TYPE lines name counters inconsistently), v1 and
-v0 alike; every series is summed over its `engine` label (data-parallel engines).
+v0 alike; every series is summed over its `engine` label (data-parallel engines). Given the model
+served, series labelled with another `model_name` are left out: a second model behind the same
+/metrics never lands in our request's deltas.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ COUNTERS = {
     "decode_seconds": ["vllm:request_decode_time_seconds_sum"],
     "ttft_seconds": ["vllm:time_to_first_token_seconds_sum"],
     "ttft_count": ["vllm:time_to_first_token_seconds_count"],
+    "prefix_queries": ["vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"],
+    "prefix_hits": ["vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"],
 }
 PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 SUCCESS = "vllm:request_success_total"
@@ -54,8 +58,9 @@ class Snapshot:
             gauges=dict(self.gauges))
 
 
-def parse(text: str) -> Snapshot:
-    """One /metrics body; raises SeatError when it is not the Prometheus text format."""
+def parse(text: str, model: str | None = None) -> Snapshot:
+    """One /metrics body, only `model`'s series where given; raises SeatError when it is not the
+    Prometheus text format."""
     sums: dict[str, float] = defaultdict(float)
     per_position: dict[int, float] = defaultdict(float)
     success: dict[str, float] = defaultdict(float)
@@ -63,8 +68,18 @@ def parse(text: str) -> Snapshot:
     gauges = {name: key for key, name in GAUGES.items()}
     seen_gauges: dict[str, float] = defaultdict(float)
     try:
-        for family in text_string_to_metric_families(text):
+        families = list(text_string_to_metric_families(text))
+        served = {s.labels["model_name"] for f in families for s in f.samples if "model_name" in s.labels}
+        if model is not None and served and model not in served:
+            if len(served) > 1:  # an alias of one of them, or the wrong server: no way to tell
+                raise SeatError(f"/metrics labels the models {', '.join(sorted(served))}, none of "
+                                f"them {model}: the bench can't tell which counters are its own",
+                                "bench the model by the name the server serves it as")
+            model = None  # one model under another name (an alias): its series are ours
+        for family in families:
             for sample in family.samples:
+                if model is not None and sample.labels.get("model_name", model) != model:
+                    continue
                 read = sample.name in names or sample.name in gauges or sample.name in (PER_POSITION,
                                                                                           SUCCESS)
                 if read and not math.isfinite(sample.value):

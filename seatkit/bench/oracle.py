@@ -8,6 +8,9 @@ tokens and inter-token latencies per step, drafts accepted in the last step coun
 max_tokens cuts them. Run it in its own process, so the client's threads do not disturb its timing:
 
     python -m seatkit.bench.oracle --port P --tokens-per-step T --step-ms M [--batch-ms B] [--k K]
+
+`Quirks` make it misbehave the way real servers do, one known way at a time, so a test can show
+what the bench prints then (the right figure, or the figure withheld with the reason).
 """
 
 from __future__ import annotations
@@ -26,6 +29,26 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL = "oracle"
+OTHER_MODEL = "oracle-idle"  # a second model behind the same /metrics (Quirks.other_model)
+SPEC = ("spec_decode_num_drafts_total", "spec_decode_num_draft_tokens_total",
+        "spec_decode_num_accepted_tokens_total", "inter_token_latency_seconds_count",
+        "inter_token_latency_seconds_sum")
+
+
+@dataclass(frozen=True)
+class Quirks:
+    """Ways a real server departs from the plain schedule; all off by default."""
+    ngram: bool = False  # a step that gives one token drafted nothing (ngram found no match)
+    hide: frozenset = frozenset()  # counter families not exported, e.g. {"inter_token_latency_seconds"}
+    spec_period_s: float = 0.0  # spec-decode and per-step counters published on this period
+    usage_extra: int = 0  # the final usage claims this many tokens more than were streamed
+    generation_extra: int = 0  # the generation counter claims this many tokens more per request
+    hold_first: bool = False  # the first token waits for the first decode step, in one event
+    prefix_cache: bool = False  # a prompt seen before (same cache_salt) skips most of its prefill
+    prefill_ms_per_token: float = 0.0  # prefill time grows with the prompt
+    other_model: bool = False  # a second model's counters move behind the same /metrics
+    exposition_ms: float = 0.0  # /metrics takes this long and holds up every stream meanwhile
+    # (vLLM's exposition runs on the API server's one event loop, which also writes the streams)
 
 
 def step_sizes(decode_tokens: int, tokens_per_step: float) -> list[int]:
@@ -59,11 +82,13 @@ class Request:
     emitted: int = 0
     first: float = 0.0
     previous: float = 0.0
+    key: tuple = ()
+    held: int = 0  # tokens made but not yet sent (Quirks.hold_first)
 
 
 class Oracle:
     def __init__(self, tokens_per_step: float, step_ms: float, k: int, prefill_ms: float,
-                 batch_ms: float = 0.0):
+                 batch_ms: float = 0.0, quirks: Quirks = Quirks()):
         if not 1 <= tokens_per_step <= k + 1:
             raise ValueError(f"tokens per step must be within 1..k+1 ({k + 1})")
         self.tokens_per_step, self.k = tokens_per_step, k
@@ -73,34 +98,77 @@ class Oracle:
         self.per_position: Counter = Counter()
         self.pending: list[Request] = []
         self.running: list[Request] = []
+        self.quirks = quirks
+        self.published: dict = {}  # the spec counters as last published (Quirks.spec_period_s)
+        self.published_at = -math.inf
+        self.seen_prompts: set = set()
+        self.other: Counter = Counter()  # the second model's counters (Quirks.other_model)
+        self.frontend = threading.Lock()  # the API loop: exposition and stream writes take turns
         threading.Thread(target=self._engine, daemon=True).start()
+        if quirks.other_model:
+            threading.Thread(target=self._other_model, daemon=True).start()
+
+    def _other_model(self) -> None:
+        """Another model served behind the same /metrics finishes a request every 10 ms."""
+        while True:
+            time.sleep(0.01)
+            with self.lock:
+                for name in ("generation_tokens_total", "spec_decode_num_drafts_total",
+                             "inter_token_latency_seconds_count", "success_length"):
+                    self.other[name] += 3
+
+    def prefill_seconds(self, request: Request) -> float:
+        """Cold: the fixed cost plus the per-token one; a prefix-cache hit: a tenth of the fixed."""
+        if self.quirks.prefix_cache and request.key in self.seen_prompts:
+            return self.prefill_s / 10
+        return self.prefill_s + self.quirks.prefill_ms_per_token / 1000 * request.prompt_tokens
 
     def step_seconds(self, batch: int) -> float:
         return self.step_s + self.batch_s * (batch - 1)
 
     def metrics(self) -> str:
-        label = 'engine="0",model_name="oracle"'
+        if self.quirks.exposition_ms:
+            with self.frontend:
+                time.sleep(self.quirks.exposition_ms / 1000)
         with self.lock:
             c, pos = dict(self.counters), dict(self.per_position)
             running = len(self.running) + len(self.pending)
+            if self.quirks.spec_period_s:  # spec counters as last published, not as they are
+                now = time.monotonic()
+                if now - self.published_at >= self.quirks.spec_period_s:
+                    self.published = {**{n: c.get(n, 0) for n in SPEC}, "per_position": pos}
+                    self.published_at = now
+                c.update({n: self.published[n] for n in SPEC})
+                pos = self.published["per_position"]
+            other = dict(self.other)
+        lines = self._series(MODEL, c, pos, running)
+        if self.quirks.other_model:
+            lines += self._series(OTHER_MODEL, other, {}, 1)
+        return "\n".join(lines) + "\n"
+
+    def _series(self, model: str, c: dict, pos: dict, running: int) -> list[str]:
+        label = f'engine="0",model_name="{model}"'
         lines = [f"vllm:num_requests_running{{{label}}} {running}",
                  f"vllm:num_requests_waiting{{{label}}} 0"]
         for name in ("spec_decode_num_drafts_total", "spec_decode_num_draft_tokens_total",
                      "spec_decode_num_accepted_tokens_total", "generation_tokens_total",
                      "prompt_tokens_total", "inter_token_latency_seconds_count",
                      "inter_token_latency_seconds_sum", "request_decode_time_seconds_sum",
-                     "time_to_first_token_seconds_count", "time_to_first_token_seconds_sum"):
-            lines.append(f"vllm:{name}{{{label}}} {float(c.get(name, 0))}")
+                     "time_to_first_token_seconds_count", "time_to_first_token_seconds_sum",
+                     "prefix_cache_queries_total", "prefix_cache_hits_total"):
+            if not any(name.startswith(hidden) for hidden in self.quirks.hide):
+                lines.append(f"vllm:{name}{{{label}}} {float(c.get(name, 0))}")
         for i in range(self.k):
             lines.append(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},'
                          f'position="{i}"}} {float(pos.get(i, 0))}')
         lines.append(f'vllm:request_success_total{{{label},finished_reason="length"}} '
                      f'{float(c.get("success_length", 0))}')
-        return "\n".join(lines) + "\n"
+        return lines
 
     def submit(self, body: dict) -> Request:
         request = Request(int(body["max_tokens"]), len(body["prompt"].split()), time.monotonic())
         request.sizes = step_sizes(request.max_tokens - 1, self.tokens_per_step)
+        request.key = (body.get("cache_salt"), body["prompt"])
         with self.lock:
             self.pending.append(request)
             self.lock.notify()
@@ -117,7 +185,7 @@ class Oracle:
                         self.lock.wait()
                     due = time.monotonic()  # a busy engine keeps its clock: no drift per step
                 batch = len(self.pending) + len(self.running)
-                prefill = self.prefill_s if self.pending else 0.0
+                prefill = sum(self.prefill_seconds(r) for r in self.pending)
             due += prefill + self.step_seconds(batch)
             time.sleep(max(0.0, due - time.monotonic()))
             now = time.monotonic()  # timed as a server times itself, not copied from the schedule
@@ -128,9 +196,10 @@ class Oracle:
         c = self.counters
         for request in self.running:
             size = request.sizes.pop(0)
-            delivered = min(size, request.max_tokens - request.emitted)
-            c["spec_decode_num_drafts_total"] += 1
-            c["spec_decode_num_draft_tokens_total"] += self.k
+            delivered = min(size, request.max_tokens - request.emitted - request.held)
+            if not (self.quirks.ngram and size == 1):  # ngram with no match drafts nothing
+                c["spec_decode_num_drafts_total"] += 1
+                c["spec_decode_num_draft_tokens_total"] += self.k
             c["spec_decode_num_accepted_tokens_total"] += size - 1  # counted before the cut
             c["inter_token_latency_seconds_count"] += 1
             c["inter_token_latency_seconds_sum"] += now - request.previous
@@ -144,17 +213,26 @@ class Oracle:
             c["time_to_first_token_seconds_count"] += 1
             c["time_to_first_token_seconds_sum"] += now - request.arrived
             c["prompt_tokens_total"] += request.prompt_tokens
+            c["prefix_cache_queries_total"] += request.prompt_tokens
+            if self.quirks.prefix_cache and request.key in self.seen_prompts:
+                c["prefix_cache_hits_total"] += request.prompt_tokens
+            self.seen_prompts.add(request.key)
             c["generation_tokens_total"] += 1
-            self._emit(request, 1)
+            if self.quirks.hold_first:  # made now, sent with the next step's tokens
+                request.held = 1
+            else:
+                self._emit(request, 1)
         self.running += self.pending
         self.pending = []
         for request in [r for r in self.running if r.emitted == r.max_tokens]:
             self.running.remove(request)
             c["request_decode_time_seconds_sum"] += request.previous - request.first
+            c["generation_tokens_total"] += self.quirks.generation_extra
             c["success_length"] += 1
             request.out.put(None)
 
     def _emit(self, request: Request, count: int) -> None:
+        count, request.held = count + request.held, 0
         text = "".join(f" t{request.emitted + j}" for j in range(count))
         request.emitted += count
         done = request.emitted == request.max_tokens
@@ -165,9 +243,11 @@ class Oracle:
         """Stream one completion as the engine produces it."""
         request = self.submit(body)
         while (chunk := request.out.get()) is not None:
-            write(chunk)
+            with self.frontend:
+                write(chunk)
         write(b"data: " + json.dumps({"choices": [], "usage": self._usage(
-            request.max_tokens, request.prompt_tokens)}).encode() + b"\n\ndata: [DONE]\n\n")
+            request.max_tokens + self.quirks.usage_extra, request.prompt_tokens)}).encode()
+              + b"\n\ndata: [DONE]\n\n")
 
     @staticmethod
     def _usage(n: int, prompt_tokens: int) -> dict:
@@ -240,7 +320,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prefill-ms", type=float, default=20.0)
     parser.add_argument("--batch-ms", type=float, default=0.0,
                         help="step time added per running request beyond the first")
+    parser.add_argument("--quirks", default="{}",
+                        help='Quirks as JSON, e.g. \'{"ngram": true, "hide": ["inter_token"]}\'')
     args = parser.parse_args(argv)
+    given = json.loads(args.quirks)
+    quirks = Quirks(**{**given, "hide": frozenset(given.get("hide", ()))})
     # The engine thread must get the interpreter lock back within a fraction of a step, even when
     # 16 writer threads want it (the default switch interval is 5 ms).
     sys.setswitchinterval(0.0002)
@@ -248,7 +332,8 @@ def main(argv: list[str] | None = None) -> None:
         os.nice(-10)
     except PermissionError:
         pass
-    oracle = Oracle(args.tokens_per_step, args.step_ms, args.k, args.prefill_ms, args.batch_ms)
+    oracle = Oracle(args.tokens_per_step, args.step_ms, args.k, args.prefill_ms, args.batch_ms,
+                    quirks)
     ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(oracle)).serve_forever()
 
 

@@ -25,9 +25,12 @@ def fit(xs: list[float], ys: list[float]) -> dict | None:
 
 def fits(records: list[dict]) -> dict:
     f = [r["factors"] for r in records]
-    drafted = [(x["drafted_length"], x["ms_per_step"]) for x in f if x.get("drafted_length")]
+    drafted = [(x["drafted_length"], x["ms_per_step"]) for x in f
+               if x.get("drafted_length") and x.get("ms_per_step")]
+    # Cold requests only: a prefix-cache hit's TTFT is withheld (None), never fitted.
+    cold = [(x["prompt_tokens"], x["ttft_ms"]) for x in f if x.get("ttft_ms") is not None]
     return {"ms_per_step_vs_drafted_tokens": fit(*zip(*drafted)) if drafted else None,
-            "ttft_ms_vs_prompt_tokens": fit([x["prompt_tokens"] for x in f], [x["ttft_ms"] for x in f])}
+            "ttft_ms_vs_prompt_tokens": fit(*zip(*cold)) if cold else None}
 
 
 def _save(fig, path: Path) -> Path:
@@ -80,7 +83,11 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
     ax.set_xlabel("draft position")
     ax.set_title(heading, fontsize="medium")
     ax.set_ylabel("accepted, % of drafted steps")
-    ax.legend(fontsize="small")
+    if ax.lines:
+        ax.legend(fontsize="small")
+    else:  # the counters were withheld (see report.md) or absent: say so on the plot
+        ax.text(0.5, 0.5, "no acceptance curve: the spec-decode counters were withheld or absent",
+                ha="center", transform=ax.transAxes)
     out.append(_save(fig, folder / "acceptance_by_position.png"))
 
     for key, x_name, y_name, xlabel, ylabel, file in (

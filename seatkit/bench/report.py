@@ -3,23 +3,45 @@
 from __future__ import annotations
 
 
-def _fmt(stats: dict | None, scale: float = 1.0, digits: int = 1) -> str:
+def _fmt(stats: dict | None, scale: float = 1.0, digits: int = 1, withheld: str | None = None) -> str:
     if not stats:
-        return "n/a"
+        return "withheld" if withheld else "n/a"
     cv = f", CV {stats['cv']:.1%}" if stats.get("cv") is not None else ""
     return (f"{stats['median'] * scale:.{digits}f} ({stats['min'] * scale:.{digits}f}–"
             f"{stats['max'] * scale:.{digits}f}{cv})")
 
 
+def _cell(s: dict, name: str, scale: float = 1.0, digits: int = 1) -> str:
+    return _fmt(s.get(name), scale, digits, (s.get("withheld") or {}).get(name))
+
+
+def _clock(s: dict) -> str:
+    """Which clock timed decode and TTFT, short: the sources line under the table says the rest."""
+    src = s.get("sources") or {}
+    short = lambda text: "server" if text.startswith("server") else "client" if text else "?"  # noqa: E731
+    return f"decode {short(src.get('decode_tok_s', ''))}, TTFT {short(src.get('ttft_ms', ''))}"
+
+
 def rows(summary: dict) -> list[tuple[str, ...]]:
-    """suite, content, tok/s, tokens/step, ms/step, acceptance, requests: medians (min–max, CV)."""
-    return [(suite, s["content"], _fmt(s["decode_tok_s"]), _fmt(s["tokens_per_step"], digits=2),
-             _fmt(s["ms_per_step"], digits=2), _fmt(s["draft_acceptance"], 100, 1),
-             str(s["requests"])) for suite, s in summary["suites"].items()]
+    """suite, content, tok/s, tokens/step, ms/step, acceptance, cold TTFT, clocks, requests:
+    medians (min–max, CV); a figure withheld says so (the reason is under the table)."""
+    return [(suite, s["content"], _cell(s, "decode_tok_s"), _cell(s, "tokens_per_step", digits=2),
+             _cell(s, "ms_per_step", digits=2), _cell(s, "draft_acceptance", 100, 1),
+             _cell(s, "ttft_ms"), _clock(s), str(s["requests"]))
+            for suite, s in summary["suites"].items()]
 
 
 HEADER = ("suite", "content", "decode tok/s", "tokens/step (delivered)", "ms/step",
-          "draft acceptance %", "requests")
+          "draft acceptance %", "TTFT ms (cold)", "clock", "requests")
+
+
+def notes(summary: dict) -> list[str]:
+    """Per suite: every figure withheld (and why), and where each figure came from."""
+    out = []
+    for suite, s in summary["suites"].items():
+        out += [f"{suite}: {name.replace('_', ' ')} {why}" for name, why in (s.get("withheld") or {}).items()]
+        out += [f"{suite}: {name.replace('_', ' ')} from {src}" for name, src in (s.get("sources") or {}).items()]
+    return out
 
 
 def markdown(summary: dict) -> str:
@@ -39,9 +61,13 @@ def markdown(summary: dict) -> str:
     lines += [f"- {suite}: {_fmt(s.get('drafter_tokens_per_step'), digits=3)}"
               for suite, s in summary["suites"].items()]
     lines += ["", "TTFT is the server's (its time_to_first_token histogram) where it has one; the "
-              "client's, which adds delivery, is kept beside it:", ""]
-    lines += [f"- {suite}: {_fmt(s.get('ttft_ms'))} ms; client {_fmt(s.get('client_ttft_ms'))} ms"
+              "client's, which adds delivery, is kept beside it. Cold: no prefix-cache hit (each "
+              "cold request has its own cache_salt); warm: a hit, by the prefix-cache counters:", ""]
+    lines += [f"- {suite}: cold {_cell(s, 'ttft_ms')} ms; warm {_cell(s, 'warm_ttft_ms')} ms; "
+              f"client {_fmt(s.get('client_ttft_ms'))} ms; requests cold/warm/unknown "
+              + "/".join(str((s.get("prefix_cache") or {}).get(k, 0)) for k in ("cold", "warm", "unknown"))
               for suite, s in summary["suites"].items()]
+    lines += ["", "## Sources and withheld figures", ""] + [f"- {n}" for n in notes(summary)]
     lines += ["", "## Best runs", ""]
     for suite, s in summary["suites"].items():
         b = s["best_run"]
@@ -117,7 +143,10 @@ def sweep_markdown(summary: dict) -> str:
                 lines.append(f"- {row['concurrency']} streams: window {w['opens_s']:.3f}-"
                              f"{w['closes_s']:.3f} s after the first send"
                              + (f", {w['steps']:g} request steps in the counters' window"
-                                if w.get("steps") else ""))
+                                if w.get("steps") else "")
+                             + (f"; the edge scrapes took {w['scrape_ms'][0]:.1f} / "
+                                f"{w['scrape_ms'][1]:.1f} ms (the stream rates start after the "
+                                "opening one's cost)" if w.get("scrape_ms") else ""))
             for kind, message in row["alarms"].items():
                 lines.append(f"- {row['concurrency']} streams: alarm {kind}: {message}")
         lines.append("")

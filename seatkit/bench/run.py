@@ -18,6 +18,7 @@ import re
 import statistics
 import threading
 import time
+import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -63,7 +64,7 @@ def scrape(target: Target) -> metrics.Snapshot | None:
         raise SeatError(f"cannot read {target.url}/metrics: {exc}") from None
     if answer.status_code == 404:
         return None
-    snapshot = metrics.parse(answer.text)
+    snapshot = metrics.parse(answer.text, target.model)
     return snapshot if snapshot.values or snapshot.success else None
 
 
@@ -151,11 +152,13 @@ def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
     return len(ids), hashlib.sha256(json.dumps(ids).encode()).hexdigest()
 
 
-def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext) -> dict:
+def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext,
+            cache_salt: str | None = None) -> dict:
     """One request with its counter deltas, factors, exclusivity verdict and alarms.
 
     `around` is entered just before the request is sent and left just after its last byte
-    (`seat bench --nsys` starts and stops a trace there)."""
+    (`seat bench --nsys` starts and stops a trace there). A new `cache_salt` keeps the server's
+    prefix cache out of the request's TTFT; the same salt again measures the warm TTFT."""
     before = wait_idle(target)
     sampler, gpus = GaugeSampler(target, options.sample_hz), telemetry.Sampler()
     sampler.start()
@@ -164,11 +167,15 @@ def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext
     try:
         with around():
             done = client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
-                                 target.headers, sampling=options.sampling)
+                                 target.headers, sampling=options.sampling,
+                                 extra={"cache_salt": cache_salt} if cache_salt else None)
     finally:
         gauges, gpu_telemetry = sampler.finish(), gpus.finish()
     cpu = time.process_time() - cpu
     cut = truncation(done, prompt.max_tokens)
+    # The tokens that streamed, by the stream's own running usage where it has one: a final usage
+    # that says otherwise is recorded beside it, never used.
+    tokens = done.streamed_tokens if done.streamed_tokens is not None else done.completion_tokens
     record = {"suite": prompt.suite, "prompt": prompt.name, "content": prompt.content,
               "prompt_sha256": prompt.sha256, "prompt_file_sha256": prompt.file_sha256,
               "context": prompt.context, "padding": prompt.padding,
@@ -176,33 +183,39 @@ def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext
               "chunks": done.chunks, "gauges": gauges, "text_sha256":
               hashlib.sha256(done.text.encode()).hexdigest(),
               "repetition": decompose.repetition(done.text), "gpu_telemetry": gpu_telemetry,
-              "client_cpu_us_per_token": cpu * 1e6 / max(done.completion_tokens, 1),
-              "truncated": cut}
+              "client_cpu_us_per_token": cpu * 1e6 / max(tokens, 1),
+              "truncated": cut, "final_usage_tokens": done.completion_tokens,
+              "client_total_s": done.total_s,
+              "streamed_tokens": done.streamed_tokens, "cache_salt": cache_salt,
+              "usage_note": decompose.usage_note(done.streamed_tokens, done.completion_tokens)}
     if before is None or cut:  # a cut stream is the server's failure, not another client's
         delta = metrics.Snapshot()
         record["exclusive_problems"] = []
     else:
         delta = after(target, before) - before
         record["exclusive_problems"] = decompose.exclusivity(
-            delta, done.completion_tokens, done.prompt_tokens, done.finish_reason, "length",
-            gauges["running"], gauges["waiting"])
+            delta, tokens, done.prompt_tokens, done.finish_reason, "length",
+            gauges["running"], gauges["waiting"], final_tokens=done.completion_tokens)
     record["counter_deltas"] = {**delta.values, "per_position": delta.per_position,
                                 "success": delta.success}
-    record["factors"] = decompose.factors(delta, done.completion_tokens, done.ttft_s, done.last_s,
-                                          done.prompt_tokens)
+    record["factors"] = decompose.factors(delta, tokens, done.ttft_s, done.last_s,
+                                          done.prompt_tokens, done.first_event_tokens, target.k)
     record["alarms"] = decompose.alarms(record["factors"], target.k, done.text)
+    if record["usage_note"]:
+        record["alarms"]["usage-disagrees"] = record["usage_note"]
     record["exclusive"] = not record["exclusive_problems"] and not cut
     return record
 
 
 def truncation(done: client.Completion, max_tokens: int) -> str | None:
     """Why a stream is not a whole measurement (ignore_eos asks for exactly max_tokens); None if whole."""
+    tokens = done.streamed_tokens if done.streamed_tokens is not None else done.completion_tokens
     if done.cut:
-        return f"the stream broke after {done.completion_tokens} tokens ({done.cut})"
+        return f"the stream broke after {tokens} tokens ({done.cut})"
     if done.finish_reason is None:
-        return f"the stream ended without a finish reason after {done.completion_tokens} tokens"
-    if done.completion_tokens < max_tokens:
-        return f"{done.completion_tokens} of {max_tokens} tokens arrived under ignore_eos"
+        return f"the stream ended without a finish reason after {tokens} tokens"
+    if tokens < max_tokens:
+        return f"{tokens} of {max_tokens} tokens arrived under ignore_eos"
     return None
 
 
@@ -217,7 +230,47 @@ def _stats(values: list[float]) -> dict | None:
 
 FIGURES = ("decode_tok_s", "tokens_per_step", "ms_per_step", "drafter_tokens_per_step",
            "draft_acceptance", "accepted_per_drafted_step", "ttft_ms", "client_ttft_ms",
-           "prefill_tok_s")
+           "prefill_tok_s", "warm_ttft_ms")
+
+
+def _withheld(rows: list[dict]) -> dict[str, str]:
+    """Each figure some request withheld: in how many, and why (the first reason given)."""
+    out = {}
+    for name in FIGURES:
+        reasons = [r["factors"].get("withheld", {}).get(name) for r in rows]
+        given = [why for why in reasons if why]
+        if given:
+            out[name] = f"withheld in {len(given)} of {len(rows)} requests: {given[0]}"
+    return out
+
+
+def _sources(rows: list[dict]) -> dict[str, str]:
+    """Each figure's clock and source over a suite's requests (more than one where they differ)."""
+    names = dict.fromkeys(k for r in rows for k in r["factors"].get("sources", {}))
+    return {k: " or ".join(dict.fromkeys(r["factors"]["sources"][k] for r in rows
+                                         if k in r["factors"].get("sources", {}))) for k in names}
+
+
+LDB_SUSTAINED = "llm_decode_bench sustained C=1"
+
+
+def harness_figures(rows: list[dict]) -> dict:
+    """What other harnesses would have printed, from the same requests. llm_decode_bench's
+    sustained C=1 mode restarts one stream as it finishes and divides every token (its usage
+    deltas, the prefill's first token too) by a window spanning the restarts: over back-to-back
+    requests that is all tokens over all request time, TTFT gaps included. Its restarts repeat one
+    prompt, so its TTFTs are prefix-cache hits: the warm requests stand in where there are any."""
+    warm = [r for r in rows if r["factors"].get("prefix_cache") == "warm"]
+    used = warm or rows
+    timed = [r for r in used if r.get("client_total_s")]
+    if not timed:
+        return {}
+    tokens = sum(r["factors"]["completion_tokens"] for r in timed)
+    return {LDB_SUSTAINED: {
+        "decode_tok_s": tokens / sum(r["client_total_s"] for r in timed), "requests": len(timed),
+        "prefix_cache": "warm" if warm else "cold or unknown (reads low against ldb's warm restarts)",
+        "definition": "all tokens of back-to-back requests over their time from send to last byte, "
+                      "TTFT included (client clock)"}}
 
 
 def summarize(records: list[dict]) -> dict:
@@ -235,6 +288,10 @@ def summarize(records: list[dict]) -> dict:
             "output_tokens": rows[0].get("max_tokens"),
             **{name: _stats([r["factors"].get(name) for r in rows]) for name in FIGURES},
             "acceptance_by_position": [statistics.median(p) for p in zip(*positions)] if positions else [],
+            "withheld": _withheld(rows), "sources": _sources(rows),
+            "harness_figures": harness_figures(rows),
+            "prefix_cache": {state: sum(r["factors"].get("prefix_cache") == state for r in rows)
+                             for state in ("cold", "warm", "unknown")},
             "best_run": {"label": "best run (a record is a maximum; the median is the typical figure)",
                          "prompt": best["prompt"], "decode_tok_s": best["factors"]["decode_tok_s"],
                          "tokens_per_step": best["factors"].get("tokens_per_step"),
@@ -312,6 +369,19 @@ class RunDir:
         (self.path / "report.md").write_text(report)
 
 
+def not_alone(name: str, record: dict) -> SeatError:
+    """The refusal after every try's counters disagreed with its stream, naming the disagreement:
+    other clients only where the counters saw other requests."""
+    problems = record["exclusive_problems"]
+    crowded = record["gauges"]["running"] > 1 or record["gauges"]["waiting"] > 0 or \
+        sum(record["counter_deltas"]["success"].values()) > 1
+    hint = ("stop other clients; a batch-1 bench needs the server alone" if crowded else
+            "no other request was seen: the server counts differently from its stream, so its "
+            "counters can't be split per request (report it with requests.jsonl)")
+    return SeatError(f"{name}: in {1 + RERUNS} tries the counters never matched the stream alone: "
+                     + "; ".join(problems), hint)
+
+
 def _verify(target: Target, when: str) -> None:
     """The seat's identity, re-proved around each group: a stranger's numbers are never kept."""
     if target.verify is None:
@@ -350,9 +420,12 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
             progress(f"{prompt.suite}/{prompt.name}: warm-up {i + 1}/{options.warmups}")
             client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
                           target.headers, sampling=options.sampling)
+        salt = None
         for i in range(options.repeats):
+            # Even repeats on a new salt (a cold prefix cache), odd ones on the one before (warm).
+            salt = f"seatkit-{uuid.uuid4().hex}" if i % 2 == 0 else salt
             for attempt in range(1 + RERUNS):
-                record = measure(target, prompt, options)
+                record = measure(target, prompt, options, cache_salt=salt)
                 record.update(repeat=i, attempt=attempt)
                 out.add(record)
                 f = record["factors"]
@@ -369,8 +442,7 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
                     break
                 discarded += 1
             else:
-                raise SeatError(f"{prompt.name}: {1 + RERUNS} tries all shared the server with "
-                                "another request", "stop other clients; a batch-1 bench needs it alone")
+                raise not_alone(prompt.name, record)
         _verify(target, f"after {prompt.name}")
     summary = {"schema": SCHEMA, "created": datetime.now(timezone.utc).isoformat(),
                "conditions": conditions(target, options, prompts), "prompts": hashes,

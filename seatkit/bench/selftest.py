@@ -34,12 +34,13 @@ FIGURES = ("decode_tok_s", "tokens_per_step", "ms_per_step", "drafter_tokens_per
 PROMPT = Prompt("selftest", "oracle-prompt", "code", "measure me " * 32, "oracle", 0)
 
 
-def start_oracle(tokens_per_step: float, step_ms: float, batch_ms: float = 0.0
-                 ) -> tuple[subprocess.Popen, str]:
+def start_oracle(tokens_per_step: float, step_ms: float, batch_ms: float = 0.0,
+                 quirks: dict | None = None, k: int = 7) -> tuple[subprocess.Popen, str]:
     port = free_loopback_port()
     proc = subprocess.Popen([sys.executable, "-m", "seatkit.bench.oracle", "--port", str(port),
                              "--tokens-per-step", str(tokens_per_step), "--step-ms", str(step_ms),
-                             "--batch-ms", str(batch_ms)],
+                             "--batch-ms", str(batch_ms), "--k", str(k),
+                             "--quirks", json.dumps(quirks or {})],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20

@@ -53,7 +53,7 @@ class Window:
         self.target, self.level = target, level
         self.started, self.ended = threading.Event(), threading.Event()
         self.first_tokens, self.lock = 0, threading.Lock()
-        self.edges: list[tuple[float, metrics.Snapshot]] = []
+        self.edges: list[tuple[float, float, metrics.Snapshot]] = []  # (sent, answered, counters)
         self.opened_after_a_finish = False
         self.thread = threading.Thread(target=self._scrape, daemon=True)
         self.thread.start()
@@ -76,21 +76,27 @@ class Window:
         if self.opened_after_a_finish:
             return
         try:  # a failed scrape leaves no window; the level's closing scrape reports the error
-            self.edges.append((time.monotonic(), scrape(self.target)))
+            self.edges.append(self._timed())
             self.ended.wait()
-            self.edges.append((time.monotonic(), scrape(self.target)))
+            self.edges.append(self._timed())
         except SeatError:
             return
+
+    def _timed(self) -> tuple[float, float, metrics.Snapshot]:
+        sent = time.monotonic()
+        snapshot = scrape(self.target)
+        return sent, time.monotonic(), snapshot
 
     def close(self) -> dict | None:
         """The window's counter deltas and edges, or None when there was no steady window."""
         self.started.set()
         self.ended.set()
         self.thread.join()
-        if len(self.edges) < 2 or any(snapshot is None for _, snapshot in self.edges):
+        if len(self.edges) < 2 or any(snapshot is None for *_, snapshot in self.edges):
             return None
-        (t0, first), (t1, last) = self.edges
-        return {"start": t0, "end": t1, "delta": last - first,
+        (t0, open_done, first), (t1, close_done, last) = self.edges
+        return {"start": t0, "end": t1, "delta": last - first, "opened": open_done,
+                "scrape_ms": [(open_done - t0) * 1000, (close_done - t1) * 1000],
                 "running": [first.gauges.get("running"), last.gauges.get("running")]}
 
 
@@ -181,8 +187,13 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
     if not all(s.chunks for s in streams):
         out["alarms"]["no-text"] = "a stream finished without text: it has no decode to window"
         return out
-    # Client side of the window: every stream has its first token, until the first finish.
+    # Client side of the window: every stream has its first token, until the first finish. The
+    # opening scrape runs just then, and a server whose exposition shares its streams' loop holds
+    # them up meanwhile: they resume in a burst. The window opens once the burst is out (as long
+    # again as the scrape took, after it answered), so the scrape's cost stays out of the rates.
     start = max(s.chunks[0][0] for s in streams)
+    if edges is not None and "opened" in edges:
+        start = max(start, edges["opened"] + (edges["opened"] - edges["start"]))
     end = min(s.chunks[-1][0] for s in streams)
     if end <= start:
         out["alarms"]["client-bottleneck"] = (
@@ -202,7 +213,7 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
     d = edges["delta"].values
     steps, step_s = d.get("steps"), d.get("step_seconds")
     out["window"].update({"counter_seconds": edges["end"] - edges["start"], "steps": steps,
-                          "running_gauge": edges["running"]})
+                          "running_gauge": edges["running"], "scrape_ms": edges.get("scrape_ms")})
     generated = d.get("generation_tokens", 0)
     if not steps or steps < MIN_STEPS * n:
         out["alarms"]["short-window"] = (

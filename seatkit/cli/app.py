@@ -48,7 +48,8 @@ def main():
 
 def show(exc: SeatError):
     # Messages can quote a server's answer: no control character reaches the terminal.
-    err.print(f"[red]error:[/] {escape(printable(exc.message))}", highlight=False)
+    # soft_wrap: a long line wraps where the terminal wraps it, never inside a path the kit split.
+    err.print(f"[red]error:[/] {escape(printable(exc.message))}", highlight=False, soft_wrap=True)
     if exc.hint:
-        err.print(f"[yellow]hint:[/] {escape(printable(exc.hint))}", highlight=False)
+        err.print(f"[yellow]hint:[/] {escape(printable(exc.hint))}", highlight=False, soft_wrap=True)
     sys.exit(exc.code)

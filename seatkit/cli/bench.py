@@ -70,12 +70,15 @@ def _workload_options(command):
 @click.option("--concurrency", metavar="LEVELS",
               help="Comma-separated stream counts, e.g. 1,2,4,8,16: a concurrency sweep of each "
                    "suite's first prompt instead of the batch-1 bench (--repeats is not used).")
+@click.option("--sample-hz", default=0.0, show_default=True, type=click.FloatRange(0, 50),
+              help="Scrape /metrics this often while each batch-1 request streams, to watch the "
+                   "running and waiting gauges (0: never; scraping delays the stream, CAVEATS.md).")
 @click.option("--nsys", "trace", is_flag=True, help="After the bench, measure one more request "
               "inside an Nsight Systems collection (nsys start just before it, nsys stop just after); "
               "the seat must run with SEAT_NSYS=session. The run folder's nsys.json gives the trace's "
               "path beside that request's ms/step, steps and decode time.")
 def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max_tokens, contexts,
-                  temperature, top_p, seed, out_dir, name, reference, concurrency, trace):
+                  temperature, top_p, seed, out_dir, name, reference, concurrency, sample_hz, trace):
     """Batch-1, sequential, streamed requests, each split into its two factors from /metrics.
 
     With --concurrency, levels of N simultaneous streams, each read over its steady window."""
@@ -92,7 +95,7 @@ def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max
     prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens,
                               [int(c) for c in contexts.split(",")] if contexts else None)
     options = bench_run.Options(warmups, repeats, {"temperature": temperature, "top_p": top_p,
-                                                    "seed": seed})
+                                                    "seed": seed}, sample_hz)
     out_run = bench_run.RunDir(Path(out_dir), name or (model if url else profile))
     try:
         with progress(err, "bench") as update:
@@ -230,9 +233,12 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table",
               show_default=True)
 def bench_compare_cmd(a: str, b: str, force: bool, fmt: str):
-    """Two runs (runs/...) or reference cards (bench/references/NAME) side by side, factor by factor.
+    """Two runs (runs/...) or reference cards (bench/references/NAME) side by side, factor by factor; NAME#ID picks one figure or suite.
 
     Conditions that differ come first; a comparison across models is refused unless --force.
+    Code against prose is compared (the verdict says the text moved tokens/step). Against a card
+    from another harness (llm_decode_bench sustained), the run's figure as that harness would
+    print it is used, or the row is refused with the reason.
     """
     result = compare.compare(a, b, force)
     if fmt == "json":
@@ -258,13 +264,14 @@ def _print_comparison(result: compare.Comparison) -> None:
     table = Table("A", "B", "tok/s A / B", "tokens/step A / B", "ms/step A / B", "verdict",
                   title="seat bench compare", show_lines=True)
     for row in result.rows:
-        cells = []
-        for k in compare.FACTORS:
-            a, b = row["a_values"].get(k), row["b_values"].get(k)
-            ratio = f" ({row['ratios'][k]:.3f})" if k in row["ratios"] else ""
-            cells.append(f"{a if a is None else f'{a:.2f}'} / {b if b is None else f'{b:.2f}'}{ratio}")
-        table.add_row(escape(row["a"]), escape(row["b"]), *cells, escape(row["verdict"]["text"]))
+        table.add_row(escape(row["a"]), escape(row["b"]), *map(escape, compare.cells(row)),
+                      escape(row["verdict"]["text"]))
     tables.show(out, table)
+    for row in result.rows:
+        if row.get("harness") and not row["harness"].startswith("refused"):
+            out.print(escape(row["harness"]))
+    out.print(f"* derived from the other two factors; – : a side lacks it (the verdict says why). "
+              f"{compare.APART}")
 
 
 @bench_group.command("parity")
@@ -315,6 +322,8 @@ def print_summary(summary: dict, path: Path) -> None:
     for row in report.rows(summary):
         table.add_row(*map(escape, row))
     tables.show(out, table)
+    for line in report.notes(summary):
+        out.print(escape(line), highlight=False)
     for kind, alarm in summary["alarms"].items():
         out.print(f"[yellow]alarm {kind}[/] ({alarm['requests']} requests): {escape(alarm['example'])}")
     for why in summary.get("truncated", []):

@@ -40,7 +40,9 @@ def gap(run: Path, card: Path, others: list[Row]) -> Row:
     result = compare.compare(str(run), str(card), force=True)  # the card is matched by repository
     judged = [r for r in result.rows if "factor" in r["verdict"] or r["verdict"].get("within_noise")]
     if not judged:
-        return cannot(LAYER, "vs card", f"{run.name} and {card.stem} share no figure with both factors")
+        refusals = [r["harness"] for r in result.rows if (r.get("harness") or "").startswith("refused")]
+        return cannot(LAYER, "vs card", refusals[0] if refusals else
+                      f"{run.name} and {card.stem} share no figure with both factors")
     row = max(judged, key=lambda r: abs(r["ratios"]["decode_tok_s"] - 1))
     r, verdict = row["ratios"], row["verdict"]
     figures = (f"{row['a']} vs {row['b']}: tok/s x{r['decode_tok_s']:.2f}, tokens/step "

@@ -25,6 +25,10 @@ class Completion:
     last_s: float = 0.0  # request sent to last content chunk
     total_s: float = 0.0
     usage_seen: bool = field(default=False, repr=False)
+    # The running usage (continuous_usage_stats) as the content arrived: tokens in the first
+    # content event, and in the last; None where the server sends usage only at the end.
+    first_event_tokens: int | None = None
+    streamed_tokens: int | None = None
     cut: str = ""  # why the stream broke off after it had started; empty when it ended cleanly
 
 
@@ -81,6 +85,10 @@ def _take(out: Completion, event: dict, start: float, on_text: Callable[[str], N
         out.token_ids += choice.get("token_ids") or []
         out.finish_reason = choice.get("finish_reason") or out.finish_reason
     usage = event.get("usage")
+    if usage and any(c.get("text") for c in event.get("choices") or []):
+        out.streamed_tokens = usage.get("completion_tokens") or 0
+        if out.first_event_tokens is None:
+            out.first_event_tokens = out.streamed_tokens
     if usage:
         out.usage_seen = True
         out.prompt_tokens = usage["prompt_tokens"]

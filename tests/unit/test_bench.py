@@ -130,8 +130,12 @@ def test_tokens_cut_by_max_tokens_stay_in_the_drafters_figure_not_in_tokens_per_
     assert_identity(f)
     assert "counters-vs-usage" not in decompose.alarms(f, 5, "")
     # More than k tokens past the stream, or fewer than it: not one request's cut.
-    crowded = decompose.factors(delta_of(40, 80, 40), 100, 0.5, 1.5, 10)
+    crowded = decompose.factors(delta_of(40, 80, 40), 100, 0.5, 1.5, 10, k=5)
     assert "counters-vs-usage" in decompose.alarms(crowded, 5, "")
+    # ... and the figures built on them are withheld, with the reason, not printed beside it.
+    assert crowded["tokens_per_step"] is None and crowded["ms_per_step"] is None
+    assert "not this request's alone" in crowded["withheld"]["tokens_per_step"]
+    assert crowded["decode_tok_s"] == pytest.approx(99.0)  # the stream and its clock still stand
 
 
 def test_alarms_for_each_pitfall():

@@ -10,7 +10,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, REPO
 from seatkit.bench import oracle, run, target as bench_target, workload
 from seatkit.errors import SeatError
 
@@ -221,3 +221,38 @@ def test_parity_diff_prints_model_text_with_rich_markup_literally(tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "[/code]: diverges at token None, character 14" in done.stdout
     assert "A: 'x = y[/b][/b] one'" in done.stdout and "outputs differ" in done.stdout
+
+
+def test_the_gauge_sampler_is_reachable_from_the_cli(server, tmp_path):
+    done = bench_cli(server.url, tmp_path, "--sample-hz", "50", "--max-tokens", "200")
+    assert done.returncode == 0, done.stderr
+    folder = next(tmp_path.iterdir())
+    records = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    assert all(r["gauges"]["hz"] == 50 for r in records) and any(r["gauges"]["samples"] for r in records)
+
+
+def test_compare_takes_the_card_form_the_help_shows_from_any_folder(tmp_path):
+    done = subprocess.run([str(BIN / "seat"), "bench", "compare",
+                           "bench/references/paper-pt-r-2026-042#S12-S14-code",
+                           "bench/references/paper-pt-r-2026-042.yaml#S12-S14-prose"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    assert "acceptance: the text, not the rig" in " ".join(done.stdout.split())
+    assert "None" not in done.stdout
+    missing = subprocess.run([str(BIN / "seat"), "bench", "compare", "bench/references/nope-card-x",
+                              "paper-pt-r-2026-042"], capture_output=True, text=True, timeout=60,
+                             cwd=tmp_path, env={**os.environ, "COLUMNS": "60"})
+    assert missing.returncode != 0 and "bench/references/bench" not in missing.stderr
+    assert "nope-card-x.yaml" in missing.stderr  # one line: never split inside the path
+
+
+@pytest.mark.parametrize("a, b", [("S8-after", "S8-before"), ("S12-S14-code", "S12-S14-prose")])
+def test_the_readmes_compare_output_is_what_compare_prints_now(a, b, tmp_path):
+    card = "paper-pt-r-2026-042"
+    done = subprocess.run([str(BIN / "seat"), "bench", "compare", f"{card}#{a}", f"{card}#{b}"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "COLUMNS": "80"})
+    shown = done.stdout[done.stdout.index("conditions that differ"):]
+    readme = (REPO / "README.md").read_text()
+    assert f"$ seat bench compare {card}#{a} {card}#{b}\n{shown}" in readme

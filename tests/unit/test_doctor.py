@@ -113,7 +113,9 @@ def test_bench_row_names_the_factor_and_the_rows_that_move_it(tmp_path, profile)
     (folder / "summary.json").write_text(json.dumps({
         "conditions": {"profile": DEFAULT, "model": "m", "k": 5, "sampling": {"temperature": 0.1}},
         "suites": {"prose": {"content": "prose", "context": 0, "decode_tok_s": stats(150.0),
-                             "tokens_per_step": stats(3.0), "ms_per_step": stats(20.0)}}}))
+                             "tokens_per_step": stats(3.0), "ms_per_step": stats(20.0),
+                             "harness_figures": {"llm_decode_bench sustained C=1": {
+                                 "decode_tok_s": 150.0, "prefix_cache": "warm", "definition": "d"}}}}}))
     others = [Row("host", "iommu", "FAIL", "DRIFT", "apply"), Row("server", "alone", "OK", "idle")]
     (row,) = bench.rows(profile, tmp_path / "runs", others)
     assert row.status == "WARN" and "ms per step carries" in row.evidence
@@ -329,3 +331,15 @@ def test_a_gpu_lost_mid_read_is_every_gpu_row_saying_why(profile, monkeypatch):
     assert "NVML failed reading the GPUs" in readings["error"]
     rows = gpu.rows(readings, profile, settings.load("paper"))
     assert statuses(rows)["GPU count"] == "FAIL"
+
+
+def test_bench_row_against_an_ldb_card_without_the_harness_figure_says_why(tmp_path, profile):
+    folder = tmp_path / "runs" / "20261201T000000Z-x"
+    folder.mkdir(parents=True)
+    stats = lambda v: {"median": v, "cv": 0.01}  # noqa: E731
+    (folder / "summary.json").write_text(json.dumps({
+        "conditions": {"profile": DEFAULT, "model": "m", "k": 5, "sampling": {"temperature": 0.1}},
+        "suites": {"prose": {"content": "prose", "context": 0, "decode_tok_s": stats(150.0),
+                             "tokens_per_step": stats(3.0), "ms_per_step": stats(20.0)}}}))
+    (row,) = bench.rows(profile, tmp_path / "runs", [])
+    assert "llm_decode_bench sustained" in row.evidence and "re-run it with this kit" in row.evidence

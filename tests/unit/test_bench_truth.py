@@ -1,0 +1,196 @@
+"""The bench against its ground-truth oracle, misbehaving one known way at a time (oracle.Quirks):
+every figure it prints is right, or withheld with the reason; a refusal names the real cause."""
+
+import json
+import statistics
+import threading
+from http.server import ThreadingHTTPServer
+
+import pytest
+
+from seatkit.bench import oracle, run, selftest, sweep
+from seatkit.bench.workload import Prompt
+from seatkit.errors import SeatError
+
+K = 3
+
+
+class Server:
+    """The oracle in a thread, on a free loopback port (a labelled test oracle, never a seat)."""
+
+    def __init__(self, quirks: oracle.Quirks, tokens_per_step=2.0, step_ms=4.0, prefill_ms=2.0,
+                 batch_ms=0.0):
+        self.oracle = oracle.Oracle(tokens_per_step, step_ms, K, prefill_ms, batch_ms, quirks)
+        self.tokens_per_step, self.step_ms = tokens_per_step, step_ms
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle.handler_for(self.oracle))
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def bench(self, tmp_path, max_tokens=101, repeats=3, warmups=1, prompts=None):
+        prompts = prompts or [prompt(max_tokens)]
+        return run.bench(run.Target(self.url, oracle.MODEL, k=K), prompts,
+                         run.Options(warmups=warmups, repeats=repeats), run.RunDir(tmp_path, "t"))
+
+    def truth(self, max_tokens=101):
+        return oracle.truth(max_tokens, self.tokens_per_step, self.step_ms)
+
+    def close(self):
+        self.http.shutdown()
+        self.http.server_close()
+
+
+def prompt(max_tokens, words=16, name="p"):
+    return Prompt("truth", name, "code", "measure me " * (words // 2), "oracle", max_tokens)
+
+
+@pytest.fixture
+def serve():
+    made = []
+
+    def start(quirks=oracle.Quirks(), **kw):
+        made.append(Server(quirks, **kw))
+        return made[-1]
+    yield start
+    for server in made:
+        server.close()
+
+
+def figure(summary, name):
+    s = summary["suites"]["truth"]
+    return (s[name] or {}).get("median"), s["withheld"].get(name)
+
+
+def test_steps_that_draft_nothing_without_the_inter_token_histogram_are_withheld(serve, tmp_path):
+    # ngram at 1.5 tokens/step: every other step gives one token and drafts nothing; with no
+    # inter-token histogram the drafts counter is the only step count, and it misses those steps.
+    server = serve(oracle.Quirks(ngram=True, hide=frozenset({"inter_token_latency"})),
+                   tokens_per_step=1.5)
+    summary = server.bench(tmp_path)
+    for name in ("tokens_per_step", "ms_per_step"):
+        value, why = figure(summary, name)
+        assert value is None and "drafted nothing" in why, (name, value, why)
+    tok_s, _ = figure(summary, "decode_tok_s")  # the stream and the server's clock still stand
+    assert tok_s == pytest.approx(server.truth()["decode_tok_s"], rel=0.02)
+
+
+def test_with_the_histogram_ngram_steps_are_counted_and_exact(serve, tmp_path):
+    server = serve(oracle.Quirks(ngram=True), tokens_per_step=1.5)
+    value, why = figure(server.bench(tmp_path), "tokens_per_step")
+    assert why is None and value == pytest.approx(server.truth()["tokens_per_step"], rel=1e-9)
+
+
+def test_spec_counters_published_on_a_period_never_print_a_wrong_factor(serve, tmp_path):
+    # Spec-decode and per-step counters refreshed every second; success and generation are live.
+    server = serve(oracle.Quirks(spec_period_s=1.0), step_ms=3.0)
+    summary = server.bench(tmp_path, max_tokens=201, repeats=4)
+    records = [r for r in map(json.loads,
+                              next(tmp_path.iterdir()).joinpath("requests.jsonl").read_text().splitlines())
+               if r["exclusive"]]
+    true = server.truth(201)["tokens_per_step"]
+    printed = [r["factors"]["tokens_per_step"] for r in records if r["factors"].get("tokens_per_step")]
+    assert all(v == pytest.approx(true, rel=0.01) for v in printed), printed
+    withheld = [r["factors"]["withheld"].get("tokens_per_step") for r in records
+                if not r["factors"].get("tokens_per_step")]
+    assert withheld and all("publishes them on a period" in why for why in withheld), withheld
+    assert summary["suites"]["truth"]["requests"] == 4
+
+
+def test_inflated_final_usage_with_an_agreeing_counter_uses_the_streams_count(serve, tmp_path):
+    server = serve(oracle.Quirks(usage_extra=7, generation_extra=7))
+    summary = server.bench(tmp_path)
+    true = server.truth()
+    assert figure(summary, "tokens_per_step")[0] == pytest.approx(true["tokens_per_step"], rel=1e-9)
+    folder = next(tmp_path.iterdir())
+    records = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    assert all(r["factors"]["decode_tokens"] == 100 for r in records)  # tok/s counts what streamed
+    assert "108 tokens, the stream's running usage 101" in \
+        summary["alarms"]["usage-disagrees"]["example"]
+
+
+def test_inflated_final_usage_with_honest_counters_is_measured_not_blamed_on_others(serve, tmp_path):
+    server = serve(oracle.Quirks(usage_extra=7))
+    summary = server.bench(tmp_path)
+    assert summary["discarded"] == 0
+    assert figure(summary, "tokens_per_step")[0] == pytest.approx(server.truth()["tokens_per_step"])
+
+
+def test_a_server_that_counts_differently_is_refused_by_its_real_disagreement(serve, tmp_path):
+    server = serve(oracle.Quirks(generation_extra=7))
+    with pytest.raises(SeatError) as caught:
+        server.bench(tmp_path, repeats=1, warmups=0)
+    said = f"{caught.value.message} {caught.value.hint}"
+    assert "server generated 108 tokens, we received 101" in said
+    assert "no other request was seen" in said and "stop other clients" not in said
+
+
+def test_a_first_token_held_in_a_multi_step_event_is_timed_from_that_event(tmp_path):
+    # No server clocks at all: decode and TTFT are the client's. The oracle runs in its own
+    # process, so the client's threads do not disturb its clock.
+    quirks = {"hold_first": True, "hide": ["request_decode_time", "time_to_first_token"]}
+    proc, url = selftest.start_oracle(2.0, 10.0, quirks=quirks, k=K)
+    try:
+        summary = run.bench(run.Target(url, oracle.MODEL, k=K), [prompt(61)],
+                            run.Options(warmups=1, repeats=3), run.RunDir(tmp_path, "t"))
+    finally:
+        proc.terminate()
+        proc.wait()
+    # Against the steps the oracle really took (its inter-token sum: a loaded host slows them).
+    # Without the fix the client counts 60 tokens over 29 steps of 30: +3.4 %.
+    folder = next(tmp_path.iterdir())
+    records = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    ratios = [r["factors"]["client_decode_tok_s"] * r["counter_deltas"]["step_seconds"]
+              / r["factors"]["decode_tokens"] for r in records if r["exclusive"]]
+    assert statistics.median(ratios) == pytest.approx(1, rel=0.012)
+    assert figure(summary, "decode_tok_s")[0] == statistics.median(
+        r["factors"]["client_decode_tok_s"] for r in records if r["exclusive"])
+    ttft, why = figure(summary, "ttft_ms")
+    assert ttft is None and "first event carried 3 tokens" in why
+    assert summary["suites"]["truth"]["sources"]["decode_tok_s"].startswith("client clock")
+
+
+def test_a_busy_second_model_behind_the_same_metrics_is_filtered_out(serve, tmp_path):
+    server = serve(oracle.Quirks(other_model=True))
+    summary = server.bench(tmp_path)
+    assert summary["discarded"] == 0
+    assert figure(summary, "tokens_per_step")[0] == pytest.approx(server.truth()["tokens_per_step"])
+
+
+def test_prefix_cache_hits_are_warm_ttft_and_the_context_fit_is_cold(serve, tmp_path):
+    # Cold prefill: 20 ms + 0.5 ms per prompt token; a hit costs 2 ms. The step is 4 ms.
+    server = serve(oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5), prefill_ms=20.0)
+    prompts = [prompt(21, words=w, name=f"w{w}") for w in (20, 100, 200)]
+    summary = server.bench(tmp_path, repeats=2, warmups=1, prompts=prompts)
+    s = summary["suites"]["truth"]
+    assert s["prefix_cache"] == {"cold": 3, "warm": 3, "unknown": 0}
+    assert s["warm_ttft_ms"]["median"] * 3 < s["ttft_ms"]["min"]  # 6 ms against 34 ms and more
+    line = summary["fits"]["ttft_ms_vs_prompt_tokens"]
+    assert line["points"] == 3
+    assert line["slope"] == pytest.approx(0.5, rel=0.15) and line["intercept"] == pytest.approx(24, abs=8)
+    assert s["sources"]["ttft_ms"] == "server clock (TTFT histogram)"
+
+
+def test_the_ldb_sustained_figure_is_rebuilt_from_the_requests(serve, tmp_path):
+    # llm_decode_bench's sustained C=1 figure: every token over request time, TTFT included.
+    server = serve(prefill_ms=30.0)
+    summary = server.bench(tmp_path)
+    true = server.truth()
+    cycle_ms = 30.0 + server.step_ms + true["decode_steps"] * server.step_ms
+    ldb = summary["suites"]["truth"]["harness_figures"][run.LDB_SUSTAINED]["decode_tok_s"]
+    assert ldb == pytest.approx(101 / cycle_ms * 1000, rel=0.03)
+    assert figure(summary, "decode_tok_s")[0] == pytest.approx(true["decode_tok_s"], rel=0.01)
+
+
+@pytest.mark.parametrize("exposition_ms", [0.0, 30.0])
+def test_the_sweeps_window_keeps_a_slow_scrape_out_of_the_aggregate(tmp_path, exposition_ms):
+    # /metrics takes 30 ms and holds every stream up meanwhile (vLLM's shares the API loop); the
+    # oracle runs in its own process. Without the fix: +0.75 % at 30 ms.
+    proc, url = selftest.start_oracle(3.0, 20.0, quirks={"exposition_ms": exposition_ms}, k=K)
+    try:
+        summary = sweep.sweep(run.Target(url, oracle.MODEL, k=K), [prompt(301)],
+                              run.Options(warmups=1), [4], run.RunDir(tmp_path, "s"))
+    finally:
+        proc.terminate()
+        proc.wait()
+    row = summary["suites"]["truth"]["levels"][0]
+    assert row["aggregate_tok_s"] == pytest.approx(4 * 3.0 / 20.0 * 1000, rel=0.004)
+    assert row["window"]["scrape_ms"][0] >= exposition_ms
