@@ -149,7 +149,7 @@ class ModelDir(Strict):
 
     host_dir: HostPath | None = None
     mount: HostPath | None = None
-    build: Literal["tiny-llama"] | None = None
+    build: Literal["tiny-llama", "smollm2-135m"] | None = None
     files: list[ModelFile] = ["config.json"]
     shards_from_index: bool = False
     # Where the files come from on the hub, and at which commit (`seat model fetch`, the lock).
