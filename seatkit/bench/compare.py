@@ -196,6 +196,27 @@ def _verdict(ratios: dict[str, float], a: Entry, b: Entry) -> dict:
             "share": shares[factor], "shares": shares, "text": f"{lead}. " + ". ".join(said)}
 
 
+def split(x: Entry, y: Entry) -> dict:
+    """x against y: each factor's ratio, the log split of the tok/s ratio, and the verdict."""
+    common = [k for k in FACTORS if k in x.values and k in y.values]
+    out = {"ratios": {k: x.values[k] / y.values[k] for k in common}}
+    if "decode_tok_s" in out["ratios"] and len(common) == 3:
+        r = out["ratios"]
+        out["log_split"] = {"tok_s": math.log(r["decode_tok_s"]),
+                            "tokens_per_step": math.log(r["tokens_per_step"]),
+                            "minus_ms_per_step": -math.log(r["ms_per_step"])}
+        out["verdict"] = _verdict(r, x, y)
+    else:
+        out["verdict"] = {"text": "not enough factors on both sides to split"}
+    return out
+
+
+def run_split(folder: Path, summary: dict, a: str, b: str) -> dict:
+    """Suite a against suite b of one run, split like two runs are."""
+    found = {e.key: e for e in _run_entries(folder, summary)}
+    return split(found[a], found[b])
+
+
 def _name(factor: str) -> str:
     return factor.replace("_", " ")
 
@@ -241,19 +262,9 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
             differing.setdefault(name, [])
             if text not in differing[name]:
                 differing[name].append(text)
-        row = {"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
-               "a_values": x.values, "b_values": y.values, "derived": {"a": x.derived, "b": y.derived}}
-        common = [k for k in FACTORS if k in x.values and k in y.values]
-        row["ratios"] = {k: x.values[k] / y.values[k] for k in common}
-        if "decode_tok_s" in row["ratios"] and len(common) == 3:
-            r = row["ratios"]
-            row["log_split"] = {"tok_s": math.log(r["decode_tok_s"]),
-                                "tokens_per_step": math.log(r["tokens_per_step"]),
-                                "minus_ms_per_step": -math.log(r["ms_per_step"])}
-            row["verdict"] = _verdict(r, x, y)
-        else:
-            row["verdict"] = {"text": "not enough factors on both sides to split"}
-        rows.append(row)
+        rows.append({"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
+                     "a_values": x.values, "b_values": y.values,
+                     "derived": {"a": x.derived, "b": y.derived}, **split(x, y)})
     refused = None
     if "model" in differing and not force:
         refused = (f"refused: the two sides are different models, or one does not say which "

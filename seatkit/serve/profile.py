@@ -19,7 +19,7 @@ from seatkit.serve.grammar import (PROFILE_NAME, ContainerName, ContainerPath, H
 from seatkit.validation import validate
 
 DEFAULT_PROFILE = "dsv4-flash-dspark-tp4"
-EMBEDDED_DEFAULT = "cpu-smoke"
+EMBEDDED_DEFAULT = "cpu-smollm2"
 
 
 def _no_nul(value: str) -> str:
