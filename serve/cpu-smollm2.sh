@@ -58,6 +58,13 @@ preflight() {
   [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
   file="${SEAT_HOME}"/models/smollm2-135m/tokenizer_config.json
   [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
+  dir="${SEAT_HOME}"/models/smollm2-135m
+  f=chat_template.jinja; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 368 ] || fail 'base model'": $f is missing or not the locked size (368 bytes)" 'seat model verify cpu-smollm2'
+  f=config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 501 ] || fail 'base model'": $f is missing or not the locked size (501 bytes)" 'seat model verify cpu-smollm2'
+  f=generation_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 66 ] || fail 'base model'": $f is missing or not the locked size (66 bytes)" 'seat model verify cpu-smollm2'
+  f=model.safetensors; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 269060552 ] || fail 'base model'": $f is missing or not the locked size (269060552 bytes)" 'seat model verify cpu-smollm2'
+  f=tokenizer.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 3522871 ] || fail 'base model'": $f is missing or not the locked size (3522871 bytes)" 'seat model verify cpu-smollm2'
+  f=tokenizer_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 297 ] || fail 'base model'": $f is missing or not the locked size (297 bytes)" 'seat model verify cpu-smollm2'
 }
 
 # No key, no exposure: loopback only, unless the operator says otherwise.
