@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cpu-smollm2-docker: cpu-smollm2 (SmolLM2-135M, Q4_1 dequantized; numbers show the method, not the rig) in the kit's container, host networking
-# Rendered by `seat render` from profiles/cpu-smollm2-docker.yaml (profile sha256 fb696830f7b41e71).
+# Rendered by `seat render` from profiles/cpu-smollm2-docker.yaml (profile sha256 bd7253fbf53a2550).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
 #
 # Host knobs, read from the environment (the profile's value when unset):
@@ -163,9 +163,10 @@ cmd=(
   --dtype bfloat16
   --max-model-len 2048
   --max-num-seqs 8
+  --enforce-eager
 )
 
-printf '%s %s %s\n' 'seat cpu-smollm2-docker:' "SEAT_IMAGE=${SEAT_IMAGE} SEAT_CONTAINER=${SEAT_CONTAINER} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT} SEAT_MODEL_BASE_DIR=${SEAT_MODEL_BASE_DIR} SEAT_CACHE_DIR=${SEAT_CACHE_DIR} SEAT_NSYS=${SEAT_NSYS} SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} SEAT_API_KEY_FILE=${SEAT_API_KEY_FILE}" 'runtime=docker tp=1 served_model_name=smollm2 speculative=ngram/k=5 vllm_args=4 env=9 extra_mounts=none extra_env=none' >&2
+printf '%s %s %s\n' 'seat cpu-smollm2-docker:' "SEAT_IMAGE=${SEAT_IMAGE} SEAT_CONTAINER=${SEAT_CONTAINER} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT} SEAT_MODEL_BASE_DIR=${SEAT_MODEL_BASE_DIR} SEAT_CACHE_DIR=${SEAT_CACHE_DIR} SEAT_NSYS=${SEAT_NSYS} SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} SEAT_API_KEY_FILE=${SEAT_API_KEY_FILE}" 'runtime=docker tp=1 served_model_name=smollm2 speculative=ngram/k=5 vllm_args=5 env=9 extra_mounts=none extra_env=none' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
   printf '%q ' "${cmd[@]}"
   echo
