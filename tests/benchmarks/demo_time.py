@@ -3,7 +3,7 @@ tiny model's.
 
 Not a test (it asserts nothing about speed); it prints what one run measured. Cold: an empty
 SEAT_HOME and vLLM compile cache (only the runtime venv is shared), so it includes the wheel's
-download, the conversion and the first compile. Warm: the same demo again. Peak RSS is the sum over
+download and the conversion (the gguf tool stays in the shared venv). Warm: the same demo again. Peak RSS is the sum over
 every process in the server's session (API server, engine core, workers), sampled twice a second.
 Usage:
     .venv/bin/python tests/benchmarks/demo_time.py [--skip-cold]
@@ -87,7 +87,7 @@ if __name__ == "__main__":
     figures = {}
     if "--skip-cold" not in sys.argv:
         figures["cold"] = demo("cpu-smollm2", home, work / "runs", {"VLLM_CACHE_ROOT": str(work / "vllm")})
-        print(f"cold demo (wheel, conversion, first compile): {figures['cold']['seconds']:.0f} s", flush=True)
+        print(f"cold demo (wheel download, conversion, first start): {figures['cold']['seconds']:.0f} s", flush=True)
     env = {"VLLM_CACHE_ROOT": str(work / "vllm")} if "cold" in figures else {}
     if "cold" not in figures:
         for shared_folder in ("models", "downloads"):

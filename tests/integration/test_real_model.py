@@ -82,8 +82,10 @@ def test_two_fresh_starts_give_byte_identical_greedy_outputs_and_chat_answers(re
         env = {"SEAT_PORT": str(free_port())}
         seat("up", PROFILE, env=env)
         try:
+            before = set(tmp_path.iterdir())
             seat("bench", "parity", PROFILE, "--max-tokens", "48", "--out", str(tmp_path), env=env)
-            records.append(sorted(tmp_path.glob("parity-*"))[-1])
+            (record,) = set(tmp_path.iterdir()) - before
+            records.append(record)
             if start == 0:
                 status = json.loads(seat("status", PROFILE, "--json", env=env).stdout)
                 done = subprocess.run([str(real_model["venv"] / "bin" / "python"), "-c", CHAT,
