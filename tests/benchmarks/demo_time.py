@@ -3,8 +3,9 @@ tiny model's.
 
 Not a test (it asserts nothing about speed); it prints what one run measured. Cold: an empty
 SEAT_HOME and vLLM compile cache (only the runtime venv is shared), so it includes the wheel's
-download and the conversion (the gguf tool stays in the shared venv). Warm: the same demo again. Peak RSS is the sum over
-every process in the server's session (API server, engine core, workers), sampled twice a second.
+download and the conversion (the gguf tool stays in the shared venv). Warm: the same demo again.
+Peak RSS is the sum over every process in the server's session (API server, engine core, workers),
+sampled twice a second.
 Usage:
     .venv/bin/python tests/benchmarks/demo_time.py [--skip-cold]
 """
