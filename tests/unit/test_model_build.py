@@ -167,3 +167,12 @@ def test_gguf_names_map_to_hugging_face_names_and_unknown_ones_stop_the_build(ca
     with pytest.raises(SystemExit):
         conv.hf_name("blk.0.ssm_conv1d.weight")
     assert "not a llama model" in capsys.readouterr().err
+
+
+def test_every_build_a_profile_may_name_has_a_recipe():
+    from typing import get_args
+
+    from seatkit.serve.profile import ModelDir
+
+    literal, _none = get_args(ModelDir.model_fields["build"].annotation)
+    assert set(get_args(literal)) == set(model_build.names())
