@@ -64,7 +64,8 @@ def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]
     speed = split["ratios"]["decode_tok_s"]
     accept, step = shares["tokens_per_step"], shares["ms_per_step"]
     lead = max(("acceptance", accept), ("step time", step), key=lambda p: abs(p[1]))[0]
+    against = ", working against it" if step < 0 < accept or accept < 0 < step else ""
     return rows, (f"code decodes {speed:.2f}x as fast as prose; acceptance (tokens/step) carries "
-                  f"{accept:.0%} of the gap and step time (ms/step) {step:.0%}: {lead}, not "
+                  f"{accept:.0%} of the gap and step time (ms/step) {step:.0%}{against}: {lead}, not "
                   f"{'step time' if lead == 'acceptance' else 'acceptance'}, carries the difference. "
                   f"({verdict['text']})")
