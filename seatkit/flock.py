@@ -12,13 +12,16 @@ import os
 import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Callable
 
 from seatkit.errors import SeatError
 
 
 @contextmanager
-def exclusive(path: Path, what: str, busy: str, hint: str):
-    """Hold path's lock as `what`; else SeatError "{busy}: {holder}" with hint."""
+def exclusive(path: Path, what: str, busy: str, hint: str,
+              wait: Callable[[str], None] | None = None):
+    """Hold path's lock as `what`; else SeatError "{busy}: {holder}" with hint, or, given `wait`,
+    tell it "{busy}: {holder}" and wait for the holder to finish."""
     try:  # never through a symlink: truncating the holder's name would truncate its target
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -30,7 +33,10 @@ def exclusive(path: Path, what: str, busy: str, hint: str):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise SeatError(f"{busy}: {holder(fd)}", hint) from None
+            if wait is None:
+                raise SeatError(f"{busy}: {holder(fd)}", hint) from None
+            wait(f"{busy}: {holder(fd)}; waiting for it")
+            fcntl.flock(fd, fcntl.LOCK_EX)
         with suppress(OSError):  # the name is for the next caller's message; a full disk keeps the lock
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": time.time()}).encode(), 0)

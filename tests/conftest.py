@@ -25,13 +25,13 @@ BIN = Path(sys.executable).parent
 
 def pytest_configure(config):
     """Tests keep their state (run records, logs, keys) in a SEAT_HOME of their own; only the
-    slow-to-make runtimes, built models and base-image wheels are shared with the user's cache, through
+    slow-to-make runtimes, built models, downloaded model wheels and base-image wheels are shared with the user's cache, through
     links."""
     from seatkit import paths
 
     shared = paths.seat_home()
     home = Path(tempfile.mkdtemp(prefix="seat-home-"))
-    for folder in ("venvs", "models", "wheelhouse"):
+    for folder in ("venvs", "models", "downloads", "wheelhouse"):
         (shared / folder).mkdir(parents=True, exist_ok=True)
         (home / folder).symlink_to(shared / folder)
     config.seat_home = home

@@ -310,6 +310,31 @@ def _verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: list[str] 
             "text": f"{headline}. {lead}. " + ". ".join(said)}
 
 
+def split(x: Entry, y: Entry, differing: list[str] = ()) -> dict:
+    """x against y: each factor's ratio, the log split of the tok/s ratio, and the verdict."""
+    common = [k for k in FACTORS if k in x.values and k in y.values]
+    out: dict = {"ratios": {k: x.values[k] / y.values[k] for k in common}}
+    if "decode_tok_s" in out["ratios"] and len(common) == 3:
+        r = out["ratios"]
+        out["log_split"] = {"tok_s": math.log(r["decode_tok_s"]),
+                            "tokens_per_step": math.log(r["tokens_per_step"]),
+                            "minus_ms_per_step": -math.log(r["ms_per_step"])}
+        out["verdict"] = _verdict(r, x, y, differing)
+    else:
+        lacking = [f"{side} gives no {_name(k)} ({e.missing.get(k, 'not given')})"
+                   for side, e in (("A", x), ("B", y)) for k in FACTORS[1:] if k not in e.values]
+        gap = (f"tok/s {apart(out['ratios']['decode_tok_s']):.1%} apart, not split: "
+               if "decode_tok_s" in out["ratios"] else "not split: ")
+        out["verdict"] = {"text": gap + "; ".join(lacking)}
+    return out
+
+
+def run_split(folder: Path, summary: dict, a: str, b: str) -> dict:
+    """Suite a against suite b of one run, split like two runs are."""
+    found = {e.key: e for e in _run_entries(folder, summary)}
+    return split(found[a], found[b])
+
+
 def _name(factor: str) -> str:
     return factor.replace("_", " ")
 
@@ -364,25 +389,10 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
                          "missing": {"a": x.missing, "b": y.missing}, "harness": harness,
                          "verdict": {"text": harness}})
             continue
-        row = {"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
-               "a_values": x.values, "b_values": y.values, "derived": {"a": x.derived, "b": y.derived}}
-        common = [k for k in FACTORS if k in x.values and k in y.values]
-        row["ratios"] = {k: x.values[k] / y.values[k] for k in common}
-        if "decode_tok_s" in row["ratios"] and len(common) == 3:
-            r = row["ratios"]
-            row["log_split"] = {"tok_s": math.log(r["decode_tok_s"]),
-                                "tokens_per_step": math.log(r["tokens_per_step"]),
-                                "minus_ms_per_step": -math.log(r["ms_per_step"])}
-            row["verdict"] = _verdict(r, x, y, sorted(diff))
-        else:
-            lacking = [f"{side} gives no {_name(k)} ({e.missing.get(k, 'not given')})"
-                       for side, e in (("A", x), ("B", y)) for k in FACTORS[1:] if k not in e.values]
-            gap = (f"tok/s {apart(row['ratios']['decode_tok_s']):.1%} apart, not split: "
-                   if "decode_tok_s" in row["ratios"] else "not split: ")
-            row["verdict"] = {"text": gap + "; ".join(lacking)}
-        row["missing"] = {"a": x.missing, "b": y.missing}
-        row["harness"] = harness
-        rows.append(row)
+        rows.append({"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
+                     "a_values": x.values, "b_values": y.values,
+                     "derived": {"a": x.derived, "b": y.derived}, **split(x, y, sorted(diff)),
+                     "missing": {"a": x.missing, "b": y.missing}, "harness": harness})
     refused = None
     if "model" in differing and not force:
         refused = (f"refused: the two sides are different models, or one does not say which "

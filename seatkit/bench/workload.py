@@ -79,6 +79,8 @@ def suites(names: list[str], max_tokens: int | None = None, contexts: list[int] 
         for name in spec["prompts"]:
             text, digest = load_prompt(name, file.parent / "prompts")
             text = spec.get("instruction", "") + text * spec.get("repeat", 1)
+            if "chat" in spec:  # the model's chat format around the prompt, as its chat endpoint would
+                text = spec["chat"].replace("{prompt}", text)
             base = Prompt(suite, name, spec["content"], text, digest, max_tokens or spec["max_tokens"])
             if "contexts" not in spec:
                 out.append(base)

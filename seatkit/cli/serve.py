@@ -160,6 +160,16 @@ def logs_cmd(profile: str, follow: bool):
         sys.stdout.flush()
 
 
+def print_side_by_side(summary: dict, path: Path) -> None:
+    rows, sentence = demo.side_by_side(summary, path)
+    table = Table("factor", "code", "prose", "code/prose", "share of gap",
+                  title="code against prose (median, min-max)")
+    for row in rows:
+        table.add_row(*row)
+    tables.show(out, table)
+    out.print(escape(sentence), soft_wrap=True)
+
+
 @seat.command("demo")
 @click.argument("profile", default=profiles.EMBEDDED_DEFAULT, metavar="[PROFILE]")
 @click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
@@ -172,10 +182,12 @@ def demo_cmd(profile: str, out_dir: str, docker: bool):
         with progress(err, f"demo {profile}") as update:
             summary, path = demo.run(profile, Path(out_dir), say=update)
         print_summary(summary, path)
+        print_side_by_side(summary, path)
         return
     with progress(err, "demo --docker") as update:
         summary, path, seconds = docker_chain.run(Path(out_dir), say=update)
     print_summary(summary, path)
+    print_side_by_side(summary, path)
     table = Table("step", "seconds", "share", title="seat demo --docker: where the time went")
     total = sum(seconds.values())
     for step, spent in seconds.items():

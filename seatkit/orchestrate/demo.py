@@ -9,12 +9,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from seatkit.bench import run as bench_run, target as bench_target, workload
+from seatkit.bench import compare, run as bench_run, target as bench_target, workload
 from seatkit.serve import launch, profile as profiles, runtime, spec as specs
 
-SUITES = ["code", "prose"]
+# Code that restates given code against prose that copies nothing: the pair where acceptance, not
+# step time, sets the speed. Sized for about two minutes warm on 2 cores (tests/benchmarks/demo_time.py).
+SUITES = ["demo-code", "demo-prose"]
 SHORT = bench_run.Options(warmups=1, repeats=3)
-MAX_TOKENS = 256
+MAX_TOKENS = 128
+FACTORS = (("decode_tok_s", "decode tok/s", 1.0, 1), ("tokens_per_step", "tokens/step", 1.0, 2),
+           ("ms_per_step", "ms/step", 1.0, 1), ("draft_acceptance", "draft acceptance %", 100.0, 1))
 
 
 def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Path]:
@@ -34,3 +38,34 @@ def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Pat
         launch.stop(seat, grace=30)
         say(f"{name} stopped; whole run {time.monotonic() - start:.0f} s")
     return summary, out.path
+
+
+def _cell(stats: dict | None, scale: float, digits: int) -> str:
+    if not stats:
+        return "n/a"
+    return f"{stats['median'] * scale:.{digits}f} ({stats['min'] * scale:.{digits}f}-{stats['max'] * scale:.{digits}f})"
+
+
+def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]:
+    """Code and prose in columns (median, min-max), their ratio, and the sentence that says which
+    factor carries the gap, split the way `seat bench compare` splits two runs."""
+    code, prose = (summary["suites"][name] for name in SUITES)
+    split = compare.run_split(path, summary, *SUITES)
+    shares = split["verdict"].get("shares") or {}
+    rows = []
+    for key, label, scale, digits in FACTORS:
+        ratio = split["ratios"].get(key)
+        share = shares.get(key)
+        rows.append((label, _cell(code.get(key), scale, digits), _cell(prose.get(key), scale, digits),
+                     f"{ratio:.2f}x" if ratio else "", f"{share:.0%}" if share is not None else ""))
+    verdict = split["verdict"]
+    if "shares" not in verdict:
+        return rows, f"code against prose: {verdict['text']}"
+    speed = split["ratios"]["decode_tok_s"]
+    accept, step = shares["tokens_per_step"], shares["ms_per_step"]
+    lead = max(("acceptance", accept), ("step time", step), key=lambda p: abs(p[1]))[0]
+    against = ", working against it" if step < 0 < accept or accept < 0 < step else ""
+    return rows, (f"code decodes {speed:.2f}x as fast as prose; acceptance (tokens/step) carries "
+                  f"{accept:.0%} of the gap and step time (ms/step) {step:.0%}{against}: {lead}, not "
+                  f"{'step time' if lead == 'acceptance' else 'acceptance'}, carries the difference. "
+                  f"({verdict['text']})")

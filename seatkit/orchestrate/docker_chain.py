@@ -119,7 +119,7 @@ def overlay_repo(base: str, vllm_dir: str, folder: Path) -> tuple[Path, str]:
 
 def tiny_model(base: str, say: Say) -> Path:
     """cpu-smoke's tiny Llama: the one `seat setup` made, else made here inside the base image."""
-    files = profiles.load(profiles.EMBEDDED_DEFAULT).models["base"].files
+    files = profiles.load("cpu-smoke").models["base"].files
     out = runtime.model_dir("tiny-llama")
     if all((out / name).is_file() for name in files):
         return out

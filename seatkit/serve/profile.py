@@ -19,7 +19,7 @@ from seatkit.serve.grammar import (PROFILE_NAME, ContainerName, ContainerPath, H
 from seatkit.validation import validate
 
 DEFAULT_PROFILE = "dsv4-flash-dspark-tp4"
-EMBEDDED_DEFAULT = "cpu-smoke"
+EMBEDDED_DEFAULT = "cpu-smollm2"
 
 
 def _no_nul(value: str) -> str:
@@ -149,7 +149,7 @@ class ModelDir(Strict):
 
     host_dir: HostPath | None = None
     mount: HostPath | None = None
-    build: Literal["tiny-llama"] | None = None
+    build: Literal["tiny-llama", "smollm2-135m"] | None = None
     files: list[ModelFile] = ["config.json"]
     shards_from_index: bool = False
     # Where the files come from on the hub, and at which commit (`seat model fetch`, the lock).

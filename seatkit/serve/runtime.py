@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from seatkit import paths
+from seatkit import flock, paths
 from seatkit.errors import SeatError
+from seatkit.serve import model_build
 from seatkit.serve.profile import Native, Profile
 
 MARKER = "seatkit-runtime.json"
@@ -130,21 +131,35 @@ def _write_metadata_shim(venv: Path, version: str) -> None:
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
 
 
+def _complete(out: Path, files: list[str], sizes: dict[str, int] | None) -> bool:
+    return (all((out / name).is_file() and (out / name).stat().st_size for name in files)
+            and all((out / name).is_file() and (out / name).stat().st_size == n
+                    for name, n in (sizes or {}).items()))
+
+
 def ensure_model(build: str, files: list[str], venv: Path, say: Progress = print,
                  sizes: dict[str, int] | None = None) -> Path:
-    """Build the model unless its folder has every file, at the sizes its lock records."""
+    """Build the model unless its folder has every file, at the sizes its lock records.
+
+    It is built beside its place and renamed there whole, so a killed build never looks complete;
+    a second setup building the same model waits for the first and then finds it done.
+    """
     out = model_dir(build)
-    if (all((out / name).is_file() and (out / name).stat().st_size for name in files)
-            and all((out / name).is_file() and (out / name).stat().st_size == n
-                    for name, n in (sizes or {}).items())):
+    if _complete(out, files, sizes):
         return out
-    builder = Path(__file__).with_name("tiny_llama.py")
-    tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    _run([str(venv / "bin" / "python"), "-I", str(builder), str(tmp)], _log_path(build),
-         f"building the {build} model", say)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with flock.exclusive(out.with_name(out.name + ".lock"), f"building the {build} model",
+                         f"the {build} model is being built", "", wait=say):
+        if _complete(out, files, sizes):
+            return out
+        log = _log_path(build)
+        tmp = out.with_name(out.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        with model_build.command(model_build.load(build), venv, tmp,
+                                 lambda argv, what: _run(argv, log, what, say), say) as argv:
+            _run(argv, log, f"building the {build} model", say)
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
     return out
 
 

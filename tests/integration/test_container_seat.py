@@ -271,7 +271,7 @@ def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, 
         remove_images_from(tmp_path)
     (run_dir,) = (tmp_path / "runs").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert set(summary["suites"]) == {"code", "prose"} and summary["conditions"]["profile"] == PROFILE
+    assert set(summary["suites"]) == {"demo-code", "demo-prose"} and summary["conditions"]["profile"] == PROFILE
     assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith(str(tmp_path))
     table = done.stdout[done.stdout.index("where the time went"):]
     for step in ("base image", "push to the loopback registry and pin", "seat build", "up: start to ready",

@@ -19,6 +19,11 @@ def test_cpu_smoke_passes(vllm_runtime):
     assert (code, findings) == (0, [])
 
 
+def test_the_embedded_default_and_its_container_variant_pass(vllm_runtime):
+    for name in (profiles.EMBEDDED_DEFAULT, "cpu-smollm2-docker"):
+        assert lint(vllm_runtime, name) == (0, [])
+
+
 def test_planted_unknown_flag_and_bad_choice_are_errors(vllm_runtime, tmp_path):
     planted = tmp_path / "planted.yaml"
     planted.write_text(yaml.safe_dump({

@@ -191,6 +191,17 @@ def test_prompts_are_pinned_and_a_changed_byte_is_refused(tmp_path):
         workload.suites(["prose"], file=bench / "suites.yaml")
 
 
+def test_the_demo_suites_send_their_prompts_in_chatml_and_the_code_restates_given_code():
+    prompts = {p.name: p for p in workload.suites(["demo-code", "demo-prose"])}
+    for p in prompts.values():
+        body, _ = workload.load_prompt(p.name)
+        assert p.text == f"<|im_start|>user\n{body}<|im_end|>\n<|im_start|>assistant\n"
+        assert p.sha256 != workload.sha256_file(workload.BENCH / "prompts" / f"{p.name}.txt")
+    assert {p.content for p in prompts.values() if p.suite == "demo-code"} == {"code"}
+    assert all("class " in p.text for p in prompts.values() if p.suite == "demo-code")
+    assert workload.suites(["code"])[0].text == workload.load_prompt(workload.suites(["code"])[0].name)[0]
+
+
 def test_shipped_index_matches_the_prompt_files(tmp_path):
     assert workload.write_index(copy_bench(tmp_path) / "prompts") == \
         json.loads(workload.INDEX.read_text())

