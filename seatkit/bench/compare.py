@@ -15,6 +15,7 @@ from pathlib import Path
 
 from seatkit.bench import cards
 from seatkit.errors import SeatError
+from seatkit.serve import what_runs
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "context", "padding",
@@ -106,7 +107,8 @@ def _run_entries(folder: Path, summary: dict) -> list[Entry]:
                       "host_settings": c.get("host_settings"), "image": _image(c),
                       "b12x_kernels": c.get("b12x_kernels"), "statistic": "median",
                       "model_lock": _lock_text(c.get("model_locks"))}
-        out.append(Entry(folder.name, suite, suite, conditions, values, spread, _derive(values)))
+        out.append(Entry(folder.name, suite, what_runs.marked(suite, c, short=True), conditions, values,
+                         spread, _derive(values)))
     return out
 
 

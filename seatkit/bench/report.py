@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from seatkit.serve import what_runs
+
 
 def _fmt(stats: dict | None, scale: float = 1.0, digits: int = 1) -> str:
     if not stats:
@@ -13,7 +15,7 @@ def _fmt(stats: dict | None, scale: float = 1.0, digits: int = 1) -> str:
 
 def rows(summary: dict) -> list[tuple[str, ...]]:
     """suite, content, tok/s, tokens/step, ms/step, acceptance, requests: medians (min–max, CV)."""
-    return [(suite, s["content"], _fmt(s["decode_tok_s"]), _fmt(s["tokens_per_step"], digits=2),
+    return [(what_runs.marked(suite, summary["conditions"], short=True), s["content"], _fmt(s["decode_tok_s"]), _fmt(s["tokens_per_step"], digits=2),
              _fmt(s["ms_per_step"], digits=2), _fmt(s["draft_acceptance"], 100, 1),
              str(s["requests"])) for suite, s in summary["suites"].items()]
 
@@ -24,7 +26,7 @@ HEADER = ("suite", "content", "decode tok/s", "tokens/step (delivered)", "ms/ste
 
 def markdown(summary: dict) -> str:
     c = summary["conditions"]
-    lines = [f"# Bench report ({summary['schema']})", "",
+    lines = [what_runs.marked(f"# Bench report ({summary['schema']})", c), "",
              f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
              f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, reasoning {c['reasoning']}, "
              f"{c['warmups']} warm-ups then {c['repeats']} measured repeats per prompt.",

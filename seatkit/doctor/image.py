@@ -9,7 +9,7 @@ from __future__ import annotations
 from seatkit import engine
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
-from seatkit.serve import launch, runtime
+from seatkit.serve import launch, runtime, what_runs
 from seatkit.serve.profile import Profile
 
 LAYER = "image"
@@ -72,9 +72,18 @@ def overlay(profile: Profile, image: str) -> Row:
     return ok(LAYER, "overlay", f"{what}: every locked file as locked")
 
 
+def experiment(profile: Profile) -> list[Row]:
+    """An experiment may run other code than the lock: the doctor says so before any figure."""
+    if profile.experiment is None:
+        return []
+    return [warn(LAYER, "verified", what_runs.marked("experiment:", what_runs.conditions(profile))
+                 + ": env or mounts may change what runs, every result of this seat is marked",
+                 "take `experiment` out of the profile (and what it allowed) for a verified seat")]
+
+
 def rows(profile: Profile, image: str | None) -> list[Row]:
     if profile.runtime == "native":
-        return [native(profile)]
+        return [*experiment(profile), native(profile)]
     if not profile.image.overlay:
-        return [base(profile), labels(image)]
-    return [base(profile), labels(image), overlay(profile, image)]
+        return [*experiment(profile), base(profile), labels(image)]
+    return [*experiment(profile), base(profile), labels(image), overlay(profile, image)]

@@ -59,3 +59,19 @@ def refused_mount(field: str, target: str, vllm_dir: str, b12x_dir: str) -> str 
         if _overlap(target, path):
             return f"{field} {target}: it mounts over {path} ({why})"
     return None
+
+
+MARK = "UNVERIFIED"
+
+
+def conditions(profile) -> dict:
+    """What a result of the profile's seat carries: {"unverified": reason} for an experiment."""
+    return {"unverified": profile.experiment.reason} if profile.experiment else {}
+
+
+def marked(text: str, conditions: dict, short: bool = False) -> str:
+    """text, marked where a result's conditions say the seat was an experiment: every place a
+    number of such a seat goes (summary, report, compare, fleet, doctor) shows it through here.
+    short: the mark alone, for a table cell (the reason is printed above the table)."""
+    why = conditions.get("unverified") if isinstance(conditions, dict) else None
+    return text if not why else f"{text} {MARK}" if short else f"{text} {MARK} ({why})"
