@@ -58,8 +58,8 @@ def verify_cmd(directory: str | None, image: str | None, container: str | None, 
         if not (image or container) or inside:
             raise click.UsageError("--profile checks an --image or a --container, at the profile's own "
                                    "image.vllm_dir (no --dir)")
-        verdict = outside.check(profiles.load(profile), image or container,
-                                outside.lock_for(image, lock) if image else lock, is_container=bool(container))
+        verdict = outside.check(profiles.load(profile), image or container, lock, is_container=bool(container),
+                                trust_record=False)  # every file read from outside, whatever was recorded
         if as_json:
             click.echo(json.dumps({"verified": verdict.verified, "how": verdict.how,
                                    "image_id": verdict.image_id, "problems": verdict.problems}, indent=2))

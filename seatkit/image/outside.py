@@ -223,7 +223,9 @@ def _resolved(inside, base, search: str, venv: PurePosixPath, python: str) -> li
     for folder in before:
         for name in ("vllm", "vllm.py", "vllm.pyc", "vllm.so", "vllm.abi3.so",
                      f"vllm.cpython-{abi}-x86_64-linux-gnu.so", f"vllm.cpython-{abi}-aarch64-linux-gnu.so"):
-            if _stat(inside, f"{folder}/{name}"):
+            stat = _stat(inside, f"{folder}/{name}")
+            # a folder named vllm is a package; a file named vllm (the script itself) is no module
+            if stat and (name != "vllm" or stat.get("mode", 0) & (1 << 31)):
                 problems.append(f"{folder}/{name} is imported as vllm before site-packages")
     real = _stat(inside, match["python"])
     if real is None or not _same_as_base(inside, base, match["python"]):
