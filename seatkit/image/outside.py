@@ -5,9 +5,8 @@ either the image is the one `seat build` made here (its id, recorded in SEAT_HOM
 read from a created, never-started container at the paths the profile names, and what the server
 will run is resolved the way it will be resolved: the entrypoint, `env` and `vllm` found on the
 image's PATH, the interpreter of the `vllm` script, the folders Python searches before
-site-packages. The vllm package must be the pinned base's, byte for byte (compiled caches too),
-except the locked files, which must be as locked. The start check inside the image stays, as a
-second line of defence.
+site-packages, and each locked file with what Python would load in its place. The start check
+inside the image stays, as a second line of defence.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import io
 import json
 import re
 import tarfile
-import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -97,31 +95,6 @@ def _read(container, path: str, hops: int = 8) -> bytes | None:
     return None
 
 
-def _tree(container, folder: str) -> tuple[dict[str, str], list[str]] | None:
-    """Every regular file under folder (compiled caches included) and its SHA-256, and the
-    entries that are not regular files or folders; None when there is no such folder."""
-    from docker.errors import NotFound
-
-    try:
-        stream, _ = container.get_archive(folder)
-    except NotFound:
-        return None
-    files, odd = {}, []
-    top = PurePosixPath(folder).name
-    with tempfile.TemporaryFile() as spool:
-        for chunk in stream:
-            spool.write(chunk)
-        spool.seek(0)
-        with tarfile.open(fileobj=spool, mode="r|") as tar:
-            for member in tar:
-                name = member.name.removeprefix(top).lstrip("/")
-                if member.isreg():
-                    files[name] = hashlib.sha256(tar.extractfile(member).read()).hexdigest()
-                elif not member.isdir():
-                    odd.append(f"{name} -> {member.linkname}" if member.issym() else name)
-    return files, odd
-
-
 def _venv(vllm_dir: str) -> tuple[PurePosixPath, str]:
     """The venv around the profile's vllm package and its pythonX.Y (…/lib/pythonX.Y/site-packages/vllm)."""
     packages = PurePosixPath(vllm_dir).parent
@@ -185,7 +158,7 @@ def check(profile: Profile, where: str, lock: Lock, is_container: bool = False, 
             problems.append(f"{ENTRYPOINT[0]} is not the kit's image/entrypoint.sh")
         search = env.get("PATH", DEFAULT_PATH)
         problems += _resolved(inside, base, search, venv, python)
-        problems += _package(inside, base, profile.image.vllm_dir, lock)
+        problems += _package(inside, base, profile.image.vllm_dir, python, lock)
     return verdict
 
 
@@ -227,26 +200,42 @@ def _resolved(inside, base, search: str, venv: PurePosixPath, python: str) -> li
             # a folder named vllm is a package; a file named vllm (the script itself) is no module
             if stat and (name != "vllm" or stat.get("mode", 0) & (1 << 31)):
                 problems.append(f"{folder}/{name} is imported as vllm before site-packages")
+    # Run by `site` at every start, wherever on sys.path they are (.pth files are not read: listing
+    # site-packages means copying all of it out).
+    for folder in [*before, f"{venv}/lib/{python}/site-packages"]:
+        for name in ("sitecustomize.py", "usercustomize.py"):
+            if _stat(inside, f"{folder}/{name}") and not _same_as_base(inside, base, f"{folder}/{name}"):
+                problems.append(f"{folder}/{name} runs at every start and is not the base's")
     real = _stat(inside, match["python"])
     if real is None or not _same_as_base(inside, base, match["python"]):
         problems.append(f"{match['python']} (the interpreter) is not the base's")
     return problems
 
 
-def _package(inside, base, vllm_dir: str, lock: Lock) -> list[str]:
-    """The vllm package at the profile's path: the base's files, except the locked ones, as locked."""
-    found = _tree(inside, vllm_dir)
-    if found is None:
+def _package(inside, base, vllm_dir: str, python: str, lock: Lock) -> list[str]:
+    """Each locked file at the profile's vllm_dir, read one by one, and anything Python would load
+    in its place: a package or an extension module of the same name, or compiled bytecode the
+    base did not ship (a planted .pyc with the source's size and time runs instead of it)."""
+    if not _stat(inside, f"{vllm_dir}/__init__.py"):
         return [f"no vllm package at {vllm_dir} (image.vllm_dir)"]
-    files, odd = found
-    theirs = (_tree(base, vllm_dir) or ({}, []))[0] if base is not None else {}
-    problems = [f"{vllm_dir}/{name}: not a regular file" for name in odd]
-    missing = sorted(set(lock.files) - set(files))
-    changed = sorted(n for n, d in lock.files.items() if n in files and files[n] != d)
-    if base is not None:
-        changed += sorted(n for n, d in files.items() if n not in lock.files and theirs.get(n) != d)
-        missing += sorted(set(theirs) - set(files) - set(lock.files))
-    for kind, names in (("missing", missing), ("changed or not the base's", changed)):
+    abi = python.replace("python", "").replace(".", "")
+    missing, changed, hidden = [], [], []
+    for name, digest in sorted(lock.files.items()):
+        path = f"{vllm_dir}/{name}"
+        if _stat(inside, path) is None:
+            missing.append(name)
+        elif (data := _read(inside, path, hops=0)) is None or hashlib.sha256(data).hexdigest() != digest:
+            changed.append(name)  # a link is no locked file, wherever it points
+        if not name.endswith(".py"):
+            continue
+        folder, stem = str(PurePosixPath(path).parent), PurePosixPath(name).stem
+        instead = [f"{folder}/{stem}/__init__.py", *(f"{folder}/{stem}{suffix}" for suffix in
+                   (".so", ".abi3.so", f".cpython-{abi}-x86_64-linux-gnu.so", f".cpython-{abi}-aarch64-linux-gnu.so"))]
+        cached = [f"{folder}/__pycache__/{stem}.cpython-{abi}{opt}.pyc" for opt in ("", ".opt-1", ".opt-2")]
+        hidden += [p for p in instead if _stat(inside, p)]
+        hidden += [p for p in cached if _stat(inside, p) and not _same_as_base(inside, base, p)]
+    problems = []
+    for kind, names in (("missing", missing), ("changed", changed), ("loaded instead of a locked file", hidden)):
         if names:
             shown = ", ".join(names[:5]) + (f", +{len(names) - 5} more" if len(names) > 5 else "")
             problems.append(f"{len(names)} file(s) of {vllm_dir} {kind}: {shown}")

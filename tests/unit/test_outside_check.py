@@ -171,11 +171,14 @@ def test_a_rebuilt_image_with_a_decoy_copy_is_refused_whatever_it_points_at(prof
     ({f"{VENV}/bin/vllm": None, f"{VENV}/bin/vllm/__init__.py": b"evil"}, {}, "finds vllm at None"),
     ({"/usr/lib/python3.11/vllm.py": b"evil"}, {}, "imported as vllm before site-packages"),
     ({f"{VENV}/bin/vllm.py": b"evil"}, {}, "imported as vllm before site-packages"),
+    ({f"{VENV}/lib/python3.11/site-packages/sitecustomize.py": b"import evil"}, {}, "runs at every start"),
     ({"/usr/bin/python3.11": b"another interpreter"}, {}, "(the interpreter) is not the base's"),
-    ({f"{VLLM}/__pycache__/version.cpython-311.pyc": b"planted bytecode"}, {}, "changed or not the base's"),
-    ({f"{VLLM}/entrypoints/evil.py": b"x"}, {}, "changed or not the base's: entrypoints/evil.py"),
-    ({f"{VLLM}/__init__.py": None}, {}, "missing: __init__.py"),
-    ({f"{VLLM}/version.py": ("link", "/etc/hostname")}, {}, "not a regular file"),
+    ({f"{VLLM}/__pycache__/version.cpython-311.pyc": b"planted bytecode"}, {}, "loaded instead of a locked file"),
+    ({f"{VLLM}/version.abi3.so": b"ELF"}, {}, "loaded instead of a locked file: " + f"{VLLM}/version.abi3.so"),
+    ({f"{VLLM}/version/__init__.py": b"x"}, {}, "loaded instead of a locked file"),
+    ({f"{VLLM}/__init__.py": None}, {}, f"no vllm package at {VLLM}"),
+    ({f"{VLLM}/version.py": None}, {}, "missing: version.py"),
+    ({f"{VLLM}/version.py": ("link", "/etc/hostname")}, {}, "changed: version.py"),
 ])
 def test_each_way_to_run_other_code_is_named(profile, monkeypatch, changes, config, said):
     engine_with(monkeypatch, built(**changes), {**CONFIG, **config})
