@@ -31,11 +31,8 @@ from seatkit.serve.profile import Profile
 
 ENTRYPOINT = ["/opt/seatkit/entrypoint.sh"]  # the Dockerfile's
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # docker's, when unset
-# The console script pip and uv write for vllm's entry point (vllm.entrypoints.cli.main:main).
-SCRIPT = re.compile(r"#!(?P<python>/\S+)\n(# -\*- coding: utf-8 -\*-\n)?import (re|sys)\n(import (re|sys)\n)?"
-                    r"from vllm\.entrypoints\.cli\.main import main\n(if __name__ == ['\"]__main__['\"]:\n"
-                    r"    sys\.argv\[0\] = re\.sub\(r['\"][^\n]*['\"], ['\"]['\"], sys\.argv\[0\]\)\n"
-                    r"    sys\.exit\(main\(\)\)\n?)$")
+SHEBANG = re.compile(rb"#!(/\S+)[ \t]*\n")  # the `vllm` script's interpreter (the script itself: the base's)
+MAX_READ = 256 << 20  # one file read whole (an interpreter, a script); a bigger one is no base's
 
 
 @dataclass
@@ -87,7 +84,12 @@ def _read(container, path: str, hops: int = 8) -> bytes | None:
         stream, _ = container.get_archive(path)
     except NotFound:
         return None
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream)), mode="r|") as tar:
+    data = bytearray()
+    for chunk in stream:
+        data += chunk
+        if len(data) > MAX_READ:
+            return None
+    with tarfile.open(fileobj=io.BytesIO(bytes(data)), mode="r|") as tar:
         for member in tar:
             if member.issym() and hops:
                 return _read(container, str(PurePosixPath(path).parent / member.linkname), hops - 1)
@@ -170,18 +172,20 @@ def _resolved(inside, base, search: str, venv: PurePosixPath, python: str) -> li
     """`env` and `vllm` as execvp finds them on the image's PATH, the script's interpreter, and
     what Python finds before site-packages."""
     problems = []
-    for name in ("/bin/sh", _which(inside, "env", search) or "env"):
+    found_env = _which(inside, "env", search)
+    if found_env is None:
+        problems.append(f"PATH {search} finds no env, which runs the server")
+    for name in filter(None, ("/bin/sh", found_env)):
         if not _same_as_base(inside, base, name):
             problems.append(f"{name} (what runs the entrypoint and the server) is not the base's")
     found = _which(inside, "vllm", search)
     want = f"{venv}/bin/vllm"
     if found != want:
         return problems + [f"PATH {search} finds vllm at {found}, not the venv's {want}"]
-    script = _read(inside, want) or b""
-    match = SCRIPT.fullmatch(script.decode(errors="replace"))
-    if not match or not match["python"].startswith(f"{venv}/bin/python"):
-        return problems + [f"{want} is not the console script of vllm.entrypoints.cli.main run by "
-                           f"{venv}/bin/python"]
+    shebang = SHEBANG.match(_read(inside, want) or b"")
+    interpreter = shebang[1].decode(errors="replace") if shebang else ""
+    if not interpreter.startswith(f"{venv}/bin/python"):
+        return problems + [f"{want} is not a script run by {venv}/bin/python"]
     if not _same_as_base(inside, base, want):
         problems.append(f"{want} is not the base's")
     cfg = (_read(inside, f"{venv}/pyvenv.cfg") or b"").decode(errors="replace")
@@ -206,9 +210,8 @@ def _resolved(inside, base, search: str, venv: PurePosixPath, python: str) -> li
         for name in ("sitecustomize.py", "usercustomize.py"):
             if _stat(inside, f"{folder}/{name}") and not _same_as_base(inside, base, f"{folder}/{name}"):
                 problems.append(f"{folder}/{name} runs at every start and is not the base's")
-    real = _stat(inside, match["python"])
-    if real is None or not _same_as_base(inside, base, match["python"]):
-        problems.append(f"{match['python']} (the interpreter) is not the base's")
+    if not _same_as_base(inside, base, interpreter):
+        problems.append(f"{interpreter} (the interpreter) is not the base's")
     return problems
 
 
