@@ -200,3 +200,28 @@ def test_overlay_verify_without_a_profile_never_follows_the_images_label(profile
     monkeypatch.setattr(client, "get", lambda ref: image)
     outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK)
     assert build.verify_installed(TAG, None, False, LOCK)["changed"] == ["version.py"]
+
+
+def test_seat_up_runs_an_overlay_image_only_by_the_id_the_outside_check_verified(tmp_path, monkeypatch):
+    """launch.up without an outside check refuses; with one, the container is made from the id it
+    verified, never from the tag, which could be moved meanwhile."""
+    from seatkit.errors import SeatError
+    from seatkit.serve import launch, preflight, spec as specs
+
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    made = []
+
+    class Containers:
+        def create(self, image, *args, **kwargs):
+            made.append(image)
+            raise SeatError("stop here")
+
+    monkeypatch.setattr(engine, "client", lambda: type("Client", (), {"containers": Containers()})())
+    monkeypatch.setattr(preflight, "run", lambda spec, values: None)
+    spec = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
+    environ = {"SEAT_IMAGE": TAG}
+    with pytest.raises(SeatError, match="nothing checked it from outside"):
+        launch._start(spec, environ)
+    with pytest.raises(SeatError, match="stop here"):
+        launch._start(spec, environ, lambda profile, image: "sha256:" + "a" * 64)
+    assert made == ["sha256:" + "a" * 64]
