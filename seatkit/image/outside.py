@@ -112,26 +112,25 @@ def _which(container, name: str, search: str) -> str | None:
     return None
 
 
-def _config(client, where: str, is_container: bool) -> tuple[str, dict, object]:
-    """The image id, the configuration that decides what runs, and the image object."""
+def _config(client, where: str, is_container: bool) -> tuple[str, dict]:
+    """The image id, and the configuration that decides what runs (a container's own, when it is one)."""
     from docker.errors import NotFound
 
     try:
         if is_container:
             container = client.containers.get(where)
-            return container.image.id, {**container.attrs["Config"], "Path": container.attrs.get("Path"),
-                                        "Args": container.attrs.get("Args")}, container
+            return container.image.id, {**container.attrs["Config"], "Path": container.attrs.get("Path")}
         image = client.images.get(where)
     except NotFound:
         raise SeatError(f"no {'container' if is_container else 'image'} {where} on this machine",
                         "build it with `seat build`, or name one that exists") from None
-    return image.id, image.attrs["Config"], image
+    return image.id, image.attrs["Config"]
 
 
 def check(profile: Profile, where: str, lock: Lock, is_container: bool = False, trust_record: bool = True) -> Verdict:
     """The verdict on an image (or a container) for the profile's seat against the lock."""
     client = engine.client()
-    image_id, config, _ = _config(client, where, is_container)
+    image_id, config = _config(client, where, is_container)
     built = None if is_container else recorded(where)
     if trust_record and built and built["id"] == image_id and built["lock"] == lock.dump() \
             and built["vllm_dir"] == profile.image.vllm_dir:
