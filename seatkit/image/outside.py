@@ -137,9 +137,7 @@ def check(profile: Profile, where: str, lock: Lock, is_container: bool = False, 
         return Verdict(image_id, f"the image `seat build` made here ({image_id[7:19]})")
     verdict = Verdict(image_id, "read from outside the image")
     problems = verdict.problems
-    env = dict(item.partition("=")[::2] for item in config.get("Env") or [])
-    if profile.experiment is None:
-        problems += what_runs.refused_env("the image's env", [n for n in env if n != "PATH"])
+    env = _env(config)
     entry = config.get("Entrypoint")
     if entry != ENTRYPOINT:
         problems.append(f"its entrypoint is {entry}, not {ENTRYPOINT} (the kit's start check)")
@@ -155,12 +153,24 @@ def check(profile: Profile, where: str, lock: Lock, is_container: bool = False, 
             base = None
             problems.append(f"the pinned base {base_ref} is not on this machine: the package cannot be "
                             "compared with it")
+        # The base's own (vllm-cpu preloads its OpenMP and allocator): kept, and its files the base's.
+        theirs = _env(client.images.get(base_ref).attrs["Config"]) if base is not None else {}
+        changed = [n for n in env if n != "PATH" and what_runs.env_reason(n) and env[n] != theirs.get(n)]
+        if profile.experiment is None:
+            problems += what_runs.refused_env("the image's env (not the base's)", changed)
+        for library in filter(None, re.split(r"[: ]", env.get("LD_PRELOAD", ""))):
+            if not _same_as_base(inside, base, library):
+                problems.append(f"{library} (LD_PRELOAD, loaded into the server) is not the base's")
         if _read(inside, ENTRYPOINT[0]) != (IMAGE_FILES / "entrypoint.sh").read_bytes():
             problems.append(f"{ENTRYPOINT[0]} is not the kit's image/entrypoint.sh")
         search = env.get("PATH", DEFAULT_PATH)
         problems += _resolved(inside, base, search, venv, python)
         problems += _package(inside, base, profile.image.vllm_dir, python, lock)
     return verdict
+
+
+def _env(config: dict) -> dict[str, str]:
+    return dict(item.partition("=")[::2] for item in config.get("Env") or [])
 
 
 def _same_as_base(inside, base, path: str) -> bool:

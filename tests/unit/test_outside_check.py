@@ -22,7 +22,7 @@ VLLM = f"{VENV}/lib/python3.11/site-packages/vllm"
 SCRIPT = (f"#!{VENV}/bin/python\n# -*- coding: utf-8 -*-\nimport re\nimport sys\n"
           "from vllm.entrypoints.cli.main import main\nif __name__ == '__main__':\n"
           "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit(main())\n").encode()
-BASE = {"/bin/sh": b"dash", "/usr/bin/env": b"coreutils env", f"{VENV}/bin/vllm": SCRIPT,
+BASE = {"/bin/sh": b"dash", "/usr/lib/libiomp5.so": b"openmp", "/usr/bin/env": b"coreutils env", f"{VENV}/bin/vllm": SCRIPT,
         f"{VENV}/bin/python": ("link", "/usr/bin/python3.11"), "/usr/bin/python3.11": b"cpython",
         f"{VENV}/pyvenv.cfg": b"home = /usr/bin\ninclude-system-site-packages = false\n",
         f"{VLLM}/__init__.py": b"", f"{VLLM}/version.py": b"__version__ = '0.32'\n",
@@ -111,7 +111,9 @@ class Client:
 
 
 TAG = "seatkit/try:overlay-1"
-CONFIG = {"Env": [f"PATH={VENV}/bin:{PATH}", f"SEAT_OVERLAY_DIR={VLLM}"], "Entrypoint": outside.ENTRYPOINT}
+CONFIG = {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so", f"SEAT_OVERLAY_DIR={VLLM}"],
+          "Entrypoint": outside.ENTRYPOINT}
+BASE_CONFIG = {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so"]}  # as vllm-cpu's
 
 
 @pytest.fixture
@@ -126,7 +128,7 @@ def profile(tmp_path, monkeypatch):
 
 
 def engine_with(monkeypatch, files, config=CONFIG, ident="sha256:" + "a" * 64):
-    client = Client({TAG: (ident, config, files), "base": ("sha256:" + "e" * 64, {}, BASE)})
+    client = Client({TAG: (ident, config, files), "base": ("sha256:" + "e" * 64, BASE_CONFIG, BASE)})
     monkeypatch.setattr(engine, "client", lambda: client)
     return client
 
@@ -147,7 +149,7 @@ def test_an_untouched_image_read_from_outside_is_verified(profile, monkeypatch):
 def test_a_rebuilt_image_with_a_decoy_copy_is_refused_whatever_it_points_at(profile, monkeypatch):
     decoy = "/opt/decoy/vllm"
     files = built(**{f"{VLLM}/version.py": LOCKED + b"EDITED = 1\n", f"{decoy}/version.py": LOCKED})
-    config = {**CONFIG, "Env": [f"PATH={VENV}/bin:{PATH}", f"SEAT_OVERLAY_DIR={decoy}"],
+    config = {**CONFIG, "Env": [*BASE_CONFIG["Env"], f"SEAT_OVERLAY_DIR={decoy}"],
               "Labels": {"io.seatkit.overlay.dir": decoy}}
     client = engine_with(monkeypatch, files, config, ident="sha256:" + "f" * 64)
     outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK)  # what seat build made: another id
@@ -161,8 +163,10 @@ def test_a_rebuilt_image_with_a_decoy_copy_is_refused_whatever_it_points_at(prof
 @pytest.mark.parametrize("changes, config, said", [
     ({"/srv/exp/bin/vllm": b"#!/bin/sh\nexec evil\n"}, {"Env": [f"PATH=/srv/exp/bin:{VENV}/bin:{PATH}"]},
      "finds vllm at /srv/exp/bin/vllm"),
-    ({}, {"Env": [f"PATH={VENV}/bin:{PATH}", "PYTHONPATH=/srv/exp"]}, "the image's env.PYTHONPATH"),
-    ({}, {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/srv/x.so"]}, "the image's env.LD_PRELOAD"),
+    ({}, {"Env": [f"PATH={VENV}/bin:{PATH}", "PYTHONPATH=/srv/exp"]}, "(not the base's).PYTHONPATH"),
+    ({}, {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so:/srv/x.so"]},
+     "(not the base's).LD_PRELOAD"),
+    ({"/usr/lib/libiomp5.so": b"another"}, {}, "/usr/lib/libiomp5.so (LD_PRELOAD, loaded into the server)"),
     ({}, {"Entrypoint": ["/bin/sh", "-c"]}, "its entrypoint is"),
     ({"/opt/seatkit/entrypoint.sh": b"#!/bin/sh\nexec \"$@\"\n"}, {}, "not the kit's image/entrypoint.sh"),
     ({"/bin/sh": b"a shell that does more"}, {}, "/bin/sh (what runs the entrypoint"),
