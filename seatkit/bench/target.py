@@ -72,6 +72,6 @@ def _local_experiment(url: str) -> dict:
             running = launch.recorded(record.stem)
             if running and running.url == url and launch.alive(running):
                 return what_runs.conditions(profiles.load(running.profile))
-        except SeatError:  # a torn record, a deleted profile: nothing known of it
+        except (SeatError, *engine.errors()):  # a torn record, a deleted profile, a lost engine
             continue
     return {}
