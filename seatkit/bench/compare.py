@@ -20,6 +20,7 @@ from pathlib import Path
 
 from seatkit.bench import cards
 from seatkit.errors import SeatError
+from seatkit.serve import what_runs
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "prompt", "context",
@@ -144,7 +145,8 @@ def _run_entries(folder: Path, summary: dict) -> list[Entry]:
         missing = {k: withheld.get(k, "not measured") for k in FACTORS if k not in values}
         derived = _derive(values)
         missing = {k: why for k, why in missing.items() if k not in values}
-        out.append(Entry(folder.name, suite, suite, conditions, values, spread, derived, missing,
+        out.append(Entry(folder.name, suite, what_runs.marked(suite, c, short=True), conditions,
+                         values, spread, derived, missing,
                          matched=s.get("harness_figures") or {}))
     return out
 

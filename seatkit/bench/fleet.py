@@ -24,6 +24,7 @@ from seatkit.bench.run import Options, RunDir
 from seatkit.bench.workload import Prompt
 from seatkit import text
 from seatkit.errors import SeatError
+from seatkit.serve import what_runs
 
 SCHEMA = "seatkit.fleet/1"
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
@@ -157,7 +158,8 @@ def bench_fleet(urls: list[str], model: str | None, k: int | None, api_key: str 
             say(f"failed: {exc.message}")
             seats.append({**seat, "error": exc.message, "discarded": 0, "figures": {}})
             continue
-        seats.append({**seat, "discarded": summary["discarded"], "figures": _figures(summary)})
+        seats.append({**seat, "discarded": summary["discarded"], "figures": _figures(summary),
+                      **{k: v for k, v in summary["conditions"].items() if k == "unverified"}})
     result = {"schema": SCHEMA, "seats": seats, "verdicts": judge(seats)}
     (folder / "fleet.json").write_text(json.dumps(result, indent=2) + "\n")
     (folder / "fleet.md").write_text(markdown(result))
@@ -177,7 +179,7 @@ def rows(result: dict) -> list[tuple[str, ...]]:
             flag = "OUTSIDE" if verdict and verdict["outside"] else "ok" if verdict else "n/a"
             out.append((f"{seat['seat']} {seat['url']}", suite,
                         *(f"{figures[f]['median']:.2f}" if f in figures else "n/a" for f in FACTORS),
-                        flag))
+                        what_runs.marked(flag, seat, short=True)))
     return out
 
 
@@ -197,4 +199,6 @@ def markdown(result: dict) -> str:
     lines += ["", "## Verdicts", ""]
     lines += [f"- seat {v['seat']} ({v['suite']}): {v['text']}" for v in result["verdicts"]]
     lines += [f"- {line}" for line in failures(result)]
+    lines += [f"- seat {s['seat']}: {what_runs.marked('its results are', s)}" for s in result["seats"]
+              if s.get("unverified")]
     return "\n".join(lines) + "\n"

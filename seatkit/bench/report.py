@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from seatkit.serve import what_runs
+
 
 def _fmt(stats: dict | None, scale: float = 1.0, digits: int = 1, withheld: str | None = None) -> str:
     if not stats:
@@ -25,7 +27,8 @@ def _clock(s: dict) -> str:
 def rows(summary: dict) -> list[tuple[str, ...]]:
     """suite, content, tok/s, tokens/step, ms/step, acceptance, cold TTFT, clocks, requests:
     medians (min–max, CV); a figure withheld says so (the reason is under the table)."""
-    return [(suite, s["content"], _cell(s, "decode_tok_s"), _cell(s, "tokens_per_step", digits=2),
+    return [(what_runs.marked(suite, summary["conditions"], short=True), s["content"],
+             _cell(s, "decode_tok_s"), _cell(s, "tokens_per_step", digits=2),
              _cell(s, "ms_per_step", digits=2), _cell(s, "draft_acceptance", 100, 1),
              _cell(s, "ttft_ms"), _clock(s), str(s["requests"]))
             for suite, s in summary["suites"].items()]
@@ -46,7 +49,7 @@ def notes(summary: dict) -> list[str]:
 
 def markdown(summary: dict) -> str:
     c = summary["conditions"]
-    lines = [f"# Bench report ({summary['schema']})", "",
+    lines = [what_runs.marked(f"# Bench report ({summary['schema']})", c), "",
              f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
              f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, reasoning {c['reasoning']}, "
              f"{c['warmups']} warm-ups then {c['repeats']} measured repeats per prompt.",

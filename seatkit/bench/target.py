@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 
-from seatkit import engine, text
+from seatkit import engine, paths, text
 from seatkit.bench.run import Target
 from seatkit.errors import SeatError
 from seatkit.host import gpus
 from seatkit.image import b12x
 from seatkit.models import lock as model_locks
-from seatkit.serve import launch, profile as profiles
+from seatkit.serve import launch, profile as profiles, what_runs
 
 
 def of_profile(name: str) -> Target:
@@ -35,7 +35,8 @@ def of_profile(name: str) -> Target:
                               "image_labels": labels,
                               "b12x_kernels": b12x.kernels(labels, b12x.mounted_over(
                                   mounts, profile.image.b12x_dir)) if profile.image else None,
-                              "runtime": profile.runtime, "gpus": gpus.inventory()},
+                              "runtime": profile.runtime, "gpus": gpus.inventory(),
+                              **what_runs.conditions(profile)},
                   verify=lambda: launch.require_identity(running))
 
 
@@ -60,4 +61,17 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
         headers["Authorization"] = f"Bearer {api_key}"
     elif credentials:
         headers["Authorization"] = "Basic " + base64.b64encode(":".join(credentials).encode()).decode()
-    return Target(url, model, headers, k=k, conditions={"profile": None, "gpus": gpus.inventory()})
+    return Target(url, model, headers, k=k, conditions={"profile": None, "gpus": gpus.inventory(),
+                                                        **_local_experiment(url)})
+
+
+def _local_experiment(url: str) -> dict:
+    """A seat of this machine's `seat up` at that URL marks its results as its profile does."""
+    for record in sorted((paths.seat_home() / "run").glob("*.json")):
+        try:
+            running = launch.recorded(record.stem)
+            if running and running.url == url and launch.alive(running):
+                return what_runs.conditions(profiles.load(running.profile))
+        except (SeatError, *engine.errors()):  # a torn record, a deleted profile, a lost engine
+            continue
+    return {}

@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from seatkit.cli.app import err, out, seat
-from seatkit.image import build as image_build, overlay
+from seatkit.image import build as image_build, outside, overlay
+from seatkit.serve import profile as profiles
 
 
 @seat.group("overlay")
@@ -36,19 +37,36 @@ def fetch_cmd(lock_path: str, dest: str, source: str | None):
 @click.option("--image", help="Check the overlay installed in this image.")
 @click.option("--container", help="Check the overlay installed in this (running or stopped) container.")
 @click.option("--dir", "inside", help="The vllm package inside the image or container "
-              "(default: the image's io.seatkit.overlay.dir label, else the vLLM image's site-packages).")
+              "(default: where `seat build` put it, as recorded in SEAT_HOME, else the vLLM image's "
+              "site-packages; never where the image itself says).")
 @click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+@click.option("--profile", help="With --image or --container: the whole outside check `seat up` makes "
+              "for this profile's seat (the package at its image.vllm_dir against the base and the lock, "
+              "and what its PATH, entrypoint and interpreter run).")
 @click.option("--strict", is_flag=True, help="Fail on extra files and __pycache__ folders too (an "
               "installed package has many). Symlinks always fail.")
 @click.option("--json", "as_json", is_flag=True)
 def verify_cmd(directory: str | None, image: str | None, container: str | None, inside: str | None,
-               lock_path: str, strict: bool, as_json: bool):
+               lock_path: str, profile: str | None, strict: bool, as_json: bool):
     """Compare installed files with the lock: missing, changed and extra files, symlinks, caches.
 
     DIRECTORY defaults to the fetched overlay (overlay/vllm)."""
     if sum(x is not None for x in (directory, image, container)) > 1:
         raise click.UsageError("give one of DIRECTORY, --image, --container")
     lock = overlay.load(Path(lock_path))
+    if profile:
+        if not (image or container) or inside:
+            raise click.UsageError("--profile checks an --image or a --container, at the profile's own "
+                                   "image.vllm_dir (no --dir)")
+        verdict = outside.check(profiles.load(profile), image or container, lock, is_container=bool(container),
+                                trust_record=False)  # every file read from outside, whatever was recorded
+        if as_json:
+            click.echo(json.dumps({"verified": verdict.verified, "how": verdict.how,
+                                   "image_id": verdict.image_id, "problems": verdict.problems}, indent=2))
+        else:
+            out.print(("verified" if verdict.verified else "NOT verified") + f" ({verdict.how})"
+                      + "".join(f"\n  {p}" for p in verdict.problems), highlight=False)
+        sys.exit(0 if verdict.verified else 1)
     if image or container:
         problems = image_build.verify_installed(image or container, inside, is_container=bool(container), lock=lock)
     else:

@@ -17,10 +17,10 @@ from seatkit.cli.progress import progress
 from seatkit.cli.bench import print_summary
 from seatkit import when
 from seatkit.errors import SeatError
-from seatkit.image import prebuilt
+from seatkit.image import outside, prebuilt
 from seatkit.models import verify as model_verify
 from seatkit.orchestrate import demo, docker_chain
-from seatkit.serve import launch, lint, preflight, profile as profiles, render, runtime, spec as specs
+from seatkit.serve import launch, lint, preflight, profile as profiles, render, runtime, spec as specs, what_runs
 
 
 def _spec(name: str) -> specs.LaunchSpec:
@@ -101,11 +101,14 @@ def up_cmd(profile: str, verify_models: bool):
         for line in prebuilt.facts(found):
             out.print(f"fact: {line}", highlight=False)
     click.echo(spec.config_line(spec.values()), err=True)
+    if spec.profile.experiment:
+        said = what_runs.marked("this seat is an experiment:", what_runs.conditions(spec.profile))
+        err.print(f"[yellow]warning:[/] {escape(said)}; every result of it is marked so", highlight=False)
     for warning in preflight.warnings(spec, spec.values()):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     with progress(err, f"up {profile}") as update:
         run, waited = launch.up(spec, tick=lambda stage, t: update(
-            f"waiting for {stage} ({t:.0f} s)"))
+            f"waiting for {stage} ({t:.0f} s)"), image_check=outside.require_for)
     out.print(f"[green]{profile} is up[/] after {waited:.1f} s: {run.url} serves model "
               f"[bold]{run.model}[/] ({run.runtime} {run.ident[:12]})")
     if run.api_key_file:

@@ -1,7 +1,6 @@
 """Image rows: base pinned by digest, provenance labels, the overlay checked where the seat runs.
 
-Seam: the overlay row uses seatkit.image.build.verify_installed (the overlay lock against the
-vllm package); helper 13a's comparison of an image's whole vllm with the lock replaces it there.
+The overlay row is the outside check of seatkit/image/outside.py: never what the image says.
 """
 
 from __future__ import annotations
@@ -9,7 +8,7 @@ from __future__ import annotations
 from seatkit import engine
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
-from seatkit.serve import launch, runtime
+from seatkit.serve import launch, runtime, what_runs
 from seatkit.serve.profile import Profile
 
 LAYER = "image"
@@ -54,27 +53,38 @@ def labels(image: str) -> Row:
 
 
 def overlay(profile: Profile, image: str) -> Row:
-    from seatkit.image import build, overlay as overlays
+    """The outside check (seatkit/image/outside.py) on the running container, else the image."""
+    from seatkit.image import outside, overlay as overlays
 
     running = launch.recorded(profile.name)
     where, is_container = image, False
     try:
         if running and running.runtime == "docker" and launch.alive(running):
             where, is_container = running.ident, True
-        problems = build.verify_installed(where, None, is_container, overlays.load())
+        verdict = outside.check(profile, where, outside.lock_for(image, overlays.load()), is_container)
     except (engine.NoEngine, *engine.errors()) as exc:
         return cannot(LAYER, "overlay", f"no docker engine answers ({type(exc).__name__})")
     except SeatError as exc:
         return fail(LAYER, "overlay", exc.message, f"seat build {profile.name}")
     what = f"container {where[:12]}" if is_container else f"image {where}"
-    if problems["missing"] or problems["changed"]:
-        return fail(LAYER, "overlay", f"{what}: {overlays.summary(problems)}", f"seat build {profile.name}")
-    return ok(LAYER, "overlay", f"{what}: every locked file as locked")
+    if not verdict.verified:
+        return fail(LAYER, "overlay", f"{what} ({verdict.how}): {'; '.join(verdict.problems)}",
+                    f"seat build {profile.name}")
+    return ok(LAYER, "overlay", f"{what}: runs the locked overlay ({verdict.how})")
+
+
+def experiment(profile: Profile) -> list[Row]:
+    """An experiment may run other code than the lock: the doctor says so before any figure."""
+    if profile.experiment is None:
+        return []
+    return [warn(LAYER, "verified", what_runs.marked("experiment:", what_runs.conditions(profile))
+                 + ": env or mounts may change what runs, every result of this seat is marked",
+                 "take `experiment` out of the profile (and what it allowed) for a verified seat")]
 
 
 def rows(profile: Profile, image: str | None) -> list[Row]:
     if profile.runtime == "native":
-        return [native(profile)]
+        return [*experiment(profile), native(profile)]
     if not profile.image.overlay:
-        return [base(profile), labels(image)]
-    return [base(profile), labels(image), overlay(profile, image)]
+        return [*experiment(profile), base(profile), labels(image)]
+    return [*experiment(profile), base(profile), labels(image), overlay(profile, image)]

@@ -214,6 +214,9 @@ def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bo
                             "the lines above are the build's last output")
     if image_id is None:
         raise SeatError("the build finished without an image id:\n" + "\n".join(log[-25:]))
+    from seatkit.image import outside  # which reads files with created() from here
+
+    outside.record(tag, image_id, profile, lock)  # `seat up` runs this id as verified, none other
     return {"image": image_id, "tag": tag, "base": base_ref, "base_digest": digest,
             "copied": len(ctx.copied), "skipped": len(ctx.skipped), "b12x": kernels,
             **overlay_layer(tag, base_ref)}
@@ -258,7 +261,10 @@ def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lo
         image = container.image if container else client.images.get(name)
     except NotFound:
         raise SeatError(f"no {'container' if is_container else 'image'} {name} on this machine") from None
-    inside = inside or (image.labels or {}).get("io.seatkit.overlay.dir") or DEFAULT_VLLM_DIR
+    # Never where the image says (its label, SEAT_OVERLAY_DIR): where `seat build` put the overlay.
+    from seatkit.image import outside
+
+    inside = inside or (outside.recorded(name) or {}).get("vllm_dir") or DEFAULT_VLLM_DIR
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         links = []
         root = copy_out(container or stack.enter_context(created(name)), inside, Path(tmp), links)

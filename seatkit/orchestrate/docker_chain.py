@@ -22,7 +22,7 @@ import yaml
 from seatkit import paths
 from seatkit.bench import run as bench_run, target as bench_target, workload
 from seatkit.errors import SeatError
-from seatkit.image import build as image_build, cpu_base, overlay, pin, registry
+from seatkit.image import build as image_build, cpu_base, outside, overlay, pin, registry
 from seatkit.orchestrate.demo import MAX_TOKENS, SHORT, SUITES
 from seatkit.serve import launch, profile as profiles, runtime, spec as specs
 
@@ -166,7 +166,7 @@ def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, d
     spec = specs.build(pinned)
     environ = {**os.environ, **knobs}
     with steps("up: start to ready"):
-        seat, _ = launch.up(spec, environ=environ,
+        seat, _ = launch.up(spec, environ=environ, image_check=outside.require_for,
                             tick=lambda stage, t: say(f"starting {PROFILE}: waiting for {stage} ({t:.0f} s)"))
     try:
         with steps("bench (code and prose)"):

@@ -23,6 +23,7 @@ from seatkit import engine, flock, paths
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.serve import identity, keys, nsys, preflight
+from seatkit.serve.profile import Profile
 from seatkit.serve.spec import PROFILE_LABEL, LaunchSpec, resolve
 
 
@@ -124,7 +125,7 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict, run: Runn
     client = engine.client()
     try:
         container = client.containers.create(
-            values["SEAT_IMAGE"], command, name=values["SEAT_CONTAINER"],
+            values.get(VERIFIED, values["SEAT_IMAGE"]), command, name=values["SEAT_CONTAINER"],
             device_requests=devices, ipc_mode=p.docker.ipc, network_mode=p.docker.network,
             init=p.docker.init, stop_signal="SIGTERM",
             ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in p.docker.ulimits.items()],
@@ -270,10 +271,16 @@ def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None],
         time.sleep(0.5)
 
 
+ImageCheck = Callable[[Profile, str], str]  # (profile, image) -> the id verified, or a refusal
+VERIFIED = "verified image id"  # where _start keeps it among the knob values
+
+
 def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
-       environ: dict[str, str] | None = None) -> tuple[Running, float]:
+       environ: dict[str, str] | None = None, image_check: ImageCheck | None = None) -> tuple[Running, float]:
     """Preflight, start, wait until served; on any failure stop what was started.
-    Knobs come from environ (default: this process's environment)."""
+    Knobs come from environ (default: this process's environment). A seat of an overlay image
+    needs image_check (seatkit.image.outside.require, from the layer above): the image is checked
+    from outside, then run by the id it checked, since a tag can move meanwhile."""
     p = spec.profile
     # One start of a profile at a time, from the check that it is down to the record of what started.
     with flock.exclusive(_state_file(p.name).with_suffix(".lock"), f"seat up {p.name}",
@@ -282,7 +289,7 @@ def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
         if previous and alive(previous):
             raise SeatError(f"{p.name} is already up ({previous.runtime} {previous.ident[:12]}, "
                             f"{previous.url})", f"seat down {p.name} first")
-        run = _start(spec, environ)
+        run = _start(spec, environ, image_check)
     try:
         waited = wait_ready(run, p.server.health_timeout_s, tick)
     except BaseException as exc:
@@ -305,7 +312,7 @@ def _stop_quietly(run: Running) -> bool:
                         f"seat down {run.profile}") from None
 
 
-def _start(spec: LaunchSpec, environ: dict[str, str] | None) -> Running:
+def _start(spec: LaunchSpec, environ: dict[str, str] | None, image_check: ImageCheck | None = None) -> Running:
     """Preflight, start and record the seat; its run record says what started."""
     p = spec.profile
     values = spec.values(environ)
@@ -319,6 +326,11 @@ def _start(spec: LaunchSpec, environ: dict[str, str] | None) -> Running:
         key_file = str(keys.ensure(Path(resolve(spec.api_key_file, values))))
         env["VLLM_API_KEY"] = keys.read(key_file)
     preflight.run(spec, values)
+    if not spec.native and p.image.overlay:
+        if image_check is None:
+            raise SeatError(f"{p.name} runs an overlay image and nothing checked it from outside",
+                            "start it with `seat up`, which does")
+        values = {**values, VERIFIED: image_check(p, values["SEAT_IMAGE"])}
     log = log_path(p.name)
     log.parent.mkdir(parents=True, exist_ok=True)
     run = Running(profile=p.name, runtime=p.runtime, ident="", log=str(log), started=time.time(),

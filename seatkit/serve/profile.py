@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit import safe_yaml
+from seatkit.serve import what_runs
 from seatkit.serve.grammar import (PROFILE_NAME, ContainerName, ContainerPath, Host, HostPath,
                                    ImageName, ImageTag, Key, ModelFile, ProfileName, Program,
                                    Requirement, ServedName, Text, Version, matches)
@@ -305,6 +306,13 @@ class Kubernetes(Strict):
     gpu_operator_namespace: DnsLabel = "gpu-operator"
 
 
+class Experiment(Strict):
+    """The one way past the refusals of what_runs.yaml: every result of the seat says UNVERIFIED."""
+
+    unverified: Literal[True]
+    reason: Annotated[Text, Field(min_length=1, max_length=200)]  # printed beside every number
+
+
 class Profile(Strict):
     name: ProfileName
     description: Text
@@ -323,6 +331,7 @@ class Profile(Strict):
     rig: Rig = Rig()
     kubernetes: Kubernetes | None = None
     decisions: list[Decision] = []
+    experiment: Experiment | None = None
     source: str = Field("", exclude=True)
     sha256: str = Field("", exclude=True)
 
@@ -376,20 +385,41 @@ class Profile(Strict):
                     "speculative-config", "api-key"}
         if self.docker:
             clash = (set(self.docker.extra_env) | set(self.docker.pass_env)) & set(self.env)
-            # What the kit mounts, and the image's verified code (the entrypoint, its locks and the
-            # vllm overlay): an extra mount on, inside or over one of them would change it unseen.
-            owned_paths = [m.mount for m in self.models.values()] + ["/opt/seatkit"] + \
-                ([self.docker.cache.mount] if self.docker.cache else []) + \
-                ([self.image.vllm_dir] if self.image and self.image.overlay else [])
+            # What the kit mounts: an extra mount on, inside or over one would change it unseen.
+            owned_paths = [m.mount for m in self.models.values()] + \
+                ([self.docker.cache.mount] if self.docker.cache else [])
             mounts = {m.target for m in self.docker.extra_mounts
                       if any(_overlaps(m.target, owned) for owned in owned_paths)}
             if clash or mounts:
                 raise ValueError(f"docker extras repeat what the profile sets: {sorted(clash | mounts)}")
+        if self.experiment is None:
+            self._runs_what_is_locked()
         owned = reserved & set(self.vllm_args)
         if owned:
             raise ValueError(f"vllm_args sets {sorted(owned)}, which the profile's own fields "
                              "set (server, gpus, model, speculative)")
         return self
+
+
+    def _runs_what_is_locked(self) -> None:
+        """No environment name or mount target that changes what is executed or imported."""
+        found = what_runs.refused_env("env", self.env)
+        image = self.image or Image(name="none", tag="none")
+        mounts = {f"models.{k}.mount": m.mount for k, m in self.models.items() if m.mount}
+        if self.docker:
+            found += what_runs.refused_env("docker.extra_env", self.docker.extra_env)
+            found += what_runs.refused_env("docker.pass_env", self.docker.pass_env)
+            mounts |= {f"docker.extra_mounts[{i}].target": m.target
+                       for i, m in enumerate(self.docker.extra_mounts)}
+            if self.docker.cache:
+                mounts["docker.cache.mount"] = self.docker.cache.mount
+        found += filter(None, (what_runs.refused_mount(field, target, image.vllm_dir, image.b12x_dir)
+                               for field, target in mounts.items()))
+        if found:
+            raise ValueError("these would change what the seat executes or imports, so the overlay "
+                             "check could pass while other code runs: " + "; ".join(found)
+                             + " (an experiment says so: experiment: {unverified: true, reason: ...}, "
+                             "and its results are marked UNVERIFIED)")
 
 
 def profile_path(name_or_path: str) -> Path:

@@ -278,3 +278,56 @@ def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, 
                  "bench", "down", "total"):
         assert step in table, table
     assert not docker.from_env().containers.list(all=True, filters={"label": f"seatkit.profile={PROFILE}"})
+
+
+def test_the_real_image_passes_the_outside_check_file_by_file(chain):
+    """No false alarm on the real seat: every file read from outside, none of the build record trusted."""
+    done = seat("overlay", "verify", "--image", chain["build"]["tag"], "--profile", str(chain["path"]),
+                "--lock", str(chain["lock"]), env=chain["env"], check=False)
+    assert done.returncode == 0 and done.stdout.startswith("verified (read from outside the image)"), \
+        done.stdout + done.stderr[-2000:]
+
+
+def test_an_image_rebuilt_under_the_seats_tag_with_a_decoy_copy_is_refused_at_seat_up(chain, tmp_path):
+    """The image chose where its overlay was checked: SEAT_OVERLAY_DIR and io.seatkit.overlay.dir
+    at an untouched copy, the real package edited. Its own start check passes; seat up refuses."""
+    client = docker.from_env()
+    tag = chain["build"]["tag"]
+    built = client.images.get(tag).id
+    decoy = "/opt/decoy/vllm"
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {built}\n"
+        f"RUN mkdir -p /opt/decoy && cp -a {VLLM} {decoy} && echo 'SEATKIT_EDITED = 1' >> {VLLM}/version.py\n"
+        f"ENV SEAT_OVERLAY_DIR={decoy}\nLABEL io.seatkit.overlay.dir={decoy}\n")
+    rebuilt = None
+    try:
+        rebuilt, _ = client.images.build(path=str(tmp_path), tag=tag, rm=True, forcerm=True, network_mode="none")
+        inside = subprocess.run(["docker", "run", "--rm", "--network", "none", tag, "true"],
+                                capture_output=True, text=True, timeout=120)
+        assert inside.returncode == 0, inside.stderr  # the check inside the image was steered
+        up = seat("up", str(chain["path"]), env=chain["env"], check=False)
+        assert up.returncode == 1 and "does not run the locked overlay" in up.stderr, up.stderr[-3000:]
+        assert "version.py" in up.stderr and "Traceback" not in up.stderr
+        assert not client.containers.list(all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]})
+        verify = seat("overlay", "verify", "--image", tag, "--profile", str(chain["path"]), "--lock",
+                      str(chain["lock"]), env=chain["env"], check=False)
+        assert verify.returncode == 1 and "version.py" in verify.stdout, verify.stdout
+    finally:
+        client.images.get(built).tag(*tag.rsplit(":", 1))  # the seat's tag on the image seat build made
+        if rebuilt is not None:
+            client.images.remove(rebuilt.id, force=True)
+
+
+def test_a_profile_that_sets_path_into_a_mount_is_refused_at_seat_up(chain, tmp_path):
+    """A different `vllm` first on PATH, from an experiment mount: refused before anything starts."""
+    (tmp_path / "bin").mkdir()
+    for where in ({"env": {"PATH": "/srv/exp/bin:/opt/venv/bin:/usr/bin:/bin"}},
+                  {"docker": {"extra_env": {"PATH": "/srv/exp/bin:/usr/bin:/bin"}}}):
+        path = tmp_path / f"{PROFILE}.yaml"
+        docker_part = {"extra_mounts": [{"source": str(tmp_path / "bin"), "target": "/srv/exp/bin"}],
+                       **where.get("docker", {})}
+        path.write_text(yaml.safe_dump({**yaml.safe_load(chain["path"].read_text()), **where, "docker": docker_part}))
+        up = seat("up", str(path), env=chain["env"], check=False)
+        field = "env.PATH" if "env" in where else "docker.extra_env.PATH"
+        assert up.returncode == 1 and f"{field}: it sets" in up.stderr, up.stderr[-2000:]
+        assert not docker.from_env().containers.list(all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]})

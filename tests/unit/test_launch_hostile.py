@@ -640,7 +640,7 @@ def test_a_failed_up_that_cannot_stop_its_container_says_so(home, tmp_path, monk
     the message says the seat may still be there and how to stop it later."""
     run = launch.Running(profiles.DEFAULT_PROFILE, "docker", "ab" * 32, "http://127.0.0.1:9", "m",
                          str(home / "log"), time.time())
-    monkeypatch.setattr(launch, "_start", lambda spec, environ: launch._record(run) or run)
+    monkeypatch.setattr(launch, "_start", lambda spec, environ, image_check: launch._record(run) or run)
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     with pytest.raises(SeatError) as caught:
         launch.up(specs.build(profiles.load(profiles.DEFAULT_PROFILE)))

@@ -125,18 +125,21 @@ def test_the_script_prints_the_same_configuration_line_as_seat_up(tmp_path, env)
     assert f"SEAT_NSYS={env.get('SEAT_NSYS', 'off')}" in line and "tp=4" in line
 
 
-def experiment(tmp_path, docker):
+def experiment(tmp_path, docker, **top):
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump({"extends": profiles.DEFAULT_PROFILE,
-                                    "docker": docker}))
+                                    "docker": docker, **top}))
     return path
+
+
+UNVERIFIED = {"unverified": True, "reason": "a patched b12x tree"}
 
 
 def test_experiment_mounts_and_env_reach_every_form(tmp_path):
     path = experiment(tmp_path, {"extra_mounts": [
         {"source": "/srv/b12x overlay/b12x", "target": "/opt/venv/lib/python3.12/site-packages/b12x"},
         {"source": "/srv/scratch", "target": "/scratch", "read_only": False}],
-        "extra_env": {"B12X_TRY": "a b&c;d", "EXP_LEVEL": "2"}})
+        "extra_env": {"B12X_TRY": "a b&c;d", "EXP_LEVEL": "2"}}, experiment=UNVERIFIED)
     spec = specs.build(profiles.load(str(path)))
     script = tmp_path / "exp.sh"
     script.write_text(render.render_script(spec))
@@ -172,10 +175,10 @@ def test_experiment_mounts_and_env_reach_every_form(tmp_path):
     ({"extra_mounts": [{"source": "/srv/x", "target": "/models-base/config.json"}]}, "repeat what the"),
     ({"extra_mounts": [{"source": "/srv/x", "target": "/cache/nsys"}]}, "repeat what the profile sets"),
     ({"extra_mounts": [{"source": "/srv/x", "target": "/"}]}, "repeat what the profile sets"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/opt/seatkit"}]}, "repeat what the profile sets"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/opt"}]}, "repeat what the profile sets"),
+    ({"extra_mounts": [{"source": "/srv/x", "target": "/opt/seatkit"}]}, "change what the seat executes"),
+    ({"extra_mounts": [{"source": "/srv/x", "target": "/opt"}]}, "change what the seat executes"),
     ({"extra_mounts": [{"source": "/srv/x", "target": "/opt/venv/lib/python3.12/site-packages/vllm/"
-                                                      "model_executor/x.py"}]}, "repeat what the"),
+                                                      "model_executor/x.py"}]}, "change what the seat"),
     ({"extra_env": {"lower": "1"}}, "[A-Z_][A-Z0-9_]*"),
     ({"extra_env": {"A-B": "1"}}, "[A-Z_][A-Z0-9_]*"),
     ({"extra_env": {"X": "a\nb"}}, "plain text"),

@@ -1,0 +1,77 @@
+"""Environment names and mount targets that change what a seat executes or imports (what_runs.yaml).
+
+A profile that sets one of them could run other code than the verified overlay while every check
+of the overlay still passes, so the profile refuses them, naming the field, unless it declares
+itself an experiment (and its results are marked UNVERIFIED).
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from functools import cache
+from pathlib import Path, PurePosixPath
+
+from seatkit import safe_yaml
+
+
+@cache
+def _data() -> dict:
+    return safe_yaml.read(Path(__file__).with_suffix(".yaml"), "what_runs data")
+
+
+def env_reason(name: str) -> str | None:
+    """Why an environment name changes what runs, or None when it does not."""
+    env = _data()["env"]
+    if name in env["names"]:
+        return env["names"][name]
+    return next((why for prefix, why in env["prefixes"].items() if name.startswith(prefix)), None)
+
+
+def refused_env(field: str, names) -> list[str]:
+    """One line per name of `field` that changes what runs."""
+    return [f"{field}.{n}: it sets {env_reason(n)}" for n in names if env_reason(n)]
+
+
+def _overlap(target: str, pattern: str) -> bool:
+    """On, inside or above: every part of the shorter path matches the other's."""
+    a, b = PurePosixPath(target).parts, PurePosixPath(pattern).parts
+    return all(fnmatchcase(x, y) for x, y in zip(a, b))
+
+
+def protected(vllm_dir: str, b12x_dir: str) -> dict[str, str]:
+    """The paths no mount may touch: the data's, and the profile's own package, its site-packages
+    (with its .pth files) and the venv around it (with its bin)."""
+    out = dict(_data()["mounts"]["paths"])
+    packages = PurePosixPath(vllm_dir).parent
+    out[vllm_dir] = "the vllm package (image.vllm_dir)"
+    out[b12x_dir] = "the b12x package (image.b12x_dir)"
+    out[str(packages)] = "site-packages, its .pth files run at every start"
+    if "lib" in packages.parts:  # <venv>/lib/pythonX.Y/site-packages: the venv, with its bin
+        venv = PurePosixPath(*packages.parts[:packages.parts.index("lib")])
+        if str(venv) != "/":
+            out[str(venv)] = "the venv, whose bin holds vllm and python"
+    return out
+
+
+def refused_mount(field: str, target: str, vllm_dir: str, b12x_dir: str) -> str | None:
+    """Why a mount target of `field` changes what runs, or None."""
+    for path, why in protected(vllm_dir, b12x_dir).items():
+        if _overlap(target, path):
+            return f"{field} {target}: it mounts over {path} ({why})"
+    return None
+
+
+MARK = "UNVERIFIED"
+
+
+def conditions(profile) -> dict:
+    """What a result of the profile's seat carries: {"unverified": reason} for an experiment."""
+    return {"unverified": profile.experiment.reason} if profile.experiment else {}
+
+
+def marked(text: str, conditions: dict, short: bool = False) -> str:
+    """text, marked where a result's conditions say the seat was an experiment: every place a
+    number of such a seat goes (summary, report, compare, fleet, doctor) shows it through here.
+    short: the mark alone, for a table cell (the reason is printed above the table)."""
+    why = conditions.get("unverified") if isinstance(conditions, dict) else None
+    return text if not why else f"{text} {MARK}" if short else f"{text} {MARK} ({why})"

@@ -1,0 +1,231 @@
+"""The outside check's logic on a fake engine whose images are dicts of files (the integration tier
+runs it on the real vLLM CPU image): what the image says about itself never counts."""
+
+import base64
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import PurePosixPath
+
+import pytest
+import yaml
+from docker.errors import NotFound
+
+from seatkit import engine, paths
+from seatkit.image import outside
+from seatkit.overlay_lock import Lock
+from seatkit.serve import profile as profiles
+
+VENV = "/opt/venv"
+VLLM = f"{VENV}/lib/python3.11/site-packages/vllm"
+SCRIPT = (f"#!{VENV}/bin/python\n# -*- coding: utf-8 -*-\nimport re\nimport sys\n"
+          "from vllm.entrypoints.cli.main import main\nif __name__ == '__main__':\n"
+          "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit(main())\n").encode()
+BASE = {"/bin/sh": b"dash", "/usr/lib/libiomp5.so": b"openmp", "/usr/bin/env": b"coreutils env", f"{VENV}/bin/vllm": SCRIPT,
+        f"{VENV}/bin/python": ("link", "/usr/bin/python3.11"), "/usr/bin/python3.11": b"cpython",
+        f"{VENV}/pyvenv.cfg": b"home = /usr/bin\ninclude-system-site-packages = false\n",
+        f"{VLLM}/__init__.py": b"", f"{VLLM}/version.py": b"__version__ = '0.32'\n",
+        f"{VLLM}/__pycache__/version.cpython-311.pyc": b"compiled"}
+LOCKED = b"__version__ = '0.32'\n# the overlay\n"
+LOCK = Lock("/srv/overlay", "1" * 40, "vllm", "2" * 40, {"version.py": hashlib.sha256(LOCKED).hexdigest()})
+PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def built(**changes) -> dict:
+    """The image `seat build` makes from BASE: the locked file, the kit's entrypoint."""
+    files = {**BASE, f"{VLLM}/version.py": LOCKED,
+             "/opt/seatkit/entrypoint.sh": (paths.REPO / "image" / "entrypoint.sh").read_bytes()}
+    return {k: v for k, v in {**files, **changes}.items() if v is not None}
+
+
+class Container:
+    def __init__(self, fs, client):
+        self.fs, self.client, self.id, self.short_id = fs, client, "c" * 64, "c" * 12
+        self.read = []
+
+    def _entries(self, path):
+        return {k: v for k, v in self.fs.items() if k == path or k.startswith(path.rstrip("/") + "/")}
+
+    def get_archive(self, path):
+        found = self._entries(path)
+        if not found:
+            raise NotFound("no such path")
+        self.read.append(path)
+        top = PurePosixPath(path)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            for name, data in sorted(found.items()):
+                info = tarfile.TarInfo(str(PurePosixPath(top.name) / PurePosixPath(name).relative_to(top)))
+                if isinstance(data, tuple):
+                    info.type, info.linkname = tarfile.SYMTYPE, data[1]
+                    tar.addfile(info)
+                else:
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+        return [buffer.getvalue()], {}
+
+    def remove(self, force=False):
+        pass
+
+
+class Api:
+    def __init__(self, client):
+        self.client = client
+
+    def _url(self, template, ident):
+        return ident
+
+    def head(self, ident, params):
+        fs = self.client.by_id[ident].fs
+        path = params["path"]
+        is_dir = path not in fs and any(k.startswith(path + "/") for k in fs)
+        stat = {"name": PurePosixPath(path).name, "mode": (1 << 31) if is_dir else 0o755}
+        ok = path in fs or is_dir
+        return type("Answer", (), {"ok": ok, "headers": {"X-Docker-Container-Path-Stat":
+                                                         base64.b64encode(json.dumps(stat).encode())} if ok else {}})
+
+
+class Client:
+    """images: ref -> (id, config, files)."""
+
+    def __init__(self, images):
+        self.images_by_ref = images
+        self.by_id = {}
+        self.api = Api(self)
+        self.images = self
+        self.containers = self
+
+    def get(self, ref):
+        if ref not in self.images_by_ref:
+            raise NotFound(ref)
+        ident, config, _ = self.images_by_ref[ref]
+        return type("Image", (), {"id": ident, "attrs": {"Config": config}})
+
+    def create(self, image, **kwargs):
+        ref = next(r for r, (i, _, _) in self.images_by_ref.items() if image in (r, i))
+        container = Container(self.images_by_ref[ref][2], self)
+        container.id = f"c{len(self.by_id)}"
+        self.by_id[container.id] = container
+        return container
+
+
+TAG = "seatkit/try:overlay-1"
+CONFIG = {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so", f"SEAT_OVERLAY_DIR={VLLM}"],
+          "Entrypoint": outside.ENTRYPOINT}
+BASE_CONFIG = {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so"]}  # as vllm-cpu's
+
+
+@pytest.fixture
+def profile(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    path = tmp_path / "try.yaml"
+    path.write_text(yaml.safe_dump({"extends": "cpu-smoke-docker", "image": {"overlay": True,
+                                                                              "digest": "sha256:" + "b" * 64}}))
+    loaded = profiles.load(str(path))
+    monkeypatch.setattr(outside.pins, "base_reference", lambda p, allow_unpinned=False: ("base", "d"))
+    return loaded
+
+
+def engine_with(monkeypatch, files, config=CONFIG, ident="sha256:" + "a" * 64):
+    client = Client({TAG: (ident, config, files), "base": ("sha256:" + "e" * 64, BASE_CONFIG, BASE)})
+    monkeypatch.setattr(engine, "client", lambda: client)
+    return client
+
+
+def test_the_image_seat_build_recorded_is_verified_without_reading_it(profile, monkeypatch):
+    client = engine_with(monkeypatch, {})  # no files at all: nothing may be read
+    outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK)
+    verdict = outside.check(profile, TAG, LOCK)
+    assert verdict.verified and "seat build" in verdict.how and client.by_id == {}
+
+
+def test_an_untouched_image_read_from_outside_is_verified(profile, monkeypatch):
+    engine_with(monkeypatch, built())
+    verdict = outside.check(profile, TAG, LOCK)
+    assert verdict.problems == [] and verdict.how == "read from outside the image"
+
+
+def test_a_rebuilt_image_with_a_decoy_copy_is_refused_whatever_it_points_at(profile, monkeypatch):
+    decoy = "/opt/decoy/vllm"
+    files = built(**{f"{VLLM}/version.py": LOCKED + b"EDITED = 1\n", f"{decoy}/version.py": LOCKED})
+    config = {**CONFIG, "Env": [*BASE_CONFIG["Env"], f"SEAT_OVERLAY_DIR={decoy}"],
+              "Labels": {"io.seatkit.overlay.dir": decoy}}
+    client = engine_with(monkeypatch, files, config, ident="sha256:" + "f" * 64)
+    outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK)  # what seat build made: another id
+    verdict = outside.check(profile, TAG, LOCK)
+    assert not verdict.verified and any("version.py" in p for p in verdict.problems)
+    assert not any(decoy in read for c in client.by_id.values() for read in c.read)
+    with pytest.raises(outside.SeatError, match="does not run the locked overlay"):
+        outside.require_for(profile, TAG)
+
+
+@pytest.mark.parametrize("changes, config, said", [
+    ({"/srv/exp/bin/vllm": b"#!/bin/sh\nexec evil\n"}, {"Env": [f"PATH=/srv/exp/bin:{VENV}/bin:{PATH}"]},
+     "finds vllm at /srv/exp/bin/vllm"),
+    ({}, {"Env": [f"PATH={VENV}/bin:{PATH}", "PYTHONPATH=/srv/exp"]}, "(not the base's).PYTHONPATH"),
+    ({}, {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so:/srv/x.so"]},
+     "(not the base's).LD_PRELOAD"),
+    ({"/usr/lib/libiomp5.so": b"another"}, {}, "/usr/lib/libiomp5.so (LD_PRELOAD, loaded into the server)"),
+    ({}, {"Entrypoint": ["/bin/sh", "-c"]}, "its entrypoint is"),
+    ({"/opt/seatkit/entrypoint.sh": b"#!/bin/sh\nexec \"$@\"\n"}, {}, "not the kit's image/entrypoint.sh"),
+    ({"/bin/sh": b"a shell that does more"}, {}, "/bin/sh (what runs the entrypoint"),
+    ({f"{VENV}/bin/vllm": SCRIPT.replace(b"from vllm.entrypoints", b"import evil\nfrom vllm.entrypoints")}, {},
+     f"{VENV}/bin/vllm is not the base's"),
+    ({f"{VENV}/bin/vllm": SCRIPT.replace(f"#!{VENV}/bin/python".encode(), b"#!/srv/python")}, {},
+     "is not a script run by"),
+    ({}, {"Env": ["PATH=/srv/empty"]}, "finds no env"),
+    ({f"{VENV}/bin/vllm": None, f"{VENV}/bin/vllm/__init__.py": b"evil"}, {}, "finds vllm at None"),
+    ({"/usr/lib/python3.11/vllm.py": b"evil"}, {}, "imported as vllm before site-packages"),
+    ({f"{VENV}/bin/vllm.py": b"evil"}, {}, "imported as vllm before site-packages"),
+    ({f"{VENV}/lib/python3.11/site-packages/sitecustomize.py": b"import evil"}, {}, "runs at every start"),
+    ({"/usr/bin/python3.11": b"another interpreter"}, {}, "(the interpreter) is not the base's"),
+    ({f"{VLLM}/__pycache__/version.cpython-311.pyc": b"planted bytecode"}, {}, "loaded instead of a locked file"),
+    ({f"{VLLM}/version.abi3.so": b"ELF"}, {}, "loaded instead of a locked file: " + f"{VLLM}/version.abi3.so"),
+    ({f"{VLLM}/version/__init__.py": b"x"}, {}, "loaded instead of a locked file"),
+    ({f"{VLLM}/__init__.py": None}, {}, f"no vllm package at {VLLM}"),
+    ({f"{VLLM}/version.py": None}, {}, "missing: version.py"),
+    ({f"{VLLM}/version.py": ("link", "/etc/hostname")}, {}, "changed: version.py"),
+])
+def test_each_way_to_run_other_code_is_named(profile, monkeypatch, changes, config, said):
+    engine_with(monkeypatch, built(**changes), {**CONFIG, **config})
+    verdict = outside.check(profile, TAG, LOCK)
+    assert any(said in p for p in verdict.problems), verdict.problems
+
+
+def test_overlay_verify_without_a_profile_never_follows_the_images_label(profile, monkeypatch):
+    """`seat overlay verify --image` looked where io.seatkit.overlay.dir said; now where seat build put it."""
+    from seatkit.image import build
+
+    decoy = "/opt/decoy/vllm"
+    files = built(**{f"{VLLM}/version.py": LOCKED + b"EDITED = 1\n", f"{decoy}/version.py": LOCKED})
+    client = engine_with(monkeypatch, files)
+    image = type("Image", (), {"id": "x", "labels": {"io.seatkit.overlay.dir": decoy}})
+    monkeypatch.setattr(client, "get", lambda ref: image)
+    outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK)
+    assert build.verify_installed(TAG, None, False, LOCK)["changed"] == ["version.py"]
+
+
+def test_seat_up_runs_an_overlay_image_only_by_the_id_the_outside_check_verified(tmp_path, monkeypatch):
+    """launch.up without an outside check refuses; with one, the container is made from the id it
+    verified, never from the tag, which could be moved meanwhile."""
+    from seatkit.errors import SeatError
+    from seatkit.serve import launch, preflight, spec as specs
+
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    made = []
+
+    class Containers:
+        def create(self, image, *args, **kwargs):
+            made.append(image)
+            raise SeatError("stop here")
+
+    monkeypatch.setattr(engine, "client", lambda: type("Client", (), {"containers": Containers()})())
+    monkeypatch.setattr(preflight, "run", lambda spec, values: None)
+    spec = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
+    environ = {"SEAT_IMAGE": TAG}
+    with pytest.raises(SeatError, match="nothing checked it from outside"):
+        launch._start(spec, environ)
+    with pytest.raises(SeatError, match="stop here"):
+        launch._start(spec, environ, lambda profile, image: "sha256:" + "a" * 64)
+    assert made == ["sha256:" + "a" * 64]

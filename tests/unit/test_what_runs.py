@@ -1,0 +1,95 @@
+"""A profile cannot change what the seat executes or imports: environment names and mount targets
+over the import or exec path are refused, naming the field, unless the profile is an experiment."""
+
+import pytest
+import yaml
+
+from seatkit.errors import SeatError
+from seatkit.serve import profile as profiles
+
+SITE = "/opt/venv/lib/python3.11/site-packages"  # cpu-smoke-docker's image.vllm_dir
+EXPERIMENT = {"unverified": True, "reason": "trying a patched kernel"}
+
+
+def write(tmp_path, data, base="cpu-smoke-docker"):
+    path = tmp_path / "try.yaml"
+    path.write_text(yaml.safe_dump({"extends": base, **data}))
+    return path
+
+
+def error_of(path) -> str:
+    with pytest.raises(SeatError) as caught:
+        profiles.load(str(path))
+    return caught.value.message
+
+
+ENV = ["PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONSAFEPATH",
+       "PYTHONINSPECT", "PYTHONPYCACHEPREFIX", "PYTHONWARNINGS", "PYTHONBREAKPOINT", "LD_PRELOAD",
+       "LD_LIBRARY_PATH", "LD_AUDIT", "LD_ANYTHING_NEW", "VLLM_PLUGINS", "BASH_ENV", "ENV",
+       "GCONV_PATH", "CUDA_INJECTION64_PATH", "OPENSSL_CONF"]
+
+
+@pytest.mark.parametrize("name", ENV)
+@pytest.mark.parametrize("where", ["env", "docker.extra_env", "docker.pass_env"])
+def test_env_that_changes_what_runs_is_refused_naming_the_field(tmp_path, name, where):
+    value = "/srv/exp/bin" if name == "PATH" else "/srv/exp/x"
+    section = ({"env": {name: value}} if where == "env" else
+               {"docker": {"extra_env": {name: value}}} if where == "docker.extra_env" else
+               {"docker": {"pass_env": [name]}})
+    message = error_of(write(tmp_path, section))
+    assert f"{where}.{name}: it sets" in message and "executes or imports" in message
+
+
+def test_native_profiles_refuse_it_too(tmp_path):
+    message = error_of(write(tmp_path, {"env": {"LD_PRELOAD": "/tmp/x.so"}}, base="cpu-smoke"))
+    assert "env.LD_PRELOAD" in message
+
+
+@pytest.mark.parametrize("target, over", [
+    ("/opt/venv/bin", "/opt/venv"), ("/opt/venv", "/opt/venv"),
+    (f"{SITE}/zz-hook.pth", SITE), (SITE, SITE), (f"{SITE}/vllm", f"{SITE}/vllm"),
+    (f"{SITE}/vllm/entrypoints/cli/main.py", f"{SITE}/vllm"), ("/opt", "/opt/seatkit"),
+    ("/opt/seatkit/entrypoint.sh", "/opt/seatkit"), ("/bin/sh", "/bin"), ("/bin", "/bin"),
+    ("/usr/bin/env", "/usr/bin"), ("/usr", "/usr/bin"), ("/usr/lib/python3.12", "/usr/lib"),
+    ("/usr/local/lib/python3.12/dist-packages", "/usr/local"), ("/etc/ld.so.preload", "/etc/ld.so.preload"),
+    ("/etc/ld.so.conf.d/x.conf", "/etc/ld.so.conf.d"), ("/etc", "/etc/ld.so"),
+    ("/etc/python3.12/sitecustomize.py", "/etc/python*"), ("/lib64/ld-linux-x86-64.so.2", "/lib64"),
+])
+def test_mounts_over_the_import_or_exec_path_are_refused(tmp_path, target, over):
+    message = error_of(write(tmp_path, {"docker": {"extra_mounts": [
+        {"source": "/srv/x", "target": "/scratch"}, {"source": "/srv/exp", "target": target}]}}))
+    assert f"docker.extra_mounts[1].target {target}: it mounts over {over}" in message
+
+
+def test_the_profiles_own_vllm_dir_decides_what_is_protected(tmp_path):
+    """A profile whose venv lives elsewhere protects that venv, wherever it is."""
+    image = {"vllm_dir": "/srv/env/lib/python3.11/site-packages/vllm"}
+    message = error_of(write(tmp_path, {"image": image, "docker": {"extra_mounts": [
+        {"source": "/srv/exp", "target": "/srv/env/bin"}]}}))
+    assert "it mounts over /srv/env (the venv" in message
+
+
+@pytest.mark.parametrize("data, field", [
+    ({"docker": {"cache": {"host_dir": "/var/cache/x", "mount": "/opt/venv/bin"}}}, "docker.cache.mount"),
+    ({"models": {"base": {"mount": "/usr/local/bin"}}}, "models.base.mount"),
+])
+def test_the_kits_own_mounts_are_held_to_the_same_rule(tmp_path, data, field):
+    assert f"{field} " in error_of(write(tmp_path, data))
+
+
+@pytest.mark.parametrize("target", ["/scratch", "/opt/other", "/usr-data", "/binaries", "/etc/hosts.d",
+                                    "/opt/venv-data", "/opt/venvs"])
+def test_mounts_beside_the_protected_paths_are_fine(tmp_path, target):
+    loaded = profiles.load(str(write(tmp_path, {"docker": {"extra_mounts": [
+        {"source": "/srv/exp", "target": target}]}})))
+    assert loaded.docker.extra_mounts[0].target == target and loaded.experiment is None
+
+
+def test_an_experiment_is_the_one_way_past_and_says_so(tmp_path):
+    data = {"env": {"PYTHONPATH": "/srv/exp"}, "docker": {"extra_mounts": [
+        {"source": "/srv/exp", "target": "/opt/venv/bin"}]}}
+    assert "env.PYTHONPATH" in error_of(write(tmp_path, data))
+    loaded = profiles.load(str(write(tmp_path, {**data, "experiment": EXPERIMENT})))
+    assert loaded.experiment.reason == "trying a patched kernel"
+    for bad in ({"unverified": False, "reason": "x"}, {"unverified": True}, {"unverified": True, "reason": ""}):
+        assert "experiment" in error_of(write(tmp_path, {**data, "experiment": bad}))
