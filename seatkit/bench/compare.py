@@ -13,6 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from seatkit import safe_yaml
 from seatkit.bench import cards
 from seatkit.errors import SeatError
 
@@ -21,6 +22,7 @@ CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "
               "output_tokens", "host_settings", "image", "b12x_kernels", "statistic", "model_lock")
 OPTIONAL = {"model_lock"}  # compared only when both sides record it (cards do not)
 UNKNOWN = "unknown"
+SUMMARY_BYTES = 64 * 1024 * 1024  # per-prompt figures of a long suite list
 # Conditions shown under another name, with the factor they usually move.
 CONDITION_NOTES = {"b12x_kernels": ("b12x kernels", "usually moves ms/step")}
 SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
@@ -80,7 +82,8 @@ def card_entries(card: cards.Card) -> list[Entry]:
 
 def run_entries(folder: Path) -> list[Entry]:
     try:
-        return _run_entries(folder, json.loads((folder / "summary.json").read_text()))
+        return _run_entries(folder, safe_yaml.read_json(folder / "summary.json", "bench summary",
+                                                        SUMMARY_BYTES))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SeatError(f"{folder / 'summary.json'} is not a bench summary ({type(exc).__name__}: "
                         f"{exc})", "give the folder of a finished `seat bench run`") from None

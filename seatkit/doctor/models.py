@@ -33,9 +33,9 @@ def last_verify(profile: Profile) -> Row:
         if record is not None:
             when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
             then, passed = {k: m["sha256"] for k, m in record["models"].items()}, bool(record["ok"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a torn record is no record
+    except (SeatError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a torn record is no record
         return warn(LAYER, "full verify", f"the record of the last full verify is unreadable: "
-                    f"{type(exc).__name__}", fix)
+                    f"{exc.message if isinstance(exc, SeatError) else type(exc).__name__}", fix)
     if record is None:
         return warn(LAYER, "full verify", "never run on this machine", fix)
     try:

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import yaml
 
+from seatkit import safe_yaml
 from seatkit.errors import SeatError
 from seatkit.models import hashing
 from seatkit.serve import runtime
 from seatkit.files import write_atomic
 from seatkit.serve.profile import HUB_REPOSITORY, HUB_REVISION, ModelDir, Profile
 
+LOCK_BYTES = 16 * 1024 * 1024  # a line per file: room for a model of many thousand shards
 HUB_META = Path(".cache") / "huggingface"  # what `hf download --local-dir` keeps beside the files
 
 
@@ -130,12 +132,12 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
         return None
     where = f"{path}"
     try:
-        data = yaml.safe_load(path.read_text())
+        data = safe_yaml.read(path, "models lock", LOCK_BYTES)
         locks = {key: ModelLock(m["repository"], m["revision"],
                                 [File(str(f["path"]), int(f["size"]), str(f["sha256"])) for f in m["files"]])
                  for key, m in data["models"].items()}
         stated = {key: m["sha256"] for key, m in data["models"].items()}
-    except (yaml.YAMLError, TypeError, KeyError, ValueError, AttributeError) as exc:
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
         raise SeatError(f"{where}: not a models lock ({type(exc).__name__}: {exc})",
                         f"run `seat model lock {profile.name}` again") from None
     for key, lock in locks.items():

@@ -10,7 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from seatkit import paths
+from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.models import hashing
 from seatkit.models.lock import ModelLock, model_dir, read, scan
@@ -82,7 +82,7 @@ def _record(result: dict) -> None:
 def last_full(profile: str) -> dict | None:
     """The last recorded full verify of the profile's models, if any."""
     path = _record_path(profile)
-    return json.loads(path.read_text()) if path.exists() else None
+    return safe_yaml.read_json(path, "verify record") if path.exists() else None
 
 
 def summary(problems: dict[str, list[str]]) -> str:

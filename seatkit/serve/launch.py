@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 
 import requests
 
-from seatkit import engine, flock, paths
+from seatkit import engine, flock, paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.serve import identity, keys, nsys, preflight
@@ -83,8 +83,8 @@ def recorded(profile: str) -> Running | None:
     if not path.exists():
         return None
     try:
-        return _checked(Running(**json.loads(path.read_text())), profile)
-    except (ValueError, TypeError, OSError) as exc:  # torn or foreign: say so, never a traceback
+        return _checked(Running(**safe_yaml.read_json(path, "run record")), profile)
+    except (SeatError, ValueError, TypeError, OSError) as exc:  # torn or foreign: say so, never a traceback
         raise SeatError(f"the run record {path} is unreadable ({exc})",
                         "check what runs (ps, docker ps), stop it by hand, then delete the file") from None
 
