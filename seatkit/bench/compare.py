@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from seatkit import safe_yaml
-from seatkit.bench import cards
+from seatkit.bench import cards, summary
 from seatkit.errors import SeatError
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
@@ -81,21 +81,22 @@ def card_entries(card: cards.Card) -> list[Entry]:
 
 
 def run_entries(folder: Path) -> list[Entry]:
+    path = folder / "summary.json"
+    data = safe_yaml.read_json(path, "bench summary", SUMMARY_BYTES)
+    if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
+        raise SeatError(f"{folder} is a concurrency sweep: compare splits batch-1 runs",
+                        "compare two sweeps by their report.md tables, level by level")
     try:
-        return _run_entries(folder, safe_yaml.read_json(folder / "summary.json", "bench summary",
-                                                        SUMMARY_BYTES))
+        return _run_entries(folder, summary.check(data, str(path)))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SeatError(f"{folder / 'summary.json'} is not a bench summary ({type(exc).__name__}: "
                         f"{exc})", "give the folder of a finished `seat bench run`") from None
 
 
-def _run_entries(folder: Path, summary: dict) -> list[Entry]:
-    if summary.get("schema") == SWEEP_SCHEMA:
-        raise SeatError(f"{folder} is a concurrency sweep: compare splits batch-1 runs",
-                        "compare two sweeps by their report.md tables, level by level")
-    c = summary["conditions"]
+def _run_entries(folder: Path, data: dict) -> list[Entry]:
+    c = data["conditions"]
     out = []
-    for suite, s in summary["suites"].items():
+    for suite, s in data["suites"].items():
         values = {k: s[k]["median"] for k in FACTORS if s.get(k)}
         bad = [k for k, v in values.items() if not (isinstance(v, (int, float)) and 0 < v < math.inf)]
         if bad:

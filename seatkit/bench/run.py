@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import platform
 import re
@@ -28,6 +29,7 @@ import requests
 
 from seatkit import __version__
 from seatkit.bench import decompose, metrics, padding, plots, telemetry
+from seatkit.bench import summary as schema
 from seatkit.bench.report import markdown
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
@@ -211,8 +213,9 @@ def _stats(values: list[float]) -> dict | None:
     if not values:
         return None
     mean = statistics.fmean(values)
+    finite = all(math.isfinite(v) for v in values)  # else pstdev fails; the schema names the figure
     return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "cv": statistics.pstdev(values) / mean if mean else None, "n": len(values)}
+            "cv": statistics.pstdev(values) / mean if mean and finite else None, "n": len(values)}
 
 
 FIGURES = ("decode_tok_s", "tokens_per_step", "ms_per_step", "drafter_tokens_per_step",
@@ -243,7 +246,7 @@ def summarize(records: list[dict]) -> dict:
                                             if r["prompt"] == name]) for fig in FIGURES}
                         for name in dict.fromkeys(r["prompt"] for r in rows)},
         }
-    return out
+    return schema.check_suites(out, "the run's summary")
 
 
 def _alarm_summary(records: list[dict]) -> dict[str, dict]:
