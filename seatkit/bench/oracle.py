@@ -8,6 +8,9 @@ tokens and inter-token latencies per step, drafts accepted in the last step coun
 max_tokens cuts them. Run it in its own process, so the client's threads do not disturb its timing:
 
     python -m seatkit.bench.oracle --port P --tokens-per-step T --step-ms M [--batch-ms B] [--k K]
+
+With --fault it misbehaves as broken or foreign servers do, for the tests of the bench's defences:
+see FAULTS.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL = "oracle"
+FAULTS = {
+    "trickle-metrics": "/metrics sends one byte every 5 s",
+    "endless": "a completion ignores max_tokens and streams until the client leaves",
+    "tokenize-list": "/tokenize answers a JSON list, as TGI does",
+    "surrogates": "an emoji streamed as two UTF-16 surrogate halves in two chunks, then a lone half",
+}
+TRICKLE_S = 5.0
 
 
 def step_sizes(decode_tokens: int, tokens_per_step: float) -> list[int]:
@@ -57,16 +67,19 @@ class Request:
     out: queue.Queue = field(default_factory=queue.Queue)
     sizes: list[int] = field(default_factory=list)
     emitted: int = 0
+    chunks: int = 0
     first: float = 0.0
     previous: float = 0.0
 
 
 class Oracle:
     def __init__(self, tokens_per_step: float, step_ms: float, k: int, prefill_ms: float,
-                 batch_ms: float = 0.0):
+                 batch_ms: float = 0.0, fault: str | None = None):
         if not 1 <= tokens_per_step <= k + 1:
             raise ValueError(f"tokens per step must be within 1..k+1 ({k + 1})")
-        self.tokens_per_step, self.k = tokens_per_step, k
+        if fault is not None and fault not in FAULTS:
+            raise ValueError(f"no fault {fault!r}: {', '.join(FAULTS)}")
+        self.tokens_per_step, self.k, self.fault = tokens_per_step, k, fault
         self.step_s, self.batch_s, self.prefill_s = step_ms / 1000, batch_ms / 1000, prefill_ms / 1000
         self.lock = threading.Condition()
         self.counters: Counter = Counter()
@@ -156,6 +169,9 @@ class Oracle:
 
     def _emit(self, request: Request, count: int) -> None:
         text = "".join(f" t{request.emitted + j}" for j in range(count))
+        if self.fault == "surrogates":  # json.dumps writes each half as its own \\uXXXX escape
+            text = {0: "\ud83d", 1: "\ude00", 2: " \udc00 "}.get(request.chunks, text)
+        request.chunks += 1
         request.emitted += count
         done = request.emitted == request.max_tokens
         request.out.put(self._chunk(text, request.emitted, request.prompt_tokens,
@@ -163,6 +179,10 @@ class Oracle:
 
     def complete(self, body: dict, write) -> None:
         """Stream one completion as the engine produces it."""
+        if self.fault == "endless":
+            for n in range(1, 1 << 30):  # ends when the client leaves (the write fails)
+                write(self._chunk(f" t{n}", n, 1))
+                time.sleep(self.step_s)
         request = self.submit(body)
         while (chunk := request.out.get()) is not None:
             write(chunk)
@@ -198,7 +218,16 @@ def handler_for(oracle: Oracle):
         def do_GET(self):
             routes = {"/health": b"", "/version": json.dumps({"version": "oracle"}).encode(),
                       "/v1/models": json.dumps({"data": [{"id": MODEL}]}).encode()}
-            if self.path == "/metrics":
+            if self.path == "/metrics" and oracle.fault == "trickle-metrics":
+                body = oracle.metrics().encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                for i in range(len(body)):  # ends when the client leaves (the write fails)
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(TRICKLE_S)
+            elif self.path == "/metrics":
                 self._send(200, oracle.metrics().encode(), "text/plain; version=0.0.4")
             elif self.path in routes:
                 self._send(200, routes[self.path])
@@ -208,7 +237,10 @@ def handler_for(oracle: Oracle):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             if self.path == "/tokenize":
-                self._send(200, json.dumps({"tokens": [len(w) for w in body["prompt"].split()]}).encode())
+                ids = [len(w) for w in body["prompt"].split()]
+                answer = ([{"id": i, "text": "", "special": False} for i in ids]
+                          if oracle.fault == "tokenize-list" else {"tokens": ids})
+                self._send(200, json.dumps(answer).encode())
                 return
             if self.path != "/v1/completions":
                 self._send(404, b"{}")
@@ -240,6 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prefill-ms", type=float, default=20.0)
     parser.add_argument("--batch-ms", type=float, default=0.0,
                         help="step time added per running request beyond the first")
+    parser.add_argument("--fault", choices=sorted(FAULTS), help="misbehave (tests of the bench)")
     args = parser.parse_args(argv)
     # The engine thread must get the interpreter lock back within a fraction of a step, even when
     # 16 writer threads want it (the default switch interval is 5 ms).
@@ -248,7 +281,8 @@ def main(argv: list[str] | None = None) -> None:
         os.nice(-10)
     except PermissionError:
         pass
-    oracle = Oracle(args.tokens_per_step, args.step_ms, args.k, args.prefill_ms, args.batch_ms)
+    oracle = Oracle(args.tokens_per_step, args.step_ms, args.k, args.prefill_ms, args.batch_ms,
+                    args.fault)
     ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(oracle)).serve_forever()
 
 
