@@ -31,6 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MODEL = "oracle"
 FAULTS = {
     "trickle-metrics": "/metrics sends one byte every 5 s",
+    "trickle-headers": "/metrics sends its headers one byte every 5 s",
     "endless": "a completion ignores max_tokens and streams until the client leaves",
     "tokenize-list": "/tokenize answers a JSON list, as TGI does",
     "surrogates": "an emoji streamed as two UTF-16 surrogate halves in two chunks, then a lone half",
@@ -225,6 +226,12 @@ def handler_for(oracle: Oracle):
                 self.end_headers()
                 for i in range(len(body)):  # ends when the client leaves (the write fails)
                     self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(TRICKLE_S)
+            elif self.path == "/metrics" and oracle.fault == "trickle-headers":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                while True:  # ends when the client leaves (the write fails)
+                    self.wfile.write(b"z")
                     self.wfile.flush()
                     time.sleep(TRICKLE_S)
             elif self.path == "/metrics":

@@ -39,7 +39,7 @@ class Deadline:
     the exchange's socket is shut, which ends any read in progress."""
 
     def __init__(self, seconds: float):
-        self.seconds, self.passed, self._sock = seconds, False, None
+        self.seconds, self.passed, self._sock, self._connection = seconds, False, None, None
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._cut)
         self._timer.daemon = True
@@ -52,12 +52,21 @@ class Deadline:
         if self.passed:
             self._cut()
 
+    def session(self) -> requests.Session:
+        """A session whose connection is watched from its connect on: headers can trickle too."""
+        session = requests.Session()
+        adapter = _Watched(self)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        return session
+
     def _cut(self) -> None:
         with self._lock:
             self.passed = True
-            if self._sock is not None:
+            for sock in (self._sock, getattr(self._connection, "sock", None)):
                 try:
-                    self._sock.shutdown(socket.SHUT_RDWR)
+                    if sock is not None:
+                        sock.shutdown(socket.SHUT_RDWR)
                 except OSError:  # closed already
                     pass
 
@@ -67,6 +76,25 @@ class Deadline:
     def error(self, url: str, what: str) -> SeatError:
         return SeatError(f"{url}: {what} did not end within its deadline of {self.seconds:.0f} s",
                          "the server stalls, trickles its answer or ignores max_tokens")
+
+
+class _Watched(requests.adapters.HTTPAdapter):
+    """Hands each connection it takes from its pool to the deadline, before the request is sent."""
+
+    def __init__(self, deadline: Deadline):
+        super().__init__()
+        self.deadline = deadline
+
+    def get_connection_with_tls_context(self, *args, **kwargs):
+        pool = super().get_connection_with_tls_context(*args, **kwargs)
+        take = pool._get_conn
+
+        def watched(*a, **k):
+            connection = take(*a, **k)
+            self.deadline._connection = connection
+            return connection
+        pool._get_conn = watched
+        return pool
 
 
 def _socket_of(answer: requests.Response) -> socket.socket | None:
@@ -84,7 +112,8 @@ def fetch(method: str, url: str, seconds: float, limit: int = 16 << 20, **kwargs
     SeatError (or requests.RequestException, as requests raises it) saying which."""
     deadline = Deadline(seconds)
     try:
-        with requests.request(method, url, stream=True, timeout=min(seconds, 10), **kwargs) as answer:
+        with deadline.session() as session, \
+                session.request(method, url, stream=True, timeout=min(seconds, 10), **kwargs) as answer:
             deadline.hold(answer)
             body = bytearray()
             try:
@@ -97,8 +126,14 @@ def fetch(method: str, url: str, seconds: float, limit: int = 16 << 20, **kwargs
                 if deadline.passed:
                     raise deadline.error(url, method) from None
                 raise
+            if deadline.passed:  # cut mid-headers or mid-body, what came may look whole
+                raise deadline.error(url, method)
             answer._content = bytes(body)
             return answer
+    except requests.RequestException:
+        if deadline.passed:
+            raise deadline.error(url, method) from None
+        raise
     finally:
         deadline.close()
 
@@ -120,9 +155,12 @@ def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | N
     start = time.monotonic()
     watch = Deadline(deadline or allowed_seconds(max_tokens))
     try:
-        with requests.post(f"{url}/v1/completions", json=body, headers=headers or {}, stream=True,
-                           timeout=min(timeout, watch.seconds)) as answer:
+        with watch.session() as session, \
+                session.post(f"{url}/v1/completions", json=body, headers=headers or {}, stream=True,
+                             timeout=min(timeout, watch.seconds)) as answer:
             watch.hold(answer)
+            if watch.passed:  # cut mid-headers: what came may look like an answer
+                raise watch.error(url, "the stream")
             if not answer.ok:
                 raise SeatError(f"{url} answered {answer.status_code}: "
                                 f"{printable(answer.text[:300])}")
@@ -153,6 +191,8 @@ def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | N
         raise SeatError(f"{url} streamed something that is not JSON: {exc}") from None
     finally:
         watch.close()
+    if watch.passed and not out.finish_reason:  # cut where the end looked clean
+        raise watch.error(url, "the stream")
     _flush(out, on_text)
     out.total_s = time.monotonic() - start
     if not out.usage_seen and not out.cut and out.finish_reason:

@@ -47,9 +47,10 @@ def prose(max_tokens=16):
     return workload.suites(["prose"], max_tokens)[:1]
 
 
-def test_a_trickling_metrics_scrape_ends_at_its_deadline(servers, monkeypatch):
+@pytest.mark.parametrize("fault", ["trickle-metrics", "trickle-headers"])
+def test_a_trickling_metrics_scrape_ends_at_its_deadline(servers, monkeypatch, fault):
     monkeypatch.setattr(run, "SCRAPE_S", 2.0)
-    target = run.Target(servers("trickle-metrics").url, oracle.MODEL)
+    target = run.Target(servers(fault).url, oracle.MODEL)
     start = time.monotonic()
     with pytest.raises(SeatError, match="did not end within its deadline of 2 s"):
         run.scrape(target)
