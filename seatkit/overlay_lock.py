@@ -13,11 +13,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seatkit import paths
+from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
 
 LOCK = paths.REPO / "overlay" / "overlay.lock"
 B12X_LOCK = paths.REPO / "overlay" / "b12x.lock"  # optional: the pinned b12x kernels (image/b12x.py)
+LOCK_BYTES = 16 * 1024 * 1024  # a line per file of the vllm package
 HEADER = ("source", "commit", "path", "tree")
 LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
 # Where an overlay may come from: an https URL or an absolute local path, never a git option.
@@ -87,8 +88,8 @@ def check_source(source: str, where: str = "source") -> str:
 
 def load(path: Path = LOCK) -> Lock:
     try:
-        return parse(path.read_text(), str(path))
-    except FileNotFoundError:
+        return parse(safe_yaml.read_text(path, "overlay lock", LOCK_BYTES), str(path))
+    except (FileNotFoundError, IsADirectoryError):
         raise SeatError(f"no overlay lock at {path}") from None
 
 

@@ -1,12 +1,15 @@
-"""YAML data files read defensively: bounded size, no duplicate keys, no anchors or aliases.
+"""Every data file the kit reads (YAML, JSON, text), read defensively: regular files of bounded
+size only, no duplicate keys, no YAML anchors or aliases.
 
 PyYAML's safe loader still expands aliases, so a few hundred bytes of nested aliases can build
 gigabytes ("billion laughs"), and a repeated key silently wins over the first. The kit's data files
-need neither: a variant profile uses `extends`.
+need neither: a variant profile uses `extends`. A FIFO would hang a plain read and a link to
+/dev/zero would never end, so the file is opened without blocking and checked before it is read.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Hashable
@@ -40,25 +43,46 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def read(path: Path, what: str = "file", limit: int = MAX_BYTES):
-    """The parsed document; FileNotFoundError passes through for the caller to explain."""
-    # Opened without blocking and checked before reading: a FIFO or a device would hang or never end.
+def read_bytes(path: Path, what: str = "file", limit: int = MAX_BYTES) -> bytes:
+    """The file's bytes; FileNotFoundError and IsADirectoryError pass through for the caller."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        if stat.S_ISDIR(mode):
+        if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(path)
-        raise SeatError(f"{path}: not a regular file", f"give the path of the {what} itself")
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise SeatError(f"{path}: larger than {limit // 1024} KiB, too large for a {what}",
-                        "the kit's data files are a few pages; check that this is the right file")
+        raise SeatError(f"{path}: not a regular file (a pipe, socket or device)",
+                        f"give the path of the {what} itself")
+    if info.st_size > limit:
+        os.close(fd)
+        raise _too_large(path, what, limit)
+    chunks, size = [], 0
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        # In pieces: read(limit) would allocate all of a large limit for a small file.
+        while size <= limit and (chunk := fh.read(min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+    data = b"".join(chunks)
+    if len(data) > limit:  # it grew while read
+        raise _too_large(path, what, limit)
+    return data
+
+
+def _too_large(path: Path, what: str, limit: int) -> SeatError:
+    return SeatError(f"{path}: larger than {limit // 1024} KiB, too large for a {what}",
+                     "the kit's data files are a few pages; check that this is the right file")
+
+
+def read_text(path: Path, what: str = "file", limit: int = MAX_BYTES) -> str:
     try:
-        loader = _Loader(data.decode("utf-8"))
+        return read_bytes(path, what, limit).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SeatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def read(path: Path, what: str = "file", limit: int = MAX_BYTES):
+    """The parsed YAML document; FileNotFoundError passes through for the caller to explain."""
+    loader = _Loader(read_text(path, what, limit))
     loader.name = str(path)  # error marks name the file, not "<unicode string>"
     try:
         return loader.get_single_data()
@@ -68,3 +92,24 @@ def read(path: Path, what: str = "file", limit: int = MAX_BYTES):
         raise SeatError(f"{path}: not valid YAML for a {what}: nested too deeply") from None
     finally:
         loader.dispose()
+
+
+def _unique(pairs: list[tuple]) -> dict:
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def read_json(path: Path, what: str = "file", limit: int = MAX_BYTES):
+    """The parsed JSON document. NaN and Infinity parse (Python's json writes them) so that the
+    schema that checks the document names the field that holds one."""
+    text = read_text(path, what, limit)
+    try:
+        return json.loads(text, object_pairs_hook=_unique)
+    except ValueError as exc:
+        raise SeatError(f"{path}: not valid JSON for a {what}: {exc}") from None
+    except RecursionError:
+        raise SeatError(f"{path}: not valid JSON for a {what}: nested too deeply") from None

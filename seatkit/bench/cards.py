@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from seatkit import paths
+from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.validation import validate
 
@@ -123,12 +122,10 @@ def find(name: str | Path) -> Path:
 def load(path: str | Path) -> Card:
     path = find(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
+        data = safe_yaml.read(path, "reference card")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         known = ", ".join(p.stem for p in sorted(REFERENCES.glob("*.yaml")))
         raise SeatError(f"no reference card at {path}", f"cards: {known}") from None
-    except yaml.YAMLError as exc:
-        raise SeatError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise SeatError(f"{path}: a card is a mapping of fields")
     return validate(Card, {**data, "name": path.stem}, path, "reference card",

@@ -18,7 +18,8 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from seatkit.bench import cards
+from seatkit import safe_yaml
+from seatkit.bench import cards, summary
 from seatkit.errors import SeatError
 from seatkit.serve import what_runs
 
@@ -28,6 +29,7 @@ CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "
               "statistic", "model_lock")
 OPTIONAL = {"model_lock"}  # compared only when both sides record it (cards do not)
 UNKNOWN = "unknown"
+SUMMARY_BYTES = 64 * 1024 * 1024  # per-prompt figures of a long suite list
 # Conditions shown under another name.
 CONDITION_NOTES = {"b12x_kernels": "b12x kernels"}
 MOVES_TEXT = {"ms_per_step": "usually moves ms/step", "tokens_per_step": "usually moves tokens/step",
@@ -112,20 +114,22 @@ def card_entries(card: cards.Card) -> list[Entry]:
 
 
 def run_entries(folder: Path) -> list[Entry]:
+    path = folder / "summary.json"
+    data = safe_yaml.read_json(path, "bench summary", SUMMARY_BYTES)
+    if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
+        raise SeatError(f"{folder} is a concurrency sweep: compare splits batch-1 runs",
+                        "compare two sweeps by their report.md tables, level by level")
     try:
-        return _run_entries(folder, json.loads((folder / "summary.json").read_text()))
+        return _run_entries(folder, summary.check(data, str(path)))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SeatError(f"{folder / 'summary.json'} is not a bench summary ({type(exc).__name__}: "
                         f"{exc})", "give the folder of a finished `seat bench run`") from None
 
 
-def _run_entries(folder: Path, summary: dict) -> list[Entry]:
-    if summary.get("schema") == SWEEP_SCHEMA:
-        raise SeatError(f"{folder} is a concurrency sweep: compare splits batch-1 runs",
-                        "compare two sweeps by their report.md tables, level by level")
-    c = summary["conditions"]
+def _run_entries(folder: Path, data: dict) -> list[Entry]:
+    c = data["conditions"]
     out = []
-    for suite, s in summary["suites"].items():
+    for suite, s in data["suites"].items():
         values = {k: s[k]["median"] for k in FACTORS if s.get(k)}
         bad = [k for k, v in values.items() if not (isinstance(v, (int, float)) and 0 < v < math.inf)]
         if bad:

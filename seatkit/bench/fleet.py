@@ -24,7 +24,8 @@ from seatkit.bench.run import Options, RunDir
 from seatkit.bench.workload import Prompt
 from seatkit import text
 from seatkit.errors import SeatError
-from seatkit.serve import what_runs
+from seatkit.files import write_atomic
+from seatkit.serve import client, what_runs
 
 SCHEMA = "seatkit.fleet/1"
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
@@ -74,8 +75,8 @@ def seat_urls(addresses: list[str]) -> list[str]:
 def served_model(url: str, headers: dict) -> str:
     """The one model a seat serves, for a fleet bench without --model."""
     try:
-        models = requests.get(f"{url}/v1/models", headers=headers, timeout=10).json()["data"]
-    except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+        models = client.fetch("GET", f"{url}/v1/models", bench_run.SCRAPE_S, headers=headers).json()["data"]
+    except (SeatError, requests.RequestException, ValueError, KeyError, TypeError) as exc:
         raise SeatError(f"cannot list the models of {url}: {exc}", "pass --model") from None
     if len(models) != 1:
         raise SeatError(f"{url} serves {len(models)} models", "pass --model")
@@ -144,7 +145,8 @@ def bench_fleet(urls: list[str], model: str | None, k: int | None, api_key: str 
                             f"{target.url} serves {target.model}" for target in targets),
                         "a fleet is identical seats: bench the odd seats apart, or redeploy them")
     folder = bench_run.new_folder(out_root, "fleet")
-    seats = []
+    seats: list[dict] = []
+    result = _write(folder, seats)
     for i, target in enumerate(targets, 1):  # target.url: the seat's URL without credentials
         url = target.url
         target.conditions["fleet_seat"] = i
@@ -154,16 +156,23 @@ def bench_fleet(urls: list[str], model: str | None, k: int | None, api_key: str 
         seat = {"seat": i, "url": url, "model": target.model, "run": run_dir.path.name}
         try:
             summary = bench_run.bench(target, prompts, options, run_dir, progress=say)
-        except SeatError as exc:  # one node down must not lose the others' figures
-            say(f"failed: {exc.message}")
-            seats.append({**seat, "error": exc.message, "discarded": 0, "figures": {}})
-            continue
-        seats.append({**seat, "discarded": summary["discarded"], "figures": _figures(summary),
-                      **{k: v for k, v in summary["conditions"].items() if k == "unverified"}})
-    result = {"schema": SCHEMA, "seats": seats, "verdicts": judge(seats)}
-    (folder / "fleet.json").write_text(json.dumps(result, indent=2) + "\n")
-    (folder / "fleet.md").write_text(markdown(result))
+        except Exception as exc:  # noqa: BLE001 - one bad seat must not lose the others' figures
+            why = exc.message if isinstance(exc, SeatError) else \
+                f"{type(exc).__name__}: {exc} (a bug in the kit: please report it)"
+            say(f"failed: {why}")
+            seats.append({**seat, "error": text.one_line(why), "discarded": 0, "figures": {}})
+        else:
+            seats.append({**seat, "discarded": summary["discarded"], "figures": _figures(summary),
+                          **{k: v for k, v in summary["conditions"].items() if k == "unverified"}})
+        result = _write(folder, seats)  # after every seat: an interrupted fleet keeps what it has
     return result, folder
+
+
+def _write(folder: Path, seats: list[dict]) -> dict:
+    result = {"schema": SCHEMA, "seats": seats, "verdicts": judge(seats)}
+    write_atomic(folder / "fleet.json", json.dumps(result, indent=2) + "\n")
+    write_atomic(folder / "fleet.md", markdown(result))
+    return result
 
 
 def rows(result: dict) -> list[tuple[str, ...]]:

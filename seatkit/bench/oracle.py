@@ -11,6 +11,8 @@ max_tokens cuts them. Run it in its own process, so the client's threads do not 
 
 `Quirks` make it misbehave the way real servers do, one known way at a time, so a test can show
 what the bench prints then (the right figure, or the figure withheld with the reason).
+With `fault` it misbehaves as broken or foreign servers do, for the tests of the bench's
+defences: see FAULTS.
 """
 
 from __future__ import annotations
@@ -51,6 +53,16 @@ class Quirks:
     # (vLLM's exposition runs on the API server's one event loop, which also writes the streams)
 
 
+FAULTS = {
+    "trickle-metrics": "/metrics sends one byte every 5 s",
+    "trickle-headers": "/metrics sends its headers one byte every 5 s",
+    "endless": "a completion ignores max_tokens and streams until the client leaves",
+    "tokenize-list": "/tokenize answers a JSON list, as TGI does",
+    "surrogates": "an emoji streamed as two UTF-16 surrogate halves in two chunks, then a lone half",
+}
+TRICKLE_S = 5.0
+
+
 def step_sizes(decode_tokens: int, tokens_per_step: float) -> list[int]:
     """Tokens the drafter gives per step, tracking i * tokens_per_step (an exact mean over the run),
     until they cover decode_tokens; the last step may give more than are left (max_tokens cuts it)."""
@@ -80,6 +92,7 @@ class Request:
     out: queue.Queue = field(default_factory=queue.Queue)
     sizes: list[int] = field(default_factory=list)
     emitted: int = 0
+    chunks: int = 0
     first: float = 0.0
     previous: float = 0.0
     key: tuple = ()
@@ -88,10 +101,12 @@ class Request:
 
 class Oracle:
     def __init__(self, tokens_per_step: float, step_ms: float, k: int, prefill_ms: float,
-                 batch_ms: float = 0.0, quirks: Quirks = Quirks()):
+                 batch_ms: float = 0.0, quirks: Quirks = Quirks(), fault: str | None = None):
         if not 1 <= tokens_per_step <= k + 1:
             raise ValueError(f"tokens per step must be within 1..k+1 ({k + 1})")
-        self.tokens_per_step, self.k = tokens_per_step, k
+        if fault is not None and fault not in FAULTS:
+            raise ValueError(f"no fault {fault!r}: {', '.join(FAULTS)}")
+        self.tokens_per_step, self.k, self.fault = tokens_per_step, k, fault
         self.step_s, self.batch_s, self.prefill_s = step_ms / 1000, batch_ms / 1000, prefill_ms / 1000
         self.lock = threading.Condition()
         self.counters: Counter = Counter()
@@ -234,6 +249,9 @@ class Oracle:
     def _emit(self, request: Request, count: int) -> None:
         count, request.held = count + request.held, 0
         text = "".join(f" t{request.emitted + j}" for j in range(count))
+        if self.fault == "surrogates":  # json.dumps writes each half as its own \\uXXXX escape
+            text = {0: "\ud83d", 1: "\ude00", 2: " \udc00 "}.get(request.chunks, text)
+        request.chunks += 1
         request.emitted += count
         done = request.emitted == request.max_tokens
         request.out.put(self._chunk(text, request.emitted, request.prompt_tokens,
@@ -241,6 +259,10 @@ class Oracle:
 
     def complete(self, body: dict, write) -> None:
         """Stream one completion as the engine produces it."""
+        if self.fault == "endless":
+            for n in range(1, 1 << 30):  # ends when the client leaves (the write fails)
+                write(self._chunk(f" t{n}", n, 1))
+                time.sleep(self.step_s)
         request = self.submit(body)
         while (chunk := request.out.get()) is not None:
             with self.frontend:
@@ -278,7 +300,22 @@ def handler_for(oracle: Oracle):
         def do_GET(self):
             routes = {"/health": b"", "/version": json.dumps({"version": "oracle"}).encode(),
                       "/v1/models": json.dumps({"data": [{"id": MODEL}]}).encode()}
-            if self.path == "/metrics":
+            if self.path == "/metrics" and oracle.fault == "trickle-metrics":
+                body = oracle.metrics().encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                for i in range(len(body)):  # ends when the client leaves (the write fails)
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(TRICKLE_S)
+            elif self.path == "/metrics" and oracle.fault == "trickle-headers":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                while True:  # ends when the client leaves (the write fails)
+                    self.wfile.write(b"z")
+                    self.wfile.flush()
+                    time.sleep(TRICKLE_S)
+            elif self.path == "/metrics":
                 self._send(200, oracle.metrics().encode(), "text/plain; version=0.0.4")
             elif self.path in routes:
                 self._send(200, routes[self.path])
@@ -288,7 +325,10 @@ def handler_for(oracle: Oracle):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             if self.path == "/tokenize":
-                self._send(200, json.dumps({"tokens": [len(w) for w in body["prompt"].split()]}).encode())
+                ids = [len(w) for w in body["prompt"].split()]
+                answer = ([{"id": i, "text": "", "special": False} for i in ids]
+                          if oracle.fault == "tokenize-list" else {"tokens": ids})
+                self._send(200, json.dumps(answer).encode())
                 return
             if self.path != "/v1/completions":
                 self._send(404, b"{}")
@@ -322,6 +362,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="step time added per running request beyond the first")
     parser.add_argument("--quirks", default="{}",
                         help='Quirks as JSON, e.g. \'{"ngram": true, "hide": ["inter_token"]}\'')
+    parser.add_argument("--fault", choices=sorted(FAULTS), help="misbehave (tests of the bench)")
     args = parser.parse_args(argv)
     given = json.loads(args.quirks)
     quirks = Quirks(**{**given, "hide": frozenset(given.get("hide", ()))})
@@ -333,7 +374,7 @@ def main(argv: list[str] | None = None) -> None:
     except PermissionError:
         pass
     oracle = Oracle(args.tokens_per_step, args.step_ms, args.k, args.prefill_ms, args.batch_ms,
-                    quirks)
+                    quirks, args.fault)
     ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(oracle)).serve_forever()
 
 

@@ -6,16 +6,14 @@ import random
 from functools import cache
 from typing import Callable
 
-import yaml
-
-from seatkit import paths
+from seatkit import paths, safe_yaml
 
 KINDS = ("repetitive", "realistic")
 
 
 @cache
 def _banks() -> dict:
-    return yaml.safe_load((paths.REPO / "bench" / "padding.yaml").read_text())
+    return safe_yaml.read(paths.REPO / "bench" / "padding.yaml", "padding file")
 
 
 def text(kind: str, units: int) -> str:

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
+from seatkit import safe_yaml
 from seatkit.bench.run import Target, new_folder
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
@@ -19,6 +20,7 @@ from seatkit.serve import client
 SCHEMA = "seatkit.parity/1"
 GREEDY = {"temperature": 0.0, "top_p": 1.0, "seed": 0}
 CONTEXT_CHARS = 40
+RECORD_BYTES = 64 * 1024 * 1024  # every output's text and token ids
 
 
 def record(target: Target, prompts: list[Prompt], out_root: Path, name: str,
@@ -45,7 +47,7 @@ def _load(path: str | Path) -> dict:
     path = Path(path)
     file = path / "parity.json" if path.is_dir() else path
     try:
-        data = json.loads(file.read_text())
+        data = safe_yaml.read_json(file, "parity record", RECORD_BYTES)
     except (OSError, ValueError) as exc:
         raise SeatError(f"no parity record at {file}: {exc}", "seat bench parity PROFILE makes one")
     if data.get("schema") != SCHEMA:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import platform
 import re
@@ -29,12 +30,15 @@ import requests
 
 from seatkit import __version__
 from seatkit.bench import decompose, metrics, padding, plots, telemetry
+from seatkit.bench import summary as schema
 from seatkit.bench.report import markdown
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.serve import client
+from seatkit.text import printable
 
 SCHEMA = "seatkit.bench/1"
+SCRAPE_S = 10.0  # a whole /metrics, /tokenize or /v1/models answer, not one read of it
 RERUNS = 3  # extra tries per measured request whose deltas were not ours alone
 
 
@@ -59,7 +63,7 @@ class Options:
 def scrape(target: Target) -> metrics.Snapshot | None:
     """The server's counters now; None when it has no /metrics."""
     try:
-        answer = requests.get(f"{target.url}/metrics", headers=target.headers, timeout=10)
+        answer = client.fetch("GET", f"{target.url}/metrics", SCRAPE_S, headers=target.headers)
     except requests.RequestException as exc:
         raise SeatError(f"cannot read {target.url}/metrics: {exc}") from None
     if answer.status_code == 404:
@@ -122,9 +126,10 @@ def after(target: Target, before: metrics.Snapshot, timeout: float = 10.0,
 
 def max_model_len(target: Target) -> int | None:
     try:
-        models = requests.get(f"{target.url}/v1/models", headers=target.headers, timeout=10).json()
-        return next(m.get("max_model_len") for m in models["data"] if m["id"] == target.model)
-    except (requests.RequestException, ValueError, KeyError, StopIteration):
+        models = client.fetch("GET", f"{target.url}/v1/models", SCRAPE_S, headers=target.headers).json()
+        limit = next(m.get("max_model_len") for m in models["data"] if m["id"] == target.model)
+        return limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+    except (SeatError, requests.RequestException, ValueError, KeyError, TypeError, StopIteration):
         return None
 
 
@@ -142,14 +147,30 @@ def padded(target: Target, prompt: Prompt) -> Prompt:
 def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
     """Token count and SHA-256 of the token ids, from the server's /tokenize when it has one."""
     try:
-        answer = requests.post(f"{target.url}/tokenize", headers=target.headers, timeout=30,
-                               json={"model": target.model, "prompt": text})
-        ids = answer.json()["tokens"] if answer.ok else None
-    except (requests.RequestException, ValueError, KeyError):
-        ids = None
-    if ids is None:
+        answer = client.fetch("POST", f"{target.url}/tokenize", SCRAPE_S, headers=target.headers,
+                              json={"model": target.model, "prompt": text})
+        found = answer.json() if answer.ok else None
+    except (requests.RequestException, ValueError):
         return None, None
+    if found is None:
+        return None, None
+    ids = _token_ids(found)
+    if ids is None:
+        raise SeatError(f"{target.url}/tokenize answered neither vLLM's {{\"tokens\": [ids]}} nor "
+                        f"TGI's [{{\"id\": id}}, ...]: {printable(repr(found)[:120])}",
+                        "is this an LLM server? bench it with --url only if it speaks vLLM's API")
     return len(ids), hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+
+
+def _token_ids(found) -> list[int] | None:
+    """Token ids from vLLM's /tokenize ({"tokens": [...]}) or TGI's ([{"id": ...}, ...])."""
+    if isinstance(found, dict):
+        found = found.get("tokens")
+    elif isinstance(found, list) and all(isinstance(t, dict) for t in found):
+        found = [t.get("id") for t in found]
+    if isinstance(found, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in found):
+        return found
+    return None
 
 
 def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext,
@@ -168,7 +189,8 @@ def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext
         with around():
             done = client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
                                  target.headers, sampling=options.sampling,
-                                 extra={"cache_salt": cache_salt} if cache_salt else None)
+                                 extra={"cache_salt": cache_salt} if cache_salt else None,
+                                 deadline=client.allowed_seconds(prompt.max_tokens, prompt.context))
     finally:
         gauges, gpu_telemetry = sampler.finish(), gpus.finish()
     cpu = time.process_time() - cpu
@@ -224,8 +246,9 @@ def _stats(values: list[float]) -> dict | None:
     if not values:
         return None
     mean = statistics.fmean(values)
+    finite = all(math.isfinite(v) for v in values)  # else pstdev fails; the schema names the figure
     return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "cv": statistics.pstdev(values) / mean if mean else None, "n": len(values)}
+            "cv": statistics.pstdev(values) / mean if mean and finite else None, "n": len(values)}
 
 
 FIGURES = ("decode_tok_s", "tokens_per_step", "ms_per_step", "drafter_tokens_per_step",
@@ -300,7 +323,7 @@ def summarize(records: list[dict]) -> dict:
                                             if r["prompt"] == name]) for fig in FIGURES}
                         for name in dict.fromkeys(r["prompt"] for r in rows)},
         }
-    return out
+    return schema.check_suites(out, "the run's summary")
 
 
 def _alarm_summary(records: list[dict]) -> dict[str, dict]:
@@ -314,8 +337,8 @@ def _alarm_summary(records: list[dict]) -> dict[str, dict]:
 
 def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
     try:
-        version = requests.get(f"{target.url}/version", timeout=5).json().get("version")
-    except (requests.RequestException, ValueError, AttributeError):
+        version = client.fetch("GET", f"{target.url}/version", SCRAPE_S).json().get("version")
+    except (SeatError, requests.RequestException, ValueError, AttributeError):
         version = None
     return {"url": target.url, "model": target.model, "engine_version": version,
             "k": target.k, "sampling": options.sampling, "ignore_eos": True, "reasoning": "off",
@@ -419,7 +442,8 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
         for i in range(options.warmups):
             progress(f"{prompt.suite}/{prompt.name}: warm-up {i + 1}/{options.warmups}")
             client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
-                          target.headers, sampling=options.sampling)
+                          target.headers, sampling=options.sampling,
+                          deadline=client.allowed_seconds(prompt.max_tokens, prompt.context))
         salt = None
         for i in range(options.repeats):
             # Even repeats on a new salt (a cold prefix cache), odd ones on the one before (warm).

@@ -7,9 +7,7 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import yaml
-
-from seatkit import paths
+from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
 
 BENCH = paths.REPO / "bench"
@@ -46,7 +44,7 @@ def write_index(folder: Path = BENCH / "prompts") -> dict[str, str]:
 
 def load_prompt(name: str, folder: Path = BENCH / "prompts") -> tuple[str, str]:
     """A prompt's text and hash; refused when its bytes differ from the index."""
-    index = json.loads((folder / "index.json").read_text())
+    index = safe_yaml.read_json(folder / "index.json", "prompt index")
     if name not in index:
         raise SeatError(f"prompt {name!r} is not in {folder / 'index.json'}",
                         f"known prompts: {', '.join(sorted(index))}")
@@ -70,7 +68,7 @@ def suites(names: list[str], max_tokens: int | None = None, contexts: list[int] 
     if max_tokens is not None and max_tokens < 2:
         raise SeatError(f"--max-tokens {max_tokens} leaves no decode step to measure",
                         "give 2 or more: the first token is prefill, the rest are decode")
-    data = yaml.safe_load(file.read_text())
+    data = safe_yaml.read(file, "suites file")
     out = []
     for suite in names:
         if suite not in data:

@@ -3,10 +3,10 @@ of the doctor's other rows usually move that factor."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from seatkit.bench import cards, compare
+from seatkit import safe_yaml
 from seatkit.doctor.rows import Row, cannot, ok, warn
 from seatkit.errors import SeatError
 from seatkit.serve.profile import Profile
@@ -20,9 +20,9 @@ def last_run(profile: Profile, runs: Path) -> Path | None:
     """The newest finished bench of this profile under runs/ (folders are named by UTC time)."""
     for folder in sorted(runs.glob("*/summary.json"), reverse=True):
         try:
-            if json.loads(folder.read_text())["conditions"].get("profile") == profile.name:
+            if safe_yaml.read_json(folder, "bench summary", compare.SUMMARY_BYTES)["conditions"].get("profile") == profile.name:
                 return folder.parent
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):  # torn or foreign: not a run
+        except (SeatError, OSError, ValueError, KeyError, TypeError, AttributeError):  # torn or foreign: not a run
             continue
     return None
 

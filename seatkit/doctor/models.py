@@ -33,9 +33,9 @@ def last_verify(profile: Profile) -> Row:
         if record is not None:
             when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
             then, passed = {k: m["sha256"] for k, m in record["models"].items()}, bool(record["ok"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a torn record is no record
+    except (SeatError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a torn record is no record
         return warn(LAYER, "full verify", f"the record of the last full verify is unreadable: "
-                    f"{type(exc).__name__}", fix)
+                    f"{exc.message if isinstance(exc, SeatError) else type(exc).__name__}", fix)
     if record is None:
         return warn(LAYER, "full verify", "never run on this machine", fix)
     try:
@@ -46,21 +46,28 @@ def last_verify(profile: Profile) -> Row:
         return warn(LAYER, "full verify", f"{when}, against another lock", fix)
     if not passed:
         return fail(LAYER, "full verify", f"{when}: files differed", f"seat model fetch {profile.name}")
-    touched = _changed_since(profile, record["time"])
+    try:
+        touched = _changed_since(profile, record["time"], record["models"])
+    except SeatError as exc:
+        return warn(LAYER, "full verify", exc.message, exc.hint)
     if touched:
         return warn(LAYER, "full verify", f"{when}: every hash matched, but {len(touched)} file(s) were "
                     f"written since (e.g. {', '.join(touched[:3])})", fix)
     return ok(LAYER, "full verify", f"{when}: every hash matched, no file written since")
 
 
-def _changed_since(profile: Profile, then: float) -> list[str]:
-    """Files whose inode changed after `then` (ctime: a rewrite of the same size, a rename over it)."""
+def _changed_since(profile: Profile, then: float, verified: dict) -> list[str]:
+    """Files written since (ctime: a rewrite of the same size, a rename over it), or that resolve
+    to another file than the verify hashed (a link re-pointed to another blob of the same size)."""
     found = []
     for key in profile.models:
         folder = locks.model_dir(profile, key)
+        identities = (verified.get(key) or {}).get("identities")
+        identities = identities if isinstance(identities, dict) else None  # an older record: ctime only
         for path in locks.scan(folder) if folder.is_dir() else ():
             try:
-                changed = (folder / path).stat().st_ctime > then
+                changed = (folder / path).stat().st_ctime > then or (
+                    identities is not None and identities.get(path) != locks.identity(folder / path))
             except OSError:  # gone since the walk
                 changed = True
             if changed:

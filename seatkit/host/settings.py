@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from seatkit import paths
+from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.host.cmdline import KERNEL_PARAMETER, PARAMETER
 from seatkit.validation import validate
@@ -74,8 +73,8 @@ class RegistryKeys(Strict):
 
 def _yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
+        data = safe_yaml.read(path, "host profile")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         known = ", ".join(p.stem for p in sorted(HOST.glob("*.yaml")) if p.stem != "registry-keys")
         raise SeatError(f"no host profile at {path}", f"host profiles: {known}") from None
     if not isinstance(data, dict):

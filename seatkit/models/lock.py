@@ -10,17 +10,20 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import yaml
 
+from seatkit import safe_yaml
 from seatkit.errors import SeatError
 from seatkit.models import hashing
 from seatkit.serve import runtime
 from seatkit.files import write_atomic
 from seatkit.serve.profile import HUB_REPOSITORY, HUB_REVISION, ModelDir, Profile
 
+LOCK_BYTES = 16 * 1024 * 1024  # a line per file: room for a model of many thousand shards
 HUB_META = Path(".cache") / "huggingface"  # what `hf download --local-dir` keeps beside the files
 
 
@@ -61,19 +64,55 @@ def model_dir(profile: Profile, key: str, environ=os.environ) -> Path:
 
 
 def scan(folder: Path) -> dict[str, int]:
-    """Every regular file under folder (the hub's download metadata aside) and its size."""
+    """Every file under folder (the hub's download metadata aside) and its size, through links
+    that stay inside folder. A link that leaves it (a container mounts the folder alone, so the
+    seat would not see its target), a link loop, or an entry that is no file nor folder is refused:
+    nothing is skipped silently."""
     if not folder.is_dir():
         raise SeatError(f"model folder not found: {folder}",
                         "download it (seat model fetch), or set the SEAT_MODEL_<KEY>_DIR knob")
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder)
-        if path.is_file() and rel.parts[:2] != HUB_META.parts:
-            if "\n" in rel.as_posix():  # the aggregate is one line per file
-                raise SeatError(f"{folder}: a file name holds a newline: {rel.as_posix()!r}",
+    root = folder.resolve()
+    out: dict[str, int] = {}
+
+    def walk(path: Path, rel: PurePosixPath, seen: frozenset) -> None:
+        for entry in sorted(os.scandir(path), key=lambda e: e.name):
+            name = rel / entry.name
+            if name.parts[:2] == HUB_META.parts:
+                continue
+            if "\n" in name.as_posix():  # the aggregate is one line per file
+                raise SeatError(f"{folder}: a file name holds a newline: {name.as_posix()!r}",
                                 "rename or remove it; no hub repository has one")
-            out[rel.as_posix()] = path.stat().st_size
+            target = Path(entry.path).resolve()
+            if entry.is_symlink() and not target.is_relative_to(root):
+                raise SeatError(f"{folder}: {name.as_posix()} links outside the model folder, to {target}",
+                                "copy the files in (hf download --local-dir makes real files): "
+                                "a container mounts the model folder alone")
+            try:
+                info = os.stat(entry.path)
+            except OSError as exc:
+                raise SeatError(f"{folder}: {name.as_posix()} cannot be read ({exc.strerror})",
+                                "a broken link or a vanished file: fetch the model again") from None
+            if stat.S_ISDIR(info.st_mode):
+                if (info.st_dev, info.st_ino) in seen:
+                    raise SeatError(f"{folder}: {name.as_posix()} links back to a folder above it",
+                                    "remove the link loop")
+                walk(Path(entry.path), name, seen | {(info.st_dev, info.st_ino)})
+            elif stat.S_ISREG(info.st_mode):
+                out[name.as_posix()] = info.st_size
+            else:
+                raise SeatError(f"{folder}: {name.as_posix()} is no regular file (a pipe, socket or device)",
+                                "a model folder holds files and folders only")
+
+    top = os.stat(root)
+    walk(root, PurePosixPath(), frozenset({(top.st_dev, top.st_ino)}))
     return out
+
+
+def identity(path: Path) -> list[int]:
+    """What a file resolves to now: device, inode, size and mtime of the link's target. A link
+    re-pointed to another blob of the same size changes it, though no byte was written."""
+    info = os.stat(path)
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
 
 
 def hub_revision(folder: Path) -> str | None:
@@ -130,12 +169,12 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
         return None
     where = f"{path}"
     try:
-        data = yaml.safe_load(path.read_text())
+        data = safe_yaml.read(path, "models lock", LOCK_BYTES)
         locks = {key: ModelLock(m["repository"], m["revision"],
                                 [File(str(f["path"]), int(f["size"]), str(f["sha256"])) for f in m["files"]])
                  for key, m in data["models"].items()}
         stated = {key: m["sha256"] for key, m in data["models"].items()}
-    except (yaml.YAMLError, TypeError, KeyError, ValueError, AttributeError) as exc:
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
         raise SeatError(f"{where}: not a models lock ({type(exc).__name__}: {exc})",
                         f"run `seat model lock {profile.name}` again") from None
     for key, lock in locks.items():

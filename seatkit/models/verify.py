@@ -10,10 +10,10 @@ import json
 import time
 from pathlib import Path
 
-from seatkit import paths
+from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.models import hashing
-from seatkit.models.lock import ModelLock, model_dir, read, scan
+from seatkit.models.lock import ModelLock, identity, model_dir, read, scan
 from seatkit.files import write_atomic
 from seatkit.serve.profile import Profile
 
@@ -48,13 +48,27 @@ def verify(profile: Profile, full: bool = True, workers: int | None = None,
     result = {"profile": profile.name, "full": full, "time": time.time(), "models": {}}
     for key, lock in locks.items():
         folder = model_dir(profile, key)
+        # Taken before hashing: a file changed while it is read is seen next time.
+        seen = _identities(folder, lock) if full else {}
         problems = compare(folder, lock, full, workers, on_bytes)
         result["models"][key] = {"dir": str(folder), "sha256": lock.sha256, "files": len(lock.files),
                                  "bytes": lock.size, **problems}
+        if full:
+            result["models"][key]["identities"] = seen
     result["ok"] = not any(m["missing"] or m["changed"] or m["extra"] for m in result["models"].values())
     if full:
         _record(result)
     return result
+
+
+def _identities(folder: Path, lock: ModelLock) -> dict[str, list[int]]:
+    out = {}
+    for f in lock.files:
+        try:
+            out[f.path] = identity(folder / f.path)
+        except OSError:  # missing: the verify says so
+            pass
+    return out
 
 
 def require_match(profile: Profile, workers: int | None = None) -> dict:
@@ -82,7 +96,7 @@ def _record(result: dict) -> None:
 def last_full(profile: str) -> dict | None:
     """The last recorded full verify of the profile's models, if any."""
     path = _record_path(profile)
-    return json.loads(path.read_text()) if path.exists() else None
+    return safe_yaml.read_json(path, "verify record") if path.exists() else None
 
 
 def summary(problems: dict[str, list[str]]) -> str:

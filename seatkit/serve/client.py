@@ -1,8 +1,12 @@
-"""A streamed completion against a seat, with token counts from the server's own usage."""
+"""A streamed completion against a seat, with token counts from the server's own usage, and the
+bench's other requests; each one ends by an overall deadline, however the server answers."""
 
 from __future__ import annotations
 
 import json
+import re
+import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -30,23 +34,137 @@ class Completion:
     first_event_tokens: int | None = None
     streamed_tokens: int | None = None
     cut: str = ""  # why the stream broke off after it had started; empty when it ended cleanly
+    held: str = field(default="", repr=False)  # a high surrogate whose low half is still to come
+
+
+class Deadline:
+    """One overall deadline for an HTTP exchange. Read timeouts bound each wait for a byte, not the
+    whole answer: a server that trickles a byte every few seconds never trips them. At the deadline
+    the exchange's socket is shut, which ends any read in progress."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.passed, self._sock, self._connection = seconds, False, None, None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def hold(self, answer: requests.Response) -> None:
+        """Watch the answer's socket (once its headers are in, the body is what may never end)."""
+        with self._lock:
+            self._sock = _socket_of(answer)
+        if self.passed:
+            self._cut()
+
+    def session(self) -> requests.Session:
+        """A session whose connection is watched from its connect on: headers can trickle too."""
+        session = requests.Session()
+        adapter = _Watched(self)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        return session
+
+    def _cut(self) -> None:
+        with self._lock:
+            self.passed = True
+            for sock in (self._sock, getattr(self._connection, "sock", None)):
+                try:
+                    if sock is not None:
+                        sock.shutdown(socket.SHUT_RDWR)
+                except OSError:  # closed already
+                    pass
+
+    def close(self) -> None:
+        self._timer.cancel()
+
+    def error(self, url: str, what: str) -> SeatError:
+        return SeatError(f"{url}: {what} did not end within its deadline of {self.seconds:.0f} s",
+                         "the server stalls, trickles its answer or ignores max_tokens")
+
+
+class _Watched(requests.adapters.HTTPAdapter):
+    """Hands each connection it takes from its pool to the deadline, before the request is sent."""
+
+    def __init__(self, deadline: Deadline):
+        super().__init__()
+        self.deadline = deadline
+
+    def get_connection_with_tls_context(self, *args, **kwargs):
+        pool = super().get_connection_with_tls_context(*args, **kwargs)
+        take = pool._get_conn
+
+        def watched(*a, **k):
+            connection = take(*a, **k)
+            self.deadline._connection = connection
+            return connection
+        pool._get_conn = watched
+        return pool
+
+
+def _socket_of(answer: requests.Response) -> socket.socket | None:
+    """The socket an answer is read from: the connection's, or (once http.client has let go of it,
+    as for a `Connection: close` answer) the one under the response's file."""
+    sock = getattr(getattr(answer.raw, "connection", None), "sock", None)
+    if sock is None:
+        fp = getattr(getattr(answer.raw, "_fp", None), "fp", None)
+        sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock
+
+
+def fetch(method: str, url: str, seconds: float, limit: int = 16 << 20, **kwargs) -> requests.Response:
+    """A small request whose whole answer arrives within `seconds` and `limit` bytes, or a
+    SeatError (or requests.RequestException, as requests raises it) saying which."""
+    deadline = Deadline(seconds)
+    try:
+        with deadline.session() as session, \
+                session.request(method, url, stream=True, timeout=min(seconds, 10), **kwargs) as answer:
+            deadline.hold(answer)
+            body = bytearray()
+            try:
+                for chunk in answer.iter_content(chunk_size=None if answer.raw.chunked else 65536):
+                    body += chunk
+                    if len(body) > limit:
+                        raise SeatError(f"{url}: answered more than {limit >> 20} MiB",
+                                        "this is not a seat's answer")
+            except requests.RequestException:
+                if deadline.passed:
+                    raise deadline.error(url, method) from None
+                raise
+            if deadline.passed:  # cut mid-headers or mid-body, what came may look whole
+                raise deadline.error(url, method)
+            answer._content = bytes(body)
+            return answer
+    except requests.RequestException:
+        if deadline.passed:
+            raise deadline.error(url, method) from None
+        raise
+    finally:
+        deadline.close()
 
 
 def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | None = None,
            on_text: Callable[[str], None] = lambda t: None, sampling: dict | None = None,
            timeout: float = 300.0, extra: dict | None = None,
-           on_event: Callable[[Completion], None] = lambda c: None) -> Completion:
+           on_event: Callable[[Completion], None] = lambda c: None,
+           deadline: float | None = None) -> Completion:
     """Stream one completion with explicit sampling (greedy unless told), ignoring EOS so the
-    output length is fixed; tokens are counted from `usage`, never from chunks."""
+    output length is fixed; tokens are counted from `usage`, never from chunks. The whole stream
+    ends within `deadline` seconds (default: allowed_seconds(max_tokens)), and when the server sends
+    more than max_tokens, as a SeatError either way."""
     body = {"model": model, "prompt": prompt, "max_tokens": max_tokens,
             **(sampling or {"temperature": 0.0}), "ignore_eos": True, "stream": True,
             "stream_options": {"include_usage": True, "continuous_usage_stats": True},
             **(extra or {})}
     out = Completion()
     start = time.monotonic()
+    watch = Deadline(deadline or allowed_seconds(max_tokens))
     try:
-        with requests.post(f"{url}/v1/completions", json=body, headers=headers or {}, stream=True,
-                           timeout=timeout) as answer:
+        with watch.session() as session, \
+                session.post(f"{url}/v1/completions", json=body, headers=headers or {}, stream=True,
+                             timeout=min(timeout, watch.seconds)) as answer:
+            watch.hold(answer)
+            if watch.passed:  # cut mid-headers: what came may look like an answer
+                raise watch.error(url, "the stream")
             if not answer.ok:
                 raise SeatError(f"{url} answered {answer.status_code}: "
                                 f"{printable(answer.text[:300])}")
@@ -58,23 +176,70 @@ def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | N
                         continue
                     _take(out, json.loads(line[6:]), start, on_text)
                     on_event(out)  # the completion so far, as each event arrives
+                    if watch.passed:  # where the socket could not be shut
+                        raise watch.error(url, "the stream")
+                    if max(out.completion_tokens, len(out.token_ids), out.chunks) > max_tokens:
+                        raise SeatError(f"{url} sent more than the {max_tokens} tokens asked for",
+                                        "the server ignores max_tokens: it is not a seat to bench")
             except (requests.exceptions.ChunkedEncodingError, requests.ConnectionError) as exc:
+                if watch.passed:
+                    raise watch.error(url, "the stream") from None
                 if not out.chunks:
                     raise
                 out.cut = type(exc).__name__  # a stream cut short: the caller records it as such
     except requests.RequestException as exc:
+        if watch.passed:
+            raise watch.error(url, "the stream") from None
         raise SeatError(f"streaming from {url} failed: {exc}") from None
     except ValueError as exc:
         raise SeatError(f"{url} streamed something that is not JSON: {exc}") from None
+    finally:
+        watch.close()
+    if watch.passed and not out.finish_reason:  # cut where the end looked clean
+        raise watch.error(url, "the stream")
+    _flush(out, on_text)
     out.total_s = time.monotonic() - start
     if not out.usage_seen and not out.cut and out.finish_reason:
         raise SeatError(f"{url} sent no usage in its stream", "the server must honour stream_options")
     return out
 
 
+# The bench's deadline for one stream: the first token within FIRST_S, then at least FLOOR_TOK_S.
+# A seat slower than that is broken, not slow (the CPU test seats decode tens of tokens a second).
+# A context prompt adds its prefill at PREFILL_FLOOR_TOK_S.
+FIRST_S = 120.0
+FLOOR_TOK_S = 2.0
+PREFILL_FLOOR_TOK_S = 100.0
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def allowed_seconds(max_tokens: int, context: int = 0) -> float:
+    return FIRST_S + context / PREFILL_FLOOR_TOK_S + max_tokens / FLOOR_TOK_S
+
+
+def _whole(text: str) -> str:
+    """Surrogate halves (JSON's "\\ud83d\\ude00") joined into their character; a lone one kept
+    as its escape, so the text can be encoded, hashed and printed."""
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", joined)
+
+
+def _flush(out: Completion, on_text: Callable[[str], None]) -> None:
+    if out.held:  # the low half never came
+        text, out.held = _whole(out.held), ""
+        out.text += text
+        on_text(text)
+
+
 def _take(out: Completion, event: dict, start: float, on_text: Callable[[str], None]) -> None:
     for choice in event.get("choices") or []:
         text = choice.get("text") or ""
+        if not isinstance(text, str):
+            raise ValueError(f"a choice's text is {type(text).__name__}, not text")
+        text, out.held = out.held + text, ""
+        if text and "\ud800" <= text[-1] <= "\udbff":  # a high half: its low half may follow
+            text, out.held = text[:-1], text[-1]
+        text = _whole(text)
         if text:
             out.last_s = time.monotonic() - start
             if not out.chunks:

@@ -5,15 +5,14 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-import yaml
-
+from seatkit import safe_yaml
 from seatkit.errors import SeatError
 from seatkit.serve.spec import LaunchSpec, flag_value
 
 
 @cache
 def _glossary() -> dict[str, dict[str, str]]:
-    return yaml.safe_load((Path(__file__).parent / "glossary.yaml").read_text())
+    return safe_yaml.read(Path(__file__).parent / "glossary.yaml", "glossary")
 
 
 def _meaning(section: str, key: str) -> str:

@@ -10,16 +10,17 @@ import json
 import math
 import os
 import re
+import secrets
 import signal
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
 import requests
 
-from seatkit import engine, flock, paths
+from seatkit import engine, flock, paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.serve import identity, keys, nsys, preflight
@@ -37,8 +38,11 @@ class Running:
     log: str
     started: float
     api_key_file: str = ""
-    since: str = ""  # native: the process's start time, which with the PID names it uniquely
+    since: str = ""  # native: the process's start time, which with the PID and boot names it uniquely
     nsys: dict | None = None  # the profiling knobs in force, when the seat runs under nsys
+    boot: str = ""  # native: the boot the PID and start time belong to (they repeat across boots)
+    token: str = ""  # this `seat up`'s own: cleanup removes only a record that still holds it
+    stopping: bool = False  # set by `seat down` before it signals: the waiting `up` says who stopped it
 
     @property
     def api_key(self) -> str | None:
@@ -56,12 +60,15 @@ URL = re.compile(r"http://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}")
 def _checked(run: Running, profile: str) -> Running:
     """A record as `up` writes it: its own profile, a PID of a process `up` could start or a full
     container id (docker takes a prefix as any container's), a seat URL, a finite time."""
-    texts = (run.profile, run.runtime, run.ident, run.url, run.model, run.log, run.api_key_file, run.since)
+    texts = (run.profile, run.runtime, run.ident, run.url, run.model, run.log, run.api_key_file, run.since,
+             run.boot, run.token)
     if not all(isinstance(value, str) for value in texts):
         raise TypeError("a field that holds text holds something else")
     if isinstance(run.started, bool) or not isinstance(run.started, (int, float)) \
             or not math.isfinite(run.started):
         raise TypeError("started is not a time")
+    if not isinstance(run.stopping, bool):
+        raise TypeError("stopping is not true or false")
     if run.nsys is not None and not isinstance(run.nsys, dict):
         raise TypeError("nsys is not a mapping")
     if run.profile != profile:
@@ -74,6 +81,8 @@ def _checked(run: Running, profile: str) -> Running:
         raise ValueError(f"url {run.url!r} is not a seat's http://host:port")
     if run.runtime == "docker" and not (len(run.ident) == 64 and set(run.ident) <= set("0123456789abcdef")):
         raise ValueError(f"a docker seat's ident {run.ident!r} is not a full container id")
+    if not re.fullmatch(r"([0-9a-f]{32})?", run.token) or not re.fullmatch(r"[0-9a-f-]{0,36}", run.boot):
+        raise ValueError("its token or boot id is not one `up` writes")
     if run.runtime not in ("native", "docker"):
         raise ValueError(f"runtime {run.runtime!r} is neither native nor docker")
     return run
@@ -84,14 +93,36 @@ def recorded(profile: str) -> Running | None:
     if not path.exists():
         return None
     try:
-        return _checked(Running(**json.loads(path.read_text())), profile)
-    except (ValueError, TypeError, OSError) as exc:  # torn or foreign: say so, never a traceback
+        return _checked(Running(**safe_yaml.read_json(path, "run record")), profile)
+    except (SeatError, ValueError, TypeError, OSError) as exc:  # torn or foreign: say so, never a traceback
         raise SeatError(f"the run record {path} is unreadable ({exc})",
                         "check what runs (ps, docker ps), stop it by hand, then delete the file") from None
 
 
 def _record(run: Running) -> None:
     write_atomic(_state_file(run.profile), json.dumps(asdict(run), indent=2))
+
+
+def _own_record(run: Running) -> Running | None:
+    """The profile's record when it is still this run's: a `seat down` and a newer `seat up` while
+    this one was paused (Ctrl-Z) or slow leave a record this run must neither read nor remove."""
+    try:
+        current = recorded(run.profile)
+    except SeatError:
+        return None
+    return current if current and (current.ident, current.token) == (run.ident, run.token) else None
+
+
+def _forget(run: Running) -> None:
+    if _own_record(run):
+        _state_file(run.profile).unlink(missing_ok=True)
+
+
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:  # no procfs: start times are all there is
+        return ""
 
 
 def _native_start(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict) -> str:
@@ -183,8 +214,11 @@ def unrecorded(profile: str) -> list[Running]:
 
 
 def alive(run: Running) -> bool:
+    """Whether the recorded seat runs. A native seat is its PID with its start time in its boot: a
+    PID recorded before a reboot and reused since names a stranger, never signalled."""
     if run.runtime == "native":
-        return bool(run.since) and process_start(int(run.ident)) == run.since
+        return (bool(run.since) and (not run.boot or run.boot == boot_id())
+                and process_start(int(run.ident)) == run.since)
     return _running(_container(run))
 
 
@@ -249,6 +283,11 @@ def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None],
     while True:
         waited = time.monotonic() - start
         if not running(run):
+            mine = _own_record(run)
+            if mine is None or mine.stopping:  # its log may be another seat's: never shown as this one's
+                raise SeatError(f"{run.profile} was stopped while this `seat up` waited for it "
+                                "(by `seat down`, or another `seat up` started it since)",
+                                f"seat status {run.profile}")
             _save_docker_log(run)  # a container's log lives in the engine until saved
             raise SeatError(f"the seat exited before it was ready; last log lines:\n{_tail(run.log)}",
                             f"full log: {run.log}")
@@ -335,7 +374,8 @@ def _start(spec: LaunchSpec, environ: dict[str, str] | None, image_check: ImageC
     log.parent.mkdir(parents=True, exist_ok=True)
     run = Running(profile=p.name, runtime=p.runtime, ident="", log=str(log), started=time.time(),
                   url=seat_url(values["SEAT_HOST"], values["SEAT_PORT"]),
-                  model=p.server.served_model_name, api_key_file=key_file, nsys=_nsys_values(values))
+                  model=p.server.served_model_name, api_key_file=key_file, nsys=_nsys_values(values),
+                  boot=boot_id(), token=secrets.token_hex(16))
     log.write_bytes(b"")  # this run's log alone: a container's is saved into it when it stops
     try:
         if spec.native:
@@ -402,7 +442,7 @@ def stop(run: Running, grace: float) -> bool:
                 container.remove(force=True)
         except NotFound:
             pass
-    _state_file(run.profile).unlink(missing_ok=True)
+    _forget(run)
     return was_alive
 
 
@@ -430,6 +470,8 @@ def down(profile: str, grace: float = 30.0, containers: bool = True) -> tuple[Ru
     runs = ([run] if run else []) + left
     if not runs:
         raise SeatError(f"{profile} was not started by `seat up` on this machine", "nothing to stop")
+    if run is not None:  # before any signal: a `seat up` still waiting on it learns who stopped it
+        _record(replace(run, stopping=True))
     return runs[0], any([stop(each, grace) for each in runs])
 
 

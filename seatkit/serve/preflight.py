@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import socket
 from pathlib import Path
 
-from seatkit import engine
+from seatkit import engine, safe_yaml
 from seatkit.errors import SeatError
 from seatkit import overlay_lock
 from seatkit.serve import keys
 from seatkit.serve.spec import Check, LaunchSpec, resolve
+
+INDEX_BYTES = 64 * 1024 * 1024  # a weight map names every tensor of the model
 
 
 def _fail(message: str, hint: str = "") -> None:
@@ -118,8 +119,8 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
 def _check_shards(folder: Path, label: str) -> None:
     index = folder / "model.safetensors.index.json"
     try:
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-    except (OSError, ValueError, KeyError, AttributeError) as exc:
+        shards = sorted(set(safe_yaml.read_json(index, "safetensors index", INDEX_BYTES)["weight_map"].values()))
+    except (SeatError, OSError, ValueError, KeyError, AttributeError) as exc:
         _fail(f"{label} index unreadable: {index} ({exc})")
     if not shards:
         _fail(f"{label} index lists no shards: {index}")

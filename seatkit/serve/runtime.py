@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from seatkit import flock, paths
+from seatkit import flock, paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.serve import model_build
 from seatkit.serve.profile import Native, Profile
@@ -77,8 +77,8 @@ def venv_problem(native: Native) -> tuple[bool, str] | None:
     if moved:
         return True, f"{venv} was made at {moved}: its scripts point there"
     try:
-        recorded = json.loads((venv / MARKER).read_text())
-    except (OSError, ValueError):
+        recorded = safe_yaml.read_json(venv / MARKER, "install marker")
+    except (OSError, ValueError, SeatError):
         return True, f"{venv} has no install marker"
     if recorded != native.model_dump():
         return False, f"{venv} was made for another install plan"

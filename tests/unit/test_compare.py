@@ -6,7 +6,7 @@ import math
 import pytest
 import yaml
 
-from seatkit.bench import cards, compare, parity, sweep
+from seatkit.bench import cards, compare, parity, run, sweep
 from seatkit.errors import SeatError
 
 
@@ -211,7 +211,8 @@ def test_a_corrupted_summary_is_a_clear_error(tmp_path, text):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "summary.json").write_text(text)
-    with pytest.raises(SeatError, match="is not a bench summary"):
+    with pytest.raises(SeatError, match="not a bench summary|not valid JSON for a bench summary|"
+                                        "invalid bench summary"):
         compare.compare(good, str(bad))
 
 
@@ -219,7 +220,7 @@ def test_a_corrupted_summary_is_a_clear_error(tmp_path, text):
 def test_a_summary_with_a_figure_that_is_not_a_positive_number_is_refused(tmp_path, tps):
     good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
     bad = run_dir(tmp_path, "bad", "tiny", tps, 5.5, 9.2)
-    with pytest.raises(SeatError, match="decode_tok_s not a positive number"):
+    with pytest.raises(SeatError, match="field 'suites.code.decode_tok_s.median'"):
         compare.compare(good, bad)
 
 
@@ -334,3 +335,35 @@ def test_a_picked_figure_without_decode_figures_is_a_clear_error_naming_those_wi
     with pytest.raises(SeatError, match="no suite or figure 'D14' with a decode figure") as caught:
         compare.compare("deepspark-readme#D14", f"{PAPER}#S2")
     assert "D1" in caught.value.hint
+
+
+@pytest.mark.parametrize("cv, why", [(float("nan"), "got nan"), (-1, "greater than or equal to 0"),
+                                     ("wide", "valid number"), (float("inf"), "not a finite number")])
+def test_a_summary_spread_that_is_not_a_number_is_refused_naming_the_field(tmp_path, cv, why):
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    bad = run_dir(tmp_path, "bad", "tiny", 420, 5.5, 13.1, cv=cv)  # a 30 % step-time gap
+    with pytest.raises(SeatError) as caught:
+        compare.compare(good, bad)
+    assert "field 'suites.code.decode_tok_s.cv'" in caught.value.message and why in caught.value.message
+
+
+def test_a_summary_count_or_content_out_of_schema_is_refused_naming_the_field(tmp_path):
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    bad = run_dir(tmp_path, "bad", "tiny", 600, 5.5, 9.2)
+    data = json.loads((tmp_path / "bad" / "summary.json").read_text())
+    data["suites"]["code"]["ms_per_step"]["n"] = 0
+    data["suites"]["code"]["content"] = "poetry"
+    (tmp_path / "bad" / "summary.json").write_text(json.dumps(data))
+    with pytest.raises(SeatError) as caught:
+        compare.compare(good, bad)
+    assert "suites.code.ms_per_step.n" in caught.value.message
+    assert "suites.code.content" in caught.value.message
+
+
+def test_the_run_writes_its_suites_through_the_same_schema():
+    record = {"exclusive": True, "suite": "code", "prompt": "p", "content": "code", "max_tokens": 8,
+              "factors": {"decode_tok_s": float("nan"), "tokens_per_step": 2.0, "ms_per_step": 5.0}}
+    with pytest.raises(SeatError, match="suites|code.decode_tok_s"):
+        run.summarize([record])
+    record["factors"]["decode_tok_s"] = 400.0
+    assert run.summarize([record])["code"]["decode_tok_s"]["median"] == 400.0

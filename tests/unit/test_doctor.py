@@ -109,7 +109,7 @@ def test_models_rows_say_what_is_missing(seat_home, profile):
 def test_bench_row_names_the_factor_and_the_rows_that_move_it(tmp_path, profile):
     folder = tmp_path / "runs" / "20261201T000000Z-x"
     folder.mkdir(parents=True)
-    stats = lambda v: {"median": v, "cv": 0.01}  # noqa: E731
+    stats = lambda v: {"median": v, "min": v, "max": v, "cv": 0.01, "n": 5}  # noqa: E731
     (folder / "summary.json").write_text(json.dumps({
         "conditions": {"profile": DEFAULT, "model": "m", "k": 5, "sampling": {"temperature": 0.1}},
         "suites": {"prose": {"content": "prose", "context": 0, "decode_tok_s": stats(150.0),

@@ -236,7 +236,7 @@ def test_the_script_checks_sizes_too(tmp_path, seat_home):
 def run_with_lock(tmp_path, name, locks_):
     folder = tmp_path / name
     folder.mkdir()
-    stats = {"median": 1.0, "cv": 0.01}
+    stats = {"median": 1.0, "min": 1.0, "max": 1.0, "cv": 0.01, "n": 5}
     (folder / "summary.json").write_text(json.dumps({
         "conditions": {"model": "m", "k": 5, "sampling": {"temperature": 0.0}, "model_locks": locks_},
         "suites": {"code": {"content": "code", "decode_tok_s": stats, "tokens_per_step": stats,

@@ -1,0 +1,123 @@
+"""Every data file the kit reads, read defensively: a models lock, a reference card and a bench
+summary get the profile's treatment (no aliases, no duplicate keys, bounded regular files only)."""
+
+import json
+import os
+import re
+import signal
+import time
+import tracemalloc
+
+import pytest
+
+from seatkit import safe_yaml
+from seatkit.bench import cards, compare
+from seatkit.errors import SeatError
+from seatkit.models import lock as locks
+from seatkit.serve import profile as profiles
+
+from test_compare import run_dir
+from test_models import BASE, DRAFT, fill, write_profile
+from test_profile_files import BOMB
+
+
+@pytest.fixture
+def no_hang():
+    """Fail, not hang, when a read blocks (a FIFO with no writer blocks forever)."""
+    def boom(*_):
+        raise TimeoutError("the read blocked")
+    old = signal.signal(signal.SIGALRM, boom)
+    signal.alarm(10)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def refused_quickly_and_small(call) -> str:
+    tracemalloc.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(SeatError) as caught:
+            call()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.monotonic() - start < 5 and peak < 50 * 2**20  # nothing was expanded
+    return str(caught.value)
+
+
+def test_an_alias_bomb_in_a_models_lock_is_refused_quickly(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    fill(tmp_path / "base", BASE)
+    fill(tmp_path / "draft", DRAFT)
+    profile = profiles.load(write_profile(tmp_path))
+    path = locks.lock_path(profile)
+    path.write_text(BOMB)
+    message = refused_quickly_and_small(lambda: locks.read(profile))
+    assert "anchors and aliases" in message and str(path) in message
+
+
+def test_an_alias_bomb_in_a_reference_card_is_refused_quickly(tmp_path):
+    path = tmp_path / "card.yaml"
+    path.write_text(BOMB)
+    message = refused_quickly_and_small(lambda: cards.load(path))
+    assert "anchors and aliases" in message and str(path) in message
+    assert "anchors and aliases" in refused_quickly_and_small(
+        lambda: compare.compare(str(path), str(path)))
+
+
+def test_a_duplicate_key_in_a_card_or_a_summary_is_refused(tmp_path):
+    card = tmp_path / "card.yaml"
+    card.write_text("source: a\nsource: b\n")
+    assert "duplicate key 'source'" in str(pytest.raises(SeatError, cards.load, card).value)
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    (tmp_path / "twice").mkdir()
+    text = (tmp_path / "good" / "summary.json").read_text()
+    (tmp_path / "twice" / "summary.json").write_text(text[:-1] + ', "suites": {}}')
+    with pytest.raises(SeatError, match="duplicate key 'suites'"):
+        compare.compare(good, str(tmp_path / "twice"))
+
+
+def test_a_fifo_summary_is_refused_not_waited_on(tmp_path, no_hang):
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / "summary.json")
+    with pytest.raises(SeatError, match="not a regular file"):
+        compare.compare(good, str(tmp_path / "fifo"))
+
+
+def test_a_summary_linked_to_dev_zero_is_refused(tmp_path, no_hang):
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    (tmp_path / "zero").mkdir()
+    (tmp_path / "zero" / "summary.json").symlink_to("/dev/zero")
+    message = refused_quickly_and_small(lambda: compare.compare(good, str(tmp_path / "zero")))
+    assert "not a regular file" in message
+
+
+def test_a_huge_regular_file_is_refused_by_size(tmp_path):
+    path = tmp_path / "card.yaml"
+    with path.open("wb") as fh:
+        fh.truncate(safe_yaml.MAX_BYTES + 1)  # sparse: costs no disk
+    assert "too large for a reference card" in refused_quickly_and_small(lambda: cards.load(path))
+    summary = tmp_path / "big.json"
+    with summary.open("wb") as fh:
+        fh.truncate(compare.SUMMARY_BYTES + 1)
+    assert "too large" in refused_quickly_and_small(
+        lambda: safe_yaml.read_json(summary, "bench summary", compare.SUMMARY_BYTES))
+
+
+def test_a_json_file_nested_too_deeply_is_a_clear_error(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SeatError, match="nested too deeply"):
+        safe_yaml.read_json(path, "bench summary", 1 << 20)
+
+
+def test_every_yaml_and_json_read_of_the_kit_goes_through_the_safe_loader():
+    """A new yaml.safe_load or json.loads of a file would bypass every check above."""
+    root = profiles.paths.REPO / "seatkit"
+    bad = re.compile(r"yaml\.(safe_)?load\(|json\.loads?\([^\n]*read_text\(")
+    offenders = [f"{source.relative_to(root)}: {line.strip()}"
+                 for source in root.rglob("*.py") if source.name != "safe_yaml.py"
+                 for line in source.read_text().splitlines() if bad.search(line)]
+    assert offenders == []
