@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
-from seatkit import flock
+from seatkit import flock, safe_yaml
+from seatkit.bench.compare import SUMMARY_BYTES
 from seatkit.campaign import analysis, boot, live, plan as campaign_plan
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
@@ -156,7 +157,7 @@ def in_force(arm: Arm, profile: settings.HostProfile, vendor: str, system: Syste
 
 
 def _figures(run_folder: Path) -> dict:
-    summary = json.loads((run_folder / "summary.json").read_text())
+    summary = safe_yaml.read_json(run_folder / "summary.json", "bench summary", SUMMARY_BYTES)
     return {suite: {"ms_per_step": (s.get("ms_per_step") or {}).get("median"),
                     "tokens_per_step": (s.get("tokens_per_step") or {}).get("median")}
             for suite, s in summary["suites"].items()}

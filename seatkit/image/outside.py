@@ -21,7 +21,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from seatkit import engine, paths
+from seatkit import engine, paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.image.build import IMAGE_FILES, created
@@ -62,7 +62,7 @@ def record(tag: str, image_id: str, profile: Profile, lock: Lock) -> None:
 
 def recorded(tag: str) -> dict | None:
     try:
-        data = json.loads(_record_path(tag).read_text())
+        data = safe_yaml.read_json(_record_path(tag), "build record")
         return data if isinstance(data, dict) and data.get("tag") == tag else None
     except (OSError, ValueError):
         return None

@@ -178,7 +178,8 @@ def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | N
                     on_event(out)  # the completion so far, as each event arrives
                     if watch.passed:  # where the socket could not be shut
                         raise watch.error(url, "the stream")
-                    if max(out.completion_tokens, len(out.token_ids), out.chunks) > max_tokens:
+                    # What streamed, never the final usage: that can overstate (the bench says so).
+                    if max(out.streamed_tokens or 0, len(out.token_ids), out.chunks) > max_tokens:
                         raise SeatError(f"{url} sent more than the {max_tokens} tokens asked for",
                                         "the server ignores max_tokens: it is not a seat to bench")
             except (requests.exceptions.ChunkedEncodingError, requests.ConnectionError) as exc:

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-import yaml
-
-from seatkit import flock, paths
+from seatkit import flock, paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.models import hashing
 
@@ -52,11 +50,11 @@ class Build:
 
 
 def names() -> list[str]:
-    return sorted(yaml.safe_load(BUILDS.read_text()))
+    return sorted(safe_yaml.read(BUILDS, "model build list"))
 
 
 def load(name: str) -> Build:
-    data = yaml.safe_load(BUILDS.read_text())[name]
+    data = safe_yaml.read(BUILDS, "model build list")[name]
     return Build(name, data["script"], Wheel(**data["wheel"]) if "wheel" in data else None,
                  Tool(**data["tool"]) if "tool" in data else None)
 
