@@ -176,8 +176,10 @@ def test_the_ldb_sustained_figure_is_rebuilt_from_the_requests(serve, tmp_path):
     true = server.truth()
     cycle_ms = 30.0 + server.step_ms + true["decode_steps"] * server.step_ms
     ldb = summary["suites"]["truth"]["harness_figures"][run.LDB_SUSTAINED]["decode_tok_s"]
-    assert ldb == pytest.approx(101 / cycle_ms * 1000, rel=0.03)
+    # A loaded host only adds time between requests, which ldb's window counts: never above.
+    assert 0.85 * 101 / cycle_ms * 1000 <= ldb <= 1.03 * 101 / cycle_ms * 1000
     assert figure(summary, "decode_tok_s")[0] == pytest.approx(true["decode_tok_s"], rel=0.01)
+    assert ldb < 0.95 * figure(summary, "decode_tok_s")[0]  # TTFT is inside ldb's window
 
 
 @pytest.mark.parametrize("exposition_ms", [0.0, 30.0])
