@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import uuid
@@ -21,8 +22,9 @@ from seatkit.host.system import System
 
 KVER = "6.8.0-45-generic"
 MACHINE = "0123456789abcdef"
-READ_ONLY = {"systemd-detect-virt", "uname", "modinfo"}
+READ_ONLY = {"systemd-detect-virt", "uname", "modinfo", "lsinitramfs", "lsinitrd", "lsinitcpio"}
 INITRAMFS_TOOLS = ("update-initramfs", "dracut", "mkinitcpio")
+LISTERS = ("lsinitramfs", "lsinitrd", "lsinitcpio")
 
 
 class Death(BaseException):
@@ -141,20 +143,58 @@ class FakeHost:
         if name == "update-grub":
             return self.update_grub()
         elif name in INITRAMFS_TOOLS:
-            modprobe = "".join(f"# {p.name}\n{p.read_text()}" for p in sorted(self.path("/etc/modprobe.d").glob("*.conf"))
-                               if p.is_file())
-            self.write(f"/boot/initrd.img-{KVER}", f"initramfs by {name}\n")  # written in two goes
-            self.inside(name)
-            self.write(f"/boot/initrd.img-{KVER}", f"initramfs by {name}\n{modprobe}")
+            for version in self.kernels():  # every installed kernel's image, as `-k all` does
+                self.initramfs(name, version)
+        elif name in LISTERS:  # lsinitramfs and friends: the image's file list
+            data = self.path(argv[1]).read_text() if self.path(argv[1]).is_file() else None
+            if data is None:
+                return 1, f"{name}: {argv[1]}: no such file\n"
+            return 0, "".join(f"{m}\n" for m in re.findall(r"^== (.*) ==$", data, re.M))
         elif name == "grubby":
             self.grubby(argv[1:])
         elif name == "kernelstub":
             self.kernelstub(argv[1:])
         elif name == "kernel-install":
+            if not self.path(argv[3]).is_file():  # as the real one: no image, no entry
+                return 1, f"kernel-install: {argv[3]}: No such file or directory\n"
             self.kernel_install(argv[2])
         else:
             return 127, f"{name}: not found\n"
         return 0, f"{name}: done\n"
+
+    def kernels(self) -> list[str]:
+        return sorted({p.name[len("vmlinuz-"):] for p in self.root.glob("boot/vmlinuz-*")}
+                      | {p.parent.name for p in self.root.glob("usr/lib/modules/*/vmlinuz")})
+
+    def initramfs(self, tool: str, version: str) -> None:
+        """An image that lists the modprobe.d files it carries (as `== path ==` headers)."""
+        modprobe = "".join(f"== etc/modprobe.d/{p.name} ==\n{p.read_text()}"
+                           for p in sorted(self.path("/etc/modprobe.d").glob("*.conf")) if p.is_file())
+        self.write(f"/boot/initrd.img-{version}", f"initramfs by {tool}\n")  # written in two goes
+        self.inside(tool)
+        self.write(f"/boot/initrd.img-{version}", f"initramfs by {tool}\n{modprobe}")
+
+    def install_kernel(self, version: str) -> None:
+        """What a kernel package does: the image, its modules folder, its initramfs, its boot entry."""
+        self.write(f"/boot/vmlinuz-{version}", "kernel image\n")
+        if self.stack == "systemd-boot":
+            self.write(f"/usr/lib/modules/{version}/vmlinuz", "kernel image\n")
+        self.initramfs("update-initramfs", version)
+        if self.stack == "systemd-boot":
+            self.kernel_install(version)
+        elif self.stack == "bls":  # kernel-install's 20-grub plugin: options from /etc/kernel/cmdline
+            self.write(f"/boot/loader/entries/{MACHINE}-{version}.conf",
+                       f"title Fedora\nlinux /vmlinuz-{version}\noptions {self.read('/etc/kernel/cmdline').strip()}\n")
+        elif self.stack == "grub":
+            self.update_grub()
+
+    def remove_kernel(self, version: str) -> None:
+        for path in (f"boot/vmlinuz-{version}", f"boot/initrd.img-{version}",
+                     f"usr/lib/modules/{version}/vmlinuz", f"boot/efi/loader/entries/{MACHINE}-{version}.conf",
+                     f"boot/loader/entries/{MACHINE}-{version}.conf"):
+            self.path(path).unlink(missing_ok=True)
+        if self.path(f"usr/lib/modules/{version}").exists():
+            self.path(f"usr/lib/modules/{version}").rmdir()
 
     def inside(self, tool: str) -> None:
         """A kill point in the middle of a tool's work (its files half written)."""
