@@ -75,14 +75,21 @@ def modprobe_text(profile: HostProfile, dwords: str) -> str:
 
 
 def foreign_module_options(system: System) -> list[str]:
-    """Other modprobe.d files that set what the owned file sets."""
+    """Other modprobe.d files, and module options on the running or the next boot's command line
+    (kmod applies those after every file), that set what the owned file sets."""
     found = []
+    lines = {"/proc/cmdline": cmdline.split(system.read_bytes("/proc/cmdline") or b""),
+             state.configured_args(system).source: state.next_boot_tokens(system)}
     for module, option in (("nvidia", "NVreg_RegistryDwords"), ("nvidia_uvm", "uvm_disable_hmm")):
         _, files = state.modprobe_options(system, module)
         for path in files:
             if path != MODPROBE_FILE and re.search(rf"\b{option}=", system.read(path) or ""):
                 found.append(f"{path} sets {module} {option}")
-    return found
+        for where, tokens in lines.items():
+            found += [f"the kernel command line ({where}) has {module}.{t}, which kmod applies after "
+                      "every modprobe.d file, so it wins" for t in state.kernel_line_options(tokens, module)
+                      if cmdline.key(t).replace("-", "_") == option.replace("-", "_")]
+    return list(dict.fromkeys(found))
 
 
 # --- boot stacks: each returns (edit, ops, regen) or a snippet --------------------------------
@@ -272,7 +279,7 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
         refuse(f"the {profile.registry} registry form is wrong on driver {facts.driver}: "
                f"{' '.join(rule.why.split())} Use the conservative profile (three-key).")
     for found in foreign_module_options(system):
-        refuse(f"{found}: two files would fight over one option; remove or merge it first")
+        refuse(f"{found}: two settings would fight over one option; remove or merge it first")
 
     if facts.vendor is None:
         refuse("CPU vendor not recognised in /proc/cpuinfo: the IOMMU tokens depend on it")

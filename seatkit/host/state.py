@@ -14,7 +14,10 @@ from seatkit.host.settings import parse_dwords
 from seatkit.host.system import System
 
 IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
-MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d", "/run/modprobe.d")
+# kmod's folders in its order: a file name in an earlier one masks the same name in later ones.
+MODPROBE_DIRS = ("/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d",
+                 "/lib/modprobe.d")
+KERNEL_LINE = "the kernel command line"
 
 
 @dataclass
@@ -104,21 +107,27 @@ def grub_default_args(system: System) -> tuple[str, str, str] | None:
     return None
 
 
-def configured_cmdline(system: System) -> Reading:
-    """IOMMU tokens of the boot configuration the next boot will use (generated files first)."""
+def configured_args(system: System) -> Reading:
+    """The command line of the boot configuration the next boot will use (generated files first)."""
     grub = grub_default_args(system)
     if grub:
-        return Reading(iommu_tokens(grub[0]), grub[1])
+        return Reading(grub[0], grub[1])
     entries = [p for esp in ("/boot", "/boot/efi", "/efi") for p in system.glob(f"{esp}/loader/entries/*.conf")]
     for entry in entries:
         options = [line for line in entry.read_text(errors="replace").splitlines() if line.startswith("options")]
         if options:
-            return Reading(iommu_tokens(options[0][len("options"):]), f"/{entry.relative_to(system.root)}")
+            return Reading(options[0][len("options"):], f"/{entry.relative_to(system.root)}")
     text = system.read("/etc/kernel/cmdline")
     if text is not None:
-        return Reading(iommu_tokens(text), "/etc/kernel/cmdline")
+        return Reading(text, "/etc/kernel/cmdline")
     return Reading(None, "no generated boot configuration found (grub.cfg, loader entries, "
                          "/etc/kernel/cmdline)")
+
+
+def configured_cmdline(system: System) -> Reading:
+    """IOMMU tokens of the boot configuration the next boot will use."""
+    found = configured_args(system)
+    return Reading(iommu_tokens(found.value), found.source) if found.known else found
 
 
 def modprobe_lines(text: str) -> list[tuple[int, list[str]]]:
@@ -138,12 +147,25 @@ def modprobe_lines(text: str) -> list[tuple[int, list[str]]]:
     return out
 
 
-def modprobe_options(system: System, module: str) -> tuple[dict[str, str], list[str]]:
-    """`options MODULE k=v ...` from every modprobe.d file, later files winning, with the files read."""
+def kernel_line_options(tokens: list[str], module: str) -> list[str]:
+    """`module.option=value` tokens as kmod takes them from the command line: the module name up to
+    the first dot (dashes read as underscores), the option after it."""
+    out = []
+    for token in tokens:
+        name, dot, option = token.partition(".")
+        if dot and "=" in option and "=" not in name and name.replace("-", "_") == module:
+            out.append(option)
+    return out
+
+
+def modprobe_options(system: System, module: str, kernel_line: list[str] = ()) -> tuple[dict[str, str], list[str]]:
+    """`options MODULE k=v ...` as modprobe resolves them: every modprobe.d file in name order, later
+    files winning, then the kernel command line's `MODULE.k=v` (kmod appends those last, so they
+    win); with the files (and the command line) that set any."""
     options: dict[str, str] = {}
     files = []
     names = sorted({name for d in MODPROBE_DIRS for name in (system.entries(d) or [])
-                    if name.endswith(".conf")})
+                    if name.endswith(".conf") and not name.startswith(".")})
     for name in names:  # modprobe reads by name; /etc overrides the same name elsewhere
         path = next((f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None), None)
         if path is None:  # only folders or dangling links by that name: kmod skips them too
@@ -152,16 +174,25 @@ def modprobe_options(system: System, module: str) -> tuple[dict[str, str], list[
             if len(words) == 3 and words[0] == "options" and words[1].replace("-", "_") == module:
                 files.append(path)
                 options.update((cmdline.key(t), cmdline.value(t)) for t in cmdline.split(words[2]))
+    line = kernel_line_options(list(kernel_line), module)
+    if line:
+        files.append(KERNEL_LINE)
+        options.update((cmdline.key(t), cmdline.value(t)) for t in line)
     return options, files
 
 
+def next_boot_tokens(system: System) -> list[str]:
+    found = configured_args(system)
+    return cmdline.split(found.value) if found.known else []
+
+
 def configured_dwords(system: System) -> Reading:
-    options, files = modprobe_options(system, "nvidia")
+    options, files = modprobe_options(system, "nvidia", next_boot_tokens(system))
     return Reading(parse_dwords(options.get("NVreg_RegistryDwords", "")),
                    ", ".join(files) or "no modprobe.d file sets nvidia options")
 
 
 def configured_hmm_disabled(system: System) -> Reading:
-    options, files = modprobe_options(system, "nvidia_uvm")
+    options, files = modprobe_options(system, "nvidia_uvm", next_boot_tokens(system))
     return Reading(options.get("uvm_disable_hmm") in ("1", "Y", "y"),
                    ", ".join(files) or "no modprobe.d file sets nvidia_uvm options")

@@ -268,8 +268,8 @@ class FakeHost:
         self.write("/proc/cmdline", f"BOOT_IMAGE=/vmlinuz-{KVER} {' '.join(tokens)}\n")
         self.write("/proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n")
         system = System(root=self.root)
-        nvidia, _ = state.modprobe_options(system, "nvidia")
-        uvm, _ = state.modprobe_options(system, "nvidia_uvm")
+        nvidia, _ = state.modprobe_options(system, "nvidia", tokens)  # as kmod: the command line last
+        uvm, _ = state.modprobe_options(system, "nvidia_uvm", tokens)
         dwords = nvidia.get("NVreg_RegistryDwords", "").strip('"')
         self.write("/proc/driver/nvidia/params",
                    f"EnableResizableBar: {int('EnableResizableBar=1' in dwords)}\nRegistryDwords: \"{dwords}\"\n")

@@ -175,3 +175,13 @@ def test_real_h200_plan_knows_the_host_and_refuses_what_it_cannot_be_sure_of():
     assert op["file"] == "/etc/modprobe.d/seatkit-nvidia.conf"
     assert 'NVreg_RegistryDwords="ForceP2P=0x11;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1"' in op["diff"]
     assert any("no boot stack recognised" in r for r in plan["refusals"])
+
+
+def test_intel_iommu_on_beside_iommu_pt_is_ok_for_conservative_as_plan_judges_it(tmp_path):
+    system = fake_host(tmp_path, vendor="GenuineIntel", configured="intel_iommu=on iommu=pt",
+                       live="intel_iommu=on iommu=pt")
+    rows, _ = verdicts(system, "conservative")
+    assert rows["iommu"]["verdict"] == "OK" and rows["iommu"]["configured"] == ["iommu=pt"]
+    rows, _ = verdicts(fake_host(tmp_path / "b", vendor="GenuineIntel", configured="intel_iommu=on iommu=off",
+                                 live="intel_iommu=on iommu=pt"), "conservative")
+    assert rows["iommu"]["verdict"] == "REVERTS"  # same key, another value: it decides
