@@ -6,6 +6,7 @@ always filled or explained.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
 MODPROBE_DIRS = ("/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d",
                  "/lib/modprobe.d")
 KERNEL_LINE = "the kernel command line"
+LOADER_ESPS = ("/boot", "/boot/efi", "/efi")
 
 
 @dataclass
@@ -107,13 +109,39 @@ def grub_default_args(system: System) -> tuple[str, str, str] | None:
     return None
 
 
+def _version_key(name: str) -> list:
+    """Versions compared as systemd-boot and rpm do: digit runs as numbers, the rest as text."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.findall(r"\d+|[^\d]+", name)]
+
+
+def default_entry(system: System):
+    """The loader entry that boots by default: loader.conf's `default` pattern, GRUB's saved_entry
+    (BLS), else the newest version (systemd-boot sorts entries by version, newest first)."""
+    entries = [p for esp in LOADER_ESPS for p in system.glob(f"{esp}/loader/entries/*.conf")]
+    if not entries:
+        return None
+    for esp in LOADER_ESPS:
+        for line in (system.read(f"{esp}/loader/loader.conf") or "").splitlines():
+            words = line.split()
+            if len(words) == 2 and words[0] == "default" and not words[1].startswith("@"):
+                found = [e for e in entries if fnmatch.fnmatch(e.name, words[1]) or fnmatch.fnmatch(e.stem, words[1])]
+                if found:
+                    return max(found, key=lambda e: _version_key(e.stem))
+    for env in ("/boot/grub2/grubenv", "/boot/grub/grubenv", "/boot/efi/EFI/redhat/grubenv"):
+        saved = re.search(r"^saved_entry=(.+)$", system.read(env) or "", re.M)
+        found = [e for e in entries if saved and e.stem == saved.group(1).strip()]
+        if found:
+            return found[0]
+    return max(entries, key=lambda e: _version_key(e.stem))
+
+
 def configured_args(system: System) -> Reading:
     """The command line of the boot configuration the next boot will use (generated files first)."""
     grub = grub_default_args(system)
     if grub:
         return Reading(grub[0], grub[1])
-    entries = [p for esp in ("/boot", "/boot/efi", "/efi") for p in system.glob(f"{esp}/loader/entries/*.conf")]
-    for entry in entries:
+    entry = default_entry(system)
+    if entry:
         options = [line for line in entry.read_text(errors="replace").splitlines() if line.startswith("options")]
         if options:
             return Reading(options[0][len("options"):], f"/{entry.relative_to(system.root)}")

@@ -185,3 +185,21 @@ def test_intel_iommu_on_beside_iommu_pt_is_ok_for_conservative_as_plan_judges_it
     rows, _ = verdicts(fake_host(tmp_path / "b", vendor="GenuineIntel", configured="intel_iommu=on iommu=off",
                                  live="intel_iommu=on iommu=pt"), "conservative")
     assert rows["iommu"]["verdict"] == "REVERTS"  # same key, another value: it decides
+
+
+@pytest.mark.parametrize("pick, boots", [
+    (None, "abc-6.10.conf"),  # no default: the newest version, not the alphabetically first
+    ("loader.conf", "abc-6.9.conf"), ("grubenv", "abc-6.9.conf")])
+def test_status_reads_the_entry_that_boots(tmp_path, pick, boots):
+    system = fake_host(tmp_path, boot="bls")
+    (tmp_path / "boot/loader/entries/abc-6.11.conf").unlink()
+    for version in ("5.15", "6.9", "6.10"):  # 6.10 sorts before 6.9 as text, after it as a version
+        write(tmp_path, f"/boot/loader/entries/abc-{version}.conf", f"title Fedora\nlinux /vmlinuz-{version}\n"
+              "options root=UUID=abc ro " + ("iommu=off amd_iommu=off\n" if version in boots else "quiet\n"))
+    if pick == "loader.conf":
+        write(tmp_path, "/boot/loader/loader.conf", "timeout 3\ndefault abc-6.9*\n")
+    elif pick == "grubenv":
+        write(tmp_path, "/boot/grub2/grubenv", "# GRUB Environment Block\nsaved_entry=abc-6.9\n")
+    rows, _ = verdicts(system)
+    assert rows["iommu"]["configured_from"] == f"/boot/loader/entries/{boots}"
+    assert rows["iommu"]["verdict"] == "OK"
