@@ -297,6 +297,9 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
                  "switched off and CPUs above APIC ID 255 lost at boot; after the reboot compare "
                  "`nproc --all` with the online CPUs")
 
+    if facts.container:
+        refuse(f"this runs in a container ({facts.container}): the boot files here are not the ones "
+               "the host's kernel boots from; run seatkit on the host itself")
     text = modprobe_text(profile, dwords)
     if facts.stack == "nixos":
         plan.snippet = nixos_snippet(plan.tokens, text)

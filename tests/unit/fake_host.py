@@ -25,6 +25,7 @@ MACHINE = "0123456789abcdef"
 READ_ONLY = {"systemd-detect-virt", "uname", "modinfo", "lsinitramfs", "lsinitrd", "lsinitcpio"}
 INITRAMFS_TOOLS = ("update-initramfs", "dracut", "mkinitcpio")
 LISTERS = ("lsinitramfs", "lsinitrd", "lsinitcpio")
+CONTAINERS = {"docker", "podman", "lxc", "systemd-nspawn", "container-other"}
 
 
 class Death(BaseException):
@@ -134,8 +135,10 @@ class FakeHost:
         name = argv[0]
         if name in self.failing:
             return 1, f"{name}: simulated failure\n"
-        if name == "systemd-detect-virt":
-            return (1, "none\n") if self.virt == "none" else (0, f"{self.virt}\n")
+        if name == "systemd-detect-virt":  # -c: containers only, as the real one
+            if self.virt == "none" or ("-c" in argv and self.virt not in CONTAINERS):
+                return 1, "none\n"
+            return 0, f"{self.virt}\n"
         if name == "uname":
             return 0, f"{KVER}\n"
         if name == "modinfo":
