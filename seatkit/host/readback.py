@@ -72,8 +72,8 @@ def images(system: System) -> list[str]:
         esp = entry[:entry.index("/loader/entries/")]
         for line in (system.read(entry) or "").splitlines():
             words = line.split()
-            if len(words) == 2 and words[0] == "initrd" and system.exists(esp + words[1]):
-                found.add(esp + words[1])
+            if len(words) == 2 and words[0] == "initrd":  # relative to the ESP (or, as some write it, absolute)
+                found.update(p for p in (esp + words[1], words[1]) if system.exists(p))
     return sorted(found)
 
 
