@@ -42,6 +42,8 @@ class Facts:
     euid: int
     ukis: list[str] = field(default_factory=list)
     container: str | None = None
+    next_kernel: str | None = None
+    next_driver: str | None = None  # the nvidia module that kernel loads (modinfo -k)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -204,6 +206,32 @@ def driver(system: System) -> str | None:
     return output.strip() if rc == 0 and output.strip() else None
 
 
+def next_kernel(system: System, running: str | None) -> str | None:
+    """The kernel the next boot loads: the default entry's (GRUB's default, the loader entry that
+    boots), else the running one."""
+    found = state.grub_default_args(system)
+    if found and "vmlinuz-" in found[2]:
+        return found[2].rsplit("vmlinuz-", 1)[1]
+    entry = state.default_entry(system)
+    for line in (entry.read_text(errors="replace").splitlines() if entry else []):
+        words = line.split()
+        if len(words) == 2 and words[0] == "version":
+            return words[1]
+        if len(words) == 2 and words[0] == "linux":
+            named = re.search(r"vmlinuz-(\S+)$", words[1]) or re.search(r"/([^/]+)/linux$", words[1])
+            if named:
+                return named.group(1)
+    return running
+
+
+def next_driver(system: System, kernel: str | None) -> str | None:
+    """The version of the nvidia module installed for that kernel: the one its boot loads."""
+    if kernel is None:
+        return None
+    rc, output = system.run(["modinfo", "-k", kernel, "-F", "version", "nvidia"])
+    return output.strip() if rc == 0 and output.strip() else None
+
+
 def kernels(system: System) -> list[tuple[str, str]]:
     """Installed kernels as (version, image path) for kernel-install."""
     found = {p.parent.name: f"/{p.relative_to(system.root)}" for p in system.glob("/usr/lib/modules/*/vmlinuz")}
@@ -216,9 +244,12 @@ def facts(system: System) -> Facts:
     stack, stack_why = boot_stack(system)
     regen, regen_why = initramfs(system)
     rc, uname = system.run(["uname", "-r"])
+    running = uname.strip() if rc == 0 else None
+    upcoming = next_kernel(system, running)
     return Facts(os_id=os_release(system).get("ID"), stack=stack, stack_why=stack_why,
                  initramfs=regen, initramfs_why=regen_why, vendor=state.cpu_vendor(system),
                  driver=driver(system), virt=virtualisation(system), cpus=possible_cpus(system),
                  kernel=uname.strip() if rc == 0 else None, boot_id=state.boot_id(system),
-                 euid=system.euid, container=container(system),
+                 euid=system.euid, container=container(system), next_kernel=upcoming,
+                 next_driver=next_driver(system, upcoming),
                  ukis=[f"/{p.relative_to(system.root)}" for esp in ESPS for p in system.glob(f"{esp}/EFI/Linux/*.efi")])

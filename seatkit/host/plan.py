@@ -271,13 +271,18 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
 
     keys = settings.registry_keys()
     dwords = keys.forms[profile.registry].dwords
-    rule = settings.rule_for(facts.driver, keys) if facts.driver else None
-    if facts.driver is None and profile.registry == "five-key":
+    driver = facts.next_driver or facts.driver  # the options are read when the next boot loads it
+    if facts.next_driver and facts.driver and facts.next_driver != facts.driver:
+        warn(f"driver {facts.driver} runs, but the next boot ({facts.next_kernel}) loads the installed "
+             f"{facts.next_driver} (modinfo -k): the registry form is judged for {facts.next_driver}")
+    rule = settings.rule_for(driver, keys) if driver else None
+    if driver is None and profile.registry == "five-key":
         refuse("the NVIDIA driver version is unknown (no /proc/driver/nvidia/version, no modinfo): "
                "the five-key form is wrong below 575.51.02, so it is refused until the driver is installed")
     elif rule and profile.registry in rule.refuse:
-        refuse(f"the {profile.registry} registry form is wrong on driver {facts.driver}: "
-               f"{' '.join(rule.why.split())} Use the conservative profile (three-key).")
+        refuse(f"the {profile.registry} registry form is wrong on driver {driver}"
+               + (f" (installed for the next boot's kernel {facts.next_kernel})" if driver != facts.driver else "")
+               + f": {' '.join(rule.why.split())} Use the conservative profile (three-key).")
     for found in foreign_module_options(system):
         refuse(f"{found}: two settings would fight over one option; remove or merge it first")
 

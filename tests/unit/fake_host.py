@@ -56,6 +56,7 @@ class FakeHost:
                  euid: int = 0):
         self.root, self.stack, self.virt, self.driver = root, stack, virt, driver
         self.calls: list[list[str]] = []
+        self.installed: dict[str, str] = {}  # kernel -> nvidia module version modinfo -k finds
         self.failing: set[str] = set()
         self.write("/proc/cpuinfo", f"processor\t: 0\nvendor_id\t: {vendor}\nflags\t\t: fpu sse2\n")
         self.write("/sys/devices/system/cpu/possible", f"0-{cpus - 1}\n")
@@ -141,8 +142,9 @@ class FakeHost:
             return 0, f"{self.virt}\n"
         if name == "uname":
             return 0, f"{KVER}\n"
-        if name == "modinfo":
-            return (0, f"{self.driver}\n") if self.driver else (1, "modinfo: ERROR: Module nvidia not found.\n")
+        if name == "modinfo":  # -k KERNEL: the module installed for that kernel
+            found = self.installed.get(argv[argv.index("-k") + 1], self.driver) if "-k" in argv else self.driver
+            return (0, f"{found}\n") if found else (1, "modinfo: ERROR: Module nvidia not found.\n")
         if name == "update-grub":
             return self.update_grub()
         elif name in INITRAMFS_TOOLS:

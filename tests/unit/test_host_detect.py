@@ -91,3 +91,21 @@ def test_inside_a_container_apply_is_refused(tmp_path, how):
     made = plan(host)
     assert any(r.startswith("this runs in a container (") and "run seatkit on the host itself" in r
                for r in made.refusals), made.refusals
+
+
+def test_the_driver_the_next_boot_loads_decides_the_key_form(tmp_path):
+    host = FakeHost(tmp_path, "grub", driver="580.95.05")  # runs; 580.167.08 is installed for the kernel
+    host.installed = {KVER: "580.167.08"}
+    made = plan(host, "paper")
+    assert made.facts.next_kernel == KVER and made.facts.next_driver == "580.167.08"
+    assert any(r.startswith("the five-key registry form is wrong on driver 580.167.08 (installed for the "
+                            f"next boot's kernel {KVER})") for r in made.refusals), made.refusals
+    assert any("driver 580.95.05 runs, but the next boot" in w for w in made.warnings)
+
+
+def test_the_next_kernel_is_the_default_loader_entrys(tmp_path):
+    host = FakeHost(tmp_path, "systemd-boot")
+    host.install_kernel("6.8.0-50-generic")
+    host.installed = {"6.8.0-50-generic": "580.167.08"}
+    made = plan(host, "paper")
+    assert made.facts.next_kernel == "6.8.0-50-generic" and made.facts.next_driver == "580.167.08"
