@@ -97,6 +97,7 @@ class Change:
         self.progress("run " + " ".join(argv))
         self.system.fault(f"before {argv[0]}")
         rc, output = self.system.run(argv)
+        self.system.settle()  # on disk before the journal says the step is done
         self.system.fault(f"ran {argv[0]}")
         for path in touches:
             self.save("ours", path)
