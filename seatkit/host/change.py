@@ -327,7 +327,11 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
                         + "\nnothing was changed",
                         f"put those files back by hand (or accept them as they are), then "
                         f"`seat host forget {tx.txid}` closes the transaction")
-    hand = _hand_edits(system, tx)
+    try:
+        hand = _hand_edits(system, tx)
+    except OSError as exc:
+        raise SeatError(f"cannot keep a copy of the loader entries edited since apply: {exc}\nnothing was changed",
+                        "free space in /var/lib/seatkit, then roll back again") from None
     edit = cmdline.Edit.from_json(tx.begin["edit"]) if tx.begin.get("edit") else cmdline.Edit()
     change = Change(system, progress, {"action": "rollback", "of": tx.txid, "profile": tx.begin["profile"]})
 
@@ -355,8 +359,12 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
             restore_entry(kept)
         for path, data in hand.items():
             if system.exists(path):
-                progress(f"{path} was edited since apply: the edit is kept, seatkit's tokens taken out")
-                system.write(path, without_ours(data, edit))
+                try:
+                    data, said = without_ours(data, edit), "the edit is kept, seatkit's tokens taken out"
+                except SeatError as exc:  # the proof below names the tokens left
+                    said = f"the edit is kept as it is ({exc.message})"
+                progress(f"{path} was edited since apply: {said}")
+                system.write(path, data)
                 change.record({"type": "kept", "path": path})
     except OSError as exc:  # a full disk, a read-only file system: the journal knows how far it got
         raise SeatError(f"rollback stopped half-way: {exc}",

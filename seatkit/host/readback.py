@@ -4,6 +4,8 @@ rollback, read every generated entry and initramfs back and say what of seatkit'
 
 from __future__ import annotations
 
+import re
+
 from seatkit.host import cmdline, detect, grub_defaults, state
 from seatkit.host.plan import GRUB_DROPIN, MODPROBE_FILE, Plan
 from seatkit.host.system import System
@@ -67,7 +69,7 @@ def images(system: System) -> list[str]:
     """Every initramfs a boot may load: the generators' images in /boot, and the copies loader
     entries name on the ESP (kernel-install copies the image there)."""
     found = {f"/{p.relative_to(system.root)}" for pattern in ("/boot/initrd.img-*", "/boot/initramfs-*.img")
-             for p in system.glob(pattern) if not p.name.endswith(".new") and "~" not in p.name}
+             for p in system.glob(pattern) if not re.search(r"\.(new|bak|old|dpkg-\w+)$|~", p.name)}
     for entry in detect.loader_entries(system):
         esp = entry[:entry.index("/loader/entries/")]
         for line in (system.read(entry) or "").splitlines():

@@ -107,3 +107,36 @@ def test_the_proof_reads_every_image_and_names_one_that_keeps_the_file(tmp_path,
         f"could still get seatkit's change:\n  - /boot/initrd.img-{NEW} still holds "
         "/etc/modprobe.d/seatkit-nvidia.conf")
     assert f"initrd.img-{KVER}" not in caught.value.message
+
+
+def test_a_hand_edit_the_kit_cannot_parse_is_kept_and_named_not_left_open(tmp_path):
+    host = FakeHost(tmp_path, "systemd-boot")
+    apply(host)
+    entry = host.path(f"/boot/efi/loader/entries/{MACHINE}-{KVER}.conf")
+    entry.write_text(entry.read_text().replace("\noptions ", '\noptions acpi_osi="Windows '))
+    edited, lines = entry.read_text(), []
+    change.rollback(host.system, progress=lines.append)  # the kernel reads the rest as one quoted value
+    assert entry.read_text() == edited and Journal(host.system).open() == []
+    assert any("the edit is kept as it is (the command line has an unbalanced double quote" in line
+               for line in lines)
+
+
+def test_a_backup_image_nothing_boots_does_not_fail_the_proof(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    apply(host)
+    image = host.path(f"/boot/initrd.img-{KVER}")
+    host.path(f"/boot/initrd.img-{KVER}.bak").write_bytes(image.read_bytes())  # update-initramfs's backup
+    change.rollback(host.system)
+    assert "seatkit-nvidia.conf" not in image.read_text()
+
+
+def test_no_room_to_keep_a_hand_edit_stops_rollback_before_anything_changes(tmp_path):
+    host = FakeHost(tmp_path, "systemd-boot")
+    txid = apply(host)
+    entry = host.path(f"/boot/efi/loader/entries/{MACHINE}-{KVER}.conf")
+    entry.write_text(entry.read_text().replace("title ", "title My "))
+    host.write(f"/var/lib/seatkit/host/backups/{txid}/hand", "in the way\n")  # a file where a folder goes
+    tree = host.tree()
+    with pytest.raises(SeatError, match="cannot keep a copy of the loader entries edited since apply"):
+        change.rollback(host.system)
+    assert host.tree() == tree and [t.txid for t in Journal(host.system).active()] == [txid]
