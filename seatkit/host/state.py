@@ -99,13 +99,62 @@ def live_hmm_disabled(system: System) -> Reading:
 
 # --- configured -------------------------------------------------------------------------------
 
+MENU = re.compile(r"""^\s*(menuentry|submenu)\s+(?:'([^']*)'|"([^"]*)")(?:.*\$menuentry_id_option\s+'([^']*)')?""")
+
+
+def grub_entries(text: str) -> list[tuple[list[tuple[str, str | None]], list[str]]]:
+    """grub.cfg's menu entries in order: the (title, id) path through submenus, and the entry's
+    `linux` line words."""
+    out, stack, depth = [], [], 0
+    for line in text.splitlines():
+        found = MENU.match(line)
+        if found:
+            stack.append((found.group(1), (found.group(2) or found.group(3) or "", found.group(4)), depth))
+        words = line.split()
+        if len(words) > 1 and words[0].startswith("linux") and stack and stack[-1][0] == "menuentry":
+            out.append(([node for _, node, _ in stack], words))
+        depth += line.count("{") - line.count("}")
+        while stack and depth <= stack[-1][2]:
+            stack.pop()
+    return out
+
+
+def _grub_default(system: System, text: str) -> str:
+    """GRUB's default: the saved entry when grub.cfg defaults to it, else `set default`'s value."""
+    default = next((m.group(1) for m in re.finditer(r'^\s*set default="?([^"\n]*)"?', text, re.M)
+                    if "next_entry" not in m.group(1)), "0")  # next_entry is grub-reboot's one-off
+    if "saved_entry" in default:
+        env = next((system.read(p) for p in ("/boot/grub/grubenv", "/boot/grub2/grubenv") if system.read(p)), "")
+        found = re.search(r"^saved_entry=(.*)$", env, re.M)
+        default = found.group(1).strip() if found and found.group(1).strip() else "0"
+    return default
+
+
 def grub_default_args(system: System) -> tuple[str, str, str] | None:
-    """The kernel arguments of the generated grub.cfg's first (default) entry, the file, the image."""
+    """The kernel arguments of the grub.cfg entry that boots by default (GRUB's saved entry, a
+    title, an id, an index, a `>` path through submenus), the file, the image."""
     for path in ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg"):
-        for line in (system.read(path) or "").splitlines():
-            words = line.split()
-            if len(words) > 1 and words[0].startswith("linux"):
-                return " ".join(words[2:]), path, words[1]
+        text = system.read(path) or ""
+        entries = grub_entries(text)
+        if not entries:
+            continue
+        parts = _grub_default(system, text).split(">")
+        chosen = entries[0][1]
+        for nodes, words in entries:  # a title or id path, matched part by part
+            if len(nodes) == len(parts) and all(p in node for p, node in zip(parts, nodes)):
+                chosen = words
+                break
+        else:
+            if all(p.isdigit() for p in parts):  # an index path: count entries at each level
+                level = [(nodes, words) for nodes, words in entries]
+                for depth, part in enumerate(parts):
+                    firsts = list(dict.fromkeys(n[depth] for n, _ in level if len(n) > depth))
+                    if int(part) >= len(firsts):
+                        break
+                    level = [(n, w) for n, w in level if len(n) > depth and n[depth] == firsts[int(part)]]
+                else:
+                    chosen = level[0][1]
+        return " ".join(chosen[2:]), path, chosen[1]
     return None
 
 

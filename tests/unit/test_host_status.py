@@ -203,3 +203,28 @@ def test_status_reads_the_entry_that_boots(tmp_path, pick, boots):
     rows, _ = verdicts(system)
     assert rows["iommu"]["configured_from"] == f"/boot/loader/entries/{boots}"
     assert rows["iommu"]["verdict"] == "OK"
+
+
+GRUB_SUBMENU = """set default="${saved_entry}"
+menuentry 'Ubuntu' --class ubuntu $menuentry_id_option 'gnulinux-simple-abc' {
+\tlinux\t/boot/vmlinuz-6.8.0-50 root=UUID=abc ro quiet
+}
+submenu 'Advanced options for Ubuntu' $menuentry_id_option 'gnulinux-advanced-abc' {
+\tmenuentry 'Ubuntu, with Linux 6.8.0-50' $menuentry_id_option 'gnulinux-6.8.0-50-advanced-abc' {
+\t\tlinux\t/boot/vmlinuz-6.8.0-50 root=UUID=abc ro quiet
+\t}
+\tmenuentry 'Ubuntu, with Linux 6.8.0-45' $menuentry_id_option 'gnulinux-6.8.0-45-advanced-abc' {
+\t\tlinux\t/boot/vmlinuz-6.8.0-45 root=UUID=abc ro quiet iommu=off amd_iommu=off
+\t}
+}
+"""
+
+
+@pytest.mark.parametrize("saved", ["gnulinux-advanced-abc>gnulinux-6.8.0-45-advanced-abc",
+                                   "Advanced options for Ubuntu>Ubuntu, with Linux 6.8.0-45", "1>1"])
+def test_status_reads_grubs_saved_entry_not_the_first(tmp_path, saved):
+    system = fake_host(tmp_path)
+    write(tmp_path, "/boot/grub/grub.cfg", GRUB_SUBMENU)
+    write(tmp_path, "/boot/grub/grubenv", f"# GRUB Environment Block\nsaved_entry={saved}\n")
+    rows, _ = verdicts(system)
+    assert rows["iommu"]["verdict"] == "OK" and rows["iommu"]["configured"] == ["amd_iommu=off", "iommu=off"]
