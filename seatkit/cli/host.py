@@ -182,10 +182,11 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
 @host_group.command("rollback")
 @click.option("--tx", "txid", help="The transaction to undo (default: the latest in force).")
 def rollback_cmd(txid: str | None):
-    """Undo an applied transaction: restore every file byte for byte and regenerate.
+    """Undo an applied transaction: restore the files seatkit wrote byte for byte, regenerate the
+    boot files for every kernel installed now, then prove no entry or initramfs keeps the change.
 
     A file edited since seatkit wrote it stops the rollback before anything changes, showing
-    before / ours / now."""
+    before / ours / now; a loader entry edited since apply keeps the edit, without seatkit's tokens."""
     done = host_change.rollback(System(), txid, progress=lambda line: out.print(escape(line)))
     out.print(f"rolled back (transaction {done}); reboot to return to the previous command line")
 

@@ -7,9 +7,11 @@ from seatkit.serve.profile import Profile
 
 LAYER = "host"
 STATUS = {"OK": "OK", "PENDING-REBOOT": "WARN", "PENDING-RELOAD": "WARN", "UNKNOWN": "WARN",
-          "DRIFT": "FAIL", "REFUSED": "FAIL"}
+          "REVERTS": "WARN", "DRIFT": "FAIL", "REFUSED": "FAIL"}
 FIX = {"PENDING-REBOOT": "reboot", "PENDING-RELOAD": "reload nvidia modules (or reboot)",
-       "DRIFT": "seat host plan {p}; seat host apply {p} --yes", "REFUSED": "the other host profile",
+       "DRIFT": "seat host plan {p}; seat host apply {p} --yes",
+       "REVERTS": "to keep it past the next boot: seat host plan {p}; seat host apply {p} --yes",
+       "REFUSED": "the other host profile",
        "UNKNOWN": "read it as root on the host (not in a container)"}
 
 

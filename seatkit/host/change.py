@@ -5,6 +5,12 @@ transaction cut short anywhere leaves enough in the journal for `recover` to und
 restores byte for byte and stops, changing nothing, when a file was edited since seatkit wrote it.
 One change at a time: apply, rollback, recover and forget hold the host lock.
 
+Generated boot files are not restored from backups: rollback regenerates them with the host's own
+tools for every kernel installed at rollback time, from the sources it restored, so a kernel
+installed or removed since apply is handled as the host is now. A loader entry the operator edited
+since apply keeps the edit, without seatkit's tokens. Rollback then proves it: no entry carries a
+token seatkit added, no initramfs holds its module file, or it exits non-zero naming what remains.
+
 A regeneration tool that fails while undoing (a defaults file the user broke) does not keep the
 transaction open: the files are restored, the failure is recorded once with the exact fix, and
 recover terminates.
@@ -19,7 +25,7 @@ from typing import Callable
 
 from seatkit import __version__
 from seatkit.errors import SeatError
-from seatkit.host import grub_defaults, lock, plan as host_plan, readback
+from seatkit.host import cmdline, detect, grub_defaults, lock, plan as host_plan, readback
 from seatkit.host.journal import STATE, Journal, Transaction, new_txid, sha256
 from seatkit.host.plan import CommandOp, FileOp, Plan
 from seatkit.host.system import System
@@ -92,6 +98,7 @@ class Change:
         self.progress("run " + " ".join(argv))
         self.system.fault(f"before {argv[0]}")
         rc, output = self.system.run(argv)
+        self.system.settle()  # on disk before the journal says the step is done
         self.system.fault(f"ran {argv[0]}")
         for path in touches:
             self.save("ours", path)
@@ -167,6 +174,8 @@ def _apply(plan: Plan, system: System, progress: Progress) -> str | None:
                                                       "backup": change.save("before", p)} for p in plan.keep]})
         for argv in plan.regen:
             change.run(argv)
+        change.record({"type": "generated", "files": [{"path": e, "sha": sha256(system.read_bytes(e))}
+                                                      for e in detect.loader_entries(system)]})
     except (SeatError, OSError) as exc:
         raise SeatError(f"apply stopped half-way: {exc}",
                         f"transaction {change.txid} is left open: `seat host recover` undoes it") from None
@@ -221,9 +230,58 @@ def _edited(system: System, tx: Transaction) -> list[str]:
         else:  # the command never reported: its files may be anywhere between, undo takes them back
             files = []
         for path, before, after, backup in files:
+            if step["type"] == "command" and _is_entry(path):  # regenerated, hand edits kept: see revert
+                continue
             if sha256(system.read_bytes(path)) not in (before, after):
                 problems.append(_three_way(system, tx, path, backup))
     return problems
+
+
+def _is_entry(path: str) -> bool:
+    return "/loader/entries/" in path
+
+
+def _hand_edits(system: System, tx: Transaction) -> dict[str, bytes]:
+    """Loader entries the operator changed since apply generated them, kept before rollback
+    regenerates anything (in the apply's backups, so a rollback killed half-way still has them)."""
+    out = {}
+    for f in (f for r in tx.of_type("generated") for f in r["files"]):
+        kept = f"{STATE}/backups/{tx.txid}/hand{f['path']}"
+        data = system.read_bytes(kept)
+        if data is None:
+            data = system.read_bytes(f["path"])
+            if data is None or sha256(data) == f["sha"]:  # removed with its kernel, or as apply left it
+                continue
+            system.write(kept, data, mode=0o600)
+        out[f["path"]] = data
+    return out
+
+
+def without_ours(data: bytes, edit: cmdline.Edit) -> bytes:
+    """An entry with seatkit's edit taken out of its options line, every other byte kept."""
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
+        if line.startswith(b"options"):
+            rest = line[len(b"options"):]
+            tokens = cmdline.split(rest)
+            ours = [len(tokens) - 1 - tokens[::-1].index(t) for t in edit.added if t in tokens]
+            back = cmdline.Edit(tuple(t for _, t in edit.replaced if t not in tokens),
+                                tuple(sorted((j, tokens[j]) for j in ours)))
+            lines[i] = b"options" + cmdline.edit_bytes(rest, back)
+    return b"\n".join(lines)
+
+
+def _regen_now(tx: Transaction, system: System) -> list[list[str]]:
+    """The apply's regeneration, kernel-install run for every kernel installed now."""
+    regen = [argv for argv in tx.begin["regen"] if argv[0] != "kernel-install"]
+    if len(regen) < len(tx.begin["regen"]):
+        regen += [["kernel-install", "add", version, image] for version, image in detect.kernels(system)]
+    return regen
+
+
+def _others_tokens(system: System, tx: Transaction) -> set[str]:
+    return {t for other in Journal(system).active() if other.txid != tx.txid
+            for t in (other.begin.get("edit") or {}).get("added", [])}
 
 
 def _missing_backups(system: System, tx: Transaction) -> list[str]:
@@ -274,25 +332,45 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
                         + "\nnothing was changed",
                         f"put those files back by hand (or accept them as they are), then "
                         f"`seat host forget {tx.txid}` closes the transaction")
+    try:
+        hand = _hand_edits(system, tx)
+    except OSError as exc:
+        raise SeatError(f"cannot keep a copy of the loader entries edited since apply: {exc}\nnothing was changed",
+                        "free space in /var/lib/seatkit, then roll back again") from None
+    edit = cmdline.Edit.from_json(tx.begin["edit"]) if tx.begin.get("edit") else cmdline.Edit()
     change = Change(system, progress, {"action": "rollback", "of": tx.txid, "profile": tx.begin["profile"]})
+
+    def restore_entry(f: dict) -> None:  # a removed kernel's entry stays removed; hand edits come last
+        if not (_is_entry(f["path"]) and (f["path"] in hand or not system.exists(f["path"]))):
+            _restore(change, f["path"], f["sha_before"], f["backup"])
     try:
         for step in reversed(_steps(tx)):
             if step["type"] == "file":
                 _restore(change, step["path"], step["sha_before"], step["backup"],
                          step.get("created", []), step.get("meta"))
                 continue
-            if any(sha256(system.read_bytes(t["path"])) != t["sha_before"] for t in step["touches"]):
+            if step["result"] or any(sha256(system.read_bytes(t["path"])) != t["sha_before"]
+                                     for t in step["touches"]):  # on every entry there is now
                 change.run(step["undo"], record_type="result")
             for t in step["touches"]:  # the tool's own undo may format differently: bytes decide
-                _restore(change, t["path"], t["sha_before"], t["backup"])
+                restore_entry(t)
         failed = []
-        for argv in tx.begin["regen"]:
+        for argv in _regen_now(tx, system):
             try:
                 change.run(argv)
             except ToolFailed as exc:  # the files are back; a tool that cannot run is the user's to fix
                 failed.append(fix_for(system, exc.argv, exc.output))
         for kept in (f for r in tx.of_type("keep") for f in r["files"]):  # entries as they were, hand edits too
-            _restore(change, kept["path"], kept["sha_before"], kept["backup"])
+            restore_entry(kept)
+        for path, data in hand.items():
+            if system.exists(path):
+                try:
+                    data, said = without_ours(data, edit), "the edit is kept, seatkit's tokens taken out"
+                except SeatError as exc:  # the proof below names the tokens left
+                    said = f"the edit is kept as it is ({exc.message})"
+                progress(f"{path} was edited since apply: {said}")
+                system.write(path, data)
+                change.record({"type": "kept", "path": path})
     except OSError as exc:  # a full disk, a read-only file system: the journal knows how far it got
         raise SeatError(f"rollback stopped half-way: {exc}",
                         f"transaction {change.txid} is left open: fix the cause, then `seat host recover` "
@@ -300,6 +378,11 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
     change.commit(**({"regen_failed": failed} if failed else {}))
     if failed:
         raise RegenFailed(change.txid, failed)
+    left = readback.remains(system, [t for t in edit.added if t not in _others_tokens(system, tx)],
+                            (tx.begin["facts"].get("initramfs") or [None])[0],
+                            not system.exists(host_plan.MODPROBE_FILE))
+    if left:
+        raise NotProven(change.txid, left)
     return change.txid
 
 
@@ -310,6 +393,15 @@ class RegenFailed(SeatError):
                          "until that command succeeds the generated boot files may still carry "
                          "seatkit's change")
         self.txid, self.fixes = txid, fixes
+
+
+class NotProven(RegenFailed):
+    def __init__(self, txid: str, left: list[str]):
+        SeatError.__init__(self, f"rolled back (transaction {txid} is closed), but a boot could still get "
+                           "seatkit's change:\n  - " + "\n  - ".join(left),
+                           "remove the tokens or rebuild the image named, with the host's own tool "
+                           "(update-grub, kernel-install add, update-initramfs -u -k all, dracut)")
+        self.txid, self.fixes = txid, [f"still: {line}" for line in left]
 
 
 def rollback(system: System, txid: str | None = None, progress: Progress = lambda line: None) -> str:
@@ -358,8 +450,8 @@ def recover(system: System, progress: Progress = lambda line: None) -> list[str]
             journal.append({"tx": tx.txid, "type": "commit", "recovered_by": by})
             closed.append(tx.txid)
         if fixes:
-            raise SeatError(f"recovered {', '.join(closed)}: every file is restored, but regenerating "
-                            "the boot files failed:\n" + "\n".join(fixes),
+            raise SeatError(f"recovered {', '.join(closed)}: every file is restored, but the boot "
+                            "files are not yet clean:\n" + "\n".join(fixes),
                             "nothing is left open: after the fix, run the command shown; "
                             "`seat host recover` has nothing more to do")
         return closed

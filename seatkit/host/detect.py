@@ -1,7 +1,9 @@
 """What kind of host this is: boot stack, initramfs generator, driver, platform.
 
 Each boot stack is recognised by its own signals, independently; more than one match, or none, is
-a refusal, because editing the wrong boot configuration is worse than editing none.
+a refusal, because editing the wrong boot configuration is worse than editing none. Where the
+firmware says which loader booted (efivars), its word decides, and evidence that disagrees with it
+is a refusal too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from seatkit.host import state
 from seatkit.host.system import System
 
 ESPS = ("/boot/efi", "/efi", "/boot")
+EFIVARS = "/sys/firmware/efi/efivars"
+LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"  # systemd-boot's own variables
+GLOBAL_GUID = "8be4df61-93ca-11d2-aa0d-00e098032b8c"  # BootCurrent, Boot####
+CONTAINER_CGROUP = re.compile(r"docker|containerd|kubepods|libpod|lxc|machine\.slice/.*nspawn")
 INITRAMFS = {  # generator -> the command that rebuilds every installed kernel's image
     "update-initramfs": ["update-initramfs", "-u", "-k", "all"],
     "dracut": ["dracut", "--force", "--regenerate-all"],
@@ -35,6 +41,9 @@ class Facts:
     boot_id: str | None
     euid: int
     ukis: list[str] = field(default_factory=list)
+    container: str | None = None
+    next_kernel: str | None = None
+    next_driver: str | None = None  # the nvidia module that kernel loads (modinfo -k)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -67,16 +76,49 @@ def stack_signals(system: System) -> dict[str, str]:
         found["ostree"] = "/run/ostree-booted"
     if system.exists("/etc/kernelstub/configuration") and system.which("kernelstub"):
         found["kernelstub"] = "/etc/kernelstub/configuration and kernelstub"
-    grub_cfg = system.exists("/boot/grub/grub.cfg") or system.exists("/boot/grub2/grub.cfg")
+    # RHEL 8 on UEFI keeps grub.cfg on the ESP (/boot/efi/EFI/redhat/grub.cfg)
+    grub_cfg = system.exists("/boot/grub/grub.cfg") or system.exists("/boot/grub2/grub.cfg") \
+        or bool(system.glob("/boot/efi/EFI/*/grub.cfg"))
+    firmware = firmware_loader(system)[0]
     if grub_cfg and grub_uses_bls(system) and system.exists("/boot/loader/entries") \
             and system.which("grubby"):
         found["bls"] = "GRUB_ENABLE_BLSCFG=true, /boot/loader/entries and grubby"
     if system.exists("/boot/grub/grub.cfg") and system.which("update-grub") and not grub_uses_bls(system):
         found["grub"] = "/boot/grub/grub.cfg and update-grub"
-    if loader_entries(system) and not grub_cfg and system.which("kernel-install") \
-            and not system.exists("/etc/kernelstub/configuration"):
-        found["systemd-boot"] = "loader entries, kernel-install and no grub.cfg"
+    if loader_entries(system) and system.which("kernel-install") \
+            and not system.exists("/etc/kernelstub/configuration") and (not grub_cfg or firmware == "systemd-boot"):
+        found["systemd-boot"] = "loader entries, kernel-install and " + \
+            ("the firmware's word" if grub_cfg else "no grub.cfg")
     return found
+
+
+def _efivar(system: System, name: str, guid: str) -> bytes | None:
+    data = system.read_bytes(f"{EFIVARS}/{name}-{guid}")
+    return data[4:] if data and len(data) > 4 else None  # the first four bytes are its attributes
+
+
+def firmware_loader(system: System) -> tuple[str | None, str]:
+    """The loader the firmware says booted this system: systemd-boot sets LoaderInfo and
+    LoaderEntrySelected; else BootCurrent names the Boot#### entry, whose path names the loader."""
+    for name in ("LoaderInfo", "LoaderEntrySelected"):
+        value = _efivar(system, name, LOADER_GUID)
+        if value is not None:
+            text = value.decode("utf-16-le", "replace").rstrip("\0")
+            if name == "LoaderEntrySelected" or "systemd-boot" in text:
+                return "systemd-boot", f"efivar {name}={text}"
+    current = _efivar(system, "BootCurrent", GLOBAL_GUID)
+    if current and len(current) >= 2:
+        entry = f"Boot{int.from_bytes(current[:2], 'little'):04X}"
+        text = (_efivar(system, entry, GLOBAL_GUID) or b"").decode("utf-16-le", "replace").lower()
+        for loader, marks in (("systemd-boot", ("systemd-boot", "\\systemd\\")),
+                              ("grub", ("grub", "shim"))):
+            if any(m in text for m in marks):
+                return loader, f"efivar BootCurrent={entry}, whose path names {loader}"
+    return None, "the firmware does not say (no efivars: BIOS boot, or efivarfs not mounted)"
+
+
+# Which stacks each loader boots: BLS and kernelstub entries are read by GRUB and systemd-boot.
+BOOTS = {"grub": {"grub", "bls"}, "systemd-boot": {"systemd-boot", "kernelstub"}}
 
 
 def boot_stack(system: System) -> tuple[str | None, str]:
@@ -84,9 +126,17 @@ def boot_stack(system: System) -> tuple[str | None, str]:
     for image_based in ("nixos", "ostree"):  # their own tools own the boot entries, whatever else is there
         if image_based in found:
             return image_based, found[image_based]
+    firmware, said = firmware_loader(system)
+    if firmware:
+        theirs = {k: v for k, v in found.items() if k in BOOTS[firmware]}
+        if not theirs:
+            return None, (f"the firmware booted {firmware} ({said}), but its signals are not here"
+                          + (f"; found instead: {'; '.join(f'{k} ({v})' for k, v in found.items())}"
+                             if found else "") + ": editing another loader's files would change nothing")
+        found = theirs
     if len(found) == 1:
         (name, why), = found.items()
-        return name, why
+        return name, why + (f"; {said}" if firmware else "")
     if not found:
         return None, ("no boot stack recognised (GRUB with update-grub, GRUB with BLS and grubby, "
                       "kernelstub, systemd-boot with kernel-install, NixOS)")
@@ -125,6 +175,18 @@ def virtualisation(system: System) -> str | None:
     return None
 
 
+def container(system: System) -> str | None:
+    """The container this runs in, or None: boot files seen from a container boot no kernel."""
+    rc, output = system.run(["systemd-detect-virt", "-c"])
+    if rc == 0 and output.strip() not in ("", "none"):
+        return output.strip()
+    for marker in ("/.dockerenv", "/run/.containerenv"):
+        if system.exists(marker):
+            return marker
+    found = CONTAINER_CGROUP.search(system.read("/proc/1/cgroup") or "")
+    return f"/proc/1/cgroup names {found.group(0)}" if found else None
+
+
 def possible_cpus(system: System) -> int | None:
     text = (system.read("/sys/devices/system/cpu/possible") or "").strip()
     if not text:
@@ -144,6 +206,32 @@ def driver(system: System) -> str | None:
     return output.strip() if rc == 0 and output.strip() else None
 
 
+def next_kernel(system: System, running: str | None) -> str | None:
+    """The kernel the next boot loads: the default entry's (GRUB's default, the loader entry that
+    boots), else the running one."""
+    found = state.grub_default_args(system)
+    if found and "vmlinuz-" in found[2]:
+        return found[2].rsplit("vmlinuz-", 1)[1]
+    entry = state.default_entry(system)
+    for line in (entry.read_text(errors="replace").splitlines() if entry else []):
+        words = line.split()
+        if len(words) == 2 and words[0] == "version":
+            return words[1]
+        if len(words) == 2 and words[0] == "linux":
+            named = re.search(r"vmlinuz-(\S+)$", words[1]) or re.search(r"/([^/]+)/linux$", words[1])
+            if named:
+                return named.group(1)
+    return running
+
+
+def next_driver(system: System, kernel: str | None) -> str | None:
+    """The version of the nvidia module installed for that kernel: the one its boot loads."""
+    if kernel is None:
+        return None
+    rc, output = system.run(["modinfo", "-k", kernel, "-F", "version", "nvidia"])
+    return output.strip() if rc == 0 and output.strip() else None
+
+
 def kernels(system: System) -> list[tuple[str, str]]:
     """Installed kernels as (version, image path) for kernel-install."""
     found = {p.parent.name: f"/{p.relative_to(system.root)}" for p in system.glob("/usr/lib/modules/*/vmlinuz")}
@@ -156,9 +244,12 @@ def facts(system: System) -> Facts:
     stack, stack_why = boot_stack(system)
     regen, regen_why = initramfs(system)
     rc, uname = system.run(["uname", "-r"])
+    running = uname.strip() if rc == 0 else None
+    upcoming = next_kernel(system, running)
     return Facts(os_id=os_release(system).get("ID"), stack=stack, stack_why=stack_why,
                  initramfs=regen, initramfs_why=regen_why, vendor=state.cpu_vendor(system),
                  driver=driver(system), virt=virtualisation(system), cpus=possible_cpus(system),
                  kernel=uname.strip() if rc == 0 else None, boot_id=state.boot_id(system),
-                 euid=system.euid,
+                 euid=system.euid, container=container(system), next_kernel=upcoming,
+                 next_driver=next_driver(system, upcoming),
                  ukis=[f"/{p.relative_to(system.root)}" for esp in ESPS for p in system.glob(f"{esp}/EFI/Linux/*.efi")])

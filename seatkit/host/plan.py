@@ -75,14 +75,21 @@ def modprobe_text(profile: HostProfile, dwords: str) -> str:
 
 
 def foreign_module_options(system: System) -> list[str]:
-    """Other modprobe.d files that set what the owned file sets."""
+    """Other modprobe.d files, and module options on the running or the next boot's command line
+    (kmod applies those after every file), that set what the owned file sets."""
     found = []
+    lines = {"/proc/cmdline": cmdline.split(system.read_bytes("/proc/cmdline") or b""),
+             state.configured_args(system).source: state.next_boot_tokens(system)}
     for module, option in (("nvidia", "NVreg_RegistryDwords"), ("nvidia_uvm", "uvm_disable_hmm")):
         _, files = state.modprobe_options(system, module)
         for path in files:
             if path != MODPROBE_FILE and re.search(rf"\b{option}=", system.read(path) or ""):
                 found.append(f"{path} sets {module} {option}")
-    return found
+        for where, tokens in lines.items():
+            found += [f"the kernel command line ({where}) has {module}.{t}, which kmod applies after "
+                      "every modprobe.d file, so it wins" for t in state.kernel_line_options(tokens, module)
+                      if cmdline.key(t).replace("-", "_") == option.replace("-", "_")]
+    return list(dict.fromkeys(found))
 
 
 # --- boot stacks: each returns (edit, ops, regen) or a snippet --------------------------------
@@ -264,15 +271,20 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
 
     keys = settings.registry_keys()
     dwords = keys.forms[profile.registry].dwords
-    rule = settings.rule_for(facts.driver, keys) if facts.driver else None
-    if facts.driver is None and profile.registry == "five-key":
+    driver = facts.next_driver or facts.driver  # the options are read when the next boot loads it
+    if facts.next_driver and facts.driver and facts.next_driver != facts.driver:
+        warn(f"driver {facts.driver} runs, but the next boot ({facts.next_kernel}) loads the installed "
+             f"{facts.next_driver} (modinfo -k): the registry form is judged for {facts.next_driver}")
+    rule = settings.rule_for(driver, keys) if driver else None
+    if driver is None and profile.registry == "five-key":
         refuse("the NVIDIA driver version is unknown (no /proc/driver/nvidia/version, no modinfo): "
                "the five-key form is wrong below 575.51.02, so it is refused until the driver is installed")
     elif rule and profile.registry in rule.refuse:
-        refuse(f"the {profile.registry} registry form is wrong on driver {facts.driver}: "
-               f"{' '.join(rule.why.split())} Use the conservative profile (three-key).")
+        refuse(f"the {profile.registry} registry form is wrong on driver {driver}"
+               + (f" (installed for the next boot's kernel {facts.next_kernel})" if driver != facts.driver else "")
+               + f": {' '.join(rule.why.split())} Use the conservative profile (three-key).")
     for found in foreign_module_options(system):
-        refuse(f"{found}: two files would fight over one option; remove or merge it first")
+        refuse(f"{found}: two settings would fight over one option; remove or merge it first")
 
     if facts.vendor is None:
         refuse("CPU vendor not recognised in /proc/cpuinfo: the IOMMU tokens depend on it")
@@ -290,6 +302,9 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
                  "switched off and CPUs above APIC ID 255 lost at boot; after the reboot compare "
                  "`nproc --all` with the online CPUs")
 
+    if facts.container:
+        refuse(f"this runs in a container ({facts.container}): the boot files here are not the ones "
+               "the host's kernel boots from; run seatkit on the host itself")
     text = modprobe_text(profile, dwords)
     if facts.stack == "nixos":
         plan.snippet = nixos_snippet(plan.tokens, text)

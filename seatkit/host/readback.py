@@ -1,10 +1,13 @@
 """Written is not applied: after regeneration, read the command line back from what the boot
-tool produced (grub.cfg's default entry, the BLS or loader entries) and say what is lost."""
+tool produced (grub.cfg's default entry, the BLS or loader entries) and say what is lost; after a
+rollback, read every generated entry and initramfs back and say what of seatkit's change remains."""
 
 from __future__ import annotations
 
+import re
+
 from seatkit.host import cmdline, detect, grub_defaults, state
-from seatkit.host.plan import GRUB_DROPIN, Plan
+from seatkit.host.plan import GRUB_DROPIN, MODPROBE_FILE, Plan
 from seatkit.host.system import System
 
 
@@ -39,3 +42,53 @@ def lost(system: System, plan: Plan) -> str:
         problems += [f"{o} after {GRUB_DROPIN} (it overrides seatkit's drop-in)"
                      for o in grub_defaults.overriders(system, GRUB_DROPIN)]
     return "; ".join(problems)
+
+
+GRUB_CFGS = ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg")
+LISTERS = {"update-initramfs": "lsinitramfs", "dracut": "lsinitrd", "mkinitcpio": "lsinitcpio"}
+
+
+def boot_lines(system: System) -> list[tuple[str, list[str]]]:
+    """(file, tokens) of every kernel line any boot entry has: every `linux` line of every grub.cfg
+    (recovery and older kernels too), every options line of every loader entry."""
+    out = []
+    cfgs = list(GRUB_CFGS) + [f"/{p.relative_to(system.root)}" for p in system.glob("/boot/efi/EFI/*/grub.cfg")]
+    for path in cfgs:
+        for line in (system.read_bytes(path) or b"").splitlines():
+            words = line.split()
+            if len(words) > 1 and words[0].startswith(b"linux"):
+                out.append((path, cmdline.split(b" ".join(words[2:]))))
+    for entry in detect.loader_entries(system):
+        for line in (system.read_bytes(entry) or b"").splitlines():
+            if line.startswith(b"options"):
+                out.append((entry, cmdline.split(line[len(b"options"):])))
+    return out
+
+
+def images(system: System) -> list[str]:
+    """Every initramfs a boot may load: the generators' images in /boot, and the copies loader
+    entries name on the ESP (kernel-install copies the image there)."""
+    found = {f"/{p.relative_to(system.root)}" for pattern in ("/boot/initrd.img-*", "/boot/initramfs-*.img")
+             for p in system.glob(pattern) if not re.search(r"\.(new|bak|old|dpkg-\w+)$|~", p.name)}
+    for entry in detect.loader_entries(system):
+        esp = entry[:entry.index("/loader/entries/")]
+        for line in (system.read(entry) or "").splitlines():
+            words = line.split()
+            if len(words) == 2 and words[0] == "initrd":  # relative to the ESP (or, as some write it, absolute)
+                found.update(p for p in (esp + words[1], words[1]) if system.exists(p))
+    return sorted(found)
+
+
+def remains(system: System, tokens: list[str], generator: str | None, module_file_gone: bool) -> list[str]:
+    """What of seatkit's change a boot could still get: its tokens in any entry, its module file
+    in any initramfs (checked only once the file is gone from /etc). Empty is the proof."""
+    out = [f"{path} still carries {' '.join(t for t in tokens if t in found)}"
+           for path, found in boot_lines(system) if any(t in found for t in tokens)]
+    if module_file_gone and generator in LISTERS:
+        for image in images(system):
+            rc, output = system.run([LISTERS[generator], image])
+            if rc != 0:
+                out.append(f"{image} could not be listed by {LISTERS[generator]}: {output.strip()[-300:]}")
+            elif MODPROBE_FILE.lstrip("/") in output:
+                out.append(f"{image} still holds {MODPROBE_FILE}")
+    return out

@@ -6,6 +6,7 @@ always filled or explained.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 
@@ -14,7 +15,11 @@ from seatkit.host.settings import parse_dwords
 from seatkit.host.system import System
 
 IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
-MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d", "/run/modprobe.d")
+# kmod's folders in its order: a file name in an earlier one masks the same name in later ones.
+MODPROBE_DIRS = ("/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d",
+                 "/lib/modprobe.d")
+KERNEL_LINE = "the kernel command line"
+LOADER_ESPS = ("/boot", "/boot/efi", "/efi")
 
 
 @dataclass
@@ -94,31 +99,112 @@ def live_hmm_disabled(system: System) -> Reading:
 
 # --- configured -------------------------------------------------------------------------------
 
+MENU = re.compile(r"""^\s*(menuentry|submenu)\s+(?:'([^']*)'|"([^"]*)")(?:.*\$menuentry_id_option\s+'([^']*)')?""")
+
+
+def grub_entries(text: str) -> list[tuple[list[tuple[str, str | None]], list[str]]]:
+    """grub.cfg's menu entries in order: the (title, id) path through submenus, and the entry's
+    `linux` line words."""
+    out, stack, depth = [], [], 0
+    for line in text.splitlines():
+        found = MENU.match(line)
+        if found:
+            stack.append((found.group(1), (found.group(2) or found.group(3) or "", found.group(4)), depth))
+        words = line.split()
+        if len(words) > 1 and words[0].startswith("linux") and stack and stack[-1][0] == "menuentry":
+            out.append(([node for _, node, _ in stack], words))
+        depth += line.count("{") - line.count("}")
+        while stack and depth <= stack[-1][2]:
+            stack.pop()
+    return out
+
+
+def _grub_default(system: System, text: str) -> str:
+    """GRUB's default: the saved entry when grub.cfg defaults to it, else `set default`'s value."""
+    default = next((m.group(1) for m in re.finditer(r'^\s*set default="?([^"\n]*)"?', text, re.M)
+                    if "next_entry" not in m.group(1)), "0")  # next_entry is grub-reboot's one-off
+    if "saved_entry" in default:
+        env = next((system.read(p) for p in ("/boot/grub/grubenv", "/boot/grub2/grubenv") if system.read(p)), "")
+        found = re.search(r"^saved_entry=(.*)$", env, re.M)
+        default = found.group(1).strip() if found and found.group(1).strip() else "0"
+    return default
+
+
 def grub_default_args(system: System) -> tuple[str, str, str] | None:
-    """The kernel arguments of the generated grub.cfg's first (default) entry, the file, the image."""
+    """The kernel arguments of the grub.cfg entry that boots by default (GRUB's saved entry, a
+    title, an id, an index, a `>` path through submenus), the file, the image."""
     for path in ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg"):
-        for line in (system.read(path) or "").splitlines():
-            words = line.split()
-            if len(words) > 1 and words[0].startswith("linux"):
-                return " ".join(words[2:]), path, words[1]
+        text = system.read(path) or ""
+        entries = grub_entries(text)
+        if not entries:
+            continue
+        parts = _grub_default(system, text).split(">")
+        chosen = entries[0][1]
+        for nodes, words in entries:  # a title or id path, matched part by part
+            if len(nodes) == len(parts) and all(p in node for p, node in zip(parts, nodes)):
+                chosen = words
+                break
+        else:
+            if all(p.isdigit() for p in parts):  # an index path: count entries at each level
+                level = [(nodes, words) for nodes, words in entries]
+                for depth, part in enumerate(parts):
+                    firsts = list(dict.fromkeys(n[depth] for n, _ in level if len(n) > depth))
+                    if int(part) >= len(firsts):
+                        break
+                    level = [(n, w) for n, w in level if len(n) > depth and n[depth] == firsts[int(part)]]
+                else:
+                    chosen = level[0][1]
+        return " ".join(chosen[2:]), path, chosen[1]
     return None
 
 
-def configured_cmdline(system: System) -> Reading:
-    """IOMMU tokens of the boot configuration the next boot will use (generated files first)."""
+def _version_key(name: str) -> list:
+    """Versions compared as systemd-boot and rpm do: digit runs as numbers, the rest as text."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.findall(r"\d+|[^\d]+", name)]
+
+
+def default_entry(system: System):
+    """The loader entry that boots by default: loader.conf's `default` pattern, GRUB's saved_entry
+    (BLS), else the newest version (systemd-boot sorts entries by version, newest first)."""
+    entries = [p for esp in LOADER_ESPS for p in system.glob(f"{esp}/loader/entries/*.conf")]
+    if not entries:
+        return None
+    for esp in LOADER_ESPS:
+        for line in (system.read(f"{esp}/loader/loader.conf") or "").splitlines():
+            words = line.split()
+            if len(words) == 2 and words[0] == "default" and not words[1].startswith("@"):
+                found = [e for e in entries if fnmatch.fnmatch(e.name, words[1]) or fnmatch.fnmatch(e.stem, words[1])]
+                if found:
+                    return max(found, key=lambda e: _version_key(e.stem))
+    for env in ("/boot/grub2/grubenv", "/boot/grub/grubenv", "/boot/efi/EFI/redhat/grubenv"):
+        saved = re.search(r"^saved_entry=(.+)$", system.read(env) or "", re.M)
+        found = [e for e in entries if saved and e.stem == saved.group(1).strip()]
+        if found:
+            return found[0]
+    return max(entries, key=lambda e: _version_key(e.stem))
+
+
+def configured_args(system: System) -> Reading:
+    """The command line of the boot configuration the next boot will use (generated files first)."""
     grub = grub_default_args(system)
     if grub:
-        return Reading(iommu_tokens(grub[0]), grub[1])
-    entries = [p for esp in ("/boot", "/boot/efi", "/efi") for p in system.glob(f"{esp}/loader/entries/*.conf")]
-    for entry in entries:
+        return Reading(grub[0], grub[1])
+    entry = default_entry(system)
+    if entry:
         options = [line for line in entry.read_text(errors="replace").splitlines() if line.startswith("options")]
         if options:
-            return Reading(iommu_tokens(options[0][len("options"):]), f"/{entry.relative_to(system.root)}")
+            return Reading(options[0][len("options"):], f"/{entry.relative_to(system.root)}")
     text = system.read("/etc/kernel/cmdline")
     if text is not None:
-        return Reading(iommu_tokens(text), "/etc/kernel/cmdline")
+        return Reading(text, "/etc/kernel/cmdline")
     return Reading(None, "no generated boot configuration found (grub.cfg, loader entries, "
                          "/etc/kernel/cmdline)")
+
+
+def configured_cmdline(system: System) -> Reading:
+    """IOMMU tokens of the boot configuration the next boot will use."""
+    found = configured_args(system)
+    return Reading(iommu_tokens(found.value), found.source) if found.known else found
 
 
 def modprobe_lines(text: str) -> list[tuple[int, list[str]]]:
@@ -138,12 +224,25 @@ def modprobe_lines(text: str) -> list[tuple[int, list[str]]]:
     return out
 
 
-def modprobe_options(system: System, module: str) -> tuple[dict[str, str], list[str]]:
-    """`options MODULE k=v ...` from every modprobe.d file, later files winning, with the files read."""
+def kernel_line_options(tokens: list[str], module: str) -> list[str]:
+    """`module.option=value` tokens as kmod takes them from the command line: the module name up to
+    the first dot (dashes read as underscores), the option after it."""
+    out = []
+    for token in tokens:
+        name, dot, option = token.partition(".")
+        if dot and "=" in option and "=" not in name and name.replace("-", "_") == module:
+            out.append(option)
+    return out
+
+
+def modprobe_options(system: System, module: str, kernel_line: list[str] = ()) -> tuple[dict[str, str], list[str]]:
+    """`options MODULE k=v ...` as modprobe resolves them: every modprobe.d file in name order, later
+    files winning, then the kernel command line's `MODULE.k=v` (kmod appends those last, so they
+    win); with the files (and the command line) that set any."""
     options: dict[str, str] = {}
     files = []
     names = sorted({name for d in MODPROBE_DIRS for name in (system.entries(d) or [])
-                    if name.endswith(".conf")})
+                    if name.endswith(".conf") and not name.startswith(".")})
     for name in names:  # modprobe reads by name; /etc overrides the same name elsewhere
         path = next((f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None), None)
         if path is None:  # only folders or dangling links by that name: kmod skips them too
@@ -152,16 +251,25 @@ def modprobe_options(system: System, module: str) -> tuple[dict[str, str], list[
             if len(words) == 3 and words[0] == "options" and words[1].replace("-", "_") == module:
                 files.append(path)
                 options.update((cmdline.key(t), cmdline.value(t)) for t in cmdline.split(words[2]))
+    line = kernel_line_options(list(kernel_line), module)
+    if line:
+        files.append(KERNEL_LINE)
+        options.update((cmdline.key(t), cmdline.value(t)) for t in line)
     return options, files
 
 
+def next_boot_tokens(system: System) -> list[str]:
+    found = configured_args(system)
+    return cmdline.split(found.value) if found.known else []
+
+
 def configured_dwords(system: System) -> Reading:
-    options, files = modprobe_options(system, "nvidia")
+    options, files = modprobe_options(system, "nvidia", next_boot_tokens(system))
     return Reading(parse_dwords(options.get("NVreg_RegistryDwords", "")),
                    ", ".join(files) or "no modprobe.d file sets nvidia options")
 
 
 def configured_hmm_disabled(system: System) -> Reading:
-    options, files = modprobe_options(system, "nvidia_uvm")
+    options, files = modprobe_options(system, "nvidia_uvm", next_boot_tokens(system))
     return Reading(options.get("uvm_disable_hmm") in ("1", "Y", "y"),
                    ", ".join(files) or "no modprobe.d file sets nvidia_uvm options")

@@ -1,6 +1,7 @@
 """`seat host status`: per setting, desired | configured | live, and a verdict.
 
-    OK               live matches the profile
+    OK               live matches the profile, and so does what the next boot configures
+    REVERTS          live matches the profile, but the next boot (or module load) drops it
     PENDING-REBOOT   configured as desired, the running kernel still has the old command line
     PENDING-RELOAD   configured as desired, the loaded modules still have the old options
     DRIFT            the files on disk say something other than the profile
@@ -10,15 +11,19 @@
 
 from __future__ import annotations
 
-from seatkit.host import gpus as gpu_inventory, p2p, settings, state, step
+from seatkit.host import cmdline, gpus as gpu_inventory, p2p, settings, state, step
 from seatkit.host.journal import Journal
 from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
 
 
+REVERTS = {"PENDING-REBOOT": "reverts at the next boot", "PENDING-RELOAD": "reverts at the next boot "
+                                                                            "(or module reload)"}
+
+
 def _verdict(desired, configured: state.Reading, live: state.Reading, pending: str) -> str:
     if live.known and live.value == desired:
-        return "OK"
+        return "REVERTS" if configured.known and configured.value != desired else "OK"
     if configured.known and configured.value != desired:
         return "DRIFT"
     if configured.known and live.known:
@@ -28,9 +33,12 @@ def _verdict(desired, configured: state.Reading, live: state.Reading, pending: s
 
 def _row(setting: str, desired, configured: state.Reading, live: state.Reading, pending: str,
          **details) -> dict:
+    verdict = _verdict(desired, configured, live, pending)
+    why = {"why": f"{REVERTS[pending]}: {configured.source} configures {_jsonable(configured.value)}"} \
+        if verdict == "REVERTS" else {}
     return {"setting": setting, "desired": desired, "configured": configured.value,
             "configured_from": configured.source, "live": live.value, "live_from": live.source,
-            "verdict": _verdict(desired, configured, live, pending), **details}
+            "verdict": verdict, **why, **details}
 
 
 def _jsonable(value):
@@ -46,8 +54,14 @@ def iommu_row(profile: HostProfile, system: System) -> dict:
                 "live": None, "why": "CPU vendor not recognised in /proc/cpuinfo: the token set "
                                      "depends on it (amd_iommu or intel_iommu)"}
     desired = set(profile.iommu.tokens[vendor])
-    row = _row("iommu", desired, state.configured_cmdline(system), state.live_cmdline(system),
-               "PENDING-REBOOT", cpu_vendor=vendor, **state.live_iommu_facts(system))
+    keys = {cmdline.key(t) for t in desired}
+
+    def deciding(reading: state.Reading) -> state.Reading:  # as plan judges: only the keys it sets
+        return state.Reading({t for t in reading.value if cmdline.key(t) in keys}, reading.source) \
+            if reading.known else reading
+    row = _row("iommu", desired, deciding(state.configured_cmdline(system)),
+               deciding(state.live_cmdline(system)), "PENDING-REBOOT", cpu_vendor=vendor,
+               **state.live_iommu_facts(system))
     if profile.iommu.mode == "off" and row["verdict"] == "OK" and row["iommu_units"]:
         row["verdict"] = "DRIFT"
         row["why"] = "the tokens are live, yet /sys/class/iommu still lists IOMMU units"

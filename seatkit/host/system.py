@@ -7,6 +7,7 @@ step of a change, so tests can make the process "die" exactly there.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import subprocess
@@ -22,6 +23,9 @@ BIN_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin
 
 
 TEMP = ".seatkit~"
+# Where boot tools write: each file system among them is synced before a step is recorded done.
+BOOT_FILESYSTEMS = ("/", "/boot", "/boot/efi", "/efi")
+_LIBC = ctypes.CDLL(None, use_errno=True)
 TOOL_TIMEOUT = 600  # in the names of seatkit's own temporary files, so cleaning finds only them
 
 
@@ -78,6 +82,16 @@ class System:
     def run(self, argv: list[str]) -> tuple[int, str]:
         return self.runner(argv)
 
+    def settle(self) -> None:
+        """Make what a boot tool wrote durable: grub-mkconfig, kernel-install and the initramfs
+        generators do not sync, so a power cut after the journal says "done" could lose it."""
+        seen = set()
+        for path in BOOT_FILESYSTEMS:
+            target = self.path(path)
+            if target.is_dir() and target.stat().st_dev not in seen:
+                seen.add(target.stat().st_dev)
+                syncfs(target)
+
     def _inside(self, path: str) -> Path:
         """The real path, refused when a symlink would lead it out of the root prefix."""
         target = self.path(path)
@@ -104,7 +118,10 @@ class System:
         """Atomic: a temporary file in the same folder, fsync, rename, fsync the folder.
         An existing file keeps its mode, owner and extended attributes (ACLs, SELinux labels)."""
         target = self._inside(path)
+        created = self.missing_dirs(path)
         target.parent.mkdir(parents=True, exist_ok=True)
+        for folder in created:  # a new folder is durable once its parent's entry for it is
+            _fsync_dir(self.path(folder).parent)
         old = target.stat() if target.exists() else None
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}{TEMP}")
         try:
@@ -145,6 +162,15 @@ def copy_xattrs(source: Path, target: Path, shown: str) -> None:
             raise SeatError(f"{shown} has the extended attribute {name}, which seatkit cannot copy to "
                             f"its new version ({exc.strerror}): the file is left as it was",
                             "an ACL or security label would be lost; set the change by hand") from None
+
+
+def syncfs(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        if _LIBC.syncfs(fd) != 0:
+            raise OSError(ctypes.get_errno(), f"syncfs {folder}: {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(folder: Path) -> None:

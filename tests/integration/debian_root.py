@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -58,18 +59,40 @@ def make(root: Path) -> Path:
     probe.rename(root / "usr/sbin/grub-probe.real")
     probe.write_text(GRUB_PROBE)
     probe.chmod(0o755)
-    (root / f"boot/vmlinuz-{KVER}").write_bytes(b"stand-in kernel image\n")
-    (root / f"boot/config-{KVER}").write_text("CONFIG_BLK_DEV_INITRD=y\nCONFIG_RD_GZIP=y\n")
-    modules = root / f"lib/modules/{KVER}"
-    modules.mkdir(parents=True, exist_ok=True)
-    for name in ("modules.order", "modules.builtin", "modules.builtin.modinfo"):
-        (modules / name).write_text("")
+    kernel(root, KVER)
     shutil.copy(root / "usr/share/grub/default/grub", root / "etc/default/grub")  # as grub-pc's postinst
     (root / "boot/grub").mkdir(exist_ok=True)
     for bulk in ("usr/share/doc", "usr/share/man", "usr/share/locale", "var/cache/apt"):
         shutil.rmtree(root / bulk, ignore_errors=True)  # less to copy for each test
     (root / "etc/machine-id").write_text("0123456789abcdef0123456789abcdef\n")
     return root
+
+
+def kernel(root: Path, version: str) -> None:
+    """A stand-in kernel: any image bytes, the config update-initramfs checks, an empty modules folder."""
+    (root / f"boot/vmlinuz-{version}").write_bytes(b"stand-in kernel image\n")
+    (root / f"boot/config-{version}").write_text("CONFIG_BLK_DEV_INITRD=y\nCONFIG_RD_GZIP=y\n")
+    modules = root / f"lib/modules/{version}"
+    modules.mkdir(parents=True, exist_ok=True)
+    for name in ("modules.order", "modules.builtin", "modules.builtin.modinfo"):
+        (modules / name).write_text("")
+
+
+def module(root: Path, version: str, name: str, **modinfo: str) -> Path:
+    """A stand-in module file: a minimal ELF64 object whose .modinfo is all depmod, modinfo and
+    modprobe read (no code: nothing loads it, `modprobe --dry-run` only resolves it)."""
+    info = b"".join(f"{k}={v}\0".encode() for k, v in {"license": "GPL", "name": name, **modinfo}.items())
+    names = b"\0.modinfo\0.shstrtab\0"
+    header = struct.pack("<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01" + bytes(9), 1, 62, 1, 0, 0,
+                         64 + len(info) + len(names), 0, 64, 0, 0, 64, 3, 2)
+
+    def section(name: int, kind: int, offset: int, size: int) -> bytes:
+        return struct.pack("<IIQQQQIIQQ", name, kind, 0, 0, offset, size, 0, 0, 1, 0)
+    path = root / f"lib/modules/{version}/updates/dkms/{name.replace('_', '-')}.ko"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(header + info + names + section(0, 0, 0, 0) + section(1, 1, 64, len(info))
+                     + section(10, 3, 64 + len(info), len(names)))
+    return path
 
 
 def chroot_runner(root: Path):

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from conftest import unavailable
-from debian_root import KVER, chroot_runner, make
+from debian_root import KVER, chroot_runner, kernel, make, module
 from seatkit.errors import SeatError
-from seatkit.host import change, plan as host_plan, settings
+from seatkit.host import change, plan as host_plan, settings, state, status
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
 
@@ -194,6 +194,104 @@ def test_kernel_install_entries_carry_the_exact_bytes_and_come_back(base, tmp_pa
     assert b'rw acpi_osi="Windows 2015" caf\xe9=1 iommu=pt' in options  # the real plugin joins with spaces
     change.rollback(system)
     assert tree(system) == pristine
+
+
+NEW = "6.1.0-100-amd64"
+
+
+def install_kernel(system: System, version: str) -> None:
+    """What a kernel package's hooks do on a systemd-boot host: modules, initramfs, kernel-install add."""
+    kernel(system.root, version)
+    ok(system, ["depmod", version])
+    ok(system, ["update-initramfs", "-c", "-k", version])
+    ok(system, ["kernel-install", "add", version, f"/boot/vmlinuz-{version}"])
+
+
+def esp_initrd(system: System, version: str) -> set[str]:
+    """The modprobe.d files of the image the kernel's loader entry names (kernel-install's copy)."""
+    text = (system.root / f"boot/efi/loader/entries/{MACHINE}-{version}.conf").read_text(errors="replace")
+    named = next(line.split()[1] for line in text.splitlines() if line.startswith("initrd"))
+    image = next(p for p in (system.root / f"boot/efi{named}", system.root / named.lstrip("/")) if p.is_file())
+    assert image.is_relative_to(system.root / "boot/efi"), image  # on the ESP, not /boot's own image
+    return initramfs_files(system, image)
+
+
+def entry_options(system: System, version: str) -> list[str]:
+    text = (system.root / f"boot/efi/loader/entries/{MACHINE}-{version}.conf").read_text(errors="replace")
+    return next(line.split()[1:] for line in text.splitlines() if line.startswith("options"))
+
+
+def test_real_kernel_install_a_kernel_installed_after_apply_is_regenerated_clean(base, tmp_path):
+    system = host(base, tmp_path, stack="systemd-boot")
+    change.apply(conservative(system), system)
+    install_kernel(system, NEW)  # the real plugins: its entry and its ESP initrd carry the kit's change
+    assert "iommu=pt" in entry_options(system, NEW)
+    assert "etc/modprobe.d/seatkit-nvidia.conf" in esp_initrd(system, NEW)
+    change.rollback(system)
+    for version in (KVER, NEW):
+        assert "iommu=pt" not in entry_options(system, version)
+        assert "etc/modprobe.d/seatkit-nvidia.conf" not in esp_initrd(system, version)
+
+
+def test_real_kernel_install_a_kernel_removed_after_apply_stays_removed(base, tmp_path):
+    system = host(base, tmp_path, stack="systemd-boot")
+    install_kernel(system, NEW)
+    change.apply(conservative(system), system)
+    ok(system, ["kernel-install", "remove", KVER])  # what the package's prerm runs
+    for path in (f"boot/vmlinuz-{KVER}", f"boot/initrd.img-{KVER}", f"boot/config-{KVER}"):
+        (system.root / path).unlink()
+    shutil.rmtree(system.root / f"lib/modules/{KVER}")
+    change.rollback(system)
+    assert not (system.root / f"boot/efi/loader/entries/{MACHINE}-{KVER}.conf").exists()
+    assert "iommu=pt" not in entry_options(system, NEW)
+
+
+def modprobe_resolved(system: System, name: str) -> dict[str, str]:
+    """What the real modprobe would pass to the module: its `insmod` line, the last value winning."""
+    output = ok(system, ["modprobe", "--dry-run", "-v", "-S", KVER, name])
+    line = next(line for line in output.splitlines() if line.startswith("insmod "))
+    return dict(word.split("=", 1) for word in line.split()[2:])
+
+
+KMOD_CASES = {  # files, the next boot's command line, whether a source other than the kit's sets HMM
+    "usr-local-lib": ({"/usr/local/lib/modprobe.d/zz-local.conf": "uvm_disable_hmm=0"}, "", True),
+    "run-masks-usr-lib": ({"/run/modprobe.d/hmm.conf": "uvm_disable_hmm=1",
+                           "/usr/local/lib/modprobe.d/hmm.conf": "uvm_disable_hmm=0",
+                           "/usr/lib/modprobe.d/hmm.conf": "uvm_disable_hmm=0"}, "", True),
+    "etc-masks-run": ({"/etc/modprobe.d/zz.conf": "uvm_perf_prefetch=1",
+                       "/run/modprobe.d/zz.conf": "uvm_disable_hmm=0"}, "", False),
+    "kernel-command-line": ({}, "nvidia_uvm.uvm_disable_hmm=0", True),
+    "dashed-module-name": ({}, "nvidia-uvm.uvm_disable_hmm=0", True),
+}
+
+
+def test_plan_and_status_resolve_module_options_as_the_real_modprobe_does(base, tmp_path):
+    system = host(base, tmp_path)  # one root for every case (a root costs a real initramfs)
+    module(system.root, KVER, "nvidia_uvm")
+    ok(system, ["depmod", KVER])
+    kit = system.root / host_plan.MODPROBE_FILE.lstrip("/")  # the kit's file, as apply writes it
+    kit.write_text(host_plan.modprobe_text(settings.load("conservative"), "ForceP2P=0x11"))
+    for case, (files, line, foreign) in KMOD_CASES.items():
+        for path, options in files.items():
+            target = system.root / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f"options nvidia_uvm {options}\n")
+        dropin = system.root / "etc/default/grub.d/50-op.cfg"  # the next boot's line, by the operator
+        dropin.write_text(f'GRUB_CMDLINE_LINUX="{line}"\n')
+        ok(system, ["update-grub"])
+        next_boot = " ".join(default_entry(system)[2:])
+        (system.root / "proc/cmdline").write_text(f"BOOT_IMAGE=/boot/vmlinuz-{KVER} {next_boot}\n")
+        real = modprobe_resolved(system, "nvidia_uvm")["uvm_disable_hmm"]
+        assert real == ("1" if case in ("run-masks-usr-lib", "etc-masks-run") else "0"), case  # kmod's word
+        row = next(r for r in status.status(settings.load("conservative"), system)["rows"]
+                   if r["setting"] == "hmm_disabled")
+        assert row["configured"] is (real == "1"), (case, real, row)
+        claimed, _ = state.modprobe_options(system, "nvidia_uvm", next_boot.split())
+        assert claimed["uvm_disable_hmm"] == real, case
+        refusals = conservative(system).refusals
+        assert any("uvm_disable_hmm" in r for r in refusals) is foreign, (case, refusals)
+        for path in files:
+            (system.root / path.lstrip("/")).unlink()
 
 
 def _child(system: System, act, kill_at: int | None, during: str | None) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import uuid
@@ -21,8 +22,10 @@ from seatkit.host.system import System
 
 KVER = "6.8.0-45-generic"
 MACHINE = "0123456789abcdef"
-READ_ONLY = {"systemd-detect-virt", "uname", "modinfo"}
+READ_ONLY = {"systemd-detect-virt", "uname", "modinfo", "lsinitramfs", "lsinitrd", "lsinitcpio"}
 INITRAMFS_TOOLS = ("update-initramfs", "dracut", "mkinitcpio")
+LISTERS = ("lsinitramfs", "lsinitrd", "lsinitcpio")
+CONTAINERS = {"docker", "podman", "lxc", "systemd-nspawn", "container-other"}
 
 
 class Death(BaseException):
@@ -53,6 +56,7 @@ class FakeHost:
                  euid: int = 0):
         self.root, self.stack, self.virt, self.driver = root, stack, virt, driver
         self.calls: list[list[str]] = []
+        self.installed: dict[str, str] = {}  # kernel -> nvidia module version modinfo -k finds
         self.failing: set[str] = set()
         self.write("/proc/cpuinfo", f"processor\t: 0\nvendor_id\t: {vendor}\nflags\t\t: fpu sse2\n")
         self.write("/sys/devices/system/cpu/possible", f"0-{cpus - 1}\n")
@@ -132,29 +136,70 @@ class FakeHost:
         name = argv[0]
         if name in self.failing:
             return 1, f"{name}: simulated failure\n"
-        if name == "systemd-detect-virt":
-            return (1, "none\n") if self.virt == "none" else (0, f"{self.virt}\n")
+        if name == "systemd-detect-virt":  # -c: containers only, as the real one
+            if self.virt == "none" or ("-c" in argv and self.virt not in CONTAINERS):
+                return 1, "none\n"
+            return 0, f"{self.virt}\n"
         if name == "uname":
             return 0, f"{KVER}\n"
-        if name == "modinfo":
-            return (0, f"{self.driver}\n") if self.driver else (1, "modinfo: ERROR: Module nvidia not found.\n")
+        if name == "modinfo":  # -k KERNEL: the module installed for that kernel
+            found = self.installed.get(argv[argv.index("-k") + 1], self.driver) if "-k" in argv else self.driver
+            return (0, f"{found}\n") if found else (1, "modinfo: ERROR: Module nvidia not found.\n")
         if name == "update-grub":
             return self.update_grub()
         elif name in INITRAMFS_TOOLS:
-            modprobe = "".join(f"# {p.name}\n{p.read_text()}" for p in sorted(self.path("/etc/modprobe.d").glob("*.conf"))
-                               if p.is_file())
-            self.write(f"/boot/initrd.img-{KVER}", f"initramfs by {name}\n")  # written in two goes
-            self.inside(name)
-            self.write(f"/boot/initrd.img-{KVER}", f"initramfs by {name}\n{modprobe}")
+            for version in self.kernels():  # every installed kernel's image, as `-k all` does
+                self.initramfs(name, version)
+        elif name in LISTERS:  # lsinitramfs and friends: the image's file list
+            data = self.path(argv[1]).read_text() if self.path(argv[1]).is_file() else None
+            if data is None:
+                return 1, f"{name}: {argv[1]}: no such file\n"
+            return 0, "".join(f"{m}\n" for m in re.findall(r"^== (.*) ==$", data, re.M))
         elif name == "grubby":
             self.grubby(argv[1:])
         elif name == "kernelstub":
             self.kernelstub(argv[1:])
         elif name == "kernel-install":
+            if not self.path(argv[3]).is_file():  # as the real one: no image, no entry
+                return 1, f"kernel-install: {argv[3]}: No such file or directory\n"
             self.kernel_install(argv[2])
         else:
             return 127, f"{name}: not found\n"
         return 0, f"{name}: done\n"
+
+    def kernels(self) -> list[str]:
+        return sorted({p.name[len("vmlinuz-"):] for p in self.root.glob("boot/vmlinuz-*")}
+                      | {p.parent.name for p in self.root.glob("usr/lib/modules/*/vmlinuz")})
+
+    def initramfs(self, tool: str, version: str) -> None:
+        """An image that lists the modprobe.d files it carries (as `== path ==` headers)."""
+        modprobe = "".join(f"== etc/modprobe.d/{p.name} ==\n{p.read_text()}"
+                           for p in sorted(self.path("/etc/modprobe.d").glob("*.conf")) if p.is_file())
+        self.write(f"/boot/initrd.img-{version}", f"initramfs by {tool}\n")  # written in two goes
+        self.inside(tool)
+        self.write(f"/boot/initrd.img-{version}", f"initramfs by {tool}\n{modprobe}")
+
+    def install_kernel(self, version: str) -> None:
+        """What a kernel package does: the image, its modules folder, its initramfs, its boot entry."""
+        self.write(f"/boot/vmlinuz-{version}", "kernel image\n")
+        if self.stack == "systemd-boot":
+            self.write(f"/usr/lib/modules/{version}/vmlinuz", "kernel image\n")
+        self.initramfs("update-initramfs", version)
+        if self.stack == "systemd-boot":
+            self.kernel_install(version)
+        elif self.stack == "bls":  # kernel-install's 20-grub plugin: options from /etc/kernel/cmdline
+            self.write(f"/boot/loader/entries/{MACHINE}-{version}.conf",
+                       f"title Fedora\nlinux /vmlinuz-{version}\noptions {self.read('/etc/kernel/cmdline').strip()}\n")
+        elif self.stack == "grub":
+            self.update_grub()
+
+    def remove_kernel(self, version: str) -> None:
+        for path in (f"boot/vmlinuz-{version}", f"boot/initrd.img-{version}",
+                     f"usr/lib/modules/{version}/vmlinuz", f"boot/efi/loader/entries/{MACHINE}-{version}.conf",
+                     f"boot/loader/entries/{MACHINE}-{version}.conf"):
+            self.path(path).unlink(missing_ok=True)
+        if self.path(f"usr/lib/modules/{version}").exists():
+            self.path(f"usr/lib/modules/{version}").rmdir()
 
     def inside(self, tool: str) -> None:
         """A kill point in the middle of a tool's work (its files half written)."""
@@ -228,8 +273,8 @@ class FakeHost:
         self.write("/proc/cmdline", f"BOOT_IMAGE=/vmlinuz-{KVER} {' '.join(tokens)}\n")
         self.write("/proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n")
         system = System(root=self.root)
-        nvidia, _ = state.modprobe_options(system, "nvidia")
-        uvm, _ = state.modprobe_options(system, "nvidia_uvm")
+        nvidia, _ = state.modprobe_options(system, "nvidia", tokens)  # as kmod: the command line last
+        uvm, _ = state.modprobe_options(system, "nvidia_uvm", tokens)
         dwords = nvidia.get("NVreg_RegistryDwords", "").strip('"')
         self.write("/proc/driver/nvidia/params",
                    f"EnableResizableBar: {int('EnableResizableBar=1' in dwords)}\nRegistryDwords: \"{dwords}\"\n")

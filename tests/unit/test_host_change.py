@@ -331,3 +331,17 @@ def test_without_replace_a_conflict_is_refused_and_nothing_else_is(tokens, wante
     else:
         edit = cmdline.plan(tokens, wanted, replace=False)
         assert not edit.replaced and cmdline.apply(tokens, edit)[:len(tokens)] == tokens
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_after_a_rollback_before_the_reboot_status_says_it_reverts_at_the_next_boot(tmp_path, stack):
+    host = FakeHost(tmp_path, stack)
+    apply(host)
+    host.reboot()
+    change.rollback(host.system)
+    rows = {r["setting"]: r for r in status.status(settings.load("paper"), host.system)["rows"]}
+    assert {k: rows[k]["verdict"] for k in ("iommu", "registry_keys", "hmm_disabled")} == \
+        {"iommu": "REVERTS", "registry_keys": "REVERTS", "hmm_disabled": "REVERTS"}
+    assert rows["iommu"]["why"].startswith("reverts at the next boot: ")
+    host.reboot()
+    assert verdicts(host)["iommu"] == "DRIFT"

@@ -118,3 +118,60 @@ def _recover_steps(host) -> int:
     count = in_child(twin, lambda: change.recover(twin.system), None)
     shutil.rmtree(folder)
     return count
+
+
+UPGRADE_KILLS = {"rollback": 32, "recover": 20}  # per stack: 52, 208 in all
+NEW = "6.8.0-50-generic"
+
+
+def clone(host, folder):
+    """A copy of the host's whole tree (journal and backups too) with its own fake tools."""
+    shutil.copytree(host.root, folder, symlinks=True)
+    twin = copy.copy(host)
+    twin.root, twin.calls, twin.system = folder, [], System(root=folder, runner=twin.run, euid=0)
+    return twin
+
+
+def configured(host) -> dict[str, str]:
+    """The tree without /proc and /sys: what is live differs between hosts (a boot id), not what boots."""
+    return {k: v for k, v in host.tree().items() if not k.startswith(("proc", "sys"))}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_seeded_sigkills_after_a_kernel_upgrade_end_as_the_upgrade_alone_would(tmp_path, stack):
+    """apply, a kernel upgrade (its entry and image take the kit's change), SIGKILL anywhere in
+    rollback (or in the recover of a killed rollback), then recover: the tree is what the upgrade
+    alone gives, the new kernel without the kit's change."""
+    rng = random.Random(f"issue-22-{stack}")
+    alone = FakeHost(tmp_path / "alone", stack)
+    alone.install_kernel(NEW)
+    expected = configured(alone)
+    template = FakeHost(tmp_path / "template", stack)
+    apply(template)
+    template.install_kernel(NEW)
+    probe = clone(template, tmp_path / "probe")
+    steps = in_child(probe, lambda: change.rollback(probe.system), None)
+    points = list(range(1, steps + 1)) + [rng.randint(1, steps) for _ in range(UPGRADE_KILLS["rollback"])]
+    kills, failures = [], []
+    for n, op in enumerate(op for op in UPGRADE_KILLS for _ in range(UPGRADE_KILLS[op])):
+        host = clone(template, tmp_path / f"{op}-{n}")
+        point = points[n] if op == "rollback" else rng.randint(1, steps)
+        assert in_child(host, lambda: change.rollback(host.system), point) == -1
+        if op == "recover":
+            total = _recover_steps(host)
+            if total == 0:
+                continue
+            point = (point, rng.randint(1, total))
+            assert in_child(host, lambda: change.recover(host.system), point[1]) == -1
+        kills.append((op, point))
+        change.recover(host.system)
+        journal = Journal(host.system)
+        if journal.active():  # a rollback killed before its begin record was whole: the apply stands
+            change.rollback(host.system)
+        if configured(host) != expected or journal.open() or journal.active():
+            diff = {k for k in set(configured(host)) | set(expected) if configured(host).get(k) != expected.get(k)}
+            failures.append(f"{op} killed at {point}: {sorted(diff)}")
+        shutil.rmtree(host.root)
+    print(f"\n{stack} after an upgrade: {len(kills)} SIGKILLs, rollback steps {steps}, failures {failures}")
+    assert failures == []
+    assert len(kills) >= 50

@@ -175,3 +175,56 @@ def test_real_h200_plan_knows_the_host_and_refuses_what_it_cannot_be_sure_of():
     assert op["file"] == "/etc/modprobe.d/seatkit-nvidia.conf"
     assert 'NVreg_RegistryDwords="ForceP2P=0x11;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1"' in op["diff"]
     assert any("no boot stack recognised" in r for r in plan["refusals"])
+
+
+def test_intel_iommu_on_beside_iommu_pt_is_ok_for_conservative_as_plan_judges_it(tmp_path):
+    system = fake_host(tmp_path, vendor="GenuineIntel", configured="intel_iommu=on iommu=pt",
+                       live="intel_iommu=on iommu=pt")
+    rows, _ = verdicts(system, "conservative")
+    assert rows["iommu"]["verdict"] == "OK" and rows["iommu"]["configured"] == ["iommu=pt"]
+    rows, _ = verdicts(fake_host(tmp_path / "b", vendor="GenuineIntel", configured="intel_iommu=on iommu=off",
+                                 live="intel_iommu=on iommu=pt"), "conservative")
+    assert rows["iommu"]["verdict"] == "REVERTS"  # same key, another value: it decides
+
+
+@pytest.mark.parametrize("pick, boots", [
+    (None, "abc-6.10.conf"),  # no default: the newest version, not the alphabetically first
+    ("loader.conf", "abc-6.9.conf"), ("grubenv", "abc-6.9.conf")])
+def test_status_reads_the_entry_that_boots(tmp_path, pick, boots):
+    system = fake_host(tmp_path, boot="bls")
+    (tmp_path / "boot/loader/entries/abc-6.11.conf").unlink()
+    for version in ("5.15", "6.9", "6.10"):  # 6.10 sorts before 6.9 as text, after it as a version
+        write(tmp_path, f"/boot/loader/entries/abc-{version}.conf", f"title Fedora\nlinux /vmlinuz-{version}\n"
+              "options root=UUID=abc ro " + ("iommu=off amd_iommu=off\n" if version in boots else "quiet\n"))
+    if pick == "loader.conf":
+        write(tmp_path, "/boot/loader/loader.conf", "timeout 3\ndefault abc-6.9*\n")
+    elif pick == "grubenv":
+        write(tmp_path, "/boot/grub2/grubenv", "# GRUB Environment Block\nsaved_entry=abc-6.9\n")
+    rows, _ = verdicts(system)
+    assert rows["iommu"]["configured_from"] == f"/boot/loader/entries/{boots}"
+    assert rows["iommu"]["verdict"] == "OK"
+
+
+GRUB_SUBMENU = """set default="${saved_entry}"
+menuentry 'Ubuntu' --class ubuntu $menuentry_id_option 'gnulinux-simple-abc' {
+\tlinux\t/boot/vmlinuz-6.8.0-50 root=UUID=abc ro quiet
+}
+submenu 'Advanced options for Ubuntu' $menuentry_id_option 'gnulinux-advanced-abc' {
+\tmenuentry 'Ubuntu, with Linux 6.8.0-50' $menuentry_id_option 'gnulinux-6.8.0-50-advanced-abc' {
+\t\tlinux\t/boot/vmlinuz-6.8.0-50 root=UUID=abc ro quiet
+\t}
+\tmenuentry 'Ubuntu, with Linux 6.8.0-45' $menuentry_id_option 'gnulinux-6.8.0-45-advanced-abc' {
+\t\tlinux\t/boot/vmlinuz-6.8.0-45 root=UUID=abc ro quiet iommu=off amd_iommu=off
+\t}
+}
+"""
+
+
+@pytest.mark.parametrize("saved", ["gnulinux-advanced-abc>gnulinux-6.8.0-45-advanced-abc",
+                                   "Advanced options for Ubuntu>Ubuntu, with Linux 6.8.0-45", "1>1"])
+def test_status_reads_grubs_saved_entry_not_the_first(tmp_path, saved):
+    system = fake_host(tmp_path)
+    write(tmp_path, "/boot/grub/grub.cfg", GRUB_SUBMENU)
+    write(tmp_path, "/boot/grub/grubenv", f"# GRUB Environment Block\nsaved_entry={saved}\n")
+    rows, _ = verdicts(system)
+    assert rows["iommu"]["verdict"] == "OK" and rows["iommu"]["configured"] == ["amd_iommu=off", "iommu=off"]

@@ -1,0 +1,62 @@
+"""Module options as kmod resolves them: its folders in its order, a name masking the same name
+later, and `module.option=value` on the kernel command line applied after every modprobe.d file."""
+
+import pytest
+
+from fake_host import FakeHost
+from seatkit.host import change, gpus, plan as host_plan, settings, state, status
+
+ACK = host_plan.Choices(acknowledge_iommu_off=True)
+
+
+@pytest.fixture(autouse=True)
+def no_nvml(monkeypatch):
+    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+
+
+def refusals(host):
+    return host_plan.build(settings.load("paper"), host.system, ACK).refusals
+
+
+def hmm(host):
+    return next(r for r in status.status(settings.load("paper"), host.system)["rows"]
+                if r["setting"] == "hmm_disabled")
+
+
+def test_usr_local_lib_modprobe_d_is_searched(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write("/usr/local/lib/modprobe.d/zz-local.conf", "options nvidia_uvm uvm_disable_hmm=0\n")
+    assert any(r.startswith("/usr/local/lib/modprobe.d/zz-local.conf sets nvidia_uvm uvm_disable_hmm")
+               for r in refusals(host))
+
+
+def test_run_masks_the_same_name_in_usr_lib_and_usr_local_lib(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write("/usr/lib/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=0\n")
+    host.write("/usr/local/lib/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=0\n")
+    host.write("/run/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=1\n")
+    assert state.modprobe_options(host.system, "nvidia_uvm") == ({"uvm_disable_hmm": "1"},
+                                                                 ["/run/modprobe.d/hmm.conf"])
+
+
+@pytest.mark.parametrize("token", ["nvidia_uvm.uvm_disable_hmm=0", "nvidia-uvm.uvm_disable_hmm=0"])
+def test_a_module_option_on_the_kernel_command_line_is_refused_by_plan(tmp_path, token):
+    host = FakeHost(tmp_path, "grub", cmdline=f"quiet {token}")
+    assert any("has nvidia_uvm.uvm_disable_hmm=0, which kmod applies after every modprobe.d "
+               "file" in r for r in refusals(host))
+
+
+def test_status_judges_the_value_kmod_resolves_with_the_next_boots_command_line(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    change.apply(host_plan.build(settings.load("paper"), host.system, ACK), host.system)
+    host.reboot()
+    assert hmm(host)["verdict"] == "OK"
+    host.write("/etc/default/grub.d/50-hmm.cfg",
+               'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX nvidia_uvm.uvm_disable_hmm=0"\n')
+    host.run(["update-grub"])
+    row = hmm(host)  # the next boot's line wins over the kit's file
+    assert row["configured"] is False and row["verdict"] == "REVERTS"
+    assert row["why"].startswith("reverts at the next boot (or module reload): ")
+    assert row["configured_from"].endswith(state.KERNEL_LINE)
+    host.reboot()
+    assert hmm(host)["live"] is False and hmm(host)["verdict"] == "DRIFT"
