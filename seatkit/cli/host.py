@@ -8,9 +8,11 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
 from seatkit.host import change as host_change, gpus, p2p, plan as host_plan, settings, status as host_status
 from seatkit.host.system import System
+from seatkit.text import plain
 
 
 @seat.group("host")
@@ -18,12 +20,11 @@ def host_group():
     """IOMMU, P2P registry keys, Resizable BAR and HMM: status, plan, apply, rollback, recover."""
 
 
-def _cell(value) -> str:
-    if isinstance(value, dict):
-        return ";".join(f"{k}={v}" for k, v in value.items()) or "(none)"
-    if isinstance(value, list):
-        return " ".join(map(str, value)) or "(none)"
-    return "unknown" if value is None else str(value)
+def _verdict(row: dict) -> str:
+    """DRIFT with nothing known to be live reads as not yet set here, as `seat doctor` says it."""
+    if row["verdict"] == "DRIFT" and row.get("live") is None:
+        return "not set (live unknown)"
+    return row["verdict"]
 
 
 @host_group.command("status")
@@ -39,10 +40,11 @@ def status_cmd(profile: str, as_json: bool):
     table = Table("setting", "desired", "configured", "live", "verdict", "why / where",
                   title=f"seat host status ({profile}), boot {result['boot_id']}", show_lines=True)
     for row in result["rows"]:
-        why = row.get("why") or f"{row.get('configured_from', '')} | {row.get('live_from', '')}"
-        table.add_row(row["setting"], *(escape(_cell(row[k])) for k in ("desired", "configured", "live")),
-                      row["verdict"], escape(why))
-    out.print(table)
+        why = row.get("why") or "\n".join(f"{side}: {row[f'{side}_from']}" for side in ("configured", "live")
+                                           if row.get(f"{side}_from"))
+        table.add_row(row["setting"], *(escape(plain(row[k])) for k in ("desired", "configured", "live")),
+                      _verdict(row), escape(why))
+    tables.show(out, table)  # one block per setting where the grid would not fit
     out.print(f"data path: {result['data_path']['verdict']} ({result['data_path']['why']})")
     for t in result["transactions"]["in_force"]:
         out.print(f"in force: transaction {t['tx']} ({t['profile']})"
@@ -56,11 +58,13 @@ def status_cmd(profile: str, as_json: bool):
 def gpus_cmd(as_json: bool):
     """NVML inventory: PCIe links, BAR1, P2P read/write for every pair, power, topology."""
     inventory = gpus.inventory()
-    if as_json:
-        click.echo(json.dumps(inventory, indent=2))
+    none = "no NVIDIA driver answers NVML: no GPUs to list"
+    if as_json:  # an empty inventory that says why, never a bare null
+        click.echo(json.dumps(inventory if inventory is not None else {"gpus": [], "p2p": [], "why": none},
+                              indent=2))
         return
     if inventory is None:
-        out.print("no NVIDIA driver answers NVML: no GPUs to list")
+        out.print(none)
         return
     table = Table("#", "name", "PCIe now / max", "BAR1 / VRAM MiB", "power W (default)", "topology",
                   title=f"driver {inventory['driver']}, CUDA {inventory['cuda']}")

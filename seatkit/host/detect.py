@@ -125,6 +125,23 @@ def virtualisation(system: System) -> str | None:
     return None
 
 
+# What /proc/1/cgroup names when PID 1 runs in a container (cgroup v1 paths; v2 shows "0::/").
+_CONTAINER_CGROUP = re.compile(r"/(docker|kubepods|lxc|containerd|libpod|podman|buildkit)[/-]")
+
+
+def container(system: System) -> str | None:
+    """The sign that this runs in a container (which hides the host's boot files and driver), or
+    None. A VM is no container: its boot files and modules are its own."""
+    for marker, kind in (("/.dockerenv", "docker"), ("/run/.containerenv", "podman")):
+        if system.path(marker).exists():
+            return f"{kind} ({marker} exists)"
+    rc, output = system.run(["systemd-detect-virt", "--container"])
+    if rc == 0 and output.strip() not in ("", "none"):
+        return f"{output.strip()} (systemd-detect-virt --container)"
+    found = _CONTAINER_CGROUP.search(system.read("/proc/1/cgroup") or "")
+    return f"{found.group(1)} (/proc/1/cgroup)" if found else None
+
+
 def possible_cpus(system: System) -> int | None:
     text = (system.read("/sys/devices/system/cpu/possible") or "").strip()
     if not text:
