@@ -171,3 +171,23 @@ def test_a_stopped_seats_log_stays_readable(tmp_path):
     never = seat_cli(["logs", "cpu-smoke"], tmp_path / "elsewhere")
     assert never.returncode == 1 and "never started by `seat up`" in never.stderr
     assert "Traceback" not in never.stderr
+
+
+def test_selftest_blocks_say_which_point_and_which_figure_is_true(monkeypatch):
+    """At 80 columns the tables go vertical: each block names its point, each cell true / measured."""
+    from seatkit.bench import selftest
+
+    figures = {"decode_tok_s": 200.0, "tokens_per_step": 1.0, "ms_per_step": 5.0}
+    sweep_figures = {"aggregate_tok_s": 1555.6, "tokens_per_step": 3.5, "ms_per_step": 9.0}
+    point = {"true": figures, "measured": figures, "error": {"decode_tok_s": 0.001},
+             "client_decode_tok_s": 199.0, "client_error": 0.005, "client_cpu_us_per_token": 150.0}
+    level = {"concurrency": 4, "true": sweep_figures, "measured": sweep_figures, "error": {"ms_per_step": 0.0}}
+    result = {"points": [point, point], "sweep": [level], "worst_error": 0.001, "goal": 0.005,
+              "identity_error": 0.0, "met": True, "client_cpu_us_per_token": 20.0}
+    monkeypatch.setattr(selftest, "selftest", lambda repeats, progress: {
+        **result, "sweep": [{**level, "client_cpu_us_per_token": 20.0}]})
+    monkeypatch.setattr(app.out, "width", 80)
+    text = CliRunner().invoke(seat, ["bench", "selftest"]).output
+    assert text.count("point: ") == 2 and "point: 2 of 2" in text and "streams: 4" in text, text
+    assert "tok/s true / measured: 200.0 / 200.0" in text
+    assert not re.search(r"^\s*measured:", text, re.M)  # no figure without its name
