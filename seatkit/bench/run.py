@@ -190,7 +190,8 @@ def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext
                                 "success": delta.success}
     record["factors"] = decompose.factors(delta, done.completion_tokens, done.ttft_s, done.last_s,
                                           done.prompt_tokens)
-    record["alarms"] = decompose.alarms(record["factors"], target.k, done.text)
+    record["alarms"] = decompose.alarms(record["factors"], target.k, done.text,
+                                        target.conditions.get("draft_method"))
     record["exclusive"] = not record["exclusive_problems"] and not cut
     return record
 

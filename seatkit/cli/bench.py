@@ -9,8 +9,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from seatkit.bench import (cards, compare, fleet, nsys as bench_nsys, parity, report, run as bench_run,
-                           selftest, sweep, target as bench_target, workload)
+from seatkit.bench import (alarms, cards, compare, fleet, nsys as bench_nsys, parity, report,
+                           run as bench_run, selftest, sweep, target as bench_target, workload)
 from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
 from seatkit.cli.progress import progress
@@ -316,8 +316,11 @@ def print_summary(summary: dict, path: Path) -> None:
     for row in report.rows(summary):
         table.add_row(*map(escape, row))
     tables.show(out, table)
-    for kind, alarm in summary["alarms"].items():
-        out.print(f"[yellow]alarm {kind}[/] ({alarm['requests']} requests): {escape(alarm['example'])}")
+    # Doubtful figures first, in yellow; alarms under which the figures stand are notes.
+    for kind, alarm in sorted(summary["alarms"].items(), key=lambda item: alarms.stands(item[0])):
+        label = "[dim]note[/]" if alarms.stands(kind) else "[yellow]alarm[/]"
+        out.print(f"{label} {kind} ({alarm['requests']} requests): {escape(alarm['example'])}\n"
+                  f"  {escape(alarms.explained(kind))}", highlight=False)
     for why in summary.get("truncated", []):
         out.print(f"[yellow]truncated[/] (not measured): {escape(why)}")
     out.print(f"discarded (not alone on the server): {summary['discarded']}; "

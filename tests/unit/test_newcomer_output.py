@@ -5,6 +5,7 @@ output is the same wherever the tests run. SEAT_REGEN_GOLDEN=1 rewrites the gold
 diff before committing it.
 """
 
+import io
 import json
 import os
 import re
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from conftest import BIN, REPO
 from seatkit.cli import app
@@ -191,3 +193,56 @@ def test_selftest_blocks_say_which_point_and_which_figure_is_true(monkeypatch):
     assert text.count("point: ") == 2 and "point: 2 of 2" in text and "streams: 4" in text, text
     assert "tok/s true / measured: 200.0 / 200.0" in text
     assert not re.search(r"^\s*measured:", text, re.M)  # no figure without its name
+
+
+def test_ngram_drafting_under_k_is_its_normal_not_an_alarm():
+    from seatkit.bench import decompose, metrics
+
+    def drafted(per_step):  # 33 steps, 33 drafts of per_step tokens each, all accepted
+        return decompose.factors(metrics.Snapshot(values={
+            "drafts": 33, "draft_tokens": 33 * per_step, "accepted": 33 * per_step, "steps": 33,
+            "decode_seconds": 1.0, "step_seconds": 1.0}), 1 + 33 * (1 + per_step), 0.5, 1.5, 10)
+    assert "drafted-length" not in decompose.alarms(drafted(4), 5, "", "ngram")
+    assert "drafted-length" in decompose.alarms(drafted(4), 5, "", "dspark")  # drafts k every step
+    assert "drafted-length" in decompose.alarms(drafted(6), 5, "", "ngram")  # over k: not ngram either
+
+
+def test_every_alarm_the_bench_raises_is_explained_with_whether_the_figures_stand():
+    from seatkit.bench import alarms
+
+    source = (REPO / "seatkit" / "bench" / "decompose.py").read_text()
+    raised = set(re.findall(r'out\["([a-z-]+)"\] = ', source)) - {"client_vs_server"}
+    assert raised >= {"drafted-length", "client-bursts", "loop"}
+    for kind in raised:
+        assert "no explanation" not in alarms.explained(kind), kind
+    assert alarms.stands("client-bursts") and not alarms.stands("loop")
+
+
+def test_a_note_under_which_the_figures_stand_is_not_an_alarm(monkeypatch, tmp_path):
+    from seatkit.cli import bench as cli_bench
+
+    summary = {"suites": {}, "discarded": 0, "alarms": {
+        "client-bursts": {"requests": 6, "example": "the stream reached the client in bursts"},
+        "loop": {"requests": 2, "example": "output loops"}}}
+    buffer = io.StringIO()
+    monkeypatch.setattr(cli_bench, "out", Console(file=buffer, width=100))
+    cli_bench.print_summary(summary, tmp_path)
+    printed = buffer.getvalue()
+    assert printed.index("alarm loop") < printed.index("note client-bursts")
+    assert "The figures: they stand" in printed.split("note client-bursts")[1]
+    assert "The figures: they flatter" in printed.split("alarm loop")[1]
+
+
+def test_make_install_links_seat_for_the_user_and_leaves_anothers_alone(tmp_path):
+    make = ["make", "-s", "-C", str(REPO), "-o", ".venv/.installed"]
+    bindir = tmp_path / "bin"
+    done = subprocess.run([*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert os.readlink(bindir / "seat") == str(REPO / ".venv" / "bin" / "seat")
+    assert "is not on your PATH" in done.stdout
+    gone = subprocess.run([*make, "uninstall", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
+    assert gone.returncode == 0 and not (bindir / "seat").exists()
+    (bindir / "seat").write_text("#!/bin/sh\necho someone else's seat\n")
+    refused = subprocess.run([*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "left alone" in refused.stdout
+    assert "someone else's" in (bindir / "seat").read_text()
