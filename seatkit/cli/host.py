@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import click
 from rich.markup import escape
@@ -112,6 +113,19 @@ def _show(plan: host_plan.Plan) -> None:
         out.print(f"[red]refused:[/] {escape(refusal)}")
 
 
+def _would(plan: host_plan.Plan, system: System) -> str:
+    """The answer a dry run owes first: whether `--yes` would act, and if not, what stops it."""
+    stops = [*plan.refusals]
+    if plan.snippet:
+        stops.append("NixOS is configured declaratively: the snippet below goes into configuration.nix")
+    if system.euid != 0:
+        stops.append("acting needs root (sudo)")
+    if not stops:
+        return f"--yes would apply this plan: {len(plan.ops)} change(s), then a reboot"
+    heads = "\n".join(f"  - {escape(re.split(r'[:.] ', stop)[0])}" for stop in stops)  # the why follows below
+    return f"[red]--yes would not act[/]: {len(stops)} thing(s) block it (each explained below):\n{heads}"
+
+
 REPLACE = click.option("--replace", is_flag=True,
                        help="Replace IOMMU tokens that conflict (e.g. iommu=pt); rollback puts them back.")
 ACKNOWLEDGE = click.option("--acknowledge-iommu-off", "acknowledge", is_flag=True,
@@ -153,9 +167,13 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
     Files are backed up before they are written; `seat host rollback` undoes the transaction
     byte for byte and `seat host recover` undoes one that was cut short. A reboot follows."""
     plan = host_plan.build(settings.load(profile), choices=_choices(replace, acknowledge))
+    if not yes:
+        out.print(_would(plan, System()), highlight=False)
     _show(plan)
     if not yes:
-        out.print("dry run: nothing was changed (add --yes to apply)")
+        out.print("dry run: nothing was changed"
+                  + (f" ({len(plan.refusals)} refusal(s) above block --yes)" if plan.refusals
+                     else " (add --yes to apply)"))
         if plan.refusals:
             raise SystemExit(2)
         return

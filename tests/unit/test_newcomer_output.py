@@ -246,3 +246,22 @@ def test_make_install_links_seat_for_the_user_and_leaves_anothers_alone(tmp_path
     refused = subprocess.run([*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0 and "left alone" in refused.stdout
     assert "someone else's" in (bindir / "seat").read_text()
+
+
+def test_a_dry_apply_says_first_whether_yes_would_act_then_what_blocks_it(tmp_path):
+    from types import SimpleNamespace
+
+    from seatkit.cli import host as cli_host
+
+    blocked = SimpleNamespace(refusals=["the driver is unknown: the five-key form is refused",
+                                        "turning the IOMMU off needs --acknowledge-iommu-off. More."],
+                              snippet="", ops=[])
+    said = cli_host._would(blocked, vm(tmp_path))
+    assert said.startswith("[red]--yes would not act[/]: 2 thing(s) block it")
+    assert "  - the driver is unknown\n  - turning the IOMMU off needs --acknowledge-iommu-off" in said
+    assert "acting needs root" in cli_host._would(SimpleNamespace(refusals=[], snippet="", ops=[1]),
+                                                  vm(tmp_path, euid=1000))
+    clear = cli_host._would(SimpleNamespace(refusals=[], snippet="", ops=[1, 2]), vm(tmp_path))
+    assert clear == "--yes would apply this plan: 2 change(s), then a reboot"
+    done = CliRunner().invoke(seat, ["host", "apply", "paper"])  # this machine, whatever it is
+    assert done.output.startswith("--yes would "), done.output
