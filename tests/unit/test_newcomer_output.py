@@ -265,3 +265,11 @@ def test_a_dry_apply_says_first_whether_yes_would_act_then_what_blocks_it(tmp_pa
     assert clear == "--yes would apply this plan: 2 change(s), then a reboot"
     done = CliRunner().invoke(seat, ["host", "apply", "paper"])  # this machine, whatever it is
     assert done.output.startswith("--yes would "), done.output
+
+
+def test_verifying_an_overlay_never_fetched_says_to_fetch_it(tmp_path):
+    done = seat_cli(["overlay", "verify", str(tmp_path / "vllm")], tmp_path)
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 1 and "it was never fetched" in said
+    assert "hint: seat overlay fetch" in said and f"--dest {tmp_path / 'vllm'}" in said
+    assert "Traceback" not in done.stderr
