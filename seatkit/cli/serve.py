@@ -140,7 +140,12 @@ def _may_run_in_docker(profile: str) -> bool:
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def status_cmd(profile: str, as_json: bool):
     """What `seat up` started for PROFILE, whether it still runs, and its /health answer."""
-    info = launch.status(profiles.name_of(profile))
+    name = profiles.name_of(profile)
+    info = launch.status(name)
+    if info["state"] == "down" and not profiles.profile_path(profile).exists():
+        # Nothing recorded and no such profile: a typo, not a seat that is down.
+        raise SeatError(f"no profile {profile!r} and nothing `seat up` started under that name",
+                        f"profiles: {', '.join(profiles.profile_names())}")
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
@@ -148,6 +153,8 @@ def status_cmd(profile: str, as_json: bool):
     width = max(map(len, shown))
     for key, value in shown.items():
         out.print(f"{key:>{width}}: {escape(value)}", highlight=False)  # model ids come from the server
+    if info["state"] == "down":
+        out.print(f"not running: nothing `seat up` started is recorded; next: seat up {escape(name)}", highlight=False)
 
 
 def _readable(info: dict) -> dict[str, str]:

@@ -273,3 +273,11 @@ def test_verifying_an_overlay_never_fetched_says_to_fetch_it(tmp_path):
     assert done.returncode == 1 and "it was never fetched" in said
     assert "hint: seat overlay fetch" in said and f"--dest {tmp_path / 'vllm'}" in said
     assert "Traceback" not in done.stderr
+
+
+def test_status_of_a_typo_is_an_error_and_a_down_seat_says_what_next(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    typo = seat_cli(["status", "cpu-smok"], tmp_path)
+    assert typo.returncode == 1 and "no profile 'cpu-smok'" in typo.stderr and "cpu-smoke" in typo.stderr
+    down = CliRunner().invoke(seat, ["status", "cpu-smoke"])
+    assert down.exit_code == 0 and "state: down" in down.output and "next: seat up cpu-smoke" in down.output
