@@ -160,7 +160,8 @@ def status_cmd(profile: str, as_json: bool):
 def _readable(info: dict) -> dict[str, str]:
     """`seat status` in words: the process id or container named as such, lists as lists, no None."""
     shown = {}
-    for key, value in when.readable(info).items():
+    # profile and state first: what a person asks before anything else
+    for key, value in sorted(when.readable(info).items(), key=lambda kv: kv[0] not in ("profile", "state")):
         if key == "ident":
             key, value = ("process id", value) if info.get("runtime") == "native" else ("container", value[:12])
         elif key == "nsys":
