@@ -149,6 +149,16 @@ def docker_engine():
             os.environ["DOCKER_HOST"] = NO_ENGINE
 
 
+@pytest.fixture(autouse=True)
+def _docker_host(request, monkeypatch):
+    """Each test reaches this run's engine only when it asks for it (directly or through a fixture);
+    every other test reaches none, even after the engine started for an earlier test."""
+    if "docker_engine" in request.fixturenames:
+        monkeypatch.setenv("DOCKER_HOST", request.getfixturevalue("docker_engine"))
+    else:
+        monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
+
+
 def apt_install(*packages: str) -> None:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         unavailable(f"installing {' '.join(packages)} needs root and apt-get")

@@ -22,13 +22,6 @@ def tiny_image(host, tag):
     assert done.returncode == 0, done.stderr
 
 
-def test_a_test_that_asks_for_no_engine_reaches_none():
-    """Outside docker_engine, docker calls reach no engine at all, not the one on the default socket."""
-    assert os.environ["DOCKER_HOST"] == NO_ENGINE
-    done = subprocess.run(["docker", "info"], capture_output=True, text=True, timeout=60)
-    assert done.returncode != 0 and "nonexistent" in done.stderr
-
-
 def test_two_engines_side_by_side_do_not_touch_each_other():
     tag = f"seatkit-test/side-{uuid.uuid4().hex[:8]}:1"
     with private_engine("a") as a:
@@ -73,3 +66,11 @@ def test_the_sdk_the_cli_and_compose_reach_this_runs_engine(docker_engine, busyb
     finally:
         subprocess.run([*compose, "-p", project, "-f", str(tmp_path / "docker-compose.yml"), "down", "-t", "0"],
                        capture_output=True, timeout=120)
+
+
+def test_a_test_that_asks_for_no_engine_reaches_none():
+    """Outside docker_engine, docker calls reach no engine at all, not the one on the default socket,
+    even after this run's engine started for the test above (pytest runs a file in order)."""
+    assert os.environ["DOCKER_HOST"] == NO_ENGINE
+    done = subprocess.run(["docker", "info"], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "nonexistent" in done.stderr
