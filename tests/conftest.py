@@ -29,13 +29,13 @@ NO_ENGINE = "unix:///nonexistent/seatkit-tests-ask-for-docker_engine.sock"
 
 def pytest_configure(config):
     """Tests keep their state (run records, logs, keys) in a SEAT_HOME of their own; only the
-    slow-to-make runtimes, built models and base-image wheels are shared with the user's cache, through
-    links."""
+    slow-to-make runtimes, built models, base-image wheels and saved base images are shared with the
+    user's cache, through links."""
     from seatkit import paths
 
     shared = paths.seat_home()
     home = Path(tempfile.mkdtemp(prefix="seat-home-"))
-    for folder in ("venvs", "models", "wheelhouse"):
+    for folder in ("venvs", "models", "wheelhouse", "images"):
         (shared / folder).mkdir(parents=True, exist_ok=True)
         (home / folder).symlink_to(shared / folder)
     config.seat_home = home
@@ -170,6 +170,25 @@ def apt_install(*packages: str) -> None:
             unavailable(f"{' '.join(argv)} failed: {done.stderr[-300:]}")
 
 
+def cached_image(tag: str, make) -> str:
+    """A base image in this run's engine: loaded from the copy saved in the shared cache, else made by
+    make() and saved there, so that each run's own engine does not remake it (minutes) from Debian."""
+    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0:
+        return tag
+    from seatkit import paths
+
+    saved = paths.seat_home() / "images" / (tag.replace("/", "_").replace(":", "_") + ".tar")
+    if saved.exists() and subprocess.run(["docker", "load", "-i", str(saved)], capture_output=True,
+                                         timeout=900).returncode == 0:
+        return tag
+    make()
+    partial = saved.with_suffix(f".{os.getpid()}.part")  # another run may save the same tag at once
+    if subprocess.run(["docker", "save", "-o", str(partial), tag], capture_output=True, timeout=900).returncode == 0:
+        partial.replace(saved)
+    partial.unlink(missing_ok=True)
+    return tag
+
+
 @pytest.fixture(scope="session")
 def busybox_image(docker_engine, tmp_path_factory) -> str:
     """A 2 MB local base image (no registry): busybox-static and its applets."""
@@ -193,16 +212,14 @@ def busybox_image(docker_engine, tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def py312_image(docker_engine) -> str:
     """Debian with a venv at /opt/venv/lib/python3.12/site-packages, like the vLLM image (about 35 s)."""
-    tag = "seatkit-test/py312:1"
-    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0:
-        return tag
-    if shutil.which("mmdebstrap") is None:
-        apt_install("mmdebstrap")
-    done = subprocess.run(["bash", str(REPO / "tests/integration/images/py312-base.sh"), tag],
-                          capture_output=True, text=True, timeout=900)
-    if done.returncode:
-        unavailable(f"could not make the Python 3.12 stand-in base: {done.stderr[-500:]}")
-    return tag
+    def make(tag="seatkit-test/py312:1"):
+        if shutil.which("mmdebstrap") is None:
+            apt_install("mmdebstrap")
+        done = subprocess.run(["bash", str(REPO / "tests/integration/images/py312-base.sh"), tag],
+                              capture_output=True, text=True, timeout=900)
+        if done.returncode:
+            unavailable(f"could not make the Python 3.12 stand-in base: {done.stderr[-500:]}")
+    return cached_image("seatkit-test/py312:1", make)
 
 
 @pytest.fixture(scope="session")

@@ -24,4 +24,4 @@ def explained(kind: str) -> str:
     known = _known().get(kind)
     if not known:
         return "no explanation is on file for this alarm: treat the figures as doubtful"
-    return f"{' '.join(known['means'].split())} The figures: {known['figures']}"
+    return f"{' '.join(known['means'].split())} Do the figures above stand? {known['figures']}"

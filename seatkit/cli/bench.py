@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 
 from seatkit.bench import (alarms, cards, compare, fleet, nsys as bench_nsys, parity, report,
@@ -319,8 +320,8 @@ def print_summary(summary: dict, path: Path) -> None:
     # Doubtful figures first, in yellow; alarms under which the figures stand are notes.
     for kind, alarm in sorted(summary["alarms"].items(), key=lambda item: alarms.stands(item[0])):
         label = "[dim]note[/]" if alarms.stands(kind) else "[yellow]alarm[/]"
-        out.print(f"{label} {kind} ({alarm['requests']} requests): {escape(alarm['example'])}\n"
-                  f"  {escape(alarms.explained(kind))}", highlight=False)
+        out.print(f"{label} {kind} ({alarm['requests']} requests): {escape(alarm['example'])}", highlight=False)
+        out.print(Padding(escape(alarms.explained(kind)), (0, 0, 0, 2)), highlight=False)
     for why in summary.get("truncated", []):
         out.print(f"[yellow]truncated[/] (not measured): {escape(why)}")
     out.print(f"discarded (not alone on the server): {summary['discarded']}; "

@@ -229,8 +229,8 @@ def test_a_note_under_which_the_figures_stand_is_not_an_alarm(monkeypatch, tmp_p
     cli_bench.print_summary(summary, tmp_path)
     printed = buffer.getvalue()
     assert printed.index("alarm loop") < printed.index("note client-bursts")
-    assert "The figures: they stand" in printed.split("note client-bursts")[1]
-    assert "The figures: they flatter" in printed.split("alarm loop")[1]
+    assert "figures above stand? Yes" in " ".join(printed.split("note client-bursts")[1].split())
+    assert "figures above stand? No: they flatter" in " ".join(printed.split("alarm loop")[1].split())
 
 
 def test_make_install_links_seat_for_the_user_and_leaves_anothers_alone(tmp_path):
