@@ -20,13 +20,13 @@ test: $(VENV)/.installed
 
 # A link to this clone's seat: the kit reads its profiles and data from the clone, so it stays here.
 install: $(VENV)/.installed
-	mkdir -p $(BINDIR)
-	@if [ -e $(BINDIR)/seat ] && [ "$$(readlink $(BINDIR)/seat)" != "$(CURDIR)/$(VENV)/bin/seat" ]; then \
+	mkdir -p "$(BINDIR)"
+	@if [ -e "$(BINDIR)/seat" ] && [ "$$(readlink "$(BINDIR)/seat")" != "$(CURDIR)/$(VENV)/bin/seat" ]; then \
 	  echo "$(BINDIR)/seat exists and is not this clone's: left alone (remove it, or make install BINDIR=DIR)"; exit 1; fi
-	ln -sfn $(CURDIR)/$(VENV)/bin/seat $(BINDIR)/seat
+	ln -sfn "$(CURDIR)/$(VENV)/bin/seat" "$(BINDIR)/seat"
 	@echo "seat -> $(CURDIR)/$(VENV)/bin/seat, linked in $(BINDIR)"
 	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "$(BINDIR) is not on your PATH: add it (e.g. in ~/.profile: export PATH=\"$(BINDIR):\$$PATH\")";; esac
 
 uninstall:
-	@if [ "$$(readlink $(BINDIR)/seat)" = "$(CURDIR)/$(VENV)/bin/seat" ]; then rm $(BINDIR)/seat; echo "removed $(BINDIR)/seat"; \
+	@if [ "$$(readlink "$(BINDIR)/seat")" = "$(CURDIR)/$(VENV)/bin/seat" ]; then rm "$(BINDIR)/seat"; echo "removed $(BINDIR)/seat"; \
 	else echo "$(BINDIR)/seat is not this clone's link: left alone"; fi

@@ -235,7 +235,7 @@ def test_a_note_under_which_the_figures_stand_is_not_an_alarm(monkeypatch, tmp_p
 
 def test_make_install_links_seat_for_the_user_and_leaves_anothers_alone(tmp_path):
     make = ["make", "-s", "-C", str(REPO), "-o", ".venv/.installed"]
-    bindir = tmp_path / "bin"
+    bindir = tmp_path / "my bin"  # a space in the path, as a home folder may have
     done = subprocess.run([*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert os.readlink(bindir / "seat") == str(REPO / ".venv" / "bin" / "seat")
