@@ -30,3 +30,14 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
     netloc = host + (f":{parts.port}" if parts.port else "")
     return (urlunsplit(parts._replace(netloc=netloc)),
             (unquote(parts.username or ""), unquote(parts.password or "")))
+
+
+def plain(value) -> str:
+    """A reading as a person reads it: never a Python literal ({}, [], None, True)."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "none set"
+    if isinstance(value, (list, tuple, set)):
+        return " ".join(map(str, value)) or "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "unknown" if value is None else str(value)

@@ -112,14 +112,19 @@ preflight() {
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac
   file="${SEAT_MODEL_BASE_DIR}"/config.json
-  [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
   file="${SEAT_MODEL_BASE_DIR}"/model.safetensors.index.json
-  [ -s "$file" ] || fail 'base model model.safetensors.index.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model model.safetensors.index.json'" is missing or empty: $file"
   file="${SEAT_MODEL_BASE_DIR}"/tokenizer.json
-  [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
   file="${SEAT_MODEL_BASE_DIR}"/tokenizer_config.json
-  [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
   index="${SEAT_MODEL_BASE_DIR}"/model.safetensors.index.json
+  if [ -d "${index%/*}" ]; then
   shards=0
   # One shard name a line: never word-split or globbed.
   while IFS= read -r shard; do
@@ -127,6 +132,7 @@ preflight() {
     [ -s "${index%/*}/$shard" ] || fail 'base model'" shard missing or empty: $shard" "the index lists it; finish the download"
   done < <(grep -o '"[^"]*\.safetensors"' "$index" 2>/dev/null | tr -d '"' | sort -u)
   [ "$shards" -gt 0 ] || fail 'base model'" index lists no shards (or is unreadable): $index"
+  fi
   dir="${SEAT_MODEL_DRAFT_DIR}"
   ! has_control "$dir" || fail 'draft model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
   [ -d "$dir" ] || fail 'draft model'" directory not found: $dir" "download it, or set the knob that names it"
@@ -134,14 +140,19 @@ preflight() {
     *:*|*,*) fail 'draft model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac
   file="${SEAT_MODEL_DRAFT_DIR}"/config.json
-  [ -s "$file" ] || fail 'draft model config.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_DRAFT_DIR}" ] || [ -s "$file" ] || fail 'draft model config.json'" is missing or empty: $file"
   file="${SEAT_MODEL_DRAFT_DIR}"/model.safetensors.index.json
-  [ -s "$file" ] || fail 'draft model model.safetensors.index.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_DRAFT_DIR}" ] || [ -s "$file" ] || fail 'draft model model.safetensors.index.json'" is missing or empty: $file"
   file="${SEAT_MODEL_DRAFT_DIR}"/tokenizer.json
-  [ -s "$file" ] || fail 'draft model tokenizer.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_DRAFT_DIR}" ] || [ -s "$file" ] || fail 'draft model tokenizer.json'" is missing or empty: $file"
   file="${SEAT_MODEL_DRAFT_DIR}"/tokenizer_config.json
-  [ -s "$file" ] || fail 'draft model tokenizer_config.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_DRAFT_DIR}" ] || [ -s "$file" ] || fail 'draft model tokenizer_config.json'" is missing or empty: $file"
   index="${SEAT_MODEL_DRAFT_DIR}"/model.safetensors.index.json
+  if [ -d "${index%/*}" ]; then
   shards=0
   # One shard name a line: never word-split or globbed.
   while IFS= read -r shard; do
@@ -149,6 +160,7 @@ preflight() {
     [ -s "${index%/*}/$shard" ] || fail 'draft model'" shard missing or empty: $shard" "the index lists it; finish the download"
   done < <(grep -o '"[^"]*\.safetensors"' "$index" 2>/dev/null | tr -d '"' | sort -u)
   [ "$shards" -gt 0 ] || fail 'draft model'" index lists no shards (or is unreadable): $index"
+  fi
   dir="${SEAT_CACHE_DIR}"
   ! has_control "$dir" || fail cache" directory has a control character (a newline, a tab) in its path" "name a plain path"
   case "$dir" in
@@ -266,8 +278,10 @@ cmd=(
 
 printf '%s %s %s\n' 'seat dsv4-flash-dspark-tp4:' "SEAT_IMAGE=${SEAT_IMAGE} SEAT_CONTAINER=${SEAT_CONTAINER} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT} SEAT_MODEL_BASE_DIR=${SEAT_MODEL_BASE_DIR} SEAT_MODEL_DRAFT_DIR=${SEAT_MODEL_DRAFT_DIR} SEAT_CACHE_DIR=${SEAT_CACHE_DIR} SEAT_NSYS=${SEAT_NSYS} SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} B12X_MICRO_MAX_ACTIVE_CLUSTERS=${B12X_MICRO_MAX_ACTIVE_CLUSTERS-(unset)}" 'runtime=docker tp=4 served_model_name=deepseek-v4-flash-dspark speculative=dspark/k=5 vllm_args=22 env=45 extra_mounts=none extra_env=none' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
-  printf '%q ' "${cmd[@]}"
-  echo
+  # One argument a line, each continued: readable, and still a command to paste.
+  printf '%q' "${cmd[0]}"
+  printf ' \\\n  %q' "${cmd[@]:1}"
+  printf '\n'
   exit 0
 fi
 exec "${cmd[@]}"

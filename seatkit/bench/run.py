@@ -222,7 +222,8 @@ def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext
                                 "success": delta.success}
     record["factors"] = decompose.factors(delta, tokens, done.ttft_s, done.last_s,
                                           done.prompt_tokens, done.first_event_tokens, target.k)
-    record["alarms"] = decompose.alarms(record["factors"], target.k, done.text)
+    record["alarms"] = decompose.alarms(record["factors"], target.k, done.text,
+                                        target.conditions.get("draft_method"))
     if record["usage_note"]:
         record["alarms"]["usage-disagrees"] = record["usage_note"]
     record["exclusive"] = not record["exclusive_problems"] and not cut

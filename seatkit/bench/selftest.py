@@ -31,7 +31,7 @@ IDENTITY = 1e-9  # tok/s against tokens/step / s/step, per request: rounding onl
 GRID = [(1.0, 200.0, None), (2.0, 500.0, None), (3.5, 900.0, None), (5.25, 1400.0, None),
         (7.0, 2000.0, None), (6.5, 600.0, 512)]
 FIGURES = ("decode_tok_s", "tokens_per_step", "ms_per_step", "drafter_tokens_per_step")
-PROMPT = Prompt("selftest", "oracle-prompt", "code", "measure me " * 32, "oracle", 0)
+PROMPT = Prompt("oracle", "oracle-prompt", "code", "measure me " * 32, "oracle", 0)
 
 
 def start_oracle(tokens_per_step: float, step_ms: float, batch_ms: float = 0.0,
@@ -77,7 +77,7 @@ def point(tokens_per_step: float, rate: float, max_tokens: int | None, decode_s:
     finally:
         proc.terminate()
         proc.wait()
-    s = summary["suites"]["selftest"]
+    s = summary["suites"][PROMPT.suite]
     measured = {name: s[name]["median"] for name in FIGURES}
     client = statistics.median(r["factors"]["client_decode_tok_s"] for r in records)
     return {"true": true, "measured": measured, "k": 7,
@@ -110,12 +110,12 @@ def sweep_points(progress: Callable[[str], None] = lambda m: None) -> list[dict]
             prompt = Prompt(**{**PROMPT.__dict__, "max_tokens": SWEEP["max_tokens"]})
             summary = sweep.sweep(run.Target(url, oracle.MODEL, k=7), [prompt],
                                   run.Options(warmups=1), SWEEP["levels"],
-                                  run.RunDir(Path(tmp), "sweep"), progress)
+                                  run.RunDir(Path(tmp), "sweep"), lambda m: progress(f"concurrency sweep, {m}"))
     finally:
         proc.terminate()
         proc.wait()
     points = []
-    for row in summary["suites"]["selftest"]["levels"]:
+    for row in summary["suites"][PROMPT.suite]["levels"]:
         true = sweep_truth(row["concurrency"])
         measured = {name: row.get(name) for name in SWEEP_FIGURES}
         points.append({"concurrency": row["concurrency"], "true": true, "measured": measured,
@@ -129,8 +129,8 @@ def sweep_points(progress: Callable[[str], None] = lambda m: None) -> list[dict]
 def selftest(decode_s: float = 1.0, repeats: int = 3,
              progress: Callable[[str], None] = lambda m: None) -> dict:
     points = []
-    for tokens_per_step, rate, max_tokens in GRID:
-        progress(f"oracle at {rate:.0f} tok/s, {tokens_per_step} tokens/step")
+    for i, (tokens_per_step, rate, max_tokens) in enumerate(GRID, 1):
+        progress(f"batch 1, point {i} of {len(GRID)}: oracle at {rate:.0f} tok/s, {tokens_per_step} tokens/step")
         points.append(point(tokens_per_step, rate, max_tokens, decode_s, repeats))
     levels = sweep_points(progress)
     worst = max(max(p["error"].values()) for p in points + levels)

@@ -258,7 +258,7 @@ def sweep(target: Target, prompts: list[Prompt], options: Options, levels: list[
                           sampling=options.sampling)
         rows = []
         for n in levels:
-            progress(f"{prompt.suite}: {n} concurrent streams")
+            progress(f"{prompt.suite}: {n} concurrent streams" if n > 1 else f"{prompt.suite}: 1 stream")
             row = level(target, prompt, options, n)
             out.add({"suite": prompt.suite, "prompt": prompt.name, **row})
             rows.append(row)

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 
-from seatkit.bench import (cards, compare, fleet, nsys as bench_nsys, parity, report, run as bench_run,
-                           selftest, sweep, target as bench_target, workload)
+from seatkit.bench import (alarms, cards, compare, fleet, nsys as bench_nsys, parity, report,
+                           run as bench_run, selftest, sweep, target as bench_target, workload)
 from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
 from seatkit.cli.progress import progress
@@ -150,28 +151,29 @@ def print_sweep(summary: dict, path: Path) -> None:
 def bench_selftest_cmd(repeats: int):
     """Measure the bench against a ground-truth oracle: batch 1 at 200-2,000 tok/s and 1-7
     tokens/step (most ending on a step max_tokens cuts), and a concurrency sweep of 1-16 streams."""
-    with progress(err, "selftest") as update:
+    with progress(err, "bench selftest") as update:
         result = selftest.selftest(repeats=repeats, progress=update)
-    table = Table("true tok/s", "measured", "true tokens/step", "measured", "true ms/step",
-                  "measured", "worst error", "client-timed tok/s (error)", "client CPU us/token",
-                  title="seat bench selftest")
-    for p in result["points"]:
+    # Each figure as true / measured in one cell: a block read alone still says which is which.
+    table = Table("point", "tok/s true / measured", "tokens/step true / measured",
+                  "ms/step true / measured", "worst error", "client-timed tok/s (error)", "client CPU us/token",
+                  title="seat bench selftest: batch 1 against the oracle")
+    for i, p in enumerate(result["points"], 1):
         t, m = p["true"], p["measured"]
-        table.add_row(f"{t['decode_tok_s']:.1f}", f"{m['decode_tok_s']:.1f}",
-                      f"{t['tokens_per_step']:.3f}", f"{m['tokens_per_step']:.3f}",
-                      f"{t['ms_per_step']:.3f}", f"{m['ms_per_step']:.3f}",
+        table.add_row(f"{i} of {len(result['points'])}",
+                      f"{t['decode_tok_s']:.1f} / {m['decode_tok_s']:.1f}",
+                      f"{t['tokens_per_step']:.3f} / {m['tokens_per_step']:.3f}",
+                      f"{t['ms_per_step']:.3f} / {m['ms_per_step']:.3f}",
                       f"{max(p['error'].values()):.3%}",
                       f"{p['client_decode_tok_s']:.1f} ({p['client_error']:.2%})",
                       f"{p['client_cpu_us_per_token']:.1f}")
     tables.show(out, table)
-    table = Table("streams", "true tok/s", "measured", "tokens/step", "true ms/step", "measured",
-                  "worst error", title="concurrency sweep against the batched oracle")
+    table = Table("streams", "tok/s true / measured", "tokens/step true / measured", "ms/step true / measured",
+                  "worst error", title="seat bench selftest: concurrency sweep against the batched oracle")
     for p in result["sweep"]:
         t, m = p["true"], p["measured"]
-        table.add_row(str(p["concurrency"]), f"{t['aggregate_tok_s']:.1f}",
-                      f"{m['aggregate_tok_s'] or 0:.1f}",
+        table.add_row(str(p["concurrency"]), f"{t['aggregate_tok_s']:.1f} / {m['aggregate_tok_s'] or 0:.1f}",
                       f"{t['tokens_per_step']:.3f} / {m['tokens_per_step'] or 0:.3f}",
-                      f"{t['ms_per_step']:.3f}", f"{m['ms_per_step'] or 0:.3f}",
+                      f"{t['ms_per_step']:.3f} / {m['ms_per_step'] or 0:.3f}",
                       f"{max(p['error'].values()):.3%}")
     tables.show(out, table)
     top = result["sweep"][-1]
@@ -324,8 +326,11 @@ def print_summary(summary: dict, path: Path) -> None:
     tables.show(out, table)
     for line in report.notes(summary):
         out.print(escape(line), highlight=False)
-    for kind, alarm in summary["alarms"].items():
-        out.print(f"[yellow]alarm {kind}[/] ({alarm['requests']} requests): {escape(alarm['example'])}")
+    # Doubtful figures first, in yellow; alarms under which the figures stand are notes.
+    for kind, alarm in sorted(summary["alarms"].items(), key=lambda item: alarms.stands(item[0])):
+        label = "[dim]note[/]" if alarms.stands(kind) else "[yellow]alarm[/]"
+        out.print(f"{label} {kind} ({alarm['requests']} requests): {escape(alarm['example'])}", highlight=False)
+        out.print(Padding(escape(alarms.explained(kind)), (0, 0, 0, 2)), highlight=False)
     for why in summary.get("truncated", []):
         out.print(f"[yellow]truncated[/] (not measured): {escape(why)}")
     out.print(f"discarded (not alone on the server): {summary['discarded']}; "

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from seatkit.cli.app import PROFILE, out, seat
 from seatkit.doctor.diagnose import diagnose
@@ -38,11 +38,13 @@ def doctor_cmd(profile: str, host_profile: str, runs: str, as_json: bool):
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
-        table = Table("layer", "check", "", "evidence / fix", width=80, show_lines=True,
-                      title=f"seat doctor {result['profile']} (host profile {result['host_profile']})")
+        width = min(out.width, 120)  # wider, the evidence reads as one long line
+        # Folded, not cut: an image tag or a path is read whole, over two lines when it must.
+        table = Table("layer", "check", "", Column("evidence / fix", overflow="fold"), width=width,
+                      show_lines=True, title=f"seat doctor {result['profile']} (host profile {result['host_profile']})")
         for row in result["rows"]:
             text = escape(row["evidence"]) + (f"\n[dim]fix: {escape(row['fix'])}[/]" if row["fix"] else "")
             table.add_row(row["layer"], row["check"], f"[{COLOUR[row['status']]}]{row['status']}[/]", text)
-        Console(width=80, file=out.file, force_terminal=out.is_terminal).print(table)
+        Console(width=width, file=out.file, force_terminal=out.is_terminal).print(table)
         out.print(f"worst: {result['status']} (exit {result['exit_code']})")
     sys.exit(result["exit_code"])

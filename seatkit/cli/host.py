@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
+from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
 from seatkit.host import change as host_change, gpus, p2p, plan as host_plan, settings, status as host_status, step
 from seatkit.errors import SeatError
 from seatkit.host.system import System
+from seatkit.text import plain
 
 
 @seat.group("host")
@@ -19,12 +22,11 @@ def host_group():
     """IOMMU, P2P registry keys, Resizable BAR and HMM: status, plan, apply, rollback, recover."""
 
 
-def _cell(value) -> str:
-    if isinstance(value, dict):
-        return ";".join(f"{k}={v}" for k, v in value.items()) or "(none)"
-    if isinstance(value, list):
-        return " ".join(map(str, value)) or "(none)"
-    return "unknown" if value is None else str(value)
+def _verdict(row: dict) -> str:
+    """DRIFT with nothing known to be live reads as not yet set here, as `seat doctor` says it."""
+    if row["verdict"] == "DRIFT" and row.get("live") is None:
+        return "not set (live unknown)"
+    return row["verdict"]
 
 
 @host_group.command("status")
@@ -40,10 +42,11 @@ def status_cmd(profile: str, as_json: bool):
     table = Table("setting", "desired", "configured", "live", "verdict", "why / where",
                   title=f"seat host status ({profile}), boot {result['boot_id']}", show_lines=True)
     for row in result["rows"]:
-        why = row.get("why") or f"{row.get('configured_from', '')} | {row.get('live_from', '')}"
-        table.add_row(row["setting"], *(escape(_cell(row[k])) for k in ("desired", "configured", "live")),
-                      row["verdict"], escape(why))
-    out.print(table)
+        why = row.get("why") or "\n".join(f"{side}: {row[f'{side}_from']}" for side in ("configured", "live")
+                                           if row.get(f"{side}_from"))
+        table.add_row(row["setting"], *(escape(plain(row[k])) for k in ("desired", "configured", "live")),
+                      _verdict(row), escape(why))
+    tables.show(out, table)  # one block per setting where the grid would not fit
     out.print(f"data path: {result['data_path']['verdict']} ({result['data_path']['why']})")
     out.print(f"step probe: {result['step']['verdict']} ({escape(result['step']['why'])})", highlight=False)
     for t in result["transactions"]["in_force"]:
@@ -59,11 +62,13 @@ def gpus_cmd(as_json: bool):
     """NVML inventory: PCIe links, BAR1, P2P read/write for every pair, power, topology; then ACS on
     the bridges between each GPU pair, IOMMU groups and ATS, from sysfs (root reads them all)."""
     inventory = gpus.inventory()
-    if as_json:
-        click.echo(json.dumps(inventory, indent=2))
+    none = "no NVIDIA driver answers NVML: no GPUs to list"
+    if as_json:  # an empty inventory that says why, never a bare null
+        click.echo(json.dumps(inventory if inventory is not None else {"gpus": [], "p2p": [], "why": none},
+                              indent=2))
         return
     if inventory is None:
-        out.print("no NVIDIA driver answers NVML: no GPUs to list")
+        out.print(none)
         return
     table = Table("#", "name", "PCIe now / max", "BAR1 / VRAM MiB", "power W (default)", "topology",
                   title=f"driver {inventory['driver']}, CUDA {inventory['cuda']}")
@@ -124,6 +129,19 @@ def _show(plan: host_plan.Plan) -> None:
         out.print(f"[red]refused:[/] {escape(refusal)}")
 
 
+def _would(plan: host_plan.Plan, system: System) -> str:
+    """The answer a dry run owes first: whether `--yes` would act, and if not, what stops it."""
+    stops = [*plan.refusals]
+    if plan.snippet:
+        stops.append("NixOS is configured declaratively: the snippet below goes into configuration.nix")
+    if system.euid != 0:
+        stops.append("acting needs root (sudo)")
+    if not stops:
+        return f"--yes would apply this plan: {len(plan.ops)} change(s), then a reboot"
+    heads = "\n".join(f"  - {escape(re.split(r'[:.] ', stop)[0])}" for stop in stops)  # the why follows below
+    return f"[red]--yes would not act[/]: {len(stops)} thing(s) block it (each explained below):\n{heads}"
+
+
 REPLACE = click.option("--replace", is_flag=True,
                        help="Replace IOMMU tokens that conflict (e.g. iommu=pt); rollback puts them back.")
 ACKNOWLEDGE = click.option("--acknowledge-iommu-off", "acknowledge", is_flag=True,
@@ -165,9 +183,13 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
     Files are backed up before they are written; `seat host rollback` undoes the transaction
     byte for byte and `seat host recover` undoes one that was cut short. A reboot follows."""
     plan = host_plan.build(settings.load(profile), choices=_choices(replace, acknowledge))
+    if not yes:
+        out.print(_would(plan, System()), highlight=False)
     _show(plan)
     if not yes:
-        out.print("dry run: nothing was changed (add --yes to apply)")
+        out.print("dry run: nothing was changed"
+                  + (f" ({len(plan.refusals)} refusal(s) above block --yes)" if plan.refusals
+                     else " (add --yes to apply)"))
         if plan.refusals:
             raise SystemExit(2)
         return

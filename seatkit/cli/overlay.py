@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from seatkit.cli.app import err, out, seat
+from seatkit.errors import SeatError
 from seatkit.image import build as image_build, outside, overlay
 from seatkit.serve import profile as profiles
 
@@ -70,7 +71,14 @@ def verify_cmd(directory: str | None, image: str | None, container: str | None, 
     if image or container:
         problems = image_build.verify_installed(image or container, inside, is_container=bool(container), lock=lock)
     else:
-        problems = overlay.verify(Path(directory or overlay.FETCHED), lock)
+        folder = Path(directory or overlay.FETCHED)
+        if not folder.is_dir():
+            fetch = "seat overlay fetch" + (f" --lock {lock_path}" if lock_path != str(overlay.LOCK) else "")
+            raise SeatError(f"no overlay to verify at {folder}: " + ("it was never fetched" if not folder.exists()
+                                                                    else "it is not a directory"),
+                            f"{fetch} clones the locked commit there"
+                            + ("" if directory is None else f" (with --dest {directory})"))
+        problems = overlay.verify(folder, lock)
     if as_json:
         click.echo(json.dumps(problems, indent=2))
     else:

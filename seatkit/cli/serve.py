@@ -16,6 +16,7 @@ from seatkit.cli import reference
 from seatkit.cli.progress import progress
 from seatkit.cli.bench import print_summary
 from seatkit import when
+from seatkit.text import plain
 from seatkit.errors import SeatError
 from seatkit.image import outside, prebuilt
 from seatkit.models import verify as model_verify
@@ -142,22 +143,55 @@ def _may_run_in_docker(profile: str) -> bool:
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def status_cmd(profile: str, as_json: bool):
     """What `seat up` started for PROFILE, whether it still runs, and its /health answer."""
-    info = launch.status(profiles.name_of(profile))
+    name = profiles.name_of(profile)
+    info = launch.status(name)
+    if info["state"] == "down" and not profiles.profile_path(profile).exists():
+        # Nothing recorded and no such profile: a typo, not a seat that is down.
+        raise SeatError(f"no profile {profile!r} and nothing `seat up` started under that name",
+                        f"profiles: {', '.join(profiles.profile_names())}")
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
-    for key, value in when.readable(info).items():
-        out.print(f"{key:>8}: {escape(str(value))}", highlight=False)  # model ids come from the server
+    shown = _readable(info)
+    width = max(map(len, shown))
+    for key, value in shown.items():
+        out.print(f"{key:>{width}}: {escape(value)}", highlight=False)  # model ids come from the server
+    if info["state"] == "down":
+        out.print(f"not running: nothing `seat up` started is recorded; next: seat up {escape(name)}", highlight=False)
+
+
+def _readable(info: dict) -> dict[str, str]:
+    """`seat status` in words: the process id or container named as such, lists as lists, no None."""
+    shown = {}
+    # profile and state first: what a person asks before anything else
+    for key, value in sorted(when.readable(info).items(), key=lambda kv: kv[0] not in ("profile", "state")):
+        if key == "ident":
+            key, value = ("process id", value) if info.get("runtime") == "native" else ("container", value[:12])
+        elif key == "nsys":
+            value = "off (not profiling)" if value is None else ", ".join(f"{k}={v}" for k, v in value.items())
+        shown[key] = plain(value)
+    return shown
 
 
 @seat.command("logs")
 @PROFILE
-@click.option("--follow/--no-follow", default=True, show_default=True)
+@click.option("-f", "--follow", is_flag=True, help="Keep printing what the running seat writes (Ctrl-C stops).")
 def logs_cmd(profile: str, follow: bool):
-    """Print (and follow) the server's output."""
-    run = launch.recorded(profiles.name_of(profile))
-    if run is None:
-        raise SeatError(f"{profile} was not started by `seat up` on this machine")
+    """Print the server's output; with -f, follow it, as `docker logs -f` does."""
+    name = profiles.name_of(profile)
+    run = launch.recorded(name)
+    if run is None:  # stopped: `seat down` left its log where `seat up` wrote it
+        saved = launch.log_path(name)
+        if not saved.exists():
+            raise SeatError(f"{profile} has no log on this machine: it was never started by `seat up` here",
+                            f"seat up {profile}")
+        if follow:
+            err.print(f"{profile} is not running: its last log, {saved}, has nothing more to follow")
+        with saved.open("rb") as fh:
+            while chunk := fh.read(65536):
+                sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+        return
     for chunk in launch.logs(run, follow):
         sys.stdout.buffer.write(chunk)
         sys.stdout.flush()

@@ -18,7 +18,9 @@ ESPS = ("/boot/efi", "/efi", "/boot")
 EFIVARS = "/sys/firmware/efi/efivars"
 LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"  # systemd-boot's own variables
 GLOBAL_GUID = "8be4df61-93ca-11d2-aa0d-00e098032b8c"  # BootCurrent, Boot####
-CONTAINER_CGROUP = re.compile(r"docker|containerd|kubepods|libpod|lxc|machine\.slice/.*nspawn")
+# What /proc/1/cgroup names when PID 1 runs in a container (cgroup v1 paths; v2 shows "0::/"):
+# a path part, never a bare word, since a VM that runs docker has a docker.service.
+CONTAINER_CGROUP = re.compile(r"/(docker|kubepods|lxc|containerd|libpod|podman|buildkit)[/-]|machine\.slice/.*nspawn")
 INITRAMFS = {  # generator -> the command that rebuilds every installed kernel's image
     "update-initramfs": ["update-initramfs", "-u", "-k", "all"],
     "dracut": ["dracut", "--force", "--regenerate-all"],
@@ -176,15 +178,16 @@ def virtualisation(system: System) -> str | None:
 
 
 def container(system: System) -> str | None:
-    """The container this runs in, or None: boot files seen from a container boot no kernel."""
-    rc, output = system.run(["systemd-detect-virt", "-c"])
+    """The sign that this runs in a container (which hides the host's boot files and driver), or
+    None. A VM is no container: its boot files and modules are its own."""
+    for marker, kind in (("/.dockerenv", "docker"), ("/run/.containerenv", "podman")):
+        if system.path(marker).exists():
+            return f"{kind} ({marker} exists)"
+    rc, output = system.run(["systemd-detect-virt", "--container"])
     if rc == 0 and output.strip() not in ("", "none"):
-        return output.strip()
-    for marker in ("/.dockerenv", "/run/.containerenv"):
-        if system.exists(marker):
-            return marker
+        return f"{output.strip()} (systemd-detect-virt --container)"
     found = CONTAINER_CGROUP.search(system.read("/proc/1/cgroup") or "")
-    return f"/proc/1/cgroup names {found.group(0)}" if found else None
+    return f"{found.group(1) or found.group(0)} (/proc/1/cgroup)" if found else None
 
 
 def possible_cpus(system: System) -> int | None:

@@ -24,9 +24,10 @@ FACTORS = (("decode_tok_s", "decode tok/s", 1.0, 1), ("tokens_per_step", "tokens
 def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Path]:
     """A short bench of code and prose on a seat this call starts and stops."""
     profile = profiles.load(name)
+    start = time.monotonic()  # the whole of this command; the kit's own install (make) came before
     if profile.runtime == "native":
         runtime.setup(profile, say=lambda m: say(f"setup: {m}"))
-    start = time.monotonic()
+    setup_s = time.monotonic() - start
     seat, waited = launch.up(specs.build(profile),
                              tick=lambda stage, t: say(f"starting {name}: waiting for {stage} ({t:.0f} s)"))
     try:
@@ -36,7 +37,10 @@ def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Pat
                                   workload.suites(SUITES, MAX_TOKENS), SHORT, out, progress=say)
     finally:
         launch.stop(seat, grace=30)
-        say(f"{name} stopped; whole run {time.monotonic() - start:.0f} s")
+        total = time.monotonic() - start
+        say(f"{name} stopped; the demo took {total:.0f} s: setup {setup_s:.0f} s (venv and model, "
+            f"reused once made), start {waited:.0f} s, bench and stop {total - setup_s - waited:.0f} s "
+            "(installing the kit itself, before, is not counted)")
     return summary, out.path
 
 

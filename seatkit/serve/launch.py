@@ -469,7 +469,8 @@ def down(profile: str, grace: float = 30.0, containers: bool = True) -> tuple[Ru
     left = [r for r in unrecorded(profile) if run is None or r.ident != run.ident] if containers else []
     runs = ([run] if run else []) + left
     if not runs:
-        raise SeatError(f"{profile} was not started by `seat up` on this machine", "nothing to stop")
+        raise SeatError(f"{profile} is not running: nothing `seat up` started on this machine is recorded "
+                        "(stopped already, or never started here)", "nothing to stop")
     if run is not None:  # before any signal: a `seat up` still waiting on it learns who stopped it
         _record(replace(run, stopping=True))
     return runs[0], any([stop(each, grace) for each in runs])

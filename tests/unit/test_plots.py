@@ -1,0 +1,66 @@
+"""The run's plots as a reader sees them: overlapping series both visible, rates from 0, and no plot
+that is one vertical strip of points."""
+
+import subprocess
+import sys
+
+import pytest
+
+from seatkit.bench import plots
+
+
+def records(drafted):
+    return [{"suite": suite, "prompt": f"{suite}-1", "factors": {
+        "decode_tok_s": 690.0 + i, "drafted_length": d, "ms_per_step": 4.0 + 0.1 * i,
+        "prompt_tokens": 80 + 20 * i, "ttft_ms": 30.0 + i}}
+        for i, (suite, d) in enumerate((s, d) for s in ("code", "prose") for d in drafted)]
+
+
+def summary(recs):
+    same = [0.99, 0.98, 0.97]  # one curve for both suites: the code line under the prose line
+    return {"conditions": {"model": "tiny", "k": 3},
+            "suites": {s: {"content": s, "context": 0, "acceptance_by_position": same} for s in ("code", "prose")},
+            "fits": plots.fits(recs)}
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Each figure's axes as they are when saved."""
+    seen = {}
+    save = plots._save
+
+    def keep(fig, path):
+        seen[path.name] = fig.axes
+        return save(fig, path)
+    monkeypatch.setattr(plots, "_save", keep)
+    return seen
+
+
+def test_identical_acceptance_curves_both_show_on_an_axis_from_0(tmp_path, drawn):
+    recs = records([2.0, 2.5, 3.0])
+    plots.draw(recs, summary(recs), tmp_path)
+    ax = drawn["acceptance_by_position.png"][0]
+    lines = ax.get_lines()
+    assert len(lines) == 2 and lines[0].get_marker() != lines[1].get_marker()
+    assert lines[0].get_markersize() > lines[1].get_markersize()  # the one beneath is the larger
+    assert lines[0].get_linestyle() != lines[1].get_linestyle()
+    assert ax.get_ylim()[0] == 0
+    assert drawn["tok_s_by_prompt.png"][0].get_xlim()[0] == 0
+
+
+def test_a_vertical_strip_is_not_drawn_nor_fitted(tmp_path, drawn):
+    recs = records([5.0, 5.0, 5.0])  # every step drafted k: ms/step against drafted length is a strip
+    result = summary(recs)
+    assert result["fits"]["ms_per_step_vs_drafted_tokens"] is None
+    paths = plots.draw(recs, result, tmp_path)
+    assert not (tmp_path / "ms_per_step_vs_drafted.png").exists()
+    assert tmp_path / "ttft_vs_prompt_tokens.png" in paths  # prompt lengths do spread
+    spread = records([2.0, 3.5, 5.0])
+    assert (tmp_path / "ms_per_step_vs_drafted.png") in plots.draw(spread, summary(spread), tmp_path)
+
+
+def test_seat_help_does_not_import_matplotlib():
+    probe = ("import sys; from click.testing import CliRunner; from seatkit.cli import seat; "
+             "CliRunner().invoke(seat, ['--help']); print('matplotlib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "False", done.stderr
