@@ -104,13 +104,17 @@ preflight() {
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac
   file="${SEAT_MODEL_BASE_DIR}"/config.json
-  [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
   file="${SEAT_MODEL_BASE_DIR}"/model.safetensors
-  [ -s "$file" ] || fail 'base model model.safetensors'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model model.safetensors'" is missing or empty: $file"
   file="${SEAT_MODEL_BASE_DIR}"/tokenizer.json
-  [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
   file="${SEAT_MODEL_BASE_DIR}"/tokenizer_config.json
-  [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
   dir="${SEAT_CACHE_DIR}"
   ! has_control "$dir" || fail cache" directory has a control character (a newline, a tab) in its path" "name a plain path"
   case "$dir" in
@@ -168,8 +172,10 @@ cmd=(
 
 printf '%s %s %s\n' 'seat cpu-smollm2-docker:' "SEAT_IMAGE=${SEAT_IMAGE} SEAT_CONTAINER=${SEAT_CONTAINER} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT} SEAT_MODEL_BASE_DIR=${SEAT_MODEL_BASE_DIR} SEAT_CACHE_DIR=${SEAT_CACHE_DIR} SEAT_NSYS=${SEAT_NSYS} SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} SEAT_API_KEY_FILE=${SEAT_API_KEY_FILE}" 'runtime=docker tp=1 served_model_name=smollm2 speculative=ngram/k=5 vllm_args=5 env=9 extra_mounts=none extra_env=none' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
-  printf '%q ' "${cmd[@]}"
-  echo
+  # One argument a line, each continued: readable, and still a command to paste.
+  printf '%q' "${cmd[0]}"
+  printf ' \\\n  %q' "${cmd[@]:1}"
+  printf '\n'
   exit 0
 fi
 VLLM_API_KEY=$(<"$SEAT_API_KEY_FILE")

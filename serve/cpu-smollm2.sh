@@ -51,20 +51,26 @@ preflight() {
   ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
   [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "run: seat setup cpu-smollm2"
   file="${SEAT_HOME}"/models/smollm2-135m/config.json
-  [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
   file="${SEAT_HOME}"/models/smollm2-135m/model.safetensors
-  [ -s "$file" ] || fail 'base model model.safetensors'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model model.safetensors'" is missing or empty: $file"
   file="${SEAT_HOME}"/models/smollm2-135m/tokenizer.json
-  [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
   file="${SEAT_HOME}"/models/smollm2-135m/tokenizer_config.json
-  [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
   dir="${SEAT_HOME}"/models/smollm2-135m
+  if [ -d "$dir" ]; then
   f=chat_template.jinja; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 368 ] || fail 'base model'": $f is missing or not the locked size (368 bytes)" 'seat model verify cpu-smollm2'
   f=config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 501 ] || fail 'base model'": $f is missing or not the locked size (501 bytes)" 'seat model verify cpu-smollm2'
   f=generation_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 66 ] || fail 'base model'": $f is missing or not the locked size (66 bytes)" 'seat model verify cpu-smollm2'
   f=model.safetensors; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 269060552 ] || fail 'base model'": $f is missing or not the locked size (269060552 bytes)" 'seat model verify cpu-smollm2'
   f=tokenizer.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 3522871 ] || fail 'base model'": $f is missing or not the locked size (3522871 bytes)" 'seat model verify cpu-smollm2'
   f=tokenizer_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 297 ] || fail 'base model'": $f is missing or not the locked size (297 bytes)" 'seat model verify cpu-smollm2'
+  fi
 }
 
 # No key, no exposure: loopback only, unless the operator says otherwise.
@@ -102,8 +108,10 @@ cmd=(
 
 printf '%s %s %s\n' 'seat cpu-smollm2:' "SEAT_HOME=${SEAT_HOME} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT}" 'runtime=native tp=1 served_model_name=smollm2 speculative=ngram/k=5 vllm_args=5 env=8' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
-  printf '%q ' "${cmd[@]}"
-  echo
+  # One argument a line, each continued: readable, and still a command to paste.
+  printf '%q' "${cmd[0]}"
+  printf ' \\\n  %q' "${cmd[@]:1}"
+  printf '\n'
   exit 0
 fi
 exec "${cmd[@]}"
