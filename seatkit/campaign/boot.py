@@ -127,9 +127,16 @@ def install(system: System, campaign_id: str, script_text: str, unit: str, progr
         tx.write(FileOp(WANTS, wants_text().encode(), "start the unit at each boot"))
         tx.record({"type": "keep", "files": [{"path": p, "sha_before": sha256(system.read_bytes(p)),
                                               "backup": tx.save("before", p)} for p in (GRUB_CFG, GRUBENV)]})
-        tx.run(["update-grub"])
+        tx.run(["update-grub"], touches=[GRUB_CFG])  # its result's hash tells a later update-grub apart
         tx.commit()
         return tx.txid
+
+
+def regenerated(system: System, tx) -> bool:
+    """grub.cfg is not what the install's update-grub made: a kernel upgrade or the operator's
+    update-grub ran since, and the start's bytes would undo it."""
+    made = [r["after"][GRUB_CFG] for r in tx.of_type("regen") if GRUB_CFG in r.get("after", {})]
+    return bool(made) and sha256(system.read_bytes(GRUB_CFG)) != made[-1]
 
 
 def uninstall(system: System, campaign_id: str, progress) -> str | None:

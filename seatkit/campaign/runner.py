@@ -199,15 +199,27 @@ def _finish(run: Run, progress: Progress) -> str:
     system.fault("campaign: before the restore")
     if run.of("live-start"):
         live.apply(system, run.of("live-start")[0]["values"])
+    tx = boot.installed(system, run.id)
+    if tx is not None and not run.of("regenerated"):  # journaled before the restore puts the start's grub.cfg back
+        run.add({"type": "regenerated", "changed": boot.regenerated(system, tx)})
     by = boot.uninstall(system, run.id, progress)
     if by:
         run.add({"type": "restored", "by": by})
+    regenerated = any(r["changed"] for r in run.of("regenerated"))
+    if regenerated:  # the start's grub.cfg would boot yesterday's kernels and command line
+        progress(f"{boot.GRUB_CFG} was regenerated during the campaign (a kernel upgrade or an "
+                 "update-grub): run update-grub again, so the normal boot carries today's configuration")
+        rc, output = system.run(["update-grub"])
+        if rc:
+            raise SeatError(f"update-grub failed (exit {rc}): {output.strip()[-300:]}",
+                            "fix what it names and run update-grub by hand before the next reboot")
     system.fault("campaign: before the end")
     in_arm = boot.booted_arm(system)
     run.add({"type": "end", "outcome": stop["type"] if stop else "done"})
     system.remove(CURRENT)
     progress(f"campaign {run.id}: {stop['type'] + ': ' + stop['why'] if stop else 'done'}; "
-             f"the host's files are as they were")
+             + (f"the host's files are as they were, but {boot.GRUB_CFG}, regenerated from today's "
+                "configuration" if regenerated else "the host's files are as they were"))
     if in_arm:  # the running kernel is an arm's: back to the normal entry
         progress("reboot into the normal entry")
         boot.reboot(system)
