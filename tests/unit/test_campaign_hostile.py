@@ -43,3 +43,89 @@ def test_an_update_grub_mid_campaign_is_not_undone_by_the_end(tmp_path):
     assert "mitigations=off" in cfg and "seatkit" not in cfg
     log = next(host.root.glob("var/lib/seatkit/campaign/*/campaign.log")).read_text()
     assert "regenerated during the campaign" in log
+
+
+def test_seat_host_rollback_is_refused_while_a_campaign_runs(tmp_path):
+    """`seat host rollback` with no id rolls back the newest transaction: the campaign's own entries
+    and unit, mid-campaign. It must be refused, as apply is."""
+    host = CampaignHost(tmp_path / "root")
+    start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
+    assert runner.step(host.system, FastDriver(host)) == "rebooting"
+    host.boot()
+    with pytest.raises(SeatError, match="a campaign is running"):
+        host_change.rollback(host.system)
+    assert host.unit_enabled()
+
+
+def _bench_writing(host, figures):
+    class Driver:
+        def bench(self, campaign, arm, runs, progress):
+            out = FastDriver(host).bench(campaign, arm, runs, progress)
+            summary = json.loads((out / "summary.json").read_text())
+            summary["suites"]["code"]["ms_per_step"] = figures.get(arm.name, {"median": 20.0})
+            (out / "summary.json").write_text(json.dumps(summary))
+            return out
+    return Driver()
+
+
+@pytest.mark.parametrize("bad", [{"median": float("nan")}, {"median": -3.0}, None])
+def test_a_bad_figure_in_a_summary_does_not_block_the_restore_or_reach_the_verdict(tmp_path, bad):
+    host = CampaignHost(tmp_path / "root")
+    pristine = host.files()
+    start(host, write_campaign(tmp_path, repeats=2, arms=[{"name": "none", "host": []},
+                                                         {"name": "p2p", "host": ["p2p"]}]))
+    outcomes = drive(host, _bench_writing(host, {"p2p": bad}))
+    assert outcomes[-1] == "done"
+    assert host.files() == pristine
+    folder = next(host.root.glob("var/lib/seatkit/campaign/*T*Z-camp"))
+    report = json.loads((folder / "report.json").read_text())
+    assert "nan" not in report["verdict"].lower()
+    p2p = next(a for a in report["arms"] if a["arm"] == "p2p")
+    assert p2p["visits"] == 0 and p2p["unusable"] == 2 and "no figure to use" in report["verdict"]
+
+
+def _live_host(tmp_path, pl_fails):
+    host = CampaignHost(tmp_path / "root")
+    host.write("/sys/devices/system/cpu/cpufreq/boost", "1\n")
+    limits = ["600"]
+    real_run = host.run
+
+    def run(argv):  # a fake nvidia-smi whose power-limit write fails when told to
+        if argv[0] == "nvidia-smi":
+            if argv[1] == "-pl":
+                if pl_fails(argv[2]):
+                    return 6, "Changing power management limit is not supported\n"
+                limits[0] = argv[2]
+            return 0, f"{limits[0]}.00\n{limits[0]}.00\n"
+        return real_run(argv)
+
+    host.system.runner = run
+    return host, limits
+
+
+def test_a_power_limit_that_fails_half_way_and_will_not_go_back_still_ends_the_campaign(tmp_path):
+    host, limits = _live_host(tmp_path, lambda w: True)
+    campaign = write_campaign(tmp_path, host=None, arms=[
+        {"name": "start", "live": {}}, {"name": "low", "live": {"cpu_boost": False, "gpu_power_limit_w": 450}}])
+    start(host, campaign)
+    outcome = runner.step(host.system, FastDriver(host))
+    assert outcome == "failed"
+    assert runner.status(host.system) == {"running": False}  # ended: abort and resume are not stuck
+    assert host.read("/sys/devices/system/cpu/cpufreq/boost") == "1\n"  # the half that took is back
+    log = next(host.root.glob("var/lib/seatkit/campaign/*/campaign.log")).read_text()
+    assert "NOT PUT BACK: gpu_power_limit_w=600" in log and "nvidia-smi -pl 600" in log
+
+
+def test_a_report_that_fails_does_not_keep_the_host_from_its_start_state(tmp_path, monkeypatch):
+    from seatkit.campaign import analysis
+    host = CampaignHost(tmp_path / "root")
+    pristine = host.files()
+
+    def broken(run, folder):
+        raise RuntimeError("matplotlib: no font cache")
+
+    monkeypatch.setattr(analysis, "write", broken)
+    start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
+    assert drive(host, FastDriver(host))[-1] == "done"
+    assert host.files() == pristine
+    assert runner.status(host.system) == {"running": False}
