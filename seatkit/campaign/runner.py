@@ -190,15 +190,17 @@ def _measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
 
 
 def _finish(run: Run, progress: Progress) -> str:
-    """Report (when there is something to report), restore the start state, end."""
+    """Restore the start state, report (when there is something to report), end. Nothing in the
+    report or a knob that will not go back keeps the host from its start state or the campaign
+    from its end: those are said, with what to do, and the end comes."""
     system = run.system
     stop = run.stopping
-    if not stop and not run.of("reported"):
-        analysis.write(run, system.path(run.folder))
-        run.add({"type": "reported"})
     system.fault("campaign: before the restore")
-    if run.of("live-start"):
-        live.apply(system, run.of("live-start")[0]["values"])
+    if run.of("live-start") and not run.of("live-restored"):
+        left = live.restore(system, run.of("live-start")[0]["values"])
+        for why in left:
+            progress(f"not put back: {why}")
+        run.add({"type": "live-restored", "left": left})
     tx = boot.installed(system, run.id)
     if tx is not None and not run.of("regenerated"):  # journaled before the restore puts the start's grub.cfg back
         run.add({"type": "regenerated", "changed": boot.regenerated(system, tx)})
@@ -213,13 +215,21 @@ def _finish(run: Run, progress: Progress) -> str:
         if rc:
             raise SeatError(f"update-grub failed (exit {rc}): {output.strip()[-300:]}",
                             "fix what it names and run update-grub by hand before the next reboot")
+    if not stop and not run.of("reported"):
+        try:
+            analysis.write(run, system.path(run.folder))
+            run.add({"type": "reported"})
+        except Exception as exc:  # the measurements are in the journal and runs/; the host comes first
+            progress(f"the report failed ({type(exc).__name__}: {exc}); the runs are in {run.folder}/runs")
+            run.add({"type": "reported", "failed": f"{type(exc).__name__}: {exc}"})
     system.fault("campaign: before the end")
     in_arm = boot.booted_arm(system)
     run.add({"type": "end", "outcome": stop["type"] if stop else "done"})
     system.remove(CURRENT)
     progress(f"campaign {run.id}: {stop['type'] + ': ' + stop['why'] if stop else 'done'}; "
              + (f"the host's files are as they were, but {boot.GRUB_CFG}, regenerated from today's "
-                "configuration" if regenerated else "the host's files are as they were"))
+                "configuration" if regenerated else "the host's files are as they were")
+             + "".join(f"; NOT PUT BACK: {why}" for r in run.of("live-restored") for why in r["left"]))
     if in_arm:  # the running kernel is an arm's: back to the normal entry
         progress("reboot into the normal entry")
         boot.reboot(system)
