@@ -73,8 +73,9 @@ class Run:
         self.journal = Journal(system, f"{folder}/journal.jsonl")
         self.records = self.journal.records()
         if not self.records or self.records[0]["type"] != "begin":
-            raise SeatError(f"{folder}/journal.jsonl has no campaign beginning",
-                            f"remove {CURRENT} if no campaign is running")
+            raise SeatError(f"{folder}/journal.jsonl has no campaign beginning (the folder was "
+                            "removed or emptied)", "`seat campaign abort` takes the kit's boot entries "
+                            "and unit out and ends it")
         begin = self.records[0]
         self.id = begin["tx"]
         self.campaign = Campaign.model_validate(begin["campaign"])
@@ -181,6 +182,12 @@ def _measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
         values = {**run.of("live-start")[0]["values"], **arm.live}
         progress(f"visit {i + 1} ({arm.name}): set {', '.join(f'{k}={v}' for k, v in sorted(values.items()))}")
         live.apply(system, values)
+        found = live.read(system, names)  # read back from the outside: a clamped or locked board says yes
+        wrong = [f"{k} is {found[k]}, not {v}" for k, v in sorted(values.items()) if found.get(k) != v]
+        if wrong:
+            progress(f"visit {i + 1} ({arm.name}): not in force: {'; '.join(wrong)}; skipped")
+            run.add({"type": "skipped", "visit": i, "arm": arm.name, "why": "not in force: " + "; ".join(wrong)})
+            return
     progress(f"visit {i + 1}/{len(run.visits)} ({arm.name}): start the seat and bench it")
     system.fault(f"campaign: before the bench of visit {i}")
     folder = driver.bench(run.campaign, arm, system.path(f"{run.folder}/runs"), progress)
@@ -301,6 +308,8 @@ def abort(system: System, echo: Progress = lambda line: None) -> str:
     folder = current(system)
     if folder is None:
         raise SeatError("no campaign is running")
+    if not Journal(system, f"{folder}/journal.jsonl").records():
+        return _abort_without_journal(system, folder, echo)
     run = Run(system, folder)
     if not run.stopping:
         run.add({"type": "aborted", "why": "seat campaign abort"})
@@ -312,6 +321,20 @@ def abort(system: System, echo: Progress = lambda line: None) -> str:
             raise SeatError("the abort is recorded; a step is running now and restores the start "
                             "state when its bench returns", exc.message) from None
         raise
+
+
+def _abort_without_journal(system: System, folder: str, echo: Progress) -> str:
+    """The folder is gone: the host transaction (named by the folder's campaign id) still says what
+    to undo; what only the journal knew (the live knobs' start values, the runs) is gone with it."""
+    with held(system, "campaign abort"):
+        by = boot.uninstall(system, folder.rstrip("/").rsplit("/", 1)[-1], echo)
+        echo(f"{folder} was gone: " + (f"the entries and the unit are removed ({by})" if by else
+                                       "no entries or unit were installed") + "; nothing to report")
+        system.remove(CURRENT)
+        if boot.booted_arm(system):
+            echo("reboot into the normal entry")
+            boot.reboot(system)
+    return "aborted"
 
 
 def status(system: System) -> dict:

@@ -129,3 +129,53 @@ def test_a_report_that_fails_does_not_keep_the_host_from_its_start_state(tmp_pat
     assert drive(host, FastDriver(host))[-1] == "done"
     assert host.files() == pristine
     assert runner.status(host.system) == {"running": False}
+
+
+def test_abort_after_the_campaign_folder_was_deleted_still_restores_the_host(tmp_path):
+    """An operator cleans /var/lib/seatkit/campaign/2026…: the entries and the unit are still
+    installed, and the unit would fail at every boot. Abort must still take them out."""
+    import shutil
+    host = CampaignHost(tmp_path / "root")
+    pristine = host.files()
+    folder = start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
+    assert runner.step(host.system, FastDriver(host)) == "rebooting"
+    host.boot()
+    shutil.rmtree(host.path(folder))
+    with pytest.raises(SeatError) as caught:
+        runner.step(host.system, FastDriver(host))
+    assert "seat campaign abort" in (caught.value.hint or "")
+    assert runner.abort(host.system) == "aborted"
+    host.boot()
+    assert runner.status(host.system) == {"running": False}
+    assert host.files() == pristine
+    assert not host.unit_enabled() and "seatkit" not in host.read("/boot/grub/grub.cfg")
+
+
+def test_a_live_arm_whose_knob_did_not_take_is_not_measured(tmp_path):
+    """nvidia-smi -pl says yes but the limit stays (a clamped or locked board): nothing is measured
+    on an arm whose settings did not take."""
+    host = CampaignHost(tmp_path / "root")
+    host.write("/sys/devices/system/cpu/cpufreq/boost", "1\n")
+    real_run = host.run
+
+    def run(argv):  # the write "succeeds", the read-back still shows the old limit
+        if argv[0] == "nvidia-smi":
+            return 0, "" if argv[1] == "-pl" else "600.00\n600.00\n"
+        return real_run(argv)
+
+    host.system.runner = run
+    start(host, write_campaign(tmp_path, host=None, arms=[{"name": "start", "live": {}},
+                                                         {"name": "pl450", "live": {"gpu_power_limit_w": 450}}]))
+    assert runner.step(host.system, FastDriver(host)) == "done"
+    folder = next(host.root.glob("var/lib/seatkit/campaign/*T*Z-camp"))
+    records = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()]
+    assert [r["arm"] for r in records if r["type"] == "measured"] == ["start"]
+    skipped = [r for r in records if r["type"] == "skipped"]
+    assert skipped and skipped[0]["arm"] == "pl450" and "gpu_power_limit_w" in skipped[0]["why"]
+
+
+@pytest.mark.parametrize("live", [{"gpu_power_limit_w": True}, {"gpu_power_limit_w": 0},
+                                  {"cpu_boost": 7}])
+def test_a_live_knob_of_the_wrong_kind_is_refused(tmp_path, live):
+    with pytest.raises(SeatError, match="arms.0.live"):
+        write_campaign(tmp_path, host=None, arms=[{"name": "x", "live": live}])
