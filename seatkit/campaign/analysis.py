@@ -74,16 +74,26 @@ def fit(run, rows: list[dict]) -> tuple[list[dict], int]:
     rank = np.linalg.matrix_rank(x)
     df = int(len(rows) - rank)
     beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    # An effect is estimable when its contrast lies in the rows' span; with an arm skipped or failed
+    # (one-at-a-time without its reference) least squares still gives a number, and it means nothing.
+    unit = np.eye(x.shape[1])
+    estimable = [np.linalg.matrix_rank(np.vstack([x, unit[p]])) == rank for p in range(x.shape[1])]
     cov = None
-    if df >= 3 and rank == x.shape[1]:
+    if df >= 3:
         s2 = float(((y - x @ beta) ** 2).sum()) / df
-        cov = s2 * np.linalg.inv(x.T @ x)
+        cov = s2 * np.linalg.pinv(x.T @ x)  # exact for estimable contrasts, full rank or not
     effects = []
-    t = t_quantile(1 - 0.05 / (2 * max(1, len(keep) - 1)), df) if cov is not None else None
+    judged = max(1, sum(estimable[1:]))
+    t = t_quantile(1 - 0.05 / (2 * judged), df) if cov is not None else None
     for position, j in enumerate(keep[1:], 1):
         name = cols[j - 1][0]
+        if not estimable[position]:
+            effects.append({"setting": name, "effect_pct": None, "uncertainty_pct": None,
+                            "interaction": "×" in name,
+                            "why": "confounded (an arm it needs was skipped or gave no figure)"})
+            continue
         b = float(beta[position])
-        u = None if cov is None else t * math.sqrt(cov[position, position]) * math.exp(b) * 100
+        u = None if cov is None else t * math.sqrt(max(0.0, cov[position, position])) * math.exp(b) * 100
         effects.append({"setting": name, "effect_pct": (math.exp(b) - 1) * 100, "uncertainty_pct": u,
                         "interaction": "×" in name})
     measured = {c for c, _ in cols}
@@ -135,7 +145,7 @@ def verdict(effects: list[dict], arms: list[dict]) -> str:
     for e in ranked:
         name, value, u = label(e["setting"]), e["effect_pct"], e["uncertainty_pct"]
         if value is None:
-            parts.append(f"{name} not measured")
+            parts.append(f"{name} {e.get('why') or 'not measured'}")
         elif u is None:
             parts.append(f"{name} {value:+.1f} % (no spread to judge it: repeat the arms)")
         elif abs(value) > u:
