@@ -11,10 +11,9 @@ import itertools
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from seatkit import paths
+from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.validation import validate
 
@@ -120,13 +119,11 @@ def all_arms(campaign: Campaign) -> list[Arm]:
 
 def load(name: str) -> Campaign:
     path = Path(name) if name.endswith((".yaml", ".yml")) else CAMPAIGNS / f"{name}.yaml"
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
+    try:  # the kit's defensive reader: no alias bombs, no duplicate keys, no FIFO to hang on
+        data = safe_yaml.read(path, "campaign")
+    except (FileNotFoundError, IsADirectoryError):
         known = ", ".join(p.stem for p in sorted(CAMPAIGNS.glob("*.yaml")))
         raise SeatError(f"no campaign at {path}", f"campaigns: {known or '(none)'}") from None
-    except yaml.YAMLError as exc:
-        raise SeatError(f"{path} is not YAML: {exc}") from None
     if not isinstance(data, dict):
         raise SeatError(f"{path}: expected a mapping of fields")
     return validate(Campaign, {**data, "name": path.stem}, path, "campaign",

@@ -205,3 +205,25 @@ def test_an_effect_whose_reference_arm_was_skipped_is_confounded_not_a_number():
     full = analysis.report(_run_of(arms, [("none", 20.0), ("iommu", 12.0), ("p2p", 19.0),
                                           ("p2p", 19.2), ("iommu", 12.1), ("none", 20.1)], "one-at-a-time"))
     assert round(full["effects"][0]["effect_pct"]) == -40 and full["effects"][0]["uncertainty_pct"]
+
+
+def test_a_hostile_campaign_file_is_refused_fast(tmp_path):
+    """A billion-laughs campaign hung `seat campaign plan` (the error message repr'd the expansion);
+    a repeated key silently won; a FIFO would block the read forever."""
+    import os
+    import time
+    lines = ["description: bomb", "seat: cpu-smoke", "arms: [{name: x, profile: cpu-smoke}]",
+             'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines + ["suites: *a8"]) + "\n")
+    began = time.monotonic()
+    with pytest.raises(SeatError, match="aliases"):
+        specs.load(str(tmp_path / "bomb.yaml"))
+    assert time.monotonic() - began < 5
+    (tmp_path / "twice.yaml").write_text("description: x\nseat: cpu-smoke\nsuites: [code]\n"
+                                         "arms: [{name: a, profile: cpu-smoke}]\nrepeats: 1\nrepeats: 20\n")
+    with pytest.raises(SeatError, match="duplicate key"):
+        specs.load(str(tmp_path / "twice.yaml"))
+    os.mkfifo(tmp_path / "pipe.yaml")
+    with pytest.raises(SeatError, match="not a regular file"):
+        specs.load(str(tmp_path / "pipe.yaml"))
