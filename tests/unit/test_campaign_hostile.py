@@ -227,3 +227,35 @@ def test_a_hostile_campaign_file_is_refused_fast(tmp_path):
     os.mkfifo(tmp_path / "pipe.yaml")
     with pytest.raises(SeatError, match="not a regular file"):
         specs.load(str(tmp_path / "pipe.yaml"))
+
+
+def test_an_abort_while_the_step_writes_its_journal_does_not_tear_it(tmp_path):
+    """`seat campaign abort` appends its record without the step's lock (the step holds it for hours).
+    Landing between the two halves of the step's record, it cut that record off as a torn tail and
+    the step's second half made a damaged line mid-journal: every later step, status and abort refused."""
+    import dataclasses
+    import threading
+    host = CampaignHost(tmp_path / "root")
+    pristine = host.files()
+    start(host, write_campaign(tmp_path, host=None, arms=[{"name": "k3", "profile": "cpu-smoke"}]))
+    other = dataclasses.replace(host.system, fault=lambda point: None)  # the operator's shell
+    threads = []
+
+    def abort_now():  # "recorded, a step is running", or "no campaign" if the step ended first
+        with pytest.raises(SeatError):
+            runner.abort(other)
+
+    def fault(point):
+        if point == "inside the journal record measured" and not threads:
+            threads.append(threading.Thread(target=abort_now))
+            threads[0].start()
+            threads[0].join(1.0)  # the abort gets its chance in the middle of the record
+
+    host.system.fault = fault
+    assert runner.step(host.system, FastDriver(host)) in ("aborted", "done")
+    threads[0].join(10)
+    folder = next(host.root.glob("var/lib/seatkit/campaign/*T*Z-camp"))
+    records = runner.Journal(host.system, "/" + str((folder / "journal.jsonl").relative_to(host.root))).records()
+    assert [r["type"] for r in records].count("measured") == 1 and records[-1]["type"] in ("end", "aborted")
+    assert runner.status(host.system) == {"running": False}
+    assert host.files() == pristine
