@@ -49,16 +49,55 @@ def arm_tokens(arm: Arm, profile: settings.HostProfile, vendor: str) -> list[str
     return tokens + [f"{MARKER}={arm.name}"]
 
 
+def default_name(system: System, lines: list[str]) -> str:
+    """What the normal boot boots: grub.cfg's `set default=` (GRUB_DEFAULT), through grubenv's
+    saved_entry when it is "${saved_entry}" (GRUB_DEFAULT=saved); "0" is the first entry."""
+    header = lines[:next((i for i, line in enumerate(lines) if line.startswith(("menuentry ", "submenu "))),
+                         len(lines))]
+    values = [m.group(1) for line in header
+              if (m := re.match(r'\s*set default="?([^"]*)"?\s*$', line)) and "next_entry" not in m.group(1)]
+    name = values[-1] if values else "0"  # the header's last word on it (00_header's `else` branch)
+    if name == "${saved_entry}":
+        env = dict(line.split("=", 1) for line in (system.read(GRUBENV) or "").splitlines()
+                   if "=" in line and not line.startswith("#"))
+        name = env.get("saved_entry") or "0"
+    return name
+
+
 def default_entry(system: System) -> list[str]:
-    """The lines of grub.cfg's first top-level menu entry (the one GRUB_DEFAULT=0 boots)."""
+    """The lines of the menu entry the normal boot boots (GRUB_DEFAULT: an index, a title, an id,
+    a "submenu>entry" path, or saved), so every arm runs the operator's own kernel."""
     lines = (system.read(GRUB_CFG) or "").splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("menuentry ")), None)
-    if start is None:
-        raise SeatError(f"{GRUB_CFG} has no top-level menuentry to copy", "run update-grub first")
-    end = next((i for i in range(start + 1, len(lines)) if lines[i] == "}"), None)
+    name = default_name(system, lines)
+    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("menuentry ")]
+    top = [i for i, line in enumerate(lines) if line.startswith(("menuentry ", "submenu "))]
+    if not starts:
+        raise SeatError(f"{GRUB_CFG} has no menuentry to copy", "run update-grub first")
+    last = name.split(">")[-1]
+    if name.isdigit():  # GRUB counts the top level's entries and submenus alike
+        found = top[int(name)] if int(name) < len(top) else None
+        if found is not None and not lines[found].startswith("menuentry "):
+            found = None
+    else:
+        found = next((i for i in starts if last in _names(lines[i])), None)
+    if found is None:
+        raise SeatError(f"the normal boot's entry ({name!r}, from GRUB_DEFAULT or saved_entry) is not a "
+                        f"menuentry in {GRUB_CFG}: the arms would boot another kernel than the normal one",
+                        "point GRUB_DEFAULT (or grub-set-default) at an entry update-grub writes, then "
+                        "run update-grub")
+    indent = lines[found][:len(lines[found]) - len(lines[found].lstrip())]
+    end = next((i for i in range(found + 1, len(lines)) if lines[i] == indent + "}"), None)
     if end is None:
-        raise SeatError(f"{GRUB_CFG}: the first menuentry is not closed by a '}}' line")
-    return lines[start:end + 1]
+        raise SeatError(f"{GRUB_CFG}: the menuentry {name!r} is not closed by a '}}' line")
+    return [line[len(indent):] if line.startswith(indent) else line for line in lines[found:end + 1]]
+
+
+def _names(line: str) -> set[str]:
+    """A menuentry line's title and id (`--id X` or Debian's `$menuentry_id_option 'X'`)."""
+    quoted = re.findall(r"'([^']*)'|\"([^\"]*)\"", line)
+    words = [a or b for a, b in quoted]
+    ids = re.findall(r"(?:--id|\$menuentry_id_option)\s+'?([^'\s]+)'?", line)
+    return set(words[:1]) | set(ids)
 
 
 def _grub_word(token: str) -> str:
