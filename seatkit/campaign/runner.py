@@ -210,7 +210,8 @@ def _finish(run: Run, progress: Progress) -> str:
         run.add({"type": "live-restored", "left": left})
     tx = boot.installed(system, run.id)
     if tx is not None and not run.of("regenerated"):  # journaled before the restore puts the start's grub.cfg back
-        run.add({"type": "regenerated", "changed": boot.regenerated(system, tx)})
+        run.add({"type": "regenerated", "changed": boot.regenerated(system, tx),
+                 "grubenv": boot.operator_env(system, tx)})
     by = boot.uninstall(system, run.id, progress)
     if by:
         run.add({"type": "restored", "by": by})
@@ -229,6 +230,13 @@ def _finish(run: Run, progress: Progress) -> str:
         except Exception as exc:  # the measurements are in the journal and runs/; the host comes first
             progress(f"the report failed ({type(exc).__name__}: {exc}); the runs are in {run.folder}/runs")
             run.add({"type": "reported", "failed": f"{type(exc).__name__}: {exc}"})
+    for r in run.of("regenerated"):  # after the restore: the operator's grubenv edits stand
+        edits = r.get("grubenv") or {"set": {}, "unset": []}
+        if edits["set"] or edits["unset"]:
+            progress(f"{boot.GRUBENV}: keep what was changed during the campaign: "
+                     + " ".join([f"{k}={v}" for k, v in sorted(edits["set"].items())]
+                                + [f"unset {k}" for k in edits["unset"]]))
+            boot.reapply_env(system, edits)
     system.fault("campaign: before the end")
     in_arm = boot.booted_arm(system)
     run.add({"type": "end", "outcome": stop["type"] if stop else "done"})

@@ -303,3 +303,20 @@ def test_a_default_that_names_no_entry_is_refused(tmp_path):
     host.write("/boot/grub/grub.cfg", GRUB_CFG % "gnulinux-gone")
     with pytest.raises(SeatError, match="another kernel than the normal one"):
         boot.default_entry(host.system)
+
+
+def test_a_saved_entry_set_before_is_kept_and_one_set_between_boots_is_not_undone(tmp_path):
+    from campaign_harness import grubenv, read_env
+    host = CampaignHost(tmp_path / "root")
+    host.path("/boot/grub/grubenv").write_bytes(grubenv({"saved_entry": "Ubuntu"}))  # the operator's, before
+    pristine = host.files()
+    start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
+    assert drive(host, FastDriver(host))[-1] == "done"
+    assert host.files() == pristine  # grub-reboot's next_entry gone, saved_entry as it was
+    start(host, write_campaign(tmp_path, arms=[{"name": "hmm", "host": ["hmm"]}]))
+    assert runner.step(host.system, FastDriver(host)) == "rebooting"
+    host.boot()
+    env = read_env(host.path("/boot/grub/grubenv").read_bytes())  # grub-set-default between boots
+    host.path("/boot/grub/grubenv").write_bytes(grubenv({**env, "saved_entry": "Ubuntu (recovery mode)"}))
+    assert host.run_unit(FastDriver(host)) == "done"
+    assert read_env(host.path("/boot/grub/grubenv").read_bytes())["saved_entry"] == "Ubuntu (recovery mode)"
