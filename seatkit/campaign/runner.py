@@ -117,9 +117,18 @@ def start(plan: campaign_plan.Plan, system: System, seat_exe: str, root: str = "
                             "one at a time: `seat campaign status`, then `seat campaign abort` or wait")
         if Journal(system).open():
             raise SeatError("a host transaction was interrupted", "run `seat host recover` first")
-        cid = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{campaign.name}"
-        folder = f"{STATE}/{cid}"
-        system.path(folder).mkdir(parents=True, exist_ok=False)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{campaign.name}"
+        system.path(STATE).mkdir(parents=True, exist_ok=True)
+        for n in range(1, 1000):  # a rerun in the second the last one ended gets a folder of its own
+            cid = stamp if n == 1 else f"{stamp}-{n}"
+            folder = f"{STATE}/{cid}"
+            try:
+                system.path(folder).mkdir()
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise SeatError(f"{STATE} has 999 folders named {stamp}*", "move old campaign folders aside")
         arms = {a.name: a for a in plan.visits}
         Journal(system, f"{folder}/journal.jsonl").append({
             "tx": cid, "type": "begin", "time": time.time(), "campaign": campaign.model_dump(),
