@@ -373,6 +373,7 @@ def recover(system: System, progress: Progress = lambda line: None) -> list[str]
 def forget(system: System, txid: str) -> None:
     """Close a transaction without touching files: the way out when its backups are gone and the
     user has put the files back (or accepted them) by hand."""
+    _no_campaign(system)  # forgetting its entries' transaction would leave them installed for good
     _require_root(system)
     with lock.held(system, f"forget {txid}"):
         journal = Journal(system)

@@ -54,6 +54,9 @@ def test_seat_host_rollback_is_refused_while_a_campaign_runs(tmp_path):
     host.boot()
     with pytest.raises(SeatError, match="a campaign is running"):
         host_change.rollback(host.system)
+    campaign_tx = boot.installed(host.system, runner.Run(host.system, runner.current(host.system)).id)
+    with pytest.raises(SeatError, match="a campaign is running"):  # forgotten, its entries would stay
+        host_change.forget(host.system, campaign_tx.txid)
     assert host.unit_enabled()
 
 
