@@ -33,11 +33,16 @@ def t_quantile(p: float, df: int) -> float:
             + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))
 
 
+def usable(value) -> bool:
+    """A figure a log can take: a withheld (None), failed (NaN) or nonsense (<= 0) one is not."""
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
 def visits(run) -> list[dict]:
     out = []
     for r in run.of("measured"):
-        ms = [f["ms_per_step"] for f in r["figures"].values() if f["ms_per_step"]]
-        tps = [f["tokens_per_step"] for f in r["figures"].values() if f["tokens_per_step"]]
+        ms = [f["ms_per_step"] for f in r["figures"].values() if usable(f["ms_per_step"])]
+        tps = [f["tokens_per_step"] for f in r["figures"].values() if usable(f["tokens_per_step"])]
         if ms:
             out.append({"arm": r["arm"], "visit": r["visit"], "run": r["run"],
                         "ms": math.exp(statistics.fmean(math.log(m) for m in ms)),
@@ -69,16 +74,26 @@ def fit(run, rows: list[dict]) -> tuple[list[dict], int]:
     rank = np.linalg.matrix_rank(x)
     df = int(len(rows) - rank)
     beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    # An effect is estimable when its contrast lies in the rows' span; with an arm skipped or failed
+    # (one-at-a-time without its reference) least squares still gives a number, and it means nothing.
+    unit = np.eye(x.shape[1])
+    estimable = [np.linalg.matrix_rank(np.vstack([x, unit[p]])) == rank for p in range(x.shape[1])]
     cov = None
-    if df >= 3 and rank == x.shape[1]:
+    if df >= 3:
         s2 = float(((y - x @ beta) ** 2).sum()) / df
-        cov = s2 * np.linalg.inv(x.T @ x)
+        cov = s2 * np.linalg.pinv(x.T @ x)  # exact for estimable contrasts, full rank or not
     effects = []
-    t = t_quantile(1 - 0.05 / (2 * max(1, len(keep) - 1)), df) if cov is not None else None
+    judged = max(1, sum(estimable[1:]))
+    t = t_quantile(1 - 0.05 / (2 * judged), df) if cov is not None else None
     for position, j in enumerate(keep[1:], 1):
         name = cols[j - 1][0]
+        if not estimable[position]:
+            effects.append({"setting": name, "effect_pct": None, "uncertainty_pct": None,
+                            "interaction": "×" in name,
+                            "why": "confounded (an arm it needs was skipped or gave no figure)"})
+            continue
         b = float(beta[position])
-        u = None if cov is None else t * math.sqrt(cov[position, position]) * math.exp(b) * 100
+        u = None if cov is None else t * math.sqrt(max(0.0, cov[position, position])) * math.exp(b) * 100
         effects.append({"setting": name, "effect_pct": (math.exp(b) - 1) * 100, "uncertainty_pct": u,
                         "interaction": "×" in name})
     measured = {c for c, _ in cols}
@@ -99,7 +114,9 @@ def arms_table(run, rows: list[dict]) -> list[dict]:
         skipped = [r for r in run.of("skipped") if r["arm"] == arm.name]
         ms = [r["ms"] for r in mine]
         tps = [r["tps"] for r in mine if r["tps"]]
-        row = {"arm": arm.name, "visits": len(mine), "skipped": len(skipped),
+        unusable = len({r["visit"] for r in run.of("measured") if r["arm"] == arm.name}
+                       - {r["visit"] for r in mine})  # benched, but no figure to fit
+        row = {"arm": arm.name, "visits": len(mine), "skipped": len(skipped), "unusable": unusable,
                "skipped_why": skipped[0]["why"] if skipped else None,
                "ms_median": statistics.median(ms) if ms else None,
                "ms_min": min(ms) if ms else None, "ms_max": max(ms) if ms else None,
@@ -128,7 +145,7 @@ def verdict(effects: list[dict], arms: list[dict]) -> str:
     for e in ranked:
         name, value, u = label(e["setting"]), e["effect_pct"], e["uncertainty_pct"]
         if value is None:
-            parts.append(f"{name} not measured")
+            parts.append(f"{name} {e.get('why') or 'not measured'}")
         elif u is None:
             parts.append(f"{name} {value:+.1f} % (no spread to judge it: repeat the arms)")
         elif abs(value) > u:
@@ -141,6 +158,9 @@ def verdict(effects: list[dict], arms: list[dict]) -> str:
     skipped = [a["arm"] for a in arms if a["skipped"]]
     if skipped:
         text += f" Not in force, skipped: {', '.join(skipped)}."
+    unusable = [a["arm"] for a in arms if a.get("unusable")]
+    if unusable:
+        text += f" Benched but no figure to use (failed, withheld or not finite): {', '.join(unusable)}."
     alarms = [a["arm"] for a in arms if a["tps_alarm"]]
     if alarms:
         text += f" ALARM: tokens/step moved in {', '.join(alarms)}."
@@ -156,7 +176,8 @@ def table(arms: list[dict], effects: list[dict], df: int) -> str:
     lines = [f"{'arm':<22} {'visits':>6} {'ms/step':>8} {'min':>8} {'max':>8} {'tok/step':>8}  note",
              "-" * 79]
     for a in arms:
-        note = "TOKENS/STEP MOVED" if a["tps_alarm"] else (f"{a['skipped']} not in force" if a["skipped"] else "")
+        note = ("TOKENS/STEP MOVED" if a["tps_alarm"] else f"{a['skipped']} not in force" if a["skipped"]
+                else f"{a['unusable']} no figure" if a.get("unusable") else "")
         lines.append(f"{a['arm'][:22]:<22} {a['visits']:>6} {_num(a['ms_median'], '.2f'):>8} "
                      f"{_num(a['ms_min'], '.2f'):>8} {_num(a['ms_max'], '.2f'):>8} "
                      f"{_num(a['tps_median'], '.2f'):>8}  {note}"[:79].rstrip())

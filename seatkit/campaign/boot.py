@@ -49,16 +49,55 @@ def arm_tokens(arm: Arm, profile: settings.HostProfile, vendor: str) -> list[str
     return tokens + [f"{MARKER}={arm.name}"]
 
 
+def default_name(system: System, lines: list[str]) -> str:
+    """What the normal boot boots: grub.cfg's `set default=` (GRUB_DEFAULT), through grubenv's
+    saved_entry when it is "${saved_entry}" (GRUB_DEFAULT=saved); "0" is the first entry."""
+    header = lines[:next((i for i, line in enumerate(lines) if line.startswith(("menuentry ", "submenu "))),
+                         len(lines))]
+    values = [m.group(1) for line in header
+              if (m := re.match(r'\s*set default="?([^"]*)"?\s*$', line)) and "next_entry" not in m.group(1)]
+    name = values[-1] if values else "0"  # the header's last word on it (00_header's `else` branch)
+    if name == "${saved_entry}":
+        env = dict(line.split("=", 1) for line in (system.read(GRUBENV) or "").splitlines()
+                   if "=" in line and not line.startswith("#"))
+        name = env.get("saved_entry") or "0"
+    return name
+
+
 def default_entry(system: System) -> list[str]:
-    """The lines of grub.cfg's first top-level menu entry (the one GRUB_DEFAULT=0 boots)."""
+    """The lines of the menu entry the normal boot boots (GRUB_DEFAULT: an index, a title, an id,
+    a "submenu>entry" path, or saved), so every arm runs the operator's own kernel."""
     lines = (system.read(GRUB_CFG) or "").splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("menuentry ")), None)
-    if start is None:
-        raise SeatError(f"{GRUB_CFG} has no top-level menuentry to copy", "run update-grub first")
-    end = next((i for i in range(start + 1, len(lines)) if lines[i] == "}"), None)
+    name = default_name(system, lines)
+    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("menuentry ")]
+    top = [i for i, line in enumerate(lines) if line.startswith(("menuentry ", "submenu "))]
+    if not starts:
+        raise SeatError(f"{GRUB_CFG} has no menuentry to copy", "run update-grub first")
+    last = name.split(">")[-1]
+    if name.isdigit():  # GRUB counts the top level's entries and submenus alike
+        found = top[int(name)] if int(name) < len(top) else None
+        if found is not None and not lines[found].startswith("menuentry "):
+            found = None
+    else:
+        found = next((i for i in starts if last in _names(lines[i])), None)
+    if found is None:
+        raise SeatError(f"the normal boot's entry ({name!r}, from GRUB_DEFAULT or saved_entry) is not a "
+                        f"menuentry in {GRUB_CFG}: the arms would boot another kernel than the normal one",
+                        "point GRUB_DEFAULT (or grub-set-default) at an entry update-grub writes, then "
+                        "run update-grub")
+    indent = lines[found][:len(lines[found]) - len(lines[found].lstrip())]
+    end = next((i for i in range(found + 1, len(lines)) if lines[i] == indent + "}"), None)
     if end is None:
-        raise SeatError(f"{GRUB_CFG}: the first menuentry is not closed by a '}}' line")
-    return lines[start:end + 1]
+        raise SeatError(f"{GRUB_CFG}: the menuentry {name!r} is not closed by a '}}' line")
+    return [line[len(indent):] if line.startswith(indent) else line for line in lines[found:end + 1]]
+
+
+def _names(line: str) -> set[str]:
+    """A menuentry line's title and id (`--id X` or Debian's `$menuentry_id_option 'X'`)."""
+    quoted = re.findall(r"'([^']*)'|\"([^\"]*)\"", line)
+    words = [a or b for a, b in quoted]
+    ids = re.findall(r"(?:--id|\$menuentry_id_option)\s+'?([^'\s]+)'?", line)
+    return set(words[:1]) | set(ids)
 
 
 def _grub_word(token: str) -> str:
@@ -127,9 +166,40 @@ def install(system: System, campaign_id: str, script_text: str, unit: str, progr
         tx.write(FileOp(WANTS, wants_text().encode(), "start the unit at each boot"))
         tx.record({"type": "keep", "files": [{"path": p, "sha_before": sha256(system.read_bytes(p)),
                                               "backup": tx.save("before", p)} for p in (GRUB_CFG, GRUBENV)]})
-        tx.run(["update-grub"])
+        tx.run(["update-grub"], touches=[GRUB_CFG])  # its result's hash tells a later update-grub apart
         tx.commit()
         return tx.txid
+
+
+def _env(data: bytes | None) -> dict[str, str]:
+    lines = (data or b"").decode(errors="replace").splitlines()
+    return {k: v for k, v in (line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+            if k != "next_entry"}  # the one-shot's own variable: GRUB and grub-reboot write it
+
+
+def operator_env(system: System, tx) -> dict:
+    """grubenv variables the operator changed since the install (grub-set-default between boots):
+    putting the start's bytes back would undo them, so the end sets them again."""
+    kept = next((f for r in tx.of_type("keep") for f in r["files"] if f["path"] == GRUBENV), None)
+    start = _env(system.read_bytes(kept["backup"]) if kept and kept["backup"] else None)
+    now = _env(system.read_bytes(GRUBENV))
+    return {"set": {k: v for k, v in now.items() if start.get(k) != v}, "unset": sorted(set(start) - set(now))}
+
+
+def reapply_env(system: System, edits: dict) -> None:
+    for argv in ([["grub-editenv", GRUBENV, "set", f"{k}={v}"] for k, v in sorted(edits["set"].items())]
+                 + [["grub-editenv", GRUBENV, "unset", k] for k in edits["unset"]]):
+        rc, output = system.run(argv)
+        if rc:
+            raise SeatError(f"`{' '.join(argv)}` failed (exit {rc}): {output.strip()[-300:]}",
+                            "run it by hand: the operator's grubenv edit made during the campaign")
+
+
+def regenerated(system: System, tx) -> bool:
+    """grub.cfg is not what the install's update-grub made: a kernel upgrade or the operator's
+    update-grub ran since, and the start's bytes would undo it."""
+    made = [r["after"][GRUB_CFG] for r in tx.of_type("regen") if GRUB_CFG in r.get("after", {})]
+    return bool(made) and sha256(system.read_bytes(GRUB_CFG)) != made[-1]
 
 
 def uninstall(system: System, campaign_id: str, progress) -> str | None:

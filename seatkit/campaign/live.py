@@ -47,5 +47,17 @@ def apply(system: System, values: dict) -> None:
         system.fault(f"campaign: set {knob}")
 
 
+def restore(system: System, values: dict) -> list[str]:
+    """Put every knob back that will go; what would not, with the way to do it by hand."""
+    left = []
+    for knob, value in sorted(values.items()):
+        try:
+            apply(system, {knob: value})
+        except SeatError as exc:
+            by_hand = f"echo {int(value)} > {BOOST}" if knob == "cpu_boost" else f"nvidia-smi -pl {value}"
+            left.append(f"{knob}={value} ({exc.message}): run `{by_hand}`")
+    return left
+
+
 def knobs(arms) -> set[str]:
     return {k for a in arms if a.live is not None for k in a.live}

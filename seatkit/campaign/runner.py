@@ -74,8 +74,9 @@ class Run:
         self.journal = Journal(system, f"{folder}/journal.jsonl")
         self.records = self.journal.records()
         if not self.records or self.records[0]["type"] != "begin":
-            raise SeatError(f"{folder}/journal.jsonl has no campaign beginning",
-                            f"remove {CURRENT} if no campaign is running")
+            raise SeatError(f"{folder}/journal.jsonl has no campaign beginning (the folder was "
+                            "removed or emptied)", "`seat campaign abort` takes the kit's boot entries "
+                            "and unit out and ends it")
         begin = self.records[0]
         self.id = begin["tx"]
         self.campaign = Campaign.model_validate(begin["campaign"])
@@ -117,9 +118,18 @@ def start(plan: campaign_plan.Plan, system: System, seat_exe: str, root: str = "
                             "one at a time: `seat campaign status`, then `seat campaign abort` or wait")
         if Journal(system).open():
             raise SeatError("a host transaction was interrupted", "run `seat host recover` first")
-        cid = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{campaign.name}"
-        folder = f"{STATE}/{cid}"
-        system.path(folder).mkdir(parents=True, exist_ok=False)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{campaign.name}"
+        system.path(STATE).mkdir(parents=True, exist_ok=True)
+        for n in range(1, 1000):  # a rerun in the second the last one ended gets a folder of its own
+            cid = stamp if n == 1 else f"{stamp}-{n}"
+            folder = f"{STATE}/{cid}"
+            try:
+                system.path(folder).mkdir()
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise SeatError(f"{STATE} has 999 folders named {stamp}*", "move old campaign folders aside")
         arms = {a.name: a for a in plan.visits}
         Journal(system, f"{folder}/journal.jsonl").append({
             "tx": cid, "type": "begin", "time": time.time(), "campaign": campaign.model_dump(),
@@ -182,6 +192,12 @@ def _measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
         values = {**run.of("live-start")[0]["values"], **arm.live}
         progress(f"visit {i + 1} ({arm.name}): set {', '.join(f'{k}={v}' for k, v in sorted(values.items()))}")
         live.apply(system, values)
+        found = live.read(system, names)  # read back from the outside: a clamped or locked board says yes
+        wrong = [f"{k} is {found[k]}, not {v}" for k, v in sorted(values.items()) if found.get(k) != v]
+        if wrong:
+            progress(f"visit {i + 1} ({arm.name}): not in force: {'; '.join(wrong)}; skipped")
+            run.add({"type": "skipped", "visit": i, "arm": arm.name, "why": "not in force: " + "; ".join(wrong)})
+            return
     progress(f"visit {i + 1}/{len(run.visits)} ({arm.name}): start the seat and bench it")
     system.fault(f"campaign: before the bench of visit {i}")
     folder = driver.bench(run.campaign, arm, system.path(f"{run.folder}/runs"), progress)
@@ -191,24 +207,54 @@ def _measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
 
 
 def _finish(run: Run, progress: Progress) -> str:
-    """Report (when there is something to report), restore the start state, end."""
+    """Restore the start state, report (when there is something to report), end. Nothing in the
+    report or a knob that will not go back keeps the host from its start state or the campaign
+    from its end: those are said, with what to do, and the end comes."""
     system = run.system
     stop = run.stopping
-    if not stop and not run.of("reported"):
-        analysis.write(run, system.path(run.folder))
-        run.add({"type": "reported"})
     system.fault("campaign: before the restore")
-    if run.of("live-start"):
-        live.apply(system, run.of("live-start")[0]["values"])
+    if run.of("live-start") and not run.of("live-restored"):
+        left = live.restore(system, run.of("live-start")[0]["values"])
+        for why in left:
+            progress(f"not put back: {why}")
+        run.add({"type": "live-restored", "left": left})
+    tx = boot.installed(system, run.id)
+    if tx is not None and not run.of("regenerated"):  # journaled before the restore puts the start's grub.cfg back
+        run.add({"type": "regenerated", "changed": boot.regenerated(system, tx),
+                 "grubenv": boot.operator_env(system, tx)})
     by = boot.uninstall(system, run.id, progress)
     if by:
         run.add({"type": "restored", "by": by})
+    regenerated = any(r["changed"] for r in run.of("regenerated"))
+    if regenerated:  # the start's grub.cfg would boot yesterday's kernels and command line
+        progress(f"{boot.GRUB_CFG} was regenerated during the campaign (a kernel upgrade or an "
+                 "update-grub): run update-grub again, so the normal boot carries today's configuration")
+        rc, output = system.run(["update-grub"])
+        if rc:
+            raise SeatError(f"update-grub failed (exit {rc}): {output.strip()[-300:]}",
+                            "fix what it names and run update-grub by hand before the next reboot")
+    if not stop and not run.of("reported"):
+        try:
+            analysis.write(run, system.path(run.folder))
+            run.add({"type": "reported"})
+        except Exception as exc:  # the measurements are in the journal and runs/; the host comes first
+            progress(f"the report failed ({type(exc).__name__}: {exc}); the runs are in {run.folder}/runs")
+            run.add({"type": "reported", "failed": f"{type(exc).__name__}: {exc}"})
+    for r in run.of("regenerated"):  # after the restore: the operator's grubenv edits stand
+        edits = r.get("grubenv") or {"set": {}, "unset": []}
+        if edits["set"] or edits["unset"]:
+            progress(f"{boot.GRUBENV}: keep what was changed during the campaign: "
+                     + " ".join([f"{k}={v}" for k, v in sorted(edits["set"].items())]
+                                + [f"unset {k}" for k in edits["unset"]]))
+            boot.reapply_env(system, edits)
     system.fault("campaign: before the end")
     in_arm = boot.booted_arm(system)
     run.add({"type": "end", "outcome": stop["type"] if stop else "done"})
     system.remove(CURRENT)
     progress(f"campaign {run.id}: {stop['type'] + ': ' + stop['why'] if stop else 'done'}; "
-             f"the host's files are as they were")
+             + (f"the host's files are as they were, but {boot.GRUB_CFG}, regenerated from today's "
+                "configuration" if regenerated else "the host's files are as they were")
+             + "".join(f"; NOT PUT BACK: {why}" for r in run.of("live-restored") for why in r["left"]))
     if in_arm:  # the running kernel is an arm's: back to the normal entry
         progress("reboot into the normal entry")
         boot.reboot(system)
@@ -280,6 +326,8 @@ def abort(system: System, echo: Progress = lambda line: None) -> str:
     folder = current(system)
     if folder is None:
         raise SeatError("no campaign is running")
+    if not Journal(system, f"{folder}/journal.jsonl").records():
+        return _abort_without_journal(system, folder, echo)
     run = Run(system, folder)
     if not run.stopping:
         run.add({"type": "aborted", "why": "seat campaign abort"})
@@ -291,6 +339,20 @@ def abort(system: System, echo: Progress = lambda line: None) -> str:
             raise SeatError("the abort is recorded; a step is running now and restores the start "
                             "state when its bench returns", exc.message) from None
         raise
+
+
+def _abort_without_journal(system: System, folder: str, echo: Progress) -> str:
+    """The folder is gone: the host transaction (named by the folder's campaign id) still says what
+    to undo; what only the journal knew (the live knobs' start values, the runs) is gone with it."""
+    with held(system, "campaign abort"):
+        by = boot.uninstall(system, folder.rstrip("/").rsplit("/", 1)[-1], echo)
+        echo(f"{folder} was gone: " + (f"the entries and the unit are removed ({by})" if by else
+                                       "no entries or unit were installed") + "; nothing to report")
+        system.remove(CURRENT)
+        if boot.booted_arm(system):
+            echo("reboot into the normal entry")
+            boot.reboot(system)
+    return "aborted"
 
 
 def status(system: System) -> dict:

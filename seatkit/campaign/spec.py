@@ -11,7 +11,7 @@ import itertools
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
@@ -32,6 +32,16 @@ class Arm(Strict):
     host: list[Literal["iommu", "p2p", "hmm"]] | None = None
     profile: str | None = Field(default=None, pattern=NAME)
     live: dict[Literal["gpu_power_limit_w", "cpu_boost"], int | bool] | None = None
+
+    @field_validator("live")
+    @classmethod
+    def _knob_kinds(cls, live):  # `true` is an int to Python: 1 W would reach nvidia-smi -pl
+        for knob, value in (live or {}).items():
+            if knob == "cpu_boost" and not isinstance(value, bool):
+                raise ValueError(f"cpu_boost is true or false, not {value!r}")
+            if knob == "gpu_power_limit_w" and (isinstance(value, bool) or value < 1):
+                raise ValueError(f"gpu_power_limit_w is a whole number of watts, 1 or more, not {value!r}")
+        return live
 
     @model_validator(mode="after")
     def _one_kind(self):
@@ -109,9 +119,9 @@ def all_arms(campaign: Campaign) -> list[Arm]:
 
 def load(name: str) -> Campaign:
     path = Path(name) if name.endswith((".yaml", ".yml")) else CAMPAIGNS / f"{name}.yaml"
-    try:
+    try:  # the kit's defensive reader: no alias bombs, no duplicate keys, no FIFO to hang on
         data = safe_yaml.read(path, "campaign")
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         known = ", ".join(p.stem for p in sorted(CAMPAIGNS.glob("*.yaml")))
         raise SeatError(f"no campaign at {path}", f"campaigns: {known or '(none)'}") from None
     if not isinstance(data, dict):

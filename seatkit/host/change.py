@@ -129,6 +129,13 @@ def _clean_temp(system: System, journal: Journal, progress: Progress) -> None:
             progress(f"removed leftover temp file {path}")
 
 
+def _no_campaign(system: System) -> None:
+    if system.read(CAMPAIGN):
+        raise SeatError(f"a campaign is running ({system.read(CAMPAIGN).strip()}): it owns the boot "
+                        "settings until it ends", "`seat campaign status`; `seat campaign abort` "
+                        "ends it and restores the start state")
+
+
 def _signature(plan: Plan) -> tuple:
     """What apply would do: two plans with one signature act the same."""
     return plan.refusals, plan.regen, [(op.path, op.new) if isinstance(op, FileOp) else op.argv
@@ -137,10 +144,7 @@ def _signature(plan: Plan) -> tuple:
 
 def apply(plan: Plan, system: System, progress: Progress = lambda line: None) -> str | None:
     """The transaction id, or None when the host already matches (nothing written, nothing run)."""
-    if system.read(CAMPAIGN):
-        raise SeatError(f"a campaign is running ({system.read(CAMPAIGN).strip()}): it owns the boot "
-                        "settings until it ends", "`seat campaign status`; `seat campaign abort` "
-                        "ends it and restores the start state")
+    _no_campaign(system)
     if plan.refusals:
         raise SeatError("refused:\n  - " + "\n  - ".join(plan.refusals),
                         "`seat host plan` shows what would be done and why it is refused")
@@ -405,6 +409,7 @@ class NotProven(RegenFailed):
 
 
 def rollback(system: System, txid: str | None = None, progress: Progress = lambda line: None) -> str:
+    _no_campaign(system)  # the newest transaction is the campaign's own entries and unit
     with lock.held(system, "rollback"):
         journal = Journal(system)
         if journal.open():
@@ -460,6 +465,7 @@ def recover(system: System, progress: Progress = lambda line: None) -> list[str]
 def forget(system: System, txid: str) -> None:
     """Close a transaction without touching files: the way out when its backups are gone and the
     user has put the files back (or accepted them) by hand."""
+    _no_campaign(system)  # forgetting its entries' transaction would leave them installed for good
     _require_root(system)
     with lock.held(system, f"forget {txid}"):
         journal = Journal(system)

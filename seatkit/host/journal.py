@@ -13,6 +13,7 @@ anywhere else is an error naming the line.
 from __future__ import annotations
 
 import hashlib
+import fcntl
 import json
 import os
 import time
@@ -71,6 +72,9 @@ class Journal:
         path = self.system.path(self.file)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab") as handle:
+            # Writers queue on the file itself: a campaign's abort appends while its step holds the
+            # campaign lock, and meeting a half-written record it would cut that record off.
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             data = self._read()
             if data and not data.endswith(b"\n"):  # a torn tail: never acknowledged, cut it off
                 handle.truncate(data.rfind(b"\n") + 1)

@@ -69,6 +69,15 @@ class CampaignHost(FakeHost):
             env["next_entry"] = argv[1]
             self.path("/boot/grub/grubenv").write_bytes(grubenv(env))
             return 0, ""
+        if name == "grub-editenv" and argv[2] in ("set", "unset"):
+            env = read_env(self.path(argv[1]).read_bytes())
+            for word in argv[3:]:
+                if argv[2] == "set":
+                    env[word.split("=", 1)[0]] = word.split("=", 1)[1]
+                else:
+                    env.pop(word, None)
+            self.path(argv[1]).write_bytes(grubenv(env))
+            return 0, ""
         if name == "systemctl":
             if argv[1] == "reboot":
                 self.reboots_requested += 1
