@@ -31,7 +31,7 @@ def test_step_time_carrying_the_gap_is_named_and_a_factor_working_against_is_sai
     assert "step time, not acceptance, carries the difference" in sentence
     _, sentence = demo.side_by_side(summary(suite("code", 15.0, 3.0, 200.0),
                                             suite("prose", 10.0, 1.0, 100.0)), tmp_path)
-    assert "working against it" in sentence and "acceptance, not step time" in sentence
+    assert "step time works against it" in sentence and "acceptance, not step time" in sentence
 
 
 def test_inside_the_noise_no_factor_is_credited(tmp_path):
@@ -39,3 +39,39 @@ def test_inside_the_noise_no_factor_is_credited(tmp_path):
                                                suite("prose", 10.0, 1.2, 120.0, 0.2)), tmp_path)
     assert "within noise" in sentence and "carries the difference" not in sentence
     assert json.dumps(rows)
+
+
+def test_factors_that_cancel_to_the_same_speed_are_said_so_not_split(tmp_path):
+    """Twice the tokens per step at twice the step time: no gap to share out, and no crash."""
+    _, sentence = demo.side_by_side(summary(suite("code", 10.0, 2.0, 200.0),
+                                            suite("prose", 10.0, 1.0, 100.0)), tmp_path)
+    assert "same speed" in sentence and "cancel" in sentence
+    assert "carries the difference" not in sentence
+
+
+def test_a_gap_inside_the_tok_s_spread_is_not_credited_to_a_factor(tmp_path):
+    rows, sentence = demo.side_by_side(summary(suite("code", 10.1, 2.0, 198.0),
+                                               suite("prose", 10.0, 1.0, 100.0)), tmp_path)
+    assert "same speed" in sentence and "carries the difference" not in sentence
+    assert [row[4] for row in rows] == [""] * 4
+    assert "of the gap" not in sentence.split("(")[0]  # no 6966 % shares of a 1 % gap
+
+
+def test_the_factor_working_against_the_gap_is_the_one_named(tmp_path):
+    # Code takes twice the tokens per step at four times the step time: step time makes it slower,
+    # acceptance works against that.
+    _, sentence = demo.side_by_side(summary(suite("code", 5.0, 2.0, 400.0),
+                                            suite("prose", 10.0, 1.0, 100.0)), tmp_path)
+    assert "prose decodes 2.00x as fast as code" in sentence
+    assert "acceptance works against it" in sentence and "step time works against" not in sentence
+    assert "step time, not acceptance, carries the difference" in sentence
+    _, sentence = demo.side_by_side(summary(suite("code", 15.0, 3.0, 200.0),
+                                            suite("prose", 10.0, 1.0, 100.0)), tmp_path)
+    assert "step time works against it" in sentence
+
+
+def test_a_factor_that_did_not_move_reads_0_not_minus_0(tmp_path):
+    rows, sentence = demo.side_by_side(summary(suite("code", 8.0, 1.2, 150.0),
+                                               suite("prose", 10.0, 1.2, 120.0)), tmp_path)
+    assert rows[1][4] == "0%" and rows[2][4] == "100%"
+    assert "-0%" not in sentence and "acceptance (tokens/step) carries 0%" in sentence
