@@ -18,7 +18,7 @@ SUITES = ["demo-code", "demo-prose"]
 SHORT = bench_run.Options(warmups=1, repeats=3)
 MAX_TOKENS = 128
 FACTORS = (("decode_tok_s", "decode tok/s", 1.0, 1), ("tokens_per_step", "tokens/step", 1.0, 2),
-           ("ms_per_step", "ms/step", 1.0, 1), ("draft_acceptance", "draft acceptance %", 100.0, 1))
+           ("ms_per_step", "ms/step", 1.0, 1), ("draft_acceptance", "accepted %", 100.0, 1))
 
 
 def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Path]:

@@ -75,3 +75,21 @@ def test_a_factor_that_did_not_move_reads_0_not_minus_0(tmp_path):
                                                suite("prose", 10.0, 1.2, 120.0)), tmp_path)
     assert rows[1][4] == "0%" and rows[2][4] == "100%"
     assert "-0%" not in sentence and "acceptance (tokens/step) carries 0%" in sentence
+
+
+def test_the_side_by_side_is_a_grid_at_80_columns_even_at_three_digit_speeds(tmp_path, monkeypatch):
+    """Side by side means code and prose on one line: the table must fit, not fall back to blocks."""
+    import io
+
+    from rich.console import Console
+
+    from seatkit.cli import serve
+
+    buf = io.StringIO()
+    monkeypatch.setattr(serve, "out", Console(file=buf, width=80, force_terminal=False))
+    serve.print_side_by_side(summary(suite("code", 412.7, 3.18, 107.04), suite("prose", 201.3, 1.35, 96.11)),
+                             tmp_path)
+    lines = buf.getvalue().splitlines()
+    table = [line for line in lines if "tokens/step" in line and "3.18 (" in line and "1.35 (" in line]
+    assert table, buf.getvalue()  # one row holds both sides
+    assert all(len(line) <= 80 for line in lines if not line.startswith("code decodes"))
