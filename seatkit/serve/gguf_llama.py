@@ -121,6 +121,21 @@ def dump(path: str, data: dict) -> None:
         fh.write("\n")
 
 
+def load_gguf(folder: str):
+    """The pinned gguf from the folder `seat setup` installed it in, and no other: one the venv
+    brings (vLLM may) would convert differently from the lock, and silently."""
+    folder = os.path.abspath(folder)
+    sys.path.insert(0, folder)
+    try:
+        import gguf
+    except ImportError:
+        fail(f"no gguf package in {folder}: remove that folder and run `seat setup` again")
+    if not os.path.abspath(gguf.__file__).startswith(folder + os.sep):
+        fail(f"gguf was imported from {gguf.__file__}, not from the pinned {folder}: remove that "
+             "folder and run `seat setup` again")
+    return gguf
+
+
 def convert(source: str, out: str) -> int:
     import gguf
     import numpy as np
@@ -173,6 +188,6 @@ def convert(source: str, out: str) -> int:
 if __name__ == "__main__":
     if len(sys.argv) != 4:
         fail("usage: gguf_llama.py GGUF_PACKAGE_DIR FILE.gguf OUT_DIR")
-    sys.path.insert(0, sys.argv[1])
+    load_gguf(sys.argv[1])
     count = convert(sys.argv[2], sys.argv[3])
     print(f"{count} tensors from {sys.argv[2]} written to {sys.argv[3]}")

