@@ -167,6 +167,11 @@ def ensure_model(build: str, files: list[str], venv: Path, say: Progress = print
         raise SeatError(f"building the {build} model in {out.parent} failed: {exc}",
                         f"SEAT_HOME ({paths.seat_home()}) must be a folder seatkit can write, with "
                         "room for the model; fix it or point SEAT_HOME elsewhere") from None
+    missing = [name for name in files if not (out / name).is_file() or not (out / name).stat().st_size]
+    if missing:
+        raise SeatError(f"the {build} model just built in {out} lacks {', '.join(missing)}, which the "
+                        "profile's models.files name", "see the build's log in SEAT_HOME/logs; the "
+                        "profile must name only files its build writes")
     made = {name: (out / name).stat().st_size for name in (sizes or {}) if (out / name).is_file()}
     differ = [f"{name} is {f'{made[name]:,} bytes' if name in made else 'missing'}, the lock says "
               f"{size:,}" for name, size in (sizes or {}).items() if made.get(name) != size]

@@ -327,3 +327,9 @@ def test_the_converter_takes_gguf_from_the_pinned_folder_and_no_other(tmp_path, 
     (pinned / "gguf" / "__init__.py").write_text("VERSION = 'pinned'\n")
     assert conv.load_gguf(str(pinned)).VERSION == "pinned"
     monkeypatch.delitem(sys.modules, "gguf")
+
+
+def test_a_build_that_does_not_write_a_file_the_profile_names_says_which(seat_home, monkeypatch):
+    monkeypatch.setattr(runtime, "_run", fake_builder({"config.json": 2}, []))
+    with pytest.raises(SeatError, match="lacks tokenizer.json"):
+        runtime.ensure_model("tiny-llama", ["config.json", "tokenizer.json"], Path("/v"), say=lambda m: None)
