@@ -97,6 +97,11 @@ def config(meta: dict, tied: bool) -> dict:
     missing = [k for k in REQUIRED if k not in meta]
     if missing:
         fail(f"the GGUF file's metadata lacks {', '.join(missing)}: not a whole llama model file")
+    counts = [k for k in REQUIRED[:6] + ["llama.vocab_size"]
+              if not isinstance(meta[k], int) or isinstance(meta[k], bool) or meta[k] <= 0]
+    if counts or meta["llama.embedding_length"] % meta["llama.attention.head_count"]:
+        fail(f"the GGUF file's metadata gives {', '.join(f'{k}={meta[k]!r}' for k in counts) or 'heads'} "
+             "that no llama model has: its header is damaged")
     get = lambda key: meta[f"llama.{key}"]  # noqa: E731
     heads = get("attention.head_count")
     return {

@@ -333,3 +333,11 @@ def test_a_build_that_does_not_write_a_file_the_profile_names_says_which(seat_ho
     monkeypatch.setattr(runtime, "_run", fake_builder({"config.json": 2}, []))
     with pytest.raises(SeatError, match="lacks tokenizer.json"):
         runtime.ensure_model("tiny-llama", ["config.json", "tokenizer.json"], Path("/v"), say=lambda m: None)
+
+
+@pytest.mark.parametrize("key, value", [("llama.attention.head_count", 0), ("llama.block_count", -1),
+                                        ("llama.attention.head_count", 3), ("llama.vocab_size", "32")])
+def test_metadata_counts_no_llama_has_stop_the_converter(key, value, capsys):
+    with pytest.raises(SystemExit):
+        converter().config({**META, key: value}, True)
+    assert "that no llama model has" in capsys.readouterr().err
