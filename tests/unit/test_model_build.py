@@ -341,3 +341,22 @@ def test_metadata_counts_no_llama_has_stop_the_converter(key, value, capsys):
     with pytest.raises(SystemExit):
         converter().config({**META, key: value}, True)
     assert "that no llama model has" in capsys.readouterr().err
+
+
+def test_a_read_only_seat_home_is_named_as_such_when_the_build_lock_cannot_be_made(seat_home, monkeypatch):
+    """Root writes through permissions, so the read-only disk is stood in for by its errno."""
+    import errno
+    import os as real_os
+
+    from seatkit import flock
+
+    runtime.model_dir("tiny-llama").parent.mkdir(parents=True)
+
+    def read_only(path, *args, **kwargs):
+        raise OSError(errno.EROFS, real_os.strerror(errno.EROFS), str(path))
+
+    monkeypatch.setattr(flock.os, "open", read_only)
+    with pytest.raises(SeatError) as err:
+        runtime.ensure_model("tiny-llama", ["config.json"], Path("/v"), say=lambda m: None)
+    assert "Read-only file system" in err.value.message and "SEAT_HOME" in err.value.hint
+    assert "symlink" not in err.value.hint
