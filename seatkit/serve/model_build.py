@@ -7,6 +7,7 @@ the second build (or a test's) needs no network.
 
 from __future__ import annotations
 
+import re
 import shutil
 import zipfile
 import zlib
@@ -56,8 +57,18 @@ def names() -> list[str]:
 
 def load(name: str) -> Build:
     data = yaml.safe_load(BUILDS.read_text())[name]
-    return Build(name, data["script"], Wheel(**data["wheel"]) if "wheel" in data else None,
-                 Tool(**data["tool"]) if "tool" in data else None)
+    build = Build(name, data["script"], Wheel(**data["wheel"]) if "wheel" in data else None,
+                  Tool(**data["tool"]) if "tool" in data else None)
+    # Both name paths (downloads/FILE, seatkit-tools/NAME-VERSION): nothing may reach outside them.
+    wheel = build.wheel
+    if wheel and (Path(wheel.file).name != wheel.file or wheel.file in ("", ".", "..")):
+        raise SeatError(f"{BUILDS.name}: {name}'s wheel file {build.wheel.file!r} is not a plain file name",
+                        "give the wheel's file name alone, as PyPI names it")
+    if build.tool and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9._+-]*",
+                                       build.tool.requirement):
+        raise SeatError(f"{BUILDS.name}: {name}'s tool {build.tool.requirement!r} is not NAME==VERSION",
+                        "pin the tool to one version, like gguf==0.19.0")
+    return build
 
 
 def downloads() -> Path:

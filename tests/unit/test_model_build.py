@@ -360,3 +360,17 @@ def test_a_read_only_seat_home_is_named_as_such_when_the_build_lock_cannot_be_ma
         runtime.ensure_model("tiny-llama", ["config.json"], Path("/v"), say=lambda m: None)
     assert "Read-only file system" in err.value.message and "SEAT_HOME" in err.value.hint
     assert "symlink" not in err.value.hint
+
+
+@pytest.mark.parametrize("field, value", [("file", "../../outside.whl"), ("file", ".."),
+                                          ("requirement", "gguf>=0.1"), ("requirement", "../x==1")])
+def test_a_recipe_whose_names_reach_outside_their_folders_is_refused(tmp_path, monkeypatch, field, value):
+    import yaml
+
+    data = yaml.safe_load(model_build.BUILDS.read_text())
+    data["smollm2-135m"]["wheel" if field == "file" else "tool"][field] = value
+    builds = tmp_path / "builds.yaml"
+    builds.write_text(yaml.safe_dump(data))
+    monkeypatch.setattr(model_build, "BUILDS", builds)
+    with pytest.raises(SeatError, match="not"):
+        model_build.load("smollm2-135m")
