@@ -49,7 +49,13 @@ def _cell(stats: dict | None, scale: float, digits: int) -> str:
 def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]:
     """Code and prose in columns (median, min-max), their ratio, and the sentence that says which
     factor carries the gap, split the way `seat bench compare` splits two runs."""
-    code, prose = (summary["suites"][name] for name in SUITES)
+    code, prose = (summary["suites"].get(name, {}) for name in SUITES)
+    lost = [name for name in SUITES if name not in summary["suites"]]
+    if lost:  # every request of it was discarded (not alone on the seat): nothing to split
+        rows = [(label, _cell(code.get(key), scale, digits), _cell(prose.get(key), scale, digits), "", "")
+                for key, label, scale, digits in FACTORS]
+        return rows, (f"code against prose: {', '.join(lost)} kept no request (each was discarded: "
+                      "not alone on the seat); run the demo again with nothing else using the seat")
     split = compare.run_split(path, summary, *SUITES)
     shares = _shares(split)
     rows = []

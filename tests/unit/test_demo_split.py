@@ -93,3 +93,12 @@ def test_the_side_by_side_is_a_grid_at_80_columns_even_at_three_digit_speeds(tmp
     table = [line for line in lines if "tokens/step" in line and "3.18 (" in line and "1.35 (" in line]
     assert table, buf.getvalue()  # one row holds both sides
     assert all(len(line) <= 80 for line in lines if not line.startswith("code decodes"))
+
+
+def test_a_suite_with_no_request_kept_is_said_not_a_key_error(tmp_path):
+    """Every prose request shared the seat with another client (discarded: not alone): no prose row."""
+    data = summary(suite("code", 30.0, 3.6, 120.0), suite("prose", 10.0, 1.2, 120.0))
+    del data["suites"]["demo-prose"]
+    rows, sentence = demo.side_by_side(data, tmp_path)
+    assert "demo-prose" in sentence and "no request" in sentence
+    assert rows[0][1] == "30.0 (29.4-30.6)" and rows[0][2] == "n/a"
