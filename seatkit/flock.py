@@ -6,6 +6,7 @@ The kernel drops a flock when its holder dies, so a killed holder never leaves a
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -26,6 +27,10 @@ def exclusive(path: Path, what: str, busy: str, hint: str,
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):  # the folder, not what is in it
+            raise SeatError(f"cannot open the lock {path}: {exc.strerror}",
+                            f"{path.parent} must be writable: point SEAT_HOME at a folder you can "
+                            "write, or fix that folder's permissions") from None
         raise SeatError(f"cannot open the lock {path}: {exc.strerror}",
                         "it must be a regular file seatkit can write (not a symlink or a folder); "
                         "move what is there aside") from None

@@ -74,6 +74,10 @@ def suites(names: list[str], max_tokens: int | None = None, contexts: list[int] 
         if suite not in data:
             raise SeatError(f"no suite {suite!r}", f"suites: {', '.join(data)}")
         spec = data[suite]
+        if "chat" in spec and spec["chat"].count("{prompt}") != 1:
+            raise SeatError(f"suite {suite}'s chat format holds {{prompt}} "
+                            f"{spec['chat'].count('{prompt}')} times in {file}",
+                            "write it once, where the prompt goes in the model's chat format")
         for name in spec["prompts"]:
             text, digest = load_prompt(name, file.parent / "prompts")
             text = spec.get("instruction", "") + text * spec.get("repeat", 1)

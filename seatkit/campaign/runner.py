@@ -16,7 +16,6 @@ campaign and restores the start state (the host transaction that installed the e
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path

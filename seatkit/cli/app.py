@@ -24,7 +24,8 @@ def seat():
     """Reproduce one fast LLM serving seat and explain its numbers.
 
     PROFILE is a name from profiles/ (or a path to a YAML file). Without one, commands use the
-    original seat, dsv4-flash-dspark-tp4; `seat demo` uses the CPU-only cpu-smoke seat.
+    original seat, dsv4-flash-dspark-tp4; `seat demo` uses the CPU-only cpu-smollm2 seat
+    (SmolLM2-135M).
     """
 
 

@@ -199,8 +199,9 @@ def logs_cmd(profile: str, follow: bool):
 
 def print_side_by_side(summary: dict, path: Path) -> None:
     rows, sentence = demo.side_by_side(summary, path)
-    table = Table("factor", "code", "prose", "code/prose", "share of gap",
-                  title="code against prose (median, min-max)")
+    # Short headers: two median (min-max) columns fit 80 columns side by side only so.
+    table = Table("factor", "code", "prose", "ratio", "share",
+                  title="code against prose: median (min-max), share of the tok/s gap")
     for row in rows:
         table.add_row(*row)
     tables.show(out, table)

@@ -258,7 +258,8 @@ def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lo
     client = engine.client()
     try:
         container = client.containers.get(name) if is_container else None
-        image = container.image if container else client.images.get(name)
+        if container is None:
+            client.images.get(name)  # only to say, up front, that there is no such image
     except NotFound:
         raise SeatError(f"no {'container' if is_container else 'image'} {name} on this machine") from None
     # Never where the image says (its label, SEAT_OVERLAY_DIR): where `seat build` put the overlay.

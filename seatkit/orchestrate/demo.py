@@ -18,7 +18,7 @@ SUITES = ["demo-code", "demo-prose"]
 SHORT = bench_run.Options(warmups=1, repeats=3)
 MAX_TOKENS = 128
 FACTORS = (("decode_tok_s", "decode tok/s", 1.0, 1), ("tokens_per_step", "tokens/step", 1.0, 2),
-           ("ms_per_step", "ms/step", 1.0, 1), ("draft_acceptance", "draft acceptance %", 100.0, 1))
+           ("ms_per_step", "ms/step", 1.0, 1), ("draft_acceptance", "accepted %", 100.0, 1))
 
 
 def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Path]:
@@ -53,23 +53,54 @@ def _cell(stats: dict | None, scale: float, digits: int) -> str:
 def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]:
     """Code and prose in columns (median, min-max), their ratio, and the sentence that says which
     factor carries the gap, split the way `seat bench compare` splits two runs."""
-    code, prose = (summary["suites"][name] for name in SUITES)
+    code, prose = (summary["suites"].get(name, {}) for name in SUITES)
+    lost = [name for name in SUITES if name not in summary["suites"]]
+    if lost:  # every request of it was discarded (not alone on the seat): nothing to split
+        rows = [(label, _cell(code.get(key), scale, digits), _cell(prose.get(key), scale, digits), "", "")
+                for key, label, scale, digits in FACTORS]
+        return rows, (f"code against prose: {', '.join(lost)} kept no request (each was discarded: "
+                      "not alone on the seat); run the demo again with nothing else using the seat")
     split = compare.run_split(path, summary, *SUITES)
-    shares = split["verdict"].get("shares") or {}
+    shares = _shares(split)
     rows = []
     for key, label, scale, digits in FACTORS:
         ratio = split["ratios"].get(key)
         share = shares.get(key)
         rows.append((label, _cell(code.get(key), scale, digits), _cell(prose.get(key), scale, digits),
-                     f"{ratio:.2f}x" if ratio else "", f"{share:.0%}" if share is not None else ""))
-    verdict = split["verdict"]
+                     f"{ratio:.2f}x" if ratio else "", _pct(share) if share is not None else ""))
+    return rows, _sentence(split)
+
+
+def _pct(share: float) -> str:
+    return f"{share:.0%}".replace("-0%", "0%")
+
+
+def _shares(split: dict) -> dict:
+    """Each factor's share of the tok/s gap; none when there is no gap beyond its spread, where a
+    share would be noise over noise (thousands of percent, or a division by zero)."""
+    verdict, speed = split["verdict"], split["ratios"].get("decode_tok_s")
+    shares, noise = verdict.get("shares"), verdict.get("noise")
+    if not shares or None in shares.values() or (noise is not None and abs(speed - 1) <= noise):
+        return {}
+    return shares
+
+
+def _sentence(split: dict) -> str:
+    verdict, ratios = split["verdict"], split["ratios"]
     if "shares" not in verdict:
-        return rows, f"code against prose: {verdict['text']}"
-    speed = split["ratios"]["decode_tok_s"]
-    accept, step = shares["tokens_per_step"], shares["ms_per_step"]
-    lead = max(("acceptance", accept), ("step time", step), key=lambda p: abs(p[1]))[0]
-    against = ", working against it" if step < 0 < accept or accept < 0 < step else ""
-    return rows, (f"code decodes {speed:.2f}x as fast as prose; acceptance (tokens/step) carries "
-                  f"{accept:.0%} of the gap and step time (ms/step) {step:.0%}{against}: {lead}, not "
-                  f"{'step time' if lead == 'acceptance' else 'acceptance'}, carries the difference. "
-                  f"({verdict['text']})")
+        return f"code against prose: {verdict['text']}"
+    speed, shares = ratios["decode_tok_s"], _shares(split)
+    if not shares:
+        return (f"code and prose decode at the same speed within noise ({speed:.2f}x): acceptance "
+                f"(tokens/step {ratios['tokens_per_step']:.2f}x) and step time (ms/step "
+                f"{ratios['ms_per_step']:.2f}x) cancel. ({verdict['text']})")
+    names = {"tokens_per_step": "acceptance", "ms_per_step": "step time"}
+    lead = max(names, key=lambda f: abs(shares[f]))
+    against = [f"; {names[f]} works against it" for f in names if shares[f] < 0]
+    fast, slow = ("code", "prose") if speed >= 1 else ("prose", "code")
+    pct = {f: _pct(shares[f]) for f in names}
+    return (f"{fast} decodes {max(speed, 1 / speed):.2f}x as fast as {slow}; acceptance "
+            f"(tokens/step) carries {pct['tokens_per_step']} of the gap and step time (ms/step) "
+            f"{pct['ms_per_step']}{''.join(against)}: {names[lead]}, not "
+            f"{names['ms_per_step' if lead == 'tokens_per_step' else 'tokens_per_step']}, carries the "
+            f"difference. ({verdict['text']})")

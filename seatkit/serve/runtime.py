@@ -145,21 +145,41 @@ def ensure_model(build: str, files: list[str], venv: Path, say: Progress = print
     a second setup building the same model waits for the first and then finds it done.
     """
     out = model_dir(build)
+    if out.is_symlink():  # an operator's link to another disk: build beside its target, keep the link
+        out = out.resolve()
     if _complete(out, files, sizes):
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with flock.exclusive(out.with_name(out.name + ".lock"), f"building the {build} model",
-                         f"the {build} model is being built", "", wait=say):
-        if _complete(out, files, sizes):
-            return out
-        log = _log_path(build)
-        tmp = out.with_name(out.name + ".partial")
-        shutil.rmtree(tmp, ignore_errors=True)
-        with model_build.command(model_build.load(build), venv, tmp,
-                                 lambda argv, what: _run(argv, log, what, say), say) as argv:
-            _run(argv, log, f"building the {build} model", say)
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with flock.exclusive(out.with_name(out.name + ".lock"), f"building the {build} model",
+                             f"the {build} model is being built", "", wait=say):
+            if _complete(out, files, sizes):
+                return out
+            log = _log_path(build)
+            tmp = out.with_name(out.name + ".partial")
+            shutil.rmtree(tmp, ignore_errors=True)
+            with model_build.command(model_build.load(build), venv, tmp,
+                                     lambda argv, what: _run(argv, log, what, say), say) as argv:
+                _run(argv, log, f"building the {build} model", say)
+            shutil.rmtree(out, ignore_errors=True)
+            tmp.rename(out)
+    except OSError as exc:
+        raise SeatError(f"building the {build} model in {out.parent} failed: {exc}",
+                        f"SEAT_HOME ({paths.seat_home()}) must be a folder seatkit can write, with "
+                        "room for the model; fix it or point SEAT_HOME elsewhere") from None
+    missing = [name for name in files if not (out / name).is_file() or not (out / name).stat().st_size]
+    if missing:
+        raise SeatError(f"the {build} model just built in {out} lacks {', '.join(missing)}, which the "
+                        "profile's models.files name", "see the build's log in SEAT_HOME/logs; the "
+                        "profile must name only files its build writes")
+    made = {name: (out / name).stat().st_size for name in (sizes or {}) if (out / name).is_file()}
+    differ = [f"{name} is {f'{made[name]:,} bytes' if name in made else 'missing'}, the lock says "
+              f"{size:,}" for name, size in (sizes or {}).items() if made.get(name) != size]
+    if differ:  # else every setup would build it again, and preflight refuse it again
+        raise SeatError(f"the {build} model just built in {out} differs from its models lock: "
+                        + "; ".join(differ[:3]),
+                        "the build matches its lock only on the software base CAVEATS.md names; "
+                        "if this build is meant, pin it with `seat model lock PROFILE`")
     return out
 
 

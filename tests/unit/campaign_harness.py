@@ -13,7 +13,6 @@ real bench. FastDriver writes a run folder at once, for the kill loop (no timing
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import shlex

@@ -325,3 +325,16 @@ def test_requests_without_a_single_draft_summarize_without_a_curve():
     assert f["tokens_per_step"] == 1 and f["acceptance_unconditional"] == []
     record = {"suite": "code", "prompt": "p", "content": "code", "exclusive": True, "factors": f}
     assert run.summarize([record, dict(record)])["code"]["acceptance_by_position"] == []
+
+
+@pytest.mark.parametrize("chat", ["<|im_start|>user\n<|im_end|>\n", "{prompt} and {prompt}"])
+def test_a_chat_format_that_does_not_hold_the_prompt_once_is_refused(tmp_path, chat):
+    """Else the suite would send the template alone (or the prompt twice) and bench that."""
+    import yaml
+
+    bench = copy_bench(tmp_path)
+    data = yaml.safe_load((bench / "suites.yaml").read_text())
+    data["demo-code"]["chat"] = chat
+    (bench / "suites.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(SeatError, match="demo-code.*{prompt}"):
+        workload.suites(["demo-code"], file=bench / "suites.yaml")

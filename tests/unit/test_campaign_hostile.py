@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from campaign_harness import CampaignHost, FastDriver, OracleDriver, drive
+from campaign_harness import CampaignHost, FastDriver, drive
 from seatkit.campaign import boot, plan as campaign_plan, runner, spec as specs
 from seatkit.errors import SeatError
 from seatkit.host import change as host_change

@@ -1,7 +1,6 @@
 """Every data file the kit reads, read defensively: a models lock, a reference card and a bench
 summary get the profile's treatment (no aliases, no duplicate keys, bounded regular files only)."""
 
-import json
 import os
 import re
 import signal

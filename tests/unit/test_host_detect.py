@@ -3,7 +3,7 @@ and it refuses inside a container, whose boot files boot no kernel."""
 
 import pytest
 
-from fake_host import KVER, MACHINE, FakeHost
+from fake_host import KVER, FakeHost
 from seatkit.host import detect, gpus, plan as host_plan, settings
 
 EFI = "/sys/firmware/efi/efivars"

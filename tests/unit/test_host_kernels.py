@@ -5,7 +5,7 @@ import pytest
 
 from fake_host import KVER, MACHINE, FakeHost
 from seatkit.errors import SeatError
-from seatkit.host import change, gpus, plan as host_plan, readback, settings
+from seatkit.host import change, gpus, plan as host_plan, settings
 from seatkit.host.journal import Journal
 
 NEW = "6.8.0-50-generic"

@@ -294,7 +294,7 @@ def test_setup_rebuilds_a_built_model_whose_sizes_differ_from_the_lock(seat_home
     assert runtime.ensure_model("tiny-llama", profile.models["base"].files, Path("/v"), sizes=sizes) == model
     assert runs == []  # as locked: kept
     (model / "tokenizer.json").write_bytes(b"stale")
-    with pytest.raises(FileNotFoundError):  # the stand-in builder writes nothing to move into place
+    with pytest.raises(SeatError, match="No such file"):  # the stand-in builder writes nothing to move
         runtime.ensure_model("tiny-llama", profile.models["base"].files, Path("/v"), sizes=sizes)
     assert runs and runs[0][-1].endswith("tiny-llama.partial")
 
