@@ -129,6 +129,10 @@ def load(path: str | Path) -> Card:
         raise SeatError(f"no reference card at {path}", f"cards: {known}") from None
     except yaml.YAMLError as exc:
         raise SeatError(f"{path}: not valid YAML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:  # a directory, a symlink loop, unreadable bytes
+        why = exc.strerror if isinstance(exc, OSError) else exc
+        raise SeatError(f"cannot read the card {path}: {why}",
+                        "give a reference card's name or the path of its YAML file") from None
     if not isinstance(data, dict):
         raise SeatError(f"{path}: a card is a mapping of fields")
     return validate(Card, {**data, "name": path.stem}, path, "reference card",

@@ -334,3 +334,15 @@ def test_a_picked_figure_without_decode_figures_is_a_clear_error_naming_those_wi
     with pytest.raises(SeatError, match="no suite or figure 'D14' with a decode figure") as caught:
         compare.compare("deepspark-readme#D14", f"{PAPER}#S2")
     assert "D1" in caught.value.hint
+
+
+@pytest.mark.parametrize("kind", ["loop", "binary"])
+def test_an_unreadable_card_path_is_a_clear_error_never_a_traceback(tmp_path, kind):
+    card = tmp_path / "card.yaml"
+    if kind == "loop":
+        (tmp_path / "other.yaml").symlink_to(card)
+        card.symlink_to(tmp_path / "other.yaml")
+    else:
+        card.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(SeatError, match="cannot read the card"):
+        compare.compare(str(card), f"{PAPER}#S5")
