@@ -153,12 +153,13 @@ def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
 
 
 def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext,
-            cache_salt: str | None = None) -> dict:
+            cache_salt: str | None = None, reused_salt: bool = False) -> dict:
     """One request with its counter deltas, factors, exclusivity verdict and alarms.
 
     `around` is entered just before the request is sent and left just after its last byte
     (`seat bench --nsys` starts and stops a trace there). A new `cache_salt` keeps the server's
-    prefix cache out of the request's TTFT; the same salt again measures the warm TTFT."""
+    prefix cache out of the request's TTFT; the same salt again (`reused_salt`) measures the warm
+    TTFT."""
     before = wait_idle(target)
     sampler, gpus = GaugeSampler(target, options.sample_hz), telemetry.Sampler()
     sampler.start()
@@ -199,7 +200,8 @@ def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext
     record["counter_deltas"] = {**delta.values, "per_position": delta.per_position,
                                 "success": delta.success}
     record["factors"] = decompose.factors(delta, tokens, done.ttft_s, done.last_s,
-                                          done.prompt_tokens, done.first_event_tokens, target.k)
+                                          done.prompt_tokens, done.first_event_tokens, target.k,
+                                          reused_salt)
     record["alarms"] = decompose.alarms(record["factors"], target.k, done.text)
     if record["usage_note"]:
         record["alarms"]["usage-disagrees"] = record["usage_note"]
@@ -425,7 +427,7 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
             # Even repeats on a new salt (a cold prefix cache), odd ones on the one before (warm).
             salt = f"seatkit-{uuid.uuid4().hex}" if i % 2 == 0 else salt
             for attempt in range(1 + RERUNS):
-                record = measure(target, prompt, options, cache_salt=salt)
+                record = measure(target, prompt, options, cache_salt=salt, reused_salt=i % 2 == 1)
                 record.update(repeat=i, attempt=attempt)
                 out.add(record)
                 f = record["factors"]

@@ -314,3 +314,29 @@ def test_requests_without_a_single_draft_summarize_without_a_curve():
     assert f["tokens_per_step"] == 1 and f["acceptance_unconditional"] == []
     record = {"suite": "code", "prompt": "p", "content": "code", "exclusive": True, "factors": f}
     assert run.summarize([record, dict(record)])["code"]["acceptance_by_position"] == []
+
+
+def with_prefix(hits, queries):
+    d = delta_of(33, 66, 33)
+    d.values.update(prefix_hits=hits, prefix_queries=queries)
+    return d
+
+
+@pytest.mark.parametrize("hits, queries", [(0.0, 0.0), (-5000.0, -9000.0), (-10.0, 10.0), (20.0, 10.0)])
+def test_prefix_counters_that_never_moved_or_went_backwards_never_call_a_request_cold(hits, queries):
+    f = decompose.factors(with_prefix(hits, queries), 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
+    assert f["prefix_cache"] == "unknown"
+    assert "did not count our prompt" in f["sources"]["prefix_cache"]
+
+
+def test_prefix_counters_that_count_our_prompt_say_cold_or_warm():
+    assert decompose.factors(with_prefix(0.0, 10.0), 100, 0.5, 1.5, 10)["prefix_cache"] == "cold"
+    assert decompose.factors(with_prefix(8.0, 10.0), 100, 0.5, 1.5, 10)["prefix_cache"] == "warm"
+
+
+def test_a_reused_cache_salt_with_no_way_to_tell_keeps_its_ttft_out_of_the_cold_figure():
+    f = decompose.factors(delta_of(33, 66, 33), 100, 0.5, 1.5, 10, reused_salt=True)
+    assert f["prefix_cache"] == "unknown" and f["ttft_ms"] is None
+    assert "cache_salt of the request before" in f["withheld"]["ttft_ms"]
+    fresh = decompose.factors(delta_of(33, 66, 33), 100, 0.5, 1.5, 10)
+    assert fresh["ttft_ms"] == pytest.approx(500)
