@@ -72,6 +72,21 @@ def _disagreement(v: dict, steps_from: str, decode_tokens: int, k: int | None) -
             "publishes them on a period, or counts differently)")
 
 
+DRAFT_FIGURES = ("draft_acceptance", "accepted_per_drafted_step", "tokens_per_drafted_step",
+                 "steps_without_drafts", "drafted_length")
+
+
+def _draft_disagreement(v: dict, per_position: list[float], steps: float) -> str | None:
+    """Why the drafts counters can't be this request's (a reset, a counter gone backwards); None
+    when every one is possible: 0 <= drafts <= steps, 0 <= accepted <= drafted tokens, and each
+    position accepted at most once per draft."""
+    drafts, drafted, accepted = v.get("drafts") or 0, v.get("draft_tokens") or 0, v.get("accepted") or 0
+    if 0 <= drafts <= steps and 0 <= accepted <= drafted and all(0 <= p <= drafts for p in per_position):
+        return None
+    return (f"the drafts counters moved impossibly ({drafts:g} drafts of {drafted:g} tokens, "
+            f"{accepted:g} accepted, in {steps:g} steps): reset or not this request's alone")
+
+
 def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: float,
             prompt_tokens: int, first_event_tokens: int | None = None, k: int | None = None,
             reused_salt: bool = False) -> dict:
@@ -176,6 +191,11 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
         "ms_per_step": tokens_per_step / out["decode_tok_s"] * 1000 if out["decode_tok_s"] else None,
         "counters_vs_usage": _ratio(steps + accepted, decode_tokens),
     })
+    drafts_wrong = _draft_disagreement(v, per_pos, steps)
+    if drafts_wrong and not disagreement:
+        withheld.update({name: drafts_wrong for name in DRAFT_FIGURES})
+        out.update({name: None for name in DRAFT_FIGURES})
+        out.update(acceptance_unconditional=[], acceptance_conditional=[])
     if disagreement:
         withheld.update({name: disagreement for name in COUNTER_FIGURES})
         out.update({name: None for name in COUNTER_FIGURES})

@@ -340,3 +340,16 @@ def test_a_reused_cache_salt_with_no_way_to_tell_keeps_its_ttft_out_of_the_cold_
     assert "cache_salt of the request before" in f["withheld"]["ttft_ms"]
     fresh = decompose.factors(delta_of(33, 66, 33), 100, 0.5, 1.5, 10)
     assert fresh["ttft_ms"] == pytest.approx(500)
+
+
+@pytest.mark.parametrize("change", [{"drafts": -500.0, "draft_tokens": -2500.0},  # reset mid-run
+                                    {"draft_tokens": 10.0},  # 66 accepted of 10 drafted
+                                    {"per_position": {0: -40.0, 1: 50.0}}])
+def test_drafts_counters_that_moved_impossibly_withhold_acceptance_not_print_it(change):
+    d = delta_of(33, 66, 33)
+    d.per_position = change.pop("per_position", d.per_position)
+    d.values.update(change)
+    f = decompose.factors(d, 100, 0.5, 1.5, 10, k=5)
+    assert f["draft_acceptance"] is None and f["acceptance_unconditional"] == []
+    assert "moved impossibly" in f["withheld"]["draft_acceptance"]
+    assert f["tokens_per_step"] == 3.0  # the histogram's steps still stand
