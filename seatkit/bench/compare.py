@@ -142,7 +142,8 @@ def _run_entries(folder: Path, summary: dict) -> list[Entry]:
                       "device": None if "gpus" not in c else ("gpu" if c["gpus"] else "cpu")}
         withheld = s.get("withheld") or {}
         missing = {k: withheld.get(k, "not measured") for k in FACTORS if k not in values}
-        derived = _derive(values)
+        # A factor the bench withheld stays withheld: its inputs disagreed, so no other two give it.
+        derived = [] if set(withheld) & set(FACTORS) else _derive(values)
         missing = {k: why for k, why in missing.items() if k not in values}
         out.append(Entry(folder.name, suite, suite, conditions, values, spread, derived, missing,
                          matched=s.get("harness_figures") or {}))

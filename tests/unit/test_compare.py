@@ -346,3 +346,17 @@ def test_an_unreadable_card_path_is_a_clear_error_never_a_traceback(tmp_path, ki
         card.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(SeatError, match="cannot read the card"):
         compare.compare(str(card), f"{PAPER}#S5")
+
+
+def test_a_factor_the_bench_withheld_is_never_derived_back(tmp_path):
+    a = run_dir(tmp_path, "a", "tiny", 600, 5.5, 9.2)
+    path = tmp_path / "a" / "summary.json"
+    data = json.loads(path.read_text())
+    data["suites"]["code"]["ms_per_step"] = None
+    data["suites"]["code"]["withheld"] = {"ms_per_step": "withheld in 5 of 5 requests: counters lie"}
+    path.write_text(json.dumps(data))
+    b = run_dir(tmp_path, "b", "tiny", 300, 5.5, 18.3)
+    for x, y, side in ((a, b, "a"), (b, a, "b")):
+        row = compare.compare(x, y).rows[0]
+        assert "ms_per_step" not in row[f"{side}_values"] and "log_split" not in row
+        assert "counters lie" in row["verdict"]["text"]
