@@ -167,7 +167,7 @@ def _lock_text(locks: dict | None) -> str | None:
 def entries(source: str) -> list[Entry]:
     """A run directory (has summary.json) or a reference card (name or path), all of it or the
     one suite or figure named after a '#'."""
-    source, _, pick = source.partition("#")
+    source, hashed, pick = source.partition("#")
     path = Path(source)
     if (path / "summary.json").exists():
         found = run_entries(path)
@@ -175,6 +175,9 @@ def entries(source: str) -> list[Entry]:
         raise SeatError(f"{path} has no summary.json", "give a finished run directory or a card")
     else:
         found = card_entries(cards.load(source))
+    if hashed and not pick:  # `CARD#`: a pick left empty is a typo, never the whole side
+        raise SeatError(f"{source}#: no suite or figure named after the '#'",
+                        f"name one ({', '.join(e.key for e in found)}), or drop the '#' for all")
     if not pick:
         return found
     chosen = [e for e in found if e.key == pick]

@@ -360,3 +360,9 @@ def test_a_factor_the_bench_withheld_is_never_derived_back(tmp_path):
         row = compare.compare(x, y).rows[0]
         assert "ms_per_step" not in row[f"{side}_values"] and "log_split" not in row
         assert "counters lie" in row["verdict"]["text"]
+
+
+def test_an_empty_pick_after_the_hash_is_a_clear_error_not_the_whole_side(tmp_path):
+    with pytest.raises(SeatError, match="no suite or figure named after the '#'") as caught:
+        compare.compare(f"{PAPER}#", f"{PAPER}#S5")
+    assert "S8-before" in caught.value.hint
