@@ -293,8 +293,9 @@ def _verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: list[str] 
         share = ("none of it (the factors cancel)" if shares[f] is None else
                  f"{shares[f]:.0%} of the gap" if shares[f] >= 0 else
                  f"{shares[f]:.0%} of the gap: it works against it")
-        how = f"moved {ratios[f] - 1:+.1%} (beyond {source}, {limit:.1%})" if f in moved \
-            else f"{ratios[f] - 1:+.1%}"
+        # Symmetric like tok/s: the same size whichever side is A, the direction named.
+        side = f"{apart(ratios[f]):.1%} apart, {'higher' if ratios[f] > 1 else 'lower'} on A"
+        how = f"moved: {side} (beyond {source}, {limit:.1%})" if f in moved else side
         what = (WHAT_MOVES_CPU if cpu else {}).get(f, WHAT_MOVES[f])
         text = f"{_name(f)} {how} and carries {share}; what usually moves it: {what}"
         causes = _explains(differing, f)

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import pytest
 import yaml
@@ -168,7 +169,8 @@ def test_every_factor_beyond_its_spread_is_named_with_its_share():
     spread = {"decode_tok_s": 0.05, "tokens_per_step": 0.0, "ms_per_step": 0.05}
     verdict = compare._verdict(ratios, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))
     assert verdict["moved"] == ["tokens_per_step", "ms_per_step"] and "both factors moved" in verdict["text"]
-    assert "tokens per step moved -31.6%" in verdict["text"] and "ms per step moved +52.4%" in verdict["text"]
+    assert "tokens per step moved: 46.3% apart, lower on A" in verdict["text"]
+    assert "ms per step moved: 52.4% apart, higher on A" in verdict["text"]
     assert "drafting policy and k" in verdict["text"] and "host settings" in verdict["text"]
     shares = verdict["shares"]
     assert shares["tokens_per_step"] + shares["ms_per_step"] == pytest.approx(1)
@@ -366,3 +368,12 @@ def test_an_empty_pick_after_the_hash_is_a_clear_error_not_the_whole_side(tmp_pa
     with pytest.raises(SeatError, match="no suite or figure named after the '#'") as caught:
         compare.compare(f"{PAPER}#", f"{PAPER}#S5")
     assert "S8-before" in caught.value.hint
+
+
+@pytest.mark.parametrize("a, b", [("S8-after", "S8-before"), ("S12-S14-code", "S12-S14-prose")])
+def test_each_factors_move_is_the_same_size_whichever_side_is_a(a, b):
+    one = compare.compare(f"{PAPER}#{a}", f"{PAPER}#{b}").rows[0]["verdict"]["text"]
+    other = compare.compare(f"{PAPER}#{b}", f"{PAPER}#{a}").rows[0]["verdict"]["text"]
+    flip = {"higher on A": "lower on A", "lower on A": "higher on A", "code vs prose": "prose vs code"}
+    pattern = "|".join(map(re.escape, flip))
+    assert re.sub(pattern, lambda m: flip[m.group(0)], one) == other
