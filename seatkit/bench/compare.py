@@ -32,6 +32,7 @@ CONDITION_NOTES = {"b12x_kernels": "b12x kernels"}
 MOVES_TEXT = {"ms_per_step": "usually moves ms/step", "tokens_per_step": "usually moves tokens/step",
               "both": "can move either factor"}
 SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
+BENCH_SCHEMA = "seatkit.bench/2"  # run.SCHEMA; /1 summaries predate the withholding checks
 WHAT_MOVES = {
     "ms_per_step": "host settings (IOMMU, P2P registry keys, ReBAR, HMM), the "
                    "interconnect, the image and its kernels, power limits and clocks",
@@ -69,6 +70,7 @@ class Entry:
     missing: dict[str, str] = field(default_factory=dict)  # factor -> why this side lacks it
     harness: dict | None = None  # a card's: the tool and mode that produced its figures
     matched: dict | None = None  # a run's: the figures other harnesses would print (run.py)
+    caveat: str | None = None  # why this side's figures deserve less trust (an older summary)
 
 
 def _derive(values: dict[str, float]) -> list[str]:
@@ -123,6 +125,10 @@ def _run_entries(folder: Path, summary: dict) -> list[Entry]:
         raise SeatError(f"{folder} is a concurrency sweep: compare splits batch-1 runs",
                         "compare two sweeps by their report.md tables, level by level")
     c = summary["conditions"]
+    schema = summary.get("schema")
+    old = None if schema == BENCH_SCHEMA else (
+        f"{folder.name} is an older bench summary ({schema or 'no schema'}): its figures predate "
+        "the checks that withhold one whose inputs disagree; re-run it to trust them")
     out = []
     for suite, s in summary["suites"].items():
         values = {k: s[k]["median"] for k in FACTORS if s.get(k)}
@@ -146,7 +152,7 @@ def _run_entries(folder: Path, summary: dict) -> list[Entry]:
         derived = [] if set(withheld) & set(FACTORS) else _derive(values)
         missing = {k: why for k, why in missing.items() if k not in values}
         out.append(Entry(folder.name, suite, suite, conditions, values, spread, derived, missing,
-                         matched=s.get("harness_figures") or {}))
+                         matched=s.get("harness_figures") or {}, caveat=old))
     return out
 
 
@@ -385,6 +391,9 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
             gap = (f"tok/s {apart(row['ratios']['decode_tok_s']):.1%} apart, not split: "
                    if "decode_tok_s" in row["ratios"] else "not split: ")
             row["verdict"] = {"text": gap + "; ".join(lacking)}
+        for side, e in (("A", x), ("B", y)):
+            if e.caveat:
+                row["verdict"]["text"] += f". Caveat: {e.caveat}"
         row["missing"] = {"a": x.missing, "b": y.missing}
         row["harness"] = harness
         rows.append(row)

@@ -34,7 +34,7 @@ from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.serve import client
 
-SCHEMA = "seatkit.bench/1"
+SCHEMA = "seatkit.bench/2"  # /2: withheld figures, sources, cold/warm TTFT, harness figures
 RERUNS = 3  # extra tries per measured request whose deltas were not ours alone
 
 

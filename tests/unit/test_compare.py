@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from seatkit.bench import cards, compare, parity, sweep
+from seatkit.bench import cards, compare, parity, run, sweep
 from seatkit.errors import SeatError
 
 
@@ -107,6 +107,7 @@ def run_dir(tmp_path, name, model, tps, tau, ms, cv=0.01):
     folder.mkdir()
     stats = lambda v: {"median": v, "min": v, "max": v, "cv": cv, "n": 5}  # noqa: E731
     (folder / "summary.json").write_text(json.dumps({
+        "schema": compare.BENCH_SCHEMA,
         "conditions": {"model": model, "k": 5, "sampling": {"temperature": 0.0}},
         "suites": {"code": {"content": "code", "context": 0, "decode_tok_s": stats(tps),
                             "tokens_per_step": stats(tau), "ms_per_step": stats(ms)}}}))
@@ -377,3 +378,16 @@ def test_each_factors_move_is_the_same_size_whichever_side_is_a(a, b):
     flip = {"higher on A": "lower on A", "lower on A": "higher on A", "code vs prose": "prose vs code"}
     pattern = "|".join(map(re.escape, flip))
     assert re.sub(pattern, lambda m: flip[m.group(0)], one) == other
+
+
+def test_a_summary_from_before_the_withholding_checks_is_read_with_a_caveat(tmp_path):
+    assert compare.BENCH_SCHEMA == run.SCHEMA
+    a = run_dir(tmp_path, "a", "tiny", 600, 5.5, 9.2)
+    b = run_dir(tmp_path, "b", "tiny", 300, 5.5, 18.3)
+    path = tmp_path / "a" / "summary.json"
+    path.write_text(path.read_text().replace(compare.BENCH_SCHEMA, "seatkit.bench/1"))
+    for x, y in ((a, b), (b, a)):
+        text = compare.compare(x, y).rows[0]["verdict"]["text"]
+        assert text.startswith("step time: the rig") and "a is an older bench summary" in text
+        assert "b is an older" not in text
+    assert "older" not in compare.compare(b, b).rows[0]["verdict"]["text"]
