@@ -257,6 +257,22 @@ def _matched(x: Entry, y: Entry) -> tuple[Entry, Entry, str | None]:
     return x, y, None
 
 
+def _harness_text(h: dict | None) -> str:
+    return f"{h['tool']} {h['mode']} C={h['concurrency']}" if h else "an unnamed harness"
+
+
+def _harness_caveat(x: Entry, y: Entry) -> str | None:
+    """Two cards from different harnesses: neither figure can be rebuilt as the other's, so their
+    tok/s (and the ms/step derived from it) are not defined alike; None when they match."""
+    if x.matched is not None or y.matched is not None or not (x.harness or y.harness):
+        return None
+    a, b = _harness_text(x.harness), _harness_text(y.harness)
+    if a == b:
+        return None
+    return (f"the harnesses differ (A: {a}, B: {b}): their tok/s are not defined alike "
+            "(CAVEATS.md, Harnesses), so part of a step-time gap can be the harness, not the rig")
+
+
 def _explains(differing: list[str], factor: str) -> list[str]:
     return [k for k in differing if EXPLAINS.get(k) in (factor, "both")]
 
@@ -391,9 +407,9 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
             gap = (f"tok/s {apart(row['ratios']['decode_tok_s']):.1%} apart, not split: "
                    if "decode_tok_s" in row["ratios"] else "not split: ")
             row["verdict"] = {"text": gap + "; ".join(lacking)}
-        for side, e in (("A", x), ("B", y)):
-            if e.caveat:
-                row["verdict"]["text"] += f". Caveat: {e.caveat}"
+        for caveat in (x.caveat, y.caveat, _harness_caveat(x, y)):
+            if caveat:
+                row["verdict"]["text"] += f". Caveat: {caveat}"
         row["missing"] = {"a": x.missing, "b": y.missing}
         row["harness"] = harness
         rows.append(row)

@@ -391,3 +391,11 @@ def test_a_summary_from_before_the_withholding_checks_is_read_with_a_caveat(tmp_
         assert text.startswith("step time: the rig") and "a is an older bench summary" in text
         assert "b is an older" not in text
     assert "older" not in compare.compare(b, b).rows[0]["verdict"]["text"]
+
+
+def test_two_cards_from_different_harnesses_say_their_tok_s_is_not_defined_alike():
+    for a, b in (("deepspark-readme#D6-D11-ctx0", f"{PAPER}#S12-S14-prose"),
+                 (f"{PAPER}#S12-S14-prose", "deepspark-readme#D6-D11-ctx0")):
+        text = compare.compare(a, b, force=True).rows[0]["verdict"]["text"]
+        assert "the harnesses differ" in text and "llm_decode_bench sustained C=1" in text
+    assert "harnesses differ" not in compare.compare(f"{PAPER}#S8-after", f"{PAPER}#S8-before").rows[0]["verdict"]["text"]
