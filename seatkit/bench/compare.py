@@ -238,8 +238,10 @@ def _matched(x: Entry, y: Entry) -> tuple[Entry, Entry, str | None]:
         name = SUSTAINED.get((h["tool"], h["mode"], h["concurrency"]))
         figure = (run.matched or {}).get(name) if name else None
         if figure is None:
+            ldb = (h["tool"], h["mode"]) == ("llm_decode_bench", "sustained")  # CAVEATS.md says how
+            counts = "TTFT gaps between restarts as decode" if ldb else "tokens its own way"
             why = (f"refused: {card.label} is {h['tool']} {h['mode']} mode at C={h['concurrency']}, "
-                   f"whose figure counts {('TTFT gaps between restarts as decode' if h['mode'] == 'sustained' else 'its own way')}; "
+                   f"whose figure counts {counts}; "
                    + ("this run has no per-request record to rebuild it from (re-run it with this kit)"
                       if name else "the kit cannot rebuild that harness's figure"))
             return x, y, why

@@ -399,3 +399,15 @@ def test_two_cards_from_different_harnesses_say_their_tok_s_is_not_defined_alike
         text = compare.compare(a, b, force=True).rows[0]["verdict"]["text"]
         assert "the harnesses differ" in text and "llm_decode_bench sustained C=1" in text
     assert "harnesses differ" not in compare.compare(f"{PAPER}#S8-after", f"{PAPER}#S8-before").rows[0]["verdict"]["text"]
+
+
+@pytest.mark.parametrize("harness, said", [
+    ({"tool": "mybench", "mode": "sustained", "concurrency": 1}, "tokens its own way"),
+    ({"tool": "llm_decode_bench", "mode": "sustained", "concurrency": 4}, "TTFT gaps")])
+def test_a_harness_the_kit_cannot_rebuild_is_refused_without_guessing_its_definition(tmp_path, harness, said):
+    a = run_dir(tmp_path, "a", "m", 250.0, 2.9, 11.6)
+    card = card_file(tmp_path, [{"id": "x", "what": "w", "source": "s", "decode_tok_s": 240.0,
+                                 "tokens_per_step": 2.9, "harness": harness}])
+    for x, y in ((a, str(card)), (str(card), a)):
+        text = compare.compare(x, y).rows[0]["verdict"]["text"]
+        assert text.startswith("refused") and said in text and "cannot rebuild" in text
