@@ -424,9 +424,10 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
                           target.headers, sampling=options.sampling)
         salt = None
         for i in range(options.repeats):
-            # Even repeats on a new salt (a cold prefix cache), odd ones on the one before (warm).
-            salt = f"seatkit-{uuid.uuid4().hex}" if i % 2 == 0 else salt
             for attempt in range(1 + RERUNS):
+                # Even repeats on a new salt (a cold prefix cache), each retry too (the discarded
+                # try warmed the last one); odd ones on the salt before them (warm).
+                salt = f"seatkit-{uuid.uuid4().hex}" if i % 2 == 0 else salt
                 record = measure(target, prompt, options, cache_salt=salt, reused_salt=i % 2 == 1)
                 record.update(repeat=i, attempt=attempt)
                 out.add(record)

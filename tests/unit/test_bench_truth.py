@@ -218,3 +218,21 @@ def test_a_server_that_ignores_cache_salt_has_no_cold_ttft_and_says_so(serve, tm
     assert s["prefix_cache"] == {"cold": 0, "warm": 2, "unknown": 0}
     assert s["ttft_ms"] is None and "prefix-cache hit" in s["withheld"]["ttft_ms"]
     assert s["warm_ttft_ms"]["median"] < 15
+
+
+def test_a_retried_cold_repeat_gets_a_new_salt_never_the_one_its_discarded_try_warmed(serve, tmp_path,
+                                                                                       monkeypatch):
+    server = serve()
+    real, salts = run.measure, []
+
+    def first_try_crowded(target, prompt_, options, cache_salt=None, reused_salt=False):
+        record = real(target, prompt_, options, cache_salt=cache_salt, reused_salt=reused_salt)
+        salts.append(cache_salt)
+        if len(salts) % 2 == 1:  # every repeat's first try is discarded as not alone
+            record["exclusive"] = False
+        return record
+    monkeypatch.setattr(run, "measure", first_try_crowded)
+    summary = server.bench(tmp_path, max_tokens=21, repeats=2)
+    assert summary["discarded"] == 2
+    assert salts[0] != salts[1]  # the cold repeat's retry: a fresh salt
+    assert salts[2] == salts[3] == salts[1]  # the warm repeat: the cold one's salt
