@@ -80,8 +80,10 @@ def _draft_disagreement(v: dict, per_position: list[float], steps: float) -> str
     """Why the drafts counters can't be this request's (a reset, a counter gone backwards); None
     when every one is possible: 0 <= drafts <= steps, 0 <= accepted <= drafted tokens, and each
     position accepted at most once per draft."""
-    drafts, drafted, accepted = v.get("drafts") or 0, v.get("draft_tokens") or 0, v.get("accepted") or 0
-    if 0 <= drafts <= steps and 0 <= accepted <= drafted and all(0 <= p <= drafts for p in per_position):
+    drafts, drafted = v.get("drafts") or 0, v.get("draft_tokens") or 0
+    accepted = v.get("accepted") or 0
+    if 0 <= drafts <= steps and 0 <= accepted <= drafted and \
+            all(0 <= p <= drafts for p in per_position):
         return None
     return (f"the drafts counters moved impossibly ({drafts:g} drafts of {drafted:g} tokens, "
             f"{accepted:g} accepted, in {steps:g} steps): reset or not this request's alone")
