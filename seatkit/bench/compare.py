@@ -35,6 +35,7 @@ CONDITION_NOTES = {"b12x_kernels": "b12x kernels"}
 MOVES_TEXT = {"ms_per_step": "usually moves ms/step", "tokens_per_step": "usually moves tokens/step",
               "both": "can move either factor"}
 SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
+BENCH_SCHEMA = "seatkit.bench/2"  # run.SCHEMA; /1 summaries predate the withholding checks
 WHAT_MOVES = {
     "ms_per_step": "host settings (IOMMU, P2P registry keys, ReBAR, HMM), the "
                    "interconnect, the image and its kernels, power limits and clocks",
@@ -72,6 +73,7 @@ class Entry:
     missing: dict[str, str] = field(default_factory=dict)  # factor -> why this side lacks it
     harness: dict | None = None  # a card's: the tool and mode that produced its figures
     matched: dict | None = None  # a run's: the figures other harnesses would print (run.py)
+    caveat: str | None = None  # why this side's figures deserve less trust (an older summary)
 
 
 def _derive(values: dict[str, float]) -> list[str]:
@@ -127,7 +129,14 @@ def run_entries(folder: Path) -> list[Entry]:
 
 
 def _run_entries(folder: Path, data: dict) -> list[Entry]:
+    if data.get("schema") == SWEEP_SCHEMA:
+        raise SeatError(f"{folder} is a concurrency sweep: compare splits batch-1 runs",
+                        "compare two sweeps by their report.md tables, level by level")
     c = data["conditions"]
+    schema = data.get("schema")
+    old = None if schema == BENCH_SCHEMA else (
+        f"{folder.name} is an older bench summary ({schema or 'no schema'}): its figures predate "
+        "the checks that withhold one whose inputs disagree; re-run it to trust them")
     out = []
     for suite, s in data["suites"].items():
         values = {k: s[k]["median"] for k in FACTORS if s.get(k)}
@@ -147,11 +156,12 @@ def _run_entries(folder: Path, data: dict) -> list[Entry]:
                       "device": None if "gpus" not in c else ("gpu" if c["gpus"] else "cpu")}
         withheld = s.get("withheld") or {}
         missing = {k: withheld.get(k, "not measured") for k in FACTORS if k not in values}
-        derived = _derive(values)
+        # A factor the bench withheld stays withheld: its inputs disagreed, so no other two give it.
+        derived = [] if set(withheld) & set(FACTORS) else _derive(values)
         missing = {k: why for k, why in missing.items() if k not in values}
         out.append(Entry(folder.name, suite, what_runs.marked(suite, c, short=True), conditions,
                          values, spread, derived, missing,
-                         matched=s.get("harness_figures") or {}))
+                         matched=s.get("harness_figures") or {}, caveat=old))
     return out
 
 
@@ -172,7 +182,7 @@ def _lock_text(locks: dict | None) -> str | None:
 def entries(source: str) -> list[Entry]:
     """A run directory (has summary.json) or a reference card (name or path), all of it or the
     one suite or figure named after a '#'."""
-    source, _, pick = source.partition("#")
+    source, hashed, pick = source.partition("#")
     path = Path(source)
     if (path / "summary.json").exists():
         found = run_entries(path)
@@ -180,6 +190,9 @@ def entries(source: str) -> list[Entry]:
         raise SeatError(f"{path} has no summary.json", "give a finished run directory or a card")
     else:
         found = card_entries(cards.load(source))
+    if hashed and not pick:  # `CARD#`: a pick left empty is a typo, never the whole side
+        raise SeatError(f"{source}#: no suite or figure named after the '#'",
+                        f"name one ({', '.join(e.key for e in found)}), or drop the '#' for all")
     if not pick:
         return found
     chosen = [e for e in found if e.key == pick]
@@ -234,8 +247,10 @@ def _matched(x: Entry, y: Entry) -> tuple[Entry, Entry, str | None]:
         name = SUSTAINED.get((h["tool"], h["mode"], h["concurrency"]))
         figure = (run.matched or {}).get(name) if name else None
         if figure is None:
+            ldb = (h["tool"], h["mode"]) == ("llm_decode_bench", "sustained")  # CAVEATS.md says how
+            counts = "TTFT gaps between restarts as decode" if ldb else "tokens its own way"
             why = (f"refused: {card.label} is {h['tool']} {h['mode']} mode at C={h['concurrency']}, "
-                   f"whose figure counts {('TTFT gaps between restarts as decode' if h['mode'] == 'sustained' else 'its own way')}; "
+                   f"whose figure counts {counts}; "
                    + ("this run has no per-request record to rebuild it from (re-run it with this kit)"
                       if name else "the kit cannot rebuild that harness's figure"))
             return x, y, why
@@ -251,6 +266,22 @@ def _matched(x: Entry, y: Entry) -> tuple[Entry, Entry, str | None]:
                 f"({figure['definition']}; prefix cache {figure['prefix_cache']})")
         return (card, matched, note) if swap else (matched, card, note)
     return x, y, None
+
+
+def _harness_text(h: dict | None) -> str:
+    return f"{h['tool']} {h['mode']} C={h['concurrency']}" if h else "an unnamed harness"
+
+
+def _harness_caveat(x: Entry, y: Entry) -> str | None:
+    """Two cards from different harnesses: neither figure can be rebuilt as the other's, so their
+    tok/s (and the ms/step derived from it) are not defined alike; None when they match."""
+    if x.matched is not None or y.matched is not None or not (x.harness or y.harness):
+        return None
+    a, b = _harness_text(x.harness), _harness_text(y.harness)
+    if a == b:
+        return None
+    return (f"the harnesses differ (A: {a}, B: {b}): their tok/s are not defined alike "
+            "(CAVEATS.md, Harnesses), so part of a step-time gap can be the harness, not the rig")
 
 
 def _explains(differing: list[str], factor: str) -> list[str]:
@@ -295,8 +326,9 @@ def _verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: list[str] 
         share = ("none of it (the factors cancel)" if shares[f] is None else
                  f"{shares[f]:.0%} of the gap" if shares[f] >= 0 else
                  f"{shares[f]:.0%} of the gap: it works against it")
-        how = f"moved {ratios[f] - 1:+.1%} (beyond {source}, {limit:.1%})" if f in moved \
-            else f"{ratios[f] - 1:+.1%}"
+        # Symmetric like tok/s: the same size whichever side is A, the direction named.
+        side = f"{apart(ratios[f]):.1%} apart, {'higher' if ratios[f] > 1 else 'lower'} on A"
+        how = f"moved: {side} (beyond {source}, {limit:.1%})" if f in moved else side
         what = (WHAT_MOVES_CPU if cpu else {}).get(f, WHAT_MOVES[f])
         text = f"{_name(f)} {how} and carries {share}; what usually moves it: {what}"
         causes = _explains(differing, f)
@@ -395,10 +427,14 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
                          "missing": {"a": x.missing, "b": y.missing}, "harness": harness,
                          "verdict": {"text": harness}})
             continue
-        rows.append({"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
-                     "a_values": x.values, "b_values": y.values,
-                     "derived": {"a": x.derived, "b": y.derived}, **split(x, y, sorted(diff)),
-                     "missing": {"a": x.missing, "b": y.missing}, "harness": harness})
+        row = {"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
+               "a_values": x.values, "b_values": y.values,
+               "derived": {"a": x.derived, "b": y.derived}, **split(x, y, sorted(diff)),
+               "missing": {"a": x.missing, "b": y.missing}, "harness": harness}
+        for caveat in (x.caveat, y.caveat, _harness_caveat(x, y)):
+            if caveat:
+                row["verdict"]["text"] += f". Caveat: {caveat}"
+        rows.append(row)
     refused = None
     if "model" in differing and not force:
         refused = (f"refused: the two sides are different models, or one does not say which "

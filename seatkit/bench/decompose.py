@@ -43,6 +43,16 @@ def server_ttft_s(delta: Snapshot) -> float | None:
     return None
 
 
+def _cache_state(hits: float | None, queries: float | None) -> str:
+    """cold or warm by the prefix-cache deltas; unknown unless they counted our prompt sanely (a
+    counter that never moves, or went backwards, proves nothing about a cold cache)."""
+    if hits is None or hits < 0 or (queries is not None and not 0 <= hits <= queries):
+        return "unknown"
+    if queries is not None and queries <= 0:
+        return "unknown"
+    return "warm" if hits > 0 else ("cold" if queries is not None else "unknown")
+
+
 COUNTER_FIGURES = ("tokens_per_step", "ms_per_step", "drafter_tokens_per_step", "cut_by_max_tokens",
                    "itl_ms_per_step", "accepted_per_drafted_step", "tokens_per_drafted_step",
                    "draft_acceptance", "steps_without_drafts")
@@ -62,10 +72,29 @@ def _disagreement(v: dict, steps_from: str, decode_tokens: int, k: int | None) -
             "publishes them on a period, or counts differently)")
 
 
+DRAFT_FIGURES = ("draft_acceptance", "accepted_per_drafted_step", "tokens_per_drafted_step",
+                 "steps_without_drafts", "drafted_length")
+
+
+def _draft_disagreement(v: dict, per_position: list[float], steps: float) -> str | None:
+    """Why the drafts counters can't be this request's (a reset, a counter gone backwards); None
+    when every one is possible: 0 <= drafts <= steps, 0 <= accepted <= drafted tokens, and each
+    position accepted at most once per draft."""
+    drafts, drafted = v.get("drafts") or 0, v.get("draft_tokens") or 0
+    accepted = v.get("accepted") or 0
+    if 0 <= drafts <= steps and 0 <= accepted <= drafted and \
+            all(0 <= p <= drafts for p in per_position):
+        return None
+    return (f"the drafts counters moved impossibly ({drafts:g} drafts of {drafted:g} tokens, "
+            f"{accepted:g} accepted, in {steps:g} steps): reset or not this request's alone")
+
+
 def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: float,
-            prompt_tokens: int, first_event_tokens: int | None = None, k: int | None = None) -> dict:
+            prompt_tokens: int, first_event_tokens: int | None = None, k: int | None = None,
+            reused_salt: bool = False) -> dict:
     """Every derived quantity of one request; None where the counters cannot give it, with the
     reason in `withheld` where its inputs disagree. `sources` names each figure's clock and source.
+    `reused_salt`: the request repeated the one before it, cache_salt and all (meant to be warm).
     """
     n = completion_tokens
     decode_tokens = n - 1
@@ -83,7 +112,7 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
     server_ttft = server_ttft_s(delta)
     first_token_s = server_ttft if server_ttft is not None else ttft_s
     hits, queries = v.get("prefix_hits"), v.get("prefix_queries")
-    cache = "unknown" if hits is None else ("warm" if hits > 0 else "cold")
+    cache = _cache_state(hits, queries)
     drafts, draft_tokens, accepted = v.get("drafts"), v.get("draft_tokens"), v.get("accepted")
     steps_from = "inter-token histogram" if v.get("steps") else "drafts counter"
     steps = v.get("steps") or drafts
@@ -112,6 +141,11 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
                "step, so the client's TTFT is late by that step")
         withheld.update(ttft_ms=why, prefill_tok_s=why)
         out.update(ttft_ms=None, prefill_tok_s=None)
+    if cache == "unknown" and reused_salt:  # likely a hit, and nothing to tell: not cold either
+        why = ("the request had the cache_salt of the request before and no prefix-cache counter "
+               "counted it: it may be a prefix-cache hit")
+        withheld.update(ttft_ms=why, prefill_tok_s=why)
+        out.update(ttft_ms=None, prefill_tok_s=None)
     if cache == "warm":  # a prefix-cache hit: a warm TTFT, never the cold figure
         why = f"a prefix-cache hit ({hits:g} of {queries:g} prompt tokens cached): see warm TTFT"
         out["warm_ttft_ms"] = out["ttft_ms"]
@@ -127,7 +161,9 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
         "tokens_per_step": f"stream's token count / {steps_from}",
         "ms_per_step": "decode tok/s and tokens/step",
         "draft_acceptance": "spec-decode counters",
-        "prefix_cache": "prefix-cache counters" if hits is not None else "no prefix-cache counters"}
+        "prefix_cache": "no prefix-cache counters" if hits is None else "prefix-cache counters"
+                        if cache != "unknown" else "prefix-cache counters that did not count our "
+                        "prompt (frozen, reset or inconsistent): cache state unknown"}
     if not out["decomposition"]:
         if delta.has_spec:  # counters that exist but moved impossibly: say so on the row
             why = (f"the step counters moved by {steps or 0:g} during a request of {decode_tokens} "
@@ -157,6 +193,11 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
         "ms_per_step": tokens_per_step / out["decode_tok_s"] * 1000 if out["decode_tok_s"] else None,
         "counters_vs_usage": _ratio(steps + accepted, decode_tokens),
     })
+    drafts_wrong = _draft_disagreement(v, per_pos, steps)
+    if drafts_wrong and not disagreement:
+        withheld.update({name: drafts_wrong for name in DRAFT_FIGURES})
+        out.update({name: None for name in DRAFT_FIGURES})
+        out.update(acceptance_unconditional=[], acceptance_conditional=[])
     if disagreement:
         withheld.update({name: disagreement for name in COUNTER_FIGURES})
         out.update({name: None for name in COUNTER_FIGURES})

@@ -42,6 +42,8 @@ class Quirks:
     """Ways a real server departs from the plain schedule; all off by default."""
     ngram: bool = False  # a step that gives one token drafted nothing (ngram found no match)
     hide: frozenset = frozenset()  # counter families not exported, e.g. {"inter_token_latency_seconds"}
+    frozen: frozenset = frozenset()  # counter families exported but never moving (stuck at 0)
+    ignore_salt: bool = False  # the prefix cache ignores cache_salt: a prompt seen before is a hit
     spec_period_s: float = 0.0  # spec-decode and per-step counters published on this period
     usage_extra: int = 0  # the final usage claims this many tokens more than were streamed
     generation_extra: int = 0  # the generation counter claims this many tokens more per request
@@ -172,7 +174,8 @@ class Oracle:
                      "time_to_first_token_seconds_count", "time_to_first_token_seconds_sum",
                      "prefix_cache_queries_total", "prefix_cache_hits_total"):
             if not any(name.startswith(hidden) for hidden in self.quirks.hide):
-                lines.append(f"vllm:{name}{{{label}}} {float(c.get(name, 0))}")
+                stuck = any(name.startswith(family) for family in self.quirks.frozen)
+                lines.append(f"vllm:{name}{{{label}}} {0.0 if stuck else float(c.get(name, 0))}")
         for i in range(self.k):
             lines.append(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},'
                          f'position="{i}"}} {float(pos.get(i, 0))}')
@@ -183,7 +186,7 @@ class Oracle:
     def submit(self, body: dict) -> Request:
         request = Request(int(body["max_tokens"]), len(body["prompt"].split()), time.monotonic())
         request.sizes = step_sizes(request.max_tokens - 1, self.tokens_per_step)
-        request.key = (body.get("cache_salt"), body["prompt"])
+        request.key = (None if self.quirks.ignore_salt else body.get("cache_salt"), body["prompt"])
         with self.lock:
             self.pending.append(request)
             self.lock.notify()
@@ -365,7 +368,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault", choices=sorted(FAULTS), help="misbehave (tests of the bench)")
     args = parser.parse_args(argv)
     given = json.loads(args.quirks)
-    quirks = Quirks(**{**given, "hide": frozenset(given.get("hide", ()))})
+    quirks = Quirks(**{**given, "hide": frozenset(given.get("hide", ())),
+                       "frozen": frozenset(given.get("frozen", ()))})
     # The engine thread must get the interpreter lock back within a fraction of a step, even when
     # 16 writer threads want it (the default switch interval is 5 ms).
     sys.setswitchinterval(0.0002)

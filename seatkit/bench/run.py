@@ -37,7 +37,7 @@ from seatkit.errors import SeatError
 from seatkit.serve import client
 from seatkit.text import printable
 
-SCHEMA = "seatkit.bench/1"
+SCHEMA = "seatkit.bench/2"  # /2: withheld figures, sources, cold/warm TTFT, harness figures
 SCRAPE_S = 10.0  # a whole /metrics, /tokenize or /v1/models answer, not one read of it
 RERUNS = 3  # extra tries per measured request whose deltas were not ours alone
 
@@ -174,12 +174,13 @@ def _token_ids(found) -> list[int] | None:
 
 
 def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext,
-            cache_salt: str | None = None) -> dict:
+            cache_salt: str | None = None, reused_salt: bool = False) -> dict:
     """One request with its counter deltas, factors, exclusivity verdict and alarms.
 
     `around` is entered just before the request is sent and left just after its last byte
     (`seat bench --nsys` starts and stops a trace there). A new `cache_salt` keeps the server's
-    prefix cache out of the request's TTFT; the same salt again measures the warm TTFT."""
+    prefix cache out of the request's TTFT; the same salt again (`reused_salt`) measures the warm
+    TTFT."""
     before = wait_idle(target)
     sampler, gpus = GaugeSampler(target, options.sample_hz), telemetry.Sampler()
     sampler.start()
@@ -221,7 +222,8 @@ def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext
     record["counter_deltas"] = {**delta.values, "per_position": delta.per_position,
                                 "success": delta.success}
     record["factors"] = decompose.factors(delta, tokens, done.ttft_s, done.last_s,
-                                          done.prompt_tokens, done.first_event_tokens, target.k)
+                                          done.prompt_tokens, done.first_event_tokens, target.k,
+                                          reused_salt)
     record["alarms"] = decompose.alarms(record["factors"], target.k, done.text,
                                         target.conditions.get("draft_method"))
     if record["usage_note"]:
@@ -447,10 +449,11 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
                           deadline=client.allowed_seconds(prompt.max_tokens, prompt.context))
         salt = None
         for i in range(options.repeats):
-            # Even repeats on a new salt (a cold prefix cache), odd ones on the one before (warm).
-            salt = f"seatkit-{uuid.uuid4().hex}" if i % 2 == 0 else salt
             for attempt in range(1 + RERUNS):
-                record = measure(target, prompt, options, cache_salt=salt)
+                # Even repeats on a new salt (a cold prefix cache), each retry too (the discarded
+                # try warmed the last one); odd ones on the salt before them (warm).
+                salt = f"seatkit-{uuid.uuid4().hex}" if i % 2 == 0 else salt
+                record = measure(target, prompt, options, cache_salt=salt, reused_salt=i % 2 == 1)
                 record.update(repeat=i, attempt=attempt)
                 out.add(record)
                 f = record["factors"]

@@ -163,6 +163,9 @@ def level(target: Target, prompt: Prompt, options: Options, n: int) -> dict:
     return figures(n, streams, edges, total, cpu)
 
 
+STREAMS_TOLERANCE = 0.05  # the streams' aggregate against the counters' n x tokens/step / ms/step
+
+
 def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Snapshot | None,
             cpu_s: float) -> dict:
     done = [s.done for s in streams]
@@ -231,6 +234,15 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
         if d.get("accepted") is not None:
             out["drafter_tokens_per_step"] = 1 + d["accepted"] / steps
         out["counters_tok_s"] = n * out["tokens_per_step"] / (out["ms_per_step"] / 1000)
+        agg = out["aggregate_tok_s"]
+        if agg and abs(agg / out["counters_tok_s"] - 1) > STREAMS_TOLERANCE:
+            # Two windows (the streams' and the counters', which holds the scrapes) that should
+            # agree: when they do not, neither figure is printed as if it stood alone.
+            scraped = ", ".join(f"{ms:.0f} ms" for ms in edges.get("scrape_ms") or []) or "untimed"
+            out["alarms"]["streams-vs-counters"] = (
+                f"the streams give {agg:.0f} tok/s, the counters {out['counters_tok_s']:.0f} "
+                f"(n x tokens/step / ms/step): {agg / out['counters_tok_s'] - 1:+.1%} apart; the "
+                f"counters' window holds the scrapes ({scraped}) and a loaded host's stalls")
     running = [r for r in edges["running"] if r is not None]  # None: the server has no gauge
     if running and max(running) < n:
         out["alarms"]["client-bottleneck"] = (

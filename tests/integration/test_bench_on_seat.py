@@ -141,8 +141,9 @@ def sweep_once(out):
 
 
 SWEEP_TOKENS = 1024  # long windows: a step at either edge moves the figures by well under 1%
-# What a busy host may do to a level: its client falls behind, and the bench says so.
-CLIENT_ALARMS = {"client-timing", "client-bottleneck", "short-window"}
+# What a busy host may do to a level: its client falls behind, or its stalls (a 200 ms scrape on
+# vLLM's API loop) part the streams' window from the counters', and the bench says so.
+CLIENT_ALARMS = {"client-timing", "client-bottleneck", "short-window", "streams-vs-counters"}
 
 
 def test_concurrency_sweep_counters_usage_and_streams_agree(seat, tmp_path):

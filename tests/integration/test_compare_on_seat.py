@@ -89,7 +89,8 @@ def test_another_draft_length_names_the_factor_that_moved(runs):
     named); tokens per step, deterministic here, must be named whatever step time did."""
     done = seat("bench", "compare", runs["cpu-smoke-k3-0"], runs["cpu-smoke-0"], "--format", "markdown")
     assert "- k: 3 vs 5 (differs)" in done.stdout and "- k: 3 vs 5" in done.stdout
-    assert "tokens per step moved -" in done.stdout and "drafting policy and k" in done.stdout
+    assert "tokens per step moved: " in done.stdout and "lower on A" in done.stdout
+    assert "drafting policy and k" in done.stdout
     verdict = json.loads(seat("bench", "compare", runs["cpu-smoke-k3-0"], runs["cpu-smoke-0"],
                               "--format", "json").stdout)["rows"][0]["verdict"]
     assert "tokens_per_step" in verdict["moved"]

@@ -338,3 +338,42 @@ def test_a_chat_format_that_does_not_hold_the_prompt_once_is_refused(tmp_path, c
     (bench / "suites.yaml").write_text(yaml.safe_dump(data))
     with pytest.raises(SeatError, match="demo-code.*{prompt}"):
         workload.suites(["demo-code"], file=bench / "suites.yaml")
+
+
+def with_prefix(hits, queries):
+    d = delta_of(33, 66, 33)
+    d.values.update(prefix_hits=hits, prefix_queries=queries)
+    return d
+
+
+@pytest.mark.parametrize("hits, queries", [(0.0, 0.0), (-5000.0, -9000.0), (-10.0, 10.0), (20.0, 10.0)])
+def test_prefix_counters_that_never_moved_or_went_backwards_never_call_a_request_cold(hits, queries):
+    f = decompose.factors(with_prefix(hits, queries), 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
+    assert f["prefix_cache"] == "unknown"
+    assert "did not count our prompt" in f["sources"]["prefix_cache"]
+
+
+def test_prefix_counters_that_count_our_prompt_say_cold_or_warm():
+    assert decompose.factors(with_prefix(0.0, 10.0), 100, 0.5, 1.5, 10)["prefix_cache"] == "cold"
+    assert decompose.factors(with_prefix(8.0, 10.0), 100, 0.5, 1.5, 10)["prefix_cache"] == "warm"
+
+
+def test_a_reused_cache_salt_with_no_way_to_tell_keeps_its_ttft_out_of_the_cold_figure():
+    f = decompose.factors(delta_of(33, 66, 33), 100, 0.5, 1.5, 10, reused_salt=True)
+    assert f["prefix_cache"] == "unknown" and f["ttft_ms"] is None
+    assert "cache_salt of the request before" in f["withheld"]["ttft_ms"]
+    fresh = decompose.factors(delta_of(33, 66, 33), 100, 0.5, 1.5, 10)
+    assert fresh["ttft_ms"] == pytest.approx(500)
+
+
+@pytest.mark.parametrize("change", [{"drafts": -500.0, "draft_tokens": -2500.0},  # reset mid-run
+                                    {"draft_tokens": 10.0},  # 66 accepted of 10 drafted
+                                    {"per_position": {0: -40.0, 1: 50.0}}])
+def test_drafts_counters_that_moved_impossibly_withhold_acceptance_not_print_it(change):
+    d = delta_of(33, 66, 33)
+    d.per_position = change.pop("per_position", d.per_position)
+    d.values.update(change)
+    f = decompose.factors(d, 100, 0.5, 1.5, 10, k=5)
+    assert f["draft_acceptance"] is None and f["acceptance_unconditional"] == []
+    assert "moved impossibly" in f["withheld"]["draft_acceptance"]
+    assert f["tokens_per_step"] == 3.0  # the histogram's steps still stand

@@ -196,3 +196,45 @@ def test_the_sweeps_window_keeps_a_slow_scrape_out_of_the_aggregate(tmp_path, ex
     row = summary["suites"]["truth"]["levels"][0]
     assert row["aggregate_tok_s"] == pytest.approx(4 * 3.0 / 20.0 * 1000, rel=0.004)
     assert row["window"]["scrape_ms"][0] >= exposition_ms
+
+
+@pytest.mark.parametrize("quirks", [
+    oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5, frozen=frozenset({"prefix_cache"})),
+    oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5, hide=frozenset({"prefix_cache"}))],
+    ids=["counters-frozen", "no-counters"])
+def test_a_prefix_cache_the_counters_cannot_see_never_passes_a_warm_ttft_as_cold(serve, tmp_path, quirks):
+    # Odd repeats reuse the salt before them: hits (2 ms) the counters do not show. Cold is 70 ms.
+    server = serve(quirks, prefill_ms=20.0)
+    summary = server.bench(tmp_path, max_tokens=21, repeats=4, prompts=[prompt(21, words=100)])
+    s = summary["suites"]["truth"]
+    assert s["prefix_cache"]["cold"] == 0  # frozen counters prove nothing
+    assert s["ttft_ms"]["n"] == 2 and s["ttft_ms"]["min"] > 50  # the two fresh salts only
+    assert "cache_salt of the request before" in s["withheld"]["ttft_ms"]
+
+
+def test_a_server_that_ignores_cache_salt_has_no_cold_ttft_and_says_so(serve, tmp_path):
+    server = serve(oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5, ignore_salt=True),
+                   prefill_ms=20.0)
+    summary = server.bench(tmp_path, max_tokens=21, repeats=2, prompts=[prompt(21, words=100)])
+    s = summary["suites"]["truth"]
+    assert s["prefix_cache"] == {"cold": 0, "warm": 2, "unknown": 0}
+    assert s["ttft_ms"] is None and "prefix-cache hit" in s["withheld"]["ttft_ms"]
+    assert s["warm_ttft_ms"]["median"] < 15
+
+
+def test_a_retried_cold_repeat_gets_a_new_salt_never_the_one_its_discarded_try_warmed(serve, tmp_path,
+                                                                                       monkeypatch):
+    server = serve()
+    real, salts = run.measure, []
+
+    def first_try_crowded(target, prompt_, options, cache_salt=None, reused_salt=False):
+        record = real(target, prompt_, options, cache_salt=cache_salt, reused_salt=reused_salt)
+        salts.append(cache_salt)
+        if len(salts) % 2 == 1:  # every repeat's first try is discarded as not alone
+            record["exclusive"] = False
+        return record
+    monkeypatch.setattr(run, "measure", first_try_crowded)
+    summary = server.bench(tmp_path, max_tokens=21, repeats=2)
+    assert summary["discarded"] == 2
+    assert salts[0] != salts[1]  # the cold repeat's retry: a fresh salt
+    assert salts[2] == salts[3] == salts[1]  # the warm repeat: the cold one's salt

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import pytest
 import yaml
@@ -106,6 +107,7 @@ def run_dir(tmp_path, name, model, tps, tau, ms, cv=0.01):
     folder.mkdir()
     stats = lambda v: {"median": v, "min": v, "max": v, "cv": cv, "n": 5}  # noqa: E731
     (folder / "summary.json").write_text(json.dumps({
+        "schema": compare.BENCH_SCHEMA,
         "conditions": {"model": model, "k": 5, "sampling": {"temperature": 0.0}},
         "suites": {"code": {"content": "code", "context": 0, "decode_tok_s": stats(tps),
                             "tokens_per_step": stats(tau), "ms_per_step": stats(ms)}}}))
@@ -168,7 +170,8 @@ def test_every_factor_beyond_its_spread_is_named_with_its_share():
     spread = {"decode_tok_s": 0.05, "tokens_per_step": 0.0, "ms_per_step": 0.05}
     verdict = compare._verdict(ratios, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))
     assert verdict["moved"] == ["tokens_per_step", "ms_per_step"] and "both factors moved" in verdict["text"]
-    assert "tokens per step moved -31.6%" in verdict["text"] and "ms per step moved +52.4%" in verdict["text"]
+    assert "tokens per step moved: 46.3% apart, lower on A" in verdict["text"]
+    assert "ms per step moved: 52.4% apart, higher on A" in verdict["text"]
     assert "drafting policy and k" in verdict["text"] and "host settings" in verdict["text"]
     shares = verdict["shares"]
     assert shares["tokens_per_step"] + shares["ms_per_step"] == pytest.approx(1)
@@ -367,3 +370,78 @@ def test_the_run_writes_its_suites_through_the_same_schema():
         run.summarize([record])
     record["factors"]["decode_tok_s"] = 400.0
     assert run.summarize([record])["code"]["decode_tok_s"]["median"] == 400.0
+
+
+@pytest.mark.parametrize("kind", ["loop", "binary"])
+def test_an_unreadable_card_path_is_a_clear_error_never_a_traceback(tmp_path, kind):
+    card = tmp_path / "card.yaml"
+    if kind == "loop":
+        (tmp_path / "other.yaml").symlink_to(card)
+        card.symlink_to(tmp_path / "other.yaml")
+    else:
+        card.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(SeatError, match="cannot read the card|not UTF-8 text"):
+        compare.compare(str(card), f"{PAPER}#S5")
+
+
+def test_a_factor_the_bench_withheld_is_never_derived_back(tmp_path):
+    a = run_dir(tmp_path, "a", "tiny", 600, 5.5, 9.2)
+    path = tmp_path / "a" / "summary.json"
+    data = json.loads(path.read_text())
+    data["suites"]["code"]["ms_per_step"] = None
+    data["suites"]["code"]["withheld"] = {"ms_per_step": "withheld in 5 of 5 requests: counters lie"}
+    path.write_text(json.dumps(data))
+    b = run_dir(tmp_path, "b", "tiny", 300, 5.5, 18.3)
+    for x, y, side in ((a, b, "a"), (b, a, "b")):
+        row = compare.compare(x, y).rows[0]
+        assert "ms_per_step" not in row[f"{side}_values"] and "log_split" not in row
+        assert "counters lie" in row["verdict"]["text"]
+
+
+def test_an_empty_pick_after_the_hash_is_a_clear_error_not_the_whole_side(tmp_path):
+    with pytest.raises(SeatError, match="no suite or figure named after the '#'") as caught:
+        compare.compare(f"{PAPER}#", f"{PAPER}#S5")
+    assert "S8-before" in caught.value.hint
+
+
+@pytest.mark.parametrize("a, b", [("S8-after", "S8-before"), ("S12-S14-code", "S12-S14-prose")])
+def test_each_factors_move_is_the_same_size_whichever_side_is_a(a, b):
+    one = compare.compare(f"{PAPER}#{a}", f"{PAPER}#{b}").rows[0]["verdict"]["text"]
+    other = compare.compare(f"{PAPER}#{b}", f"{PAPER}#{a}").rows[0]["verdict"]["text"]
+    flip = {"higher on A": "lower on A", "lower on A": "higher on A", "code vs prose": "prose vs code"}
+    pattern = "|".join(map(re.escape, flip))
+    assert re.sub(pattern, lambda m: flip[m.group(0)], one) == other
+
+
+def test_a_summary_from_before_the_withholding_checks_is_read_with_a_caveat(tmp_path):
+    assert compare.BENCH_SCHEMA == run.SCHEMA
+    a = run_dir(tmp_path, "a", "tiny", 600, 5.5, 9.2)
+    b = run_dir(tmp_path, "b", "tiny", 300, 5.5, 18.3)
+    path = tmp_path / "a" / "summary.json"
+    path.write_text(path.read_text().replace(compare.BENCH_SCHEMA, "seatkit.bench/1"))
+    for x, y in ((a, b), (b, a)):
+        text = compare.compare(x, y).rows[0]["verdict"]["text"]
+        assert text.startswith("step time: the rig") and "a is an older bench summary" in text
+        assert "b is an older" not in text
+    assert "older" not in compare.compare(b, b).rows[0]["verdict"]["text"]
+
+
+def test_two_cards_from_different_harnesses_say_their_tok_s_is_not_defined_alike():
+    for a, b in (("deepspark-readme#D6-D11-ctx0", f"{PAPER}#S12-S14-prose"),
+                 (f"{PAPER}#S12-S14-prose", "deepspark-readme#D6-D11-ctx0")):
+        text = compare.compare(a, b, force=True).rows[0]["verdict"]["text"]
+        assert "the harnesses differ" in text and "llm_decode_bench sustained C=1" in text
+    same = compare.compare(f"{PAPER}#S8-after", f"{PAPER}#S8-before").rows[0]["verdict"]["text"]
+    assert "harnesses differ" not in same
+
+
+@pytest.mark.parametrize("harness, said", [
+    ({"tool": "mybench", "mode": "sustained", "concurrency": 1}, "tokens its own way"),
+    ({"tool": "llm_decode_bench", "mode": "sustained", "concurrency": 4}, "TTFT gaps")])
+def test_a_harness_the_kit_cannot_rebuild_is_refused_without_guessing_its_definition(tmp_path, harness, said):
+    a = run_dir(tmp_path, "a", "m", 250.0, 2.9, 11.6)
+    card = card_file(tmp_path, [{"id": "x", "what": "w", "source": "s", "decode_tok_s": 240.0,
+                                 "tokens_per_step": 2.9, "harness": harness}])
+    for x, y in ((a, str(card)), (str(card), a)):
+        text = compare.compare(x, y).rows[0]["verdict"]["text"]
+        assert text.startswith("refused") and said in text and "cannot rebuild" in text

@@ -157,3 +157,14 @@ def test_a_stream_read_in_one_burst_or_late_is_a_client_timing_alarm():
     slow.chunks = [(t if t < 0.2 else 0.2 + (t - 0.2) * 10, k) for t, k in slow.chunks]
     row = sweep.figures(2, [stream(0.0, 0.1, 0.01, 100), slow], None, None, 0.0)
     assert "read its streams late" in row["alarms"]["client-timing"]
+
+
+def test_an_aggregate_that_disagrees_with_the_counters_is_flagged_never_silent():
+    # The streams give 800 tok/s; the counters' window (with a slow scrape) 12.5 ms steps: 640.
+    a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.2, 0.01, 100)
+    counters = edges(2, 180, 720, 2.25) | {"scrape_ms": [210.0, 190.0]}
+    row = sweep.figures(2, [a, b], counters, None, cpu_s=0.0)
+    assert row["aggregate_tok_s"] == pytest.approx(800) and row["counters_tok_s"] == pytest.approx(640)
+    assert "+25.0% apart" in row["alarms"]["streams-vs-counters"] and "210 ms" in row["alarms"]["streams-vs-counters"]
+    agree = sweep.figures(2, [a, b], edges(2, 180, 720, 1.8), None, cpu_s=0.0)
+    assert "streams-vs-counters" not in agree["alarms"]
