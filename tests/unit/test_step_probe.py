@@ -194,3 +194,16 @@ def test_a_rank_that_never_arrives_fails_the_run_and_shows_where_it_stopped(tmp_
     shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"],
                                terminal_width=80)
     assert shown.exit_code == 1 and "stopped: waits" in shown.output and "verdict: failed" in shown.output
+
+
+def test_a_huge_token_range_is_refused_before_it_is_built():
+    """1-10**12 once built a list of a trillion ints before the range check: memory, not a refusal."""
+    sys.path.insert(0, str(Path(p2p.__file__).parent))
+    import p2p_probe
+
+    _, tokens, _, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
+                                                  "--tokens", f"1-{10 ** 12}"])
+    assert tokens == [] and any(f"--tokens 1-{10 ** 12}" in p for p in problems)
+    _, tokens, _, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
+                                                  "--tokens", "3-5"])
+    assert tokens == [3, 4, 5] and problems == []
