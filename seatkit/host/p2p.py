@@ -48,6 +48,9 @@ def run_probe(image: str | None = None, args: list[str] = ()) -> dict:
         result = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
         raise SeatError(f"the probe printed no result (exit {done.returncode}): {done.stderr.strip()[-800:]}") from None
+    if not isinstance(result, dict):
+        raise SeatError(f"the probe's last line is not its result (exit {done.returncode}): {str(result)[:200]}",
+                        "run the probe by hand (python3 seatkit/host/p2p_probe.py) and read what it prints")
     if "error" in result and done.returncode == BAD_ARGS:
         raise SeatError(f"the probe refused: {result['error']}", "fix what it names", BAD_ARGS)
     if "error" in result:

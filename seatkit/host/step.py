@@ -10,6 +10,7 @@ keeps the result with the boot id beside verify-p2p's.
 from __future__ import annotations
 
 import json
+import math
 import time
 
 from seatkit.bench import cards
@@ -56,26 +57,68 @@ def reference(profile: Profile) -> dict | None:
 
 
 def run(layers: int, hidden: int, replays: int, image: str | None = None) -> dict:
-    return p2p.run_probe(image, ["--step", "--layers", str(layers), "--hidden", str(hidden),
-                                 "--replays", str(replays)])
+    result = p2p.run_probe(image, ["--step", "--layers", str(layers), "--hidden", str(hidden),
+                                   "--replays", str(replays)])
+    shape = (result.get("step") or {}) if isinstance(result, dict) else {}
+    if isinstance(shape, dict) and shape and (shape.get("layers"), shape.get("hidden")) != (layers, hidden):
+        raise SeatError(f"the probe answered for L={shape.get('layers')} hidden={shape.get('hidden')}, "
+                        f"not the L={layers} hidden={hidden} asked", LYING_HINT)
+    return result
+
+
+LYING_HINT = "the probe and the kit differ (an edited p2p_probe.py?): reinstall seatkit and run it again"
+
+
+def _figures(step: dict):
+    """(where, figures) for every measured 1+k of every form; raises KeyError/TypeError when misshapen."""
+    forms = step["forms"]
+    for n, base in enumerate(forms.get("baseline") or []):
+        for t, figures in base["by_tokens"].items():
+            yield f"baseline GPU{n} 1+k={t}", figures
+    for form in FORMS:
+        for t, figures in ((forms.get(form) or {}).get("by_tokens") or {}).items():
+            if "waits_given_up" not in figures or "train_us" in figures:
+                yield f"{form} 1+k={t}", figures
+
+
+def _checked(result) -> list[str]:
+    """The probe's result as the probe writes it (else a SeatError); problems with its figures."""
+    try:
+        step = result["step"]
+        if not isinstance(step["gpus"], int) or not isinstance(step["forms"], dict):
+            raise TypeError("gpus or forms")
+        len(step["tokens"]) + len(step["bytes_by_tokens"]) + len(step["placement"])
+        problems = []
+        for where, figures in _figures(step):
+            values = [figures[kind][q] for kind in ("train_us", "per_collective_us") for q in ("p50", "p99")]
+            if not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in values):
+                problems.append(f"{where}: the probe reported {values[:2]} us (not a time)")
+        for form in FORMS:
+            figures = step["forms"].get(form) or {}
+            if "skipped" not in figures and figures and not isinstance(figures.get("correct"), bool):
+                problems.append(f"{form}: the probe did not say whether its sums were right")
+        return problems
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise SeatError(f"the probe's result is not one it writes (at {exc!r})", LYING_HINT) from None
 
 
 def judge(result: dict, ref: dict | None, k: int | None) -> dict:
     """Verdict, problems, and per form the share of the published step its train explains."""
+    problems = _checked(result)
+    garbage = bool(problems)  # no share is worked out from figures that are not times
     step = result["step"]
     forms = step["forms"]
-    problems = []
     oneshot = forms.get("oneshot") or {}
     if oneshot.get("correct") is False:
-        problems.append(f"one-shot all-reduce: {oneshot['wrong_count']} wrong sums, "
-                        f"{oneshot['waits_given_up']} flag waits gave up")
+        problems.append(f"one-shot all-reduce: {oneshot.get('wrong_count', '?')} wrong sums, "
+                        f"{oneshot.get('waits_given_up', '?')} flag waits gave up")
     if (forms.get("nccl") or {}).get("correct") is False:
         problems.append("NCCL all-reduce returned a wrong sum")
     peers = step["gpus"] > 1
     verdict = "failed" if problems else "measured" if peers else "one GPU: baseline only"
     tokens = str(1 + k) if k is not None else None
     shares = {}
-    if ref and peers and tokens in step["bytes_by_tokens"]:
+    if ref and peers and not garbage and tokens in step["bytes_by_tokens"]:
         budget_us = ref["ms_per_step"] * 1000
         base = min(b["by_tokens"][tokens]["train_us"]["p50"] for b in forms.get("baseline", [])) \
             if forms.get("baseline") else 0.0

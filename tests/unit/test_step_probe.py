@@ -207,3 +207,32 @@ def test_a_huge_token_range_is_refused_before_it_is_built():
     _, tokens, _, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
                                                   "--tokens", "3-5"])
     assert tokens == [3, 4, 5] and problems == []
+
+
+@pytest.mark.parametrize("printed, said", [
+    ("5", "last line is not its result"), ('"an error"', "last line is not its result"),
+    ("{}", "not one it writes"), ('{"step": {"layers": 61, "hidden": 7168}}', "not one it writes"),
+    (json.dumps({**ONE, "step": {**ONE["step"], "layers": 3}}), "answered for L=3"),
+])
+def test_a_probe_that_exits_0_with_garbage_is_an_error_not_a_traceback(tmp_path, monkeypatch, printed, said):
+    script = tmp_path / "probe.py"
+    script.write_text(f"print({printed!r})")
+    monkeypatch.setattr(p2p, "PROBE", script)
+    monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
+    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"])
+    assert isinstance(shown.exception, SeatError) and said in str(shown.exception), shown.exception
+
+
+def test_nan_negative_or_unsaid_figures_fail_the_run_and_explain_no_share():
+    lying = multi_gpu(2420.0)
+    lying["step"]["forms"]["oneshot"]["by_tokens"]["6"]["train_us"]["p50"] = float("nan")
+    lying["step"]["forms"]["baseline"][0]["by_tokens"]["2"]["per_collective_us"]["p99"] = -4.0
+    judged = step.judge(json.loads(json.dumps(lying)), step.reference(PROFILE), 5)
+    assert judged["verdict"] == "failed" and judged["shares"] == {}
+    assert any("oneshot 1+k=6" in p for p in judged["problems"])
+    assert any("baseline GPU0 1+k=2" in p for p in judged["problems"])
+    assert "nan" not in step.summary(judged)
+    unsaid = multi_gpu(2420.0)
+    del unsaid["step"]["forms"]["nccl"]["correct"]
+    judged = step.judge(unsaid, step.reference(PROFILE), 5)
+    assert judged["verdict"] == "failed" and "nccl: the probe did not say" in judged["problems"][0]
