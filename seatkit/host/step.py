@@ -22,6 +22,8 @@ from seatkit.serve.profile import Profile
 
 RESULT = f"{STATE}/verify-p2p-step.json"
 FORMS = ("oneshot", "nccl")  # the communication forms; the baseline is what they are held against
+VERDICTS = ("measured", "one GPU: baseline only", "failed")
+MAX_RECORD = 1 << 20  # a real record is a few KiB
 
 
 def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
@@ -161,11 +163,16 @@ def summary(result: dict) -> str:
 
 def step_path(system: System) -> dict:
     """The row `seat host status` shows for the step probe, this boot only."""
-    text = system.read(RESULT)
-    if text is None:
+    kept = system.path(RESULT)
+    if not kept.exists() and not kept.is_symlink():
         return {"verdict": "not measured", "why": "no `seat host verify-p2p --step` result on this host"}
+    torn = {"verdict": "not measured", "why": f"{RESULT} is torn or foreign: run it again"}
+    if not kept.is_file() or kept.stat().st_size > MAX_RECORD:  # a FIFO would hang status, a huge file its memory
+        return torn
     try:
-        record = json.loads(text)
+        record = json.loads(system.read(RESULT) or "")
+        if record["verdict"] not in VERDICTS:
+            return torn
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record["time"]))
         if record["boot_id"] != state.boot_id(system):
             return {"verdict": "not measured",
@@ -173,8 +180,8 @@ def step_path(system: System) -> dict:
         if record["verdict"] == "failed":
             return {"verdict": "FAILED on this boot", "why": "; ".join(record["problems"])}
         return {"verdict": f"{record['verdict']} on this boot", "why": f"{summary(record)} ({when})"}
-    except (ValueError, KeyError, TypeError, IndexError):
-        return {"verdict": "not measured", "why": f"{RESULT} is torn or foreign: run it again"}
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError, OSError):
+        return torn
 
 
 def check_options(step: bool, layers, hidden, replays, profile) -> None:

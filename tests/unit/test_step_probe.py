@@ -236,3 +236,37 @@ def test_nan_negative_or_unsaid_figures_fail_the_run_and_explain_no_share():
     del unsaid["step"]["forms"]["nccl"]["correct"]
     judged = step.judge(unsaid, step.reference(PROFILE), 5)
     assert judged["verdict"] == "failed" and "nccl: the probe did not say" in judged["problems"][0]
+
+
+def test_a_kept_record_that_is_a_fifo_huge_or_odd_is_torn_not_a_hang_or_traceback(tmp_path):
+    import os
+    import threading
+    import time
+
+    system = host(tmp_path, "boot-1")
+    good = json.dumps({**step.judge(ONE, step.reference(PROFILE), 5), "boot_id": "boot-1", "time": 0})
+    kept = system.path(step.RESULT)
+    kept.parent.mkdir(parents=True)
+    os.mkfifo(kept)
+
+    def feed():  # a reader that opened the FIFO gets a valid record; none there, and this gives up
+        for _ in range(30):
+            try:
+                fd = os.open(kept, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                time.sleep(0.1)
+                continue
+            os.write(fd, good.encode()[:60000])
+            return os.close(fd)
+
+    threading.Thread(target=feed, daemon=True).start()
+    assert "torn or foreign" in step.step_path(system)["why"]
+    kept.unlink()
+    for record in ({**json.loads(good), "time": 1e300}, {**json.loads(good), "step": {"forms": []}},
+                   {**json.loads(good), "verdict": "[/]measured"}):
+        kept.write_text(json.dumps(record))
+        assert "torn or foreign" in step.step_path(system)["why"], record
+    kept.write_text(good[:-1] + ", \"pad\": \"" + "x" * (2 << 20) + "\"}")
+    assert "torn or foreign" in step.step_path(system)["why"]
+    kept.write_text(good)
+    assert step.step_path(system)["verdict"] == "one GPU: baseline only on this boot"
