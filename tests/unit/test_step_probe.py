@@ -249,18 +249,22 @@ def test_a_kept_record_that_is_a_fifo_huge_or_odd_is_torn_not_a_hang_or_tracebac
     kept.parent.mkdir(parents=True)
     os.mkfifo(kept)
 
+    done = threading.Event()
+
     def feed():  # a reader that opened the FIFO gets a valid record; none there, and this gives up
-        for _ in range(30):
+        while not done.wait(0.1):
             try:
                 fd = os.open(kept, os.O_WRONLY | os.O_NONBLOCK)
             except OSError:
-                time.sleep(0.1)
                 continue
-            os.write(fd, good.encode()[:60000])
+            os.write(fd, good.encode())
             return os.close(fd)
 
-    threading.Thread(target=feed, daemon=True).start()
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
     assert "torn or foreign" in step.step_path(system)["why"]
+    done.set()
+    feeder.join()
     kept.unlink()
     for record in ({**json.loads(good), "time": 1e300}, {**json.loads(good), "step": {"forms": []}},
                    {**json.loads(good), "verdict": "[/]measured"}):
