@@ -22,7 +22,7 @@ from seatkit.host.system import System
 
 ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")  # VMD domains have 5+ digits
 ROOT_BUS = re.compile(r"^pci([0-9a-f]{4,8}:[0-9a-f]{2})$")
-EXT_START, EXT_ACS, EXT_ATS = 0x100, 0x000D, 0x000F
+EXT_START, EXT_END, EXT_ACS, EXT_ATS = 0x100, 0x1000, 0x000D, 0x000F
 # ACS control bits (PCIe base spec 7.7.8.3), in lspci's names.
 ACS_BITS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
 REDIRECTS = ("ReqRedir", "CmpltRedir")  # peer requests or completions go up to the root complex
@@ -63,6 +63,8 @@ def device(system: System, address: str) -> dict:
                  bridge=(config[0x0E] & 0x7F) == 1)
     if len(config) <= EXT_START:
         return {**facts, "why": "only the first 256 bytes are readable (extended config space needs root)"}
+    if len(config) < EXT_END:  # a short read: the capability list may go on past its end
+        return {**facts, "why": f"config space ends at byte {len(config)}, not {EXT_END}: cut short"}
     if _u32(config, EXT_START) == 0xFFFFFFFF:
         return {**facts, "why": "extended config space reads as all ones"}
     caps = extended_caps(config)

@@ -246,3 +246,15 @@ def test_odd_bus_ids_and_a_half_readable_path(tmp_path):
         f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False)})
     pair = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], system)["pairs"][0]
     assert pair["verdict"] == "unknown" and "not readable at 0000:02:10.0 (only the first 256" in pair["why"]
+
+
+def test_a_config_space_cut_short_inside_its_capability_list_is_unknown_not_no_acs(tmp_path):
+    cut = config(*ROOT, True, acs=REQ_CMPLT)[:300]  # ACS at 0x140, past the end of what was read
+    system = tree(tmp_path, {"pci0000:00/0000:00:01.0": cut,
+                             "pci0000:00/0000:00:01.0/0000:01:00.0": config(*GPU, False),
+                             "pci0000:00/0000:00:02.0": config(*ROOT, True, acs=0),
+                             "pci0000:00/0000:00:02.0/0000:02:00.0": config(*GPU, False)})
+    found = pcie.device(system, "0000:00:01.0")
+    assert found["acs"] is None and "ends at byte 300" in found["why"]
+    pair = pcie.facts(["00000000:01:00.0", "00000000:02:00.0"], system)["pairs"][0]
+    assert pair["verdict"] == "unknown"
