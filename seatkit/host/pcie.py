@@ -87,10 +87,11 @@ def chain(system: System, address: str) -> dict:
         return {"root_bus": None, "bridges": [], "why": f"no readable sysfs device for {address}"}
     parts = Path(os.path.realpath(link)).parts
     roots = [n for n, p in enumerate(parts) if ROOT_BUS.match(p)]
-    start = roots[-1] if roots else 0  # behind VMD, the domain the VMD controller hosts
+    if not roots:  # no host bridge on the path: where it sits, and so what lies between, is unknown
+        return {"root_bus": None, "bridges": [], "why": f"the sysfs path of {address} names no PCI root bus"}
+    start = roots[-1]  # behind VMD, the domain the VMD controller hosts
     functions = [p for p in parts[start:] if ADDRESS.match(p)]
-    return {"root_bus": ROOT_BUS.match(parts[start]).group(1) if roots else None,
-            "bridges": functions[:-1], "vmd": len(roots) > 1}
+    return {"root_bus": ROOT_BUS.match(parts[start]).group(1), "bridges": functions[:-1], "vmd": len(roots) > 1}
 
 
 def iommu_group(system: System, address: str) -> str | None:
@@ -180,6 +181,9 @@ def _iommu_summary(system: System, groups: list[str | None]) -> dict:
                 "why": "the GPUs are in no IOMMU group: the IOMMU is off (or not exposed to this system)"
                 if not listed else "IOMMU groups exist, yet the GPUs are in none"}
     known = [g for g in groups if g is not None]
+    if len(known) < len(groups):
+        return {"verdict": "partial", "why": f"GPU{groups.index(None)} is in no IOMMU group while others are "
+                                             f"(groups {', '.join(g or '-' for g in groups)}): a half-bound GPU?"}
     if len(known) > 1 and len(set(known)) == 1:
         return {"verdict": "shared", "why": f"all GPUs share IOMMU group {known[0]}: the kernel cannot "
                                             "isolate them (no ACS between them), so peer traffic stays below the root"}

@@ -258,3 +258,24 @@ def test_a_config_space_cut_short_inside_its_capability_list_is_unknown_not_no_a
     assert found["acs"] is None and "ends at byte 300" in found["why"]
     pair = pcie.facts(["00000000:01:00.0", "00000000:02:00.0"], system)["pairs"][0]
     assert pair["verdict"] == "unknown"
+
+
+def test_a_gpu_in_no_group_beside_grouped_ones_is_not_all_share(tmp_path):
+    groups = {"0000:03:00.0": "17", "0000:04:00.0": "17"}
+    system = plx(tmp_path, 0, groups)
+    (tmp_path / "sys/devices/pci0000:00/0000:00:01.0/0000:02:0c.0/0000:05:00.0").mkdir(parents=True)
+    extra = tmp_path / "sys/devices/pci0000:00/0000:00:01.0/0000:02:0c.0"
+    (extra / "config").write_bytes(config(*PLX, True, acs=0))
+    (extra / "0000:05:00.0/config").write_bytes(config(*GPU, False))
+    (tmp_path / "sys/bus/pci/devices/0000:05:00.0").symlink_to(extra / "0000:05:00.0")
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0", "00000000:05:00.0"], system)
+    assert found["iommu"]["verdict"] == "partial" and "GPU2 is in no IOMMU group" in found["iommu"]["why"]
+
+
+def test_a_device_path_with_no_root_bus_is_unknown_not_a_flat_bus(tmp_path):
+    bus = tmp_path / "sys/bus/pci/devices"
+    for address in ("0000:03:00.0", "0000:04:00.0"):  # plain folders, no link to a host bridge's tree
+        (bus / address).mkdir(parents=True)
+        (bus / address / "config").write_bytes(config(*GPU, False))
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], System(root=tmp_path, runner=NO_VIRT))
+    assert found["pairs"][0]["verdict"] == "unknown" and "names no PCI root bus" in found["pairs"][0]["why"]
