@@ -26,6 +26,7 @@ EXT_START, EXT_END, EXT_ACS, EXT_ATS = 0x100, 0x1000, 0x000D, 0x000F
 # ACS control bits (PCIe base spec 7.7.8.3), in lspci's names.
 ACS_BITS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
 REDIRECTS = ("ReqRedir", "CmpltRedir")  # peer requests or completions go up to the root complex
+EGRESS = "EgressCtrl"  # without a redirect, requests to the ports in the egress vector are blocked
 VMD_DEVICES = {("8086", "201d"), ("8086", "28c0"), ("8086", "467f"), ("8086", "4c3d"), ("8086", "9a0b"),
                ("8086", "a77f"), ("8086", "ad0b")}
 
@@ -132,8 +133,12 @@ def _pair_verdict(bridges: list[dict], a: dict, b: dict) -> tuple[str, str]:
     redirecting = [f"{d['address']} ({'+'.join(n for n in REDIRECTS if d['acs'][n])})" for d in bridges
                    if isinstance(d["acs"], dict) and any(d["acs"][n] for n in REDIRECTS)]
     unknown = [d for d in bridges if d["acs"] is None]
+    egress = [d["address"] for d in bridges if isinstance(d["acs"], dict) and d["acs"][EGRESS]]
     if redirecting:
         return "redirected", f"{route}; ACS redirects peer traffic to the root complex at {', '.join(redirecting)}"
+    if egress:
+        return "blocked", (f"{route}; ACS P2P egress control at {', '.join(egress)}: peer requests to the ports "
+                           "its egress vector names are blocked")
     if unknown:
         return "unknown", (f"{route}; ACS not readable at {', '.join(d['address'] for d in unknown)} "
                            f"({unknown[0].get('why', '')})")

@@ -279,3 +279,14 @@ def test_a_device_path_with_no_root_bus_is_unknown_not_a_flat_bus(tmp_path):
         (bus / address / "config").write_bytes(config(*GPU, False))
     found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], System(root=tmp_path, runner=NO_VIRT))
     assert found["pairs"][0]["verdict"] == "unknown" and "names no PCI root bus" in found["pairs"][0]["why"]
+
+
+def test_a_bridge_with_only_egress_control_is_blocked_not_direct(tmp_path):
+    from seatkit.doctor import host
+
+    egress_only = 0b0100000  # EgressCtrl alone: requests to the ports in its vector are blocked
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], plx(tmp_path, egress_only))
+    (pair,) = found["pairs"]
+    assert pair["verdict"] == "blocked" and "egress control at 0000:02:08.0" in pair["why"]
+    acs = host.pcie_rows(found)[0]
+    assert acs.status == "WARN" and "EgressCtrl" in acs.fix
