@@ -82,12 +82,13 @@ def gpus_cmd(as_json: bool):
 
 
 def _show_pcie(facts: dict) -> None:
-    out.print(f"PCIe: {'VM (' + facts['virtualisation'] + ')' if facts['virtualisation'] else 'bare metal'}"
-              f"{', VMD domain' if facts['vmd'] else ''}; IOMMU groups {facts['iommu']['verdict']}: "
-              f"{facts['iommu']['why']}", highlight=False)
+    out.print(escape(f"PCIe: {'VM (' + facts['virtualisation'] + ')' if facts['virtualisation'] else 'bare metal'}"
+                     f"{', VMD domain' if facts['vmd'] else ''}; IOMMU groups {facts['iommu']['verdict']}: "
+                     f"{facts['iommu']['why']}"), highlight=False)  # sysfs names and tools' words, not markup
     for g in facts["gpus"]:
-        out.print(f"GPU{g['index']} {g['address']}: group {g['iommu_group'] or '-'}, ATS {g['ats'] or 'unknown'}"
-                  f", bridges above {' '.join(g['bridges']) or '(none)'}", highlight=False)
+        out.print(escape(f"GPU{g['index']} {g['address']}: group {g['iommu_group'] or '-'}, ATS "
+                         f"{g['ats'] or 'unknown'}, bridges above {' '.join(g['bridges']) or '(none)'}"),
+                  highlight=False)
     for pair in facts["pairs"]:
         out.print(f"GPU{pair['gpus'][0]} <-> GPU{pair['gpus'][1]}: ACS {pair['verdict']}: {escape(pair['why'])}",
                   highlight=False)

@@ -290,3 +290,19 @@ def test_a_bridge_with_only_egress_control_is_blocked_not_direct(tmp_path):
     assert pair["verdict"] == "blocked" and "egress control at 0000:02:08.0" in pair["why"]
     acs = host.pcie_rows(found)[0]
     assert acs.status == "WARN" and "EgressCtrl" in acs.fix
+
+
+def test_odd_iommu_group_names_are_shown_as_written_not_read_as_markup(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from seatkit.cli import seat
+    from seatkit.host import gpus
+
+    groups = {"0000:03:00.0": "[red]", "0000:04:00.0": "[bold]x"}  # a fake tree's names, not digits
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], plx(tmp_path, 0, groups))
+    inventory = {"driver": "580", "cuda": "13.0", "gpus": [], "p2p": [], "p2p_note": None, "pcie": found}
+    monkeypatch.setattr(gpus, "inventory", lambda system=None: inventory)
+    shown = CliRunner().invoke(seat, ["host", "gpus"])
+    assert shown.exit_code == 0, shown.exception
+    text = " ".join(shown.output.split())  # lines wrap at 80 columns
+    assert "IOMMU groups [red], [bold]x" in text and "group [bold]x," in text
