@@ -219,8 +219,8 @@ def forget_cmd(txid: str):
               help="Replay one decode step's communication instead: 2 x L all-reduces in a CUDA graph.")
 @click.option("--profile", "seat_profile", help="With --step: the seat profile whose model gives L and hidden "
               "(default: the default profile).")
-@click.option("--layers", type=click.IntRange(1, 512), help="With --step: the model's layer count L.")
-@click.option("--hidden", type=click.IntRange(64, 65536), help="With --step: the model's hidden size.")
+@click.option("--layers", type=click.IntRange(*step.LAYERS), help="With --step: the model's layer count L.")
+@click.option("--hidden", type=click.IntRange(*step.HIDDEN), help="With --step: the model's hidden size.")
 @click.option("--replays", type=click.IntRange(10, 10000), help="With --step: graph replays timed (default 200).")
 def verify_p2p_cmd(image: str | None, as_json: bool, step_mode: bool, seat_profile: str | None,
                    layers: int | None, hidden: int | None, replays: int | None):

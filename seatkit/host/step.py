@@ -24,6 +24,7 @@ RESULT = f"{STATE}/verify-p2p-step.json"
 FORMS = ("oneshot", "nccl")  # the communication forms; the baseline is what they are held against
 VERDICTS = ("measured", "one GPU: baseline only", "failed")
 MAX_RECORD = 1 << 20  # a real record is a few KiB
+LAYERS, HIDDEN = (1, 512), (64, 65536)  # the probe's ranges (p2p_probe.step_args), and the CLI's
 
 
 def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
@@ -38,9 +39,14 @@ def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
     try:
         config = json.loads(text)
         config = config.get("text_config", config)  # multimodal configs nest the language model
-        return int(config["num_hidden_layers"]), int(config["hidden_size"])
+        layers, hidden = config["num_hidden_layers"], config["hidden_size"]
     except (ValueError, KeyError, TypeError, AttributeError):
         return f"{path} has no num_hidden_layers and hidden_size: give --layers and --hidden"
+    if not (type(layers) is int and LAYERS[0] <= layers <= LAYERS[1]
+            and type(hidden) is int and HIDDEN[0] <= hidden <= HIDDEN[1] and hidden % 8 == 0):
+        return (f"{path} gives num_hidden_layers {layers!r} and hidden_size {hidden!r}, not a model's "
+                f"({LAYERS[0]}-{LAYERS[1]} layers, hidden {HIDDEN[0]}-{HIDDEN[1]} in 8s): give --layers and --hidden")
+    return layers, hidden
 
 
 def reference(profile: Profile) -> dict | None:

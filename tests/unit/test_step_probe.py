@@ -274,3 +274,14 @@ def test_a_kept_record_that_is_a_fifo_huge_or_odd_is_torn_not_a_hang_or_tracebac
     assert "torn or foreign" in step.step_path(system)["why"]
     kept.write_text(good)
     assert step.step_path(system)["verdict"] == "one GPU: baseline only on this boot"
+
+
+@pytest.mark.parametrize("layers, hidden", [(0, 7168), (-3, 7168), (61, -7168), (61, 10 ** 9), (True, 7168),
+                                            (61, 7170), (61.5, 7168)])
+def test_a_model_config_with_a_shape_no_model_has_says_so_before_the_probe_runs(tmp_path, layers, hidden):
+    system = System(root=tmp_path)
+    folder = tmp_path / PROFILE.models["base"].host_dir.lstrip("/")
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"num_hidden_layers": layers, "hidden_size": hidden}))
+    said = step.model_shape(PROFILE, system)
+    assert isinstance(said, str) and f"num_hidden_layers {layers!r}" in said and "give --layers" in said
