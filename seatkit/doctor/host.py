@@ -58,7 +58,8 @@ def pcie_rows(facts: dict | None) -> list[Row]:
                    f"complex or blocked; {name(redirected[0])}: {redirected[0]['why']}", ACS_FIX)
     elif unknown:
         acs = cannot(LAYER, "PCIe ACS", f"{name(unknown[0])}: {unknown[0]['why']}",
-                     "run seat doctor as root (extended config space is root's)")
+                     "run seat doctor as root (extended config space is root's)" if "needs root" in
+                     unknown[0]["why"] else "root would not see more: the reason names what is missing")
     else:
         acs = ok(LAYER, "PCIe ACS", f"{len(pairs)} pairs: {pairs[0]['why']}")
     iommu = facts["iommu"]

@@ -306,3 +306,15 @@ def test_odd_iommu_group_names_are_shown_as_written_not_read_as_markup(tmp_path,
     assert shown.exit_code == 0, shown.exception
     text = " ".join(shown.output.split())  # lines wrap at 80 columns
     assert "IOMMU groups [red], [bold]x" in text and "group [bold]x," in text
+
+
+def test_doctor_asks_for_root_only_where_root_would_see_more(tmp_path):
+    from seatkit.doctor import host
+
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"],
+                       tree(tmp_path, {"pci0000:00/0000:00:06.0": config(*GPU, False)}))
+    (acs,) = [r for r in host.pcie_rows(found) if r.check == "PCIe ACS"]
+    assert "no readable sysfs device" in acs.evidence and "as root" not in acs.fix
+    found["pairs"][0]["why"] = "ACS not readable at 0000:00:01.0 (only the first 256 bytes are readable " \
+                               "(extended config space needs root))"
+    assert "as root" in host.pcie_rows(found)[0].fix
