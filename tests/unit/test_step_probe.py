@@ -285,3 +285,14 @@ def test_a_model_config_with_a_shape_no_model_has_says_so_before_the_probe_runs(
     (folder / "config.json").write_text(json.dumps({"num_hidden_layers": layers, "hidden_size": hidden}))
     said = step.model_shape(PROFILE, system)
     assert isinstance(said, str) and f"num_hidden_layers {layers!r}" in said and "give --layers" in said
+
+
+def test_a_step_probe_past_its_time_limit_names_the_replays_not_only_a_hang(tmp_path, monkeypatch):
+    script = tmp_path / "probe.py"
+    script.write_text("import time; time.sleep(8)")
+    monkeypatch.setattr(p2p, "PROBE", script)
+    monkeypatch.setattr(p2p, "PROBE_TIMEOUT_S", 1)
+    monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
+    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "512", "--hidden", "65536",
+                                      "--replays", "10000"])
+    assert isinstance(shown.exception, SeatError) and "fewer --replays" in str(shown.exception)
