@@ -95,7 +95,11 @@ def _checked(result) -> list[str]:
         step = result["step"]
         if not isinstance(step["gpus"], int) or not isinstance(step["forms"], dict):
             raise TypeError("gpus or forms")
-        len(step["tokens"]) + len(step["bytes_by_tokens"]) + len(step["placement"])
+        len(step["tokens"]) + len(step["placement"])
+        sizes = set(step["bytes_by_tokens"])
+        for base in step["forms"].get("baseline") or []:
+            if set(base["by_tokens"]) != sizes:  # the baseline runs every size; a form may stop early
+                raise KeyError(f"baseline 1+k {sorted(base['by_tokens'])}, not {sorted(sizes)}")
         problems = []
         for where, figures in _figures(step):
             values = [figures[kind][q] for kind in ("train_us", "per_collective_us") for q in ("p50", "p99")]

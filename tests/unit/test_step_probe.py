@@ -296,3 +296,10 @@ def test_a_step_probe_past_its_time_limit_names_the_replays_not_only_a_hang(tmp_
     shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "512", "--hidden", "65536",
                                       "--replays", "10000"])
     assert isinstance(shown.exception, SeatError) and "fewer --replays" in str(shown.exception)
+
+
+def test_a_baseline_missing_a_size_is_a_lying_result_not_a_keyerror():
+    result = multi_gpu(2420.0)
+    del result["step"]["forms"]["baseline"][0]["by_tokens"]["6"]
+    with pytest.raises(SeatError, match="not one it writes"):
+        step.judge(result, step.reference(PROFILE), 5)
