@@ -198,3 +198,6 @@ def check_options(step: bool, layers, hidden, replays, profile) -> None:
     if not step and any(v is not None for v in (layers, hidden, replays, profile)):
         raise SeatError("--profile, --layers, --hidden and --replays shape the step probe only",
                         "add --step, or leave them out")
+    if hidden is not None and hidden % 8:  # refused here, before an image starts only to be refused
+        raise SeatError(f"--hidden {hidden}: a model's hidden size is a multiple of 8",
+                        "give the model's hidden_size from its config.json", 2)

@@ -303,3 +303,14 @@ def test_a_baseline_missing_a_size_is_a_lying_result_not_a_keyerror():
     del result["step"]["forms"]["baseline"][0]["by_tokens"]["6"]
     with pytest.raises(SeatError, match="not one it writes"):
         step.judge(result, step.reference(PROFILE), 5)
+
+
+def test_a_hidden_size_not_in_8s_is_refused_before_the_probe_or_its_image_starts(tmp_path, monkeypatch):
+    ran = tmp_path / "ran"
+    script = tmp_path / "probe.py"
+    script.write_text(f"open({str(ran)!r}, 'w').close()")
+    monkeypatch.setattr(p2p, "PROBE", script)
+    monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
+    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "100"])
+    assert isinstance(shown.exception, SeatError) and "multiple of 8" in str(shown.exception)
+    assert not ran.exists()
