@@ -105,6 +105,8 @@ def _checked(result) -> list[str]:
             values = [figures[kind][q] for kind in ("train_us", "per_collective_us") for q in ("p50", "p99")]
             if not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in values):
                 problems.append(f"{where}: the probe reported {values[:2]} us (not a time)")
+            elif values[0] > values[1] or values[2] > values[3]:
+                problems.append(f"{where}: p50 above p99 ({values[:2]} us): not percentiles of one run")
         for form in FORMS:
             figures = step["forms"].get(form) or {}
             if "skipped" not in figures and figures and not isinstance(figures.get("correct"), bool):

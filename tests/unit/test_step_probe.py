@@ -70,7 +70,7 @@ def multi_gpu(train_us: float, correct=True) -> dict:
     result["step"]["gpus"] = 4
     forms = result["step"]["forms"]
     forms["oneshot"] = copy.deepcopy(forms["oneshot"])
-    forms["oneshot"]["by_tokens"]["6"]["train_us"]["p50"] = train_us
+    forms["oneshot"]["by_tokens"]["6"]["train_us"].update(p50=train_us, p99=train_us)
     forms["oneshot"]["correct"] = correct
     forms["oneshot"]["wrong_count"] = 0 if correct else 3
     forms["nccl"] = {"ranks": 4, "correct": True,
@@ -314,3 +314,11 @@ def test_a_hidden_size_not_in_8s_is_refused_before_the_probe_or_its_image_starts
     shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "100"])
     assert isinstance(shown.exception, SeatError) and "multiple of 8" in str(shown.exception)
     assert not ran.exists()
+
+
+def test_a_p50_above_its_p99_is_not_a_time_distribution():
+    result = multi_gpu(2420.0)
+    result["step"]["forms"]["nccl"]["by_tokens"]["6"]["train_us"].update(p50=900.0, p99=300.0)
+    judged = step.judge(result, step.reference(PROFILE), 5)
+    assert judged["verdict"] == "failed" and judged["shares"] == {}
+    assert any("nccl 1+k=6" in p and "p50 above p99" in p for p in judged["problems"])
