@@ -165,6 +165,8 @@ def summary(result: dict) -> str:
                      f"{result['reference']['ms_per_step']} ms/step")
     if tokens not in step["bytes_by_tokens"]:
         parts.append(f"1+k={tokens} not measured (the probe covers 1 to 8)")
+    elif step["gpus"] > 1 and result["reference"] is None:
+        parts.append("no share: the profile has no published step (a card figure at ctx0) to hold it against")
     if not result["shares"] and step["gpus"] < 2:
         one = (step["forms"].get("oneshot") or {}).get("by_tokens", {}).get(tokens)
         if one and "train_us" in one:

@@ -322,3 +322,10 @@ def test_a_p50_above_its_p99_is_not_a_time_distribution():
     judged = step.judge(result, step.reference(PROFILE), 5)
     assert judged["verdict"] == "failed" and judged["shares"] == {}
     assert any("nccl 1+k=6" in p and "p50 above p99" in p for p in judged["problems"])
+
+
+def test_a_profile_with_no_published_step_says_why_no_share_is_given():
+    smoke = profiles.load("cpu-smoke")
+    assert step.reference(smoke) is None
+    judged = step.judge(multi_gpu(2420.0), None, 5)
+    assert judged["shares"] == {} and "no share: the profile has no published step" in step.summary(judged)
