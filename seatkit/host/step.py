@@ -130,6 +130,8 @@ def judge(result: dict, ref: dict | None, k: int | None) -> dict:
         problems.append("NCCL all-reduce returned a wrong sum")
     peers = step["gpus"] > 1
     verdict = "failed" if problems else "measured" if peers else "one GPU: baseline only"
+    if ref and ref.get("k") is not None:
+        k = ref["k"]  # the published step ran at the card's k: its train is at that 1+k, whatever the profile says
     tokens = str(1 + k) if k is not None else None
     shares = {}
     if ref and peers and not garbage and tokens in step["bytes_by_tokens"]:

@@ -173,7 +173,7 @@ def test_odd_hosts_a_skipped_form_a_large_k_and_the_image_run():
     result["step"]["forms"]["oneshot"] = {"skipped": "triton is not importable here"}
     judged = step.judge(result, step.reference(PROFILE), 5)
     assert judged["verdict"] == "measured" and list(judged["shares"]) == ["nccl"]
-    beyond = step.judge(multi_gpu(2420.0), step.reference(PROFILE), 16)
+    beyond = step.judge(multi_gpu(2420.0), {**step.reference(PROFILE), "k": None}, 16)  # a card without k
     assert beyond["shares"] == {} and "1+k=17 not measured (the probe covers 1 to 8)" in step.summary(beyond)
     argv = p2p.probe_argv("seat:dsv4", ["--step", "--layers", "61"])
     assert argv[-4:] == ["/seatkit-p2p-probe.py", "--step", "--layers", "61"]
@@ -329,3 +329,9 @@ def test_a_profile_with_no_published_step_says_why_no_share_is_given():
     assert step.reference(smoke) is None
     judged = step.judge(multi_gpu(2420.0), None, 5)
     assert judged["shares"] == {} and "no share: the profile has no published step" in step.summary(judged)
+
+
+def test_the_share_of_the_published_step_is_taken_at_the_cards_k_not_an_edited_profiles():
+    judged = step.judge(multi_gpu(2420.0), step.reference(PROFILE), 7)  # the profile edited to k=7
+    assert judged["tokens_per_collective"] == "6"  # the card's figure was measured at k=5
+    assert judged["shares"]["oneshot"]["share"] == pytest.approx(2420 / 12100)
