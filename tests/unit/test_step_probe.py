@@ -335,3 +335,19 @@ def test_the_share_of_the_published_step_is_taken_at_the_cards_k_not_an_edited_p
     judged = step.judge(multi_gpu(2420.0), step.reference(PROFILE), 7)  # the profile edited to k=7
     assert judged["tokens_per_collective"] == "6"  # the card's figure was measured at k=5
     assert judged["shares"]["oneshot"]["share"] == pytest.approx(2420 / 12100)
+
+
+def test_a_symlink_where_the_record_goes_still_shows_the_figures(tmp_path, monkeypatch):
+    script = tmp_path / "probe.py"
+    script.write_text(f"print(open({str(FIXTURES / 'h200-step-probe.json')!r}).read())")
+    monkeypatch.setattr(p2p, "PROBE", script)
+    system = host(tmp_path)
+    kept = system.path(step.RESULT)
+    kept.parent.mkdir(parents=True)
+    kept.symlink_to(tmp_path / "elsewhere")
+    monkeypatch.setattr("seatkit.cli.host.System", lambda: system)
+    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"],
+                               terminal_width=80)
+    assert shown.exit_code == 0, shown.exception
+    assert "1 rank on GPU 0" in shown.output and "not kept" in shown.output
+    assert not (tmp_path / "elsewhere").exists()
