@@ -23,8 +23,19 @@ from seatkit.serve.profile import Profile
 RESULT = f"{STATE}/verify-p2p-step.json"
 FORMS = ("oneshot", "nccl")  # the communication forms; the baseline is what they are held against
 VERDICTS = ("measured", "one GPU: baseline only", "failed")
-MAX_RECORD = 1 << 20  # a real record is a few KiB
+MAX_RECORD = 1 << 20  # a real record, or a model's config.json, is a few KiB
 LAYERS, HIDDEN = (1, 512), (64, 65536)  # the probe's ranges (p2p_probe.step_args), and the CLI's
+
+
+def _small_file(system: System, path: str) -> str | None:
+    """A regular file's text, None when absent or not one: a FIFO would hang the read, a huge file fill memory."""
+    found = system.path(path)
+    try:
+        if not found.is_file() or found.stat().st_size > MAX_RECORD:
+            return None
+    except OSError:
+        return None
+    return system.read(path)
 
 
 def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
@@ -33,7 +44,7 @@ def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
     if model.host_dir is None:
         return f"model {profile.model!r} is built, not on the host: give --layers and --hidden"
     path = f"{model.host_dir}/config.json"
-    text = system.read(path)
+    text = _small_file(system, path)
     if text is None:
         return f"{path} is not readable (models not fetched here?): give --layers and --hidden"
     try:
@@ -183,10 +194,11 @@ def step_path(system: System) -> dict:
     if not kept.exists() and not kept.is_symlink():
         return {"verdict": "not measured", "why": "no `seat host verify-p2p --step` result on this host"}
     torn = {"verdict": "not measured", "why": f"{RESULT} is torn or foreign: run it again"}
-    if not kept.is_file() or kept.stat().st_size > MAX_RECORD:  # a FIFO would hang status, a huge file its memory
+    text = _small_file(system, RESULT)
+    if text is None:
         return torn
     try:
-        record = json.loads(system.read(RESULT) or "")
+        record = json.loads(text)
         if record["verdict"] not in VERDICTS:
             return torn
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record["time"]))

@@ -351,3 +351,30 @@ def test_a_symlink_where_the_record_goes_still_shows_the_figures(tmp_path, monke
     assert shown.exit_code == 0, shown.exception
     assert "1 rank on GPU 0" in shown.output and "not kept" in shown.output
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_model_config_that_is_a_fifo_is_not_read_not_a_hang(tmp_path):
+    import os
+    import threading
+
+    system = System(root=tmp_path)
+    folder = tmp_path / PROFILE.models["base"].host_dir.lstrip("/")
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "config.json")
+    done = threading.Event()
+
+    def feed():  # a reader that opened the FIFO gets a valid config; none there, and this gives up
+        while not done.wait(0.1):
+            try:
+                fd = os.open(folder / "config.json", os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            os.write(fd, b'{"num_hidden_layers": 43, "hidden_size": 4096}')
+            return os.close(fd)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    said = step.model_shape(PROFILE, system)
+    done.set()
+    feeder.join()
+    assert isinstance(said, str) and "not readable" in said
