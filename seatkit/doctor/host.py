@@ -64,7 +64,11 @@ def pcie_rows(facts: dict | None) -> list[Row]:
         acs = ok(LAYER, "PCIe ACS", f"{len(pairs)} pairs: {pairs[0]['why']}")
     iommu = facts["iommu"]
     where = f"; {facts['virtualisation']} VM: the hypervisor's bus, not the host's" if facts["virtualisation"] else ""
-    return [acs, ok(LAYER, "IOMMU groups", f"{iommu['verdict']}: {iommu['why']}{where}")]
+    evidence = f"{iommu['verdict']}: {iommu['why']}{where}"
+    if iommu["verdict"] == "partial":  # one GPU outside the IOMMU the others sit behind: not one seat's bus
+        return [acs, warn(LAYER, "IOMMU groups", evidence, "ls -l /sys/bus/pci/devices/*/iommu_group for the GPU "
+                          "named; check its driver binding and the kernel log")]
+    return [acs, ok(LAYER, "IOMMU groups", evidence)]
 
 
 def step_rows(step: dict | None) -> list[Row]:

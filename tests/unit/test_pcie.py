@@ -318,3 +318,12 @@ def test_doctor_asks_for_root_only_where_root_would_see_more(tmp_path):
     found["pairs"][0]["why"] = "ACS not readable at 0000:00:01.0 (only the first 256 bytes are readable " \
                                "(extended config space needs root))"
     assert "as root" in host.pcie_rows(found)[0].fix
+
+
+def test_doctor_warns_when_a_gpu_sits_outside_the_iommu_the_others_are_behind():
+    from seatkit.doctor import host
+
+    found = {"pairs": [], "virtualisation": None,
+             "iommu": {"verdict": "partial", "why": "GPU2 is in no IOMMU group while others are"}}
+    (_, groups) = host.pcie_rows(found)
+    assert groups.status == "WARN" and "GPU2" in groups.evidence and "iommu_group" in groups.fix
