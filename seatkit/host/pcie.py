@@ -62,8 +62,11 @@ def device(system: System, address: str) -> dict:
         return {**facts, "why": "config space reads as all ones: the device is gone or broken"}
     facts.update(vendor=f"{_u16(config, 0):04x}", device=f"{_u16(config, 2):04x}",
                  bridge=(config[0x0E] & 0x7F) == 1)
+    if len(config) == EXT_START and system.euid == 0:  # root is shown all there is: a conventional PCI function
+        return {**facts, "acs": "no ACS capability", "ats": "no ATS capability",
+                "why": "no extended config space (a conventional PCI function)"}
     if len(config) <= EXT_START:
-        return {**facts, "why": "only the first 256 bytes are readable (extended config space needs root)"}
+        return {**facts, "why": f"only the first {len(config)} bytes are readable (extended config space needs root)"}
     if len(config) < EXT_END:  # a short read: the capability list may go on past its end
         return {**facts, "why": f"config space ends at byte {len(config)}, not {EXT_END}: cut short"}
     if _u32(config, EXT_START) == 0xFFFFFFFF:

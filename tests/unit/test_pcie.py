@@ -224,6 +224,7 @@ def test_the_real_one_h200_vm_read_from_its_sysfs_dump(tmp_path):
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc/cpuinfo").write_text("flags\t\t: fpu sse2 hypervisor avx512f\n")
     system.runner = lambda argv: (127, "systemd-detect-virt: not found")
+    system.euid = 0  # the dump was read as root: 4096 bytes where there are more than 256
     found = pcie.facts(["00000000:00:06.0"], system)
     (gpu,) = found["gpus"]
     assert gpu["root_bus"] == "0000:00" and gpu["bridges"] == [] and gpu["config_why"] is None
@@ -231,7 +232,8 @@ def test_the_real_one_h200_vm_read_from_its_sysfs_dump(tmp_path):
     assert found["virtualisation"] == "a hypervisor (cpuinfo flag)"
     assert found["iommu"]["verdict"] == "no groups" and "IOMMU is off" in found["iommu"]["why"]
     assert pcie.device(system, "0000:00:06.0")["vendor"] == "10de"
-    assert "needs root" in pcie.device(system, "0000:00:03.0")["why"]  # a virtio device: 256 bytes shown
+    virtio = pcie.device(system, "0000:00:03.0")  # 256 bytes, read by root: it has no more
+    assert virtio["acs"] == "no ACS capability" and "conventional PCI" in virtio["why"]
 
 
 def test_odd_bus_ids_and_a_half_readable_path(tmp_path):
@@ -245,7 +247,7 @@ def test_odd_bus_ids_and_a_half_readable_path(tmp_path):
         f"{up}/0000:02:08.0/0000:03:00.0": config(*GPU, False),
         f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False)})
     pair = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], system)["pairs"][0]
-    assert pair["verdict"] == "unknown" and "not readable at 0000:02:10.0 (only the first 256" in pair["why"]
+    assert pair["verdict"] == "unknown" and "not readable at 0000:02:10.0 (only the first 64" in pair["why"]
 
 
 def test_a_config_space_cut_short_inside_its_capability_list_is_unknown_not_no_acs(tmp_path):
@@ -327,3 +329,19 @@ def test_doctor_warns_when_a_gpu_sits_outside_the_iommu_the_others_are_behind():
              "iommu": {"verdict": "partial", "why": "GPU2 is in no IOMMU group while others are"}}
     (_, groups) = host.pcie_rows(found)
     assert groups.status == "WARN" and "GPU2" in groups.evidence and "iommu_group" in groups.fix
+
+
+def test_root_reading_256_bytes_is_a_conventional_bridge_not_a_call_to_run_as_root(tmp_path):
+    from seatkit.doctor import host
+
+    system = tree(tmp_path, {"pci0000:00/0000:00:01.0": config(*ROOT, True, size=256),  # QEMU's pci-bridges
+                             "pci0000:00/0000:00:01.0/0000:01:00.0": config(*GPU, False),
+                             "pci0000:00/0000:00:02.0": config(*ROOT, True, size=256),
+                             "pci0000:00/0000:00:02.0/0000:02:00.0": config(*GPU, False)})
+    system.euid = 0
+    found = pcie.facts(["00000000:01:00.0", "00000000:02:00.0"], system)
+    assert found["pairs"][0]["verdict"] == "direct" and "through 2 bridge(s)" in found["pairs"][0]["why"]
+    assert "as root" not in (host.pcie_rows(found)[0].fix or "")
+    system.euid = 1000
+    pair = pcie.facts(["00000000:01:00.0", "00000000:02:00.0"], system)["pairs"][0]
+    assert pair["verdict"] == "unknown" and "only the first 256 bytes" in pair["why"]
