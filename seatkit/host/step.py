@@ -75,6 +75,9 @@ def reference(profile: Profile) -> dict | None:
     return None
 
 
+LYING_HINT = "the probe and the kit differ (an edited p2p_probe.py?): reinstall seatkit and run it again"
+
+
 def run(layers: int, hidden: int, replays: int, image: str | None = None) -> dict:
     result = p2p.run_probe(image, ["--step", "--layers", str(layers), "--hidden", str(hidden),
                                    "--replays", str(replays)])
@@ -83,9 +86,6 @@ def run(layers: int, hidden: int, replays: int, image: str | None = None) -> dic
         raise SeatError(f"the probe answered for L={shape.get('layers')} hidden={shape.get('hidden')}, "
                         f"not the L={layers} hidden={hidden} asked", LYING_HINT)
     return result
-
-
-LYING_HINT = "the probe and the kit differ (an edited p2p_probe.py?): reinstall seatkit and run it again"
 
 
 def _figures(step: dict):
@@ -104,9 +104,9 @@ def _checked(result) -> list[str]:
     """The probe's result as the probe writes it (else a SeatError); problems with its figures."""
     try:
         step = result["step"]
-        if not isinstance(step["gpus"], int) or not isinstance(step["forms"], dict):
-            raise TypeError("gpus or forms")
-        len(step["tokens"]) + len(step["placement"])
+        if not (isinstance(step["gpus"], int) and isinstance(step["forms"], dict)
+                and isinstance(step["tokens"], list) and isinstance(step["placement"], str)):
+            raise TypeError("gpus, forms, tokens or placement of the wrong kind")
         sizes = set(step["bytes_by_tokens"])
         for base in step["forms"].get("baseline") or []:
             if set(base["by_tokens"]) != sizes:  # the baseline runs every size; a form may stop early
