@@ -87,12 +87,13 @@ def gpus_cmd(as_json: bool):
 
 
 def _show_pcie(facts: dict) -> None:
-    out.print(f"PCIe: {'VM (' + facts['virtualisation'] + ')' if facts['virtualisation'] else 'bare metal'}"
-              f"{', VMD domain' if facts['vmd'] else ''}; IOMMU groups {facts['iommu']['verdict']}: "
-              f"{facts['iommu']['why']}", highlight=False)
+    out.print(escape(f"PCIe: {'VM (' + facts['virtualisation'] + ')' if facts['virtualisation'] else 'bare metal'}"
+                     f"{', VMD domain' if facts['vmd'] else ''}; IOMMU groups {facts['iommu']['verdict']}: "
+                     f"{facts['iommu']['why']}"), highlight=False)  # sysfs names and tools' words, not markup
     for g in facts["gpus"]:
-        out.print(f"GPU{g['index']} {g['address']}: group {g['iommu_group'] or '-'}, ATS {g['ats'] or 'unknown'}"
-                  f", bridges above {' '.join(g['bridges']) or '(none)'}", highlight=False)
+        out.print(escape(f"GPU{g['index']} {g['address']}: group {g['iommu_group'] or '-'}, ATS "
+                         f"{g['ats'] or 'unknown'}, bridges above {' '.join(g['bridges']) or '(none)'}"),
+                  highlight=False)
     for pair in facts["pairs"]:
         out.print(f"GPU{pair['gpus'][0]} <-> GPU{pair['gpus'][1]}: ACS {pair['verdict']}: {escape(pair['why'])}",
                   highlight=False)
@@ -241,8 +242,8 @@ def forget_cmd(txid: str):
               help="Replay one decode step's communication instead: 2 x L all-reduces in a CUDA graph.")
 @click.option("--profile", "seat_profile", help="With --step: the seat profile whose model gives L and hidden "
               "(default: the default profile).")
-@click.option("--layers", type=click.IntRange(1, 512), help="With --step: the model's layer count L.")
-@click.option("--hidden", type=click.IntRange(64, 65536), help="With --step: the model's hidden size.")
+@click.option("--layers", type=click.IntRange(*step.LAYERS), help="With --step: the model's layer count L.")
+@click.option("--hidden", type=click.IntRange(*step.HIDDEN), help="With --step: the model's hidden size.")
 @click.option("--replays", type=click.IntRange(10, 10000), help="With --step: graph replays timed (default 200).")
 def verify_p2p_cmd(image: str | None, as_json: bool, step_mode: bool, seat_profile: str | None,
                    layers: int | None, hidden: int | None, replays: int | None):
@@ -303,7 +304,7 @@ def _verify_step(image: str | None, as_json: bool, seat_profile: str | None, lay
     result = step.judge(step.run(layers, hidden, replays, image), step.reference(profile), k)
     try:
         kept = step.store(result, System())
-    except OSError as exc:
+    except (OSError, SeatError) as exc:  # a symlink in its place, say: the figures are still shown
         kept = f"not kept ({exc}): status will not see it"
     if as_json:
         click.echo(json.dumps(result, indent=2))

@@ -68,8 +68,8 @@ def rows(status: dict, profile: Profile, system: System | None = None) -> list[R
     return out
 
 
-ACS_FIX = ("clear ReqRedir/CmpltRedir on the bridges named (setpci ECAP_ACS+6.w, or the kernel's "
-           "pci=disable_acs_redir=), then seat host verify-p2p --step")
+ACS_FIX = ("clear ReqRedir/CmpltRedir/EgressCtrl on the bridges named (setpci ECAP_ACS+6.w, or the "
+           "kernel's pci=disable_acs_redir=), then seat host verify-p2p --step")
 
 
 def pcie_rows(facts: dict | None) -> list[Row]:
@@ -77,22 +77,27 @@ def pcie_rows(facts: dict | None) -> list[Row]:
     if facts is None:
         return [cannot(LAYER, "PCIe ACS", "no NVIDIA driver answers NVML: no GPUs to place on the bus")]
     pairs = facts["pairs"]
-    redirected = [p for p in pairs if p["verdict"] == "redirected"]
+    redirected = [p for p in pairs if p["verdict"] in ("redirected", "blocked")]
     unknown = [p for p in pairs if p["verdict"] == "unknown"]
     name = lambda p: f"GPU{p['gpus'][0]}-GPU{p['gpus'][1]}"  # noqa: E731
     if not pairs:
         acs = ok(LAYER, "PCIe ACS", "one GPU: no peer path to check")
     elif redirected:
         acs = warn(LAYER, "PCIe ACS", f"{len(redirected)} of {len(pairs)} pairs redirected to the root "
-                   f"complex; {name(redirected[0])}: {redirected[0]['why']}", ACS_FIX)
+                   f"complex or blocked; {name(redirected[0])}: {redirected[0]['why']}", ACS_FIX)
     elif unknown:
         acs = cannot(LAYER, "PCIe ACS", f"{name(unknown[0])}: {unknown[0]['why']}",
-                     "run seat doctor as root (extended config space is root's)")
+                     "run seat doctor as root (extended config space is root's)" if "needs root" in
+                     unknown[0]["why"] else "root would not see more: the reason names what is missing")
     else:
         acs = ok(LAYER, "PCIe ACS", f"{len(pairs)} pairs: {pairs[0]['why']}")
     iommu = facts["iommu"]
     where = f"; {facts['virtualisation']} VM: the hypervisor's bus, not the host's" if facts["virtualisation"] else ""
-    return [acs, ok(LAYER, "IOMMU groups", f"{iommu['verdict']}: {iommu['why']}{where}")]
+    evidence = f"{iommu['verdict']}: {iommu['why']}{where}"
+    if iommu["verdict"] == "partial":  # one GPU outside the IOMMU the others sit behind: not one seat's bus
+        return [acs, warn(LAYER, "IOMMU groups", evidence, "ls -l /sys/bus/pci/devices/*/iommu_group for the GPU "
+                          "named; check its driver binding and the kernel log")]
+    return [acs, ok(LAYER, "IOMMU groups", evidence)]
 
 
 def step_rows(step: dict | None) -> list[Row]:

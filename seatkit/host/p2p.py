@@ -39,6 +39,11 @@ def run_probe(image: str | None = None, args: list[str] = ()) -> dict:
     except FileNotFoundError:
         raise SeatError("docker is not installed", "run without --image where torch with CUDA is importable") from None
     except subprocess.TimeoutExpired:
+        if args:  # the step probe's work grows with L x hidden x replays: long is not hung
+            raise SeatError(f"the step probe did not finish in {PROBE_TIMEOUT_S} s: a collective hangs, or "
+                            "the train is more work than that (2 x L collectives x replays x 8 sizes)",
+                            "run it again with fewer --replays (e.g. 200); a hang then is a data-path "
+                            "failure") from None
         raise SeatError(f"the probe did not finish in {PROBE_TIMEOUT_S} s: a peer copy or the all-reduce hangs",
                         "a hang is itself a data-path failure; check `seat host status` and the kernel log") from None
     if image and "could not select device driver" in done.stderr:
@@ -48,6 +53,9 @@ def run_probe(image: str | None = None, args: list[str] = ()) -> dict:
         result = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
         raise SeatError(f"the probe printed no result (exit {done.returncode}): {done.stderr.strip()[-800:]}") from None
+    if not isinstance(result, dict):
+        raise SeatError(f"the probe's last line is not its result (exit {done.returncode}): {str(result)[:200]}",
+                        "run the probe by hand (python3 seatkit/host/p2p_probe.py) and read what it prints")
     if "error" in result and done.returncode == BAD_ARGS:
         raise SeatError(f"the probe refused: {result['error']}", "fix what it names", BAD_ARGS)
     if "error" in result:

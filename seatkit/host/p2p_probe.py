@@ -173,7 +173,10 @@ def step_args(argv: list[str]):
         problems.append(f"--replays {args.replays}: 10 to 10000 (p99 needs at least 10)")
     try:
         low, _, high = args.tokens.partition("-")
-        tokens = (list(range(int(low), int(high) + 1)) if high else
+        ends = (int(low), int(high)) if high else None
+        if ends and not all(e in STEP_TOKENS for e in ends):  # bounded before a range is built
+            raise ValueError(args.tokens)
+        tokens = (list(range(ends[0], ends[1] + 1)) if ends else
                   sorted({int(t) for t in args.tokens.split(",")}))
     except ValueError:
         tokens = []

@@ -22,10 +22,11 @@ from seatkit.host.system import System
 
 ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")  # VMD domains have 5+ digits
 ROOT_BUS = re.compile(r"^pci([0-9a-f]{4,8}:[0-9a-f]{2})$")
-EXT_START, EXT_ACS, EXT_ATS = 0x100, 0x000D, 0x000F
+EXT_START, EXT_END, EXT_ACS, EXT_ATS = 0x100, 0x1000, 0x000D, 0x000F
 # ACS control bits (PCIe base spec 7.7.8.3), in lspci's names.
 ACS_BITS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
 REDIRECTS = ("ReqRedir", "CmpltRedir")  # peer requests or completions go up to the root complex
+EGRESS = "EgressCtrl"  # without a redirect, requests to the ports in the egress vector are blocked
 VMD_DEVICES = {("8086", "201d"), ("8086", "28c0"), ("8086", "467f"), ("8086", "4c3d"), ("8086", "9a0b"),
                ("8086", "a77f"), ("8086", "ad0b")}
 
@@ -61,8 +62,13 @@ def device(system: System, address: str) -> dict:
         return {**facts, "why": "config space reads as all ones: the device is gone or broken"}
     facts.update(vendor=f"{_u16(config, 0):04x}", device=f"{_u16(config, 2):04x}",
                  bridge=(config[0x0E] & 0x7F) == 1)
+    if len(config) == EXT_START and system.euid == 0:  # root is shown all there is: a conventional PCI function
+        return {**facts, "acs": "no ACS capability", "ats": "no ATS capability",
+                "why": "no extended config space (a conventional PCI function)"}
     if len(config) <= EXT_START:
-        return {**facts, "why": "only the first 256 bytes are readable (extended config space needs root)"}
+        return {**facts, "why": f"only the first {len(config)} bytes are readable (extended config space needs root)"}
+    if len(config) < EXT_END:  # a short read: the capability list may go on past its end
+        return {**facts, "why": f"config space ends at byte {len(config)}, not {EXT_END}: cut short"}
     if _u32(config, EXT_START) == 0xFFFFFFFF:
         return {**facts, "why": "extended config space reads as all ones"}
     caps = extended_caps(config)
@@ -85,10 +91,11 @@ def chain(system: System, address: str) -> dict:
         return {"root_bus": None, "bridges": [], "why": f"no readable sysfs device for {address}"}
     parts = Path(os.path.realpath(link)).parts
     roots = [n for n, p in enumerate(parts) if ROOT_BUS.match(p)]
-    start = roots[-1] if roots else 0  # behind VMD, the domain the VMD controller hosts
+    if not roots:  # no host bridge on the path: where it sits, and so what lies between, is unknown
+        return {"root_bus": None, "bridges": [], "why": f"the sysfs path of {address} names no PCI root bus"}
+    start = roots[-1]  # behind VMD, the domain the VMD controller hosts
     functions = [p for p in parts[start:] if ADDRESS.match(p)]
-    return {"root_bus": ROOT_BUS.match(parts[start]).group(1) if roots else None,
-            "bridges": functions[:-1], "vmd": len(roots) > 1}
+    return {"root_bus": ROOT_BUS.match(parts[start]).group(1), "bridges": functions[:-1], "vmd": len(roots) > 1}
 
 
 def iommu_group(system: System, address: str) -> str | None:
@@ -129,8 +136,12 @@ def _pair_verdict(bridges: list[dict], a: dict, b: dict) -> tuple[str, str]:
     redirecting = [f"{d['address']} ({'+'.join(n for n in REDIRECTS if d['acs'][n])})" for d in bridges
                    if isinstance(d["acs"], dict) and any(d["acs"][n] for n in REDIRECTS)]
     unknown = [d for d in bridges if d["acs"] is None]
+    egress = [d["address"] for d in bridges if isinstance(d["acs"], dict) and d["acs"][EGRESS]]
     if redirecting:
         return "redirected", f"{route}; ACS redirects peer traffic to the root complex at {', '.join(redirecting)}"
+    if egress:
+        return "blocked", (f"{route}; ACS P2P egress control at {', '.join(egress)}: peer requests to the ports "
+                           "its egress vector names are blocked")
     if unknown:
         return "unknown", (f"{route}; ACS not readable at {', '.join(d['address'] for d in unknown)} "
                            f"({unknown[0].get('why', '')})")
@@ -178,6 +189,9 @@ def _iommu_summary(system: System, groups: list[str | None]) -> dict:
                 "why": "the GPUs are in no IOMMU group: the IOMMU is off (or not exposed to this system)"
                 if not listed else "IOMMU groups exist, yet the GPUs are in none"}
     known = [g for g in groups if g is not None]
+    if len(known) < len(groups):
+        return {"verdict": "partial", "why": f"GPU{groups.index(None)} is in no IOMMU group while others are "
+                                             f"(groups {', '.join(g or '-' for g in groups)}): a half-bound GPU?"}
     if len(known) > 1 and len(set(known)) == 1:
         return {"verdict": "shared", "why": f"all GPUs share IOMMU group {known[0]}: the kernel cannot "
                                             "isolate them (no ACS between them), so peer traffic stays below the root"}

@@ -10,6 +10,7 @@ keeps the result with the boot id beside verify-p2p's.
 from __future__ import annotations
 
 import json
+import math
 import time
 
 from seatkit.bench import cards
@@ -21,6 +22,20 @@ from seatkit.serve.profile import Profile
 
 RESULT = f"{STATE}/verify-p2p-step.json"
 FORMS = ("oneshot", "nccl")  # the communication forms; the baseline is what they are held against
+VERDICTS = ("measured", "one GPU: baseline only", "failed")
+MAX_RECORD = 1 << 20  # a real record, or a model's config.json, is a few KiB
+LAYERS, HIDDEN = (1, 512), (64, 65536)  # the probe's ranges (p2p_probe.step_args), and the CLI's
+
+
+def _small_file(system: System, path: str) -> str | None:
+    """A regular file's text, None when absent or not one: a FIFO would hang the read, a huge file fill memory."""
+    found = system.path(path)
+    try:
+        if not found.is_file() or found.stat().st_size > MAX_RECORD:
+            return None
+    except OSError:
+        return None
+    return system.read(path)
 
 
 def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
@@ -29,15 +44,20 @@ def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
     if model.host_dir is None:
         return f"model {profile.model!r} is built, not on the host: give --layers and --hidden"
     path = f"{model.host_dir}/config.json"
-    text = system.read(path)
+    text = _small_file(system, path)
     if text is None:
         return f"{path} is not readable (models not fetched here?): give --layers and --hidden"
     try:
         config = json.loads(text)
         config = config.get("text_config", config)  # multimodal configs nest the language model
-        return int(config["num_hidden_layers"]), int(config["hidden_size"])
+        layers, hidden = config["num_hidden_layers"], config["hidden_size"]
     except (ValueError, KeyError, TypeError, AttributeError):
         return f"{path} has no num_hidden_layers and hidden_size: give --layers and --hidden"
+    if not (type(layers) is int and LAYERS[0] <= layers <= LAYERS[1]
+            and type(hidden) is int and HIDDEN[0] <= hidden <= HIDDEN[1] and hidden % 8 == 0):
+        return (f"{path} gives num_hidden_layers {layers!r} and hidden_size {hidden!r}, not a model's "
+                f"({LAYERS[0]}-{LAYERS[1]} layers, hidden {HIDDEN[0]}-{HIDDEN[1]} in 8s): give --layers and --hidden")
+    return layers, hidden
 
 
 def reference(profile: Profile) -> dict | None:
@@ -55,27 +75,77 @@ def reference(profile: Profile) -> dict | None:
     return None
 
 
+LYING_HINT = "the probe and the kit differ (an edited p2p_probe.py?): reinstall seatkit and run it again"
+
+
 def run(layers: int, hidden: int, replays: int, image: str | None = None) -> dict:
-    return p2p.run_probe(image, ["--step", "--layers", str(layers), "--hidden", str(hidden),
-                                 "--replays", str(replays)])
+    result = p2p.run_probe(image, ["--step", "--layers", str(layers), "--hidden", str(hidden),
+                                   "--replays", str(replays)])
+    shape = (result.get("step") or {}) if isinstance(result, dict) else {}
+    if isinstance(shape, dict) and shape and (shape.get("layers"), shape.get("hidden")) != (layers, hidden):
+        raise SeatError(f"the probe answered for L={shape.get('layers')} hidden={shape.get('hidden')}, "
+                        f"not the L={layers} hidden={hidden} asked", LYING_HINT)
+    return result
+
+
+def _figures(step: dict):
+    """(where, figures) for every measured 1+k of every form; raises KeyError/TypeError when misshapen."""
+    forms = step["forms"]
+    for n, base in enumerate(forms.get("baseline") or []):
+        for t, figures in base["by_tokens"].items():
+            yield f"baseline GPU{n} 1+k={t}", figures
+    for form in FORMS:
+        for t, figures in ((forms.get(form) or {}).get("by_tokens") or {}).items():
+            if "waits_given_up" not in figures or "train_us" in figures:
+                yield f"{form} 1+k={t}", figures
+
+
+def _checked(result) -> list[str]:
+    """The probe's result as the probe writes it (else a SeatError); problems with its figures."""
+    try:
+        step = result["step"]
+        if not (isinstance(step["gpus"], int) and isinstance(step["forms"], dict)
+                and isinstance(step["tokens"], list) and isinstance(step["placement"], str)):
+            raise TypeError("gpus, forms, tokens or placement of the wrong kind")
+        sizes = set(step["bytes_by_tokens"])
+        for base in step["forms"].get("baseline") or []:
+            if set(base["by_tokens"]) != sizes:  # the baseline runs every size; a form may stop early
+                raise KeyError(f"baseline 1+k {sorted(base['by_tokens'])}, not {sorted(sizes)}")
+        problems = []
+        for where, figures in _figures(step):
+            values = [figures[kind][q] for kind in ("train_us", "per_collective_us") for q in ("p50", "p99")]
+            if not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in values):
+                problems.append(f"{where}: the probe reported {values[:2]} us (not a time)")
+            elif values[0] > values[1] or values[2] > values[3]:
+                problems.append(f"{where}: p50 above p99 ({values[:2]} us): not percentiles of one run")
+        for form in FORMS:
+            figures = step["forms"].get(form) or {}
+            if "skipped" not in figures and figures and not isinstance(figures.get("correct"), bool):
+                problems.append(f"{form}: the probe did not say whether its sums were right")
+        return problems
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise SeatError(f"the probe's result is not one it writes (at {exc!r})", LYING_HINT) from None
 
 
 def judge(result: dict, ref: dict | None, k: int | None) -> dict:
     """Verdict, problems, and per form the share of the published step its train explains."""
+    problems = _checked(result)
+    garbage = bool(problems)  # no share is worked out from figures that are not times
     step = result["step"]
     forms = step["forms"]
-    problems = []
     oneshot = forms.get("oneshot") or {}
     if oneshot.get("correct") is False:
-        problems.append(f"one-shot all-reduce: {oneshot['wrong_count']} wrong sums, "
-                        f"{oneshot['waits_given_up']} flag waits gave up")
+        problems.append(f"one-shot all-reduce: {oneshot.get('wrong_count', '?')} wrong sums, "
+                        f"{oneshot.get('waits_given_up', '?')} flag waits gave up")
     if (forms.get("nccl") or {}).get("correct") is False:
         problems.append("NCCL all-reduce returned a wrong sum")
     peers = step["gpus"] > 1
     verdict = "failed" if problems else "measured" if peers else "one GPU: baseline only"
+    if ref and ref.get("k") is not None:
+        k = ref["k"]  # the published step ran at the card's k: its train is at that 1+k, whatever the profile says
     tokens = str(1 + k) if k is not None else None
     shares = {}
-    if ref and peers and tokens in step["bytes_by_tokens"]:
+    if ref and peers and not garbage and tokens in step["bytes_by_tokens"]:
         budget_us = ref["ms_per_step"] * 1000
         base = min(b["by_tokens"][tokens]["train_us"]["p50"] for b in forms.get("baseline", [])) \
             if forms.get("baseline") else 0.0
@@ -108,6 +178,8 @@ def summary(result: dict) -> str:
                      f"{result['reference']['ms_per_step']} ms/step")
     if tokens not in step["bytes_by_tokens"]:
         parts.append(f"1+k={tokens} not measured (the probe covers 1 to 8)")
+    elif step["gpus"] > 1 and result["reference"] is None:
+        parts.append("no share: the profile has no published step (a card figure at ctx0) to hold it against")
     if not result["shares"] and step["gpus"] < 2:
         one = (step["forms"].get("oneshot") or {}).get("by_tokens", {}).get(tokens)
         if one and "train_us" in one:
@@ -118,11 +190,17 @@ def summary(result: dict) -> str:
 
 def step_path(system: System) -> dict:
     """The row `seat host status` shows for the step probe, this boot only."""
-    text = system.read(RESULT)
-    if text is None:
+    kept = system.path(RESULT)
+    if not kept.exists() and not kept.is_symlink():
         return {"verdict": "not measured", "why": "no `seat host verify-p2p --step` result on this host"}
+    torn = {"verdict": "not measured", "why": f"{RESULT} is torn or foreign: run it again"}
+    text = _small_file(system, RESULT)
+    if text is None:
+        return torn
     try:
         record = json.loads(text)
+        if record["verdict"] not in VERDICTS:
+            return torn
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record["time"]))
         if record["boot_id"] != state.boot_id(system):
             return {"verdict": "not measured",
@@ -130,11 +208,14 @@ def step_path(system: System) -> dict:
         if record["verdict"] == "failed":
             return {"verdict": "FAILED on this boot", "why": "; ".join(record["problems"])}
         return {"verdict": f"{record['verdict']} on this boot", "why": f"{summary(record)} ({when})"}
-    except (ValueError, KeyError, TypeError, IndexError):
-        return {"verdict": "not measured", "why": f"{RESULT} is torn or foreign: run it again"}
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError, OSError):
+        return torn
 
 
 def check_options(step: bool, layers, hidden, replays, profile) -> None:
     if not step and any(v is not None for v in (layers, hidden, replays, profile)):
         raise SeatError("--profile, --layers, --hidden and --replays shape the step probe only",
                         "add --step, or leave them out")
+    if hidden is not None and hidden % 8:  # refused here, before an image starts only to be refused
+        raise SeatError(f"--hidden {hidden}: a model's hidden size is a multiple of 8",
+                        "give the model's hidden_size from its config.json", 2)

@@ -224,6 +224,7 @@ def test_the_real_one_h200_vm_read_from_its_sysfs_dump(tmp_path):
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc/cpuinfo").write_text("flags\t\t: fpu sse2 hypervisor avx512f\n")
     system.runner = lambda argv: (127, "systemd-detect-virt: not found")
+    system.euid = 0  # the dump was read as root: 4096 bytes where there are more than 256
     found = pcie.facts(["00000000:00:06.0"], system)
     (gpu,) = found["gpus"]
     assert gpu["root_bus"] == "0000:00" and gpu["bridges"] == [] and gpu["config_why"] is None
@@ -231,7 +232,8 @@ def test_the_real_one_h200_vm_read_from_its_sysfs_dump(tmp_path):
     assert found["virtualisation"] == "a hypervisor (cpuinfo flag)"
     assert found["iommu"]["verdict"] == "no groups" and "IOMMU is off" in found["iommu"]["why"]
     assert pcie.device(system, "0000:00:06.0")["vendor"] == "10de"
-    assert "needs root" in pcie.device(system, "0000:00:03.0")["why"]  # a virtio device: 256 bytes shown
+    virtio = pcie.device(system, "0000:00:03.0")  # 256 bytes, read by root: it has no more
+    assert virtio["acs"] == "no ACS capability" and "conventional PCI" in virtio["why"]
 
 
 def test_odd_bus_ids_and_a_half_readable_path(tmp_path):
@@ -245,4 +247,101 @@ def test_odd_bus_ids_and_a_half_readable_path(tmp_path):
         f"{up}/0000:02:08.0/0000:03:00.0": config(*GPU, False),
         f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False)})
     pair = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], system)["pairs"][0]
-    assert pair["verdict"] == "unknown" and "not readable at 0000:02:10.0 (only the first 256" in pair["why"]
+    assert pair["verdict"] == "unknown" and "not readable at 0000:02:10.0 (only the first 64" in pair["why"]
+
+
+def test_a_config_space_cut_short_inside_its_capability_list_is_unknown_not_no_acs(tmp_path):
+    cut = config(*ROOT, True, acs=REQ_CMPLT)[:300]  # ACS at 0x140, past the end of what was read
+    system = tree(tmp_path, {"pci0000:00/0000:00:01.0": cut,
+                             "pci0000:00/0000:00:01.0/0000:01:00.0": config(*GPU, False),
+                             "pci0000:00/0000:00:02.0": config(*ROOT, True, acs=0),
+                             "pci0000:00/0000:00:02.0/0000:02:00.0": config(*GPU, False)})
+    found = pcie.device(system, "0000:00:01.0")
+    assert found["acs"] is None and "ends at byte 300" in found["why"]
+    pair = pcie.facts(["00000000:01:00.0", "00000000:02:00.0"], system)["pairs"][0]
+    assert pair["verdict"] == "unknown"
+
+
+def test_a_gpu_in_no_group_beside_grouped_ones_is_not_all_share(tmp_path):
+    groups = {"0000:03:00.0": "17", "0000:04:00.0": "17"}
+    system = plx(tmp_path, 0, groups)
+    (tmp_path / "sys/devices/pci0000:00/0000:00:01.0/0000:02:0c.0/0000:05:00.0").mkdir(parents=True)
+    extra = tmp_path / "sys/devices/pci0000:00/0000:00:01.0/0000:02:0c.0"
+    (extra / "config").write_bytes(config(*PLX, True, acs=0))
+    (extra / "0000:05:00.0/config").write_bytes(config(*GPU, False))
+    (tmp_path / "sys/bus/pci/devices/0000:05:00.0").symlink_to(extra / "0000:05:00.0")
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0", "00000000:05:00.0"], system)
+    assert found["iommu"]["verdict"] == "partial" and "GPU2 is in no IOMMU group" in found["iommu"]["why"]
+
+
+def test_a_device_path_with_no_root_bus_is_unknown_not_a_flat_bus(tmp_path):
+    bus = tmp_path / "sys/bus/pci/devices"
+    for address in ("0000:03:00.0", "0000:04:00.0"):  # plain folders, no link to a host bridge's tree
+        (bus / address).mkdir(parents=True)
+        (bus / address / "config").write_bytes(config(*GPU, False))
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], System(root=tmp_path, runner=NO_VIRT))
+    assert found["pairs"][0]["verdict"] == "unknown" and "names no PCI root bus" in found["pairs"][0]["why"]
+
+
+def test_a_bridge_with_only_egress_control_is_blocked_not_direct(tmp_path):
+    from seatkit.doctor import host
+
+    egress_only = 0b0100000  # EgressCtrl alone: requests to the ports in its vector are blocked
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], plx(tmp_path, egress_only))
+    (pair,) = found["pairs"]
+    assert pair["verdict"] == "blocked" and "egress control at 0000:02:08.0" in pair["why"]
+    acs = host.pcie_rows(found)[0]
+    assert acs.status == "WARN" and "EgressCtrl" in acs.fix
+
+
+def test_odd_iommu_group_names_are_shown_as_written_not_read_as_markup(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from seatkit.cli import seat
+    from seatkit.host import gpus
+
+    groups = {"0000:03:00.0": "[red]", "0000:04:00.0": "[bold]x"}  # a fake tree's names, not digits
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], plx(tmp_path, 0, groups))
+    inventory = {"driver": "580", "cuda": "13.0", "gpus": [], "p2p": [], "p2p_note": None, "pcie": found}
+    monkeypatch.setattr(gpus, "inventory", lambda system=None: inventory)
+    shown = CliRunner().invoke(seat, ["host", "gpus"])
+    assert shown.exit_code == 0, shown.exception
+    text = " ".join(shown.output.split())  # lines wrap at 80 columns
+    assert "IOMMU groups [red], [bold]x" in text and "group [bold]x," in text
+
+
+def test_doctor_asks_for_root_only_where_root_would_see_more(tmp_path):
+    from seatkit.doctor import host
+
+    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"],
+                       tree(tmp_path, {"pci0000:00/0000:00:06.0": config(*GPU, False)}))
+    (acs,) = [r for r in host.pcie_rows(found) if r.check == "PCIe ACS"]
+    assert "no readable sysfs device" in acs.evidence and "as root" not in acs.fix
+    found["pairs"][0]["why"] = "ACS not readable at 0000:00:01.0 (only the first 256 bytes are readable " \
+                               "(extended config space needs root))"
+    assert "as root" in host.pcie_rows(found)[0].fix
+
+
+def test_doctor_warns_when_a_gpu_sits_outside_the_iommu_the_others_are_behind():
+    from seatkit.doctor import host
+
+    found = {"pairs": [], "virtualisation": None,
+             "iommu": {"verdict": "partial", "why": "GPU2 is in no IOMMU group while others are"}}
+    (_, groups) = host.pcie_rows(found)
+    assert groups.status == "WARN" and "GPU2" in groups.evidence and "iommu_group" in groups.fix
+
+
+def test_root_reading_256_bytes_is_a_conventional_bridge_not_a_call_to_run_as_root(tmp_path):
+    from seatkit.doctor import host
+
+    system = tree(tmp_path, {"pci0000:00/0000:00:01.0": config(*ROOT, True, size=256),  # QEMU's pci-bridges
+                             "pci0000:00/0000:00:01.0/0000:01:00.0": config(*GPU, False),
+                             "pci0000:00/0000:00:02.0": config(*ROOT, True, size=256),
+                             "pci0000:00/0000:00:02.0/0000:02:00.0": config(*GPU, False)})
+    system.euid = 0
+    found = pcie.facts(["00000000:01:00.0", "00000000:02:00.0"], system)
+    assert found["pairs"][0]["verdict"] == "direct" and "through 2 bridge(s)" in found["pairs"][0]["why"]
+    assert "as root" not in (host.pcie_rows(found)[0].fix or "")
+    system.euid = 1000
+    pair = pcie.facts(["00000000:01:00.0", "00000000:02:00.0"], system)["pairs"][0]
+    assert pair["verdict"] == "unknown" and "only the first 256 bytes" in pair["why"]

@@ -70,7 +70,7 @@ def multi_gpu(train_us: float, correct=True) -> dict:
     result["step"]["gpus"] = 4
     forms = result["step"]["forms"]
     forms["oneshot"] = copy.deepcopy(forms["oneshot"])
-    forms["oneshot"]["by_tokens"]["6"]["train_us"]["p50"] = train_us
+    forms["oneshot"]["by_tokens"]["6"]["train_us"].update(p50=train_us, p99=train_us)
     forms["oneshot"]["correct"] = correct
     forms["oneshot"]["wrong_count"] = 0 if correct else 3
     forms["nccl"] = {"ranks": 4, "correct": True,
@@ -173,7 +173,7 @@ def test_odd_hosts_a_skipped_form_a_large_k_and_the_image_run():
     result["step"]["forms"]["oneshot"] = {"skipped": "triton is not importable here"}
     judged = step.judge(result, step.reference(PROFILE), 5)
     assert judged["verdict"] == "measured" and list(judged["shares"]) == ["nccl"]
-    beyond = step.judge(multi_gpu(2420.0), step.reference(PROFILE), 16)
+    beyond = step.judge(multi_gpu(2420.0), {**step.reference(PROFILE), "k": None}, 16)  # a card without k
     assert beyond["shares"] == {} and "1+k=17 not measured (the probe covers 1 to 8)" in step.summary(beyond)
     argv = p2p.probe_argv("seat:dsv4", ["--step", "--layers", "61"])
     assert argv[-4:] == ["/seatkit-p2p-probe.py", "--step", "--layers", "61"]
@@ -194,3 +194,187 @@ def test_a_rank_that_never_arrives_fails_the_run_and_shows_where_it_stopped(tmp_
     shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"],
                                terminal_width=80)
     assert shown.exit_code == 1 and "stopped: waits" in shown.output and "verdict: failed" in shown.output
+
+
+def test_a_huge_token_range_is_refused_before_it_is_built():
+    """1-10**12 once built a list of a trillion ints before the range check: memory, not a refusal."""
+    sys.path.insert(0, str(Path(p2p.__file__).parent))
+    import p2p_probe
+
+    _, tokens, _, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
+                                                  "--tokens", f"1-{10 ** 12}"])
+    assert tokens == [] and any(f"--tokens 1-{10 ** 12}" in p for p in problems)
+    _, tokens, _, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
+                                                  "--tokens", "3-5"])
+    assert tokens == [3, 4, 5] and problems == []
+
+
+@pytest.mark.parametrize("printed, said", [
+    ("5", "last line is not its result"), ('"an error"', "last line is not its result"),
+    ("{}", "not one it writes"), ('{"step": {"layers": 61, "hidden": 7168}}', "not one it writes"),
+    (json.dumps({**ONE, "step": {**ONE["step"], "layers": 3}}), "answered for L=3"),
+])
+def test_a_probe_that_exits_0_with_garbage_is_an_error_not_a_traceback(tmp_path, monkeypatch, printed, said):
+    script = tmp_path / "probe.py"
+    script.write_text(f"print({printed!r})")
+    monkeypatch.setattr(p2p, "PROBE", script)
+    monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
+    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"])
+    assert isinstance(shown.exception, SeatError) and said in str(shown.exception), shown.exception
+
+
+def test_nan_negative_or_unsaid_figures_fail_the_run_and_explain_no_share():
+    lying = multi_gpu(2420.0)
+    lying["step"]["forms"]["oneshot"]["by_tokens"]["6"]["train_us"]["p50"] = float("nan")
+    lying["step"]["forms"]["baseline"][0]["by_tokens"]["2"]["per_collective_us"]["p99"] = -4.0
+    judged = step.judge(json.loads(json.dumps(lying)), step.reference(PROFILE), 5)
+    assert judged["verdict"] == "failed" and judged["shares"] == {}
+    assert any("oneshot 1+k=6" in p for p in judged["problems"])
+    assert any("baseline GPU0 1+k=2" in p for p in judged["problems"])
+    assert "nan" not in step.summary(judged)
+    unsaid = multi_gpu(2420.0)
+    del unsaid["step"]["forms"]["nccl"]["correct"]
+    judged = step.judge(unsaid, step.reference(PROFILE), 5)
+    assert judged["verdict"] == "failed" and "nccl: the probe did not say" in judged["problems"][0]
+
+
+def test_a_kept_record_that_is_a_fifo_huge_or_odd_is_torn_not_a_hang_or_traceback(tmp_path):
+    import os
+    import threading
+    import time
+
+    system = host(tmp_path, "boot-1")
+    good = json.dumps({**step.judge(ONE, step.reference(PROFILE), 5), "boot_id": "boot-1", "time": 0})
+    kept = system.path(step.RESULT)
+    kept.parent.mkdir(parents=True)
+    os.mkfifo(kept)
+
+    done = threading.Event()
+
+    def feed():  # a reader that opened the FIFO gets a valid record; none there, and this gives up
+        while not done.wait(0.1):
+            try:
+                fd = os.open(kept, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            os.write(fd, good.encode())
+            return os.close(fd)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    assert "torn or foreign" in step.step_path(system)["why"]
+    done.set()
+    feeder.join()
+    kept.unlink()
+    for record in ({**json.loads(good), "time": 1e300}, {**json.loads(good), "step": {"forms": []}},
+                   {**json.loads(good), "verdict": "[/]measured"}):
+        kept.write_text(json.dumps(record))
+        assert "torn or foreign" in step.step_path(system)["why"], record
+    kept.write_text(good[:-1] + ", \"pad\": \"" + "x" * (2 << 20) + "\"}")
+    assert "torn or foreign" in step.step_path(system)["why"]
+    kept.write_text(good)
+    assert step.step_path(system)["verdict"] == "one GPU: baseline only on this boot"
+
+
+@pytest.mark.parametrize("layers, hidden", [(0, 7168), (-3, 7168), (61, -7168), (61, 10 ** 9), (True, 7168),
+                                            (61, 7170), (61.5, 7168)])
+def test_a_model_config_with_a_shape_no_model_has_says_so_before_the_probe_runs(tmp_path, layers, hidden):
+    system = System(root=tmp_path)
+    folder = tmp_path / PROFILE.models["base"].host_dir.lstrip("/")
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"num_hidden_layers": layers, "hidden_size": hidden}))
+    said = step.model_shape(PROFILE, system)
+    assert isinstance(said, str) and f"num_hidden_layers {layers!r}" in said and "give --layers" in said
+
+
+def test_a_step_probe_past_its_time_limit_names_the_replays_not_only_a_hang(tmp_path, monkeypatch):
+    script = tmp_path / "probe.py"
+    script.write_text("import time; time.sleep(8)")
+    monkeypatch.setattr(p2p, "PROBE", script)
+    monkeypatch.setattr(p2p, "PROBE_TIMEOUT_S", 1)
+    monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
+    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "512", "--hidden", "65536",
+                                      "--replays", "10000"])
+    assert isinstance(shown.exception, SeatError) and "fewer --replays" in str(shown.exception)
+
+
+def test_a_baseline_missing_a_size_is_a_lying_result_not_a_keyerror():
+    result = multi_gpu(2420.0)
+    del result["step"]["forms"]["baseline"][0]["by_tokens"]["6"]
+    with pytest.raises(SeatError, match="not one it writes"):
+        step.judge(result, step.reference(PROFILE), 5)
+
+
+def test_a_hidden_size_not_in_8s_is_refused_before_the_probe_or_its_image_starts(tmp_path, monkeypatch):
+    ran = tmp_path / "ran"
+    script = tmp_path / "probe.py"
+    script.write_text(f"open({str(ran)!r}, 'w').close()")
+    monkeypatch.setattr(p2p, "PROBE", script)
+    monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
+    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "100"])
+    assert isinstance(shown.exception, SeatError) and "multiple of 8" in str(shown.exception)
+    assert not ran.exists()
+
+
+def test_a_p50_above_its_p99_is_not_a_time_distribution():
+    result = multi_gpu(2420.0)
+    result["step"]["forms"]["nccl"]["by_tokens"]["6"]["train_us"].update(p50=900.0, p99=300.0)
+    judged = step.judge(result, step.reference(PROFILE), 5)
+    assert judged["verdict"] == "failed" and judged["shares"] == {}
+    assert any("nccl 1+k=6" in p and "p50 above p99" in p for p in judged["problems"])
+
+
+def test_a_profile_with_no_published_step_says_why_no_share_is_given():
+    smoke = profiles.load("cpu-smoke")
+    assert step.reference(smoke) is None
+    judged = step.judge(multi_gpu(2420.0), None, 5)
+    assert judged["shares"] == {} and "no share: the profile has no published step" in step.summary(judged)
+
+
+def test_the_share_of_the_published_step_is_taken_at_the_cards_k_not_an_edited_profiles():
+    judged = step.judge(multi_gpu(2420.0), step.reference(PROFILE), 7)  # the profile edited to k=7
+    assert judged["tokens_per_collective"] == "6"  # the card's figure was measured at k=5
+    assert judged["shares"]["oneshot"]["share"] == pytest.approx(2420 / 12100)
+
+
+def test_a_symlink_where_the_record_goes_still_shows_the_figures(tmp_path, monkeypatch):
+    script = tmp_path / "probe.py"
+    script.write_text(f"print(open({str(FIXTURES / 'h200-step-probe.json')!r}).read())")
+    monkeypatch.setattr(p2p, "PROBE", script)
+    system = host(tmp_path)
+    kept = system.path(step.RESULT)
+    kept.parent.mkdir(parents=True)
+    kept.symlink_to(tmp_path / "elsewhere")
+    monkeypatch.setattr("seatkit.cli.host.System", lambda: system)
+    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"],
+                               terminal_width=80)
+    assert shown.exit_code == 0, shown.exception
+    assert "1 rank on GPU 0" in shown.output and "not kept" in shown.output
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_model_config_that_is_a_fifo_is_not_read_not_a_hang(tmp_path):
+    import os
+    import threading
+
+    system = System(root=tmp_path)
+    folder = tmp_path / PROFILE.models["base"].host_dir.lstrip("/")
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "config.json")
+    done = threading.Event()
+
+    def feed():  # a reader that opened the FIFO gets a valid config; none there, and this gives up
+        while not done.wait(0.1):
+            try:
+                fd = os.open(folder / "config.json", os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            os.write(fd, b'{"num_hidden_layers": 43, "hidden_size": 4096}')
+            return os.close(fd)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    said = step.model_shape(PROFILE, system)
+    done.set()
+    feeder.join()
+    assert isinstance(said, str) and "not readable" in said
