@@ -15,8 +15,6 @@ from seatkit.host import state
 from seatkit.host.system import System
 
 ESPS = ("/boot/efi", "/efi", "/boot")
-EFIVARS = "/sys/firmware/efi/efivars"
-LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"  # systemd-boot's own variables
 GLOBAL_GUID = "8be4df61-93ca-11d2-aa0d-00e098032b8c"  # BootCurrent, Boot####
 CONTAINER_CGROUP = re.compile(r"docker|containerd|kubepods|libpod|lxc|machine\.slice/.*nspawn")
 INITRAMFS = {  # generator -> the command that rebuilds every installed kernel's image
@@ -92,24 +90,18 @@ def stack_signals(system: System) -> dict[str, str]:
     return found
 
 
-def _efivar(system: System, name: str, guid: str) -> bytes | None:
-    data = system.read_bytes(f"{EFIVARS}/{name}-{guid}")
-    return data[4:] if data and len(data) > 4 else None  # the first four bytes are its attributes
-
-
 def firmware_loader(system: System) -> tuple[str | None, str]:
     """The loader the firmware says booted this system: systemd-boot sets LoaderInfo and
     LoaderEntrySelected; else BootCurrent names the Boot#### entry, whose path names the loader."""
     for name in ("LoaderInfo", "LoaderEntrySelected"):
-        value = _efivar(system, name, LOADER_GUID)
-        if value is not None:
-            text = value.decode("utf-16-le", "replace").rstrip("\0")
+        text = state.efivar_text(system, name)
+        if text is not None:
             if name == "LoaderEntrySelected" or "systemd-boot" in text:
                 return "systemd-boot", f"efivar {name}={text}"
-    current = _efivar(system, "BootCurrent", GLOBAL_GUID)
+    current = state.efivar(system, "BootCurrent", GLOBAL_GUID)
     if current and len(current) >= 2:
         entry = f"Boot{int.from_bytes(current[:2], 'little'):04X}"
-        text = (_efivar(system, entry, GLOBAL_GUID) or b"").decode("utf-16-le", "replace").lower()
+        text = (state.efivar(system, entry, GLOBAL_GUID) or b"").decode("utf-16-le", "replace").lower()
         for loader, marks in (("systemd-boot", ("systemd-boot", "\\systemd\\")),
                               ("grub", ("grub", "shim"))):
             if any(m in text for m in marks):

@@ -163,19 +163,44 @@ def _version_key(name: str) -> list:
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.findall(r"\d+|[^\d]+", name)]
 
 
-def default_entry(system: System):
-    """The loader entry that boots by default: loader.conf's `default` pattern, GRUB's saved_entry
-    (BLS), else the newest version (systemd-boot sorts entries by version, newest first)."""
-    entries = [p for esp in LOADER_ESPS for p in system.glob(f"{esp}/loader/entries/*.conf")]
-    if not entries:
-        return None
+EFIVARS = "/sys/firmware/efi/efivars"
+LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"  # systemd-boot's own variables
+
+
+def efivar(system: System, name: str, guid: str = LOADER_GUID) -> bytes | None:
+    data = system.read_bytes(f"{EFIVARS}/{name}-{guid}")
+    return data[4:] if data and len(data) > 4 else None  # the first four bytes are its attributes
+
+
+def efivar_text(system: System, name: str, guid: str = LOADER_GUID) -> str | None:
+    value = efivar(system, name, guid)
+    return value.decode("utf-16-le", "replace").rstrip("\0") if value is not None else None
+
+
+def _loader_patterns(system: System) -> list[str]:
+    """systemd-boot's choice in its order: the one-shot entry (`bootctl set-oneshot`), the default
+    variable (`bootctl set-default`), then loader.conf's `default` (`@saved`: the entry booted last)."""
+    out = [v for v in (efivar_text(system, "LoaderEntryOneShot"), efivar_text(system, "LoaderEntryDefault")) if v]
     for esp in LOADER_ESPS:
         for line in (system.read(f"{esp}/loader/loader.conf") or "").splitlines():
             words = line.split()
-            if len(words) == 2 and words[0] == "default" and not words[1].startswith("@"):
-                found = [e for e in entries if fnmatch.fnmatch(e.name, words[1]) or fnmatch.fnmatch(e.stem, words[1])]
-                if found:
-                    return max(found, key=lambda e: _version_key(e.stem))
+            if len(words) == 2 and words[0] == "default":
+                saved = efivar_text(system, "LoaderEntryLastBooted") if words[1] == "@saved" else words[1]
+                out += [saved] if saved and not saved.startswith("@") else []
+    return out
+
+
+def default_entry(system: System):
+    """The loader entry that boots by default: systemd-boot's variables and loader.conf's `default`
+    pattern, GRUB's saved_entry (BLS), else the newest version (systemd-boot sorts entries by
+    version, newest first)."""
+    entries = [p for esp in LOADER_ESPS for p in system.glob(f"{esp}/loader/entries/*.conf")]
+    if not entries:
+        return None
+    for pattern in _loader_patterns(system):  # one that names no entry falls through, as in systemd-boot
+        found = [e for e in entries if fnmatch.fnmatch(e.name, pattern) or fnmatch.fnmatch(e.stem, pattern)]
+        if found:
+            return max(found, key=lambda e: _version_key(e.stem))
     for env in ("/boot/grub2/grubenv", "/boot/grub/grubenv", "/boot/efi/EFI/redhat/grubenv"):
         saved = re.search(r"^saved_entry=(.+)$", system.read(env) or "", re.M)
         found = [e for e in entries if saved and e.stem == saved.group(1).strip()]
