@@ -373,7 +373,8 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
     change.commit(**({"regen_failed": failed} if failed else {}))
     if failed:
         raise RegenFailed(change.txid, failed)
-    left = readback.remains(system, [t for t in edit.added if t not in _others_tokens(system, tx)],
+    theirs = _others_tokens(system, tx) | readback.operators_tokens(system, tx.begin["facts"].get("stack"))
+    left = readback.remains(system, [t for t in edit.added if t not in theirs],
                             (tx.begin["facts"].get("initramfs") or [None])[0],
                             not system.exists(host_plan.MODPROBE_FILE))
     if left:

@@ -4,10 +4,12 @@ rollback, read every generated entry and initramfs back and say what of seatkit'
 
 from __future__ import annotations
 
+import json
 import re
 
+from seatkit.errors import SeatError
 from seatkit.host import cmdline, detect, grub_defaults, state
-from seatkit.host.plan import GRUB_DROPIN, MODPROBE_FILE, Plan
+from seatkit.host.plan import GRUB_DROPIN, KERNEL_CMDLINE, KERNELSTUB_CONFIG, MODPROBE_FILE, Plan
 from seatkit.host.system import System
 
 
@@ -77,6 +79,20 @@ def images(system: System) -> list[str]:
             if len(words) == 2 and words[0] == "initrd":  # relative to the ESP (or, as some write it, absolute)
                 found.update(p for p in (esp + words[1], words[1]) if system.exists(p))
     return sorted(found)
+
+
+def operators_tokens(system: System, stack: str | None) -> set[str]:
+    """The tokens the host's own sources give now, seatkit's undone: a kit token found there was put
+    back by the operator (after apply, on purpose), so a boot line that carries it is theirs."""
+    try:
+        if stack == "grub":
+            return set(cmdline.split(grub_defaults.command_line(system, grub_defaults.sources(system))))
+        if stack == "kernelstub":
+            options = json.loads(system.read(KERNELSTUB_CONFIG) or "{}")["user"]["kernel_options"]
+            return set(options if isinstance(options, list) else cmdline.split(options))
+    except (SeatError, ValueError, KeyError, TypeError):  # what cannot be read gives the operator nothing
+        return set()
+    return set(cmdline.split(system.read_bytes(KERNEL_CMDLINE) or b""))
 
 
 def remains(system: System, tokens: list[str], generator: str | None, module_file_gone: bool) -> list[str]:

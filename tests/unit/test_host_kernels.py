@@ -140,3 +140,16 @@ def test_no_room_to_keep_a_hand_edit_stops_rollback_before_anything_changes(tmp_
     with pytest.raises(SeatError, match="cannot keep a copy of the loader entries edited since apply"):
         change.rollback(host.system)
     assert host.tree() == tree and [t.txid for t in Journal(host.system).active()] == [txid]
+
+
+def test_a_kit_token_the_operator_put_in_their_own_grub_defaults_after_apply_is_theirs(tmp_path):
+    """After apply the operator decides to keep amd_iommu=off in /etc/default/grub: rollback takes
+    out only what the kit added, the token stays, and the proof does not call it the kit's."""
+    host = FakeHost(tmp_path, "grub")
+    apply(host)
+    host.write("/etc/default/grub", host.read("/etc/default/grub").replace(
+        'GRUB_CMDLINE_LINUX=""', 'GRUB_CMDLINE_LINUX="amd_iommu=off"'))
+    change.rollback(host.system)
+    lines = [line.split() for line in host.read("/boot/grub/grub.cfg").splitlines() if "linux\t" in line]
+    assert all("amd_iommu=off" in words and "iommu=off" not in words for words in lines), lines
+    assert Journal(host.system).active() == []
