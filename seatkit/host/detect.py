@@ -224,11 +224,16 @@ def next_driver(system: System, kernel: str | None) -> str | None:
     return output.strip() if rc == 0 and output.strip() else None
 
 
+# What dpkg, editors and old signing schemes leave beside a kernel or an image: no kernel boots it.
+LEFTOVER = re.compile(r"\.(new|bak|old|dpkg-\w+|efi\.signed)$|~")
+
+
 def kernels(system: System) -> list[tuple[str, str]]:
     """Installed kernels as (version, image path) for kernel-install."""
     found = {p.parent.name: f"/{p.relative_to(system.root)}" for p in system.glob("/usr/lib/modules/*/vmlinuz")}
     for p in system.glob("/boot/vmlinuz-*"):
-        found.setdefault(p.name[len("vmlinuz-"):], f"/{p.relative_to(system.root)}")
+        if not LEFTOVER.search(p.name):
+            found.setdefault(p.name[len("vmlinuz-"):], f"/{p.relative_to(system.root)}")
     return sorted(found.items())
 
 

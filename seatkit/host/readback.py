@@ -5,7 +5,6 @@ rollback, read every generated entry and initramfs back and say what of seatkit'
 from __future__ import annotations
 
 import json
-import re
 
 from seatkit.errors import SeatError
 from seatkit.host import cmdline, detect, grub_defaults, state
@@ -71,7 +70,7 @@ def images(system: System) -> list[str]:
     """Every initramfs a boot may load: the generators' images in /boot, and the copies loader
     entries name on the ESP (kernel-install copies the image there)."""
     found = {f"/{p.relative_to(system.root)}" for pattern in ("/boot/initrd.img-*", "/boot/initramfs-*.img")
-             for p in system.glob(pattern) if not re.search(r"\.(new|bak|old|dpkg-\w+)$|~", p.name)}
+             for p in system.glob(pattern) if not detect.LEFTOVER.search(p.name)}
     for entry in detect.loader_entries(system):
         esp = entry[:entry.index("/loader/entries/")]
         for line in (system.read(entry) or "").splitlines():

@@ -153,3 +153,17 @@ def test_a_kit_token_the_operator_put_in_their_own_grub_defaults_after_apply_is_
     lines = [line.split() for line in host.read("/boot/grub/grub.cfg").splitlines() if "linux\t" in line]
     assert all("amd_iommu=off" in words and "iommu=off" not in words for words in lines), lines
     assert Journal(host.system).active() == []
+
+
+@pytest.mark.parametrize("leftover", [f"{NEW}.dpkg-new", f"{KVER}.dpkg-bak", f"{KVER}.efi.signed", f"{KVER}~"])
+def test_a_kernel_file_left_by_an_interrupted_upgrade_gets_no_loader_entry(tmp_path, leftover):
+    """apt cut short leaves /boot/vmlinuz-X.dpkg-new: it is no installed kernel. An entry for it
+    would sort newest and become systemd-boot's default, a kernel with no modules and no initrd."""
+    host = FakeHost(tmp_path, "systemd-boot")
+    apply(host)
+    host.write(f"/boot/vmlinuz-{leftover}", "kernel image\n")
+    host.calls.clear()
+    change.rollback(host.system)
+    assert not any(c[:2] == ["kernel-install", "add"] and c[2] == leftover for c in host.calls), host.calls
+    assert not host.path(f"/boot/efi/loader/entries/{MACHINE}-{leftover}.conf").exists()
+    assert carriers(host) == []
