@@ -292,6 +292,13 @@ def _missing_backups(system: System, tx: Transaction) -> list[str]:
     return out
 
 
+def _as_before(system: System, tx: Transaction) -> set[str]:
+    """Files that are byte for byte as before apply: a kit token in one was the operator's already."""
+    files = [f for step in _steps(tx) for f in ([step] if step["type"] == "file" else step["touches"])]
+    files += [f for r in tx.of_type("keep") for f in r["files"]]
+    return {f["path"] for f in files if f["sha_before"] and sha256(system.read_bytes(f["path"])) == f["sha_before"]}
+
+
 def _restore(change: Change, path: str, before: str | None, backup: str | None,
              created: list[str] = (), meta: list[int] | None = None) -> None:
     system = change.system
@@ -376,7 +383,7 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
     theirs = _others_tokens(system, tx) | readback.operators_tokens(system, tx.begin["facts"].get("stack"))
     left = readback.remains(system, [t for t in edit.added if t not in theirs],
                             (tx.begin["facts"].get("initramfs") or [None])[0],
-                            not system.exists(host_plan.MODPROBE_FILE))
+                            not system.exists(host_plan.MODPROBE_FILE), _as_before(system, tx))
     if left:
         raise NotProven(change.txid, left)
     return change.txid

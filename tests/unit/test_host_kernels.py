@@ -167,3 +167,16 @@ def test_a_kernel_file_left_by_an_interrupted_upgrade_gets_no_loader_entry(tmp_p
     assert not any(c[:2] == ["kernel-install", "add"] and c[2] == leftover for c in host.calls), host.calls
     assert not host.path(f"/boot/efi/loader/entries/{MACHINE}-{leftover}.conf").exists()
     assert carriers(host) == []
+
+
+def test_bls_a_kit_token_one_entry_had_before_apply_is_kept_and_not_called_the_kits(tmp_path):
+    """The operator's own rescue entry already had amd_iommu=off: grubby's undo takes it out of every
+    entry, the backup puts it back, and the proof does not fail rollback over it."""
+    host = FakeHost(tmp_path, "bls")
+    rescue = f"/boot/loader/entries/{MACHINE}-rescue.conf"  # sorts after the kernel's entry
+    host.write(rescue, f"title Rescue\nlinux /vmlinuz-{KVER}\noptions root=UUID=abc ro amd_iommu=off\n")
+    before = host.read(rescue)
+    apply(host)
+    change.rollback(host.system)
+    assert host.read(rescue) == before
+    assert Journal(host.system).active() == []
