@@ -156,7 +156,10 @@ def apply(plan: Plan, system: System, progress: Progress = lambda line: None) ->
 def _apply(plan: Plan, system: System, progress: Progress) -> str | None:
     begin = {"action": "apply", "profile": plan.profile, "facts": plan.facts.to_json(),
              "regen": plan.regen, "edit": plan.edit.to_json() if plan.edit else None,
-             "intent": [op.path if isinstance(op, FileOp) else op.argv for op in plan.ops]}
+             "intent": [op.path if isinstance(op, FileOp) else op.argv for op in plan.ops],
+             # boot lines that carry a token seatkit adds before it adds it: the operator's own
+             "lines_before": [[path, tokens] for path, tokens in readback.boot_lines(system)
+                              if plan.edit and any(t in tokens for t in plan.edit.added)]}
     change = Change(system, progress, begin)
     if not plan.ops:
         change.commit(noop=True)
@@ -292,13 +295,6 @@ def _missing_backups(system: System, tx: Transaction) -> list[str]:
     return out
 
 
-def _as_before(system: System, tx: Transaction) -> set[str]:
-    """Files that are byte for byte as before apply: a kit token in one was the operator's already."""
-    files = [f for step in _steps(tx) for f in ([step] if step["type"] == "file" else step["touches"])]
-    files += [f for r in tx.of_type("keep") for f in r["files"]]
-    return {f["path"] for f in files if f["sha_before"] and sha256(system.read_bytes(f["path"])) == f["sha_before"]}
-
-
 def _restore(change: Change, path: str, before: str | None, backup: str | None,
              created: list[str] = (), meta: list[int] | None = None) -> None:
     system = change.system
@@ -383,7 +379,7 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
     theirs = _others_tokens(system, tx) | readback.operators_tokens(system, tx.begin["facts"].get("stack"))
     left = readback.remains(system, [t for t in edit.added if t not in theirs],
                             (tx.begin["facts"].get("initramfs") or [None])[0],
-                            not system.exists(host_plan.MODPROBE_FILE), _as_before(system, tx))
+                            not system.exists(host_plan.MODPROBE_FILE), tx.begin.get("lines_before", []))
     if left:
         raise NotProven(change.txid, left)
     return change.txid

@@ -95,12 +95,13 @@ def operators_tokens(system: System, stack: str | None) -> set[str]:
 
 
 def remains(system: System, tokens: list[str], generator: str | None, module_file_gone: bool,
-            as_before: set[str] = frozenset()) -> list[str]:
-    """What of seatkit's change a boot could still get: its tokens in any entry (but one that is
-    byte for byte as before apply), its module file in any initramfs (checked only once the file is
-    gone from /etc). Empty is the proof."""
+            lines_before: list = ()) -> list[str]:
+    """What of seatkit's change a boot could still get: its tokens in any boot line but one that
+    was there, word for word, before apply (a rescue or custom entry of the operator's), its module
+    file in any initramfs (checked only once the file is gone from /etc). Empty is the proof."""
+    theirs = [(path, list(found)) for path, found in lines_before]
     out = [f"{path} still carries {' '.join(t for t in tokens if t in found)}"
-           for path, found in boot_lines(system) if path not in as_before and any(t in found for t in tokens)]
+           for path, found in boot_lines(system) if (path, found) not in theirs and any(t in found for t in tokens)]
     if module_file_gone and generator in LISTERS:
         for image in images(system):
             rc, output = system.run([LISTERS[generator], image])

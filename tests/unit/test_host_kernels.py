@@ -180,3 +180,17 @@ def test_bls_a_kit_token_one_entry_had_before_apply_is_kept_and_not_called_the_k
     change.rollback(host.system)
     assert host.read(rescue) == before
     assert Journal(host.system).active() == []
+
+
+def test_grub_a_custom_entry_with_a_kit_token_of_its_own_does_not_fail_the_proof(tmp_path):
+    """/etc/grub.d/40_custom had an entry with amd_iommu=off before apply: grub-mkconfig copies it
+    into every grub.cfg, so after rollback it is still there, and it is the operator's."""
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/grub.d/40_custom", "#!/bin/sh\nexec tail -n +3 $0\nmenuentry 'No IOMMU' {\n"
+               f"\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro amd_iommu=off\n}}\n")
+    host.update_grub()
+    apply(host)
+    change.rollback(host.system)
+    text = host.read("/boot/grub/grub.cfg")
+    assert "ro amd_iommu=off\n" in text and "iommu=off amd_iommu=off" not in text
+    assert Journal(host.system).active() == []
