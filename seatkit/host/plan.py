@@ -85,6 +85,10 @@ def foreign_module_options(system: System) -> list[str]:
         for path in files:
             if path != MODPROBE_FILE and re.search(rf"\b{option}=", system.read(path) or ""):
                 found.append(f"{path} sets {module} {option}")
+        for path, words in state.module_lines(system, "install", module):  # run instead of loading it
+            if re.search(rf"(^|\s){option}=", words[2]):
+                found.append(f"{path} has an install command for {module} that passes {option} itself: "
+                             "kmod runs it instead of loading the module, and its value comes after every file's")
         for where, tokens in lines.items():
             found += [f"the kernel command line ({where}) has {module}.{t}, which kmod applies after "
                       "every modprobe.d file, so it wins" for t in state.kernel_line_options(tokens, module)

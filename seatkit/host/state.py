@@ -260,22 +260,30 @@ def kernel_line_options(tokens: list[str], module: str) -> list[str]:
     return out
 
 
+def module_lines(system: System, command: str, module: str) -> list[tuple[str, list[str]]]:
+    """(file, words) of every `COMMAND MODULE ...` line kmod reads: its folders, each file name once
+    (the first folder's masks the rest), in name order; dashes in the name read as underscores."""
+    names = sorted({name for d in MODPROBE_DIRS for name in (system.entries(d) or [])
+                    if name.endswith(".conf") and not name.startswith(".")})
+    out = []
+    for name in names:
+        path = next((f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None), None)
+        if path is None:  # only folders or dangling links by that name: kmod skips them too
+            continue
+        out += [(path, words) for _, words in modprobe_lines(system.read(path) or "")
+                if len(words) == 3 and words[0] == command and words[1].replace("-", "_") == module]
+    return out
+
+
 def modprobe_options(system: System, module: str, kernel_line: list[str] = ()) -> tuple[dict[str, str], list[str]]:
     """`options MODULE k=v ...` as modprobe resolves them: every modprobe.d file in name order, later
     files winning, then the kernel command line's `MODULE.k=v` (kmod appends those last, so they
     win); with the files (and the command line) that set any."""
     options: dict[str, str] = {}
     files = []
-    names = sorted({name for d in MODPROBE_DIRS for name in (system.entries(d) or [])
-                    if name.endswith(".conf") and not name.startswith(".")})
-    for name in names:  # modprobe reads by name; /etc overrides the same name elsewhere
-        path = next((f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None), None)
-        if path is None:  # only folders or dangling links by that name: kmod skips them too
-            continue
-        for _, words in modprobe_lines(system.read(path) or ""):
-            if len(words) == 3 and words[0] == "options" and words[1].replace("-", "_") == module:
-                files.append(path)
-                options.update((cmdline.key(t), cmdline.value(t)) for t in cmdline.split(words[2]))
+    for path, words in module_lines(system, "options", module):
+        files.append(path)
+        options.update((cmdline.key(t), cmdline.value(t)) for t in cmdline.split(words[2]))
     line = kernel_line_options(list(kernel_line), module)
     if line:
         files.append(KERNEL_LINE)
