@@ -374,12 +374,12 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
                         f"transaction {change.txid} is left open: fix the cause, then `seat host recover` "
                         "finishes it") from None
     change.commit(**({"regen_failed": failed} if failed else {}))
-    if failed:
-        raise RegenFailed(change.txid, failed)
     theirs = _others_tokens(system, tx) | readback.operators_tokens(system, tx.begin["facts"].get("stack"))
     left = readback.remains(system, [t for t in edit.added if t not in theirs],
                             (tx.begin["facts"].get("initramfs") or [None])[0],
                             not system.exists(host_plan.MODPROBE_FILE), tx.begin.get("lines_before", []))
+    if failed:  # the command to run, and what a boot gets until it has run
+        raise RegenFailed(change.txid, failed + [f"still: {line}" for line in left])
     if left:
         raise NotProven(change.txid, left)
     return change.txid

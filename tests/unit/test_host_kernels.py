@@ -194,3 +194,15 @@ def test_grub_a_custom_entry_with_a_kit_token_of_its_own_does_not_fail_the_proof
     text = host.read("/boot/grub/grub.cfg")
     assert "ro amd_iommu=off\n" in text and "iommu=off amd_iommu=off" not in text
     assert Journal(host.system).active() == []
+
+
+def test_a_regeneration_that_fails_at_rollback_still_names_what_remains(tmp_path):
+    """/boot full: update-initramfs fails during rollback. The error gives the command to run and
+    also what a boot would still get, read back as the proof reads it."""
+    host = FakeHost(tmp_path, "grub")
+    apply(host)
+    host.failing = {"update-initramfs"}
+    with pytest.raises(change.RegenFailed) as failed:
+        change.rollback(host.system)
+    assert "then run: update-initramfs -u -k all" in failed.value.message
+    assert f"/boot/initrd.img-{KVER} still holds /etc/modprobe.d/seatkit-nvidia.conf" in failed.value.message
