@@ -165,7 +165,10 @@ def apply(plan: Plan, system: System, progress: Progress = lambda line: None) ->
 def _apply(plan: Plan, system: System, progress: Progress) -> str | None:
     begin = {"action": "apply", "profile": plan.profile, "facts": plan.facts.to_json(),
              "regen": plan.regen, "edit": plan.edit.to_json() if plan.edit else None,
-             "intent": [op.path if isinstance(op, FileOp) else op.argv for op in plan.ops]}
+             "intent": [op.path if isinstance(op, FileOp) else op.argv for op in plan.ops],
+             # boot lines that carry a token seatkit adds before it adds it: the operator's own
+             "lines_before": [[path, tokens] for path, tokens in readback.boot_lines(system)
+                              if plan.edit and any(t in tokens for t in plan.edit.added)]}
     change = Change(system, progress, begin)
     if not plan.ops:
         change.commit(noop=True)
@@ -380,11 +383,12 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
                         f"transaction {change.txid} is left open: fix the cause, then `seat host recover` "
                         "finishes it") from None
     change.commit(**({"regen_failed": failed} if failed else {}))
-    if failed:
-        raise RegenFailed(change.txid, failed)
-    left = readback.remains(system, [t for t in edit.added if t not in _others_tokens(system, tx)],
+    theirs = _others_tokens(system, tx) | readback.operators_tokens(system, tx.begin["facts"].get("stack"))
+    left = readback.remains(system, [t for t in edit.added if t not in theirs],
                             (tx.begin["facts"].get("initramfs") or [None])[0],
-                            not system.exists(host_plan.MODPROBE_FILE))
+                            not system.exists(host_plan.MODPROBE_FILE), tx.begin.get("lines_before", []))
+    if failed:  # the command to run, and what a boot gets until it has run
+        raise RegenFailed(change.txid, failed + [f"still: {line}" for line in left])
     if left:
         raise NotProven(change.txid, left)
     return change.txid

@@ -15,8 +15,6 @@ from seatkit.host import state
 from seatkit.host.system import System
 
 ESPS = ("/boot/efi", "/efi", "/boot")
-EFIVARS = "/sys/firmware/efi/efivars"
-LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"  # systemd-boot's own variables
 GLOBAL_GUID = "8be4df61-93ca-11d2-aa0d-00e098032b8c"  # BootCurrent, Boot####
 # What /proc/1/cgroup names when PID 1 runs in a container (cgroup v1 paths; v2 shows "0::/"):
 # a path part, never a bare word, since a VM that runs docker has a docker.service.
@@ -94,24 +92,18 @@ def stack_signals(system: System) -> dict[str, str]:
     return found
 
 
-def _efivar(system: System, name: str, guid: str) -> bytes | None:
-    data = system.read_bytes(f"{EFIVARS}/{name}-{guid}")
-    return data[4:] if data and len(data) > 4 else None  # the first four bytes are its attributes
-
-
 def firmware_loader(system: System) -> tuple[str | None, str]:
     """The loader the firmware says booted this system: systemd-boot sets LoaderInfo and
     LoaderEntrySelected; else BootCurrent names the Boot#### entry, whose path names the loader."""
     for name in ("LoaderInfo", "LoaderEntrySelected"):
-        value = _efivar(system, name, LOADER_GUID)
-        if value is not None:
-            text = value.decode("utf-16-le", "replace").rstrip("\0")
+        text = state.efivar_text(system, name)
+        if text is not None:
             if name == "LoaderEntrySelected" or "systemd-boot" in text:
                 return "systemd-boot", f"efivar {name}={text}"
-    current = _efivar(system, "BootCurrent", GLOBAL_GUID)
+    current = state.efivar(system, "BootCurrent", GLOBAL_GUID)
     if current and len(current) >= 2:
         entry = f"Boot{int.from_bytes(current[:2], 'little'):04X}"
-        text = (_efivar(system, entry, GLOBAL_GUID) or b"").decode("utf-16-le", "replace").lower()
+        text = (state.efivar(system, entry, GLOBAL_GUID) or b"").decode("utf-16-le", "replace").lower()
         for loader, marks in (("systemd-boot", ("systemd-boot", "\\systemd\\")),
                               ("grub", ("grub", "shim"))):
             if any(m in text for m in marks):
@@ -235,11 +227,16 @@ def next_driver(system: System, kernel: str | None) -> str | None:
     return output.strip() if rc == 0 and output.strip() else None
 
 
+# What dpkg, editors and old signing schemes leave beside a kernel or an image: no kernel boots it.
+LEFTOVER = re.compile(r"\.(new|bak|old|dpkg-\w+|efi\.signed)$|~")
+
+
 def kernels(system: System) -> list[tuple[str, str]]:
     """Installed kernels as (version, image path) for kernel-install."""
     found = {p.parent.name: f"/{p.relative_to(system.root)}" for p in system.glob("/usr/lib/modules/*/vmlinuz")}
     for p in system.glob("/boot/vmlinuz-*"):
-        found.setdefault(p.name[len("vmlinuz-"):], f"/{p.relative_to(system.root)}")
+        if not LEFTOVER.search(p.name):
+            found.setdefault(p.name[len("vmlinuz-"):], f"/{p.relative_to(system.root)}")
     return sorted(found.items())
 
 

@@ -85,6 +85,10 @@ def foreign_module_options(system: System) -> list[str]:
         for path in files:
             if path != MODPROBE_FILE and re.search(rf"\b{option}=", system.read(path) or ""):
                 found.append(f"{path} sets {module} {option}")
+        for path, words in state.module_lines(system, "install", module):  # run instead of loading it
+            if re.search(rf"(^|\s){option}=", words[2]):
+                found.append(f"{path} has an install command for {module} that passes {option} itself: "
+                             "kmod runs it instead of loading the module, and its value comes after every file's")
         for where, tokens in lines.items():
             found += [f"the kernel command line ({where}) has {module}.{t}, which kmod applies after "
                       "every modprobe.d file, so it wins" for t in state.kernel_line_options(tokens, module)
@@ -272,13 +276,20 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
     keys = settings.registry_keys()
     dwords = keys.forms[profile.registry].dwords
     driver = facts.next_driver or facts.driver  # the options are read when the next boot loads it
+    unbuilt = facts.next_driver is None and facts.next_kernel != facts.kernel
     if facts.next_driver and facts.driver and facts.next_driver != facts.driver:
         warn(f"driver {facts.driver} runs, but the next boot ({facts.next_kernel}) loads the installed "
              f"{facts.next_driver} (modinfo -k): the registry form is judged for {facts.next_driver}")
+    elif unbuilt and facts.driver:  # built at that boot (DKMS), from a source that may be newer
+        driver = None
+        warn(f"no nvidia module is installed for the next boot's kernel {facts.next_kernel} (modinfo -k "
+             f"finds none; DKMS may not have built it yet): driver {facts.driver} runs, but which one that "
+             "boot loads is unknown; build it (`dkms autoinstall -k KERNEL`) and plan again")
     rule = settings.rule_for(driver, keys) if driver else None
     if driver is None and profile.registry == "five-key":
-        refuse("the NVIDIA driver version is unknown (no /proc/driver/nvidia/version, no modinfo): "
-               "the five-key form is wrong below 575.51.02, so it is refused until the driver is installed")
+        refuse("the NVIDIA driver version is unknown for the next boot (no module for its kernel, no "
+               "/proc/driver/nvidia/version, no modinfo): the five-key form is wrong below 575.51.02, so "
+               "it is refused until the driver is installed")
     elif rule and profile.registry in rule.refuse:
         refuse(f"the {profile.registry} registry form is wrong on driver {driver}"
                + (f" (installed for the next boot's kernel {facts.next_kernel})" if driver != facts.driver else "")

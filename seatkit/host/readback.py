@@ -4,10 +4,11 @@ rollback, read every generated entry and initramfs back and say what of seatkit'
 
 from __future__ import annotations
 
-import re
+import json
 
+from seatkit.errors import SeatError
 from seatkit.host import cmdline, detect, grub_defaults, state
-from seatkit.host.plan import GRUB_DROPIN, MODPROBE_FILE, Plan
+from seatkit.host.plan import GRUB_DROPIN, KERNEL_CMDLINE, KERNELSTUB_CONFIG, MODPROBE_FILE, Plan
 from seatkit.host.system import System
 
 
@@ -69,7 +70,7 @@ def images(system: System) -> list[str]:
     """Every initramfs a boot may load: the generators' images in /boot, and the copies loader
     entries name on the ESP (kernel-install copies the image there)."""
     found = {f"/{p.relative_to(system.root)}" for pattern in ("/boot/initrd.img-*", "/boot/initramfs-*.img")
-             for p in system.glob(pattern) if not re.search(r"\.(new|bak|old|dpkg-\w+)$|~", p.name)}
+             for p in system.glob(pattern) if not detect.LEFTOVER.search(p.name)}
     for entry in detect.loader_entries(system):
         esp = entry[:entry.index("/loader/entries/")]
         for line in (system.read(entry) or "").splitlines():
@@ -79,11 +80,28 @@ def images(system: System) -> list[str]:
     return sorted(found)
 
 
-def remains(system: System, tokens: list[str], generator: str | None, module_file_gone: bool) -> list[str]:
-    """What of seatkit's change a boot could still get: its tokens in any entry, its module file
-    in any initramfs (checked only once the file is gone from /etc). Empty is the proof."""
+def operators_tokens(system: System, stack: str | None) -> set[str]:
+    """The tokens the host's own sources give now, seatkit's undone: a kit token found there was put
+    back by the operator (after apply, on purpose), so a boot line that carries it is theirs."""
+    try:
+        if stack == "grub":
+            return set(cmdline.split(grub_defaults.command_line(system, grub_defaults.sources(system))))
+        if stack == "kernelstub":
+            options = json.loads(system.read(KERNELSTUB_CONFIG) or "{}")["user"]["kernel_options"]
+            return set(options if isinstance(options, list) else cmdline.split(options))
+    except (SeatError, ValueError, KeyError, TypeError):  # what cannot be read gives the operator nothing
+        return set()
+    return set(cmdline.split(system.read_bytes(KERNEL_CMDLINE) or b""))
+
+
+def remains(system: System, tokens: list[str], generator: str | None, module_file_gone: bool,
+            lines_before: list = ()) -> list[str]:
+    """What of seatkit's change a boot could still get: its tokens in any boot line but one that
+    was there, word for word, before apply (a rescue or custom entry of the operator's), its module
+    file in any initramfs (checked only once the file is gone from /etc). Empty is the proof."""
+    theirs = [(path, list(found)) for path, found in lines_before]
     out = [f"{path} still carries {' '.join(t for t in tokens if t in found)}"
-           for path, found in boot_lines(system) if any(t in found for t in tokens)]
+           for path, found in boot_lines(system) if (path, found) not in theirs and any(t in found for t in tokens)]
     if module_file_gone and generator in LISTERS:
         for image in images(system):
             rc, output = system.run([LISTERS[generator], image])

@@ -163,19 +163,44 @@ def _version_key(name: str) -> list:
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.findall(r"\d+|[^\d]+", name)]
 
 
-def default_entry(system: System):
-    """The loader entry that boots by default: loader.conf's `default` pattern, GRUB's saved_entry
-    (BLS), else the newest version (systemd-boot sorts entries by version, newest first)."""
-    entries = [p for esp in LOADER_ESPS for p in system.glob(f"{esp}/loader/entries/*.conf")]
-    if not entries:
-        return None
+EFIVARS = "/sys/firmware/efi/efivars"
+LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"  # systemd-boot's own variables
+
+
+def efivar(system: System, name: str, guid: str = LOADER_GUID) -> bytes | None:
+    data = system.read_bytes(f"{EFIVARS}/{name}-{guid}")
+    return data[4:] if data and len(data) > 4 else None  # the first four bytes are its attributes
+
+
+def efivar_text(system: System, name: str, guid: str = LOADER_GUID) -> str | None:
+    value = efivar(system, name, guid)
+    return value.decode("utf-16-le", "replace").rstrip("\0") if value is not None else None
+
+
+def _loader_patterns(system: System) -> list[str]:
+    """systemd-boot's choice in its order: the one-shot entry (`bootctl set-oneshot`), the default
+    variable (`bootctl set-default`), then loader.conf's `default` (`@saved`: the entry booted last)."""
+    out = [v for v in (efivar_text(system, "LoaderEntryOneShot"), efivar_text(system, "LoaderEntryDefault")) if v]
     for esp in LOADER_ESPS:
         for line in (system.read(f"{esp}/loader/loader.conf") or "").splitlines():
             words = line.split()
-            if len(words) == 2 and words[0] == "default" and not words[1].startswith("@"):
-                found = [e for e in entries if fnmatch.fnmatch(e.name, words[1]) or fnmatch.fnmatch(e.stem, words[1])]
-                if found:
-                    return max(found, key=lambda e: _version_key(e.stem))
+            if len(words) == 2 and words[0] == "default":
+                saved = efivar_text(system, "LoaderEntryLastBooted") if words[1] == "@saved" else words[1]
+                out += [saved] if saved and not saved.startswith("@") else []
+    return out
+
+
+def default_entry(system: System):
+    """The loader entry that boots by default: systemd-boot's variables and loader.conf's `default`
+    pattern, GRUB's saved_entry (BLS), else the newest version (systemd-boot sorts entries by
+    version, newest first)."""
+    entries = [p for esp in LOADER_ESPS for p in system.glob(f"{esp}/loader/entries/*.conf")]
+    if not entries:
+        return None
+    for pattern in _loader_patterns(system):  # one that names no entry falls through, as in systemd-boot
+        found = [e for e in entries if fnmatch.fnmatch(e.name, pattern) or fnmatch.fnmatch(e.stem, pattern)]
+        if found:
+            return max(found, key=lambda e: _version_key(e.stem))
     for env in ("/boot/grub2/grubenv", "/boot/grub/grubenv", "/boot/efi/EFI/redhat/grubenv"):
         saved = re.search(r"^saved_entry=(.+)$", system.read(env) or "", re.M)
         found = [e for e in entries if saved and e.stem == saved.group(1).strip()]
@@ -235,22 +260,30 @@ def kernel_line_options(tokens: list[str], module: str) -> list[str]:
     return out
 
 
+def module_lines(system: System, command: str, module: str) -> list[tuple[str, list[str]]]:
+    """(file, words) of every `COMMAND MODULE ...` line kmod reads: its folders, each file name once
+    (the first folder's masks the rest), in name order; dashes in the name read as underscores."""
+    names = sorted({name for d in MODPROBE_DIRS for name in (system.entries(d) or [])
+                    if name.endswith(".conf") and not name.startswith(".")})
+    out = []
+    for name in names:
+        path = next((f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None), None)
+        if path is None:  # only folders or dangling links by that name: kmod skips them too
+            continue
+        out += [(path, words) for _, words in modprobe_lines(system.read(path) or "")
+                if len(words) == 3 and words[0] == command and words[1].replace("-", "_") == module]
+    return out
+
+
 def modprobe_options(system: System, module: str, kernel_line: list[str] = ()) -> tuple[dict[str, str], list[str]]:
     """`options MODULE k=v ...` as modprobe resolves them: every modprobe.d file in name order, later
     files winning, then the kernel command line's `MODULE.k=v` (kmod appends those last, so they
     win); with the files (and the command line) that set any."""
     options: dict[str, str] = {}
     files = []
-    names = sorted({name for d in MODPROBE_DIRS for name in (system.entries(d) or [])
-                    if name.endswith(".conf") and not name.startswith(".")})
-    for name in names:  # modprobe reads by name; /etc overrides the same name elsewhere
-        path = next((f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None), None)
-        if path is None:  # only folders or dangling links by that name: kmod skips them too
-            continue
-        for _, words in modprobe_lines(system.read(path) or ""):
-            if len(words) == 3 and words[0] == "options" and words[1].replace("-", "_") == module:
-                files.append(path)
-                options.update((cmdline.key(t), cmdline.value(t)) for t in cmdline.split(words[2]))
+    for path, words in module_lines(system, "options", module):
+        files.append(path)
+        options.update((cmdline.key(t), cmdline.value(t)) for t in cmdline.split(words[2]))
     line = kernel_line_options(list(kernel_line), module)
     if line:
         files.append(KERNEL_LINE)

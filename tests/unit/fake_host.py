@@ -219,7 +219,9 @@ class FakeHost:
         self.inside("update-grub")
         self.write("/boot/grub/grub.cfg.new",
                    f"menuentry 'Ubuntu' {{\n\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro {linux} {default}\n}}\n"
-                   f"menuentry 'Ubuntu (recovery mode)' {{\n\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro single {linux}\n}}\n")
+                   f"menuentry 'Ubuntu (recovery mode)' {{\n\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro single {linux}\n}}\n"
+                   + ("".join(self.read("/etc/grub.d/40_custom").splitlines(keepends=True)[2:])  # past `exec tail`
+                      if self.path("/etc/grub.d/40_custom").is_file() else ""))
         self.path("/boot/grub/grub.cfg.new").rename(self.path("/boot/grub/grub.cfg"))
         return 0, "Generating grub configuration file ...\ndone\n"
 

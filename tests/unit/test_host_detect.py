@@ -109,3 +109,17 @@ def test_the_next_kernel_is_the_default_loader_entrys(tmp_path):
     host.installed = {"6.8.0-50-generic": "580.167.08"}
     made = plan(host, "paper")
     assert made.facts.next_kernel == "6.8.0-50-generic" and made.facts.next_driver == "580.167.08"
+
+
+def test_no_module_built_yet_for_the_next_kernel_is_not_judged_on_the_running_driver(tmp_path):
+    """A kernel upgrade whose nvidia DKMS build has not run: modinfo -k finds nothing, and the driver
+    the next boot loads (built at that boot, from whatever source is installed) is unknown."""
+    host = FakeHost(tmp_path, "systemd-boot", driver="580.95.05")  # five-key is allowed on what runs
+    host.install_kernel("6.8.0-50-generic")
+    host.installed = {"6.8.0-50-generic": None}
+    made = plan(host, "paper")
+    assert made.facts.next_kernel == "6.8.0-50-generic" and made.facts.next_driver is None
+    assert any("no nvidia module is installed for the next boot's kernel 6.8.0-50-generic" in w
+               for w in made.warnings), made.warnings
+    assert any("five-key" in r and "unknown" in r for r in made.refusals), made.refusals
+    assert not any("no nvidia module" in w for w in plan(host, "conservative").refusals)

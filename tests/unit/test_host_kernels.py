@@ -140,3 +140,69 @@ def test_no_room_to_keep_a_hand_edit_stops_rollback_before_anything_changes(tmp_
     with pytest.raises(SeatError, match="cannot keep a copy of the loader entries edited since apply"):
         change.rollback(host.system)
     assert host.tree() == tree and [t.txid for t in Journal(host.system).active()] == [txid]
+
+
+def test_a_kit_token_the_operator_put_in_their_own_grub_defaults_after_apply_is_theirs(tmp_path):
+    """After apply the operator decides to keep amd_iommu=off in /etc/default/grub: rollback takes
+    out only what the kit added, the token stays, and the proof does not call it the kit's."""
+    host = FakeHost(tmp_path, "grub")
+    apply(host)
+    host.write("/etc/default/grub", host.read("/etc/default/grub").replace(
+        'GRUB_CMDLINE_LINUX=""', 'GRUB_CMDLINE_LINUX="amd_iommu=off"'))
+    change.rollback(host.system)
+    lines = [line.split() for line in host.read("/boot/grub/grub.cfg").splitlines() if "linux\t" in line]
+    assert all("amd_iommu=off" in words and "iommu=off" not in words for words in lines), lines
+    assert Journal(host.system).active() == []
+
+
+@pytest.mark.parametrize("leftover", [f"{NEW}.dpkg-new", f"{KVER}.dpkg-bak", f"{KVER}.efi.signed", f"{KVER}~"])
+def test_a_kernel_file_left_by_an_interrupted_upgrade_gets_no_loader_entry(tmp_path, leftover):
+    """apt cut short leaves /boot/vmlinuz-X.dpkg-new: it is no installed kernel. An entry for it
+    would sort newest and become systemd-boot's default, a kernel with no modules and no initrd."""
+    host = FakeHost(tmp_path, "systemd-boot")
+    apply(host)
+    host.write(f"/boot/vmlinuz-{leftover}", "kernel image\n")
+    host.calls.clear()
+    change.rollback(host.system)
+    assert not any(c[:2] == ["kernel-install", "add"] and c[2] == leftover for c in host.calls), host.calls
+    assert not host.path(f"/boot/efi/loader/entries/{MACHINE}-{leftover}.conf").exists()
+    assert carriers(host) == []
+
+
+def test_bls_a_kit_token_one_entry_had_before_apply_is_kept_and_not_called_the_kits(tmp_path):
+    """The operator's own rescue entry already had amd_iommu=off: grubby's undo takes it out of every
+    entry, the backup puts it back, and the proof does not fail rollback over it."""
+    host = FakeHost(tmp_path, "bls")
+    rescue = f"/boot/loader/entries/{MACHINE}-rescue.conf"  # sorts after the kernel's entry
+    host.write(rescue, f"title Rescue\nlinux /vmlinuz-{KVER}\noptions root=UUID=abc ro amd_iommu=off\n")
+    before = host.read(rescue)
+    apply(host)
+    change.rollback(host.system)
+    assert host.read(rescue) == before
+    assert Journal(host.system).active() == []
+
+
+def test_grub_a_custom_entry_with_a_kit_token_of_its_own_does_not_fail_the_proof(tmp_path):
+    """/etc/grub.d/40_custom had an entry with amd_iommu=off before apply: grub-mkconfig copies it
+    into every grub.cfg, so after rollback it is still there, and it is the operator's."""
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/grub.d/40_custom", "#!/bin/sh\nexec tail -n +3 $0\nmenuentry 'No IOMMU' {\n"
+               f"\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro amd_iommu=off\n}}\n")
+    host.update_grub()
+    apply(host)
+    change.rollback(host.system)
+    text = host.read("/boot/grub/grub.cfg")
+    assert "ro amd_iommu=off\n" in text and "iommu=off amd_iommu=off" not in text
+    assert Journal(host.system).active() == []
+
+
+def test_a_regeneration_that_fails_at_rollback_still_names_what_remains(tmp_path):
+    """/boot full: update-initramfs fails during rollback. The error gives the command to run and
+    also what a boot would still get, read back as the proof reads it."""
+    host = FakeHost(tmp_path, "grub")
+    apply(host)
+    host.failing = {"update-initramfs"}
+    with pytest.raises(change.RegenFailed) as failed:
+        change.rollback(host.system)
+    assert "then run: update-initramfs -u -k all" in failed.value.message
+    assert f"/boot/initrd.img-{KVER} still holds /etc/modprobe.d/seatkit-nvidia.conf" in failed.value.message

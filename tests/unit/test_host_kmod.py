@@ -60,3 +60,22 @@ def test_status_judges_the_value_kmod_resolves_with_the_next_boots_command_line(
     assert row["configured_from"].endswith(state.KERNEL_LINE)
     host.reboot()
     assert hmm(host)["live"] is False and hmm(host)["verdict"] == "DRIFT"
+
+
+@pytest.mark.parametrize("line", [
+    "install nvidia_uvm /sbin/modprobe --ignore-install nvidia_uvm uvm_disable_hmm=0",
+    "install nvidia-uvm \\\n  /sbin/modprobe --ignore-install nvidia-uvm $CMDLINE_OPTS uvm_disable_hmm=0"])
+def test_an_install_command_that_passes_the_option_itself_is_refused(tmp_path, line):
+    """kmod runs an `install` command instead of loading the module: words it passes come after the
+    files' options (uvm_disable_hmm=1 uvm_disable_hmm=0), so the command's value wins."""
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/modprobe.d/operator.conf", f"# HMM back on for our tests\n{line}\n")
+    assert any(r.startswith("/etc/modprobe.d/operator.conf has an install command for nvidia_uvm that "
+                            "passes uvm_disable_hmm") for r in refusals(host)), refusals(host)
+
+
+def test_an_install_command_that_only_passes_cmdline_opts_is_not_refused(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/modprobe.d/operator.conf",
+               "install nvidia_uvm /sbin/modprobe --ignore-install nvidia_uvm $CMDLINE_OPTS\n")
+    assert not any("install command" in r for r in refusals(host))

@@ -187,9 +187,20 @@ def test_intel_iommu_on_beside_iommu_pt_is_ok_for_conservative_as_plan_judges_it
     assert rows["iommu"]["verdict"] == "REVERTS"  # same key, another value: it decides
 
 
+EFI_PICKS = ("LoaderEntryDefault", "LoaderEntryOneShot")
+
+
+def efivar(root, name: str, value: str) -> None:
+    """A systemd-boot variable as efivarfs shows it: four attribute bytes, then UTF-16 text."""
+    target = root / f"sys/firmware/efi/efivars/{name}-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"\x07\x00\x00\x00" + (value + "\0").encode("utf-16-le"))
+
+
 @pytest.mark.parametrize("pick, boots", [
     (None, "abc-6.10.conf"),  # no default: the newest version, not the alphabetically first
-    ("loader.conf", "abc-6.9.conf"), ("grubenv", "abc-6.9.conf")])
+    ("loader.conf", "abc-6.9.conf"), ("grubenv", "abc-6.9.conf"), ("LoaderEntryDefault", "abc-6.9.conf"),
+    ("LoaderEntryOneShot", "abc-6.9.conf"), ("@saved", "abc-6.9.conf")])
 def test_status_reads_the_entry_that_boots(tmp_path, pick, boots):
     system = fake_host(tmp_path, boot="bls")
     (tmp_path / "boot/loader/entries/abc-6.11.conf").unlink()
@@ -200,6 +211,12 @@ def test_status_reads_the_entry_that_boots(tmp_path, pick, boots):
         write(tmp_path, "/boot/loader/loader.conf", "timeout 3\ndefault abc-6.9*\n")
     elif pick == "grubenv":
         write(tmp_path, "/boot/grub2/grubenv", "# GRUB Environment Block\nsaved_entry=abc-6.9\n")
+    elif pick in EFI_PICKS:  # `bootctl set-default` / `set-oneshot`: the variable beats loader.conf
+        write(tmp_path, "/boot/loader/loader.conf", "default abc-6.10.conf\n")
+        efivar(tmp_path, pick, "abc-6.9.conf")
+    elif pick == "@saved":  # loader.conf `default @saved`: the entry booted last time
+        write(tmp_path, "/boot/loader/loader.conf", "default @saved\n")
+        efivar(tmp_path, "LoaderEntryLastBooted", "abc-6.9.conf")
     rows, _ = verdicts(system)
     assert rows["iommu"]["configured_from"] == f"/boot/loader/entries/{boots}"
     assert rows["iommu"]["verdict"] == "OK"
