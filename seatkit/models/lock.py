@@ -174,7 +174,7 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
                                 [File(str(f["path"]), int(f["size"]), str(f["sha256"])) for f in m["files"]])
                  for key, m in data["models"].items()}
         stated = {key: m["sha256"] for key, m in data["models"].items()}
-    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+    except (TypeError, KeyError, ValueError, AttributeError, OverflowError) as exc:  # size: .inf
         raise SeatError(f"{where}: not a models lock ({type(exc).__name__}: {exc})",
                         f"run `seat model lock {profile.name}` again") from None
     for key, lock in locks.items():

@@ -145,3 +145,15 @@ def test_a_yaml_scalar_that_cannot_be_built_is_a_clear_error(tmp_path, text):
     path.write_text(text)
     with pytest.raises(SeatError, match="not valid YAML for a reference card"):
         cards.load(path)
+
+
+def test_a_models_lock_with_an_infinite_size_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    fill(tmp_path / "base", BASE)
+    fill(tmp_path / "draft", DRAFT)
+    profile = profiles.load(write_profile(tmp_path))
+    locks.lock_path(profile).write_text(
+        "models:\n  base:\n    repository: null\n    revision: null\n    sha256: x\n"
+        "    files: [{path: a, size: .inf, sha256: x}]\n")
+    with pytest.raises(SeatError, match="not a models lock .OverflowError"):
+        locks.read(profile)
