@@ -44,7 +44,18 @@ class _Loader(yaml.SafeLoader):
 
 
 def read_bytes(path: Path, what: str = "file", limit: int = MAX_BYTES) -> bytes:
-    """The file's bytes; FileNotFoundError and IsADirectoryError pass through for the caller."""
+    """The file's bytes; FileNotFoundError, IsADirectoryError and NotADirectoryError pass through
+    for the caller to explain; any other failure to open or read it is a SeatError."""
+    try:
+        return _read_bytes(path, what, limit)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise
+    except OSError as exc:  # a link loop, no permission, an I/O error: say so, never a traceback
+        raise SeatError(f"{path}: cannot read this {what} ({exc.strerror or exc})",
+                        "check the file's permissions and what it links to") from None
+
+
+def _read_bytes(path: Path, what: str, limit: int) -> bytes:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
@@ -90,6 +101,8 @@ def read(path: Path, what: str = "file", limit: int = MAX_BYTES):
         raise SeatError(f"{path}: not valid YAML for a {what}: {exc}") from None
     except RecursionError:
         raise SeatError(f"{path}: not valid YAML for a {what}: nested too deeply") from None
+    except (ValueError, OverflowError) as exc:  # a scalar the resolver cannot build (2001-13-45, a 5000-digit int)
+        raise SeatError(f"{path}: not valid YAML for a {what}: {exc}") from None
     finally:
         loader.dispose()
 

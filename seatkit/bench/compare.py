@@ -117,7 +117,10 @@ def card_entries(card: cards.Card) -> list[Entry]:
 
 def run_entries(folder: Path) -> list[Entry]:
     path = folder / "summary.json"
-    data = safe_yaml.read_json(path, "bench summary", SUMMARY_BYTES)
+    try:
+        data = safe_yaml.read_json(path, "bench summary", SUMMARY_BYTES)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise SeatError(f"{path} is not a file", "give the folder of a finished `seat bench run`") from None
     if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
         raise SeatError(f"{folder} is a concurrency sweep: compare splits batch-1 runs",
                         "compare two sweeps by their report.md tables, level by level")

@@ -82,7 +82,10 @@ def scan(folder: Path) -> dict[str, int]:
             if "\n" in name.as_posix():  # the aggregate is one line per file
                 raise SeatError(f"{folder}: a file name holds a newline: {name.as_posix()!r}",
                                 "rename or remove it; no hub repository has one")
-            target = Path(entry.path).resolve()
+            try:
+                target = Path(entry.path).resolve()
+            except (RuntimeError, OSError):  # Python before 3.13 raises RuntimeError on a loop
+                raise SeatError(f"{folder}: {name.as_posix()} is a link loop", "remove the link loop") from None
             if entry.is_symlink() and not target.is_relative_to(root):
                 raise SeatError(f"{folder}: {name.as_posix()} links outside the model folder, to {target}",
                                 "copy the files in (hf download --local-dir makes real files): "
@@ -174,7 +177,7 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
                                 [File(str(f["path"]), int(f["size"]), str(f["sha256"])) for f in m["files"]])
                  for key, m in data["models"].items()}
         stated = {key: m["sha256"] for key, m in data["models"].items()}
-    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+    except (TypeError, KeyError, ValueError, AttributeError, OverflowError) as exc:  # size: .inf
         raise SeatError(f"{where}: not a models lock ({type(exc).__name__}: {exc})",
                         f"run `seat model lock {profile.name}` again") from None
     for key, lock in locks.items():

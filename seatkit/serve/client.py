@@ -121,7 +121,9 @@ def fetch(method: str, url: str, seconds: float, limit: int = 16 << 20, **kwargs
             deadline.hold(answer)
             body = bytearray()
             try:
-                for chunk in answer.iter_content(chunk_size=None if answer.raw.chunked else 65536):
+                for chunk in answer.iter_content(chunk_size=65536):
+                    if deadline.passed:  # a shut socket still yields what the kernel had queued
+                        raise deadline.error(url, method)
                     body += chunk
                     if len(body) > limit:
                         raise SeatError(f"{url}: answered more than {limit >> 20} MiB",
@@ -165,13 +167,13 @@ def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | N
             watch.hold(answer)
             if watch.passed:  # cut mid-headers: what came may look like an answer
                 raise watch.error(url, "the stream")
-            if not answer.ok:
-                raise SeatError(f"{url} answered {answer.status_code}: "
-                                f"{printable(answer.text[:300])}")
-            # Hand over each event as it arrives, never waiting to fill a buffer: per HTTP chunk
-            # when the stream is chunked (vLLM's is), else byte by byte.
+            if not answer.ok:  # its first bytes only: an error page can be endless too
+                said = answer.raw.read(300, decode_content=True).decode(errors="replace")
+                raise SeatError(f"{url} answered {answer.status_code}: {printable(said)}")
             try:
-                for line in answer.iter_lines(chunk_size=None if answer.raw.chunked else 1):
+                for line in _lines(answer, url, watch):
+                    if watch.passed:  # a line cut at the deadline may still parse
+                        raise watch.error(url, "the stream")
                     if not line.startswith(b"data: ") or line == b"data: [DONE]":
                         continue
                     _take(out, json.loads(line[6:]), start, on_text)
@@ -193,7 +195,7 @@ def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | N
             raise watch.error(url, "the stream") from None
         raise SeatError(f"streaming from {url} failed: {exc}") from None
     except ValueError as exc:
-        raise SeatError(f"{url} streamed something that is not JSON: {exc}") from None
+        raise SeatError(f"{url} streamed an event that is not a completion's JSON: {exc}") from None
     finally:
         watch.close()
     if watch.passed and not out.finish_reason:  # cut where the end looked clean
@@ -214,6 +216,30 @@ PREFILL_FLOOR_TOK_S = 100.0
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
+# The longest event line taken: a vLLM event is a few KB; a line that never ends would fill memory.
+MAX_LINE = 4 << 20
+
+
+def _lines(answer: requests.Response, url: str, watch: Deadline):
+    """The stream's lines as they arrive, each at most MAX_LINE bytes. Hand over each event as it
+    arrives, never waiting to fill a buffer: per HTTP chunk (vLLM's stream is chunked; a huge chunk
+    in 64 KiB pieces), else byte by byte."""
+    pending = bytearray()
+    for piece in answer.iter_content(chunk_size=65536 if answer.raw.chunked else 1):
+        if watch.passed:  # a shut socket still yields what the kernel had queued, and takes more
+            raise watch.error(url, "the stream")
+        pending += piece
+        *whole, rest = pending.split(b"\n")
+        for line in whole:
+            yield bytes(line.rstrip(b"\r"))
+        pending = bytearray(rest)
+        if len(pending) > MAX_LINE:
+            raise SeatError(f"{url} streamed a line longer than {MAX_LINE >> 20} MiB",
+                            "this is not a seat's event stream")
+    if pending:
+        yield bytes(pending.rstrip(b"\r"))
+
+
 def allowed_seconds(max_tokens: int, context: int = 0) -> float:
     return FIRST_S + context / PREFILL_FLOOR_TOK_S + max_tokens / FLOOR_TOK_S
 
@@ -232,7 +258,26 @@ def _flush(out: Completion, on_text: Callable[[str], None]) -> None:
         on_text(text)
 
 
+def _shape(event) -> None:
+    """A completion event as the kit reads it, or a ValueError naming what is not (a server's
+    list, text or missing count must not crash the bench)."""
+    if not isinstance(event, dict):
+        raise ValueError(f"an event is {type(event).__name__}, not a mapping")
+    choices = event.get("choices") or []
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        raise ValueError("an event's choices are not a list of mappings")
+    for choice in choices:
+        ids = choice.get("token_ids") or []
+        if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+            raise ValueError("a choice's token_ids are not a list of integers")
+    usage = event.get("usage")
+    if usage and not (isinstance(usage, dict) and type(usage.get("prompt_tokens")) is int
+                      and type(usage.get("completion_tokens") or 0) is int):
+        raise ValueError("its usage has no integer prompt_tokens and completion_tokens")
+
+
 def _take(out: Completion, event: dict, start: float, on_text: Callable[[str], None]) -> None:
+    _shape(event)
     for choice in event.get("choices") or []:
         text = choice.get("text") or ""
         if not isinstance(text, str):

@@ -378,8 +378,8 @@ def _start(spec: LaunchSpec, environ: dict[str, str] | None, image_check: ImageC
                   boot=boot_id(), token=secrets.token_hex(16))
     log.write_bytes(b"")  # this run's log alone: a container's is saved into it when it stops
     try:
-        if spec.native:
-            run.ident = _native_start(spec, values, log, env)
+        if spec.native:  # the token in its environment proves, before any signal, that the PID is ours
+            run.ident = _native_start(spec, values, log, {**env, TOKEN_ENV: run.token})
             run.since = process_start(int(run.ident)) or ""
             _record(run)
         else:
@@ -416,11 +416,31 @@ def _save_docker_log(run: Running) -> None:
             pass
 
 
+TOKEN_ENV = "SEATKIT_RUN_TOKEN"
+
+
+def holds_token(run: Running) -> bool:
+    """Whether the recorded PID's environment holds the record's token, which only the `seat up`
+    that started it knew. A start time can be copied from /proc/PID/stat into a record edited by
+    hand; this cannot (another user's environment is not even readable)."""
+    try:
+        environ = safe_yaml.read_bytes(Path(f"/proc/{int(run.ident)}/environ"), "process environment",
+                                       4 << 20)
+    except (SeatError, OSError):
+        return False
+    return bool(run.token) and f"{TOKEN_ENV}={run.token}".encode() in environ.split(b"\0")
+
+
 def stop(run: Running, grace: float) -> bool:
     """Stop the recorded process group or container; True when something was running."""
     if run.runtime == "native":
         was_alive = alive(run)
         pid = int(run.ident)
+        if was_alive and not holds_token(run):
+            raise SeatError(f"PID {pid} has the recorded start time, but not {run.profile}'s run token: "
+                            "it cannot be proven to be the seat, so nothing was signalled",
+                            f"check it with `ps -p {pid} -o pid,lstart,args`; stop it by hand if it is "
+                            f"the seat, then delete {_state_file(run.profile)}")
         if was_alive:
             _signal_group(pid, signal.SIGTERM)
             deadline = time.monotonic() + grace

@@ -143,3 +143,85 @@ def test_bench_run_and_parity_record_surrogates_not_crash(servers, tmp_path):
     folder = parity.record(target, prose(), tmp_path / "parity", "s")
     text = json.loads((folder / "parity.json").read_text())["outputs"]
     assert next(iter(text.values()))["text"].startswith("\U0001F600 \\udc00 ")
+
+
+def raw_server(answer):
+    """A server that reads the request, then hands the socket to `answer` (what no real server
+    sends: a line or a chunk that never ends, a body faster than the deadline)."""
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+
+    def serve():
+        while True:
+            conn, _ = listener.accept()
+
+            def one(conn=conn):
+                conn.recv(65536)
+                try:
+                    answer(conn)
+                except OSError:  # the client hung up: what the test wants
+                    pass
+                conn.close()
+            threading.Thread(target=one, daemon=True).start()
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
+
+
+def endless_line(conn):
+    conn.sendall(SSE + b"\r\ndata: ")
+    while True:
+        conn.sendall(b"x" * 65536)
+
+
+def endless_chunk(conn):
+    conn.sendall(SSE + b"Transfer-Encoding: chunked\r\n\r\n%x\r\ndata: " % (1 << 40))
+    while True:
+        conn.sendall(b"x" * 65536)
+
+
+@pytest.mark.parametrize("answer", [endless_line, endless_chunk])
+def test_a_stream_line_that_never_ends_is_refused_in_bounded_memory(answer):
+    import tracemalloc
+    url = raw_server(answer)
+    tracemalloc.start()
+    try:
+        with pytest.raises(SeatError, match="a line longer than|within its deadline"):
+            client.stream(url, oracle.MODEL, "hi", 16, deadline=5.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20
+
+
+def test_a_small_request_answered_with_an_endless_chunk_stops_at_its_size_cap():
+    with pytest.raises(SeatError, match="answered more than 1 MiB"):
+        client.fetch("GET", raw_server(endless_chunk) + "/metrics", 10.0, limit=1 << 20)
+
+
+@pytest.mark.parametrize("event, said", [
+    (b"[1, 2]", "an event is list"),
+    (b'{"choices": ["a"]}', "choices are not a list of mappings"),
+    (b'{"choices": [{"text": "a", "token_ids": "abc"}]}', "token_ids are not a list of integers"),
+    (b'{"choices": [{"text": "a"}], "usage": {"x": 1}}', "no integer prompt_tokens"),
+    (b'{"choices": [{"text": "a"}], "usage": {"prompt_tokens": "1"}}', "no integer prompt_tokens"),
+])
+def test_an_event_of_the_wrong_shape_is_a_clear_error(event, said):
+    url = raw_server(lambda conn: conn.sendall(SSE + b"\r\ndata: " + event + b"\n\n"))
+    with pytest.raises(SeatError, match=said):
+        client.stream(url, oracle.MODEL, "hi", 16, deadline=10.0)
+
+
+def test_an_endless_error_page_is_not_read_whole():
+    def page(conn):
+        conn.sendall(b"HTTP/1.1 500 Oops\r\nConnection: close\r\n\r\n")
+        while True:
+            conn.sendall(b"y" * 65536)
+    start = time.monotonic()
+    with pytest.raises(SeatError, match="answered 500: y+$"):
+        client.stream(raw_server(page), oracle.MODEL, "hi", 16, deadline=30.0)
+    assert time.monotonic() - start < 5

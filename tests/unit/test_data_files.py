@@ -120,3 +120,39 @@ def test_every_yaml_and_json_read_of_the_kit_goes_through_the_safe_loader():
                  for source in root.rglob("*.py") if source.name != "safe_yaml.py"
                  for line in source.read_text().splitlines() if bad.search(line)]
     assert offenders == []
+
+
+def test_a_directory_named_summary_json_is_a_clear_error(tmp_path):
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    (tmp_path / "dir" / "summary.json").mkdir(parents=True)
+    with pytest.raises(SeatError, match="summary.json is not a file"):
+        compare.compare(good, str(tmp_path / "dir"))
+
+
+def test_a_link_loop_or_an_unreadable_file_is_a_clear_error(tmp_path):
+    loop = tmp_path / "card.yaml"
+    loop.symlink_to("card.yaml")
+    with pytest.raises(SeatError, match="cannot read this reference card"):
+        cards.load(loop)
+    with pytest.raises(SeatError, match="cannot read this bench summary"):
+        safe_yaml.read_json(loop, "bench summary")
+
+
+@pytest.mark.parametrize("text", ["when: 2001-13-45\n", "n: " + "9" * 5000 + "\n"])
+def test_a_yaml_scalar_that_cannot_be_built_is_a_clear_error(tmp_path, text):
+    path = tmp_path / "card.yaml"
+    path.write_text(text)
+    with pytest.raises(SeatError, match="not valid YAML for a reference card"):
+        cards.load(path)
+
+
+def test_a_models_lock_with_an_infinite_size_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    fill(tmp_path / "base", BASE)
+    fill(tmp_path / "draft", DRAFT)
+    profile = profiles.load(write_profile(tmp_path))
+    locks.lock_path(profile).write_text(
+        "models:\n  base:\n    repository: null\n    revision: null\n    sha256: x\n"
+        "    files: [{path: a, size: .inf, sha256: x}]\n")
+    with pytest.raises(SeatError, match="not a models lock .OverflowError"):
+        locks.read(profile)

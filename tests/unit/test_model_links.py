@@ -95,3 +95,12 @@ def test_the_model_folder_itself_may_be_a_link(seat, tmp_path):
     model.rename(moved)
     model.symlink_to(moved)
     assert {f.path for f in locks.make(profile)["base"].files} == set(profile.models["base"].files)
+
+
+@pytest.mark.parametrize("chain", [["loop"], ["a", "b"]])
+def test_lock_refuses_a_file_link_loop_without_a_traceback(seat, chain):
+    profile, model = seat
+    for name, to in zip(chain, chain[1:] + chain[:1]):
+        (model / name).symlink_to(to)
+    with pytest.raises(SeatError, match="is a link loop"):
+        locks.make(profile)
