@@ -336,7 +336,7 @@ def test_a_gpu_lost_mid_read_is_every_gpu_row_saying_why(profile, monkeypatch):
 def test_bench_row_against_an_ldb_card_without_the_harness_figure_says_why(tmp_path, profile):
     folder = tmp_path / "runs" / "20261201T000000Z-x"
     folder.mkdir(parents=True)
-    stats = lambda v: {"median": v, "cv": 0.01}  # noqa: E731
+    stats = lambda v: {"median": v, "min": v, "max": v, "cv": 0.01, "n": 3}  # noqa: E731
     (folder / "summary.json").write_text(json.dumps({
         "conditions": {"profile": DEFAULT, "model": "m", "k": 5, "sampling": {"temperature": 0.1}},
         "suites": {"prose": {"content": "prose", "context": 0, "decode_tok_s": stats(150.0),

@@ -248,7 +248,7 @@ def test_compare_lists_a_differing_model_lock(tmp_path):
     a = run_with_lock(tmp_path, "a", {"base": "1" * 64})
     b = run_with_lock(tmp_path, "b", {"base": "2" * 64})
     c = run_with_lock(tmp_path, "c", None)
-    assert compare.compare(a, b).differing["model_lock"] == [f"base={'1' * 12} vs base={'2' * 12}"]
+    assert compare.compare(a, b).differing["model_lock"] == [f"base={'1' * 12} vs base={'2' * 12} (can move either factor)"]
     assert "model_lock" not in compare.compare(a, a).differing
     assert "model_lock" not in compare.compare(a, c).differing  # unrecorded on one side: not a difference
 
