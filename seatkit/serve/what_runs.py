@@ -10,6 +10,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path, PurePosixPath
+from posixpath import normpath
 
 from seatkit import safe_yaml
 
@@ -32,9 +33,14 @@ def refused_env(field: str, names) -> list[str]:
     return [f"{field}.{n}: it sets {env_reason(n)}" for n in names if env_reason(n)]
 
 
+def _where(target: str) -> PurePosixPath:
+    """Where docker mounts a target: '..' and '//' resolved lexically, as it resolves them."""
+    return PurePosixPath("/" + normpath(target).lstrip("/"))
+
+
 def _overlap(target: str, pattern: str) -> bool:
     """On, inside or above: every part of the shorter path matches the other's."""
-    a, b = PurePosixPath(target).parts, PurePosixPath(pattern).parts
+    a, b = _where(target).parts, PurePosixPath(pattern).parts
     return all(fnmatchcase(x, y) for x, y in zip(a, b))
 
 

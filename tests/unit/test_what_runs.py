@@ -93,3 +93,12 @@ def test_an_experiment_is_the_one_way_past_and_says_so(tmp_path):
     assert loaded.experiment.reason == "trying a patched kernel"
     for bad in ({"unverified": False, "reason": "x"}, {"unverified": True}, {"unverified": True, "reason": ""}):
         assert "experiment" in error_of(write(tmp_path, {**data, "experiment": bad}))
+
+
+@pytest.mark.parametrize("spelled", ["/tmp/../opt/venv/bin", "//opt/venv/bin", "/opt/./venv/bin/"])
+@pytest.mark.parametrize("field", ["docker.cache.mount", "models.base.mount"])
+def test_a_mount_target_spelled_another_way_is_judged_where_docker_puts_it(tmp_path, spelled, field):
+    """docker mounts /tmp/../opt/venv/bin at /opt/venv/bin: the refusal reads the path the same way."""
+    data = ({"docker": {"cache": {"host_dir": "/var/cache/x", "mount": spelled}}}
+            if field == "docker.cache.mount" else {"models": {"base": {"mount": spelled}}})
+    assert f"{field} {spelled}: it mounts over /opt/venv" in error_of(write(tmp_path, data))
