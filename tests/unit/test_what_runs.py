@@ -102,3 +102,18 @@ def test_a_mount_target_spelled_another_way_is_judged_where_docker_puts_it(tmp_p
     data = ({"docker": {"cache": {"host_dir": "/var/cache/x", "mount": spelled}}}
             if field == "docker.cache.mount" else {"models": {"base": {"mount": spelled}}})
     assert f"{field} {spelled}: it mounts over /opt/venv" in error_of(write(tmp_path, data))
+
+
+@pytest.mark.parametrize("name", ["VLLM_LOGGING_CONFIG_PATH", "OMP_TOOL_LIBRARIES", "NCCL_NET_PLUGIN",
+                                  "NCCL_TUNER_PLUGIN", "NCCL_CONF_FILE", "CC", "CXX", "CUDA_HOME",
+                                  "TRITON_PTXAS_PATH", "HF_MODULES_CACHE"])
+def test_env_read_by_the_servers_libraries_to_load_code_is_refused(tmp_path, name):
+    """Not Python's or the loader's names, but each makes vLLM, OpenMP, NCCL, Triton or a JIT build
+    load or run a file the profile names (a dictConfig "()" calls any callable)."""
+    assert f"env.{name}: it sets" in error_of(write(tmp_path, {"env": {name: "/srv/exp/x"}}))
+
+
+@pytest.mark.parametrize("target", ["/etc/nccl.conf", "/root/.nccl.conf"])
+def test_a_mount_over_nccls_settings_is_refused(tmp_path, target):
+    message = error_of(write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/x", "target": target}]}}))
+    assert f"{target}: it mounts over {target}" in message
