@@ -403,7 +403,7 @@ class Profile(Strict):
 
     def _runs_what_is_locked(self) -> None:
         """No environment name or mount target that changes what is executed or imported."""
-        found = what_runs.refused_env("env", self.env)
+        found = what_runs.refused_env("env", self.env) + what_runs.refused_args(self.vllm_args)
         image = self.image or Image(name="none", tag="none")
         mounts = {f"models.{k}.mount": m.mount for k, m in self.models.items() if m.mount}
         if self.docker:

@@ -33,6 +33,21 @@ def refused_env(field: str, names) -> list[str]:
     return [f"{field}.{n}: it sets {env_reason(n)}" for n in names if env_reason(n)]
 
 
+def refused_args(vllm_args: dict) -> list[str]:
+    """One line per vllm_args flag that imports or runs code the profile names. A flag may carry
+    its value (name=value) and argparse takes an unambiguous abbreviation, so both are judged."""
+    data = _data()["vllm_args"]
+    found = []
+    for flag, value in vllm_args.items():
+        name = flag.split("=")[0].split(".")[0]
+        if value is False or name in data["own_names"]:  # --no-trust-remote-code loads nothing
+            continue
+        hit = next((f for f in data["flags"] if f.startswith(name)), None)
+        if hit:
+            found.append(f"vllm_args.{flag}: it loads {data['flags'][hit]}")
+    return found
+
+
 def _where(target: str) -> PurePosixPath:
     """Where docker mounts a target: '..' and '//' resolved lexically, as it resolves them."""
     return PurePosixPath("/" + normpath(target).lstrip("/"))

@@ -117,3 +117,25 @@ def test_env_read_by_the_servers_libraries_to_load_code_is_refused(tmp_path, nam
 def test_a_mount_over_nccls_settings_is_refused(tmp_path, target):
     message = error_of(write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/x", "target": target}]}}))
     assert f"{target}: it mounts over {target}" in message
+
+
+@pytest.mark.parametrize("flag, value, refused", [
+    ("tool-parser-plugin", "/srv/exp/parser.py", "tool-parser-plugin"),
+    ("tool-parser-plugin=/srv/exp/parser.py", True, "tool-parser-plugin"),
+    ("reasoning-parser-plugin", "/srv/exp/r.py", "reasoning-parser-plugin"),
+    ("trust-remote-code", True, "trust-remote-code"),
+    ("trust-remote", True, "trust-remote-code"),  # argparse's abbreviation
+    ("worker-extension-cls", "exp.Hook", "worker-extension-cls"),
+    ("logits-processors", ["exp.Proc"], "logits-processors"),
+    ("middleware", ["exp.mw"], "middleware"),
+])
+def test_server_flags_that_load_named_code_are_refused(tmp_path, flag, value, refused):
+    message = error_of(write(tmp_path, {"vllm_args": {flag: value}}))
+    assert f"vllm_args.{flag}: it loads" in message and "executes or imports" in message
+    assert profiles.load(str(write(tmp_path, {"vllm_args": {flag: value}, "experiment": EXPERIMENT})))
+
+
+@pytest.mark.parametrize("flag, value", [("trust-remote-code", False), ("reasoning-parser", "deepseek_r1"),
+                                         ("tool-call-parser", "hermes")])
+def test_server_flags_that_load_nothing_foreign_are_fine(tmp_path, flag, value):
+    assert profiles.load(str(write(tmp_path, {"vllm_args": {flag: value}}))).vllm_args[flag] == value
