@@ -409,6 +409,9 @@ class Profile(Strict):
         if self.docker:
             found += what_runs.refused_env("docker.extra_env", self.docker.extra_env)
             found += what_runs.refused_env("docker.pass_env", self.docker.pass_env)
+            # `env -u` before the server: the image's PATH (or PYTHONNOUSERSITE) gone changes what
+            # runs as setting it would, and the outside check resolves with the image's.
+            found += what_runs.refused_env("docker.unset_env", self.docker.unset_env)
             mounts |= {f"docker.extra_mounts[{i}].target": m.target
                        for i, m in enumerate(self.docker.extra_mounts)}
             if self.docker.cache:

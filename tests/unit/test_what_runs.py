@@ -139,3 +139,9 @@ def test_server_flags_that_load_named_code_are_refused(tmp_path, flag, value, re
                                          ("tool-call-parser", "hermes")])
 def test_server_flags_that_load_nothing_foreign_are_fine(tmp_path, flag, value):
     assert profiles.load(str(write(tmp_path, {"vllm_args": {flag: value}}))).vllm_args[flag] == value
+
+
+@pytest.mark.parametrize("name", ["PATH", "PYTHONNOUSERSITE", "LD_PRELOAD"])
+def test_unsetting_what_the_image_sets_for_what_runs_is_refused(tmp_path, name):
+    """`env -u PATH vllm` searches /bin:/usr/bin, not the image's PATH the outside check resolved."""
+    assert f"docker.unset_env.{name}: it sets" in error_of(write(tmp_path, {"docker": {"unset_env": [name]}}))
