@@ -20,6 +20,7 @@ import tarfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from posixpath import normpath
 
 from seatkit import engine, paths
 from seatkit.errors import SeatError
@@ -163,10 +164,41 @@ def check(profile: Profile, where: str, lock: Lock, is_container: bool = False, 
                 problems.append(f"{library} (LD_PRELOAD, loaded into the server) is not the base's")
         if _read(inside, ENTRYPOINT[0]) != (IMAGE_FILES / "entrypoint.sh").read_bytes():
             problems.append(f"{ENTRYPOINT[0]} is not the kit's image/entrypoint.sh")
+        if profile.experiment is None:
+            problems += _mounts_land(inside, profile)
         search = env.get("PATH", DEFAULT_PATH)
         problems += _resolved(inside, base, search, venv, python)
         problems += _package(inside, base, profile.image.vllm_dir, python, lock)
     return verdict
+
+
+def _lands(container, target: str, hops: int = 16) -> str:
+    """Where docker puts a mount of target: each folder on the way resolved through the image's
+    links, as docker resolves them inside the container's root."""
+    at = PurePosixPath("/")
+    rest = list(what_runs.where(target).parts[1:])
+    while rest:
+        step = at / rest.pop(0)
+        link = (_stat(container, str(step)) or {}).get("linkTarget") if hops else None
+        if link:
+            hops -= 1
+            rest = list(PurePosixPath(link).parts[1:] if link.startswith("/") else PurePosixPath(link).parts) + rest
+            at = PurePosixPath("/") if link.startswith("/") else at
+        else:
+            at = PurePosixPath("/" + normpath(str(step)).lstrip("/"))
+    return str(at)
+
+
+def _mounts_land(inside, profile: Profile) -> list[str]:
+    """A mount target the profile may name that the image links onto the import or exec path."""
+    problems = []
+    for name, target in what_runs.mounts(profile).items():
+        landed = _lands(inside, target)
+        why = what_runs.refused_mount(f"{name} (at {landed} in this image)", landed,
+                                      profile.image.vllm_dir, profile.image.b12x_dir)
+        if landed != str(what_runs.where(target)) and why:
+            problems.append(why)
+    return problems
 
 
 def _env(config: dict) -> dict[str, str]:

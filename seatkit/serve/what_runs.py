@@ -48,14 +48,14 @@ def refused_args(vllm_args: dict) -> list[str]:
     return found
 
 
-def _where(target: str) -> PurePosixPath:
+def where(target: str) -> PurePosixPath:
     """Where docker mounts a target: '..' and '//' resolved lexically, as it resolves them."""
     return PurePosixPath("/" + normpath(target).lstrip("/"))
 
 
 def _overlap(target: str, pattern: str) -> bool:
     """On, inside or above: every part of the shorter path matches the other's."""
-    a, b = _where(target).parts, PurePosixPath(pattern).parts
+    a, b = where(target).parts, PurePosixPath(pattern).parts
     return all(fnmatchcase(x, y) for x, y in zip(a, b))
 
 
@@ -83,6 +83,16 @@ def refused_mount(field: str, target: str, vllm_dir: str, b12x_dir: str) -> str 
 
 
 MARK = "UNVERIFIED"
+
+
+def mounts(profile) -> dict[str, str]:
+    """Every container path the profile's seat mounts over, by the field that names it."""
+    out = {f"models.{k}.mount": m.mount for k, m in profile.models.items() if m.mount}
+    if profile.docker:
+        out |= {f"docker.extra_mounts[{i}].target": m.target for i, m in enumerate(profile.docker.extra_mounts)}
+        if profile.docker.cache:
+            out["docker.cache.mount"] = profile.docker.cache.mount
+    return out
 
 
 def conditions(profile) -> dict:

@@ -81,6 +81,8 @@ class Api:
         path = params["path"]
         is_dir = path not in fs and any(k.startswith(path + "/") for k in fs)
         stat = {"name": PurePosixPath(path).name, "mode": (1 << 31) if is_dir else 0o755}
+        if isinstance(fs.get(path), tuple):  # as docker says of a link: where it points
+            stat.update(mode=(1 << 27) | 0o777, linkTarget=fs[path][1])
         ok = path in fs or is_dir
         return type("Answer", (), {"ok": ok, "headers": {"X-Docker-Container-Path-Stat":
                                                          base64.b64encode(json.dumps(stat).encode())} if ok else {}})
@@ -229,3 +231,30 @@ def test_seat_up_runs_an_overlay_image_only_by_the_id_the_outside_check_verified
     with pytest.raises(SeatError, match="stop here"):
         launch._start(spec, environ, lambda profile, image: "sha256:" + "a" * 64)
     assert made == ["sha256:" + "a" * 64]
+
+
+SITE = PurePosixPath(VLLM).parent
+
+
+@pytest.mark.parametrize("links, target, lands", [
+    ({"/data": ("link", str(SITE))}, "/data/zz-hook.pth", f"{SITE}/zz-hook.pth"),
+    ({"/scratch": ("link", "opt/venv/bin")}, "/scratch", f"{VENV}/bin"),
+    ({"/srv": ("link", "/opt"), "/opt/venv-data": ("link", "venv/lib")}, "/srv/venv-data/x", f"{VENV}/lib/x"),
+])
+def test_a_mount_the_image_links_onto_the_import_path_is_refused(tmp_path, monkeypatch, profile,
+                                                                 links, target, lands):
+    """docker resolves a mount target through the image's links: /data -> site-packages puts a
+    mount of /data/zz-hook.pth where every start runs it, though the profile named /data."""
+    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
+        profiles.ExtraMount(source="/srv/exp", target=target)]})})
+    engine_with(monkeypatch, built(**links))
+    verdict = outside.check(mounted, TAG, LOCK)
+    assert any(f"docker.extra_mounts[0].target (at {lands} in this image)" in p for p in verdict.problems), \
+        verdict.problems
+
+
+def test_a_mount_through_a_link_that_stays_off_the_import_path_is_fine(monkeypatch, profile):
+    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
+        profiles.ExtraMount(source="/srv/exp", target="/scratch/x")]})})
+    engine_with(monkeypatch, built(**{"/scratch": ("link", "/srv/scratch")}))
+    assert outside.check(mounted, TAG, LOCK).problems == []
