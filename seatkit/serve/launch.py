@@ -106,7 +106,7 @@ def _native_start(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict
     venv = resolve(spec.venv, values)
     iomp = Path(venv) / "lib" / "libiomp5.so"
     if spec.profile.native.preload_iomp and iomp.exists():
-        run_env["LD_PRELOAD"] = str(iomp)
+        run_env["LD_PRELOAD"] = ":".join(filter(None, [str(iomp), spec.env.get("LD_PRELOAD")]))  # as the script
     argv = [resolve(w, values) for w in spec.command]
     with log.open("ab") as fh:
         try:

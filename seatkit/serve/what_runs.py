@@ -33,6 +33,13 @@ def refused_env(field: str, names) -> list[str]:
     return [f"{field}.{n}: it sets {env_reason(n)}" for n in names if env_reason(n)]
 
 
+def shell_pattern() -> str:
+    """The names, PATH apart, as one bash `case` pattern: what a native seat's script unsets from
+    the shell it is run in, as `seat up` leaves them out (launch._inherited)."""
+    env = _data()["env"]
+    return "|".join([n for n in env["names"] if n != "PATH"] + [f"{p}*" for p in env["prefixes"]])
+
+
 def refused_args(vllm_args: dict) -> list[str]:
     """One line per vllm_args flag that imports or runs code the profile names. A flag may carry
     its value (name=value) and argparse takes an unambiguous abbreviation, so both are judged."""

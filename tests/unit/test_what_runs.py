@@ -174,3 +174,29 @@ def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_s
     assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "BASH_ENV"} & set(env)
     assert env["PATH"] == os.environ["PATH"] and env["SOME_TOOL_HOME"] == "/opt/tool"
     assert all(env.get(k) == v for k, v in spec.env.items())
+
+
+def test_a_native_seats_script_unsets_what_changes_what_runs_from_its_shell(tmp_path):
+    """The script an operator runs by hand does as seat up does: PYTHONPATH, LD_PRELOAD and the
+    like from the shell are gone before the server starts; PATH and the rest stay."""
+    import subprocess
+
+    from seatkit.serve import render, spec as specs
+
+    spec = specs.build(profiles.load("cpu-smoke"))
+    home, seen = tmp_path / "home", tmp_path / "seen"
+    server = home / "venvs" / spec.profile.native.venv / "bin" / "vllm"
+    server.parent.mkdir(parents=True)
+    server.write_text(f"#!/bin/sh\nenv > {seen}\n")
+    server.chmod(0o755)
+    script = tmp_path / "serve.sh"
+    script.write_text(render.render_script(spec))
+    environ = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SEAT_HOME": str(home), "SEAT_SKIP_PREFLIGHT": "1",
+               "PYTHONPATH": "/srv/exp", "LD_AUDIT": "/srv/x.so", "VLLM_PLUGINS": "evil", "PYTHONSTARTUP": "/x",
+               "SOME_TOOL_HOME": "/opt/tool"}
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=environ, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    env = dict(line.partition("=")[::2] for line in seen.read_text().splitlines() if "=" in line)
+    assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "PYTHONSTARTUP"} & set(env), env
+    assert env["PATH"] == "/usr/bin:/bin" and env["SOME_TOOL_HOME"] == "/opt/tool"
