@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import re
+import sys
 import tarfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -165,7 +166,7 @@ def check(profile: Profile, where: str, lock: Lock, is_container: bool = False, 
         if _read(inside, ENTRYPOINT[0]) != (IMAGE_FILES / "entrypoint.sh").read_bytes():
             problems.append(f"{ENTRYPOINT[0]} is not the kit's image/entrypoint.sh")
         if profile.experiment is None:
-            problems += _mounts_land(inside, profile)
+            problems += _mounts_land(inside, profile, config.get("WorkingDir") or "/")
         search = env.get("PATH", DEFAULT_PATH)
         problems += _resolved(inside, base, search, venv, python)
         problems += _package(inside, base, profile.image.vllm_dir, python, lock)
@@ -189,15 +190,22 @@ def _lands(container, target: str, hops: int = 16) -> str:
     return str(at)
 
 
-def _mounts_land(inside, profile: Profile) -> list[str]:
-    """A mount target the profile may name that the image links onto the import or exec path."""
+def _mounts_land(inside, profile: Profile, cwd: str) -> list[str]:
+    """A mount target the profile may name that the image links onto the import or exec path, or
+    that puts a standard-library name in the working directory: a spawned worker (python -c)
+    imports multiprocessing and its helpers with the working directory first on sys.path."""
     problems = []
+    cwd = what_runs.where(cwd)
     for name, target in what_runs.mounts(profile).items():
         landed = _lands(inside, target)
         why = what_runs.refused_mount(f"{name} (at {landed} in this image)", landed,
                                       profile.image.vllm_dir, profile.image.b12x_dir)
         if landed != str(what_runs.where(target)) and why:
             problems.append(why)
+        at = PurePosixPath(landed)
+        if at in (cwd, *cwd.parents) or at.parent == cwd and at.name.split(".")[0] in sys.stdlib_module_names:
+            problems.append(f"{name} {target}: it puts {at.name} in the working directory {cwd}, where a "
+                            "spawned worker imports the standard library from first")
     return problems
 
 

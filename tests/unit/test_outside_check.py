@@ -258,3 +258,25 @@ def test_a_mount_through_a_link_that_stays_off_the_import_path_is_fine(monkeypat
         profiles.ExtraMount(source="/srv/exp", target="/scratch/x")]})})
     engine_with(monkeypatch, built(**{"/scratch": ("link", "/srv/scratch")}))
     assert outside.check(mounted, TAG, LOCK).problems == []
+
+
+@pytest.mark.parametrize("workdir, target", [(None, "/multiprocessing"), ("/workspace", "/workspace/types.py"),
+                                             ("/workspace", "/workspace"), ("/workspace/seat", "/workspace")])
+def test_a_mount_that_shadows_the_standard_library_for_spawned_workers_is_refused(monkeypatch, profile,
+                                                                                  workdir, target):
+    """`python -c 'from multiprocessing.spawn import ...'` (every spawned worker) searches the working
+    directory first: a mount of /multiprocessing with the image's cwd at / runs in each worker."""
+    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
+        profiles.ExtraMount(source="/srv/exp", target=target)]})})
+    engine_with(monkeypatch, built(), {**CONFIG, "WorkingDir": workdir or ""})
+    assert any("in the working directory" in p and target in p for p in outside.check(mounted, TAG, LOCK).problems)
+
+
+@pytest.mark.parametrize("workdir, target", [(None, "/scratch"), (None, "/srv/multiprocessing"),
+                                             ("/workspace", "/types")])
+def test_mounts_that_put_no_standard_library_name_in_the_working_directory_are_fine(monkeypatch, profile,
+                                                                                    workdir, target):
+    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
+        profiles.ExtraMount(source="/srv/exp", target=target)]})})
+    engine_with(monkeypatch, built(), {**CONFIG, "WorkingDir": workdir or ""})
+    assert outside.check(mounted, TAG, LOCK).problems == []
