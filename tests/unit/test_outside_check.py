@@ -22,7 +22,7 @@ VLLM = f"{VENV}/lib/python3.11/site-packages/vllm"
 SCRIPT = (f"#!{VENV}/bin/python\n# -*- coding: utf-8 -*-\nimport re\nimport sys\n"
           "from vllm.entrypoints.cli.main import main\nif __name__ == '__main__':\n"
           "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit(main())\n").encode()
-BASE = {"/bin/sh": b"dash", "/usr/lib/libiomp5.so": b"openmp", "/usr/bin/env": b"coreutils env", f"{VENV}/bin/vllm": SCRIPT,
+BASE = {"/bin/sh": b"dash", "/usr/bin/curl": b"curl", "/usr/lib/libiomp5.so": b"openmp", "/usr/bin/env": b"coreutils env", f"{VENV}/bin/vllm": SCRIPT,
         f"{VENV}/bin/python": ("link", "/usr/bin/python3.11"), "/usr/bin/python3.11": b"cpython",
         f"{VENV}/pyvenv.cfg": b"home = /usr/bin\ninclude-system-site-packages = false\n",
         f"{VLLM}/__init__.py": b"", f"{VLLM}/version.py": b"__version__ = '0.32'\n",
@@ -35,7 +35,8 @@ PATH = "/usr/local/bin:/usr/bin:/bin"
 def built(**changes) -> dict:
     """The image `seat build` makes from BASE: the locked file, the kit's entrypoint."""
     files = {**BASE, f"{VLLM}/version.py": LOCKED,
-             "/opt/seatkit/entrypoint.sh": (paths.REPO / "image" / "entrypoint.sh").read_bytes()}
+             "/opt/seatkit/entrypoint.sh": (paths.REPO / "image" / "entrypoint.sh").read_bytes(),
+             "/opt/seatkit/health.sh": (paths.REPO / "image" / "health.sh").read_bytes()}
     return {k: v for k, v in {**files, **changes}.items() if v is not None}
 
 
@@ -280,3 +281,27 @@ def test_mounts_that_put_no_standard_library_name_in_the_working_directory_are_f
         profiles.ExtraMount(source="/srv/exp", target=target)]})})
     engine_with(monkeypatch, built(), {**CONFIG, "WorkingDir": workdir or ""})
     assert outside.check(mounted, TAG, LOCK).problems == []
+
+
+HEALTH = {"Healthcheck": {"Test": outside.HEALTHCHECK, "Interval": 30_000_000_000}}
+
+
+@pytest.mark.parametrize("changes, config, said", [
+    ({}, {"Healthcheck": {"Test": ["CMD-SHELL", "sed -i s/x/y/ /opt/venv/lib/python3.11/site-packages/vllm/x.py"]}},
+     "its healthcheck runs"),
+    ({"/opt/seatkit/health.sh": b"#!/bin/sh\ncp /srv/evil.py /opt/venv/lib/python3.11/site-packages/vllm/\n"}, HEALTH,
+     "(the healthcheck) is not the kit's image/health.sh"),
+    ({"/usr/bin/curl": b"a curl that patches the package"}, HEALTH, "/usr/bin/curl (what the healthcheck runs)"),
+    ({"/usr/local/bin/curl": b"a curl found first"}, HEALTH, "/usr/local/bin/curl (what the healthcheck runs)"),
+])
+def test_a_healthcheck_that_runs_other_code_in_the_seat_is_named(profile, monkeypatch, changes, config, said):
+    """The engine runs the image's healthcheck inside the running seat every 30 s: a rebuilt image
+    whose check edits the package after the start check passed ran other code, verified."""
+    engine_with(monkeypatch, built(**changes), {**CONFIG, **config})
+    verdict = outside.check(profile, TAG, LOCK)
+    assert any(said in p for p in verdict.problems), verdict.problems
+
+
+def test_the_kits_own_healthcheck_passes(profile, monkeypatch):
+    engine_with(monkeypatch, built(), {**CONFIG, **HEALTH})
+    assert outside.check(profile, TAG, LOCK).problems == []
