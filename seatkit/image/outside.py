@@ -16,10 +16,12 @@ import hashlib
 import io
 import json
 import re
+import sys
 import tarfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from posixpath import normpath
 
 from seatkit import engine, paths, safe_yaml
 from seatkit.errors import SeatError
@@ -30,6 +32,7 @@ from seatkit.serve import pins, what_runs
 from seatkit.serve.profile import Profile
 
 ENTRYPOINT = ["/opt/seatkit/entrypoint.sh"]  # the Dockerfile's
+HEALTHCHECK = ["CMD", "/opt/seatkit/health.sh"]  # the Dockerfile's: it runs inside the seat all along
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # docker's, when unset
 SHEBANG = re.compile(rb"#!(/\S+)[ \t]*\n")  # the `vllm` script's interpreter (the script itself: the base's)
 MAX_READ = 256 << 20  # one file read whole (an interpreter, a script); a bigger one is no base's
@@ -163,10 +166,66 @@ def check(profile: Profile, where: str, lock: Lock, is_container: bool = False, 
                 problems.append(f"{library} (LD_PRELOAD, loaded into the server) is not the base's")
         if _read(inside, ENTRYPOINT[0]) != (IMAGE_FILES / "entrypoint.sh").read_bytes():
             problems.append(f"{ENTRYPOINT[0]} is not the kit's image/entrypoint.sh")
+        problems += _healthcheck(inside, base, config, env.get("PATH", DEFAULT_PATH))
+        if profile.experiment is None:
+            problems += _mounts_land(inside, profile, config.get("WorkingDir") or "/")
         search = env.get("PATH", DEFAULT_PATH)
         problems += _resolved(inside, base, search, venv, python)
         problems += _package(inside, base, profile.image.vllm_dir, python, lock)
     return verdict
+
+
+def _lands(container, target: str, hops: int = 16) -> str:
+    """Where docker puts a mount of target: each folder on the way resolved through the image's
+    links, as docker resolves them inside the container's root."""
+    at = PurePosixPath("/")
+    rest = list(what_runs.where(target).parts[1:])
+    while rest:
+        step = at / rest.pop(0)
+        link = (_stat(container, str(step)) or {}).get("linkTarget") if hops else None
+        if link:
+            hops -= 1
+            rest = list(PurePosixPath(link).parts[1:] if link.startswith("/") else PurePosixPath(link).parts) + rest
+            at = PurePosixPath("/") if link.startswith("/") else at
+        else:
+            at = PurePosixPath("/" + normpath(str(step)).lstrip("/"))
+    return str(at)
+
+
+def _mounts_land(inside, profile: Profile, cwd: str) -> list[str]:
+    """A mount target the profile may name that the image links onto the import or exec path, or
+    that puts a standard-library name in the working directory: a spawned worker (python -c)
+    imports multiprocessing and its helpers with the working directory first on sys.path."""
+    problems = []
+    cwd = what_runs.where(cwd)
+    for name, target in what_runs.mounts(profile).items():
+        landed = _lands(inside, target)
+        why = what_runs.refused_mount(f"{name} (at {landed} in this image)", landed,
+                                      profile.image.vllm_dir, profile.image.b12x_dir)
+        if landed != str(what_runs.where(target)) and why:
+            problems.append(why)
+        at = PurePosixPath(landed)
+        if at in (cwd, *cwd.parents) or at.parent == cwd and at.name.split(".")[0] in sys.stdlib_module_names:
+            problems.append(f"{name} {target}: it puts {at.name} in the working directory {cwd}, where a "
+                            "spawned worker imports the standard library from first")
+    return problems
+
+
+def _healthcheck(inside, base, config: dict, search: str) -> list[str]:
+    """What the engine runs inside the seat every interval, beside the server: the kit's script,
+    and the curl or wget it runs the base's."""
+    test = (config.get("Healthcheck") or {}).get("Test")
+    if test in (None, ["NONE"]):
+        return []
+    if test != HEALTHCHECK:
+        return [f"its healthcheck runs {test}, not {HEALTHCHECK} (it runs inside the seat all along)"]
+    problems = []
+    if _read(inside, HEALTHCHECK[1]) != (IMAGE_FILES / "health.sh").read_bytes():
+        problems.append(f"{HEALTHCHECK[1]} (the healthcheck) is not the kit's image/health.sh")
+    for tool in filter(None, (_which(inside, name, search) for name in ("curl", "wget"))):
+        if not _same_as_base(inside, base, tool):
+            problems.append(f"{tool} (what the healthcheck runs) is not the base's")
+    return problems
 
 
 def _env(config: dict) -> dict[str, str]:

@@ -23,7 +23,7 @@ import requests
 from seatkit import engine, flock, paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
-from seatkit.serve import identity, keys, nsys, preflight
+from seatkit.serve import identity, keys, nsys, preflight, what_runs
 from seatkit.serve.profile import Profile
 from seatkit.serve.spec import PROFILE_LABEL, LaunchSpec, resolve
 
@@ -125,12 +125,19 @@ def boot_id() -> str:
         return ""
 
 
+def _inherited() -> dict[str, str]:
+    """This shell's environment less what changes what the seat runs (a PYTHONPATH or LD_PRELOAD
+    left exported): the profile alone decides that, as in a container. PATH stays: the server is
+    started by its full path, and the compilers its JIT runs are the host's."""
+    return {k: v for k, v in os.environ.items() if k == "PATH" or not what_runs.env_reason(k)}
+
+
 def _native_start(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict) -> str:
-    run_env = {**os.environ, **spec.env, **env}
+    run_env = {**_inherited(), **spec.env, **env}
     venv = resolve(spec.venv, values)
     iomp = Path(venv) / "lib" / "libiomp5.so"
     if spec.profile.native.preload_iomp and iomp.exists():
-        run_env["LD_PRELOAD"] = ":".join(filter(None, [str(iomp), os.environ.get("LD_PRELOAD")]))
+        run_env["LD_PRELOAD"] = ":".join(filter(None, [str(iomp), spec.env.get("LD_PRELOAD")]))  # as the script
     argv = [resolve(w, values) for w in spec.command]
     with log.open("ab") as fh:
         try:

@@ -403,18 +403,16 @@ class Profile(Strict):
 
     def _runs_what_is_locked(self) -> None:
         """No environment name or mount target that changes what is executed or imported."""
-        found = what_runs.refused_env("env", self.env)
+        found = what_runs.refused_env("env", self.env) + what_runs.refused_args(self.vllm_args)
         image = self.image or Image(name="none", tag="none")
-        mounts = {f"models.{k}.mount": m.mount for k, m in self.models.items() if m.mount}
         if self.docker:
             found += what_runs.refused_env("docker.extra_env", self.docker.extra_env)
             found += what_runs.refused_env("docker.pass_env", self.docker.pass_env)
-            mounts |= {f"docker.extra_mounts[{i}].target": m.target
-                       for i, m in enumerate(self.docker.extra_mounts)}
-            if self.docker.cache:
-                mounts["docker.cache.mount"] = self.docker.cache.mount
+            # `env -u` before the server: the image's PATH (or PYTHONNOUSERSITE) gone changes what
+            # runs as setting it would, and the outside check resolves with the image's.
+            found += what_runs.refused_env("docker.unset_env", self.docker.unset_env)
         found += filter(None, (what_runs.refused_mount(field, target, image.vllm_dir, image.b12x_dir)
-                               for field, target in mounts.items()))
+                               for field, target in what_runs.mounts(self).items()))
         if found:
             raise ValueError("these would change what the seat executes or imports, so the overlay "
                              "check could pass while other code runs: " + "; ".join(found)

@@ -14,7 +14,7 @@ import yaml
 
 from seatkit import overlay_lock, paths
 from seatkit.errors import SeatError
-from seatkit.serve import glossary, grammar, k8s, nsys, profile as profiles, spec as specs
+from seatkit.serve import glossary, grammar, k8s, nsys, profile as profiles, spec as specs, what_runs
 from seatkit.files import write_atomic
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 
@@ -66,7 +66,7 @@ def _environment() -> jinja2.Environment:
     env.filters.update(sh=shlex.quote, sq=always_quoted, word=shell_word, qword=quoted_word,
                        argv_lines=argv_lines, dq=_double_quoted, oneline=_oneline)
     env.globals.update(knob_grammars=grammar.KNOBS, local_images=overlay_lock.REPOSITORY,
-                       profile_label=specs.PROFILE_LABEL)
+                       profile_label=specs.PROFILE_LABEL, what_runs=what_runs.shell_pattern())
     return env
 
 

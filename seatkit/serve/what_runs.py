@@ -10,6 +10,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path, PurePosixPath
+from posixpath import normpath
 
 from seatkit import safe_yaml
 
@@ -32,9 +33,36 @@ def refused_env(field: str, names) -> list[str]:
     return [f"{field}.{n}: it sets {env_reason(n)}" for n in names if env_reason(n)]
 
 
+def shell_pattern() -> str:
+    """The names, PATH apart, as one bash `case` pattern: what a native seat's script unsets from
+    the shell it is run in, as `seat up` leaves them out (launch._inherited)."""
+    env = _data()["env"]
+    return "|".join([n for n in env["names"] if n != "PATH"] + [f"{p}*" for p in env["prefixes"]])
+
+
+def refused_args(vllm_args: dict) -> list[str]:
+    """One line per vllm_args flag that imports or runs code the profile names. A flag may carry
+    its value (name=value) and argparse takes an unambiguous abbreviation, so both are judged."""
+    data = _data()["vllm_args"]
+    found = []
+    for flag, value in vllm_args.items():
+        name = flag.split("=")[0].split(".")[0]
+        if value is False or name in data["own_names"]:  # --no-trust-remote-code loads nothing
+            continue
+        hit = next((f for f in data["flags"] if f.startswith(name)), None)
+        if hit:
+            found.append(f"vllm_args.{flag}: it loads {data['flags'][hit]}")
+    return found
+
+
+def where(target: str) -> PurePosixPath:
+    """Where docker mounts a target: '..' and '//' resolved lexically, as it resolves them."""
+    return PurePosixPath("/" + normpath(target).lstrip("/"))
+
+
 def _overlap(target: str, pattern: str) -> bool:
     """On, inside or above: every part of the shorter path matches the other's."""
-    a, b = PurePosixPath(target).parts, PurePosixPath(pattern).parts
+    a, b = where(target).parts, PurePosixPath(pattern).parts
     return all(fnmatchcase(x, y) for x, y in zip(a, b))
 
 
@@ -62,6 +90,16 @@ def refused_mount(field: str, target: str, vllm_dir: str, b12x_dir: str) -> str 
 
 
 MARK = "UNVERIFIED"
+
+
+def mounts(profile) -> dict[str, str]:
+    """Every container path the profile's seat mounts over, by the field that names it."""
+    out = {f"models.{k}.mount": m.mount for k, m in profile.models.items() if m.mount}
+    if profile.docker:
+        out |= {f"docker.extra_mounts[{i}].target": m.target for i, m in enumerate(profile.docker.extra_mounts)}
+        if profile.docker.cache:
+            out["docker.cache.mount"] = profile.docker.cache.mount
+    return out
 
 
 def conditions(profile) -> dict:

@@ -60,8 +60,10 @@ def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_pat
     assert "| code | code |" in (run_dir / "report.md").read_text()
     assert "code" in done.stdout and "prose" in done.stdout
     plots = sorted(p.name for p in (run_dir / "plots").iterdir())
-    assert plots == ["acceptance_by_position.png", "ms_per_step_vs_drafted.png",
-                     "tok_s_by_prompt.png", "ttft_vs_prompt_tokens.png"]
+    # A fit is drawn only when its points spread (one vertical strip says nothing).
+    assert {"acceptance_by_position.png", "tok_s_by_prompt.png"} <= set(plots) <= {
+        "acceptance_by_position.png", "ms_per_step_vs_drafted.png", "tok_s_by_prompt.png",
+        "ttft_vs_prompt_tokens.png"}
     assert all((run_dir / "plots" / p).read_bytes()[:4] == b"\x89PNG" for p in plots)
     cold = sum(r["factors"]["prefix_cache"] == "cold" for r in kept)
     assert summary["fits"]["ttft_ms_vs_prompt_tokens"]["points"] == cold  # warm TTFTs never fitted

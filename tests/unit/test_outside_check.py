@@ -22,7 +22,7 @@ VLLM = f"{VENV}/lib/python3.11/site-packages/vllm"
 SCRIPT = (f"#!{VENV}/bin/python\n# -*- coding: utf-8 -*-\nimport re\nimport sys\n"
           "from vllm.entrypoints.cli.main import main\nif __name__ == '__main__':\n"
           "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit(main())\n").encode()
-BASE = {"/bin/sh": b"dash", "/usr/lib/libiomp5.so": b"openmp", "/usr/bin/env": b"coreutils env", f"{VENV}/bin/vllm": SCRIPT,
+BASE = {"/bin/sh": b"dash", "/usr/bin/curl": b"curl", "/usr/lib/libiomp5.so": b"openmp", "/usr/bin/env": b"coreutils env", f"{VENV}/bin/vllm": SCRIPT,
         f"{VENV}/bin/python": ("link", "/usr/bin/python3.11"), "/usr/bin/python3.11": b"cpython",
         f"{VENV}/pyvenv.cfg": b"home = /usr/bin\ninclude-system-site-packages = false\n",
         f"{VLLM}/__init__.py": b"", f"{VLLM}/version.py": b"__version__ = '0.32'\n",
@@ -35,7 +35,8 @@ PATH = "/usr/local/bin:/usr/bin:/bin"
 def built(**changes) -> dict:
     """The image `seat build` makes from BASE: the locked file, the kit's entrypoint."""
     files = {**BASE, f"{VLLM}/version.py": LOCKED,
-             "/opt/seatkit/entrypoint.sh": (paths.REPO / "image" / "entrypoint.sh").read_bytes()}
+             "/opt/seatkit/entrypoint.sh": (paths.REPO / "image" / "entrypoint.sh").read_bytes(),
+             "/opt/seatkit/health.sh": (paths.REPO / "image" / "health.sh").read_bytes()}
     return {k: v for k, v in {**files, **changes}.items() if v is not None}
 
 
@@ -81,6 +82,8 @@ class Api:
         path = params["path"]
         is_dir = path not in fs and any(k.startswith(path + "/") for k in fs)
         stat = {"name": PurePosixPath(path).name, "mode": (1 << 31) if is_dir else 0o755}
+        if isinstance(fs.get(path), tuple):  # as docker says of a link: where it points
+            stat.update(mode=(1 << 27) | 0o777, linkTarget=fs[path][1])
         ok = path in fs or is_dir
         return type("Answer", (), {"ok": ok, "headers": {"X-Docker-Container-Path-Stat":
                                                          base64.b64encode(json.dumps(stat).encode())} if ok else {}})
@@ -229,3 +232,76 @@ def test_seat_up_runs_an_overlay_image_only_by_the_id_the_outside_check_verified
     with pytest.raises(SeatError, match="stop here"):
         launch._start(spec, environ, lambda profile, image: "sha256:" + "a" * 64)
     assert made == ["sha256:" + "a" * 64]
+
+
+SITE = PurePosixPath(VLLM).parent
+
+
+@pytest.mark.parametrize("links, target, lands", [
+    ({"/data": ("link", str(SITE))}, "/data/zz-hook.pth", f"{SITE}/zz-hook.pth"),
+    ({"/scratch": ("link", "opt/venv/bin")}, "/scratch", f"{VENV}/bin"),
+    ({"/srv": ("link", "/opt"), "/opt/venv-data": ("link", "venv/lib")}, "/srv/venv-data/x", f"{VENV}/lib/x"),
+])
+def test_a_mount_the_image_links_onto_the_import_path_is_refused(tmp_path, monkeypatch, profile,
+                                                                 links, target, lands):
+    """docker resolves a mount target through the image's links: /data -> site-packages puts a
+    mount of /data/zz-hook.pth where every start runs it, though the profile named /data."""
+    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
+        profiles.ExtraMount(source="/srv/exp", target=target)]})})
+    engine_with(monkeypatch, built(**links))
+    verdict = outside.check(mounted, TAG, LOCK)
+    assert any(f"docker.extra_mounts[0].target (at {lands} in this image)" in p for p in verdict.problems), \
+        verdict.problems
+
+
+def test_a_mount_through_a_link_that_stays_off_the_import_path_is_fine(monkeypatch, profile):
+    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
+        profiles.ExtraMount(source="/srv/exp", target="/scratch/x")]})})
+    engine_with(monkeypatch, built(**{"/scratch": ("link", "/srv/scratch")}))
+    assert outside.check(mounted, TAG, LOCK).problems == []
+
+
+@pytest.mark.parametrize("workdir, target", [(None, "/multiprocessing"), ("/workspace", "/workspace/types.py"),
+                                             ("/workspace", "/workspace"), ("/workspace/seat", "/workspace")])
+def test_a_mount_that_shadows_the_standard_library_for_spawned_workers_is_refused(monkeypatch, profile,
+                                                                                  workdir, target):
+    """`python -c 'from multiprocessing.spawn import ...'` (every spawned worker) searches the working
+    directory first: a mount of /multiprocessing with the image's cwd at / runs in each worker."""
+    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
+        profiles.ExtraMount(source="/srv/exp", target=target)]})})
+    engine_with(monkeypatch, built(), {**CONFIG, "WorkingDir": workdir or ""})
+    assert any("in the working directory" in p and target in p for p in outside.check(mounted, TAG, LOCK).problems)
+
+
+@pytest.mark.parametrize("workdir, target", [(None, "/scratch"), (None, "/srv/multiprocessing"),
+                                             ("/workspace", "/types")])
+def test_mounts_that_put_no_standard_library_name_in_the_working_directory_are_fine(monkeypatch, profile,
+                                                                                    workdir, target):
+    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
+        profiles.ExtraMount(source="/srv/exp", target=target)]})})
+    engine_with(monkeypatch, built(), {**CONFIG, "WorkingDir": workdir or ""})
+    assert outside.check(mounted, TAG, LOCK).problems == []
+
+
+HEALTH = {"Healthcheck": {"Test": outside.HEALTHCHECK, "Interval": 30_000_000_000}}
+
+
+@pytest.mark.parametrize("changes, config, said", [
+    ({}, {"Healthcheck": {"Test": ["CMD-SHELL", "sed -i s/x/y/ /opt/venv/lib/python3.11/site-packages/vllm/x.py"]}},
+     "its healthcheck runs"),
+    ({"/opt/seatkit/health.sh": b"#!/bin/sh\ncp /srv/evil.py /opt/venv/lib/python3.11/site-packages/vllm/\n"}, HEALTH,
+     "(the healthcheck) is not the kit's image/health.sh"),
+    ({"/usr/bin/curl": b"a curl that patches the package"}, HEALTH, "/usr/bin/curl (what the healthcheck runs)"),
+    ({"/usr/local/bin/curl": b"a curl found first"}, HEALTH, "/usr/local/bin/curl (what the healthcheck runs)"),
+])
+def test_a_healthcheck_that_runs_other_code_in_the_seat_is_named(profile, monkeypatch, changes, config, said):
+    """The engine runs the image's healthcheck inside the running seat every 30 s: a rebuilt image
+    whose check edits the package after the start check passed ran other code, verified."""
+    engine_with(monkeypatch, built(**changes), {**CONFIG, **config})
+    verdict = outside.check(profile, TAG, LOCK)
+    assert any(said in p for p in verdict.problems), verdict.problems
+
+
+def test_the_kits_own_healthcheck_passes(profile, monkeypatch):
+    engine_with(monkeypatch, built(), {**CONFIG, **HEALTH})
+    assert outside.check(profile, TAG, LOCK).problems == []

