@@ -241,7 +241,6 @@ def test_nan_negative_or_unsaid_figures_fail_the_run_and_explain_no_share():
 def test_a_kept_record_that_is_a_fifo_huge_or_odd_is_torn_not_a_hang_or_traceback(tmp_path):
     import os
     import threading
-    import time
 
     system = host(tmp_path, "boot-1")
     good = json.dumps({**step.judge(ONE, step.reference(PROFILE), 5), "boot_id": "boot-1", "time": 0})

@@ -151,7 +151,6 @@ def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_s
     """A PYTHONPATH left exported in the operator's shell made the native server import from it
     while doctor said the venv was as planned; PATH and the rest of the shell still pass."""
     import os
-    import subprocess
     import time
 
     from seatkit.serve import launch, spec as specs
