@@ -99,7 +99,7 @@ preflight() {
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
   ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "download it, or set the knob that names it"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac

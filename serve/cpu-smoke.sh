@@ -49,7 +49,7 @@ preflight() {
   fi
   dir="${SEAT_HOME}"/models/tiny-llama
   ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "run: seat setup cpu-smoke"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'run: seat setup cpu-smoke'
   file="${SEAT_HOME}"/models/tiny-llama/config.json
   # A file of a folder that is not there was said once, by the folder (a dry run goes on).
   [ ! -d "${SEAT_HOME}"/models/tiny-llama ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"

@@ -107,7 +107,7 @@ preflight() {
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
   ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "download it, or set the knob that names it"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'seat model fetch dsv4-flash-dspark-tp4 downloads it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac
@@ -135,7 +135,7 @@ preflight() {
   fi
   dir="${SEAT_MODEL_DRAFT_DIR}"
   ! has_control "$dir" || fail 'draft model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'draft model'" directory not found: $dir" "download it, or set the knob that names it"
+  [ -d "$dir" ] || fail 'draft model'" directory not found: $dir" 'seat model fetch dsv4-flash-dspark-tp4 downloads it, or set SEAT_MODEL_DRAFT_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'draft model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac
