@@ -47,8 +47,9 @@ def main():
 
 
 def show(exc: SeatError):
-    # Messages can quote a server's answer: no control character reaches the terminal.
-    err.print(f"[red]error:[/] {escape(printable(exc.message))}", highlight=False)
+    # Messages can quote a server's answer: no control character reaches the terminal. Soft wrap:
+    # the terminal folds a long line, so a command or path in it is never broken by a newline.
+    err.print(f"[red]error:[/] {escape(printable(exc.message))}", highlight=False, soft_wrap=True)
     if exc.hint:
-        err.print(f"[yellow]hint:[/] {escape(printable(exc.hint))}", highlight=False)
+        err.print(f"[yellow]hint:[/] {escape(printable(exc.hint))}", highlight=False, soft_wrap=True)
     sys.exit(exc.code)

@@ -154,7 +154,8 @@ def status_cmd(profile: str, as_json: bool):
     for key, value in shown.items():
         out.print(f"{key:>{width}}: {escape(value)}", highlight=False)  # model ids come from the server
     if info["state"] == "down":
-        out.print(f"not running: nothing `seat up` started is recorded; next: seat up {escape(name)}", highlight=False)
+        out.print("not running: nothing `seat up` started is recorded")
+        out.print(f"next: seat up {escape(name)}", highlight=False, soft_wrap=True)
 
 
 def _readable(info: dict) -> dict[str, str]:

@@ -281,3 +281,17 @@ def test_status_of_a_typo_is_an_error_and_a_down_seat_says_what_next(tmp_path, m
     assert typo.returncode == 1 and "no profile 'cpu-smok'" in typo.stderr and "cpu-smoke" in typo.stderr
     down = CliRunner().invoke(seat, ["status", "cpu-smoke"])
     assert down.exit_code == 0 and "state: down" in down.output and "next: seat up cpu-smoke" in down.output
+
+
+def test_a_command_or_path_in_a_message_is_never_broken_by_a_newline(tmp_path, monkeypatch):
+    """At 80 columns `seat status` printed 'next: seat up' and the profile on the next line, and
+    an error's hint folded its list of profiles: what a newcomer pastes must be one line."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "80")
+    down = seat_cli(["status", profiles.DEFAULT_PROFILE], tmp_path)
+    assert f"\nnext: seat up {profiles.DEFAULT_PROFILE}\n" in down.stdout, down.stdout
+    typo = seat_cli(["status", "cpu-smok"], tmp_path)
+    assert f"\nhint: profiles: {', '.join(profiles.profile_names())}\n" in typo.stderr, typo.stderr
+    where = tmp_path / ("a-folder-deep-enough-that-its-path-runs-past-eighty-columns-" * 2) / "vllm"
+    missing = seat_cli(["overlay", "verify", str(where)], tmp_path)
+    assert missing.returncode == 1 and any(str(where) in line for line in missing.stderr.splitlines()), missing.stderr
