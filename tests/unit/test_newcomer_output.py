@@ -295,3 +295,19 @@ def test_a_command_or_path_in_a_message_is_never_broken_by_a_newline(tmp_path, m
     where = tmp_path / ("a-folder-deep-enough-that-its-path-runs-past-eighty-columns-" * 2) / "vllm"
     missing = seat_cli(["overlay", "verify", str(where)], tmp_path)
     assert missing.returncode == 1 and any(str(where) in line for line in missing.stderr.splitlines()), missing.stderr
+
+
+def test_status_of_a_broken_profile_says_what_is_wrong_never_seat_up_it(tmp_path, monkeypatch):
+    """`seat status typo.yaml` said 'state: down, next: seat up typo': a name that is no profile,
+    for a file `seat up` would refuse. A down seat's profile is read first; next names it as given."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    good = tmp_path / "mine.yaml"
+    good.write_text((REPO / "profiles" / "cpu-smoke.yaml").read_text())
+    done = seat_cli(["status", str(good)], tmp_path)
+    assert done.returncode == 0 and f"next: seat up {good}\n" in done.stdout, done.stdout + done.stderr
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(good.read_text().replace("  port:", "  prot:"))
+    (tmp_path / "adir.yaml").mkdir()
+    for path, said in ((typo, "field 'server.prot': unknown field"), (tmp_path / "adir.yaml", "is a folder")):
+        done = seat_cli(["status", str(path)], tmp_path)
+        assert done.returncode == 1 and said in done.stderr and "next:" not in done.stdout, done.stdout + done.stderr
