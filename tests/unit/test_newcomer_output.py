@@ -246,6 +246,14 @@ def test_make_install_links_seat_for_the_user_and_leaves_anothers_alone(tmp_path
     refused = subprocess.run([*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0 and "left alone" in refused.stdout
     assert "someone else's" in (bindir / "seat").read_text()
+    (bindir / "seat").unlink()
+    (bindir / "seat").symlink_to(tmp_path / "a-removed-venv" / "bin" / "seat")  # dangling: still not ours
+    refused = subprocess.run([*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "left alone" in refused.stdout
+    assert os.readlink(bindir / "seat") == str(tmp_path / "a-removed-venv" / "bin" / "seat")
+    (bindir / "seat").unlink()
+    nothing = subprocess.run([*make, "uninstall", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
+    assert nothing.returncode == 0 and "nothing to remove: no seat in" in nothing.stdout, nothing.stdout
 
 
 def test_a_dry_apply_says_first_whether_yes_would_act_then_what_blocks_it(tmp_path):
