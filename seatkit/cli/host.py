@@ -13,7 +13,7 @@ from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
 from seatkit.host import change as host_change, gpus, p2p, plan as host_plan, settings, status as host_status
 from seatkit.host.system import System
-from seatkit.text import plain
+from seatkit.text import counted, plain
 
 
 @seat.group("host")
@@ -121,9 +121,9 @@ def _would(plan: host_plan.Plan, system: System) -> str:
     if system.euid != 0:
         stops.append("acting needs root (sudo)")
     if not stops:
-        return f"--yes would apply this plan: {len(plan.ops)} change(s), then a reboot"
+        return f"--yes would apply this plan: {counted(len(plan.ops), 'change')}, then a reboot"
     heads = "\n".join(f"  - {escape(re.split(r'[:.] ', stop)[0])}" for stop in stops)  # the why follows below
-    return f"[red]--yes would not act[/]: {len(stops)} thing(s) block it (each explained below):\n{heads}"
+    return f"[red]--yes would not act[/]: {counted(len(stops), 'thing')} {'blocks' if len(stops) == 1 else 'block'} it (each explained below):\n{heads}"
 
 
 REPLACE = click.option("--replace", is_flag=True,
@@ -172,7 +172,7 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
     _show(plan)
     if not yes:
         out.print("dry run: nothing was changed"
-                  + (f" ({len(plan.refusals)} refusal(s) above block --yes)" if plan.refusals
+                  + (f" ({counted(len(plan.refusals), 'refusal')} above {'blocks' if len(plan.refusals) == 1 else 'block'} --yes)" if plan.refusals
                      else " (add --yes to apply)"))
         if plan.refusals:
             raise SystemExit(2)
@@ -235,7 +235,7 @@ def verify_p2p_cmd(image: str | None, as_json: bool):
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
-        out.print(f"{len(result['gpus'])} GPU(s): {', '.join(dict.fromkeys(result['gpus']))}, "
+        out.print(f"{counted(len(result['gpus']), 'GPU')}: {', '.join(dict.fromkeys(result['gpus']))}, "
                   f"torch {result['torch']}, CUDA {result['cuda']}", highlight=False)
         if result["pairs"]:
             table = Table("pair", "peer access", "DMA copy", "kernel peer read", "GB/s")

@@ -222,13 +222,14 @@ def test_a_note_under_which_the_figures_stand_is_not_an_alarm(monkeypatch, tmp_p
     from seatkit.cli import bench as cli_bench
 
     summary = {"suites": {}, "discarded": 0, "alarms": {
-        "client-bursts": {"requests": 6, "example": "the stream reached the client in bursts"},
+        "client-bursts": {"requests": 1, "example": "the stream reached the client in bursts"},
         "loop": {"requests": 2, "example": "output loops"}}}
     buffer = io.StringIO()
     monkeypatch.setattr(cli_bench, "out", Console(file=buffer, width=100))
     cli_bench.print_summary(summary, tmp_path)
     printed = buffer.getvalue()
     assert printed.index("alarm loop") < printed.index("note client-bursts")
+    assert "note client-bursts (1 request): " in printed and "alarm loop (2 requests): " in printed
     assert "figures above stand? Yes" in " ".join(printed.split("note client-bursts")[1].split())
     assert "figures above stand? No: they flatter" in " ".join(printed.split("alarm loop")[1].split())
 
@@ -265,12 +266,14 @@ def test_a_dry_apply_says_first_whether_yes_would_act_then_what_blocks_it(tmp_pa
                                         "turning the IOMMU off needs --acknowledge-iommu-off. More."],
                               snippet="", ops=[])
     said = cli_host._would(blocked, vm(tmp_path))
-    assert said.startswith("[red]--yes would not act[/]: 2 thing(s) block it")
+    assert said.startswith("[red]--yes would not act[/]: 2 things block it")
+    one = cli_host._would(SimpleNamespace(refusals=blocked.refusals[:1], snippet="", ops=[]), vm(tmp_path))
+    assert one.startswith("[red]--yes would not act[/]: 1 thing blocks it")
     assert "  - the driver is unknown\n  - turning the IOMMU off needs --acknowledge-iommu-off" in said
     assert "acting needs root" in cli_host._would(SimpleNamespace(refusals=[], snippet="", ops=[1]),
                                                   vm(tmp_path, euid=1000))
     clear = cli_host._would(SimpleNamespace(refusals=[], snippet="", ops=[1, 2]), vm(tmp_path))
-    assert clear == "--yes would apply this plan: 2 change(s), then a reboot"
+    assert clear == "--yes would apply this plan: 2 changes, then a reboot"
     done = CliRunner().invoke(seat, ["host", "apply", "paper"])  # this machine, whatever it is
     assert done.output.startswith("--yes would "), done.output
 
