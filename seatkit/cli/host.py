@@ -88,9 +88,11 @@ def _choices(replace: bool, acknowledge: bool):
 
 def _show(plan: host_plan.Plan) -> None:
     facts = plan.facts
-    out.print(f"host: {facts.os_id or 'unknown OS'}, boot stack {facts.stack or 'unknown'} ({facts.stack_why}), "
+    # systemd-detect-virt names containers too (docker is no VM): "runs under" fits both.
+    stack = f"boot stack {facts.stack} ({facts.stack_why})" if facts.stack else facts.stack_why
+    out.print(f"host: {facts.os_id or 'unknown OS'}, {stack}, "
               f"initramfs: {facts.initramfs_why}, driver {facts.driver or 'unknown'}, CPU {facts.vendor or '?'}, "
-              f"{facts.cpus or '?'} CPUs, {'VM: ' + facts.virt if facts.virt else 'bare metal'}", highlight=False)
+              f"{facts.cpus or '?'} CPUs, {'runs under ' + facts.virt if facts.virt else 'bare metal'}", highlight=False)
     if plan.snippet:
         out.print(escape(plan.snippet), highlight=False)
     if plan.edit and not plan.edit.empty:

@@ -322,3 +322,20 @@ def test_status_of_a_broken_profile_says_what_is_wrong_never_seat_up_it(tmp_path
     for path, said in ((typo, "field 'server.prot': unknown field"), (tmp_path / "adir.yaml", "is a folder")):
         done = seat_cli(["status", str(path)], tmp_path)
         assert done.returncode == 1 and said in done.stderr and "next:" not in done.stdout, done.stdout + done.stderr
+
+
+def test_the_plans_host_line_calls_a_container_no_vm_and_says_an_unknown_stack_once(tmp_path, monkeypatch):
+    """'VM: docker' named a container a VM, and 'boot stack unknown (no boot stack recognised (...))'
+    said the same thing twice, nested."""
+    from seatkit.cli import host as cli_host
+    from seatkit.host import plan as host_plan
+
+    system = vm(tmp_path / "root", container="docker")
+    system.runner = lambda argv: (0, "docker\n") if argv[0] == "systemd-detect-virt" else (127, "")
+    plan = host_plan.build(settings.load("paper"), system, cli_host._choices(False, False))
+    buffer = io.StringIO()
+    monkeypatch.setattr(cli_host, "out", Console(file=buffer, width=400))
+    cli_host._show(plan)
+    (line,) = [x for x in buffer.getvalue().splitlines() if x.startswith("host: ")]
+    assert "runs under docker" in line and "VM:" not in line, line
+    assert line.count("no boot stack recognised") == 1 and "boot stack unknown" not in line, line
