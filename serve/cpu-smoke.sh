@@ -106,9 +106,18 @@ cmd=(
 
 printf '%s %s %s\n' 'seat cpu-smoke:' "SEAT_HOME=${SEAT_HOME} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT}" 'runtime=native tp=1 served_model_name=tiny speculative=ngram/k=5 vllm_args=4 env=8' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
-  # One argument a line, each continued: readable, and still a command to paste.
+  # One option a line, with its value when one follows, each continued: readable, and still a
+  # command to paste.
   printf '%q' "${cmd[0]}"
-  printf ' \\\n  %q' "${cmd[@]:1}"
+  i=1
+  while [ "$i" -lt "${#cmd[@]}" ]; do
+    printf ' \\\n  %q' "${cmd[i]}"
+    if [[ ${cmd[i]} == --* && ${cmd[i]} != *=* && $((i + 1)) -lt ${#cmd[@]} && ${cmd[i + 1]} != -* ]]; then
+      i=$((i + 1))
+      printf ' %q' "${cmd[i]}"
+    fi
+    i=$((i + 1))
+  done
   printf '\n'
   exit 0
 fi

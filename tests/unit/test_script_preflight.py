@@ -226,3 +226,20 @@ def test_a_missing_model_folder_names_its_knob_and_how_to_get_it(tmp_path):
     assert raised.value.hint == hint
     done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=where)  # built, not on the hub
     assert "hint: set SEAT_MODEL_BASE_DIR to the folder that has it\n" in done.stderr
+
+
+@pytest.mark.parametrize("profile", [DEFAULT, "cpu-smoke-docker"])
+def test_the_dry_runs_command_pairs_each_option_with_its_value_and_pastes_as_the_launch(tmp_path, profile):
+    """'--name' and its value on two lines doubled a 3,445-character command to 150 lines: an
+    option and its value share a line, and what is pasted runs exactly what the launch runs."""
+    port, key = str(free_port()), tmp_path / "key"
+    key.write_text("k")  # cpu-smoke-docker reads its API key before the launch
+    printed = run(tmp_path, profile, SEAT_DRY_RUN="1", SEAT_PORT=port, SEAT_API_KEY_FILE=str(key)).stdout
+    lines = printed.splitlines()
+    assert "  --rm \\" in lines and "  --ipc host \\" in lines and "  --network host \\" in lines
+    assert not any(l.strip(" \\").startswith("--") and l.strip(" \\").count(" ") > 1 for l in lines)
+    pasted = subprocess.run(["bash", "-c", "docker() { printf '%s\\n' \"$@\"; }\n" + printed],
+                            capture_output=True, text=True, timeout=60).stdout
+    launched = run(tmp_path, profile, {"docker": "printf '%s\\n' \"$@\""}, SEAT_SKIP_PREFLIGHT="1",
+                   SEAT_PORT=port, SEAT_API_KEY_FILE=str(key)).stdout
+    assert pasted == launched and "--name" in launched
