@@ -339,3 +339,13 @@ def test_the_plans_host_line_calls_a_container_no_vm_and_says_an_unknown_stack_o
     (line,) = [x for x in buffer.getvalue().splitlines() if x.startswith("host: ")]
     assert "runs under docker" in line and "VM:" not in line, line
     assert line.count("no boot stack recognised") == 1 and "boot stack unknown" not in line, line
+
+
+def test_no_driver_in_a_container_says_to_give_it_the_gpus_not_to_install_a_driver(tmp_path, gpuless, monkeypatch):
+    """In a docker container without --gpus, 'install the NVIDIA driver' is wrong: the driver is the host's."""
+    inside = vm(tmp_path / "docker-root", container="docker")
+    monkeypatch.setattr(host_rows, "System", lambda: inside)
+    rows = {r["check"]: r for r in diagnose.diagnose(profiles.DEFAULT_PROFILE)["rows"]}
+    for check in ("driver", "GPU count"):
+        assert "install the NVIDIA driver" not in rows[check]["fix"], rows[check]
+        assert "docker run --gpus all" in rows[check]["fix"] and "/.dockerenv" in rows[check]["fix"]
