@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from seatkit.cli import seat
 from seatkit.doctor import bench, diagnose, gpu, host, models, nvml
 from seatkit.doctor.rows import Row, exit_code, worst
+from seatkit.errors import SeatError
 from seatkit.host import settings
 from seatkit.models import lock as locks
 
@@ -329,3 +330,20 @@ def test_a_gpu_lost_mid_read_is_every_gpu_row_saying_why(profile, monkeypatch):
     assert "NVML failed reading the GPUs" in readings["error"]
     rows = gpu.rows(readings, profile, settings.load("paper"))
     assert statuses(rows)["GPU count"] == "FAIL"
+
+
+def test_image_rows_without_an_engine_say_how_to_reach_one_and_name_no_python_class(seat_home, monkeypatch):
+    """'no docker engine answers (DockerException)' gave a class name and no fix; a missing image's
+    labels row said 'seat build' where the overlay row named the profile."""
+    from seatkit import engine
+    from seatkit.doctor import image
+    from seatkit.serve import profile as profiles
+
+    profile = profiles.load(DEFAULT)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{seat_home}/no-engine.sock")
+    rows = [image.labels("seatkit/x:y", profile), image.overlay(profile, "seatkit/x:y")]
+    for row in rows:
+        assert row.evidence == "cannot check: no docker engine answers" and row.fix == engine.HINT, row
+    monkeypatch.setattr("seatkit.image.build.labels", lambda image: (_ for _ in ()).throw(
+        SeatError(f"no image {image} on this machine")))
+    assert image.labels("seatkit/x:y", profile).fix == f"seat build {DEFAULT}"
