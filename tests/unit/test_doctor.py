@@ -260,6 +260,7 @@ def test_a_docker_seat_recorded_without_an_engine_says_why(seat_home, monkeypatc
     rows = server.rows(profiles.load(DEFAULT))
     assert [r.check for r in rows] == list(server.CHECKS)
     assert all(r.status == "WARN" and "no docker engine answers" in r.evidence for r in rows)
+    assert all(r.evidence.endswith("answers") and "DOCKER_HOST" in r.fix for r in rows), rows  # no class name
 
 
 def test_a_broken_models_lock_is_a_row_and_every_other_layer_still_runs(seat_home, tmp_path):
