@@ -21,7 +21,8 @@ test: $(VENV)/.installed
 # A link to this clone's seat: the kit reads its profiles and data from the clone, so it stays here.
 install: $(VENV)/.installed
 	mkdir -p "$(BINDIR)"
-	@if [ -e "$(BINDIR)/seat" ] && [ "$$(readlink "$(BINDIR)/seat")" != "$(CURDIR)/$(VENV)/bin/seat" ]; then \
+	@# -L too: a dangling link (another install's venv, since removed) is still someone else's
+	@if { [ -e "$(BINDIR)/seat" ] || [ -L "$(BINDIR)/seat" ]; } && [ "$$(readlink "$(BINDIR)/seat")" != "$(CURDIR)/$(VENV)/bin/seat" ]; then \
 	  echo "$(BINDIR)/seat exists and is not this clone's: left alone (remove it, or make install BINDIR=DIR)"; exit 1; fi
 	ln -sfn "$(CURDIR)/$(VENV)/bin/seat" "$(BINDIR)/seat"
 	@echo "seat -> $(CURDIR)/$(VENV)/bin/seat, linked in $(BINDIR)"
@@ -29,4 +30,5 @@ install: $(VENV)/.installed
 
 uninstall:
 	@if [ "$$(readlink "$(BINDIR)/seat")" = "$(CURDIR)/$(VENV)/bin/seat" ]; then rm "$(BINDIR)/seat"; echo "removed $(BINDIR)/seat"; \
-	else echo "$(BINDIR)/seat is not this clone's link: left alone"; fi
+	elif [ -e "$(BINDIR)/seat" ] || [ -L "$(BINDIR)/seat" ]; then echo "$(BINDIR)/seat is not this clone's link: left alone"; \
+	else echo "nothing to remove: no seat in $(BINDIR)"; fi

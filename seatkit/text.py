@@ -41,3 +41,8 @@ def plain(value) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return "unknown" if value is None else str(value)
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 request', '2 requests': a count as a sentence says it (regular plurals only)."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")

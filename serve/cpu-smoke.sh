@@ -49,7 +49,7 @@ preflight() {
   fi
   dir="${SEAT_HOME}"/models/tiny-llama
   ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "run: seat setup cpu-smoke"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'run: seat setup cpu-smoke'
   file="${SEAT_HOME}"/models/tiny-llama/config.json
   # A file of a folder that is not there was said once, by the folder (a dry run goes on).
   [ ! -d "${SEAT_HOME}"/models/tiny-llama ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
@@ -110,9 +110,18 @@ cmd=(
 
 printf '%s %s %s\n' 'seat cpu-smoke:' "SEAT_HOME=${SEAT_HOME} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT}" 'runtime=native tp=1 served_model_name=tiny speculative=ngram/k=5 vllm_args=4 env=8' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
-  # One argument a line, each continued: readable, and still a command to paste.
+  # One option a line, with its value when one follows, each continued: readable, and still a
+  # command to paste.
   printf '%q' "${cmd[0]}"
-  printf ' \\\n  %q' "${cmd[@]:1}"
+  i=1
+  while [ "$i" -lt "${#cmd[@]}" ]; do
+    printf ' \\\n  %q' "${cmd[i]}"
+    if [[ ${cmd[i]} == --* && ${cmd[i]} != *=* && $((i + 1)) -lt ${#cmd[@]} && ${cmd[i + 1]} != -* ]]; then
+      i=$((i + 1))
+      printf ' %q' "${cmd[i]}"
+    fi
+    i=$((i + 1))
+  done
   printf '\n'
   exit 0
 fi

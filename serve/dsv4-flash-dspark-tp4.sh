@@ -107,7 +107,7 @@ preflight() {
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
   ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "download it, or set the knob that names it"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'seat model fetch dsv4-flash-dspark-tp4 downloads it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac
@@ -135,7 +135,7 @@ preflight() {
   fi
   dir="${SEAT_MODEL_DRAFT_DIR}"
   ! has_control "$dir" || fail 'draft model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'draft model'" directory not found: $dir" "download it, or set the knob that names it"
+  [ -d "$dir" ] || fail 'draft model'" directory not found: $dir" 'seat model fetch dsv4-flash-dspark-tp4 downloads it, or set SEAT_MODEL_DRAFT_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'draft model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac
@@ -278,9 +278,18 @@ cmd=(
 
 printf '%s %s %s\n' 'seat dsv4-flash-dspark-tp4:' "SEAT_IMAGE=${SEAT_IMAGE} SEAT_CONTAINER=${SEAT_CONTAINER} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT} SEAT_MODEL_BASE_DIR=${SEAT_MODEL_BASE_DIR} SEAT_MODEL_DRAFT_DIR=${SEAT_MODEL_DRAFT_DIR} SEAT_CACHE_DIR=${SEAT_CACHE_DIR} SEAT_NSYS=${SEAT_NSYS} SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} B12X_MICRO_MAX_ACTIVE_CLUSTERS=${B12X_MICRO_MAX_ACTIVE_CLUSTERS-(unset)}" 'runtime=docker tp=4 served_model_name=deepseek-v4-flash-dspark speculative=dspark/k=5 vllm_args=22 env=45 extra_mounts=none extra_env=none' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
-  # One argument a line, each continued: readable, and still a command to paste.
+  # One option a line, with its value when one follows, each continued: readable, and still a
+  # command to paste.
   printf '%q' "${cmd[0]}"
-  printf ' \\\n  %q' "${cmd[@]:1}"
+  i=1
+  while [ "$i" -lt "${#cmd[@]}" ]; do
+    printf ' \\\n  %q' "${cmd[i]}"
+    if [[ ${cmd[i]} == --* && ${cmd[i]} != *=* && $((i + 1)) -lt ${#cmd[@]} && ${cmd[i + 1]} != -* ]]; then
+      i=$((i + 1))
+      printf ' %q' "${cmd[i]}"
+    fi
+    i=$((i + 1))
+  done
   printf '\n'
   exit 0
 fi

@@ -112,11 +112,11 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
                 ha="center", transform=ax.transAxes)
     out.append(_save(fig, folder / "acceptance_by_position.png"))
 
-    for key, x_name, y_name, xlabel, ylabel, file in (
+    for key, x_name, y_name, xlabel, ylabel, per, file in (
             ("ms_per_step_vs_drafted_tokens", "drafted_length", "ms_per_step",
-             "drafted tokens per step", "ms per step", "ms_per_step_vs_drafted.png"),
+             "drafted tokens per step", "ms per step", "drafted token", "ms_per_step_vs_drafted.png"),
             ("ttft_ms_vs_prompt_tokens", "prompt_tokens", "ttft_ms", "prompt tokens", "TTFT (ms)",
-             "ttft_vs_prompt_tokens.png")):
+             "prompt token", "ttft_vs_prompt_tokens.png")):
         points = [(r["factors"].get(x_name), r["factors"].get(y_name)) for r in records]
         points = [(x, y) for x, y in points if x is not None and y is not None]
         xs = [x for x, _ in points]
@@ -129,7 +129,7 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
         if line:
             xs = np.linspace(min(p[0] for p in points), max(p[0] for p in points), 20)
             ax.plot(xs, line["intercept"] + line["slope"] * xs, color="black",
-                    label=f"{line['intercept']:.2f} + {line['slope']:.4f} x")
+                    label=f"fit: {line['intercept']:.2f} ms + {line['slope']:.4f} ms per {per}")
             ax.legend(fontsize="small")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)

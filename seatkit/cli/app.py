@@ -48,8 +48,8 @@ def main():
 
 
 def show(exc: SeatError):
-    # Messages can quote a server's answer: no control character reaches the terminal.
-    # soft_wrap: a long line wraps where the terminal wraps it, never inside a path the kit split.
+    # Messages can quote a server's answer: no control character reaches the terminal. Soft wrap:
+    # the terminal folds a long line, so a command or path in it is never broken by a newline.
     err.print(f"[red]error:[/] {escape(printable(exc.message))}", highlight=False, soft_wrap=True)
     if exc.hint:
         err.print(f"[yellow]hint:[/] {escape(printable(exc.hint))}", highlight=False, soft_wrap=True)

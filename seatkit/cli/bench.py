@@ -17,6 +17,7 @@ from seatkit.cli.app import err, out, seat
 from seatkit.cli.progress import progress
 from seatkit.errors import SeatError
 from seatkit.serve import profile as profiles
+from seatkit.text import counted
 
 
 class _BenchGroup(click.Group):
@@ -329,7 +330,7 @@ def print_summary(summary: dict, path: Path) -> None:
     # Doubtful figures first, in yellow; alarms under which the figures stand are notes.
     for kind, alarm in sorted(summary["alarms"].items(), key=lambda item: alarms.stands(item[0])):
         label = "[dim]note[/]" if alarms.stands(kind) else "[yellow]alarm[/]"
-        out.print(f"{label} {kind} ({alarm['requests']} requests): {escape(alarm['example'])}", highlight=False)
+        out.print(f"{label} {kind} ({counted(alarm['requests'], 'request')}): {escape(alarm['example'])}", highlight=False)
         out.print(Padding(escape(alarms.explained(kind)), (0, 0, 0, 2)), highlight=False)
     for why in summary.get("truncated", []):
         out.print(f"[yellow]truncated[/] (not measured): {escape(why)}")

@@ -14,7 +14,7 @@ from seatkit.cli.app import err, out, seat
 from seatkit.host import change as host_change, gpus, p2p, plan as host_plan, settings, status as host_status, step
 from seatkit.errors import SeatError
 from seatkit.host.system import System
-from seatkit.text import plain
+from seatkit.text import counted, plain
 
 
 @seat.group("host")
@@ -105,9 +105,11 @@ def _choices(replace: bool, acknowledge: bool):
 
 def _show(plan: host_plan.Plan) -> None:
     facts = plan.facts
-    out.print(f"host: {facts.os_id or 'unknown OS'}, boot stack {facts.stack or 'unknown'} ({facts.stack_why}), "
+    # systemd-detect-virt names containers too (docker is no VM): "runs under" fits both.
+    stack = f"boot stack {facts.stack} ({facts.stack_why})" if facts.stack else facts.stack_why
+    out.print(f"host: {facts.os_id or 'unknown OS'}, {stack}, "
               f"initramfs: {facts.initramfs_why}, driver {facts.driver or 'unknown'}, CPU {facts.vendor or '?'}, "
-              f"{facts.cpus or '?'} CPUs, {'VM: ' + facts.virt if facts.virt else 'bare metal'}", highlight=False)
+              f"{facts.cpus or '?'} CPUs, {'runs under ' + facts.virt if facts.virt else 'bare metal'}", highlight=False)
     if plan.snippet:
         out.print(escape(plan.snippet), highlight=False)
     if plan.edit and not plan.edit.empty:
@@ -138,9 +140,9 @@ def _would(plan: host_plan.Plan, system: System) -> str:
     if system.euid != 0:
         stops.append("acting needs root (sudo)")
     if not stops:
-        return f"--yes would apply this plan: {len(plan.ops)} change(s), then a reboot"
+        return f"--yes would apply this plan: {counted(len(plan.ops), 'change')}, then a reboot"
     heads = "\n".join(f"  - {escape(re.split(r'[:.] ', stop)[0])}" for stop in stops)  # the why follows below
-    return f"[red]--yes would not act[/]: {len(stops)} thing(s) block it (each explained below):\n{heads}"
+    return f"[red]--yes would not act[/]: {counted(len(stops), 'thing')} {'blocks' if len(stops) == 1 else 'block'} it (each explained below):\n{heads}"
 
 
 REPLACE = click.option("--replace", is_flag=True,
@@ -189,7 +191,7 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
     _show(plan)
     if not yes:
         out.print("dry run: nothing was changed"
-                  + (f" ({len(plan.refusals)} refusal(s) above block --yes)" if plan.refusals
+                  + (f" ({counted(len(plan.refusals), 'refusal')} above {'blocks' if len(plan.refusals) == 1 else 'block'} --yes)" if plan.refusals
                      else " (add --yes to apply)"))
         if plan.refusals:
             raise SystemExit(2)
@@ -268,7 +270,7 @@ def verify_p2p_cmd(image: str | None, as_json: bool, step_mode: bool, seat_profi
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
-        out.print(f"{len(result['gpus'])} GPU(s): {', '.join(dict.fromkeys(result['gpus']))}, "
+        out.print(f"{counted(len(result['gpus']), 'GPU')}: {', '.join(dict.fromkeys(result['gpus']))}, "
                   f"torch {result['torch']}, CUDA {result['cuda']}", highlight=False)
         if result["pairs"]:
             table = Table("pair", "peer access", "DMA copy", "kernel peer read", "GB/s")

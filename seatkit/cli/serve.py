@@ -145,10 +145,12 @@ def status_cmd(profile: str, as_json: bool):
     """What `seat up` started for PROFILE, whether it still runs, and its /health answer."""
     name = profiles.name_of(profile)
     info = launch.status(name)
-    if info["state"] == "down" and not profiles.profile_path(profile).exists():
-        # Nothing recorded and no such profile: a typo, not a seat that is down.
-        raise SeatError(f"no profile {profile!r} and nothing `seat up` started under that name",
-                        f"profiles: {', '.join(profiles.profile_names())}")
+    if info["state"] == "down":
+        if not profiles.profile_path(profile).exists():
+            # Nothing recorded and no such profile: a typo, not a seat that is down.
+            raise SeatError(f"no profile {profile!r} and nothing `seat up` started under that name",
+                            f"profiles: {', '.join(profiles.profile_names())}")
+        profiles.load(profile)  # a broken profile is said now, not after `seat up` is suggested
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
@@ -157,7 +159,8 @@ def status_cmd(profile: str, as_json: bool):
     for key, value in shown.items():
         out.print(f"{key:>{width}}: {escape(value)}", highlight=False)  # model ids come from the server
     if info["state"] == "down":
-        out.print(f"not running: nothing `seat up` started is recorded; next: seat up {escape(name)}", highlight=False)
+        out.print("not running: nothing `seat up` started is recorded")
+        out.print(f"next: seat up {escape(profile)}", highlight=False, soft_wrap=True)  # as it was given
 
 
 def _readable(info: dict) -> dict[str, str]:

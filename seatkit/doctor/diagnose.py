@@ -18,7 +18,8 @@ def diagnose(profile_name: str, host_profile: str = "paper", runs: Path = Path("
     host = settings.load(host_profile)
     nv = nvml.read() if readings is None else readings
     status = host_status.status(host) if profile.gpus.count else {}
-    rows = gpu.rows(nv, profile, host) + host_rows.rows(status, profile)
+    inside = host_rows.container() if "error" in nv and profile.gpus.count else None
+    rows = gpu.rows(nv, profile, host, inside) + host_rows.rows(status, profile)
     try:
         rows += image.rows(profile, specs.build(profile).values().get("SEAT_IMAGE"))
     except SeatError as exc:  # a broken models lock, say: the models rows show it, the other layers go on

@@ -10,9 +10,17 @@ LAYER = "gpu"
 SLOWDOWNS = {"hw_slowdown", "hw_thermal", "hw_power_brake", "sw_thermal"}
 
 
-def driver(nv: dict, profile: Profile, host: settings.HostProfile) -> Row:
+def _no_driver_fix(inside: str | None, then: str = "") -> str:
+    """In a container the driver is the host's: installing one inside is the wrong advice."""
+    if inside:
+        return (f"this runs in a container, {inside}: give it the GPUs (docker run --gpus all, with the "
+                f"NVIDIA container toolkit), or run seat doctor on the host")
+    return "install the NVIDIA driver" + then
+
+
+def driver(nv: dict, profile: Profile, host: settings.HostProfile, inside: str | None = None) -> Row:
     if "error" in nv:
-        return cannot(LAYER, "driver", nv["error"], "install the NVIDIA driver")
+        return cannot(LAYER, "driver", nv["error"], _no_driver_fix(inside))
     version = nv["driver"]
     rule = settings.rule_for(version, settings.registry_keys())
     if rule and host.registry in rule.refuse:
@@ -27,11 +35,11 @@ def driver(nv: dict, profile: Profile, host: settings.HostProfile) -> Row:
               + (f"; reference {reference}" if reference else ""))
 
 
-def gpu_count(nv: dict, profile: Profile) -> Row:
+def gpu_count(nv: dict, profile: Profile, inside: str | None = None) -> Row:
     need = profile.gpus.tensor_parallel_size
     if "error" in nv:
         return fail(LAYER, "GPU count", f"0 visible ({nv['error']}), TP needs {need}",
-                    "install the NVIDIA driver; check CUDA_VISIBLE_DEVICES")
+                    _no_driver_fix(inside, "; check CUDA_VISIBLE_DEVICES"))
     seen = len(nv["gpus"])
     names = ", ".join(sorted({g["name"] for g in nv["gpus"]})) or "none"
     if seen < need:
@@ -109,8 +117,9 @@ def persistence(nv: dict) -> Row:
     return ok(LAYER, "persistence", f"on for {len(nv['gpus'])} GPU(s)")
 
 
-def rows(nv: dict, profile: Profile, host: settings.HostProfile) -> list[Row]:
+def rows(nv: dict, profile: Profile, host: settings.HostProfile, inside: str | None = None) -> list[Row]:
+    """`inside`: the container sign of this machine, if any (it changes what fixes a missing driver)."""
     if not profile.gpus.count:
         return [ok(LAYER, "GPUs", f"{profile.name} runs on the CPU (gpus.count 0): no GPU to check")]
-    return [driver(nv, profile, host), gpu_count(nv, profile), *pcie(nv), power(nv, profile),
+    return [driver(nv, profile, host, inside), gpu_count(nv, profile, inside), *pcie(nv), power(nv, profile),
             clocks(nv), persistence(nv)]

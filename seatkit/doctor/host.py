@@ -17,6 +17,11 @@ FIX = {"PENDING-REBOOT": "reboot", "PENDING-RELOAD": "reload nvidia modules (or 
        "REFUSED": "the other host profile"}
 
 
+def container() -> str | None:
+    """The container sign of this machine (detect.container), for the layers that need it."""
+    return detect.container(System())
+
+
 def _unknown_fix(profile: str, system: System) -> str:
     """What would make an unreadable setting readable, from what this machine is."""
     inside = detect.container(system)

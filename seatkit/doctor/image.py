@@ -36,15 +36,15 @@ def base(profile: Profile) -> Row:
     return ok(LAYER, "base digest", ref)
 
 
-def labels(image: str) -> Row:
+def labels(image: str, profile: Profile) -> Row:
     from seatkit.image import build
 
     try:
         found = build.labels(image)["labels"]
     except (engine.NoEngine, *engine.errors()) as exc:
-        return cannot(LAYER, "labels", f"no docker engine answers ({type(exc).__name__})")
+        return cannot(LAYER, "labels", "no docker engine answers", engine.HINT)
     except SeatError as exc:
-        return fail(LAYER, "labels", exc.message, "seat build")
+        return fail(LAYER, "labels", exc.message, f"seat build {profile.name}")
     missing = [k for k in LABELS if not found.get(k)]
     if missing:
         return fail(LAYER, "labels", f"{image} lacks {', '.join(missing)}", "seat build (it sets them)")
@@ -63,7 +63,7 @@ def overlay(profile: Profile, image: str) -> Row:
             where, is_container = running.ident, True
         verdict = outside.check(profile, where, outside.lock_for(image, overlays.load()), is_container)
     except (engine.NoEngine, *engine.errors()) as exc:
-        return cannot(LAYER, "overlay", f"no docker engine answers ({type(exc).__name__})")
+        return cannot(LAYER, "overlay", "no docker engine answers", engine.HINT)
     except SeatError as exc:
         return fail(LAYER, "overlay", exc.message, f"seat build {profile.name}")
     what = f"container {where[:12]}" if is_container else f"image {where}"
@@ -86,5 +86,5 @@ def rows(profile: Profile, image: str | None) -> list[Row]:
     if profile.runtime == "native":
         return [*experiment(profile), native(profile)]
     if not profile.image.overlay:
-        return [*experiment(profile), base(profile), labels(image)]
-    return [*experiment(profile), base(profile), labels(image), overlay(profile, image)]
+        return [*experiment(profile), base(profile), labels(image, profile)]
+    return [*experiment(profile), base(profile), labels(image, profile), overlay(profile, image)]

@@ -93,9 +93,9 @@ def rows(profile: Profile) -> list[Row]:
     run = launch.recorded(profile.name)
     try:
         up = run is not None and launch.alive(run)
-    except (engine.NoEngine, *engine.errors()) as exc:
-        return [cannot(LAYER, check, f"{profile.name} runs in docker and no docker engine answers "
-                       f"({type(exc).__name__})") for check in CHECKS]
+    except (engine.NoEngine, *engine.errors()):
+        return [cannot(LAYER, check, f"{profile.name} runs in docker and no docker engine answers",
+                       engine.HINT) for check in CHECKS]
     if not up:
         why = f"{profile.name} is not up (no process recorded by seat up is alive)"
         return [cannot(LAYER, check, why, f"seat up {profile.name}") for check in CHECKS]

@@ -81,8 +81,7 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
               f"{subject!r}", "name a plain path")
     elif kind == "dir":
         if not subject or not Path(subject).is_dir():  # Path("") is the working directory
-            hint = f"run: seat setup {name}" if spec.native else "download it, or set the knob that names it"
-            _fail(f"{check.label} directory not found: {subject}", hint)
+            _fail(f"{check.label} directory not found: {subject}", check.hint)
         if not spec.native and set(subject) & {":", ","}:
             _fail(f"{check.label} directory has ':' or ',', which docker mounts cannot take: {subject}")
     elif kind == "pinned" and subject in check.values:

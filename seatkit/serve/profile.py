@@ -456,13 +456,18 @@ def _merge(base: dict, override: dict) -> dict:
 def _read_yaml(path: Path) -> dict:
     try:
         data = safe_yaml.read(path, "profile")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    except IsADirectoryError:
+        raise SeatError(f"{path} is a folder, not a profile's YAML file",
+                        "give the path of the .yaml file itself, or a name from profiles/") from None
+    except (FileNotFoundError, NotADirectoryError):
         raise SeatError(f"no profile at {path}",
-                        f"known profiles: {', '.join(profile_names()) or 'none'}") from None
+                        f"profiles: {', '.join(profile_names()) or 'none'}") from None
     except OSError as exc:  # a socket, a name too long, no permission
         raise SeatError(f"{path}: cannot read it as a profile ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
-        raise SeatError(f"{path}: a profile is a mapping of fields, got {type(data).__name__}")
+        got = "an empty file" if data is None else ("a list" if isinstance(data, list) else "a single value")
+        raise SeatError(f"{path}: a profile is a mapping of fields (name: value lines), got {got}",
+                        "profiles/ holds working examples")
     return data
 
 

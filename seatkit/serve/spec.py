@@ -46,6 +46,7 @@ class Check:
     subject: Word = ()
     label: str = ""
     values: tuple = ()
+    hint: str = ""  # what to do when it fails, where the kind alone cannot say
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ def build(profile: Profile) -> LaunchSpec:
         for key, model in profile.models.items():
             where = home + (f"/models/{model.build}",) if model.build else (model.host_dir,)
             model_paths[key] = where
-            checks += _model_checks(key, model, where, locked.get(key))
+            checks += _model_checks(key, model, where, locked.get(key), f"run: seat setup {profile.name}")
     else:
         docker = profile.docker
         image, digest = ((overlay_lock.seat_tag(profile, overlay_lock.load(), overlay_lock.load_b12x()), "")
@@ -211,7 +212,9 @@ def build(profile: Profile) -> LaunchSpec:
             knobs.append(Knob(knob, model.host_dir, f"host directory of the {key} model"))
             mounts.append(Mount((Ref(knob),), model.mount, read_only=True))
             model_paths[key] = (model.mount,)
-            checks += _model_checks(key, model, (Ref(knob),), locked.get(key))
+            fetch = f"seat model fetch {profile.name} downloads it, or " if model.repository else ""
+            checks += _model_checks(key, model, (Ref(knob),), locked.get(key),
+                                    f"{fetch}set {knob} to the folder that has it")
         if docker.cache:
             knobs.append(Knob("SEAT_CACHE_DIR", docker.cache.host_dir,
                               "persistent JIT cache (one per image and profile)"))
@@ -260,9 +263,9 @@ def _profiling(profile: Profile) -> dict:
     return out
 
 
-def _model_checks(key: str, model, where: Word, lock=None) -> list[Check]:
+def _model_checks(key: str, model, where: Word, lock, missing: str) -> list[Check]:
     label = f"{key} model"
-    checks = [Check("dir", where, label)]
+    checks = [Check("dir", where, label, hint=missing)]
     checks += [Check("file", where + (f"/{name}",), f"{label} {name}") for name in model.files]
     if model.shards_from_index:
         checks.append(Check("shards", where, label))

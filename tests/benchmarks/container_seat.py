@@ -74,7 +74,7 @@ def bare_argv(env: dict, name: str) -> list[str]:
     dry = subprocess.run(["bash", str(paths.REPO / "serve" / "cpu-smoke-docker.sh")], capture_output=True,
                          text=True, check=True, env={**env, "SEAT_DRY_RUN": "1", "SEAT_SKIP_PREFLIGHT": "1",
                                                      "SEAT_CONTAINER": name})
-    argv = shlex.split(dry.stdout)
+    argv = shlex.split(dry.stdout.replace("\\\n", " "))  # the dry run continues its lines; shlex keeps "\n" words
     return [argv[0], argv[1], "-d", *argv[2:]]
 
 

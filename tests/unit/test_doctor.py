@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from seatkit.cli import seat
 from seatkit.doctor import bench, diagnose, gpu, host, models, nvml
 from seatkit.doctor.rows import Row, exit_code, worst
+from seatkit.errors import SeatError
 from seatkit.host import settings
 from seatkit.models import lock as locks
 
@@ -261,6 +262,7 @@ def test_a_docker_seat_recorded_without_an_engine_says_why(seat_home, monkeypatc
     rows = server.rows(profiles.load(DEFAULT))
     assert [r.check for r in rows] == list(server.CHECKS)
     assert all(r.status == "WARN" and "no docker engine answers" in r.evidence for r in rows)
+    assert all(r.evidence.endswith("answers") and "DOCKER_HOST" in r.fix for r in rows), rows  # no class name
 
 
 def test_a_broken_models_lock_is_a_row_and_every_other_layer_still_runs(seat_home, tmp_path):
@@ -343,3 +345,20 @@ def test_bench_row_against_an_ldb_card_without_the_harness_figure_says_why(tmp_p
                              "tokens_per_step": stats(3.0), "ms_per_step": stats(20.0)}}}))
     (row,) = bench.rows(profile, tmp_path / "runs", [])
     assert "llm_decode_bench sustained" in row.evidence and "re-run it with this kit" in row.evidence
+
+
+def test_image_rows_without_an_engine_say_how_to_reach_one_and_name_no_python_class(seat_home, monkeypatch):
+    """'no docker engine answers (DockerException)' gave a class name and no fix; a missing image's
+    labels row said 'seat build' where the overlay row named the profile."""
+    from seatkit import engine
+    from seatkit.doctor import image
+    from seatkit.serve import profile as profiles
+
+    profile = profiles.load(DEFAULT)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{seat_home}/no-engine.sock")
+    rows = [image.labels("seatkit/x:y", profile), image.overlay(profile, "seatkit/x:y")]
+    for row in rows:
+        assert row.evidence == "cannot check: no docker engine answers" and row.fix == engine.HINT, row
+    monkeypatch.setattr("seatkit.image.build.labels", lambda image: (_ for _ in ()).throw(
+        SeatError(f"no image {image} on this machine")))
+    assert image.labels("seatkit/x:y", profile).fix == f"seat build {DEFAULT}"

@@ -55,7 +55,7 @@ def test_every_shard_of_the_index_is_checked(tmp_path):
 def test_missing_directory_says_which_knob(tmp_path):
     with pytest.raises(SeatError, match="base model directory not found") as caught:
         run_checks(tmp_path / "nowhere")
-    assert "knob" in caught.value.hint
+    assert "set SEAT_MODEL_BASE_DIR to the folder that has it" in caught.value.hint
 
 
 def test_busy_port_and_reserved_port_are_refused():

@@ -223,13 +223,14 @@ def test_a_note_under_which_the_figures_stand_is_not_an_alarm(monkeypatch, tmp_p
     from seatkit.cli import bench as cli_bench
 
     summary = {"suites": {}, "discarded": 0, "alarms": {
-        "client-bursts": {"requests": 6, "example": "the stream reached the client in bursts"},
+        "client-bursts": {"requests": 1, "example": "the stream reached the client in bursts"},
         "loop": {"requests": 2, "example": "output loops"}}}
     buffer = io.StringIO()
     monkeypatch.setattr(cli_bench, "out", Console(file=buffer, width=100))
     cli_bench.print_summary(summary, tmp_path)
     printed = buffer.getvalue()
     assert printed.index("alarm loop") < printed.index("note client-bursts")
+    assert "note client-bursts (1 request): " in printed and "alarm loop (2 requests): " in printed
     assert "figures above stand? Yes" in " ".join(printed.split("note client-bursts")[1].split())
     assert "figures above stand? No: they flatter" in " ".join(printed.split("alarm loop")[1].split())
 
@@ -247,6 +248,14 @@ def test_make_install_links_seat_for_the_user_and_leaves_anothers_alone(tmp_path
     refused = subprocess.run([*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0 and "left alone" in refused.stdout
     assert "someone else's" in (bindir / "seat").read_text()
+    (bindir / "seat").unlink()
+    (bindir / "seat").symlink_to(tmp_path / "a-removed-venv" / "bin" / "seat")  # dangling: still not ours
+    refused = subprocess.run([*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "left alone" in refused.stdout
+    assert os.readlink(bindir / "seat") == str(tmp_path / "a-removed-venv" / "bin" / "seat")
+    (bindir / "seat").unlink()
+    nothing = subprocess.run([*make, "uninstall", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
+    assert nothing.returncode == 0 and "nothing to remove: no seat in" in nothing.stdout, nothing.stdout
 
 
 def test_a_dry_apply_says_first_whether_yes_would_act_then_what_blocks_it(tmp_path):
@@ -258,12 +267,14 @@ def test_a_dry_apply_says_first_whether_yes_would_act_then_what_blocks_it(tmp_pa
                                         "turning the IOMMU off needs --acknowledge-iommu-off. More."],
                               snippet="", ops=[])
     said = cli_host._would(blocked, vm(tmp_path))
-    assert said.startswith("[red]--yes would not act[/]: 2 thing(s) block it")
+    assert said.startswith("[red]--yes would not act[/]: 2 things block it")
+    one = cli_host._would(SimpleNamespace(refusals=blocked.refusals[:1], snippet="", ops=[]), vm(tmp_path))
+    assert one.startswith("[red]--yes would not act[/]: 1 thing blocks it")
     assert "  - the driver is unknown\n  - turning the IOMMU off needs --acknowledge-iommu-off" in said
     assert "acting needs root" in cli_host._would(SimpleNamespace(refusals=[], snippet="", ops=[1]),
                                                   vm(tmp_path, euid=1000))
     clear = cli_host._would(SimpleNamespace(refusals=[], snippet="", ops=[1, 2]), vm(tmp_path))
-    assert clear == "--yes would apply this plan: 2 change(s), then a reboot"
+    assert clear == "--yes would apply this plan: 2 changes, then a reboot"
     done = CliRunner().invoke(seat, ["host", "apply", "paper"])  # this machine, whatever it is
     assert done.output.startswith("--yes would "), done.output
 
@@ -282,3 +293,60 @@ def test_status_of_a_typo_is_an_error_and_a_down_seat_says_what_next(tmp_path, m
     assert typo.returncode == 1 and "no profile 'cpu-smok'" in typo.stderr and "cpu-smoke" in typo.stderr
     down = CliRunner().invoke(seat, ["status", "cpu-smoke"])
     assert down.exit_code == 0 and "state: down" in down.output and "next: seat up cpu-smoke" in down.output
+
+
+def test_a_command_or_path_in_a_message_is_never_broken_by_a_newline(tmp_path, monkeypatch):
+    """At 80 columns `seat status` printed 'next: seat up' and the profile on the next line, and
+    an error's hint folded its list of profiles: what a newcomer pastes must be one line."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "80")
+    down = seat_cli(["status", profiles.DEFAULT_PROFILE], tmp_path)
+    assert f"\nnext: seat up {profiles.DEFAULT_PROFILE}\n" in down.stdout, down.stdout
+    typo = seat_cli(["status", "cpu-smok"], tmp_path)
+    assert f"\nhint: profiles: {', '.join(profiles.profile_names())}\n" in typo.stderr, typo.stderr
+    where = tmp_path / ("a-folder-deep-enough-that-its-path-runs-past-eighty-columns-" * 2) / "vllm"
+    missing = seat_cli(["overlay", "verify", str(where)], tmp_path)
+    assert missing.returncode == 1 and any(str(where) in line for line in missing.stderr.splitlines()), missing.stderr
+
+
+def test_status_of_a_broken_profile_says_what_is_wrong_never_seat_up_it(tmp_path, monkeypatch):
+    """`seat status typo.yaml` said 'state: down, next: seat up typo': a name that is no profile,
+    for a file `seat up` would refuse. A down seat's profile is read first; next names it as given."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    good = tmp_path / "mine.yaml"
+    good.write_text((REPO / "profiles" / "cpu-smoke.yaml").read_text())
+    done = seat_cli(["status", str(good)], tmp_path)
+    assert done.returncode == 0 and f"next: seat up {good}\n" in done.stdout, done.stdout + done.stderr
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(good.read_text().replace("  port:", "  prot:"))
+    (tmp_path / "adir.yaml").mkdir()
+    for path, said in ((typo, "field 'server.prot': unknown field"), (tmp_path / "adir.yaml", "is a folder")):
+        done = seat_cli(["status", str(path)], tmp_path)
+        assert done.returncode == 1 and said in done.stderr and "next:" not in done.stdout, done.stdout + done.stderr
+
+
+def test_the_plans_host_line_calls_a_container_no_vm_and_says_an_unknown_stack_once(tmp_path, monkeypatch):
+    """'VM: docker' named a container a VM, and 'boot stack unknown (no boot stack recognised (...))'
+    said the same thing twice, nested."""
+    from seatkit.cli import host as cli_host
+    from seatkit.host import plan as host_plan
+
+    system = vm(tmp_path / "root", container="docker")
+    system.runner = lambda argv: (0, "docker\n") if argv[0] == "systemd-detect-virt" else (127, "")
+    plan = host_plan.build(settings.load("paper"), system, cli_host._choices(False, False))
+    buffer = io.StringIO()
+    monkeypatch.setattr(cli_host, "out", Console(file=buffer, width=400))
+    cli_host._show(plan)
+    (line,) = [x for x in buffer.getvalue().splitlines() if x.startswith("host: ")]
+    assert "runs under docker" in line and "VM:" not in line, line
+    assert line.count("no boot stack recognised") == 1 and "boot stack unknown" not in line, line
+
+
+def test_no_driver_in_a_container_says_to_give_it_the_gpus_not_to_install_a_driver(tmp_path, gpuless, monkeypatch):
+    """In a docker container without --gpus, 'install the NVIDIA driver' is wrong: the driver is the host's."""
+    inside = vm(tmp_path / "docker-root", container="docker")
+    monkeypatch.setattr(host_rows, "System", lambda: inside)
+    rows = {r["check"]: r for r in diagnose.diagnose(profiles.DEFAULT_PROFILE)["rows"]}
+    for check in ("driver", "GPU count"):
+        assert "install the NVIDIA driver" not in rows[check]["fix"], rows[check]
+        assert "docker run --gpus all" in rows[check]["fix"] and "/.dockerenv" in rows[check]["fix"]

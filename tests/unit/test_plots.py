@@ -64,3 +64,14 @@ def test_seat_help_does_not_import_matplotlib():
              "CliRunner().invoke(seat, ['--help']); print('matplotlib' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_a_fit_line_says_its_units(tmp_path, drawn):
+    """'22.97 + 0.0299 x' left the reader to guess what x and the figures were."""
+    recs = records([2.0, 3.5, 5.0])
+    plots.draw(recs, summary(recs), tmp_path)
+    (ttft,) = drawn["ttft_vs_prompt_tokens.png"]
+    label = ttft.get_legend().get_texts()[0].get_text()
+    assert label.startswith("fit: ") and label.endswith(" ms per prompt token") and " ms + " in label
+    (step,) = drawn["ms_per_step_vs_drafted.png"]
+    assert step.get_legend().get_texts()[0].get_text().endswith(" ms per drafted token")

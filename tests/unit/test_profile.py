@@ -73,7 +73,7 @@ def test_not_yaml_and_not_a_mapping(tmp_path):
     assert "not valid YAML" in error_of(broken)
     listed = tmp_path / "listed.yaml"
     listed.write_text("- a\n- b\n")
-    assert "a mapping of fields, got list" in error_of(listed)
+    assert "a mapping of fields (name: value lines), got a list" in error_of(listed)
 
 
 def test_missing_profile_lists_known_ones():

@@ -74,7 +74,7 @@ def test_a_huge_file_is_refused_before_parsing(tmp_path):
 
 def test_a_folder_or_binary_named_like_a_profile_is_a_clear_error(tmp_path):
     (tmp_path / "d.yaml").mkdir()
-    assert "no profile at" in error_of(tmp_path / "d.yaml")
+    assert f"{tmp_path / 'd.yaml'} is a folder, not a profile's YAML file" in error_of(tmp_path / "d.yaml")
     (tmp_path / "b.yaml").write_bytes(b"\xff\xfe\x00")
     assert "not UTF-8" in error_of(tmp_path / "b.yaml")
 
@@ -145,3 +145,12 @@ def test_a_nul_byte_in_any_string_is_refused_naming_the_field(where):
         {**data[field], key: {"prompt_lookup_max": "4\x00"}}
     with pytest.raises(Exception, match=f"{field}.* must not hold a NUL byte"):
         profiles.Profile.model_validate({**data, "name": "x"})
+
+
+@pytest.mark.parametrize("text, got", [("", "an empty file"), ("- a\n- b\n", "a list"), ("just words\n", "a single value")])
+def test_a_file_that_is_not_a_mapping_is_said_in_words_not_python_type_names(tmp_path, text, got):
+    """'got NoneType' for an empty file read as a bug."""
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    message = error_of(path)
+    assert f"got {got}" in message and "NoneType" not in message and "str" not in message.split("got")[-1]

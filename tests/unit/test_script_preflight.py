@@ -210,3 +210,36 @@ def test_a_missing_model_folder_is_said_once_not_once_per_file(tmp_path):
     (tmp_path / "there").mkdir()  # a folder that exists but is empty: each missing file is a finding
     done = run(tmp_path, "dsv4-flash-dspark-tp4", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=str(tmp_path / "there"))
     assert "base model config.json is missing or empty" in done.stderr
+
+
+def test_a_missing_model_folder_names_its_knob_and_how_to_get_it(tmp_path):
+    """'set the knob that names it' left a newcomer to find which knob: the hint names it, and
+    `seat model fetch` where the profile says where the model comes from; Python says the same."""
+    where = str(tmp_path / "nowhere")
+    done = run(tmp_path, DEFAULT, SEAT_DRY_RUN="1", SEAT_MODEL_DRAFT_DIR=where)
+    hint = f"seat model fetch {DEFAULT} downloads it, or set SEAT_MODEL_DRAFT_DIR to the folder that has it"
+    assert f"draft model directory not found: {where}\n  hint: {hint}\n" in done.stderr, done.stderr
+    spec = specs.build(profiles.load(DEFAULT))
+    (check,) = [c for c in spec.checks if c.kind == "dir" and names(c) == ["SEAT_MODEL_DRAFT_DIR"]]
+    with pytest.raises(SeatError) as raised:
+        preflight._check(check, spec, {**spec.values({}), "SEAT_MODEL_DRAFT_DIR": where})
+    assert raised.value.hint == hint
+    done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=where)  # built, not on the hub
+    assert "hint: set SEAT_MODEL_BASE_DIR to the folder that has it\n" in done.stderr
+
+
+@pytest.mark.parametrize("profile", [DEFAULT, "cpu-smoke-docker"])
+def test_the_dry_runs_command_pairs_each_option_with_its_value_and_pastes_as_the_launch(tmp_path, profile):
+    """'--name' and its value on two lines doubled a 3,445-character command to 150 lines: an
+    option and its value share a line, and what is pasted runs exactly what the launch runs."""
+    port, key = str(free_port()), tmp_path / "key"
+    key.write_text("k")  # cpu-smoke-docker reads its API key before the launch
+    printed = run(tmp_path, profile, SEAT_DRY_RUN="1", SEAT_PORT=port, SEAT_API_KEY_FILE=str(key)).stdout
+    lines = printed.splitlines()
+    assert "  --rm \\" in lines and "  --ipc host \\" in lines and "  --network host \\" in lines
+    assert not any(l.strip(" \\").startswith("--") and l.strip(" \\").count(" ") > 1 for l in lines)
+    pasted = subprocess.run(["bash", "-c", "docker() { printf '%s\\n' \"$@\"; }\n" + printed],
+                            capture_output=True, text=True, timeout=60).stdout
+    launched = run(tmp_path, profile, {"docker": "printf '%s\\n' \"$@\""}, SEAT_SKIP_PREFLIGHT="1",
+                   SEAT_PORT=port, SEAT_API_KEY_FILE=str(key)).stdout
+    assert pasted == launched and "--name" in launched
