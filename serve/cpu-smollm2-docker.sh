@@ -99,7 +99,7 @@ preflight() {
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
   ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "download it, or set the knob that names it"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac
@@ -172,9 +172,18 @@ cmd=(
 
 printf '%s %s %s\n' 'seat cpu-smollm2-docker:' "SEAT_IMAGE=${SEAT_IMAGE} SEAT_CONTAINER=${SEAT_CONTAINER} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT} SEAT_MODEL_BASE_DIR=${SEAT_MODEL_BASE_DIR} SEAT_CACHE_DIR=${SEAT_CACHE_DIR} SEAT_NSYS=${SEAT_NSYS} SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} SEAT_API_KEY_FILE=${SEAT_API_KEY_FILE}" 'runtime=docker tp=1 served_model_name=smollm2 speculative=ngram/k=5 vllm_args=5 env=9 extra_mounts=none extra_env=none' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
-  # One argument a line, each continued: readable, and still a command to paste.
+  # One option a line, with its value when one follows, each continued: readable, and still a
+  # command to paste.
   printf '%q' "${cmd[0]}"
-  printf ' \\\n  %q' "${cmd[@]:1}"
+  i=1
+  while [ "$i" -lt "${#cmd[@]}" ]; do
+    printf ' \\\n  %q' "${cmd[i]}"
+    if [[ ${cmd[i]} == --* && ${cmd[i]} != *=* && $((i + 1)) -lt ${#cmd[@]} && ${cmd[i + 1]} != -* ]]; then
+      i=$((i + 1))
+      printf ' %q' "${cmd[i]}"
+    fi
+    i=$((i + 1))
+  done
   printf '\n'
   exit 0
 fi

@@ -49,7 +49,7 @@ preflight() {
   fi
   dir="${SEAT_HOME}"/models/smollm2-135m
   ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" "run: seat setup cpu-smollm2"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'run: seat setup cpu-smollm2'
   file="${SEAT_HOME}"/models/smollm2-135m/config.json
   # A file of a folder that is not there was said once, by the folder (a dry run goes on).
   [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
@@ -79,6 +79,10 @@ preflight() {
 
 [ "${SEAT_SKIP_PREFLIGHT:-0}" = 1 ] || preflight
 
+# This shell's PYTHONPATH, LD_PRELOAD and the like would change what runs: the profile decides.
+while read -r name; do
+  case $name in PYTHONPATH|PYTHONHOME|PYTHONSTARTUP|PYTHONINSPECT|PYTHONUSERBASE|PYTHONNOUSERSITE|PYTHONSAFEPATH|PYTHONPLATLIBDIR|PYTHONEXECUTABLE|PYTHONPYCACHEPREFIX|PYTHONBREAKPOINT|PYTHONWARNINGS|BASH_ENV|ENV|SHELLOPTS|PS4|IFS|CDPATH|GCONV_PATH|CUDA_INJECTION32_PATH|CUDA_INJECTION64_PATH|NVTX_INJECTION32_PATH|NVTX_INJECTION64_PATH|OPENSSL_CONF|OPENSSL_ENGINES|OPENSSL_MODULES|VLLM_PLUGINS|VLLM_LOGGING_CONFIG_PATH|OMP_TOOL_LIBRARIES|NCCL_NET_PLUGIN|NCCL_TUNER_PLUGIN|NCCL_PROFILER_PLUGIN|NCCL_ENV_PLUGIN|NCCL_CONF_FILE|CC|CXX|CUDA_HOME|CUDA_PATH|NVCC_PREPEND_FLAGS|NVCC_APPEND_FLAGS|TRITON_PTXAS_PATH|TRITON_CUOBJDUMP_PATH|TRITON_NVDISASM_PATH|TRITON_LIBCUDA_PATH|HF_MODULES_CACHE|LD_*|DYLD_*|BASH_FUNC_*) unset "$name" 2>/dev/null || true ;; esac
+done < <(compgen -e)
 export VLLM_CPU_KVCACHE_SPACE=1
 export VLLM_CPU_OMP_THREADS_BIND=auto
 export VLLM_HOST_IP=127.0.0.1
@@ -108,9 +112,18 @@ cmd=(
 
 printf '%s %s %s\n' 'seat cpu-smollm2:' "SEAT_HOME=${SEAT_HOME} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT}" 'runtime=native tp=1 served_model_name=smollm2 speculative=ngram/k=5 vllm_args=5 env=8' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
-  # One argument a line, each continued: readable, and still a command to paste.
+  # One option a line, with its value when one follows, each continued: readable, and still a
+  # command to paste.
   printf '%q' "${cmd[0]}"
-  printf ' \\\n  %q' "${cmd[@]:1}"
+  i=1
+  while [ "$i" -lt "${#cmd[@]}" ]; do
+    printf ' \\\n  %q' "${cmd[i]}"
+    if [[ ${cmd[i]} == --* && ${cmd[i]} != *=* && $((i + 1)) -lt ${#cmd[@]} && ${cmd[i + 1]} != -* ]]; then
+      i=$((i + 1))
+      printf ' %q' "${cmd[i]}"
+    fi
+    i=$((i + 1))
+  done
   printf '\n'
   exit 0
 fi

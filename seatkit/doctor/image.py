@@ -41,7 +41,7 @@ def labels(image: str, profile: Profile) -> Row:
 
     try:
         found = build.labels(image)["labels"]
-    except (engine.NoEngine, *engine.errors()) as exc:
+    except (engine.NoEngine, *engine.errors()):
         return cannot(LAYER, "labels", "no docker engine answers", engine.HINT)
     except SeatError as exc:
         return fail(LAYER, "labels", exc.message, f"seat build {profile.name}")
@@ -62,7 +62,7 @@ def overlay(profile: Profile, image: str) -> Row:
         if running and running.runtime == "docker" and launch.alive(running):
             where, is_container = running.ident, True
         verdict = outside.check(profile, where, outside.lock_for(image, overlays.load()), is_container)
-    except (engine.NoEngine, *engine.errors()) as exc:
+    except (engine.NoEngine, *engine.errors()):
         return cannot(LAYER, "overlay", "no docker engine answers", engine.HINT)
     except SeatError as exc:
         return fail(LAYER, "overlay", exc.message, f"seat build {profile.name}")
