@@ -126,9 +126,6 @@ def load(path: str | Path) -> Card:
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         known = ", ".join(p.stem for p in sorted(REFERENCES.glob("*.yaml")))
         raise SeatError(f"no reference card at {path}", f"cards: {known}") from None
-    except OSError as exc:  # a symlink loop, an unreadable file
-        raise SeatError(f"cannot read the card {path}: {exc.strerror}",
-                        "give a reference card's name or the path of its YAML file") from None
     if not isinstance(data, dict):
         raise SeatError(f"{path}: a card is a mapping of fields")
     return validate(Card, {**data, "name": path.stem}, path, "reference card",

@@ -462,8 +462,6 @@ def _read_yaml(path: Path) -> dict:
     except (FileNotFoundError, NotADirectoryError):
         raise SeatError(f"no profile at {path}",
                         f"profiles: {', '.join(profile_names()) or 'none'}") from None
-    except OSError as exc:  # a socket, a name too long, no permission
-        raise SeatError(f"{path}: cannot read it as a profile ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
         got = "an empty file" if data is None else ("a list" if isinstance(data, list) else "a single value")
         raise SeatError(f"{path}: a profile is a mapping of fields (name: value lines), got {got}",

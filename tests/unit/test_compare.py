@@ -380,7 +380,7 @@ def test_an_unreadable_card_path_is_a_clear_error_never_a_traceback(tmp_path, ki
         card.symlink_to(tmp_path / "other.yaml")
     else:
         card.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(SeatError, match="cannot read the card|not UTF-8 text"):
+    with pytest.raises(SeatError, match="cannot read this reference card|not UTF-8 text"):
         compare.compare(str(card), f"{PAPER}#S5")
 
 

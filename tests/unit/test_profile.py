@@ -154,9 +154,9 @@ def test_profile_paths_that_cannot_be_read_are_clear_errors(tmp_path):
     loop.symlink_to(tmp_path / "loop2.yaml")
     (tmp_path / "loop2.yaml").symlink_to(loop)
     (tmp_path / "file").write_text("")
-    for path, said in ((tmp_path / "seat.yaml", "cannot read it as a profile"),
+    for path, said in ((tmp_path / "seat.yaml", "cannot read this profile"),
                        (tmp_path / "file" / "x.yaml", "no profile at"),
-                       (tmp_path / ("a" * 300 + ".yaml"), "cannot read it as a profile"),
+                       (tmp_path / ("a" * 300 + ".yaml"), "cannot read this profile"),
                        (loop, "cannot resolve the path")):
         with pytest.raises(SeatError, match=said):
             profiles.load(str(path))
