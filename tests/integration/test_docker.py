@@ -14,6 +14,11 @@ from seatkit.errors import SeatError
 from seatkit.serve import launch, profile as profiles, spec as specs
 
 
+def image_id(profile, image):
+    """The outside check's answer, for a test image that carries no overlay to check: its own id."""
+    return docker.from_env().images.get(image).id
+
+
 def default_spec(image):
     spec = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
     return spec, {**spec.values({}), "SEAT_IMAGE": image, "SEAT_CONTAINER": "seatkit-test-gpu",
@@ -27,7 +32,7 @@ def test_no_gpu_runtime_is_a_clear_error_and_leaves_nothing(busybox_image, tmp_p
     values["SEAT_CONTAINER"] = f"seatkit-test-gpu-{uuid.uuid4().hex[:8]}"
     monkeypatch.setattr(launch.preflight, "run", lambda spec, values: None)  # it stops at "no GPU"
     with pytest.raises(SeatError) as caught:
-        launch._start(spec, values)
+        launch._start(spec, values, image_id)
     assert caught.value.message.startswith("no NVIDIA container runtime")
     # docker creates the container before the device request fails: the failed start removes it
     leftover = docker.from_env().containers.list(all=True, filters={"name": values["SEAT_CONTAINER"]})
@@ -192,7 +197,7 @@ def test_a_start_cut_short_after_the_container_exists_removes_it(busybox_image, 
 
     monkeypatch.setattr(Container, "start", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        launch._start(spec, values)
+        launch._start(spec, values, image_id)
     assert seen == [True]
     assert docker.from_env().containers.list(all=True, filters={"name": values["SEAT_CONTAINER"]}) == []
     assert launch.recorded(spec.profile.name) is None

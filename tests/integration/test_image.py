@@ -5,6 +5,7 @@ and Debian with a Python 3.12 venv), an overlay made by the test and locked by t
 """
 
 import json
+import os
 import re
 import subprocess
 import time
@@ -66,9 +67,9 @@ def pushed_digest(client, repository, tag):
 
 
 @pytest.fixture(scope="module")
-def stand_ins(registry, busybox_image, py312_image, tmp_path_factory):
+def stand_ins(docker_engine, registry, busybox_image, py312_image, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("image")
-    client = docker.from_env()
+    client = docker.DockerClient(base_url=docker_engine)  # set up before any test's DOCKER_HOST
     write_tree(tmp / "overlay", OVERLAY)
     lock = overlay.lock_from(tmp / "overlay", "https://example.invalid/seat-overlay@" + "ab" * 20)
     (tmp / "overlay.lock").write_text(lock.dump())
@@ -91,7 +92,8 @@ def profile_for(stand_ins, base, name, pinned=True, smoke=SMOKE):
 
 def seat(*args, check=True):
     done = subprocess.run([str(BIN / "seat"), *args], capture_output=True, text=True, timeout=600,
-                          env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"})
+                          env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+                               "DOCKER_HOST": os.environ["DOCKER_HOST"]})  # this run's engine
     if check:
         assert done.returncode == 0, done.stderr[-3000:]
     return done
@@ -230,7 +232,7 @@ def test_buildkit_builds_the_same_context(stand_ins, tmp_path):
     done = subprocess.run(["/usr/bin/docker", "build", "-q", "--network", "none", "-t", "seatkit-test/buildkit:1",
                            *[f"--build-arg={k}={v}" for k, v in args.items()], "-"],
                           input=ctx.data, capture_output=True, timeout=300,
-                          env={"DOCKER_BUILDKIT": "1", "PATH": "/usr/bin:/bin"})
+                          env={"DOCKER_BUILDKIT": "1", "PATH": "/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"]})
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     listing = run("seatkit-test/buildkit:1", "cat", f"{VLLM}/version.py")
     assert listing.stdout == "__version__ = 'overlay'\n", listing.stderr
@@ -330,7 +332,7 @@ def test_a_prebuilt_image_is_compared_with_the_lock_as_facts(stand_ins, tmp_path
                                     "image": {"name": repository, "tag": tag, "smoke_imports": []}}))
     def up():
         return subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
-                              env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                              env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"],
                                    "SEAT_HOME": str(tmp_path / "home")})
 
     unpinned = up()
@@ -365,7 +367,7 @@ def test_a_prebuilt_image_without_the_vllm_folder_is_a_fact_not_a_failure(stand_
     assert found["package"] is False and found["missing"] == sorted(stand_ins["lock"].files)
     assert found["matching"] == 0 and found["same"] is False
     started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
-                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"],
                                   "SEAT_HOME": str(tmp_path / "home")})
     assert "fact: no folder at /opt/elsewhere/vllm" in started.stdout, started.stdout + started.stderr
     assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
@@ -381,7 +383,7 @@ def test_seat_up_compares_the_image_seat_image_names_not_the_pinned_one(stand_in
                                     "image": {"name": repository, "tag": tag, "digest": digest,
                                               "smoke_imports": []}}))
     started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
-                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "SEAT_IMAGE": other,
+                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"], "SEAT_IMAGE": other,
                                   "SEAT_HOME": str(tmp_path / "home")})
     facts = [line.removeprefix("fact: ") for line in started.stdout.splitlines() if line.startswith("fact: ")]
     assert facts and facts[0].startswith(f"{other}: "), started.stdout + started.stderr
@@ -398,7 +400,7 @@ def test_an_unpinned_prebuilt_profile_still_runs_the_image_seat_image_names(stan
     path.write_text(yaml.safe_dump({"extends": "deepspark-prebuilt",
                                     "image": {"name": repository, "tag": tag, "smoke_imports": []}}))
     started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
-                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "SEAT_IMAGE": other,
+                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"], "SEAT_IMAGE": other,
                                   "SEAT_HOME": str(tmp_path / "home")})
     assert f"fact: {other}: " in started.stdout, started.stdout + started.stderr
     assert "--allow-unpinned" not in started.stderr and "not pinned" not in started.stderr
@@ -444,7 +446,7 @@ def test_links_in_a_prebuilt_images_vllm_are_facts_not_a_refusal(stand_ins, tmp_
     assert found["links"] == ["libs -> ../../lib", "version.py -> /etc/hostname"]
     assert found["changed"] == ["version.py"] and found["missing"] == []
     started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
-                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"],
                                   "SEAT_HOME": str(tmp_path / "home")})
     assert "fact: " in started.stdout and "unsafe" not in started.stderr, started.stdout + started.stderr
     assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
