@@ -11,6 +11,7 @@ import socket
 import subprocess
 
 import pytest
+import yaml
 import requests
 
 from conftest import BIN, free_port
@@ -51,9 +52,16 @@ def stranger(port):
 
 
 @pytest.fixture(scope="module")
-def keyed(vllm_runtime, reuseport):
-    env = {**os.environ, "SEAT_PORT": str(free_port()), "COLUMNS": "80", **reuseport}
-    up = subprocess.run([SEAT, "up", KEYED], env=env, capture_output=True, text=True, timeout=900)
+def keyed(vllm_runtime, reuseport, tmp_path_factory):
+    # The server takes the SO_REUSEPORT hook from the profile, never from this shell (seat up drops
+    # an inherited PYTHONPATH); only an experiment may set it, and its results say UNVERIFIED.
+    profile = tmp_path_factory.mktemp("keyed") / f"{KEYED}.yaml"
+    profile.write_text(yaml.safe_dump({
+        "extends": "cpu-smoke", "description": "cpu-smoke-keyed, with a port a stranger can share",
+        "server": {"port": 18001, "api_key": True}, "env": reuseport,
+        "experiment": {"unverified": True, "reason": "test: SO_REUSEPORT so a stranger can share the port"}}))
+    env = {**os.environ, "SEAT_PORT": str(free_port()), "COLUMNS": "80"}
+    up = subprocess.run([SEAT, "up", str(profile)], env=env, capture_output=True, text=True, timeout=900)
     assert up.returncode == 0, up.stderr
     yield up, env
     down = subprocess.run([SEAT, "down", KEYED], env=env, capture_output=True, text=True, timeout=120)
@@ -66,7 +74,7 @@ def test_a_keyed_seat_refuses_requests_without_the_key_and_benches_with_it(keyed
     key = running.api_key
     assert running.api_key_file == str(paths.seat_home() / "keys" / KEYED)
     # Plain progress outside a terminal: the stage and the seconds waited.
-    assert f"up {KEYED}: waiting for health" in up.stderr, up.stderr
+    assert f"{KEYED}.yaml: waiting for health" in up.stderr, up.stderr
     body = {"model": "tiny", "prompt": "hi", "max_tokens": 4}
     assert requests.get(f"{running.url}/v1/models", timeout=10).status_code == 401
     assert requests.post(f"{running.url}/v1/completions", json=body, timeout=60).status_code == 401
@@ -84,7 +92,7 @@ def test_a_keyed_seat_refuses_requests_without_the_key_and_benches_with_it(keyed
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["suites"]["prose"]["requests"] == 3 and summary["truncated"] == []
     status = subprocess.run([SEAT, "status", KEYED], env=env, capture_output=True, text=True)
-    assert "models: ['tiny']" in status.stdout and " ago)" in status.stdout, status.stdout
+    assert "model: tiny" in status.stdout and " ago)" in status.stdout, status.stdout
 
     printed = up.stdout + up.stderr + bench.stdout + bench.stderr + status.stdout + status.stderr
     written = [p for p in [*folder.rglob("*"), *paths.seat_home().glob("logs/*"),
