@@ -11,7 +11,7 @@ max_tokens cuts them. Run it in its own process, so the client's threads do not 
 
 `Quirks` make it misbehave the way real servers do, one known way at a time, so a test can show
 what the bench prints then (the right figure, or the figure withheld with the reason).
-With `fault` it misbehaves as broken or foreign servers do, for the tests of the bench's
+`Quirks.fault` makes it misbehave as broken or foreign servers do, for the tests of the bench's
 defences: see FAULTS.
 """
 
@@ -53,6 +53,7 @@ class Quirks:
     other_model: bool = False  # a second model's counters move behind the same /metrics
     exposition_ms: float = 0.0  # /metrics takes this long and holds up every stream meanwhile
     # (vLLM's exposition runs on the API server's one event loop, which also writes the streams)
+    fault: str | None = None  # one of FAULTS: a broken or foreign server
 
 
 FAULTS = {
@@ -103,12 +104,12 @@ class Request:
 
 class Oracle:
     def __init__(self, tokens_per_step: float, step_ms: float, k: int, prefill_ms: float,
-                 batch_ms: float = 0.0, quirks: Quirks = Quirks(), fault: str | None = None):
+                 batch_ms: float = 0.0, quirks: Quirks = Quirks()):
         if not 1 <= tokens_per_step <= k + 1:
             raise ValueError(f"tokens per step must be within 1..k+1 ({k + 1})")
-        if fault is not None and fault not in FAULTS:
-            raise ValueError(f"no fault {fault!r}: {', '.join(FAULTS)}")
-        self.tokens_per_step, self.k, self.fault = tokens_per_step, k, fault
+        if quirks.fault is not None and quirks.fault not in FAULTS:
+            raise ValueError(f"no fault {quirks.fault!r}: {', '.join(FAULTS)}")
+        self.tokens_per_step, self.k = tokens_per_step, k
         self.step_s, self.batch_s, self.prefill_s = step_ms / 1000, batch_ms / 1000, prefill_ms / 1000
         self.lock = threading.Condition()
         self.counters: Counter = Counter()
@@ -252,7 +253,7 @@ class Oracle:
     def _emit(self, request: Request, count: int) -> None:
         count, request.held = count + request.held, 0
         text = "".join(f" t{request.emitted + j}" for j in range(count))
-        if self.fault == "surrogates":  # json.dumps writes each half as its own \\uXXXX escape
+        if self.quirks.fault == "surrogates":  # json.dumps writes each half as its own \\uXXXX escape
             text = {0: "\ud83d", 1: "\ude00", 2: " \udc00 "}.get(request.chunks, text)
         request.chunks += 1
         request.emitted += count
@@ -262,7 +263,7 @@ class Oracle:
 
     def complete(self, body: dict, write) -> None:
         """Stream one completion as the engine produces it."""
-        if self.fault == "endless":
+        if self.quirks.fault == "endless":
             for n in range(1, 1 << 30):  # ends when the client leaves (the write fails)
                 write(self._chunk(f" t{n}", n, 1))
                 time.sleep(self.step_s)
@@ -303,7 +304,7 @@ def handler_for(oracle: Oracle):
         def do_GET(self):
             routes = {"/health": b"", "/version": json.dumps({"version": "oracle"}).encode(),
                       "/v1/models": json.dumps({"data": [{"id": MODEL}]}).encode()}
-            if self.path == "/metrics" and oracle.fault == "trickle-metrics":
+            if self.path == "/metrics" and oracle.quirks.fault == "trickle-metrics":
                 body = oracle.metrics().encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
@@ -312,7 +313,7 @@ def handler_for(oracle: Oracle):
                     self.wfile.write(body[i:i + 1])
                     self.wfile.flush()
                     time.sleep(TRICKLE_S)
-            elif self.path == "/metrics" and oracle.fault == "trickle-headers":
+            elif self.path == "/metrics" and oracle.quirks.fault == "trickle-headers":
                 self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
                 while True:  # ends when the client leaves (the write fails)
                     self.wfile.write(b"z")
@@ -330,7 +331,7 @@ def handler_for(oracle: Oracle):
             if self.path == "/tokenize":
                 ids = [len(w) for w in body["prompt"].split()]
                 answer = ([{"id": i, "text": "", "special": False} for i in ids]
-                          if oracle.fault == "tokenize-list" else {"tokens": ids})
+                          if oracle.quirks.fault == "tokenize-list" else {"tokens": ids})
                 self._send(200, json.dumps(answer).encode())
                 return
             if self.path != "/v1/completions":
@@ -364,8 +365,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-ms", type=float, default=0.0,
                         help="step time added per running request beyond the first")
     parser.add_argument("--quirks", default="{}",
-                        help='Quirks as JSON, e.g. \'{"ngram": true, "hide": ["inter_token"]}\'')
-    parser.add_argument("--fault", choices=sorted(FAULTS), help="misbehave (tests of the bench)")
+                        help='Quirks as JSON, e.g. \'{"ngram": true, "hide": ["inter_token"]}\' '
+                             f'or \'{{"fault": "endless"}}\' (faults: {", ".join(FAULTS)})')
     args = parser.parse_args(argv)
     given = json.loads(args.quirks)
     quirks = Quirks(**{**given, "hide": frozenset(given.get("hide", ())),
@@ -378,7 +379,7 @@ def main(argv: list[str] | None = None) -> None:
     except PermissionError:
         pass
     oracle = Oracle(args.tokens_per_step, args.step_ms, args.k, args.prefill_ms, args.batch_ms,
-                    quirks, args.fault)
+                    quirks)
     ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(oracle)).serve_forever()
 
 

@@ -20,7 +20,8 @@ class Server:
     """The oracle with one of its faults, served from a thread of this process."""
 
     def __init__(self, fault=None):
-        self.oracle = oracle.Oracle(tokens_per_step=2.0, step_ms=2.0, k=3, prefill_ms=1.0, fault=fault)
+        self.oracle = oracle.Oracle(tokens_per_step=2.0, step_ms=2.0, k=3, prefill_ms=1.0,
+                                    quirks=oracle.Quirks(fault=fault))
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle.handler_for(self.oracle))
         self.http.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
