@@ -43,11 +43,13 @@ def as_seat_error(exc: BaseException) -> SeatError | None:
     from docker.errors import APIError, DockerException
 
     if isinstance(exc, APIError):
-        return SeatError(f"the docker engine refused: {exc.explanation or exc}",
-                         "check the names and references given (docker accepts lowercase "
-                         "repository names only)")
+        return SeatError(
+            f"the docker engine refused: {exc.explanation or exc}",
+            "check the names and references given (docker accepts lowercase repository names only)",
+        )
     package = str(Path(docker.__file__).parent)
     if isinstance(exc, DockerException) or any(
-            frame.filename.startswith(package) for frame in traceback.extract_tb(exc.__traceback__)):
+        frame.filename.startswith(package) for frame in traceback.extract_tb(exc.__traceback__)
+    ):
         return SeatError(f"the docker engine failed or did not answer ({type(exc).__name__}: {exc})", HINT)
     return None

@@ -11,16 +11,15 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Callable
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Callable
 
 from seatkit.errors import SeatError
 
 
 @contextmanager
-def exclusive(path: Path, what: str, busy: str, hint: str,
-              wait: Callable[[str], None] | None = None):
+def exclusive(path: Path, what: str, busy: str, hint: str, wait: Callable[[str], None] | None = None):
     """Hold path's lock as `what`; else SeatError "{busy}: {holder}" with hint, or, given `wait`,
     tell it "{busy}: {holder}" and wait for the holder to finish."""
     try:  # never through a symlink: truncating the holder's name would truncate its target
@@ -28,12 +27,16 @@ def exclusive(path: Path, what: str, busy: str, hint: str,
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):  # the folder, not what is in it
-            raise SeatError(f"cannot open the lock {path}: {exc.strerror}",
-                            f"{path.parent} must be writable: point SEAT_HOME at a folder you can "
-                            "write, or fix that folder's permissions") from None
-        raise SeatError(f"cannot open the lock {path}: {exc.strerror}",
-                        "it must be a regular file seatkit can write (not a symlink or a folder); "
-                        "move what is there aside") from None
+            raise SeatError(
+                f"cannot open the lock {path}: {exc.strerror}",
+                f"{path.parent} must be writable: point SEAT_HOME at a folder you can "
+                "write, or fix that folder's permissions",
+            ) from None
+        raise SeatError(
+            f"cannot open the lock {path}: {exc.strerror}",
+            "it must be a regular file seatkit can write (not a symlink or a folder); "
+            "move what is there aside",
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -22,8 +22,10 @@ LOCK_BYTES = 16 * 1024 * 1024  # a line per file of the vllm package
 HEADER = ("source", "commit", "path", "tree")
 LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
 # Where an overlay may come from: an https URL or an absolute local path, never a git option.
-SOURCE = re.compile(r"https://[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]+)?(/[A-Za-z0-9._~%+@-]*)*"
-                    r"|(/[A-Za-z0-9._+@-]+)+/?")
+SOURCE = re.compile(
+    r"https://[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]+)?(/[A-Za-z0-9._~%+@-]*)*"
+    r"|(/[A-Za-z0-9._+@-]+)+/?"
+)
 REPO_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*(/[A-Za-z0-9_][A-Za-z0-9._+-]*)*")
 
 
@@ -36,8 +38,10 @@ class Lock:
     files: dict[str, str] = field(default_factory=dict)
 
     def dump(self) -> str:
-        head = ["# seatkit overlay lock: the overlay layered onto the base image, pinned file by file.",
-                "# Checked by `seat overlay fetch` and `seat overlay verify`; body lines are sha256sum format."]
+        head = [
+            "# seatkit overlay lock: the overlay layered onto the base image, pinned file by file.",
+            "# Checked by `seat overlay fetch` and `seat overlay verify`; body lines are sha256sum format.",
+        ]
         head += [f"# {key}: {getattr(self, key)}" for key in HEADER]
         return "\n".join(head + [f"{digest}  {name}" for name, digest in sorted(self.files.items())]) + "\n"
 
@@ -69,7 +73,9 @@ def parse(text: str, where: str = "overlay.lock") -> Lock:
     missing = [key for key in HEADER if not header.get(key)]
     if missing:
         raise SeatError(f"{where}: header lacks {', '.join(missing)}", "each as a '# key: value' line")
-    if not re.fullmatch(r"[0-9a-f]{40}", header["commit"]) or not re.fullmatch(r"[0-9a-f]{40}", header["tree"]):
+    if not re.fullmatch(r"[0-9a-f]{40}", header["commit"]) or not re.fullmatch(
+        r"[0-9a-f]{40}", header["tree"]
+    ):
         raise SeatError(f"{where}: commit and tree must be 40-hex git object ids")
     if not files:
         raise SeatError(f"{where}: no files listed")
@@ -81,8 +87,11 @@ def parse(text: str, where: str = "overlay.lock") -> Lock:
 
 def check_source(source: str, where: str = "source") -> str:
     if not SOURCE.fullmatch(source) or ".." in source.split("/"):
-        raise SeatError(f"{where}: the overlay source must be an https URL or a local directory "
-                        f"(an absolute path), got {source!r}", "git fetches from nothing else")
+        raise SeatError(
+            f"{where}: the overlay source must be an https URL or a local directory "
+            f"(an absolute path), got {source!r}",
+            "git fetches from nothing else",
+        )
     return source
 
 

@@ -20,10 +20,11 @@ def replace(text: str, body: str, where: str) -> str:
     starts = [i for i, line in enumerate(lines) if BEGIN in line]
     stops = [i for i, line in enumerate(lines) if END in line]
     if len(starts) != 1 or len(stops) != 1 or stops[0] < starts[0]:
-        raise SeatError(f"{where} must hold exactly one region marked '{BEGIN}' ... '{END}' (found "
-                        f"{len(starts)} begin and {len(stops)} end lines)",
-                        "keep the two marker lines, in order, and no other line quoting them; "
-                        "then run `seat render`")
+        raise SeatError(
+            f"{where} must hold exactly one region marked '{BEGIN}' ... '{END}' (found "
+            f"{len(starts)} begin and {len(stops)} end lines)",
+            "keep the two marker lines, in order, and no other line quoting them; then run `seat render`",
+        )
     start, stop = starts[0], stops[0]
     body = body if body.endswith("\n") or not body else body + "\n"
-    return "".join(lines[:start + 1]) + body + "".join(lines[stop:])
+    return "".join(lines[: start + 1]) + body + "".join(lines[stop:])

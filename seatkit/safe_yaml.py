@@ -27,7 +27,8 @@ class _Loader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent) or getattr(self.peek_event(), "anchor", None):
             mark = self.peek_event().start_mark
             raise yaml.constructor.ConstructorError(
-                None, None, "anchors and aliases (&name, *name) are not allowed in this file", mark)
+                None, None, "anchors and aliases (&name, *name) are not allowed in this file", mark
+            )
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node, deep=False):
@@ -38,7 +39,8 @@ class _Loader(yaml.SafeLoader):
                 continue  # the base loader refuses it: "found unhashable key"
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
             seen.add(key)
         return super().construct_mapping(node, deep)
 
@@ -51,8 +53,10 @@ def read_bytes(path: Path, what: str = "file", limit: int = MAX_BYTES) -> bytes:
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise
     except OSError as exc:  # a link loop, no permission, an I/O error: say so, never a traceback
-        raise SeatError(f"{path}: cannot read this {what} ({exc.strerror or exc})",
-                        "check the file's permissions and what it links to") from None
+        raise SeatError(
+            f"{path}: cannot read this {what} ({exc.strerror or exc})",
+            "check the file's permissions and what it links to",
+        ) from None
 
 
 def _read_bytes(path: Path, what: str, limit: int) -> bytes:
@@ -62,8 +66,9 @@ def _read_bytes(path: Path, what: str, limit: int) -> bytes:
         os.close(fd)
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(path)
-        raise SeatError(f"{path}: not a regular file (a pipe, socket or device)",
-                        f"give the path of the {what} itself")
+        raise SeatError(
+            f"{path}: not a regular file (a pipe, socket or device)", f"give the path of the {what} itself"
+        )
     if info.st_size > limit:
         os.close(fd)
         raise _too_large(path, what, limit)
@@ -80,8 +85,10 @@ def _read_bytes(path: Path, what: str, limit: int) -> bytes:
 
 
 def _too_large(path: Path, what: str, limit: int) -> SeatError:
-    return SeatError(f"{path}: larger than {limit // 1024} KiB, too large for a {what}",
-                     "the kit's data files are a few pages; check that this is the right file")
+    return SeatError(
+        f"{path}: larger than {limit // 1024} KiB, too large for a {what}",
+        "the kit's data files are a few pages; check that this is the right file",
+    )
 
 
 def read_text(path: Path, what: str = "file", limit: int = MAX_BYTES) -> str:
@@ -101,7 +108,10 @@ def read(path: Path, what: str = "file", limit: int = MAX_BYTES):
         raise SeatError(f"{path}: not valid YAML for a {what}: {exc}") from None
     except RecursionError:
         raise SeatError(f"{path}: not valid YAML for a {what}: nested too deeply") from None
-    except (ValueError, OverflowError) as exc:  # a scalar the resolver cannot build (2001-13-45, a 5000-digit int)
+    except (
+        ValueError,
+        OverflowError,
+    ) as exc:  # a scalar the resolver cannot build (2001-13-45, a 5000-digit int)
         raise SeatError(f"{path}: not valid YAML for a {what}: {exc}") from None
     finally:
         loader.dispose()

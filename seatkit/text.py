@@ -28,8 +28,10 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
     if ":" in host:
         host = f"[{host}]"
     netloc = host + (f":{parts.port}" if parts.port else "")
-    return (urlunsplit(parts._replace(netloc=netloc)),
-            (unquote(parts.username or ""), unquote(parts.password or "")))
+    return (
+        urlunsplit(parts._replace(netloc=netloc)),
+        (unquote(parts.username or ""), unquote(parts.password or "")),
+    )
 
 
 def plain(value) -> str:

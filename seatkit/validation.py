@@ -22,8 +22,7 @@ def describe(error: dict) -> str:
     return f"field '{field}': {message}"
 
 
-def validate(model: type[Model], data: dict, path: Path | str, what: str, hint: str,
-             via: str = "") -> Model:
+def validate(model: type[Model], data: dict, path: Path | str, what: str, hint: str, via: str = "") -> Model:
     try:
         return model.model_validate(data)
     except ValidationError as exc:

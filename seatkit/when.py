@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -21,7 +21,7 @@ def ago(seconds: float) -> str:
 def stamp(epoch: float, now: float | None = None) -> str:
     now = time.time() if now is None else now
     try:
-        iso = datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
+        iso = datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
     except (OverflowError, ValueError, OSError):  # NaN, inf, year 10000 in a torn record
         return f"{epoch!r} (not a time)"
     return f"{iso.replace('+00:00', 'Z')} ({ago(now - epoch)})"

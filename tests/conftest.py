@@ -66,7 +66,6 @@ def unavailable(reason: str):
     pytest.skip(reason)
 
 
-
 def tool(name: str) -> str:
     """A linter or CLI installed into the test venv by the `test` extra."""
     path = BIN / name
@@ -94,8 +93,12 @@ def compose(tmp_path_factory) -> list[str]:
 
 
 def _engine_answers(host: str) -> bool:
-    return subprocess.run(["docker", "info"], capture_output=True, env={**os.environ, "DOCKER_HOST": host},
-                          timeout=30).returncode == 0
+    return (
+        subprocess.run(
+            ["docker", "info"], capture_output=True, env={**os.environ, "DOCKER_HOST": host}, timeout=30
+        ).returncode
+        == 0
+    )
 
 
 @contextlib.contextmanager
@@ -112,10 +115,26 @@ def private_engine(label: str = "run"):
     log = root / "dockerd.log"
     space = "seatkit" + "".join(c for c in root.name if c.isalnum())  # containerd allows no "_" or "--"
     # No bridge and no iptables: containers get host networking or none, nothing off loopback.
-    argv = ["dockerd", "--host", host, "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
-            "--pidfile", str(root / "dockerd.pid"), "--config-file", str(root / "daemon.json"),
-            "--containerd-namespace", space, "--containerd-plugins-namespace", f"{space}-plugins",
-            "--bridge", "none", "--iptables=false"]
+    argv = [
+        "dockerd",
+        "--host",
+        host,
+        "--data-root",
+        str(root / "data"),
+        "--exec-root",
+        str(root / "exec"),
+        "--pidfile",
+        str(root / "dockerd.pid"),
+        "--config-file",
+        str(root / "daemon.json"),
+        "--containerd-namespace",
+        space,
+        "--containerd-plugins-namespace",
+        f"{space}-plugins",
+        "--bridge",
+        "none",
+        "--iptables=false",
+    ]
     daemon = subprocess.Popen(argv, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 90
@@ -163,8 +182,10 @@ def apt_install(*packages: str) -> None:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         unavailable(f"installing {' '.join(packages)} needs root and apt-get")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update", "-qq"],
-                 ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages]):
+    for argv in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
+    ):
         done = subprocess.run(argv, env=env, capture_output=True, text=True)
         if done.returncode:
             unavailable(f"{' '.join(argv)} failed: {done.stderr[-300:]}")
@@ -178,12 +199,20 @@ def cached_image(tag: str, make) -> str:
     from seatkit import paths
 
     saved = paths.seat_home() / "images" / (tag.replace("/", "_").replace(":", "_") + ".tar")
-    if saved.exists() and subprocess.run(["docker", "load", "-i", str(saved)], capture_output=True,
-                                         timeout=900).returncode == 0:
+    if (
+        saved.exists()
+        and subprocess.run(["docker", "load", "-i", str(saved)], capture_output=True, timeout=900).returncode
+        == 0
+    ):
         return tag
     make()
     partial = saved.with_suffix(f".{os.getpid()}.part")  # another run may save the same tag at once
-    if subprocess.run(["docker", "save", "-o", str(partial), tag], capture_output=True, timeout=900).returncode == 0:
+    if (
+        subprocess.run(
+            ["docker", "save", "-o", str(partial), tag], capture_output=True, timeout=900
+        ).returncode
+        == 0
+    ):
         partial.replace(saved)
     partial.unlink(missing_ok=True)
     return tag
@@ -200,25 +229,43 @@ def busybox_image(docker_engine, tmp_path_factory) -> str:
     root = tmp_path_factory.mktemp("busybox-root")
     (root / "bin").mkdir()
     shutil.copy("/bin/busybox", root / "bin" / "busybox")
-    for applet in ("sh", "env", "sleep", "cat", "ls", "httpd", "true", "grep", "head", "sha256sum",
-                   "wget", "mkdir", "echo"):
+    for applet in (
+        "sh",
+        "env",
+        "sleep",
+        "cat",
+        "ls",
+        "httpd",
+        "true",
+        "grep",
+        "head",
+        "sha256sum",
+        "wget",
+        "mkdir",
+        "echo",
+    ):
         (root / "bin" / applet).symlink_to("busybox")
     tar = subprocess.run(["tar", "-C", str(root), "-c", "."], capture_output=True, check=True)
-    subprocess.run(["docker", "import", "-", tag], input=tar.stdout, check=True,
-                   capture_output=True)
+    subprocess.run(["docker", "import", "-", tag], input=tar.stdout, check=True, capture_output=True)
     return tag
 
 
 @pytest.fixture(scope="session")
 def py312_image(docker_engine) -> str:
     """Debian with a venv at /opt/venv/lib/python3.12/site-packages, like the vLLM image (about 35 s)."""
+
     def make(tag="seatkit-test/py312:1"):
         if shutil.which("mmdebstrap") is None:
             apt_install("mmdebstrap")
-        done = subprocess.run(["bash", str(REPO / "tests/integration/images/py312-base.sh"), tag],
-                              capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            ["bash", str(REPO / "tests/integration/images/py312-base.sh"), tag],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if done.returncode:
             unavailable(f"could not make the Python 3.12 stand-in base: {done.stderr[-500:]}")
+
     return cached_image("seatkit-test/py312:1", make)
 
 

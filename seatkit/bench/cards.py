@@ -43,6 +43,7 @@ class Conditions(Strict):
 
 class Harness(Strict):
     """The tool that produced a card's figures, and how: compare matches the kit's figure to it."""
+
     tool: str
     version: str | None = None
     mode: str  # e.g. "sustained" (llm_decode_bench), "per-request"
@@ -76,9 +77,9 @@ class Figure(Strict):
 
     @model_validator(mode="after")
     def _has_a_number(self):
-        numbers = self.model_dump(exclude={"id", "what", "source", "conditions", "harness", "repeats",
-                                           "range"},
-                                  exclude_none=True)
+        numbers = self.model_dump(
+            exclude={"id", "what", "source", "conditions", "harness", "repeats", "range"}, exclude_none=True
+        )
         if not numbers:
             raise ValueError("a figure needs at least one value")
         for field in (*self.repeats, *self.range):
@@ -128,5 +129,10 @@ def load(path: str | Path) -> Card:
         raise SeatError(f"no reference card at {path}", f"cards: {known}") from None
     if not isinstance(data, dict):
         raise SeatError(f"{path}: a card is a mapping of fields")
-    return validate(Card, {**data, "name": path.stem}, path, "reference card",
-                    "fix the fields named above; bench/references/ holds working cards")
+    return validate(
+        Card,
+        {**data, "name": path.stem},
+        path,
+        "reference card",
+        "fix the fields named above; bench/references/ holds working cards",
+    )

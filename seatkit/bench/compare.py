@@ -24,35 +24,67 @@ from seatkit.errors import SeatError
 from seatkit.serve import what_runs
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
-CONDITIONS = ("model", "draft", "k", "draft_policy", "temperature", "content", "prompt", "context",
-              "padding", "output_tokens", "device", "host_settings", "image", "b12x_kernels",
-              "statistic", "model_lock")
+CONDITIONS = (
+    "model",
+    "draft",
+    "k",
+    "draft_policy",
+    "temperature",
+    "content",
+    "prompt",
+    "context",
+    "padding",
+    "output_tokens",
+    "device",
+    "host_settings",
+    "image",
+    "b12x_kernels",
+    "statistic",
+    "model_lock",
+)
 OPTIONAL = {"model_lock"}  # compared only when both sides record it (cards do not)
 UNKNOWN = "unknown"
 SUMMARY_BYTES = 64 * 1024 * 1024  # per-prompt figures of a long suite list
 # Conditions shown under another name.
 CONDITION_NOTES = {"b12x_kernels": "b12x kernels"}
-MOVES_TEXT = {"ms_per_step": "usually moves ms/step", "tokens_per_step": "usually moves tokens/step",
-              "both": "can move either factor"}
+MOVES_TEXT = {
+    "ms_per_step": "usually moves ms/step",
+    "tokens_per_step": "usually moves tokens/step",
+    "both": "can move either factor",
+}
 SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
 BENCH_SCHEMA = "seatkit.bench/2"  # run.SCHEMA; /1 summaries predate the withholding checks
 WHAT_MOVES = {
     "ms_per_step": "host settings (IOMMU, P2P registry keys, ReBAR, HMM), the "
-                   "interconnect, the image and its kernels, power limits and clocks",
+    "interconnect, the image and its kernels, power limits and clocks",
     "tokens_per_step": "content (code or prose), drafting policy and k, temperature, "
-                       "the model and its draft head, repetitive padding",
+    "the model and its draft head, repetitive padding",
 }
 # On a CPU seat no GPU host setting applies; a shared machine's load is the usual cause.
-WHAT_MOVES_CPU = {"ms_per_step": "on a CPU seat, load from other processes on a shared "
-                                 "machine (noise), threads and the CPU's clocks; GPU host settings "
-                                 "do not apply"}
+WHAT_MOVES_CPU = {
+    "ms_per_step": "on a CPU seat, load from other processes on a shared "
+    "machine (noise), threads and the CPU's clocks; GPU host settings "
+    "do not apply"
+}
 # Which factor a differing condition can move (both: it can move either).
-EXPLAINS = {"host_settings": "ms_per_step", "image": "ms_per_step", "b12x_kernels": "ms_per_step",
-            "device": "ms_per_step", "content": "both", "prompt": "both",
-            "draft": "tokens_per_step", "draft_policy": "tokens_per_step",
-            "temperature": "tokens_per_step", "padding": "tokens_per_step", "k": "both",
-            "model": "both", "context": "both", "output_tokens": "both", "statistic": "both",
-            "model_lock": "both"}
+EXPLAINS = {
+    "host_settings": "ms_per_step",
+    "image": "ms_per_step",
+    "b12x_kernels": "ms_per_step",
+    "device": "ms_per_step",
+    "content": "both",
+    "prompt": "both",
+    "draft": "tokens_per_step",
+    "draft_policy": "tokens_per_step",
+    "temperature": "tokens_per_step",
+    "padding": "tokens_per_step",
+    "k": "both",
+    "model": "both",
+    "context": "both",
+    "output_tokens": "both",
+    "statistic": "both",
+    "model_lock": "both",
+}
 HEADLINE = {"ms_per_step": "step time: the rig", "tokens_per_step": "acceptance (tokens/step)"}
 
 
@@ -104,14 +136,24 @@ def card_entries(card: cards.Card) -> list[Entry]:
             continue
         spread = {k: _relative_sd(v) for k, v in figure.repeats.items() if k in FACTORS}
         # A published min-max range spans about four standard deviations.
-        spread |= {k: (hi - lo) / 4 / ((hi + lo) / 2) for k, (lo, hi) in figure.range.items()
-                   if k in FACTORS}
+        spread |= {k: (hi - lo) / 4 / ((hi + lo) / 2) for k, (lo, hi) in figure.range.items() if k in FACTORS}
         derived = _derive(values)
         conditions = {**card.conditions_of(figure), "device": "gpu" if card.rig.get("gpus") else None}
         missing = {k: "not on the card" for k in FACTORS if k not in values}
         harness = figure.harness or card.harness
-        out.append(Entry(card.name, figure.id, f"{figure.id}: {figure.what}", conditions, values,
-                         spread, derived, missing, harness.model_dump() if harness else None))
+        out.append(
+            Entry(
+                card.name,
+                figure.id,
+                f"{figure.id}: {figure.what}",
+                conditions,
+                values,
+                spread,
+                derived,
+                missing,
+                harness.model_dump() if harness else None,
+            )
+        )
     return out
 
 
@@ -122,24 +164,35 @@ def run_entries(folder: Path) -> list[Entry]:
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise SeatError(f"{path} is not a file", "give the folder of a finished `seat bench run`") from None
     if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
-        raise SeatError(f"{folder} is a concurrency sweep: compare splits batch-1 runs",
-                        "compare two sweeps by their report.md tables, level by level")
+        raise SeatError(
+            f"{folder} is a concurrency sweep: compare splits batch-1 runs",
+            "compare two sweeps by their report.md tables, level by level",
+        )
     try:
         return _run_entries(folder, summary.check(data, str(path)))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise SeatError(f"{folder / 'summary.json'} is not a bench summary ({type(exc).__name__}: "
-                        f"{exc})", "give the folder of a finished `seat bench run`") from None
+        raise SeatError(
+            f"{folder / 'summary.json'} is not a bench summary ({type(exc).__name__}: {exc})",
+            "give the folder of a finished `seat bench run`",
+        ) from None
 
 
 def _run_entries(folder: Path, data: dict) -> list[Entry]:
     if data.get("schema") == SWEEP_SCHEMA:
-        raise SeatError(f"{folder} is a concurrency sweep: compare splits batch-1 runs",
-                        "compare two sweeps by their report.md tables, level by level")
+        raise SeatError(
+            f"{folder} is a concurrency sweep: compare splits batch-1 runs",
+            "compare two sweeps by their report.md tables, level by level",
+        )
     c = data["conditions"]
     schema = data.get("schema")
-    old = None if schema == BENCH_SCHEMA else (
-        f"{folder.name} is an older bench summary ({schema or 'no schema'}): its figures predate "
-        "the checks that withhold one whose inputs disagree; re-run it to trust them")
+    old = (
+        None
+        if schema == BENCH_SCHEMA
+        else (
+            f"{folder.name} is an older bench summary ({schema or 'no schema'}): its figures predate "
+            "the checks that withhold one whose inputs disagree; re-run it to trust them"
+        )
+    )
     out = []
     for suite, s in data["suites"].items():
         values = {k: s[k]["median"] for k in FACTORS if s.get(k)}
@@ -147,24 +200,43 @@ def _run_entries(folder: Path, data: dict) -> list[Entry]:
         if bad:
             raise ValueError(f"suite {suite}: {', '.join(bad)} not a positive number")
         spread = {k: s[k]["cv"] for k in FACTORS if s.get(k) and s[k]["cv"] is not None}
-        conditions = {"model": c.get("base_model") or c["model"], "draft": c.get("draft_model") or
-                      c.get("draft_method"), "k": c.get("k"), "draft_policy": c.get("draft_policy"),
-                      "temperature": c["sampling"].get("temperature"), "content": s["content"],
-                      "context": s.get("context", 0), "padding": s.get("padding"),
-                      "output_tokens": s.get("output_tokens"),
-                      "host_settings": c.get("host_settings"), "image": _image(c),
-                      "b12x_kernels": c.get("b12x_kernels"), "statistic": "median",
-                      "model_lock": _lock_text(c.get("model_locks")),
-                      "prompt": ", ".join(s.get("prompts") or {}) or None,
-                      "device": None if "gpus" not in c else ("gpu" if c["gpus"] else "cpu")}
+        conditions = {
+            "model": c.get("base_model") or c["model"],
+            "draft": c.get("draft_model") or c.get("draft_method"),
+            "k": c.get("k"),
+            "draft_policy": c.get("draft_policy"),
+            "temperature": c["sampling"].get("temperature"),
+            "content": s["content"],
+            "context": s.get("context", 0),
+            "padding": s.get("padding"),
+            "output_tokens": s.get("output_tokens"),
+            "host_settings": c.get("host_settings"),
+            "image": _image(c),
+            "b12x_kernels": c.get("b12x_kernels"),
+            "statistic": "median",
+            "model_lock": _lock_text(c.get("model_locks")),
+            "prompt": ", ".join(s.get("prompts") or {}) or None,
+            "device": None if "gpus" not in c else ("gpu" if c["gpus"] else "cpu"),
+        }
         withheld = s.get("withheld") or {}
         missing = {k: withheld.get(k, "not measured") for k in FACTORS if k not in values}
         # A factor the bench withheld stays withheld: its inputs disagreed, so no other two give it.
         derived = [] if set(withheld) & set(FACTORS) else _derive(values)
         missing = {k: why for k, why in missing.items() if k not in values}
-        out.append(Entry(folder.name, suite, what_runs.marked(suite, c, short=True), conditions,
-                         values, spread, derived, missing,
-                         matched=s.get("harness_figures") or {}, caveat=old))
+        out.append(
+            Entry(
+                folder.name,
+                suite,
+                what_runs.marked(suite, c, short=True),
+                conditions,
+                values,
+                spread,
+                derived,
+                missing,
+                matched=s.get("harness_figures") or {},
+                caveat=old,
+            )
+        )
     return out
 
 
@@ -194,22 +266,28 @@ def entries(source: str) -> list[Entry]:
     else:
         found = card_entries(cards.load(source))
     if hashed and not pick:  # `CARD#`: a pick left empty is a typo, never the whole side
-        raise SeatError(f"{source}#: no suite or figure named after the '#'",
-                        f"name one ({', '.join(e.key for e in found)}), or drop the '#' for all")
+        raise SeatError(
+            f"{source}#: no suite or figure named after the '#'",
+            f"name one ({', '.join(e.key for e in found)}), or drop the '#' for all",
+        )
     if not pick:
         return found
     chosen = [e for e in found if e.key == pick]
     if not chosen:
-        raise SeatError(f"{source} has no suite or figure {pick!r} with a decode figure to compare",
-                        f"these have one: {', '.join(e.key for e in found)}")
+        raise SeatError(
+            f"{source} has no suite or figure {pick!r} with a decode figure to compare",
+            f"these have one: {', '.join(e.key for e in found)}",
+        )
     return chosen
 
 
 def _pairs(a: list[Entry], b: list[Entry], by_suite: bool) -> list[tuple[Entry, Entry]]:
     """Like with like: by suite, else by content and context; sides with no content in common by
     context alone (code against prose)."""
-    keys = [lambda e: (e.conditions.get("content"), e.conditions.get("context") or 0),
-            lambda e: e.conditions.get("context") or 0]
+    keys = [
+        lambda e: (e.conditions.get("content"), e.conditions.get("context") or 0),
+        lambda e: e.conditions.get("context") or 0,
+    ]
     if by_suite:
         keys.insert(0, lambda e: e.key)
     for key in keys:
@@ -232,8 +310,11 @@ def _threshold(factor: str, a: Entry, b: Entry) -> tuple[float, str]:
     """How far a factor may move by chance: its own spread, else tok/s's, never under the floor."""
     own = _noise(factor, a, b)
     noise = own if own is not None else _noise("decode_tok_s", a, b)
-    source = "its own spread" if own is not None else \
-        ("the tok/s spread" if noise is not None else "the 1 % floor")
+    source = (
+        "its own spread"
+        if own is not None
+        else ("the tok/s spread" if noise is not None else "the 1 % floor")
+    )
     return max(noise or 0.0, MOVE_FLOOR), source
 
 
@@ -252,10 +333,15 @@ def _matched(x: Entry, y: Entry) -> tuple[Entry, Entry, str | None]:
         if figure is None:
             ldb = (h["tool"], h["mode"]) == ("llm_decode_bench", "sustained")  # CAVEATS.md says how
             counts = "TTFT gaps between restarts as decode" if ldb else "tokens its own way"
-            why = (f"refused: {card.label} is {h['tool']} {h['mode']} mode at C={h['concurrency']}, "
-                   f"whose figure counts {counts}; "
-                   + ("this run has no per-request record to rebuild it from (re-run it with this kit)"
-                      if name else "the kit cannot rebuild that harness's figure"))
+            why = (
+                f"refused: {card.label} is {h['tool']} {h['mode']} mode at C={h['concurrency']}, "
+                f"whose figure counts {counts}; "
+                + (
+                    "this run has no per-request record to rebuild it from (re-run it with this kit)"
+                    if name
+                    else "the kit cannot rebuild that harness's figure"
+                )
+            )
             return x, y, why
         values = dict(run.values, decode_tok_s=figure["decode_tok_s"])
         derived = [d for d in run.derived if d != "ms_per_step"]
@@ -263,10 +349,13 @@ def _matched(x: Entry, y: Entry) -> tuple[Entry, Entry, str | None]:
             values["ms_per_step"] = values["tokens_per_step"] / figure["decode_tok_s"] * 1000
             derived.append("ms_per_step")
         spread = {k: v for k, v in run.spread.items() if k == "tokens_per_step"}
-        matched = replace(run, values=values, derived=derived, spread=spread,
-                          label=f"{run.label} (as {name})")
-        note = (f"harness-matched: {run.label}'s tok/s as {name} would print it "
-                f"({figure['definition']}; prefix cache {figure['prefix_cache']})")
+        matched = replace(
+            run, values=values, derived=derived, spread=spread, label=f"{run.label} (as {name})"
+        )
+        note = (
+            f"harness-matched: {run.label}'s tok/s as {name} would print it "
+            f"({figure['definition']}; prefix cache {figure['prefix_cache']})"
+        )
         return (card, matched, note) if swap else (matched, card, note)
     return x, y, None
 
@@ -283,8 +372,10 @@ def _harness_caveat(x: Entry, y: Entry) -> str | None:
     a, b = _harness_text(x.harness), _harness_text(y.harness)
     if a == b:
         return None
-    return (f"the harnesses differ (A: {a}, B: {b}): their tok/s are not defined alike "
-            "(CAVEATS.md, Harnesses), so part of a step-time gap can be the harness, not the rig")
+    return (
+        f"the harnesses differ (A: {a}, B: {b}): their tok/s are not defined alike "
+        "(CAVEATS.md, Harnesses), so part of a step-time gap can be the harness, not the rig"
+    )
 
 
 def _explains(differing: list[str], factor: str) -> list[str]:
@@ -293,8 +384,13 @@ def _explains(differing: list[str], factor: str) -> list[str]:
 
 def _verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: list[str] = ()) -> dict:
     if all(abs(r - 1) < 1e-9 for r in ratios.values()):
-        return {"within_noise": True, "noise": _noise("decode_tok_s", a, b), "moved": [],
-                "same": True, "text": "the same: tok/s, tokens/step and ms/step are identical"}
+        return {
+            "within_noise": True,
+            "noise": _noise("decode_tok_s", a, b),
+            "moved": [],
+            "same": True,
+            "text": "the same: tok/s, tokens/step and ms/step are identical",
+        }
     log = {k: math.log(r) for k, r in ratios.items()}
     noise = _noise("decode_tok_s", a, b)
     gap = apart(ratios["decode_tok_s"])
@@ -304,12 +400,17 @@ def _verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: list[str] 
     limits = {f: _threshold(f, a, b) for f in ("tokens_per_step", "ms_per_step")}
     moved = [f for f, (limit, _) in limits.items() if apart(ratios[f]) > limit]
     if noise is not None and gap <= noise and not moved:
-        return {"within_noise": True, "noise": noise, "moved": [],
-                "text": f"within noise: {gap:.1%} apart, spread allows {noise:.1%}"}
+        return {
+            "within_noise": True,
+            "noise": noise,
+            "moved": [],
+            "text": f"within noise: {gap:.1%} apart, spread allows {noise:.1%}",
+        }
     # Each factor's part of log(tok/s ratio): + log tokens/step ratio, - log ms/step ratio.
     parts = {"tokens_per_step": log["tokens_per_step"], "ms_per_step": -log["ms_per_step"]}
-    shares = {f: p / log["decode_tok_s"] if abs(log["decode_tok_s"]) > 1e-12 else None
-              for f, p in parts.items()}
+    shares = {
+        f: p / log["decode_tok_s"] if abs(log["decode_tok_s"]) > 1e-12 else None for f, p in parts.items()
+    }
     factor = max(parts, key=lambda f: abs(parts[f]))
     if noise is None:
         lead = f"tok/s {gap:.1%} apart (neither side gives a spread)"
@@ -326,9 +427,13 @@ def _verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: list[str] 
     said = []
     for f in named:
         limit, source = limits[f]
-        share = ("none of it (the factors cancel)" if shares[f] is None else
-                 f"{shares[f]:.0%} of the gap" if shares[f] >= 0 else
-                 f"{shares[f]:.0%} of the gap: it works against it")
+        share = (
+            "none of it (the factors cancel)"
+            if shares[f] is None
+            else f"{shares[f]:.0%} of the gap"
+            if shares[f] >= 0
+            else f"{shares[f]:.0%} of the gap: it works against it"
+        )
         # Symmetric like tok/s: the same size whichever side is A, the direction named.
         side = f"{apart(ratios[f]):.1%} apart, {'higher' if ratios[f] > 1 else 'lower'} on A"
         how = f"moved: {side} (beyond {source}, {limit:.1%})" if f in moved else side
@@ -344,11 +449,19 @@ def _verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: list[str] 
     if "content" in differing:
         if factor == "tokens_per_step":
             headline = "acceptance: the text, not the rig"
-        headline += (f" (content differs: {a.conditions.get('content')} vs "
-                     f"{b.conditions.get('content')}, and content usually moves tokens/step)")
-    return {"within_noise": False, "noise": noise, "moved": moved, "factor": factor,
-            "share": shares[factor], "shares": shares,
-            "text": f"{headline}. {lead}. " + ". ".join(said)}
+        headline += (
+            f" (content differs: {a.conditions.get('content')} vs "
+            f"{b.conditions.get('content')}, and content usually moves tokens/step)"
+        )
+    return {
+        "within_noise": False,
+        "noise": noise,
+        "moved": moved,
+        "factor": factor,
+        "share": shares[factor],
+        "shares": shares,
+        "text": f"{headline}. {lead}. " + ". ".join(said),
+    }
 
 
 def split(x: Entry, y: Entry, differing: list[str] = ()) -> dict:
@@ -357,15 +470,24 @@ def split(x: Entry, y: Entry, differing: list[str] = ()) -> dict:
     out: dict = {"ratios": {k: x.values[k] / y.values[k] for k in common}}
     if "decode_tok_s" in out["ratios"] and len(common) == 3:
         r = out["ratios"]
-        out["log_split"] = {"tok_s": math.log(r["decode_tok_s"]),
-                            "tokens_per_step": math.log(r["tokens_per_step"]),
-                            "minus_ms_per_step": -math.log(r["ms_per_step"])}
+        out["log_split"] = {
+            "tok_s": math.log(r["decode_tok_s"]),
+            "tokens_per_step": math.log(r["tokens_per_step"]),
+            "minus_ms_per_step": -math.log(r["ms_per_step"]),
+        }
         out["verdict"] = _verdict(r, x, y, differing)
     else:
-        lacking = [f"{side} gives no {_name(k)} ({e.missing.get(k, 'not given')})"
-                   for side, e in (("A", x), ("B", y)) for k in FACTORS[1:] if k not in e.values]
-        gap = (f"tok/s {apart(out['ratios']['decode_tok_s']):.1%} apart, not split: "
-               if "decode_tok_s" in out["ratios"] else "not split: ")
+        lacking = [
+            f"{side} gives no {_name(k)} ({e.missing.get(k, 'not given')})"
+            for side, e in (("A", x), ("B", y))
+            for k in FACTORS[1:]
+            if k not in e.values
+        ]
+        gap = (
+            f"tok/s {apart(out['ratios']['decode_tok_s']):.1%} apart, not split: "
+            if "decode_tok_s" in out["ratios"]
+            else "not split: "
+        )
         out["verdict"] = {"text": gap + "; ".join(lacking)}
     return out
 
@@ -405,16 +527,20 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
     pairs = _pairs(left, right, by_suite)
     listed = {k: f"{_side(left, k)} vs {_side(right, k)}" for k in CONDITIONS}
     # Unpaired sides differ wherever their listed values do.
-    differing = {} if pairs else {k: [text] for k, text in listed.items()
-                                  if _side(left, k) != _side(right, k)}
+    differing = (
+        {} if pairs else {k: [text] for k, text in listed.items() if _side(left, k) != _side(right, k)}
+    )
     # A model one side does not name cannot be shown to be the same.
     if any(e.conditions.get("model") is None for e in left + right):
         differing["model"] = [listed["model"]]
     rows = []
     for x, y in pairs:
-        diff = {k: f"{_said(x.conditions.get(k))} vs {_said(y.conditions.get(k))}" for k in CONDITIONS
-                if x.conditions.get(k) != y.conditions.get(k)
-                and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))}
+        diff = {
+            k: f"{_said(x.conditions.get(k))} vs {_said(y.conditions.get(k))}"
+            for k in CONDITIONS
+            if x.conditions.get(k) != y.conditions.get(k)
+            and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))
+        }
         for k, text in diff.items():
             name = CONDITION_NOTES.get(k, k)
             note = "" if k == "model" else MOVES_TEXT.get(EXPLAINS.get(k), "")  # refused anyway
@@ -424,49 +550,77 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
                 differing[name].append(text)
         x, y, harness = _matched(x, y)
         if isinstance(harness, str) and harness.startswith("refused"):
-            rows.append({"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
-                         "a_values": x.values, "b_values": y.values,
-                         "derived": {"a": x.derived, "b": y.derived}, "ratios": {},
-                         "missing": {"a": x.missing, "b": y.missing}, "harness": harness,
-                         "verdict": {"text": harness}})
+            rows.append(
+                {
+                    "a": x.label,
+                    "b": y.label,
+                    "conditions_differ": sorted(diff),
+                    "a_values": x.values,
+                    "b_values": y.values,
+                    "derived": {"a": x.derived, "b": y.derived},
+                    "ratios": {},
+                    "missing": {"a": x.missing, "b": y.missing},
+                    "harness": harness,
+                    "verdict": {"text": harness},
+                }
+            )
             continue
-        row = {"a": x.label, "b": y.label, "conditions_differ": sorted(diff),
-               "a_values": x.values, "b_values": y.values,
-               "derived": {"a": x.derived, "b": y.derived}, **split(x, y, sorted(diff)),
-               "missing": {"a": x.missing, "b": y.missing}, "harness": harness}
+        row = {
+            "a": x.label,
+            "b": y.label,
+            "conditions_differ": sorted(diff),
+            "a_values": x.values,
+            "b_values": y.values,
+            "derived": {"a": x.derived, "b": y.derived},
+            **split(x, y, sorted(diff)),
+            "missing": {"a": x.missing, "b": y.missing},
+            "harness": harness,
+        }
         for caveat in (x.caveat, y.caveat, _harness_caveat(x, y)):
             if caveat:
                 row["verdict"]["text"] += f". Caveat: {caveat}"
         rows.append(row)
     refused = None
     if "model" in differing and not force:
-        refused = (f"refused: the two sides are different models, or one does not say which "
-                   f"({'; '.join(differing['model'])}); a model moves both factors, so their gap "
-                   "says nothing about either rig. --force compares them anyway, factor by factor")
+        refused = (
+            f"refused: the two sides are different models, or one does not say which "
+            f"({'; '.join(differing['model'])}); a model moves both factors, so their gap "
+            "says nothing about either rig. --force compares them anyway, factor by factor"
+        )
     if not pairs:
-        refused = refused or ("nothing to compare: no suite or figure of one side matches the other's "
-                              "content and context")
+        refused = refused or (
+            "nothing to compare: no suite or figure of one side matches the other's content and context"
+        )
     return Comparison(a, b, rows if not refused else [], differing, listed, refused)
 
 
 def markdown(c: Comparison) -> str:
     lines = [f"# Compare: A = {c.a}, B = {c.b}", "", "## Conditions (A vs B)", ""]
-    lines += [f"- {k}: {v}" + (" (differs)" if k in c.differing else "")
-              for k, v in c.conditions.items()]
+    lines += [f"- {k}: {v}" + (" (differs)" if k in c.differing else "") for k, v in c.conditions.items()]
     lines += ["", "## Conditions that differ", ""]
     lines += [f"- {k}: {'; '.join(v)}" for k, v in c.differing.items()] or ["- none"]
     if c.refused:
         return "\n".join(lines + ["", c.refused]) + "\n"
-    lines += ["", "| A | B | tok/s A / B (ratio) | tokens/step A / B (ratio) | ms/step A / B (ratio) "
-              "| verdict |", "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| A | B | tok/s A / B (ratio) | tokens/step A / B (ratio) | ms/step A / B (ratio) | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in c.rows:
-        lines.append(f"| {row['a']} | {row['b']} | " + " | ".join(cells(row))
-                     + f" | {row['verdict']['text']} |")
-    matched = [f"- {row['harness']}" for row in c.rows
-               if row.get("harness") and not row["harness"].startswith("refused")]
+        lines.append(
+            f"| {row['a']} | {row['b']} | " + " | ".join(cells(row)) + f" | {row['verdict']['text']} |"
+        )
+    matched = [
+        f"- {row['harness']}"
+        for row in c.rows
+        if row.get("harness") and not row["harness"].startswith("refused")
+    ]
     lines += [""] + matched if matched else []
-    lines += ["", "\\* derived from the other two factors (tok/s = tokens per step / step time). "
-              "– : the side does not give it (the verdict says why). " + APART]
+    lines += [
+        "",
+        "\\* derived from the other two factors (tok/s = tokens per step / step time). "
+        "– : the side does not give it (the verdict says why). " + APART,
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -477,8 +631,10 @@ def cells(row: dict) -> list[str]:
     """Each factor as `A / B (ratio)`; '–' where a side lacks it, '*' where it was derived."""
     out = []
     for k in FACTORS:
-        shown = [f"{v:.2f}" + ("*" if k in row["derived"][side] else "") if v is not None else "–"
-                 for side, v in (("a", row["a_values"].get(k)), ("b", row["b_values"].get(k)))]
+        shown = [
+            f"{v:.2f}" + ("*" if k in row["derived"][side] else "") if v is not None else "–"
+            for side, v in (("a", row["a_values"].get(k)), ("b", row["b_values"].get(k)))
+        ]
         ratio = f" ({row['ratios'][k]:.3f})" if k in row["ratios"] else ""
         out.append(f"{shown[0]} / {shown[1]}{ratio}")
     return out

@@ -31,7 +31,7 @@ def _ratio(a: float, b: float) -> float | None:
 def repetition(text: str, width: int = 4) -> float:
     """Share of repeated word shingles: 0 for text that never repeats, near 1 for a loop."""
     words = re.findall(r"\S+", text)
-    shingles = [tuple(words[i:i + width]) for i in range(len(words) - width + 1)]
+    shingles = [tuple(words[i : i + width]) for i in range(len(words) - width + 1)]
     return 1 - len(set(shingles)) / len(shingles) if shingles else 0.0
 
 
@@ -53,9 +53,17 @@ def _cache_state(hits: float | None, queries: float | None) -> str:
     return "warm" if hits > 0 else ("cold" if queries is not None else "unknown")
 
 
-COUNTER_FIGURES = ("tokens_per_step", "ms_per_step", "drafter_tokens_per_step", "cut_by_max_tokens",
-                   "itl_ms_per_step", "accepted_per_drafted_step", "tokens_per_drafted_step",
-                   "draft_acceptance", "steps_without_drafts")
+COUNTER_FIGURES = (
+    "tokens_per_step",
+    "ms_per_step",
+    "drafter_tokens_per_step",
+    "cut_by_max_tokens",
+    "itl_ms_per_step",
+    "accepted_per_drafted_step",
+    "tokens_per_drafted_step",
+    "draft_acceptance",
+    "steps_without_drafts",
+)
 
 
 def _disagreement(v: dict, steps_from: str, decode_tokens: int, k: int | None) -> str | None:
@@ -66,14 +74,23 @@ def _disagreement(v: dict, steps_from: str, decode_tokens: int, k: int | None) -
         return None
     said = f"steps + accepted drafts give {steps + accepted:g} decode tokens, the stream {decode_tokens}"
     if steps_from == "drafts" and excess < 0:
-        return (f"{said}: without the inter-token histogram the steps are the drafts counter, and "
-                "steps that drafted nothing (ngram with no match) are not in it")
-    return (f"{said}: the spec-decode counters are not this request's alone (a server that "
-            "publishes them on a period, or counts differently)")
+        return (
+            f"{said}: without the inter-token histogram the steps are the drafts counter, and "
+            "steps that drafted nothing (ngram with no match) are not in it"
+        )
+    return (
+        f"{said}: the spec-decode counters are not this request's alone (a server that "
+        "publishes them on a period, or counts differently)"
+    )
 
 
-DRAFT_FIGURES = ("draft_acceptance", "accepted_per_drafted_step", "tokens_per_drafted_step",
-                 "steps_without_drafts", "drafted_length")
+DRAFT_FIGURES = (
+    "draft_acceptance",
+    "accepted_per_drafted_step",
+    "tokens_per_drafted_step",
+    "steps_without_drafts",
+    "drafted_length",
+)
 
 
 def _draft_disagreement(v: dict, per_position: list[float], steps: float) -> str | None:
@@ -82,16 +99,24 @@ def _draft_disagreement(v: dict, per_position: list[float], steps: float) -> str
     position accepted at most once per draft."""
     drafts, drafted = v.get("drafts") or 0, v.get("draft_tokens") or 0
     accepted = v.get("accepted") or 0
-    if 0 <= drafts <= steps and 0 <= accepted <= drafted and \
-            all(0 <= p <= drafts for p in per_position):
+    if 0 <= drafts <= steps and 0 <= accepted <= drafted and all(0 <= p <= drafts for p in per_position):
         return None
-    return (f"the drafts counters moved impossibly ({drafts:g} drafts of {drafted:g} tokens, "
-            f"{accepted:g} accepted, in {steps:g} steps): reset or not this request's alone")
+    return (
+        f"the drafts counters moved impossibly ({drafts:g} drafts of {drafted:g} tokens, "
+        f"{accepted:g} accepted, in {steps:g} steps): reset or not this request's alone"
+    )
 
 
-def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: float,
-            prompt_tokens: int, first_event_tokens: int | None = None, k: int | None = None,
-            reused_salt: bool = False) -> dict:
+def factors(
+    delta: Snapshot,
+    completion_tokens: int,
+    ttft_s: float,
+    last_s: float,
+    prompt_tokens: int,
+    first_event_tokens: int | None = None,
+    k: int | None = None,
+    reused_salt: bool = False,
+) -> dict:
     """Every derived quantity of one request; None where the counters cannot give it, with the
     reason in `withheld` where its inputs disagree. `sources` names each figure's clock and source.
     `reused_salt`: the request repeated the one before it, cache_salt and all (meant to be warm).
@@ -118,8 +143,11 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
     steps = v.get("steps") or drafts
     client_rate = _ratio(client_decode_tokens, client_decode_s)
     out = {
-        "completion_tokens": n, "prompt_tokens": prompt_tokens, "decode_tokens": decode_tokens,
-        "ttft_ms": first_token_s * 1000, "client_ttft_ms": ttft_s * 1000,
+        "completion_tokens": n,
+        "prompt_tokens": prompt_tokens,
+        "decode_tokens": decode_tokens,
+        "ttft_ms": first_token_s * 1000,
+        "client_ttft_ms": ttft_s * 1000,
         "ttft_source": "server" if server_ttft is not None else "client",
         "decode_ms": decode_s * 1000,
         "timing_source": "server" if server_decode_s else "client",
@@ -127,9 +155,13 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
         "client_decode_tok_s": client_rate,
         "prefill_tok_s": _ratio(prompt_tokens, first_token_s),
         "first_event_tokens": first_event_tokens,
-        "prefix_cache": cache, "prefix_cache_hit_tokens": hits, "prefix_cache_query_tokens": queries,
+        "prefix_cache": cache,
+        "prefix_cache_hit_tokens": hits,
+        "prefix_cache_query_tokens": queries,
         "warm_ttft_ms": None,
-        "drafts": drafts, "draft_tokens": draft_tokens, "accepted": accepted,
+        "drafts": drafts,
+        "draft_tokens": draft_tokens,
+        "accepted": accepted,
         "accepted_per_position": [delta.per_position[i] for i in sorted(delta.per_position)],
         "decode_steps": steps,
         # Each step delivers at least one token: other step counts are counters that lie.
@@ -137,13 +169,17 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
         "withheld": withheld,
     }
     if held and out["ttft_source"] == "client":
-        why = (f"the first event carried {held} tokens: the first token was held for a decode "
-               "step, so the client's TTFT is late by that step")
+        why = (
+            f"the first event carried {held} tokens: the first token was held for a decode "
+            "step, so the client's TTFT is late by that step"
+        )
         withheld.update(ttft_ms=why, prefill_tok_s=why)
         out.update(ttft_ms=None, prefill_tok_s=None)
     if cache == "unknown" and reused_salt:  # likely a hit, and nothing to tell: not cold either
-        why = ("the request had the cache_salt of the request before and no prefix-cache counter "
-               "counted it: it may be a prefix-cache hit")
+        why = (
+            "the request had the cache_salt of the request before and no prefix-cache counter "
+            "counted it: it may be a prefix-cache hit"
+        )
         withheld.update(ttft_ms=why, prefill_tok_s=why)
         out.update(ttft_ms=None, prefill_tok_s=None)
     if cache == "warm":  # a prefix-cache hit: a warm TTFT, never the cold figure
@@ -151,48 +187,58 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
         out["warm_ttft_ms"] = out["ttft_ms"]
         withheld.update(ttft_ms=why, prefill_tok_s=why)
         out.update(ttft_ms=None, prefill_tok_s=None)
-    out["client_vs_server"] = (_ratio(out["client_decode_tok_s"], out["decode_tok_s"])
-                               if server_decode_s else None)
+    out["client_vs_server"] = (
+        _ratio(out["client_decode_tok_s"], out["decode_tok_s"]) if server_decode_s else None
+    )
     out["sources"] = {
-        "decode_tok_s": ("server clock (request decode time)" if server_decode_s
-                         else "client clock (stream)") + ", stream's token count",
-        "ttft_ms": "server clock (TTFT histogram)" if server_ttft is not None
-                   else "client clock (stream)",
+        "decode_tok_s": ("server clock (request decode time)" if server_decode_s else "client clock (stream)")
+        + ", stream's token count",
+        "ttft_ms": "server clock (TTFT histogram)" if server_ttft is not None else "client clock (stream)",
         "tokens_per_step": f"stream's token count / {steps_from}",
         "ms_per_step": "decode tok/s and tokens/step",
         "draft_acceptance": "spec-decode counters",
-        "prefix_cache": "no prefix-cache counters" if hits is None else "prefix-cache counters"
-                        if cache != "unknown" else "prefix-cache counters that did not count our "
-                        "prompt (frozen, reset or inconsistent): cache state unknown"}
+        "prefix_cache": "no prefix-cache counters"
+        if hits is None
+        else "prefix-cache counters"
+        if cache != "unknown"
+        else "prefix-cache counters that did not count our "
+        "prompt (frozen, reset or inconsistent): cache state unknown",
+    }
     if not out["decomposition"]:
         if delta.has_spec:  # counters that exist but moved impossibly: say so on the row
-            why = (f"the step counters moved by {steps or 0:g} during a request of {decode_tokens} "
-                   "decode tokens: they are not this request's alone (a server that publishes "
-                   "them on a period, or counts differently)")
+            why = (
+                f"the step counters moved by {steps or 0:g} during a request of {decode_tokens} "
+                "decode tokens: they are not this request's alone (a server that publishes "
+                "them on a period, or counts differently)"
+            )
             withheld.update({name: why for name in COUNTER_FIGURES})
         return out
     disagreement = _disagreement(v, "steps" if v.get("steps") else "drafts", decode_tokens, k)
     per_pos = out["accepted_per_position"]
     unconditional = [a / drafts for a in per_pos] if drafts else []  # no drafts: no curve
-    conditional = [u / prev if u is not None and prev else None
-                   for u, prev in zip(unconditional, [1.0] + unconditional[:-1])]
+    conditional = [
+        u / prev if u is not None and prev else None
+        for u, prev in zip(unconditional, [1.0] + unconditional[:-1])
+    ]
     tokens_per_step = decode_tokens / steps
-    out.update({
-        "accepted_per_drafted_step": _ratio(accepted, drafts),
-        "tokens_per_drafted_step": 1 + accepted / drafts if drafts else None,
-        "tokens_per_step": tokens_per_step,
-        "drafter_tokens_per_step": 1 + accepted / steps,
-        "cut_by_max_tokens": steps + accepted - decode_tokens,
-        "itl_ms_per_step": _ratio(v.get("step_seconds", 0) * 1000, steps),
-        "drafted_length": _ratio(draft_tokens, drafts),
-        "draft_acceptance": _ratio(accepted, draft_tokens),
-        "acceptance_unconditional": unconditional,
-        "acceptance_conditional": conditional,
-        "steps_without_drafts": steps - (drafts or 0),
-        # tok/s = tokens/step / s/step, exactly, whichever clock timed the decode
-        "ms_per_step": tokens_per_step / out["decode_tok_s"] * 1000 if out["decode_tok_s"] else None,
-        "counters_vs_usage": _ratio(steps + accepted, decode_tokens),
-    })
+    out.update(
+        {
+            "accepted_per_drafted_step": _ratio(accepted, drafts),
+            "tokens_per_drafted_step": 1 + accepted / drafts if drafts else None,
+            "tokens_per_step": tokens_per_step,
+            "drafter_tokens_per_step": 1 + accepted / steps,
+            "cut_by_max_tokens": steps + accepted - decode_tokens,
+            "itl_ms_per_step": _ratio(v.get("step_seconds", 0) * 1000, steps),
+            "drafted_length": _ratio(draft_tokens, drafts),
+            "draft_acceptance": _ratio(accepted, draft_tokens),
+            "acceptance_unconditional": unconditional,
+            "acceptance_conditional": conditional,
+            "steps_without_drafts": steps - (drafts or 0),
+            # tok/s = tokens/step / s/step, exactly, whichever clock timed the decode
+            "ms_per_step": tokens_per_step / out["decode_tok_s"] * 1000 if out["decode_tok_s"] else None,
+            "counters_vs_usage": _ratio(steps + accepted, decode_tokens),
+        }
+    )
     drafts_wrong = _draft_disagreement(v, per_pos, steps)
     if drafts_wrong and not disagreement:
         withheld.update({name: drafts_wrong for name in DRAFT_FIGURES})
@@ -205,16 +251,24 @@ def factors(delta: Snapshot, completion_tokens: int, ttft_s: float, last_s: floa
     return out
 
 
-def exclusivity(delta: Snapshot, completion_tokens: int, prompt_tokens: int,
-                finish_reason: str | None, expected_reason: str,
-                peak_running: float, peak_waiting: float, final_tokens: int | None = None) -> list[str]:
+def exclusivity(
+    delta: Snapshot,
+    completion_tokens: int,
+    prompt_tokens: int,
+    finish_reason: str | None,
+    expected_reason: str,
+    peak_running: float,
+    peak_waiting: float,
+    final_tokens: int | None = None,
+) -> list[str]:
     """Why the counter deltas may hold another request; empty when ours was alone. The server's
     count may match the stream's or its own final usage (which can differ: see usage_note)."""
     problems = []
     finished = sum(delta.success.values())
     if finished != 1 or delta.success.get(expected_reason, 0) != 1:
-        problems.append(f"{finished:g} requests finished during ours (expected 1 with reason "
-                        f"{expected_reason})")
+        problems.append(
+            f"{finished:g} requests finished during ours (expected 1 with reason {expected_reason})"
+        )
     if finish_reason != expected_reason:
         problems.append(f"our finish reason was {finish_reason}, expected {expected_reason}")
     generated = delta.values.get("generation_tokens")
@@ -232,8 +286,10 @@ def usage_note(streamed: int | None, final: int) -> str | None:
     """The stream's running usage against its final usage; None when they agree or one is missing."""
     if streamed is None or streamed == final:
         return None
-    return (f"the final usage says {final} tokens, the stream's running usage {streamed}: the "
-            "stream's count is used")
+    return (
+        f"the final usage says {final} tokens, the stream's running usage {streamed}: the "
+        "stream's count is used"
+    )
 
 
 def alarms(f: dict, k: int | None, text: str, method: str | None = None) -> dict[str, str]:
@@ -241,8 +297,10 @@ def alarms(f: dict, k: int | None, text: str, method: str | None = None) -> dict
     what each means)."""
     out = {}
     if not f["decomposition"]:
-        out["no-decomposition"] = ("no speculative-decoding counters in /metrics, or a step count "
-                                   "outside 1..decode tokens: the two factors are unavailable")
+        out["no-decomposition"] = (
+            "no speculative-decoding counters in /metrics, or a step count "
+            "outside 1..decode tokens: the two factors are unavailable"
+        )
         return out
     if f["prompt_tokens"] >= 4096 and f["draft_acceptance"] is not None and f["draft_acceptance"] < 0.02:
         out["zero-acceptance"] = "acceptance near 0 at long context: the drafter may see zero-filled drafts"
@@ -251,13 +309,17 @@ def alarms(f: dict, k: int | None, text: str, method: str | None = None) -> dict
     if k and drafted is not None and abs(drafted - k) > 0.01 and not (method == "ngram" and drafted < k):
         out["drafted-length"] = f"drafted length {drafted:.2f} differs from k={k}"
     if f["client_vs_server"] and abs(f["client_vs_server"] - 1) > CLIENT_TOLERANCE:
-        out["client-bursts"] = (f"the stream reached the client in bursts (client-timed "
-                                f"{f['client_decode_tok_s']:.0f} tok/s against the server's "
-                                f"{f['decode_tok_s']:.0f}): the server's timing is used")
+        out["client-bursts"] = (
+            f"the stream reached the client in bursts (client-timed "
+            f"{f['client_decode_tok_s']:.0f} tok/s against the server's "
+            f"{f['decode_tok_s']:.0f}): the server's timing is used"
+        )
     score = repetition(text)
     if score > 0.5 and (f["draft_acceptance"] or 0) > 0.9:
-        out["loop"] = (f"output loops (repetition {score:.2f}) with {f['draft_acceptance']:.0%} "
-                       "acceptance: the speed is flattered")
+        out["loop"] = (
+            f"output loops (repetition {score:.2f}) with {f['draft_acceptance']:.0%} "
+            "acceptance: the speed is flattered"
+        )
     if "tokens_per_step" in f["withheld"]:
         out["counters-vs-usage"] = f"{f['withheld']['tokens_per_step']}; tokens/step and ms/step withheld"
     return out

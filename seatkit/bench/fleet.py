@@ -13,16 +13,17 @@ import json
 import math
 import socket
 import statistics
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 from urllib.parse import urlsplit
 
 import requests
 
-from seatkit.bench import run as bench_run, target as bench_target
+from seatkit import text
+from seatkit.bench import run as bench_run
+from seatkit.bench import target as bench_target
 from seatkit.bench.run import Options, RunDir
 from seatkit.bench.workload import Prompt
-from seatkit import text
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.serve import client, what_runs
@@ -32,9 +33,9 @@ FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 MOVE_FLOOR = 0.02  # a factor never counts as moved by less than 2 %
 CAUSES = {
     "ms_per_step": "step time: this node's host settings (IOMMU, P2P keys, ReBAR, HMM), its "
-                   "PCIe links, power or clocks; run `seat doctor` there",
+    "PCIe links, power or clocks; run `seat doctor` there",
     "tokens_per_step": "acceptance: a different image, model revision or draft config on this "
-                       "seat; compare its image labels and model lock with the others'",
+    "seat; compare its image labels and model lock with the others'",
 }
 
 
@@ -50,13 +51,17 @@ def seat_urls(addresses: list[str]) -> list[str]:
             continue
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise SeatError(f"{address!r} is neither a URL nor HOST:PORT",
-                            "give http://HOST:PORT, or a headless Service as NAME.NAMESPACE.svc:PORT")
+            raise SeatError(
+                f"{address!r} is neither a URL nor HOST:PORT",
+                "give http://HOST:PORT, or a headless Service as NAME.NAMESPACE.svc:PORT",
+            )
         try:
             found = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
         except socket.gaierror as exc:
-            raise SeatError(f"{host} does not resolve: {exc.strerror}",
-                            "check the Service name and namespace, or give URLs") from None
+            raise SeatError(
+                f"{host} does not resolve: {exc.strerror}",
+                "check the Service name and namespace, or give URLs",
+            ) from None
         for family, *_, sockaddr in found:
             if family != found[0][0]:  # a dual-stack name lists each seat once per family
                 continue
@@ -85,9 +90,10 @@ def served_model(url: str, headers: dict) -> str:
 
 def _figures(summary: dict) -> dict[str, dict]:
     """Per suite: each factor's median and spread (coefficient of variation)."""
-    return {suite: {f: {"median": s[f]["median"], "cv": s[f]["cv"] or 0.0}
-                    for f in FACTORS if s.get(f)}
-            for suite, s in summary["suites"].items()}
+    return {
+        suite: {f: {"median": s[f]["median"], "cv": s[f]["cv"] or 0.0} for f in FACTORS if s.get(f)}
+        for suite, s in summary["suites"].items()
+    }
 
 
 def judge(seats: list[dict]) -> list[dict]:
@@ -98,20 +104,28 @@ def judge(seats: list[dict]) -> list[dict]:
         present = [seat for seat in seats if set(FACTORS) <= set(seat["figures"].get(suite, {}))]
         if not present:  # no /metrics counters on any seat: tok/s alone, nothing to decompose
             continue
-        fleet = {f: statistics.median(seat["figures"][suite][f]["median"] for seat in present)
-                 for f in FACTORS}
-        typical_cv = {f: statistics.median(seat["figures"][suite][f]["cv"] for seat in present)
-                      for f in FACTORS}
+        fleet = {
+            f: statistics.median(seat["figures"][suite][f]["median"] for seat in present) for f in FACTORS
+        }
+        typical_cv = {
+            f: statistics.median(seat["figures"][suite][f]["cv"] for seat in present) for f in FACTORS
+        }
         for seat in present:
             figures = seat["figures"][suite]
             ratios = {f: figures[f]["median"] / fleet[f] for f in FACTORS}
-            allowed = {f: max(2 * math.hypot(figures[f]["cv"], typical_cv[f]), MOVE_FLOOR)
-                       for f in FACTORS}
+            allowed = {f: max(2 * math.hypot(figures[f]["cv"], typical_cv[f]), MOVE_FLOOR) for f in FACTORS}
             moved = [f for f in FACTORS if abs(ratios[f] - 1) > allowed[f]]
-            verdicts.append({"seat": seat["url"], "suite": suite, "ratios": ratios,
-                             "allowed": allowed, "moved": moved,
-                             "outside": bool(moved) and len(present) >= 3,
-                             "text": _text(ratios, moved, len(present))})
+            verdicts.append(
+                {
+                    "seat": seat["url"],
+                    "suite": suite,
+                    "ratios": ratios,
+                    "allowed": allowed,
+                    "moved": moved,
+                    "outside": bool(moved) and len(present) >= 3,
+                    "text": _text(ratios, moved, len(present)),
+                }
+            )
     return verdicts
 
 
@@ -126,24 +140,37 @@ def _text(ratios: dict[str, float], moved: list[str], seats: int) -> str:
         if factor in moved:
             part = math.log(ratios[factor]) * (1 if factor == "tokens_per_step" else -1)
             share = f", {part / gap:.0%} of the tok/s gap" if gap else ""
-            named.append(f"{factor.replace('_', ' ')} {ratios[factor] - 1:+.1%} of the fleet's"
-                         f"{share}: {CAUSES[factor]}")
+            named.append(
+                f"{factor.replace('_', ' ')} {ratios[factor] - 1:+.1%} of the fleet's"
+                f"{share}: {CAUSES[factor]}"
+            )
     if not named:
-        return f"tok/s {ratios['decode_tok_s'] - 1:+.1%} of the fleet's, neither factor alone beyond its spread"
+        return (
+            f"tok/s {ratios['decode_tok_s'] - 1:+.1%} of the fleet's, neither factor alone beyond its spread"
+        )
     return "; ".join(named)
 
 
-def bench_fleet(urls: list[str], model: str | None, k: int | None, api_key: str | None,
-                prompts: list[Prompt], options: Options, out_root: Path,
-                progress: Callable[[str], None] = lambda m: None) -> tuple[dict, Path]:
+def bench_fleet(
+    urls: list[str],
+    model: str | None,
+    k: int | None,
+    api_key: str | None,
+    prompts: list[Prompt],
+    options: Options,
+    out_root: Path,
+    progress: Callable[[str], None] = lambda m: None,
+) -> tuple[dict, Path]:
     """Bench every seat in turn into out_root/<time>-fleet/<time>-seatN/; returns the summary."""
     targets = [bench_target.of_url(url, model or "", k, api_key) for url in urls]
     for target in targets:
         target.model = model or served_model(target.url, target.headers)
     if len({target.model for target in targets}) > 1:  # before any bench: no fleet to compare
-        raise SeatError("the seats serve different models: " + ", ".join(
-                            f"{target.url} serves {target.model}" for target in targets),
-                        "a fleet is identical seats: bench the odd seats apart, or redeploy them")
+        raise SeatError(
+            "the seats serve different models: "
+            + ", ".join(f"{target.url} serves {target.model}" for target in targets),
+            "a fleet is identical seats: bench the odd seats apart, or redeploy them",
+        )
     folder = bench_run.new_folder(out_root, "fleet")
     seats: list[dict] = []
     result = _write(folder, seats)
@@ -157,13 +184,22 @@ def bench_fleet(urls: list[str], model: str | None, k: int | None, api_key: str 
         try:
             summary = bench_run.bench(target, prompts, options, run_dir, progress=say)
         except Exception as exc:  # noqa: BLE001 - one bad seat must not lose the others' figures
-            why = exc.message if isinstance(exc, SeatError) else \
-                f"{type(exc).__name__}: {exc} (a bug in the kit: please report it)"
+            why = (
+                exc.message
+                if isinstance(exc, SeatError)
+                else f"{type(exc).__name__}: {exc} (a bug in the kit: please report it)"
+            )
             say(f"failed: {why}")
             seats.append({**seat, "error": text.one_line(why), "discarded": 0, "figures": {}})
         else:
-            seats.append({**seat, "discarded": summary["discarded"], "figures": _figures(summary),
-                          **{k: v for k, v in summary["conditions"].items() if k == "unverified"}})
+            seats.append(
+                {
+                    **seat,
+                    "discarded": summary["discarded"],
+                    "figures": _figures(summary),
+                    **{k: v for k, v in summary["conditions"].items() if k == "unverified"},
+                }
+            )
         result = _write(folder, seats)  # after every seat: an interrupted fleet keeps what it has
     return result, folder
 
@@ -181,33 +217,53 @@ def rows(result: dict) -> list[tuple[str, ...]]:
     out = []
     for seat in result["seats"]:
         if not seat["figures"]:  # failed, or every request truncated or skipped: still a seat
-            out.append((f"{seat['seat']} {seat['url']}", "none", "n/a", "n/a", "n/a",
-                        "FAILED" if seat.get("error") else "n/a"))
+            out.append(
+                (
+                    f"{seat['seat']} {seat['url']}",
+                    "none",
+                    "n/a",
+                    "n/a",
+                    "n/a",
+                    "FAILED" if seat.get("error") else "n/a",
+                )
+            )
         for suite, figures in seat["figures"].items():
             verdict = verdicts.get((seat["url"], suite))
             flag = "OUTSIDE" if verdict and verdict["outside"] else "ok" if verdict else "n/a"
-            out.append((f"{seat['seat']} {seat['url']}", suite,
-                        *(f"{figures[f]['median']:.2f}" if f in figures else "n/a" for f in FACTORS),
-                        what_runs.marked(flag, seat, short=True)))
+            out.append(
+                (
+                    f"{seat['seat']} {seat['url']}",
+                    suite,
+                    *(f"{figures[f]['median']:.2f}" if f in figures else "n/a" for f in FACTORS),
+                    what_runs.marked(flag, seat, short=True),
+                )
+            )
     return out
 
 
 def failures(result: dict) -> list[str]:
-    return [f"seat {seat['url']}: failed: {seat['error']}" for seat in result["seats"]
-            if seat.get("error")]
+    return [f"seat {seat['url']}: failed: {seat['error']}" for seat in result["seats"] if seat.get("error")]
 
 
 HEADER = ("seat", "suite", "tok/s", "tokens/step", "ms/step", "fleet")
 
 
 def markdown(result: dict) -> str:
-    lines = ["# Fleet bench", "", "Each seat benched alone, in turn; medians per suite. The fleet's "
-             "figure is its median seat.", "", "| " + " | ".join(HEADER) + " |",
-             "|" + "---|" * len(HEADER)]
+    lines = [
+        "# Fleet bench",
+        "",
+        "Each seat benched alone, in turn; medians per suite. The fleet's figure is its median seat.",
+        "",
+        "| " + " | ".join(HEADER) + " |",
+        "|" + "---|" * len(HEADER),
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in rows(result)]
     lines += ["", "## Verdicts", ""]
     lines += [f"- seat {v['seat']} ({v['suite']}): {v['text']}" for v in result["verdicts"]]
     lines += [f"- {line}" for line in failures(result)]
-    lines += [f"- seat {s['seat']}: {what_runs.marked('its results are', s)}" for s in result["seats"]
-              if s.get("unverified")]
+    lines += [
+        f"- seat {s['seat']}: {what_runs.marked('its results are', s)}"
+        for s in result["seats"]
+        if s.get("unverified")
+    ]
     return "\n".join(lines) + "\n"

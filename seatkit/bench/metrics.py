@@ -48,14 +48,14 @@ class Snapshot:
     def has_spec(self) -> bool:
         return "drafts" in self.values or "draft_tokens" in self.values
 
-    def __sub__(self, before: "Snapshot") -> "Snapshot":
+    def __sub__(self, before: Snapshot) -> Snapshot:
         """after - before, for counters present in both (gauges are the later reading)."""
         return Snapshot(
             values={k: v - before.values[k] for k, v in self.values.items() if k in before.values},
-            per_position={i: v - before.per_position.get(i, 0.0)
-                          for i, v in self.per_position.items()},
+            per_position={i: v - before.per_position.get(i, 0.0) for i, v in self.per_position.items()},
             success={r: v - before.success.get(r, 0.0) for r, v in self.success.items()},
-            gauges=dict(self.gauges))
+            gauges=dict(self.gauges),
+        )
 
 
 def parse(text: str, model: str | None = None) -> Snapshot:
@@ -72,20 +72,23 @@ def parse(text: str, model: str | None = None) -> Snapshot:
         served = {s.labels["model_name"] for f in families for s in f.samples if "model_name" in s.labels}
         if model is not None and served and model not in served:
             if len(served) > 1:  # an alias of one of them, or the wrong server: no way to tell
-                raise SeatError(f"/metrics labels the models {', '.join(sorted(served))}, none of "
-                                f"them {model}: the bench can't tell which counters are its own",
-                                "bench the model by the name the server serves it as")
+                raise SeatError(
+                    f"/metrics labels the models {', '.join(sorted(served))}, none of "
+                    f"them {model}: the bench can't tell which counters are its own",
+                    "bench the model by the name the server serves it as",
+                )
             model = None  # one model under another name (an alias): its series are ours
         for family in families:
             for sample in family.samples:
                 if model is not None and sample.labels.get("model_name", model) != model:
                     continue
-                read = sample.name in names or sample.name in gauges or sample.name in (PER_POSITION,
-                                                                                          SUCCESS)
+                read = sample.name in names or sample.name in gauges or sample.name in (PER_POSITION, SUCCESS)
                 if read and not math.isfinite(sample.value):
-                    raise SeatError(f"/metrics gives {sample.name} = {sample.value}: a counter the "
-                                    "bench reads is not a finite number",
-                                    "the server's metrics are broken; its figures can't be trusted")
+                    raise SeatError(
+                        f"/metrics gives {sample.name} = {sample.value}: a counter the "
+                        "bench reads is not a finite number",
+                        "the server's metrics are broken; its figures can't be trusted",
+                    )
                 if sample.name in names:
                     sums[names[sample.name]] += sample.value
                 elif sample.name == PER_POSITION:

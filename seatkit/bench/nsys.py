@@ -14,11 +14,13 @@ import re
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from seatkit import engine
 from seatkit.bench import run as bench_run
 from seatkit.bench.workload import Prompt
-from seatkit import engine
 from seatkit.errors import SeatError
-from seatkit.serve import launch, nsys, profile as profiles, spec as specs
+from seatkit.serve import launch, nsys
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 
 def container_argv(container) -> list[str]:
@@ -33,16 +35,19 @@ def session_of(profile: str) -> tuple[object, str, str]:
     profile = loaded.name
     running = launch.recorded(profile)
     if running is None or not launch.alive(running) or running.runtime != "docker":
-        raise SeatError(f"--nsys needs a docker seat of {profile} started by `seat up`",
-                        f"SEAT_NSYS=session seat up {profile}")
+        raise SeatError(
+            f"--nsys needs a docker seat of {profile} started by `seat up`",
+            f"SEAT_NSYS=session seat up {profile}",
+        )
     container = engine.client().containers.get(running.ident)
     found = nsys.session_of(container_argv(container))
     if found is None:
-        raise SeatError(f"{profile} was not launched in session mode: its command has no "
-                        "`nsys launch --session-new=...`, so there is no session to collect in",
-                        f"seat down {profile}; SEAT_NSYS=session seat up {profile}; then --nsys")
-    output = (running.nsys or {}).get(nsys.OUTPUT) or \
-        specs.build(loaded).values({})[nsys.OUTPUT]
+        raise SeatError(
+            f"{profile} was not launched in session mode: its command has no "
+            "`nsys launch --session-new=...`, so there is no session to collect in",
+            f"seat down {profile}; SEAT_NSYS=session seat up {profile}; then --nsys",
+        )
+    output = (running.nsys or {}).get(nsys.OUTPUT) or specs.build(loaded).values({})[nsys.OUTPUT]
     return container, found["session"], output
 
 
@@ -52,17 +57,28 @@ def _exec(container, argv: list[str], calls: list[dict]) -> None:
     try:
         done = container.exec_run(argv)
     except APIError as exc:  # the seat stopped or was removed mid-trace
-        raise SeatError(f"`{' '.join(argv)}` could not run in the seat's container: "
-                        f"{exc.explanation or exc}", "did the seat stop? `seat status`, then `seat logs PROFILE`") from None
+        raise SeatError(
+            f"`{' '.join(argv)}` could not run in the seat's container: {exc.explanation or exc}",
+            "did the seat stop? `seat status`, then `seat logs PROFILE`",
+        ) from None
     calls.append({"argv": argv, "exit_code": done.exit_code})
     if done.exit_code:
-        raise SeatError(f"`{' '.join(argv)}` failed in the seat's container (exit {done.exit_code}): "
-                        f"{done.output.decode(errors='replace').strip()[-400:]}",
-                        "is Nsight Systems in the image, and the session still open?")
+        raise SeatError(
+            f"`{' '.join(argv)}` failed in the seat's container (exit {done.exit_code}): "
+            f"{done.output.decode(errors='replace').strip()[-400:]}",
+            "is Nsight Systems in the image, and the session still open?",
+        )
 
 
-def traced(target: bench_run.Target, prompt: Prompt, options: bench_run.Options, container,
-           session: str, output: str, folder: Path) -> dict:
+def traced(
+    target: bench_run.Target,
+    prompt: Prompt,
+    options: bench_run.Options,
+    container,
+    session: str,
+    output: str,
+    folder: Path,
+) -> dict:
     """Measure one request between `nsys start` and `nsys stop`; write and return nsys.json."""
     output = f"{output}-{re.sub(r'[^A-Za-z0-9_.-]', '_', folder.name)}"
     calls: list[dict] = []
@@ -85,15 +101,27 @@ def traced(target: bench_run.Target, prompt: Prompt, options: bench_run.Options,
     steps, decode_ms, ms_per_step = f.get("decode_steps"), f.get("decode_ms"), f.get("ms_per_step")
     result = {
         "trace": f"{output}.nsys-rep (inside the container; the cache volume holds it)",
-        "trace_path": f"{output}.nsys-rep", "session": session, "container": container.id,
+        "trace_path": f"{output}.nsys-rep",
+        "session": session,
+        "container": container.id,
         "commands": calls,
-        "request": {"suite": prompt.suite, "prompt": prompt.name, "exclusive": record["exclusive"],
-                    "ms_per_step": ms_per_step, "decode_steps": steps, "decode_ms": decode_ms,
-                    "tokens_per_step": f.get("tokens_per_step"), "decode_tok_s": f.get("decode_tok_s"),
-                    "completion_tokens": f.get("completion_tokens")},
-        "expect": (f"the trace should show {steps:.0f} decode steps over about {decode_ms:.1f} ms "
-                   f"({ms_per_step:.3f} ms per step)" if steps and ms_per_step else
-                   "the server gave no step counters: the trace's steps cannot be predicted"),
+        "request": {
+            "suite": prompt.suite,
+            "prompt": prompt.name,
+            "exclusive": record["exclusive"],
+            "ms_per_step": ms_per_step,
+            "decode_steps": steps,
+            "decode_ms": decode_ms,
+            "tokens_per_step": f.get("tokens_per_step"),
+            "decode_tok_s": f.get("decode_tok_s"),
+            "completion_tokens": f.get("completion_tokens"),
+        },
+        "expect": (
+            f"the trace should show {steps:.0f} decode steps over about {decode_ms:.1f} ms "
+            f"({ms_per_step:.3f} ms per step)"
+            if steps and ms_per_step
+            else "the server gave no step counters: the trace's steps cannot be predicted"
+        ),
         "record": record,
     }
     (folder / "nsys.json").write_text(json.dumps(result, indent=2) + "\n")

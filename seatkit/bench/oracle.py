@@ -32,14 +32,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL = "oracle"
 OTHER_MODEL = "oracle-idle"  # a second model behind the same /metrics (Quirks.other_model)
-SPEC = ("spec_decode_num_drafts_total", "spec_decode_num_draft_tokens_total",
-        "spec_decode_num_accepted_tokens_total", "inter_token_latency_seconds_count",
-        "inter_token_latency_seconds_sum")
+SPEC = (
+    "spec_decode_num_drafts_total",
+    "spec_decode_num_draft_tokens_total",
+    "spec_decode_num_accepted_tokens_total",
+    "inter_token_latency_seconds_count",
+    "inter_token_latency_seconds_sum",
+)
 
 
 @dataclass(frozen=True)
 class Quirks:
     """Ways a real server departs from the plain schedule; all off by default."""
+
     ngram: bool = False  # a step that gives one token drafted nothing (ngram found no match)
     hide: frozenset = frozenset()  # counter families not exported, e.g. {"inter_token_latency_seconds"}
     frozen: frozenset = frozenset()  # counter families exported but never moving (stuck at 0)
@@ -82,9 +87,13 @@ def truth(max_tokens: int, tokens_per_step: float, step_ms: float) -> dict:
     """What a batch-1 request of max_tokens truly delivers: decode tokens over decode steps."""
     sizes = step_sizes(max_tokens - 1, tokens_per_step)
     decode_s = len(sizes) * step_ms / 1000
-    return {"tokens_per_step": (max_tokens - 1) / len(sizes), "ms_per_step": step_ms,
-            "decode_tok_s": (max_tokens - 1) / decode_s, "decode_steps": len(sizes),
-            "drafter_tokens_per_step": sum(sizes) / len(sizes)}
+    return {
+        "tokens_per_step": (max_tokens - 1) / len(sizes),
+        "ms_per_step": step_ms,
+        "decode_tok_s": (max_tokens - 1) / decode_s,
+        "decode_steps": len(sizes),
+        "drafter_tokens_per_step": sum(sizes) / len(sizes),
+    }
 
 
 @dataclass
@@ -103,8 +112,15 @@ class Request:
 
 
 class Oracle:
-    def __init__(self, tokens_per_step: float, step_ms: float, k: int, prefill_ms: float,
-                 batch_ms: float = 0.0, quirks: Quirks = Quirks()):
+    def __init__(
+        self,
+        tokens_per_step: float,
+        step_ms: float,
+        k: int,
+        prefill_ms: float,
+        batch_ms: float = 0.0,
+        quirks: Quirks = Quirks(),
+    ):
         if not 1 <= tokens_per_step <= k + 1:
             raise ValueError(f"tokens per step must be within 1..k+1 ({k + 1})")
         if quirks.fault is not None and quirks.fault not in FAULTS:
@@ -131,8 +147,12 @@ class Oracle:
         while True:
             time.sleep(0.01)
             with self.lock:
-                for name in ("generation_tokens_total", "spec_decode_num_drafts_total",
-                             "inter_token_latency_seconds_count", "success_length"):
+                for name in (
+                    "generation_tokens_total",
+                    "spec_decode_num_drafts_total",
+                    "inter_token_latency_seconds_count",
+                    "success_length",
+                ):
                     self.other[name] += 3
 
     def prefill_seconds(self, request: Request) -> float:
@@ -166,22 +186,33 @@ class Oracle:
 
     def _series(self, model: str, c: dict, pos: dict, running: int) -> list[str]:
         label = f'engine="0",model_name="{model}"'
-        lines = [f"vllm:num_requests_running{{{label}}} {running}",
-                 f"vllm:num_requests_waiting{{{label}}} 0"]
-        for name in ("spec_decode_num_drafts_total", "spec_decode_num_draft_tokens_total",
-                     "spec_decode_num_accepted_tokens_total", "generation_tokens_total",
-                     "prompt_tokens_total", "inter_token_latency_seconds_count",
-                     "inter_token_latency_seconds_sum", "request_decode_time_seconds_sum",
-                     "time_to_first_token_seconds_count", "time_to_first_token_seconds_sum",
-                     "prefix_cache_queries_total", "prefix_cache_hits_total"):
+        lines = [f"vllm:num_requests_running{{{label}}} {running}", f"vllm:num_requests_waiting{{{label}}} 0"]
+        for name in (
+            "spec_decode_num_drafts_total",
+            "spec_decode_num_draft_tokens_total",
+            "spec_decode_num_accepted_tokens_total",
+            "generation_tokens_total",
+            "prompt_tokens_total",
+            "inter_token_latency_seconds_count",
+            "inter_token_latency_seconds_sum",
+            "request_decode_time_seconds_sum",
+            "time_to_first_token_seconds_count",
+            "time_to_first_token_seconds_sum",
+            "prefix_cache_queries_total",
+            "prefix_cache_hits_total",
+        ):
             if not any(name.startswith(hidden) for hidden in self.quirks.hide):
                 stuck = any(name.startswith(family) for family in self.quirks.frozen)
                 lines.append(f"vllm:{name}{{{label}}} {0.0 if stuck else float(c.get(name, 0))}")
         for i in range(self.k):
-            lines.append(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},'
-                         f'position="{i}"}} {float(pos.get(i, 0))}')
-        lines.append(f'vllm:request_success_total{{{label},finished_reason="length"}} '
-                     f'{float(c.get("success_length", 0))}')
+            lines.append(
+                f"vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},"
+                f'position="{i}"}} {float(pos.get(i, 0))}'
+            )
+        lines.append(
+            f'vllm:request_success_total{{{label},finished_reason="length"}} '
+            f"{float(c.get('success_length', 0))}"
+        )
         return lines
 
     def submit(self, body: dict) -> Request:
@@ -258,8 +289,7 @@ class Oracle:
         request.chunks += 1
         request.emitted += count
         done = request.emitted == request.max_tokens
-        request.out.put(self._chunk(text, request.emitted, request.prompt_tokens,
-                                    "length" if done else None))
+        request.out.put(self._chunk(text, request.emitted, request.prompt_tokens, "length" if done else None))
 
     def complete(self, body: dict, write) -> None:
         """Stream one completion as the engine produces it."""
@@ -271,19 +301,28 @@ class Oracle:
         while (chunk := request.out.get()) is not None:
             with self.frontend:
                 write(chunk)
-        write(b"data: " + json.dumps({"choices": [], "usage": self._usage(
-            request.max_tokens + self.quirks.usage_extra, request.prompt_tokens)}).encode()
-              + b"\n\ndata: [DONE]\n\n")
+        write(
+            b"data: "
+            + json.dumps(
+                {
+                    "choices": [],
+                    "usage": self._usage(request.max_tokens + self.quirks.usage_extra, request.prompt_tokens),
+                }
+            ).encode()
+            + b"\n\ndata: [DONE]\n\n"
+        )
 
     @staticmethod
     def _usage(n: int, prompt_tokens: int) -> dict:
-        return {"prompt_tokens": prompt_tokens, "completion_tokens": n,
-                "total_tokens": prompt_tokens + n}
+        return {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
 
     def _chunk(self, text: str, emitted: int, prompt_tokens: int, finish: str | None = None) -> bytes:
-        event = {"object": "text_completion", "model": MODEL,
-                 "choices": [{"index": 0, "text": text, "finish_reason": finish}],
-                 "usage": self._usage(emitted, prompt_tokens)}
+        event = {
+            "object": "text_completion",
+            "model": MODEL,
+            "choices": [{"index": 0, "text": text, "finish_reason": finish}],
+            "usage": self._usage(emitted, prompt_tokens),
+        }
         return b"data: " + json.dumps(event).encode() + b"\n\n"
 
 
@@ -302,15 +341,18 @@ def handler_for(oracle: Oracle):
             self.wfile.write(body)
 
         def do_GET(self):
-            routes = {"/health": b"", "/version": json.dumps({"version": "oracle"}).encode(),
-                      "/v1/models": json.dumps({"data": [{"id": MODEL}]}).encode()}
+            routes = {
+                "/health": b"",
+                "/version": json.dumps({"version": "oracle"}).encode(),
+                "/v1/models": json.dumps({"data": [{"id": MODEL}]}).encode(),
+            }
             if self.path == "/metrics" and oracle.quirks.fault == "trickle-metrics":
                 body = oracle.metrics().encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 for i in range(len(body)):  # ends when the client leaves (the write fails)
-                    self.wfile.write(body[i:i + 1])
+                    self.wfile.write(body[i : i + 1])
                     self.wfile.flush()
                     time.sleep(TRICKLE_S)
             elif self.path == "/metrics" and oracle.quirks.fault == "trickle-headers":
@@ -330,8 +372,11 @@ def handler_for(oracle: Oracle):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             if self.path == "/tokenize":
                 ids = [len(w) for w in body["prompt"].split()]
-                answer = ([{"id": i, "text": "", "special": False} for i in ids]
-                          if oracle.quirks.fault == "tokenize-list" else {"tokens": ids})
+                answer = (
+                    [{"id": i, "text": "", "special": False} for i in ids]
+                    if oracle.quirks.fault == "tokenize-list"
+                    else {"tokens": ids}
+                )
                 self._send(200, json.dumps(answer).encode())
                 return
             if self.path != "/v1/completions":
@@ -362,15 +407,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--step-ms", type=float, required=True)
     parser.add_argument("--k", type=int, default=7)
     parser.add_argument("--prefill-ms", type=float, default=20.0)
-    parser.add_argument("--batch-ms", type=float, default=0.0,
-                        help="step time added per running request beyond the first")
-    parser.add_argument("--quirks", default="{}",
-                        help='Quirks as JSON, e.g. \'{"ngram": true, "hide": ["inter_token"]}\' '
-                             f'or \'{{"fault": "endless"}}\' (faults: {", ".join(FAULTS)})')
+    parser.add_argument(
+        "--batch-ms", type=float, default=0.0, help="step time added per running request beyond the first"
+    )
+    parser.add_argument(
+        "--quirks",
+        default="{}",
+        help='Quirks as JSON, e.g. \'{"ngram": true, "hide": ["inter_token"]}\' '
+        f'or \'{{"fault": "endless"}}\' (faults: {", ".join(FAULTS)})',
+    )
     args = parser.parse_args(argv)
     given = json.loads(args.quirks)
-    quirks = Quirks(**{**given, "hide": frozenset(given.get("hide", ())),
-                       "frozen": frozenset(given.get("frozen", ()))})
+    quirks = Quirks(
+        **{**given, "hide": frozenset(given.get("hide", ())), "frozen": frozenset(given.get("frozen", ()))}
+    )
     # The engine thread must get the interpreter lock back within a fraction of a step, even when
     # 16 writer threads want it (the default switch interval is 5 ms).
     sys.setswitchinterval(0.0002)
@@ -378,8 +428,7 @@ def main(argv: list[str] | None = None) -> None:
         os.nice(-10)
     except PermissionError:
         pass
-    oracle = Oracle(args.tokens_per_step, args.step_ms, args.k, args.prefill_ms, args.batch_ms,
-                    quirks)
+    oracle = Oracle(args.tokens_per_step, args.step_ms, args.k, args.prefill_ms, args.batch_ms, quirks)
     ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(oracle)).serve_forever()
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from functools import cache
-from typing import Callable
 
 from seatkit import paths, safe_yaml
 
@@ -25,9 +25,11 @@ def text(kind: str, units: int) -> str:
         raise ValueError(f"padding kind must be one of {KINDS}, got {kind!r}")
     rng = random.Random(banks["seed"])
     pick = lambda bank: bank[rng.randrange(len(bank))]  # noqa: E731 - one draw from a bank
-    return " ".join(f"{pick(banks['subjects'])} {pick(banks['verbs'])} {pick(banks['objects'])} "
-                    f"{pick(banks['places'])} {pick(banks['times'])} {pick(banks['endings'])}"
-                    for _ in range(units))
+    return " ".join(
+        f"{pick(banks['subjects'])} {pick(banks['verbs'])} {pick(banks['objects'])} "
+        f"{pick(banks['places'])} {pick(banks['times'])} {pick(banks['endings'])}"
+        for _ in range(units)
+    )
 
 
 def pad(base: str, kind: str, target_tokens: int, count: Callable[[str], int]) -> str:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from seatkit import safe_yaml
 from seatkit.bench.run import Target, new_folder
@@ -23,23 +23,50 @@ CONTEXT_CHARS = 40
 RECORD_BYTES = 64 * 1024 * 1024  # every output's text and token ids
 
 
-def record(target: Target, prompts: list[Prompt], out_root: Path, name: str,
-           progress: Callable[[str], None] = lambda m: None) -> Path:
+def record(
+    target: Target,
+    prompts: list[Prompt],
+    out_root: Path,
+    name: str,
+    progress: Callable[[str], None] = lambda m: None,
+) -> Path:
     outputs = {}
     for prompt in prompts:
         progress(f"parity: {prompt.name}")
-        done = client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
-                             target.headers, sampling=GREEDY, extra={"return_token_ids": True})
+        done = client.stream(
+            target.url,
+            target.model,
+            prompt.text,
+            prompt.max_tokens,
+            target.headers,
+            sampling=GREEDY,
+            extra={"return_token_ids": True},
+        )
         outputs[prompt.name] = {
-            "prompt_sha256": prompt.sha256, "max_tokens": prompt.max_tokens, "text": done.text,
+            "prompt_sha256": prompt.sha256,
+            "max_tokens": prompt.max_tokens,
+            "text": done.text,
             "text_sha256": hashlib.sha256(done.text.encode()).hexdigest(),
             "token_ids": done.token_ids or None,
-            "token_ids_sha256": (hashlib.sha256(json.dumps(done.token_ids).encode()).hexdigest()
-                                 if done.token_ids else None)}
+            "token_ids_sha256": (
+                hashlib.sha256(json.dumps(done.token_ids).encode()).hexdigest() if done.token_ids else None
+            ),
+        }
     folder = new_folder(out_root, f"parity-{name}")
-    (folder / "parity.json").write_text(json.dumps(
-        {"schema": SCHEMA, "model": target.model, "url": target.url, "sampling": GREEDY,
-         "conditions": target.conditions, "outputs": outputs}, indent=2) + "\n")
+    (folder / "parity.json").write_text(
+        json.dumps(
+            {
+                "schema": SCHEMA,
+                "model": target.model,
+                "url": target.url,
+                "sampling": GREEDY,
+                "conditions": target.conditions,
+                "outputs": outputs,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     return folder
 
 
@@ -73,8 +100,13 @@ def diverge(a: dict, b: dict) -> dict:
         return {"identical": True}
     at = char if char is not None else 0
     window = slice(max(0, at - CONTEXT_CHARS), at + CONTEXT_CHARS)
-    return {"identical": False, "token_position": token, "char_position": char,
-            "a": a["text"][window], "b": b["text"][window]}
+    return {
+        "identical": False,
+        "token_position": token,
+        "char_position": char,
+        "a": a["text"][window],
+        "b": b["text"][window],
+    }
 
 
 def compare(a: str | Path, b: str | Path) -> dict:
@@ -83,5 +115,8 @@ def compare(a: str | Path, b: str | Path) -> dict:
     if not common:
         raise SeatError("the two parity records share no prompt")
     prompts = {name: diverge(left[name], right[name]) for name in common}
-    return {"identical": all(p["identical"] for p in prompts.values()), "prompts": prompts,
-            "only_in_one": sorted(set(left) ^ set(right))}
+    return {
+        "identical": all(p["identical"] for p in prompts.values()),
+        "prompts": prompts,
+        "only_in_one": sorted(set(left) ^ set(right)),
+    }

@@ -13,10 +13,12 @@ import numpy as np
 MIN_SPREAD = {"drafted_length": 0.5, "prompt_tokens": 16}
 # Series drawn over one another stay visible: each its own marker, size and line style, the later
 # ones smaller and on top.
-STYLES = [{"marker": "o", "markersize": 9, "linestyle": "-", "linewidth": 2.5, "fillstyle": "none"},
-          {"marker": "s", "markersize": 5, "linestyle": "--", "linewidth": 1.5},
-          {"marker": "^", "markersize": 4, "linestyle": ":", "linewidth": 1.2},
-          {"marker": "D", "markersize": 3, "linestyle": "-.", "linewidth": 1.0}]
+STYLES = [
+    {"marker": "o", "markersize": 9, "linestyle": "-", "linewidth": 2.5, "fillstyle": "none"},
+    {"marker": "s", "markersize": 5, "linestyle": "--", "linewidth": 1.5},
+    {"marker": "^", "markersize": 4, "linestyle": ":", "linewidth": 1.2},
+    {"marker": "D", "markersize": 3, "linestyle": "-.", "linewidth": 1.0},
+]
 
 
 def _pyplot():
@@ -39,14 +41,17 @@ def fit(xs: list[float], ys: list[float], min_spread: float = 0.0) -> dict | Non
 
 def fits(records: list[dict]) -> dict:
     f = [r["factors"] for r in records]
-    drafted = [(x["drafted_length"], x["ms_per_step"]) for x in f
-               if x.get("drafted_length") and x.get("ms_per_step")]
+    drafted = [
+        (x["drafted_length"], x["ms_per_step"]) for x in f if x.get("drafted_length") and x.get("ms_per_step")
+    ]
     # Cold requests only: a prefix-cache hit's TTFT is withheld (None), never fitted.
     cold = [(x["prompt_tokens"], x["ttft_ms"]) for x in f if x.get("ttft_ms") is not None]
-    return {"ms_per_step_vs_drafted_tokens": (fit(*zip(*drafted), MIN_SPREAD["drafted_length"])
-                                              if drafted else None),
-            "ttft_ms_vs_prompt_tokens": (fit(*zip(*cold), MIN_SPREAD["prompt_tokens"])
-                                         if cold else None)}
+    return {
+        "ms_per_step_vs_drafted_tokens": (
+            fit(*zip(*drafted), MIN_SPREAD["drafted_length"]) if drafted else None
+        ),
+        "ttft_ms_vs_prompt_tokens": (fit(*zip(*cold), MIN_SPREAD["prompt_tokens"]) if cold else None),
+    }
 
 
 def _save(fig, path: Path) -> Path:
@@ -59,15 +64,22 @@ def _save(fig, path: Path) -> Path:
 
 def title(conditions: dict, suites: dict) -> str:
     """model, k, content and context of what a plot shows."""
+
     def values(key: str) -> str:
-        return ", ".join(dict.fromkeys(str(s.get(key) or 0) if key == "context" else str(s.get(key))
-                                       for s in suites.values()))
+        return ", ".join(
+            dict.fromkeys(
+                str(s.get(key) or 0) if key == "context" else str(s.get(key)) for s in suites.values()
+            )
+        )
+
     model = conditions.get("base_model") or conditions["model"]
     k = conditions.get("k")
     context = values("context")
-    return (f"{str(model).rsplit('/', 1)[-1]}, {f'k={k}' if k else 'k unknown'}\n"
-            f"content {values('content')}, "
-            + ("the prompt alone (no padding)" if context == "0" else f"context {context} tokens"))
+    return (
+        f"{str(model).rsplit('/', 1)[-1]}, {f'k={k}' if k else 'k unknown'}\n"
+        f"content {values('content')}, "
+        + ("the prompt alone (no padding)" if context == "0" else f"context {context} tokens")
+    )
 
 
 def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> list[Path]:
@@ -81,11 +93,9 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
     names = list(dict.fromkeys(f"{r['suite']}: {r['prompt']}" for r in records))
     fig, ax = plt.subplots(figsize=(8, 0.5 * len(names) + 1.5))
     for i, name in enumerate(names):
-        values = [r["factors"]["decode_tok_s"] for r in records
-                  if f"{r['suite']}: {r['prompt']}" == name]
+        values = [r["factors"]["decode_tok_s"] for r in records if f"{r['suite']}: {r['prompt']}" == name]
         median = float(np.median(values))
-        ax.errorbar(median, i, xerr=[[median - min(values)], [max(values) - median]], fmt="o",
-                    capsize=4)
+        ax.errorbar(median, i, xerr=[[median - min(values)], [max(values) - median]], fmt="o", capsize=4)
     ax.set_yticks(range(len(names)), names)
     ax.set_xlim(left=0)  # a rate from 0: a small spread stays small
     ax.set_xlabel("decode tok/s (median, min-max)")
@@ -93,13 +103,24 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
     out.append(_save(fig, folder / "tok_s_by_prompt.png"))
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    series = [(suite, s["acceptance_by_position"]) for suite, s in summary["suites"].items()
-              if s["acceptance_by_position"]]
-    series += [(f"{reference.name}: {figure.id}", figure.acceptance_by_position)
-               for figure in (reference.figures if reference else []) if figure.acceptance_by_position]
+    series = [
+        (suite, s["acceptance_by_position"])
+        for suite, s in summary["suites"].items()
+        if s["acceptance_by_position"]
+    ]
+    series += [
+        (f"{reference.name}: {figure.id}", figure.acceptance_by_position)
+        for figure in (reference.figures if reference else [])
+        if figure.acceptance_by_position
+    ]
     for i, (label, rates) in enumerate(series):
-        ax.plot(range(1, len(rates) + 1), [100 * p for p in rates], label=label, zorder=2 + i,
-                **STYLES[i % len(STYLES)])
+        ax.plot(
+            range(1, len(rates) + 1),
+            [100 * p for p in rates],
+            label=label,
+            zorder=2 + i,
+            **STYLES[i % len(STYLES)],
+        )
     ax.set_ylim(0, 105)  # a rate from 0: a dip of a point or two is not a cliff
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("draft position")
@@ -108,15 +129,35 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
     if ax.lines:
         ax.legend(fontsize="small")
     else:  # the counters were withheld (see report.md) or absent: say so on the plot
-        ax.text(0.5, 0.5, "no acceptance curve: the spec-decode counters were withheld or absent",
-                ha="center", transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no acceptance curve: the spec-decode counters were withheld or absent",
+            ha="center",
+            transform=ax.transAxes,
+        )
     out.append(_save(fig, folder / "acceptance_by_position.png"))
 
     for key, x_name, y_name, xlabel, ylabel, per, file in (
-            ("ms_per_step_vs_drafted_tokens", "drafted_length", "ms_per_step",
-             "drafted tokens per step", "ms per step", "drafted token", "ms_per_step_vs_drafted.png"),
-            ("ttft_ms_vs_prompt_tokens", "prompt_tokens", "ttft_ms", "prompt tokens", "TTFT (ms)",
-             "prompt token", "ttft_vs_prompt_tokens.png")):
+        (
+            "ms_per_step_vs_drafted_tokens",
+            "drafted_length",
+            "ms_per_step",
+            "drafted tokens per step",
+            "ms per step",
+            "drafted token",
+            "ms_per_step_vs_drafted.png",
+        ),
+        (
+            "ttft_ms_vs_prompt_tokens",
+            "prompt_tokens",
+            "ttft_ms",
+            "prompt tokens",
+            "TTFT (ms)",
+            "prompt token",
+            "ttft_vs_prompt_tokens.png",
+        ),
+    ):
         points = [(r["factors"].get(x_name), r["factors"].get(y_name)) for r in records]
         points = [(x, y) for x, y in points if x is not None and y is not None]
         xs = [x for x, _ in points]
@@ -128,8 +169,12 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
         line = summary["fits"].get(key)
         if line:
             xs = np.linspace(min(p[0] for p in points), max(p[0] for p in points), 20)
-            ax.plot(xs, line["intercept"] + line["slope"] * xs, color="black",
-                    label=f"fit: {line['intercept']:.2f} ms + {line['slope']:.4f} ms per {per}")
+            ax.plot(
+                xs,
+                line["intercept"] + line["slope"] * xs,
+                color="black",
+                label=f"fit: {line['intercept']:.2f} ms + {line['slope']:.4f} ms per {per}",
+            )
             ax.legend(fontsize="small")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -146,17 +191,29 @@ def draw_sweep(summary: dict, folder: Path) -> Path:
     for name, suite in summary["suites"].items():
         rows = suite["levels"]
         levels = [r["concurrency"] for r in rows]
-        top.plot(levels, [r.get("aggregate_tok_s") or np.nan for r in rows], marker="o",
-                 label=f"{name}: aggregate")
-        top.plot(levels, [(r["per_request_decode_tok_s"] or {}).get("median", np.nan) for r in rows],
-                 marker=".", linestyle=":", label=f"{name}: per request (median)")
-        bottom.plot(levels, [r.get("ms_per_step") or np.nan for r in rows], marker="o",
-                    label=f"{name}: ms/step")
+        top.plot(
+            levels, [r.get("aggregate_tok_s") or np.nan for r in rows], marker="o", label=f"{name}: aggregate"
+        )
+        top.plot(
+            levels,
+            [(r["per_request_decode_tok_s"] or {}).get("median", np.nan) for r in rows],
+            marker=".",
+            linestyle=":",
+            label=f"{name}: per request (median)",
+        )
+        bottom.plot(
+            levels, [r.get("ms_per_step") or np.nan for r in rows], marker="o", label=f"{name}: ms/step"
+        )
     right = bottom.twinx()
     for name, suite in summary["suites"].items():
-        right.plot([r["concurrency"] for r in suite["levels"]],
-                   [r.get("tokens_per_step") or np.nan for r in suite["levels"]], marker="s",
-                   linestyle="--", color="tab:green", label=f"{name}: tokens/step")
+        right.plot(
+            [r["concurrency"] for r in suite["levels"]],
+            [r.get("tokens_per_step") or np.nan for r in suite["levels"]],
+            marker="s",
+            linestyle="--",
+            color="tab:green",
+            label=f"{name}: tokens/step",
+        )
     k = summary["conditions"].get("k")
     # On its whole scale, so a tiny change stays tiny; upward even with no point to scale it by.
     right.set_ylim(1, k + 1.2 if k else max(2.0, right.get_ylim()[1]))

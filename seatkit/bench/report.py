@@ -10,8 +10,10 @@ def _fmt(stats: dict | None, scale: float = 1.0, digits: int = 1, withheld: str 
     if not stats:
         return "withheld" if withheld else "n/a"
     cv = f", CV {stats['cv']:.1%}" if stats.get("cv") is not None else ""
-    return (f"{stats['median'] * scale:.{digits}f} ({stats['min'] * scale:.{digits}f}–"
-            f"{stats['max'] * scale:.{digits}f}{cv})")
+    return (
+        f"{stats['median'] * scale:.{digits}f} ({stats['min'] * scale:.{digits}f}–"
+        f"{stats['max'] * scale:.{digits}f}{cv})"
+    )
 
 
 def _cell(s: dict, name: str, scale: float = 1.0, digits: int = 1) -> str:
@@ -28,15 +30,33 @@ def _clock(s: dict) -> str:
 def rows(summary: dict) -> list[tuple[str, ...]]:
     """suite, content, tok/s, tokens/step, ms/step, acceptance, cold TTFT, clocks, requests:
     medians (min–max, CV); a figure withheld says so (the reason is under the table)."""
-    return [(what_runs.marked(suite, summary["conditions"], short=True), s["content"],
-             _cell(s, "decode_tok_s"), _cell(s, "tokens_per_step", digits=2),
-             _cell(s, "ms_per_step", digits=2), _cell(s, "draft_acceptance", 100, 1),
-             _cell(s, "ttft_ms"), _clock(s), str(s["requests"]))
-            for suite, s in summary["suites"].items()]
+    return [
+        (
+            what_runs.marked(suite, summary["conditions"], short=True),
+            s["content"],
+            _cell(s, "decode_tok_s"),
+            _cell(s, "tokens_per_step", digits=2),
+            _cell(s, "ms_per_step", digits=2),
+            _cell(s, "draft_acceptance", 100, 1),
+            _cell(s, "ttft_ms"),
+            _clock(s),
+            str(s["requests"]),
+        )
+        for suite, s in summary["suites"].items()
+    ]
 
 
-HEADER = ("suite", "content", "decode tok/s", "tokens/step (delivered)", "ms/step",
-          "draft acceptance %", "TTFT ms (cold)", "clock", "requests")
+HEADER = (
+    "suite",
+    "content",
+    "decode tok/s",
+    "tokens/step (delivered)",
+    "ms/step",
+    "draft acceptance %",
+    "TTFT ms (cold)",
+    "clock",
+    "requests",
+)
 
 
 def notes(summary: dict) -> list[str]:
@@ -44,33 +64,53 @@ def notes(summary: dict) -> list[str]:
     out = []
     for suite, s in summary["suites"].items():
         out += [f"{suite}: {name.replace('_', ' ')} {why}" for name, why in (s.get("withheld") or {}).items()]
-        out += [f"{suite}: {name.replace('_', ' ')} from {src}" for name, src in (s.get("sources") or {}).items()]
+        out += [
+            f"{suite}: {name.replace('_', ' ')} from {src}" for name, src in (s.get("sources") or {}).items()
+        ]
     return out
 
 
 def markdown(summary: dict) -> str:
     c = summary["conditions"]
-    lines = [what_runs.marked(f"# Bench report ({summary['schema']})", c), "",
-             f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
-             f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, reasoning {c['reasoning']}, "
-             f"{c['warmups']} warm-ups then {c['repeats']} measured repeats per prompt.",
-             f"Requests discarded because another request shared the server: {summary['discarded']}.",
-             f"Streams cut short (recorded, never measured): {len(summary.get('truncated', []))}.",
-             "", "Medians, with (min–max, coefficient of variation). Code and prose are never blended.",
-             "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines = [
+        what_runs.marked(f"# Bench report ({summary['schema']})", c),
+        "",
+        f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
+        f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, reasoning {c['reasoning']}, "
+        f"{c['warmups']} warm-ups then {c['repeats']} measured repeats per prompt.",
+        f"Requests discarded because another request shared the server: {summary['discarded']}.",
+        f"Streams cut short (recorded, never measured): {len(summary.get('truncated', []))}.",
+        "",
+        "Medians, with (min–max, coefficient of variation). Code and prose are never blended.",
+        "",
+        "| " + " | ".join(HEADER) + " |",
+        "|" + "---|" * len(HEADER),
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in rows(summary)]
-    lines += ["", "tokens/step is decode tokens delivered / decode steps (bonus token included), so "
-              "tok/s = tokens/step / s/step exactly. The drafter's figure, 1 + accepted / steps from "
-              "the counters, also holds drafts accepted in the last step and cut by max_tokens:", ""]
-    lines += [f"- {suite}: {_fmt(s.get('drafter_tokens_per_step'), digits=3)}"
-              for suite, s in summary["suites"].items()]
-    lines += ["", "TTFT is the server's (its time_to_first_token histogram) where it has one; the "
-              "client's, which adds delivery, is kept beside it. Cold: no prefix-cache hit (each "
-              "cold request has its own cache_salt); warm: a hit, by the prefix-cache counters:", ""]
-    lines += [f"- {suite}: cold {_cell(s, 'ttft_ms')} ms; warm {_cell(s, 'warm_ttft_ms')} ms; "
-              f"client {_fmt(s.get('client_ttft_ms'))} ms; requests cold/warm/unknown "
-              + "/".join(str((s.get("prefix_cache") or {}).get(k, 0)) for k in ("cold", "warm", "unknown"))
-              for suite, s in summary["suites"].items()]
+    lines += [
+        "",
+        "tokens/step is decode tokens delivered / decode steps (bonus token included), so "
+        "tok/s = tokens/step / s/step exactly. The drafter's figure, 1 + accepted / steps from "
+        "the counters, also holds drafts accepted in the last step and cut by max_tokens:",
+        "",
+    ]
+    lines += [
+        f"- {suite}: {_fmt(s.get('drafter_tokens_per_step'), digits=3)}"
+        for suite, s in summary["suites"].items()
+    ]
+    lines += [
+        "",
+        "TTFT is the server's (its time_to_first_token histogram) where it has one; the "
+        "client's, which adds delivery, is kept beside it. Cold: no prefix-cache hit (each "
+        "cold request has its own cache_salt); warm: a hit, by the prefix-cache counters:",
+        "",
+    ]
+    lines += [
+        f"- {suite}: cold {_cell(s, 'ttft_ms')} ms; warm {_cell(s, 'warm_ttft_ms')} ms; "
+        f"client {_fmt(s.get('client_ttft_ms'))} ms; requests cold/warm/unknown "
+        + "/".join(str((s.get("prefix_cache") or {}).get(k, 0)) for k in ("cold", "warm", "unknown"))
+        for suite, s in summary["suites"].items()
+    ]
     lines += ["", "## Sources and withheld figures", ""] + [f"- {n}" for n in notes(summary)]
     lines += ["", "## Best runs", ""]
     for suite, s in summary["suites"].items():
@@ -82,22 +122,34 @@ def markdown(summary: dict) -> str:
         lines.append(f"- {suite}: {shown}")
     lines += ["", "## Fits", ""]
     for name, line in summary.get("fits", {}).items():
-        shown = (f"{line['intercept']:.3f} + {line['slope']:.5f} x over {line['points']} requests"
-                 if line else "not enough spread to fit")
+        shown = (
+            f"{line['intercept']:.3f} + {line['slope']:.5f} x over {line['points']} requests"
+            if line
+            else "not enough spread to fit"
+        )
         lines.append(f"- {name}: {shown}")
     if summary.get("truncated"):
         lines += ["", "## Truncated streams", ""] + [f"- {why}" for why in summary["truncated"]]
     if summary.get("skipped"):
         lines += ["", "## Skipped", ""] + [f"- {n}: {why}" for n, why in summary["skipped"].items()]
     lines += ["", "Plots: plots/*.png", "", "## Alarms", ""]
-    lines += [f"- {kind} ({a['requests']} requests{'; a note: the figures stand' if alarms.stands(kind) else ''}), "
-              f"e.g.: {a['example']}\n  {alarms.explained(kind)}"
-              for kind, a in summary["alarms"].items()] or ["- none"]
-    lines += ["", "## Prompts", "", "| prompt | text sha256 | tokens | token ids sha256 |",
-              "|---|---|---|---|"]
+    lines += [
+        f"- {kind} ({a['requests']} requests{'; a note: the figures stand' if alarms.stands(kind) else ''}), "
+        f"e.g.: {a['example']}\n  {alarms.explained(kind)}"
+        for kind, a in summary["alarms"].items()
+    ] or ["- none"]
+    lines += [
+        "",
+        "## Prompts",
+        "",
+        "| prompt | text sha256 | tokens | token ids sha256 |",
+        "|---|---|---|---|",
+    ]
     for name, h in summary["prompts"].items():
-        lines.append(f"| {name} | `{h['text_sha256'][:16]}` | {h['tokens']} | "
-                     f"`{(h['token_ids_sha256'] or 'n/a')[:16]}` |")
+        lines.append(
+            f"| {name} | `{h['text_sha256'][:16]}` | {h['tokens']} | "
+            f"`{(h['token_ids_sha256'] or 'n/a')[:16]}` |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -115,43 +167,67 @@ def sweep_rows(suite: dict) -> list[tuple[str, ...]]:
     for row in suite["levels"]:
         per = row["per_request_decode_tok_s"]
         gauge = [g for g in row.get("window", {}).get("running_gauge") or [] if g is not None]
-        out.append((str(row["concurrency"]), _n(row.get("aggregate_tok_s")),
-                    f"{per['median']:.0f} ({per['min']:.0f}-{per['max']:.0f})" if per else "n/a",
-                    f"{_n(row.get('server_ttft_ms'), 0)} / {_n(row['client_ttft_ms']['median'], 0)}",
-                    _n(row.get("tokens_per_step"), 3), _n(row.get("ms_per_step"), 2),
-                    f"{max(gauge):g}" if gauge else "n/a"))
+        out.append(
+            (
+                str(row["concurrency"]),
+                _n(row.get("aggregate_tok_s")),
+                f"{per['median']:.0f} ({per['min']:.0f}-{per['max']:.0f})" if per else "n/a",
+                f"{_n(row.get('server_ttft_ms'), 0)} / {_n(row['client_ttft_ms']['median'], 0)}",
+                _n(row.get("tokens_per_step"), 3),
+                _n(row.get("ms_per_step"), 2),
+                f"{max(gauge):g}" if gauge else "n/a",
+            )
+        )
     return out
 
 
 def sweep_markdown(summary: dict) -> str:
     c = summary["conditions"]
-    lines = [f"# Concurrency sweep ({summary['schema']})", "",
-             f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
-             f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, levels {c['concurrency']}.", "",
-             "Each level: N streams of one prompt started together. The steady window opens when "
-             "every stream has its first token and closes at the first finish; tokens/step and "
-             "ms/step are counter deltas over it (Δ generation tokens and Δ inter-token latency "
-             "sum over its count), aggregate tok/s the sum of each stream's rate inside it. "
-             "TTFT: the server's histogram mean / the client's median. Gauge: running requests "
-             "at the window's close.", ""]
+    lines = [
+        f"# Concurrency sweep ({summary['schema']})",
+        "",
+        f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
+        f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, levels {c['concurrency']}.",
+        "",
+        "Each level: N streams of one prompt started together. The steady window opens when "
+        "every stream has its first token and closes at the first finish; tokens/step and "
+        "ms/step are counter deltas over it (Δ generation tokens and Δ inter-token latency "
+        "sum over its count), aggregate tok/s the sum of each stream's rate inside it. "
+        "TTFT: the server's histogram mean / the client's median. Gauge: running requests "
+        "at the window's close.",
+        "",
+    ]
     for name, suite in summary["suites"].items():
-        lines += [f"## {name}: {suite['prompt']} ({suite['content']}, context {suite['context']}, "
-                  f"{suite['output_tokens']} output tokens)", "",
-                  "| " + " | ".join(SWEEP_HEADER) + " |", "|" + "---|" * len(SWEEP_HEADER)]
+        lines += [
+            f"## {name}: {suite['prompt']} ({suite['content']}, context {suite['context']}, "
+            f"{suite['output_tokens']} output tokens)",
+            "",
+            "| " + " | ".join(SWEEP_HEADER) + " |",
+            "|" + "---|" * len(SWEEP_HEADER),
+        ]
         lines += ["| " + " | ".join(r) + " |" for r in sweep_rows(suite)]
         top = suite["levels"][-1]
-        lines += ["", f"Client cost at {top['concurrency']} streams: "
-                      f"{top['client_cpu_us_per_token']:.1f} CPU µs per token.", ""]
+        lines += [
+            "",
+            f"Client cost at {top['concurrency']} streams: "
+            f"{top['client_cpu_us_per_token']:.1f} CPU µs per token.",
+            "",
+        ]
         for row in suite["levels"]:
             w = row.get("window")
             if w:
-                lines.append(f"- {row['concurrency']} streams: window {w['opens_s']:.3f}-"
-                             f"{w['closes_s']:.3f} s after the first send"
-                             + (f", {w['steps']:g} request steps in the counters' window"
-                                if w.get("steps") else "")
-                             + (f"; the edge scrapes took {w['scrape_ms'][0]:.1f} / "
-                                f"{w['scrape_ms'][1]:.1f} ms (the stream rates start after the "
-                                "opening one's cost)" if w.get("scrape_ms") else ""))
+                lines.append(
+                    f"- {row['concurrency']} streams: window {w['opens_s']:.3f}-"
+                    f"{w['closes_s']:.3f} s after the first send"
+                    + (f", {w['steps']:g} request steps in the counters' window" if w.get("steps") else "")
+                    + (
+                        f"; the edge scrapes took {w['scrape_ms'][0]:.1f} / "
+                        f"{w['scrape_ms'][1]:.1f} ms (the stream rates start after the "
+                        "opening one's cost)"
+                        if w.get("scrape_ms")
+                        else ""
+                    )
+                )
             for kind, message in row["alarms"].items():
                 lines.append(f"- {row['concurrency']} streams: alarm {kind}: {message}")
         lines.append("")

@@ -20,11 +20,11 @@ import statistics
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 import requests
 
@@ -105,20 +105,25 @@ def wait_idle(target: Target, timeout: float = 60.0) -> metrics.Snapshot | None:
         if snapshot is None or not (snapshot.gauges.get("running") or snapshot.gauges.get("waiting")):
             return snapshot
         if time.monotonic() > deadline:
-            raise SeatError(f"{target.url} stayed busy for {timeout:.0f} s: another client is using it",
-                            "a batch-1 bench needs the server to itself")
+            raise SeatError(
+                f"{target.url} stayed busy for {timeout:.0f} s: another client is using it",
+                "a batch-1 bench needs the server to itself",
+            )
         time.sleep(0.2)
 
 
-def after(target: Target, before: metrics.Snapshot, timeout: float = 10.0,
-          finishes: int = 1) -> metrics.Snapshot:
+def after(
+    target: Target, before: metrics.Snapshot, timeout: float = 10.0, finishes: int = 1
+) -> metrics.Snapshot:
     """Counters once the frontend has recorded our requests' finishes."""
     deadline = time.monotonic() + timeout
     while True:
         after = scrape(target)
         if after is None:
-            raise SeatError(f"{target.url}/metrics vanished during the bench",
-                            "the server restarted or something else now answers on its port")
+            raise SeatError(
+                f"{target.url}/metrics vanished during the bench",
+                "the server restarted or something else now answers on its port",
+            )
         if sum((after - before).success.values()) >= finishes or time.monotonic() > deadline:
             return after
         time.sleep(0.05)
@@ -135,6 +140,7 @@ def max_model_len(target: Target) -> int | None:
 
 def padded(target: Target, prompt: Prompt) -> Prompt:
     """The prompt padded to its context target, counted by the server's own tokenizer."""
+
     def count(text: str) -> int:
         tokens, _ = token_hash(target, text)
         if tokens is None:
@@ -147,8 +153,13 @@ def padded(target: Target, prompt: Prompt) -> Prompt:
 def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
     """Token count and SHA-256 of the token ids, from the server's /tokenize when it has one."""
     try:
-        answer = client.fetch("POST", f"{target.url}/tokenize", SCRAPE_S, headers=target.headers,
-                              json={"model": target.model, "prompt": text})
+        answer = client.fetch(
+            "POST",
+            f"{target.url}/tokenize",
+            SCRAPE_S,
+            headers=target.headers,
+            json={"model": target.model, "prompt": text},
+        )
         found = answer.json() if answer.ok else None
     except (requests.RequestException, ValueError):
         return None, None
@@ -156,9 +167,11 @@ def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
         return None, None
     ids = _token_ids(found)
     if ids is None:
-        raise SeatError(f"{target.url}/tokenize answered neither vLLM's {{\"tokens\": [ids]}} nor "
-                        f"TGI's [{{\"id\": id}}, ...]: {printable(repr(found)[:120])}",
-                        "is this an LLM server? bench it with --url only if it speaks vLLM's API")
+        raise SeatError(
+            f'{target.url}/tokenize answered neither vLLM\'s {{"tokens": [ids]}} nor '
+            f'TGI\'s [{{"id": id}}, ...]: {printable(repr(found)[:120])}',
+            "is this an LLM server? bench it with --url only if it speaks vLLM's API",
+        )
     return len(ids), hashlib.sha256(json.dumps(ids).encode()).hexdigest()
 
 
@@ -173,8 +186,14 @@ def _token_ids(found) -> list[int] | None:
     return None
 
 
-def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext,
-            cache_salt: str | None = None, reused_salt: bool = False) -> dict:
+def measure(
+    target: Target,
+    prompt: Prompt,
+    options: Options,
+    around=nullcontext,
+    cache_salt: str | None = None,
+    reused_salt: bool = False,
+) -> dict:
     """One request with its counter deltas, factors, exclusivity verdict and alarms.
 
     `around` is entered just before the request is sent and left just after its last byte
@@ -188,10 +207,16 @@ def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext
     cpu = time.process_time()
     try:
         with around():
-            done = client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
-                                 target.headers, sampling=options.sampling,
-                                 extra={"cache_salt": cache_salt} if cache_salt else None,
-                                 deadline=client.allowed_seconds(prompt.max_tokens, prompt.context))
+            done = client.stream(
+                target.url,
+                target.model,
+                prompt.text,
+                prompt.max_tokens,
+                target.headers,
+                sampling=options.sampling,
+                extra={"cache_salt": cache_salt} if cache_salt else None,
+                deadline=client.allowed_seconds(prompt.max_tokens, prompt.context),
+            )
     finally:
         gauges, gpu_telemetry = sampler.finish(), gpus.finish()
     cpu = time.process_time() - cpu
@@ -199,33 +224,58 @@ def measure(target: Target, prompt: Prompt, options: Options, around=nullcontext
     # The tokens that streamed, by the stream's own running usage where it has one: a final usage
     # that says otherwise is recorded beside it, never used.
     tokens = done.streamed_tokens if done.streamed_tokens is not None else done.completion_tokens
-    record = {"suite": prompt.suite, "prompt": prompt.name, "content": prompt.content,
-              "prompt_sha256": prompt.sha256, "prompt_file_sha256": prompt.file_sha256,
-              "context": prompt.context, "padding": prompt.padding,
-              "max_tokens": prompt.max_tokens, "finish_reason": done.finish_reason,
-              "chunks": done.chunks, "gauges": gauges, "text_sha256":
-              hashlib.sha256(done.text.encode()).hexdigest(),
-              "repetition": decompose.repetition(done.text), "gpu_telemetry": gpu_telemetry,
-              "client_cpu_us_per_token": cpu * 1e6 / max(tokens, 1),
-              "truncated": cut, "final_usage_tokens": done.completion_tokens,
-              "client_total_s": done.total_s,
-              "streamed_tokens": done.streamed_tokens, "cache_salt": cache_salt,
-              "usage_note": decompose.usage_note(done.streamed_tokens, done.completion_tokens)}
+    record = {
+        "suite": prompt.suite,
+        "prompt": prompt.name,
+        "content": prompt.content,
+        "prompt_sha256": prompt.sha256,
+        "prompt_file_sha256": prompt.file_sha256,
+        "context": prompt.context,
+        "padding": prompt.padding,
+        "max_tokens": prompt.max_tokens,
+        "finish_reason": done.finish_reason,
+        "chunks": done.chunks,
+        "gauges": gauges,
+        "text_sha256": hashlib.sha256(done.text.encode()).hexdigest(),
+        "repetition": decompose.repetition(done.text),
+        "gpu_telemetry": gpu_telemetry,
+        "client_cpu_us_per_token": cpu * 1e6 / max(tokens, 1),
+        "truncated": cut,
+        "final_usage_tokens": done.completion_tokens,
+        "client_total_s": done.total_s,
+        "streamed_tokens": done.streamed_tokens,
+        "cache_salt": cache_salt,
+        "usage_note": decompose.usage_note(done.streamed_tokens, done.completion_tokens),
+    }
     if before is None or cut:  # a cut stream is the server's failure, not another client's
         delta = metrics.Snapshot()
         record["exclusive_problems"] = []
     else:
         delta = after(target, before) - before
         record["exclusive_problems"] = decompose.exclusivity(
-            delta, tokens, done.prompt_tokens, done.finish_reason, "length",
-            gauges["running"], gauges["waiting"], final_tokens=done.completion_tokens)
-    record["counter_deltas"] = {**delta.values, "per_position": delta.per_position,
-                                "success": delta.success}
-    record["factors"] = decompose.factors(delta, tokens, done.ttft_s, done.last_s,
-                                          done.prompt_tokens, done.first_event_tokens, target.k,
-                                          reused_salt)
-    record["alarms"] = decompose.alarms(record["factors"], target.k, done.text,
-                                        target.conditions.get("draft_method"))
+            delta,
+            tokens,
+            done.prompt_tokens,
+            done.finish_reason,
+            "length",
+            gauges["running"],
+            gauges["waiting"],
+            final_tokens=done.completion_tokens,
+        )
+    record["counter_deltas"] = {**delta.values, "per_position": delta.per_position, "success": delta.success}
+    record["factors"] = decompose.factors(
+        delta,
+        tokens,
+        done.ttft_s,
+        done.last_s,
+        done.prompt_tokens,
+        done.first_event_tokens,
+        target.k,
+        reused_salt,
+    )
+    record["alarms"] = decompose.alarms(
+        record["factors"], target.k, done.text, target.conditions.get("draft_method")
+    )
     if record["usage_note"]:
         record["alarms"]["usage-disagrees"] = record["usage_note"]
     record["exclusive"] = not record["exclusive_problems"] and not cut
@@ -250,13 +300,27 @@ def _stats(values: list[float]) -> dict | None:
         return None
     mean = statistics.fmean(values)
     finite = all(math.isfinite(v) for v in values)  # else pstdev fails; the schema names the figure
-    return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "cv": statistics.pstdev(values) / mean if mean and finite else None, "n": len(values)}
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "cv": statistics.pstdev(values) / mean if mean and finite else None,
+        "n": len(values),
+    }
 
 
-FIGURES = ("decode_tok_s", "tokens_per_step", "ms_per_step", "drafter_tokens_per_step",
-           "draft_acceptance", "accepted_per_drafted_step", "ttft_ms", "client_ttft_ms",
-           "prefill_tok_s", "warm_ttft_ms")
+FIGURES = (
+    "decode_tok_s",
+    "tokens_per_step",
+    "ms_per_step",
+    "drafter_tokens_per_step",
+    "draft_acceptance",
+    "accepted_per_drafted_step",
+    "ttft_ms",
+    "client_ttft_ms",
+    "prefill_tok_s",
+    "warm_ttft_ms",
+)
 
 
 def _withheld(rows: list[dict]) -> dict[str, str]:
@@ -273,8 +337,12 @@ def _withheld(rows: list[dict]) -> dict[str, str]:
 def _sources(rows: list[dict]) -> dict[str, str]:
     """Each figure's clock and source over a suite's requests (more than one where they differ)."""
     names = dict.fromkeys(k for r in rows for k in r["factors"].get("sources", {}))
-    return {k: " or ".join(dict.fromkeys(r["factors"]["sources"][k] for r in rows
-                                         if k in r["factors"].get("sources", {}))) for k in names}
+    return {
+        k: " or ".join(
+            dict.fromkeys(r["factors"]["sources"][k] for r in rows if k in r["factors"].get("sources", {}))
+        )
+        for k in names
+    }
 
 
 LDB_SUSTAINED = "llm_decode_bench sustained C=1"
@@ -292,11 +360,15 @@ def harness_figures(rows: list[dict]) -> dict:
     if not timed:
         return {}
     tokens = sum(r["factors"]["completion_tokens"] for r in timed)
-    return {LDB_SUSTAINED: {
-        "decode_tok_s": tokens / sum(r["client_total_s"] for r in timed), "requests": len(timed),
-        "prefix_cache": "warm" if warm else "cold or unknown (reads low against ldb's warm restarts)",
-        "definition": "all tokens of back-to-back requests over their time from send to last byte, "
-                      "TTFT included (client clock)"}}
+    return {
+        LDB_SUSTAINED: {
+            "decode_tok_s": tokens / sum(r["client_total_s"] for r in timed),
+            "requests": len(timed),
+            "prefix_cache": "warm" if warm else "cold or unknown (reads low against ldb's warm restarts)",
+            "definition": "all tokens of back-to-back requests over their time from send to last byte, "
+            "TTFT included (client clock)",
+        }
+    }
 
 
 def summarize(records: list[dict]) -> dict:
@@ -306,25 +378,40 @@ def summarize(records: list[dict]) -> dict:
     for suite in dict.fromkeys(r["suite"] for r in kept):
         rows = [r for r in kept if r["suite"] == suite]
         best = max(rows, key=lambda r: r["factors"]["decode_tok_s"] or 0)
-        positions = [r["factors"]["acceptance_unconditional"] for r in rows
-                     if r["factors"].get("acceptance_unconditional")]
+        positions = [
+            r["factors"]["acceptance_unconditional"]
+            for r in rows
+            if r["factors"].get("acceptance_unconditional")
+        ]
         out[suite] = {
-            "content": rows[0]["content"], "requests": len(rows),
-            "context": rows[0].get("context", 0), "padding": rows[0].get("padding"),
+            "content": rows[0]["content"],
+            "requests": len(rows),
+            "context": rows[0].get("context", 0),
+            "padding": rows[0].get("padding"),
             "output_tokens": rows[0].get("max_tokens"),
             **{name: _stats([r["factors"].get(name) for r in rows]) for name in FIGURES},
             "acceptance_by_position": [statistics.median(p) for p in zip(*positions)] if positions else [],
-            "withheld": _withheld(rows), "sources": _sources(rows),
+            "withheld": _withheld(rows),
+            "sources": _sources(rows),
             "harness_figures": harness_figures(rows),
-            "prefix_cache": {state: sum(r["factors"].get("prefix_cache") == state for r in rows)
-                             for state in ("cold", "warm", "unknown")},
-            "best_run": {"label": "best run (a record is a maximum; the median is the typical figure)",
-                         "prompt": best["prompt"], "decode_tok_s": best["factors"]["decode_tok_s"],
-                         "tokens_per_step": best["factors"].get("tokens_per_step"),
-                         "ms_per_step": best["factors"].get("ms_per_step")},
-            "prompts": {name: {fig: _stats([r["factors"].get(fig) for r in rows
-                                            if r["prompt"] == name]) for fig in FIGURES}
-                        for name in dict.fromkeys(r["prompt"] for r in rows)},
+            "prefix_cache": {
+                state: sum(r["factors"].get("prefix_cache") == state for r in rows)
+                for state in ("cold", "warm", "unknown")
+            },
+            "best_run": {
+                "label": "best run (a record is a maximum; the median is the typical figure)",
+                "prompt": best["prompt"],
+                "decode_tok_s": best["factors"]["decode_tok_s"],
+                "tokens_per_step": best["factors"].get("tokens_per_step"),
+                "ms_per_step": best["factors"].get("ms_per_step"),
+            },
+            "prompts": {
+                name: {
+                    fig: _stats([r["factors"].get(fig) for r in rows if r["prompt"] == name])
+                    for fig in FIGURES
+                }
+                for name in dict.fromkeys(r["prompt"] for r in rows)
+            },
         }
     return schema.check_suites(out, "the run's summary")
 
@@ -343,14 +430,26 @@ def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
         version = client.fetch("GET", f"{target.url}/version", SCRAPE_S).json().get("version")
     except (SeatError, requests.RequestException, ValueError, AttributeError):
         version = None
-    return {"url": target.url, "model": target.model, "engine_version": version,
-            "k": target.k, "sampling": options.sampling, "ignore_eos": True, "reasoning": "off",
-            "warmups": options.warmups, "repeats": options.repeats,
-            "suites": sorted({p.suite for p in prompts}),
-            "output_tokens": sorted({p.max_tokens for p in prompts}),
-            "client": {"seatkit": __version__, "host": platform.node(), "python": platform.python_version(),
-                       "cpus": os.cpu_count()},
-            **target.conditions}
+    return {
+        "url": target.url,
+        "model": target.model,
+        "engine_version": version,
+        "k": target.k,
+        "sampling": options.sampling,
+        "ignore_eos": True,
+        "reasoning": "off",
+        "warmups": options.warmups,
+        "repeats": options.repeats,
+        "suites": sorted({p.suite for p in prompts}),
+        "output_tokens": sorted({p.max_tokens for p in prompts}),
+        "client": {
+            "seatkit": __version__,
+            "host": platform.node(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+        },
+        **target.conditions,
+    }
 
 
 def folder_name(name: str) -> str:
@@ -361,7 +460,7 @@ def folder_name(name: str) -> str:
 
 def new_folder(root: Path, name: str) -> Path:
     """root/<UTC time>-<name>, new: a second run in the same second gets -2, -3, ..."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     base = f"{stamp}-{folder_name(name)}"
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -373,8 +472,9 @@ def new_folder(root: Path, name: str) -> Path:
             except FileExistsError:
                 continue
     except OSError as exc:  # --out is a file, read-only, or under one
-        raise SeatError(f"cannot make a run folder in {root}: {exc.strerror}",
-                        "point --out at a folder you can write") from None
+        raise SeatError(
+            f"cannot make a run folder in {root}: {exc.strerror}", "point --out at a folder you can write"
+        ) from None
 
 
 class RunDir:
@@ -399,13 +499,21 @@ def not_alone(name: str, record: dict) -> SeatError:
     """The refusal after every try's counters disagreed with its stream, naming the disagreement:
     other clients only where the counters saw other requests."""
     problems = record["exclusive_problems"]
-    crowded = record["gauges"]["running"] > 1 or record["gauges"]["waiting"] > 0 or \
-        sum(record["counter_deltas"]["success"].values()) > 1
-    hint = ("stop other clients; a batch-1 bench needs the server alone" if crowded else
-            "no other request was seen: the server counts differently from its stream, so its "
-            "counters can't be split per request (report it with requests.jsonl)")
-    return SeatError(f"{name}: in {1 + RERUNS} tries the counters never matched the stream alone: "
-                     + "; ".join(problems), hint)
+    crowded = (
+        record["gauges"]["running"] > 1
+        or record["gauges"]["waiting"] > 0
+        or sum(record["counter_deltas"]["success"].values()) > 1
+    )
+    hint = (
+        "stop other clients; a batch-1 bench needs the server alone"
+        if crowded
+        else "no other request was seen: the server counts differently from its stream, so its "
+        "counters can't be split per request (report it with requests.jsonl)"
+    )
+    return SeatError(
+        f"{name}: in {1 + RERUNS} tries the counters never matched the stream alone: " + "; ".join(problems),
+        hint,
+    )
 
 
 def _verify(target: Target, when: str) -> None:
@@ -418,8 +526,14 @@ def _verify(target: Target, when: str) -> None:
         raise SeatError(f"{when}: {exc.message}", exc.hint) from None
 
 
-def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
-          progress: Callable[[str], None] = lambda m: None, reference=None) -> dict:
+def bench(
+    target: Target,
+    prompts: list[Prompt],
+    options: Options,
+    out: RunDir,
+    progress: Callable[[str], None] = lambda m: None,
+    reference=None,
+) -> dict:
     """Warm-ups, then measured repeats of every prompt; returns the summary written to `out`.
     `reference`, a reference card, is drawn over the acceptance-by-position plot."""
     if scrape(target) is None:
@@ -431,22 +545,35 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
     for prompt in prompts:
         if prompt.context:
             if limit and prompt.context + prompt.max_tokens > limit:
-                skipped[prompt.name] = f"context {prompt.context} + output {prompt.max_tokens} " \
-                                       f"exceeds the server's max_model_len {limit}"
+                skipped[prompt.name] = (
+                    f"context {prompt.context} + output {prompt.max_tokens} "
+                    f"exceeds the server's max_model_len {limit}"
+                )
                 progress(f"{prompt.name}: skipped ({skipped[prompt.name]})")
                 continue
             progress(f"{prompt.name}: padding to {prompt.context} tokens")
             prompt = padded(target, prompt)
         tokens, ids_sha = token_hash(target, prompt.text)
-        hashes[prompt.name] = {"text_sha256": prompt.sha256, "file_sha256": prompt.file_sha256,
-                               "tokens": tokens, "token_ids_sha256": ids_sha,
-                               "context": prompt.context, "padding": prompt.padding}
+        hashes[prompt.name] = {
+            "text_sha256": prompt.sha256,
+            "file_sha256": prompt.file_sha256,
+            "tokens": tokens,
+            "token_ids_sha256": ids_sha,
+            "context": prompt.context,
+            "padding": prompt.padding,
+        }
         _verify(target, f"before {prompt.name}")
         for i in range(options.warmups):
             progress(f"{prompt.suite}/{prompt.name}: warm-up {i + 1}/{options.warmups}")
-            client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
-                          target.headers, sampling=options.sampling,
-                          deadline=client.allowed_seconds(prompt.max_tokens, prompt.context))
+            client.stream(
+                target.url,
+                target.model,
+                prompt.text,
+                prompt.max_tokens,
+                target.headers,
+                sampling=options.sampling,
+                deadline=client.allowed_seconds(prompt.max_tokens, prompt.context),
+            )
         salt = None
         for i in range(options.repeats):
             for attempt in range(1 + RERUNS):
@@ -459,12 +586,16 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
                 f = record["factors"]
                 if record["truncated"]:  # recorded, never measured, never blamed on others
                     truncated.append(f"{prompt.name} repeat {i + 1}: {record['truncated']}")
-                    progress(f"{prompt.suite}/{prompt.name}: {i + 1}/{options.repeats} "
-                             f"truncated: {record['truncated']}")
+                    progress(
+                        f"{prompt.suite}/{prompt.name}: {i + 1}/{options.repeats} "
+                        f"truncated: {record['truncated']}"
+                    )
                     break
-                progress(f"{prompt.suite}/{prompt.name}: {i + 1}/{options.repeats} "
-                         f"{f['decode_tok_s'] or 0:.1f} tok/s"
-                         + ("" if record["exclusive"] else " (discarded: not alone)"))
+                progress(
+                    f"{prompt.suite}/{prompt.name}: {i + 1}/{options.repeats} "
+                    f"{f['decode_tok_s'] or 0:.1f} tok/s"
+                    + ("" if record["exclusive"] else " (discarded: not alone)")
+                )
                 if record["exclusive"]:
                     records.append(record)
                     break
@@ -472,11 +603,19 @@ def bench(target: Target, prompts: list[Prompt], options: Options, out: RunDir,
             else:
                 raise not_alone(prompt.name, record)
         _verify(target, f"after {prompt.name}")
-    summary = {"schema": SCHEMA, "created": datetime.now(timezone.utc).isoformat(),
-               "conditions": conditions(target, options, prompts), "prompts": hashes,
-               "discarded": discarded, "skipped": skipped, "truncated": truncated,
-               "alarms": _alarm_summary(records), "suites": summarize(records),
-               "fits": plots.fits(records), "reference": reference.name if reference else None}
+    summary = {
+        "schema": SCHEMA,
+        "created": datetime.now(UTC).isoformat(),
+        "conditions": conditions(target, options, prompts),
+        "prompts": hashes,
+        "discarded": discarded,
+        "skipped": skipped,
+        "truncated": truncated,
+        "alarms": _alarm_summary(records),
+        "suites": summarize(records),
+        "fits": plots.fits(records),
+        "reference": reference.name if reference else None,
+    }
     out.finish(summary, markdown(summary))
     if records:
         plots.draw(records, summary, out.path / "plots", reference)

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel
 from seatkit.errors import SeatError
 from seatkit.validation import validate
 
+
 def _finite(value: float) -> float:
     if not math.isfinite(value):
         raise ValueError("not a finite number")
@@ -59,6 +60,7 @@ class Sampling(BaseModel):
 
 class Conditions(BaseModel):
     """The fields compare pairs by; the rest of a run's conditions ride along unchecked."""
+
     model_config = ConfigDict(strict=True, extra="allow")
     model: str
     base_model: str | None = None
@@ -88,16 +90,28 @@ class Suites(RootModel[dict[str, Suite]]):
 
 def check_suites(suites: dict, where: str) -> dict:
     """The suites a run computed, once each figure passed the schema."""
-    validate(Suites, suites, where, "bench summary",
-             "a figure the run computed is not a number; its requests.jsonl holds every request")
+    validate(
+        Suites,
+        suites,
+        where,
+        "bench summary",
+        "a figure the run computed is not a number; its requests.jsonl holds every request",
+    )
     return suites
 
 
 def check(data, where: str) -> dict:
     """A summary read back (safe_yaml.read_json), checked field by field."""
     if not isinstance(data, dict):
-        raise SeatError(f"{where} is not a bench summary: not a mapping of fields",
-                        "give the folder of a finished `seat bench run`")
-    validate(Summary, data, where, "bench summary",
-             "give the folder of a finished `seat bench run`, or run it again")
+        raise SeatError(
+            f"{where} is not a bench summary: not a mapping of fields",
+            "give the folder of a finished `seat bench run`",
+        )
+    validate(
+        Summary,
+        data,
+        where,
+        "bench summary",
+        "give the folder of a finished `seat bench run`, or run it again",
+    )
     return data

@@ -23,9 +23,9 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Callable
+from datetime import UTC, datetime
 
 from seatkit.bench import metrics, plots, report, run
 from seatkit.bench.run import Options, RunDir, Target, conditions, scrape
@@ -95,9 +95,14 @@ class Window:
         if len(self.edges) < 2 or any(snapshot is None for *_, snapshot in self.edges):
             return None
         (t0, open_done, first), (t1, close_done, last) = self.edges
-        return {"start": t0, "end": t1, "delta": last - first, "opened": open_done,
-                "scrape_ms": [(open_done - t0) * 1000, (close_done - t1) * 1000],
-                "running": [first.gauges.get("running"), last.gauges.get("running")]}
+        return {
+            "start": t0,
+            "end": t1,
+            "delta": last - first,
+            "opened": open_done,
+            "scrape_ms": [(open_done - t0) * 1000, (close_done - t1) * 1000],
+            "running": [first.gauges.get("running"), last.gauges.get("running")],
+        }
 
 
 def _rate(points: list[tuple[float, int]]) -> float | None:
@@ -114,11 +119,15 @@ def _late_reads(rates: list[float | None], whole: dict | None, n: int) -> str | 
     tokens late and in bursts: inside the window they then bunch up, or thin out, against the
     same streams' rates over whole requests."""
     if not all(rates):
-        return ("a stream's tokens reached the client in one burst inside the window: its rate there "
-                "is unknown (the client was starved of CPU)")
+        return (
+            "a stream's tokens reached the client in one burst inside the window: its rate there "
+            "is unknown (the client was starved of CPU)"
+        )
     if whole and abs(sum(rates) / (n * whole["median"]) - 1) > CLIENT_TIMING:
-        return (f"inside the window the streams ran at {sum(rates):.0f} tok/s, over whole requests "
-                f"{n} x {whole['median']:.0f}: the client read its streams late (a busy host)")
+        return (
+            f"inside the window the streams ran at {sum(rates):.0f} tok/s, over whole requests "
+            f"{n} x {whole['median']:.0f}: the client read its streams late (a busy host)"
+        )
     return None
 
 
@@ -126,8 +135,7 @@ def _spread(values: list[float]) -> dict | None:
     values = [v for v in values if v is not None]
     if not values:
         return None
-    return {"median": statistics.median(values), "min": min(values), "max": max(values),
-            "n": len(values)}
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
 
 def level(target: Target, prompt: Prompt, options: Options, n: int) -> dict:
@@ -141,9 +149,15 @@ def level(target: Target, prompt: Prompt, options: Options, n: int) -> dict:
         gate.wait()
         stream.sent = time.monotonic()
         try:
-            stream.done = client.stream(target.url, target.model, prompt.text, prompt.max_tokens,
-                                        target.headers, sampling=options.sampling,
-                                        on_event=lambda c: window.event(stream, c))
+            stream.done = client.stream(
+                target.url,
+                target.model,
+                prompt.text,
+                prompt.max_tokens,
+                target.headers,
+                sampling=options.sampling,
+                on_event=lambda c: window.event(stream, c),
+            )
         except SeatError as exc:
             stream.error = exc.message
             window.ended.set()
@@ -166,15 +180,18 @@ def level(target: Target, prompt: Prompt, options: Options, n: int) -> dict:
 STREAMS_TOLERANCE = 0.05  # the streams' aggregate against the counters' n x tokens/step / ms/step
 
 
-def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Snapshot | None,
-            cpu_s: float) -> dict:
+def figures(
+    n: int, streams: list[Stream], edges: dict | None, total: metrics.Snapshot | None, cpu_s: float
+) -> dict:
     done = [s.done for s in streams]
     tokens = sum(d.completion_tokens for d in done)
     first_sent = min(s.sent for s in streams)
     out = {
-        "concurrency": n, "completion_tokens": tokens,
-        "per_request_decode_tok_s": _spread([(d.completion_tokens - 1) / (d.last_s - d.ttft_s)
-                                             if d.last_s > d.ttft_s else None for d in done]),
+        "concurrency": n,
+        "completion_tokens": tokens,
+        "per_request_decode_tok_s": _spread(
+            [(d.completion_tokens - 1) / (d.last_s - d.ttft_s) if d.last_s > d.ttft_s else None for d in done]
+        ),
         "client_ttft_ms": _spread([d.ttft_s * 1000 for d in done]),
         "level_tok_s": tokens / (max(s.sent + s.done.last_s for s in streams) - first_sent),
         "client_cpu_us_per_token": cpu_s * 1e6 / max(tokens, 1),
@@ -182,11 +199,16 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
     }
     if total is not None:
         v = total.values
-        out["server_ttft_ms"] = (v["ttft_seconds"] / v["ttft_count"] * 1000
-                                 if (v.get("ttft_count") or 0) > 0 and v.get("ttft_seconds", -1) >= 0
-                                 else None)  # none, or a histogram gone backwards
-        out["usage_vs_counters"] = {"usage": tokens, "generation_tokens": v.get("generation_tokens"),
-                                    "finished": sum(total.success.values())}
+        out["server_ttft_ms"] = (
+            v["ttft_seconds"] / v["ttft_count"] * 1000
+            if (v.get("ttft_count") or 0) > 0 and v.get("ttft_seconds", -1) >= 0
+            else None
+        )  # none, or a histogram gone backwards
+        out["usage_vs_counters"] = {
+            "usage": tokens,
+            "generation_tokens": v.get("generation_tokens"),
+            "finished": sum(total.success.values()),
+        }
     if not all(s.chunks for s in streams):
         out["alarms"]["no-text"] = "a stream finished without text: it has no decode to window"
         return out
@@ -201,11 +223,16 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
     if end <= start:
         out["alarms"]["client-bottleneck"] = (
             f"a stream finished before the last of {n} started: they never all decoded at once; "
-            "the client set the pace (more client CPU, or longer outputs)")
+            "the client set the pace (more client CPU, or longer outputs)"
+        )
         return out
     rates = [_rate([c for c in s.chunks if start <= c[0] <= end]) for s in streams]
-    out["window"] = {"opens_s": start - first_sent, "closes_s": end - first_sent,
-                     "seconds": end - start, "rule": "every stream decoding -> first finish"}
+    out["window"] = {
+        "opens_s": start - first_sent,
+        "closes_s": end - first_sent,
+        "seconds": end - start,
+        "rule": "every stream decoding -> first finish",
+    }
     out["aggregate_tok_s"] = sum(r for r in rates if r) if all(rates) else None
     out["stream_tok_s_in_window"] = _spread(rates)
     late = _late_reads(rates, out["per_request_decode_tok_s"], n)
@@ -215,19 +242,27 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
         return out
     d = edges["delta"].values
     steps, step_s = d.get("steps"), d.get("step_seconds")
-    out["window"].update({"counter_seconds": edges["end"] - edges["start"], "steps": steps,
-                          "running_gauge": edges["running"], "scrape_ms": edges.get("scrape_ms")})
+    out["window"].update(
+        {
+            "counter_seconds": edges["end"] - edges["start"],
+            "steps": steps,
+            "running_gauge": edges["running"],
+            "scrape_ms": edges.get("scrape_ms"),
+        }
+    )
     generated = d.get("generation_tokens", 0)
     if not steps or steps < MIN_STEPS * n:
         out["alarms"]["short-window"] = (
             f"the counters' window held {steps or 0:g} request steps, under {MIN_STEPS} per "
-            "stream: no tokens/step or ms/step (longer outputs, or a client that keeps up)")
+            "stream: no tokens/step or ms/step (longer outputs, or a client that keeps up)"
+        )
     elif not (steps <= generated <= tokens) or not (step_s or 0) > 0:
         # Each request step delivers at least one token, and the window is inside the level.
         out["alarms"]["counters-vs-usage"] = (
             f"over the window the counters give {generated:g} tokens in {steps:g} steps of "
             f"{step_s or 0:g} s in all, the streams {tokens} tokens in the whole level: another "
-            "client's requests, counters that went backwards, or a server that counts differently")
+            "client's requests, counters that went backwards, or a server that counts differently"
+        )
     else:
         out["tokens_per_step"] = d.get("generation_tokens", 0) / steps
         out["ms_per_step"] = step_s * 1000 / steps
@@ -242,17 +277,25 @@ def figures(n: int, streams: list[Stream], edges: dict | None, total: metrics.Sn
             out["alarms"]["streams-vs-counters"] = (
                 f"the streams give {agg:.0f} tok/s, the counters {out['counters_tok_s']:.0f} "
                 f"(n x tokens/step / ms/step): {agg / out['counters_tok_s'] - 1:+.1%} apart; the "
-                f"counters' window holds the scrapes ({scraped}) and a loaded host's stalls")
+                f"counters' window holds the scrapes ({scraped}) and a loaded host's stalls"
+            )
     running = [r for r in edges["running"] if r is not None]  # None: the server has no gauge
     if running and max(running) < n:
         out["alarms"]["client-bottleneck"] = (
             f"the server's running gauge read {max(running):g}, never {n}: the client "
-            "did not keep the level busy")
+            "did not keep the level busy"
+        )
     return out
 
 
-def sweep(target: Target, prompts: list[Prompt], options: Options, levels: list[int], out: RunDir,
-          progress: Callable[[str], None] = lambda m: None) -> dict:
+def sweep(
+    target: Target,
+    prompts: list[Prompt],
+    options: Options,
+    levels: list[int],
+    out: RunDir,
+    progress: Callable[[str], None] = lambda m: None,
+) -> dict:
     """Each suite's first prompt at each level; returns the summary written to `out`."""
     if scrape(target) is None:
         progress("no /metrics: aggregate tok/s only, no tokens/step or ms/step")
@@ -266,20 +309,33 @@ def sweep(target: Target, prompts: list[Prompt], options: Options, levels: list[
             prompt = run.padded(target, prompt)
         for i in range(options.warmups):
             progress(f"{prompt.suite}: warm-up {i + 1}/{options.warmups}")
-            client.stream(target.url, target.model, prompt.text, prompt.max_tokens, target.headers,
-                          sampling=options.sampling)
+            client.stream(
+                target.url,
+                target.model,
+                prompt.text,
+                prompt.max_tokens,
+                target.headers,
+                sampling=options.sampling,
+            )
         rows = []
         for n in levels:
             progress(f"{prompt.suite}: {n} concurrent streams" if n > 1 else f"{prompt.suite}: 1 stream")
             row = level(target, prompt, options, n)
             out.add({"suite": prompt.suite, "prompt": prompt.name, **row})
             rows.append(row)
-        suites[prompt.suite] = {"prompt": prompt.name, "content": prompt.content,
-                                "context": prompt.context, "output_tokens": prompt.max_tokens,
-                                "levels": rows}
-    summary = {"schema": SCHEMA, "created": datetime.now(timezone.utc).isoformat(),
-               "conditions": {**conditions(target, options, prompts), "concurrency": levels},
-               "suites": suites}
+        suites[prompt.suite] = {
+            "prompt": prompt.name,
+            "content": prompt.content,
+            "context": prompt.context,
+            "output_tokens": prompt.max_tokens,
+            "levels": rows,
+        }
+    summary = {
+        "schema": SCHEMA,
+        "created": datetime.now(UTC).isoformat(),
+        "conditions": {**conditions(target, options, prompts), "concurrency": levels},
+        "suites": suites,
+    }
     out.finish(summary, report.sweep_markdown(summary))
     plots.draw_sweep(summary, out.path / "plots")
     return summary

@@ -10,7 +10,8 @@ from seatkit.errors import SeatError
 from seatkit.host import gpus
 from seatkit.image import b12x
 from seatkit.models import lock as model_locks
-from seatkit.serve import launch, profile as profiles, what_runs
+from seatkit.serve import launch, what_runs
+from seatkit.serve import profile as profiles
 
 
 def of_profile(name: str) -> Target:
@@ -22,22 +23,30 @@ def of_profile(name: str) -> Target:
     spec = profile.speculative
     labels, mounts = _labels(running)
     draft = profile.models[spec.draft_model] if spec and spec.draft_model else None
-    return Target(running.url, running.model, launch.headers(running),
-                  k=spec.num_speculative_tokens if spec else None,
-                  conditions={"profile": profile.name, "profile_sha256": profile.sha256,
-                              "draft_method": spec.method if spec else None,
-                              "draft_policy": (spec.config.get("draft_sample_method", "greedy")
-                                               if spec else None),
-                              "base_model": _model_name(profile.models[profile.model]),
-                              "draft_model": _model_name(draft) if draft else None,
-                              "model_locks": model_locks.hashes(profile),
-                              "image": profile.image.reference if profile.image else None,
-                              "image_labels": labels,
-                              "b12x_kernels": b12x.kernels(labels, b12x.mounted_over(
-                                  mounts, profile.image.b12x_dir)) if profile.image else None,
-                              "runtime": profile.runtime, "gpus": gpus.inventory(),
-                              **what_runs.conditions(profile)},
-                  verify=lambda: launch.require_identity(running))
+    return Target(
+        running.url,
+        running.model,
+        launch.headers(running),
+        k=spec.num_speculative_tokens if spec else None,
+        conditions={
+            "profile": profile.name,
+            "profile_sha256": profile.sha256,
+            "draft_method": spec.method if spec else None,
+            "draft_policy": (spec.config.get("draft_sample_method", "greedy") if spec else None),
+            "base_model": _model_name(profile.models[profile.model]),
+            "draft_model": _model_name(draft) if draft else None,
+            "model_locks": model_locks.hashes(profile),
+            "image": profile.image.reference if profile.image else None,
+            "image_labels": labels,
+            "b12x_kernels": b12x.kernels(labels, b12x.mounted_over(mounts, profile.image.b12x_dir))
+            if profile.image
+            else None,
+            "runtime": profile.runtime,
+            "gpus": gpus.inventory(),
+            **what_runs.conditions(profile),
+        },
+        verify=lambda: launch.require_identity(running),
+    )
 
 
 def _model_name(model) -> str:
@@ -61,8 +70,13 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
         headers["Authorization"] = f"Bearer {api_key}"
     elif credentials:
         headers["Authorization"] = "Basic " + base64.b64encode(":".join(credentials).encode()).decode()
-    return Target(url, model, headers, k=k, conditions={"profile": None, "gpus": gpus.inventory(),
-                                                        **_local_experiment(url)})
+    return Target(
+        url,
+        model,
+        headers,
+        k=k,
+        conditions={"profile": None, "gpus": gpus.inventory(), **_local_experiment(url)},
+    )
 
 
 def _local_experiment(url: str) -> dict:

@@ -23,9 +23,13 @@ READINGS = {
     "pcie_rx_mb_s": lambda h: pynvml.nvmlDeviceGetPcieThroughput(h, pynvml.NVML_PCIE_UTIL_RX_BYTES) / 1024,
 }
 # Throttle (clock event) reasons by bit; where two names share a bit, the later one names it.
-THROTTLE = {getattr(pynvml, name): name[len("nvmlClocksThrottleReason"):] for name in sorted(dir(pynvml))
-            if name.startswith("nvmlClocksThrottleReason") and name not in
-            ("nvmlClocksThrottleReasonAll", "nvmlClocksThrottleReasonNone", "nvmlClocksThrottleReasonUnknown")}
+THROTTLE = {
+    getattr(pynvml, name): name[len("nvmlClocksThrottleReason") :]
+    for name in sorted(dir(pynvml))
+    if name.startswith("nvmlClocksThrottleReason")
+    and name
+    not in ("nvmlClocksThrottleReasonAll", "nvmlClocksThrottleReasonNone", "nvmlClocksThrottleReasonUnknown")
+}
 
 
 def _safe(read, handle):
@@ -69,11 +73,12 @@ class Sampler(threading.Thread):
             return None
         out = []
         for samples, mask in zip(self.samples, self.throttle):
-            gpu = {"samples": len(samples),
-                   "throttle_reasons": sorted(n for bit, n in THROTTLE.items() if mask & bit)}
+            gpu = {
+                "samples": len(samples),
+                "throttle_reasons": sorted(n for bit, n in THROTTLE.items() if mask & bit),
+            }
             for key in READINGS:
                 values = [s[key] for s in samples if s[key] is not None]
-                gpu[key] = ({"mean": statistics.fmean(values), "max": max(values)}
-                            if values else None)
+                gpu[key] = {"mean": statistics.fmean(values), "max": max(values)} if values else None
             out.append(gpu)
         return out

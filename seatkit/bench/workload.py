@@ -46,14 +46,16 @@ def load_prompt(name: str, folder: Path = BENCH / "prompts") -> tuple[str, str]:
     """A prompt's text and hash; refused when its bytes differ from the index."""
     index = safe_yaml.read_json(folder / "index.json", "prompt index")
     if name not in index:
-        raise SeatError(f"prompt {name!r} is not in {folder / 'index.json'}",
-                        f"known prompts: {', '.join(sorted(index))}")
+        raise SeatError(
+            f"prompt {name!r} is not in {folder / 'index.json'}", f"known prompts: {', '.join(sorted(index))}"
+        )
     path = folder / f"{name}.txt"
     actual = sha256_file(path) if path.exists() else "missing"
     if actual != index[name]:
-        raise SeatError(f"prompt {path} changed: sha256 {actual[:16]}…, pinned {index[name][:16]}…",
-                        "restore the file, or pin a deliberate change with "
-                        "seatkit.bench.workload.write_index()")
+        raise SeatError(
+            f"prompt {path} changed: sha256 {actual[:16]}…, pinned {index[name][:16]}…",
+            "restore the file, or pin a deliberate change with seatkit.bench.workload.write_index()",
+        )
     return path.read_text(), actual
 
 
@@ -61,13 +63,19 @@ def _label(tokens: int) -> str:
     return f"{tokens // 1024}k" if tokens >= 1024 and tokens % 1024 == 0 else str(tokens)
 
 
-def suites(names: list[str], max_tokens: int | None = None, contexts: list[int] | None = None,
-           file: Path = BENCH / "suites.yaml") -> list[Prompt]:
+def suites(
+    names: list[str],
+    max_tokens: int | None = None,
+    contexts: list[int] | None = None,
+    file: Path = BENCH / "suites.yaml",
+) -> list[Prompt]:
     """The prompts of each suite; a context suite gives one per context and padding kind, whose
     text is padded against the server at run time (each context reported as a suite of its own)."""
     if max_tokens is not None and max_tokens < 2:
-        raise SeatError(f"--max-tokens {max_tokens} leaves no decode step to measure",
-                        "give 2 or more: the first token is prefill, the rest are decode")
+        raise SeatError(
+            f"--max-tokens {max_tokens} leaves no decode step to measure",
+            "give 2 or more: the first token is prefill, the rest are decode",
+        )
     data = safe_yaml.read(file, "suites file")
     out = []
     for suite in names:
@@ -75,9 +83,11 @@ def suites(names: list[str], max_tokens: int | None = None, contexts: list[int] 
             raise SeatError(f"no suite {suite!r}", f"suites: {', '.join(data)}")
         spec = data[suite]
         if "chat" in spec and spec["chat"].count("{prompt}") != 1:
-            raise SeatError(f"suite {suite}'s chat format holds {{prompt}} "
-                            f"{spec['chat'].count('{prompt}')} times in {file}",
-                            "write it once, where the prompt goes in the model's chat format")
+            raise SeatError(
+                f"suite {suite}'s chat format holds {{prompt}} "
+                f"{spec['chat'].count('{prompt}')} times in {file}",
+                "write it once, where the prompt goes in the model's chat format",
+            )
         for name in spec["prompts"]:
             text, digest = load_prompt(name, file.parent / "prompts")
             text = spec.get("instruction", "") + text * spec.get("repeat", 1)
@@ -90,6 +100,13 @@ def suites(names: list[str], max_tokens: int | None = None, contexts: list[int] 
             for context in contexts if contexts is not None else spec["contexts"]:
                 for kind in spec["padding"] if context else [None]:
                     label = f"ctx {_label(context)}" + (f" {kind}" if kind else "")
-                    out.append(replace(base, suite=f"{suite} {label}", context=context,
-                                       padding=kind, name=f"{name}@{label.replace(' ', '-')}"))
+                    out.append(
+                        replace(
+                            base,
+                            suite=f"{suite} {label}",
+                            context=context,
+                            padding=kind,
+                            name=f"{name}@{label.replace(' ', '-')}",
+                        )
+                    )
     return out

@@ -15,8 +15,8 @@ import itertools
 import json
 import math
 import statistics
-from statistics import NormalDist
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 
@@ -29,8 +29,12 @@ def t_quantile(p: float, df: int) -> float:
     """Student's t quantile by the Cornish-Fisher expansion around the normal one: within 1 % from
     3 degrees of freedom on (fewer give no interval: the campaign needs more repeats)."""
     z = NormalDist().inv_cdf(p)
-    return (z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))
+    return (
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+    )
 
 
 def usable(value) -> bool:
@@ -44,9 +48,15 @@ def visits(run) -> list[dict]:
         ms = [f["ms_per_step"] for f in r["figures"].values() if usable(f["ms_per_step"])]
         tps = [f["tokens_per_step"] for f in r["figures"].values() if usable(f["tokens_per_step"])]
         if ms:
-            out.append({"arm": r["arm"], "visit": r["visit"], "run": r["run"],
-                        "ms": math.exp(statistics.fmean(math.log(m) for m in ms)),
-                        "tps": statistics.fmean(tps) if tps else None})
+            out.append(
+                {
+                    "arm": r["arm"],
+                    "visit": r["visit"],
+                    "run": r["run"],
+                    "ms": math.exp(statistics.fmean(math.log(m) for m in ms)),
+                    "tps": statistics.fmean(tps) if tps else None,
+                }
+            )
     return out
 
 
@@ -57,8 +67,10 @@ def columns(run) -> list[tuple[str, object]]:
         present = [s for s in ("iommu", "p2p", "hmm") if any(s in a.host for a in arms)]
         cols = [(s, lambda a, s=s: int(s in a.host)) for s in present]
         if run.campaign.design == "factorial":
-            cols += [(f"{x}×{y}", lambda a, x=x, y=y: int(x in a.host and y in a.host))
-                     for x, y in itertools.combinations(present, 2)]
+            cols += [
+                (f"{x}×{y}", lambda a, x=x, y=y: int(x in a.host and y in a.host))
+                for x, y in itertools.combinations(present, 2)
+            ]
         return cols
     return [(a.name, lambda b, n=a.name: int(b.name == n)) for a in arms[1:]]
 
@@ -88,18 +100,37 @@ def fit(run, rows: list[dict]) -> tuple[list[dict], int]:
     for position, j in enumerate(keep[1:], 1):
         name = cols[j - 1][0]
         if not estimable[position]:
-            effects.append({"setting": name, "effect_pct": None, "uncertainty_pct": None,
-                            "interaction": "×" in name,
-                            "why": "confounded (an arm it needs was skipped or gave no figure)"})
+            effects.append(
+                {
+                    "setting": name,
+                    "effect_pct": None,
+                    "uncertainty_pct": None,
+                    "interaction": "×" in name,
+                    "why": "confounded (an arm it needs was skipped or gave no figure)",
+                }
+            )
             continue
         b = float(beta[position])
         u = None if cov is None else t * math.sqrt(max(0.0, cov[position, position])) * math.exp(b) * 100
-        effects.append({"setting": name, "effect_pct": (math.exp(b) - 1) * 100, "uncertainty_pct": u,
-                        "interaction": "×" in name})
+        effects.append(
+            {
+                "setting": name,
+                "effect_pct": (math.exp(b) - 1) * 100,
+                "uncertainty_pct": u,
+                "interaction": "×" in name,
+            }
+        )
     measured = {c for c, _ in cols}
     for name in measured - {e["setting"] for e in effects}:
-        effects.append({"setting": name, "effect_pct": None, "uncertainty_pct": None,
-                        "interaction": "×" in name, "why": "not measured (no visit with and without it)"})
+        effects.append(
+            {
+                "setting": name,
+                "effect_pct": None,
+                "uncertainty_pct": None,
+                "interaction": "×" in name,
+                "why": "not measured (no visit with and without it)",
+            }
+        )
     return effects, df
 
 
@@ -114,16 +145,26 @@ def arms_table(run, rows: list[dict]) -> list[dict]:
         skipped = [r for r in run.of("skipped") if r["arm"] == arm.name]
         ms = [r["ms"] for r in mine]
         tps = [r["tps"] for r in mine if r["tps"]]
-        unusable = len({r["visit"] for r in run.of("measured") if r["arm"] == arm.name}
-                       - {r["visit"] for r in mine})  # benched, but no figure to fit
-        row = {"arm": arm.name, "visits": len(mine), "skipped": len(skipped), "unusable": unusable,
-               "skipped_why": skipped[0]["why"] if skipped else None,
-               "ms_median": statistics.median(ms) if ms else None,
-               "ms_min": min(ms) if ms else None, "ms_max": max(ms) if ms else None,
-               "tps_median": statistics.median(tps) if tps else None, "tps_alarm": None}
+        unusable = len(
+            {r["visit"] for r in run.of("measured") if r["arm"] == arm.name} - {r["visit"] for r in mine}
+        )  # benched, but no figure to fit
+        row = {
+            "arm": arm.name,
+            "visits": len(mine),
+            "skipped": len(skipped),
+            "unusable": unusable,
+            "skipped_why": skipped[0]["why"] if skipped else None,
+            "ms_median": statistics.median(ms) if ms else None,
+            "ms_min": min(ms) if ms else None,
+            "ms_max": max(ms) if ms else None,
+            "tps_median": statistics.median(tps) if tps else None,
+            "tps_alarm": None,
+        }
         if tps and overall and abs(row["tps_median"] / overall - 1) > TPS_ALARM:
-            row["tps_alarm"] = (f"tokens/step {row['tps_median']:.2f} against {overall:.2f} overall: "
-                                "the text or the drafter changed, not only the host")
+            row["tps_alarm"] = (
+                f"tokens/step {row['tps_median']:.2f} against {overall:.2f} overall: "
+                "the text or the drafter changed, not only the host"
+            )
         out.append(row)
     return out
 
@@ -173,18 +214,31 @@ def _num(value, spec: str) -> str:
 
 def table(arms: list[dict], effects: list[dict], df: int) -> str:
     """Two tables, 80 columns at most."""
-    lines = [f"{'arm':<22} {'visits':>6} {'ms/step':>8} {'min':>8} {'max':>8} {'tok/step':>8}  note",
-             "-" * 79]
+    lines = [
+        f"{'arm':<22} {'visits':>6} {'ms/step':>8} {'min':>8} {'max':>8} {'tok/step':>8}  note",
+        "-" * 79,
+    ]
     for a in arms:
-        note = ("TOKENS/STEP MOVED" if a["tps_alarm"] else f"{a['skipped']} not in force" if a["skipped"]
-                else f"{a['unusable']} no figure" if a.get("unusable") else "")
-        lines.append(f"{a['arm'][:22]:<22} {a['visits']:>6} {_num(a['ms_median'], '.2f'):>8} "
-                     f"{_num(a['ms_min'], '.2f'):>8} {_num(a['ms_max'], '.2f'):>8} "
-                     f"{_num(a['tps_median'], '.2f'):>8}  {note}"[:79].rstrip())
+        note = (
+            "TOKENS/STEP MOVED"
+            if a["tps_alarm"]
+            else f"{a['skipped']} not in force"
+            if a["skipped"]
+            else f"{a['unusable']} no figure"
+            if a.get("unusable")
+            else ""
+        )
+        lines.append(
+            f"{a['arm'][:22]:<22} {a['visits']:>6} {_num(a['ms_median'], '.2f'):>8} "
+            f"{_num(a['ms_min'], '.2f'):>8} {_num(a['ms_max'], '.2f'):>8} "
+            f"{_num(a['tps_median'], '.2f'):>8}  {note}"[:79].rstrip()
+        )
     lines += ["", f"{'effect on ms/step':<34} {'effect':>9} {'± 95 %':>8}  (all together; {df} df)", "-" * 79]
     for e in effects:
-        lines.append(f"{label(e['setting'])[:34]:<34} {_num(e['effect_pct'], '+.1f'):>8}% "
-                     f"{_num(e['uncertainty_pct'], '.1f'):>7}%" + (f"  {e['why']}"[:34] if e.get("why") else ""))
+        lines.append(
+            f"{label(e['setting'])[:34]:<34} {_num(e['effect_pct'], '+.1f'):>8}% "
+            f"{_num(e['uncertainty_pct'], '.1f'):>7}%" + (f"  {e['why']}"[:34] if e.get("why") else "")
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -205,8 +259,13 @@ def plot(arms: list[dict], rows: list[dict], effects: list[dict], path: Path) ->
     left.set_ylabel("ms per step (each visit; bar: median)")
     left.set_title("ms/step per arm")
     shown = [e for e in effects if e["effect_pct"] is not None]
-    right.errorbar([e["effect_pct"] for e in shown], range(len(shown)),
-                   xerr=[e["uncertainty_pct"] or 0 for e in shown], fmt="o", capsize=4)
+    right.errorbar(
+        [e["effect_pct"] for e in shown],
+        range(len(shown)),
+        xerr=[e["uncertainty_pct"] or 0 for e in shown],
+        fmt="o",
+        capsize=4,
+    )
     right.axvline(0, color="grey", lw=0.8)
     right.set_yticks(range(len(shown)), [label(e["setting"]) for e in shown], fontsize=8)
     right.set_xlabel("effect on ms/step, % (95 % interval)")
@@ -220,16 +279,26 @@ def report(run) -> dict:
     rows = visits(run)
     effects, df = fit(run, rows)
     arms = arms_table(run, rows)
-    return {"campaign": run.campaign.name, "id": run.id, "arms": arms, "effects": effects, "df": df,
-            "visits": rows, "verdict": verdict(effects, arms), "table": table(arms, effects, df)}
+    return {
+        "campaign": run.campaign.name,
+        "id": run.id,
+        "arms": arms,
+        "effects": effects,
+        "df": df,
+        "visits": rows,
+        "verdict": verdict(effects, arms),
+        "table": table(arms, effects, df),
+    }
 
 
 def write(run, folder: Path) -> dict:
     result = report(run)
     (folder / "report.json").write_text(json.dumps(result, indent=2) + "\n")
-    (folder / "report.md").write_text(f"# Campaign {run.campaign.name} ({run.id})\n\n```\n{result['table']}```\n\n"
-                                      f"{result['verdict']}\n\nEach arm's bench is a run folder under runs/: "
-                                      "`seat bench compare runs/A runs/B` compares any two.\n")
+    (folder / "report.md").write_text(
+        f"# Campaign {run.campaign.name} ({run.id})\n\n```\n{result['table']}```\n\n"
+        f"{result['verdict']}\n\nEach arm's bench is a run folder under runs/: "
+        "`seat bench compare runs/A runs/B` compares any two.\n"
+    )
     rows = result["visits"]
     if rows:
         plot(result["arms"], rows, result["effects"], folder / "plot.png")

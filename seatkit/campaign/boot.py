@@ -32,8 +32,14 @@ UNIT = f"/etc/systemd/system/{UNIT_NAME}"
 # A drop-in that makes multi-user.target want the unit: regular files only, no enable symlink.
 WANTS = "/etc/systemd/system/multi-user.target.d/seatkit-campaign.conf"
 MARKER = "seatkit.arm"  # a dotted name: the kernel reads it as an unknown module's option and ignores it
-OWNED_KEYS = ("iommu", "amd_iommu", "intel_iommu", "nvidia.NVreg_RegistryDwords",
-              "nvidia_uvm.uvm_disable_hmm", MARKER)
+OWNED_KEYS = (
+    "iommu",
+    "amd_iommu",
+    "intel_iommu",
+    "nvidia.NVreg_RegistryDwords",
+    "nvidia_uvm.uvm_disable_hmm",
+    MARKER,
+)
 
 
 def entry_id(arm: Arm) -> str:
@@ -43,7 +49,9 @@ def entry_id(arm: Arm) -> str:
 def arm_tokens(arm: Arm, profile: settings.HostProfile, vendor: str) -> list[str]:
     tokens = list(profile.iommu.tokens[vendor]) if "iommu" in arm.host else []
     if "p2p" in arm.host:
-        tokens.append(f"nvidia.NVreg_RegistryDwords={settings.registry_keys().forms[profile.registry].dwords}")
+        tokens.append(
+            f"nvidia.NVreg_RegistryDwords={settings.registry_keys().forms[profile.registry].dwords}"
+        )
     if "hmm" in arm.host:
         tokens.append("nvidia_uvm.uvm_disable_hmm=1")
     return tokens + [f"{MARKER}={arm.name}"]
@@ -52,14 +60,21 @@ def arm_tokens(arm: Arm, profile: settings.HostProfile, vendor: str) -> list[str
 def default_name(system: System, lines: list[str]) -> str:
     """What the normal boot boots: grub.cfg's `set default=` (GRUB_DEFAULT), through grubenv's
     saved_entry when it is "${saved_entry}" (GRUB_DEFAULT=saved); "0" is the first entry."""
-    header = lines[:next((i for i, line in enumerate(lines) if line.startswith(("menuentry ", "submenu "))),
-                         len(lines))]
-    values = [m.group(1) for line in header
-              if (m := re.match(r'\s*set default="?([^"]*)"?\s*$', line)) and "next_entry" not in m.group(1)]
+    header = lines[
+        : next((i for i, line in enumerate(lines) if line.startswith(("menuentry ", "submenu "))), len(lines))
+    ]
+    values = [
+        m.group(1)
+        for line in header
+        if (m := re.match(r'\s*set default="?([^"]*)"?\s*$', line)) and "next_entry" not in m.group(1)
+    ]
     name = values[-1] if values else "0"  # the header's last word on it (00_header's `else` branch)
     if name == "${saved_entry}":
-        env = dict(line.split("=", 1) for line in (system.read(GRUBENV) or "").splitlines()
-                   if "=" in line and not line.startswith("#"))
+        env = dict(
+            line.split("=", 1)
+            for line in (system.read(GRUBENV) or "").splitlines()
+            if "=" in line and not line.startswith("#")
+        )
         name = env.get("saved_entry") or "0"
     return name
 
@@ -81,15 +96,16 @@ def default_entry(system: System) -> list[str]:
     else:
         found = next((i for i in starts if last in _names(lines[i])), None)
     if found is None:
-        raise SeatError(f"the normal boot's entry ({name!r}, from GRUB_DEFAULT or saved_entry) is not a "
-                        f"menuentry in {GRUB_CFG}: the arms would boot another kernel than the normal one",
-                        "point GRUB_DEFAULT (or grub-set-default) at an entry update-grub writes, then "
-                        "run update-grub")
-    indent = lines[found][:len(lines[found]) - len(lines[found].lstrip())]
+        raise SeatError(
+            f"the normal boot's entry ({name!r}, from GRUB_DEFAULT or saved_entry) is not a "
+            f"menuentry in {GRUB_CFG}: the arms would boot another kernel than the normal one",
+            "point GRUB_DEFAULT (or grub-set-default) at an entry update-grub writes, then run update-grub",
+        )
+    indent = lines[found][: len(lines[found]) - len(lines[found].lstrip())]
     end = next((i for i in range(found + 1, len(lines)) if lines[i] == indent + "}"), None)
     if end is None:
         raise SeatError(f"{GRUB_CFG}: the menuentry {name!r} is not closed by a '}}' line")
-    return [line[len(indent):] if line.startswith(indent) else line for line in lines[found:end + 1]]
+    return [line[len(indent) :] if line.startswith(indent) else line for line in lines[found : end + 1]]
 
 
 def _names(line: str) -> set[str]:
@@ -107,14 +123,16 @@ def _grub_word(token: str) -> str:
 
 def entry(arm: Arm, body: list[str], tokens: list[str], campaign: str) -> str:
     out = [f"menuentry 'seatkit campaign {campaign}: arm {arm.name}' --id {entry_id(arm)} {{"]
-    linux = [i for i, line in enumerate(body) if line.split()[:1] and line.split()[0] in ("linux", "linuxefi")]
+    linux = [
+        i for i, line in enumerate(body) if line.split()[:1] and line.split()[0] in ("linux", "linuxefi")
+    ]
     if not linux:
         raise SeatError(f"the default entry in {GRUB_CFG} has no linux line")
     for i, line in enumerate(body[1:-1], 1):
         if line.split()[:1] == ["savedefault"]:  # GRUB_SAVEDEFAULT: booting the arm would make it the default
             continue
         if i == linux[0]:
-            indent = line[:len(line) - len(line.lstrip())]
+            indent = line[: len(line) - len(line.lstrip())]
             words = line.split()
             kept = [w for w in words[2:] if cmdline.key(w) not in OWNED_KEYS]  # the arm decides these
             line = indent + " ".join([words[0], words[1]] + kept + [_grub_word(t) for t in tokens])
@@ -124,48 +142,72 @@ def entry(arm: Arm, body: list[str], tokens: list[str], campaign: str) -> str:
 
 def script(campaign: Campaign, entries: list[str]) -> str:
     body = "\n".join(entries)
-    return ("#!/bin/sh\n"
-            f"# Written by seatkit (seat campaign run {campaign.name}); removed at the campaign's end.\n"
-            "# One-shot entries for grub-reboot: the default entry is not changed.\n"
-            f"cat <<'SEATKIT_EOF'\n{body}\nSEATKIT_EOF\n")
+    return (
+        "#!/bin/sh\n"
+        f"# Written by seatkit (seat campaign run {campaign.name}); removed at the campaign's end.\n"
+        "# One-shot entries for grub-reboot: the default entry is not changed.\n"
+        f"cat <<'SEATKIT_EOF'\n{body}\nSEATKIT_EOF\n"
+    )
 
 
 def unit_text(seat: str, root: str = "/") -> str:
     """The oneshot unit that resumes the campaign after each boot (removed at the end)."""
     where = "" if root == "/" else f" --root {root}"
-    return ("# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
-            "[Unit]\nDescription=seatkit campaign: the next arm after this boot\n"
-            "After=network-online.target\nWants=network-online.target\n\n"
-            "[Service]\nType=oneshot\n"
-            f"ExecStart={seat} campaign step{where}\n"
-            "TimeoutStartSec=infinity\n\n[Install]\nWantedBy=multi-user.target\n")
+    return (
+        "# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
+        "[Unit]\nDescription=seatkit campaign: the next arm after this boot\n"
+        "After=network-online.target\nWants=network-online.target\n\n"
+        "[Service]\nType=oneshot\n"
+        f"ExecStart={seat} campaign step{where}\n"
+        "TimeoutStartSec=infinity\n\n[Install]\nWantedBy=multi-user.target\n"
+    )
 
 
 def wants_text() -> str:
-    return ("# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
-            f"[Unit]\nWants={UNIT_NAME}\n")
+    return (
+        "# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
+        f"[Unit]\nWants={UNIT_NAME}\n"
+    )
 
 
 def installed(system: System, campaign_id: str):
     journal = Journal(system)
     undone = journal.undone()
-    return next((t for t in journal.active() if t.begin["profile"] == f"campaign:{campaign_id}"
-                 and t.txid not in undone), None)
+    return next(
+        (
+            t
+            for t in journal.active()
+            if t.begin["profile"] == f"campaign:{campaign_id}" and t.txid not in undone
+        ),
+        None,
+    )
 
 
 def install(system: System, campaign_id: str, script_text: str, unit: str, progress) -> str:
     """Entries script, unit, the drop-in that wants it, update-grub: one journaled host transaction."""
     with lock.held(system, f"campaign {campaign_id}: install"):
-        begin = {"action": "apply", "profile": f"campaign:{campaign_id}",
-                 "facts": {"boot_id": state.boot_id(system)}, "regen": [["update-grub"]], "edit": None,
-                 "intent": [SCRIPT, UNIT, WANTS]}
+        begin = {
+            "action": "apply",
+            "profile": f"campaign:{campaign_id}",
+            "facts": {"boot_id": state.boot_id(system)},
+            "regen": [["update-grub"]],
+            "edit": None,
+            "intent": [SCRIPT, UNIT, WANTS],
+        }
         tx = change.Change(system, progress, begin)
         tx.write(FileOp(SCRIPT, script_text.encode(), "one-shot menu entries, one per host arm"))
         os.chmod(system.path(SCRIPT), 0o755)  # grub-mkconfig runs only executable scripts
         tx.write(FileOp(UNIT, unit.encode(), "resumes the campaign after each boot"))
         tx.write(FileOp(WANTS, wants_text().encode(), "start the unit at each boot"))
-        tx.record({"type": "keep", "files": [{"path": p, "sha_before": sha256(system.read_bytes(p)),
-                                              "backup": tx.save("before", p)} for p in (GRUB_CFG, GRUBENV)]})
+        tx.record(
+            {
+                "type": "keep",
+                "files": [
+                    {"path": p, "sha_before": sha256(system.read_bytes(p)), "backup": tx.save("before", p)}
+                    for p in (GRUB_CFG, GRUBENV)
+                ],
+            }
+        )
         tx.run(["update-grub"], touches=[GRUB_CFG])  # its result's hash tells a later update-grub apart
         tx.commit()
         return tx.txid
@@ -173,8 +215,11 @@ def install(system: System, campaign_id: str, script_text: str, unit: str, progr
 
 def _env(data: bytes | None) -> dict[str, str]:
     lines = (data or b"").decode(errors="replace").splitlines()
-    return {k: v for k, v in (line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
-            if k != "next_entry"}  # the one-shot's own variable: GRUB and grub-reboot write it
+    return {
+        k: v
+        for k, v in (line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+        if k != "next_entry"
+    }  # the one-shot's own variable: GRUB and grub-reboot write it
 
 
 def operator_env(system: System, tx) -> dict:
@@ -183,16 +228,22 @@ def operator_env(system: System, tx) -> dict:
     kept = next((f for r in tx.of_type("keep") for f in r["files"] if f["path"] == GRUBENV), None)
     start = _env(system.read_bytes(kept["backup"]) if kept and kept["backup"] else None)
     now = _env(system.read_bytes(GRUBENV))
-    return {"set": {k: v for k, v in now.items() if start.get(k) != v}, "unset": sorted(set(start) - set(now))}
+    return {
+        "set": {k: v for k, v in now.items() if start.get(k) != v},
+        "unset": sorted(set(start) - set(now)),
+    }
 
 
 def reapply_env(system: System, edits: dict) -> None:
-    for argv in ([["grub-editenv", GRUBENV, "set", f"{k}={v}"] for k, v in sorted(edits["set"].items())]
-                 + [["grub-editenv", GRUBENV, "unset", k] for k in edits["unset"]]):
+    for argv in [["grub-editenv", GRUBENV, "set", f"{k}={v}"] for k, v in sorted(edits["set"].items())] + [
+        ["grub-editenv", GRUBENV, "unset", k] for k in edits["unset"]
+    ]:
         rc, output = system.run(argv)
         if rc:
-            raise SeatError(f"`{' '.join(argv)}` failed (exit {rc}): {output.strip()[-300:]}",
-                            "run it by hand: the operator's grubenv edit made during the campaign")
+            raise SeatError(
+                f"`{' '.join(argv)}` failed (exit {rc}): {output.strip()[-300:]}",
+                "run it by hand: the operator's grubenv edit made during the campaign",
+            )
 
 
 def regenerated(system: System, tx) -> bool:
@@ -230,8 +281,10 @@ def booted_arm(system: System) -> str | None:
 def reboot(system: System) -> None:
     rc, output = system.run(["systemctl", "reboot"])
     if rc:
-        raise SeatError(f"systemctl reboot failed (exit {rc}): {output.strip()[-300:]}",
-                        "reboot by hand: the unit resumes the campaign after the boot")
+        raise SeatError(
+            f"systemctl reboot failed (exit {rc}): {output.strip()[-300:]}",
+            "reboot by hand: the unit resumes the campaign after the boot",
+        )
     time.sleep(0)  # the host goes down from here; the caller returns
 
 

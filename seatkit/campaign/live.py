@@ -17,8 +17,10 @@ def read(system: System, knobs: set[str]) -> dict:
     if "cpu_boost" in knobs:
         text = system.read(BOOST)
         if text is None:
-            raise SeatError(f"{BOOST} is absent: this CPU driver has no boost switch",
-                            "drop the cpu_boost arms from the campaign")
+            raise SeatError(
+                f"{BOOST} is absent: this CPU driver has no boost switch",
+                "drop the cpu_boost arms from the campaign",
+            )
         out["cpu_boost"] = text.strip() == "1"
     if "gpu_power_limit_w" in knobs:
         rc, output = system.run(["nvidia-smi", "--query-gpu=power.limit", "--format=csv,noheader,nounits"])
@@ -26,8 +28,11 @@ def read(system: System, knobs: set[str]) -> dict:
             raise SeatError(f"nvidia-smi cannot read the power limit (exit {rc}): {output.strip()[-200:]}")
         limits = {round(float(line)) for line in output.split()}
         if len(limits) != 1:
-            raise SeatError(f"the GPUs have different power limits ({sorted(limits)}): one start value "
-                            "cannot be put back", "set them alike first (nvidia-smi -pl W)")
+            raise SeatError(
+                f"the GPUs have different power limits ({sorted(limits)}): one start value "
+                "cannot be put back",
+                "set them alike first (nvidia-smi -pl W)",
+            )
         out["gpu_power_limit_w"] = limits.pop()
     return out
 

@@ -34,10 +34,16 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"campaign": self.campaign.name, "visits": [a.name for a in self.visits],
-                "reboots": self.reboots, "estimate_s": round(self.seconds),
-                "cold_start_max_s": self.cold_start_s, "requests_per_bench": self.requests,
-                "refusals": self.refusals, "notes": self.notes}
+        return {
+            "campaign": self.campaign.name,
+            "visits": [a.name for a in self.visits],
+            "reboots": self.reboots,
+            "estimate_s": round(self.seconds),
+            "cold_start_max_s": self.cold_start_s,
+            "requests_per_bench": self.requests,
+            "refusals": self.refusals,
+            "notes": self.notes,
+        }
 
 
 def abba(arms: list[Arm], repeats: int) -> list[Arm]:
@@ -68,27 +74,39 @@ def build(campaign: Campaign, system: System | None = None, acknowledge_iommu_of
     refuse, note = plan.refusals.append, plan.notes.append
     profile = host_profile(campaign)
     if hosts:
-        if profile.iommu.mode == "off" and any("iommu" in a.host for a in hosts) and not acknowledge_iommu_off:
-            refuse("host arms turn the IOMMU off, which needs --acknowledge-iommu-off. "
-                   + " ".join(profile.iommu.acknowledge.split()))
+        if (
+            profile.iommu.mode == "off"
+            and any("iommu" in a.host for a in hosts)
+            and not acknowledge_iommu_off
+        ):
+            refuse(
+                "host arms turn the IOMMU off, which needs --acknowledge-iommu-off. "
+                + " ".join(profile.iommu.acknowledge.split())
+            )
         if system.euid != 0:
             refuse("host arms change the boot configuration: run it as root (sudo)")
         facts = detect.facts(system)
         if facts.stack != "grub":
-            refuse(f"one-shot boots are automated for GRUB (grub-reboot) only; this host boots with "
-                   f"{facts.stack or 'an unknown loader'}: give each arm its own `seat host apply` "
-                   "and reboot by hand (that path changes the default boot while it runs)")
+            refuse(
+                f"one-shot boots are automated for GRUB (grub-reboot) only; this host boots with "
+                f"{facts.stack or 'an unknown loader'}: give each arm its own `seat host apply` "
+                "and reboot by hand (that path changes the default boot while it runs)"
+            )
         if facts.vendor is None:
             refuse("CPU vendor not recognised in /proc/cpuinfo: the IOMMU tokens depend on it")
         if facts.virt:
             note(f"this is a virtual machine or container ({facts.virt}): host settings may not take")
         applied = [t.txid for t in Journal(system).active()]
         if applied:
-            note(f"`seat host apply` transactions are in force ({', '.join(applied)}): an arm that leaves "
-                 "one of their settings out will find it live and be skipped as not in force; "
-                 "`seat host rollback` them first")
-        note(f"{len(hosts)} one-shot boots and 1 back to the normal entry; the normal boot entry is "
-             "never changed, and a hung arm falls back to it at the next power cycle")
+            note(
+                f"`seat host apply` transactions are in force ({', '.join(applied)}): an arm that leaves "
+                "one of their settings out will find it live and be skipped as not in force; "
+                "`seat host rollback` them first"
+            )
+        note(
+            f"{len(hosts)} one-shot boots and 1 back to the normal entry; the normal boot entry is "
+            "never changed, and a hung arm falls back to it at the next power cycle"
+        )
     for arm in arms:
         if arm.kind == "profile":
             profiles.load(arm.profile)  # refused now, not hours in
@@ -102,5 +120,7 @@ def duration(seconds: float) -> str:
 
 def require(plan: Plan) -> None:
     if plan.refusals:
-        raise SeatError("refused:\n  - " + "\n  - ".join(plan.refusals),
-                        "`seat campaign plan` shows the visits, the reboots and why it is refused")
+        raise SeatError(
+            "refused:\n  - " + "\n  - ".join(plan.refusals),
+            "`seat campaign plan` shows the visits, the reboots and why it is refused",
+        )

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seatkit.bench import run as bench_run, target as bench_target, workload
+from seatkit.bench import run as bench_run
+from seatkit.bench import target as bench_target
+from seatkit.bench import workload
 from seatkit.campaign.spec import Arm, Campaign
-from seatkit.serve import launch, profile as profiles, spec as specs
+from seatkit.serve import launch
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 HEARTBEAT_S = 30
 
@@ -29,8 +33,13 @@ class SeatDriver:
             target = bench_target.of_profile(name)
             prompts = workload.suites(list(campaign.suites), campaign.bench.max_tokens)
             out = bench_run.RunDir(runs, arm.name)
-            bench_run.bench(target, prompts, bench_run.Options(campaign.bench.warmups, campaign.bench.repeats),
-                            out, progress=lambda line: progress(f"{arm.name}: {line}"))
+            bench_run.bench(
+                target,
+                prompts,
+                bench_run.Options(campaign.bench.warmups, campaign.bench.repeats),
+                out,
+                progress=lambda line: progress(f"{arm.name}: {line}"),
+            )
             return out.path
         finally:
             launch.down(name)

@@ -79,7 +79,9 @@ class Campaign(Strict):
         if self.design and not self.settings:
             raise ValueError("a design needs the settings it varies (settings: [iommu, p2p, hmm])")
         if self.settings and not self.design:
-            raise ValueError("settings without a design: give design: factorial, leave-one-out or one-at-a-time")
+            raise ValueError(
+                "settings without a design: give design: factorial, leave-one-out or one-at-a-time"
+            )
         if len(set(self.settings)) != len(self.settings):
             raise ValueError("settings lists one twice")
         arms = all_arms(self)
@@ -91,8 +93,10 @@ class Campaign(Strict):
         if any(a.kind == "host" for a in arms) and not self.host:
             raise ValueError("host arms need the host profile whose settings they take (host: paper)")
         if len({a.kind for a in arms}) > 1 and any(a.kind == "host" for a in arms):
-            raise ValueError("host arms and seat or live arms in one campaign: give them campaigns of "
-                             "their own (an effect is measured within one kind)")
+            raise ValueError(
+                "host arms and seat or live arms in one campaign: give them campaigns of "
+                "their own (an effect is measured within one kind)"
+            )
         return self
 
 
@@ -126,5 +130,6 @@ def load(name: str) -> Campaign:
         raise SeatError(f"no campaign at {path}", f"campaigns: {known or '(none)'}") from None
     if not isinstance(data, dict):
         raise SeatError(f"{path}: expected a mapping of fields")
-    return validate(Campaign, {**data, "name": path.stem}, path, "campaign",
-                    "campaigns/paper.yaml is a working example")
+    return validate(
+        Campaign, {**data, "name": path.stem}, path, "campaign", "campaigns/paper.yaml is a working example"
+    )

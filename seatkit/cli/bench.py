@@ -10,8 +10,26 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from seatkit.bench import (alarms, cards, compare, fleet, nsys as bench_nsys, parity, report,
-                           run as bench_run, selftest, sweep, target as bench_target, workload)
+from seatkit.bench import (
+    alarms,
+    cards,
+    compare,
+    fleet,
+    parity,
+    report,
+    selftest,
+    sweep,
+    workload,
+)
+from seatkit.bench import (
+    nsys as bench_nsys,
+)
+from seatkit.bench import (
+    run as bench_run,
+)
+from seatkit.bench import (
+    target as bench_target,
+)
 from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
 from seatkit.cli.progress import progress
@@ -41,13 +59,22 @@ def bench_group():
 
 def _workload_options(command):
     """What to send, shared by the bench of one seat and of a fleet."""
-    for option in reversed([
-            click.option("--suite", "suites", default="code,prose", show_default=True,
-                         help="Comma-separated suites from bench/suites.yaml."),
+    for option in reversed(
+        [
+            click.option(
+                "--suite",
+                "suites",
+                default="code,prose",
+                show_default=True,
+                help="Comma-separated suites from bench/suites.yaml.",
+            ),
             click.option("--warmups", default=2, show_default=True),
             click.option("--repeats", default=5, show_default=True),
-            click.option("--max-tokens", type=int,
-                         help="Output length for every prompt (default: the suite's).")]):
+            click.option(
+                "--max-tokens", type=int, help="Output length for every prompt (default: the suite's)."
+            ),
+        ]
+    ):
         command = option(command)
     return command
 
@@ -59,53 +86,96 @@ def _workload_options(command):
 @click.option("--k", type=int, help="Draft length the server uses (with --url), for the alarms.")
 @click.option("--api-key", envvar="SEAT_BENCH_API_KEY", help="Bearer key (with --url).")
 @_workload_options
-@click.option("--contexts", help="Comma-separated context sizes in tokens for the context suite "
-              "(default: the suite's, 0 to 128k).")
+@click.option(
+    "--contexts",
+    help="Comma-separated context sizes in tokens for the context suite (default: the suite's, 0 to 128k).",
+)
 @click.option("--temperature", default=0.0, show_default=True)
 @click.option("--top-p", default=1.0, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
 @click.option("--name", help="Run name (default: the profile or model).")
-@click.option("--reference", metavar="CARD",
-              help="A reference card (bench/references/NAME or a path) whose acceptance-by-position "
-                   "curves are drawn over the run's.")
-@click.option("--concurrency", metavar="LEVELS",
-              help="Comma-separated stream counts, e.g. 1,2,4,8,16: a concurrency sweep of each "
-                   "suite's first prompt instead of the batch-1 bench (--repeats is not used).")
-@click.option("--sample-hz", default=0.0, show_default=True, type=click.FloatRange(0, 50),
-              help="Scrape /metrics this often while each batch-1 request streams, to watch the "
-                   "running and waiting gauges (0: never; scraping delays the stream, CAVEATS.md).")
-@click.option("--nsys", "trace", is_flag=True, help="After the bench, measure one more request "
-              "inside an Nsight Systems collection (nsys start just before it, nsys stop just after); "
-              "the seat must run with SEAT_NSYS=session. The run folder's nsys.json gives the trace's "
-              "path beside that request's ms/step, steps and decode time.")
-def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max_tokens, contexts,
-                  temperature, top_p, seed, out_dir, name, reference, concurrency, sample_hz, trace):
+@click.option(
+    "--reference",
+    metavar="CARD",
+    help="A reference card (bench/references/NAME or a path) whose acceptance-by-position "
+    "curves are drawn over the run's.",
+)
+@click.option(
+    "--concurrency",
+    metavar="LEVELS",
+    help="Comma-separated stream counts, e.g. 1,2,4,8,16: a concurrency sweep of each "
+    "suite's first prompt instead of the batch-1 bench (--repeats is not used).",
+)
+@click.option(
+    "--sample-hz",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0, 50),
+    help="Scrape /metrics this often while each batch-1 request streams, to watch the "
+    "running and waiting gauges (0: never; scraping delays the stream, CAVEATS.md).",
+)
+@click.option(
+    "--nsys",
+    "trace",
+    is_flag=True,
+    help="After the bench, measure one more request "
+    "inside an Nsight Systems collection (nsys start just before it, nsys stop just after); "
+    "the seat must run with SEAT_NSYS=session. The run folder's nsys.json gives the trace's "
+    "path beside that request's ms/step, steps and decode time.",
+)
+def bench_run_cmd(
+    profile,
+    url,
+    model,
+    k,
+    api_key,
+    suites,
+    warmups,
+    repeats,
+    max_tokens,
+    contexts,
+    temperature,
+    top_p,
+    seed,
+    out_dir,
+    name,
+    reference,
+    concurrency,
+    sample_hz,
+    trace,
+):
     """Batch-1, sequential, streamed requests, each split into its two factors from /metrics.
 
     With --concurrency, levels of N simultaneous streams, each read over its steady window."""
     if trace and (url or concurrency):
-        raise click.UsageError("--nsys traces one request of a profile's seat (started by `seat up`), "
-                               "not --url or --concurrency")
+        raise click.UsageError(
+            "--nsys traces one request of a profile's seat (started by `seat up`), not --url or --concurrency"
+        )
     session = bench_nsys.session_of(profile) if trace else None  # refuse before a long bench
     target = _target(profile, url, model, k, api_key)
     card = cards.load(reference) if reference else None
     levels = _levels(concurrency) if concurrency else None
     if levels and card:
-        raise SeatError("--reference overlays acceptance by position, which a sweep does not plot",
-                        "give --reference to a batch-1 run (without --concurrency)")
-    prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens,
-                              [int(c) for c in contexts.split(",")] if contexts else None)
-    options = bench_run.Options(warmups, repeats, {"temperature": temperature, "top_p": top_p,
-                                                    "seed": seed}, sample_hz)
+        raise SeatError(
+            "--reference overlays acceptance by position, which a sweep does not plot",
+            "give --reference to a batch-1 run (without --concurrency)",
+        )
+    prompts = workload.suites(
+        [s.strip() for s in suites.split(",") if s.strip()],
+        max_tokens,
+        [int(c) for c in contexts.split(",")] if contexts else None,
+    )
+    options = bench_run.Options(
+        warmups, repeats, {"temperature": temperature, "top_p": top_p, "seed": seed}, sample_hz
+    )
     out_run = bench_run.RunDir(Path(out_dir), name or (model if url else profile))
     try:
         with progress(err, "bench") as update:
             if levels:
                 summary = sweep.sweep(target, prompts, options, levels, out_run, progress=update)
             else:
-                summary = bench_run.bench(target, prompts, options, out_run, progress=update,
-                                          reference=card)
+                summary = bench_run.bench(target, prompts, options, out_run, progress=update, reference=card)
     except BaseException:  # Ctrl-C or a failure: what was measured so far is kept
         err.print(f"partial run kept in {escape(str(out_run.path))}", highlight=False, soft_wrap=True)
         raise
@@ -117,8 +187,11 @@ def bench_run_cmd(profile, url, model, k, api_key, suites, warmups, repeats, max
         prompt = prompts[0] if not prompts[0].context else bench_run.padded(target, prompts[0])
         with progress(err, "one request inside the nsys collection"):
             result = bench_nsys.traced(target, prompt, options, *session, out_run.path)
-        out.print(f"nsys: {escape(result['trace'])}\n  {result['expect']}; "
-                  f"recorded in {out_run.path / 'nsys.json'}", highlight=False)
+        out.print(
+            f"nsys: {escape(result['trace'])}\n  {result['expect']}; "
+            f"recorded in {out_run.path / 'nsys.json'}",
+            highlight=False,
+        )
 
 
 def _levels(text: str) -> list[int]:
@@ -127,8 +200,10 @@ def _levels(text: str) -> list[int]:
     except ValueError:
         levels = []
     if not levels or min(levels) < 1 or len(set(levels)) < len(levels):
-        raise SeatError(f"--concurrency {text!r} is not a list of stream counts",
-                        "give distinct positive whole numbers separated by commas, e.g. 1,2,4,8,16")
+        raise SeatError(
+            f"--concurrency {text!r} is not a list of stream counts",
+            "give distinct positive whole numbers separated by commas, e.g. 1,2,4,8,16",
+        )
     return levels
 
 
@@ -142,8 +217,10 @@ def print_sweep(summary: dict, path: Path) -> None:
             for kind, message in row["alarms"].items():
                 out.print(f"[yellow]alarm {kind}[/] ({row['concurrency']} streams): {escape(message)}")
         top = suite["levels"][-1]
-        out.print(f"client cost at {top['concurrency']} streams: "
-                  f"{top['client_cpu_us_per_token']:.1f} CPU us per token")
+        out.print(
+            f"client cost at {top['concurrency']} streams: "
+            f"{top['client_cpu_us_per_token']:.1f} CPU us per token"
+        )
     out.print(f"report: {path / 'report.md'}; plot: {path / 'plots' / 'sweep.png'}")
 
 
@@ -155,40 +232,62 @@ def bench_selftest_cmd(repeats: int):
     with progress(err, "bench selftest") as update:
         result = selftest.selftest(repeats=repeats, progress=update)
     # Each figure as true / measured in one cell: a block read alone still says which is which.
-    table = Table("point", "tok/s true / measured", "tokens/step true / measured",
-                  "ms/step true / measured", "worst error", "client-timed tok/s (error)", "client CPU us/token",
-                  title="seat bench selftest: batch 1 against the oracle")
+    table = Table(
+        "point",
+        "tok/s true / measured",
+        "tokens/step true / measured",
+        "ms/step true / measured",
+        "worst error",
+        "client-timed tok/s (error)",
+        "client CPU us/token",
+        title="seat bench selftest: batch 1 against the oracle",
+    )
     for i, p in enumerate(result["points"], 1):
         t, m = p["true"], p["measured"]
-        table.add_row(f"{i} of {len(result['points'])}",
-                      f"{t['decode_tok_s']:.1f} / {m['decode_tok_s']:.1f}",
-                      f"{t['tokens_per_step']:.3f} / {m['tokens_per_step']:.3f}",
-                      f"{t['ms_per_step']:.3f} / {m['ms_per_step']:.3f}",
-                      f"{max(p['error'].values()):.3%}",
-                      f"{p['client_decode_tok_s']:.1f} ({p['client_error']:.2%})",
-                      f"{p['client_cpu_us_per_token']:.1f}")
+        table.add_row(
+            f"{i} of {len(result['points'])}",
+            f"{t['decode_tok_s']:.1f} / {m['decode_tok_s']:.1f}",
+            f"{t['tokens_per_step']:.3f} / {m['tokens_per_step']:.3f}",
+            f"{t['ms_per_step']:.3f} / {m['ms_per_step']:.3f}",
+            f"{max(p['error'].values()):.3%}",
+            f"{p['client_decode_tok_s']:.1f} ({p['client_error']:.2%})",
+            f"{p['client_cpu_us_per_token']:.1f}",
+        )
     tables.show(out, table)
-    table = Table("streams", "tok/s true / measured", "tokens/step true / measured", "ms/step true / measured",
-                  "worst error", title="seat bench selftest: concurrency sweep against the batched oracle")
+    table = Table(
+        "streams",
+        "tok/s true / measured",
+        "tokens/step true / measured",
+        "ms/step true / measured",
+        "worst error",
+        title="seat bench selftest: concurrency sweep against the batched oracle",
+    )
     for p in result["sweep"]:
         t, m = p["true"], p["measured"]
-        table.add_row(str(p["concurrency"]), f"{t['aggregate_tok_s']:.1f} / {m['aggregate_tok_s'] or 0:.1f}",
-                      f"{t['tokens_per_step']:.3f} / {m['tokens_per_step'] or 0:.3f}",
-                      f"{t['ms_per_step']:.3f} / {m['ms_per_step'] or 0:.3f}",
-                      f"{max(p['error'].values()):.3%}")
+        table.add_row(
+            str(p["concurrency"]),
+            f"{t['aggregate_tok_s']:.1f} / {m['aggregate_tok_s'] or 0:.1f}",
+            f"{t['tokens_per_step']:.3f} / {m['tokens_per_step'] or 0:.3f}",
+            f"{t['ms_per_step']:.3f} / {m['ms_per_step'] or 0:.3f}",
+            f"{max(p['error'].values()):.3%}",
+        )
     tables.show(out, table)
     top = result["sweep"][-1]
-    out.print(f"client cost at {top['concurrency']} streams: "
-              f"{top['client_cpu_us_per_token']:.1f} CPU us per token")
+    out.print(
+        f"client cost at {top['concurrency']} streams: {top['client_cpu_us_per_token']:.1f} CPU us per token"
+    )
     verdict = "met" if result["met"] else "NOT met"
-    out.print(f"identity tok/s = tokens/step / s/step, worst request: off by "
-              f"{result['identity_error']:.1e} (goal {selftest.IDENTITY:.0e})")
+    out.print(
+        f"identity tok/s = tokens/step / s/step, worst request: off by "
+        f"{result['identity_error']:.1e} (goal {selftest.IDENTITY:.0e})"
+    )
     out.print(f"worst error {result['worst_error']:.3%}, goal {result['goal']:.1%}: {verdict}")
     sys.exit(0 if result["met"] else 1)
 
 
-def _target(profile: str, url: str | None, model: str | None, k: int | None,
-            api_key: str | None) -> bench_run.Target:
+def _target(
+    profile: str, url: str | None, model: str | None, k: int | None, api_key: str | None
+) -> bench_run.Target:
     if url:
         if not model:
             raise SeatError("--url needs --model", "the served model name, as /v1/models lists it")
@@ -214,8 +313,9 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
     prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens)
     options = bench_run.Options(warmups, repeats, {"temperature": 0.0, "top_p": 1.0, "seed": 0})
     with err.status("fleet bench") as status:
-        result, folder = fleet.bench_fleet(urls, model, k, api_key, prompts, options, Path(out_dir),
-                                           progress=status.update)
+        result, folder = fleet.bench_fleet(
+            urls, model, k, api_key, prompts, options, Path(out_dir), progress=status.update
+        )
     table = Table(*fleet.HEADER, title=f"seat bench fleet: {folder}")
     for row in fleet.rows(result):
         table.add_row(*(escape(cell) for cell in row))
@@ -233,8 +333,9 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
 @click.argument("a")
 @click.argument("b")
 @click.option("--force", is_flag=True, help="Compare even across different models.")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table",
-              show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True
+)
 def bench_compare_cmd(a: str, b: str, force: bool, fmt: str):
     """Two runs (runs/...) or reference cards (bench/references/NAME) side by side, factor by factor; NAME#ID picks one figure or suite.
 
@@ -264,17 +365,30 @@ def _print_comparison(result: compare.Comparison) -> None:
     if result.refused:
         err.print(f"[red]{escape(result.refused)}[/]")
         return
-    table = Table("A", "B", "tok/s A / B", "tokens/step A / B", "ms/step A / B", "verdict",
-                  title="seat bench compare", show_lines=True)
+    table = Table(
+        "A",
+        "B",
+        "tok/s A / B",
+        "tokens/step A / B",
+        "ms/step A / B",
+        "verdict",
+        title="seat bench compare",
+        show_lines=True,
+    )
     for row in result.rows:
-        table.add_row(escape(row["a"]), escape(row["b"]), *map(escape, compare.cells(row)),
-                      escape(row["verdict"]["text"]))
+        table.add_row(
+            escape(row["a"]),
+            escape(row["b"]),
+            *map(escape, compare.cells(row)),
+            escape(row["verdict"]["text"]),
+        )
     tables.show(out, table)
     for row in result.rows:
         if row.get("harness") and not row["harness"].startswith("refused"):
             out.print(escape(row["harness"]))
-    out.print(f"* derived from the other two factors; – : a side lacks it (the verdict says why). "
-              f"{compare.APART}")
+    out.print(
+        f"* derived from the other two factors; – : a side lacks it (the verdict says why). {compare.APART}"
+    )
 
 
 @bench_group.command("parity")
@@ -290,8 +404,7 @@ def bench_parity_cmd(profile, url, model, api_key, max_tokens, against, out_dir)
     target = _target(profile, url, model, None, api_key)
     prompts = workload.suites(["code", "prose"], max_tokens)
     with progress(err, "parity") as update:
-        folder = parity.record(target, prompts, Path(out_dir), model if url else profile,
-                               progress=update)
+        folder = parity.record(target, prompts, Path(out_dir), model if url else profile, progress=update)
     out.print(f"parity record: {folder / 'parity.json'}")
     if against:
         _print_parity(parity.compare(against, folder))
@@ -313,9 +426,11 @@ def _print_parity(result: dict) -> None:
         elif "reason" in p:
             out.print(f"{name}: not comparable: {escape(p['reason'])}")
         else:
-            out.print(f"{name}: diverges at token {p['token_position']}, character "
-                      f"{p['char_position']}\n  A: {escape(repr(p['a']))}\n  B: {escape(repr(p['b']))}",
-                      highlight=False)
+            out.print(
+                f"{name}: diverges at token {p['token_position']}, character "
+                f"{p['char_position']}\n  A: {escape(repr(p['a']))}\n  B: {escape(repr(p['b']))}",
+                highlight=False,
+            )
     out.print("[green]all byte-identical[/]" if result["identical"] else "[red]outputs differ[/]")
     sys.exit(0 if result["identical"] else 1)
 
@@ -330,9 +445,15 @@ def print_summary(summary: dict, path: Path) -> None:
     # Doubtful figures first, in yellow; alarms under which the figures stand are notes.
     for kind, alarm in sorted(summary["alarms"].items(), key=lambda item: alarms.stands(item[0])):
         label = "[dim]note[/]" if alarms.stands(kind) else "[yellow]alarm[/]"
-        out.print(f"{label} {kind} ({counted(alarm['requests'], 'request')}): {escape(alarm['example'])}", highlight=False)
+        out.print(
+            f"{label} {kind} ({counted(alarm['requests'], 'request')}): {escape(alarm['example'])}",
+            highlight=False,
+        )
         out.print(Padding(escape(alarms.explained(kind)), (0, 0, 0, 2)), highlight=False)
     for why in summary.get("truncated", []):
         out.print(f"[yellow]truncated[/] (not measured): {escape(why)}")
-    out.print(f"discarded (not alone on the server): {summary['discarded']}; "
-              f"report: {escape(str(path / 'report.md'))}", soft_wrap=True)
+    out.print(
+        f"discarded (not alone on the server): {summary['discarded']}; "
+        f"report: {escape(str(path / 'report.md'))}",
+        soft_wrap=True,
+    )

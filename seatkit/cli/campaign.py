@@ -10,16 +10,27 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from seatkit.campaign import plan as campaign_plan, runner, spec as specs
+from seatkit.campaign import plan as campaign_plan
+from seatkit.campaign import runner
+from seatkit.campaign import spec as specs
 from seatkit.campaign.seat import SeatDriver
 from seatkit.cli.app import err, out, seat
 from seatkit.cli.progress import progress
 from seatkit.host.system import System
 
-ROOT = click.option("--root", default="/", show_default=True, type=click.Path(file_okay=False),
-                    help="Root of the host's file system (a throwaway root in tests).")
-ACK = click.option("--acknowledge-iommu-off", "ack", is_flag=True,
-                   help="Host arms turn the IOMMU off: DMA isolation goes while they run.")
+ROOT = click.option(
+    "--root",
+    default="/",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Root of the host's file system (a throwaway root in tests).",
+)
+ACK = click.option(
+    "--acknowledge-iommu-off",
+    "ack",
+    is_flag=True,
+    help="Host arms turn the IOMMU off: DMA isolation goes while they run.",
+)
 
 
 @seat.group("campaign")
@@ -33,10 +44,16 @@ def _system(root: str) -> System:
 
 def _print_plan(plan: campaign_plan.Plan) -> None:
     c = plan.campaign
-    out.print(f"campaign {c.name}: {len(plan.visits)} benches of {len(set(a.name for a in plan.visits))} "
-              f"arms, ABBA order", highlight=False)
-    out.print(f"  reboots: {plan.reboots}; roughly {campaign_plan.duration(plan.seconds)} "
-              f"(each cold start may take up to {plan.cold_start_s:.0f} s)", highlight=False)
+    out.print(
+        f"campaign {c.name}: {len(plan.visits)} benches of {len(set(a.name for a in plan.visits))} "
+        f"arms, ABBA order",
+        highlight=False,
+    )
+    out.print(
+        f"  reboots: {plan.reboots}; roughly {campaign_plan.duration(plan.seconds)} "
+        f"(each cold start may take up to {plan.cold_start_s:.0f} s)",
+        highlight=False,
+    )
     out.print("  order: " + escape(" ".join(a.name for a in plan.visits)), highlight=False, soft_wrap=True)
     for note in plan.notes:
         out.print(f"  note: {escape(note)}", highlight=False, soft_wrap=True)
@@ -117,14 +134,23 @@ def status_cmd(root, as_json):
         out.print("no campaign is running")
         return
     nxt = result["next"]
-    out.print(f"campaign {escape(result['id'])}: {result['done']} of {result['visits']} benches done, "
-              f"{result['skipped']} skipped", highlight=False)
+    out.print(
+        f"campaign {escape(result['id'])}: {result['done']} of {result['visits']} benches done, "
+        f"{result['skipped']} skipped",
+        highlight=False,
+    )
     if nxt:
-        out.print(f"  next: visit {nxt['visit']} ({escape(nxt['arm'])}), {nxt['armed_boots']} boot(s) "
-                  "armed for it", highlight=False)
-    out.print(f"  running kernel booted for: {escape(result['booted_arm'] or 'the normal entry')}",
-              highlight=False)
+        out.print(
+            f"  next: visit {nxt['visit']} ({escape(nxt['arm'])}), {nxt['armed_boots']} boot(s) armed for it",
+            highlight=False,
+        )
+    out.print(
+        f"  running kernel booted for: {escape(result['booted_arm'] or 'the normal entry')}", highlight=False
+    )
     if result["stopping"]:
-        out.print(f"  stopping: {escape(result['stopping']['type'])}: {escape(result['stopping']['why'])}",
-                  highlight=False, soft_wrap=True)
+        out.print(
+            f"  stopping: {escape(result['stopping']['type'])}: {escape(result['stopping']['why'])}",
+            highlight=False,
+            soft_wrap=True,
+        )
     out.print(f"  log: {escape(result['log'])}", highlight=False, soft_wrap=True)

@@ -20,10 +20,19 @@ COLOUR = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
 
 @seat.command("doctor")
 @PROFILE
-@click.option("--host-profile", default="paper", show_default=True,
-              help="Host profile from host/ the settings are judged against.")
-@click.option("--runs", default="runs", show_default=True, type=click.Path(),
-              help="Where `seat bench` wrote its runs (the newest of PROFILE is compared with its card).")
+@click.option(
+    "--host-profile",
+    default="paper",
+    show_default=True,
+    help="Host profile from host/ the settings are judged against.",
+)
+@click.option(
+    "--runs",
+    default="runs",
+    show_default=True,
+    type=click.Path(),
+    help="Where `seat bench` wrote its runs (the newest of PROFILE is compared with its card).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print every row, and the NVML readings, as JSON.")
 def doctor_cmd(profile: str, host_profile: str, runs: str, as_json: bool):
     """Check every layer of the seat: driver and GPUs, host settings, image, models, the running
@@ -40,8 +49,15 @@ def doctor_cmd(profile: str, host_profile: str, runs: str, as_json: bool):
     else:
         width = min(out.width, 120)  # wider, the evidence reads as one long line
         # Folded, not cut: an image tag or a path is read whole, over two lines when it must.
-        table = Table("layer", "check", "", Column("evidence / fix", overflow="fold"), width=width,
-                      show_lines=True, title=f"seat doctor {result['profile']} (host profile {result['host_profile']})")
+        table = Table(
+            "layer",
+            "check",
+            "",
+            Column("evidence / fix", overflow="fold"),
+            width=width,
+            show_lines=True,
+            title=f"seat doctor {result['profile']} (host profile {result['host_profile']})",
+        )
         for row in result["rows"]:
             text = escape(row["evidence"]) + (f"\n[dim]fix: {escape(row['fix'])}[/]" if row["fix"] else "")
             table.add_row(row["layer"], row["check"], f"[{COLOUR[row['status']]}]{row['status']}[/]", text)

@@ -11,8 +11,22 @@ from rich.table import Table
 
 from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
-from seatkit.host import change as host_change, gpus, p2p, plan as host_plan, settings, status as host_status, step
 from seatkit.errors import SeatError
+from seatkit.host import (
+    change as host_change,
+)
+from seatkit.host import (
+    gpus,
+    p2p,
+    settings,
+    step,
+)
+from seatkit.host import (
+    plan as host_plan,
+)
+from seatkit.host import (
+    status as host_status,
+)
 from seatkit.host.system import System
 from seatkit.text import counted, plain
 
@@ -30,8 +44,13 @@ def _verdict(row: dict) -> str:
 
 
 @host_group.command("status")
-@click.option("--profile", "profile", default="paper", show_default=True,
-              help="Host profile from host/ (paper or conservative).")
+@click.option(
+    "--profile",
+    "profile",
+    default="paper",
+    show_default=True,
+    help="Host profile from host/ (paper or conservative).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def status_cmd(profile: str, as_json: bool):
     """Per setting: desired (the profile), configured (files), live (kernel and driver), verdict."""
@@ -39,19 +58,34 @@ def status_cmd(profile: str, as_json: bool):
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
-    table = Table("setting", "desired", "configured", "live", "verdict", "why / where",
-                  title=f"seat host status ({profile}), boot {result['boot_id']}", show_lines=True)
+    table = Table(
+        "setting",
+        "desired",
+        "configured",
+        "live",
+        "verdict",
+        "why / where",
+        title=f"seat host status ({profile}), boot {result['boot_id']}",
+        show_lines=True,
+    )
     for row in result["rows"]:
-        why = row.get("why") or "\n".join(f"{side}: {row[f'{side}_from']}" for side in ("configured", "live")
-                                           if row.get(f"{side}_from"))
-        table.add_row(row["setting"], *(escape(plain(row[k])) for k in ("desired", "configured", "live")),
-                      _verdict(row), escape(why))
+        why = row.get("why") or "\n".join(
+            f"{side}: {row[f'{side}_from']}" for side in ("configured", "live") if row.get(f"{side}_from")
+        )
+        table.add_row(
+            row["setting"],
+            *(escape(plain(row[k])) for k in ("desired", "configured", "live")),
+            _verdict(row),
+            escape(why),
+        )
     tables.show(out, table)  # one block per setting where the grid would not fit
     out.print(f"data path: {result['data_path']['verdict']} ({result['data_path']['why']})")
     out.print(f"step probe: {result['step']['verdict']} ({escape(result['step']['why'])})", highlight=False)
     for t in result["transactions"]["in_force"]:
-        out.print(f"in force: transaction {t['tx']} ({t['profile']})"
-                  + (", applied in this boot: reboot to take effect" if t["applied_in_this_boot"] else ""))
+        out.print(
+            f"in force: transaction {t['tx']} ({t['profile']})"
+            + (", applied in this boot: reboot to take effect" if t["applied_in_this_boot"] else "")
+        )
     for txid in result["transactions"]["interrupted"]:
         out.print(f"[red]interrupted:[/] transaction {txid}: run `seat host recover`")
 
@@ -64,39 +98,64 @@ def gpus_cmd(as_json: bool):
     inventory = gpus.inventory()
     none = "no NVIDIA driver answers NVML: no GPUs to list"
     if as_json:  # an empty inventory that says why, never a bare null
-        click.echo(json.dumps(inventory if inventory is not None else {"gpus": [], "p2p": [], "why": none},
-                              indent=2))
+        click.echo(
+            json.dumps(inventory if inventory is not None else {"gpus": [], "p2p": [], "why": none}, indent=2)
+        )
         return
     if inventory is None:
         out.print(none)
         return
-    table = Table("#", "name", "PCIe now / max", "BAR1 / VRAM MiB", "power W (default)", "topology",
-                  title=f"driver {inventory['driver']}, CUDA {inventory['cuda']}")
+    table = Table(
+        "#",
+        "name",
+        "PCIe now / max",
+        "BAR1 / VRAM MiB",
+        "power W (default)",
+        "topology",
+        title=f"driver {inventory['driver']}, CUDA {inventory['cuda']}",
+    )
     for g in inventory["gpus"]:
-        table.add_row(str(g["index"]), g["name"],
-                      f"Gen{g['pcie_gen']} x{g['pcie_width']} / Gen{g['pcie_max_gen']} x{g['pcie_max_width']}",
-                      f"{g['bar1_total_mib']} / {g['memory_mib']}",
-                      f"{g['power_limit_w']} ({g['power_default_limit_w']})", g["topology"]["class"])
+        table.add_row(
+            str(g["index"]),
+            g["name"],
+            f"Gen{g['pcie_gen']} x{g['pcie_width']} / Gen{g['pcie_max_gen']} x{g['pcie_max_width']}",
+            f"{g['bar1_total_mib']} / {g['memory_mib']}",
+            f"{g['power_limit_w']} ({g['power_default_limit_w']})",
+            g["topology"]["class"],
+        )
     out.print(table)
     for pair in inventory["p2p"]:
-        out.print(f"GPU{pair['from']} -> GPU{pair['to']}: read {pair['read']}, write {pair['write']}, "
-                  f"NVLink {pair['nvlink']}, {pair['common_ancestor']}")
+        out.print(
+            f"GPU{pair['from']} -> GPU{pair['to']}: read {pair['read']}, write {pair['write']}, "
+            f"NVLink {pair['nvlink']}, {pair['common_ancestor']}"
+        )
     if inventory["p2p_note"]:
         out.print(inventory["p2p_note"])
     _show_pcie(inventory["pcie"])
 
 
 def _show_pcie(facts: dict) -> None:
-    out.print(escape(f"PCIe: {'VM (' + facts['virtualisation'] + ')' if facts['virtualisation'] else 'bare metal'}"
-                     f"{', VMD domain' if facts['vmd'] else ''}; IOMMU groups {facts['iommu']['verdict']}: "
-                     f"{facts['iommu']['why']}"), highlight=False)  # sysfs names and tools' words, not markup
+    out.print(
+        escape(
+            f"PCIe: {'VM (' + facts['virtualisation'] + ')' if facts['virtualisation'] else 'bare metal'}"
+            f"{', VMD domain' if facts['vmd'] else ''}; IOMMU groups {facts['iommu']['verdict']}: "
+            f"{facts['iommu']['why']}"
+        ),
+        highlight=False,
+    )  # sysfs names and tools' words, not markup
     for g in facts["gpus"]:
-        out.print(escape(f"GPU{g['index']} {g['address']}: group {g['iommu_group'] or '-'}, ATS "
-                         f"{g['ats'] or 'unknown'}, bridges above {' '.join(g['bridges']) or '(none)'}"),
-                  highlight=False)
+        out.print(
+            escape(
+                f"GPU{g['index']} {g['address']}: group {g['iommu_group'] or '-'}, ATS "
+                f"{g['ats'] or 'unknown'}, bridges above {' '.join(g['bridges']) or '(none)'}"
+            ),
+            highlight=False,
+        )
     for pair in facts["pairs"]:
-        out.print(f"GPU{pair['gpus'][0]} <-> GPU{pair['gpus'][1]}: ACS {pair['verdict']}: {escape(pair['why'])}",
-                  highlight=False)
+        out.print(
+            f"GPU{pair['gpus'][0]} <-> GPU{pair['gpus'][1]}: ACS {pair['verdict']}: {escape(pair['why'])}",
+            highlight=False,
+        )
 
 
 def _choices(replace: bool, acknowledge: bool):
@@ -107,21 +166,30 @@ def _show(plan: host_plan.Plan) -> None:
     facts = plan.facts
     # systemd-detect-virt names containers too (docker is no VM): "runs under" fits both.
     stack = f"boot stack {facts.stack} ({facts.stack_why})" if facts.stack else facts.stack_why
-    out.print(f"host: {facts.os_id or 'unknown OS'}, {stack}, "
-              f"initramfs: {facts.initramfs_why}, driver {facts.driver or 'unknown'}, CPU {facts.vendor or '?'}, "
-              f"{facts.cpus or '?'} CPUs, {'runs under ' + facts.virt if facts.virt else 'bare metal'}", highlight=False)
+    out.print(
+        f"host: {facts.os_id or 'unknown OS'}, {stack}, "
+        f"initramfs: {facts.initramfs_why}, driver {facts.driver or 'unknown'}, CPU {facts.vendor or '?'}, "
+        f"{facts.cpus or '?'} CPUs, {'runs under ' + facts.virt if facts.virt else 'bare metal'}",
+        highlight=False,
+    )
     if plan.snippet:
         out.print(escape(plan.snippet), highlight=False)
     if plan.edit and not plan.edit.empty:
-        out.print(f"command line: add {' '.join(plan.edit.added) or '-'}; replace "
-                  f"{' '.join(t for _, t in plan.edit.replaced) or '-'}", highlight=False)
+        out.print(
+            f"command line: add {' '.join(plan.edit.added) or '-'}; replace "
+            f"{' '.join(t for _, t in plan.edit.replaced) or '-'}",
+            highlight=False,
+        )
     for op in plan.ops:
         if isinstance(op, host_plan.FileOp):
             out.print(f"[bold]{op.path}[/]: {op.why}")
             out.print(escape(host_plan.diff(System(), op)), highlight=False, soft_wrap=True)
         else:
-            out.print(f"[bold]run[/] {escape(' '.join(op.argv))}  ({op.why}; undone by "
-                      f"{escape(' '.join(op.undo))})", highlight=False)
+            out.print(
+                f"[bold]run[/] {escape(' '.join(op.argv))}  ({op.why}; undone by "
+                f"{escape(' '.join(op.undo))})",
+                highlight=False,
+            )
     for argv in plan.regen:
         out.print(f"[bold]then run[/] {escape(' '.join(argv))}", highlight=False)
     if not plan.ops and not plan.snippet:
@@ -145,10 +213,17 @@ def _would(plan: host_plan.Plan, system: System) -> str:
     return f"[red]--yes would not act[/]: {counted(len(stops), 'thing')} {'blocks' if len(stops) == 1 else 'block'} it (each explained below):\n{heads}"
 
 
-REPLACE = click.option("--replace", is_flag=True,
-                       help="Replace IOMMU tokens that conflict (e.g. iommu=pt); rollback puts them back.")
-ACKNOWLEDGE = click.option("--acknowledge-iommu-off", "acknowledge", is_flag=True,
-                           help="Accept that IOMMU off removes DMA isolation (the paper profile needs it).")
+REPLACE = click.option(
+    "--replace",
+    is_flag=True,
+    help="Replace IOMMU tokens that conflict (e.g. iommu=pt); rollback puts them back.",
+)
+ACKNOWLEDGE = click.option(
+    "--acknowledge-iommu-off",
+    "acknowledge",
+    is_flag=True,
+    help="Accept that IOMMU off removes DMA isolation (the paper profile needs it).",
+)
 HOST_PROFILE = click.argument("profile", metavar="PROFILE")
 
 
@@ -164,8 +239,9 @@ def plan_cmd(profile: str, replace: bool, acknowledge: bool, as_json: bool):
     host = settings.load(profile)
     plan = host_plan.build(host, choices=_choices(replace, acknowledge))
     if as_json:
-        click.echo(json.dumps({**host_plan.to_json(plan, System()),
-                               "iommu_tokens": host.iommu.tokens}, indent=2))
+        click.echo(
+            json.dumps({**host_plan.to_json(plan, System()), "iommu_tokens": host.iommu.tokens}, indent=2)
+        )
     else:
         _show(plan)
         # Where the kit cannot edit the boot line (a cluster's nodes), provisioning sets these.
@@ -190,9 +266,14 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
         out.print(_would(plan, System()), highlight=False)
     _show(plan)
     if not yes:
-        out.print("dry run: nothing was changed"
-                  + (f" ({counted(len(plan.refusals), 'refusal')} above {'blocks' if len(plan.refusals) == 1 else 'block'} --yes)" if plan.refusals
-                     else " (add --yes to apply)"))
+        out.print(
+            "dry run: nothing was changed"
+            + (
+                f" ({counted(len(plan.refusals), 'refusal')} above {'blocks' if len(plan.refusals) == 1 else 'block'} --yes)"
+                if plan.refusals
+                else " (add --yes to apply)"
+            )
+        )
         if plan.refusals:
             raise SystemExit(2)
         return
@@ -200,8 +281,10 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
     if txid is None:
         out.print("nothing changed, nothing run")
         return
-    out.print(f"applied as transaction {txid}. Reboot, then `seat host status --profile {profile}`; "
-              f"`seat host rollback --tx {txid}` undoes it.")
+    out.print(
+        f"applied as transaction {txid}. Reboot, then `seat host status --profile {profile}`; "
+        f"`seat host rollback --tx {txid}` undoes it."
+    )
 
 
 @host_group.command("rollback")
@@ -238,17 +321,35 @@ def forget_cmd(txid: str):
 
 
 @host_group.command("verify-p2p")
-@click.option("--image", help="Run the probe inside this image (it has torch and CUDA) with every GPU attached.")
+@click.option(
+    "--image", help="Run the probe inside this image (it has torch and CUDA) with every GPU attached."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--step", "step_mode", is_flag=True,
-              help="Replay one decode step's communication instead: 2 x L all-reduces in a CUDA graph.")
-@click.option("--profile", "seat_profile", help="With --step: the seat profile whose model gives L and hidden "
-              "(default: the default profile).")
+@click.option(
+    "--step",
+    "step_mode",
+    is_flag=True,
+    help="Replay one decode step's communication instead: 2 x L all-reduces in a CUDA graph.",
+)
+@click.option(
+    "--profile",
+    "seat_profile",
+    help="With --step: the seat profile whose model gives L and hidden (default: the default profile).",
+)
 @click.option("--layers", type=click.IntRange(*step.LAYERS), help="With --step: the model's layer count L.")
 @click.option("--hidden", type=click.IntRange(*step.HIDDEN), help="With --step: the model's hidden size.")
-@click.option("--replays", type=click.IntRange(10, 10000), help="With --step: graph replays timed (default 200).")
-def verify_p2p_cmd(image: str | None, as_json: bool, step_mode: bool, seat_profile: str | None,
-                   layers: int | None, hidden: int | None, replays: int | None):
+@click.option(
+    "--replays", type=click.IntRange(10, 10000), help="With --step: graph replays timed (default 200)."
+)
+def verify_p2p_cmd(
+    image: str | None,
+    as_json: bool,
+    step_mode: bool,
+    seat_profile: str | None,
+    layers: int | None,
+    hidden: int | None,
+    replays: int | None,
+):
     """Check that peer copies really work: every ordered GPU pair byte-checked (a DMA copy and a
     kernel-side peer read, 4 B to 64 MiB), peer bandwidth, and an 80 KB NCCL all-reduce.
 
@@ -270,19 +371,28 @@ def verify_p2p_cmd(image: str | None, as_json: bool, step_mode: bool, seat_profi
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
-        out.print(f"{counted(len(result['gpus']), 'GPU')}: {', '.join(dict.fromkeys(result['gpus']))}, "
-                  f"torch {result['torch']}, CUDA {result['cuda']}", highlight=False)
+        out.print(
+            f"{counted(len(result['gpus']), 'GPU')}: {', '.join(dict.fromkeys(result['gpus']))}, "
+            f"torch {result['torch']}, CUDA {result['cuda']}",
+            highlight=False,
+        )
         if result["pairs"]:
             table = Table("pair", "peer access", "DMA copy", "kernel peer read", "GB/s")
             for pair in result["pairs"]:
-                table.add_row(f"GPU{pair['from']} -> GPU{pair['to']}", str(pair["can_access_peer"]),
-                              "ok" if pair["copy_ok"] else "WRONG",
-                              "ok" if pair["kernel_read_ok"] else "WRONG", f"{pair['bandwidth_gb_s']:.1f}")
+                table.add_row(
+                    f"GPU{pair['from']} -> GPU{pair['to']}",
+                    str(pair["can_access_peer"]),
+                    "ok" if pair["copy_ok"] else "WRONG",
+                    "ok" if pair["kernel_read_ok"] else "WRONG",
+                    f"{pair['bandwidth_gb_s']:.1f}",
+                )
             out.print(table)
         if result["allreduce"]:
             ar = result["allreduce"]
-            out.print(f"all-reduce {ar['bytes'] // 1024} KB over {ar['gpus']} GPUs (NCCL {result['nccl']}): "
-                      f"{ar['us']:.1f} us, sum {'correct' if ar['correct'] else 'WRONG'}")
+            out.print(
+                f"all-reduce {ar['bytes'] // 1024} KB over {ar['gpus']} GPUs (NCCL {result['nccl']}): "
+                f"{ar['us']:.1f} us, sum {'correct' if ar['correct'] else 'WRONG'}"
+            )
         for problem in result["problems"]:
             out.print(f"[red]problem:[/] {escape(problem)}")
         out.print(f"verdict: {result['verdict']}; result {kept}")
@@ -290,16 +400,24 @@ def verify_p2p_cmd(image: str | None, as_json: bool, step_mode: bool, seat_profi
         raise SystemExit(1)
 
 
-def _verify_step(image: str | None, as_json: bool, seat_profile: str | None, layers: int | None,
-                 hidden: int | None, replays: int) -> None:
+def _verify_step(
+    image: str | None,
+    as_json: bool,
+    seat_profile: str | None,
+    layers: int | None,
+    hidden: int | None,
+    replays: int,
+) -> None:
     from seatkit.serve import profile as profiles
 
     profile = profiles.load(seat_profile or profiles.DEFAULT_PROFILE)
     if layers is None or hidden is None:
         shape = step.model_shape(profile, System())
         if isinstance(shape, str):
-            raise SeatError(f"L and hidden unknown for {profile.name}: {shape}",
-                            "e.g. --layers 61 --hidden 7168 (read them from the model's config.json)")
+            raise SeatError(
+                f"L and hidden unknown for {profile.name}: {shape}",
+                "e.g. --layers 61 --hidden 7168 (read them from the model's config.json)",
+            )
         layers, hidden = layers or shape[0], hidden or shape[1]
     err.print(f"replaying one decode step's communication: 2 x {layers} all-reduces, hidden {hidden} ...")
     k = profile.speculative.num_speculative_tokens if profile.speculative else 0
@@ -312,12 +430,20 @@ def _verify_step(image: str | None, as_json: bool, seat_profile: str | None, lay
         click.echo(json.dumps(result, indent=2))
     else:
         forms = result["step"]["forms"]
-        table = Table("1+k", "KiB", "baseline us", "one-shot us", "NCCL us",
-                      title=f"{result['step']['placement']}: train p50/p99, per collective p50")
+        table = Table(
+            "1+k",
+            "KiB",
+            "baseline us",
+            "one-shot us",
+            "NCCL us",
+            title=f"{result['step']['placement']}: train p50/p99, per collective p50",
+        )
         for t, size in result["step"]["bytes_by_tokens"].items():
-            cells = [_train_cell((forms.get("baseline") or [{}])[0].get("by_tokens", {}).get(t)),
-                     _train_cell((forms.get("oneshot") or {}).get("by_tokens", {}).get(t)),
-                     _train_cell((forms.get("nccl") or {}).get("by_tokens", {}).get(t))]
+            cells = [
+                _train_cell((forms.get("baseline") or [{}])[0].get("by_tokens", {}).get(t)),
+                _train_cell((forms.get("oneshot") or {}).get("by_tokens", {}).get(t)),
+                _train_cell((forms.get("nccl") or {}).get("by_tokens", {}).get(t)),
+            ]
             table.add_row(t, f"{size / 1024:.0f}", *cells)
         out.print(table)
         out.print(escape(step.summary(result)), highlight=False)

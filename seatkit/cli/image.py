@@ -10,27 +10,43 @@ import click
 from rich.markup import escape
 
 from seatkit.cli.app import PROFILE, err, out, seat
-from seatkit.image import b12x, build as image_build, overlay, pin
+from seatkit.image import b12x, overlay, pin
+from seatkit.image import build as image_build
 from seatkit.serve import profile as profiles
 from seatkit.text import one_line
 
 
 @seat.command("build")
 @PROFILE
-@click.option("--allow-unpinned", is_flag=True, help="Build from the base's tag when it has no pinned digest.")
-@click.option("--full", is_flag=True,
-              help="Copy every overlay file, even those the base already has byte for byte.")
+@click.option(
+    "--allow-unpinned", is_flag=True, help="Build from the base's tag when it has no pinned digest."
+)
+@click.option(
+    "--full", is_flag=True, help="Copy every overlay file, even those the base already has byte for byte."
+)
 @click.option("--no-cache", "nocache", is_flag=True, help="Rebuild every step.")
 @click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
 @click.option("--overlay", "overlay_dir", default=str(overlay.FETCHED), show_default=True, type=click.Path())
-@click.option("--b12x-lock", type=click.Path(exists=True, dir_okay=False),
-              help="A pinned b12x overlay's lock (default: overlay/b12x.lock, when it exists); its files "
-              "(--b12x-overlay) are copied over the image's b12x package. Without one the seat runs the "
-              "base's public kernels.")
+@click.option(
+    "--b12x-lock",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A pinned b12x overlay's lock (default: overlay/b12x.lock, when it exists); its files "
+    "(--b12x-overlay) are copied over the image's b12x package. Without one the seat runs the "
+    "base's public kernels.",
+)
 @click.option("--b12x-overlay", default=str(b12x.FETCHED), show_default=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def build_cmd(profile: str, allow_unpinned: bool, full: bool, nocache: bool, lock_path: str,
-              overlay_dir: str, b12x_lock: str, b12x_overlay: str, as_json: bool):
+def build_cmd(
+    profile: str,
+    allow_unpinned: bool,
+    full: bool,
+    nocache: bool,
+    lock_path: str,
+    overlay_dir: str,
+    b12x_lock: str,
+    b12x_overlay: str,
+    as_json: bool,
+):
     """Build the seat's image: the pinned base, the verified overlay copied over its vllm package,
     a smoke import of the DSpark integration, provenance labels and a start-time overlay check.
 
@@ -39,20 +55,31 @@ def build_cmd(profile: str, allow_unpinned: bool, full: bool, nocache: bool, loc
     BASE_IMAGE=name@sha256:... -t NAME .` after `seat overlay fetch`."""
     started = time.monotonic()
     kernels = b12x.load(Path(b12x_lock) if b12x_lock else b12x.LOCK)  # a named lock must exist
-    result = image_build.build(profiles.load(profile), overlay.load(Path(lock_path)), Path(overlay_dir),
-                               allow_unpinned=allow_unpinned, delta=not full, nocache=nocache,
-                               b12x_overlay=(kernels, Path(b12x_overlay)) if kernels else None,
-                               progress=lambda line: err.print(escape(line), highlight=False))
+    result = image_build.build(
+        profiles.load(profile),
+        overlay.load(Path(lock_path)),
+        Path(overlay_dir),
+        allow_unpinned=allow_unpinned,
+        delta=not full,
+        nocache=nocache,
+        b12x_overlay=(kernels, Path(b12x_overlay)) if kernels else None,
+        progress=lambda line: err.print(escape(line), highlight=False),
+    )
     result["seconds"] = round(time.monotonic() - started, 1)
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
-    out.print(f"built {result['tag']} ({result['image'][:19]}) in {result['seconds']} s from {result['base']}\n"
-              f"overlay layer {result['overlay_layer']}: {result['overlay_layer_bytes'] / 1e6:.2f} MB, "
-              f"{result['copied']} files copied, {result['skipped']} already identical in the base",
-              highlight=False)
-    out.print(f"b12x overlay: {result['b12x']['B12X_OVERLAY']}\n"
-              f"b12x {b12x.DENSE} sha256 in the image: {result['b12x']['B12X_DENSE_SHA256']}", highlight=False)
+    out.print(
+        f"built {result['tag']} ({result['image'][:19]}) in {result['seconds']} s from {result['base']}\n"
+        f"overlay layer {result['overlay_layer']}: {result['overlay_layer_bytes'] / 1e6:.2f} MB, "
+        f"{result['copied']} files copied, {result['skipped']} already identical in the base",
+        highlight=False,
+    )
+    out.print(
+        f"b12x overlay: {result['b12x']['B12X_OVERLAY']}\n"
+        f"b12x {b12x.DENSE} sha256 in the image: {result['b12x']['B12X_DENSE_SHA256']}",
+        highlight=False,
+    )
 
 
 @seat.group("image")
@@ -68,8 +95,10 @@ def pin_cmd(profile: str):
     image by it)."""
     loaded = profiles.load(profile)
     record = pin.pin(loaded)
-    out.print(f"{record['name']}:{record['tag']} -> {record['digest']} "
-              f"(kept in {pin.lock_path(loaded)})", highlight=False)
+    out.print(
+        f"{record['name']}:{record['tag']} -> {record['digest']} (kept in {pin.lock_path(loaded)})",
+        highlight=False,
+    )
 
 
 @image_group.command("inspect")
@@ -88,5 +117,8 @@ def inspect_cmd(image: str, as_json: bool):
         out.print("  (no io.seatkit labels: not built by `seat build`)")
     base = found["labels"].get("org.opencontainers.image.base.digest")
     if base is not None and "@sha256:" not in base:
-        out.print(f"  (base not pinned by digest: built from {escape(one_line(base)) or 'an unnamed base'}"
-                  ", a tag that can move)", highlight=False)
+        out.print(
+            f"  (base not pinned by digest: built from {escape(one_line(base)) or 'an unnamed base'}"
+            ", a tag that can move)",
+            highlight=False,
+        )

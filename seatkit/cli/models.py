@@ -11,11 +11,17 @@ import click
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
 from seatkit.cli.app import PROFILE, err, out, seat
-from seatkit.models import fetch as fetcher, lock as locks, verify as verifier
+from seatkit.models import fetch as fetcher
+from seatkit.models import lock as locks
+from seatkit.models import verify as verifier
 from seatkit.serve import profile as profiles
 
-WORKERS = click.option("--workers", type=click.IntRange(1, 256), default=None,
-                       help="Files hashed at once (default: the CPUs this process may use).")
+WORKERS = click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Files hashed at once (default: the CPUs this process may use).",
+)
 
 
 def _size(n: int) -> str:
@@ -26,8 +32,14 @@ def _size(n: int) -> str:
 def byte_progress(what: str, total: int):
     """A callback counting hashed bytes: a bar in a terminal, a line per tenth outside one."""
     if err.is_terminal:
-        with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                      TransferSpeedColumn(), TimeRemainingColumn(), console=err) as bar:
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=err,
+        ) as bar:
             task = bar.add_task(what, total=total)
             yield lambda n: bar.advance(task, n)
         return
@@ -41,6 +53,7 @@ def byte_progress(what: str, total: int):
             if share >= state["next"]:
                 err.print(f"{what}: {int(share * 100)} % of {_size(total)}", highlight=False)
                 state["next"] = int(share * 10 + 1e-9) / 10 + 0.1
+
     err.print(f"{what}: {_size(total)} to hash", highlight=False)
     yield advance
 
@@ -63,8 +76,11 @@ def lock_cmd(profile: str, workers: int | None):
         made = locks.make(prof, advance, workers)
     path = locks.write(prof, made)
     for key, lock in made.items():
-        out.print(f"{key}: {len(lock.files)} files, {_size(lock.size)}, sha256 {lock.sha256[:16]}, "
-                  f"revision {lock.revision or 'unknown'}", highlight=False)
+        out.print(
+            f"{key}: {len(lock.files)} files, {_size(lock.size)}, sha256 {lock.sha256[:16]}, "
+            f"revision {lock.revision or 'unknown'}",
+            highlight=False,
+        )
     out.print(f"wrote {path}")
 
 
@@ -82,7 +98,9 @@ def _report(result: dict, as_json: bool) -> None:
 
 @model_group.command("verify")
 @PROFILE
-@click.option("--sizes-only", is_flag=True, help="Compare sizes alone (what preflight does): seconds, not minutes.")
+@click.option(
+    "--sizes-only", is_flag=True, help="Compare sizes alone (what preflight does): seconds, not minutes."
+)
 @WORKERS
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def verify_cmd(profile: str, sizes_only: bool, workers: int | None, as_json: bool):

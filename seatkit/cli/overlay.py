@@ -10,7 +10,8 @@ import click
 
 from seatkit.cli.app import err, out, seat
 from seatkit.errors import SeatError
-from seatkit.image import build as image_build, outside, overlay
+from seatkit.image import build as image_build
+from seatkit.image import outside, overlay
 from seatkit.serve import profile as profiles
 
 
@@ -22,9 +23,13 @@ def overlay_group():
 @overlay_group.command("fetch")
 @click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
 @click.option("--dest", default=str(overlay.FETCHED), show_default=True, type=click.Path())
-@click.option("--from", "source", metavar="URL_OR_PATH",
-              help="Fetch the same commit from a mirror (https URL) or a local clone instead of the "
-              "lock's source; the checks are the same, so it need not be trusted.")
+@click.option(
+    "--from",
+    "source",
+    metavar="URL_OR_PATH",
+    help="Fetch the same commit from a mirror (https URL) or a local clone instead of the "
+    "lock's source; the checks are the same, so it need not be trusted.",
+)
 def fetch_cmd(lock_path: str, dest: str, source: str | None):
     """Clone exactly the locked commit, check the tree id and every hash, then move it into place."""
     lock = overlay.load(Path(lock_path))
@@ -37,18 +42,37 @@ def fetch_cmd(lock_path: str, dest: str, source: str | None):
 @click.argument("directory", required=False, type=click.Path())
 @click.option("--image", help="Check the overlay installed in this image.")
 @click.option("--container", help="Check the overlay installed in this (running or stopped) container.")
-@click.option("--dir", "inside", help="The vllm package inside the image or container "
-              "(default: where `seat build` put it, as recorded in SEAT_HOME, else the vLLM image's "
-              "site-packages; never where the image itself says).")
+@click.option(
+    "--dir",
+    "inside",
+    help="The vllm package inside the image or container "
+    "(default: where `seat build` put it, as recorded in SEAT_HOME, else the vLLM image's "
+    "site-packages; never where the image itself says).",
+)
 @click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
-@click.option("--profile", help="With --image or --container: the whole outside check `seat up` makes "
-              "for this profile's seat (the package at its image.vllm_dir against the base and the lock, "
-              "and what its PATH, entrypoint and interpreter run).")
-@click.option("--strict", is_flag=True, help="Fail on extra files and __pycache__ folders too (an "
-              "installed package has many). Symlinks always fail.")
+@click.option(
+    "--profile",
+    help="With --image or --container: the whole outside check `seat up` makes "
+    "for this profile's seat (the package at its image.vllm_dir against the base and the lock, "
+    "and what its PATH, entrypoint and interpreter run).",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Fail on extra files and __pycache__ folders too (an "
+    "installed package has many). Symlinks always fail.",
+)
 @click.option("--json", "as_json", is_flag=True)
-def verify_cmd(directory: str | None, image: str | None, container: str | None, inside: str | None,
-               lock_path: str, profile: str | None, strict: bool, as_json: bool):
+def verify_cmd(
+    directory: str | None,
+    image: str | None,
+    container: str | None,
+    inside: str | None,
+    lock_path: str,
+    profile: str | None,
+    strict: bool,
+    as_json: bool,
+):
     """Compare installed files with the lock: missing, changed and extra files, symlinks, caches.
 
     DIRECTORY defaults to the fetched overlay (overlay/vllm)."""
@@ -57,44 +81,76 @@ def verify_cmd(directory: str | None, image: str | None, container: str | None, 
     lock = overlay.load(Path(lock_path))
     if profile:
         if not (image or container) or inside:
-            raise click.UsageError("--profile checks an --image or a --container, at the profile's own "
-                                   "image.vllm_dir (no --dir)")
-        verdict = outside.check(profiles.load(profile), image or container, lock, is_container=bool(container),
-                                trust_record=False)  # every file read from outside, whatever was recorded
+            raise click.UsageError(
+                "--profile checks an --image or a --container, at the profile's own image.vllm_dir (no --dir)"
+            )
+        verdict = outside.check(
+            profiles.load(profile), image or container, lock, is_container=bool(container), trust_record=False
+        )  # every file read from outside, whatever was recorded
         if as_json:
-            click.echo(json.dumps({"verified": verdict.verified, "how": verdict.how,
-                                   "image_id": verdict.image_id, "problems": verdict.problems}, indent=2))
+            click.echo(
+                json.dumps(
+                    {
+                        "verified": verdict.verified,
+                        "how": verdict.how,
+                        "image_id": verdict.image_id,
+                        "problems": verdict.problems,
+                    },
+                    indent=2,
+                )
+            )
         else:
-            out.print(("verified" if verdict.verified else "NOT verified") + f" ({verdict.how})"
-                      + "".join(f"\n  {p}" for p in verdict.problems), highlight=False)
+            out.print(
+                ("verified" if verdict.verified else "NOT verified")
+                + f" ({verdict.how})"
+                + "".join(f"\n  {p}" for p in verdict.problems),
+                highlight=False,
+            )
         sys.exit(0 if verdict.verified else 1)
     if image or container:
-        problems = image_build.verify_installed(image or container, inside, is_container=bool(container), lock=lock)
+        problems = image_build.verify_installed(
+            image or container, inside, is_container=bool(container), lock=lock
+        )
     else:
         folder = Path(directory or overlay.FETCHED)
         if not folder.is_dir():
             fetch = "seat overlay fetch" + (f" --lock {lock_path}" if lock_path != str(overlay.LOCK) else "")
-            raise SeatError(f"no overlay to verify at {folder}: " + ("it was never fetched" if not folder.exists()
-                                                                    else "it is not a directory"),
-                            f"{fetch} clones the locked commit there"
-                            + ("" if directory is None else f" (with --dest {directory})"))
+            raise SeatError(
+                f"no overlay to verify at {folder}: "
+                + ("it was never fetched" if not folder.exists() else "it is not a directory"),
+                f"{fetch} clones the locked commit there"
+                + ("" if directory is None else f" (with --dest {directory})"),
+            )
         problems = overlay.verify(folder, lock)
     if as_json:
         click.echo(json.dumps(problems, indent=2))
     else:
         for kind, names in problems.items():
-            out.print(f"{kind}: {len(names)}" + "".join(f"\n  {n}" for n in names[:20])
-                      + (f"\n  … {len(names) - 20} more" if len(names) > 20 else ""), highlight=False)
-    failed = (problems["missing"] or problems["changed"] or problems["links"]
-              or (strict and (problems["extra"] or problems["caches"])))
+            out.print(
+                f"{kind}: {len(names)}"
+                + "".join(f"\n  {n}" for n in names[:20])
+                + (f"\n  … {len(names) - 20} more" if len(names) > 20 else ""),
+                highlight=False,
+            )
+    failed = (
+        problems["missing"]
+        or problems["changed"]
+        or problems["links"]
+        or (strict and (problems["extra"] or problems["caches"]))
+    )
     sys.exit(1 if failed else 0)
 
 
 @overlay_group.command("lock")
 @click.option("--from", "source_dir", required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--source", required=True, help="URL@COMMIT the directory came from.")
-@click.option("--path", "path_in_repo", default="overlay/vllm", show_default=True,
-              help="The directory's path inside that repository.")
+@click.option(
+    "--path",
+    "path_in_repo",
+    default="overlay/vllm",
+    show_default=True,
+    help="The directory's path inside that repository.",
+)
 @click.option("--out", "out_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
 def lock_cmd(source_dir: str, source: str, path_in_repo: str, out_path: str):
     """Pin another overlay: every file's SHA-256 and the git tree id of the directory."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 from rich.console import Console
 from rich.markup import escape
@@ -29,8 +29,7 @@ class PlainLines:
         if shape == self.last_shape and now - self.last_time < REPEAT_S:
             return
         self.last_shape, self.last_time = shape, now
-        self.console.print(f"{escape(self.what)}: {escape(message)}", highlight=False,
-                           soft_wrap=True)
+        self.console.print(f"{escape(self.what)}: {escape(message)}", highlight=False, soft_wrap=True)
         self.console.file.flush()
 
 

@@ -36,8 +36,11 @@ def _usage(command: click.Command, ctx: click.Context) -> str:
 
 
 def _options(command: click.Command) -> str:
-    names = [max(p.opts, key=len) for p in command.params
-             if isinstance(p, click.Option) and not p.hidden and p.name != "help"]
+    names = [
+        max(p.opts, key=len)
+        for p in command.params
+        if isinstance(p, click.Option) and not p.hidden and p.name != "help"
+    ]
     return " Options: " + ", ".join(f"`{n}`" for n in names) + "." if names else ""
 
 
@@ -60,5 +63,9 @@ def regions_of(root: Path = paths.REPO) -> dict[Path, str]:
 
     readme, docker = root / "README.md", root / "Dockerfile"
     default = profiles.load(profiles.DEFAULT_PROFILE)
-    return {readme: regions.replace(readme.read_text(), table(seat), "README.md"),
-            docker: dockerfile.rendered(docker.read_text(), default, overlay_lock.load(root / "overlay" / "overlay.lock"))}
+    return {
+        readme: regions.replace(readme.read_text(), table(seat), "README.md"),
+        docker: dockerfile.rendered(
+            docker.read_text(), default, overlay_lock.load(root / "overlay" / "overlay.lock")
+        ),
+    }

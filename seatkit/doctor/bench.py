@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seatkit.bench import cards, compare
 from seatkit import safe_yaml
+from seatkit.bench import cards, compare
 from seatkit.doctor.rows import Row, cannot, ok, warn
 from seatkit.errors import SeatError
 from seatkit.serve.profile import Profile
@@ -20,9 +20,21 @@ def last_run(profile: Profile, runs: Path) -> Path | None:
     """The newest finished bench of this profile under runs/ (folders are named by UTC time)."""
     for folder in sorted(runs.glob("*/summary.json"), reverse=True):
         try:
-            if safe_yaml.read_json(folder, "bench summary", compare.SUMMARY_BYTES)["conditions"].get("profile") == profile.name:
+            if (
+                safe_yaml.read_json(folder, "bench summary", compare.SUMMARY_BYTES)["conditions"].get(
+                    "profile"
+                )
+                == profile.name
+            ):
                 return folder.parent
-        except (SeatError, OSError, ValueError, KeyError, TypeError, AttributeError):  # torn or foreign: not a run
+        except (
+            SeatError,
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+        ):  # torn or foreign: not a run
             continue
     return None
 
@@ -41,33 +53,59 @@ def gap(run: Path, card: Path, others: list[Row]) -> Row:
     judged = [r for r in result.rows if "factor" in r["verdict"] or r["verdict"].get("within_noise")]
     if not judged:
         refusals = [r["harness"] for r in result.rows if (r.get("harness") or "").startswith("refused")]
-        return cannot(LAYER, "vs card", refusals[0] if refusals else
-                      f"{run.name} and {card.stem} share no figure with both factors")
+        return cannot(
+            LAYER,
+            "vs card",
+            refusals[0] if refusals else f"{run.name} and {card.stem} share no figure with both factors",
+        )
     row = max(judged, key=lambda r: abs(r["ratios"]["decode_tok_s"] - 1))
     r, verdict = row["ratios"], row["verdict"]
-    figures = (f"{row['a']} vs {row['b']}: tok/s x{r['decode_tok_s']:.2f}, tokens/step "
-               f"x{r['tokens_per_step']:.2f}, ms/step x{r['ms_per_step']:.2f}")
+    figures = (
+        f"{row['a']} vs {row['b']}: tok/s x{r['decode_tok_s']:.2f}, tokens/step "
+        f"x{r['tokens_per_step']:.2f}, ms/step x{r['ms_per_step']:.2f}"
+    )
     if verdict.get("within_noise"):
         return ok(LAYER, "vs card", f"{figures}: within noise")
     factor = verdict["factor"]
-    suspects = [f"{o.layer} {o.check} {o.status}" for o in others
-                if o.layer in MOVERS[factor] and o.status != "OK"]
-    return warn(LAYER, "vs card", f"{figures}; {factor.replace('_', ' ')} carries {verdict['share']:.0%}"
-                f" of the gap; rows above that move it: {', '.join(suspects) or 'none flagged'}",
-                f"what usually moves it: {compare.WHAT_MOVES[factor]}")
+    suspects = [
+        f"{o.layer} {o.check} {o.status}" for o in others if o.layer in MOVERS[factor] and o.status != "OK"
+    ]
+    return warn(
+        LAYER,
+        "vs card",
+        f"{figures}; {factor.replace('_', ' ')} carries {verdict['share']:.0%}"
+        f" of the gap; rows above that move it: {', '.join(suspects) or 'none flagged'}",
+        f"what usually moves it: {compare.WHAT_MOVES[factor]}",
+    )
 
 
 def rows(profile: Profile, runs: Path, others: list[Row]) -> list[Row]:
     run = last_run(profile, runs)
     if run is None:
-        return [cannot(LAYER, "last bench", f"no bench of {profile.name} under {runs}",
-                       f"seat bench {profile.name}")]
+        return [
+            cannot(
+                LAYER, "last bench", f"no bench of {profile.name} under {runs}", f"seat bench {profile.name}"
+            )
+        ]
     card = card_for(profile)
     if card is None:
-        return [cannot(LAYER, "vs card", f"last bench {run.name}; no reference card for "
-                       f"{profile.models[profile.model].repository or 'a locally built model'}")]
+        return [
+            cannot(
+                LAYER,
+                "vs card",
+                f"last bench {run.name}; no reference card for "
+                f"{profile.models[profile.model].repository or 'a locally built model'}",
+            )
+        ]
     try:
         return [gap(run, card, others)]
     except (SeatError, KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as exc:
-        return [cannot(LAYER, "vs card", f"{run.name}/summary.json does not compare with {card.stem}: "
-                       f"{type(exc).__name__}: {str(exc)[:120]}", f"seat bench {profile.name}")]
+        return [
+            cannot(
+                LAYER,
+                "vs card",
+                f"{run.name}/summary.json does not compare with {card.stem}: "
+                f"{type(exc).__name__}: {str(exc)[:120]}",
+                f"seat bench {profile.name}",
+            )
+        ]

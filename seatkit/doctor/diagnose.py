@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seatkit.doctor import bench, gpu, host as host_rows, image, models, nvml, server
+from seatkit.doctor import bench, gpu, image, models, nvml, server
+from seatkit.doctor import host as host_rows
 from seatkit.doctor.rows import cannot, exit_code, worst
 from seatkit.errors import SeatError
-from seatkit.host import settings, status as host_status
-from seatkit.serve import profile as profiles, spec as specs
+from seatkit.host import settings
+from seatkit.host import status as host_status
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 
-def diagnose(profile_name: str, host_profile: str = "paper", runs: Path = Path("runs"),
-             readings: dict | None = None) -> dict:
+def diagnose(
+    profile_name: str, host_profile: str = "paper", runs: Path = Path("runs"), readings: dict | None = None
+) -> dict:
     """All rows, their worst status and the exit code (0 all OK, 1 a WARN, 2 a FAIL)."""
     profile = profiles.load(profile_name)
     host = settings.load(host_profile)
@@ -26,5 +30,11 @@ def diagnose(profile_name: str, host_profile: str = "paper", runs: Path = Path("
         rows.append(cannot("image", "image", f"the launch spec does not build: {exc.message}", exc.hint))
     rows += models.rows(profile) + server.rows(profile)
     rows += bench.rows(profile, runs, rows)
-    return {"profile": profile.name, "host_profile": host.name, "nvml": nv,
-            "rows": [r.as_dict() for r in rows], "status": worst(rows), "exit_code": exit_code(rows)}
+    return {
+        "profile": profile.name,
+        "host_profile": host.name,
+        "nvml": nv,
+        "rows": [r.as_dict() for r in rows],
+        "status": worst(rows),
+        "exit_code": exit_code(rows),
+    }

@@ -9,12 +9,22 @@ from seatkit.serve.profile import Profile
 from seatkit.text import plain
 
 LAYER = "host"
-STATUS = {"OK": "OK", "PENDING-REBOOT": "WARN", "PENDING-RELOAD": "WARN", "UNKNOWN": "WARN",
-          "REVERTS": "WARN", "DRIFT": "FAIL", "REFUSED": "FAIL"}
-FIX = {"PENDING-REBOOT": "reboot", "PENDING-RELOAD": "reload nvidia modules (or reboot)",
-       "DRIFT": "seat host plan {p}; seat host apply {p} --yes",
-       "REVERTS": "to keep it past the next boot: seat host plan {p}; seat host apply {p} --yes",
-       "REFUSED": "the other host profile"}
+STATUS = {
+    "OK": "OK",
+    "PENDING-REBOOT": "WARN",
+    "PENDING-RELOAD": "WARN",
+    "UNKNOWN": "WARN",
+    "REVERTS": "WARN",
+    "DRIFT": "FAIL",
+    "REFUSED": "FAIL",
+}
+FIX = {
+    "PENDING-REBOOT": "reboot",
+    "PENDING-RELOAD": "reload nvidia modules (or reboot)",
+    "DRIFT": "seat host plan {p}; seat host apply {p} --yes",
+    "REVERTS": "to keep it past the next boot: seat host plan {p}; seat host apply {p} --yes",
+    "REFUSED": "the other host profile",
+}
 
 
 def container() -> str | None:
@@ -56,10 +66,16 @@ def rows(status: dict, profile: Profile, system: System | None = None) -> list[R
         else:
             evidence = f"{verdict}: {_evidence(r)}"
             level = STATUS[verdict]
-            fix = (_unknown_fix(status["profile"], system or System()) if verdict == "UNKNOWN"
-                   else FIX.get(verdict, "").format(p=status["profile"]))
-        out.append(ok(LAYER, r["setting"], evidence) if level == "OK" else
-                   (warn if level == "WARN" else fail)(LAYER, r["setting"], evidence, fix))
+            fix = (
+                _unknown_fix(status["profile"], system or System())
+                if verdict == "UNKNOWN"
+                else FIX.get(verdict, "").format(p=status["profile"])
+            )
+        out.append(
+            ok(LAYER, r["setting"], evidence)
+            if level == "OK"
+            else (warn if level == "WARN" else fail)(LAYER, r["setting"], evidence, fix)
+        )
     out += pcie_rows(status.get("pcie"))  # the bus facts, then what was measured over them
     out += step_rows(status.get("step"))
     path = status["data_path"]
@@ -73,8 +89,10 @@ def rows(status: dict, profile: Profile, system: System | None = None) -> list[R
     return out
 
 
-ACS_FIX = ("clear ReqRedir/CmpltRedir/EgressCtrl on the bridges named (setpci ECAP_ACS+6.w, or the "
-           "kernel's pci=disable_acs_redir=), then seat host verify-p2p --step")
+ACS_FIX = (
+    "clear ReqRedir/CmpltRedir/EgressCtrl on the bridges named (setpci ECAP_ACS+6.w, or the "
+    "kernel's pci=disable_acs_redir=), then seat host verify-p2p --step"
+)
 
 
 def pcie_rows(facts: dict | None) -> list[Row]:
@@ -88,20 +106,42 @@ def pcie_rows(facts: dict | None) -> list[Row]:
     if not pairs:
         acs = ok(LAYER, "PCIe ACS", "one GPU: no peer path to check")
     elif redirected:
-        acs = warn(LAYER, "PCIe ACS", f"{len(redirected)} of {len(pairs)} pairs redirected to the root "
-                   f"complex or blocked; {name(redirected[0])}: {redirected[0]['why']}", ACS_FIX)
+        acs = warn(
+            LAYER,
+            "PCIe ACS",
+            f"{len(redirected)} of {len(pairs)} pairs redirected to the root "
+            f"complex or blocked; {name(redirected[0])}: {redirected[0]['why']}",
+            ACS_FIX,
+        )
     elif unknown:
-        acs = cannot(LAYER, "PCIe ACS", f"{name(unknown[0])}: {unknown[0]['why']}",
-                     "run seat doctor as root (extended config space is root's)" if "needs root" in
-                     unknown[0]["why"] else "root would not see more: the reason names what is missing")
+        acs = cannot(
+            LAYER,
+            "PCIe ACS",
+            f"{name(unknown[0])}: {unknown[0]['why']}",
+            "run seat doctor as root (extended config space is root's)"
+            if "needs root" in unknown[0]["why"]
+            else "root would not see more: the reason names what is missing",
+        )
     else:
         acs = ok(LAYER, "PCIe ACS", f"{len(pairs)} pairs: {pairs[0]['why']}")
     iommu = facts["iommu"]
-    where = f"; {facts['virtualisation']} VM: the hypervisor's bus, not the host's" if facts["virtualisation"] else ""
+    where = (
+        f"; {facts['virtualisation']} VM: the hypervisor's bus, not the host's"
+        if facts["virtualisation"]
+        else ""
+    )
     evidence = f"{iommu['verdict']}: {iommu['why']}{where}"
     if iommu["verdict"] == "partial":  # one GPU outside the IOMMU the others sit behind: not one seat's bus
-        return [acs, warn(LAYER, "IOMMU groups", evidence, "ls -l /sys/bus/pci/devices/*/iommu_group for the GPU "
-                          "named; check its driver binding and the kernel log")]
+        return [
+            acs,
+            warn(
+                LAYER,
+                "IOMMU groups",
+                evidence,
+                "ls -l /sys/bus/pci/devices/*/iommu_group for the GPU "
+                "named; check its driver binding and the kernel log",
+            ),
+        ]
     return [acs, ok(LAYER, "IOMMU groups", evidence)]
 
 

@@ -12,8 +12,12 @@ from seatkit.serve import launch, runtime, what_runs
 from seatkit.serve.profile import Profile
 
 LAYER = "image"
-LABELS = ("org.opencontainers.image.base.digest", "io.seatkit.profile", "io.seatkit.overlay.commit",
-          "io.seatkit.overlay.lock.sha256")
+LABELS = (
+    "org.opencontainers.image.base.digest",
+    "io.seatkit.profile",
+    "io.seatkit.overlay.commit",
+    "io.seatkit.overlay.lock.sha256",
+)
 
 
 def native(profile: Profile) -> Row:
@@ -48,13 +52,18 @@ def labels(image: str, profile: Profile) -> Row:
     missing = [k for k in LABELS if not found.get(k)]
     if missing:
         return fail(LAYER, "labels", f"{image} lacks {', '.join(missing)}", "seat build (it sets them)")
-    return ok(LAYER, "labels", f"overlay {found['io.seatkit.overlay.commit'][:12]}, lock "
-              f"{found['io.seatkit.overlay.lock.sha256'][:12]}")
+    return ok(
+        LAYER,
+        "labels",
+        f"overlay {found['io.seatkit.overlay.commit'][:12]}, lock "
+        f"{found['io.seatkit.overlay.lock.sha256'][:12]}",
+    )
 
 
 def overlay(profile: Profile, image: str) -> Row:
     """The outside check (seatkit/image/outside.py) on the running container, else the image."""
-    from seatkit.image import outside, overlay as overlays
+    from seatkit.image import outside
+    from seatkit.image import overlay as overlays
 
     running = launch.recorded(profile.name)
     where, is_container = image, False
@@ -68,8 +77,12 @@ def overlay(profile: Profile, image: str) -> Row:
         return fail(LAYER, "overlay", exc.message, f"seat build {profile.name}")
     what = f"container {where[:12]}" if is_container else f"image {where}"
     if not verdict.verified:
-        return fail(LAYER, "overlay", f"{what} ({verdict.how}): {'; '.join(verdict.problems)}",
-                    f"seat build {profile.name}")
+        return fail(
+            LAYER,
+            "overlay",
+            f"{what} ({verdict.how}): {'; '.join(verdict.problems)}",
+            f"seat build {profile.name}",
+        )
     return ok(LAYER, "overlay", f"{what}: runs the locked overlay ({verdict.how})")
 
 
@@ -77,9 +90,15 @@ def experiment(profile: Profile) -> list[Row]:
     """An experiment may run other code than the lock: the doctor says so before any figure."""
     if profile.experiment is None:
         return []
-    return [warn(LAYER, "verified", what_runs.marked("experiment:", what_runs.conditions(profile))
-                 + ": env or mounts may change what runs, every result of this seat is marked",
-                 "take `experiment` out of the profile (and what it allowed) for a verified seat")]
+    return [
+        warn(
+            LAYER,
+            "verified",
+            what_runs.marked("experiment:", what_runs.conditions(profile))
+            + ": env or mounts may change what runs, every result of this seat is marked",
+            "take `experiment` out of the profile (and what it allowed) for a verified seat",
+        )
+    ]
 
 
 def rows(profile: Profile, image: str | None) -> list[Row]:

@@ -6,7 +6,8 @@ import time
 
 from seatkit.doctor.rows import Row, fail, ok, warn
 from seatkit.errors import SeatError
-from seatkit.models import lock as locks, verify as verifier
+from seatkit.models import lock as locks
+from seatkit.models import verify as verifier
 from seatkit.serve.profile import Profile
 
 LAYER = "models"
@@ -19,11 +20,19 @@ def sizes(profile: Profile) -> Row:
         return warn(LAYER, "lock sizes", exc.message, exc.hint)
     bad = {k: m for k, m in result["models"].items() if m["missing"] or m["changed"] or m["extra"]}
     if bad:
-        return fail(LAYER, "lock sizes", "; ".join(f"{k}: {verifier.summary(m)}" for k, m in bad.items()),
-                    f"seat model fetch {profile.name}")
+        return fail(
+            LAYER,
+            "lock sizes",
+            "; ".join(f"{k}: {verifier.summary(m)}" for k, m in bad.items()),
+            f"seat model fetch {profile.name}",
+        )
     total = sum(m["bytes"] for m in result["models"].values())
-    return ok(LAYER, "lock sizes", f"{sum(m['files'] for m in result['models'].values())} files, "
-              f"{total / 1e9:.2f} GB, every size as locked")
+    return ok(
+        LAYER,
+        "lock sizes",
+        f"{sum(m['files'] for m in result['models'].values())} files, "
+        f"{total / 1e9:.2f} GB, every size as locked",
+    )
 
 
 def last_verify(profile: Profile) -> Row:
@@ -33,9 +42,21 @@ def last_verify(profile: Profile) -> Row:
         if record is not None:
             when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
             then, passed = {k: m["sha256"] for k, m in record["models"].items()}, bool(record["ok"])
-    except (SeatError, OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a torn record is no record
-        return warn(LAYER, "full verify", f"the record of the last full verify is unreadable: "
-                    f"{exc.message if isinstance(exc, SeatError) else type(exc).__name__}", fix)
+    except (
+        SeatError,
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+    ) as exc:  # a torn record is no record
+        return warn(
+            LAYER,
+            "full verify",
+            f"the record of the last full verify is unreadable: "
+            f"{exc.message if isinstance(exc, SeatError) else type(exc).__name__}",
+            fix,
+        )
     if record is None:
         return warn(LAYER, "full verify", "never run on this machine", fix)
     try:
@@ -51,8 +72,13 @@ def last_verify(profile: Profile) -> Row:
     except SeatError as exc:
         return warn(LAYER, "full verify", exc.message, exc.hint)
     if touched:
-        return warn(LAYER, "full verify", f"{when}: every hash matched, but {len(touched)} file(s) were "
-                    f"written since (e.g. {', '.join(touched[:3])})", fix)
+        return warn(
+            LAYER,
+            "full verify",
+            f"{when}: every hash matched, but {len(touched)} file(s) were "
+            f"written since (e.g. {', '.join(touched[:3])})",
+            fix,
+        )
     return ok(LAYER, "full verify", f"{when}: every hash matched, no file written since")
 
 
@@ -67,7 +93,8 @@ def _changed_since(profile: Profile, then: float, verified: dict) -> list[str]:
         for path in locks.scan(folder) if folder.is_dir() else ():
             try:
                 changed = (folder / path).stat().st_ctime > then or (
-                    identities is not None and identities.get(path) != locks.identity(folder / path))
+                    identities is not None and identities.get(path) != locks.identity(folder / path)
+                )
             except OSError:  # gone since the walk
                 changed = True
             if changed:

@@ -12,8 +12,8 @@ import time
 
 import requests
 
-from seatkit.bench import metrics
 from seatkit import engine
+from seatkit.bench import metrics
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
 from seatkit.serve import launch
@@ -40,8 +40,12 @@ def _get(run: launch.Running, path: str) -> str:
 def identity(run: launch.Running) -> Row:
     _get(run, "/health")
     what = f"PID {run.ident}" if run.runtime == "native" else f"container {run.ident[:12]}"
-    return ok(LAYER, "identity", f"{what} recorded by seat up is alive; /health answers at {run.url}"
-              " (listener identity: not proven yet)")
+    return ok(
+        LAYER,
+        "identity",
+        f"{what} recorded by seat up is alive; /health answers at {run.url}"
+        " (listener identity: not proven yet)",
+    )
 
 
 def version(run: launch.Running, profile: Profile) -> Row:
@@ -53,8 +57,12 @@ def version(run: launch.Running, profile: Profile) -> Row:
     commits = re.findall(r"\b[0-9a-f]{7,40}\b", expected)
     if public and public in expected or any(c[:7] in found for c in commits):
         return ok(LAYER, "vLLM version", f"{found}, as the profile ({expected})")
-    return warn(LAYER, "vLLM version", f"{found} serves; the profile names {expected}",
-                f"seat build {profile.name} / seat setup {profile.name}, then seat up again")
+    return warn(
+        LAYER,
+        "vLLM version",
+        f"{found} serves; the profile names {expected}",
+        f"seat build {profile.name} / seat setup {profile.name}, then seat up again",
+    )
 
 
 def spec_config(run: launch.Running, profile: Profile, text: str) -> Row:
@@ -62,7 +70,9 @@ def spec_config(run: launch.Running, profile: Profile, text: str) -> Row:
     served = next((m for m in models if m["id"] == profile.server.served_model_name), None)
     problems = []
     if served is None:
-        problems.append(f"/v1/models lists {[m['id'] for m in models]}, not {profile.server.served_model_name}")
+        problems.append(
+            f"/v1/models lists {[m['id'] for m in models]}, not {profile.server.served_model_name}"
+        )
     want_len = profile.vllm_args.get("max-model-len")
     if served and want_len and served.get("max_model_len") != want_len:
         problems.append(f"max_model_len {served.get('max_model_len')}, profile {want_len}")
@@ -73,10 +83,14 @@ def spec_config(run: launch.Running, profile: Profile, text: str) -> Row:
         problems.append("/metrics has no spec-decode counters: speculative decoding is off")
     elif len(positions) != k and positions:
         problems.append(f"/metrics counts {len(positions)} draft positions, profile k={k}")
-    evidence = (f"{profile.server.served_model_name}, max_model_len {served.get('max_model_len') if served else '?'}, "
-                f"{len(positions)} draft positions (k={k}, {spec.method if spec else 'no drafts'})")
+    evidence = (
+        f"{profile.server.served_model_name}, max_model_len {served.get('max_model_len') if served else '?'}, "
+        f"{len(positions)} draft positions (k={k}, {spec.method if spec else 'no drafts'})"
+    )
     if problems:
-        return fail(LAYER, "spec config", "; ".join(problems), f"seat down {profile.name}; seat up {profile.name}")
+        return fail(
+            LAYER, "spec config", "; ".join(problems), f"seat down {profile.name}; seat up {profile.name}"
+        )
     return ok(LAYER, "spec config", evidence)
 
 
@@ -84,8 +98,12 @@ def alone(text: str) -> Row:
     snapshot = metrics.parse(text)
     busy = {k: snapshot.gauges.get(k, 0) for k in ("running", "waiting")}
     if any(busy.values()):
-        return warn(LAYER, "alone", f"{busy['running']:.0f} running, {busy['waiting']:.0f} waiting "
-                    "now: a bench would share the seat", "stop other clients before a bench")
+        return warn(
+            LAYER,
+            "alone",
+            f"{busy['running']:.0f} running, {busy['waiting']:.0f} waiting now: a bench would share the seat",
+            "stop other clients before a bench",
+        )
     return ok(LAYER, "alone", "no request running or waiting")
 
 
@@ -94,8 +112,10 @@ def rows(profile: Profile) -> list[Row]:
     try:
         up = run is not None and launch.alive(run)
     except (engine.NoEngine, *engine.errors()):
-        return [cannot(LAYER, check, f"{profile.name} runs in docker and no docker engine answers",
-                       engine.HINT) for check in CHECKS]
+        return [
+            cannot(LAYER, check, f"{profile.name} runs in docker and no docker engine answers", engine.HINT)
+            for check in CHECKS
+        ]
     if not up:
         why = f"{profile.name} is not up (no process recorded by seat up is alive)"
         return [cannot(LAYER, check, why, f"seat up {profile.name}") for check in CHECKS]
@@ -104,5 +124,11 @@ def rows(profile: Profile) -> list[Row]:
         return [identity(run), version(run, profile), spec_config(run, profile, text), alone(text)]
     except (requests.RequestException, ValueError, KeyError, TypeError, AttributeError, SeatError) as exc:
         # JSON of another shape than vLLM's is as much a foreign listener as no answer
-        return [fail(LAYER, "identity", f"{run.url} does not answer as vLLM: {type(exc).__name__}: "
-                     f"{str(exc)[:120]}", f"seat logs {profile.name}")]
+        return [
+            fail(
+                LAYER,
+                "identity",
+                f"{run.url} does not answer as vLLM: {type(exc).__name__}: {str(exc)[:120]}",
+                f"seat logs {profile.name}",
+            )
+        ]

@@ -21,11 +21,12 @@ from __future__ import annotations
 import difflib
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from seatkit import __version__
 from seatkit.errors import SeatError
-from seatkit.host import cmdline, detect, grub_defaults, lock, plan as host_plan, readback
+from seatkit.host import cmdline, detect, grub_defaults, lock, readback
+from seatkit.host import plan as host_plan
 from seatkit.host.journal import STATE, Journal, Transaction, new_txid, sha256
 from seatkit.host.plan import CommandOp, FileOp, Plan
 from seatkit.host.system import System
@@ -44,9 +45,11 @@ class ToolFailed(SeatError):
 def fix_for(system: System, argv: list[str], output: str) -> str:
     """The exact way out after a regeneration tool failed: the file to fix, the tool's words, the command."""
     named = grub_defaults.syntax_errors(system) if argv[0] in ("update-grub", "grub-mkconfig") else []
-    return (f"`{' '.join(argv)}` failed: {output.strip()[-800:]}\n"
-            + (f"fix: {'; '.join(named)}\n" if named else "fix what its output names, ")
-            + f"then run: {' '.join(argv)}")
+    return (
+        f"`{' '.join(argv)}` failed: {output.strip()[-800:]}\n"
+        + (f"fix: {'; '.join(named)}\n" if named else "fix what its output names, ")
+        + f"then run: {' '.join(argv)}"
+    )
 
 
 class Change:
@@ -76,10 +79,18 @@ class Change:
         backup = self.save("before", op.path)
         self.system.fault(f"backed-up {op.path}")
         meta = self.system.path(op.path).stat() if before is not None else None
-        self.record({"type": "file", "path": op.path, "existed": before is not None,
-                     "sha_before": sha256(before), "sha_after": sha256(op.new), "backup": backup,
-                     "created": self.system.missing_dirs(op.path),
-                     "meta": [meta.st_mode & 0o7777, meta.st_uid, meta.st_gid] if meta else None})
+        self.record(
+            {
+                "type": "file",
+                "path": op.path,
+                "existed": before is not None,
+                "sha_before": sha256(before),
+                "sha_after": sha256(op.new),
+                "backup": backup,
+                "created": self.system.missing_dirs(op.path),
+                "meta": [meta.st_mode & 0o7777, meta.st_uid, meta.st_gid] if meta else None,
+            }
+        )
         self.system.fault(f"journaled {op.path}")
         if op.new is None:
             self.system.remove(op.path)
@@ -89,8 +100,10 @@ class Change:
         self.system.fault(f"written {op.path}")
 
     def command(self, op: CommandOp) -> None:
-        touched = [{"path": p, "sha_before": sha256(self.system.read_bytes(p)),
-                    "backup": self.save("before", p)} for p in op.touches]
+        touched = [
+            {"path": p, "sha_before": sha256(self.system.read_bytes(p)), "backup": self.save("before", p)}
+            for p in op.touches
+        ]
         self.record({"type": "command", "argv": op.argv, "undo": op.undo, "touches": touched})
         self.run(op.argv, record_type="result", touches=op.touches)
 
@@ -102,8 +115,15 @@ class Change:
         self.system.fault(f"ran {argv[0]}")
         for path in touches:
             self.save("ours", path)
-        self.record({"type": record_type, "argv": argv, "rc": rc, "output": output[-TAIL:],
-                     "after": {p: sha256(self.system.read_bytes(p)) for p in touches}})
+        self.record(
+            {
+                "type": record_type,
+                "argv": argv,
+                "rc": rc,
+                "output": output[-TAIL:],
+                "after": {p: sha256(self.system.read_bytes(p)) for p in touches},
+            }
+        )
         self.system.fault(f"recorded {argv[0]}")
         if rc != 0:
             raise ToolFailed(argv, rc, output)
@@ -123,7 +143,9 @@ def _clean_temp(system: System, journal: Journal, progress: Progress) -> None:
     paths = {host_plan.MODPROBE_FILE, host_plan.GRUB_DROPIN, host_plan.KERNEL_CMDLINE}
     for t in journal.transactions():
         for r in t.records:
-            paths.update([r["path"]] if "path" in r else [x["path"] for x in r.get("touches", r.get("files", []))])
+            paths.update(
+                [r["path"]] if "path" in r else [x["path"] for x in r.get("touches", r.get("files", []))]
+            )
     for folder in sorted({os.path.dirname(p) for p in paths}):
         for path in system.clean_temp(folder):
             progress(f"removed leftover temp file {path}")
@@ -131,44 +153,63 @@ def _clean_temp(system: System, journal: Journal, progress: Progress) -> None:
 
 def _no_campaign(system: System) -> None:
     if system.read(CAMPAIGN):
-        raise SeatError(f"a campaign is running ({system.read(CAMPAIGN).strip()}): it owns the boot "
-                        "settings until it ends", "`seat campaign status`; `seat campaign abort` "
-                        "ends it and restores the start state")
+        raise SeatError(
+            f"a campaign is running ({system.read(CAMPAIGN).strip()}): it owns the boot "
+            "settings until it ends",
+            "`seat campaign status`; `seat campaign abort` ends it and restores the start state",
+        )
 
 
 def _signature(plan: Plan) -> tuple:
     """What apply would do: two plans with one signature act the same."""
-    return plan.refusals, plan.regen, [(op.path, op.new) if isinstance(op, FileOp) else op.argv
-                                       for op in plan.ops]
+    return (
+        plan.refusals,
+        plan.regen,
+        [(op.path, op.new) if isinstance(op, FileOp) else op.argv for op in plan.ops],
+    )
 
 
 def apply(plan: Plan, system: System, progress: Progress = lambda line: None) -> str | None:
     """The transaction id, or None when the host already matches (nothing written, nothing run)."""
     _no_campaign(system)
     if plan.refusals:
-        raise SeatError("refused:\n  - " + "\n  - ".join(plan.refusals),
-                        "`seat host plan` shows what would be done and why it is refused")
+        raise SeatError(
+            "refused:\n  - " + "\n  - ".join(plan.refusals),
+            "`seat host plan` shows what would be done and why it is refused",
+        )
     if plan.snippet:
-        raise SeatError("NixOS is configured declaratively: seatkit changes nothing here",
-                        "put the snippet from `seat host plan` into configuration.nix")
+        raise SeatError(
+            "NixOS is configured declaratively: seatkit changes nothing here",
+            "put the snippet from `seat host plan` into configuration.nix",
+        )
     _require_root(system)
     with lock.held(system, f"apply {plan.profile}"):
         fresh = host_plan.build(plan.source, system, plan.choices) if plan.source else plan
         if _signature(plan) != _signature(fresh):  # another change got in between: the plan shown is stale
-            raise SeatError("the host changed since this plan was made"
-                            + (":\n  - " + "\n  - ".join(fresh.refusals) if fresh.refusals else ""),
-                            "run `seat host plan` again")
+            raise SeatError(
+                "the host changed since this plan was made"
+                + (":\n  - " + "\n  - ".join(fresh.refusals) if fresh.refusals else ""),
+                "run `seat host plan` again",
+            )
         _clean_temp(system, Journal(system), progress)
         return _apply(plan, system, progress)
 
 
 def _apply(plan: Plan, system: System, progress: Progress) -> str | None:
-    begin = {"action": "apply", "profile": plan.profile, "facts": plan.facts.to_json(),
-             "regen": plan.regen, "edit": plan.edit.to_json() if plan.edit else None,
-             "intent": [op.path if isinstance(op, FileOp) else op.argv for op in plan.ops],
-             # boot lines that carry a token seatkit adds before it adds it: the operator's own
-             "lines_before": [[path, tokens] for path, tokens in readback.boot_lines(system)
-                              if plan.edit and any(t in tokens for t in plan.edit.added)]}
+    begin = {
+        "action": "apply",
+        "profile": plan.profile,
+        "facts": plan.facts.to_json(),
+        "regen": plan.regen,
+        "edit": plan.edit.to_json() if plan.edit else None,
+        "intent": [op.path if isinstance(op, FileOp) else op.argv for op in plan.ops],
+        # boot lines that carry a token seatkit adds before it adds it: the operator's own
+        "lines_before": [
+            [path, tokens]
+            for path, tokens in readback.boot_lines(system)
+            if plan.edit and any(t in tokens for t in plan.edit.added)
+        ],
+    }
     change = Change(system, progress, begin)
     if not plan.ops:
         change.commit(noop=True)
@@ -177,29 +218,50 @@ def _apply(plan: Plan, system: System, progress: Progress) -> str | None:
         for op in plan.ops:
             change.write(op) if isinstance(op, FileOp) else change.command(op)
         if plan.keep:
-            change.record({"type": "keep", "files": [{"path": p, "sha_before": sha256(system.read_bytes(p)),
-                                                      "backup": change.save("before", p)} for p in plan.keep]})
+            change.record(
+                {
+                    "type": "keep",
+                    "files": [
+                        {
+                            "path": p,
+                            "sha_before": sha256(system.read_bytes(p)),
+                            "backup": change.save("before", p),
+                        }
+                        for p in plan.keep
+                    ],
+                }
+            )
         for argv in plan.regen:
             change.run(argv)
-        change.record({"type": "generated", "files": [{"path": e, "sha": sha256(system.read_bytes(e))}
-                                                      for e in detect.loader_entries(system)]})
+        change.record(
+            {
+                "type": "generated",
+                "files": [
+                    {"path": e, "sha": sha256(system.read_bytes(e))} for e in detect.loader_entries(system)
+                ],
+            }
+        )
     except (SeatError, OSError) as exc:
-        raise SeatError(f"apply stopped half-way: {exc}",
-                        f"transaction {change.txid} is left open: `seat host recover` undoes it") from None
+        raise SeatError(
+            f"apply stopped half-way: {exc}",
+            f"transaction {change.txid} is left open: `seat host recover` undoes it",
+        ) from None
     lost = readback.lost(system, plan)
     if lost:  # written is not applied: what the boot tool produced does not carry the edit
         tx = next(t for t in Journal(system).transactions() if t.txid == change.txid)
         by = revert(tx, system, progress)
         change.record({"type": "commit", "recovered_by": by, "reason": lost})
-        raise SeatError(f"the boot configuration the tool generated does not carry the change ({lost}); "
-                        f"transaction {change.txid} was rolled back by {by}",
-                        "make the file that wins append to the command line instead of setting it, "
-                        "then apply again")
+        raise SeatError(
+            f"the boot configuration the tool generated does not carry the change ({lost}); "
+            f"transaction {change.txid} was rolled back by {by}",
+            "make the file that wins append to the command line instead of setting it, then apply again",
+        )
     change.commit()
     return change.txid
 
 
 # --- undo ---------------------------------------------------------------------------------------
+
 
 def _text(system: System, path: str | None) -> list[str]:
     data = system.read_bytes(path) if path else None
@@ -209,9 +271,11 @@ def _text(system: System, path: str | None) -> list[str]:
 def _three_way(system: System, tx: Transaction, path: str, backup: str | None) -> str:
     ours = f"{STATE}/backups/{tx.txid}/ours{path}"
     before, mine, now = _text(system, backup), _text(system, ours), _text(system, path)
-    return (f"{path} was changed since seatkit wrote it:\n"
-            + "".join(difflib.unified_diff(before, mine, "before", "ours"))
-            + "".join(difflib.unified_diff(mine, now, "ours", "now")))
+    return (
+        f"{path} was changed since seatkit wrote it:\n"
+        + "".join(difflib.unified_diff(before, mine, "before", "ours"))
+        + "".join(difflib.unified_diff(mine, now, "ours", "now"))
+    )
 
 
 def _steps(tx: Transaction) -> list[dict]:
@@ -232,8 +296,10 @@ def _edited(system: System, tx: Transaction) -> list[str]:
         if step["type"] == "file":
             files = [(step["path"], step["sha_before"], step["sha_after"], step["backup"])]
         elif step["result"]:
-            files = [(t["path"], t["sha_before"], step["result"]["after"][t["path"]], t["backup"])
-                     for t in step["touches"]]
+            files = [
+                (t["path"], t["sha_before"], step["result"]["after"][t["path"]], t["backup"])
+                for t in step["touches"]
+            ]
         else:  # the command never reported: its files may be anywhere between, undo takes them back
             files = []
         for path, before, after, backup in files:
@@ -269,11 +335,13 @@ def without_ours(data: bytes, edit: cmdline.Edit) -> bytes:
     lines = data.split(b"\n")
     for i, line in enumerate(lines):
         if line.startswith(b"options"):
-            rest = line[len(b"options"):]
+            rest = line[len(b"options") :]
             tokens = cmdline.split(rest)
             ours = [len(tokens) - 1 - tokens[::-1].index(t) for t in edit.added if t in tokens]
-            back = cmdline.Edit(tuple(t for _, t in edit.replaced if t not in tokens),
-                                tuple(sorted((j, tokens[j]) for j in ours)))
+            back = cmdline.Edit(
+                tuple(t for _, t in edit.replaced if t not in tokens),
+                tuple(sorted((j, tokens[j]) for j in ours)),
+            )
             lines[i] = b"options" + cmdline.edit_bytes(rest, back)
     return b"\n".join(lines)
 
@@ -287,25 +355,42 @@ def _regen_now(tx: Transaction, system: System) -> list[list[str]]:
 
 
 def _others_tokens(system: System, tx: Transaction) -> set[str]:
-    return {t for other in Journal(system).active() if other.txid != tx.txid
-            for t in (other.begin.get("edit") or {}).get("added", [])}
+    return {
+        t
+        for other in Journal(system).active()
+        if other.txid != tx.txid
+        for t in (other.begin.get("edit") or {}).get("added", [])
+    }
 
 
 def _missing_backups(system: System, tx: Transaction) -> list[str]:
     """Restores that would need a backup which is gone or damaged (a deleted backups folder)."""
     out = []
-    for step in _steps(tx) + [{"type": "keep", "touches": f} for r in tx.of_type("keep") for f in [r["files"]]]:
+    for step in _steps(tx) + [
+        {"type": "keep", "touches": f} for r in tx.of_type("keep") for f in [r["files"]]
+    ]:
         files = [step] if step["type"] == "file" else step["touches"]
         for f in files:
-            if f["backup"] and sha256(system.read_bytes(f["path"])) != f["sha_before"] \
-                    and sha256(system.read_bytes(f["backup"])) != f["sha_before"]:
-                out.append(f"{f['path']}: its backup {f['backup']} is missing or damaged (the original "
-                           f"had SHA-256 {f['sha_before']})")
+            if (
+                f["backup"]
+                and sha256(system.read_bytes(f["path"])) != f["sha_before"]
+                and sha256(system.read_bytes(f["backup"])) != f["sha_before"]
+            ):
+                out.append(
+                    f"{f['path']}: its backup {f['backup']} is missing or damaged (the original "
+                    f"had SHA-256 {f['sha_before']})"
+                )
     return out
 
 
-def _restore(change: Change, path: str, before: str | None, backup: str | None,
-             created: list[str] = (), meta: list[int] | None = None) -> None:
+def _restore(
+    change: Change,
+    path: str,
+    before: str | None,
+    backup: str | None,
+    created: list[str] = (),
+    meta: list[int] | None = None,
+) -> None:
     system = change.system
     if sha256(system.read_bytes(path)) != before:
         change.progress(f"restore {path}")
@@ -314,8 +399,10 @@ def _restore(change: Change, path: str, before: str | None, backup: str | None,
         else:
             system.write(path, system.read_bytes(backup))
         if sha256(system.read_bytes(path)) != before:
-            raise SeatError(f"{path} does not match its backup after the restore",
-                            f"the backup is {backup}; transaction {change.txid} stays open")
+            raise SeatError(
+                f"{path} does not match its backup after the restore",
+                f"the backup is {backup}; transaction {change.txid} stays open",
+            )
         change.record({"type": "restored", "path": path})
     if meta and system.exists(path):  # a tool may have recreated the file with its own mode
         os.chmod(system.path(path), meta[0])
@@ -331,33 +418,46 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
     _require_root(system)
     problems = _edited(system, tx)
     if problems:
-        raise SeatError("\n".join(problems) + "\nnothing was changed",
-                        "merge the edits by hand (or move the files aside), then roll back again")
+        raise SeatError(
+            "\n".join(problems) + "\nnothing was changed",
+            "merge the edits by hand (or move the files aside), then roll back again",
+        )
     gone = _missing_backups(system, tx)
     if gone:
-        raise SeatError("cannot restore the original bytes:\n  - " + "\n  - ".join(gone)
-                        + "\nnothing was changed",
-                        f"put those files back by hand (or accept them as they are), then "
-                        f"`seat host forget {tx.txid}` closes the transaction")
+        raise SeatError(
+            "cannot restore the original bytes:\n  - " + "\n  - ".join(gone) + "\nnothing was changed",
+            f"put those files back by hand (or accept them as they are), then "
+            f"`seat host forget {tx.txid}` closes the transaction",
+        )
     try:
         hand = _hand_edits(system, tx)
     except OSError as exc:
-        raise SeatError(f"cannot keep a copy of the loader entries edited since apply: {exc}\nnothing was changed",
-                        "free space in /var/lib/seatkit, then roll back again") from None
+        raise SeatError(
+            f"cannot keep a copy of the loader entries edited since apply: {exc}\nnothing was changed",
+            "free space in /var/lib/seatkit, then roll back again",
+        ) from None
     edit = cmdline.Edit.from_json(tx.begin["edit"]) if tx.begin.get("edit") else cmdline.Edit()
     change = Change(system, progress, {"action": "rollback", "of": tx.txid, "profile": tx.begin["profile"]})
 
     def restore_entry(f: dict) -> None:  # a removed kernel's entry stays removed; hand edits come last
         if not (_is_entry(f["path"]) and (f["path"] in hand or not system.exists(f["path"]))):
             _restore(change, f["path"], f["sha_before"], f["backup"])
+
     try:
         for step in reversed(_steps(tx)):
             if step["type"] == "file":
-                _restore(change, step["path"], step["sha_before"], step["backup"],
-                         step.get("created", []), step.get("meta"))
+                _restore(
+                    change,
+                    step["path"],
+                    step["sha_before"],
+                    step["backup"],
+                    step.get("created", []),
+                    step.get("meta"),
+                )
                 continue
-            if step["result"] or any(sha256(system.read_bytes(t["path"])) != t["sha_before"]
-                                     for t in step["touches"]):  # on every entry there is now
+            if step["result"] or any(
+                sha256(system.read_bytes(t["path"])) != t["sha_before"] for t in step["touches"]
+            ):  # on every entry there is now
                 change.run(step["undo"], record_type="result")
             for t in step["touches"]:  # the tool's own undo may format differently: bytes decide
                 restore_entry(t)
@@ -367,7 +467,9 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
                 change.run(argv)
             except ToolFailed as exc:  # the files are back; a tool that cannot run is the user's to fix
                 failed.append(fix_for(system, exc.argv, exc.output))
-        for kept in (f for r in tx.of_type("keep") for f in r["files"]):  # entries as they were, hand edits too
+        for kept in (
+            f for r in tx.of_type("keep") for f in r["files"]
+        ):  # entries as they were, hand edits too
             restore_entry(kept)
         for path, data in hand.items():
             if system.exists(path):
@@ -379,14 +481,19 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
                 system.write(path, data)
                 change.record({"type": "kept", "path": path})
     except OSError as exc:  # a full disk, a read-only file system: the journal knows how far it got
-        raise SeatError(f"rollback stopped half-way: {exc}",
-                        f"transaction {change.txid} is left open: fix the cause, then `seat host recover` "
-                        "finishes it") from None
+        raise SeatError(
+            f"rollback stopped half-way: {exc}",
+            f"transaction {change.txid} is left open: fix the cause, then `seat host recover` finishes it",
+        ) from None
     change.commit(**({"regen_failed": failed} if failed else {}))
     theirs = _others_tokens(system, tx) | readback.operators_tokens(system, tx.begin["facts"].get("stack"))
-    left = readback.remains(system, [t for t in edit.added if t not in theirs],
-                            (tx.begin["facts"].get("initramfs") or [None])[0],
-                            not system.exists(host_plan.MODPROBE_FILE), tx.begin.get("lines_before", []))
+    left = readback.remains(
+        system,
+        [t for t in edit.added if t not in theirs],
+        (tx.begin["facts"].get("initramfs") or [None])[0],
+        not system.exists(host_plan.MODPROBE_FILE),
+        tx.begin.get("lines_before", []),
+    )
     if failed:  # the command to run, and what a boot gets until it has run
         raise RegenFailed(change.txid, failed + [f"still: {line}" for line in left])
     if left:
@@ -396,19 +503,23 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
 
 class RegenFailed(SeatError):
     def __init__(self, txid: str, fixes: list[str]):
-        super().__init__(f"the files are restored (transaction {txid} is closed), but regenerating "
-                         "the boot files failed:\n" + "\n".join(fixes),
-                         "until that command succeeds the generated boot files may still carry "
-                         "seatkit's change")
+        super().__init__(
+            f"the files are restored (transaction {txid} is closed), but regenerating "
+            "the boot files failed:\n" + "\n".join(fixes),
+            "until that command succeeds the generated boot files may still carry seatkit's change",
+        )
         self.txid, self.fixes = txid, fixes
 
 
 class NotProven(RegenFailed):
     def __init__(self, txid: str, left: list[str]):
-        SeatError.__init__(self, f"rolled back (transaction {txid} is closed), but a boot could still get "
-                           "seatkit's change:\n  - " + "\n  - ".join(left),
-                           "remove the tokens or rebuild the image named, with the host's own tool "
-                           "(update-grub, kernel-install add, update-initramfs -u -k all, dracut)")
+        SeatError.__init__(
+            self,
+            f"rolled back (transaction {txid} is closed), but a boot could still get "
+            "seatkit's change:\n  - " + "\n  - ".join(left),
+            "remove the tokens or rebuild the image named, with the host's own tool "
+            "(update-grub, kernel-install add, update-initramfs -u -k all, dracut)",
+        )
         self.txid, self.fixes = txid, [f"still: {line}" for line in left]
 
 
@@ -417,15 +528,17 @@ def rollback(system: System, txid: str | None = None, progress: Progress = lambd
     with lock.held(system, "rollback"):
         journal = Journal(system)
         if journal.open():
-            raise SeatError(f"transaction {journal.open()[0].txid} was interrupted",
-                            "run `seat host recover` first")
+            raise SeatError(
+                f"transaction {journal.open()[0].txid} was interrupted", "run `seat host recover` first"
+            )
         active = journal.active()
         if not active:
             raise SeatError("nothing to roll back: no applied transaction in the journal")
         tx = next((t for t in active if t.txid == txid), None) if txid else active[-1]
         if tx is None:
-            raise SeatError(f"no applied transaction {txid}",
-                            "in force: " + ", ".join(t.txid for t in active))
+            raise SeatError(
+                f"no applied transaction {txid}", "in force: " + ", ".join(t.txid for t in active)
+            )
         return revert(tx, system, progress)
 
 
@@ -450,8 +563,10 @@ def recover(system: System, progress: Progress = lambda line: None) -> list[str]
                 closed.append(tx.txid)
                 continue
             target = by_id[tx.begin["of"]] if tx.action == "rollback" else tx
-            progress(f"transaction {tx.txid} ({tx.action}, {tx.begin['profile']}) was cut short: undoing "
-                     f"{target.txid}")
+            progress(
+                f"transaction {tx.txid} ({tx.action}, {tx.begin['profile']}) was cut short: undoing "
+                f"{target.txid}"
+            )
             try:
                 by = revert(target, system, progress)
             except RegenFailed as exc:
@@ -459,10 +574,12 @@ def recover(system: System, progress: Progress = lambda line: None) -> list[str]
             journal.append({"tx": tx.txid, "type": "commit", "recovered_by": by})
             closed.append(tx.txid)
         if fixes:
-            raise SeatError(f"recovered {', '.join(closed)}: every file is restored, but the boot "
-                            "files are not yet clean:\n" + "\n".join(fixes),
-                            "nothing is left open: after the fix, run the command shown; "
-                            "`seat host recover` has nothing more to do")
+            raise SeatError(
+                f"recovered {', '.join(closed)}: every file is restored, but the boot "
+                "files are not yet clean:\n" + "\n".join(fixes),
+                "nothing is left open: after the fix, run the command shown; "
+                "`seat host recover` has nothing more to do",
+            )
         return closed
 
 
@@ -476,8 +593,11 @@ def forget(system: System, txid: str) -> None:
         tx = next((t for t in journal.transactions() if t.txid == txid and t.action == "apply"), None)
         if tx is None or txid in journal.undone():
             raise SeatError(f"no open or applied transaction {txid}")
-        change = Change(system, lambda line: None, {"action": "rollback", "of": txid,
-                                                    "profile": tx.begin["profile"], "forgotten": True})
+        change = Change(
+            system,
+            lambda line: None,
+            {"action": "rollback", "of": txid, "profile": tx.begin["profile"], "forgotten": True},
+        )
         change.commit()
         if not tx.committed:
             journal.append({"tx": txid, "type": "commit", "recovered_by": change.txid})

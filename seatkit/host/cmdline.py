@@ -67,10 +67,12 @@ def split(text: str | bytes) -> list[str]:
 
 def check_length(line: bytes, where: str) -> None:
     if len(line) > COMMAND_LINE_MAX:
-        raise SeatError(f"the resulting kernel command line ({where}) would be {len(line)} bytes; the "
-                        f"kernel keeps {COMMAND_LINE_MAX} (COMMAND_LINE_SIZE 2048 on x86-64) and "
-                        "silently cuts the rest, where seatkit's tokens are",
-                        "shorten the existing command line first")
+        raise SeatError(
+            f"the resulting kernel command line ({where}) would be {len(line)} bytes; the "
+            f"kernel keeps {COMMAND_LINE_MAX} (COMMAND_LINE_SIZE 2048 on x86-64) and "
+            "silently cuts the rest, where seatkit's tokens are",
+            "shorten the existing command line first",
+        )
 
 
 @dataclass(frozen=True)
@@ -100,10 +102,10 @@ def plan(tokens: list[str], wanted: list[str], replace: bool) -> Edit:
         raise SeatError(f"wanted tokens {wanted} give one key two values")
     clash = conflicts(tokens, wanted)
     if clash and not replace:
-        raise SeatError(f"the command line already has {' '.join(clash)}, which conflicts with "
-                        f"{' '.join(wanted)}",
-                        "pass --replace to replace them (their values are kept in the journal "
-                        "and put back by rollback)")
+        raise SeatError(
+            f"the command line already has {' '.join(clash)}, which conflicts with {' '.join(wanted)}",
+            "pass --replace to replace them (their values are kept in the journal and put back by rollback)",
+        )
     replaced = tuple((i, t) for i, t in enumerate(tokens) if t in clash)
     added = tuple(w for w in dict.fromkeys(wanted) if w not in tokens)
     return Edit(added, replaced)
@@ -128,9 +130,11 @@ def edit_bytes(data: bytes, edit: Edit) -> bytes:
     """The edit made on the file's own bytes: replaced tokens cut out with the space before them,
     added ones appended after the last token; every other byte (quotes, tabs, CRLF, non-UTF-8) kept."""
     if data.count(QUOTE) % 2:
-        raise SeatError("the command line has an unbalanced double quote: the kernel would read "
-                        "everything after it, seatkit's tokens too, as one quoted value",
-                        "close the quote first")
+        raise SeatError(
+            "the command line has an unbalanced double quote: the kernel would read "
+            "everything after it, seatkit's tokens too, as one quoted value",
+            "close the quote first",
+        )
     found = spans(data)
     for index, token in edit.replaced:
         if _text(data[slice(*found[index])]) != token:
@@ -139,8 +143,11 @@ def edit_bytes(data: bytes, edit: Edit) -> bytes:
     for index in sorted(i for i, _ in edit.replaced):
         start, end = found[index]
         before = found[index - 1][1] if index else None
-        cuts.append((before, end) if before is not None else (start, found[index + 1][0]
-                                                              if index + 1 < len(found) else end))
+        cuts.append(
+            (before, end)
+            if before is not None
+            else (start, found[index + 1][0] if index + 1 < len(found) else end)
+        )
     out, last = bytearray(), 0
     for start, end in cuts:
         out += data[last:start]

@@ -18,7 +18,9 @@ ESPS = ("/boot/efi", "/efi", "/boot")
 GLOBAL_GUID = "8be4df61-93ca-11d2-aa0d-00e098032b8c"  # BootCurrent, Boot####
 # What /proc/1/cgroup names when PID 1 runs in a container (cgroup v1 paths; v2 shows "0::/"):
 # a path part, never a bare word, since a VM that runs docker has a docker.service.
-CONTAINER_CGROUP = re.compile(r"/(docker|kubepods|lxc|containerd|libpod|podman|buildkit)[/-]|machine\.slice/.*nspawn")
+CONTAINER_CGROUP = re.compile(
+    r"/(docker|kubepods|lxc|containerd|libpod|podman|buildkit)[/-]|machine\.slice/.*nspawn"
+)
 INITRAMFS = {  # generator -> the command that rebuilds every installed kernel's image
     "update-initramfs": ["update-initramfs", "-u", "-k", "all"],
     "dracut": ["dracut", "--force", "--regenerate-all"],
@@ -63,8 +65,9 @@ def grub_uses_bls(system: System) -> bool:
 
 
 def loader_entries(system: System) -> list[str]:
-    return [f"/{p.relative_to(system.root)}" for esp in ESPS
-            for p in system.glob(f"{esp}/loader/entries/*.conf")]
+    return [
+        f"/{p.relative_to(system.root)}" for esp in ESPS for p in system.glob(f"{esp}/loader/entries/*.conf")
+    ]
 
 
 def stack_signals(system: System) -> dict[str, str]:
@@ -77,18 +80,30 @@ def stack_signals(system: System) -> dict[str, str]:
     if system.exists("/etc/kernelstub/configuration") and system.which("kernelstub"):
         found["kernelstub"] = "/etc/kernelstub/configuration and kernelstub"
     # RHEL 8 on UEFI keeps grub.cfg on the ESP (/boot/efi/EFI/redhat/grub.cfg)
-    grub_cfg = system.exists("/boot/grub/grub.cfg") or system.exists("/boot/grub2/grub.cfg") \
+    grub_cfg = (
+        system.exists("/boot/grub/grub.cfg")
+        or system.exists("/boot/grub2/grub.cfg")
         or bool(system.glob("/boot/efi/EFI/*/grub.cfg"))
+    )
     firmware = firmware_loader(system)[0]
-    if grub_cfg and grub_uses_bls(system) and system.exists("/boot/loader/entries") \
-            and system.which("grubby"):
+    if (
+        grub_cfg
+        and grub_uses_bls(system)
+        and system.exists("/boot/loader/entries")
+        and system.which("grubby")
+    ):
         found["bls"] = "GRUB_ENABLE_BLSCFG=true, /boot/loader/entries and grubby"
     if system.exists("/boot/grub/grub.cfg") and system.which("update-grub") and not grub_uses_bls(system):
         found["grub"] = "/boot/grub/grub.cfg and update-grub"
-    if loader_entries(system) and system.which("kernel-install") \
-            and not system.exists("/etc/kernelstub/configuration") and (not grub_cfg or firmware == "systemd-boot"):
-        found["systemd-boot"] = "loader entries, kernel-install and " + \
-            ("the firmware's word" if grub_cfg else "no grub.cfg")
+    if (
+        loader_entries(system)
+        and system.which("kernel-install")
+        and not system.exists("/etc/kernelstub/configuration")
+        and (not grub_cfg or firmware == "systemd-boot")
+    ):
+        found["systemd-boot"] = "loader entries, kernel-install and " + (
+            "the firmware's word" if grub_cfg else "no grub.cfg"
+        )
     return found
 
 
@@ -104,8 +119,7 @@ def firmware_loader(system: System) -> tuple[str | None, str]:
     if current and len(current) >= 2:
         entry = f"Boot{int.from_bytes(current[:2], 'little'):04X}"
         text = (state.efivar(system, entry, GLOBAL_GUID) or b"").decode("utf-16-le", "replace").lower()
-        for loader, marks in (("systemd-boot", ("systemd-boot", "\\systemd\\")),
-                              ("grub", ("grub", "shim"))):
+        for loader, marks in (("systemd-boot", ("systemd-boot", "\\systemd\\")), ("grub", ("grub", "shim"))):
             if any(m in text for m in marks):
                 return loader, f"efivar BootCurrent={entry}, whose path names {loader}"
     return None, "the firmware does not say (no efivars: BIOS boot, or efivarfs not mounted)"
@@ -124,16 +138,20 @@ def boot_stack(system: System) -> tuple[str | None, str]:
     if firmware:
         theirs = {k: v for k, v in found.items() if k in BOOTS[firmware]}
         if not theirs:
-            return None, (f"the firmware booted {firmware} ({said}), but its signals are not here"
-                          + (f"; found instead: {'; '.join(f'{k} ({v})' for k, v in found.items())}"
-                             if found else "") + ": editing another loader's files would change nothing")
+            return None, (
+                f"the firmware booted {firmware} ({said}), but its signals are not here"
+                + (f"; found instead: {'; '.join(f'{k} ({v})' for k, v in found.items())}" if found else "")
+                + ": editing another loader's files would change nothing"
+            )
         found = theirs
     if len(found) == 1:
-        (name, why), = found.items()
+        ((name, why),) = found.items()
         return name, why + (f"; {said}" if firmware else "")
     if not found:
-        return None, ("no boot stack recognised (GRUB with update-grub, GRUB with BLS and grubby, "
-                      "kernelstub, systemd-boot with kernel-install, NixOS)")
+        return None, (
+            "no boot stack recognised (GRUB with update-grub, GRUB with BLS and grubby, "
+            "kernelstub, systemd-boot with kernel-install, NixOS)"
+        )
     return None, "more than one boot stack matches: " + "; ".join(f"{k} ({v})" for k, v in found.items())
 
 
@@ -148,9 +166,11 @@ def initramfs(system: System) -> tuple[list[str] | None, str]:
 
 def dracut_hostonly(system: System) -> bool:
     """Whether dracut's configuration asks for hostonly images (the ones that copy /etc/modprobe.d)."""
-    files = ["/etc/dracut.conf"] + [f"/{p.relative_to(system.root)}" for d in
-                                    ("/usr/lib/dracut/dracut.conf.d", "/etc/dracut.conf.d")
-                                    for p in system.glob(f"{d}/*.conf")]
+    files = ["/etc/dracut.conf"] + [
+        f"/{p.relative_to(system.root)}"
+        for d in ("/usr/lib/dracut/dracut.conf.d", "/etc/dracut.conf.d")
+        for p in system.glob(f"{d}/*.conf")
+    ]
     found = None
     for path in files:  # later files win, as dracut reads them
         for match in re.finditer(r"^\s*hostonly=[\"']?(yes|no)", system.read(path) or "", re.M):
@@ -164,7 +184,9 @@ def virtualisation(system: System) -> str | None:
     kind = output.strip()
     if rc == 0 and kind and kind != "none":
         return kind
-    if rc not in (0, 1) and re.search(r"^flags\s*:.*\bhypervisor\b", system.read("/proc/cpuinfo") or "", re.M):
+    if rc not in (0, 1) and re.search(
+        r"^flags\s*:.*\bhypervisor\b", system.read("/proc/cpuinfo") or "", re.M
+    ):
         return "a hypervisor (cpuinfo flag)"
     return None
 
@@ -208,7 +230,7 @@ def next_kernel(system: System, running: str | None) -> str | None:
     if found and "vmlinuz-" in found[2]:
         return found[2].rsplit("vmlinuz-", 1)[1]
     entry = state.default_entry(system)
-    for line in (entry.read_text(errors="replace").splitlines() if entry else []):
+    for line in entry.read_text(errors="replace").splitlines() if entry else []:
         words = line.split()
         if len(words) == 2 and words[0] == "version":
             return words[1]
@@ -233,10 +255,12 @@ LEFTOVER = re.compile(r"\.(new|bak|old|dpkg-\w+|efi\.signed)$|~")
 
 def kernels(system: System) -> list[tuple[str, str]]:
     """Installed kernels as (version, image path) for kernel-install."""
-    found = {p.parent.name: f"/{p.relative_to(system.root)}" for p in system.glob("/usr/lib/modules/*/vmlinuz")}
+    found = {
+        p.parent.name: f"/{p.relative_to(system.root)}" for p in system.glob("/usr/lib/modules/*/vmlinuz")
+    }
     for p in system.glob("/boot/vmlinuz-*"):
         if not LEFTOVER.search(p.name):
-            found.setdefault(p.name[len("vmlinuz-"):], f"/{p.relative_to(system.root)}")
+            found.setdefault(p.name[len("vmlinuz-") :], f"/{p.relative_to(system.root)}")
     return sorted(found.items())
 
 
@@ -246,10 +270,23 @@ def facts(system: System) -> Facts:
     rc, uname = system.run(["uname", "-r"])
     running = uname.strip() if rc == 0 else None
     upcoming = next_kernel(system, running)
-    return Facts(os_id=os_release(system).get("ID"), stack=stack, stack_why=stack_why,
-                 initramfs=regen, initramfs_why=regen_why, vendor=state.cpu_vendor(system),
-                 driver=driver(system), virt=virtualisation(system), cpus=possible_cpus(system),
-                 kernel=uname.strip() if rc == 0 else None, boot_id=state.boot_id(system),
-                 euid=system.euid, container=container(system), next_kernel=upcoming,
-                 next_driver=next_driver(system, upcoming),
-                 ukis=[f"/{p.relative_to(system.root)}" for esp in ESPS for p in system.glob(f"{esp}/EFI/Linux/*.efi")])
+    return Facts(
+        os_id=os_release(system).get("ID"),
+        stack=stack,
+        stack_why=stack_why,
+        initramfs=regen,
+        initramfs_why=regen_why,
+        vendor=state.cpu_vendor(system),
+        driver=driver(system),
+        virt=virtualisation(system),
+        cpus=possible_cpus(system),
+        kernel=uname.strip() if rc == 0 else None,
+        boot_id=state.boot_id(system),
+        euid=system.euid,
+        container=container(system),
+        next_kernel=upcoming,
+        next_driver=next_driver(system, upcoming),
+        ukis=[
+            f"/{p.relative_to(system.root)}" for esp in ESPS for p in system.glob(f"{esp}/EFI/Linux/*.efi")
+        ],
+    )

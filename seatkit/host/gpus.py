@@ -11,11 +11,23 @@ import pynvml
 from seatkit.host import pcie
 from seatkit.host.system import System
 
-P2P_STATUS = {0: "OK", 1: "chipset not supported", 2: "GPU not supported",
-              3: "IOH topology not supported", 4: "disabled by registry key", 5: "not supported",
-              6: "unknown"}
-ANCESTOR = {0: "same board", 10: "single PCIe switch (PIX)", 20: "multiple PCIe switches (PXB)",
-            30: "host bridge (PHB)", 40: "same NUMA node (NODE)", 50: "across NUMA nodes (SYS)"}
+P2P_STATUS = {
+    0: "OK",
+    1: "chipset not supported",
+    2: "GPU not supported",
+    3: "IOH topology not supported",
+    4: "disabled by registry key",
+    5: "not supported",
+    6: "unknown",
+}
+ANCESTOR = {
+    0: "same board",
+    10: "single PCIe switch (PIX)",
+    20: "multiple PCIe switches (PXB)",
+    30: "host bridge (PHB)",
+    40: "same NUMA node (NODE)",
+    50: "across NUMA nodes (SYS)",
+}
 
 # NVML's nvmlGpuP2PCapsIndex_t values, spelled here: some nvidia-ml-py releases define the
 # constants as one-element tuples (`NVML_P2P_CAPS_INDEX_READ = 0,`), which ctypes cannot pass.
@@ -41,8 +53,13 @@ def topology(system: System, bus_id: str) -> dict:
         return {"class": "unknown", "why": f"no sysfs device for {address}"}
     parts = [p for p in Path(os.path.realpath(link)).parts if len(p) == 12 and p.count(":") == 2]
     bridges = len(parts) - 1
-    kind = ("on the root bus, no bridge (typical of a VM)" if bridges == 0 else
-            "direct attach (root port)" if bridges == 1 else "behind a PCIe switch")
+    kind = (
+        "on the root bus, no bridge (typical of a VM)"
+        if bridges == 0
+        else "direct attach (root port)"
+        if bridges == 1
+        else "behind a PCIe switch"
+    )
     return {"sysfs_path": parts, "bridges_above": bridges, "class": kind}
 
 
@@ -60,34 +77,48 @@ def inventory(system: System | None = None) -> dict | None:
         memory = _safe(pynvml.nvmlDeviceGetMemoryInfo, h)
         bar1 = _safe(pynvml.nvmlDeviceGetBAR1MemoryInfo, h)
         bus_id = _text(pynvml.nvmlDeviceGetPciInfo(h).busId)
-        gpus.append({
-            "index": i, "name": _text(pynvml.nvmlDeviceGetName(h)),
-            "uuid": _text(_safe(pynvml.nvmlDeviceGetUUID, h)), "bus_id": bus_id,
-            "memory_mib": memory.total // 2**20 if not isinstance(memory, str) else memory,
-            "bar1_total_mib": bar1.bar1Total // 2**20 if not isinstance(bar1, str) else bar1,
-            "pcie_gen": _safe(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
-            "pcie_width": _safe(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
-            "pcie_max_gen": _safe(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
-            "pcie_max_width": _safe(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h),
-            "power_limit_w": _watts(_safe(pynvml.nvmlDeviceGetPowerManagementLimit, h)),
-            "power_default_limit_w": _watts(_safe(pynvml.nvmlDeviceGetPowerManagementDefaultLimit, h)),
-            "max_sm_clock_mhz": _safe(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_SM),
-            "topology": topology(system, bus_id),
-        })
+        gpus.append(
+            {
+                "index": i,
+                "name": _text(pynvml.nvmlDeviceGetName(h)),
+                "uuid": _text(_safe(pynvml.nvmlDeviceGetUUID, h)),
+                "bus_id": bus_id,
+                "memory_mib": memory.total // 2**20 if not isinstance(memory, str) else memory,
+                "bar1_total_mib": bar1.bar1Total // 2**20 if not isinstance(bar1, str) else bar1,
+                "pcie_gen": _safe(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
+                "pcie_width": _safe(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
+                "pcie_max_gen": _safe(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
+                "pcie_max_width": _safe(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h),
+                "power_limit_w": _watts(_safe(pynvml.nvmlDeviceGetPowerManagementLimit, h)),
+                "power_default_limit_w": _watts(_safe(pynvml.nvmlDeviceGetPowerManagementDefaultLimit, h)),
+                "max_sm_clock_mhz": _safe(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_SM),
+                "topology": topology(system, bus_id),
+            }
+        )
     pairs = []
     for i, a in enumerate(handles):
         for j, b in enumerate(handles):
             if i != j:
-                pairs.append({"from": i, "to": j,
-                              "read": _p2p(a, b, P2P_READ),
-                              "write": _p2p(a, b, P2P_WRITE),
-                              "nvlink": _p2p(a, b, P2P_NVLINK),  # OK: peers talk over NVLink, not PCIe
-                              "common_ancestor": ANCESTOR.get(
-                                  _safe(pynvml.nvmlDeviceGetTopologyCommonAncestor, a, b), "unknown")})
-    return {"driver": _text(pynvml.nvmlSystemGetDriverVersion()),
-            "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else cuda,
-            "gpus": gpus, "p2p": pairs, "pcie": pcie.facts([g["bus_id"] for g in gpus], system),
-            "p2p_note": None if pairs else "one GPU: no peers to check"}
+                pairs.append(
+                    {
+                        "from": i,
+                        "to": j,
+                        "read": _p2p(a, b, P2P_READ),
+                        "write": _p2p(a, b, P2P_WRITE),
+                        "nvlink": _p2p(a, b, P2P_NVLINK),  # OK: peers talk over NVLink, not PCIe
+                        "common_ancestor": ANCESTOR.get(
+                            _safe(pynvml.nvmlDeviceGetTopologyCommonAncestor, a, b), "unknown"
+                        ),
+                    }
+                )
+    return {
+        "driver": _text(pynvml.nvmlSystemGetDriverVersion()),
+        "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else cuda,
+        "gpus": gpus,
+        "p2p": pairs,
+        "pcie": pcie.facts([g["bus_id"] for g in gpus], system),
+        "p2p_note": None if pairs else "one GPU: no peers to check",
+    }
 
 
 def _watts(milliwatts) -> float | str:

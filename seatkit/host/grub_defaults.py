@@ -23,15 +23,18 @@ DEFAULTS = "/etc/default/grub"
 DROPINS = "/etc/default/grub.d"
 VARIABLES = ("GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT")
 # What the files print goes to stderr: only the final printf (on fd 3) is the command line.
-SOURCE = ('exec 3>&1 1>&2; set -e; for f; do . "$f"; done; '
-          'printf "%s\\0%s" "$GRUB_CMDLINE_LINUX" "$GRUB_CMDLINE_LINUX_DEFAULT" >&3')
+SOURCE = (
+    'exec 3>&1 1>&2; set -e; for f; do . "$f"; done; '
+    'printf "%s\\0%s" "$GRUB_CMDLINE_LINUX" "$GRUB_CMDLINE_LINUX_DEFAULT" >&3'
+)
 TIMEOUT = 60
 
 
 def sources(system: System) -> list[str]:
     files = [DEFAULTS] if system.exists(DEFAULTS) else []
-    names = sorted(n.encode("utf-8", "surrogateescape") for n in system.entries(DROPINS) or []
-                   if n.endswith(".cfg"))  # the shell's glob, in the C locale's byte order
+    names = sorted(
+        n.encode("utf-8", "surrogateescape") for n in system.entries(DROPINS) or [] if n.endswith(".cfg")
+    )  # the shell's glob, in the C locale's byte order
     paths = [f"{DROPINS}/{n.decode('utf-8', 'surrogateescape')}" for n in names]
     return files + [p for p in paths if system.exists(p)]  # grub-mkconfig's `[ -e ]`: dangling links skipped
 
@@ -66,12 +69,16 @@ def command_line(system: System, files: list[str], replaced: dict[str, str] | No
                 paths.append(str(system.path(path)))
         done = _source(paths, folder)
     if done.returncode:
-        raise SeatError("sourcing the GRUB defaults as grub-mkconfig does failed: "
-                        + _shown(system, done.stderr.decode("utf-8", "replace").strip()),
-                        "fix the file it names; update-grub would fail the same way")
+        raise SeatError(
+            "sourcing the GRUB defaults as grub-mkconfig does failed: "
+            + _shown(system, done.stderr.decode("utf-8", "replace").strip()),
+            "fix the file it names; update-grub would fail the same way",
+        )
     if b"\0" not in done.stdout:  # a file ran `exit`: grub-mkconfig would stop there too, writing nothing
-        raise SeatError("sourcing the GRUB defaults as grub-mkconfig does ended early: a file calls `exit`",
-                        "remove the exit; update-grub would stop there without generating grub.cfg")
+        raise SeatError(
+            "sourcing the GRUB defaults as grub-mkconfig does ended early: a file calls `exit`",
+            "remove the exit; update-grub would stop there without generating grub.cfg",
+        )
     linux, _, default = done.stdout.partition(b"\0")
     return (linux + b" " + default).decode("utf-8", "surrogateescape")
 
@@ -79,16 +86,22 @@ def command_line(system: System, files: list[str], replaced: dict[str, str] | No
 def _source(paths: list[str], folder: str) -> subprocess.CompletedProcess:
     """Sourcing in its own process group, so a file that never ends (a `sleep` whose child keeps
     the pipes open) is stopped whole at the timeout instead of hanging plan."""
-    with subprocess.Popen(["sh", "-c", SOURCE, "sh", *paths], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, cwd=folder, start_new_session=True) as proc:
+    with subprocess.Popen(
+        ["sh", "-c", SOURCE, "sh", *paths],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=folder,
+        start_new_session=True,
+    ) as proc:
         try:
             stdout, stderr = proc.communicate(timeout=TIMEOUT)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            raise SeatError(f"sourcing the GRUB defaults did not finish in {TIMEOUT} s",
-                            "a defaults file waits or loops; update-grub would hang the same way: "
-                            "fix it") from None
+            raise SeatError(
+                f"sourcing the GRUB defaults did not finish in {TIMEOUT} s",
+                "a defaults file waits or loops; update-grub would hang the same way: fix it",
+            ) from None
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 

@@ -12,8 +12,8 @@ anywhere else is an error naming the line.
 
 from __future__ import annotations
 
-import hashlib
 import fcntl
+import hashlib
 import json
 import os
 import time
@@ -64,9 +64,11 @@ class Journal:
         try:
             self._append(record)
         except OSError as exc:  # a full disk, a folder in its place: the record did not happen
-            raise SeatError(f"cannot write {self.file}: {exc.strerror}",
-                            "free space or move what is in its place aside; then `seat host recover` "
-                            "if it says a transaction is open") from None
+            raise SeatError(
+                f"cannot write {self.file}: {exc.strerror}",
+                "free space or move what is in its place aside; then `seat host recover` "
+                "if it says a transaction is open",
+            ) from None
 
     def _append(self, record: dict) -> None:
         path = self.system.path(self.file)
@@ -79,10 +81,10 @@ class Journal:
             if data and not data.endswith(b"\n"):  # a torn tail: never acknowledged, cut it off
                 handle.truncate(data.rfind(b"\n") + 1)
             line = json.dumps(record, sort_keys=True).encode() + b"\n"
-            handle.write(line[:len(line) // 2])
+            handle.write(line[: len(line) // 2])
             handle.flush()
             self.system.fault(f"inside the journal record {record['type']}")  # a kill leaves it torn
-            handle.write(line[len(line) // 2:])
+            handle.write(line[len(line) // 2 :])
             handle.flush()
             os.fsync(handle.fileno())
 
@@ -92,8 +94,10 @@ class Journal:
         except FileNotFoundError:
             return b""
         except OSError as exc:  # never read as "no journal": that would hide open transactions
-            raise SeatError(f"cannot read {self.file}: {exc.strerror}",
-                            "it must be the regular file seatkit keeps; put it back") from None
+            raise SeatError(
+                f"cannot read {self.file}: {exc.strerror}",
+                "it must be the regular file seatkit keeps; put it back",
+            ) from None
 
     def records(self) -> list[dict]:
         data = self._read()
@@ -107,10 +111,12 @@ class Journal:
                 record = json.loads(line)
                 record["tx"], record["type"]
             except (ValueError, KeyError, TypeError):
-                raise SeatError(f"{self.file} line {number} is damaged (not a journal record): "
-                                f"{line[:120].decode(errors='replace')!r}",
-                                "a line in the middle was changed by something other than seatkit; "
-                                f"keep a copy, then repair or remove line {number} by hand") from None
+                raise SeatError(
+                    f"{self.file} line {number} is damaged (not a journal record): "
+                    f"{line[:120].decode(errors='replace')!r}",
+                    "a line in the middle was changed by something other than seatkit; "
+                    f"keep a copy, then repair or remove line {number} by hand",
+                ) from None
             out.append(record)
         return out
 
@@ -118,8 +124,9 @@ class Journal:
         grouped: dict[str, list[dict]] = {}
         for record in self.records():
             grouped.setdefault(record["tx"], []).append(record)
-        return [Transaction(txid, records) for txid, records in grouped.items()
-                if records[0]["type"] == "begin"]
+        return [
+            Transaction(txid, records) for txid, records in grouped.items() if records[0]["type"] == "begin"
+        ]
 
     def undone(self, transactions: list[Transaction] | None = None) -> set[str]:
         """Applies that a committed rollback (or recovery) has undone."""
@@ -130,8 +137,11 @@ class Journal:
         """Committed applies that changed something and are not undone since, oldest first."""
         transactions = self.transactions()
         gone = self.undone(transactions)
-        return [t for t in transactions
-                if t.action == "apply" and t.committed and t.txid not in gone and t.begin["intent"]]
+        return [
+            t
+            for t in transactions
+            if t.action == "apply" and t.committed and t.txid not in gone and t.begin["intent"]
+        ]
 
     def open(self) -> list[Transaction]:
         return [t for t in self.transactions() if not t.committed]

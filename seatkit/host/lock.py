@@ -12,5 +12,9 @@ LOCK = "/var/lib/seatkit/host/lock"
 
 
 def held(system: System, what: str):
-    return flock.exclusive(system.path(LOCK), f"seat host {what}", "another host change is running",
-                           "wait for it to finish; `seat host status` and `seat host plan` work meanwhile")
+    return flock.exclusive(
+        system.path(LOCK),
+        f"seat host {what}",
+        "another host change is running",
+        "wait for it to finish; `seat host status` and `seat host plan` work meanwhile",
+    )

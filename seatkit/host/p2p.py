@@ -27,49 +27,90 @@ PROBE_TIMEOUT_S = 900  # a healthy 8-GPU host needs a few minutes
 def probe_argv(image: str | None, args: list[str] = ()) -> list[str]:
     if image is None:
         return [sys.executable, str(PROBE), *args]
-    return ["docker", "run", "--rm", "--gpus", "all", "--network", "none", "--ipc", "host",
-            "-e", "NCCL_NVLS_ENABLE=0", "-v", f"{PROBE}:/seatkit-p2p-probe.py:ro",
-            "--entrypoint", "python3", image, "/seatkit-p2p-probe.py", *args]
+    return [
+        "docker",
+        "run",
+        "--rm",
+        "--gpus",
+        "all",
+        "--network",
+        "none",
+        "--ipc",
+        "host",
+        "-e",
+        "NCCL_NVLS_ENABLE=0",
+        "-v",
+        f"{PROBE}:/seatkit-p2p-probe.py:ro",
+        "--entrypoint",
+        "python3",
+        image,
+        "/seatkit-p2p-probe.py",
+        *args,
+    ]
 
 
 def run_probe(image: str | None = None, args: list[str] = ()) -> dict:
     """The probe's JSON; args select its step mode (p2p_probe.py --step ...)."""
     try:
-        done = subprocess.run(probe_argv(image, args), capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+        done = subprocess.run(
+            probe_argv(image, args), capture_output=True, text=True, timeout=PROBE_TIMEOUT_S
+        )
     except FileNotFoundError:
-        raise SeatError("docker is not installed", "run without --image where torch with CUDA is importable") from None
+        raise SeatError(
+            "docker is not installed", "run without --image where torch with CUDA is importable"
+        ) from None
     except subprocess.TimeoutExpired:
         if args:  # the step probe's work grows with L x hidden x replays: long is not hung
-            raise SeatError(f"the step probe did not finish in {PROBE_TIMEOUT_S} s: a collective hangs, or "
-                            "the train is more work than that (2 x L collectives x replays x 8 sizes)",
-                            "run it again with fewer --replays (e.g. 200); a hang then is a data-path "
-                            "failure") from None
-        raise SeatError(f"the probe did not finish in {PROBE_TIMEOUT_S} s: a peer copy or the all-reduce hangs",
-                        "a hang is itself a data-path failure; check `seat host status` and the kernel log") from None
+            raise SeatError(
+                f"the step probe did not finish in {PROBE_TIMEOUT_S} s: a collective hangs, or "
+                "the train is more work than that (2 x L collectives x replays x 8 sizes)",
+                "run it again with fewer --replays (e.g. 200); a hang then is a data-path failure",
+            ) from None
+        raise SeatError(
+            f"the probe did not finish in {PROBE_TIMEOUT_S} s: a peer copy or the all-reduce hangs",
+            "a hang is itself a data-path failure; check `seat host status` and the kernel log",
+        ) from None
     if image and "could not select device driver" in done.stderr:
-        raise SeatError("no NVIDIA container runtime: docker cannot attach the GPUs",
-                        "install the NVIDIA Container Toolkit, or run without --image", NO_CUDA)
+        raise SeatError(
+            "no NVIDIA container runtime: docker cannot attach the GPUs",
+            "install the NVIDIA Container Toolkit, or run without --image",
+            NO_CUDA,
+        )
     try:
         result = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
-        raise SeatError(f"the probe printed no result (exit {done.returncode}): {done.stderr.strip()[-800:]}") from None
+        raise SeatError(
+            f"the probe printed no result (exit {done.returncode}): {done.stderr.strip()[-800:]}"
+        ) from None
     if not isinstance(result, dict):
-        raise SeatError(f"the probe's last line is not its result (exit {done.returncode}): {str(result)[:200]}",
-                        "run the probe by hand (python3 seatkit/host/p2p_probe.py) and read what it prints")
+        raise SeatError(
+            f"the probe's last line is not its result (exit {done.returncode}): {str(result)[:200]}",
+            "run the probe by hand (python3 seatkit/host/p2p_probe.py) and read what it prints",
+        )
     if "error" in result and done.returncode == BAD_ARGS:
         raise SeatError(f"the probe refused: {result['error']}", "fix what it names", BAD_ARGS)
     if "error" in result:
-        raise SeatError(f"cannot check the data path: {result['error']}",
-                        "run it where torch with CUDA is importable, or with --image IMAGE", NO_CUDA)
+        raise SeatError(
+            f"cannot check the data path: {result['error']}",
+            "run it where torch with CUDA is importable, or with --image IMAGE",
+            NO_CUDA,
+        )
     return result
 
 
 def judge(result: dict) -> dict:
     """The verdict and, when it failed, each reason."""
-    problems = [f"GPU{p['from']} -> GPU{p['to']}: {kind} wrong at {', '.join(str(m['bytes']) for m in bad)} B"
-                for p in result["pairs"] for kind, bad in p["mismatches"].items() if bad]
-    problems += [f"GPU{p['to']} reports no peer access to GPU{p['from']}" for p in result["pairs"]
-                 if not p["can_access_peer"]]
+    problems = [
+        f"GPU{p['from']} -> GPU{p['to']}: {kind} wrong at {', '.join(str(m['bytes']) for m in bad)} B"
+        for p in result["pairs"]
+        for kind, bad in p["mismatches"].items()
+        if bad
+    ]
+    problems += [
+        f"GPU{p['to']} reports no peer access to GPU{p['from']}"
+        for p in result["pairs"]
+        if not p["can_access_peer"]
+    ]
     if result["allreduce"] and not result["allreduce"]["correct"]:
         problems.append("the all-reduce returned a wrong sum")
     if len(result["gpus"]) < 2:
@@ -93,13 +134,21 @@ def data_path(system: System) -> dict:
     record = json.loads(text)
     when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record["time"]))
     if record["boot_id"] != state.boot_id(system):
-        return {"verdict": "not verified",
-                "why": f"the last result ({record['verdict']}, {when}) is from another boot: run it again"}
+        return {
+            "verdict": "not verified",
+            "why": f"the last result ({record['verdict']}, {when}) is from another boot: run it again",
+        }
     if record["verdict"] == "failed":
         return {"verdict": "FAILED on this boot", "why": "; ".join(record["problems"])}
     pairs = record["pairs"]
-    figures = (f"{len(pairs)} pairs byte-checked, {min(p['bandwidth_gb_s'] for p in pairs):.1f}-"
-               f"{max(p['bandwidth_gb_s'] for p in pairs):.1f} GB/s, all-reduce "
-               f"{record['allreduce']['us']:.1f} us" if pairs else "one GPU")
-    return {"verdict": "verified on this boot" if record["verdict"] == "verified" else record["verdict"],
-            "why": f"{figures} ({when})"}
+    figures = (
+        f"{len(pairs)} pairs byte-checked, {min(p['bandwidth_gb_s'] for p in pairs):.1f}-"
+        f"{max(p['bandwidth_gb_s'] for p in pairs):.1f} GB/s, all-reduce "
+        f"{record['allreduce']['us']:.1f} us"
+        if pairs
+        else "one GPU"
+    )
+    return {
+        "verdict": "verified on this boot" if record["verdict"] == "verified" else record["verdict"],
+        "why": f"{figures} ({when})",
+    }

@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 
-SIZES = [4 ** k for k in range(1, 14)]  # 4 B .. 64 MiB
+SIZES = [4**k for k in range(1, 14)]  # 4 B .. 64 MiB
 BANDWIDTH_BYTES = 256 << 20
 BANDWIDTH_REPEATS = 20
 ALLREDUCE_BYTES = 80 * 1024  # the size the paper timed
@@ -61,16 +61,23 @@ def check_pair(torch, i: int, j: int) -> dict:
     torch.cuda.synchronize(i)
     torch.cuda.synchronize(j)
     seconds = time.perf_counter() - start
-    return {"from": i, "to": j, "can_access_peer": torch.cuda.can_device_access_peer(j, i),
-            "sizes_checked": len(SIZES), "largest_bytes": SIZES[-1],
-            "copy_ok": not mismatches["copy"], "kernel_read_ok": not mismatches["kernel"],
-            "mismatches": mismatches,
-            "bandwidth_gb_s": BANDWIDTH_BYTES * BANDWIDTH_REPEATS / seconds / 1e9}
+    return {
+        "from": i,
+        "to": j,
+        "can_access_peer": torch.cuda.can_device_access_peer(j, i),
+        "sizes_checked": len(SIZES),
+        "largest_bytes": SIZES[-1],
+        "copy_ok": not mismatches["copy"],
+        "kernel_read_ok": not mismatches["kernel"],
+        "mismatches": mismatches,
+        "bandwidth_gb_s": BANDWIDTH_BYTES * BANDWIDTH_REPEATS / seconds / 1e9,
+    }
 
 
 def _allreduce_worker(rank: int, world: int, port: int, queue) -> None:
     import torch
     import torch.distributed as dist
+
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     data = torch.full((ALLREDUCE_BYTES // 4,), float(rank + 1), device=rank)
@@ -94,6 +101,7 @@ def _allreduce_worker(rank: int, world: int, port: int, queue) -> None:
 
 def allreduce(world: int) -> dict:
     import torch.multiprocessing as mp
+
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -101,9 +109,14 @@ def allreduce(world: int) -> dict:
     queue = context.Queue()
     mp.spawn(_allreduce_worker, args=(world, port, queue), nprocs=world, join=True)
     ranks = sorted((queue.get() for _ in range(world)), key=lambda r: r["rank"])
-    return {"bytes": ALLREDUCE_BYTES, "gpus": world, "iterations": ALLREDUCE_ITERS,
-            "us": max(r["us"] for r in ranks), "batches_us": [r["batches_us"] for r in ranks],
-            "correct": all(r["correct"] for r in ranks)}
+    return {
+        "bytes": ALLREDUCE_BYTES,
+        "gpus": world,
+        "iterations": ALLREDUCE_ITERS,
+        "us": max(r["us"] for r in ranks),
+        "batches_us": [r["batches_us"] for r in ranks],
+        "correct": all(r["correct"] for r in ranks),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,15 +130,21 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"error": "torch is not importable here"}))
         return 3
     if not torch.cuda.is_available():
-        print(json.dumps({"error": "no CUDA device: torch.cuda.is_available() is False",
-                          "torch": torch.__version__}))
+        print(
+            json.dumps(
+                {"error": "no CUDA device: torch.cuda.is_available() is False", "torch": torch.__version__}
+            )
+        )
         return 3
     count = torch.cuda.device_count()
-    result = {"torch": torch.__version__, "cuda": torch.version.cuda,
-              "gpus": [torch.cuda.get_device_name(k) for k in range(count)],
-              "nccl": ".".join(map(str, torch.cuda.nccl.version())) if count > 1 else None,
-              "pairs": [check_pair(torch, i, j) for i in range(count) for j in range(count) if i != j],
-              "allreduce": allreduce(count) if count > 1 else None}
+    result = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "gpus": [torch.cuda.get_device_name(k) for k in range(count)],
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())) if count > 1 else None,
+        "pairs": [check_pair(torch, i, j) for i in range(count) for j in range(count) if i != j],
+        "allreduce": allreduce(count) if count > 1 else None,
+    }
     print(json.dumps(result))
     return 0
 
@@ -154,21 +173,29 @@ SPIN_LIMIT = 1 << 20  # polls (about 0.5 s on an H200) before a flag wait gives 
 def step_args(argv: list[str]):
     import argparse
 
-    parser = argparse.ArgumentParser(prog="p2p_probe.py", description="Replay one decode step's communication.")
+    parser = argparse.ArgumentParser(
+        prog="p2p_probe.py", description="Replay one decode step's communication."
+    )
     parser.add_argument("--step", action="store_true", required=True)
     parser.add_argument("--layers", type=int, required=True)
     parser.add_argument("--hidden", type=int, required=True)
     parser.add_argument("--replays", type=int, default=200)
     parser.add_argument("--tokens", default="1-8", help="1 + k values: a range 1-8 or a list 1,2,4")
-    parser.add_argument("--ranks-on-one-gpu", type=int, default=0,
-                        help="run this many one-shot ranks on GPU 0 (exercises the handshake on one GPU)")
+    parser.add_argument(
+        "--ranks-on-one-gpu",
+        type=int,
+        default=0,
+        help="run this many one-shot ranks on GPU 0 (exercises the handshake on one GPU)",
+    )
     parser.add_argument("--forms", default="baseline,oneshot,nccl")
     args = parser.parse_args(argv)
     problems = []
     if not 1 <= args.layers <= 512:
         problems.append(f"--layers {args.layers}: give the model's layer count (1 to 512)")
     if not 64 <= args.hidden <= 65536 or args.hidden % 8:
-        problems.append(f"--hidden {args.hidden}: give the model's hidden size (64 to 65536, a multiple of 8)")
+        problems.append(
+            f"--hidden {args.hidden}: give the model's hidden size (64 to 65536, a multiple of 8)"
+        )
     if not 10 <= args.replays <= 10000:
         problems.append(f"--replays {args.replays}: 10 to 10000 (p99 needs at least 10)")
     try:
@@ -176,8 +203,9 @@ def step_args(argv: list[str]):
         ends = (int(low), int(high)) if high else None
         if ends and not all(e in STEP_TOKENS for e in ends):  # bounded before a range is built
             raise ValueError(args.tokens)
-        tokens = (list(range(ends[0], ends[1] + 1)) if ends else
-                  sorted({int(t) for t in args.tokens.split(",")}))
+        tokens = (
+            list(range(ends[0], ends[1] + 1)) if ends else sorted({int(t) for t in args.tokens.split(",")})
+        )
     except ValueError:
         tokens = []
     if not tokens or any(t not in STEP_TOKENS for t in tokens):
@@ -189,11 +217,15 @@ def step_args(argv: list[str]):
         problems.append(f"--forms {args.forms}: a list of baseline, oneshot, nccl")
     connections = os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "")
     if connections.isdigit() and int(connections) < args.ranks_on_one_gpu:
-        problems.append(f"CUDA_DEVICE_MAX_CONNECTIONS={connections}: fewer hardware queues than ranks on the "
-                        "GPU, so a rank would wait behind another's spinning kernel; unset it")
+        problems.append(
+            f"CUDA_DEVICE_MAX_CONNECTIONS={connections}: fewer hardware queues than ranks on the "
+            "GPU, so a rank would wait behind another's spinning kernel; unset it"
+        )
     if os.environ.get("CUDA_LAUNCH_BLOCKING", "0") not in ("", "0"):
-        problems.append("CUDA_LAUNCH_BLOCKING is set: every launch would wait for the one before, the "
-                        "ranks' kernels could never meet at the handshake, and times would be serial; unset it")
+        problems.append(
+            "CUDA_LAUNCH_BLOCKING is set: every launch would wait for the one before, the "
+            "ranks' kernels could never meet at the handshake, and times would be serial; unset it"
+        )
     return args, tokens, forms, problems
 
 
@@ -205,8 +237,10 @@ def percentiles(values: list[float]) -> dict:
 
 def _timed(torch, graphs: list, streams: list, replays: int) -> list[float]:
     """Replay every rank's graph back to back; per replay the slowest rank's time, in us."""
-    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-               for _ in range(replays)] for _ in graphs]
+    events = [
+        [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
+        for _ in graphs
+    ]
     for n in range(replays):
         for rank, (graph, stream) in enumerate(zip(graphs, streams)):
             with torch.cuda.stream(stream):
@@ -215,12 +249,17 @@ def _timed(torch, graphs: list, streams: list, replays: int) -> list[float]:
                 events[rank][n][1].record(stream)
     for stream in streams:
         stream.synchronize()
-    return [max(events[r][n][0].elapsed_time(events[r][n][1]) for r in range(len(graphs))) * 1e3
-            for n in range(replays)]
+    return [
+        max(events[r][n][0].elapsed_time(events[r][n][1]) for r in range(len(graphs))) * 1e3
+        for n in range(replays)
+    ]
 
 
 def _summary(times: list[float], collectives: int) -> dict:
-    return {"train_us": percentiles(times), "per_collective_us": percentiles([t / collectives for t in times])}
+    return {
+        "train_us": percentiles(times),
+        "per_collective_us": percentiles([t / collectives for t in times]),
+    }
 
 
 def _oneshot_kernel():
@@ -228,9 +267,21 @@ def _oneshot_kernel():
     import triton.language as tl
 
     @triton.jit(do_not_specialize=["c", "n_elements", "rank"])  # one compile for every rank and size
-    def oneshot(x_ptr, out_ptr, table_ptr, round_ptr, status_ptr, c, n_elements, rank,
-                NC: tl.constexpr, WORLD: tl.constexpr, BLOCKS: tl.constexpr, TILE: tl.constexpr,
-                SPIN: tl.constexpr):
+    def oneshot(
+        x_ptr,
+        out_ptr,
+        table_ptr,
+        round_ptr,
+        status_ptr,
+        c,
+        n_elements,
+        rank,
+        NC: tl.constexpr,
+        WORLD: tl.constexpr,
+        BLOCKS: tl.constexpr,
+        TILE: tl.constexpr,
+        SPIN: tl.constexpr,
+    ):
         # table: per peer p, [buffer address, flags address]; buffers are 2 x n_elements (parity).
         pid = tl.program_id(0)
         epoch = tl.load(round_ptr) * NC + c + 1
@@ -270,7 +321,9 @@ def _oneshot_kernel():
     return oneshot
 
 
-def step_oneshot(torch, devices: list[int], layers: int, hidden: int, tokens: list[int], replays: int) -> dict:
+def step_oneshot(
+    torch, devices: list[int], layers: int, hidden: int, tokens: list[int], replays: int
+) -> dict:
     """The one-shot form: one process, one rank per entry of devices (repeated: ranks on one GPU)."""
     kernel = _oneshot_kernel()
     world, nc = len(devices), 2 * layers
@@ -292,12 +345,26 @@ def step_oneshot(torch, devices: list[int], layers: int, hidden: int, tokens: li
         xs = [(torch.arange(n, device=d) % 7 + r).to(torch.bfloat16) for r, d in enumerate(devices)]
         outs = [torch.empty(nc, n, dtype=torch.bfloat16, device=d) for d in devices]
         launch = lambda r, c: kernel[(STEP_BLOCKS,)](  # noqa: E731
-            xs[r], outs[r][c], tables[r], rounds[r], status[r], c, n, r,
-            NC=nc, WORLD=world, BLOCKS=STEP_BLOCKS, TILE=1024, SPIN=SPIN_LIMIT)
+            xs[r],
+            outs[r][c],
+            tables[r],
+            rounds[r],
+            status[r],
+            c,
+            n,
+            r,
+            NC=nc,
+            WORLD=world,
+            BLOCKS=STEP_BLOCKS,
+            TILE=1024,
+            SPIN=SPIN_LIMIT,
+        )
         for r in range(world):  # load the counter's kernel now: CUDA loads a kernel lazily at its first
             rounds[r].add_(0)  # launch, with a context sync that would wait on a spinning rank
         torch.cuda.synchronize()  # inputs written on the default stream before the ranks' streams read them
-        for c in range(nc):  # one eager round, rank by rank per collective: compiled and loaded before capture
+        for c in range(
+            nc
+        ):  # one eager round, rank by rank per collective: compiled and loaded before capture
             for r in range(world):
                 with torch.cuda.stream(streams[r]):
                     launch(r, c)
@@ -329,14 +396,25 @@ def step_oneshot(torch, devices: list[int], layers: int, hidden: int, tokens: li
             base = sum(((torch.arange(n, device=d) % 7) + q).float() for q in range(world))
             shift = (((done - 1) * nc + torch.arange(nc, device=d) + 1) % 5).float() * world
             want = (base[None, :] + shift[:, None]).to(torch.bfloat16)
-            wrong += [{"tokens": t, "collective": int(c), "rank": r}
-                      for c in (outs[r] != want).any(dim=1).nonzero().flatten().tolist()]
+            wrong += [
+                {"tokens": t, "collective": int(c), "rank": r}
+                for c in (outs[r] != want).any(dim=1).nonzero().flatten().tolist()
+            ]
         results[str(t)] = {**_summary(times, nc), "waits_given_up": gave_up}
     # The eager round's waits may outlast a slow first kernel load on a peer: shown, not failed on.
-    given_up = sum(r["waits_given_up"]["warmup"] + r["waits_given_up"].get("timed", 0) for r in results.values())
-    return {"ranks": world, "devices": devices, "blocks": STEP_BLOCKS, "by_tokens": results,
-            "correct": not wrong and not given_up, "wrong": wrong[:10], "wrong_count": len(wrong),
-            "waits_given_up": given_up}
+    given_up = sum(
+        r["waits_given_up"]["warmup"] + r["waits_given_up"].get("timed", 0) for r in results.values()
+    )
+    return {
+        "ranks": world,
+        "devices": devices,
+        "blocks": STEP_BLOCKS,
+        "by_tokens": results,
+        "correct": not wrong and not given_up,
+        "wrong": wrong[:10],
+        "wrong_count": len(wrong),
+        "waits_given_up": given_up,
+    }
 
 
 def step_baseline(torch, device: int, layers: int, hidden: int, tokens: list[int], replays: int) -> dict:
@@ -355,14 +433,20 @@ def step_baseline(torch, device: int, layers: int, hidden: int, tokens: list[int
     return {"device": device, "by_tokens": results}
 
 
-def _nccl_step_worker(rank: int, world: int, port: int, layers: int, hidden: int, tokens: list[int],
-                      replays: int, queue) -> None:
+def _nccl_step_worker(
+    rank: int, world: int, port: int, layers: int, hidden: int, tokens: list[int], replays: int, queue
+) -> None:
     import torch
     import torch.distributed as dist
 
     torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            device_id=torch.device("cuda", rank))
+    dist.init_process_group(
+        "nccl",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        device_id=torch.device("cuda", rank),
+    )
     nc, results = 2 * layers, {}
     check = torch.full((hidden,), float(rank + 1), dtype=torch.bfloat16, device=rank)
     dist.all_reduce(check)
@@ -392,11 +476,15 @@ def step_nccl(world: int, layers: int, hidden: int, tokens: list[int], replays: 
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     queue = mp.get_context("spawn").Queue()
-    mp.spawn(_nccl_step_worker, args=(world, port, layers, hidden, tokens, replays, queue), nprocs=world, join=True)
+    mp.spawn(
+        _nccl_step_worker, args=(world, port, layers, hidden, tokens, replays, queue), nprocs=world, join=True
+    )
     ranks = [queue.get() for _ in range(world)]
     nc = 2 * layers
-    by_tokens = {t: _summary([max(r["times"][t][n] for r in ranks) for n in range(replays)], nc)
-                 for t in ranks[0]["times"]}
+    by_tokens = {
+        t: _summary([max(r["times"][t][n] for r in ranks) for n in range(replays)], nc)
+        for t in ranks[0]["times"]
+    }
     return {"ranks": world, "by_tokens": by_tokens, "correct": all(r["correct"] for r in ranks)}
 
 
@@ -414,7 +502,11 @@ def step_main(argv: list[str]) -> int:
         print(json.dumps({"error": "torch is not importable here"}))
         return 3
     if not torch.cuda.is_available():
-        print(json.dumps({"error": "no CUDA device: torch.cuda.is_available() is False", "torch": torch.__version__}))
+        print(
+            json.dumps(
+                {"error": "no CUDA device: torch.cuda.is_available() is False", "torch": torch.__version__}
+            )
+        )
         return 3
     count = torch.cuda.device_count()
     skipped = {}
@@ -423,32 +515,61 @@ def step_main(argv: list[str]) -> int:
             import triton  # noqa: F401 - torch ships it; the one-shot kernel is written in it
         except ImportError:
             skipped["oneshot"] = "triton is not importable here: the one-shot kernel is written in it"
-        unmapped = [(a, b) for a in range(count) for b in range(count)
-                    if a != b and not torch.cuda.can_device_access_peer(b, a)]
+        unmapped = [
+            (a, b)
+            for a in range(count)
+            for b in range(count)
+            if a != b and not torch.cuda.can_device_access_peer(b, a)
+        ]
         if unmapped and not args.ranks_on_one_gpu:
-            skipped["oneshot"] = f"GPU{unmapped[0][1]} cannot map GPU{unmapped[0][0]}'s memory (no peer access)"
+            skipped["oneshot"] = (
+                f"GPU{unmapped[0][1]} cannot map GPU{unmapped[0][0]}'s memory (no peer access)"
+            )
         if count > MAX_PEERS and not args.ranks_on_one_gpu:
             skipped["oneshot"] = f"{count} GPUs: CUDA maps at most {MAX_PEERS} peers into one GPU"
     one_gpu = args.ranks_on_one_gpu or (count == 1 and 1)
     devices = [0] * one_gpu if one_gpu else list(range(count))
     started = time.perf_counter()
-    step = {"layers": args.layers, "hidden": args.hidden, "collectives": 2 * args.layers, "replays": args.replays,
-            "tokens": tokens, "bytes_by_tokens": {str(t): t * args.hidden * 2 for t in tokens},
-            "gpus": count, "placement": f"{len(devices)} rank{'s' * (len(devices) > 1)} on GPU 0" if one_gpu else f"one rank per GPU ({count})",
-            "forms": {}}
+    step = {
+        "layers": args.layers,
+        "hidden": args.hidden,
+        "collectives": 2 * args.layers,
+        "replays": args.replays,
+        "tokens": tokens,
+        "bytes_by_tokens": {str(t): t * args.hidden * 2 for t in tokens},
+        "gpus": count,
+        "placement": f"{len(devices)} rank{'s' * (len(devices) > 1)} on GPU 0"
+        if one_gpu
+        else f"one rank per GPU ({count})",
+        "forms": {},
+    }
     if "baseline" in forms:
-        step["forms"]["baseline"] = [step_baseline(torch, d, args.layers, args.hidden, tokens, args.replays)
-                                     for d in range(count)]
+        step["forms"]["baseline"] = [
+            step_baseline(torch, d, args.layers, args.hidden, tokens, args.replays) for d in range(count)
+        ]
     if "oneshot" in skipped:
         step["forms"]["oneshot"] = {"skipped": skipped["oneshot"]}
     elif "oneshot" in forms:
-        step["forms"]["oneshot"] = step_oneshot(torch, devices, args.layers, args.hidden, tokens, args.replays)
+        step["forms"]["oneshot"] = step_oneshot(
+            torch, devices, args.layers, args.hidden, tokens, args.replays
+        )
     if "nccl" in forms:
-        step["forms"]["nccl"] = (step_nccl(count, args.layers, args.hidden, tokens, args.replays) if count > 1
-                                 else {"skipped": "one GPU: NCCL refuses two ranks on one device"})
+        step["forms"]["nccl"] = (
+            step_nccl(count, args.layers, args.hidden, tokens, args.replays)
+            if count > 1
+            else {"skipped": "one GPU: NCCL refuses two ranks on one device"}
+        )
     step["seconds"] = time.perf_counter() - started
-    print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda,
-                      "gpus": [torch.cuda.get_device_name(k) for k in range(count)], "step": step}))
+    print(
+        json.dumps(
+            {
+                "torch": torch.__version__,
+                "cuda": torch.version.cuda,
+                "gpus": [torch.cuda.get_device_name(k) for k in range(count)],
+                "step": step,
+            }
+        )
+    )
     return 0
 
 

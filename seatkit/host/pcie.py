@@ -27,16 +27,23 @@ EXT_START, EXT_END, EXT_ACS, EXT_ATS = 0x100, 0x1000, 0x000D, 0x000F
 ACS_BITS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
 REDIRECTS = ("ReqRedir", "CmpltRedir")  # peer requests or completions go up to the root complex
 EGRESS = "EgressCtrl"  # without a redirect, requests to the ports in the egress vector are blocked
-VMD_DEVICES = {("8086", "201d"), ("8086", "28c0"), ("8086", "467f"), ("8086", "4c3d"), ("8086", "9a0b"),
-               ("8086", "a77f"), ("8086", "ad0b")}
+VMD_DEVICES = {
+    ("8086", "201d"),
+    ("8086", "28c0"),
+    ("8086", "467f"),
+    ("8086", "4c3d"),
+    ("8086", "9a0b"),
+    ("8086", "a77f"),
+    ("8086", "ad0b"),
+}
 
 
 def _u16(data: bytes, at: int) -> int:
-    return int.from_bytes(data[at:at + 2], "little")
+    return int.from_bytes(data[at : at + 2], "little")
 
 
 def _u32(data: bytes, at: int) -> int:
-    return int.from_bytes(data[at:at + 4], "little")
+    return int.from_bytes(data[at : at + 4], "little")
 
 
 def extended_caps(config: bytes) -> dict[int, int]:
@@ -60,13 +67,23 @@ def device(system: System, address: str) -> dict:
         return {**facts, "why": "config space not readable"}
     if _u16(config, 0) == 0xFFFF:
         return {**facts, "why": "config space reads as all ones: the device is gone or broken"}
-    facts.update(vendor=f"{_u16(config, 0):04x}", device=f"{_u16(config, 2):04x}",
-                 bridge=(config[0x0E] & 0x7F) == 1)
-    if len(config) == EXT_START and system.euid == 0:  # root is shown all there is: a conventional PCI function
-        return {**facts, "acs": "no ACS capability", "ats": "no ATS capability",
-                "why": "no extended config space (a conventional PCI function)"}
+    facts.update(
+        vendor=f"{_u16(config, 0):04x}", device=f"{_u16(config, 2):04x}", bridge=(config[0x0E] & 0x7F) == 1
+    )
+    if (
+        len(config) == EXT_START and system.euid == 0
+    ):  # root is shown all there is: a conventional PCI function
+        return {
+            **facts,
+            "acs": "no ACS capability",
+            "ats": "no ATS capability",
+            "why": "no extended config space (a conventional PCI function)",
+        }
     if len(config) <= EXT_START:
-        return {**facts, "why": f"only the first {len(config)} bytes are readable (extended config space needs root)"}
+        return {
+            **facts,
+            "why": f"only the first {len(config)} bytes are readable (extended config space needs root)",
+        }
     if len(config) < EXT_END:  # a short read: the capability list may go on past its end
         return {**facts, "why": f"config space ends at byte {len(config)}, not {EXT_END}: cut short"}
     if _u32(config, EXT_START) == 0xFFFFFFFF:
@@ -95,7 +112,11 @@ def chain(system: System, address: str) -> dict:
         return {"root_bus": None, "bridges": [], "why": f"the sysfs path of {address} names no PCI root bus"}
     start = roots[-1]  # behind VMD, the domain the VMD controller hosts
     functions = [p for p in parts[start:] if ADDRESS.match(p)]
-    return {"root_bus": ROOT_BUS.match(parts[start]).group(1), "bridges": functions[:-1], "vmd": len(roots) > 1}
+    return {
+        "root_bus": ROOT_BUS.match(parts[start]).group(1),
+        "bridges": functions[:-1],
+        "vmd": len(roots) > 1,
+    }
 
 
 def iommu_group(system: System, address: str) -> str | None:
@@ -133,18 +154,28 @@ def _pair_verdict(bridges: list[dict], a: dict, b: dict) -> tuple[str, str]:
         route = "no bridge between them (a virtual machine's flat bus, or one board)"
     else:
         route = f"through {len(bridges)} bridge(s)"
-    redirecting = [f"{d['address']} ({'+'.join(n for n in REDIRECTS if d['acs'][n])})" for d in bridges
-                   if isinstance(d["acs"], dict) and any(d["acs"][n] for n in REDIRECTS)]
+    redirecting = [
+        f"{d['address']} ({'+'.join(n for n in REDIRECTS if d['acs'][n])})"
+        for d in bridges
+        if isinstance(d["acs"], dict) and any(d["acs"][n] for n in REDIRECTS)
+    ]
     unknown = [d for d in bridges if d["acs"] is None]
     egress = [d["address"] for d in bridges if isinstance(d["acs"], dict) and d["acs"][EGRESS]]
     if redirecting:
-        return "redirected", f"{route}; ACS redirects peer traffic to the root complex at {', '.join(redirecting)}"
+        return (
+            "redirected",
+            f"{route}; ACS redirects peer traffic to the root complex at {', '.join(redirecting)}",
+        )
     if egress:
-        return "blocked", (f"{route}; ACS P2P egress control at {', '.join(egress)}: peer requests to the ports "
-                           "its egress vector names are blocked")
+        return "blocked", (
+            f"{route}; ACS P2P egress control at {', '.join(egress)}: peer requests to the ports "
+            "its egress vector names are blocked"
+        )
     if unknown:
-        return "unknown", (f"{route}; ACS not readable at {', '.join(d['address'] for d in unknown)} "
-                           f"({unknown[0].get('why', '')})")
+        return "unknown", (
+            f"{route}; ACS not readable at {', '.join(d['address'] for d in unknown)} "
+            f"({unknown[0].get('why', '')})"
+        )
     return "direct", f"{route}; no bridge on the path redirects peer traffic"
 
 
@@ -159,25 +190,49 @@ def facts(bus_ids: list[str], system: System | None = None) -> dict:
             devices.setdefault(bridge, device(system, bridge))
         own = device(system, address)
         group = iommu_group(system, address)
-        gpus.append({"index": index, "address": address, **found, "iommu_group": group,
-                     "iommu_group_members": group_members(system, group) if group else [],
-                     "ats": own["ats"], "config_why": own.get("why")})
+        gpus.append(
+            {
+                "index": index,
+                "address": address,
+                **found,
+                "iommu_group": group,
+                "iommu_group_members": group_members(system, group) if group else [],
+                "ats": own["ats"],
+                "config_why": own.get("why"),
+            }
+        )
     pairs = []
     for i, a in enumerate(gpus):
-        for b in gpus[i + 1:]:
+        for b in gpus[i + 1 :]:
             if a.get("why") or b.get("why"):
-                pairs.append({"gpus": [a["index"], b["index"]], "bridges": [], "verdict": "unknown",
-                              "why": a.get("why") or b.get("why")})
+                pairs.append(
+                    {
+                        "gpus": [a["index"], b["index"]],
+                        "bridges": [],
+                        "verdict": "unknown",
+                        "why": a.get("why") or b.get("why"),
+                    }
+                )
                 continue
             bridges = [devices[x] for x in _between(a, b)]
             verdict, why = _pair_verdict(bridges, a, b)
-            pairs.append({"gpus": [a["index"], b["index"]], "verdict": verdict, "why": why,
-                          "bridges": [{"address": d["address"], "acs": d["acs"]} for d in bridges]})
+            pairs.append(
+                {
+                    "gpus": [a["index"], b["index"]],
+                    "verdict": verdict,
+                    "why": why,
+                    "bridges": [{"address": d["address"], "acs": d["acs"]} for d in bridges],
+                }
+            )
     groups = [g["iommu_group"] for g in gpus]
-    return {"virtualisation": detect.virtualisation(system), "gpus": gpus, "pairs": pairs,
-            "bridges": devices,
-            "vmd": any(g.get("vmd") for g in gpus),
-            "iommu": _iommu_summary(system, groups)}
+    return {
+        "virtualisation": detect.virtualisation(system),
+        "gpus": gpus,
+        "pairs": pairs,
+        "bridges": devices,
+        "vmd": any(g.get("vmd") for g in gpus),
+        "iommu": _iommu_summary(system, groups),
+    }
 
 
 def _iommu_summary(system: System, groups: list[str | None]) -> dict:
@@ -185,14 +240,26 @@ def _iommu_summary(system: System, groups: list[str | None]) -> dict:
         return {"verdict": "no GPUs", "why": "no GPU to place in a group"}
     if all(g is None for g in groups):
         listed = system.entries("/sys/kernel/iommu_groups")
-        return {"verdict": "no groups",
-                "why": "the GPUs are in no IOMMU group: the IOMMU is off (or not exposed to this system)"
-                if not listed else "IOMMU groups exist, yet the GPUs are in none"}
+        return {
+            "verdict": "no groups",
+            "why": "the GPUs are in no IOMMU group: the IOMMU is off (or not exposed to this system)"
+            if not listed
+            else "IOMMU groups exist, yet the GPUs are in none",
+        }
     known = [g for g in groups if g is not None]
     if len(known) < len(groups):
-        return {"verdict": "partial", "why": f"GPU{groups.index(None)} is in no IOMMU group while others are "
-                                             f"(groups {', '.join(g or '-' for g in groups)}): a half-bound GPU?"}
+        return {
+            "verdict": "partial",
+            "why": f"GPU{groups.index(None)} is in no IOMMU group while others are "
+            f"(groups {', '.join(g or '-' for g in groups)}): a half-bound GPU?",
+        }
     if len(known) > 1 and len(set(known)) == 1:
-        return {"verdict": "shared", "why": f"all GPUs share IOMMU group {known[0]}: the kernel cannot "
-                                            "isolate them (no ACS between them), so peer traffic stays below the root"}
-    return {"verdict": "separate", "why": f"the GPUs sit in IOMMU groups {', '.join(g or '-' for g in groups)}"}
+        return {
+            "verdict": "shared",
+            "why": f"all GPUs share IOMMU group {known[0]}: the kernel cannot "
+            "isolate them (no ACS between them), so peer traffic stays below the root",
+        }
+    return {
+        "verdict": "separate",
+        "why": f"the GPUs sit in IOMMU groups {', '.join(g or '-' for g in groups)}",
+    }

@@ -64,11 +64,14 @@ class Choices:
 
 # --- the owned module file ----------------------------------------------------------------------
 
+
 def modprobe_text(profile: HostProfile, dwords: str) -> str:
-    lines = [f"# Written by seatkit (seat host apply {profile.name}); seat host rollback removes it.",
-             "# Change the host profile rather than this file: an edited file stops rollback.",
-             f"# GPU peer-to-peer path, registry form {profile.registry}:",
-             f'options nvidia NVreg_RegistryDwords="{dwords}"']
+    lines = [
+        f"# Written by seatkit (seat host apply {profile.name}); seat host rollback removes it.",
+        "# Change the host profile rather than this file: an edited file stops rollback.",
+        f"# GPU peer-to-peer path, registry form {profile.registry}:",
+        f'options nvidia NVreg_RegistryDwords="{dwords}"',
+    ]
     if profile.hmm_disabled:
         lines += ["# HMM off in the unified-memory driver:", "options nvidia_uvm uvm_disable_hmm=1"]
     return "\n".join(lines) + "\n"
@@ -78,8 +81,10 @@ def foreign_module_options(system: System) -> list[str]:
     """Other modprobe.d files, and module options on the running or the next boot's command line
     (kmod applies those after every file), that set what the owned file sets."""
     found = []
-    lines = {"/proc/cmdline": cmdline.split(system.read_bytes("/proc/cmdline") or b""),
-             state.configured_args(system).source: state.next_boot_tokens(system)}
+    lines = {
+        "/proc/cmdline": cmdline.split(system.read_bytes("/proc/cmdline") or b""),
+        state.configured_args(system).source: state.next_boot_tokens(system),
+    }
     for module, option in (("nvidia", "NVreg_RegistryDwords"), ("nvidia_uvm", "uvm_disable_hmm")):
         _, files = state.modprobe_options(system, module)
         for path in files:
@@ -87,16 +92,22 @@ def foreign_module_options(system: System) -> list[str]:
                 found.append(f"{path} sets {module} {option}")
         for path, words in state.module_lines(system, "install", module):  # run instead of loading it
             if re.search(rf"(^|\s){option}=", words[2]):
-                found.append(f"{path} has an install command for {module} that passes {option} itself: "
-                             "kmod runs it instead of loading the module, and its value comes after every file's")
+                found.append(
+                    f"{path} has an install command for {module} that passes {option} itself: "
+                    "kmod runs it instead of loading the module, and its value comes after every file's"
+                )
         for where, tokens in lines.items():
-            found += [f"the kernel command line ({where}) has {module}.{t}, which kmod applies after "
-                      "every modprobe.d file, so it wins" for t in state.kernel_line_options(tokens, module)
-                      if cmdline.key(t).replace("-", "_") == option.replace("-", "_")]
+            found += [
+                f"the kernel command line ({where}) has {module}.{t}, which kmod applies after "
+                "every modprobe.d file, so it wins"
+                for t in state.kernel_line_options(tokens, module)
+                if cmdline.key(t).replace("-", "_") == option.replace("-", "_")
+            ]
     return list(dict.fromkeys(found))
 
 
 # --- boot stacks: each returns (edit, ops, regen) or a snippet --------------------------------
+
 
 def _dropin_header(text: str, name: str) -> list[str]:
     match = re.search(rf"^# seatkit-{name}:(.*)$", text, re.M)
@@ -105,8 +116,9 @@ def _dropin_header(text: str, name: str) -> list[str]:
 
 def lost_tokens(tokens: list[str], edit: cmdline.Edit) -> list[str]:
     """What of the edit is not in a generated command line: tokens missing, replaced ones still there."""
-    return ([f"{t} is missing" for t in edit.added if t not in tokens]
-            + [f"{t} is still there" for _, t in edit.replaced if t in tokens])
+    return [f"{t} is missing" for t in edit.added if t not in tokens] + [
+        f"{t} is still there" for _, t in edit.replaced if t in tokens
+    ]
 
 
 def _grub_length(system: System, tokens: list[str]) -> bytes:
@@ -122,14 +134,19 @@ def grub_dropin(edit: cmdline.Edit) -> str:
     """A drop-in that grub-mkconfig sources after every other one: it appends, and it removes
     only the tokens it replaces, so rollback (deleting it) puts the user's lines back as they were."""
     replaced = [t for _, t in edit.replaced]
-    lines = ["# Written by seatkit (seat host apply); seat host rollback removes it. Do not edit.",
-             f"# seatkit-adds: {' '.join(edit.added)}", f"# seatkit-replaces: {' '.join(replaced)}"]
+    lines = [
+        "# Written by seatkit (seat host apply); seat host rollback removes it. Do not edit.",
+        f"# seatkit-adds: {' '.join(edit.added)}",
+        f"# seatkit-replaces: {' '.join(replaced)}",
+    ]
     if replaced:
         cases = "|".join(f"'{t}'" for t in replaced)  # no globbing in the word loop (a subshell)
-        lines += [f'seatkit_without() {{ set -f; out=; for t in $1; do case "$t" in {cases}) ;; '
-                  '*) out="$out $t" ;; esac; done; printf %s "${out# }"; }',
-                  'GRUB_CMDLINE_LINUX="$(seatkit_without "$GRUB_CMDLINE_LINUX")"',
-                  'GRUB_CMDLINE_LINUX_DEFAULT="$(seatkit_without "$GRUB_CMDLINE_LINUX_DEFAULT")"']
+        lines += [
+            f'seatkit_without() {{ set -f; out=; for t in $1; do case "$t" in {cases}) ;; '
+            '*) out="$out $t" ;; esac; done; printf %s "${out# }"; }',
+            'GRUB_CMDLINE_LINUX="$(seatkit_without "$GRUB_CMDLINE_LINUX")"',
+            'GRUB_CMDLINE_LINUX_DEFAULT="$(seatkit_without "$GRUB_CMDLINE_LINUX_DEFAULT")"',
+        ]
     # GRUB_CMDLINE_LINUX_DEFAULT does not reach recovery entries: they stay a clean way back.
     lines.append(f'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT {" ".join(edit.added)}"')
     return "\n".join(lines) + "\n"
@@ -149,25 +166,35 @@ def grub(system: System, wanted: list[str], choices: Choices):
         predicted = cmdline.split(grub_defaults.command_line(system, theirs, {GRUB_DROPIN: text}))
         lost = lost_tokens(predicted, edit)
         if lost:
-            raise SeatError(f"after {GRUB_DROPIN} the next update-grub would give a line where "
-                            f"{', '.join(lost)}: "
-                            + ("; ".join(grub_defaults.overriders(system, GRUB_DROPIN)) or "a later file wins"),
-                            "make the later drop-in append to the variable instead of setting it")
+            raise SeatError(
+                f"after {GRUB_DROPIN} the next update-grub would give a line where "
+                f"{', '.join(lost)}: "
+                + ("; ".join(grub_defaults.overriders(system, GRUB_DROPIN)) or "a later file wins"),
+                "make the later drop-in append to the variable instead of setting it",
+            )
         cmdline.check_length(_grub_length(system, predicted), "grub.cfg default entry")
     if text == system.read(GRUB_DROPIN):
         return edit, [], []
-    op = FileOp(GRUB_DROPIN, text.encode() if text else None,
-                "GRUB drop-in appending the IOMMU tokens to the default entries")
+    op = FileOp(
+        GRUB_DROPIN,
+        text.encode() if text else None,
+        "GRUB drop-in appending the IOMMU tokens to the default entries",
+    )
     return edit, [op], [["update-grub"]]
 
 
 def grubby_argv(add: list[str], remove: list[str]) -> list[str]:
-    return (["grubby", "--update-kernel=ALL"] + ([f"--args={' '.join(add)}"] if add else [])
-            + ([f"--remove-args={' '.join(remove)}"] if remove else []))
+    return (
+        ["grubby", "--update-kernel=ALL"]
+        + ([f"--args={' '.join(add)}"] if add else [])
+        + ([f"--remove-args={' '.join(remove)}"] if remove else [])
+    )
 
 
 def kernelstub_argv(add: list[str], remove: list[str]) -> list[str]:
-    return ["kernelstub"] + (["-a", " ".join(add)] if add else []) + (["-d", " ".join(remove)] if remove else [])
+    return (
+        ["kernelstub"] + (["-a", " ".join(add)] if add else []) + (["-d", " ".join(remove)] if remove else [])
+    )
 
 
 def _command(argv, edit: cmdline.Edit, touches: list[str], why: str) -> CommandOp:
@@ -178,8 +205,15 @@ def _command(argv, edit: cmdline.Edit, touches: list[str], why: str) -> CommandO
 
 def bls(system: System, wanted: list[str], choices: Choices):
     entries = [f"/{p.relative_to(system.root)}" for p in system.glob("/boot/loader/entries/*.conf")]
-    options = next((line.split(None, 1)[1] for e in entries for line in (system.read(e) or "").splitlines()
-                    if line.startswith("options ")), None)
+    options = next(
+        (
+            line.split(None, 1)[1]
+            for e in entries
+            for line in (system.read(e) or "").splitlines()
+            if line.startswith("options ")
+        ),
+        None,
+    )
     if options is None:
         raise SeatError("no BLS entry in /boot/loader/entries has an options line")
     edit = cmdline.plan(cmdline.split(options), wanted, choices.replace)
@@ -212,30 +246,48 @@ def kernelstub(system: System, wanted: list[str], choices: Choices):
     if edit.empty:
         return edit, [], []
     touches = [KERNELSTUB_CONFIG] + detect.loader_entries(system)
-    return edit, [_command(kernelstub_argv, edit, touches,
-                           "kernelstub keeps the options and writes the ESP entry")], []
+    return (
+        edit,
+        [_command(kernelstub_argv, edit, touches, "kernelstub keeps the options and writes the ESP entry")],
+        [],
+    )
 
 
 def systemd_boot(system: System, wanted: list[str], choices: Choices):
     kernels = detect.kernels(system)
     if not kernels:
-        raise SeatError("no installed kernel found for kernel-install (/usr/lib/modules/*/vmlinuz, "
-                        "/boot/vmlinuz-*)")
-    by_hand = [e for e in detect.loader_entries(system)
-               if not any(re.search(rf"-{re.escape(v)}(\+\d+(-\d+)?)?\.conf$", e) for v, _ in kernels)]
+        raise SeatError(
+            "no installed kernel found for kernel-install (/usr/lib/modules/*/vmlinuz, /boot/vmlinuz-*)"
+        )
+    by_hand = [
+        e
+        for e in detect.loader_entries(system)
+        if not any(re.search(rf"-{re.escape(v)}(\+\d+(-\d+)?)?\.conf$", e) for v, _ in kernels)
+    ]
     if by_hand:
-        raise SeatError(f"loader entries not written by kernel-install for an installed kernel: "
-                        f"{', '.join(by_hand)}: they would keep booting the old command line",
-                        "add the tokens to them by hand, or remove them, then plan again")
+        raise SeatError(
+            f"loader entries not written by kernel-install for an installed kernel: "
+            f"{', '.join(by_hand)}: they would keep booting the old command line",
+            "add the tokens to them by hand, or remove them, then plan again",
+        )
     current = system.read_bytes(KERNEL_CMDLINE)
     if current is None:  # kernel-install falls back to the running command line
-        current = " ".join(t for t in cmdline.split(system.read_bytes("/proc/cmdline") or b"")
-                           if cmdline.key(t) not in ("BOOT_IMAGE", "initrd")).encode("utf-8", "surrogateescape") + b"\n"
+        current = (
+            " ".join(
+                t
+                for t in cmdline.split(system.read_bytes("/proc/cmdline") or b"")
+                if cmdline.key(t) not in ("BOOT_IMAGE", "initrd")
+            ).encode("utf-8", "surrogateescape")
+            + b"\n"
+        )
     edit = cmdline.plan(cmdline.split(current), wanted, choices.replace)
     if edit.empty:
         return edit, [], []
-    op = FileOp(KERNEL_CMDLINE, edit_kernel_cmdline(current, wanted, choices),
-                "the command line kernel-install writes into each entry")
+    op = FileOp(
+        KERNEL_CMDLINE,
+        edit_kernel_cmdline(current, wanted, choices),
+        "the command line kernel-install writes into each entry",
+    )
     return edit, [op], [["kernel-install", "add", version, image] for version, image in kernels]
 
 
@@ -244,13 +296,16 @@ STACKS = {"grub": grub, "bls": bls, "kernelstub": kernelstub, "systemd-boot": sy
 
 def nixos_snippet(tokens: list[str], module_text: str) -> str:
     options = "\n".join(f"    {line}" for line in module_text.splitlines() if line.startswith("options"))
-    return ("# NixOS is declarative: seatkit changes nothing. Add to configuration.nix, then\n"
-            "# `nixos-rebuild boot` and reboot; roll back by booting the previous generation.\n"
-            f"boot.kernelParams = [ {' '.join(json.dumps(t) for t in tokens)} ];\n"
-            f"boot.extraModprobeConfig = ''\n{options}\n'';\n")
+    return (
+        "# NixOS is declarative: seatkit changes nothing. Add to configuration.nix, then\n"
+        "# `nixos-rebuild boot` and reboot; roll back by booting the previous generation.\n"
+        f"boot.kernelParams = [ {' '.join(json.dumps(t) for t in tokens)} ];\n"
+        f"boot.extraModprobeConfig = ''\n{options}\n'';\n"
+    )
 
 
 # --- the plan -----------------------------------------------------------------------------------
+
 
 def owned_file_refusals(system: System, journal: Journal, paths: list[str]) -> list[str]:
     """An owned file that exists must be exactly what the journal says seatkit wrote last."""
@@ -259,8 +314,10 @@ def owned_file_refusals(system: System, journal: Journal, paths: list[str]) -> l
     for path in paths:
         now = sha256(system.read_bytes(path))
         if now is not None and written.get(path) != now:
-            out.append(f"{path} was changed since seatkit wrote it (or seatkit's journal does not "
-                       "know it): move it aside or restore it, then plan again")
+            out.append(
+                f"{path} was changed since seatkit wrote it (or seatkit's journal does not "
+                "know it): move it aside or restore it, then plan again"
+            )
     return out
 
 
@@ -278,22 +335,34 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
     driver = facts.next_driver or facts.driver  # the options are read when the next boot loads it
     unbuilt = facts.next_driver is None and facts.next_kernel != facts.kernel
     if facts.next_driver and facts.driver and facts.next_driver != facts.driver:
-        warn(f"driver {facts.driver} runs, but the next boot ({facts.next_kernel}) loads the installed "
-             f"{facts.next_driver} (modinfo -k): the registry form is judged for {facts.next_driver}")
+        warn(
+            f"driver {facts.driver} runs, but the next boot ({facts.next_kernel}) loads the installed "
+            f"{facts.next_driver} (modinfo -k): the registry form is judged for {facts.next_driver}"
+        )
     elif unbuilt and facts.driver:  # built at that boot (DKMS), from a source that may be newer
         driver = None
-        warn(f"no nvidia module is installed for the next boot's kernel {facts.next_kernel} (modinfo -k "
-             f"finds none; DKMS may not have built it yet): driver {facts.driver} runs, but which one that "
-             "boot loads is unknown; build it (`dkms autoinstall -k KERNEL`) and plan again")
+        warn(
+            f"no nvidia module is installed for the next boot's kernel {facts.next_kernel} (modinfo -k "
+            f"finds none; DKMS may not have built it yet): driver {facts.driver} runs, but which one that "
+            "boot loads is unknown; build it (`dkms autoinstall -k KERNEL`) and plan again"
+        )
     rule = settings.rule_for(driver, keys) if driver else None
     if driver is None and profile.registry == "five-key":
-        refuse("the NVIDIA driver version is unknown for the next boot (no module for its kernel, no "
-               "/proc/driver/nvidia/version, no modinfo): the five-key form is wrong below 575.51.02, so "
-               "it is refused until the driver is installed")
+        refuse(
+            "the NVIDIA driver version is unknown for the next boot (no module for its kernel, no "
+            "/proc/driver/nvidia/version, no modinfo): the five-key form is wrong below 575.51.02, so "
+            "it is refused until the driver is installed"
+        )
     elif rule and profile.registry in rule.refuse:
-        refuse(f"the {profile.registry} registry form is wrong on driver {driver}"
-               + (f" (installed for the next boot's kernel {facts.next_kernel})" if driver != facts.driver else "")
-               + f": {' '.join(rule.why.split())} Use the conservative profile (three-key).")
+        refuse(
+            f"the {profile.registry} registry form is wrong on driver {driver}"
+            + (
+                f" (installed for the next boot's kernel {facts.next_kernel})"
+                if driver != facts.driver
+                else ""
+            )
+            + f": {' '.join(rule.why.split())} Use the conservative profile (three-key)."
+        )
     for found in foreign_module_options(system):
         refuse(f"{found}: two settings would fight over one option; remove or merge it first")
 
@@ -303,19 +372,27 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
         plan.tokens = list(profile.iommu.tokens[facts.vendor])
     if profile.iommu.mode == "off":
         if facts.virt:
-            refuse(f"this is a virtual machine or container ({facts.virt}): turning the IOMMU off in a "
-                   "guest is meaningless or harmful, and its isolation is needed there")
+            refuse(
+                f"this is a virtual machine or container ({facts.virt}): turning the IOMMU off in a "
+                "guest is meaningless or harmful, and its isolation is needed there"
+            )
         if not choices.acknowledge_iommu_off:
-            refuse(f"turning the IOMMU off needs --acknowledge-iommu-off. "
-                   f"{' '.join(profile.iommu.acknowledge.split())} (seat host plan conservative)")
+            refuse(
+                f"turning the IOMMU off needs --acknowledge-iommu-off. "
+                f"{' '.join(profile.iommu.acknowledge.split())} (seat host plan conservative)"
+            )
         if facts.cpus and facts.cpus >= X2APIC_CPUS:
-            warn(f"{facts.cpus} CPUs: without the IOMMU there is no interrupt remapping, x2APIC can be "
-                 "switched off and CPUs above APIC ID 255 lost at boot; after the reboot compare "
-                 "`nproc --all` with the online CPUs")
+            warn(
+                f"{facts.cpus} CPUs: without the IOMMU there is no interrupt remapping, x2APIC can be "
+                "switched off and CPUs above APIC ID 255 lost at boot; after the reboot compare "
+                "`nproc --all` with the online CPUs"
+            )
 
     if facts.container:
-        refuse(f"this runs in a container ({facts.container}): the boot files here are not the ones "
-               "the host's kernel boots from; run seatkit on the host itself")
+        refuse(
+            f"this runs in a container ({facts.container}): the boot files here are not the ones "
+            "the host's kernel boots from; run seatkit on the host itself"
+        )
     text = modprobe_text(profile, dwords)
     if facts.stack == "nixos":
         plan.snippet = nixos_snippet(plan.tokens, text)
@@ -327,19 +404,25 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
         if facts.initramfs:
             plan.regen.append(facts.initramfs)
             if facts.initramfs[0] == "dracut" and not detect.dracut_hostonly(system):
-                warn("dracut builds generic (non-hostonly) images here, and those leave /etc/modprobe.d "
-                     "out: the options apply when nvidia loads from the root filesystem, not from the "
-                     "initramfs (set hostonly=\"yes\" in /etc/dracut.conf.d to carry them)")
+                warn(
+                    "dracut builds generic (non-hostonly) images here, and those leave /etc/modprobe.d "
+                    "out: the options apply when nvidia loads from the root filesystem, not from the "
+                    'initramfs (set hostonly="yes" in /etc/dracut.conf.d to carry them)'
+                )
         else:
             refuse(f"{facts.initramfs_why}: the initramfs keeps a copy of modprobe.d")
     if facts.stack == "ostree":
-        refuse("rpm-ostree / bootc hosts are image based: use `rpm-ostree kargs --append` with the "
-               f"tokens {' '.join(plan.tokens)} (not automated in this version)")
+        refuse(
+            "rpm-ostree / bootc hosts are image based: use `rpm-ostree kargs --append` with the "
+            f"tokens {' '.join(plan.tokens)} (not automated in this version)"
+        )
     elif facts.stack is None:
         refuse(f"{facts.stack_why}: seatkit edits a boot configuration only when it is sure which one boots")
     elif facts.stack == "systemd-boot" and facts.ukis:
-        refuse(f"unified kernel images found ({', '.join(facts.ukis)}): their command line is built in, "
-               "and rebuilding them is not automated")
+        refuse(
+            f"unified kernel images found ({', '.join(facts.ukis)}): their command line is built in, "
+            "and rebuilding them is not automated"
+        )
     elif plan.tokens:
         try:
             plan.edit, ops, regen = STACKS[facts.stack](system, plan.tokens, choices)
@@ -351,7 +434,9 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
             if facts.stack == "systemd-boot":  # kernel-install rewrites its entries, hand edits too
                 plan.keep = detect.loader_entries(system)
 
-    for path in plan.keep + [p for op in plan.ops for p in ([op.path] if isinstance(op, FileOp) else op.touches)]:
+    for path in plan.keep + [
+        p for op in plan.ops for p in ([op.path] if isinstance(op, FileOp) else op.touches)
+    ]:
         try:  # every refusal a write would meet, found before anything changes
             system.check_writable(path)
         except SeatError as exc:
@@ -360,8 +445,10 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
     active = journal.active()
     last = active[-1] if active else None
     if plan.ops and last and last.begin["facts"]["boot_id"] == facts.boot_id:
-        refuse(f"transaction {last.txid} ({last.begin['profile']}) was applied in this boot and is not "
-               "yet verified: reboot and check `seat host status`, or roll it back, before another change")
+        refuse(
+            f"transaction {last.txid} ({last.begin['profile']}) was applied in this boot and is not "
+            "yet verified: reboot and check `seat host status`, or roll it back, before another change"
+        )
     return plan
 
 
@@ -372,8 +459,20 @@ def diff(system: System, op: FileOp) -> str:
 
 
 def to_json(plan: Plan, system: System) -> dict:
-    ops = [{"file": op.path, "why": op.why, "diff": diff(system, op)} if isinstance(op, FileOp)
-           else {"run": op.argv, "undo": op.undo, "touches": op.touches, "why": op.why} for op in plan.ops]
-    return {"profile": plan.profile, "facts": plan.facts.to_json(), "tokens": plan.tokens,
-            "edit": plan.edit.to_json() if plan.edit else None, "ops": ops, "regen": plan.regen,
-            "refusals": plan.refusals, "warnings": plan.warnings, "snippet": plan.snippet}
+    ops = [
+        {"file": op.path, "why": op.why, "diff": diff(system, op)}
+        if isinstance(op, FileOp)
+        else {"run": op.argv, "undo": op.undo, "touches": op.touches, "why": op.why}
+        for op in plan.ops
+    ]
+    return {
+        "profile": plan.profile,
+        "facts": plan.facts.to_json(),
+        "tokens": plan.tokens,
+        "edit": plan.edit.to_json() if plan.edit else None,
+        "ops": ops,
+        "regen": plan.regen,
+        "refusals": plan.refusals,
+        "warnings": plan.warnings,
+        "snippet": plan.snippet,
+    }

@@ -22,26 +22,32 @@ def generated(system: System, stack: str) -> list[tuple[str, list[str]]]:
     for entry in entries:
         for line in (system.read_bytes(entry) or b"").splitlines():
             if line.startswith(b"options"):
-                out.append((entry, cmdline.split(line[len(b"options"):])))
+                out.append((entry, cmdline.split(line[len(b"options") :])))
                 break
     return out
 
 
 def lost(system: System, plan: Plan) -> str:
     """Empty when every generated entry carries the edit; else what is lost where, and why."""
-    if plan.edit is None or plan.edit.empty or plan.facts.stack not in ("grub", "bls", "systemd-boot",
-                                                                        "kernelstub"):
+    if (
+        plan.edit is None
+        or plan.edit.empty
+        or plan.facts.stack not in ("grub", "bls", "systemd-boot", "kernelstub")
+    ):
         return ""
     entries = generated(system, plan.facts.stack)
     problems = []
     for path, tokens in entries or [("the loader entries", [])]:
-        missing = ([t for t in plan.edit.added if t not in tokens]
-                   + [t for _, t in plan.edit.replaced if t in tokens])
+        missing = [t for t in plan.edit.added if t not in tokens] + [
+            t for _, t in plan.edit.replaced if t in tokens
+        ]
         if missing:
             problems.append(f"{path} lacks {' '.join(missing)}" if tokens else f"{path} has no command line")
     if problems and plan.facts.stack == "grub":
-        problems += [f"{o} after {GRUB_DROPIN} (it overrides seatkit's drop-in)"
-                     for o in grub_defaults.overriders(system, GRUB_DROPIN)]
+        problems += [
+            f"{o} after {GRUB_DROPIN} (it overrides seatkit's drop-in)"
+            for o in grub_defaults.overriders(system, GRUB_DROPIN)
+        ]
     return "; ".join(problems)
 
 
@@ -53,7 +59,9 @@ def boot_lines(system: System) -> list[tuple[str, list[str]]]:
     """(file, tokens) of every kernel line any boot entry has: every `linux` line of every grub.cfg
     (recovery and older kernels too), every options line of every loader entry."""
     out = []
-    cfgs = list(GRUB_CFGS) + [f"/{p.relative_to(system.root)}" for p in system.glob("/boot/efi/EFI/*/grub.cfg")]
+    cfgs = list(GRUB_CFGS) + [
+        f"/{p.relative_to(system.root)}" for p in system.glob("/boot/efi/EFI/*/grub.cfg")
+    ]
     for path in cfgs:
         for line in (system.read_bytes(path) or b"").splitlines():
             words = line.split()
@@ -62,20 +70,26 @@ def boot_lines(system: System) -> list[tuple[str, list[str]]]:
     for entry in detect.loader_entries(system):
         for line in (system.read_bytes(entry) or b"").splitlines():
             if line.startswith(b"options"):
-                out.append((entry, cmdline.split(line[len(b"options"):])))
+                out.append((entry, cmdline.split(line[len(b"options") :])))
     return out
 
 
 def images(system: System) -> list[str]:
     """Every initramfs a boot may load: the generators' images in /boot, and the copies loader
     entries name on the ESP (kernel-install copies the image there)."""
-    found = {f"/{p.relative_to(system.root)}" for pattern in ("/boot/initrd.img-*", "/boot/initramfs-*.img")
-             for p in system.glob(pattern) if not detect.LEFTOVER.search(p.name)}
+    found = {
+        f"/{p.relative_to(system.root)}"
+        for pattern in ("/boot/initrd.img-*", "/boot/initramfs-*.img")
+        for p in system.glob(pattern)
+        if not detect.LEFTOVER.search(p.name)
+    }
     for entry in detect.loader_entries(system):
-        esp = entry[:entry.index("/loader/entries/")]
+        esp = entry[: entry.index("/loader/entries/")]
         for line in (system.read(entry) or "").splitlines():
             words = line.split()
-            if len(words) == 2 and words[0] == "initrd":  # relative to the ESP (or, as some write it, absolute)
+            if (
+                len(words) == 2 and words[0] == "initrd"
+            ):  # relative to the ESP (or, as some write it, absolute)
                 found.update(p for p in (esp + words[1], words[1]) if system.exists(p))
     return sorted(found)
 
@@ -94,14 +108,18 @@ def operators_tokens(system: System, stack: str | None) -> set[str]:
     return set(cmdline.split(system.read_bytes(KERNEL_CMDLINE) or b""))
 
 
-def remains(system: System, tokens: list[str], generator: str | None, module_file_gone: bool,
-            lines_before: list = ()) -> list[str]:
+def remains(
+    system: System, tokens: list[str], generator: str | None, module_file_gone: bool, lines_before: list = ()
+) -> list[str]:
     """What of seatkit's change a boot could still get: its tokens in any boot line but one that
     was there, word for word, before apply (a rescue or custom entry of the operator's), its module
     file in any initramfs (checked only once the file is gone from /etc). Empty is the proof."""
     theirs = [(path, list(found)) for path, found in lines_before]
-    out = [f"{path} still carries {' '.join(t for t in tokens if t in found)}"
-           for path, found in boot_lines(system) if (path, found) not in theirs and any(t in found for t in tokens)]
+    out = [
+        f"{path} still carries {' '.join(t for t in tokens if t in found)}"
+        for path, found in boot_lines(system)
+        if (path, found) not in theirs and any(t in found for t in tokens)
+    ]
     if module_file_gone and generator in LISTERS:
         for image in images(system):
             rc, output = system.run([LISTERS[generator], image])

@@ -29,8 +29,10 @@ class Iommu(Strict):
     def _kernel_parameters(cls, tokens):  # they land in boot configuration read by shells and GRUB
         for token in (t for group in tokens.values() for t in group):
             if not KERNEL_PARAMETER.fullmatch(token):
-                raise ValueError(f"{token!r} is not a plain kernel parameter (name[=value] of letters, "
-                                 "digits and _ . , : = / + % @ -)")
+                raise ValueError(
+                    f"{token!r} is not a plain kernel parameter (name[=value] of letters, "
+                    "digits and _ . , : = / + % @ -)"
+                )
         return tokens
 
 
@@ -84,8 +86,13 @@ def _yaml(path: Path) -> dict:
 
 def load(name: str) -> HostProfile:
     path = Path(name) if name.endswith(".yaml") else HOST / f"{name}.yaml"
-    return validate(HostProfile, {**_yaml(path), "name": path.stem}, path, "host profile",
-                    "host/paper.yaml and host/conservative.yaml are working examples")
+    return validate(
+        HostProfile,
+        {**_yaml(path), "name": path.stem},
+        path,
+        "host profile",
+        "host/paper.yaml and host/conservative.yaml are working examples",
+    )
 
 
 def registry_keys() -> RegistryKeys:

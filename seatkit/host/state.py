@@ -16,8 +16,13 @@ from seatkit.host.system import System
 
 IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
 # kmod's folders in its order: a file name in an earlier one masks the same name in later ones.
-MODPROBE_DIRS = ("/etc/modprobe.d", "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d",
-                 "/lib/modprobe.d")
+MODPROBE_DIRS = (
+    "/etc/modprobe.d",
+    "/run/modprobe.d",
+    "/usr/local/lib/modprobe.d",
+    "/usr/lib/modprobe.d",
+    "/lib/modprobe.d",
+)
 KERNEL_LINE = "the kernel command line"
 LOADER_ESPS = ("/boot", "/boot/efi", "/efi")
 
@@ -51,55 +56,69 @@ def boot_id(system: System) -> str | None:
 
 
 def driver_version(system: System) -> str | None:
-    match = re.search(r"Kernel Module\s+(?:for \S+\s+)?([0-9]+\.[0-9.]+)",
-                      system.read("/proc/driver/nvidia/version") or "")
+    match = re.search(
+        r"Kernel Module\s+(?:for \S+\s+)?([0-9]+\.[0-9.]+)", system.read("/proc/driver/nvidia/version") or ""
+    )
     return match.group(1) if match else None
 
 
 # --- live -------------------------------------------------------------------------------------
 
+
 def live_cmdline(system: System) -> Reading:
     text = system.read("/proc/cmdline")
-    return Reading(iommu_tokens(text), "/proc/cmdline") if text is not None else \
-        Reading(None, "/proc/cmdline unreadable")
+    return (
+        Reading(iommu_tokens(text), "/proc/cmdline")
+        if text is not None
+        else Reading(None, "/proc/cmdline unreadable")
+    )
 
 
 def live_iommu_facts(system: System) -> dict:
     units = system.entries("/sys/class/iommu")
     groups = system.entries("/sys/kernel/iommu_groups")
-    types = sorted({(system.read(f"/sys/kernel/iommu_groups/{g}/type") or "?").strip()
-                    for g in groups or []})
-    return {"iommu_units": units, "iommu_groups": len(groups) if groups is not None else None,
-            "iommu_group_types": types}
+    types = sorted({(system.read(f"/sys/kernel/iommu_groups/{g}/type") or "?").strip() for g in groups or []})
+    return {
+        "iommu_units": units,
+        "iommu_groups": len(groups) if groups is not None else None,
+        "iommu_group_types": types,
+    }
 
 
 def nvidia_params(system: System) -> dict[str, str] | None:
     text = system.read("/proc/driver/nvidia/params")
     if text is None:
         return None
-    return {k.strip(): v.strip() for k, _, v in
-            (line.partition(":") for line in text.splitlines() if ":" in line)}
+    return {
+        k.strip(): v.strip() for k, _, v in (line.partition(":") for line in text.splitlines() if ":" in line)
+    }
 
 
 def live_dwords(system: System) -> Reading:
     params = nvidia_params(system)
     if params is None:
-        return Reading(None, "/proc/driver/nvidia/params absent: the nvidia module is not loaded "
-                             "(or this is a container or VM that hides it)")
+        return Reading(
+            None,
+            "/proc/driver/nvidia/params absent: the nvidia module is not loaded "
+            "(or this is a container or VM that hides it)",
+        )
     return Reading(parse_dwords(params.get("RegistryDwords", "")), "/proc/driver/nvidia/params")
 
 
 def live_hmm_disabled(system: System) -> Reading:
     text = system.read("/sys/module/nvidia_uvm/parameters/uvm_disable_hmm")
     if text is None:
-        return Reading(None, "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm absent: "
-                             "nvidia_uvm is not loaded")
+        return Reading(
+            None, "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm absent: nvidia_uvm is not loaded"
+        )
     return Reading(text.strip() in ("Y", "1"), "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm")
 
 
 # --- configured -------------------------------------------------------------------------------
 
-MENU = re.compile(r"""^\s*(menuentry|submenu)\s+(?:'([^']*)'|"([^"]*)")(?:.*\$menuentry_id_option\s+'([^']*)')?""")
+MENU = re.compile(
+    r"""^\s*(menuentry|submenu)\s+(?:'([^']*)'|"([^"]*)")(?:.*\$menuentry_id_option\s+'([^']*)')?"""
+)
 
 
 def grub_entries(text: str) -> list[tuple[list[tuple[str, str | None]], list[str]]]:
@@ -121,10 +140,18 @@ def grub_entries(text: str) -> list[tuple[list[tuple[str, str | None]], list[str
 
 def _grub_default(system: System, text: str) -> str:
     """GRUB's default: the saved entry when grub.cfg defaults to it, else `set default`'s value."""
-    default = next((m.group(1) for m in re.finditer(r'^\s*set default="?([^"\n]*)"?', text, re.M)
-                    if "next_entry" not in m.group(1)), "0")  # next_entry is grub-reboot's one-off
+    default = next(
+        (
+            m.group(1)
+            for m in re.finditer(r'^\s*set default="?([^"\n]*)"?', text, re.M)
+            if "next_entry" not in m.group(1)
+        ),
+        "0",
+    )  # next_entry is grub-reboot's one-off
     if "saved_entry" in default:
-        env = next((system.read(p) for p in ("/boot/grub/grubenv", "/boot/grub2/grubenv") if system.read(p)), "")
+        env = next(
+            (system.read(p) for p in ("/boot/grub/grubenv", "/boot/grub2/grubenv") if system.read(p)), ""
+        )
         found = re.search(r"^saved_entry=(.*)$", env, re.M)
         default = found.group(1).strip() if found and found.group(1).strip() else "0"
     return default
@@ -160,7 +187,9 @@ def grub_default_args(system: System) -> tuple[str, str, str] | None:
 
 def _version_key(name: str) -> list:
     """Versions compared as systemd-boot and rpm do: digit runs as numbers, the rest as text."""
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.findall(r"\d+|[^\d]+", name)]
+    return [
+        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.findall(r"\d+|[^\d]+", name)
+    ]
 
 
 EFIVARS = "/sys/firmware/efi/efivars"
@@ -180,7 +209,9 @@ def efivar_text(system: System, name: str, guid: str = LOADER_GUID) -> str | Non
 def _loader_patterns(system: System) -> list[str]:
     """systemd-boot's choice in its order: the one-shot entry (`bootctl set-oneshot`), the default
     variable (`bootctl set-default`), then loader.conf's `default` (`@saved`: the entry booted last)."""
-    out = [v for v in (efivar_text(system, "LoaderEntryOneShot"), efivar_text(system, "LoaderEntryDefault")) if v]
+    out = [
+        v for v in (efivar_text(system, "LoaderEntryOneShot"), efivar_text(system, "LoaderEntryDefault")) if v
+    ]
     for esp in LOADER_ESPS:
         for line in (system.read(f"{esp}/loader/loader.conf") or "").splitlines():
             words = line.split()
@@ -216,14 +247,17 @@ def configured_args(system: System) -> Reading:
         return Reading(grub[0], grub[1])
     entry = default_entry(system)
     if entry:
-        options = [line for line in entry.read_text(errors="replace").splitlines() if line.startswith("options")]
+        options = [
+            line for line in entry.read_text(errors="replace").splitlines() if line.startswith("options")
+        ]
         if options:
-            return Reading(options[0][len("options"):], f"/{entry.relative_to(system.root)}")
+            return Reading(options[0][len("options") :], f"/{entry.relative_to(system.root)}")
     text = system.read("/etc/kernel/cmdline")
     if text is not None:
         return Reading(text, "/etc/kernel/cmdline")
-    return Reading(None, "no generated boot configuration found (grub.cfg, loader entries, "
-                         "/etc/kernel/cmdline)")
+    return Reading(
+        None, "no generated boot configuration found (grub.cfg, loader entries, /etc/kernel/cmdline)"
+    )
 
 
 def configured_cmdline(system: System) -> Reading:
@@ -263,19 +297,30 @@ def kernel_line_options(tokens: list[str], module: str) -> list[str]:
 def module_lines(system: System, command: str, module: str) -> list[tuple[str, list[str]]]:
     """(file, words) of every `COMMAND MODULE ...` line kmod reads: its folders, each file name once
     (the first folder's masks the rest), in name order; dashes in the name read as underscores."""
-    names = sorted({name for d in MODPROBE_DIRS for name in (system.entries(d) or [])
-                    if name.endswith(".conf") and not name.startswith(".")})
+    names = sorted(
+        {
+            name
+            for d in MODPROBE_DIRS
+            for name in (system.entries(d) or [])
+            if name.endswith(".conf") and not name.startswith(".")
+        }
+    )
     out = []
     for name in names:
         path = next((f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None), None)
         if path is None:  # only folders or dangling links by that name: kmod skips them too
             continue
-        out += [(path, words) for _, words in modprobe_lines(system.read(path) or "")
-                if len(words) == 3 and words[0] == command and words[1].replace("-", "_") == module]
+        out += [
+            (path, words)
+            for _, words in modprobe_lines(system.read(path) or "")
+            if len(words) == 3 and words[0] == command and words[1].replace("-", "_") == module
+        ]
     return out
 
 
-def modprobe_options(system: System, module: str, kernel_line: list[str] = ()) -> tuple[dict[str, str], list[str]]:
+def modprobe_options(
+    system: System, module: str, kernel_line: list[str] = ()
+) -> tuple[dict[str, str], list[str]]:
     """`options MODULE k=v ...` as modprobe resolves them: every modprobe.d file in name order, later
     files winning, then the kernel command line's `MODULE.k=v` (kmod appends those last, so they
     win); with the files (and the command line) that set any."""
@@ -298,11 +343,15 @@ def next_boot_tokens(system: System) -> list[str]:
 
 def configured_dwords(system: System) -> Reading:
     options, files = modprobe_options(system, "nvidia", next_boot_tokens(system))
-    return Reading(parse_dwords(options.get("NVreg_RegistryDwords", "")),
-                   ", ".join(files) or "no modprobe.d file sets nvidia options")
+    return Reading(
+        parse_dwords(options.get("NVreg_RegistryDwords", "")),
+        ", ".join(files) or "no modprobe.d file sets nvidia options",
+    )
 
 
 def configured_hmm_disabled(system: System) -> Reading:
     options, files = modprobe_options(system, "nvidia_uvm", next_boot_tokens(system))
-    return Reading(options.get("uvm_disable_hmm") in ("1", "Y", "y"),
-                   ", ".join(files) or "no modprobe.d file sets nvidia_uvm options")
+    return Reading(
+        options.get("uvm_disable_hmm") in ("1", "Y", "y"),
+        ", ".join(files) or "no modprobe.d file sets nvidia_uvm options",
+    )

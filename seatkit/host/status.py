@@ -1,24 +1,26 @@
 """`seat host status`: per setting, desired | configured | live, and a verdict.
 
-    OK               live matches the profile, and so does what the next boot configures
-    REVERTS          live matches the profile, but the next boot (or module load) drops it
-    PENDING-REBOOT   configured as desired, the running kernel still has the old command line
-    PENDING-RELOAD   configured as desired, the loaded modules still have the old options
-    DRIFT            the files on disk say something other than the profile
-    UNKNOWN          a column could not be read; the row says why
-    REFUSED          the profile asks for something known to be wrong on the running driver
+OK               live matches the profile, and so does what the next boot configures
+REVERTS          live matches the profile, but the next boot (or module load) drops it
+PENDING-REBOOT   configured as desired, the running kernel still has the old command line
+PENDING-RELOAD   configured as desired, the loaded modules still have the old options
+DRIFT            the files on disk say something other than the profile
+UNKNOWN          a column could not be read; the row says why
+REFUSED          the profile asks for something known to be wrong on the running driver
 """
 
 from __future__ import annotations
 
-from seatkit.host import cmdline, gpus as gpu_inventory, p2p, settings, state, step
+from seatkit.host import cmdline, p2p, settings, state, step
+from seatkit.host import gpus as gpu_inventory
 from seatkit.host.journal import Journal
 from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
 
-
-REVERTS = {"PENDING-REBOOT": "reverts at the next boot", "PENDING-RELOAD": "reverts at the next boot "
-                                                                            "(or module reload)"}
+REVERTS = {
+    "PENDING-REBOOT": "reverts at the next boot",
+    "PENDING-RELOAD": "reverts at the next boot (or module reload)",
+}
 
 
 def _verdict(desired, configured: state.Reading, live: state.Reading, pending: str) -> str:
@@ -31,14 +33,26 @@ def _verdict(desired, configured: state.Reading, live: state.Reading, pending: s
     return "UNKNOWN"
 
 
-def _row(setting: str, desired, configured: state.Reading, live: state.Reading, pending: str,
-         **details) -> dict:
+def _row(
+    setting: str, desired, configured: state.Reading, live: state.Reading, pending: str, **details
+) -> dict:
     verdict = _verdict(desired, configured, live, pending)
-    why = {"why": f"{REVERTS[pending]}: {configured.source} configures {_jsonable(configured.value)}"} \
-        if verdict == "REVERTS" else {}
-    return {"setting": setting, "desired": desired, "configured": configured.value,
-            "configured_from": configured.source, "live": live.value, "live_from": live.source,
-            "verdict": verdict, **why, **details}
+    why = (
+        {"why": f"{REVERTS[pending]}: {configured.source} configures {_jsonable(configured.value)}"}
+        if verdict == "REVERTS"
+        else {}
+    )
+    return {
+        "setting": setting,
+        "desired": desired,
+        "configured": configured.value,
+        "configured_from": configured.source,
+        "live": live.value,
+        "live_from": live.source,
+        "verdict": verdict,
+        **why,
+        **details,
+    }
 
 
 def _jsonable(value):
@@ -50,18 +64,34 @@ def _jsonable(value):
 def iommu_row(profile: HostProfile, system: System) -> dict:
     vendor = state.cpu_vendor(system)
     if vendor is None:
-        return {"setting": "iommu", "verdict": "UNKNOWN", "desired": None, "configured": None,
-                "live": None, "why": "CPU vendor not recognised in /proc/cpuinfo: the token set "
-                                     "depends on it (amd_iommu or intel_iommu)"}
+        return {
+            "setting": "iommu",
+            "verdict": "UNKNOWN",
+            "desired": None,
+            "configured": None,
+            "live": None,
+            "why": "CPU vendor not recognised in /proc/cpuinfo: the token set "
+            "depends on it (amd_iommu or intel_iommu)",
+        }
     desired = set(profile.iommu.tokens[vendor])
     keys = {cmdline.key(t) for t in desired}
 
     def deciding(reading: state.Reading) -> state.Reading:  # as plan judges: only the keys it sets
-        return state.Reading({t for t in reading.value if cmdline.key(t) in keys}, reading.source) \
-            if reading.known else reading
-    row = _row("iommu", desired, deciding(state.configured_cmdline(system)),
-               deciding(state.live_cmdline(system)), "PENDING-REBOOT", cpu_vendor=vendor,
-               **state.live_iommu_facts(system))
+        return (
+            state.Reading({t for t in reading.value if cmdline.key(t) in keys}, reading.source)
+            if reading.known
+            else reading
+        )
+
+    row = _row(
+        "iommu",
+        desired,
+        deciding(state.configured_cmdline(system)),
+        deciding(state.live_cmdline(system)),
+        "PENDING-REBOOT",
+        cpu_vendor=vendor,
+        **state.live_iommu_facts(system),
+    )
     if profile.iommu.mode == "off" and row["verdict"] == "OK" and row["iommu_units"]:
         row["verdict"] = "DRIFT"
         row["why"] = "the tokens are live, yet /sys/class/iommu still lists IOMMU units"
@@ -71,8 +101,15 @@ def iommu_row(profile: HostProfile, system: System) -> dict:
 def registry_row(profile: HostProfile, system: System, driver: str | None) -> dict:
     keys = settings.registry_keys()
     desired = settings.parse_dwords(keys.forms[profile.registry].dwords)
-    row = _row("registry_keys", desired, state.configured_dwords(system), state.live_dwords(system),
-               "PENDING-RELOAD", form=profile.registry, driver=driver)
+    row = _row(
+        "registry_keys",
+        desired,
+        state.configured_dwords(system),
+        state.live_dwords(system),
+        "PENDING-RELOAD",
+        form=profile.registry,
+        driver=driver,
+    )
     rule = settings.rule_for(driver, keys) if driver else None
     if rule and profile.registry in rule.refuse:
         row.update(verdict="REFUSED", why=" ".join(rule.why.split()))
@@ -83,40 +120,64 @@ def registry_row(profile: HostProfile, system: System, driver: str | None) -> di
 
 def rebar_row(profile: HostProfile, system: System, inventory: dict | None) -> dict:
     configured = state.configured_dwords(system)
-    configured = state.Reading(configured.value.get("EnableResizableBar") == "1"
-                               if configured.known else None, configured.source)
+    configured = state.Reading(
+        configured.value.get("EnableResizableBar") == "1" if configured.known else None, configured.source
+    )
     if inventory is None:
         live = state.Reading(None, "NVML unavailable: no NVIDIA driver answers")
     else:
         need = profile.rebar.min_bar1_fraction_of_vram
         sizes = [(g["bar1_total_mib"], g["memory_mib"]) for g in inventory["gpus"]]
         readable = all(isinstance(b, int) and isinstance(m, int) for b, m in sizes)
-        live = state.Reading(all(b >= need * m for b, m in sizes) if readable and sizes else None,
-                             f"NVML BAR1 against framebuffer, MiB: {sizes}" if sizes else "no GPUs")
+        live = state.Reading(
+            all(b >= need * m for b, m in sizes) if readable and sizes else None,
+            f"NVML BAR1 against framebuffer, MiB: {sizes}" if sizes else "no GPUs",
+        )
     # Firmware ReBAR is not readable from the OS; the live BAR1 size is what counts.
-    return _row("rebar", True, configured, live, "PENDING-RELOAD",
-                firmware="unknown (not readable from the OS)")
+    return _row(
+        "rebar", True, configured, live, "PENDING-RELOAD", firmware="unknown (not readable from the OS)"
+    )
 
 
 def hmm_row(profile: HostProfile, system: System) -> dict:
-    return _row("hmm_disabled", profile.hmm_disabled, state.configured_hmm_disabled(system),
-                state.live_hmm_disabled(system), "PENDING-RELOAD")
+    return _row(
+        "hmm_disabled",
+        profile.hmm_disabled,
+        state.configured_hmm_disabled(system),
+        state.live_hmm_disabled(system),
+        "PENDING-RELOAD",
+    )
 
 
 def status(profile: HostProfile, system: System | None = None) -> dict:
     system = system or System()
     inventory = gpu_inventory.inventory(system)
     driver = state.driver_version(system) or (inventory or {}).get("driver")
-    rows = [iommu_row(profile, system), registry_row(profile, system, driver),
-            rebar_row(profile, system, inventory), hmm_row(profile, system)]
+    rows = [
+        iommu_row(profile, system),
+        registry_row(profile, system, driver),
+        rebar_row(profile, system, inventory),
+        hmm_row(profile, system),
+    ]
     rows = [{k: _jsonable(v) for k, v in row.items()} for row in rows]
     journal = Journal(system)
-    return {"profile": profile.name, "boot_id": state.boot_id(system), "driver": driver,
-            "rows": rows,
-            "transactions": {
-                "in_force": [{"tx": t.txid, "profile": t.begin["profile"],
-                              "applied_in_this_boot": t.begin["facts"]["boot_id"] == state.boot_id(system)}
-                             for t in journal.active()],
-                "interrupted": [t.txid for t in journal.open()]},
-            "data_path": p2p.data_path(system), "step": step.step_path(system),
-            "pcie": (inventory or {}).get("pcie")}
+    return {
+        "profile": profile.name,
+        "boot_id": state.boot_id(system),
+        "driver": driver,
+        "rows": rows,
+        "transactions": {
+            "in_force": [
+                {
+                    "tx": t.txid,
+                    "profile": t.begin["profile"],
+                    "applied_in_this_boot": t.begin["facts"]["boot_id"] == state.boot_id(system),
+                }
+                for t in journal.active()
+            ],
+            "interrupted": [t.txid for t in journal.open()],
+        },
+        "data_path": p2p.data_path(system),
+        "step": step.step_path(system),
+        "pcie": (inventory or {}).get("pcie"),
+    }

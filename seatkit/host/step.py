@@ -53,10 +53,17 @@ def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
         layers, hidden = config["num_hidden_layers"], config["hidden_size"]
     except (ValueError, KeyError, TypeError, AttributeError):
         return f"{path} has no num_hidden_layers and hidden_size: give --layers and --hidden"
-    if not (type(layers) is int and LAYERS[0] <= layers <= LAYERS[1]
-            and type(hidden) is int and HIDDEN[0] <= hidden <= HIDDEN[1] and hidden % 8 == 0):
-        return (f"{path} gives num_hidden_layers {layers!r} and hidden_size {hidden!r}, not a model's "
-                f"({LAYERS[0]}-{LAYERS[1]} layers, hidden {HIDDEN[0]}-{HIDDEN[1]} in 8s): give --layers and --hidden")
+    if not (
+        type(layers) is int
+        and LAYERS[0] <= layers <= LAYERS[1]
+        and type(hidden) is int
+        and HIDDEN[0] <= hidden <= HIDDEN[1]
+        and hidden % 8 == 0
+    ):
+        return (
+            f"{path} gives num_hidden_layers {layers!r} and hidden_size {hidden!r}, not a model's "
+            f"({LAYERS[0]}-{LAYERS[1]} layers, hidden {HIDDEN[0]}-{HIDDEN[1]} in 8s): give --layers and --hidden"
+        )
     return layers, hidden
 
 
@@ -70,8 +77,13 @@ def reference(profile: Profile) -> dict | None:
     card = cards.load(path)
     for figure in card.figures:
         if figure.ms_per_step and figure.tokens_per_step and card.conditions_of(figure).get("context") == 0:
-            return {"card": path.stem, "figure": figure.id, "ms_per_step": figure.ms_per_step,
-                    "tokens_per_step": figure.tokens_per_step, "k": card.conditions_of(figure).get("k")}
+            return {
+                "card": path.stem,
+                "figure": figure.id,
+                "ms_per_step": figure.ms_per_step,
+                "tokens_per_step": figure.tokens_per_step,
+                "k": card.conditions_of(figure).get("k"),
+            }
     return None
 
 
@@ -79,12 +91,16 @@ LYING_HINT = "the probe and the kit differ (an edited p2p_probe.py?): reinstall 
 
 
 def run(layers: int, hidden: int, replays: int, image: str | None = None) -> dict:
-    result = p2p.run_probe(image, ["--step", "--layers", str(layers), "--hidden", str(hidden),
-                                   "--replays", str(replays)])
+    result = p2p.run_probe(
+        image, ["--step", "--layers", str(layers), "--hidden", str(hidden), "--replays", str(replays)]
+    )
     shape = (result.get("step") or {}) if isinstance(result, dict) else {}
     if isinstance(shape, dict) and shape and (shape.get("layers"), shape.get("hidden")) != (layers, hidden):
-        raise SeatError(f"the probe answered for L={shape.get('layers')} hidden={shape.get('hidden')}, "
-                        f"not the L={layers} hidden={hidden} asked", LYING_HINT)
+        raise SeatError(
+            f"the probe answered for L={shape.get('layers')} hidden={shape.get('hidden')}, "
+            f"not the L={layers} hidden={hidden} asked",
+            LYING_HINT,
+        )
     return result
 
 
@@ -104,8 +120,12 @@ def _checked(result) -> list[str]:
     """The probe's result as the probe writes it (else a SeatError); problems with its figures."""
     try:
         step = result["step"]
-        if not (isinstance(step["gpus"], int) and isinstance(step["forms"], dict)
-                and isinstance(step["tokens"], list) and isinstance(step["placement"], str)):
+        if not (
+            isinstance(step["gpus"], int)
+            and isinstance(step["forms"], dict)
+            and isinstance(step["tokens"], list)
+            and isinstance(step["placement"], str)
+        ):
             raise TypeError("gpus, forms, tokens or placement of the wrong kind")
         sizes = set(step["bytes_by_tokens"])
         for base in step["forms"].get("baseline") or []:
@@ -135,28 +155,45 @@ def judge(result: dict, ref: dict | None, k: int | None) -> dict:
     forms = step["forms"]
     oneshot = forms.get("oneshot") or {}
     if oneshot.get("correct") is False:
-        problems.append(f"one-shot all-reduce: {oneshot.get('wrong_count', '?')} wrong sums, "
-                        f"{oneshot.get('waits_given_up', '?')} flag waits gave up")
+        problems.append(
+            f"one-shot all-reduce: {oneshot.get('wrong_count', '?')} wrong sums, "
+            f"{oneshot.get('waits_given_up', '?')} flag waits gave up"
+        )
     if (forms.get("nccl") or {}).get("correct") is False:
         problems.append("NCCL all-reduce returned a wrong sum")
     peers = step["gpus"] > 1
     verdict = "failed" if problems else "measured" if peers else "one GPU: baseline only"
     if ref and ref.get("k") is not None:
-        k = ref["k"]  # the published step ran at the card's k: its train is at that 1+k, whatever the profile says
+        k = ref[
+            "k"
+        ]  # the published step ran at the card's k: its train is at that 1+k, whatever the profile says
     tokens = str(1 + k) if k is not None else None
     shares = {}
     if ref and peers and not garbage and tokens in step["bytes_by_tokens"]:
         budget_us = ref["ms_per_step"] * 1000
-        base = min(b["by_tokens"][tokens]["train_us"]["p50"] for b in forms.get("baseline", [])) \
-            if forms.get("baseline") else 0.0
+        base = (
+            min(b["by_tokens"][tokens]["train_us"]["p50"] for b in forms.get("baseline", []))
+            if forms.get("baseline")
+            else 0.0
+        )
         for form in FORMS:
             figures = (forms.get(form) or {}).get("by_tokens", {}).get(tokens)
             if figures and "train_us" in figures:  # absent where the probe stopped on a rank that never came
                 train = figures["train_us"]["p50"]
-                shares[form] = {"train_us": train, "net_us": train - base, "share": train / budget_us,
-                                "net_share": (train - base) / budget_us}
-    return {**result, "verdict": verdict, "problems": problems, "reference": ref,
-            "tokens_per_collective": tokens, "shares": shares}
+                shares[form] = {
+                    "train_us": train,
+                    "net_us": train - base,
+                    "share": train / budget_us,
+                    "net_share": (train - base) / budget_us,
+                }
+    return {
+        **result,
+        "verdict": verdict,
+        "problems": problems,
+        "reference": ref,
+        "tokens_per_collective": tokens,
+        "shares": shares,
+    }
 
 
 def store(result: dict, system: System) -> str:
@@ -174,8 +211,10 @@ def summary(result: dict) -> str:
     if base and tokens in base[0]["by_tokens"]:
         parts.append(f"baseline {base[0]['by_tokens'][tokens]['train_us']['p50']:.0f} us/train")
     for form, share in result["shares"].items():
-        parts.append(f"{form} {share['train_us']:.0f} us/train = {100 * share['share']:.1f}% of "
-                     f"{result['reference']['ms_per_step']} ms/step")
+        parts.append(
+            f"{form} {share['train_us']:.0f} us/train = {100 * share['share']:.1f}% of "
+            f"{result['reference']['ms_per_step']} ms/step"
+        )
     if tokens not in step["bytes_by_tokens"]:
         parts.append(f"1+k={tokens} not measured (the probe covers 1 to 8)")
     elif step["gpus"] > 1 and result["reference"] is None:
@@ -183,8 +222,10 @@ def summary(result: dict) -> str:
     if not result["shares"] and step["gpus"] < 2:
         one = (step["forms"].get("oneshot") or {}).get("by_tokens", {}).get(tokens)
         if one and "train_us" in one:
-            parts.append(f"one-shot on {step['placement']} {one['train_us']['p50']:.0f} us/train "
-                         "(no peer link: overhead, not communication)")
+            parts.append(
+                f"one-shot on {step['placement']} {one['train_us']['p50']:.0f} us/train "
+                "(no peer link: overhead, not communication)"
+            )
     return ", ".join(parts)
 
 
@@ -203,8 +244,10 @@ def step_path(system: System) -> dict:
             return torn
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record["time"]))
         if record["boot_id"] != state.boot_id(system):
-            return {"verdict": "not measured",
-                    "why": f"the last result ({record['verdict']}, {when}) is from another boot: run it again"}
+            return {
+                "verdict": "not measured",
+                "why": f"the last result ({record['verdict']}, {when}) is from another boot: run it again",
+            }
         if record["verdict"] == "failed":
             return {"verdict": "FAILED on this boot", "why": "; ".join(record["problems"])}
         return {"verdict": f"{record['verdict']} on this boot", "why": f"{summary(record)} ({when})"}
@@ -214,8 +257,13 @@ def step_path(system: System) -> dict:
 
 def check_options(step: bool, layers, hidden, replays, profile) -> None:
     if not step and any(v is not None for v in (layers, hidden, replays, profile)):
-        raise SeatError("--profile, --layers, --hidden and --replays shape the step probe only",
-                        "add --step, or leave them out")
+        raise SeatError(
+            "--profile, --layers, --hidden and --replays shape the step probe only",
+            "add --step, or leave them out",
+        )
     if hidden is not None and hidden % 8:  # refused here, before an image starts only to be refused
-        raise SeatError(f"--hidden {hidden}: a model's hidden size is a multiple of 8",
-                        "give the model's hidden_size from its config.json", 2)
+        raise SeatError(
+            f"--hidden {hidden}: a model's hidden size is a multiple of 8",
+            "give the model's hidden_size from its config.json",
+            2,
+        )

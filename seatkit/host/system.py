@@ -12,9 +12,9 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from seatkit.errors import SeatError
 
@@ -37,7 +37,9 @@ def run_real(argv: list[str]) -> tuple[int, str]:
     except FileNotFoundError:
         return 127, f"{argv[0]}: not found"
     except subprocess.TimeoutExpired as exc:  # a failed step like any other: the journal knows what to undo
-        return 124, (exc.output or b"").decode("utf-8", "replace") + f"\n{argv[0]}: stopped after {TOOL_TIMEOUT} s"
+        return 124, (exc.output or b"").decode(
+            "utf-8", "replace"
+        ) + f"\n{argv[0]}: stopped after {TOOL_TIMEOUT} s"
     return done.returncode, done.stdout.decode("utf-8", "replace")
 
 
@@ -97,8 +99,10 @@ class System:
         target = self.path(path)
         resolved = target.parent.resolve() / target.name
         if target.is_symlink() or not resolved.is_relative_to(self.root.resolve()):
-            raise SeatError(f"{path} is a symlink or leads outside {self.root}: not written",
-                            "seatkit writes only regular files it can own")
+            raise SeatError(
+                f"{path} is a symlink or leads outside {self.root}: not written",
+                "seatkit writes only regular files it can own",
+            )
         return target
 
     def check_writable(self, path: str) -> None:
@@ -106,8 +110,10 @@ class System:
         self._inside(path)
         for folder in [self.path(path).parent, *self.path(path).parent.parents]:
             if folder.exists() and not folder.is_dir():
-                raise SeatError(f"{path}: /{folder.relative_to(self.root)} is not a folder",
-                                "seatkit writes only regular files it can own")
+                raise SeatError(
+                    f"{path}: /{folder.relative_to(self.root)} is not a folder",
+                    "seatkit writes only regular files it can own",
+                )
 
     def missing_dirs(self, path: str) -> list[str]:
         """Folders a write of this path would create, outermost first."""
@@ -159,9 +165,11 @@ def copy_xattrs(source: Path, target: Path, shown: str) -> None:
         try:
             os.setxattr(target, name, os.getxattr(source, name, follow_symlinks=False))
         except OSError as exc:
-            raise SeatError(f"{shown} has the extended attribute {name}, which seatkit cannot copy to "
-                            f"its new version ({exc.strerror}): the file is left as it was",
-                            "an ACL or security label would be lost; set the change by hand") from None
+            raise SeatError(
+                f"{shown} has the extended attribute {name}, which seatkit cannot copy to "
+                f"its new version ({exc.strerror}): the file is left as it was",
+                "an ACL or security label would be lost; set the change by hand",
+            ) from None
 
 
 def syncfs(folder: Path) -> None:

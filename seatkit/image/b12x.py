@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 
 from seatkit import paths
-from seatkit.overlay_lock import B12X_LOCK as LOCK, Lock, load_b12x as load  # noqa: F401 (re-exported)
+from seatkit.overlay_lock import B12X_LOCK as LOCK  # noqa: F401 (re-exported)
+from seatkit.overlay_lock import Lock
 
 FETCHED = paths.REPO / "overlay" / "b12x"
 DENSE = "gemm/dense.py"  # where the published seat's kernel change lives
@@ -37,19 +38,24 @@ def provenance(container, base_labels: dict, b12x_dir: str, lock: Lock | None) -
     when the base records one), the overlay in force, and gemm/dense.py's SHA-256 as the image
     will hold it: the overlay's when it replaces the file, else the base's own."""
     dense = (lock.files.get(DENSE) if lock else None) or _sha256_in(container, f"{b12x_dir}/{DENSE}")
-    return {"B12X_DIR": b12x_dir,
-            "B12X_COMMIT": base_labels.get(BASE_COMMIT_LABEL, "unrecorded by the base"),
-            "B12X_DENSE_SHA256": dense or f"absent: the base has no {b12x_dir}/{DENSE}",
-            "B12X_OVERLAY": f"{lock.source}@{lock.commit} lock sha256 {lock.sha256}" if lock else PUBLIC}
+    return {
+        "B12X_DIR": b12x_dir,
+        "B12X_COMMIT": base_labels.get(BASE_COMMIT_LABEL, "unrecorded by the base"),
+        "B12X_DENSE_SHA256": dense or f"absent: the base has no {b12x_dir}/{DENSE}",
+        "B12X_OVERLAY": f"{lock.source}@{lock.commit} lock sha256 {lock.sha256}" if lock else PUBLIC,
+    }
 
 
 def mounted_over(mounts: list[dict], b12x_dir: str) -> list[str]:
     """The container's mounts (docker inspect's Mounts) that replace files of the b12x package, or
     the package itself: what the seat runs there is not what the image's labels describe."""
     inside = b12x_dir.rstrip("/") + "/"
-    return [f"{m.get('Source')} at {m['Destination']}" for m in mounts
-            if (m["Destination"].rstrip("/") + "/").startswith(inside)
-            or inside.startswith(m["Destination"].rstrip("/") + "/")]
+    return [
+        f"{m.get('Source')} at {m['Destination']}"
+        for m in mounts
+        if (m["Destination"].rstrip("/") + "/").startswith(inside)
+        or inside.startswith(m["Destination"].rstrip("/") + "/")
+    ]
 
 
 def kernels(labels: dict | None, mounted: list[str] = ()) -> str:

@@ -11,10 +11,10 @@ import io
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from seatkit import engine, paths
 from seatkit.errors import SeatError
@@ -58,8 +58,13 @@ def _place(entries: dict, names: list[str], source: Path, inside: str) -> None:
         entries["/".join(parts)] = ((source / name).read_bytes(), 0o644)
 
 
-def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
-            vllm_dir: str = DEFAULT_VLLM_DIR, b12x: tuple[Lock, Path, str] | None = None) -> Context:
+def context(
+    lock: Lock,
+    overlay_dir: Path,
+    base: dict[str, str] | None = None,
+    vllm_dir: str = DEFAULT_VLLM_DIR,
+    b12x: tuple[Lock, Path, str] | None = None,
+) -> Context:
     """The build context as a tar laid out like the repository (Dockerfile, image/, overlay/overlay.lock)
     with the overlay files to copy under overlay/root/ at their full path (OVERLAY_FILES and
     OVERLAY_INTO in the Dockerfile). Every folder is an entry with the fixed time.
@@ -67,8 +72,11 @@ def context(lock: Lock, overlay_dir: Path, base: dict[str, str] | None = None,
     base = base or {}
     copied = sorted(name for name, digest in lock.files.items() if base.get(name) != digest)
     entries: dict[str, tuple[bytes | None, int]] = {
-        "Dockerfile": (DOCKERFILE.read_bytes(), 0o644), "image": (None, 0o755),
-        "overlay": (None, 0o755), "overlay/overlay.lock": (lock.dump().encode(), 0o644)}
+        "Dockerfile": (DOCKERFILE.read_bytes(), 0o644),
+        "image": (None, 0o755),
+        "overlay": (None, 0o755),
+        "overlay/overlay.lock": (lock.dump().encode(), 0o644),
+    }
     for script in SCRIPTS:
         entries[f"image/{script}"] = ((IMAGE_FILES / script).read_bytes(), 0o755)
     _place(entries, copied, overlay_dir, vllm_dir)
@@ -89,8 +97,9 @@ def created(image: str):
     from docker.errors import ImageNotFound
 
     try:
-        container = engine.client().containers.create(image, entrypoint=["/bin/true"], network_mode="none",
-                                                      labels={engine.HELPER_LABEL: "read files"})
+        container = engine.client().containers.create(
+            image, entrypoint=["/bin/true"], network_mode="none", labels={engine.HELPER_LABEL: "read files"}
+        )
     except ImageNotFound:
         raise SeatError(f"no image {image} on this machine", "build or pull it first") from None
     try:
@@ -116,7 +125,7 @@ def copy_out(container, path: str, dest: Path, links: list[str] | None = None) -
         overlay.extract(spool, dest, f"{path} copied out of {container.short_id}", seen)
     top = Path(path).name + "/"
     if links is not None:
-        links += [link[len(top):] if link.startswith(top) else link for link in seen]
+        links += [link[len(top) :] if link.startswith(top) else link for link in seen]
     return dest / Path(path).name
 
 
@@ -147,91 +156,149 @@ def base_files(container, vllm_dir: str) -> dict[str, str]:
 
 
 def revision() -> str:
-    done = subprocess.run(["git", "-C", str(paths.REPO), "describe", "--always", "--dirty", "--abbrev=40"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["git", "-C", str(paths.REPO), "describe", "--always", "--dirty", "--abbrev=40"],
+        capture_output=True,
+        text=True,
+    )
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
 def build_args(profile: Profile, lock: Lock, base_ref: str) -> dict[str, str]:
     """Every build argument `seat build` passes with the context() it writes."""
-    return {"BASE_IMAGE": base_ref, "SEAT_REVISION": revision(), "OVERLAY_FILES": f"{ROOTED}/",
-            "OVERLAY_INTO": "/", **dockerfile.build_args(profile, lock)}
+    return {
+        "BASE_IMAGE": base_ref,
+        "SEAT_REVISION": revision(),
+        "OVERLAY_FILES": f"{ROOTED}/",
+        "OVERLAY_INTO": "/",
+        **dockerfile.build_args(profile, lock),
+    }
 
 
-def build(profile: Profile, lock: Lock, overlay_dir: Path, *, allow_unpinned: bool = False,
-          delta: bool = True, nocache: bool = False, b12x_overlay: tuple[Lock, Path] | None = None,
-          progress: Callable[[str], None] = lambda line: None) -> dict:
+def build(
+    profile: Profile,
+    lock: Lock,
+    overlay_dir: Path,
+    *,
+    allow_unpinned: bool = False,
+    delta: bool = True,
+    nocache: bool = False,
+    b12x_overlay: tuple[Lock, Path] | None = None,
+    progress: Callable[[str], None] = lambda line: None,
+) -> dict:
     """Build and tag the seat's image; returns its id, tag, the overlay layer and what was copied."""
     if profile.image is None:
         raise SeatError(f"profile {profile.name} runs natively: there is no image to build")
     if not profile.image.overlay:  # the seat runs this image as it is: a built one would go unused
-        raise SeatError(f"profile {profile.name} runs {profile.image.name}:{profile.image.tag} as it is "
-                        "(image.overlay false): there is nothing to build",
-                        f"`seat image pin {profile.name}`, then docker pull it by that digest")
+        raise SeatError(
+            f"profile {profile.name} runs {profile.image.name}:{profile.image.tag} as it is "
+            "(image.overlay false): there is nothing to build",
+            f"`seat image pin {profile.name}`, then docker pull it by that digest",
+        )
     base_ref, digest = pin.base_reference(profile, allow_unpinned)
     if not overlay_dir.is_dir():
         raise SeatError(f"no overlay at {overlay_dir}", "`seat overlay fetch` places it there")
     problems = overlay.verify(overlay_dir, lock)
     if problems["missing"] or problems["changed"]:
-        raise SeatError(f"{overlay_dir} does not match the lock: "
-                        + overlay.summary({k: problems[k] for k in ("missing", "changed")}),
-                        "`seat overlay fetch` restores it; nothing was built")
+        raise SeatError(
+            f"{overlay_dir} does not match the lock: "
+            + overlay.summary({k: problems[k] for k in ("missing", "changed")}),
+            "`seat overlay fetch` restores it; nothing was built",
+        )
     if b12x_overlay:
         b12x_problems = overlay.verify(b12x_overlay[1], b12x_overlay[0])
         if b12x_problems["missing"] or b12x_problems["changed"]:
-            raise SeatError(f"{b12x_overlay[1]} does not match the b12x lock: "
-                            + overlay.summary({k: b12x_problems[k] for k in ("missing", "changed")}),
-                            "place the patched files the lock pins there; nothing was built")
+            raise SeatError(
+                f"{b12x_overlay[1]} does not match the b12x lock: "
+                + overlay.summary({k: b12x_problems[k] for k in ("missing", "changed")}),
+                "place the patched files the lock pins there; nothing was built",
+            )
     client = engine.client()
     progress(f"base {base_ref}")
     with created(base_ref) as container:
         links = symlinked_folders(container, profile.image.vllm_dir)
         if links:
-            raise SeatError(f"{profile.image.vllm_dir} passes through symlinks in the base ({'; '.join(links)}): "
-                            "copying the overlay there would replace them with folders",
-                            "set image.vllm_dir in the profile to the real path")
+            raise SeatError(
+                f"{profile.image.vllm_dir} passes through symlinks in the base ({'; '.join(links)}): "
+                "copying the overlay there would replace them with folders",
+                "set image.vllm_dir in the profile to the real path",
+            )
         base = base_files(container, profile.image.vllm_dir) if delta else {}
-        kernels = b12x.provenance(container, client.images.get(base_ref).labels or {},
-                                  profile.image.b12x_dir, b12x_overlay[0] if b12x_overlay else None)
-    ctx = context(lock, overlay_dir, base, profile.image.vllm_dir,
-                  (*b12x_overlay, profile.image.b12x_dir) if b12x_overlay else None)
+        kernels = b12x.provenance(
+            container,
+            client.images.get(base_ref).labels or {},
+            profile.image.b12x_dir,
+            b12x_overlay[0] if b12x_overlay else None,
+        )
+    ctx = context(
+        lock,
+        overlay_dir,
+        base,
+        profile.image.vllm_dir,
+        (*b12x_overlay, profile.image.b12x_dir) if b12x_overlay else None,
+    )
     progress(f"overlay: {len(ctx.copied)} files to copy, {len(ctx.skipped)} already identical in the base")
     progress(f"b12x overlay: {kernels['B12X_OVERLAY']}; {b12x.DENSE} sha256 {kernels['B12X_DENSE_SHA256']}")
     tag = seat_tag(profile, lock, b12x_overlay[0] if b12x_overlay else None)
     args = {**build_args(profile, lock, base_ref), **kernels}
     log: list[str] = []
     image_id = None
-    for chunk in client.api.build(fileobj=io.BytesIO(ctx.data), custom_context=True, tag=tag,
-                                  buildargs=args, nocache=nocache, rm=True, forcerm=True, decode=True,
-                                  network_mode="none"):  # a build that needs no network gets none
+    for chunk in client.api.build(
+        fileobj=io.BytesIO(ctx.data),
+        custom_context=True,
+        tag=tag,
+        buildargs=args,
+        nocache=nocache,
+        rm=True,
+        forcerm=True,
+        decode=True,
+        network_mode="none",
+    ):  # a build that needs no network gets none
         if "stream" in chunk and chunk["stream"].strip():
             log.append(chunk["stream"].rstrip())
             progress(log[-1])
         if "aux" in chunk and "ID" in chunk["aux"]:
             image_id = chunk["aux"]["ID"]
         if "error" in chunk:
-            raise SeatError("the build failed: " + chunk["error"].strip() + "\n" + "\n".join(log[-25:]),
-                            "the lines above are the build's last output")
+            raise SeatError(
+                "the build failed: " + chunk["error"].strip() + "\n" + "\n".join(log[-25:]),
+                "the lines above are the build's last output",
+            )
     if image_id is None:
         raise SeatError("the build finished without an image id:\n" + "\n".join(log[-25:]))
     from seatkit.image import outside  # which reads files with created() from here
 
     outside.record(tag, image_id, profile, lock)  # `seat up` runs this id as verified, none other
-    return {"image": image_id, "tag": tag, "base": base_ref, "base_digest": digest,
-            "copied": len(ctx.copied), "skipped": len(ctx.skipped), "b12x": kernels,
-            **overlay_layer(tag, base_ref)}
+    return {
+        "image": image_id,
+        "tag": tag,
+        "base": base_ref,
+        "base_digest": digest,
+        "copied": len(ctx.copied),
+        "skipped": len(ctx.skipped),
+        "b12x": kernels,
+        **overlay_layer(tag, base_ref),
+    }
 
 
 def overlay_layer(image: str, base_ref: str) -> dict:
     """The layer the overlay COPY made (the first one above the base's): diff id and size."""
     client = engine.client()
     base_layers = len(client.images.get(base_ref).attrs["RootFS"]["Layers"])
-    entry = next((h for h in client.api.history(image) if "COPY" in h.get("CreatedBy", "")
-                  and "/opt/seatkit" not in h["CreatedBy"]), None)
+    entry = next(
+        (
+            h
+            for h in client.api.history(image)
+            if "COPY" in h.get("CreatedBy", "") and "/opt/seatkit" not in h["CreatedBy"]
+        ),
+        None,
+    )
     if entry is None:
         raise SeatError(f"{image} has no overlay COPY in its history")
-    return {"overlay_layer": client.images.get(image).attrs["RootFS"]["Layers"][base_layers],
-            "overlay_layer_bytes": entry["Size"]}
+    return {
+        "overlay_layer": client.images.get(image).attrs["RootFS"]["Layers"][base_layers],
+        "overlay_layer_bytes": entry["Size"],
+    }
 
 
 def labels(image: str) -> dict:
@@ -242,9 +309,14 @@ def labels(image: str) -> dict:
     except ImageNotFound:
         raise SeatError(f"no image {image} on this machine") from None
     config = attrs["Config"]
-    return {"id": attrs["Id"], "tags": attrs.get("RepoTags") or [], "digests": attrs.get("RepoDigests") or [],
-            "labels": config.get("Labels") or {}, "entrypoint": config.get("Entrypoint"),
-            "healthcheck": config.get("Healthcheck")}
+    return {
+        "id": attrs["Id"],
+        "tags": attrs.get("RepoTags") or [],
+        "digests": attrs.get("RepoDigests") or [],
+        "labels": config.get("Labels") or {},
+        "entrypoint": config.get("Entrypoint"),
+        "healthcheck": config.get("Healthcheck"),
+    }
 
 
 class NoPackage(SeatError):

@@ -15,8 +15,8 @@ import shlex
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from seatkit import paths
 from seatkit.errors import SeatError
@@ -48,12 +48,25 @@ def wheelhouse(native: Native, say: Progress) -> Path:
     if done.exists():
         return folder
     if shutil.which(native.python) is None:
-        raise SeatError(f"{native.python} not found: the wheels are resolved with the image's Python version",
-                        "install it, or set native.python in the profile")
+        raise SeatError(
+            f"{native.python} not found: the wheels are resolved with the image's Python version",
+            "install it, or set native.python in the profile",
+        )
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "constraints.txt").write_text("".join(f"{c}\n" for c in native.constraints))
-    argv = [native.python, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "-w", str(folder),
-            "-c", str(folder / "constraints.txt"), *native.packages]
+    argv = [
+        native.python,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--disable-pip-version-check",
+        "-w",
+        str(folder),
+        "-c",
+        str(folder / "constraints.txt"),
+        *native.packages,
+    ]
     _run(argv, "resolving and fetching the wheels", say)
     done.write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ\n", time.gmtime()))
     return folder
@@ -74,20 +87,30 @@ def mirror() -> str:
 
 def _hooks(native: Native, wheels: Path) -> list[str]:
     """mmdebstrap customize hooks: shell commands run on the host with the new root as "$1"."""
-    pip = f'chroot "$1" {VENV}/bin/pip install -q --no-cache-dir --no-index --find-links /tmp/wheels ' \
-          f'-c /tmp/wheels/constraints.txt'
-    hooks = [f'mkdir -p "$1/tmp/wheels" && (cp -al {shlex.quote(str(wheels))}/. "$1/tmp/wheels" '
-             f'|| cp -a {shlex.quote(str(wheels))}/. "$1/tmp/wheels")',
-             f'chroot "$1" python3 -m venv {VENV}']
+    pip = (
+        f'chroot "$1" {VENV}/bin/pip install -q --no-cache-dir --no-index --find-links /tmp/wheels '
+        f"-c /tmp/wheels/constraints.txt"
+    )
+    hooks = [
+        f'mkdir -p "$1/tmp/wheels" && (cp -al {shlex.quote(str(wheels))}/. "$1/tmp/wheels" '
+        f'|| cp -a {shlex.quote(str(wheels))}/. "$1/tmp/wheels")',
+        f'chroot "$1" python3 -m venv {VENV}',
+    ]
     # One package per call, in order, as `seat setup` does: torch resolves alone first.
     hooks += [f"{pip} {shlex.quote(package)}" for package in native.packages]
     if native.remove:
-        hooks.append(f'chroot "$1" {VENV}/bin/pip uninstall -q -y {" ".join(map(shlex.quote, native.remove))}')
+        hooks.append(
+            f'chroot "$1" {VENV}/bin/pip uninstall -q -y {" ".join(map(shlex.quote, native.remove))}'
+        )
     if native.metadata_shim:
         dist = f'"$1"{VENV}/lib/python3.11/site-packages/vllm-{native.metadata_shim}.dist-info'
-        hooks.append(f"mkdir -p {dist} && printf 'Metadata-Version: 2.1\\nName: vllm\\nVersion: %s\\n' "
-                     f"{shlex.quote(native.metadata_shim)} > {dist}/METADATA")
-    hooks.append('rm -rf "$1/tmp/wheels" "$1"/etc/apt/sources.list "$1"/etc/apt/sources.list.d/* "$1/root/.cache"')
+        hooks.append(
+            f"mkdir -p {dist} && printf 'Metadata-Version: 2.1\\nName: vllm\\nVersion: %s\\n' "
+            f"{shlex.quote(native.metadata_shim)} > {dist}/METADATA"
+        )
+    hooks.append(
+        'rm -rf "$1/tmp/wheels" "$1"/etc/apt/sources.list "$1"/etc/apt/sources.list.d/* "$1/root/.cache"'
+    )
     return hooks
 
 
@@ -101,17 +124,29 @@ def build(tag: str, native: Native, say: Progress = print) -> dict:
     start = time.monotonic()
     wheels = wheelhouse(native, say)
     seconds["wheels"] = round(time.monotonic() - start, 1)
-    argv = ["mmdebstrap", "--variant=essential", f"--include={','.join(PACKAGES)}",
-            "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
-            "--dpkgopt=path-exclude=/usr/share/locale/*",
-            *[f"--customize-hook={hook}" for hook in _hooks(native, wheels)],
-            RELEASE, "-", mirror()]
-    env = [f"PATH={PATH}", f"VIRTUAL_ENV={VENV}",
-           # vLLM asks for Intel OpenMP when speculating on CPU, as vLLM's own CPU image preloads it
-           f"LD_PRELOAD={VENV}/lib/libiomp5.so"]
+    argv = [
+        "mmdebstrap",
+        "--variant=essential",
+        f"--include={','.join(PACKAGES)}",
+        "--dpkgopt=path-exclude=/usr/share/doc/*",
+        "--dpkgopt=path-exclude=/usr/share/man/*",
+        "--dpkgopt=path-exclude=/usr/share/locale/*",
+        *[f"--customize-hook={hook}" for hook in _hooks(native, wheels)],
+        RELEASE,
+        "-",
+        mirror(),
+    ]
+    env = [
+        f"PATH={PATH}",
+        f"VIRTUAL_ENV={VENV}",
+        # vLLM asks for Intel OpenMP when speculating on CPU, as vLLM's own CPU image preloads it
+        f"LD_PRELOAD={VENV}/lib/libiomp5.so",
+    ]
     # Imported untagged, and tagged only once the root was made whole: the tag is what marks it made.
     importer = ["docker", "import", *[a for e in env for a in ("-c", f"ENV {e}")], "-"]
-    say(f"building {tag}: Debian {RELEASE}, {', '.join(native.packages)} (mmdebstrap, pip from the wheelhouse)")
+    say(
+        f"building {tag}: Debian {RELEASE}, {', '.join(native.packages)} (mmdebstrap, pip from the wheelhouse)"
+    )
     start = time.monotonic()
     log = paths.seat_home() / "logs" / f"base-{tag.replace('/', '_').replace(':', '_')}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -127,8 +162,9 @@ def build(tag: str, native: Native, say: Progress = print) -> dict:
         if image:
             _docker("image", "rm", image)
         tail = "".join(log.read_text(errors="replace").splitlines(True)[-20:])
-        raise SeatError(f"building the base image {tag} failed:\n{tail}{imported.stderr[-500:]}",
-                        f"full log: {log}")
+        raise SeatError(
+            f"building the base image {tag} failed:\n{tail}{imported.stderr[-500:]}", f"full log: {log}"
+        )
     seconds["root_and_import"] = round(time.monotonic() - start, 1)
     return {"tag": tag, "built": True, "seconds": seconds}
 
@@ -137,8 +173,10 @@ def _run(argv: list[str], what: str, say: Progress) -> None:
     say(what)
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode:
-        raise SeatError(f"{what} failed (exit {done.returncode}):\n{done.stderr[-1500:]}",
-                        "fix the cause above and run again; finished parts are kept")
+        raise SeatError(
+            f"{what} failed (exit {done.returncode}):\n{done.stderr[-1500:]}",
+            "fix the cause above and run again; finished parts are kept",
+        )
 
 
 def _docker(*args: str) -> subprocess.CompletedProcess:

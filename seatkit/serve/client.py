@@ -8,8 +8,8 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import requests
 
@@ -78,8 +78,10 @@ class Deadline:
         self._timer.cancel()
 
     def error(self, url: str, what: str) -> SeatError:
-        return SeatError(f"{url}: {what} did not end within its deadline of {self.seconds:.0f} s",
-                         "the server stalls, trickles its answer or ignores max_tokens")
+        return SeatError(
+            f"{url}: {what} did not end within its deadline of {self.seconds:.0f} s",
+            "the server stalls, trickles its answer or ignores max_tokens",
+        )
 
 
 class _Watched(requests.adapters.HTTPAdapter):
@@ -97,6 +99,7 @@ class _Watched(requests.adapters.HTTPAdapter):
             connection = take(*a, **k)
             self.deadline._connection = connection
             return connection
+
         pool._get_conn = watched
         return pool
 
@@ -116,8 +119,10 @@ def fetch(method: str, url: str, seconds: float, limit: int = 16 << 20, **kwargs
     SeatError (or requests.RequestException, as requests raises it) saying which."""
     deadline = Deadline(seconds)
     try:
-        with deadline.session() as session, \
-                session.request(method, url, stream=True, timeout=min(seconds, 10), **kwargs) as answer:
+        with (
+            deadline.session() as session,
+            session.request(method, url, stream=True, timeout=min(seconds, 10), **kwargs) as answer,
+        ):
             deadline.hold(answer)
             body = bytearray()
             try:
@@ -126,8 +131,9 @@ def fetch(method: str, url: str, seconds: float, limit: int = 16 << 20, **kwargs
                         raise deadline.error(url, method)
                     body += chunk
                     if len(body) > limit:
-                        raise SeatError(f"{url}: answered more than {limit >> 20} MiB",
-                                        "this is not a seat's answer")
+                        raise SeatError(
+                            f"{url}: answered more than {limit >> 20} MiB", "this is not a seat's answer"
+                        )
             except requests.RequestException:
                 if deadline.passed:
                     raise deadline.error(url, method) from None
@@ -144,26 +150,47 @@ def fetch(method: str, url: str, seconds: float, limit: int = 16 << 20, **kwargs
         deadline.close()
 
 
-def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | None = None,
-           on_text: Callable[[str], None] = lambda t: None, sampling: dict | None = None,
-           timeout: float = 300.0, extra: dict | None = None,
-           on_event: Callable[[Completion], None] = lambda c: None,
-           deadline: float | None = None) -> Completion:
+def stream(
+    url: str,
+    model: str,
+    prompt: str,
+    max_tokens: int,
+    headers: dict | None = None,
+    on_text: Callable[[str], None] = lambda t: None,
+    sampling: dict | None = None,
+    timeout: float = 300.0,
+    extra: dict | None = None,
+    on_event: Callable[[Completion], None] = lambda c: None,
+    deadline: float | None = None,
+) -> Completion:
     """Stream one completion with explicit sampling (greedy unless told), ignoring EOS so the
     output length is fixed; tokens are counted from `usage`, never from chunks. The whole stream
     ends within `deadline` seconds (default: allowed_seconds(max_tokens)), and when the server sends
     more than max_tokens, as a SeatError either way."""
-    body = {"model": model, "prompt": prompt, "max_tokens": max_tokens,
-            **(sampling or {"temperature": 0.0}), "ignore_eos": True, "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-            **(extra or {})}
+    body = {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": max_tokens,
+        **(sampling or {"temperature": 0.0}),
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        **(extra or {}),
+    }
     out = Completion()
     start = time.monotonic()
     watch = Deadline(deadline or allowed_seconds(max_tokens))
     try:
-        with watch.session() as session, \
-                session.post(f"{url}/v1/completions", json=body, headers=headers or {}, stream=True,
-                             timeout=min(timeout, watch.seconds)) as answer:
+        with (
+            watch.session() as session,
+            session.post(
+                f"{url}/v1/completions",
+                json=body,
+                headers=headers or {},
+                stream=True,
+                timeout=min(timeout, watch.seconds),
+            ) as answer,
+        ):
             watch.hold(answer)
             if watch.passed:  # cut mid-headers: what came may look like an answer
                 raise watch.error(url, "the stream")
@@ -182,8 +209,10 @@ def stream(url: str, model: str, prompt: str, max_tokens: int, headers: dict | N
                         raise watch.error(url, "the stream")
                     # What streamed, never the final usage: that can overstate (the bench says so).
                     if max(out.streamed_tokens or 0, len(out.token_ids), out.chunks) > max_tokens:
-                        raise SeatError(f"{url} sent more than the {max_tokens} tokens asked for",
-                                        "the server ignores max_tokens: it is not a seat to bench")
+                        raise SeatError(
+                            f"{url} sent more than the {max_tokens} tokens asked for",
+                            "the server ignores max_tokens: it is not a seat to bench",
+                        )
             except (requests.exceptions.ChunkedEncodingError, requests.ConnectionError) as exc:
                 if watch.passed:
                     raise watch.error(url, "the stream") from None
@@ -234,8 +263,9 @@ def _lines(answer: requests.Response, url: str, watch: Deadline):
             yield bytes(line.rstrip(b"\r"))
         pending = bytearray(rest)
         if len(pending) > MAX_LINE:
-            raise SeatError(f"{url} streamed a line longer than {MAX_LINE >> 20} MiB",
-                            "this is not a seat's event stream")
+            raise SeatError(
+                f"{url} streamed a line longer than {MAX_LINE >> 20} MiB", "this is not a seat's event stream"
+            )
     if pending:
         yield bytes(pending.rstrip(b"\r"))
 
@@ -271,8 +301,11 @@ def _shape(event) -> None:
         if not isinstance(ids, list) or not all(type(i) is int for i in ids):
             raise ValueError("a choice's token_ids are not a list of integers")
     usage = event.get("usage")
-    if usage and not (isinstance(usage, dict) and type(usage.get("prompt_tokens")) is int
-                      and type(usage.get("completion_tokens") or 0) is int):
+    if usage and not (
+        isinstance(usage, dict)
+        and type(usage.get("prompt_tokens")) is int
+        and type(usage.get("completion_tokens") or 0) is int
+    ):
         raise ValueError("its usage has no integer prompt_tokens and completion_tokens")
 
 

@@ -12,16 +12,33 @@ import re
 import sys
 
 NAMES = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
-PER_LAYER = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
-             "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
-             "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
-             "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+PER_LAYER = {
+    "attn_norm": "input_layernorm",
+    "ffn_norm": "post_attention_layernorm",
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
 
 
-REQUIRED = [f"llama.{k}" for k in ("embedding_length", "feed_forward_length", "block_count",
-                                    "attention.head_count", "attention.head_count_kv", "context_length",
-                                    "attention.layer_norm_rms_epsilon", "rope.freq_base", "vocab_size")] \
-    + ["tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"]
+REQUIRED = [
+    f"llama.{k}"
+    for k in (
+        "embedding_length",
+        "feed_forward_length",
+        "block_count",
+        "attention.head_count",
+        "attention.head_count_kv",
+        "context_length",
+        "attention.layer_norm_rms_epsilon",
+        "rope.freq_base",
+        "vocab_size",
+    )
+] + ["tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"]
 
 
 def fail(message: str) -> None:
@@ -33,8 +50,10 @@ def unpermute(w, heads: int):
     """Undo llama.cpp's row order for its rotary layout (it interleaves each head's two halves)."""
     rows = w.shape[0]
     if heads < 1 or rows % (2 * heads):
-        fail(f"a Q/K tensor has {rows} rows, which {heads} heads of two rotary halves cannot split: "
-             "the file's header and its tensors disagree")
+        fail(
+            f"a Q/K tensor has {rows} rows, which {heads} heads of two rotary halves cannot split: "
+            "the file's header and its tensors disagree"
+        )
     return w.reshape(heads, rows // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
@@ -59,9 +78,17 @@ def shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
     out = {"model.embed_tokens.weight": (cfg["vocab_size"], h), "model.norm.weight": (h,)}
     if not cfg["tie_word_embeddings"]:
         out["lm_head.weight"] = (cfg["vocab_size"], h)
-    layer = {"input_layernorm": (h,), "post_attention_layernorm": (h,), "self_attn.q_proj": (q, h),
-             "self_attn.k_proj": (kv, h), "self_attn.v_proj": (kv, h), "self_attn.o_proj": (h, q),
-             "mlp.gate_proj": (f, h), "mlp.up_proj": (f, h), "mlp.down_proj": (h, f)}
+    layer = {
+        "input_layernorm": (h,),
+        "post_attention_layernorm": (h,),
+        "self_attn.q_proj": (q, h),
+        "self_attn.k_proj": (kv, h),
+        "self_attn.v_proj": (kv, h),
+        "self_attn.o_proj": (h, q),
+        "mlp.gate_proj": (f, h),
+        "mlp.up_proj": (f, h),
+        "mlp.down_proj": (h, f),
+    }
     for i in range(cfg["num_hidden_layers"]):
         out.update({f"model.layers.{i}.{part}.weight": shape for part, shape in layer.items()})
     return out
@@ -73,8 +100,10 @@ def check(tensors: dict[str, tuple[int, ...]], cfg: dict) -> None:
     want = shapes(cfg)
     missing, extra = sorted(set(want) - set(tensors)), sorted(set(tensors) - set(want))
     if missing or extra:
-        fail(f"the GGUF file's tensors do not match its metadata: missing {missing[:3] or 'none'}, "
-             f"unexpected {extra[:3] or 'none'}")
+        fail(
+            f"the GGUF file's tensors do not match its metadata: missing {missing[:3] or 'none'}, "
+            f"unexpected {extra[:3] or 'none'}"
+        )
     for name, shape in want.items():
         if tuple(tensors[name]) != shape:
             fail(f"tensor {name} is {tuple(tensors[name])}, its metadata implies {shape}")
@@ -97,23 +126,34 @@ def config(meta: dict, tied: bool) -> dict:
     missing = [k for k in REQUIRED if k not in meta]
     if missing:
         fail(f"the GGUF file's metadata lacks {', '.join(missing)}: not a whole llama model file")
-    counts = [k for k in REQUIRED[:6] + ["llama.vocab_size"]
-              if not isinstance(meta[k], int) or isinstance(meta[k], bool) or meta[k] <= 0]
+    counts = [
+        k
+        for k in REQUIRED[:6] + ["llama.vocab_size"]
+        if not isinstance(meta[k], int) or isinstance(meta[k], bool) or meta[k] <= 0
+    ]
     if counts or meta["llama.embedding_length"] % meta["llama.attention.head_count"]:
-        fail(f"the GGUF file's metadata gives {', '.join(f'{k}={meta[k]!r}' for k in counts) or 'heads'} "
-             "that no llama model has: its header is damaged")
+        fail(
+            f"the GGUF file's metadata gives {', '.join(f'{k}={meta[k]!r}' for k in counts) or 'heads'} "
+            "that no llama model has: its header is damaged"
+        )
     get = lambda key: meta[f"llama.{key}"]  # noqa: E731
     heads = get("attention.head_count")
     return {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-        "hidden_size": get("embedding_length"), "intermediate_size": get("feed_forward_length"),
-        "num_hidden_layers": get("block_count"), "num_attention_heads": heads,
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": get("embedding_length"),
+        "intermediate_size": get("feed_forward_length"),
+        "num_hidden_layers": get("block_count"),
+        "num_attention_heads": heads,
         "num_key_value_heads": get("attention.head_count_kv"),
         "head_dim": get("embedding_length") // heads,
         "max_position_embeddings": get("context_length"),
         "rms_norm_eps": get("attention.layer_norm_rms_epsilon"),
-        "rope_theta": get("rope.freq_base"), "vocab_size": get("vocab_size"),
-        "hidden_act": "silu", "tie_word_embeddings": tied, "torch_dtype": "bfloat16",
+        "rope_theta": get("rope.freq_base"),
+        "vocab_size": get("vocab_size"),
+        "hidden_act": "silu",
+        "tie_word_embeddings": tied,
+        "torch_dtype": "bfloat16",
         "bos_token_id": meta["tokenizer.ggml.bos_token_id"],
         "eos_token_id": meta["tokenizer.ggml.eos_token_id"],
         "pad_token_id": meta.get("tokenizer.ggml.padding_token_id", meta["tokenizer.ggml.eos_token_id"]),
@@ -136,8 +176,10 @@ def load_gguf(folder: str):
     except ImportError:
         fail(f"no gguf package in {folder}: remove that folder and run `seat setup` again")
     if not os.path.abspath(gguf.__file__).startswith(folder + os.sep):
-        fail(f"gguf was imported from {gguf.__file__}, not from the pinned {folder}: remove that "
-             "folder and run `seat setup` again")
+        fail(
+            f"gguf was imported from {gguf.__file__}, not from the pinned {folder}: remove that "
+            "folder and run `seat setup` again"
+        )
     return gguf
 
 
@@ -150,8 +192,11 @@ def convert(source: str, out: str) -> int:
 
     try:
         reader = gguf.GGUFReader(source)
-        meta = {k: reader.fields[k].contents() for k in reader.fields
-                if k.startswith(("general.", "llama.")) or k.endswith("_token_id")}
+        meta = {
+            k: reader.fields[k].contents()
+            for k in reader.fields
+            if k.startswith(("general.", "llama.")) or k.endswith("_token_id")
+        }
         if "llama.vocab_size" not in meta:  # older files give it only as the token list's length
             meta["llama.vocab_size"] = len(reader.fields["tokenizer.ggml.tokens"].data)
     except Exception as exc:  # a truncated file fails deep inside numpy's memmap
@@ -171,8 +216,10 @@ def convert(source: str, out: str) -> int:
         try:
             w = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32).reshape(shape)
         except Exception as exc:  # an unknown dtype, or blocks cut short
-            fail(f"tensor {t.name} in {source} cannot be read as {t.tensor_type!r} at {shape} "
-                 f"({type(exc).__name__}: {exc})")
+            fail(
+                f"tensor {t.name} in {source} cannot be read as {t.tensor_type!r} at {shape} "
+                f"({type(exc).__name__}: {exc})"
+            )
         part = hf_name(t.name)[1]
         if part in heads:
             w = unpermute(w, heads[part])
@@ -180,8 +227,10 @@ def convert(source: str, out: str) -> int:
     os.makedirs(out, exist_ok=True)
     save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     dump(os.path.join(out, "config.json"), cfg)
-    dump(os.path.join(out, "generation_config.json"),
-         {k: cfg[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id")})
+    dump(
+        os.path.join(out, "generation_config.json"),
+        {k: cfg[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id")},
+    )
     folder, name = os.path.split(os.path.abspath(source))
     try:
         AutoTokenizer.from_pretrained(folder, gguf_file=name).save_pretrained(out)

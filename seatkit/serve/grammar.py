@@ -58,6 +58,7 @@ def _rule(grammar: str, what: str):
         if not matches(grammar, value):
             raise ValueError(f"must be {what}, got {value!r}")
         return value
+
     return AfterValidator(check)
 
 
@@ -86,9 +87,14 @@ ContainerName = Annotated[str, _rule(CONTAINER_NAME, "a container name: [A-Za-z0
 ImageName = Annotated[str, _rule(IMAGE_NAME, "an image name (lowercase repository path)")]
 ImageTag = Annotated[str, _rule(IMAGE_TAG, "an image tag: [A-Za-z0-9_][A-Za-z0-9_.-]*")]
 Host = Annotated[str, _rule(HOST, "an IP address or a host name")]
-ModelFile = Annotated[str, _rule(RELATIVE_FILE, "a relative file name of letters, digits and "
-                                 "._+- (no quotes, spaces, $, backticks or newlines)"),
-                      AfterValidator(_no_dot_dot)]
+ModelFile = Annotated[
+    str,
+    _rule(
+        RELATIVE_FILE,
+        "a relative file name of letters, digits and ._+- (no quotes, spaces, $, backticks or newlines)",
+    ),
+    AfterValidator(_no_dot_dot),
+]
 ContainerPath = Annotated[str, _rule(CONTAINER_PATH, "an absolute path of letters, digits and ._+-")]
 HostPath = Annotated[str, AfterValidator(_host_path)]
 ServedName = Annotated[str, _rule(SERVED_NAME, "a model name of letters, digits and ._/:@+-")]

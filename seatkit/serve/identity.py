@@ -92,8 +92,9 @@ def check(port: int, pids_of) -> str:
             return f"unverifiable: cannot read the seat's open files ({exc.strerror or exc})"
         if not strangers:
             return OURS
-    raise SeatError(f"another process, not the seat, also listens on port {port}: vLLM binds with "
-                    "SO_REUSEPORT, so the kernel would hand it some of the seat's requests and "
-                    "its answers would be measured as the seat's",
-                    f"find it (ss -ltnp 'sport = :{port}'), stop it, or give the seat another "
-                    "SEAT_PORT")
+    raise SeatError(
+        f"another process, not the seat, also listens on port {port}: vLLM binds with "
+        "SO_REUSEPORT, so the kernel would hand it some of the seat's requests and "
+        "its answers would be measured as the seat's",
+        f"find it (ss -ltnp 'sport = :{port}'), stop it, or give the seat another SEAT_PORT",
+    )

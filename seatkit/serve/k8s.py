@@ -35,8 +35,11 @@ def workload_name(profile: Profile) -> str:
         return named
     made = re.sub(r"[^a-z0-9-]+", "-", profile.name).strip("-")[:42].rstrip("-")
     if not made[:1].isalpha():  # a Service name is a DNS-1035 label
-        raise SeatError(f"{profile.name}: the workload name {made!r} starts with a digit, which "
-                        "Kubernetes refuses for a Service", "set kubernetes.name (a letter first)")
+        raise SeatError(
+            f"{profile.name}: the workload name {made!r} starts with a digit, which "
+            "Kubernetes refuses for a Service",
+            "set kubernetes.name (a letter first)",
+        )
     return made
 
 
@@ -62,13 +65,17 @@ def module_options(profile: Profile) -> dict[str, str]:
     rule = host_settings.rule_for(kube.driver, keys)
     if rule is None or host.registry in rule.refuse:
         why = " ".join(rule.why.split()) if rule else "no rule in host/registry-keys.yaml covers it"
-        raise SeatError(f"{profile.name}: kubernetes.driver {kube.driver} does not take the "
-                        f"{host.registry} registry form of host profile {host.name}: {why}",
-                        "name the driver the nodes run, or a host profile whose form suits it")
+        raise SeatError(
+            f"{profile.name}: kubernetes.driver {kube.driver} does not take the "
+            f"{host.registry} registry form of host profile {host.name}: {why}",
+            "name the driver the nodes run, or a host profile whose form suits it",
+        )
     dwords = keys.forms[host.registry].dwords
     if re.search(r"\s", dwords):
-        raise SeatError(f"host/registry-keys.yaml: the {host.registry} form has whitespace, which "
-                        "the driver container would split into two parameters")
+        raise SeatError(
+            f"host/registry-keys.yaml: the {host.registry} form has whitespace, which "
+            "the driver container would split into two parameters"
+        )
     files = {"nvidia.conf": f"NVreg_RegistryDwords={dwords}\n"}
     if host.hmm_disabled:
         files["nvidia-uvm.conf"] = "uvm_disable_hmm=1\n"
@@ -94,8 +101,9 @@ def _volumes(spec: LaunchSpec) -> tuple[list[dict], list[dict]]:
         volumes.append({"name": name, **source})
         mounts.append({"name": name, "mountPath": model.mount, "readOnly": True})
     if docker.cache:
-        volumes.append({"name": "jit-cache", "hostPath": {"path": values["SEAT_CACHE_DIR"],
-                                                          "type": "DirectoryOrCreate"}})
+        volumes.append(
+            {"name": "jit-cache", "hostPath": {"path": values["SEAT_CACHE_DIR"], "type": "DirectoryOrCreate"}}
+        )
         mounts.append({"name": "jit-cache", "mountPath": docker.cache.mount})
     if docker.ipc != "host":
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
@@ -104,8 +112,12 @@ def _volumes(spec: LaunchSpec) -> tuple[list[dict], list[dict]]:
 
 
 def _probe(failures: int) -> dict:
-    return {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": PROBE_PERIOD_S,
-            "timeoutSeconds": 5, "failureThreshold": failures}
+    return {
+        "httpGet": {"path": "/health", "port": "http"},
+        "periodSeconds": PROBE_PERIOD_S,
+        "timeoutSeconds": 5,
+        "failureThreshold": failures,
+    }
 
 
 def statefulset(spec: LaunchSpec) -> dict:
@@ -114,8 +126,12 @@ def statefulset(spec: LaunchSpec) -> dict:
     name, labels = workload_name(p), _labels(p)
     volumes, mounts = _volumes(spec)
     env = [{"name": k, "value": _kubelet_escape(v)} for k, v in container_env(spec).items()]
-    env.append({"name": API_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": kube.api_key_secret,
-                                                                    "key": API_KEY_ITEM}}})
+    env.append(
+        {
+            "name": API_KEY_ENV,
+            "valueFrom": {"secretKeyRef": {"name": kube.api_key_secret, "key": API_KEY_ITEM}},
+        }
+    )
     container = {
         "name": "seat",
         "image": kube.image or spec.values({})["SEAT_IMAGE"],
@@ -132,22 +148,44 @@ def statefulset(spec: LaunchSpec) -> dict:
     }
     pod = {
         "affinity": {
-            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
-                                       "values": list(kube.gpu_products)}]}]}},
-            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]},
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": "nvidia.com/gpu.product",
+                                    "operator": "In",
+                                    "values": list(kube.gpu_products),
+                                }
+                            ]
+                        }
+                    ]
+                }
+            },
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            },
         },
         "hostIPC": p.docker.ipc == "host",
         "terminationGracePeriodSeconds": p.docker.stop_grace_s,
         "containers": [container],
         "volumes": volumes,
     }
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
-            "metadata": {"name": name, "namespace": kube.namespace, "labels": labels},
-            "spec": {"serviceName": f"{name}-seats", "replicas": kube.replicas,
-                     "podManagementPolicy": "Parallel", "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels}, "spec": pod}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": kube.namespace, "labels": labels},
+        "spec": {
+            "serviceName": f"{name}-seats",
+            "replicas": kube.replicas,
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod},
+        },
+    }
 
 
 def services(profile: Profile) -> list[dict]:
@@ -155,18 +193,34 @@ def services(profile: Profile) -> list[dict]:
     kube, name, labels = profile.kubernetes, workload_name(profile), _labels(profile)
     port = [{"name": "http", "port": profile.server.port, "targetPort": "http"}]
     meta = {"namespace": kube.namespace, "labels": labels}
-    return [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, **meta},
-             "spec": {"type": "ClusterIP", "selector": labels, "ports": port}},
-            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"{name}-seats", **meta},
-             "spec": {"clusterIP": "None", "selector": labels, "ports": port}}]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, **meta},
+            "spec": {"type": "ClusterIP", "selector": labels, "ports": port},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": f"{name}-seats", **meta},
+            "spec": {"clusterIP": "None", "selector": labels, "ports": port},
+        },
+    ]
 
 
 def kernel_module_config(profile: Profile) -> dict:
     kube = profile.kubernetes
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": f"{workload_name(profile)}-kernel-modules",
-                         "namespace": kube.gpu_operator_namespace, "labels": _labels(profile)},
-            "data": module_options(profile)}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{workload_name(profile)}-kernel-modules",
+            "namespace": kube.gpu_operator_namespace,
+            "labels": _labels(profile),
+        },
+        "data": module_options(profile),
+    }
 
 
 def manifests(spec: LaunchSpec) -> dict[str, list[dict]]:
@@ -177,19 +231,23 @@ def manifests(spec: LaunchSpec) -> dict[str, list[dict]]:
 
 def _header(profile: Profile, file: str) -> str:
     kube = profile.kubernetes
-    lines = [f"# {profile.name}: rendered by `seat render` from profiles/{profile.name}.yaml",
-             f"# (profile sha256 {profile.sha256[:16]}). Do not edit. The same LaunchSpec as",
-             "# serve/*.sh and docker-compose.yml; see the README, \"Many seats\"."]
+    lines = [
+        f"# {profile.name}: rendered by `seat render` from profiles/{profile.name}.yaml",
+        f"# (profile sha256 {profile.sha256[:16]}). Do not edit. The same LaunchSpec as",
+        '# serve/*.sh and docker-compose.yml; see the README, "Many seats".',
+    ]
     if file == "statefulset.yaml":
-        lines += [f"# Needs Secret {kube.api_key_secret} (item {API_KEY_ITEM}) in namespace "
-                  f"{kube.namespace}, and nodes",
-                  f"# booted with the IOMMU tokens of host profile {kube.host_profile} "
-                  f"(`seat host plan {kube.host_profile}` prints them).",
-                  "# Not expressible in a pod: docker's --ulimit and --init (the runtime's defaults "
-                  "apply)."]
+        lines += [
+            f"# Needs Secret {kube.api_key_secret} (item {API_KEY_ITEM}) in namespace "
+            f"{kube.namespace}, and nodes",
+            f"# booted with the IOMMU tokens of host profile {kube.host_profile} "
+            f"(`seat host plan {kube.host_profile}` prints them).",
+            "# Not expressible in a pod: docker's --ulimit and --init (the runtime's defaults apply).",
+        ]
     if file == "gpu-operator-kernel-modules.yaml":
-        lines += ["# Install the GPU Operator with driver.kernelModuleConfig.name set to this "
-                  "ConfigMap's name."]
+        lines += [
+            "# Install the GPU Operator with driver.kernelModuleConfig.name set to this ConfigMap's name."
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -209,6 +267,8 @@ _Plain.add_representer(str, _Plain.represent_str)
 
 def render(spec: LaunchSpec) -> dict[str, str]:
     """File name -> text, for a profile with a kubernetes section."""
-    return {file: _header(spec.profile, file) + yaml.dump_all(
-                objects, Dumper=_Plain, sort_keys=False, width=100, allow_unicode=True)
-            for file, objects in manifests(spec).items()}
+    return {
+        file: _header(spec.profile, file)
+        + yaml.dump_all(objects, Dumper=_Plain, sort_keys=False, width=100, allow_unicode=True)
+        for file, objects in manifests(spec).items()
+    }

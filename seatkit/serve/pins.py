@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seatkit.errors import SeatError
 from seatkit import safe_yaml
+from seatkit.errors import SeatError
 from seatkit.serve.profile import Profile
 
 
@@ -23,7 +23,9 @@ def read(profile: Profile) -> dict | None:
         return None
     data = safe_yaml.read(path, "pin of an image")
     if not isinstance(data, dict) or not {"name", "tag", "digest"} <= set(data):
-        raise SeatError(f"{path}: expected name, tag and digest", f"run `seat image pin {profile.name}` again")
+        raise SeatError(
+            f"{path}: expected name, tag and digest", f"run `seat image pin {profile.name}` again"
+        )
     return data
 
 
@@ -32,16 +34,23 @@ def base_reference(profile: Profile, allow_unpinned: bool = False) -> tuple[str,
     image = profile.image
     locked = read(profile)
     if locked and (locked["name"], locked["tag"]) != (image.name, image.tag):
-        raise SeatError(f"{lock_path(profile)} pins {locked['name']}:{locked['tag']}, the profile names "
-                        f"{image.name}:{image.tag}", f"run `seat image pin {profile.name}` again")
+        raise SeatError(
+            f"{lock_path(profile)} pins {locked['name']}:{locked['tag']}, the profile names "
+            f"{image.name}:{image.tag}",
+            f"run `seat image pin {profile.name}` again",
+        )
     digest = image.digest or (locked or {}).get("digest")
     if image.digest and locked and locked["digest"] != image.digest:
-        raise SeatError(f"the profile pins {image.digest} and {lock_path(profile)} pins {locked['digest']}",
-                        "keep one: clear the profile's digest or pin again")
+        raise SeatError(
+            f"the profile pins {image.digest} and {lock_path(profile)} pins {locked['digest']}",
+            "keep one: clear the profile's digest or pin again",
+        )
     if digest:
         return f"{image.name}@{digest}", digest
     if not allow_unpinned:
-        raise SeatError(f"the image {image.name}:{image.tag} is not pinned by digest: a tag can move",
-                        f"`seat image pin {profile.name}` resolves it (`seat build --allow-unpinned` "
-                        "builds from the tag)")
+        raise SeatError(
+            f"the image {image.name}:{image.tag} is not pinned by digest: a tag can move",
+            f"`seat image pin {profile.name}` resolves it (`seat build --allow-unpinned` "
+            "builds from the tag)",
+        )
     return f"{image.name}:{image.tag}", None

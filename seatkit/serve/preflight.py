@@ -5,9 +5,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from seatkit import engine, safe_yaml
+from seatkit import engine, overlay_lock, safe_yaml
 from seatkit.errors import SeatError
-from seatkit import overlay_lock
 from seatkit.serve import keys
 from seatkit.serve.spec import Check, LaunchSpec, resolve
 
@@ -23,8 +22,10 @@ def _port_in_use(host: str, port: int) -> bool:
         socket.create_connection((host, port), timeout=1.0).close()
         return True
     except socket.gaierror as exc:
-        _fail(f"SEAT_HOST {host} is not an address this machine can resolve ({exc.strerror})",
-              "set SEAT_HOST to an IP address or a known host name")
+        _fail(
+            f"SEAT_HOST {host} is not an address this machine can resolve ({exc.strerror})",
+            "set SEAT_HOST to an IP address or a known host name",
+        )
     except OSError:
         return False
 
@@ -53,8 +54,10 @@ def _docker_has(kind: str, ref: str) -> bool:
     except NotFound:
         return False
     except APIError as exc:  # a name docker cannot parse (uppercase, a bad digest)
-        _fail(f"docker cannot look up the {kind} {ref}: {exc.explanation or exc}",
-              "give a valid reference (lowercase repository, name:tag or name@sha256:...)")
+        _fail(
+            f"docker cannot look up the {kind} {ref}: {exc.explanation or exc}",
+            "give a valid reference (lowercase repository, name:tag or name@sha256:...)",
+        )
 
 
 def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
@@ -64,8 +67,10 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
     if kind == "venv" and not (Path(subject) / "bin" / "vllm").exists():
         _fail(f"{check.label} is missing at {subject}", f"run: seat setup {name}")
     elif kind in ("reserved-port", "reserved-name") and subject in check.values:
-        _fail(f"{check.label} {subject} is reserved by this profile",
-              "choose another through SEAT_PORT or SEAT_CONTAINER")
+        _fail(
+            f"{check.label} {subject} is reserved by this profile",
+            "choose another through SEAT_PORT or SEAT_CONTAINER",
+        )
     elif kind == "port-free":
         host, port = subject.rsplit(":", 1)
         if _port_in_use(host, int(port)):
@@ -74,28 +79,39 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
         _fail(f"a container named {subject} already exists", f"seat down {name}, or docker rm it")
     elif kind == "image" and not _docker_has("image", subject):
         local = subject.startswith(overlay_lock.REPOSITORY + "/")
-        _fail(f"image {subject} is not on this machine (or its digest differs)",
-              f"a local tag, nothing to pull: seat build {name} makes it" if local else "docker pull it")
+        _fail(
+            f"image {subject} is not on this machine (or its digest differs)",
+            f"a local tag, nothing to pull: seat build {name} makes it" if local else "docker pull it",
+        )
     elif kind in ("dir", "cache") and any(ord(c) < 32 or ord(c) == 127 for c in subject):
-        _fail(f"{check.label} directory has a control character (a newline, a tab) in its path: "
-              f"{subject!r}", "name a plain path")
+        _fail(
+            f"{check.label} directory has a control character (a newline, a tab) in its path: {subject!r}",
+            "name a plain path",
+        )
     elif kind == "dir":
         if not subject or not Path(subject).is_dir():  # Path("") is the working directory
             _fail(f"{check.label} directory not found: {subject}", check.hint)
         if not spec.native and set(subject) & {":", ","}:
             _fail(f"{check.label} directory has ':' or ',', which docker mounts cannot take: {subject}")
     elif kind == "pinned" and subject in check.values:
-        _fail(f"the profile's own {check.label} {subject} is not pinned by digest: a tag can move",
-              f"seat image pin {name}, then seat render; or choose one with SEAT_IMAGE")
+        _fail(
+            f"the profile's own {check.label} {subject} is not pinned by digest: a tag can move",
+            f"seat image pin {name}, then seat render; or choose one with SEAT_IMAGE",
+        )
     elif kind == "cache":  # the seat's own folder: made when missing, as the script makes it
         if not subject.startswith("/") or set(subject) & {":", ","}:
-            _fail(f"{check.label} directory must be an absolute path without ':' or ',' (docker "
-                  f"mounts take no others): {subject!r}", "set SEAT_CACHE_DIR to one")
+            _fail(
+                f"{check.label} directory must be an absolute path without ':' or ',' (docker "
+                f"mounts take no others): {subject!r}",
+                "set SEAT_CACHE_DIR to one",
+            )
         try:
             Path(subject).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            _fail(f"cannot make the {check.label} directory {subject}: {exc.strerror}",
-                  "make it by hand, or set SEAT_CACHE_DIR to a folder you can write")
+            _fail(
+                f"cannot make the {check.label} directory {subject}: {exc.strerror}",
+                "make it by hand, or set SEAT_CACHE_DIR to a folder you can write",
+            )
     elif kind == "exists" and not Path(subject).exists():
         _fail(f"{check.label} not found: {subject}", "create it, or take it out of docker.extra_mounts")
     elif kind == "api-key":
@@ -111,14 +127,18 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
     elif kind == "gpus":
         need, seen = int(check.values[0]), visible_gpus()
         if seen < need:
-            _fail(f"{seen} GPUs visible, tensor parallelism needs {need}",
-                  "check nvidia-smi, the driver and CUDA_VISIBLE_DEVICES")
+            _fail(
+                f"{seen} GPUs visible, tensor parallelism needs {need}",
+                "check nvidia-smi, the driver and CUDA_VISIBLE_DEVICES",
+            )
 
 
 def _check_shards(folder: Path, label: str) -> None:
     index = folder / "model.safetensors.index.json"
     try:
-        shards = sorted(set(safe_yaml.read_json(index, "safetensors index", INDEX_BYTES)["weight_map"].values()))
+        shards = sorted(
+            set(safe_yaml.read_json(index, "safetensors index", INDEX_BYTES)["weight_map"].values())
+        )
     except (SeatError, OSError, ValueError, KeyError, AttributeError) as exc:
         _fail(f"{label} index unreadable: {index} ({exc})")
     if not shards:
@@ -130,19 +150,23 @@ def _check_shards(folder: Path, label: str) -> None:
 
 
 def _check_sizes(folder: Path, check: Check, name: str) -> None:
-    wrong = [p for p, size in check.values
-             if not (folder / p).is_file() or (folder / p).stat().st_size != size]
+    wrong = [
+        p for p, size in check.values if not (folder / p).is_file() or (folder / p).stat().st_size != size
+    ]
     if wrong:
-        _fail(f"{check.label}: {len(wrong)} file(s) missing or not the size the models lock records "
-              f"(e.g. {', '.join(wrong[:3])}) in {folder}",
-              f"seat model verify {name} lists them; seat model fetch {name} (or seat setup) restores them")
+        _fail(
+            f"{check.label}: {len(wrong)} file(s) missing or not the size the models lock records "
+            f"(e.g. {', '.join(wrong[:3])}) in {folder}",
+            f"seat model verify {name} lists them; seat model fetch {name} (or seat setup) restores them",
+        )
 
 
 def warnings(spec: LaunchSpec, values: dict[str, str]) -> list[str]:
     """What the script's preflight warns about and `seat up` should say too: an image by a tag."""
     subjects = (resolve(c.subject, values) for c in spec.checks if c.kind == "pinned")
-    return [f"{image} is not pinned by digest: a tag can move" for image in subjects
-            if "@sha256:" not in image]
+    return [
+        f"{image} is not pinned by digest: a tag can move" for image in subjects if "@sha256:" not in image
+    ]
 
 
 def run(spec: LaunchSpec, values: dict[str, str]) -> None:

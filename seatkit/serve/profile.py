@@ -10,13 +10,27 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from seatkit import paths
+from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
-from seatkit import safe_yaml
 from seatkit.serve import what_runs
-from seatkit.serve.grammar import (PROFILE_NAME, ContainerName, ContainerPath, Host, HostPath,
-                                   ImageName, ImageTag, Key, ModelFile, ProfileName, Program,
-                                   Requirement, ServedName, Text, Version, matches)
+from seatkit.serve.grammar import (
+    PROFILE_NAME,
+    ContainerName,
+    ContainerPath,
+    Host,
+    HostPath,
+    ImageName,
+    ImageTag,
+    Key,
+    ModelFile,
+    ProfileName,
+    Program,
+    Requirement,
+    ServedName,
+    Text,
+    Version,
+    matches,
+)
 from seatkit.validation import validate
 
 DEFAULT_PROFILE = "dsv4-flash-dspark-tp4"
@@ -46,8 +60,10 @@ def _plain(value: str) -> str:
     """Text that means the same in bash, compose and docker: no quotes, $, backticks, backslashes
     or control characters, so it can land anywhere without an escape going wrong."""
     if not value or re.search(r"[\x00-\x1f\x7f'\"`$\\]", value):
-        raise ValueError(f"must be non-empty plain text without quotes, $, backticks, backslashes "
-                         f"or newlines, got {value!r}")
+        raise ValueError(
+            f"must be non-empty plain text without quotes, $, backticks, backslashes "
+            f"or newlines, got {value!r}"
+        )
     return value
 
 
@@ -56,7 +72,9 @@ def _mount_path(value: str) -> str:
         raise ValueError(f"must be an absolute path, got {value!r}")
     if set(value) & {":", ","} or ".." in PurePosixPath(value).parts:
         raise ValueError(f"must be an absolute path without ':', ',' or '..' (docker mounts), got {value!r}")
-    return "/" + "/".join(PurePosixPath(value).parts[1:])  # one spelling: '/cache/.' and '//cache' are '/cache'
+    return "/" + "/".join(
+        PurePosixPath(value).parts[1:]
+    )  # one spelling: '/cache/.' and '//cache' are '/cache'
 
 
 def _overlaps(a: str, b: str) -> bool:
@@ -80,8 +98,23 @@ FlagName = Annotated[str, AfterValidator(_flag_name)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Scalar = str | bool | int | float
 # Docker's own set of ulimit names (docker run --ulimit, compose ulimits).
-UlimitName = Literal["core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue", "nice", "nofile",
-                     "nproc", "rss", "rtprio", "rttime", "sigpending", "stack"]
+UlimitName = Literal[
+    "core",
+    "cpu",
+    "data",
+    "fsize",
+    "locks",
+    "memlock",
+    "msgqueue",
+    "nice",
+    "nofile",
+    "nproc",
+    "rss",
+    "rtprio",
+    "rttime",
+    "sigpending",
+    "stack",
+]
 
 
 class Strict(BaseModel):
@@ -90,6 +123,7 @@ class Strict(BaseModel):
 
 class Image(Strict):
     """The base image; with `overlay`, the seat runs what `seat build` layers onto it."""
+
     name: ImageName
     tag: ImageTag
     digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
@@ -132,11 +166,14 @@ class Gpus(Strict):
     @model_validator(mode="after")
     def _tp_divides(self):
         if self.count and self.count % self.tensor_parallel_size:
-            raise ValueError(f"tensor_parallel_size {self.tensor_parallel_size} does not divide "
-                             f"the {self.count} GPUs")
+            raise ValueError(
+                f"tensor_parallel_size {self.tensor_parallel_size} does not divide the {self.count} GPUs"
+            )
         if self.count and self.tensor_parallel_size > self.count:
-            raise ValueError(f"tensor_parallel_size {self.tensor_parallel_size} needs at least "
-                             f"that many GPUs, count is {self.count}")
+            raise ValueError(
+                f"tensor_parallel_size {self.tensor_parallel_size} needs at least "
+                f"that many GPUs, count is {self.count}"
+            )
         return self
 
 
@@ -160,8 +197,10 @@ class ModelDir(Strict):
     @model_validator(mode="after")
     def _one_source(self):
         if (self.host_dir is None) == (self.build is None):
-            raise ValueError("give exactly one of host_dir (a directory on the host) or build "
-                             "(a model the kit builds locally)")
+            raise ValueError(
+                "give exactly one of host_dir (a directory on the host) or build "
+                "(a model the kit builds locally)"
+            )
         if self.shards_from_index and "model.safetensors.index.json" not in self.files:
             raise ValueError("shards_from_index needs model.safetensors.index.json in files")
         return self
@@ -181,8 +220,10 @@ class Speculative(Strict):
         temps = self.config.get("dspark_sts_temperatures")
         if temps is not None:
             if not isinstance(temps, list) or len(temps) != self.num_speculative_tokens:
-                raise ValueError("config.dspark_sts_temperatures must list one temperature per "
-                                 f"draft position ({self.num_speculative_tokens})")
+                raise ValueError(
+                    "config.dspark_sts_temperatures must list one temperature per "
+                    f"draft position ({self.num_speculative_tokens})"
+                )
             if not all(isinstance(t, (int, float)) and t > 0 for t in temps):
                 raise ValueError("config.dspark_sts_temperatures must all be numbers above 0")
         return self
@@ -236,19 +277,27 @@ class Docker(Strict):
             raise ValueError(f"{sorted(both)} are both in extra_env and pass_env: keep one")
         unset = {*self.extra_env, *self.pass_env} & set(self.unset_env)
         if unset:
-            raise ValueError(f"{sorted(unset)} are also in unset_env, whose `env -u` removes them "
-                             "before the server starts: keep one")
+            raise ValueError(
+                f"{sorted(unset)} are also in unset_env, whose `env -u` removes them "
+                "before the server starts: keep one"
+            )
         knobs = [n for n in [*self.extra_env, *self.pass_env] if n.startswith("SEAT_")]
         if knobs:
-            raise ValueError(f"{knobs} are the kit's own SEAT_* names (knobs the script sets "
-                             "without exporting): pick another name")
+            raise ValueError(
+                f"{knobs} are the kit's own SEAT_* names (knobs the script sets "
+                "without exporting): pick another name"
+            )
         if "VLLM_API_KEY" in {*self.extra_env, *self.pass_env}:
-            raise ValueError("VLLM_API_KEY comes only from the key file (server.api_key: true), "
-                             "not from extra_env or pass_env")
+            raise ValueError(
+                "VLLM_API_KEY comes only from the key file (server.api_key: true), "
+                "not from extra_env or pass_env"
+            )
         secrets = [n for n in self.pass_env if re.search(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL", n)]
         if secrets:
-            raise ValueError(f"pass_env {secrets} look like credentials: the launch prints every "
-                             "pass_env value in its configuration line")
+            raise ValueError(
+                f"pass_env {secrets} look like credentials: the launch prints every "
+                "pass_env value in its configuration line"
+            )
         return self
 
 
@@ -339,15 +388,22 @@ class Profile(Strict):
     @classmethod
     def _no_nul_anywhere(cls, data):
         """No string of a profile may hold a NUL byte: execve and bash cannot carry one."""
+
         def walk(value, where):
             if isinstance(value, str) and "\x00" in value:
                 raise ValueError(f"{where} must not hold a NUL byte, got {value!r}")
-            items = value.items() if isinstance(value, dict) else enumerate(value) \
-                if isinstance(value, list) else ()
+            items = (
+                value.items()
+                if isinstance(value, dict)
+                else enumerate(value)
+                if isinstance(value, list)
+                else ()
+            )
             for key, item in items:
                 walk(key, where)
                 walk(item, f"{where}.{key}")
-        for key, value in (data.items() if isinstance(data, dict) else ()):
+
+        for key, value in data.items() if isinstance(data, dict) else ():
             walk(value, key)
         return data
 
@@ -366,40 +422,58 @@ class Profile(Strict):
             raise ValueError(f"model {self.model!r} is not one of models {sorted(self.models)}")
         spec = self.speculative
         if spec and spec.draft_model is not None and spec.draft_model not in self.models:
-            raise ValueError(f"speculative.draft_model {spec.draft_model!r} is not one of "
-                             f"models {sorted(self.models)}")
+            raise ValueError(
+                f"speculative.draft_model {spec.draft_model!r} is not one of models {sorted(self.models)}"
+            )
         kube = self.kubernetes
         if kube and self.runtime != "docker":
             raise ValueError("kubernetes needs runtime docker (the pod runs the seat's image)")
         if kube and kube.models_volume == "pvc" and set(kube.model_claims) != set(self.models):
-            raise ValueError(f"kubernetes.model_claims must name a claim for each of models "
-                             f"{sorted(self.models)}")
+            raise ValueError(
+                f"kubernetes.model_claims must name a claim for each of models {sorted(self.models)}"
+            )
         if "VLLM_API_KEY" in self.env:
-            raise ValueError("env VLLM_API_KEY: VLLM_API_KEY comes only from the key file "
-                             "(server.api_key: true) or, in a pod, its Secret; a profile is committed")
+            raise ValueError(
+                "env VLLM_API_KEY: VLLM_API_KEY comes only from the key file "
+                "(server.api_key: true) or, in a pod, its Secret; a profile is committed"
+            )
         knobs = sorted(n for n in self.env if n.startswith("SEAT_"))
         if knobs:  # e.g. SEAT_SKIP_OVERLAY_CHECK would switch off the image's start check unseen
-            raise ValueError(f"env {knobs}: SEAT_* names are the kit's own knobs and switches, set "
-                             "at launch, never by a profile: pick another name")
-        reserved = {"model", "host", "port", "served-model-name", "tensor-parallel-size",
-                    "speculative-config", "api-key"}
+            raise ValueError(
+                f"env {knobs}: SEAT_* names are the kit's own knobs and switches, set "
+                "at launch, never by a profile: pick another name"
+            )
+        reserved = {
+            "model",
+            "host",
+            "port",
+            "served-model-name",
+            "tensor-parallel-size",
+            "speculative-config",
+            "api-key",
+        }
         if self.docker:
             clash = (set(self.docker.extra_env) | set(self.docker.pass_env)) & set(self.env)
             # What the kit mounts: an extra mount on, inside or over one would change it unseen.
-            owned_paths = [m.mount for m in self.models.values()] + \
-                ([self.docker.cache.mount] if self.docker.cache else [])
-            mounts = {m.target for m in self.docker.extra_mounts
-                      if any(_overlaps(m.target, owned) for owned in owned_paths)}
+            owned_paths = [m.mount for m in self.models.values()] + (
+                [self.docker.cache.mount] if self.docker.cache else []
+            )
+            mounts = {
+                m.target
+                for m in self.docker.extra_mounts
+                if any(_overlaps(m.target, owned) for owned in owned_paths)
+            }
             if clash or mounts:
                 raise ValueError(f"docker extras repeat what the profile sets: {sorted(clash | mounts)}")
         if self.experiment is None:
             self._runs_what_is_locked()
         owned = reserved & set(self.vllm_args)
         if owned:
-            raise ValueError(f"vllm_args sets {sorted(owned)}, which the profile's own fields "
-                             "set (server, gpus, model, speculative)")
+            raise ValueError(
+                f"vllm_args sets {sorted(owned)}, which the profile's own fields "
+                "set (server, gpus, model, speculative)"
+            )
         return self
-
 
     def _runs_what_is_locked(self) -> None:
         """No environment name or mount target that changes what is executed or imported."""
@@ -411,13 +485,21 @@ class Profile(Strict):
             # `env -u` before the server: the image's PATH (or PYTHONNOUSERSITE) gone changes what
             # runs as setting it would, and the outside check resolves with the image's.
             found += what_runs.refused_env("docker.unset_env", self.docker.unset_env)
-        found += filter(None, (what_runs.refused_mount(field, target, image.vllm_dir, image.b12x_dir)
-                               for field, target in what_runs.mounts(self).items()))
+        found += filter(
+            None,
+            (
+                what_runs.refused_mount(field, target, image.vllm_dir, image.b12x_dir)
+                for field, target in what_runs.mounts(self).items()
+            ),
+        )
         if found:
-            raise ValueError("these would change what the seat executes or imports, so the overlay "
-                             "check could pass while other code runs: " + "; ".join(found)
-                             + " (an experiment says so: experiment: {unverified: true, reason: ...}, "
-                             "and its results are marked UNVERIFIED)")
+            raise ValueError(
+                "these would change what the seat executes or imports, so the overlay "
+                "check could pass while other code runs: "
+                + "; ".join(found)
+                + " (an experiment says so: experiment: {unverified: true, reason: ...}, "
+                "and its results are marked UNVERIFIED)"
+            )
 
 
 def profile_path(name_or_path: str) -> Path:
@@ -433,8 +515,10 @@ def name_of(name_or_path: str) -> str:
     (the file need not exist any more: a seat whose profile was deleted can still be stopped)."""
     name = profile_path(name_or_path).stem
     if not matches(PROFILE_NAME, name):
-        raise SeatError(f"{name_or_path!r} names no profile ({PROFILE_NAME})",
-                        "give a profile's name or the path of its YAML file")
+        raise SeatError(
+            f"{name_or_path!r} names no profile ({PROFILE_NAME})",
+            "give a profile's name or the path of its YAML file",
+        )
     return name
 
 
@@ -457,15 +541,20 @@ def _read_yaml(path: Path) -> dict:
     try:
         data = safe_yaml.read(path, "profile")
     except IsADirectoryError:
-        raise SeatError(f"{path} is a folder, not a profile's YAML file",
-                        "give the path of the .yaml file itself, or a name from profiles/") from None
+        raise SeatError(
+            f"{path} is a folder, not a profile's YAML file",
+            "give the path of the .yaml file itself, or a name from profiles/",
+        ) from None
     except (FileNotFoundError, NotADirectoryError):
-        raise SeatError(f"no profile at {path}",
-                        f"profiles: {', '.join(profile_names()) or 'none'}") from None
+        raise SeatError(
+            f"no profile at {path}", f"profiles: {', '.join(profile_names()) or 'none'}"
+        ) from None
     if not isinstance(data, dict):
         got = "an empty file" if data is None else ("a list" if isinstance(data, list) else "a single value")
-        raise SeatError(f"{path}: a profile is a mapping of fields (name: value lines), got {got}",
-                        "profiles/ holds working examples")
+        raise SeatError(
+            f"{path}: a profile is a mapping of fields (name: value lines), got {got}",
+            "profiles/ holds working examples",
+        )
     return data
 
 
@@ -483,8 +572,11 @@ def _raw(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict, list[Path]]:
     if parent is None:
         return data, [path]
     if not isinstance(parent, str) or not matches(PROFILE_NAME, parent):
-        raise SeatError(f"{path}: field 'extends': expected the name of a profile (beside it or in profiles/) "
-                        f"({PROFILE_NAME}), got {parent!r}", "name the profile, never a path")
+        raise SeatError(
+            f"{path}: field 'extends': expected the name of a profile (beside it or in profiles/) "
+            f"({PROFILE_NAME}), got {parent!r}",
+            "name the profile, never a path",
+        )
     # A variant's siblings first, then the kit's profiles; a file named like the profile it extends
     # (a local copy of a kit profile) extends the kit's own.
     beside = path.parent / f"{parent}.yaml"
@@ -497,11 +589,20 @@ def load(name_or_path: str) -> Profile:
     """Load, merge and validate a profile; every bad field is named with what was expected."""
     path = profile_path(name_or_path)
     if not matches(PROFILE_NAME, path.stem):
-        raise SeatError(f"{path}: a profile is named by its file, and {path.stem!r} is not a profile "
-                        f"name ({PROFILE_NAME})", "rename the file")
+        raise SeatError(
+            f"{path}: a profile is named by its file, and {path.stem!r} is not a profile "
+            f"name ({PROFILE_NAME})",
+            "rename the file",
+        )
     data, files = _raw(path)
     data["name"] = path.stem  # a profile is named by its file, never by a field it inherits
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
     via = f" (extends {', '.join(f.name for f in files[:-1])})" if len(files) > 1 else ""
-    return validate(Profile, {**data, "source": str(path), "sha256": digest}, path, "profile",
-                    "fix the fields named above; profiles/ holds working examples", via)
+    return validate(
+        Profile,
+        {**data, "source": str(path), "sha256": digest},
+        path,
+        "profile",
+        "fix the fields named above; profiles/ holds working examples",
+        via,
+    )

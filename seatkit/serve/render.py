@@ -14,8 +14,10 @@ import yaml
 
 from seatkit import overlay_lock, paths
 from seatkit.errors import SeatError
-from seatkit.serve import glossary, grammar, k8s, nsys, profile as profiles, spec as specs, what_runs
 from seatkit.files import write_atomic
+from seatkit.serve import glossary, grammar, k8s, nsys, what_runs
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 
 
@@ -60,20 +62,36 @@ def _oneline(text: str) -> str:
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("seatkit.serve", "templates"),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             autoescape=False)
-    env.filters.update(sh=shlex.quote, sq=always_quoted, word=shell_word, qword=quoted_word,
-                       argv_lines=argv_lines, dq=_double_quoted, oneline=_oneline)
-    env.globals.update(knob_grammars=grammar.KNOBS, local_images=overlay_lock.REPOSITORY,
-                       profile_label=specs.PROFILE_LABEL, what_runs=what_runs.shell_pattern())
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("seatkit.serve", "templates"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters.update(
+        sh=shlex.quote,
+        sq=always_quoted,
+        word=shell_word,
+        qword=quoted_word,
+        argv_lines=argv_lines,
+        dq=_double_quoted,
+        oneline=_oneline,
+    )
+    env.globals.update(
+        knob_grammars=grammar.KNOBS,
+        local_images=overlay_lock.REPOSITORY,
+        profile_label=specs.PROFILE_LABEL,
+        what_runs=what_runs.shell_pattern(),
+    )
     return env
 
 
 def render_script(spec: LaunchSpec) -> str:
-    return _environment().get_template("serve.sh.j2").render(p=spec.profile, spec=spec,
-                                                             container_knobs=specs.CONTAINER_KNOBS,
-                                                             nsys_no_modes=nsys.NO_MODES)
+    return (
+        _environment()
+        .get_template("serve.sh.j2")
+        .render(p=spec.profile, spec=spec, container_knobs=specs.CONTAINER_KNOBS, nsys_no_modes=nsys.NO_MODES)
+    )
 
 
 def _compose_escape(text: str) -> str:
@@ -85,8 +103,11 @@ def _compose_word(word: Word) -> str:
 
 
 def _compose_command(spec: LaunchSpec, wrap: list[Word]) -> list[str]:
-    return ["env", *[a for n in spec.unset_env for a in ("-u", n)],
-            *[_compose_word(w) for w in [*wrap, *spec.command]]]
+    return [
+        "env",
+        *[a for n in spec.unset_env for a in ("-u", n)],
+        *[_compose_word(w) for w in [*wrap, *spec.command]],
+    ]
 
 
 def render_compose(spec: LaunchSpec) -> str:
@@ -109,36 +130,56 @@ def render_compose(spec: LaunchSpec) -> str:
         "restart": docker.restart,
         "stop_grace_period": f"{docker.stop_grace_s}s",
         "ulimits": dict(docker.ulimits),
-        "environment": {**{k: _compose_escape(v) for k, v in spec.env.items()},
-                        **{k: f"${{{k}}}" for k in specs.CONTAINER_KNOBS}},
-        "volumes": [{"type": "bind", "source": _compose_word(m.source),
-                     "target": _compose_escape(m.target),
-                     "read_only": m.read_only} for m in spec.mounts],
+        "environment": {
+            **{k: _compose_escape(v) for k, v in spec.env.items()},
+            **{k: f"${{{k}}}" for k in specs.CONTAINER_KNOBS},
+        },
+        "volumes": [
+            {
+                "type": "bind",
+                "source": _compose_word(m.source),
+                "target": _compose_escape(m.target),
+                "read_only": m.read_only,
+            }
+            for m in spec.mounts
+        ],
         **({"deploy": {"resources": {"reservations": {"devices": [gpus]}}}} if docker.gpus else {}),
         "healthcheck": {
             "test": ["CMD", "curl", "-fsS", "http://${SEAT_HOST}:${SEAT_PORT}/health"],
-            "interval": "30s", "timeout": "5s", "retries": 3,
+            "interval": "30s",
+            "timeout": "5s",
+            "retries": 3,
             "start_period": f"{int(p.server.health_timeout_s)}s",
         },
     }
     service["environment"].update(dict.fromkeys(spec.pass_env))  # null: from the shell, only when set
     if spec.api_key_file:
-        service["environment"]["VLLM_API_KEY"] = ("${VLLM_API_KEY:?export VLLM_API_KEY from the seat's key file "
-                                              "(see .env; seat up makes it)}")
-    header = (f"# {p.name}: rendered by `seat render` from profiles/{p.name}.yaml "
-              f"(profile sha256 {p.sha256[:16]}).\n"
-              "# Do not edit: change the profile and run `seat render`. Host knobs live in .env.\n"
-              "# ipc: host means the host's /dev/shm is used; shm_size would be inert, so none is set.\n"
-              + ("# Nsight Systems: `docker compose up -d seat-nsys-session` (or seat-nsys-profile) runs the\n"
-                 "# same seat under nsys; SEAT_NSYS_* in .env set it up. Stop it by name, `docker compose\n"
-                 "# down seat-nsys-session`: a plain `docker compose down` leaves it running.\n"
-                 if spec.wraps else ""))
+        service["environment"]["VLLM_API_KEY"] = (
+            "${VLLM_API_KEY:?export VLLM_API_KEY from the seat's key file (see .env; seat up makes it)}"
+        )
+    header = (
+        f"# {p.name}: rendered by `seat render` from profiles/{p.name}.yaml "
+        f"(profile sha256 {p.sha256[:16]}).\n"
+        "# Do not edit: change the profile and run `seat render`. Host knobs live in .env.\n"
+        "# ipc: host means the host's /dev/shm is used; shm_size would be inert, so none is set.\n"
+        + (
+            "# Nsight Systems: `docker compose up -d seat-nsys-session` (or seat-nsys-profile) runs the\n"
+            "# same seat under nsys; SEAT_NSYS_* in .env set it up. Stop it by name, `docker compose\n"
+            "# down seat-nsys-session`: a plain `docker compose down` leaves it running.\n"
+            if spec.wraps
+            else ""
+        )
+    )
     services = {"seat": service}
     for mode, words in spec.wraps.items():  # compose cannot add words on a knob: one service a mode
-        services[f"seat-nsys-{mode}"] = {"extends": {"service": "seat"}, "profiles": [f"nsys-{mode}"],
-                                         "command": _compose_command(spec, words)}
-    body = yaml.safe_dump({"name": p.name, "services": services}, sort_keys=False,
-                          width=100, allow_unicode=True)
+        services[f"seat-nsys-{mode}"] = {
+            "extends": {"service": "seat"},
+            "profiles": [f"nsys-{mode}"],
+            "command": _compose_command(spec, words),
+        }
+    body = yaml.safe_dump(
+        {"name": p.name, "services": services}, sort_keys=False, width=100, allow_unicode=True
+    )
     return header + body
 
 
@@ -151,9 +192,11 @@ def _env_value(value: str) -> str:
 
 
 def render_env(spec: LaunchSpec) -> str:
-    lines = [f"# Host knobs for docker-compose.yml ({spec.profile.name}); rendered by `seat render`.",
-             "# Override a value from the shell environment, which compose prefers to this file;",
-             "# `seat render` rewrites this file from the profile."]
+    lines = [
+        f"# Host knobs for docker-compose.yml ({spec.profile.name}); rendered by `seat render`.",
+        "# Override a value from the shell environment, which compose prefers to this file;",
+        "# `seat render` rewrites this file from the profile.",
+    ]
     for knob in spec.knobs:
         if knob.shell_default:  # its default depends on who runs it: named, never pinned here
             lines += [f"# {knob.meaning}: by default {knob.shell_default}"]
@@ -163,10 +206,19 @@ def render_env(spec: LaunchSpec) -> str:
 
 
 def render_launch_config(spec: LaunchSpec) -> str:
-    return _environment().get_template("LAUNCH_CONFIG.md.j2").render(
-        p=spec.profile, spec=spec, flags=glossary.explain_flags(spec),
-        env=glossary.explain_env(spec), values=spec.values({}),
-        resolve=specs.resolve, script=render_script(spec))
+    return (
+        _environment()
+        .get_template("LAUNCH_CONFIG.md.j2")
+        .render(
+            p=spec.profile,
+            spec=spec,
+            flags=glossary.explain_flags(spec),
+            env=glossary.explain_env(spec),
+            values=spec.values({}),
+            resolve=specs.resolve,
+            script=render_script(spec),
+        )
+    )
 
 
 def profile_files(name: str, root: Path = paths.REPO) -> dict[Path, str]:
@@ -184,8 +236,9 @@ def profile_files(name: str, root: Path = paths.REPO) -> dict[Path, str]:
     return out
 
 
-def rendered(root: Path = paths.REPO, extra: dict[Path, str] | None = None,
-             bad: dict[str, SeatError] | None = None) -> dict[Path, str]:
+def rendered(
+    root: Path = paths.REPO, extra: dict[Path, str] | None = None, bad: dict[str, SeatError] | None = None
+) -> dict[Path, str]:
     """Every rendered file and its content: each profile's files, the default's compose set, and
     extra (files rendered by layers above this one: the README's table, the Dockerfile's defaults).
 
@@ -218,9 +271,12 @@ def compose_path(name: str, root: Path = paths.REPO) -> Path:
 def _stale(root: Path, files: dict[Path, str], keep: frozenset[str] = frozenset()) -> list[Path]:
     """Rendered files no profile renders now (a removed profile), except those of profiles in keep.
     Only the names render writes: a kustomization or Secret beside the manifests is the user's."""
-    found = [*(root / "serve").glob("*.sh"), *(root / "compose").glob("*/docker-compose.yml"),
-             *(root / "compose").glob("*/.env"),
-             *(path for file in k8s.FILES for path in (root / "k8s").glob(f"*/{file}"))]
+    found = [
+        *(root / "serve").glob("*.sh"),
+        *(root / "compose").glob("*/docker-compose.yml"),
+        *(root / "compose").glob("*/.env"),
+        *(path for file in k8s.FILES for path in (root / "k8s").glob(f"*/{file}")),
+    ]
     owner = lambda path: path.stem if path.parent.name == "serve" else path.parent.name  # noqa: E731
     return sorted(path for path in found if path not in files and owner(path) not in keep)
 
@@ -243,9 +299,11 @@ def write(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> list
         if stale.parent.name != "serve" and not any(stale.parent.iterdir()):
             stale.parent.rmdir()
     if bad:
-        raise SeatError(f"rendered the other profiles ({len(written)} files written), but not "
-                        f"{', '.join(sorted(bad))}:\n" + "\n".join(e.message for e in bad.values()),
-                        "fix the profiles named above and run `seat render` again")
+        raise SeatError(
+            f"rendered the other profiles ({len(written)} files written), but not "
+            f"{', '.join(sorted(bad))}:\n" + "\n".join(e.message for e in bad.values()),
+            "fix the profiles named above and run `seat render` again",
+        )
     return written
 
 
@@ -256,9 +314,14 @@ def drift(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> dict
     for path, text in files.items():
         current = path.read_text() if path.exists() else ""
         if current != text:
-            out[path] = "".join(difflib.unified_diff(
-                current.splitlines(True), text.splitlines(True),
-                f"{path.name} (committed)", f"{path.name} (fresh render)"))
+            out[path] = "".join(
+                difflib.unified_diff(
+                    current.splitlines(True),
+                    text.splitlines(True),
+                    f"{path.name} (committed)",
+                    f"{path.name} (fresh render)",
+                )
+            )
     for stale in _stale(root, files):
         out[stale] = f"{stale.relative_to(root)}: no profile renders this file any more\n"
     return out
@@ -267,6 +330,7 @@ def drift(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> dict
 def require_no_drift(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> None:
     found = drift(root, extra)
     if found:
-        raise SeatError("rendered files differ from a fresh render:\n"
-                        + "".join(found.values()),
-                        "run `seat render` and commit the result; never edit rendered files")
+        raise SeatError(
+            "rendered files differ from a fresh render:\n" + "".join(found.values()),
+            "run `seat render` and commit the result; never edit rendered files",
+        )

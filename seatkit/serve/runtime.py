@@ -10,8 +10,8 @@ import json
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from seatkit import flock, paths, safe_yaml
 from seatkit.errors import SeatError
@@ -45,8 +45,10 @@ def _run(argv: list[str], log: Path, what: str, say: Progress) -> None:
         result = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT)
     if result.returncode:
         tail = "".join(log.read_text().splitlines(True)[-15:])
-        raise SeatError(f"{what} failed (exit {result.returncode}); last lines of {log}:\n{tail}",
-                        "fix the cause above and run `seat setup` again; it resumes")
+        raise SeatError(
+            f"{what} failed (exit {result.returncode}); last lines of {log}:\n{tail}",
+            "fix the cause above and run `seat setup` again; it resumes",
+        )
     say(f"{what}: done in {time.monotonic() - start:.0f} s")
 
 
@@ -106,11 +108,11 @@ def ensure_venv(native: Native, say: Progress = print) -> Path:
     # One package per call, in order: the first (torch) must resolve alone, before anything
     # that depends on it could pull in another build.
     for package in native.packages:
-        _run([*pip, "install", "-q", "-c", str(constraints), package], log,
-             f"installing {package}", say)
+        _run([*pip, "install", "-q", "-c", str(constraints), package], log, f"installing {package}", say)
     if native.remove:
-        _run([*pip, "uninstall", "-q", "-y", *native.remove], log,
-             f"removing {', '.join(native.remove)}", say)
+        _run(
+            [*pip, "uninstall", "-q", "-y", *native.remove], log, f"removing {', '.join(native.remove)}", say
+        )
     if native.metadata_shim:
         _write_metadata_shim(venv, native.metadata_shim)
     marker.write_text(json.dumps(native.model_dump(), indent=2))
@@ -132,13 +134,14 @@ def _write_metadata_shim(venv: Path, version: str) -> None:
 
 
 def _complete(out: Path, files: list[str], sizes: dict[str, int] | None) -> bool:
-    return (all((out / name).is_file() and (out / name).stat().st_size for name in files)
-            and all((out / name).is_file() and (out / name).stat().st_size == n
-                    for name, n in (sizes or {}).items()))
+    return all((out / name).is_file() and (out / name).stat().st_size for name in files) and all(
+        (out / name).is_file() and (out / name).stat().st_size == n for name, n in (sizes or {}).items()
+    )
 
 
-def ensure_model(build: str, files: list[str], venv: Path, say: Progress = print,
-                 sizes: dict[str, int] | None = None) -> Path:
+def ensure_model(
+    build: str, files: list[str], venv: Path, say: Progress = print, sizes: dict[str, int] | None = None
+) -> Path:
     """Build the model unless its folder has every file, at the sizes its lock records.
 
     It is built beside its place and renamed there whole, so a killed build never looks complete;
@@ -151,43 +154,59 @@ def ensure_model(build: str, files: list[str], venv: Path, say: Progress = print
         return out
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with flock.exclusive(out.with_name(out.name + ".lock"), f"building the {build} model",
-                             f"the {build} model is being built", "", wait=say):
+        with flock.exclusive(
+            out.with_name(out.name + ".lock"),
+            f"building the {build} model",
+            f"the {build} model is being built",
+            "",
+            wait=say,
+        ):
             if _complete(out, files, sizes):
                 return out
             log = _log_path(build)
             tmp = out.with_name(out.name + ".partial")
             shutil.rmtree(tmp, ignore_errors=True)
-            with model_build.command(model_build.load(build), venv, tmp,
-                                     lambda argv, what: _run(argv, log, what, say), say) as argv:
+            with model_build.command(
+                model_build.load(build), venv, tmp, lambda argv, what: _run(argv, log, what, say), say
+            ) as argv:
                 _run(argv, log, f"building the {build} model", say)
             shutil.rmtree(out, ignore_errors=True)
             tmp.rename(out)
     except OSError as exc:
-        raise SeatError(f"building the {build} model in {out.parent} failed: {exc}",
-                        f"SEAT_HOME ({paths.seat_home()}) must be a folder seatkit can write, with "
-                        "room for the model; fix it or point SEAT_HOME elsewhere") from None
+        raise SeatError(
+            f"building the {build} model in {out.parent} failed: {exc}",
+            f"SEAT_HOME ({paths.seat_home()}) must be a folder seatkit can write, with "
+            "room for the model; fix it or point SEAT_HOME elsewhere",
+        ) from None
     missing = [name for name in files if not (out / name).is_file() or not (out / name).stat().st_size]
     if missing:
-        raise SeatError(f"the {build} model just built in {out} lacks {', '.join(missing)}, which the "
-                        "profile's models.files name", "see the build's log in SEAT_HOME/logs; the "
-                        "profile must name only files its build writes")
+        raise SeatError(
+            f"the {build} model just built in {out} lacks {', '.join(missing)}, which the "
+            "profile's models.files name",
+            "see the build's log in SEAT_HOME/logs; the profile must name only files its build writes",
+        )
     made = {name: (out / name).stat().st_size for name in (sizes or {}) if (out / name).is_file()}
-    differ = [f"{name} is {f'{made[name]:,} bytes' if name in made else 'missing'}, the lock says "
-              f"{size:,}" for name, size in (sizes or {}).items() if made.get(name) != size]
+    differ = [
+        f"{name} is {f'{made[name]:,} bytes' if name in made else 'missing'}, the lock says {size:,}"
+        for name, size in (sizes or {}).items()
+        if made.get(name) != size
+    ]
     if differ:  # else every setup would build it again, and preflight refuse it again
-        raise SeatError(f"the {build} model just built in {out} differs from its models lock: "
-                        + "; ".join(differ[:3]),
-                        "the build matches its lock only on the software base CAVEATS.md names; "
-                        "if this build is meant, pin it with `seat model lock PROFILE`")
+        raise SeatError(
+            f"the {build} model just built in {out} differs from its models lock: " + "; ".join(differ[:3]),
+            "the build matches its lock only on the software base CAVEATS.md names; "
+            "if this build is meant, pin it with `seat model lock PROFILE`",
+        )
     return out
 
 
 def setup(profile: Profile, say: Progress = print) -> dict[str, Path]:
     """Everything a native profile needs on this machine; docker profiles need nothing here."""
     if profile.runtime != "native":
-        raise SeatError(f"{profile.name} runs in docker: there is no local runtime to set up",
-                        f"build or pull its image instead (seat build {profile.name})")
+        raise SeatError(
+            f"{profile.name} runs in docker: there is no local runtime to set up",
+            f"build or pull its image instead (seat build {profile.name})",
+        )
     from seatkit.models import lock as model_locks  # it imports this module
 
     venv = ensure_venv(profile.native, say)

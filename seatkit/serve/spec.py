@@ -91,8 +91,11 @@ class LaunchSpec:
         """What the container runs: unset the image's variables, the nsys wrap when on, the server."""
         nsys.check(self.grammar, values)
         wrap = self.wraps.get(values.get(nsys.MODE, nsys.OFF), [])
-        return ["env", *[a for n in self.unset_env for a in ("-u", n)],
-                *[resolve(w, values) for w in [*wrap, *self.command]]]
+        return [
+            "env",
+            *[a for n in self.unset_env for a in ("-u", n)],
+            *[resolve(w, values) for w in [*wrap, *self.command]],
+        ]
 
     def passed_env(self, environ: dict[str, str] | None = None) -> dict[str, str]:
         environ = os.environ if environ is None else environ
@@ -109,13 +112,19 @@ class LaunchSpec:
     def facts(self) -> str:
         p = self.profile
         spec = p.speculative
-        parts = [f"runtime={p.runtime}", f"tp={p.gpus.tensor_parallel_size}",
-                 f"served_model_name={p.server.served_model_name}",
-                 f"speculative={spec.method}/k={spec.num_speculative_tokens}" if spec else "speculative=none",
-                 f"vllm_args={len(p.vllm_args)}", f"env={len(self.env)}"]
+        parts = [
+            f"runtime={p.runtime}",
+            f"tp={p.gpus.tensor_parallel_size}",
+            f"served_model_name={p.server.served_model_name}",
+            f"speculative={spec.method}/k={spec.num_speculative_tokens}" if spec else "speculative=none",
+            f"vllm_args={len(p.vllm_args)}",
+            f"env={len(self.env)}",
+        ]
         if p.docker:
-            parts += [f"extra_mounts={','.join(m.target for m in p.docker.extra_mounts) or 'none'}",
-                      f"extra_env={','.join(p.docker.extra_env) or 'none'}"]
+            parts += [
+                f"extra_mounts={','.join(m.target for m in p.docker.extra_mounts) or 'none'}",
+                f"extra_env={','.join(p.docker.extra_env) or 'none'}",
+            ]
         return " ".join(parts)
 
 
@@ -158,23 +167,30 @@ def speculative_config(profile: Profile, model_paths: dict[str, Word]) -> Word |
     if spec.draft_model is None:
         return (text,)
     before, after = text.split(_HOLE)
-    inner = tuple(p if isinstance(p, Ref) else json.dumps(p)[1:-1]
-                  for p in model_paths[spec.draft_model])
+    inner = tuple(p if isinstance(p, Ref) else json.dumps(p)[1:-1] for p in model_paths[spec.draft_model])
     return (before, *inner, after)
 
 
 def _native_home() -> Knob:
-    return Knob("SEAT_HOME", str(paths.seat_home()), "where the kit keeps runtimes and built models",
-                shell_default='${XDG_CACHE_HOME:-$HOME/.cache}/seatkit')
+    return Knob(
+        "SEAT_HOME",
+        str(paths.seat_home()),
+        "where the kit keeps runtimes and built models",
+        shell_default="${XDG_CACHE_HOME:-$HOME/.cache}/seatkit",
+    )
 
 
 def build(profile: Profile) -> LaunchSpec:
     server = profile.server
-    knobs = [Knob("SEAT_HOST", server.host, "address the server binds"),
-             Knob("SEAT_PORT", str(server.port), "port the server listens on")]
+    knobs = [
+        Knob("SEAT_HOST", server.host, "address the server binds"),
+        Knob("SEAT_PORT", str(server.port), "port the server listens on"),
+    ]
     host, port = (Ref("SEAT_HOST"),), (Ref("SEAT_PORT"),)
-    checks = [Check("reserved-port", port, "port", tuple(map(str, server.reserved_ports))),
-              Check("port-free", host + (":",) + port, "port")]
+    checks = [
+        Check("reserved-port", port, "port", tuple(map(str, server.reserved_ports))),
+        Check("port-free", host + (":",) + port, "port"),
+    ]
     mounts: list[Mount] = []
     venv = None
     model_paths: dict[str, Word] = {}
@@ -192,32 +208,51 @@ def build(profile: Profile) -> LaunchSpec:
             checks += _model_checks(key, model, where, locked.get(key), f"run: seat setup {profile.name}")
     else:
         docker = profile.docker
-        image, digest = ((overlay_lock.seat_tag(profile, overlay_lock.load(), overlay_lock.load_b12x()), "")
-                         if profile.image.overlay else pins.base_reference(profile, allow_unpinned=True))
-        knobs = [Knob("SEAT_IMAGE", image, "image the seat runs"
-                      + (" (`seat build` makes it)" if profile.image.overlay else "")),
-                 Knob("SEAT_CONTAINER", docker.container_name, "container name"),
-                 *knobs]
-        checks = [Check("reserved-name", (Ref("SEAT_CONTAINER"),), "container name",
-                        tuple(server.reserved_names)),
-                  Check("container-free", (Ref("SEAT_CONTAINER"),), "container name"),
-                  Check("image", (Ref("SEAT_IMAGE"),), "image"),
-                  # An image by tag could be anything by now: warned of; refused, as `seat up` refuses
-                  # it, when it is a prebuilt image's own tag, unpinned when this was rendered.
-                  Check("pinned", (Ref("SEAT_IMAGE"),), "image",
-                        (image,) if digest is None and profile.image.compare_overlay else ()),
-                  *checks]
+        image, digest = (
+            (overlay_lock.seat_tag(profile, overlay_lock.load(), overlay_lock.load_b12x()), "")
+            if profile.image.overlay
+            else pins.base_reference(profile, allow_unpinned=True)
+        )
+        knobs = [
+            Knob(
+                "SEAT_IMAGE",
+                image,
+                "image the seat runs" + (" (`seat build` makes it)" if profile.image.overlay else ""),
+            ),
+            Knob("SEAT_CONTAINER", docker.container_name, "container name"),
+            *knobs,
+        ]
+        checks = [
+            Check("reserved-name", (Ref("SEAT_CONTAINER"),), "container name", tuple(server.reserved_names)),
+            Check("container-free", (Ref("SEAT_CONTAINER"),), "container name"),
+            Check("image", (Ref("SEAT_IMAGE"),), "image"),
+            # An image by tag could be anything by now: warned of; refused, as `seat up` refuses
+            # it, when it is a prebuilt image's own tag, unpinned when this was rendered.
+            Check(
+                "pinned",
+                (Ref("SEAT_IMAGE"),),
+                "image",
+                (image,) if digest is None and profile.image.compare_overlay else (),
+            ),
+            *checks,
+        ]
         for key, model in profile.models.items():
             knob = f"SEAT_MODEL_{key.upper()}_DIR"
             knobs.append(Knob(knob, model.host_dir, f"host directory of the {key} model"))
             mounts.append(Mount((Ref(knob),), model.mount, read_only=True))
             model_paths[key] = (model.mount,)
             fetch = f"seat model fetch {profile.name} downloads it, or " if model.repository else ""
-            checks += _model_checks(key, model, (Ref(knob),), locked.get(key),
-                                    f"{fetch}set {knob} to the folder that has it")
+            checks += _model_checks(
+                key, model, (Ref(knob),), locked.get(key), f"{fetch}set {knob} to the folder that has it"
+            )
         if docker.cache:
-            knobs.append(Knob("SEAT_CACHE_DIR", docker.cache.host_dir,
-                              "persistent JIT cache (one per image and profile)"))
+            knobs.append(
+                Knob(
+                    "SEAT_CACHE_DIR",
+                    docker.cache.host_dir,
+                    "persistent JIT cache (one per image and profile)",
+                )
+            )
             mounts.append(Mount((Ref("SEAT_CACHE_DIR"),), docker.cache.mount, read_only=False))
             checks.append(Check("cache", (Ref("SEAT_CACHE_DIR"),), "cache"))
             knobs += [Knob(*k) for k in nsys.knobs(profile.name, docker.cache.mount)]
@@ -228,9 +263,16 @@ def build(profile: Profile) -> LaunchSpec:
     if profile.gpus.count:
         checks.append(Check("gpus", (), "GPUs", (str(profile.gpus.tensor_parallel_size),)))
 
-    command = [*program, model_paths[profile.model],
-               ("--host",), host, ("--port",), port,
-               ("--served-model-name",), (server.served_model_name,)]
+    command = [
+        *program,
+        model_paths[profile.model],
+        ("--host",),
+        host,
+        ("--port",),
+        port,
+        ("--served-model-name",),
+        (server.served_model_name,),
+    ]
     if profile.gpus.tensor_parallel_size > 1:
         command += [("--tensor-parallel-size",), (str(profile.gpus.tensor_parallel_size),)]
     spec_json = speculative_config(profile, model_paths)
@@ -241,15 +283,28 @@ def build(profile: Profile) -> LaunchSpec:
     env = {**profile.env, **(profile.docker.extra_env if profile.docker else {})}
     api_key_file = None
     if server.api_key:
-        knobs.append(Knob("SEAT_API_KEY_FILE", str(keys.key_file(profile.name)),
-                          "file holding the API key (mode 0600; `seat up` makes it)",
-                          shell_default=keys.shell_key_file(profile.name)))
+        knobs.append(
+            Knob(
+                "SEAT_API_KEY_FILE",
+                str(keys.key_file(profile.name)),
+                "file holding the API key (mode 0600; `seat up` makes it)",
+                shell_default=keys.shell_key_file(profile.name),
+            )
+        )
         api_key_file = (Ref("SEAT_API_KEY_FILE"),)
         checks.append(Check("api-key", api_key_file, "API key file"))
-    return LaunchSpec(profile=profile, knobs=knobs, env=env, command=command, checks=checks,
-                      mounts=mounts, unset_env=list(profile.docker.unset_env if profile.docker else []),
-                      api_key_file=api_key_file, venv=venv if profile.native else None,
-                      **_profiling(profile))
+    return LaunchSpec(
+        profile=profile,
+        knobs=knobs,
+        env=env,
+        command=command,
+        checks=checks,
+        mounts=mounts,
+        unset_env=list(profile.docker.unset_env if profile.docker else []),
+        api_key_file=api_key_file,
+        venv=venv if profile.native else None,
+        **_profiling(profile),
+    )
 
 
 def _profiling(profile: Profile) -> dict:

@@ -56,16 +56,23 @@ def parse(argv: list[str]):
             if not match:
                 findings.append({"kind": "flag", "name": "", "stage": "argparse", "message": message})
                 return None, findings
-            findings.append({"kind": "flag", "name": match.group(1)[2:], "stage": "argparse",
-                             "message": message.split(": ", 1)[-1]})
+            findings.append(
+                {
+                    "kind": "flag",
+                    "name": match.group(1)[2:],
+                    "stage": "argparse",
+                    "message": message.split(": ", 1)[-1],
+                }
+            )
             argv = _drop(argv, match.group(1))
             continue
         flags = [u.split("=", 1)[0] for u in unknown if u.startswith("--")]
         if not flags:
             return args, findings
         for flag in flags:
-            findings.append({"kind": "flag", "name": flag[2:], "stage": "argparse",
-                             "message": "unrecognized argument"})
+            findings.append(
+                {"kind": "flag", "name": flag[2:], "stage": "argparse", "message": "unrecognized argument"}
+            )
             argv = _drop(argv, flag)
     return None, findings
 
@@ -85,12 +92,24 @@ def check(argv: list[str]) -> list[dict]:
     fields = {f.name for f in dataclasses.fields(SpeculativeConfig)}
     for key in spec:
         if key.replace("-", "_") not in fields:
-            findings.append({"kind": "speculative", "name": key, "stage": "SpeculativeConfig",
-                             "message": "unexpected keyword argument"})
+            findings.append(
+                {
+                    "kind": "speculative",
+                    "name": key,
+                    "stage": "SpeculativeConfig",
+                    "message": "unexpected keyword argument",
+                }
+            )
     methods = _allowed(typing.get_type_hints(SpeculativeConfig)["method"])
     if "method" in spec and spec["method"] not in methods:
-        findings.append({"kind": "speculative", "name": "method", "stage": "SpeculativeConfig",
-                         "message": f"unknown method {spec['method']!r}"})
+        findings.append(
+            {
+                "kind": "speculative",
+                "name": "method",
+                "stage": "SpeculativeConfig",
+                "message": f"unknown method {spec['method']!r}",
+            }
+        )
     return findings
 
 

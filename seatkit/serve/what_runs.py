@@ -75,7 +75,7 @@ def protected(vllm_dir: str, b12x_dir: str) -> dict[str, str]:
     out[b12x_dir] = "the b12x package (image.b12x_dir)"
     out[str(packages)] = "site-packages, its .pth files run at every start"
     if "lib" in packages.parts:  # <venv>/lib/pythonX.Y/site-packages: the venv, with its bin
-        venv = PurePosixPath(*packages.parts[:packages.parts.index("lib")])
+        venv = PurePosixPath(*packages.parts[: packages.parts.index("lib")])
         if str(venv) != "/":
             out[str(venv)] = "the venv, whose bin holds vllm and python"
     return out
@@ -96,7 +96,9 @@ def mounts(profile) -> dict[str, str]:
     """Every container path the profile's seat mounts over, by the field that names it."""
     out = {f"models.{k}.mount": m.mount for k, m in profile.models.items() if m.mount}
     if profile.docker:
-        out |= {f"docker.extra_mounts[{i}].target": m.target for i, m in enumerate(profile.docker.extra_mounts)}
+        out |= {
+            f"docker.extra_mounts[{i}].target": m.target for i, m in enumerate(profile.docker.extra_mounts)
+        }
         if profile.docker.cache:
             out["docker.cache.mount"] = profile.docker.cache.mount
     return out

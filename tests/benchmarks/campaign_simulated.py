@@ -15,14 +15,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
 from campaign_harness import CampaignHost, OracleDriver, drive  # noqa: E402
-from seatkit.campaign import plan as campaign_plan, runner, spec as specs  # noqa: E402
+
+from seatkit.campaign import plan as campaign_plan  # noqa: E402
+from seatkit.campaign import runner
+from seatkit.campaign import spec as specs
 
 
 def main() -> None:
     paper = specs.load("paper")
     # Fewer prompts and tokens than the real seat needs: the oracle's numbers do not need them.
-    campaign = paper.model_copy(update={"suites": ["code"], "bench": specs.Bench(warmups=0, repeats=3,
-                                                                                 max_tokens=31)})
+    campaign = paper.model_copy(
+        update={"suites": ["code"], "bench": specs.Bench(warmups=0, repeats=3, max_tokens=31)}
+    )
     with tempfile.TemporaryDirectory() as tmp:
         host = CampaignHost(Path(tmp) / "root")
         pristine = host.files()
@@ -32,8 +36,10 @@ def main() -> None:
         result = json.loads(host.path(f"{folder}/report.json").read_text())
         print(result["table"])
         print(result["verdict"])
-        print(f"\n{len(result['visits'])} benches, {plan.reboots} simulated reboots; host byte-identical "
-              f"after: {host.files() == pristine}")
+        print(
+            f"\n{len(result['visits'])} benches, {plan.reboots} simulated reboots; host byte-identical "
+            f"after: {host.files() == pristine}"
+        )
         if len(sys.argv) > 1:
             shutil.copy(host.path(f"{folder}/plot.png"), sys.argv[1])
 

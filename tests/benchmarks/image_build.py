@@ -26,6 +26,7 @@ from seatkit.image import build, overlay
 
 sys.path.insert(0, str(paths.REPO / "tests" / "integration"))
 from plain_repo import repository_copy  # noqa: E402
+
 from seatkit.serve import profile as profiles
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
@@ -57,7 +58,17 @@ def base_with(names: list[str], root: Path, tag: str, work: Path) -> None:
 
 
 def start_time(image: str, skip: bool) -> float:
-    argv = ["docker", "run", "--rm", "--network", "none", "-e", f"SEAT_SKIP_OVERLAY_CHECK={int(skip)}", image, "true"]
+    argv = [
+        "docker",
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "-e",
+        f"SEAT_SKIP_OVERLAY_CHECK={int(skip)}",
+        image,
+        "true",
+    ]
     start = time.monotonic()
     subprocess.run(argv, check=True, capture_output=True)
     return time.monotonic() - start
@@ -70,18 +81,35 @@ def plain_against_seat_build(work: Path, root: Path, lock, shared: list[str], ro
     times: dict[str, list[float]] = {"plain docker build": [], "seat build": []}
     for _ in range(rounds):
         start = time.monotonic()
-        subprocess.run(["docker", "build", "-q", "--no-cache", "--network", "none", "--build-arg",
-                        f"BASE_IMAGE={base}", "-t", "seatkit-bench/plain:1", "."], cwd=repo, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [
+                "docker",
+                "build",
+                "-q",
+                "--no-cache",
+                "--network",
+                "none",
+                "--build-arg",
+                f"BASE_IMAGE={base}",
+                "-t",
+                "seatkit-bench/plain:1",
+                ".",
+            ],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+        )
         times["plain docker build"].append(time.monotonic() - start)
         start = time.monotonic()
         result = build.build(profile, lock, root, allow_unpinned=True, nocache=True)
         times["seat build"].append(time.monotonic() - start)
     plain_layer = build.overlay_layer("seatkit-bench/plain:1", base)["overlay_layer_bytes"]
     p, k = (statistics.median(v) for v in times.values())
-    print(f"1,407 identical in the base, {rounds} alternating rounds: plain docker build {p:.1f} s, "
-          f"overlay layer {plain_layer / 1e6:.2f} MB; seat build {k:.1f} s, {result['overlay_layer_bytes'] / 1e6:.2f} MB "
-          f"(time ratio {p / k:.2f}, layer ratio {plain_layer / result['overlay_layer_bytes']:.2f})")
+    print(
+        f"1,407 identical in the base, {rounds} alternating rounds: plain docker build {p:.1f} s, "
+        f"overlay layer {plain_layer / 1e6:.2f} MB; seat build {k:.1f} s, {result['overlay_layer_bytes'] / 1e6:.2f} MB "
+        f"(time ratio {p / k:.2f}, layer ratio {plain_layer / result['overlay_layer_bytes']:.2f})"
+    )
 
 
 def main() -> None:
@@ -90,24 +118,38 @@ def main() -> None:
         root = work / "overlay"
         names = synthetic_overlay(root)
         lock = overlay.lock_from(root, "https://example.invalid/synthetic@" + "cd" * 20)
-        print(f"synthetic overlay: {len(lock.files)} files, {sum(p.stat().st_size for p in root.rglob('*') if p.is_file()):,} bytes")
-        cases = {"no file in the base": [], "1,407 identical in the base": names[:1407],
-                 "all but 15 identical": names[:-15]}
+        print(
+            f"synthetic overlay: {len(lock.files)} files, {sum(p.stat().st_size for p in root.rglob('*') if p.is_file()):,} bytes"
+        )
+        cases = {
+            "no file in the base": [],
+            "1,407 identical in the base": names[:1407],
+            "all but 15 identical": names[:-15],
+        }
         images = {}
         for label, shared in cases.items():
             tag = f"seatkit-bench/base:{len(shared)}"
             base_with(shared, root, tag, work)
             profile_path = work / f"bench{len(shared)}.yaml"
-            profile_path.write_text(yaml.safe_dump({
-                "extends": profiles.DEFAULT_PROFILE,
-                "image": {"name": "seatkit-bench/base", "tag": str(len(shared)), "smoke_imports": []}}))
+            profile_path.write_text(
+                yaml.safe_dump(
+                    {
+                        "extends": profiles.DEFAULT_PROFILE,
+                        "image": {"name": "seatkit-bench/base", "tag": str(len(shared)), "smoke_imports": []},
+                    }
+                )
+            )
             start = time.monotonic()
-            result = build.build(profiles.load(str(profile_path)), lock, root, allow_unpinned=True, nocache=True)
+            result = build.build(
+                profiles.load(str(profile_path)), lock, root, allow_unpinned=True, nocache=True
+            )
             took = time.monotonic() - start
             images[label] = result["tag"]
-            print(f"{label:30s} copied {result['copied']:5d} files, overlay layer "
-                  f"{result['overlay_layer_bytes'] / 1e6:6.2f} MB ({result['overlay_layer_bytes'] / TOTAL:.3f} of 25.8 MB), "
-                  f"seat build {took:.1f} s")
+            print(
+                f"{label:30s} copied {result['copied']:5d} files, overlay layer "
+                f"{result['overlay_layer_bytes'] / 1e6:6.2f} MB ({result['overlay_layer_bytes'] / TOTAL:.3f} of 25.8 MB), "
+                f"seat build {took:.1f} s"
+            )
         plain_against_seat_build(work, root, lock, names[:1407], ROUNDS)
         image = images["no file in the base"]
         checked, skipped = [], []
@@ -115,8 +157,10 @@ def main() -> None:
             checked.append(start_time(image, skip=False))
             skipped.append(start_time(image, skip=True))
         c, s = statistics.median(checked), statistics.median(skipped)
-        print(f"container start to exit, {ROUNDS} alternating rounds: with the overlay check {c:.3f} s, "
-              f"skipped {s:.3f} s; the check costs {c - s:+.3f} s (ratio {c / s:.2f})")
+        print(
+            f"container start to exit, {ROUNDS} alternating rounds: with the overlay check {c:.3f} s, "
+            f"skipped {s:.3f} s; the check costs {c - s:+.3f} s (ratio {c / s:.2f})"
+        )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 
 from seatkit.errors import SeatError
-from seatkit.serve import launch, preflight, profile as profiles, runtime, spec as specs
+from seatkit.serve import launch, preflight, runtime
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 SEAT = os.path.join(os.path.dirname(sys.executable), "seat")
@@ -38,8 +40,16 @@ def bare(port: int, log: str) -> float:
     values = {**spec.values(), "SEAT_PORT": str(port)}
     start = time.monotonic()
     pid = launch._native_start(spec, values, Path(log), {})
-    run = launch.Running("cpu-smoke", "native", pid, f"http://127.0.0.1:{port}", "tiny", log,
-                         start, since=launch.process_start(int(pid)))
+    run = launch.Running(
+        "cpu-smoke",
+        "native",
+        pid,
+        f"http://127.0.0.1:{port}",
+        "tiny",
+        log,
+        start,
+        since=launch.process_start(int(pid)),
+    )
     try:
         launch.wait_ready(run, 900, lambda stage, t: None)
         return time.monotonic() - start
@@ -58,5 +68,7 @@ if __name__ == "__main__":
         hand.append(bare(ports[1], f"/tmp/seatkit-bench-bare-{i}.log"))
         print(f"round {i + 1}: seat up {kit[-1]:.1f} s, bare {hand[-1]:.1f} s", flush=True)
     k, h = statistics.median(kit), statistics.median(hand)
-    print(f"median over {ROUNDS}: seat up {k:.1f} s to ready (/health and /v1/models, CLI start "
-          f"included), bare {h:.1f} s; kit overhead {k - h:+.1f} s, ratio {k / h:.3f}")
+    print(
+        f"median over {ROUNDS}: seat up {k:.1f} s to ready (/health and /v1/models, CLI start "
+        f"included), bare {h:.1f} s; kit overhead {k - h:+.1f} s, ratio {k / h:.3f}"
+    )

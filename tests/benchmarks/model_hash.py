@@ -61,10 +61,16 @@ def main() -> None:
         names = [str(f) for f in files]
         subprocess.run(["cat", *names], stdout=subprocess.DEVNULL, check=True)  # into the page cache
         contenders = {
-            "sha256sum_1": lambda: subprocess.run(["sha256sum", *names], stdout=subprocess.DEVNULL, check=True),
+            "sha256sum_1": lambda: subprocess.run(
+                ["sha256sum", *names], stdout=subprocess.DEVNULL, check=True
+            ),
             "kit_threads_1": lambda: hashing.hash_files(files, 1),
-            "sha256sum_n": lambda: subprocess.run(["xargs", "-P", str(cores), "-n", "1", "sha256sum"],
-                                                  input="\n".join(names).encode(), stdout=subprocess.DEVNULL, check=True),
+            "sha256sum_n": lambda: subprocess.run(
+                ["xargs", "-P", str(cores), "-n", "1", "sha256sum"],
+                input="\n".join(names).encode(),
+                stdout=subprocess.DEVNULL,
+                check=True,
+            ),
             "kit_threads_n": lambda: hashing.hash_files(files, cores),
             "kit_processes_n": lambda: processes(files, cores),
         }
@@ -74,12 +80,17 @@ def main() -> None:
                 times[name].append(timed(call))
     median = {k: statistics.median(v) for k, v in times.items()}
     gbps = {k: total / v / 1e9 for k, v in median.items()}
-    result = {"bytes": total, "files": len(files), "cores": cores, "rounds": args.rounds,
-              "gb_per_s": {k: round(v, 3) for k, v in gbps.items()},
-              "per_core_ratio_vs_sha256sum": round(gbps["kit_threads_1"] / gbps["sha256sum_1"], 3),
-              "all_cores_ratio_vs_parallel_sha256sum": round(gbps["kit_threads_n"] / gbps["sha256sum_n"], 3),
-              "scaling_threads_n_over_1": round(gbps["kit_threads_n"] / gbps["kit_threads_1"], 3),
-              "threads_over_processes": round(gbps["kit_threads_n"] / gbps["kit_processes_n"], 3)}
+    result = {
+        "bytes": total,
+        "files": len(files),
+        "cores": cores,
+        "rounds": args.rounds,
+        "gb_per_s": {k: round(v, 3) for k, v in gbps.items()},
+        "per_core_ratio_vs_sha256sum": round(gbps["kit_threads_1"] / gbps["sha256sum_1"], 3),
+        "all_cores_ratio_vs_parallel_sha256sum": round(gbps["kit_threads_n"] / gbps["sha256sum_n"], 3),
+        "scaling_threads_n_over_1": round(gbps["kit_threads_n"] / gbps["kit_threads_1"], 3),
+        "threads_over_processes": round(gbps["kit_threads_n"] / gbps["kit_processes_n"], 3),
+    }
     print(json.dumps(result, indent=2))
 
 

@@ -14,21 +14,25 @@ import os
 import statistics
 
 from seatkit.bench import run, workload
-from seatkit.serve import launch, profile as profiles, spec as specs
 from seatkit.ports import free_loopback_port
-
+from seatkit.serve import launch
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 
 def figures(records: list[dict]) -> dict:
     f = [r["factors"] for r in records]
-    return {"client TTFT ms": [x["client_ttft_ms"] for x in f],
-            "server TTFT ms": [x["ttft_ms"] for x in f if x["ttft_source"] == "server"],
-            # What reaching the client added to the first token: load moves both TTFTs, not this.
-            "client - server TTFT ms": [x["client_ttft_ms"] - x["ttft_ms"] for x in f
-                                        if x["ttft_source"] == "server"],
-            "server decode ms": [x["decode_ms"] for x in f],
-            "client/server decode tok/s": [x["client_vs_server"] for x in f if x["client_vs_server"]],
-            "client-bursts alarms": [1.0 if "client-bursts" in r["alarms"] else 0.0 for r in records]}
+    return {
+        "client TTFT ms": [x["client_ttft_ms"] for x in f],
+        "server TTFT ms": [x["ttft_ms"] for x in f if x["ttft_source"] == "server"],
+        # What reaching the client added to the first token: load moves both TTFTs, not this.
+        "client - server TTFT ms": [
+            x["client_ttft_ms"] - x["ttft_ms"] for x in f if x["ttft_source"] == "server"
+        ],
+        "server decode ms": [x["decode_ms"] for x in f],
+        "client/server decode tok/s": [x["client_vs_server"] for x in f if x["client_vs_server"]],
+        "client-bursts alarms": [1.0 if "client-bursts" in r["alarms"] else 0.0 for r in records],
+    }
 
 
 def measure(target: run.Target, pairs: int, hz: float) -> None:
@@ -53,8 +57,12 @@ def measure(target: run.Target, pairs: int, hz: float) -> None:
             else:
                 cells.append("n/a")
         print(f"{name:<28}{cells[0]:>26}{cells[1]:>26}")
-    print("scrapes while streaming, on:", sum(r["gauges"]["samples"] for r in modes["on"]),
-          "off:", sum(r["gauges"]["samples"] for r in modes["off"]))
+    print(
+        "scrapes while streaming, on:",
+        sum(r["gauges"]["samples"] for r in modes["on"]),
+        "off:",
+        sum(r["gauges"]["samples"] for r in modes["off"]),
+    )
 
 
 def main() -> None:

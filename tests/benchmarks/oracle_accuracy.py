@@ -18,18 +18,24 @@ def main() -> None:
     print("\nbatch 1: true / measured (error)")
     for p in result["points"]:
         t, m, e = p["true"], p["measured"], p["error"]
-        print(f"  k=7, {p['max_tokens']} tokens: " + ", ".join(
-            f"{name} {t[name]:.4g} / {m[name]:.4g} ({e[name]:.3%})" for name in e)
-              + f"; identity off by {p['identity_error']:.1e}")
+        print(
+            f"  k=7, {p['max_tokens']} tokens: "
+            + ", ".join(f"{name} {t[name]:.4g} / {m[name]:.4g} ({e[name]:.3%})" for name in e)
+            + f"; identity off by {p['identity_error']:.1e}"
+        )
     print("\nsweep: true / measured (error)")
     for p in result["sweep"]:
         t, m, e = p["true"], p["measured"], p["error"]
-        print(f"  {p['concurrency']:>2} streams: " + ", ".join(
-            f"{name} {t[name]:.4g} / {(m[name] or 0):.4g} ({e[name]:.3%})" for name in e))
+        print(
+            f"  {p['concurrency']:>2} streams: "
+            + ", ".join(f"{name} {t[name]:.4g} / {(m[name] or 0):.4g} ({e[name]:.3%})" for name in e)
+        )
     top = result["sweep"][-1]
-    print(f"\nclient cost at {top['concurrency']} streams: {top['client_cpu_us_per_token']:.1f} CPU us "
-          f"per token; worst error {result['worst_error']:.3%} (goal {result['goal']:.1%}): "
-          + ("met" if result["met"] else "NOT met"))
+    print(
+        f"\nclient cost at {top['concurrency']} streams: {top['client_cpu_us_per_token']:.1f} CPU us "
+        f"per token; worst error {result['worst_error']:.3%} (goal {result['goal']:.1%}): "
+        + ("met" if result["met"] else "NOT met")
+    )
 
 
 if __name__ == "__main__":

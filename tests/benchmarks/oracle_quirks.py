@@ -26,9 +26,13 @@ SCHEDULES = [
     ("spec counters on a 200 ms period", {"spec_period_s": 0.2}, 3.0, 5.0, 512),
     ("final usage +7, counter agrees", {"usage_extra": 7, "generation_extra": 7}, 3.0, 5.0, 512),
     ("final usage +7, honest counter", {"usage_extra": 7}, 3.0, 5.0, 512),
-    ("first token held, client clock", {"hold_first": True,
-                                        "hide": ["request_decode_time", "time_to_first_token"]},
-     3.0, 5.0, 512),
+    (
+        "first token held, client clock",
+        {"hold_first": True, "hide": ["request_decode_time", "time_to_first_token"]},
+        3.0,
+        5.0,
+        512,
+    ),
     ("a busy second model", {"other_model": True}, 3.0, 5.0, 512),
     ("prefix cache (TTFT)", {"prefix_cache": True}, 3.0, 5.0, 512),
 ]
@@ -40,8 +44,12 @@ def schedule(quirks: dict, tps: float, step_ms: float, max_tokens: int) -> dict:
     prompt = Prompt("q", "q", "code", "measure me " * 32, "oracle", max_tokens)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            summary = run.bench(run.Target(url, oracle.MODEL, k=K), [prompt],
-                                run.Options(warmups=1, repeats=3), run.RunDir(Path(tmp), "q"))
+            summary = run.bench(
+                run.Target(url, oracle.MODEL, k=K),
+                [prompt],
+                run.Options(warmups=1, repeats=3),
+                run.RunDir(Path(tmp), "q"),
+            )
     except SeatError as exc:
         return {"refused": exc.message}
     finally:
@@ -67,8 +75,10 @@ def main() -> None:
         true = oracle.truth(max_tokens, tps, step_ms)
         line = "; ".join(f"{f} {cell(s, f, true[f])}" for f in FIGURES)
         if quirks.get("prefix_cache"):
-            line += (f"; TTFT cold {s['ttft_ms']['median']:.1f} ms, warm "
-                     f"{s['warm_ttft_ms']['median']:.1f} ms (cold truth 20 + {step_ms:g} ms)")
+            line += (
+                f"; TTFT cold {s['ttft_ms']['median']:.1f} ms, warm "
+                f"{s['warm_ttft_ms']['median']:.1f} ms (cold truth 20 + {step_ms:g} ms)"
+            )
         print(f"- {name}: {line}")
     print("\nsweep, 4 streams, 3 tokens/step, 20 ms steps: aggregate tok/s error")
     for exposition in (0.0, 10.0, 30.0):
@@ -76,14 +86,21 @@ def main() -> None:
         try:
             with tempfile.TemporaryDirectory() as tmp:
                 prompt = Prompt("q", "q", "code", "measure me " * 32, "oracle", 301)
-                summary = sweep.sweep(run.Target(url, oracle.MODEL, k=K), [prompt],
-                                      run.Options(warmups=1), [4], run.RunDir(Path(tmp), "s"))
+                summary = sweep.sweep(
+                    run.Target(url, oracle.MODEL, k=K),
+                    [prompt],
+                    run.Options(warmups=1),
+                    [4],
+                    run.RunDir(Path(tmp), "s"),
+                )
         finally:
             proc.terminate()
             proc.wait()
         row = summary["suites"]["q"]["levels"][0]
-        print(f"- exposition {exposition:.0f} ms: {row['aggregate_tok_s'] / (4 * 3 / 0.020) - 1:+.2%} "
-              f"(scrapes {row['window']['scrape_ms'][0]:.1f} / {row['window']['scrape_ms'][1]:.1f} ms)")
+        print(
+            f"- exposition {exposition:.0f} ms: {row['aggregate_tok_s'] / (4 * 3 / 0.020) - 1:+.2%} "
+            f"(scrapes {row['window']['scrape_ms'][0]:.1f} / {row['window']['scrape_ms'][1]:.1f} ms)"
+        )
 
 
 if __name__ == "__main__":

@@ -19,8 +19,10 @@ from seatkit.host import gpus  # noqa: E402
 inventory = gpus.inventory()
 sampler = telemetry.Sampler()
 sampler.start()
-matrices = [torch.randn(8192, 8192, device=f"cuda:{i}", dtype=torch.bfloat16)
-            for i in range(torch.cuda.device_count())]
+matrices = [
+    torch.randn(8192, 8192, device=f"cuda:{i}", dtype=torch.bfloat16)
+    for i in range(torch.cuda.device_count())
+]
 deadline = time.monotonic() + 2.0
 while time.monotonic() < deadline:
     for m in matrices:

@@ -42,11 +42,17 @@ def tarball() -> Path:
     if shutil.which("mmdebstrap") is None:  # a fresh CI machine: Debian's own package
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-q", "mmdebstrap"], check=True, capture_output=True, env=env)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-q", "mmdebstrap"], check=True, capture_output=True, env=env
+        )
     CACHE.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.tar")  # the suffix picks the format
-    subprocess.run(["mmdebstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE,
-                    str(partial)], check=True, capture_output=True, timeout=1800)
+    subprocess.run(
+        ["mmdebstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(partial)],
+        check=True,
+        capture_output=True,
+        timeout=1800,
+    )
     partial.rename(path)
     return path
 
@@ -83,25 +89,53 @@ def module(root: Path, version: str, name: str, **modinfo: str) -> Path:
     modprobe read (no code: nothing loads it, `modprobe --dry-run` only resolves it)."""
     info = b"".join(f"{k}={v}\0".encode() for k, v in {"license": "GPL", "name": name, **modinfo}.items())
     names = b"\0.modinfo\0.shstrtab\0"
-    header = struct.pack("<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01" + bytes(9), 1, 62, 1, 0, 0,
-                         64 + len(info) + len(names), 0, 64, 0, 0, 64, 3, 2)
+    header = struct.pack(
+        "<16sHHIQQQIHHHHHH",
+        b"\x7fELF\x02\x01\x01" + bytes(9),
+        1,
+        62,
+        1,
+        0,
+        0,
+        64 + len(info) + len(names),
+        0,
+        64,
+        0,
+        0,
+        64,
+        3,
+        2,
+    )
 
     def section(name: int, kind: int, offset: int, size: int) -> bytes:
         return struct.pack("<IIQQQQIIQQ", name, kind, 0, 0, offset, size, 0, 0, 1, 0)
+
     path = root / f"lib/modules/{version}/updates/dkms/{name.replace('_', '-')}.ko"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(header + info + names + section(0, 0, 0, 0) + section(1, 1, 64, len(info))
-                     + section(10, 3, 64 + len(info), len(names)))
+    path.write_bytes(
+        header
+        + info
+        + names
+        + section(0, 0, 0, 0)
+        + section(1, 1, 64, len(info))
+        + section(10, 3, 64 + len(info), len(names))
+    )
     return path
 
 
 def chroot_runner(root: Path):
     """The kit's runner, running each command inside the root (as root)."""
+
     def run(argv: list[str]) -> tuple[int, str]:
-        done = subprocess.run(["chroot", str(root), *argv], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=600,
-                              env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"})
+        done = subprocess.run(
+            ["chroot", str(root), *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=600,
+            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"},
+        )
         return done.returncode, done.stdout.decode("utf-8", "replace")
+
     return run
 
 

@@ -18,7 +18,9 @@ def repository_copy(root: Path, profile: Profile, lock: Lock, fetched: Path) -> 
     default), .dockerignore, image/, the lock, the fetched files, and things no build needs."""
     shutil.copytree(paths.REPO / "image", root / "image")
     shutil.copy(paths.REPO / ".dockerignore", root)
-    (root / "Dockerfile").write_text(dockerfile.rendered((paths.REPO / "Dockerfile").read_text(), profile, lock))
+    (root / "Dockerfile").write_text(
+        dockerfile.rendered((paths.REPO / "Dockerfile").read_text(), profile, lock)
+    )
     shutil.copytree(fetched, root / "overlay" / "vllm")
     (root / "overlay" / "overlay.lock").write_text(lock.dump())
     (root / "overlay" / "vllm" / "__pycache__").mkdir(exist_ok=True)

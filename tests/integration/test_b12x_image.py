@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 import yaml
-
 from conftest import BIN
+
 from seatkit.image import b12x, overlay
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
@@ -32,24 +32,49 @@ def seat(*args):
 def world(busybox_image, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("b12x")
     base = f"seatkit-test/b12x-base-{uuid.uuid4().hex[:8]}"
-    write(tmp / "base", {"vllm/__init__.py": b"", "b12x/__init__.py": b"",
-                         "b12x/gemm/__init__.py": b"", "b12x/gemm/dense.py": PUBLIC_DENSE})
+    write(
+        tmp / "base",
+        {
+            "vllm/__init__.py": b"",
+            "b12x/__init__.py": b"",
+            "b12x/gemm/__init__.py": b"",
+            "b12x/gemm/dense.py": PUBLIC_DENSE,
+        },
+    )
     (tmp / "base" / "Dockerfile").write_text(
         f"FROM {busybox_image}\nCOPY vllm/ {SITE}/vllm/\nCOPY b12x/ {SITE}/b12x/\n"
-        'LABEL local-inference.b12x.commit="0ff2847b0c55c599c8acabb32e694ce07faa1247"\n')
-    subprocess.run(["docker", "build", "-q", "--network", "none", "-t", f"{base}:1", str(tmp / "base")],
-                   check=True, capture_output=True, timeout=300)
+        'LABEL local-inference.b12x.commit="0ff2847b0c55c599c8acabb32e694ce07faa1247"\n'
+    )
+    subprocess.run(
+        ["docker", "build", "-q", "--network", "none", "-t", f"{base}:1", str(tmp / "base")],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     write(tmp / "vllm", {"__init__.py": b"", "config/speculative.py": b"METHODS = ('dspark',)\n"})
     (tmp / "overlay.lock").write_text(
-        overlay.lock_from(tmp / "vllm", "https://example.invalid/o@" + "ab" * 20).dump())
+        overlay.lock_from(tmp / "vllm", "https://example.invalid/o@" + "ab" * 20).dump()
+    )
     write(tmp / "b12x", {"gemm/dense.py": PATCHED_DENSE})
-    lock = seat("overlay", "lock", "--from", str(tmp / "b12x"), "--source",
-                "https://example.invalid/b12x-patched@" + "cd" * 20, "--path", "b12x",
-                "--out", str(tmp / "b12x.lock"))
+    lock = seat(
+        "overlay",
+        "lock",
+        "--from",
+        str(tmp / "b12x"),
+        "--source",
+        "https://example.invalid/b12x-patched@" + "cd" * 20,
+        "--path",
+        "b12x",
+        "--out",
+        str(tmp / "b12x.lock"),
+    )
     assert lock.returncode == 0, lock.stderr
     profile = tmp / "b12x-seat.yaml"
-    profile.write_text(yaml.safe_dump({"extends": "dsv4-flash-dspark-tp4",
-                                       "image": {"name": base, "tag": "1", "smoke_imports": []}}))
+    profile.write_text(
+        yaml.safe_dump(
+            {"extends": "dsv4-flash-dspark-tp4", "image": {"name": base, "tag": "1", "smoke_imports": []}}
+        )
+    )
     made = []
     yield tmp, profile, made
     subprocess.run(["docker", "rmi", "-f", *made, f"{base}:1"], capture_output=True)
@@ -58,19 +83,47 @@ def world(busybox_image, tmp_path_factory):
 def build(world, b12x_lock):
     tmp, profile, made = world
     lock = ["--b12x-lock", str(b12x_lock)] if b12x_lock else []  # none: the repo has no b12x.lock
-    done = seat("build", str(profile), "--allow-unpinned", "--lock", str(tmp / "overlay.lock"),
-                "--overlay", str(tmp / "vllm"), *lock, "--b12x-overlay", str(tmp / "b12x"), "--json")
+    done = seat(
+        "build",
+        str(profile),
+        "--allow-unpinned",
+        "--lock",
+        str(tmp / "overlay.lock"),
+        "--overlay",
+        str(tmp / "vllm"),
+        *lock,
+        "--b12x-overlay",
+        str(tmp / "b12x"),
+        "--json",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
     made.append(result["tag"])
-    labels = json.loads(subprocess.run(["docker", "image", "inspect", result["tag"]], check=True,
-                                       capture_output=True, text=True).stdout)[0]["Config"]["Labels"]
+    labels = json.loads(
+        subprocess.run(
+            ["docker", "image", "inspect", result["tag"]], check=True, capture_output=True, text=True
+        ).stdout
+    )[0]["Config"]["Labels"]
     return result, labels, done.stderr
 
 
 def dense_in(image: str) -> str:
-    done = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "sha256sum",
-                           image, f"{SITE}/b12x/gemm/dense.py"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--entrypoint",
+            "sha256sum",
+            image,
+            f"{SITE}/b12x/gemm/dense.py",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return done.stdout.split()[0]
 
 
@@ -86,8 +139,10 @@ def test_without_a_b12x_overlay_the_labels_say_public_kernels(world):
     assert "b12x" not in result["tag"].split(":")[1]
     assert b12x.kernels(labels).startswith("public (base image), b12x 0ff2847b")
     inspected = seat("image", "inspect", result["tag"])  # built --allow-unpinned: from a tag
-    assert f"(base not pinned by digest: built from {labels['org.opencontainers.image.base.digest']}" \
+    assert (
+        f"(base not pinned by digest: built from {labels['org.opencontainers.image.base.digest']}"
         in " ".join(inspected.stdout.split())
+    )
 
 
 def test_a_pinned_b12x_overlay_lands_over_the_package_and_is_checked_at_start(world):
@@ -98,17 +153,43 @@ def test_a_pinned_b12x_overlay_lands_over_the_package_and_is_checked_at_start(wo
     assert labels["io.seatkit.b12x.dense_sha256"] == patched == dense_in(result["tag"])
     assert labels["io.seatkit.b12x.overlay"].endswith(f"lock sha256 {lock.sha256}")
     assert result["tag"].endswith(f"-b12x-{lock.sha256[:12]}")
-    verify = seat("overlay", "verify", "--lock", str(tmp / "b12x.lock"), "--image", result["tag"],
-                  "--dir", f"{SITE}/b12x", "--json")
+    verify = seat(
+        "overlay",
+        "verify",
+        "--lock",
+        str(tmp / "b12x.lock"),
+        "--image",
+        result["tag"],
+        "--dir",
+        f"{SITE}/b12x",
+        "--json",
+    )
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert json.loads(verify.stdout)["changed"] == []
-    started = subprocess.run(["docker", "run", "--rm", "--network", "none", result["tag"], "echo", "served"],
-                             capture_output=True, text=True, timeout=120)
+    started = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", result["tag"], "echo", "served"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert started.returncode == 0 and "served" in started.stdout, started.stderr
     tampered = subprocess.run(
-        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "sh", result["tag"], "-c",
-         'echo "# drift" >> "$SEAT_B12X_DIR/gemm/dense.py" && exec /opt/seatkit/entrypoint.sh echo served'],
-        capture_output=True, text=True, timeout=120)
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--entrypoint",
+            "sh",
+            result["tag"],
+            "-c",
+            'echo "# drift" >> "$SEAT_B12X_DIR/gemm/dense.py" && exec /opt/seatkit/entrypoint.sh echo served',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert tampered.returncode == 78 and "served" not in tampered.stdout
     assert "the b12x overlay in" in tampered.stderr and "gemm/dense.py" in tampered.stderr
 
@@ -116,8 +197,17 @@ def test_a_pinned_b12x_overlay_lands_over_the_package_and_is_checked_at_start(wo
 def test_a_named_b12x_lock_that_is_not_there_builds_nothing(world):
     """A mistyped --b12x-lock must not quietly build the public kernels under the patched name."""
     tmp, profile, _ = world
-    done = seat("build", str(profile), "--allow-unpinned", "--lock", str(tmp / "overlay.lock"),
-                "--overlay", str(tmp / "vllm"), "--b12x-lock", str(tmp / "b12x.lokc"))
+    done = seat(
+        "build",
+        str(profile),
+        "--allow-unpinned",
+        "--lock",
+        str(tmp / "overlay.lock"),
+        "--overlay",
+        str(tmp / "vllm"),
+        "--b12x-lock",
+        str(tmp / "b12x.lokc"),
+    )
     assert done.returncode == 2 and "b12x.lokc" in done.stderr and "does not exist" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -126,9 +216,19 @@ def test_a_b12x_overlay_that_does_not_match_its_lock_builds_nothing(world):
     tmp, profile, _ = world
     wrong = tmp / "wrong"
     write(wrong, {"gemm/dense.py": b"something else\n"})
-    done = seat("build", str(profile), "--allow-unpinned", "--lock", str(tmp / "overlay.lock"),
-                "--overlay", str(tmp / "vllm"), "--b12x-lock", str(tmp / "b12x.lock"),
-                "--b12x-overlay", str(wrong))
+    done = seat(
+        "build",
+        str(profile),
+        "--allow-unpinned",
+        "--lock",
+        str(tmp / "overlay.lock"),
+        "--overlay",
+        str(tmp / "vllm"),
+        "--b12x-lock",
+        str(tmp / "b12x.lock"),
+        "--b12x-overlay",
+        str(wrong),
+    )
     assert done.returncode == 1
     said = " ".join(done.stderr.split())  # the terminal may wrap the message
     assert "does not match the b12x lock" in said and "1 changed (e.g. gemm/dense.py)" in said
@@ -140,8 +240,12 @@ def test_a_mount_over_the_b12x_package_is_what_the_run_records(world, busybox_im
 
     (tmp_path / "b12x").mkdir()
     container = docker.from_env().containers.create(
-        busybox_image, ["true"], name=f"seatkit-test-b12x-mount-{uuid.uuid4().hex[:8]}",
-        network_mode="none", volumes={str(tmp_path / "b12x"): {"bind": f"{SITE}/b12x", "mode": "ro"}})
+        busybox_image,
+        ["true"],
+        name=f"seatkit-test-b12x-mount-{uuid.uuid4().hex[:8]}",
+        network_mode="none",
+        volumes={str(tmp_path / "b12x"): {"bind": f"{SITE}/b12x", "mode": "ro"}},
+    )
     try:
         mounted = b12x.mounted_over(container.attrs["Mounts"], f"{SITE}/b12x")
     finally:

@@ -7,10 +7,13 @@ import threading
 
 import pytest
 import requests
-
 from conftest import BIN, free_port
-from seatkit.bench import run, sweep, target as bench_target, workload
-from seatkit.serve import launch, profile as profiles, spec as specs
+
+from seatkit.bench import run, sweep, workload
+from seatkit.bench import target as bench_target
+from seatkit.serve import launch
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +29,29 @@ def seat(vllm_runtime):
 
 
 def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_path):
-    done = subprocess.run([str(BIN / "seat"), "bench", "cpu-smoke", "--suite", "code,prose",
-                           "--warmups", "1", "--repeats", "2", "--max-tokens", "512",
-                           "--reference", "deepspark-readme", "--out", str(tmp_path)], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "COLUMNS": "200"})
+    done = subprocess.run(
+        [
+            str(BIN / "seat"),
+            "bench",
+            "cpu-smoke",
+            "--suite",
+            "code,prose",
+            "--warmups",
+            "1",
+            "--repeats",
+            "2",
+            "--max-tokens",
+            "512",
+            "--reference",
+            "deepspark-readme",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert done.returncode == 0, done.stderr
     (run_dir,) = tmp_path.iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -48,9 +70,11 @@ def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_pat
         # The identity, per request, to floating-point precision: tokens/step is what was delivered.
         assert f["tokens_per_step"] == 511 / f["decode_steps"]
         assert f["tokens_per_step"] / (f["ms_per_step"] / 1000) == pytest.approx(
-            f["decode_tok_s"], rel=1e-12, abs=0)
+            f["decode_tok_s"], rel=1e-12, abs=0
+        )
         assert f["drafter_tokens_per_step"] - f["tokens_per_step"] == pytest.approx(
-            f["cut_by_max_tokens"] / f["decode_steps"])
+            f["cut_by_max_tokens"] / f["decode_steps"]
+        )
         # Even repeats have a new cache_salt: a cold prefill, by the prefix-cache counters.
         assert f["prefix_cache"] == "cold" if r["repeat"] % 2 == 0 else f["prefix_cache"] in ("cold", "warm")
         ttft = f["warm_ttft_ms"] if f["prefix_cache"] == "warm" else f["ttft_ms"]
@@ -61,9 +85,16 @@ def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_pat
     assert "code" in done.stdout and "prose" in done.stdout
     plots = sorted(p.name for p in (run_dir / "plots").iterdir())
     # A fit is drawn only when its points spread (one vertical strip says nothing).
-    assert {"acceptance_by_position.png", "tok_s_by_prompt.png"} <= set(plots) <= {
-        "acceptance_by_position.png", "ms_per_step_vs_drafted.png", "tok_s_by_prompt.png",
-        "ttft_vs_prompt_tokens.png"}
+    assert (
+        {"acceptance_by_position.png", "tok_s_by_prompt.png"}
+        <= set(plots)
+        <= {
+            "acceptance_by_position.png",
+            "ms_per_step_vs_drafted.png",
+            "tok_s_by_prompt.png",
+            "ttft_vs_prompt_tokens.png",
+        }
+    )
     assert all((run_dir / "plots" / p).read_bytes()[:4] == b"\x89PNG" for p in plots)
     cold = sum(r["factors"]["prefix_cache"] == "cold" for r in kept)
     assert summary["fits"]["ttft_ms_vs_prompt_tokens"]["points"] == cold  # warm TTFTs never fitted
@@ -75,10 +106,15 @@ def test_context_suite_pads_to_token_targets_through_tokenize(seat, tmp_path):
     prompts = workload.suites(["context"], max_tokens=128, contexts=[0, 1024, 4096])
     out = run.RunDir(tmp_path, "context")
     summary = run.bench(target, prompts, run.Options(warmups=0, repeats=1), out)
-    assert set(summary["suites"]) == {"context ctx 0", "context ctx 1k repetitive",
-                                      "context ctx 1k realistic"}
-    assert set(summary["skipped"]) == {"code-python-rate-limiter@ctx-4k-repetitive",
-                                       "code-python-rate-limiter@ctx-4k-realistic"}
+    assert set(summary["suites"]) == {
+        "context ctx 0",
+        "context ctx 1k repetitive",
+        "context ctx 1k realistic",
+    }
+    assert set(summary["skipped"]) == {
+        "code-python-rate-limiter@ctx-4k-repetitive",
+        "code-python-rate-limiter@ctx-4k-realistic",
+    }
     for kind in ("repetitive", "realistic"):
         hashes = summary["prompts"][f"code-python-rate-limiter@ctx-1k-{kind}"]
         assert 900 <= hashes["tokens"] <= 1024, hashes  # built to the target by the server's tokenizer
@@ -92,9 +128,19 @@ def test_an_overlapping_request_is_detected_discarded_and_rerun(seat, tmp_path, 
 
     def intrude():
         # Its first streamed token proves it is being decoded (the running gauge can miss it).
-        with requests.post(f"{seat.url}/v1/completions", stream=True, timeout=120,
-                           json={"model": "tiny", "prompt": "intruder", "max_tokens": 1800,
-                                 "temperature": 0, "ignore_eos": True, "stream": True}) as answer:
+        with requests.post(
+            f"{seat.url}/v1/completions",
+            stream=True,
+            timeout=120,
+            json={
+                "model": "tiny",
+                "prompt": "intruder",
+                "max_tokens": 1800,
+                "temperature": 0,
+                "ignore_eos": True,
+                "stream": True,
+            },
+        ) as answer:
             answers.append(answer.status_code)
             for line in answer.iter_lines():
                 if line.startswith(b"data: {"):
@@ -120,23 +166,46 @@ def test_an_overlapping_request_is_detected_discarded_and_rerun(seat, tmp_path, 
     records = [json.loads(line) for line in (out.path / "requests.jsonl").read_text().splitlines()]
     assert summary["discarded"] == 1 and [r["exclusive"] for r in records] == [False, True]
     # Whichever finished first, the counters cannot hold our request alone.
-    assert any("requests finished" in p or "server generated" in p
-               for p in records[0]["exclusive_problems"]), records[0]["exclusive_problems"]
+    assert any(
+        "requests finished" in p or "server generated" in p for p in records[0]["exclusive_problems"]
+    ), records[0]["exclusive_problems"]
     assert summary["suites"]["prose"]["requests"] == 1
 
 
 def test_selftest_meets_its_goal():
-    done = subprocess.run([str(BIN / "seat"), "bench", "selftest"], capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
+    done = subprocess.run(
+        [str(BIN / "seat"), "bench", "selftest"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "goal 0.5%: met" in done.stdout
 
 
 def sweep_once(out):
-    done = subprocess.run([str(BIN / "seat"), "bench", "cpu-smoke", "--suite", "code",
-                           "--concurrency", "1,2,4", "--warmups", "1", "--max-tokens", str(SWEEP_TOKENS),
-                           "--out", str(out)], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "COLUMNS": "80"})
+    done = subprocess.run(
+        [
+            str(BIN / "seat"),
+            "bench",
+            "cpu-smoke",
+            "--suite",
+            "code",
+            "--concurrency",
+            "1,2,4",
+            "--warmups",
+            "1",
+            "--max-tokens",
+            str(SWEEP_TOKENS),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "80"},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = out.iterdir()
     return done, run_dir, json.loads((run_dir / "summary.json").read_text())
@@ -158,8 +227,11 @@ def test_concurrency_sweep_counters_usage_and_streams_agree(seat, tmp_path):
         for row in levels:
             n = row["concurrency"]
             # Counters and usage: every token the streams were told about, the server counted.
-            assert row["usage_vs_counters"] == {"usage": SWEEP_TOKENS * n,
-                                                "generation_tokens": SWEEP_TOKENS * n, "finished": n}, row
+            assert row["usage_vs_counters"] == {
+                "usage": SWEEP_TOKENS * n,
+                "generation_tokens": SWEEP_TOKENS * n,
+                "finished": n,
+            }, row
             assert row["per_request_decode_tok_s"]["n"] == n and row["server_ttft_ms"] > 0
             assert set(row["alarms"]) <= CLIENT_ALARMS, row  # never the server's counters
             if row["alarms"]:

@@ -7,8 +7,11 @@ import json
 import os
 
 from conftest import free_port
+
 from seatkit.bench import compare
-from seatkit.campaign import plan as campaign_plan, runner, spec as specs
+from seatkit.campaign import plan as campaign_plan
+from seatkit.campaign import runner
+from seatkit.campaign import spec as specs
 from seatkit.campaign.seat import SeatDriver
 from seatkit.host.system import System
 
@@ -16,7 +19,9 @@ from seatkit.host.system import System
 def test_profile_arms_on_the_cpu_seat(vllm_runtime, tmp_path, monkeypatch):
     monkeypatch.setenv("SEAT_PORT", str(free_port()))
     cpu = specs.load("cpu-ngram-k")
-    campaign = cpu.model_copy(update={"repeats": 1, "bench": specs.Bench(warmups=0, repeats=2, max_tokens=24)})
+    campaign = cpu.model_copy(
+        update={"repeats": 1, "bench": specs.Bench(warmups=0, repeats=2, max_tokens=24)}
+    )
     system = System(root=tmp_path / "root")  # no host change: the campaign's folder lives here
     plan = campaign_plan.build(campaign, system)
     assert plan.reboots == 0 and plan.refusals == []

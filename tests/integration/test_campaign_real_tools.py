@@ -11,10 +11,12 @@ import shlex
 from pathlib import Path
 
 import yaml
-
 from debian_root import KVER
 from test_host_real_tools import base, host, ok, tree  # noqa: F401 - base is the module's root fixture
-from seatkit.campaign import boot, plan as campaign_plan, runner, spec as specs
+
+from seatkit.campaign import boot, runner
+from seatkit.campaign import plan as campaign_plan
+from seatkit.campaign import spec as specs
 from seatkit.host import settings
 
 
@@ -25,9 +27,18 @@ class NoBench:
 
 def campaign(tmp_path: Path):
     path = tmp_path / "real.yaml"
-    path.write_text(yaml.safe_dump({"description": "real tools", "seat": "cpu-smoke", "host": "paper",
-                                    "suites": ["code"], "repeats": 1,
-                                    "arms": [{"name": "p2p+hmm", "host": ["p2p", "hmm"]}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "description": "real tools",
+                "seat": "cpu-smoke",
+                "host": "paper",
+                "suites": ["code"],
+                "repeats": 1,
+                "arms": [{"name": "p2p+hmm", "host": ["p2p", "hmm"]}],
+            }
+        )
+    )
     return specs.load(str(path))
 
 

@@ -8,16 +8,21 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import BIN, free_port
+
 from seatkit.bench import run as bench_run
 
 SEAT = str(BIN / "seat")
 
 
 def seat(*args, env=None, check=True):
-    done = subprocess.run([SEAT, *args], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "COLUMNS": "250", **(env or {})})
+    done = subprocess.run(
+        [SEAT, *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "250", **(env or {})},
+    )
     if check:
         assert done.returncode == 0, done.stdout + done.stderr
     return done
@@ -62,12 +67,37 @@ def runs(vllm_runtime, tmp_path_factory):
         env = {"SEAT_PORT": str(free_port())}
         seat("up", profile, env=env)
         try:
-            seat("bench", profile, "--suite", "code", "--warmups", "1", "--repeats", "1",
-                 "--max-tokens", "384", "--out", str(tmp_path_factory.mktemp("warm")))
+            seat(
+                "bench",
+                profile,
+                "--suite",
+                "code",
+                "--warmups",
+                "1",
+                "--repeats",
+                "1",
+                "--max-tokens",
+                "384",
+                "--out",
+                str(tmp_path_factory.mktemp("warm")),
+            )
             with cpu_hog() if profile == "cpu-smoke-k3" else contextlib.nullcontext():
-                seat("bench", profile, "--suite", "code", "--warmups", "1", "--repeats",
-                     str(repeats), "--max-tokens", "384", "--out", str(out), "--name",
-                     f"{profile}-0")
+                seat(
+                    "bench",
+                    profile,
+                    "--suite",
+                    "code",
+                    "--warmups",
+                    "1",
+                    "--repeats",
+                    str(repeats),
+                    "--max-tokens",
+                    "384",
+                    "--out",
+                    str(out),
+                    "--name",
+                    f"{profile}-0",
+                )
             made[f"{profile}-0"] = newest(out, profile)
             for i in range(2 if profile == "cpu-smoke" else 0):
                 seat("bench", "parity", profile, "--max-tokens", "128", "--out", str(out))
@@ -91,8 +121,9 @@ def test_another_draft_length_names_the_factor_that_moved(runs):
     assert "- k: 3 vs 5 (differs)" in done.stdout and "- k: 3 vs 5" in done.stdout
     assert "tokens per step moved: " in done.stdout and "lower on A" in done.stdout
     assert "drafting policy and k" in done.stdout
-    verdict = json.loads(seat("bench", "compare", runs["cpu-smoke-k3-0"], runs["cpu-smoke-0"],
-                              "--format", "json").stdout)["rows"][0]["verdict"]
+    verdict = json.loads(
+        seat("bench", "compare", runs["cpu-smoke-k3-0"], runs["cpu-smoke-0"], "--format", "json").stdout
+    )["rows"][0]["verdict"]
     assert "tokens_per_step" in verdict["moved"]
     assert ("both factors moved" in verdict["text"]) == (len(verdict["moved"]) == 2)
 

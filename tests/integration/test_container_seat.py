@@ -19,13 +19,14 @@ import docker
 import pytest
 import requests
 import yaml
+from conftest import BIN, REPO, apt_install, cached_image, free_port, unavailable
 from docker.errors import NotFound
 
-from conftest import BIN, REPO, apt_install, cached_image, free_port, unavailable
 from seatkit.errors import SeatError
 from seatkit.image import registry as registries
 from seatkit.orchestrate import docker_chain
-from seatkit.serve import keys, launch, profile as profiles
+from seatkit.serve import keys, launch
+from seatkit.serve import profile as profiles
 
 PROFILE = docker_chain.PROFILE
 VLLM = profiles.load(PROFILE).image.vllm_dir
@@ -44,12 +45,18 @@ def vllm_cpu_base(docker_engine) -> str:
             docker_chain.build_base(profile, say=print)
         except SeatError as exc:
             unavailable(f"could not make the vllm-cpu base image: {exc.message}")
+
     return cached_image(docker_chain.base_tag(profile), make)
 
 
 def seat(*args, env, timeout=900, check=True):
-    done = subprocess.run([str(BIN / "seat"), *args], capture_output=True, text=True, timeout=timeout,
-                          env={**env, "COLUMNS": "200"})
+    done = subprocess.run(
+        [str(BIN / "seat"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**env, "COLUMNS": "200"},
+    )
     if check:
         assert done.returncode == 0, done.stderr[-3000:]
     return done
@@ -71,20 +78,49 @@ def chain(vllm_cpu_base, registry, vllm_runtime, tmp_path_factory):
 
     tree, source = docker_chain.overlay_repo(vllm_cpu_base, VLLM, tmp / "overlay")
     lock = tmp / "overlay.lock"
-    seat("overlay", "lock", "--from", str(tree), "--source", source, "--path", "vllm", "--out", str(lock), env=env)
+    seat(
+        "overlay",
+        "lock",
+        "--from",
+        str(tree),
+        "--source",
+        source,
+        "--path",
+        "vllm",
+        "--out",
+        str(lock),
+        env=env,
+    )
     built = seat("build", str(path), "--lock", str(lock), "--overlay", str(tree), "--json", env=env)
     result = json.loads(built.stdout)
     cache = tmp / "cache"  # one persistent compile cache for all three launches, as on a rig
     cache.mkdir()
-    knobs = {"SEAT_IMAGE": result["tag"], "SEAT_MODEL_BASE_DIR": str(vllm_runtime["base"]),
-             "SEAT_CACHE_DIR": str(cache), "SEAT_PORT": str(free_port()),
-             "SEAT_CONTAINER": f"seatkit-test-{uuid.uuid4().hex[:8]}"}
+    knobs = {
+        "SEAT_IMAGE": result["tag"],
+        "SEAT_MODEL_BASE_DIR": str(vllm_runtime["base"]),
+        "SEAT_CACHE_DIR": str(cache),
+        "SEAT_PORT": str(free_port()),
+        "SEAT_CONTAINER": f"seatkit-test-{uuid.uuid4().hex[:8]}",
+    }
     if repo_profile.server.api_key:  # the key is the profile's choice; every launch form then carries it
         key = keys.ensure(tmp / "key")
-        knobs |= {"SEAT_API_KEY_FILE": str(key), "VLLM_API_KEY": key.read_text().strip(),
-                  "SEAT_BENCH_API_KEY": key.read_text().strip()}
-    yield {"path": path, "lock": lock, "build": result, "log": built.stderr, "pushed": pushed,
-           "repository": repository, "env": {**env, **knobs}, "knobs": knobs, "tmp": tmp, "inspect": {}}
+        knobs |= {
+            "SEAT_API_KEY_FILE": str(key),
+            "VLLM_API_KEY": key.read_text().strip(),
+            "SEAT_BENCH_API_KEY": key.read_text().strip(),
+        }
+    yield {
+        "path": path,
+        "lock": lock,
+        "build": result,
+        "log": built.stderr,
+        "pushed": pushed,
+        "repository": repository,
+        "env": {**env, **knobs},
+        "knobs": knobs,
+        "tmp": tmp,
+        "inspect": {},
+    }
     client = docker.from_env()
     for container in client.containers.list(all=True, filters={"name": knobs["SEAT_CONTAINER"]}):
         container.remove(force=True)  # only a failed test leaves one, and only ours has this name
@@ -106,17 +142,31 @@ def test_build_pins_the_base_and_checks_the_real_vllm(chain):
     assert f"seatkit smoke test: imported {SMOKE}" in chain["log"]
     # Three files changed in the base's own package; the rest of vllm is the base's, untouched.
     assert result["copied"] == len(docker_chain.CHANGES) and result["skipped"] == 0
-    verified = seat("overlay", "verify", "--image", image, "--lock", str(chain["lock"]), "--json",
-                    env=chain["env"])
+    verified = seat(
+        "overlay", "verify", "--image", image, "--lock", str(chain["lock"]), "--json", env=chain["env"]
+    )
     problems = json.loads(verified.stdout)
     assert problems["missing"] == [] and problems["changed"] == []
     assert "_C_AVX2.abi3.so" in " ".join(problems["extra"])  # the base's compiled extensions stay
     labels = docker.from_env().images.get(image).labels
     assert labels["org.opencontainers.image.base.digest"] == result["base"]
     # The start check runs against the real package: a changed file refuses to start.
-    tampered = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "sh", image,
-                               "-c", f"echo '# edited' >> {VLLM}/version.py && "
-                               "/opt/seatkit/entrypoint.sh true"], capture_output=True, text=True)
+    tampered = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--entrypoint",
+            "sh",
+            image,
+            "-c",
+            f"echo '# edited' >> {VLLM}/version.py && /opt/seatkit/entrypoint.sh true",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert tampered.returncode == 78 and "version.py: FAILED" in tampered.stderr
 
 
@@ -124,12 +174,20 @@ def essentials(container_id: str) -> dict:
     """What makes two launches the same seat: the command, environment, mounts and host settings."""
     attrs = docker.from_env().api.inspect_container(container_id)
     config, host = attrs["Config"], attrs["HostConfig"]
-    return {"image": attrs["Image"], "cmd": config["Cmd"], "entrypoint": config["Entrypoint"],
-            "env": sorted(config["Env"]),  # the stop timeout is not one: `seat down` passes its grace
-            "mounts": sorted((m["Type"], m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]),
-            "network": host["NetworkMode"], "ipc": host["IpcMode"], "init": host.get("Init"),
-            "privileged": host["Privileged"], "ulimits": host.get("Ulimits") or [],
-            "devices": host.get("DeviceRequests") or [], "cap_add": host.get("CapAdd") or []}
+    return {
+        "image": attrs["Image"],
+        "cmd": config["Cmd"],
+        "entrypoint": config["Entrypoint"],
+        "env": sorted(config["Env"]),  # the stop timeout is not one: `seat down` passes its grace
+        "mounts": sorted((m["Type"], m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]),
+        "network": host["NetworkMode"],
+        "ipc": host["IpcMode"],
+        "init": host.get("Init"),
+        "privileged": host["Privileged"],
+        "ulimits": host.get("Ulimits") or [],
+        "devices": host.get("DeviceRequests") or [],
+        "cap_add": host.get("CapAdd") or [],
+    }
 
 
 def wait_healthy(container_id: str, timeout: float = 600) -> str:
@@ -146,8 +204,16 @@ def wait_healthy(container_id: str, timeout: float = 600) -> str:
 
 def wait_ready(chain, container_id: str) -> None:
     knobs = chain["knobs"]
-    run = launch.Running(PROFILE, "docker", container_id, f"http://127.0.0.1:{knobs['SEAT_PORT']}", "tiny",
-                         str(chain["tmp"] / "none.log"), 0, api_key_file=knobs.get("SEAT_API_KEY_FILE", ""))
+    run = launch.Running(
+        PROFILE,
+        "docker",
+        container_id,
+        f"http://127.0.0.1:{knobs['SEAT_PORT']}",
+        "tiny",
+        str(chain["tmp"] / "none.log"),
+        0,
+        api_key_file=knobs.get("SEAT_API_KEY_FILE", ""),
+    )
     launch.wait_ready(run, 600, lambda stage, t: None, running=container_running)
 
 
@@ -158,17 +224,39 @@ def container_running(run: launch.Running) -> bool:
 
 
 def bench_url(chain, out):
-    done = seat("bench", "--url", f"http://127.0.0.1:{chain['knobs']['SEAT_PORT']}", "--model", "tiny",
-                "--k", "5", "--suite", "code", "--warmups", "0", "--repeats", "1", "--max-tokens", "64",
-                "--out", str(out), env=chain["env"])
+    done = seat(
+        "bench",
+        "--url",
+        f"http://127.0.0.1:{chain['knobs']['SEAT_PORT']}",
+        "--model",
+        "tiny",
+        "--k",
+        "5",
+        "--suite",
+        "code",
+        "--warmups",
+        "0",
+        "--repeats",
+        "1",
+        "--max-tokens",
+        "64",
+        "--out",
+        str(out),
+        env=chain["env"],
+    )
     (run_dir,) = out.iterdir()
     return json.loads((run_dir / "summary.json").read_text()), done
 
 
 def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain, busybox_image, tmp_path):
     client = docker.from_env()
-    bystander = client.containers.run(busybox_image, ["sleep", "600"], detach=True, network_mode="none",
-                                      name=f"seatkit-test-bystander-{uuid.uuid4().hex[:8]}")
+    bystander = client.containers.run(
+        busybox_image,
+        ["sleep", "600"],
+        detach=True,
+        network_mode="none",
+        name=f"seatkit-test-bystander-{uuid.uuid4().hex[:8]}",
+    )
     try:
         up = seat("up", str(chain["path"]), env=chain["env"])
         assert f"127.0.0.1:{chain['knobs']['SEAT_PORT']}" in up.stdout
@@ -184,12 +272,35 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
         assert f"SEAT_PORT={chain['knobs']['SEAT_PORT']}" in facts["env"]
         assert ("bind", chain["knobs"]["SEAT_MODEL_BASE_DIR"], "/models-base", False) in facts["mounts"]
         assert ("bind", chain["knobs"]["SEAT_CACHE_DIR"], "/cache", True) in facts["mounts"]
-        mark = subprocess.run(["docker", "exec", ident, "python3", "-c", "from vllm.v1.spec_decode.ngram_proposer "
-                               "import SEATKIT_OVERLAY; print(SEATKIT_OVERLAY)"], capture_output=True, text=True)
+        mark = subprocess.run(
+            [
+                "docker",
+                "exec",
+                ident,
+                "python3",
+                "-c",
+                "from vllm.v1.spec_decode.ngram_proposer import SEATKIT_OVERLAY; print(SEATKIT_OVERLAY)",
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert mark.stdout.strip() == PROFILE, mark.stderr  # the server runs the locked change
 
-        done = seat("bench", str(chain["path"]), "--suite", "code", "--warmups", "1", "--repeats", "2",
-                    "--max-tokens", "256", "--out", str(tmp_path), env=chain["env"])
+        done = seat(
+            "bench",
+            str(chain["path"]),
+            "--suite",
+            "code",
+            "--warmups",
+            "1",
+            "--repeats",
+            "2",
+            "--max-tokens",
+            "256",
+            "--out",
+            str(tmp_path),
+            env=chain["env"],
+        )
         (run_dir,) = tmp_path.iterdir()
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["conditions"]["profile"] == PROFILE and summary["conditions"]["k"] == 5
@@ -216,7 +327,9 @@ def test_compose_file_serves_the_same_seat(chain, compose, tmp_path):
     file = REPO / "compose" / PROFILE / "docker-compose.yml"
     project = ["-f", str(file), "-p", f"seatkit-test-{uuid.uuid4().hex[:8]}"]
     env = {**chain["env"], "DOCKER_CONFIG": os.environ["DOCKER_CONFIG"]}
-    up = subprocess.run([*compose, *project, "up", "-d"], env=env, capture_output=True, text=True, timeout=300)
+    up = subprocess.run(
+        [*compose, *project, "up", "-d"], env=env, capture_output=True, text=True, timeout=300
+    )
     try:
         assert up.returncode == 0, up.stderr
         ident = docker.from_env().containers.get(chain["knobs"]["SEAT_CONTAINER"]).id
@@ -225,15 +338,25 @@ def test_compose_file_serves_the_same_seat(chain, compose, tmp_path):
         assert summary["suites"]["code"]["requests"] >= 1
         chain["inspect"]["compose"] = essentials(ident)
     finally:
-        down = subprocess.run([*compose, *project, "down", "--timeout", "30"], env=env, capture_output=True,
-                              text=True, timeout=300)
+        down = subprocess.run(
+            [*compose, *project, "down", "--timeout", "30"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert down.returncode == 0, down.stderr
 
 
 def test_rendered_script_serves_the_same_seat(chain, tmp_path):
     log = tmp_path / "script.log"
-    proc = subprocess.Popen(["bash", str(REPO / "serve" / f"{PROFILE}.sh")], env=chain["env"],
-                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", str(REPO / "serve" / f"{PROFILE}.sh")],
+        env=chain["env"],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     client = docker.from_env()
     try:
         deadline = time.monotonic() + 120
@@ -262,7 +385,9 @@ def test_the_three_launches_give_the_same_container(chain):
         pytest.fail(f"only {sorted(found)} launched (the tests above say why)")
     reference = found["seat up"]
     for way in ("compose", "script"):
-        differing = {key: (reference[key], found[way][key]) for key in reference if reference[key] != found[way][key]}
+        differing = {
+            key: (reference[key], found[way][key]) for key in reference if reference[key] != found[way][key]
+        }
         assert differing == {}, f"{way} differs from seat up: {differing}"
 
 
@@ -275,21 +400,41 @@ def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, 
         remove_images_from(tmp_path)
     (run_dir,) = (tmp_path / "runs").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert set(summary["suites"]) == {"demo-code", "demo-prose"} and summary["conditions"]["profile"] == PROFILE
+    assert (
+        set(summary["suites"]) == {"demo-code", "demo-prose"} and summary["conditions"]["profile"] == PROFILE
+    )
     assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith(str(tmp_path))
-    table = done.stdout[done.stdout.index("where the time went"):]
-    for step in ("base image", "push to the loopback registry and pin", "seat build", "up: start to ready",
-                 "bench", "down", "total"):
+    table = done.stdout[done.stdout.index("where the time went") :]
+    for step in (
+        "base image",
+        "push to the loopback registry and pin",
+        "seat build",
+        "up: start to ready",
+        "bench",
+        "down",
+        "total",
+    ):
         assert step in table, table
     assert not docker.from_env().containers.list(all=True, filters={"label": f"seatkit.profile={PROFILE}"})
 
 
 def test_the_real_image_passes_the_outside_check_file_by_file(chain):
     """No false alarm on the real seat: every file read from outside, none of the build record trusted."""
-    done = seat("overlay", "verify", "--image", chain["build"]["tag"], "--profile", str(chain["path"]),
-                "--lock", str(chain["lock"]), env=chain["env"], check=False)
-    assert done.returncode == 0 and done.stdout.startswith("verified (read from outside the image)"), \
+    done = seat(
+        "overlay",
+        "verify",
+        "--image",
+        chain["build"]["tag"],
+        "--profile",
+        str(chain["path"]),
+        "--lock",
+        str(chain["lock"]),
+        env=chain["env"],
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("verified (read from outside the image)"), (
         done.stdout + done.stderr[-2000:]
+    )
 
 
 def test_an_image_rebuilt_under_the_seats_tag_with_a_decoy_copy_is_refused_at_seat_up(chain, tmp_path):
@@ -302,19 +447,36 @@ def test_an_image_rebuilt_under_the_seats_tag_with_a_decoy_copy_is_refused_at_se
     (tmp_path / "Dockerfile").write_text(
         f"FROM {built}\n"
         f"RUN mkdir -p /opt/decoy && cp -a {VLLM} {decoy} && echo 'SEATKIT_EDITED = 1' >> {VLLM}/version.py\n"
-        f"ENV SEAT_OVERLAY_DIR={decoy}\nLABEL io.seatkit.overlay.dir={decoy}\n")
+        f"ENV SEAT_OVERLAY_DIR={decoy}\nLABEL io.seatkit.overlay.dir={decoy}\n"
+    )
     rebuilt = None
     try:
-        rebuilt, _ = client.images.build(path=str(tmp_path), tag=tag, rm=True, forcerm=True, network_mode="none")
-        inside = subprocess.run(["docker", "run", "--rm", "--network", "none", tag, "true"],
-                                capture_output=True, text=True, timeout=120)
+        rebuilt, _ = client.images.build(
+            path=str(tmp_path), tag=tag, rm=True, forcerm=True, network_mode="none"
+        )
+        inside = subprocess.run(
+            ["docker", "run", "--rm", "--network", "none", tag, "true"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert inside.returncode == 0, inside.stderr  # the check inside the image was steered
         up = seat("up", str(chain["path"]), env=chain["env"], check=False)
         assert up.returncode == 1 and "does not run the locked overlay" in up.stderr, up.stderr[-3000:]
         assert "version.py" in up.stderr and "Traceback" not in up.stderr
         assert not client.containers.list(all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]})
-        verify = seat("overlay", "verify", "--image", tag, "--profile", str(chain["path"]), "--lock",
-                      str(chain["lock"]), env=chain["env"], check=False)
+        verify = seat(
+            "overlay",
+            "verify",
+            "--image",
+            tag,
+            "--profile",
+            str(chain["path"]),
+            "--lock",
+            str(chain["lock"]),
+            env=chain["env"],
+            check=False,
+        )
         assert verify.returncode == 1 and "version.py" in verify.stdout, verify.stdout
     finally:
         client.images.get(built).tag(*tag.rsplit(":", 1))  # the seat's tag on the image seat build made
@@ -325,13 +487,21 @@ def test_an_image_rebuilt_under_the_seats_tag_with_a_decoy_copy_is_refused_at_se
 def test_a_profile_that_sets_path_into_a_mount_is_refused_at_seat_up(chain, tmp_path):
     """A different `vllm` first on PATH, from an experiment mount: refused before anything starts."""
     (tmp_path / "bin").mkdir()
-    for where in ({"env": {"PATH": "/srv/exp/bin:/opt/venv/bin:/usr/bin:/bin"}},
-                  {"docker": {"extra_env": {"PATH": "/srv/exp/bin:/usr/bin:/bin"}}}):
+    for where in (
+        {"env": {"PATH": "/srv/exp/bin:/opt/venv/bin:/usr/bin:/bin"}},
+        {"docker": {"extra_env": {"PATH": "/srv/exp/bin:/usr/bin:/bin"}}},
+    ):
         path = tmp_path / f"{PROFILE}.yaml"
-        docker_part = {"extra_mounts": [{"source": str(tmp_path / "bin"), "target": "/srv/exp/bin"}],
-                       **where.get("docker", {})}
-        path.write_text(yaml.safe_dump({**yaml.safe_load(chain["path"].read_text()), **where, "docker": docker_part}))
+        docker_part = {
+            "extra_mounts": [{"source": str(tmp_path / "bin"), "target": "/srv/exp/bin"}],
+            **where.get("docker", {}),
+        }
+        path.write_text(
+            yaml.safe_dump({**yaml.safe_load(chain["path"].read_text()), **where, "docker": docker_part})
+        )
         up = seat("up", str(path), env=chain["env"], check=False)
         field = "env.PATH" if "env" in where else "docker.extra_env.PATH"
         assert up.returncode == 1 and f"{field}: it sets" in up.stderr, up.stderr[-2000:]
-        assert not docker.from_env().containers.list(all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]})
+        assert not docker.from_env().containers.list(
+            all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]}
+        )

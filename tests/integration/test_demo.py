@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import BIN, free_port
+
 from seatkit.serve import launch
 
 
@@ -25,9 +26,13 @@ def servers_on(port: int) -> list[str]:
 
 def test_demo_shows_code_faster_than_prose_by_acceptance_and_leaves_no_process(vllm_runtime, tmp_path):
     port = free_port()
-    done = subprocess.run([str(BIN / "seat"), "demo", "--out", str(tmp_path)], capture_output=True,
-                          text=True, timeout=1800,
-                          env={**os.environ, "SEAT_PORT": str(port), "COLUMNS": "200"})
+    done = subprocess.run(
+        [str(BIN / "seat"), "demo", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**os.environ, "SEAT_PORT": str(port), "COLUMNS": "200"},
+    )
     assert done.returncode == 0, done.stderr
     (run_dir,) = tmp_path.iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())

@@ -8,10 +8,12 @@ import uuid
 
 import docker
 import pytest
-
 from conftest import BIN, REPO, free_port
+
 from seatkit.errors import SeatError
-from seatkit.serve import launch, profile as profiles, spec as specs
+from seatkit.serve import launch
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 
 def image_id(profile, image):
@@ -21,8 +23,12 @@ def image_id(profile, image):
 
 def default_spec(image):
     spec = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
-    return spec, {**spec.values({}), "SEAT_IMAGE": image, "SEAT_CONTAINER": "seatkit-test-gpu",
-                  "SEAT_PORT": str(free_port())}
+    return spec, {
+        **spec.values({}),
+        "SEAT_IMAGE": image,
+        "SEAT_CONTAINER": "seatkit-test-gpu",
+        "SEAT_PORT": str(free_port()),
+    }
 
 
 def test_no_gpu_runtime_is_a_clear_error_and_leaves_nothing(busybox_image, tmp_path, monkeypatch):
@@ -48,20 +54,37 @@ def test_rendered_script_reaches_docker_with_its_preflight(busybox_image, tmp_pa
         for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
             (folder / name).write_text("{}")
         (folder / "model.safetensors.index.json").write_text(
-            '{"weight_map": {"w": "model-00001-of-00001.safetensors"}}')
+            '{"weight_map": {"w": "model-00001-of-00001.safetensors"}}'
+        )
         (folder / "model-00001-of-00001.safetensors").write_bytes(b"x")
         models[f"SEAT_MODEL_{key}_DIR"] = str(folder)
-    env = {**os.environ, **models, "SEAT_IMAGE": busybox_image, "SEAT_CACHE_DIR": str(tmp_path),
-           "SEAT_PORT": str(free_port()), "SEAT_CONTAINER": "seatkit-test-script"}
-    done = subprocess.run(["bash", str(REPO / "serve" / "dsv4-flash-dspark-tp4.sh")], env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        **models,
+        "SEAT_IMAGE": busybox_image,
+        "SEAT_CACHE_DIR": str(tmp_path),
+        "SEAT_PORT": str(free_port()),
+        "SEAT_CONTAINER": "seatkit-test-script",
+    }
+    done = subprocess.run(
+        ["bash", str(REPO / "serve" / "dsv4-flash-dspark-tp4.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     # Every check before the GPU one passes against the real engine and files; no GPU here.
     assert done.returncode == 1
     assert "nvidia-smi not found" in done.stderr or "GPUs visible" in done.stderr
     assert "is not pinned by digest" in done.stderr
     (tmp_path / "draft" / "model-00001-of-00001.safetensors").write_bytes(b"")
-    done = subprocess.run(["bash", str(REPO / "serve" / "dsv4-flash-dspark-tp4.sh")], env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["bash", str(REPO / "serve" / "dsv4-flash-dspark-tp4.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "draft model shard missing or empty: model-00001-of-00001.safetensors" in done.stderr
 
 
@@ -84,8 +107,14 @@ def standin_seat(busybox_image, tmp_path):
         for name in profiles.load("cpu-smoke").models["base"].files:
             (model / name).write_text("{}")
         name = f"seatkit-test-standin-{uuid.uuid4().hex[:8]}"
-        environ = {**os.environ, "SEAT_IMAGE": tag, "SEAT_CONTAINER": name, "SEAT_PORT": str(free_port()),
-                   "SEAT_MODEL_BASE_DIR": str(model), "SEAT_CACHE_DIR": str(tmp_path)}
+        environ = {
+            **os.environ,
+            "SEAT_IMAGE": tag,
+            "SEAT_CONTAINER": name,
+            "SEAT_PORT": str(free_port()),
+            "SEAT_MODEL_BASE_DIR": str(model),
+            "SEAT_CACHE_DIR": str(tmp_path),
+        }
         return specs.build(profiles.load("cpu-smoke-docker")), environ, name
 
     yield make
@@ -162,8 +191,10 @@ def test_a_base_build_that_fails_midway_leaves_no_tag_to_reuse(docker_engine, tm
 
     fake = tmp_path / "bin" / "mmdebstrap"
     fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\nmkdir -p /tmp/$$ && echo half > /tmp/$$/half && tar -C /tmp/$$ -c half\n"
-                    "rm -rf /tmp/$$; echo 'E: the mirror went away' >&2; exit 1\n")
+    fake.write_text(
+        "#!/bin/sh\nmkdir -p /tmp/$$ && echo half > /tmp/$$/half && tar -C /tmp/$$ -c half\n"
+        "rm -rf /tmp/$$; echo 'E: the mirror went away' >&2; exit 1\n"
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     monkeypatch.setattr(cpu_base, "wheelhouse", lambda native, say: tmp_path)
@@ -174,8 +205,11 @@ def test_a_base_build_that_fails_midway_leaves_no_tag_to_reuse(docker_engine, tm
         cpu_base.build(tag, profiles.load("cpu-smoke").native, say=lambda m: None)
     client = docker.from_env()
     assert not client.images.list(name=tag.split(":")[0])
-    half = [i.id for i in client.images.list(all=True) if i.id not in before
-            and i.attrs.get("Comment") == "Imported from -" and i.attrs["Size"] < 1_000_000]
+    half = [
+        i.id
+        for i in client.images.list(all=True)
+        if i.id not in before and i.attrs.get("Comment") == "Imported from -" and i.attrs["Size"] < 1_000_000
+    ]
     assert half == []  # the untagged half image is gone too (other tests' images are not ours to judge)
 
 
@@ -214,8 +248,12 @@ def test_helper_containers_that_read_an_image_are_labelled(busybox_image):
 
     with build.created(busybox_image) as container:
         assert engine.HELPER_LABEL in container.labels
-    assert docker.from_env().containers.list(all=True, filters={"label": engine.HELPER_LABEL,
-                                                                 "id": container.id}) == []
+    assert (
+        docker.from_env().containers.list(
+            all=True, filters={"label": engine.HELPER_LABEL, "id": container.id}
+        )
+        == []
+    )
 
 
 def test_down_finds_the_container_of_a_seat_up_killed_before_it_recorded_one(busybox_image):
@@ -223,11 +261,17 @@ def test_down_finds_the_container_of_a_seat_up_killed_before_it_recorded_one(bus
     SEAT_HOME in its labels, and `seat down` finds it by them."""
     profile = f"orphan-{uuid.uuid4().hex[:8]}"
     client = docker.from_env()
-    container = client.containers.create(busybox_image, ["sleep", "600"], network_mode="none",
-                                         labels=launch._labels(profile))
+    container = client.containers.create(
+        busybox_image, ["sleep", "600"], network_mode="none", labels=launch._labels(profile)
+    )
     container.start()
-    stranger = client.containers.run(busybox_image, ["sleep", "600"], detach=True, network_mode="none",
-                                     labels={"seatkit.profile": profile, "seatkit.home": "/elsewhere"})
+    stranger = client.containers.run(
+        busybox_image,
+        ["sleep", "600"],
+        detach=True,
+        network_mode="none",
+        labels={"seatkit.profile": profile, "seatkit.home": "/elsewhere"},
+    )
     try:
         assert launch.recorded(profile) is None
         run, was_running = launch.down(profile, grace=1)
@@ -246,8 +290,15 @@ def test_a_record_naming_a_container_that_is_not_the_seat_stops_nothing(busybox_
     client = docker.from_env()
     bystander = client.containers.run(busybox_image, ["sleep", "600"], detach=True, network_mode="none")
     try:
-        run = launch.Running("cpu-smoke-docker", "docker", bystander.id, "http://127.0.0.1:9", "m",
-                             "/nonexistent/log", time.time())
+        run = launch.Running(
+            "cpu-smoke-docker",
+            "docker",
+            bystander.id,
+            "http://127.0.0.1:9",
+            "m",
+            "/nonexistent/log",
+            time.time(),
+        )
         launch._record(run)
         assert launch.status("cpu-smoke-docker")["state"] == "exited"
         assert launch.down("cpu-smoke-docker", grace=1) == (run, False)
@@ -259,20 +310,38 @@ def test_a_record_naming_a_container_that_is_not_the_seat_stops_nothing(busybox_
 def test_image_inspect_prints_no_terminal_escapes_from_labels(busybox_image, tmp_path):
     tag = f"seatkit-test/escapes:{uuid.uuid4().hex[:8]}"
     (tmp_path / "Dockerfile").write_text(f"FROM {busybox_image}\n")
-    subprocess.run(["docker", "build", "-q", "--network", "none", "-t", tag, "--label",
-                    "org.opencontainers.image.base.digest=evil\x1b[2J\x1b]0;pwned\x07tag", str(tmp_path)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            "docker",
+            "build",
+            "-q",
+            "--network",
+            "none",
+            "-t",
+            tag,
+            "--label",
+            "org.opencontainers.image.base.digest=evil\x1b[2J\x1b]0;pwned\x07tag",
+            str(tmp_path),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     try:
-        done = subprocess.run([str(BIN / "seat"), "image", "inspect", tag],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [str(BIN / "seat"), "image", "inspect", tag], capture_output=True, text=True, timeout=60
+        )
         assert done.returncode == 0 and "\x1b" not in done.stdout and "\x07" not in done.stdout
-        assert "base not pinned by digest: built from evil\\x1b[2J\\x1b]0;pwned\\x07tag" in done.stdout, done.stdout
+        assert "base not pinned by digest: built from evil\\x1b[2J\\x1b]0;pwned\\x07tag" in done.stdout, (
+            done.stdout
+        )
     finally:
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
 
 
 def test_the_home_label_is_the_real_path_and_a_record_acts_only_on_its_homes_container(
-        busybox_image, tmp_path, monkeypatch):
+    busybox_image, tmp_path, monkeypatch
+):
     """A relative SEAT_HOME labelled its seat 'home', which every other 'home' matched; a linked
     one missed its own; and a record copied into another home stopped the first home's seat."""
     real, link = tmp_path / "real", tmp_path / "link"
@@ -282,14 +351,17 @@ def test_the_home_label_is_the_real_path_and_a_record_acts_only_on_its_homes_con
     monkeypatch.setenv("SEAT_HOME", "link")  # relative and linked
     profile = f"homes-{uuid.uuid4().hex[:8]}"
     client = docker.from_env()
-    ours = client.containers.run(busybox_image, ["sleep", "600"], detach=True, network_mode="none",
-                                 labels=launch._labels(profile))
+    ours = client.containers.run(
+        busybox_image, ["sleep", "600"], detach=True, network_mode="none", labels=launch._labels(profile)
+    )
     try:
         assert ours.labels["seatkit.home"] == str(real)
         monkeypatch.setenv("SEAT_HOME", str(tmp_path / "other"))
         victim = tmp_path / "victim.txt"
         victim.write_text("precious")
-        copied = launch.Running(profile, "docker", ours.id, "http://127.0.0.1:9", "m", str(victim), time.time())
+        copied = launch.Running(
+            profile, "docker", ours.id, "http://127.0.0.1:9", "m", str(victim), time.time()
+        )
         launch._record(copied)  # a record copied from the real home into another
         assert launch.down(profile, grace=1) == (copied, False)
         assert client.containers.get(ours.id).status == "running" and victim.read_text() == "precious"
@@ -309,8 +381,9 @@ def test_one_down_stops_both_a_stale_records_and_an_unrecorded_container(busybox
     gone = client.containers.create(busybox_image, ["true"], labels=launch._labels(profile))
     launch._record(launch.Running(profile, "docker", gone.id, "http://127.0.0.1:9", "m", "", time.time()))
     gone.remove()
-    orphan = client.containers.run(busybox_image, ["sleep", "600"], detach=True, network_mode="none",
-                                   labels=launch._labels(profile))
+    orphan = client.containers.run(
+        busybox_image, ["sleep", "600"], detach=True, network_mode="none", labels=launch._labels(profile)
+    )
     try:
         run, stopped = launch.down(profile, grace=1)
         assert run.ident == gone.id and stopped
@@ -324,9 +397,14 @@ def test_a_container_removed_while_up_waits_shows_no_earlier_runs_log(busybox_im
     """`seat up` of a docker seat kept the last run's log: a container removed during the wait
     (nothing of its own to save) showed those lines as its last words."""
     spec = specs.build(profiles.load("cpu-smoke-docker"))
-    values = {**spec.values({}), "SEAT_IMAGE": busybox_image, "SEAT_PORT": str(free_port()),
-              "SEAT_CONTAINER": f"seatkit-test-removed-{uuid.uuid4().hex[:8]}",
-              "SEAT_MODEL_BASE_DIR": str(tmp_path), "SEAT_CACHE_DIR": str(tmp_path)}
+    values = {
+        **spec.values({}),
+        "SEAT_IMAGE": busybox_image,
+        "SEAT_PORT": str(free_port()),
+        "SEAT_CONTAINER": f"seatkit-test-removed-{uuid.uuid4().hex[:8]}",
+        "SEAT_MODEL_BASE_DIR": str(tmp_path),
+        "SEAT_CACHE_DIR": str(tmp_path),
+    }
     monkeypatch.setattr(launch.preflight, "run", lambda spec, values: None)
     launch.log_path(spec.profile.name).parent.mkdir(parents=True, exist_ok=True)
     launch.log_path(spec.profile.name).write_text("an earlier run's last words\n")

@@ -6,10 +6,11 @@ import os
 import subprocess
 
 import pytest
-
 from conftest import BIN, free_port
+
 from seatkit.models import verify
-from seatkit.serve import profile as profiles, runtime
+from seatkit.serve import profile as profiles
+from seatkit.serve import runtime
 
 
 @pytest.fixture
@@ -33,8 +34,13 @@ def test_the_tiny_model_rebuilds_to_its_committed_lock(own_home, vllm_runtime):
 
 
 def seat(*args, timeout=900):
-    return subprocess.run([str(BIN / "seat"), *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "COLUMNS": "80"})
+    return subprocess.run(
+        [str(BIN / "seat"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "80"},
+    )
 
 
 def test_doctor_on_the_cpu_seat_up_and_benched(own_home, vllm_runtime, tmp_path, monkeypatch):
@@ -45,8 +51,20 @@ def test_doctor_on_the_cpu_seat_up_and_benched(own_home, vllm_runtime, tmp_path,
     up = seat("up", "cpu-smoke")
     assert up.returncode == 0, up.stderr
     try:
-        bench = seat("bench", "cpu-smoke", "--suite", "code", "--warmups", "1", "--repeats", "1",
-                     "--max-tokens", "64", "--out", str(tmp_path / "runs"))
+        bench = seat(
+            "bench",
+            "cpu-smoke",
+            "--suite",
+            "code",
+            "--warmups",
+            "1",
+            "--repeats",
+            "1",
+            "--max-tokens",
+            "64",
+            "--out",
+            str(tmp_path / "runs"),
+        )
         assert bench.returncode == 0, bench.stderr
         (run_dir,) = (tmp_path / "runs").iterdir()
         conditions = json.loads((run_dir / "summary.json").read_text())["conditions"]
@@ -57,9 +75,16 @@ def test_doctor_on_the_cpu_seat_up_and_benched(own_home, vllm_runtime, tmp_path,
         assert seat("down", "cpu-smoke").returncode == 0
     result = json.loads(done.stdout)
     rows = {(r["layer"], r["check"]): r for r in result["rows"]}
-    for key in [("gpu", "GPUs"), ("image", "venv"), ("models", "lock sizes"), ("models", "full verify"),
-                ("server", "identity"), ("server", "vLLM version"), ("server", "spec config"),
-                ("server", "alone")]:
+    for key in [
+        ("gpu", "GPUs"),
+        ("image", "venv"),
+        ("models", "lock sizes"),
+        ("models", "full verify"),
+        ("server", "identity"),
+        ("server", "vLLM version"),
+        ("server", "spec config"),
+        ("server", "alone"),
+    ]:
         assert rows[key]["status"] == "OK", rows[key]
     assert rows[("server", "vLLM version")]["evidence"].startswith("0.32.0")
     assert "5 draft positions (k=5, ngram)" in rows[("server", "spec config")]["evidence"]

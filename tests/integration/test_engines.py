@@ -6,13 +6,17 @@ import uuid
 from pathlib import Path
 
 import docker
-
 from conftest import NO_ENGINE, private_engine
 
 
 def docker_cli(host, *args, stdin=None):
-    return subprocess.run(["docker", *args], input=stdin, capture_output=True, timeout=120,
-                          env={**os.environ, "DOCKER_HOST": host})
+    return subprocess.run(
+        ["docker", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "DOCKER_HOST": host},
+    )
 
 
 def tiny_image(host, tag):
@@ -26,7 +30,9 @@ def test_two_engines_side_by_side_do_not_touch_each_other():
     tag = f"seatkit-test/side-{uuid.uuid4().hex[:8]}:1"
     with private_engine("a") as a:
         tiny_image(a, tag)
-        ran = docker_cli(a, "run", "-d", "--network", "none", "--entrypoint", "/bin/busybox", tag, "sleep", "600")
+        ran = docker_cli(
+            a, "run", "-d", "--network", "none", "--entrypoint", "/bin/busybox", tag, "sleep", "600"
+        )
         assert ran.returncode == 0, ran.stderr
         ours = ran.stdout.decode().strip()
         with private_engine("b") as b:
@@ -51,12 +57,20 @@ def test_two_engines_side_by_side_do_not_touch_each_other():
 
 def test_the_sdk_the_cli_and_compose_reach_this_runs_engine(docker_engine, busybox_image, compose, tmp_path):
     """Every client the kit and the tests use goes to the run's own engine (DOCKER_HOST)."""
-    assert docker_engine.startswith("unix:///tmp/seat-engine-run-") and os.environ["DOCKER_HOST"] == docker_engine
+    assert (
+        docker_engine.startswith("unix:///tmp/seat-engine-run-")
+        and os.environ["DOCKER_HOST"] == docker_engine
+    )
     project = f"seatkit-test-{uuid.uuid4().hex[:8]}"
     (tmp_path / "docker-compose.yml").write_text(
-        f"services:\n  idle:\n    image: {busybox_image}\n    command: [sleep, '600']\n    network_mode: none\n")
-    up = subprocess.run([*compose, "-p", project, "-f", str(tmp_path / "docker-compose.yml"), "up", "-d"],
-                        capture_output=True, text=True, timeout=120)
+        f"services:\n  idle:\n    image: {busybox_image}\n    command: [sleep, '600']\n    network_mode: none\n"
+    )
+    up = subprocess.run(
+        [*compose, "-p", project, "-f", str(tmp_path / "docker-compose.yml"), "up", "-d"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert up.returncode == 0, up.stderr
     try:
         listed = docker.from_env().containers.list(filters={"label": f"com.docker.compose.project={project}"})
@@ -64,8 +78,11 @@ def test_the_sdk_the_cli_and_compose_reach_this_runs_engine(docker_engine, busyb
         seen = docker_cli(docker_engine, "ps", "-q", "--no-trunc").stdout.decode().split()
         assert listed[0].id in seen
     finally:
-        subprocess.run([*compose, "-p", project, "-f", str(tmp_path / "docker-compose.yml"), "down", "-t", "0"],
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [*compose, "-p", project, "-f", str(tmp_path / "docker-compose.yml"), "down", "-t", "0"],
+            capture_output=True,
+            timeout=120,
+        )
 
 
 def test_a_test_that_asks_for_no_engine_reaches_none():

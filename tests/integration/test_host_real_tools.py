@@ -17,11 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import unavailable
 from debian_root import KVER, chroot_runner, kernel, make, module
+
 from seatkit.errors import SeatError
-from seatkit.host import change, plan as host_plan, settings, state, status
+from seatkit.host import change, settings, state, status
+from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
 
@@ -51,8 +52,13 @@ def host(base: Path, where: Path, stack: str = "grub", initramfs: str = "update-
     (root / other).rename(root / f"{other}.hidden")  # one generator, as a real host has
     system = System(root=root, runner=chroot_runner(root), euid=0)
     ok(system, ["depmod", KVER])  # dracut --regenerate-all skips a kernel without modules.dep
-    ok(system, {"update-initramfs": ["update-initramfs", "-c", "-k", KVER],  # before grub.cfg lists it
-                "dracut": ["dracut", "--force", f"/boot/initrd.img-{KVER}", KVER]}[initramfs])
+    ok(
+        system,
+        {
+            "update-initramfs": ["update-initramfs", "-c", "-k", KVER],  # before grub.cfg lists it
+            "dracut": ["dracut", "--force", f"/boot/initrd.img-{KVER}", KVER],
+        }[initramfs],
+    )
     if stack == "grub":
         ok(system, ["update-grub"])
     else:  # systemd-boot: an ESP with the BLS layout, entries written by kernel-install
@@ -118,7 +124,8 @@ def test_grub_and_update_initramfs_apply_rollback_byte_exact(base, tmp_path):
     line = default_entry(system)  # what the real grub-mkconfig and 10_linux wrote
     assert "console=ttyS0" in line and line[-1] == "iommu=pt"
     assert "etc/modprobe.d/seatkit-nvidia.conf" in " ".join(
-        initramfs_files(system, system.root / f"boot/initrd.img-{KVER}"))
+        initramfs_files(system, system.root / f"boot/initrd.img-{KVER}")
+    )
     change.rollback(system)
     assert tree(system) == pristine and txid in Journal(system).undone()
 
@@ -131,8 +138,9 @@ def test_a_later_drop_in_is_refused_by_plan_and_rolled_back_when_it_appears_duri
     assert any("zz-site.cfg sets GRUB_CMDLINE_LINUX_DEFAULT" in r for r in conservative(system).refusals)
     site.unlink()
     plan = conservative(system)
-    system.fault = lambda at: site.write_text('GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n') \
-        if at == "before update-grub" else None
+    system.fault = lambda at: (
+        site.write_text('GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n') if at == "before update-grub" else None
+    )
     with pytest.raises(SeatError, match="does not carry the change") as caught:
         change.apply(plan, system)
     assert "zz-site.cfg sets GRUB_CMDLINE_LINUX_DEFAULT" in str(caught.value)
@@ -151,8 +159,9 @@ def test_broken_defaults_are_refused_and_a_failing_update_grub_ends_recover_with
     defaults.write_text(good)
     pristine = tree(system)
     plan = conservative(system)
-    system.fault = lambda at: defaults.write_text(good + 'GRUB_CMDLINE_LINUX="quiet\n') \
-        if at == "before update-grub" else None
+    system.fault = lambda at: (
+        defaults.write_text(good + 'GRUB_CMDLINE_LINUX="quiet\n') if at == "before update-grub" else None
+    )
     with pytest.raises(SeatError, match="seat host recover"):
         change.apply(plan, system)
     system.fault = lambda at: None
@@ -188,8 +197,9 @@ def test_kernel_install_entries_carry_the_exact_bytes_and_come_back(base, tmp_pa
     plan = conservative(system)
     assert not plan.refusals, plan.refusals
     change.apply(plan, system)
-    assert (system.root / "etc/kernel/cmdline").read_bytes() == \
-        b'root=/dev/vda1 rw acpi_osi="Windows 2015"\tcaf\xe9=1 iommu=pt\n'
+    assert (
+        system.root / "etc/kernel/cmdline"
+    ).read_bytes() == b'root=/dev/vda1 rw acpi_osi="Windows 2015"\tcaf\xe9=1 iommu=pt\n'
     options = next(line for line in entry.read_bytes().splitlines() if line.startswith(b"options"))
     assert b'rw acpi_osi="Windows 2015" caf\xe9=1 iommu=pt' in options  # the real plugin joins with spaces
     change.rollback(system)
@@ -211,7 +221,9 @@ def esp_initrd(system: System, version: str) -> set[str]:
     """The modprobe.d files of the image the kernel's loader entry names (kernel-install's copy)."""
     text = (system.root / f"boot/efi/loader/entries/{MACHINE}-{version}.conf").read_text(errors="replace")
     named = next(line.split()[1] for line in text.splitlines() if line.startswith("initrd"))
-    image = next(p for p in (system.root / f"boot/efi{named}", system.root / named.lstrip("/")) if p.is_file())
+    image = next(
+        p for p in (system.root / f"boot/efi{named}", system.root / named.lstrip("/")) if p.is_file()
+    )
     assert image.is_relative_to(system.root / "boot/efi"), image  # on the ESP, not /boot's own image
     return initramfs_files(system, image)
 
@@ -255,11 +267,20 @@ def modprobe_resolved(system: System, name: str) -> dict[str, str]:
 
 KMOD_CASES = {  # files, the next boot's command line, whether a source other than the kit's sets HMM
     "usr-local-lib": ({"/usr/local/lib/modprobe.d/zz-local.conf": "uvm_disable_hmm=0"}, "", True),
-    "run-masks-usr-lib": ({"/run/modprobe.d/hmm.conf": "uvm_disable_hmm=1",
-                           "/usr/local/lib/modprobe.d/hmm.conf": "uvm_disable_hmm=0",
-                           "/usr/lib/modprobe.d/hmm.conf": "uvm_disable_hmm=0"}, "", True),
-    "etc-masks-run": ({"/etc/modprobe.d/zz.conf": "uvm_perf_prefetch=1",
-                       "/run/modprobe.d/zz.conf": "uvm_disable_hmm=0"}, "", False),
+    "run-masks-usr-lib": (
+        {
+            "/run/modprobe.d/hmm.conf": "uvm_disable_hmm=1",
+            "/usr/local/lib/modprobe.d/hmm.conf": "uvm_disable_hmm=0",
+            "/usr/lib/modprobe.d/hmm.conf": "uvm_disable_hmm=0",
+        },
+        "",
+        True,
+    ),
+    "etc-masks-run": (
+        {"/etc/modprobe.d/zz.conf": "uvm_perf_prefetch=1", "/run/modprobe.d/zz.conf": "uvm_disable_hmm=0"},
+        "",
+        False,
+    ),
     "kernel-command-line": ({}, "nvidia_uvm.uvm_disable_hmm=0", True),
     "dashed-module-name": ({}, "nvidia-uvm.uvm_disable_hmm=0", True),
 }
@@ -283,8 +304,11 @@ def test_plan_and_status_resolve_module_options_as_the_real_modprobe_does(base, 
         (system.root / "proc/cmdline").write_text(f"BOOT_IMAGE=/boot/vmlinuz-{KVER} {next_boot}\n")
         real = modprobe_resolved(system, "nvidia_uvm")["uvm_disable_hmm"]
         assert real == ("1" if case in ("run-masks-usr-lib", "etc-masks-run") else "0"), case  # kmod's word
-        row = next(r for r in status.status(settings.load("conservative"), system)["rows"]
-                   if r["setting"] == "hmm_disabled")
+        row = next(
+            r
+            for r in status.status(settings.load("conservative"), system)["rows"]
+            if r["setting"] == "hmm_disabled"
+        )
         assert row["configured"] is (real == "1"), (case, real, row)
         claimed, _ = state.modprobe_options(system, "nvidia_uvm", next_boot.split())
         assert claimed["uvm_disable_hmm"] == real, case
@@ -306,6 +330,7 @@ def _child(system: System, act, kill_at: int | None, during: str | None) -> bool
             calls[0] += 1
             if calls[0] == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
+
         system.fault = fault
         try:
             act()
@@ -316,8 +341,12 @@ def _child(system: System, act, kill_at: int | None, during: str | None) -> bool
     except OSError:
         pass  # the child did it first
     if during:  # the tool's half-written output: grub-mkconfig and update-initramfs write *.new first
-        watch = system.root / {"update-grub": "boot/grub/grub.cfg.new",
-                               "update-initramfs": f"boot/initrd.img-{KVER}.new"}[during]
+        watch = (
+            system.root
+            / {"update-grub": "boot/grub/grub.cfg.new", "update-initramfs": f"boot/initrd.img-{KVER}.new"}[
+                during
+            ]
+        )
         deadline = time.monotonic() + 600
         while not watch.exists() and time.monotonic() < deadline:
             time.sleep(0.005)
@@ -332,7 +361,9 @@ def test_seeded_sigkills_on_the_real_tool_root_end_pristine_after_recover(base, 
     snapshot = tmp_path / "pristine"
     subprocess.run(["cp", "-a", str(system.root), str(snapshot)], check=True)
     rng = random.Random("issue-11-real")
-    cases = [(None, "update-grub"), (None, "update-initramfs")] + [(rng.randint(1, 17), None) for _ in range(6)]
+    cases = [(None, "update-grub"), (None, "update-initramfs")] + [
+        (rng.randint(1, 17), None) for _ in range(6)
+    ]
     failures = []
     for kill_at, during in cases:
         killed = _child(system, lambda: change.apply(conservative(system), system), kill_at, during)

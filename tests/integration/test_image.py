@@ -13,11 +13,12 @@ import time
 import docker
 import pytest
 import yaml
-
 from conftest import BIN, free_port
 from plain_repo import JUNK, repository_copy
+
 from seatkit.errors import SeatError
-from seatkit.image import build as image_build, overlay, prebuilt
+from seatkit.image import build as image_build
+from seatkit.image import overlay, prebuilt
 from seatkit.serve import profile as profiles
 
 VLLM = "/opt/venv/lib/python3.12/site-packages/vllm"
@@ -30,7 +31,7 @@ OVERLAY = {
     "v1/__init__.py": b"",
     "v1/spec_decode/__init__.py": b"",
     "v1/spec_decode/dspark.py": b"from vllm.models.deepseek_v4 import DeepSeekV4DSpark\n\n\n"
-                                b"class DSparkProposer(DeepSeekV4DSpark):\n    pass\n",
+    b"class DSparkProposer(DeepSeekV4DSpark):\n    pass\n",
     "kernels/table.json": TABLE,
 }
 BASE = {  # what the base's own vllm package has: compiled code and the models the overlay lacks
@@ -74,34 +75,64 @@ def stand_ins(docker_engine, registry, busybox_image, py312_image, tmp_path_fact
     lock = overlay.lock_from(tmp / "overlay", "https://example.invalid/seat-overlay@" + "ab" * 20)
     (tmp / "overlay.lock").write_text(lock.dump())
     no_models = {k: v for k, v in BASE.items() if not k.startswith("models/")}
-    return {"tmp": tmp, "lock": lock, "bases": {
-        "py": pushed_base(client, registry, tmp, py312_image, BASE, "py"),
-        "py-no-models": pushed_base(client, registry, tmp, py312_image, no_models, "py-no-models"),
-        "busybox": pushed_base(client, registry, tmp, busybox_image, BASE, "busybox")}}
+    return {
+        "tmp": tmp,
+        "lock": lock,
+        "bases": {
+            "py": pushed_base(client, registry, tmp, py312_image, BASE, "py"),
+            "py-no-models": pushed_base(client, registry, tmp, py312_image, no_models, "py-no-models"),
+            "busybox": pushed_base(client, registry, tmp, busybox_image, BASE, "busybox"),
+        },
+    }
 
 
 def profile_for(stand_ins, base, name, pinned=True, smoke=SMOKE):
     repository, tag, digest = stand_ins["bases"][base]
     path = stand_ins["tmp"] / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({
-        "extends": profiles.DEFAULT_PROFILE,
-        "image": {"name": repository, "tag": tag, "digest": digest if pinned else None,
-                  "smoke_imports": smoke}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "extends": profiles.DEFAULT_PROFILE,
+                "image": {
+                    "name": repository,
+                    "tag": tag,
+                    "digest": digest if pinned else None,
+                    "smoke_imports": smoke,
+                },
+            }
+        )
+    )
     return path
 
 
 def seat(*args, check=True):
-    done = subprocess.run([str(BIN / "seat"), *args], capture_output=True, text=True, timeout=600,
-                          env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-                               "DOCKER_HOST": os.environ["DOCKER_HOST"]})  # this run's engine
+    done = subprocess.run(
+        [str(BIN / "seat"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            "COLUMNS": "200",
+            "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+            "DOCKER_HOST": os.environ["DOCKER_HOST"],
+        },
+    )  # this run's engine
     if check:
         assert done.returncode == 0, done.stderr[-3000:]
     return done
 
 
 def build(stand_ins, profile_path, *extra):
-    done = seat("build", str(profile_path), "--lock", str(stand_ins["tmp"] / "overlay.lock"),
-                "--overlay", str(stand_ins["tmp"] / "overlay"), "--json", *extra)
+    done = seat(
+        "build",
+        str(profile_path),
+        "--lock",
+        str(stand_ins["tmp"] / "overlay.lock"),
+        "--overlay",
+        str(stand_ins["tmp"] / "overlay"),
+        "--json",
+        *extra,
+    )
     return json.loads(done.stdout), done.stderr
 
 
@@ -114,8 +145,15 @@ def run(image, *command, env=()):
 
 def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins):
     path = profile_for(stand_ins, "py", "pinned-by-lock", pinned=False)
-    refused = seat("build", str(path), "--lock", str(stand_ins["tmp"] / "overlay.lock"),
-                   "--overlay", str(stand_ins["tmp"] / "overlay"), check=False)
+    refused = seat(
+        "build",
+        str(path),
+        "--lock",
+        str(stand_ins["tmp"] / "overlay.lock"),
+        "--overlay",
+        str(stand_ins["tmp"] / "overlay"),
+        check=False,
+    )
     assert refused.returncode == 1 and "not pinned by digest" in refused.stderr
     repository, tag, digest = stand_ins["bases"]["py"]
     pinned = seat("image", "pin", str(path))
@@ -133,7 +171,9 @@ def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins
     assert listing.returncode == 0, listing.stderr
     assert "__version__ = 'overlay'" in listing.stdout  # the overlay wins where both have a file
     assert "_C.abi3.so" in listing.stdout and "__init__.py" in listing.stdout  # the base's stay
-    imported = run(image, "python3", "-c", "from vllm.v1.spec_decode.dspark import DSparkProposer; print('ok')")
+    imported = run(
+        image, "python3", "-c", "from vllm.v1.spec_decode.dspark import DSparkProposer; print('ok')"
+    )
     assert imported.stdout.strip() == "ok", imported.stderr
 
     provenance = json.loads(seat("image", "inspect", image, "--json").stdout)
@@ -141,13 +181,17 @@ def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins
     lock = stand_ins["lock"]
     assert labels["org.opencontainers.image.base.digest"] == f"{repository}@{digest}"
     assert labels["org.opencontainers.image.base.name"] == f"{repository}:{tag}"
-    assert labels["io.seatkit.overlay.commit"] == lock.commit and labels["io.seatkit.overlay.tree"] == lock.tree
+    assert (
+        labels["io.seatkit.overlay.commit"] == lock.commit and labels["io.seatkit.overlay.tree"] == lock.tree
+    )
     assert labels["io.seatkit.overlay.lock.sha256"] == lock.sha256
     assert labels["io.seatkit.profile"] == "pinned-by-lock" and labels["org.opencontainers.image.revision"]
     assert provenance["healthcheck"]["Test"] == ["CMD", "/opt/seatkit/health.sh"]
     assert provenance["entrypoint"] == ["/opt/seatkit/entrypoint.sh"]
 
-    verified = seat("overlay", "verify", "--image", image, "--lock", str(stand_ins["tmp"] / "overlay.lock"), "--json")
+    verified = seat(
+        "overlay", "verify", "--image", image, "--lock", str(stand_ins["tmp"] / "overlay.lock"), "--json"
+    )
     problems = json.loads(verified.stdout)
     assert problems["missing"] == [] and problems["changed"] == []
     assert "_C.abi3.so" in problems["extra"]
@@ -170,8 +214,15 @@ def test_a_tampered_overlay_fails_at_build_and_at_container_start(stand_ins, tmp
     original = changed.read_bytes()
     changed.write_bytes(original + b"# edited\n")
     try:
-        refused = seat("build", str(path), "--lock", str(stand_ins["tmp"] / "overlay.lock"),
-                       "--overlay", str(stand_ins["tmp"] / "overlay"), check=False)
+        refused = seat(
+            "build",
+            str(path),
+            "--lock",
+            str(stand_ins["tmp"] / "overlay.lock"),
+            "--overlay",
+            str(stand_ins["tmp"] / "overlay"),
+            check=False,
+        )
     finally:
         changed.write_bytes(original)
     assert refused.returncode == 1 and "does not match the lock" in refused.stderr
@@ -187,15 +238,30 @@ def test_a_tampered_overlay_fails_at_build_and_at_container_start(stand_ins, tmp
     skipped = run("seatkit-test/tampered:1", "echo", "served", env=["SEAT_SKIP_OVERLAY_CHECK=1"])
     assert skipped.returncode == 0 and skipped.stdout.strip() == "served"
     assert run(result["tag"], "echo", "served").stdout.strip() == "served"
-    verified = seat("overlay", "verify", "--image", "seatkit-test/tampered:1", "--lock",
-                    str(stand_ins["tmp"] / "overlay.lock"), "--json", check=False)
+    verified = seat(
+        "overlay",
+        "verify",
+        "--image",
+        "seatkit-test/tampered:1",
+        "--lock",
+        str(stand_ins["tmp"] / "overlay.lock"),
+        "--json",
+        check=False,
+    )
     assert verified.returncode == 1 and json.loads(verified.stdout)["changed"] == ["version.py"]
 
 
 def test_a_base_missing_what_the_overlay_imports_fails_the_smoke_step(stand_ins):
     path = profile_for(stand_ins, "py-no-models", "no-models")
-    done = seat("build", str(path), "--lock", str(stand_ins["tmp"] / "overlay.lock"),
-                "--overlay", str(stand_ins["tmp"] / "overlay"), check=False)
+    done = seat(
+        "build",
+        str(path),
+        "--lock",
+        str(stand_ins["tmp"] / "overlay.lock"),
+        "--overlay",
+        str(stand_ins["tmp"] / "overlay"),
+        check=False,
+    )
     assert done.returncode == 1
     assert "the base image lacks something the overlay depends on" in done.stderr
     assert "vllm.v1.spec_decode.dspark: ModuleNotFoundError: No module named 'vllm.models'" in done.stderr
@@ -208,15 +274,29 @@ def test_the_healthcheck_turns_healthy_when_the_server_answers(stand_ins):
     port = free_port()
     client = docker.from_env()
     container = client.containers.run(
-        result["tag"], ["sh", "-c", 'mkdir -p /tmp/www && echo ok > /tmp/www/health && '
-                                    'exec httpd -f -p "127.0.0.1:$SEAT_PORT" -h /tmp/www'],
-        detach=True, network_mode="host", environment={"SEAT_PORT": str(port)},
-        healthcheck={"test": ["CMD", "/opt/seatkit/health.sh"], "interval": 500_000_000,
-                     "start_period": 0, "retries": 3, "timeout": 2_000_000_000})
+        result["tag"],
+        [
+            "sh",
+            "-c",
+            "mkdir -p /tmp/www && echo ok > /tmp/www/health && "
+            'exec httpd -f -p "127.0.0.1:$SEAT_PORT" -h /tmp/www',
+        ],
+        detach=True,
+        network_mode="host",
+        environment={"SEAT_PORT": str(port)},
+        healthcheck={
+            "test": ["CMD", "/opt/seatkit/health.sh"],
+            "interval": 500_000_000,
+            "start_period": 0,
+            "retries": 3,
+            "timeout": 2_000_000_000,
+        },
+    )
     try:
         deadline = time.monotonic() + 30
         while (state := client.api.inspect_container(container.id)["State"]).get("Health", {}).get(
-                "Status") != "healthy":
+            "Status"
+        ) != "healthy":
             assert state["Running"] and time.monotonic() < deadline, state
             time.sleep(0.3)
     finally:
@@ -229,10 +309,23 @@ def test_buildkit_builds_the_same_context(stand_ins, tmp_path):
     profile = profiles.load(str(profile_for(stand_ins, "busybox", "buildkit", smoke=[])))
     ctx = image_build.context(stand_ins["lock"], stand_ins["tmp"] / "overlay")
     args = image_build.build_args(profile, stand_ins["lock"], f"{repository}@{digest}")
-    done = subprocess.run(["/usr/bin/docker", "build", "-q", "--network", "none", "-t", "seatkit-test/buildkit:1",
-                           *[f"--build-arg={k}={v}" for k, v in args.items()], "-"],
-                          input=ctx.data, capture_output=True, timeout=300,
-                          env={"DOCKER_BUILDKIT": "1", "PATH": "/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"]})
+    done = subprocess.run(
+        [
+            "/usr/bin/docker",
+            "build",
+            "-q",
+            "--network",
+            "none",
+            "-t",
+            "seatkit-test/buildkit:1",
+            *[f"--build-arg={k}={v}" for k, v in args.items()],
+            "-",
+        ],
+        input=ctx.data,
+        capture_output=True,
+        timeout=300,
+        env={"DOCKER_BUILDKIT": "1", "PATH": "/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"]},
+    )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     listing = run("seatkit-test/buildkit:1", "cat", f"{VLLM}/version.py")
     assert listing.stdout == "__version__ = 'overlay'\n", listing.stderr
@@ -246,28 +339,63 @@ def test_a_base_whose_package_path_runs_through_a_symlink_is_refused(stand_ins, 
     (ctx / "Dockerfile").write_text(f"FROM {busybox_image}\nCOPY . /opt/venv/lib/\n")
     docker.from_env().images.build(path=str(ctx), tag="seatkit-test/linked:1", rm=True)
     path = stand_ins["tmp"] / "linked.yaml"
-    path.write_text(yaml.safe_dump({"extends": profiles.DEFAULT_PROFILE,
-                                    "image": {"name": "seatkit-test/linked", "tag": "1", "smoke_imports": []}}))
-    done = seat("build", str(path), "--allow-unpinned", "--lock", str(stand_ins["tmp"] / "overlay.lock"),
-                "--overlay", str(stand_ins["tmp"] / "overlay"), check=False)
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "extends": profiles.DEFAULT_PROFILE,
+                "image": {"name": "seatkit-test/linked", "tag": "1", "smoke_imports": []},
+            }
+        )
+    )
+    done = seat(
+        "build",
+        str(path),
+        "--allow-unpinned",
+        "--lock",
+        str(stand_ins["tmp"] / "overlay.lock"),
+        "--overlay",
+        str(stand_ins["tmp"] / "overlay"),
+        check=False,
+    )
     assert done.returncode == 1
-    assert "/opt/venv/lib/python3.12 -> /opt/venv/lib/python3.11" in done.stderr and "image.vllm_dir" in done.stderr
+    assert (
+        "/opt/venv/lib/python3.12 -> /opt/venv/lib/python3.11" in done.stderr
+        and "image.vllm_dir" in done.stderr
+    )
 
 
 def test_building_a_native_profile_or_a_missing_overlay_is_a_clear_error(stand_ins, tmp_path):
     with pytest.raises(SeatError, match="runs natively"):
         image_build.build(profiles.load("cpu-smoke"), stand_ins["lock"], stand_ins["tmp"] / "overlay")
     with pytest.raises(SeatError, match="no overlay at"):
-        image_build.build(profiles.load(str(profile_for(stand_ins, "py", "missing"))), stand_ins["lock"],
-                          tmp_path / "absent")
+        image_build.build(
+            profiles.load(str(profile_for(stand_ins, "py", "missing"))),
+            stand_ins["lock"],
+            tmp_path / "absent",
+        )
 
 
 def plain_build(root, base, tag):
     """What an operator types first: `docker build --build-arg BASE_IMAGE=... -t NAME .` (and
     --force-rm: a build meant to fail leaves no container behind)."""
-    done = subprocess.run(["docker", "build", "--force-rm", "--network", "none", "--build-arg",
-                           f"BASE_IMAGE={base}", "-t", tag, "."], cwd=root, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [
+            "docker",
+            "build",
+            "--force-rm",
+            "--network",
+            "none",
+            "--build-arg",
+            f"BASE_IMAGE={base}",
+            "-t",
+            tag,
+            ".",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return done.returncode, done.stdout + done.stderr
 
 
@@ -275,8 +403,9 @@ def test_a_plain_docker_build_from_the_repository_passes_the_same_checks_and_lab
     path = profile_for(stand_ins, "py", "plain")
     kit, kit_log = build(stand_ins, path)
     repository, _, digest = stand_ins["bases"]["py"]
-    root = repository_copy(tmp_path / "repo", profiles.load(str(path)), stand_ins["lock"],
-                           stand_ins["tmp"] / "overlay")
+    root = repository_copy(
+        tmp_path / "repo", profiles.load(str(path)), stand_ins["lock"], stand_ins["tmp"] / "overlay"
+    )
     code, log = plain_build(root, f"{repository}@{digest}", "seatkit-test/plain:1")
     assert code == 0, log[-3000:]
     smoke = "seatkit smoke test: imported vllm.config.speculative vllm.v1.spec_decode.dspark"
@@ -289,20 +418,41 @@ def test_a_plain_docker_build_from_the_repository_passes_the_same_checks_and_lab
     plain, seat_built = image_build.labels("seatkit-test/plain:1"), image_build.labels(kit["tag"])
     # The b12x labels are recorded by `seat build` alone (it looks inside the base); a plain build
     # leaves them empty, as the Dockerfile says.
-    keys = [k for k in seat_built["labels"] if (k.startswith("io.seatkit.") or ".base." in k)
-            and not k.startswith("io.seatkit.b12x.")]
-    assert plain["labels"]["io.seatkit.b12x.overlay"] == "" and seat_built["labels"]["io.seatkit.b12x.overlay"]
-    assert len(keys) == 8 and {k: plain["labels"][k] for k in keys} == {k: seat_built["labels"][k] for k in keys}
+    keys = [
+        k
+        for k in seat_built["labels"]
+        if (k.startswith("io.seatkit.") or ".base." in k) and not k.startswith("io.seatkit.b12x.")
+    ]
+    assert (
+        plain["labels"]["io.seatkit.b12x.overlay"] == "" and seat_built["labels"]["io.seatkit.b12x.overlay"]
+    )
+    assert len(keys) == 8 and {k: plain["labels"][k] for k in keys} == {
+        k: seat_built["labels"][k] for k in keys
+    }
     assert plain["labels"]["io.seatkit.overlay.lock.sha256"] == stand_ins["lock"].sha256
-    assert (plain["entrypoint"], plain["healthcheck"]) == (seat_built["entrypoint"], seat_built["healthcheck"])
+    assert (plain["entrypoint"], plain["healthcheck"]) == (
+        seat_built["entrypoint"],
+        seat_built["healthcheck"],
+    )
 
     # the whole overlay is copied (the table the base already has too): a bigger layer, same files
-    layers = {name: image_build.overlay_layer(tag, f"{repository}@{digest}")["overlay_layer_bytes"]
-              for name, tag in (("plain", "seatkit-test/plain:1"), ("kit", kit["tag"]))}
+    layers = {
+        name: image_build.overlay_layer(tag, f"{repository}@{digest}")["overlay_layer_bytes"]
+        for name, tag in (("plain", "seatkit-test/plain:1"), ("kit", kit["tag"]))
+    }
     assert layers["plain"] > layers["kit"] + len(TABLE) // 2
     for image in ("seatkit-test/plain:1", kit["tag"]):
-        problems = json.loads(seat("overlay", "verify", "--image", image, "--lock",
-                                   str(stand_ins["tmp"] / "overlay.lock"), "--json").stdout)
+        problems = json.loads(
+            seat(
+                "overlay",
+                "verify",
+                "--image",
+                image,
+                "--lock",
+                str(stand_ins["tmp"] / "overlay.lock"),
+                "--json",
+            ).stdout
+        )
         assert problems["missing"] == [] and problems["changed"] == [] and "__pycache__" not in str(problems)
         assert run(image, "echo", "served").stdout.strip() == "served"
     print(f"overlay layer: plain docker build {layers['plain']} B, seat build {layers['kit']} B")
@@ -310,8 +460,9 @@ def test_a_plain_docker_build_from_the_repository_passes_the_same_checks_and_lab
 
 def test_a_plain_build_whose_dockerfile_defaults_miss_the_lock_fails_naming_seat_render(stand_ins, tmp_path):
     path = profile_for(stand_ins, "busybox", "stale", smoke=[])
-    root = repository_copy(tmp_path / "repo", profiles.load(str(path)), stand_ins["lock"],
-                           stand_ins["tmp"] / "overlay")
+    root = repository_copy(
+        tmp_path / "repo", profiles.load(str(path)), stand_ins["lock"], stand_ins["tmp"] / "overlay"
+    )
     lock = stand_ins["lock"]
     (root / "overlay" / "overlay.lock").write_text(lock.dump().replace(lock.source, lock.source + "-moved"))
     repository, _, digest = stand_ins["bases"]["busybox"]
@@ -323,20 +474,42 @@ def test_a_prebuilt_image_is_compared_with_the_lock_as_facts(stand_ins, tmp_path
     """The stand-in for the author's pushed image: the overlay as built from a working tree that
     still had the models/ folder the lock lacks, and one file edited after the lock."""
     client = docker.from_env()
-    pushed = dict(OVERLAY, **{"models/deepseek_v4/__init__.py": b"class DeepSeekV4DSpark: pass\n",
-                              "version.py": b"__version__ = 'pushed'\n"})
+    pushed = dict(
+        OVERLAY,
+        **{
+            "models/deepseek_v4/__init__.py": b"class DeepSeekV4DSpark: pass\n",
+            "version.py": b"__version__ = 'pushed'\n",
+        },
+    )
     del pushed["kernels/table.json"]
     repository, tag, digest = pushed_base(client, registry, tmp_path, busybox_image, pushed, "prebuilt")
     path = stand_ins["tmp"] / "prebuilt.yaml"
-    path.write_text(yaml.safe_dump({"extends": "deepspark-prebuilt",
-                                    "image": {"name": repository, "tag": tag, "smoke_imports": []}}))
+    path.write_text(
+        yaml.safe_dump(
+            {"extends": "deepspark-prebuilt", "image": {"name": repository, "tag": tag, "smoke_imports": []}}
+        )
+    )
+
     def up():
-        return subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
-                              env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"],
-                                   "SEAT_HOME": str(tmp_path / "home")})
+        return subprocess.run(
+            [str(BIN / "seat"), "up", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={
+                "COLUMNS": "200",
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "DOCKER_HOST": os.environ["DOCKER_HOST"],
+                "SEAT_HOME": str(tmp_path / "home"),
+            },
+        )
 
     unpinned = up()
-    assert unpinned.returncode == 1 and "not pinned by digest" in unpinned.stderr and "seat image pin" in unpinned.stderr
+    assert (
+        unpinned.returncode == 1
+        and "not pinned by digest" in unpinned.stderr
+        and "seat image pin" in unpinned.stderr
+    )
     seat("image", "pin", str(path))
     profile = profiles.load(str(path))
     found = prebuilt.compare(profile, stand_ins["lock"])
@@ -349,10 +522,14 @@ def test_a_prebuilt_image_is_compared_with_the_lock_as_facts(stand_ins, tmp_path
     started = up()
     facts = [line.removeprefix("fact: ") for line in started.stdout.splitlines() if line.startswith("fact: ")]
     assert facts == prebuilt.facts(prebuilt.compare(profile))
-    assert facts[0].startswith(f"{repository}@{digest}: ") and f"of {len(overlay.load().files)} locked" in facts[0]
+    assert (
+        facts[0].startswith(f"{repository}@{digest}: ")
+        and f"of {len(overlay.load().files)} locked" in facts[0]
+    )
     assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
-    assert not any("lock" in line for line in started.stderr.splitlines()
-                   if line.startswith(("error", "seat preflight")))  # it stopped at preflight
+    assert not any(
+        "lock" in line for line in started.stderr.splitlines() if line.startswith(("error", "seat preflight"))
+    )  # it stopped at preflight
 
 
 def test_a_prebuilt_image_without_the_vllm_folder_is_a_fact_not_a_failure(stand_ins, tmp_path):
@@ -360,15 +537,35 @@ def test_a_prebuilt_image_without_the_vllm_folder_is_a_fact_not_a_failure(stand_
     an option `seat up` lacks) instead of stating it and going on to its preflight."""
     repository, tag, digest = stand_ins["bases"]["busybox"]
     path = tmp_path / "prebuilt-elsewhere.yaml"
-    path.write_text(yaml.safe_dump({"extends": "deepspark-prebuilt",
-                                    "image": {"name": repository, "tag": tag, "digest": digest,
-                                              "vllm_dir": "/opt/elsewhere/vllm", "smoke_imports": []}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "extends": "deepspark-prebuilt",
+                "image": {
+                    "name": repository,
+                    "tag": tag,
+                    "digest": digest,
+                    "vllm_dir": "/opt/elsewhere/vllm",
+                    "smoke_imports": [],
+                },
+            }
+        )
+    )
     found = prebuilt.compare(profiles.load(str(path)), stand_ins["lock"])
     assert found["package"] is False and found["missing"] == sorted(stand_ins["lock"].files)
     assert found["matching"] == 0 and found["same"] is False
-    started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
-                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"],
-                                  "SEAT_HOME": str(tmp_path / "home")})
+    started = subprocess.run(
+        [str(BIN / "seat"), "up", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            "COLUMNS": "200",
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "DOCKER_HOST": os.environ["DOCKER_HOST"],
+            "SEAT_HOME": str(tmp_path / "home"),
+        },
+    )
     assert "fact: no folder at /opt/elsewhere/vllm" in started.stdout, started.stdout + started.stderr
     assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
     assert "--dir" not in started.stderr
@@ -379,12 +576,27 @@ def test_seat_up_compares_the_image_seat_image_names_not_the_pinned_one(stand_in
     repository, tag, digest = stand_ins["bases"]["busybox"]
     other = "{}@{}".format(*stand_ins["bases"]["py-no-models"][::2])
     path = tmp_path / "prebuilt-overridden.yaml"
-    path.write_text(yaml.safe_dump({"extends": "deepspark-prebuilt",
-                                    "image": {"name": repository, "tag": tag, "digest": digest,
-                                              "smoke_imports": []}}))
-    started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
-                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"], "SEAT_IMAGE": other,
-                                  "SEAT_HOME": str(tmp_path / "home")})
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "extends": "deepspark-prebuilt",
+                "image": {"name": repository, "tag": tag, "digest": digest, "smoke_imports": []},
+            }
+        )
+    )
+    started = subprocess.run(
+        [str(BIN / "seat"), "up", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            "COLUMNS": "200",
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "DOCKER_HOST": os.environ["DOCKER_HOST"],
+            "SEAT_IMAGE": other,
+            "SEAT_HOME": str(tmp_path / "home"),
+        },
+    )
     facts = [line.removeprefix("fact: ") for line in started.stdout.splitlines() if line.startswith("fact: ")]
     assert facts and facts[0].startswith(f"{other}: "), started.stdout + started.stderr
     assert facts == prebuilt.facts(prebuilt.compare(profiles.load(str(path)), image=other))
@@ -397,11 +609,24 @@ def test_an_unpinned_prebuilt_profile_still_runs_the_image_seat_image_names(stan
     repository, tag, _ = stand_ins["bases"]["busybox"]
     other = "{}@{}".format(*stand_ins["bases"]["py-no-models"][::2])
     path = tmp_path / "prebuilt-unpinned.yaml"
-    path.write_text(yaml.safe_dump({"extends": "deepspark-prebuilt",
-                                    "image": {"name": repository, "tag": tag, "smoke_imports": []}}))
-    started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
-                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"], "SEAT_IMAGE": other,
-                                  "SEAT_HOME": str(tmp_path / "home")})
+    path.write_text(
+        yaml.safe_dump(
+            {"extends": "deepspark-prebuilt", "image": {"name": repository, "tag": tag, "smoke_imports": []}}
+        )
+    )
+    started = subprocess.run(
+        [str(BIN / "seat"), "up", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            "COLUMNS": "200",
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "DOCKER_HOST": os.environ["DOCKER_HOST"],
+            "SEAT_IMAGE": other,
+            "SEAT_HOME": str(tmp_path / "home"),
+        },
+    )
     assert f"fact: {other}: " in started.stdout, started.stdout + started.stderr
     assert "--allow-unpinned" not in started.stderr and "not pinned" not in started.stderr
 
@@ -418,15 +643,18 @@ def test_an_image_whose_vllm_folder_holds_an_absolute_link_names_it(stand_ins, t
     tag = f"seatkit-test/abslink:{free_port()}"
     client.images.build(path=str(ctx), tag=tag, rm=True)
     try:
-        done = seat("overlay", "verify", "--image", tag, "--lock", str(stand_ins["tmp"] / "overlay.lock"),
-                    check=False)
+        done = seat(
+            "overlay", "verify", "--image", tag, "--lock", str(stand_ins["tmp"] / "overlay.lock"), check=False
+        )
     finally:
         client.images.remove(tag, force=True)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "links: 1\n  lib -> /usr/lib\n" in done.stdout, done.stdout
 
 
-def test_links_in_a_prebuilt_images_vllm_are_facts_not_a_refusal(stand_ins, tmp_path, registry, busybox_image):
+def test_links_in_a_prebuilt_images_vllm_are_facts_not_a_refusal(
+    stand_ins, tmp_path, registry, busybox_image
+):
     """A package built elsewhere may link anywhere in its image: copying it out refused such links
     as unsafe, so `seat up` stopped instead of stating them."""
     client = docker.from_env()
@@ -439,14 +667,28 @@ def test_links_in_a_prebuilt_images_vllm_are_facts_not_a_refusal(stand_ins, tmp_
     client.images.build(path=str(ctx), tag=f"{repository}:stand-in", rm=True)
     digest = pushed_digest(client, repository, "stand-in")
     path = tmp_path / "prebuilt-linked.yaml"
-    path.write_text(yaml.safe_dump({"extends": "deepspark-prebuilt",
-                                    "image": {"name": repository, "tag": "stand-in", "digest": digest,
-                                              "smoke_imports": []}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "extends": "deepspark-prebuilt",
+                "image": {"name": repository, "tag": "stand-in", "digest": digest, "smoke_imports": []},
+            }
+        )
+    )
     found = prebuilt.compare(profiles.load(str(path)), stand_ins["lock"])
     assert found["links"] == ["libs -> ../../lib", "version.py -> /etc/hostname"]
     assert found["changed"] == ["version.py"] and found["missing"] == []
-    started = subprocess.run([str(BIN / "seat"), "up", str(path)], capture_output=True, text=True, timeout=600,
-                             env={"COLUMNS": "200", "PATH": "/usr/local/bin:/usr/bin:/bin", "DOCKER_HOST": os.environ["DOCKER_HOST"],
-                                  "SEAT_HOME": str(tmp_path / "home")})
+    started = subprocess.run(
+        [str(BIN / "seat"), "up", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            "COLUMNS": "200",
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "DOCKER_HOST": os.environ["DOCKER_HOST"],
+            "SEAT_HOME": str(tmp_path / "home"),
+        },
+    )
     assert "fact: " in started.stdout and "unsafe" not in started.stderr, started.stdout + started.stderr
     assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr

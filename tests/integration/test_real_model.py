@@ -8,19 +8,25 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import BIN, free_port, unavailable
+
 from seatkit.errors import SeatError
 from seatkit.models import lock as model_locks
-from seatkit.serve import model_build, profile as profiles, runtime
+from seatkit.serve import model_build, runtime
+from seatkit.serve import profile as profiles
 
 PROFILE = "cpu-smollm2"
 SEAT = str(BIN / "seat")
 
 
 def seat(*args, env=None):
-    done = subprocess.run([SEAT, *args], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "COLUMNS": "250", **(env or {})})
+    done = subprocess.run(
+        [SEAT, *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "250", **(env or {})},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return done
 
@@ -41,8 +47,7 @@ def test_a_rebuild_in_an_empty_home_matches_the_models_lock_file_by_file(real_mo
         (home / shared).symlink_to(Path(os.environ["SEAT_HOME"]) / shared)
     monkeypatch.setenv("SEAT_HOME", str(home))
     profile = profiles.load(PROFILE)
-    built = runtime.ensure_model("smollm2-135m", profile.models["base"].files, real_model["venv"],
-                                 say=print)
+    built = runtime.ensure_model("smollm2-135m", profile.models["base"].files, real_model["venv"], say=print)
     assert built == home / "models" / "smollm2-135m" and not built.is_symlink()
     locked = {f.path: (f.size, f.sha256) for f in model_locks.read(profile)["base"].files}
     made = {f.path: (f.size, f.sha256) for f in model_locks.make(profile)["base"].files}
@@ -56,9 +61,19 @@ def test_a_truncated_gguf_stops_the_converter_with_the_files_name(real_model, tm
     with gguf_file.open("r+b") as fh:
         fh.truncate(build.wheel.member_size // 3)
     tool = real_model["venv"] / "seatkit-tools" / build.tool.requirement.replace("==", "-")
-    done = subprocess.run([str(real_model["venv"] / "bin" / "python"), "-I",
-                           str(Path(model_build.__file__).with_name("gguf_llama.py")), str(tool),
-                           str(gguf_file), str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            str(real_model["venv"] / "bin" / "python"),
+            "-I",
+            str(Path(model_build.__file__).with_name("gguf_llama.py")),
+            str(tool),
+            str(gguf_file),
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"{gguf_file} is not a whole GGUF file" in done.stderr
     assert not (tmp_path / "out" / "model.safetensors").exists()
@@ -88,8 +103,12 @@ def test_two_fresh_starts_give_byte_identical_greedy_outputs_and_chat_answers(re
             records.append(record)
             if start == 0:
                 status = json.loads(seat("status", PROFILE, "--json", env=env).stdout)
-                done = subprocess.run([str(real_model["venv"] / "bin" / "python"), "-c", CHAT,
-                                       status["url"], "smollm2"], capture_output=True, text=True, timeout=300)
+                done = subprocess.run(
+                    [str(real_model["venv"] / "bin" / "python"), "-c", CHAT, status["url"], "smollm2"],
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
                 assert done.returncode == 0, done.stderr
                 chat = json.loads(done.stdout)
         finally:

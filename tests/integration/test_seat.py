@@ -8,16 +8,17 @@ import time
 
 import pytest
 import requests
+from conftest import BIN, REPO, descendants_alive, free_port
 
-from conftest import REPO, BIN, descendants_alive, free_port
 from seatkit.serve import client, launch
 
 
 def wait_health(port, proc, log):
     """The kit's own readiness wait, on a server the kit did not start."""
     url = f"http://127.0.0.1:{port}"
-    run = launch.Running("cpu-smoke", "native", str(proc.pid), url, "tiny", log, 0,
-                         since=launch.process_start(proc.pid))
+    run = launch.Running(
+        "cpu-smoke", "native", str(proc.pid), url, "tiny", log, 0, since=launch.process_start(proc.pid)
+    )
     launch.wait_ready(run, 600, lambda stage, t: None)
 
 
@@ -25,8 +26,7 @@ def test_seat_up_streams_and_down_leaves_no_process(vllm_runtime):
     port = free_port()
     env = {**os.environ, "SEAT_PORT": str(port)}
     seat = str(BIN / "seat")
-    up = subprocess.run([seat, "up", "cpu-smoke"], env=env, capture_output=True, text=True,
-                        timeout=900)
+    up = subprocess.run([seat, "up", "cpu-smoke"], env=env, capture_output=True, text=True, timeout=900)
     assert up.returncode == 0, up.stderr
     assert f"http://127.0.0.1:{port}" in up.stdout and "tiny" in up.stdout
     run = launch.recorded("cpu-smoke")
@@ -36,8 +36,9 @@ def test_seat_up_streams_and_down_leaves_no_process(vllm_runtime):
         done = client.stream(run.url, "tiny", "def add(a, b):\n    return", 64)
         assert done.completion_tokens == 64 and done.finish_reason == "length"
         assert done.chunks < done.completion_tokens  # several tokens per step: speculation
-        status = subprocess.run([seat, "status", "cpu-smoke", "--json"], env=env,
-                                capture_output=True, text=True)
+        status = subprocess.run(
+            [seat, "status", "cpu-smoke", "--json"], env=env, capture_output=True, text=True
+        )
         assert '"state": "running"' in status.stdout and '"health": 200' in status.stdout
         again = subprocess.run([seat, "up", "cpu-smoke"], env=env, capture_output=True, text=True)
         assert again.returncode == 1 and "already up" in again.stderr
@@ -53,9 +54,13 @@ def test_seat_up_streams_and_down_leaves_no_process(vllm_runtime):
 def test_rendered_script_execs_the_server(vllm_runtime, tmp_path):
     port = free_port()
     log = tmp_path / "serve.log"
-    proc = subprocess.Popen(["bash", str(REPO / "serve" / "cpu-smoke.sh")], stdout=log.open("w"),
-                            stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, "SEAT_PORT": str(port)})
+    proc = subprocess.Popen(
+        ["bash", str(REPO / "serve" / "cpu-smoke.sh")],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "SEAT_PORT": str(port)},
+    )
     try:
         # exec: after its preflight, the PID bash had becomes the server itself, so signals
         # reach the server directly.
@@ -79,7 +84,12 @@ def test_script_preflight_refuses_a_busy_port(vllm_runtime):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = subprocess.run(["bash", str(REPO / "serve" / "cpu-smoke.sh")], capture_output=True,
-                              text=True, env={**os.environ, "SEAT_PORT": str(port)}, timeout=60)
+        done = subprocess.run(
+            ["bash", str(REPO / "serve" / "cpu-smoke.sh")],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "SEAT_PORT": str(port)},
+            timeout=60,
+        )
     assert done.returncode == 1
     assert f"something already listens on 127.0.0.1:{port}" in done.stderr

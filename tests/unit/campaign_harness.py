@@ -20,8 +20,10 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from fake_host import FakeHost, KVER
-from seatkit.bench import run as bench_run, selftest, workload
+from fake_host import KVER, FakeHost
+
+from seatkit.bench import run as bench_run
+from seatkit.bench import selftest, workload
 from seatkit.campaign import boot, runner
 from seatkit.host import settings, state
 from seatkit.host.system import System
@@ -45,7 +47,9 @@ def read_env(data: bytes | None) -> dict[str, str]:
 
 class CampaignHost(FakeHost):
     def __init__(self, root: Path, *, ignore: tuple[str, ...] = (), **kw):
-        self.ignore = set(ignore)  # command-line module options this fake modprobe drops: a setting that does not take
+        self.ignore = set(
+            ignore
+        )  # command-line module options this fake modprobe drops: a setting that does not take
         self.reboots_requested = 0
         super().__init__(root, "grub", **kw)
         for folder in ("/etc/grub.d", "/etc/systemd/system"):
@@ -90,7 +94,9 @@ class CampaignHost(FakeHost):
             extra = ""
             for script in sorted(self.path("/etc/grub.d").glob("4*")):
                 if script.stat().st_mode & 0o111:
-                    extra += subprocess.run(["sh", str(script)], capture_output=True, text=True, check=True).stdout
+                    extra += subprocess.run(
+                        ["sh", str(script)], capture_output=True, text=True, check=True
+                    ).stdout
             cfg = self.path("/boot/grub/grub.cfg")
             cfg.write_text(cfg.read_text() + extra)
         return rc, output
@@ -126,10 +132,14 @@ class CampaignHost(FakeHost):
             if "." in name and name.split(".")[0] in options and name not in self.ignore:
                 options[name.split(".")[0]][name.split(".", 1)[1]] = token.split("=", 1)[1]
         dwords = options["nvidia"].get("NVreg_RegistryDwords", "").strip('"')
-        self.write("/proc/driver/nvidia/params",
-                   f"EnableResizableBar: {int('EnableResizableBar=1' in dwords)}\nRegistryDwords: \"{dwords}\"\n")
-        self.write("/sys/module/nvidia_uvm/parameters/uvm_disable_hmm",
-                   "Y\n" if options["nvidia_uvm"].get("uvm_disable_hmm") == "1" else "N\n")
+        self.write(
+            "/proc/driver/nvidia/params",
+            f'EnableResizableBar: {int("EnableResizableBar=1" in dwords)}\nRegistryDwords: "{dwords}"\n',
+        )
+        self.write(
+            "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm",
+            "Y\n" if options["nvidia_uvm"].get("uvm_disable_hmm") == "1" else "N\n",
+        )
         units = self.path("/sys/class/iommu/ivhd0")
         if "iommu=off" in tokens:
             if units.exists():
@@ -159,7 +169,9 @@ class CampaignHost(FakeHost):
         """The oracle's truth: the fraction of base step time this host's live state gives."""
         system = System(root=self.root)
         factor = 1.0
-        if "iommu=off" in (system.read("/proc/cmdline") or "").split() and not system.entries("/sys/class/iommu"):
+        if "iommu=off" in (system.read("/proc/cmdline") or "").split() and not system.entries(
+            "/sys/class/iommu"
+        ):
             factor *= 1 + EFFECTS["iommu"]
         dwords = settings.parse_dwords(settings.registry_keys().forms["five-key"].dwords)
         if state.live_dwords(system).value == dwords:
@@ -198,8 +210,12 @@ class OracleDriver:
         try:
             out = bench_run.RunDir(runs, arm.name)
             prompts = workload.suites(list(campaign.suites), self.max_tokens)[:1]
-            bench_run.bench(bench_run.Target(url, "oracle", k=7), prompts,
-                            bench_run.Options(campaign.bench.warmups, campaign.bench.repeats), out)
+            bench_run.bench(
+                bench_run.Target(url, "oracle", k=7),
+                prompts,
+                bench_run.Options(campaign.bench.warmups, campaign.bench.repeats),
+                out,
+            )
             return out.path
         finally:
             proc.kill()

@@ -41,19 +41,38 @@ def tree(root: Path) -> dict[str, str]:
         if name == "var/lib/seatkit" or name.startswith("var/lib/seatkit/"):
             continue
         st = p.lstat()
-        what = ("-> " + os.readlink(p) if p.is_symlink() else "dir" if p.is_dir()
-                else hashlib.sha256(p.read_bytes()).hexdigest())
-        xattrs = sorted((n, os.getxattr(p, n, follow_symlinks=False))
-                        for n in os.listxattr(p, follow_symlinks=False)) if not p.is_symlink() else []
+        what = (
+            "-> " + os.readlink(p)
+            if p.is_symlink()
+            else "dir"
+            if p.is_dir()
+            else hashlib.sha256(p.read_bytes()).hexdigest()
+        )
+        xattrs = (
+            sorted(
+                (n, os.getxattr(p, n, follow_symlinks=False)) for n in os.listxattr(p, follow_symlinks=False)
+            )
+            if not p.is_symlink()
+            else []
+        )
         out[name] = f"{what} {oct(st.st_mode)} {st.st_uid}:{st.st_gid} {xattrs}"
     return out
 
 
 class FakeHost:
-    def __init__(self, root: Path, stack: str = "grub", *, vendor: str = "AuthenticAMD",
-                 driver: str | None = "595.58.03", virt: str = "none", cpus: int = 64,
-                 initramfs: tuple[str, ...] = ("update-initramfs",), cmdline: str = "quiet splash",
-                 euid: int = 0):
+    def __init__(
+        self,
+        root: Path,
+        stack: str = "grub",
+        *,
+        vendor: str = "AuthenticAMD",
+        driver: str | None = "595.58.03",
+        virt: str = "none",
+        cpus: int = 64,
+        initramfs: tuple[str, ...] = ("update-initramfs",),
+        cmdline: str = "quiet splash",
+        euid: int = 0,
+    ):
         self.root, self.stack, self.virt, self.driver = root, stack, virt, driver
         self.calls: list[list[str]] = []
         self.installed: dict[str, str] = {}  # kernel -> nvidia module version modinfo -k finds
@@ -63,12 +82,16 @@ class FakeHost:
         self.write("/etc/os-release", 'ID=ubuntu\nVERSION_ID="24.04"\n')
         self.write("/etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\n")
         if driver:
-            self.write("/proc/driver/nvidia/version",
-                       f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {driver}  Release Build\n")
+            self.write(
+                "/proc/driver/nvidia/version",
+                f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {driver}  Release Build\n",
+            )
         self.write("/proc/driver/nvidia/params", 'EnableResizableBar: 0\nRegistryDwords: ""\n')
         self.write("/sys/module/nvidia_uvm/parameters/uvm_disable_hmm", "N\n")
         (root / "sys/class/iommu/ivhd0").mkdir(parents=True, exist_ok=True)
-        (root / "var/lib").mkdir(parents=True, exist_ok=True)  # a real host has it; seatkit adds var/lib/seatkit
+        (root / "var/lib").mkdir(
+            parents=True, exist_ok=True
+        )  # a real host has it; seatkit adds var/lib/seatkit
         self.write(f"/boot/vmlinuz-{KVER}", "kernel image\n")
         for tool in initramfs:
             self.tool(tool)
@@ -101,8 +124,10 @@ class FakeHost:
 
     # --- boot stacks ----------------------------------------------------------------------------
     def _make_grub(self, cmdline: str) -> None:
-        self.write("/etc/default/grub", f'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="{cmdline}"\n'
-                                        'GRUB_CMDLINE_LINUX=""\n')
+        self.write(
+            "/etc/default/grub",
+            f'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="{cmdline}"\nGRUB_CMDLINE_LINUX=""\n',
+        )
         self.tool("update-grub")
         self.update_grub()
 
@@ -110,21 +135,25 @@ class FakeHost:
         self.write("/etc/os-release", 'ID=fedora\nVERSION_ID="41"\n')
         self.write("/etc/default/grub", 'GRUB_ENABLE_BLSCFG=true\nGRUB_CMDLINE_LINUX="rhgb"\n')
         self.write("/boot/grub2/grub.cfg", "blscfg\n")
-        self.write(f"/boot/loader/entries/{MACHINE}-{KVER}.conf",
-                   f"title Fedora\nlinux /vmlinuz-{KVER}\noptions root=UUID=abc ro {cmdline}\n")
+        self.write(
+            f"/boot/loader/entries/{MACHINE}-{KVER}.conf",
+            f"title Fedora\nlinux /vmlinuz-{KVER}\noptions root=UUID=abc ro {cmdline}\n",
+        )
         self.write("/etc/kernel/cmdline", f"root=UUID=abc ro {cmdline}\n")
         self.tool("grubby")
 
     def _make_kernelstub(self, cmdline: str) -> None:
         self.write("/etc/os-release", 'ID=pop\nVERSION_ID="22.04"\n')
-        config = {"default": {"kernel_options": ["quiet", "splash"]},
-                  "user": {"kernel_options": cmdline.split(), "esp_path": "/boot/efi"}}
+        config = {
+            "default": {"kernel_options": ["quiet", "splash"]},
+            "user": {"kernel_options": cmdline.split(), "esp_path": "/boot/efi"},
+        }
         self.write("/etc/kernelstub/configuration", json.dumps(config, indent=2) + "\n")
         self.tool("kernelstub")
         self.kernelstub_entry()
 
     def _make_systemd_boot(self, cmdline: str) -> None:
-        self.write("/etc/os-release", 'ID=arch\n')
+        self.write("/etc/os-release", "ID=arch\n")
         self.write("/etc/kernel/cmdline", f"root=UUID=abc rw {cmdline}\n")
         self.write(f"/usr/lib/modules/{KVER}/vmlinuz", "kernel image\n")
         self.tool("kernel-install")
@@ -143,7 +172,9 @@ class FakeHost:
         if name == "uname":
             return 0, f"{KVER}\n"
         if name == "modinfo":  # -k KERNEL: the module installed for that kernel
-            found = self.installed.get(argv[argv.index("-k") + 1], self.driver) if "-k" in argv else self.driver
+            found = (
+                self.installed.get(argv[argv.index("-k") + 1], self.driver) if "-k" in argv else self.driver
+            )
             return (0, f"{found}\n") if found else (1, "modinfo: ERROR: Module nvidia not found.\n")
         if name == "update-grub":
             return self.update_grub()
@@ -168,13 +199,18 @@ class FakeHost:
         return 0, f"{name}: done\n"
 
     def kernels(self) -> list[str]:
-        return sorted({p.name[len("vmlinuz-"):] for p in self.root.glob("boot/vmlinuz-*")}
-                      | {p.parent.name for p in self.root.glob("usr/lib/modules/*/vmlinuz")})
+        return sorted(
+            {p.name[len("vmlinuz-") :] for p in self.root.glob("boot/vmlinuz-*")}
+            | {p.parent.name for p in self.root.glob("usr/lib/modules/*/vmlinuz")}
+        )
 
     def initramfs(self, tool: str, version: str) -> None:
         """An image that lists the modprobe.d files it carries (as `== path ==` headers)."""
-        modprobe = "".join(f"== etc/modprobe.d/{p.name} ==\n{p.read_text()}"
-                           for p in sorted(self.path("/etc/modprobe.d").glob("*.conf")) if p.is_file())
+        modprobe = "".join(
+            f"== etc/modprobe.d/{p.name} ==\n{p.read_text()}"
+            for p in sorted(self.path("/etc/modprobe.d").glob("*.conf"))
+            if p.is_file()
+        )
         self.write(f"/boot/initrd.img-{version}", f"initramfs by {tool}\n")  # written in two goes
         self.inside(tool)
         self.write(f"/boot/initrd.img-{version}", f"initramfs by {tool}\n{modprobe}")
@@ -188,15 +224,21 @@ class FakeHost:
         if self.stack == "systemd-boot":
             self.kernel_install(version)
         elif self.stack == "bls":  # kernel-install's 20-grub plugin: options from /etc/kernel/cmdline
-            self.write(f"/boot/loader/entries/{MACHINE}-{version}.conf",
-                       f"title Fedora\nlinux /vmlinuz-{version}\noptions {self.read('/etc/kernel/cmdline').strip()}\n")
+            self.write(
+                f"/boot/loader/entries/{MACHINE}-{version}.conf",
+                f"title Fedora\nlinux /vmlinuz-{version}\noptions {self.read('/etc/kernel/cmdline').strip()}\n",
+            )
         elif self.stack == "grub":
             self.update_grub()
 
     def remove_kernel(self, version: str) -> None:
-        for path in (f"boot/vmlinuz-{version}", f"boot/initrd.img-{version}",
-                     f"usr/lib/modules/{version}/vmlinuz", f"boot/efi/loader/entries/{MACHINE}-{version}.conf",
-                     f"boot/loader/entries/{MACHINE}-{version}.conf"):
+        for path in (
+            f"boot/vmlinuz-{version}",
+            f"boot/initrd.img-{version}",
+            f"usr/lib/modules/{version}/vmlinuz",
+            f"boot/efi/loader/entries/{MACHINE}-{version}.conf",
+            f"boot/loader/entries/{MACHINE}-{version}.conf",
+        ):
             self.path(path).unlink(missing_ok=True)
         if self.path(f"usr/lib/modules/{version}").exists():
             self.path(f"usr/lib/modules/{version}").rmdir()
@@ -208,20 +250,27 @@ class FakeHost:
 
     def update_grub(self) -> tuple[int, str]:
         """Like grub-mkconfig: source the defaults under set -e, write grub.cfg.new, then rename."""
-        script = ('set -e; for f in "$1"/etc/default/grub "$1"/etc/default/grub.d/*.cfg; do '
-                  'if [ -f "$f" ]; then . "$f"; fi; done; '
-                  'printf "%s\\n%s" "$GRUB_CMDLINE_LINUX" "$GRUB_CMDLINE_LINUX_DEFAULT"')
+        script = (
+            'set -e; for f in "$1"/etc/default/grub "$1"/etc/default/grub.d/*.cfg; do '
+            'if [ -f "$f" ]; then . "$f"; fi; done; '
+            'printf "%s\\n%s" "$GRUB_CMDLINE_LINUX" "$GRUB_CMDLINE_LINUX_DEFAULT"'
+        )
         done = subprocess.run(["sh", "-c", script, "sh", str(self.root)], capture_output=True)
         if done.returncode:
             return 1, done.stderr.decode("utf-8", "replace")
         linux, default = (done.stdout.decode().split("\n") + [""])[:2]
         self.write("/boot/grub/grub.cfg.new", "#\n# DO NOT EDIT THIS FILE\n")
         self.inside("update-grub")
-        self.write("/boot/grub/grub.cfg.new",
-                   f"menuentry 'Ubuntu' {{\n\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro {linux} {default}\n}}\n"
-                   f"menuentry 'Ubuntu (recovery mode)' {{\n\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro single {linux}\n}}\n"
-                   + ("".join(self.read("/etc/grub.d/40_custom").splitlines(keepends=True)[2:])  # past `exec tail`
-                      if self.path("/etc/grub.d/40_custom").is_file() else ""))
+        self.write(
+            "/boot/grub/grub.cfg.new",
+            f"menuentry 'Ubuntu' {{\n\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro {linux} {default}\n}}\n"
+            f"menuentry 'Ubuntu (recovery mode)' {{\n\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro single {linux}\n}}\n"
+            + (
+                "".join(self.read("/etc/grub.d/40_custom").splitlines(keepends=True)[2:])  # past `exec tail`
+                if self.path("/etc/grub.d/40_custom").is_file()
+                else ""
+            ),
+        )
         self.path("/boot/grub/grub.cfg.new").rename(self.path("/boot/grub/grub.cfg"))
         return 0, "Generating grub configuration file ...\ndone\n"
 
@@ -250,8 +299,10 @@ class FakeHost:
 
     def kernelstub_entry(self) -> None:
         options = json.loads(self.read("/etc/kernelstub/configuration"))["user"]["kernel_options"]
-        self.write("/boot/efi/loader/entries/Pop_OS-current.conf",
-                   f"title Pop!_OS\nlinux /EFI/Pop_OS/vmlinuz.efi\noptions root=UUID=abc ro {' '.join(options)}\n")
+        self.write(
+            "/boot/efi/loader/entries/Pop_OS-current.conf",
+            f"title Pop!_OS\nlinux /EFI/Pop_OS/vmlinuz.efi\noptions root=UUID=abc ro {' '.join(options)}\n",
+        )
 
     def kernel_install(self, version: str) -> None:
         self.inside("kernel-install")
@@ -259,15 +310,19 @@ class FakeHost:
         options = b" ".join(self.path("/etc/kernel/cmdline").read_bytes().split())
         self.path("/boot/efi/loader/entries").mkdir(parents=True, exist_ok=True)
         self.path(f"/boot/efi/loader/entries/{MACHINE}-{version}.conf").write_bytes(
-            f"title Arch\nlinux /{MACHINE}/{version}/linux\noptions ".encode() + options + b"\n")
+            f"title Arch\nlinux /{MACHINE}/{version}/linux\noptions ".encode() + options + b"\n"
+        )
 
     # --- reboot: what is configured becomes live --------------------------------------------------
     def configured_cmdline(self) -> str:
         if self.stack == "grub":
-            line = next(l for l in self.read("/boot/grub/grub.cfg").splitlines() if l.strip().startswith("linux"))
+            line = next(
+                l for l in self.read("/boot/grub/grub.cfg").splitlines() if l.strip().startswith("linux")
+            )
             return " ".join(line.split()[2:])
-        entry = next(self.root.glob("boot/loader/entries/*.conf"), None) or \
-            next(self.root.glob("boot/efi/loader/entries/*.conf"))
+        entry = next(self.root.glob("boot/loader/entries/*.conf"), None) or next(
+            self.root.glob("boot/efi/loader/entries/*.conf")
+        )
         return next(l for l in entry.read_text().splitlines() if l.startswith("options ")).split(None, 1)[1]
 
     def reboot(self) -> None:
@@ -278,10 +333,14 @@ class FakeHost:
         nvidia, _ = state.modprobe_options(system, "nvidia", tokens)  # as kmod: the command line last
         uvm, _ = state.modprobe_options(system, "nvidia_uvm", tokens)
         dwords = nvidia.get("NVreg_RegistryDwords", "").strip('"')
-        self.write("/proc/driver/nvidia/params",
-                   f"EnableResizableBar: {int('EnableResizableBar=1' in dwords)}\nRegistryDwords: \"{dwords}\"\n")
-        self.write("/sys/module/nvidia_uvm/parameters/uvm_disable_hmm",
-                   "Y\n" if uvm.get("uvm_disable_hmm") == "1" else "N\n")
+        self.write(
+            "/proc/driver/nvidia/params",
+            f'EnableResizableBar: {int("EnableResizableBar=1" in dwords)}\nRegistryDwords: "{dwords}"\n',
+        )
+        self.write(
+            "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm",
+            "Y\n" if uvm.get("uvm_disable_hmm") == "1" else "N\n",
+        )
         units = self.path("/sys/class/iommu/ivhd0")
         if "iommu=off" in tokens and units.exists():
             units.rmdir()

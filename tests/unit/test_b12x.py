@@ -17,11 +17,27 @@ def run_dir(tmp_path, kernels):
     folder = tmp_path / "run"
     folder.mkdir()
     stats = lambda v: {"median": v, "min": v, "max": v, "cv": 0.01, "n": 5}  # noqa: E731
-    (folder / "summary.json").write_text(json.dumps({
-        "conditions": {"model": "deepseek-ai/DeepSeek-V4-Flash", "k": 5,
-                       "sampling": {"temperature": 0.1}, "b12x_kernels": kernels},
-        "suites": {"prose": {"content": "prose", "context": 0, "decode_tok_s": stats(200.0),
-                             "tokens_per_step": stats(2.87), "ms_per_step": stats(14.35)}}}))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "conditions": {
+                    "model": "deepseek-ai/DeepSeek-V4-Flash",
+                    "k": 5,
+                    "sampling": {"temperature": 0.1},
+                    "b12x_kernels": kernels,
+                },
+                "suites": {
+                    "prose": {
+                        "content": "prose",
+                        "context": 0,
+                        "decode_tok_s": stats(200.0),
+                        "tokens_per_step": stats(2.87),
+                        "ms_per_step": stats(14.35),
+                    }
+                },
+            }
+        )
+    )
     return str(folder)
 
 
@@ -32,14 +48,19 @@ def test_the_reference_card_records_the_local_kernel_change():
 
 
 def test_compare_lists_b12x_kernels_as_a_condition_that_moves_ms_per_step(tmp_path):
-    labels = {"io.seatkit.b12x.dense_sha256": "ab" * 32, "io.seatkit.b12x.overlay": b12x.PUBLIC,
-              "io.seatkit.b12x.commit": "0ff2847b0c55c599c8acabb32e694ce07faa1247"}
+    labels = {
+        "io.seatkit.b12x.dense_sha256": "ab" * 32,
+        "io.seatkit.b12x.overlay": b12x.PUBLIC,
+        "io.seatkit.b12x.commit": "0ff2847b0c55c599c8acabb32e694ce07faa1247",
+    }
     run = run_dir(tmp_path, b12x.kernels(labels))
     result = compare.compare(run, "deepspark-readme")
     assert "b12x_kernels" not in result.differing
     (text,) = result.differing["b12x kernels"]
-    assert text.startswith("public (base image), b12x 0ff2847b0c55c599c8acabb32e694ce07faa1247, "
-                           "gemm/dense.py sha256 abababababababab vs local change")
+    assert text.startswith(
+        "public (base image), b12x 0ff2847b0c55c599c8acabb32e694ce07faa1247, "
+        "gemm/dense.py sha256 abababababababab vs local change"
+    )
     assert text.endswith("(usually moves ms/step)")
     assert "b12x kernels" in compare.markdown(result)
     same = compare.compare(run, run)
@@ -48,9 +69,13 @@ def test_compare_lists_b12x_kernels_as_a_condition_that_moves_ms_per_step(tmp_pa
 
 def test_kernels_condition_from_labels():
     assert b12x.kernels(None).startswith("unrecorded")
-    assert b12x.kernels({"io.seatkit.b12x.dense_sha256": "cd" * 32,
-                         "io.seatkit.b12x.overlay": "https://x@" + "a" * 40 + " lock sha256 " + "e" * 64,
-                         "io.seatkit.b12x.commit": "unrecorded by the base"}).startswith("overlay https://x@")
+    assert b12x.kernels(
+        {
+            "io.seatkit.b12x.dense_sha256": "cd" * 32,
+            "io.seatkit.b12x.overlay": "https://x@" + "a" * 40 + " lock sha256 " + "e" * 64,
+            "io.seatkit.b12x.commit": "unrecorded by the base",
+        }
+    ).startswith("overlay https://x@")
 
 
 def test_the_b12x_overlay_lands_over_the_b12x_package_in_the_context(tmp_path):
@@ -61,7 +86,9 @@ def test_the_b12x_overlay_lands_over_the_b12x_package_in_the_context(tmp_path):
     (patched / "gemm" / "dense.py").write_text("EXPECTED_M = True\n")
     lock = overlay.lock_from(vllm, "https://example.invalid/o@" + "a" * 40)
     kernels = overlay.lock_from(patched, "https://example.invalid/b12x@" + "b" * 40, "b12x")
-    with tarfile.open(fileobj=io.BytesIO(build.context(lock, vllm, b12x=(kernels, patched, B12X_DIR)).data)) as tar:
+    with tarfile.open(
+        fileobj=io.BytesIO(build.context(lock, vllm, b12x=(kernels, patched, B12X_DIR)).data)
+    ) as tar:
         names = tar.getnames()
         assert tar.extractfile("overlay/b12x.lock").read().decode() == kernels.dump()
         assert tar.extractfile(f"{build.ROOTED}{B12X_DIR}/gemm/dense.py").read() == b"EXPECTED_M = True\n"
@@ -90,8 +117,12 @@ def test_dense_py_is_hashed_as_the_image_will_hold_it(monkeypatch):
     assert b12x.provenance(None, {}, B12X_DIR, replaces)["B12X_DENSE_SHA256"] == "2" * 64
     assert b12x.provenance(None, {}, B12X_DIR, elsewhere)["B12X_DENSE_SHA256"] == "1" * 64
     public = b12x.provenance(None, {b12x.BASE_COMMIT_LABEL: "0ff2847"}, B12X_DIR, None)
-    assert public == {"B12X_DIR": B12X_DIR, "B12X_COMMIT": "0ff2847", "B12X_DENSE_SHA256": "1" * 64,
-                      "B12X_OVERLAY": b12x.PUBLIC}
+    assert public == {
+        "B12X_DIR": B12X_DIR,
+        "B12X_COMMIT": "0ff2847",
+        "B12X_DENSE_SHA256": "1" * 64,
+        "B12X_OVERLAY": b12x.PUBLIC,
+    }
     base.clear()
     bare = b12x.provenance(None, {}, B12X_DIR, None)
     assert bare["B12X_DENSE_SHA256"].startswith("absent") and bare["B12X_COMMIT"] == "unrecorded by the base"
@@ -100,8 +131,11 @@ def test_dense_py_is_hashed_as_the_image_will_hold_it(monkeypatch):
 def test_kernels_condition_names_a_mount_over_the_b12x_package():
     """extra_mounts may mount a b12x tree over the package (the original's B12X_OVERLAY): the run
     must not then record the image's public kernels."""
-    labels = {"io.seatkit.b12x.dense_sha256": "cd" * 32, "io.seatkit.b12x.overlay": b12x.PUBLIC,
-              "io.seatkit.b12x.commit": "0ff2847"}
+    labels = {
+        "io.seatkit.b12x.dense_sha256": "cd" * 32,
+        "io.seatkit.b12x.overlay": b12x.PUBLIC,
+        "io.seatkit.b12x.commit": "0ff2847",
+    }
     site = "/opt/venv/lib/python3.12/site-packages"
     for target in (f"{site}/b12x", f"{site}/b12x/gemm/dense.py", site, "/opt/"):
         mounted = b12x.mounted_over([{"Source": "/srv/patched", "Destination": target}], f"{site}/b12x")

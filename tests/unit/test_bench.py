@@ -36,10 +36,10 @@ def test_decomposition_by_hand_on_the_recorded_window():
     d = recorded_delta()
     f = decompose.factors(d, completion_tokens=1024 - 3, ttft_s=0.0, last_s=0.0, prompt_tokens=108)
     assert f["timing_source"] == "server"
-    assert f["accepted_per_drafted_step"] == pytest.approx(836 / 172)          # 4.860, bonus excluded
-    assert f["tokens_per_drafted_step"] == pytest.approx(1 + 836 / 172)        # 5.860, bonus included
-    assert f["tokens_per_step"] == pytest.approx(1020 / 184)                   # delivered / steps
-    assert f["drafter_tokens_per_step"] == pytest.approx(1 + 836 / 184)        # the counters' figure
+    assert f["accepted_per_drafted_step"] == pytest.approx(836 / 172)  # 4.860, bonus excluded
+    assert f["tokens_per_drafted_step"] == pytest.approx(1 + 836 / 172)  # 5.860, bonus included
+    assert f["tokens_per_step"] == pytest.approx(1020 / 184)  # delivered / steps
+    assert f["drafter_tokens_per_step"] == pytest.approx(1 + 836 / 184)  # the counters' figure
     assert f["cut_by_max_tokens"] == 0
     assert f["steps_without_drafts"] == 12
     assert f["drafted_length"] == pytest.approx(836 / 172)
@@ -56,8 +56,9 @@ def test_decomposition_by_hand_on_the_recorded_window():
 
 def assert_identity(f):
     """tok/s = tokens per step / seconds per step, to floating-point precision."""
-    assert f["tokens_per_step"] / (f["ms_per_step"] / 1000) == pytest.approx(f["decode_tok_s"],
-                                                                              rel=1e-12, abs=0)
+    assert f["tokens_per_step"] / (f["ms_per_step"] / 1000) == pytest.approx(
+        f["decode_tok_s"], rel=1e-12, abs=0
+    )
 
 
 def exposition(engines, v0=False):
@@ -65,13 +66,15 @@ def exposition(engines, v0=False):
     lines = []
     for engine, scale in engines:
         label = f'engine="{engine}",model_name="m"'
-        lines += [f"vllm:spec_decode_num_drafts_total{{{label}}} {10 * scale}",
-                  f"vllm:spec_decode_num_draft_tokens_total{{{label}}} {30 * scale}",
-                  f"vllm:spec_decode_num_accepted_tokens_total{{{label}}} {20 * scale}",
-                  f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},position="0"}} {9 * scale}',
-                  f"{steps}_count{{{label}}} {10 * scale}",
-                  f"{steps}_sum{{{label}}} {0.1 * scale}",
-                  f'vllm:request_success_total{{{label},finished_reason="length"}} {scale}']
+        lines += [
+            f"vllm:spec_decode_num_drafts_total{{{label}}} {10 * scale}",
+            f"vllm:spec_decode_num_draft_tokens_total{{{label}}} {30 * scale}",
+            f"vllm:spec_decode_num_accepted_tokens_total{{{label}}} {20 * scale}",
+            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},position="0"}} {9 * scale}',
+            f"{steps}_count{{{label}}} {10 * scale}",
+            f"{steps}_sum{{{label}}} {0.1 * scale}",
+            f'vllm:request_success_total{{{label},finished_reason="length"}} {scale}',
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -88,11 +91,19 @@ def test_garbage_metrics_are_a_clear_error():
 
 
 def delta_of(drafts, accepted, steps, k=5, decode_s=1.0, generated=None, success=1):
-    return metrics.Snapshot(values={"drafts": drafts, "draft_tokens": k * drafts, "accepted": accepted,
-                                    "steps": steps, "step_seconds": decode_s,
-                                    "decode_seconds": decode_s,
-                                    "generation_tokens": generated or steps + accepted + 1},
-                            per_position={0: drafts}, success={"length": success})
+    return metrics.Snapshot(
+        values={
+            "drafts": drafts,
+            "draft_tokens": k * drafts,
+            "accepted": accepted,
+            "steps": steps,
+            "step_seconds": decode_s,
+            "decode_seconds": decode_s,
+            "generation_tokens": generated or steps + accepted + 1,
+        },
+        per_position={0: drafts},
+        success={"length": success},
+    )
 
 
 def test_first_token_is_prefill_and_bonus_is_labelled():
@@ -143,9 +154,22 @@ def test_alarms_for_each_pitfall():
     assert "differs from k=5" in decompose.alarms(short_drafts, 5, "")["drafted-length"]
     long_zero = decompose.factors(delta_of(99, 0, 99), 100, 0.5, 1.5, 8000)
     assert "zero-acceptance" in decompose.alarms(long_zero, 5, "")
-    looping = decompose.factors(metrics.Snapshot(values={
-        "drafts": 20, "draft_tokens": 100, "accepted": 100, "steps": 20, "decode_seconds": 1.0,
-        "step_seconds": 1.0}), 121, 0.1, 1.1, 10)
+    looping = decompose.factors(
+        metrics.Snapshot(
+            values={
+                "drafts": 20,
+                "draft_tokens": 100,
+                "accepted": 100,
+                "steps": 20,
+                "decode_seconds": 1.0,
+                "step_seconds": 1.0,
+            }
+        ),
+        121,
+        0.1,
+        1.1,
+        10,
+    )
     assert "loop" in decompose.alarms(looping, 5, " version >>" * 60)
     assert "loop" not in decompose.alarms(looping, 5, " ".join(f"w{i}" for i in range(200)))
     bare = decompose.factors(metrics.Snapshot(), 100, 0.5, 1.5, 10)
@@ -203,19 +227,27 @@ def test_the_demo_suites_send_their_prompts_in_chatml_and_the_code_restates_give
 
 
 def test_shipped_index_matches_the_prompt_files(tmp_path):
-    assert workload.write_index(copy_bench(tmp_path) / "prompts") == \
-        json.loads(workload.INDEX.read_text())
+    assert workload.write_index(copy_bench(tmp_path) / "prompts") == json.loads(workload.INDEX.read_text())
 
 
 def fake_record(suite, prompt, tok_s, ok=True):
     f = decompose.factors(delta_of(33, 66, 33, decode_s=99 / tok_s), 100, 0.5, 1.5, 10)
-    return {"suite": suite, "prompt": prompt, "content": suite, "factors": f, "exclusive": ok,
-            "alarms": decompose.alarms(f, 5, "")}
+    return {
+        "suite": suite,
+        "prompt": prompt,
+        "content": suite,
+        "factors": f,
+        "exclusive": ok,
+        "alarms": decompose.alarms(f, 5, ""),
+    }
 
 
 def test_summary_labels_the_best_run_and_never_blends_suites(tmp_path):
-    records = [fake_record("code", "a", v) for v in (90, 100, 110)] + \
-              [fake_record("prose", "b", v) for v in (40, 50, 60)] + [fake_record("code", "a", 999, False)]
+    records = (
+        [fake_record("code", "a", v) for v in (90, 100, 110)]
+        + [fake_record("prose", "b", v) for v in (40, 50, 60)]
+        + [fake_record("code", "a", 999, False)]
+    )
     suites = run.summarize(records)
     assert set(suites) == {"code", "prose"}
     assert suites["code"]["decode_tok_s"]["median"] == pytest.approx(100)
@@ -230,11 +262,23 @@ def test_schema_round_trip(tmp_path):
     out = run.RunDir(tmp_path, "roundtrip")
     for r in records:
         out.add(r)
-    summary = {"schema": run.SCHEMA, "created": "now", "prompts": {}, "discarded": 0,
-               "alarms": run._alarm_summary(records),
-               "conditions": {"model": "m", "url": "u", "sampling": {"temperature": 0.0},
-                              "reasoning": "off", "warmups": 1, "repeats": 2, "k": 5},
-               "suites": run.summarize(records)}
+    summary = {
+        "schema": run.SCHEMA,
+        "created": "now",
+        "prompts": {},
+        "discarded": 0,
+        "alarms": run._alarm_summary(records),
+        "conditions": {
+            "model": "m",
+            "url": "u",
+            "sampling": {"temperature": 0.0},
+            "reasoning": "off",
+            "warmups": 1,
+            "repeats": 2,
+            "k": 5,
+        },
+        "suites": run.summarize(records),
+    }
     out.finish(summary, markdown(summary))
     assert json.loads((out.path / "summary.json").read_text()) == summary
     lines = (out.path / "requests.jsonl").read_text().splitlines()
@@ -284,8 +328,10 @@ def test_padding_fills_to_the_token_target_and_no_further():
 def test_context_suite_expands_per_context_and_padding():
     prompts = workload.suites(["context"], contexts=[0, 16384])
     assert [(p.suite, p.context, p.padding) for p in prompts] == [
-        ("context ctx 0", 0, None), ("context ctx 16k repetitive", 16384, "repetitive"),
-        ("context ctx 16k realistic", 16384, "realistic")]
+        ("context ctx 0", 0, None),
+        ("context ctx 16k repetitive", 16384, "repetitive"),
+        ("context ctx 16k realistic", 16384, "realistic"),
+    ]
 
 
 @pytest.mark.parametrize("value", ["NaN", "+Inf", "-Inf"])
@@ -297,8 +343,9 @@ def test_a_non_finite_counter_is_a_clear_error(value):
 
 @pytest.mark.parametrize("steps", [-33, 1e12])  # counters gone backwards; more steps than tokens
 def test_impossible_step_counts_give_no_factors(steps):
-    f = decompose.factors(delta_of(33, 66, steps, generated=100), 100, ttft_s=0.5, last_s=1.5,
-                          prompt_tokens=10)
+    f = decompose.factors(
+        delta_of(33, 66, steps, generated=100), 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10
+    )
     assert not f["decomposition"] and "tokens_per_step" not in f and "ms_per_step" not in f
     assert "no-decomposition" in decompose.alarms(f, 5, "text")
 
@@ -317,10 +364,19 @@ def test_server_ttft_only_from_one_sane_observation(count, seconds):
 
 def test_requests_without_a_single_draft_summarize_without_a_curve():
     # An n-gram drafter can go a whole request without a match: steps, but no drafts.
-    delta = metrics.Snapshot(values={"drafts": 0, "draft_tokens": 0, "accepted": 0, "steps": 99,
-                                     "step_seconds": 1.0, "decode_seconds": 1.0,
-                                     "generation_tokens": 100},
-                             per_position={0: 0.0, 1: 0.0}, success={"length": 1})
+    delta = metrics.Snapshot(
+        values={
+            "drafts": 0,
+            "draft_tokens": 0,
+            "accepted": 0,
+            "steps": 99,
+            "step_seconds": 1.0,
+            "decode_seconds": 1.0,
+            "generation_tokens": 100,
+        },
+        per_position={0: 0.0, 1: 0.0},
+        success={"length": 1},
+    )
     f = decompose.factors(delta, 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
     assert f["tokens_per_step"] == 1 and f["acceptance_unconditional"] == []
     record = {"suite": "code", "prompt": "p", "content": "code", "exclusive": True, "factors": f}
@@ -366,9 +422,14 @@ def test_a_reused_cache_salt_with_no_way_to_tell_keeps_its_ttft_out_of_the_cold_
     assert fresh["ttft_ms"] == pytest.approx(500)
 
 
-@pytest.mark.parametrize("change", [{"drafts": -500.0, "draft_tokens": -2500.0},  # reset mid-run
-                                    {"draft_tokens": 10.0},  # 66 accepted of 10 drafted
-                                    {"per_position": {0: -40.0, 1: 50.0}}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"drafts": -500.0, "draft_tokens": -2500.0},  # reset mid-run
+        {"draft_tokens": 10.0},  # 66 accepted of 10 drafted
+        {"per_position": {0: -40.0, 1: 50.0}},
+    ],
+)
 def test_drafts_counters_that_moved_impossibly_withhold_acceptance_not_print_it(change):
     d = delta_of(33, 66, 33)
     d.per_position = change.pop("per_position", d.per_position)

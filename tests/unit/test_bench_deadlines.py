@@ -9,8 +9,8 @@ import time
 from http.server import ThreadingHTTPServer
 
 import pytest
-
 from conftest import BIN
+
 from seatkit.bench import fleet, oracle, parity, run, workload
 from seatkit.errors import SeatError
 from seatkit.serve import client
@@ -20,8 +20,9 @@ class Server:
     """The oracle with one of its faults, served from a thread of this process."""
 
     def __init__(self, fault=None):
-        self.oracle = oracle.Oracle(tokens_per_step=2.0, step_ms=2.0, k=3, prefill_ms=1.0,
-                                    quirks=oracle.Quirks(fault=fault))
+        self.oracle = oracle.Oracle(
+            tokens_per_step=2.0, step_ms=2.0, k=3, prefill_ms=1.0, quirks=oracle.Quirks(fault=fault)
+        )
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle.handler_for(self.oracle))
         self.http.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
@@ -39,6 +40,7 @@ def servers():
     def make(fault=None):
         made.append(Server(fault))
         return made[-1]
+
     yield make
     for server in made:
         server.close()
@@ -82,12 +84,14 @@ def test_the_deadline_is_derived_from_the_suite():
 
 def test_a_fleet_with_bad_seats_fails_their_rows_and_benches_the_later_ones(servers, tmp_path, monkeypatch):
     monkeypatch.setattr(run, "SCRAPE_S", 2.0)
-    good, trickle, listed, endless, last = (servers(f) for f in (None, "trickle-metrics", "tokenize-list",
-                                                                 "endless", None))
+    good, trickle, listed, endless, last = (
+        servers(f) for f in (None, "trickle-metrics", "tokenize-list", "endless", None)
+    )
     urls = [s.url for s in (good, trickle, listed, endless, last)]
     start = time.monotonic()
-    result, folder = fleet.bench_fleet(urls, oracle.MODEL, None, None, prose(), run.Options(0, 1),
-                                       tmp_path / "runs")
+    result, folder = fleet.bench_fleet(
+        urls, oracle.MODEL, None, None, prose(), run.Options(0, 1), tmp_path / "runs"
+    )
     assert time.monotonic() - start < 60
     seats = result["seats"]
     assert [s["url"] for s in seats] == urls
@@ -103,8 +107,9 @@ def test_a_fleet_with_bad_seats_fails_their_rows_and_benches_the_later_ones(serv
 
 def test_a_tokenize_answer_in_no_known_format_is_a_clear_error(servers, monkeypatch):
     server = servers()
-    monkeypatch.setattr(client, "fetch", lambda *a, **k: type("A", (), {
-        "ok": True, "json": lambda self: [1, "two"]})())
+    monkeypatch.setattr(
+        client, "fetch", lambda *a, **k: type("A", (), {"ok": True, "json": lambda self: [1, "two"]})()
+    )
     with pytest.raises(SeatError, match="answered neither vLLM's"):
         run.token_hash(run.Target(server.url, oracle.MODEL), "some text")
 
@@ -118,38 +123,61 @@ def test_an_unexpected_crash_on_one_seat_is_its_failed_row(servers, tmp_path, mo
         if len(calls) == 1:
             raise KeyError("boom")
         return real(target, *args, **kwargs)
+
     monkeypatch.setattr(run, "bench", bench)
     urls = [servers().url, servers().url]
-    result, folder = fleet.bench_fleet(urls, oracle.MODEL, None, None, prose(), run.Options(0, 1),
-                                       tmp_path / "runs")
+    result, folder = fleet.bench_fleet(
+        urls, oracle.MODEL, None, None, prose(), run.Options(0, 1), tmp_path / "runs"
+    )
     assert "KeyError" in result["seats"][0]["error"] and result["seats"][1]["figures"]
     assert json.loads((folder / "fleet.json").read_text())["seats"][1]["figures"]
 
 
 def test_surrogate_halves_are_joined_and_a_lone_one_kept_escaped(servers):
     done = client.stream(servers("surrogates").url, oracle.MODEL, "hi", 16)
-    assert done.text.startswith("\U0001F600 \\udc00 ")
+    assert done.text.startswith("\U0001f600 \\udc00 ")
     done.text.encode()  # no lone surrogate left
 
 
 def test_bench_run_and_parity_record_surrogates_not_crash(servers, tmp_path):
     server = servers("surrogates")
-    cli = subprocess.run([str(BIN / "seat"), "bench", "--url", server.url, "--model", oracle.MODEL,
-                          "--suite", "prose", "--warmups", "0", "--repeats", "1", "--max-tokens", "16",
-                          "--out", str(tmp_path / "runs")], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "COLUMNS": "80", "SEAT_HOME": str(tmp_path)})
+    cli = subprocess.run(
+        [
+            str(BIN / "seat"),
+            "bench",
+            "--url",
+            server.url,
+            "--model",
+            oracle.MODEL,
+            "--suite",
+            "prose",
+            "--warmups",
+            "0",
+            "--repeats",
+            "1",
+            "--max-tokens",
+            "16",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "80", "SEAT_HOME": str(tmp_path)},
+    )
     assert cli.returncode == 0, cli.stderr
     assert "Traceback" not in cli.stderr
     target = run.Target(server.url, oracle.MODEL)
     folder = parity.record(target, prose(), tmp_path / "parity", "s")
     text = json.loads((folder / "parity.json").read_text())["outputs"]
-    assert next(iter(text.values()))["text"].startswith("\U0001F600 \\udc00 ")
+    assert next(iter(text.values()))["text"].startswith("\U0001f600 \\udc00 ")
 
 
 def raw_server(answer):
     """A server that reads the request, then hands the socket to `answer` (what no real server
     sends: a line or a chunk that never ends, a body faster than the deadline)."""
     import socket
+
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)
@@ -165,7 +193,9 @@ def raw_server(answer):
                 except OSError:  # the client hung up: what the test wants
                     pass
                 conn.close()
+
             threading.Thread(target=one, daemon=True).start()
+
     threading.Thread(target=serve, daemon=True).start()
     return f"http://127.0.0.1:{listener.getsockname()[1]}"
 
@@ -188,6 +218,7 @@ def endless_chunk(conn):
 @pytest.mark.parametrize("answer", [endless_line, endless_chunk])
 def test_a_stream_line_that_never_ends_is_refused_in_bounded_memory(answer):
     import tracemalloc
+
     url = raw_server(answer)
     tracemalloc.start()
     try:
@@ -204,13 +235,16 @@ def test_a_small_request_answered_with_an_endless_chunk_stops_at_its_size_cap():
         client.fetch("GET", raw_server(endless_chunk) + "/metrics", 10.0, limit=1 << 20)
 
 
-@pytest.mark.parametrize("event, said", [
-    (b"[1, 2]", "an event is list"),
-    (b'{"choices": ["a"]}', "choices are not a list of mappings"),
-    (b'{"choices": [{"text": "a", "token_ids": "abc"}]}', "token_ids are not a list of integers"),
-    (b'{"choices": [{"text": "a"}], "usage": {"x": 1}}', "no integer prompt_tokens"),
-    (b'{"choices": [{"text": "a"}], "usage": {"prompt_tokens": "1"}}', "no integer prompt_tokens"),
-])
+@pytest.mark.parametrize(
+    "event, said",
+    [
+        (b"[1, 2]", "an event is list"),
+        (b'{"choices": ["a"]}', "choices are not a list of mappings"),
+        (b'{"choices": [{"text": "a", "token_ids": "abc"}]}', "token_ids are not a list of integers"),
+        (b'{"choices": [{"text": "a"}], "usage": {"x": 1}}', "no integer prompt_tokens"),
+        (b'{"choices": [{"text": "a"}], "usage": {"prompt_tokens": "1"}}', "no integer prompt_tokens"),
+    ],
+)
 def test_an_event_of_the_wrong_shape_is_a_clear_error(event, said):
     url = raw_server(lambda conn: conn.sendall(SSE + b"\r\ndata: " + event + b"\n\n"))
     with pytest.raises(SeatError, match=said):
@@ -222,6 +256,7 @@ def test_an_endless_error_page_is_not_read_whole():
         conn.sendall(b"HTTP/1.1 500 Oops\r\nConnection: close\r\n\r\n")
         while True:
             conn.sendall(b"y" * 65536)
+
     start = time.monotonic()
     with pytest.raises(SeatError, match="answered 500: y+$"):
         client.stream(raw_server(page), oracle.MODEL, "hi", 16, deadline=30.0)

@@ -9,9 +9,10 @@ import threading
 from http.server import ThreadingHTTPServer
 
 import pytest
-
 from conftest import BIN, REPO
-from seatkit.bench import oracle, run, target as bench_target, workload
+
+from seatkit.bench import oracle, run, workload
+from seatkit.bench import target as bench_target
 from seatkit.errors import SeatError
 
 PASSWORD = "s3cret-pa55"
@@ -69,6 +70,7 @@ class Oracle(oracle.Oracle):
             if len(sent) < 4:
                 sent.append(data)
                 write(data)
+
         super().complete(body, first_half)
 
 
@@ -83,9 +85,12 @@ def prose(max_tokens=32):
     return workload.suites(["prose"], max_tokens)[:1]
 
 
-@pytest.mark.parametrize("server", [("cut", True), ("cut", False), ("short", True), ("short", False)],
-                         indirect=True, ids=["cut-metrics", "cut-no-metrics", "short-metrics",
-                                             "short-no-metrics"])
+@pytest.mark.parametrize(
+    "server",
+    [("cut", True), ("cut", False), ("short", True), ("short", False)],
+    indirect=True,
+    ids=["cut-metrics", "cut-no-metrics", "short-metrics", "short-no-metrics"],
+)
 def test_a_truncated_stream_is_recorded_as_such_never_measured_never_blamed(server, tmp_path):
     out = run.RunDir(tmp_path, "cut")
     summary = run.bench(run.Target(server.url, oracle.MODEL), prose(), run.Options(0, 2), out)
@@ -100,8 +105,9 @@ def test_a_truncated_stream_is_recorded_as_such_never_measured_never_blamed(serv
 
 
 def test_whole_streams_are_still_measured(server, tmp_path):
-    summary = run.bench(run.Target(server.url, oracle.MODEL), prose(), run.Options(0, 2),
-                        run.RunDir(tmp_path, "whole"))
+    summary = run.bench(
+        run.Target(server.url, oracle.MODEL), prose(), run.Options(0, 2), run.RunDir(tmp_path, "whole")
+    )
     assert summary["truncated"] == [] and summary["suites"]["prose"]["requests"] == 2
 
 
@@ -119,8 +125,7 @@ def test_identity_is_proved_before_and_after_each_group(server, tmp_path):
     assert calls == [0, 1]
 
 
-@pytest.mark.parametrize("name", ["org/model", "../..", "../../etc/x", "/abs/path", ".", "a\nb",
-                                  "x" * 300])
+@pytest.mark.parametrize("name", ["org/model", "../..", "../../etc/x", "/abs/path", ".", "a\nb", "x" * 300])
 def test_run_folders_stay_inside_out(tmp_path, name):
     root = tmp_path / "runs"
     path = run.RunDir(root, name).path
@@ -142,6 +147,7 @@ def test_two_runs_in_the_same_second_get_distinct_folders(tmp_path, monkeypatch)
         @classmethod
         def now(cls, tz=None):
             return run.datetime(2026, 1, 1, tzinfo=tz)
+
     monkeypatch.setattr(run, "datetime", Frozen)
     paths = [run.RunDir(tmp_path, "same").path for _ in range(3)]
     assert len(set(paths)) == 3 and all(p.parent == tmp_path for p in paths)
@@ -154,10 +160,32 @@ def test_url_credentials_become_a_header_and_are_never_shown():
 
 
 def bench_cli(server_url, out, *extra, env=None, **kwargs):
-    return subprocess.run([str(BIN / "seat"), "bench", "--url", server_url, "--model", oracle.MODEL,
-                           "--suite", "prose", "--warmups", "0", "--repeats", "2", "--max-tokens",
-                           "32", "--out", str(out), *extra], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "COLUMNS": "80", **(env or {})}, **kwargs)
+    return subprocess.run(
+        [
+            str(BIN / "seat"),
+            "bench",
+            "--url",
+            server_url,
+            "--model",
+            oracle.MODEL,
+            "--suite",
+            "prose",
+            "--warmups",
+            "0",
+            "--repeats",
+            "2",
+            "--max-tokens",
+            "32",
+            "--out",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "80", **(env or {})},
+        **kwargs,
+    )
 
 
 def test_credentials_in_url_are_redacted_everywhere_and_progress_is_plain(server, tmp_path):
@@ -165,8 +193,9 @@ def test_credentials_in_url_are_redacted_everywhere_and_progress_is_plain(server
     done = bench_cli(url, tmp_path, "--name", "org/../model")
     assert done.returncode == 0, done.stderr
     (folder,) = tmp_path.iterdir()
-    written = "".join(p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file()
-                      and p.suffix != ".png")
+    written = "".join(
+        p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file() and p.suffix != ".png"
+    )
     assert PASSWORD not in written + done.stdout + done.stderr
     assert any(a and a.startswith("Basic ") for a in server.auth)  # and yet the server got them
     # Outside a terminal: one plain line per measured request, on stderr.
@@ -192,10 +221,29 @@ def test_ctrl_c_names_the_partial_run_folder(tmp_path):
     slow = Server()
     slow.oracle.step_s = 0.05  # about 0.8 s per request: time to interrupt the second
     try:
-        proc = subprocess.Popen([str(BIN / "seat"), "bench", "--url", slow.url, "--model",
-                                 oracle.MODEL, "--suite", "prose", "--warmups", "0", "--repeats",
-                                 "50", "--max-tokens", "32", "--out", str(tmp_path)],
-                                stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                str(BIN / "seat"),
+                "bench",
+                "--url",
+                slow.url,
+                "--model",
+                oracle.MODEL,
+                "--suite",
+                "prose",
+                "--warmups",
+                "0",
+                "--repeats",
+                "50",
+                "--max-tokens",
+                "32",
+                "--out",
+                str(tmp_path),
+            ],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         for line in proc.stderr:
             if "tok/s" in line:
                 proc.send_signal(signal.SIGINT)
@@ -213,11 +261,17 @@ def test_parity_diff_prints_model_text_with_rich_markup_literally(tmp_path):
     """A model output holding '[/b]' (code does) ended parity-diff in a rich MarkupError traceback."""
     for side, tail in (("a", "[/b] one"), ("b", "[/b] two")):
         text = "x = y[/b]" + tail
-        record = {"schema": "seatkit.parity/1", "outputs": {"[/code]": {
-            "prompt_sha256": "p", "max_tokens": 8, "text": text, "token_ids": None}}}
+        record = {
+            "schema": "seatkit.parity/1",
+            "outputs": {"[/code]": {"prompt_sha256": "p", "max_tokens": 8, "text": text, "token_ids": None}},
+        }
         (tmp_path / f"{side}.json").write_text(json.dumps(record))
-    done = subprocess.run([str(BIN / "seat"), "bench", "parity-diff", str(tmp_path / "a.json"),
-                           str(tmp_path / "b.json")], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(BIN / "seat"), "bench", "parity-diff", str(tmp_path / "a.json"), str(tmp_path / "b.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "[/code]: diverges at token None, character 14" in done.stdout
     assert "A: 'x = y[/b][/b] one'" in done.stdout and "outputs differ" in done.stdout
@@ -232,17 +286,31 @@ def test_the_gauge_sampler_is_reachable_from_the_cli(server, tmp_path):
 
 
 def test_compare_takes_the_card_form_the_help_shows_from_any_folder(tmp_path):
-    done = subprocess.run([str(BIN / "seat"), "bench", "compare",
-                           "bench/references/paper-pt-r-2026-042#S12-S14-code",
-                           "bench/references/paper-pt-r-2026-042.yaml#S12-S14-prose"],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                          env={**os.environ, "COLUMNS": "80"})
+    done = subprocess.run(
+        [
+            str(BIN / "seat"),
+            "bench",
+            "compare",
+            "bench/references/paper-pt-r-2026-042#S12-S14-code",
+            "bench/references/paper-pt-r-2026-042.yaml#S12-S14-prose",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "80"},
+    )
     assert done.returncode == 0, done.stderr
     assert "acceptance: the text, not the rig" in " ".join(done.stdout.split())
     assert "None" not in done.stdout
-    missing = subprocess.run([str(BIN / "seat"), "bench", "compare", "bench/references/nope-card-x",
-                              "paper-pt-r-2026-042"], capture_output=True, text=True, timeout=60,
-                             cwd=tmp_path, env={**os.environ, "COLUMNS": "60"})
+    missing = subprocess.run(
+        [str(BIN / "seat"), "bench", "compare", "bench/references/nope-card-x", "paper-pt-r-2026-042"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "60"},
+    )
     assert missing.returncode != 0 and "bench/references/bench" not in missing.stderr
     assert "nope-card-x.yaml" in missing.stderr  # one line: never split inside the path
 
@@ -250,10 +318,15 @@ def test_compare_takes_the_card_form_the_help_shows_from_any_folder(tmp_path):
 @pytest.mark.parametrize("a, b", [("S8-after", "S8-before"), ("S12-S14-code", "S12-S14-prose")])
 def test_the_readmes_compare_output_is_what_compare_prints_now(a, b, tmp_path):
     card = "paper-pt-r-2026-042"
-    done = subprocess.run([str(BIN / "seat"), "bench", "compare", f"{card}#{a}", f"{card}#{b}"],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                          env={**os.environ, "COLUMNS": "80"})
-    shown = done.stdout[done.stdout.index("conditions that differ"):]
+    done = subprocess.run(
+        [str(BIN / "seat"), "bench", "compare", f"{card}#{a}", f"{card}#{b}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    shown = done.stdout[done.stdout.index("conditions that differ") :]
     shown = "".join(line.rstrip() + "\n" for line in shown.splitlines())  # the table pads its cells
     readme = (REPO / "README.md").read_text()
     assert f"$ seat bench compare {card}#{a} {card}#{b}\n{shown}" in readme

@@ -18,8 +18,7 @@ K = 3
 class Server:
     """The oracle in a thread, on a free loopback port (a labelled test oracle, never a seat)."""
 
-    def __init__(self, quirks: oracle.Quirks, tokens_per_step=2.0, step_ms=4.0, prefill_ms=2.0,
-                 batch_ms=0.0):
+    def __init__(self, quirks: oracle.Quirks, tokens_per_step=2.0, step_ms=4.0, prefill_ms=2.0, batch_ms=0.0):
         self.oracle = oracle.Oracle(tokens_per_step, step_ms, K, prefill_ms, batch_ms, quirks)
         self.tokens_per_step, self.step_ms = tokens_per_step, step_ms
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle.handler_for(self.oracle))
@@ -28,8 +27,12 @@ class Server:
 
     def bench(self, tmp_path, max_tokens=101, repeats=3, warmups=1, prompts=None):
         prompts = prompts or [prompt(max_tokens)]
-        return run.bench(run.Target(self.url, oracle.MODEL, k=K), prompts,
-                         run.Options(warmups=warmups, repeats=repeats), run.RunDir(tmp_path, "t"))
+        return run.bench(
+            run.Target(self.url, oracle.MODEL, k=K),
+            prompts,
+            run.Options(warmups=warmups, repeats=repeats),
+            run.RunDir(tmp_path, "t"),
+        )
 
     def truth(self, max_tokens=101):
         return oracle.truth(max_tokens, self.tokens_per_step, self.step_ms)
@@ -50,6 +53,7 @@ def serve():
     def start(quirks=oracle.Quirks(), **kw):
         made.append(Server(quirks, **kw))
         return made[-1]
+
     yield start
     for server in made:
         server.close()
@@ -63,8 +67,7 @@ def figure(summary, name):
 def test_steps_that_draft_nothing_without_the_inter_token_histogram_are_withheld(serve, tmp_path):
     # ngram at 1.5 tokens/step: every other step gives one token and drafts nothing; with no
     # inter-token histogram the drafts counter is the only step count, and it misses those steps.
-    server = serve(oracle.Quirks(ngram=True, hide=frozenset({"inter_token_latency"})),
-                   tokens_per_step=1.5)
+    server = serve(oracle.Quirks(ngram=True, hide=frozenset({"inter_token_latency"})), tokens_per_step=1.5)
     summary = server.bench(tmp_path)
     for name in ("tokens_per_step", "ms_per_step"):
         value, why = figure(summary, name)
@@ -83,14 +86,19 @@ def test_spec_counters_published_on_a_period_never_print_a_wrong_factor(serve, t
     # Spec-decode and per-step counters refreshed every second; success and generation are live.
     server = serve(oracle.Quirks(spec_period_s=1.0), step_ms=3.0)
     summary = server.bench(tmp_path, max_tokens=201, repeats=4)
-    records = [r for r in map(json.loads,
-                              next(tmp_path.iterdir()).joinpath("requests.jsonl").read_text().splitlines())
-               if r["exclusive"]]
+    records = [
+        r
+        for r in map(json.loads, next(tmp_path.iterdir()).joinpath("requests.jsonl").read_text().splitlines())
+        if r["exclusive"]
+    ]
     true = server.truth(201)["tokens_per_step"]
     printed = [r["factors"]["tokens_per_step"] for r in records if r["factors"].get("tokens_per_step")]
     assert all(v == pytest.approx(true, rel=0.01) for v in printed), printed
-    withheld = [r["factors"]["withheld"].get("tokens_per_step") for r in records
-                if not r["factors"].get("tokens_per_step")]
+    withheld = [
+        r["factors"]["withheld"].get("tokens_per_step")
+        for r in records
+        if not r["factors"].get("tokens_per_step")
+    ]
     assert withheld and all("publishes them on a period" in why for why in withheld), withheld
     assert summary["suites"]["truth"]["requests"] == 4
 
@@ -103,8 +111,7 @@ def test_inflated_final_usage_with_an_agreeing_counter_uses_the_streams_count(se
     folder = next(tmp_path.iterdir())
     records = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
     assert all(r["factors"]["decode_tokens"] == 100 for r in records)  # tok/s counts what streamed
-    assert "108 tokens, the stream's running usage 101" in \
-        summary["alarms"]["usage-disagrees"]["example"]
+    assert "108 tokens, the stream's running usage 101" in summary["alarms"]["usage-disagrees"]["example"]
 
 
 def test_inflated_final_usage_with_honest_counters_is_measured_not_blamed_on_others(serve, tmp_path):
@@ -129,8 +136,12 @@ def test_a_first_token_held_in_a_multi_step_event_is_timed_from_that_event(tmp_p
     quirks = {"hold_first": True, "hide": ["request_decode_time", "time_to_first_token"]}
     proc, url = selftest.start_oracle(2.0, 10.0, quirks=quirks, k=K)
     try:
-        summary = run.bench(run.Target(url, oracle.MODEL, k=K), [prompt(61)],
-                            run.Options(warmups=1, repeats=3), run.RunDir(tmp_path, "t"))
+        summary = run.bench(
+            run.Target(url, oracle.MODEL, k=K),
+            [prompt(61)],
+            run.Options(warmups=1, repeats=3),
+            run.RunDir(tmp_path, "t"),
+        )
     finally:
         proc.terminate()
         proc.wait()
@@ -138,11 +149,17 @@ def test_a_first_token_held_in_a_multi_step_event_is_timed_from_that_event(tmp_p
     # Without the fix the client counts 60 tokens over 29 steps of 30: +3.4 %.
     folder = next(tmp_path.iterdir())
     records = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
-    ratios = [r["factors"]["client_decode_tok_s"] * r["counter_deltas"]["step_seconds"]
-              / r["factors"]["decode_tokens"] for r in records if r["exclusive"]]
+    ratios = [
+        r["factors"]["client_decode_tok_s"]
+        * r["counter_deltas"]["step_seconds"]
+        / r["factors"]["decode_tokens"]
+        for r in records
+        if r["exclusive"]
+    ]
     assert statistics.median(ratios) == pytest.approx(1, rel=0.012)
     assert figure(summary, "decode_tok_s")[0] == statistics.median(
-        r["factors"]["client_decode_tok_s"] for r in records if r["exclusive"])
+        r["factors"]["client_decode_tok_s"] for r in records if r["exclusive"]
+    )
     ttft, why = figure(summary, "ttft_ms")
     assert ttft is None and "first event carried 3 tokens" in why
     assert summary["suites"]["truth"]["sources"]["decode_tok_s"].startswith("client clock")
@@ -188,8 +205,13 @@ def test_the_sweeps_window_keeps_a_slow_scrape_out_of_the_aggregate(tmp_path, ex
     # oracle runs in its own process. Without the fix: +0.75 % at 30 ms.
     proc, url = selftest.start_oracle(3.0, 20.0, quirks={"exposition_ms": exposition_ms}, k=K)
     try:
-        summary = sweep.sweep(run.Target(url, oracle.MODEL, k=K), [prompt(301)],
-                              run.Options(warmups=1), [4], run.RunDir(tmp_path, "s"))
+        summary = sweep.sweep(
+            run.Target(url, oracle.MODEL, k=K),
+            [prompt(301)],
+            run.Options(warmups=1),
+            [4],
+            run.RunDir(tmp_path, "s"),
+        )
     finally:
         proc.terminate()
         proc.wait()
@@ -198,10 +220,14 @@ def test_the_sweeps_window_keeps_a_slow_scrape_out_of_the_aggregate(tmp_path, ex
     assert row["window"]["scrape_ms"][0] >= exposition_ms
 
 
-@pytest.mark.parametrize("quirks", [
-    oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5, frozen=frozenset({"prefix_cache"})),
-    oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5, hide=frozenset({"prefix_cache"}))],
-    ids=["counters-frozen", "no-counters"])
+@pytest.mark.parametrize(
+    "quirks",
+    [
+        oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5, frozen=frozenset({"prefix_cache"})),
+        oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5, hide=frozenset({"prefix_cache"})),
+    ],
+    ids=["counters-frozen", "no-counters"],
+)
 def test_a_prefix_cache_the_counters_cannot_see_never_passes_a_warm_ttft_as_cold(serve, tmp_path, quirks):
     # Odd repeats reuse the salt before them: hits (2 ms) the counters do not show. Cold is 70 ms.
     server = serve(quirks, prefill_ms=20.0)
@@ -213,8 +239,9 @@ def test_a_prefix_cache_the_counters_cannot_see_never_passes_a_warm_ttft_as_cold
 
 
 def test_a_server_that_ignores_cache_salt_has_no_cold_ttft_and_says_so(serve, tmp_path):
-    server = serve(oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5, ignore_salt=True),
-                   prefill_ms=20.0)
+    server = serve(
+        oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5, ignore_salt=True), prefill_ms=20.0
+    )
     summary = server.bench(tmp_path, max_tokens=21, repeats=2, prompts=[prompt(21, words=100)])
     s = summary["suites"]["truth"]
     assert s["prefix_cache"] == {"cold": 0, "warm": 2, "unknown": 0}
@@ -222,8 +249,9 @@ def test_a_server_that_ignores_cache_salt_has_no_cold_ttft_and_says_so(serve, tm
     assert s["warm_ttft_ms"]["median"] < 15
 
 
-def test_a_retried_cold_repeat_gets_a_new_salt_never_the_one_its_discarded_try_warmed(serve, tmp_path,
-                                                                                       monkeypatch):
+def test_a_retried_cold_repeat_gets_a_new_salt_never_the_one_its_discarded_try_warmed(
+    serve, tmp_path, monkeypatch
+):
     server = serve()
     real, salts = run.measure, []
 
@@ -233,6 +261,7 @@ def test_a_retried_cold_repeat_gets_a_new_salt_never_the_one_its_discarded_try_w
         if len(salts) % 2 == 1:  # every repeat's first try is discarded as not alone
             record["exclusive"] = False
         return record
+
     monkeypatch.setattr(run, "measure", first_try_crowded)
     summary = server.bench(tmp_path, max_tokens=21, repeats=2)
     assert summary["discarded"] == 2

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
 from campaign_harness import EFFECTS, CampaignHost, OracleDriver, drive
-from seatkit.campaign import analysis, boot, plan as campaign_plan, runner, spec as specs
+
+from seatkit.campaign import analysis, boot, runner
+from seatkit.campaign import plan as campaign_plan
+from seatkit.campaign import spec as specs
 from seatkit.errors import SeatError
-from seatkit.host import change as host_change, plan as host_plan, settings
+from seatkit.host import change as host_change
+from seatkit.host import plan as host_plan
+from seatkit.host import settings
 
 
 def write_campaign(tmp_path, **fields):
-    data = {"description": "test", "seat": "cpu-smoke", "host": "paper", "suites": ["code"],
-            "repeats": 3, "bench": {"warmups": 0, "repeats": 3}, **fields}
+    data = {
+        "description": "test",
+        "seat": "cpu-smoke",
+        "host": "paper",
+        "suites": ["code"],
+        "repeats": 3,
+        "bench": {"warmups": 0, "repeats": 3},
+        **fields,
+    }
     path = tmp_path / "camp.yaml"
     path.write_text(yaml.safe_dump(data))
     return specs.load(str(path))
@@ -21,10 +32,19 @@ def write_campaign(tmp_path, **fields):
 
 # --- campaigns as data ---------------------------------------------------------------------------
 
+
 def test_designs_generate_the_host_arms(tmp_path):
     names = lambda design: [a.name for a in specs.designed(design, ["iommu", "p2p", "hmm"])]
-    assert names("factorial") == ["none", "iommu", "p2p", "hmm", "iommu+p2p", "iommu+hmm", "p2p+hmm",
-                                  "iommu+p2p+hmm"]
+    assert names("factorial") == [
+        "none",
+        "iommu",
+        "p2p",
+        "hmm",
+        "iommu+p2p",
+        "iommu+hmm",
+        "p2p+hmm",
+        "iommu+p2p+hmm",
+    ]
     assert names("leave-one-out") == ["iommu+p2p+hmm", "p2p+hmm", "iommu+hmm", "iommu+p2p"]
     assert names("one-at-a-time") == ["none", "iommu", "p2p", "hmm"]
 
@@ -37,14 +57,20 @@ def test_the_papers_campaign_is_data():
     assert [a.kind for a in specs.all_arms(cpu)] == ["profile", "profile"]
 
 
-@pytest.mark.parametrize("fields, words", [
-    ({"design": "factorial"}, "needs the settings"),
-    ({"arms": [{"name": "x", "host": ["iommu"], "profile": "cpu-smoke"}]}, "exactly one of"),
-    ({"arms": [{"name": "x", "host": ["dma"]}]}, "arms.0.host.0"),
-    ({"arms": [{"name": "a", "host": ["p2p"]}, {"name": "b", "profile": "cpu-smoke"}]}, "campaigns of their own"),
-    ({"arms": [{"name": "a b", "host": []}]}, "arms.0.name"),
-    ({"arms": []}, "no arms"),
-])
+@pytest.mark.parametrize(
+    "fields, words",
+    [
+        ({"design": "factorial"}, "needs the settings"),
+        ({"arms": [{"name": "x", "host": ["iommu"], "profile": "cpu-smoke"}]}, "exactly one of"),
+        ({"arms": [{"name": "x", "host": ["dma"]}]}, "arms.0.host.0"),
+        (
+            {"arms": [{"name": "a", "host": ["p2p"]}, {"name": "b", "profile": "cpu-smoke"}]},
+            "campaigns of their own",
+        ),
+        ({"arms": [{"name": "a b", "host": []}]}, "arms.0.name"),
+        ({"arms": []}, "no arms"),
+    ],
+)
 def test_bad_campaigns_are_refused_with_the_field(tmp_path, fields, words):
     with pytest.raises(SeatError) as caught:
         write_campaign(tmp_path, **fields)
@@ -69,6 +95,7 @@ def test_the_plan_counts_reboots_and_refuses_without_the_iommu_acknowledgement(t
 
 def test_a_loader_without_one_shot_is_refused_and_says_why(tmp_path):
     from fake_host import FakeHost
+
     host = FakeHost(tmp_path / "root", "bls")
     plan = campaign_plan.build(specs.load("paper"), host.system, acknowledge_iommu_off=True)
     assert any("grub-reboot" in r and "changes the default boot" in r for r in plan.refusals)
@@ -76,10 +103,13 @@ def test_a_loader_without_one_shot_is_refused_and_says_why(tmp_path):
 
 # --- the one-shot entry --------------------------------------------------------------------------
 
+
 def test_an_arms_entry_copies_the_default_and_carries_its_tokens(tmp_path):
     host = CampaignHost(tmp_path / "root", cmdline="quiet iommu=pt")
     arm = specs.Arm(name="p2p+hmm", host=["p2p", "hmm"])
-    text = boot.entry(arm, boot.default_entry(host.system), boot.arm_tokens(arm, settings.load("paper"), "amd"), "c")
+    text = boot.entry(
+        arm, boot.default_entry(host.system), boot.arm_tokens(arm, settings.load("paper"), "amd"), "c"
+    )
     linux = next(line for line in text.splitlines() if line.strip().startswith("linux"))
     assert "iommu=pt" not in linux  # the arm leaves the IOMMU out: the normal value is dropped
     assert "'nvidia.NVreg_RegistryDwords=ForceP2P=0x11;" in linux  # `;` quoted for GRUB's parser
@@ -97,6 +127,7 @@ def test_an_arms_entry_never_saves_itself_as_the_default(tmp_path):
 
 
 # --- the simulated campaign ----------------------------------------------------------------------
+
 
 def start(host, campaign, ack=True):
     plan = campaign_plan.build(campaign, host.system, acknowledge_iommu_off=ack)
@@ -122,12 +153,15 @@ def test_the_simulated_campaign_recovers_the_oracles_effects(tmp_path):
         e = effects[name]
         assert abs(e["effect_pct"] - truth * 100) <= e["uncertainty_pct"], (name, e)
     assert effects["iommu"]["uncertainty_pct"] < 10  # a real answer, not an interval that covers anything
-    assert "IOMMU off carries" in result["verdict"] and "HMM off within noise" in result["verdict"], result["verdict"]
+    assert "IOMMU off carries" in result["verdict"] and "HMM off within noise" in result["verdict"], result[
+        "verdict"
+    ]
     assert all(len(line) <= 80 for line in result["table"].splitlines())
     assert all(a["tps_alarm"] is None for a in result["arms"])
     assert host.path(f"{folder}/plot.png").read_bytes()[:4] == b"\x89PNG"
     # each arm's bench is an ordinary run folder: compare takes any two
     from seatkit.bench import compare
+
     runs = sorted(host.path(f"{folder}/runs").iterdir())
     assert len(runs) == 8 and compare.compare(str(runs[0]), str(runs[1]))
     assert host.files() == pristine  # after the final reboot into the normal entry
@@ -137,8 +171,9 @@ def test_the_simulated_campaign_recovers_the_oracles_effects(tmp_path):
 def test_an_arm_whose_settings_do_not_take_is_flagged_and_skipped(tmp_path):
     host = CampaignHost(tmp_path / "root", ignore=("nvidia_uvm.uvm_disable_hmm",))
     pristine = host.files()
-    campaign = write_campaign(tmp_path, repeats=1, arms=[{"name": "none", "host": []},
-                                                         {"name": "hmm", "host": ["hmm"]}])
+    campaign = write_campaign(
+        tmp_path, repeats=1, arms=[{"name": "none", "host": []}, {"name": "hmm", "host": ["hmm"]}]
+    )
     folder = start(host, campaign)
     assert drive(host, OracleDriver(host, seed=2))[-1] == "done"
     result = __import__("json").loads(host.path(f"{folder}/report.json").read_text())
@@ -201,11 +236,23 @@ def test_abort_restores_the_start_state(tmp_path):
 
 
 def test_the_table_fits_and_the_verdict_judges_noise():
-    arms = [{"arm": "a-very-long-arm-name-that-goes-on", "visits": 3, "skipped": 0, "ms_median": 12.3456,
-             "ms_min": 1.0, "ms_max": 123456.0, "tps_median": 3.0, "tps_alarm": "moved"}]
-    effects = [{"setting": "iommu", "effect_pct": -38.2, "uncertainty_pct": 3.1},
-               {"setting": "hmm", "effect_pct": 0.4, "uncertainty_pct": 1.5},
-               {"setting": "iommu×p2p", "effect_pct": None, "uncertainty_pct": None, "why": "not measured"}]
+    arms = [
+        {
+            "arm": "a-very-long-arm-name-that-goes-on",
+            "visits": 3,
+            "skipped": 0,
+            "ms_median": 12.3456,
+            "ms_min": 1.0,
+            "ms_max": 123456.0,
+            "tps_median": 3.0,
+            "tps_alarm": "moved",
+        }
+    ]
+    effects = [
+        {"setting": "iommu", "effect_pct": -38.2, "uncertainty_pct": 3.1},
+        {"setting": "hmm", "effect_pct": 0.4, "uncertainty_pct": 1.5},
+        {"setting": "iommu×p2p", "effect_pct": None, "uncertainty_pct": None, "why": "not measured"},
+    ]
     text = analysis.table(arms, effects, 4)
     assert all(len(line) <= 80 for line in text.splitlines())
     said = analysis.verdict(effects, arms)
@@ -215,8 +262,17 @@ def test_the_table_fits_and_the_verdict_judges_noise():
 
 def test_a_campaign_name_that_would_break_grub_cfg_is_refused(tmp_path):
     path = tmp_path / "it's.yaml"  # the name lands inside a single-quoted menuentry title
-    path.write_text(yaml.safe_dump({"description": "x", "seat": "cpu-smoke", "host": "paper",
-                                    "suites": ["code"], "arms": [{"name": "none", "host": []}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "description": "x",
+                "seat": "cpu-smoke",
+                "host": "paper",
+                "suites": ["code"],
+                "arms": [{"name": "none", "host": []}],
+            }
+        )
+    )
     with pytest.raises(SeatError, match="field 'name'"):
         specs.load(str(path))
 
@@ -249,9 +305,16 @@ def test_live_arms_set_their_knobs_and_the_end_puts_them_back(tmp_path):
             seen.append((arm.name, host.read("/sys/devices/system/cpu/cpufreq/boost").strip(), limits[0]))
             return __import__("campaign_harness").FastDriver(host).bench(campaign, arm, runs, progress)
 
-    campaign = write_campaign(tmp_path, host=None, repeats=1, arms=[
-        {"name": "start", "live": {}}, {"name": "no-boost", "live": {"cpu_boost": False}},
-        {"name": "pl450", "live": {"gpu_power_limit_w": 450}}])
+    campaign = write_campaign(
+        tmp_path,
+        host=None,
+        repeats=1,
+        arms=[
+            {"name": "start", "live": {}},
+            {"name": "no-boost", "live": {"cpu_boost": False}},
+            {"name": "pl450", "live": {"gpu_power_limit_w": 450}},
+        ],
+    )
     start(host, campaign)
     assert runner.step(host.system, Driver()) == "done"
     assert seen == [("start", "1", "600"), ("no-boost", "0", "600"), ("pl450", "1", "450")]
@@ -260,24 +323,35 @@ def test_live_arms_set_their_knobs_and_the_end_puts_them_back(tmp_path):
 
 def test_the_cli_plans_and_reports_status_on_a_fake_root(tmp_path):
     from click.testing import CliRunner
+
     from seatkit.cli import seat
+
     host = CampaignHost(tmp_path / "root")
     cli = CliRunner()
     refused = cli.invoke(seat, ["campaign", "plan", "paper", "--root", str(host.root)])
-    assert refused.exit_code == 0 and "refused:" in refused.output and "--acknowledge-iommu-off" in refused.output
-    planned = cli.invoke(seat, ["campaign", "plan", "paper", "--root", str(host.root), "--acknowledge-iommu-off",
-                                "--json"])
+    assert (
+        refused.exit_code == 0
+        and "refused:" in refused.output
+        and "--acknowledge-iommu-off" in refused.output
+    )
+    planned = cli.invoke(
+        seat, ["campaign", "plan", "paper", "--root", str(host.root), "--acknowledge-iommu-off", "--json"]
+    )
     assert __import__("json").loads(planned.output)["reboots"] == 17
     start(host, write_campaign(tmp_path, repeats=1, arms=[{"name": "p2p", "host": ["p2p"]}]))
     runner.step(host.system, OracleDriver(host))
     shown = cli.invoke(seat, ["campaign", "status", "--root", str(host.root)], env={"COLUMNS": "200"})
     assert "0 of 1 benches done" in shown.output and "next: visit 1 (p2p), 1 boot(s) armed" in shown.output
     assert runner.abort(host.system) == "aborted"  # the CLI would run this machine's update-grub
-    assert cli.invoke(seat, ["campaign", "status", "--root", str(host.root)]).output.strip() == "no campaign is running"
+    assert (
+        cli.invoke(seat, ["campaign", "status", "--root", str(host.root)]).output.strip()
+        == "no campaign is running"
+    )
 
 
 def test_the_seat_drivers_cold_start_wait_is_a_heartbeat_not_a_flood(tmp_path, monkeypatch):
     from seatkit.campaign import seat as campaign_seat
+
     stopped = []
 
     def up(spec, tick):

@@ -6,16 +6,25 @@ import json
 
 import pytest
 import yaml
-
 from campaign_harness import CampaignHost, FastDriver, drive
-from seatkit.campaign import boot, plan as campaign_plan, runner, spec as specs
+
+from seatkit.campaign import boot, runner
+from seatkit.campaign import plan as campaign_plan
+from seatkit.campaign import spec as specs
 from seatkit.errors import SeatError
 from seatkit.host import change as host_change
 
 
 def write_campaign(tmp_path, **fields):
-    data = {"description": "test", "seat": "cpu-smoke", "host": "paper", "suites": ["code"],
-            "repeats": 1, "bench": {"warmups": 0, "repeats": 1}, **fields}
+    data = {
+        "description": "test",
+        "seat": "cpu-smoke",
+        "host": "paper",
+        "suites": ["code"],
+        "repeats": 1,
+        "bench": {"warmups": 0, "repeats": 1},
+        **fields,
+    }
     path = tmp_path / "camp.yaml"
     path.write_text(yaml.safe_dump(data))
     return specs.load(str(path))
@@ -35,7 +44,10 @@ def test_an_update_grub_mid_campaign_is_not_undone_by_the_end(tmp_path):
     assert runner.step(host.system, driver) == "rebooting"
     host.boot()
     text = host.read("/etc/default/grub")
-    host.write("/etc/default/grub", text + 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT mitigations=off"\n')
+    host.write(
+        "/etc/default/grub",
+        text + 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT mitigations=off"\n',
+    )
     assert host.run(["update-grub"])[0] == 0  # the operator's (or apt's) own update-grub
     assert host.run_unit(driver) == "done"
     host.boot()
@@ -68,6 +80,7 @@ def _bench_writing(host, figures):
             summary["suites"]["code"]["ms_per_step"] = figures.get(arm.name, {"median": 20.0})
             (out / "summary.json").write_text(json.dumps(summary))
             return out
+
     return Driver()
 
 
@@ -75,8 +88,12 @@ def _bench_writing(host, figures):
 def test_a_bad_figure_in_a_summary_does_not_block_the_restore_or_reach_the_verdict(tmp_path, bad):
     host = CampaignHost(tmp_path / "root")
     pristine = host.files()
-    start(host, write_campaign(tmp_path, repeats=2, arms=[{"name": "none", "host": []},
-                                                         {"name": "p2p", "host": ["p2p"]}]))
+    start(
+        host,
+        write_campaign(
+            tmp_path, repeats=2, arms=[{"name": "none", "host": []}, {"name": "p2p", "host": ["p2p"]}]
+        ),
+    )
     outcomes = drive(host, _bench_writing(host, {"p2p": bad}))
     assert outcomes[-1] == "done"
     assert host.files() == pristine
@@ -108,8 +125,14 @@ def _live_host(tmp_path, pl_fails):
 
 def test_a_power_limit_that_fails_half_way_and_will_not_go_back_still_ends_the_campaign(tmp_path):
     host, limits = _live_host(tmp_path, lambda w: True)
-    campaign = write_campaign(tmp_path, host=None, arms=[
-        {"name": "start", "live": {}}, {"name": "low", "live": {"cpu_boost": False, "gpu_power_limit_w": 450}}])
+    campaign = write_campaign(
+        tmp_path,
+        host=None,
+        arms=[
+            {"name": "start", "live": {}},
+            {"name": "low", "live": {"cpu_boost": False, "gpu_power_limit_w": 450}},
+        ],
+    )
     start(host, campaign)
     outcome = runner.step(host.system, FastDriver(host))
     assert outcome == "failed"
@@ -121,6 +144,7 @@ def test_a_power_limit_that_fails_half_way_and_will_not_go_back_still_ends_the_c
 
 def test_a_report_that_fails_does_not_keep_the_host_from_its_start_state(tmp_path, monkeypatch):
     from seatkit.campaign import analysis
+
     host = CampaignHost(tmp_path / "root")
     pristine = host.files()
 
@@ -138,6 +162,7 @@ def test_abort_after_the_campaign_folder_was_deleted_still_restores_the_host(tmp
     """An operator cleans /var/lib/seatkit/campaign/2026…: the entries and the unit are still
     installed, and the unit would fail at every boot. Abort must still take them out."""
     import shutil
+
     host = CampaignHost(tmp_path / "root")
     pristine = host.files()
     folder = start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
@@ -167,8 +192,14 @@ def test_a_live_arm_whose_knob_did_not_take_is_not_measured(tmp_path):
         return real_run(argv)
 
     host.system.runner = run
-    start(host, write_campaign(tmp_path, host=None, arms=[{"name": "start", "live": {}},
-                                                         {"name": "pl450", "live": {"gpu_power_limit_w": 450}}]))
+    start(
+        host,
+        write_campaign(
+            tmp_path,
+            host=None,
+            arms=[{"name": "start", "live": {}}, {"name": "pl450", "live": {"gpu_power_limit_w": 450}}],
+        ),
+    )
     assert runner.step(host.system, FastDriver(host)) == "done"
     folder = next(host.root.glob("var/lib/seatkit/campaign/*T*Z-camp"))
     records = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()]
@@ -177,8 +208,7 @@ def test_a_live_arm_whose_knob_did_not_take_is_not_measured(tmp_path):
     assert skipped and skipped[0]["arm"] == "pl450" and "gpu_power_limit_w" in skipped[0]["why"]
 
 
-@pytest.mark.parametrize("live", [{"gpu_power_limit_w": True}, {"gpu_power_limit_w": 0},
-                                  {"cpu_boost": 7}])
+@pytest.mark.parametrize("live", [{"gpu_power_limit_w": True}, {"gpu_power_limit_w": 0}, {"cpu_boost": 7}])
 def test_a_live_knob_of_the_wrong_kind_is_refused(tmp_path, live):
     with pytest.raises(SeatError, match="arms.0.live"):
         write_campaign(tmp_path, host=None, arms=[{"name": "x", "live": live}])
@@ -187,12 +217,23 @@ def test_a_live_knob_of_the_wrong_kind_is_refused(tmp_path, live):
 def _run_of(arms, visits, design=None):
     """A finished campaign's journal, as the analysis reads it."""
     from types import SimpleNamespace
-    records = [{"type": "measured", "visit": i, "arm": name, "run": f"runs/{i}",
-                "figures": {"code": {"ms_per_step": ms, "tokens_per_step": 3.0}}}
-               for i, (name, ms) in enumerate(visits)]
-    return SimpleNamespace(arms={a.name: a for a in arms}, id="x",
-                           campaign=SimpleNamespace(design=design, name="x"),
-                           of=lambda kind, visit=None: [r for r in records if r["type"] == kind])
+
+    records = [
+        {
+            "type": "measured",
+            "visit": i,
+            "arm": name,
+            "run": f"runs/{i}",
+            "figures": {"code": {"ms_per_step": ms, "tokens_per_step": 3.0}},
+        }
+        for i, (name, ms) in enumerate(visits)
+    ]
+    return SimpleNamespace(
+        arms={a.name: a for a in arms},
+        id="x",
+        campaign=SimpleNamespace(design=design, name="x"),
+        of=lambda kind, visit=None: [r for r in records if r["type"] == kind],
+    )
 
 
 def test_an_effect_whose_reference_arm_was_skipped_is_confounded_not_a_number():
@@ -200,13 +241,19 @@ def test_an_effect_whose_reference_arm_was_skipped_is_confounded_not_a_number():
     cannot give either effect, and least squares' answer (+96 %, +211 %) must not be printed."""
     from seatkit.campaign import analysis
     from seatkit.campaign.spec import Arm
+
     arms = [Arm(name="none", host=[]), Arm(name="iommu", host=["iommu"]), Arm(name="p2p", host=["p2p"])]
     report = analysis.report(_run_of(arms, [("iommu", 12.0), ("p2p", 19.0)] * 3, "one-at-a-time"))
     assert [e["effect_pct"] for e in report["effects"]] == [None, None]
     assert "confounded" in report["verdict"] and "%" not in report["verdict"]
     # with the reference there, the same fit gives both effects
-    full = analysis.report(_run_of(arms, [("none", 20.0), ("iommu", 12.0), ("p2p", 19.0),
-                                          ("p2p", 19.2), ("iommu", 12.1), ("none", 20.1)], "one-at-a-time"))
+    full = analysis.report(
+        _run_of(
+            arms,
+            [("none", 20.0), ("iommu", 12.0), ("p2p", 19.0), ("p2p", 19.2), ("iommu", 12.1), ("none", 20.1)],
+            "one-at-a-time",
+        )
+    )
     assert round(full["effects"][0]["effect_pct"]) == -40 and full["effects"][0]["uncertainty_pct"]
 
 
@@ -215,16 +262,23 @@ def test_a_hostile_campaign_file_is_refused_fast(tmp_path):
     a repeated key silently won; a FIFO would block the read forever."""
     import os
     import time
-    lines = ["description: bomb", "seat: cpu-smoke", "arms: [{name: x, profile: cpu-smoke}]",
-             'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+
+    lines = [
+        "description: bomb",
+        "seat: cpu-smoke",
+        "arms: [{name: x, profile: cpu-smoke}]",
+        'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+    ]
     lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
     (tmp_path / "bomb.yaml").write_text("\n".join(lines + ["suites: *a8"]) + "\n")
     began = time.monotonic()
     with pytest.raises(SeatError, match="aliases"):
         specs.load(str(tmp_path / "bomb.yaml"))
     assert time.monotonic() - began < 5
-    (tmp_path / "twice.yaml").write_text("description: x\nseat: cpu-smoke\nsuites: [code]\n"
-                                         "arms: [{name: a, profile: cpu-smoke}]\nrepeats: 1\nrepeats: 20\n")
+    (tmp_path / "twice.yaml").write_text(
+        "description: x\nseat: cpu-smoke\nsuites: [code]\n"
+        "arms: [{name: a, profile: cpu-smoke}]\nrepeats: 1\nrepeats: 20\n"
+    )
     with pytest.raises(SeatError, match="duplicate key"):
         specs.load(str(tmp_path / "twice.yaml"))
     os.mkfifo(tmp_path / "pipe.yaml")
@@ -238,6 +292,7 @@ def test_an_abort_while_the_step_writes_its_journal_does_not_tear_it(tmp_path):
     the step's second half made a damaged line mid-journal: every later step, status and abort refused."""
     import dataclasses
     import threading
+
     host = CampaignHost(tmp_path / "root")
     pristine = host.files()
     start(host, write_campaign(tmp_path, host=None, arms=[{"name": "k3", "profile": "cpu-smoke"}]))
@@ -258,7 +313,9 @@ def test_an_abort_while_the_step_writes_its_journal_does_not_tear_it(tmp_path):
     assert runner.step(host.system, FastDriver(host)) in ("aborted", "done")
     threads[0].join(10)
     folder = next(host.root.glob("var/lib/seatkit/campaign/*T*Z-camp"))
-    records = runner.Journal(host.system, "/" + str((folder / "journal.jsonl").relative_to(host.root))).records()
+    records = runner.Journal(
+        host.system, "/" + str((folder / "journal.jsonl").relative_to(host.root))
+    ).records()
     assert [r["type"] for r in records].count("measured") == 1 and records[-1]["type"] in ("end", "aborted")
     assert runner.status(host.system) == {"running": False}
     assert host.files() == pristine
@@ -282,17 +339,25 @@ submenu 'Advanced options for Debian GNU/Linux' $menuentry_id_option 'gnulinux-a
 """
 
 
-@pytest.mark.parametrize("default, saved, kernel", [
-    ("0", None, "6.12.9"),
-    ("${saved_entry}", None, "6.12.9"),
-    ("${saved_entry}", "gnulinux-advanced-abc>gnulinux-6.1.0-30-amd64-advanced-abc", "6.1.0-30"),
-    ("gnulinux-advanced-abc>gnulinux-6.1.0-30-amd64-advanced-abc", None, "6.1.0-30"),
-    ("Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux 6.1.0-30-amd64", None, "6.1.0-30"),
-])
+@pytest.mark.parametrize(
+    "default, saved, kernel",
+    [
+        ("0", None, "6.12.9"),
+        ("${saved_entry}", None, "6.12.9"),
+        ("${saved_entry}", "gnulinux-advanced-abc>gnulinux-6.1.0-30-amd64-advanced-abc", "6.1.0-30"),
+        ("gnulinux-advanced-abc>gnulinux-6.1.0-30-amd64-advanced-abc", None, "6.1.0-30"),
+        (
+            "Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux 6.1.0-30-amd64",
+            None,
+            "6.1.0-30",
+        ),
+    ],
+)
 def test_the_arms_copy_the_entry_the_normal_boot_boots_not_the_first(tmp_path, default, saved, kernel):
     """An operator who pinned an older kernel (GRUB_DEFAULT=saved, or a submenu path) would have had
     every arm boot the newest one: another kernel, maybe without the NVIDIA module."""
     from campaign_harness import grubenv
+
     host = CampaignHost(tmp_path / "root")
     host.write("/boot/grub/grub.cfg", GRUB_CFG % default)
     host.path("/boot/grub/grubenv").write_bytes(grubenv({"saved_entry": saved} if saved else {}))
@@ -310,6 +375,7 @@ def test_a_default_that_names_no_entry_is_refused(tmp_path):
 
 def test_a_saved_entry_set_before_is_kept_and_one_set_between_boots_is_not_undone(tmp_path):
     from campaign_harness import grubenv, read_env
+
     host = CampaignHost(tmp_path / "root")
     host.path("/boot/grub/grubenv").write_bytes(grubenv({"saved_entry": "Ubuntu"}))  # the operator's, before
     pristine = host.files()

@@ -8,10 +8,12 @@ import random
 
 import pytest
 import yaml
-
 from campaign_harness import CampaignHost, FastDriver, drive
 from fake_host import Death
-from seatkit.campaign import analysis, plan as campaign_plan, runner, spec as specs
+
+from seatkit.campaign import analysis, runner
+from seatkit.campaign import plan as campaign_plan
+from seatkit.campaign import spec as specs
 from seatkit.errors import SeatError
 from seatkit.host.journal import Journal
 
@@ -31,9 +33,19 @@ class Killer:
 
 def campaign(tmp_path):
     path = tmp_path / "kills.yaml"
-    path.write_text(yaml.safe_dump({"description": "kills", "seat": "cpu-smoke", "host": "paper",
-                                    "suites": ["code"], "repeats": 1, "design": "one-at-a-time",
-                                    "settings": ["p2p"]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "description": "kills",
+                "seat": "cpu-smoke",
+                "host": "paper",
+                "suites": ["code"],
+                "repeats": 1,
+                "design": "one-at-a-time",
+                "settings": ["p2p"],
+            }
+        )
+    )
     return specs.load(str(path))
 
 

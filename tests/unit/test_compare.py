@@ -21,27 +21,44 @@ def test_shipped_cards_load_with_sources_and_units(name):
 
 
 def card_file(tmp_path, figures, conditions=None):
-    data = {"source": "test", "conditions": conditions or {"model": "m", "content": "code",
-                                                            "context": 0, "temperature": 0.0},
-            "figures": figures}
+    data = {
+        "source": "test",
+        "conditions": conditions or {"model": "m", "content": "code", "context": 0, "temperature": 0.0},
+        "figures": figures,
+    }
     path = tmp_path / "card.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
 
 
-@pytest.mark.parametrize("figure, field, expected", [
-    ({"id": "x", "what": "w", "source": "s"}, "figures.0", "at least one value"),
-    ({"id": "x", "what": "w", "source": "s", "decode_tok_s": -1}, "figures.0.decode_tok_s",
-     "greater than 0"),
-    ({"id": "x", "what": "w", "source": "s", "tok_per_sec": 1}, "figures.0.tok_per_sec", "unknown field"),
-    ({"id": "x", "what": "w", "decode_tok_s": 1}, "figures.0.source", "Field required"),
-    ({"id": "x", "what": "w", "source": "s", "draft_acceptance": 76}, "figures.0.draft_acceptance",
-     "less than or equal to 1"),
-    ({"id": "x", "what": "w", "source": "s", "decode_tok_s": 1, "conditions": {"content": "poetry"}},
-     "figures.0.conditions.content", "'code' or 'prose'"),
-    ({"id": "x", "what": "w", "source": "s", "decode_tok_s": 1, "repeats": {"ms_per_step": [1.0]}},
-     "figures.0", "which has no value"),
-])
+@pytest.mark.parametrize(
+    "figure, field, expected",
+    [
+        ({"id": "x", "what": "w", "source": "s"}, "figures.0", "at least one value"),
+        (
+            {"id": "x", "what": "w", "source": "s", "decode_tok_s": -1},
+            "figures.0.decode_tok_s",
+            "greater than 0",
+        ),
+        ({"id": "x", "what": "w", "source": "s", "tok_per_sec": 1}, "figures.0.tok_per_sec", "unknown field"),
+        ({"id": "x", "what": "w", "decode_tok_s": 1}, "figures.0.source", "Field required"),
+        (
+            {"id": "x", "what": "w", "source": "s", "draft_acceptance": 76},
+            "figures.0.draft_acceptance",
+            "less than or equal to 1",
+        ),
+        (
+            {"id": "x", "what": "w", "source": "s", "decode_tok_s": 1, "conditions": {"content": "poetry"}},
+            "figures.0.conditions.content",
+            "'code' or 'prose'",
+        ),
+        (
+            {"id": "x", "what": "w", "source": "s", "decode_tok_s": 1, "repeats": {"ms_per_step": [1.0]}},
+            "figures.0",
+            "which has no value",
+        ),
+    ],
+)
 def test_bad_cards_are_rejected_with_the_field_named(tmp_path, figure, field, expected):
     with pytest.raises(SeatError) as caught:
         cards.load(card_file(tmp_path, [figure]))
@@ -49,36 +66,51 @@ def test_bad_cards_are_rejected_with_the_field_named(tmp_path, figure, field, ex
 
 
 def entry(side, tps, tau, ms, spread=None, model="m", key="code"):
-    return compare.Entry(side, key, key, {"model": model, "content": "code", "context": 0},
-                         {"decode_tok_s": tps, "tokens_per_step": tau, "ms_per_step": ms},
-                         spread or {})
+    return compare.Entry(
+        side,
+        key,
+        key,
+        {"model": model, "content": "code", "context": 0},
+        {"decode_tok_s": tps, "tokens_per_step": tau, "ms_per_step": ms},
+        spread or {},
+    )
 
 
 def test_factor_split_on_hand_computed_cases():
     # Same acceptance, step 21.0 -> 12.2 ms: the whole gap is step time.
-    verdict = compare._verdict({"decode_tok_s": 21.0 / 12.2, "tokens_per_step": 1.0,
-                                "ms_per_step": 12.2 / 21.0}, entry("a", 1, 1, 1), entry("b", 1, 1, 1))
+    verdict = compare._verdict(
+        {"decode_tok_s": 21.0 / 12.2, "tokens_per_step": 1.0, "ms_per_step": 12.2 / 21.0},
+        entry("a", 1, 1, 1),
+        entry("b", 1, 1, 1),
+    )
     assert verdict["factor"] == "ms_per_step" and verdict["share"] == pytest.approx(1.0)
     assert "host settings" in verdict["text"]
     # Code 502 vs prose 211 tok/s at 12.2 vs 10.0 ms/step (paper S12-S14): acceptance carries it.
-    ratios = {"decode_tok_s": 502 / 211, "tokens_per_step": (502 * 12.2) / (211 * 10.0),
-              "ms_per_step": 12.2 / 10.0}
+    ratios = {
+        "decode_tok_s": 502 / 211,
+        "tokens_per_step": (502 * 12.2) / (211 * 10.0),
+        "ms_per_step": 12.2 / 10.0,
+    }
     assert math.log(ratios["decode_tok_s"]) == pytest.approx(
-        math.log(ratios["tokens_per_step"]) - math.log(ratios["ms_per_step"]))
+        math.log(ratios["tokens_per_step"]) - math.log(ratios["ms_per_step"])
+    )
     verdict = compare._verdict(ratios, entry("a", 1, 1, 1), entry("b", 1, 1, 1))
     assert verdict["factor"] == "tokens_per_step"
-    assert verdict["share"] == pytest.approx(math.log(ratios["tokens_per_step"]) /
-                                             math.log(ratios["decode_tok_s"]))
+    assert verdict["share"] == pytest.approx(
+        math.log(ratios["tokens_per_step"]) / math.log(ratios["decode_tok_s"])
+    )
     assert "content" in verdict["text"]
 
 
 def test_noise_verdict_uses_both_spreads():
     ratios = {"decode_tok_s": 1.04, "tokens_per_step": 1.0, "ms_per_step": 1 / 1.04}
-    noisy = compare._verdict(ratios, entry("a", 1, 1, 1, {"decode_tok_s": 0.02}),
-                             entry("b", 1, 1, 1, {"decode_tok_s": 0.02}))
+    noisy = compare._verdict(
+        ratios, entry("a", 1, 1, 1, {"decode_tok_s": 0.02}), entry("b", 1, 1, 1, {"decode_tok_s": 0.02})
+    )
     assert noisy["within_noise"] and "within noise" in noisy["text"]
-    tight = compare._verdict(ratios, entry("a", 1, 1, 1, {"decode_tok_s": 0.005}),
-                             entry("b", 1, 1, 1, {"decode_tok_s": 0.005}))
+    tight = compare._verdict(
+        ratios, entry("a", 1, 1, 1, {"decode_tok_s": 0.005}), entry("b", 1, 1, 1, {"decode_tok_s": 0.005})
+    )
     assert not tight["within_noise"] and tight["factor"] == "ms_per_step"
     unknown = compare._verdict(ratios, entry("a", 1, 1, 1), entry("b", 1, 1, 1))
     assert "neither side gives a spread" in unknown["text"]
@@ -106,11 +138,23 @@ def run_dir(tmp_path, name, model, tps, tau, ms, cv=0.01):
     folder = tmp_path / name
     folder.mkdir()
     stats = lambda v: {"median": v, "min": v, "max": v, "cv": cv, "n": 5}  # noqa: E731
-    (folder / "summary.json").write_text(json.dumps({
-        "schema": compare.BENCH_SCHEMA,
-        "conditions": {"model": model, "k": 5, "sampling": {"temperature": 0.0}},
-        "suites": {"code": {"content": "code", "context": 0, "decode_tok_s": stats(tps),
-                            "tokens_per_step": stats(tau), "ms_per_step": stats(ms)}}}))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "schema": compare.BENCH_SCHEMA,
+                "conditions": {"model": model, "k": 5, "sampling": {"temperature": 0.0}},
+                "suites": {
+                    "code": {
+                        "content": "code",
+                        "context": 0,
+                        "decode_tok_s": stats(tps),
+                        "tokens_per_step": stats(tau),
+                        "ms_per_step": stats(ms),
+                    }
+                },
+            }
+        )
+    )
     return str(folder)
 
 
@@ -153,8 +197,9 @@ def test_parity_identical_and_first_divergence():
 def test_parity_compare_of_records(tmp_path):
     for name, text in (("a", "same text"), ("b", "same text"), ("c", "same test")):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "parity.json").write_text(json.dumps(
-            {"schema": parity.SCHEMA, "outputs": {"p1": outputs(text, None)}}))
+        (tmp_path / name / "parity.json").write_text(
+            json.dumps({"schema": parity.SCHEMA, "outputs": {"p1": outputs(text, None)}})
+        )
     assert parity.compare(tmp_path / "a", tmp_path / "b")["identical"]
     differ = parity.compare(tmp_path / "a", tmp_path / "c")
     assert not differ["identical"] and differ["prompts"]["p1"]["char_position"] == 7
@@ -184,8 +229,11 @@ def test_every_factor_beyond_its_spread_is_named_with_its_share():
 
 def test_conditions_are_always_listed_with_unknown_where_a_side_does_not_say(tmp_path):
     a = run_dir(tmp_path, "a", "DeepSeek-V4.1-Flash-1017", 500, 6.0, 12.0)
-    card = card_file(tmp_path, [{"id": "x", "what": "w", "source": "s", "decode_tok_s": 100.0}],
-                     {"model": "DeepSeek-V4.1-Flash-1017", "content": "prose", "context": 4096})
+    card = card_file(
+        tmp_path,
+        [{"id": "x", "what": "w", "source": "s", "decode_tok_s": 100.0}],
+        {"model": "DeepSeek-V4.1-Flash-1017", "content": "prose", "context": 4096},
+    )
     nothing = compare.compare(a, str(card))
     assert nothing.refused.startswith("nothing to compare")
     assert list(nothing.conditions) == list(compare.CONDITIONS)
@@ -200,22 +248,28 @@ def test_a_url_run_is_refused_against_another_model_and_a_side_without_one(tmp_p
     url_run = run_dir(tmp_path, "url", "tiny", 600, 5.5, 9.2)  # --url: the served name only
     other = run_dir(tmp_path, "other", "DeepSeek-V4.1-Flash-1017", 500, 6.0, 12.0)
     assert "different models" in compare.compare(url_run, other).refused
-    anonymous = card_file(tmp_path, [{"id": "x", "what": "w", "source": "s", "decode_tok_s": 1.0}],
-                          {"content": "code", "context": 0})
+    anonymous = card_file(
+        tmp_path,
+        [{"id": "x", "what": "w", "source": "s", "decode_tok_s": 1.0}],
+        {"content": "code", "context": 0},
+    )
     refused = compare.compare(url_run, str(anonymous))
     assert refused.refused and refused.differing["model"] == ["tiny vs unknown"]
     assert "tiny vs unknown" in refused.refused
 
 
-@pytest.mark.parametrize("text", ["{not json", '{"conditions": {}, "suites": {"x": {"decode_tok_s": 5}}}',
-                                  '["a list"]', '{"suites": {}}'])
+@pytest.mark.parametrize(
+    "text",
+    ["{not json", '{"conditions": {}, "suites": {"x": {"decode_tok_s": 5}}}', '["a list"]', '{"suites": {}}'],
+)
 def test_a_corrupted_summary_is_a_clear_error(tmp_path, text):
     good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "summary.json").write_text(text)
-    with pytest.raises(SeatError, match="not a bench summary|not valid JSON for a bench summary|"
-                                        "invalid bench summary"):
+    with pytest.raises(
+        SeatError, match="not a bench summary|not valid JSON for a bench summary|invalid bench summary"
+    ):
         compare.compare(good, str(bad))
 
 
@@ -231,9 +285,15 @@ def test_a_sweep_is_not_compared_as_if_it_were_a_batch_1_run(tmp_path):
     good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
     swept = tmp_path / "swept"
     swept.mkdir()
-    (swept / "summary.json").write_text(json.dumps({
-        "schema": sweep.SCHEMA, "conditions": {"model": "tiny", "sampling": {}},
-        "suites": {"code": {"content": "code", "levels": []}}}))
+    (swept / "summary.json").write_text(
+        json.dumps(
+            {
+                "schema": sweep.SCHEMA,
+                "conditions": {"model": "tiny", "sampling": {}},
+                "suites": {"code": {"content": "code", "levels": []}},
+            }
+        )
+    )
     with pytest.raises(SeatError, match="is a concurrency sweep"):
         compare.compare(good, str(swept))
 
@@ -241,9 +301,15 @@ def test_a_sweep_is_not_compared_as_if_it_were_a_batch_1_run(tmp_path):
 PAPER = "paper-pt-r-2026-042"
 
 
-@pytest.mark.parametrize("form", ["paper-pt-r-2026-042", "paper-pt-r-2026-042.yaml",
-                                  "bench/references/paper-pt-r-2026-042",
-                                  "bench/references/paper-pt-r-2026-042.yaml"])
+@pytest.mark.parametrize(
+    "form",
+    [
+        "paper-pt-r-2026-042",
+        "paper-pt-r-2026-042.yaml",
+        "bench/references/paper-pt-r-2026-042",
+        "bench/references/paper-pt-r-2026-042.yaml",
+    ],
+)
 def test_every_card_form_the_help_shows_loads_from_any_folder(form, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # not the repository: the form must not be read against it
     assert cards.load(form).name == PAPER
@@ -321,8 +387,14 @@ def test_a_run_meets_an_ldb_sustained_card_by_the_figure_ldb_would_print(tmp_pat
     data["conditions"]["sampling"]["temperature"] = 0.1
     data["suites"]["code"]["content"] = "prose"
     bare = json.dumps(data)
-    data["suites"]["code"]["harness_figures"] = {"llm_decode_bench sustained C=1": {
-        "decode_tok_s": 240.0, "requests": 5, "prefix_cache": "warm", "definition": "d"}}
+    data["suites"]["code"]["harness_figures"] = {
+        "llm_decode_bench sustained C=1": {
+            "decode_tok_s": 240.0,
+            "requests": 5,
+            "prefix_cache": "warm",
+            "definition": "d",
+        }
+    }
     path.write_text(json.dumps(data))
     row = compare.compare(a, "deepspark-readme#D6-D11-ctx0").rows[0]
     assert row["a_values"]["decode_tok_s"] == 240.0  # not the per-request 250
@@ -340,8 +412,15 @@ def test_a_picked_figure_without_decode_figures_is_a_clear_error_naming_those_wi
     assert "D1" in caught.value.hint
 
 
-@pytest.mark.parametrize("cv, why", [(float("nan"), "got nan"), (-1, "greater than or equal to 0"),
-                                     ("wide", "valid number"), (float("inf"), "not a finite number")])
+@pytest.mark.parametrize(
+    "cv, why",
+    [
+        (float("nan"), "got nan"),
+        (-1, "greater than or equal to 0"),
+        ("wide", "valid number"),
+        (float("inf"), "not a finite number"),
+    ],
+)
 def test_a_summary_spread_that_is_not_a_number_is_refused_naming_the_field(tmp_path, cv, why):
     good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
     bad = run_dir(tmp_path, "bad", "tiny", 420, 5.5, 13.1, cv=cv)  # a 30 % step-time gap
@@ -364,8 +443,14 @@ def test_a_summary_count_or_content_out_of_schema_is_refused_naming_the_field(tm
 
 
 def test_the_run_writes_its_suites_through_the_same_schema():
-    record = {"exclusive": True, "suite": "code", "prompt": "p", "content": "code", "max_tokens": 8,
-              "factors": {"decode_tok_s": float("nan"), "tokens_per_step": 2.0, "ms_per_step": 5.0}}
+    record = {
+        "exclusive": True,
+        "suite": "code",
+        "prompt": "p",
+        "content": "code",
+        "max_tokens": 8,
+        "factors": {"decode_tok_s": float("nan"), "tokens_per_step": 2.0, "ms_per_step": 5.0},
+    }
     with pytest.raises(SeatError, match="suites|code.decode_tok_s"):
         run.summarize([record])
     record["factors"]["decode_tok_s"] = 400.0
@@ -427,21 +512,38 @@ def test_a_summary_from_before_the_withholding_checks_is_read_with_a_caveat(tmp_
 
 
 def test_two_cards_from_different_harnesses_say_their_tok_s_is_not_defined_alike():
-    for a, b in (("deepspark-readme#D6-D11-ctx0", f"{PAPER}#S12-S14-prose"),
-                 (f"{PAPER}#S12-S14-prose", "deepspark-readme#D6-D11-ctx0")):
+    for a, b in (
+        ("deepspark-readme#D6-D11-ctx0", f"{PAPER}#S12-S14-prose"),
+        (f"{PAPER}#S12-S14-prose", "deepspark-readme#D6-D11-ctx0"),
+    ):
         text = compare.compare(a, b, force=True).rows[0]["verdict"]["text"]
         assert "the harnesses differ" in text and "llm_decode_bench sustained C=1" in text
     same = compare.compare(f"{PAPER}#S8-after", f"{PAPER}#S8-before").rows[0]["verdict"]["text"]
     assert "harnesses differ" not in same
 
 
-@pytest.mark.parametrize("harness, said", [
-    ({"tool": "mybench", "mode": "sustained", "concurrency": 1}, "tokens its own way"),
-    ({"tool": "llm_decode_bench", "mode": "sustained", "concurrency": 4}, "TTFT gaps")])
+@pytest.mark.parametrize(
+    "harness, said",
+    [
+        ({"tool": "mybench", "mode": "sustained", "concurrency": 1}, "tokens its own way"),
+        ({"tool": "llm_decode_bench", "mode": "sustained", "concurrency": 4}, "TTFT gaps"),
+    ],
+)
 def test_a_harness_the_kit_cannot_rebuild_is_refused_without_guessing_its_definition(tmp_path, harness, said):
     a = run_dir(tmp_path, "a", "m", 250.0, 2.9, 11.6)
-    card = card_file(tmp_path, [{"id": "x", "what": "w", "source": "s", "decode_tok_s": 240.0,
-                                 "tokens_per_step": 2.9, "harness": harness}])
+    card = card_file(
+        tmp_path,
+        [
+            {
+                "id": "x",
+                "what": "w",
+                "source": "s",
+                "decode_tok_s": 240.0,
+                "tokens_per_step": 2.9,
+                "harness": harness,
+            }
+        ],
+    )
     for x, y in ((a, str(card)), (str(card), a)):
         text = compare.compare(x, y).rows[0]["verdict"]["text"]
         assert text.startswith("refused") and said in text and "cannot rebuild" in text

@@ -8,6 +8,9 @@ import time
 import tracemalloc
 
 import pytest
+from test_compare import run_dir
+from test_models import BASE, DRAFT, fill, write_profile
+from test_profile_files import BOMB
 
 from seatkit import safe_yaml
 from seatkit.bench import cards, compare
@@ -15,16 +18,14 @@ from seatkit.errors import SeatError
 from seatkit.models import lock as locks
 from seatkit.serve import profile as profiles
 
-from test_compare import run_dir
-from test_models import BASE, DRAFT, fill, write_profile
-from test_profile_files import BOMB
-
 
 @pytest.fixture
 def no_hang():
     """Fail, not hang, when a read blocks (a FIFO with no writer blocks forever)."""
+
     def boom(*_):
         raise TimeoutError("the read blocked")
+
     old = signal.signal(signal.SIGALRM, boom)
     signal.alarm(10)
     yield
@@ -61,8 +62,7 @@ def test_an_alias_bomb_in_a_reference_card_is_refused_quickly(tmp_path):
     path.write_text(BOMB)
     message = refused_quickly_and_small(lambda: cards.load(path))
     assert "anchors and aliases" in message and str(path) in message
-    assert "anchors and aliases" in refused_quickly_and_small(
-        lambda: compare.compare(str(path), str(path)))
+    assert "anchors and aliases" in refused_quickly_and_small(lambda: compare.compare(str(path), str(path)))
 
 
 def test_a_duplicate_key_in_a_card_or_a_summary_is_refused(tmp_path):
@@ -102,7 +102,8 @@ def test_a_huge_regular_file_is_refused_by_size(tmp_path):
     with summary.open("wb") as fh:
         fh.truncate(compare.SUMMARY_BYTES + 1)
     assert "too large" in refused_quickly_and_small(
-        lambda: safe_yaml.read_json(summary, "bench summary", compare.SUMMARY_BYTES))
+        lambda: safe_yaml.read_json(summary, "bench summary", compare.SUMMARY_BYTES)
+    )
 
 
 def test_a_json_file_nested_too_deeply_is_a_clear_error(tmp_path):
@@ -116,9 +117,13 @@ def test_every_yaml_and_json_read_of_the_kit_goes_through_the_safe_loader():
     """A new yaml.safe_load or json.loads of a file would bypass every check above."""
     root = profiles.paths.REPO / "seatkit"
     bad = re.compile(r"yaml\.(safe_)?load\(|json\.loads?\([^\n]*read_text\(")
-    offenders = [f"{source.relative_to(root)}: {line.strip()}"
-                 for source in root.rglob("*.py") if source.name != "safe_yaml.py"
-                 for line in source.read_text().splitlines() if bad.search(line)]
+    offenders = [
+        f"{source.relative_to(root)}: {line.strip()}"
+        for source in root.rglob("*.py")
+        if source.name != "safe_yaml.py"
+        for line in source.read_text().splitlines()
+        if bad.search(line)
+    ]
     assert offenders == []
 
 
@@ -153,6 +158,7 @@ def test_a_models_lock_with_an_infinite_size_is_a_clear_error(tmp_path, monkeypa
     profile = profiles.load(write_profile(tmp_path))
     locks.lock_path(profile).write_text(
         "models:\n  base:\n    repository: null\n    revision: null\n    sha256: x\n"
-        "    files: [{path: a, size: .inf, sha256: x}]\n")
+        "    files: [{path: a, size: .inf, sha256: x}]\n"
+    )
     with pytest.raises(SeatError, match="not a models lock .OverflowError"):
         locks.read(profile)

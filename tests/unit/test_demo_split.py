@@ -7,18 +7,27 @@ from seatkit.orchestrate import demo
 
 def suite(content, tok_s, tau, ms, spread=0.02):
     stats = lambda v: {"median": v, "min": v * 0.98, "max": v * 1.02, "cv": spread}  # noqa: E731
-    return {"content": content, "decode_tok_s": stats(tok_s), "tokens_per_step": stats(tau),
-            "ms_per_step": stats(ms), "draft_acceptance": stats(0.5)}
+    return {
+        "content": content,
+        "decode_tok_s": stats(tok_s),
+        "tokens_per_step": stats(tau),
+        "ms_per_step": stats(ms),
+        "draft_acceptance": stats(0.5),
+    }
 
 
 def summary(code, prose):
-    return {"schema": "seatkit.bench/1", "conditions": {"model": "smollm2", "sampling": {"temperature": 0}},
-            "suites": {"demo-code": code, "demo-prose": prose}}
+    return {
+        "schema": "seatkit.bench/1",
+        "conditions": {"model": "smollm2", "sampling": {"temperature": 0}},
+        "suites": {"demo-code": code, "demo-prose": prose},
+    }
 
 
 def test_acceptance_carrying_the_gap_is_said_so(tmp_path):
-    rows, sentence = demo.side_by_side(summary(suite("code", 30.0, 3.6, 120.0),
-                                               suite("prose", 10.0, 1.2, 120.0)), tmp_path)
+    rows, sentence = demo.side_by_side(
+        summary(suite("code", 30.0, 3.6, 120.0), suite("prose", 10.0, 1.2, 120.0)), tmp_path
+    )
     assert "code decodes 3.00x as fast as prose" in sentence
     assert "acceptance (tokens/step) carries 100% of the gap" in sentence
     assert "acceptance, not step time, carries the difference" in sentence
@@ -26,32 +35,37 @@ def test_acceptance_carrying_the_gap_is_said_so(tmp_path):
 
 
 def test_step_time_carrying_the_gap_is_named_and_a_factor_working_against_is_said(tmp_path):
-    _, sentence = demo.side_by_side(summary(suite("code", 20.0, 1.2, 60.0),
-                                            suite("prose", 10.0, 1.2, 120.0)), tmp_path)
+    _, sentence = demo.side_by_side(
+        summary(suite("code", 20.0, 1.2, 60.0), suite("prose", 10.0, 1.2, 120.0)), tmp_path
+    )
     assert "step time, not acceptance, carries the difference" in sentence
-    _, sentence = demo.side_by_side(summary(suite("code", 15.0, 3.0, 200.0),
-                                            suite("prose", 10.0, 1.0, 100.0)), tmp_path)
+    _, sentence = demo.side_by_side(
+        summary(suite("code", 15.0, 3.0, 200.0), suite("prose", 10.0, 1.0, 100.0)), tmp_path
+    )
     assert "step time works against it" in sentence and "acceptance, not step time" in sentence
 
 
 def test_inside_the_noise_no_factor_is_credited(tmp_path):
-    rows, sentence = demo.side_by_side(summary(suite("code", 10.2, 1.2, 120.0, 0.2),
-                                               suite("prose", 10.0, 1.2, 120.0, 0.2)), tmp_path)
+    rows, sentence = demo.side_by_side(
+        summary(suite("code", 10.2, 1.2, 120.0, 0.2), suite("prose", 10.0, 1.2, 120.0, 0.2)), tmp_path
+    )
     assert "within noise" in sentence and "carries the difference" not in sentence
     assert json.dumps(rows)
 
 
 def test_factors_that_cancel_to_the_same_speed_are_said_so_not_split(tmp_path):
     """Twice the tokens per step at twice the step time: no gap to share out, and no crash."""
-    _, sentence = demo.side_by_side(summary(suite("code", 10.0, 2.0, 200.0),
-                                            suite("prose", 10.0, 1.0, 100.0)), tmp_path)
+    _, sentence = demo.side_by_side(
+        summary(suite("code", 10.0, 2.0, 200.0), suite("prose", 10.0, 1.0, 100.0)), tmp_path
+    )
     assert "same speed" in sentence and "cancel" in sentence
     assert "carries the difference" not in sentence
 
 
 def test_a_gap_inside_the_tok_s_spread_is_not_credited_to_a_factor(tmp_path):
-    rows, sentence = demo.side_by_side(summary(suite("code", 10.1, 2.0, 198.0),
-                                               suite("prose", 10.0, 1.0, 100.0)), tmp_path)
+    rows, sentence = demo.side_by_side(
+        summary(suite("code", 10.1, 2.0, 198.0), suite("prose", 10.0, 1.0, 100.0)), tmp_path
+    )
     assert "same speed" in sentence and "carries the difference" not in sentence
     assert [row[4] for row in rows] == [""] * 4
     assert "of the gap" not in sentence.split("(")[0]  # no 6966 % shares of a 1 % gap
@@ -60,19 +74,22 @@ def test_a_gap_inside_the_tok_s_spread_is_not_credited_to_a_factor(tmp_path):
 def test_the_factor_working_against_the_gap_is_the_one_named(tmp_path):
     # Code takes twice the tokens per step at four times the step time: step time makes it slower,
     # acceptance works against that.
-    _, sentence = demo.side_by_side(summary(suite("code", 5.0, 2.0, 400.0),
-                                            suite("prose", 10.0, 1.0, 100.0)), tmp_path)
+    _, sentence = demo.side_by_side(
+        summary(suite("code", 5.0, 2.0, 400.0), suite("prose", 10.0, 1.0, 100.0)), tmp_path
+    )
     assert "prose decodes 2.00x as fast as code" in sentence
     assert "acceptance works against it" in sentence and "step time works against" not in sentence
     assert "step time, not acceptance, carries the difference" in sentence
-    _, sentence = demo.side_by_side(summary(suite("code", 15.0, 3.0, 200.0),
-                                            suite("prose", 10.0, 1.0, 100.0)), tmp_path)
+    _, sentence = demo.side_by_side(
+        summary(suite("code", 15.0, 3.0, 200.0), suite("prose", 10.0, 1.0, 100.0)), tmp_path
+    )
     assert "step time works against it" in sentence
 
 
 def test_a_factor_that_did_not_move_reads_0_not_minus_0(tmp_path):
-    rows, sentence = demo.side_by_side(summary(suite("code", 8.0, 1.2, 150.0),
-                                               suite("prose", 10.0, 1.2, 120.0)), tmp_path)
+    rows, sentence = demo.side_by_side(
+        summary(suite("code", 8.0, 1.2, 150.0), suite("prose", 10.0, 1.2, 120.0)), tmp_path
+    )
     assert rows[1][4] == "0%" and rows[2][4] == "100%"
     assert "-0%" not in sentence and "acceptance (tokens/step) carries 0%" in sentence
 
@@ -87,8 +104,9 @@ def test_the_side_by_side_is_a_grid_at_80_columns_even_at_three_digit_speeds(tmp
 
     buf = io.StringIO()
     monkeypatch.setattr(serve, "out", Console(file=buf, width=80, force_terminal=False))
-    serve.print_side_by_side(summary(suite("code", 412.7, 3.18, 107.04), suite("prose", 201.3, 1.35, 96.11)),
-                             tmp_path)
+    serve.print_side_by_side(
+        summary(suite("code", 412.7, 3.18, 107.04), suite("prose", 201.3, 1.35, 96.11)), tmp_path
+    )
     lines = buf.getvalue().splitlines()
     table = [line for line in lines if "tokens/step" in line and "3.18 (" in line and "1.35 (" in line]
     assert table, buf.getvalue()  # one row holds both sides

@@ -41,8 +41,14 @@ def test_h200_fixture_rows_follow_from_its_nvml_readings(profile):
     """The committed real run: its NVML rows are what the checks make of its readings."""
     rows = gpu.rows(H200["nvml"], profile, settings.load("paper"))
     assert [r.as_dict() for r in rows] == [r for r in H200["rows"] if r["layer"] == "gpu"]
-    assert statuses(rows) == {"driver": "WARN", "GPU count": "FAIL", "GPU0 PCIe": "OK",
-                              "power limit": "WARN", "clocks": "OK", "persistence": "OK"}
+    assert statuses(rows) == {
+        "driver": "WARN",
+        "GPU count": "FAIL",
+        "GPU0 PCIe": "OK",
+        "power limit": "WARN",
+        "clocks": "OK",
+        "persistence": "OK",
+    }
     assert "580.159.04" in rows[0].evidence and "595.58.03" in rows[0].evidence
     assert "1 visible (NVIDIA H200), TP needs 4" == rows[1].evidence
     assert "700 W" in rows[3].evidence and "300 W" in rows[3].evidence
@@ -58,16 +64,19 @@ def gpu0(**change):
     return nv
 
 
-@pytest.mark.parametrize("change, check, status, words", [
-    ({}, "GPU count", "OK", "4 visible"),
-    ({"pcie_width": 8}, "GPU0 PCIe", "FAIL", "x8 of x16"),
-    ({"pcie_gen": 3}, "GPU0 PCIe", "WARN", "Gen3 of Gen5"),
-    ({"pcie_gen": "unavailable (Not Supported)"}, "GPU0 PCIe", "WARN", "cannot check"),
-    ({"power_limit_w": 300.0}, "power limit", "OK", "300 W"),
-    ({"clock_event_reasons": ["hw_thermal"]}, "clocks", "FAIL", "hw_thermal"),
-    ({"clock_event_reasons": ["sw_power_cap"]}, "clocks", "WARN", "sw_power_cap"),
-    ({"persistence_mode": 0}, "persistence", "WARN", "off on GPU 0, 1, 2, 3"),
-])
+@pytest.mark.parametrize(
+    "change, check, status, words",
+    [
+        ({}, "GPU count", "OK", "4 visible"),
+        ({"pcie_width": 8}, "GPU0 PCIe", "FAIL", "x8 of x16"),
+        ({"pcie_gen": 3}, "GPU0 PCIe", "WARN", "Gen3 of Gen5"),
+        ({"pcie_gen": "unavailable (Not Supported)"}, "GPU0 PCIe", "WARN", "cannot check"),
+        ({"power_limit_w": 300.0}, "power limit", "OK", "300 W"),
+        ({"clock_event_reasons": ["hw_thermal"]}, "clocks", "FAIL", "hw_thermal"),
+        ({"clock_event_reasons": ["sw_power_cap"]}, "clocks", "WARN", "sw_power_cap"),
+        ({"persistence_mode": 0}, "persistence", "WARN", "off on GPU 0, 1, 2, 3"),
+    ],
+)
 def test_gpu_checks_judge_each_reading(profile, change, check, status, words):
     rows = {r.check: r for r in gpu.rows(gpu0(**change), profile, settings.load("paper"))}
     assert rows[check].status == status and words in rows[check].evidence
@@ -83,7 +92,9 @@ def test_without_a_driver_every_gpu_check_says_why(profile):
     nv = {"error": "no NVIDIA driver answers (NVML: Shared Library Not Found)"}
     rows = gpu.rows(nv, profile, settings.load("paper"))
     assert statuses(rows)["GPU count"] == "FAIL"
-    assert all(r.evidence.startswith("cannot check: no NVIDIA driver") for r in rows if r.check != "GPU count")
+    assert all(
+        r.evidence.startswith("cannot check: no NVIDIA driver") for r in rows if r.check != "GPU count"
+    )
     assert len(rows) == 6
 
 
@@ -111,12 +122,29 @@ def test_bench_row_names_the_factor_and_the_rows_that_move_it(tmp_path, profile)
     folder = tmp_path / "runs" / "20261201T000000Z-x"
     folder.mkdir(parents=True)
     stats = lambda v: {"median": v, "min": v, "max": v, "cv": 0.01, "n": 5}  # noqa: E731
-    (folder / "summary.json").write_text(json.dumps({
-        "conditions": {"profile": DEFAULT, "model": "m", "k": 5, "sampling": {"temperature": 0.1}},
-        "suites": {"prose": {"content": "prose", "context": 0, "decode_tok_s": stats(150.0),
-                             "tokens_per_step": stats(3.0), "ms_per_step": stats(20.0),
-                             "harness_figures": {"llm_decode_bench sustained C=1": {
-                                 "decode_tok_s": 150.0, "prefix_cache": "warm", "definition": "d"}}}}}))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "conditions": {"profile": DEFAULT, "model": "m", "k": 5, "sampling": {"temperature": 0.1}},
+                "suites": {
+                    "prose": {
+                        "content": "prose",
+                        "context": 0,
+                        "decode_tok_s": stats(150.0),
+                        "tokens_per_step": stats(3.0),
+                        "ms_per_step": stats(20.0),
+                        "harness_figures": {
+                            "llm_decode_bench sustained C=1": {
+                                "decode_tok_s": 150.0,
+                                "prefix_cache": "warm",
+                                "definition": "d",
+                            }
+                        },
+                    }
+                },
+            }
+        )
+    )
     others = [Row("host", "iommu", "FAIL", "DRIFT", "apply"), Row("server", "alone", "OK", "idle")]
     (row,) = bench.rows(profile, tmp_path / "runs", others)
     assert row.status == "WARN" and "ms per step carries" in row.evidence
@@ -152,8 +180,10 @@ def test_cpu_profile_needs_no_gpu_rows(seat_home, tmp_path):
     assert rows[("gpu", "GPUs")]["status"] == "OK" and "gpus.count 0" in rows[("gpu", "GPUs")]["evidence"]
     assert rows[("image", "venv")]["status"] == "FAIL"  # this SEAT_HOME has no venv
     assert rows[("models", "lock sizes")]["status"] == "FAIL"  # nor the tiny model
-    assert all(rows[("server", c)]["evidence"].startswith("cannot check: cpu-smoke is not up")
-               for c in ("identity", "vLLM version", "spec config", "alone"))
+    assert all(
+        rows[("server", c)]["evidence"].startswith("cannot check: cpu-smoke is not up")
+        for c in ("identity", "vLLM version", "spec config", "alone")
+    )
     assert locks.hashes(__import__("seatkit.serve.profile", fromlist=["load"]).load("cpu-smoke"))
 
 
@@ -164,7 +194,8 @@ def liar_recorded_as_the_seat(answer):
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from seatkit.serve import launch, profile as profiles
+    from seatkit.serve import launch
+    from seatkit.serve import profile as profiles
 
     class Liar(BaseHTTPRequestHandler):
         def do_GET(self):
@@ -178,9 +209,18 @@ def liar_recorded_as_the_seat(answer):
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         prof = profiles.load("cpu-smoke")
-        launch._record(launch.Running(prof.name, "native", str(os.getpid()),
-                                      f"http://127.0.0.1:{httpd.server_address[1]}", "m", "", 0.0,
-                                      since=launch.process_start(os.getpid())))
+        launch._record(
+            launch.Running(
+                prof.name,
+                "native",
+                str(os.getpid()),
+                f"http://127.0.0.1:{httpd.server_address[1]}",
+                "m",
+                "",
+                0.0,
+                since=launch.process_start(os.getpid()),
+            )
+        )
         yield prof
     finally:
         httpd.shutdown()
@@ -194,18 +234,26 @@ def send(handler, body: bytes, length: int | None = None) -> None:
     handler.wfile.write(body)
 
 
-@pytest.mark.parametrize("answers", [
-    {"/version": [], "/v1/models": {"data": []}},           # /version not an object
-    {"/version": {"version": "0.1"}, "/v1/models": {"data": "no list"}},
-    {"/version": {"version": "0.1"}, "/v1/models": {"data": [1, 2]}},
-    {"/version": {"version": "0.1"}, "/v1/models": []},
-])
+@pytest.mark.parametrize(
+    "answers",
+    [
+        {"/version": [], "/v1/models": {"data": []}},  # /version not an object
+        {"/version": {"version": "0.1"}, "/v1/models": {"data": "no list"}},
+        {"/version": {"version": "0.1"}, "/v1/models": {"data": [1, 2]}},
+        {"/version": {"version": "0.1"}, "/v1/models": []},
+    ],
+)
 def test_a_server_answering_garbage_is_a_fail_row_not_a_traceback(seat_home, answers):
     """A listener on the seat's URL that answers JSON of the wrong shape."""
     from seatkit.doctor import server
 
     def answer(handler):
-        send(handler, b"# nothing\n" if handler.path == "/metrics" else json.dumps(answers.get(handler.path, {})).encode())
+        send(
+            handler,
+            b"# nothing\n"
+            if handler.path == "/metrics"
+            else json.dumps(answers.get(handler.path, {})).encode(),
+        )
 
     with liar_recorded_as_the_seat(answer) as prof:
         rows = server.rows(prof)
@@ -234,8 +282,16 @@ def test_a_trickling_server_does_not_hang_doctor(seat_home, monkeypatch):
     assert row.status == "FAIL" and "no whole answer within 1 s" in row.evidence
 
 
-@pytest.mark.parametrize("summary", ["[]", '{"conditions": []}', "{not json", '{"conditions": {"profile": "%s"}}' % DEFAULT,
-                                     '{"conditions": {"profile": "%s"}, "suites": {"x": 1}}' % DEFAULT])
+@pytest.mark.parametrize(
+    "summary",
+    [
+        "[]",
+        '{"conditions": []}',
+        "{not json",
+        '{"conditions": {"profile": "%s"}}' % DEFAULT,
+        '{"conditions": {"profile": "%s"}, "suites": {"x": 1}}' % DEFAULT,
+    ],
+)
 def test_a_corrupted_run_folder_is_skipped_or_said_not_a_traceback(tmp_path, profile, summary):
     folder = tmp_path / "runs" / "20261201T000000Z-x"
     folder.mkdir(parents=True)
@@ -255,10 +311,13 @@ def test_a_corrupted_verify_record_is_said_not_a_traceback(seat_home, profile):
 def test_a_docker_seat_recorded_without_an_engine_says_why(seat_home, monkeypatch):
     """`seat up` recorded a container; the engine is gone since: each server row says why."""
     from seatkit.doctor import server
-    from seatkit.serve import launch, profile as profiles
+    from seatkit.serve import launch
+    from seatkit.serve import profile as profiles
 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{seat_home}/no-engine.sock")
-    launch._record(launch.Running(DEFAULT, "docker", "abcdef" * 10 + "abcd", "http://127.0.0.1:1", "m", "", 0.0))
+    launch._record(
+        launch.Running(DEFAULT, "docker", "abcdef" * 10 + "abcd", "http://127.0.0.1:1", "m", "", 0.0)
+    )
     rows = server.rows(profiles.load(DEFAULT))
     assert [r.check for r in rows] == list(server.CHECKS)
     assert all(r.status == "WARN" and "no docker engine answers" in r.evidence for r in rows)
@@ -287,8 +346,9 @@ def test_no_diagnosis_at_all_exits_apart_from_a_warn_or_a_fail(seat_home):
 
     from conftest import BIN
 
-    done = subprocess.run([str(BIN / "seat"), "doctor", "no-such-profile"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(BIN / "seat"), "doctor", "no-such-profile"], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 3 and "Traceback" not in done.stderr
     assert "no-such-profile" in done.stderr
 
@@ -339,10 +399,22 @@ def test_bench_row_against_an_ldb_card_without_the_harness_figure_says_why(tmp_p
     folder = tmp_path / "runs" / "20261201T000000Z-x"
     folder.mkdir(parents=True)
     stats = lambda v: {"median": v, "min": v, "max": v, "cv": 0.01, "n": 3}  # noqa: E731
-    (folder / "summary.json").write_text(json.dumps({
-        "conditions": {"profile": DEFAULT, "model": "m", "k": 5, "sampling": {"temperature": 0.1}},
-        "suites": {"prose": {"content": "prose", "context": 0, "decode_tok_s": stats(150.0),
-                             "tokens_per_step": stats(3.0), "ms_per_step": stats(20.0)}}}))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "conditions": {"profile": DEFAULT, "model": "m", "k": 5, "sampling": {"temperature": 0.1}},
+                "suites": {
+                    "prose": {
+                        "content": "prose",
+                        "context": 0,
+                        "decode_tok_s": stats(150.0),
+                        "tokens_per_step": stats(3.0),
+                        "ms_per_step": stats(20.0),
+                    }
+                },
+            }
+        )
+    )
     (row,) = bench.rows(profile, tmp_path / "runs", [])
     assert "llm_decode_bench sustained" in row.evidence and "re-run it with this kit" in row.evidence
 
@@ -359,6 +431,8 @@ def test_image_rows_without_an_engine_say_how_to_reach_one_and_name_no_python_cl
     rows = [image.labels("seatkit/x:y", profile), image.overlay(profile, "seatkit/x:y")]
     for row in rows:
         assert row.evidence == "cannot check: no docker engine answers" and row.fix == engine.HINT, row
-    monkeypatch.setattr("seatkit.image.build.labels", lambda image: (_ for _ in ()).throw(
-        SeatError(f"no image {image} on this machine")))
+    monkeypatch.setattr(
+        "seatkit.image.build.labels",
+        lambda image: (_ for _ in ()).throw(SeatError(f"no image {image} on this machine")),
+    )
     assert image.labels("seatkit/x:y", profile).fix == f"seat build {DEFAULT}"

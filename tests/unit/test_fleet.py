@@ -5,17 +5,19 @@ import os
 import subprocess
 
 import pytest
-
 from conftest import BIN
+
 from seatkit.bench import fleet
 from seatkit.errors import SeatError
 
 
 def seat_of(url, tokens_per_step, ms_per_step, cv=0.03):
     tok_s = tokens_per_step / ms_per_step * 1000
-    figures = {"decode_tok_s": {"median": tok_s, "cv": cv},
-               "tokens_per_step": {"median": tokens_per_step, "cv": 0.0},
-               "ms_per_step": {"median": ms_per_step, "cv": cv}}
+    figures = {
+        "decode_tok_s": {"median": tok_s, "cv": cv},
+        "tokens_per_step": {"median": tokens_per_step, "cv": 0.0},
+        "ms_per_step": {"median": ms_per_step, "cv": cv},
+    }
     return {"url": url, "seat": url[-1], "figures": {"code": figures}}
 
 
@@ -24,8 +26,14 @@ def verdicts(seats):
 
 
 def test_a_seat_with_a_slower_step_is_named_by_step_time():
-    found = verdicts([seat_of("s1", 3.0, 10.0), seat_of("s2", 3.0, 10.3), seat_of("s3", 3.0, 14.0),
-                      seat_of("s4", 3.0, 9.8)])
+    found = verdicts(
+        [
+            seat_of("s1", 3.0, 10.0),
+            seat_of("s2", 3.0, 10.3),
+            seat_of("s3", 3.0, 14.0),
+            seat_of("s4", 3.0, 9.8),
+        ]
+    )
     assert found["s3"]["outside"] and found["s3"]["moved"] == ["decode_tok_s", "ms_per_step"]
     assert "ms per step +" in found["s3"]["text"] and "host settings" in found["s3"]["text"]
     assert "100% of the tok/s gap" in found["s3"]["text"]
@@ -42,8 +50,9 @@ def test_a_seat_with_fewer_tokens_per_step_is_named_by_acceptance():
 
 def test_a_noisy_seat_is_judged_against_its_own_spread():
     """A 12 % slower step is within noise when the seats' step times vary by 10 % per request."""
-    found = verdicts([seat_of("s1", 3.0, 10.0, 0.10), seat_of("s2", 3.0, 11.2, 0.10),
-                      seat_of("s3", 3.0, 10.1, 0.10)])
+    found = verdicts(
+        [seat_of("s1", 3.0, 10.0, 0.10), seat_of("s2", 3.0, 11.2, 0.10), seat_of("s3", 3.0, 10.1, 0.10)]
+    )
     assert not any(v["outside"] for v in found.values())
 
 
@@ -69,34 +78,49 @@ def test_rows_fit_and_flag():
 
 def test_urls_are_kept_and_service_names_expand_to_one_seat_per_address():
     assert fleet.seat_urls(["http://127.0.0.1:9406/", "https://a.example:1"]) == [
-        "http://127.0.0.1:9406", "https://a.example:1"]
+        "http://127.0.0.1:9406",
+        "https://a.example:1",
+    ]
     # A name resolves through the system resolver, as a headless Service's does in a cluster.
     assert fleet.seat_urls(["127.0.0.1:9406"]) == ["http://127.0.0.1:9406"]
     assert fleet.seat_urls(["http://127.0.0.1:1", "http://127.0.0.1:1"]) == ["http://127.0.0.1:1"]
     # The same seat with and without its credentials is still one seat, not two of a fleet.
-    assert fleet.seat_urls(["http://u:p@127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:1/"]) \
-        == ["http://u:p@127.0.0.1:1", "http://127.0.0.1:2"]
+    assert fleet.seat_urls(["http://u:p@127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:1/"]) == [
+        "http://u:p@127.0.0.1:1",
+        "http://127.0.0.1:2",
+    ]
 
 
-@pytest.mark.parametrize("bad, message", [("ftp://h/x", "not an http"), ("justaname", "HOST:PORT"),
-                                          ("h:0", "HOST:PORT"), ("h:99999", "HOST:PORT"),
-                                          ("no-such-host.invalid:80", "does not resolve")])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("ftp://h/x", "not an http"),
+        ("justaname", "HOST:PORT"),
+        ("h:0", "HOST:PORT"),
+        ("h:99999", "HOST:PORT"),
+        ("no-such-host.invalid:80", "does not resolve"),
+    ],
+)
 def test_bad_seat_addresses_get_a_clear_error(bad, message):
     with pytest.raises(SeatError, match=message):
         fleet.seat_urls([bad])
 
 
 def test_the_cli_reports_a_bad_address_without_a_traceback():
-    done = subprocess.run([str(BIN / "seat"), "bench", "fleet", "no-such-host.invalid:80"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [str(BIN / "seat"), "bench", "fleet", "no-such-host.invalid:80"], capture_output=True, text=True
+    )
     assert done.returncode == 1 and "does not resolve" in done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_seats_without_spec_decode_counters_are_shown_not_a_crash():
     """Seats with no /metrics counters have tok/s only: nothing to judge, each still gets its row."""
-    tok_s_only = lambda url: {"url": url, "seat": url[-1],  # noqa: E731
-                              "figures": {"code": {"decode_tok_s": {"median": 20.0, "cv": 0.01}}}}
+    tok_s_only = lambda url: {
+        "url": url,
+        "seat": url[-1],  # noqa: E731
+        "figures": {"code": {"decode_tok_s": {"median": 20.0, "cv": 0.01}}},
+    }
     seats = [tok_s_only("s1"), tok_s_only("s2"), tok_s_only("s3")]
     result = {"seats": seats, "verdicts": fleet.judge(seats)}
     assert result["verdicts"] == []
@@ -105,8 +129,7 @@ def test_seats_without_spec_decode_counters_are_shown_not_a_crash():
 
 def test_a_seat_with_no_measured_request_keeps_its_row():
     """A seat whose every request was truncated or skipped has no figures; the table still lists it."""
-    seats = [seat_of("s1", 3.0, 10.0), seat_of("s2", 3.0, 10.1), {"url": "s3", "seat": "3",
-                                                                  "figures": {}}]
+    seats = [seat_of("s1", 3.0, 10.0), seat_of("s2", 3.0, 10.1), {"url": "s3", "seat": "3", "figures": {}}]
     rows = fleet.rows({"seats": seats, "verdicts": fleet.judge(seats)})
     assert [row[0] for row in rows] == ["1 s1", "2 s2", "3 s3"]
     assert rows[-1][1:] == ("none", "n/a", "n/a", "n/a", "n/a")
@@ -115,12 +138,18 @@ def test_a_seat_with_no_measured_request_keeps_its_row():
 def test_a_dual_stack_name_gives_each_seat_once(monkeypatch):
     """A dual-stack headless Service lists each pod once per family: two seats, not four."""
     import socket
-    answer = [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::ffff:127.0.0.5", 9406, 0, 0)),
-              (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::ffff:127.0.0.6", 9406, 0, 0)),
-              (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.5", 9406)),
-              (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.6", 9406))]
+
+    answer = [
+        (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::ffff:127.0.0.5", 9406, 0, 0)),
+        (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::ffff:127.0.0.6", 9406, 0, 0)),
+        (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.5", 9406)),
+        (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.6", 9406)),
+    ]
     monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: answer)
-    assert fleet.seat_urls(["seats.ns.svc:9406"]) == ["http://[::ffff:127.0.0.5]:9406", "http://[::ffff:127.0.0.6]:9406"]
+    assert fleet.seat_urls(["seats.ns.svc:9406"]) == [
+        "http://[::ffff:127.0.0.5]:9406",
+        "http://[::ffff:127.0.0.6]:9406",
+    ]
 
 
 def test_seats_serving_different_models_are_refused_before_any_bench(tmp_path):
@@ -140,6 +169,7 @@ def test_seats_serving_different_models_are_refused_before_any_bench(tmp_path):
 
             def log_message(self, *args):
                 pass
+
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         return server
@@ -162,13 +192,15 @@ def test_a_seat_urls_credentials_stay_out_of_the_fleet_report(tmp_path):
     import base64
 
     from test_bench_hostile import PASSWORD, Server, prose
+
     from seatkit.bench import oracle, run
 
     server = Server()
     try:
         url = server.url.replace("http://", f"http://ops:{PASSWORD}@")
-        result, folder = fleet.bench_fleet([url], oracle.MODEL, None, None, prose(),
-                                           run.Options(0, 1), tmp_path / "runs")
+        result, folder = fleet.bench_fleet(
+            [url], oracle.MODEL, None, None, prose(), run.Options(0, 1), tmp_path / "runs"
+        )
         assert result["seats"][0]["url"] == server.url
         assert "Basic " + base64.b64encode(f"ops:{PASSWORD}".encode()).decode() in server.auth
         for written in ("fleet.json", "fleet.md"):
@@ -181,6 +213,7 @@ def test_a_seat_urls_credentials_stay_out_of_the_fleet_report(tmp_path):
 def test_a_seat_down_mid_fleet_is_reported_and_the_others_kept(tmp_path):
     """A node that stops answering fails its own row; the seats benched before and after it stay."""
     from test_bench_hostile import Server, prose
+
     from seatkit.bench import oracle, run
 
     servers = [Server(), Server()]
@@ -188,19 +221,38 @@ def test_a_seat_down_mid_fleet_is_reported_and_the_others_kept(tmp_path):
     gone.close()  # nothing listens there any more
     try:
         urls = [servers[0].url, gone.url, servers[1].url]
-        result, folder = fleet.bench_fleet(urls, oracle.MODEL, None, None, prose(),
-                                           run.Options(0, 1), tmp_path / "runs")
+        result, folder = fleet.bench_fleet(
+            urls, oracle.MODEL, None, None, prose(), run.Options(0, 1), tmp_path / "runs"
+        )
         assert [s["url"] for s in result["seats"]] == urls
         assert "cannot read" in result["seats"][1]["error"]
         assert result["seats"][0]["figures"] and result["seats"][2]["figures"]
         rows = fleet.rows(result)
         assert rows[1][0] == f"2 {gone.url}" and rows[1][-1] == "FAILED"
         assert f"seat {gone.url}: failed: cannot read" in (folder / "fleet.md").read_text()
-        done = subprocess.run([str(BIN / "seat"), "bench", "fleet", *urls, "--model", oracle.MODEL,
-                               "--suite", "prose", "--warmups", "0", "--repeats", "1",
-                               "--max-tokens", "32", "--out", str(tmp_path / "cli")],
-                              capture_output=True, text=True, env={**os.environ, "COLUMNS": "80",
-                                                                   "SEAT_HOME": str(tmp_path)})
+        done = subprocess.run(
+            [
+                str(BIN / "seat"),
+                "bench",
+                "fleet",
+                *urls,
+                "--model",
+                oracle.MODEL,
+                "--suite",
+                "prose",
+                "--warmups",
+                "0",
+                "--repeats",
+                "1",
+                "--max-tokens",
+                "32",
+                "--out",
+                str(tmp_path / "cli"),
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "80", "SEAT_HOME": str(tmp_path)},
+        )
         assert done.returncode == 1 and "some seats failed" in done.stderr
         assert "FAILED" in done.stdout and "Traceback" not in done.stderr
     finally:

@@ -3,11 +3,13 @@
 from collections import Counter
 
 import pytest
-from hypothesis import given, strategies as st
-
 from fake_host import Death, FakeHost
+from hypothesis import given
+from hypothesis import strategies as st
+
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, gpus, plan as host_plan, settings, status
+from seatkit.host import change, cmdline, gpus, settings, status
+from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 
 STACKS = ["grub", "bls", "kernelstub", "systemd-boot"]
@@ -37,8 +39,12 @@ def test_apply_is_pending_until_a_reboot_then_ok_and_a_second_apply_does_nothing
     assert verdicts(host)["iommu"] == "DRIFT"
     txid = apply(host)
     assert txid and host.changing_calls()
-    assert verdicts(host) == {"iommu": "PENDING-REBOOT", "registry_keys": "PENDING-RELOAD",
-                              "rebar": "UNKNOWN", "hmm_disabled": "PENDING-RELOAD"}
+    assert verdicts(host) == {
+        "iommu": "PENDING-REBOOT",
+        "registry_keys": "PENDING-RELOAD",
+        "rebar": "UNKNOWN",
+        "hmm_disabled": "PENDING-RELOAD",
+    }
     host.reboot()
     assert verdicts(host) == {"iommu": "OK", "registry_keys": "OK", "rebar": "UNKNOWN", "hmm_disabled": "OK"}
     tree, host.calls = host.tree(), []
@@ -67,8 +73,10 @@ def test_rollback_restores_the_pristine_tree_byte_for_byte(tmp_path, stack, rebo
     if reboot:
         host.reboot()
         live = ("proc", "sys")  # the reboot changed what is live, not what is configured
-        pristine = {**{k: v for k, v in pristine.items() if not k.startswith(live)},
-                    **{k: v for k, v in host.tree().items() if k.startswith(live)}}
+        pristine = {
+            **{k: v for k, v in pristine.items() if not k.startswith(live)},
+            **{k: v for k, v in host.tree().items() if k.startswith(live)},
+        }
     change.rollback(host.system)
     assert host.tree() == pristine
     assert Journal(host.system).active() == [] and txid in Journal(host.system).undone()
@@ -149,6 +157,7 @@ def test_nixos_gets_a_snippet_and_nothing_changes(tmp_path):
 
 # --- refusals (host-settings.md §3.3 and the issue's safety list) -------------------------------
 
+
 def _ambiguous(host):
     host.write("/etc/kernelstub/configuration", '{"user": {"kernel_options": []}}')
     host.tool("kernelstub")
@@ -226,7 +235,7 @@ def test_an_owned_file_edited_since_apply_is_refused(tmp_path):
     host = FakeHost(tmp_path)
     apply(host)
     host.reboot()
-    host.path(host_plan.MODPROBE_FILE).write_text("options nvidia NVreg_RegistryDwords=\"\"\n")
+    host.path(host_plan.MODPROBE_FILE).write_text('options nvidia NVreg_RegistryDwords=""\n')
     assert any("changed since seatkit wrote it" in r for r in make_plan(host).refusals)
 
 
@@ -241,10 +250,12 @@ def test_another_change_in_the_same_boot_is_refused_until_a_reboot(tmp_path):
 
 # --- failures injected at every step ------------------------------------------------------------
 
+
 def fault_points(stack):
     """Every named step of an apply on this stack, in order."""
     import tempfile
     from pathlib import Path
+
     with tempfile.TemporaryDirectory() as folder:
         host = FakeHost(Path(folder), stack)
         points = []
@@ -264,6 +275,7 @@ def test_death_at_any_step_of_apply_is_undone_by_recover(tmp_path, stack, point)
     def die(at):
         if at == point:
             raise Death(at)
+
     host.system.fault = die
     with pytest.raises(Death):
         apply(host)
@@ -275,9 +287,16 @@ def test_death_at_any_step_of_apply_is_undone_by_recover(tmp_path, stack, point)
     assert apply(host)  # and the host takes a fresh apply afterwards
 
 
-@pytest.mark.parametrize("stack, tool", [("grub", "update-grub"), ("grub", "update-initramfs"),
-                                         ("bls", "grubby"), ("kernelstub", "kernelstub"),
-                                         ("systemd-boot", "kernel-install")])
+@pytest.mark.parametrize(
+    "stack, tool",
+    [
+        ("grub", "update-grub"),
+        ("grub", "update-initramfs"),
+        ("bls", "grubby"),
+        ("kernelstub", "kernelstub"),
+        ("systemd-boot", "kernel-install"),
+    ],
+)
 def test_a_failing_tool_leaves_an_open_transaction_that_recover_undoes(tmp_path, stack, tool):
     host = FakeHost(tmp_path, stack)
     pristine = host.tree()
@@ -304,8 +323,23 @@ def test_death_during_rollback_is_finished_by_recover(tmp_path):
 
 # --- command-line token edits -------------------------------------------------------------------
 
-TOKENS = st.lists(st.sampled_from(["quiet", "splash", "ro", "iommu=pt", "iommu=off", "amd_iommu=on",
-                                   "amd_iommu=off", "intel_iommu=on", "iommu=soft", "rhgb"]), max_size=8)
+TOKENS = st.lists(
+    st.sampled_from(
+        [
+            "quiet",
+            "splash",
+            "ro",
+            "iommu=pt",
+            "iommu=off",
+            "amd_iommu=on",
+            "amd_iommu=off",
+            "intel_iommu=on",
+            "iommu=soft",
+            "rhgb",
+        ]
+    ),
+    max_size=8,
+)
 WANTED = st.sampled_from([["iommu=off", "amd_iommu=off"], ["iommu=off", "intel_iommu=off"], ["iommu=pt"]])
 
 
@@ -330,7 +364,7 @@ def test_without_replace_a_conflict_is_refused_and_nothing_else_is(tokens, wante
             cmdline.plan(tokens, wanted, replace=False)
     else:
         edit = cmdline.plan(tokens, wanted, replace=False)
-        assert not edit.replaced and cmdline.apply(tokens, edit)[:len(tokens)] == tokens
+        assert not edit.replaced and cmdline.apply(tokens, edit)[: len(tokens)] == tokens
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -340,8 +374,11 @@ def test_after_a_rollback_before_the_reboot_status_says_it_reverts_at_the_next_b
     host.reboot()
     change.rollback(host.system)
     rows = {r["setting"]: r for r in status.status(settings.load("paper"), host.system)["rows"]}
-    assert {k: rows[k]["verdict"] for k in ("iommu", "registry_keys", "hmm_disabled")} == \
-        {"iommu": "REVERTS", "registry_keys": "REVERTS", "hmm_disabled": "REVERTS"}
+    assert {k: rows[k]["verdict"] for k in ("iommu", "registry_keys", "hmm_disabled")} == {
+        "iommu": "REVERTS",
+        "registry_keys": "REVERTS",
+        "hmm_disabled": "REVERTS",
+    }
     assert rows["iommu"]["why"].startswith("reverts at the next boot: ")
     host.reboot()
     assert verdicts(host)["iommu"] == "DRIFT"

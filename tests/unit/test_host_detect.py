@@ -2,9 +2,10 @@
 and it refuses inside a container, whose boot files boot no kernel."""
 
 import pytest
-
 from fake_host import KVER, FakeHost
-from seatkit.host import detect, gpus, plan as host_plan, settings
+
+from seatkit.host import detect, gpus, settings
+from seatkit.host import plan as host_plan
 
 EFI = "/sys/firmware/efi/efivars"
 LOADER = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"  # systemd-boot's vendor GUID
@@ -28,8 +29,12 @@ def utf16(text: str) -> bytes:
 def boot_entry(host, number: int, description: str, path: str) -> None:
     """BootCurrent and its Boot#### load option: attributes, path list length, description, path."""
     efivar(host, "BootCurrent", GLOBAL, number.to_bytes(2, "little"))
-    efivar(host, f"Boot{number:04X}", GLOBAL,
-           b"\x01\x00\x00\x00\x20\x00" + utf16(description) + b"\x04\x04" + utf16(path))
+    efivar(
+        host,
+        f"Boot{number:04X}",
+        GLOBAL,
+        b"\x01\x00\x00\x00\x20\x00" + utf16(description) + b"\x04\x04" + utf16(path),
+    )
 
 
 def with_systemd_boot(host) -> None:
@@ -62,8 +67,11 @@ def test_firmware_that_names_a_loader_whose_signals_are_absent_is_a_refusal(tmp_
     efivar(host, "LoaderInfo", LOADER, utf16("systemd-boot 254"))
     made = plan(host)
     assert made.facts.stack is None
-    assert any("the firmware booted systemd-boot (efivar LoaderInfo=systemd-boot 254), but its signals "
-               "are not here; found instead: grub" in r for r in made.refusals), made.refusals
+    assert any(
+        "the firmware booted systemd-boot (efivar LoaderInfo=systemd-boot 254), but its signals "
+        "are not here; found instead: grub" in r
+        for r in made.refusals
+    ), made.refusals
 
 
 def test_grub_named_by_boot_current_keeps_a_grub_host_grub(tmp_path):
@@ -89,8 +97,10 @@ def test_inside_a_container_apply_is_refused(tmp_path, how):
     elif how == "cgroup":
         host.write("/proc/1/cgroup", "0::/system.slice/docker-4f2a.scope\n")
     made = plan(host)
-    assert any(r.startswith("this runs in a container (") and "run seatkit on the host itself" in r
-               for r in made.refusals), made.refusals
+    assert any(
+        r.startswith("this runs in a container (") and "run seatkit on the host itself" in r
+        for r in made.refusals
+    ), made.refusals
 
 
 def test_the_driver_the_next_boot_loads_decides_the_key_form(tmp_path):
@@ -98,8 +108,13 @@ def test_the_driver_the_next_boot_loads_decides_the_key_form(tmp_path):
     host.installed = {KVER: "580.167.08"}
     made = plan(host, "paper")
     assert made.facts.next_kernel == KVER and made.facts.next_driver == "580.167.08"
-    assert any(r.startswith("the five-key registry form is wrong on driver 580.167.08 (installed for the "
-                            f"next boot's kernel {KVER})") for r in made.refusals), made.refusals
+    assert any(
+        r.startswith(
+            "the five-key registry form is wrong on driver 580.167.08 (installed for the "
+            f"next boot's kernel {KVER})"
+        )
+        for r in made.refusals
+    ), made.refusals
     assert any("driver 580.95.05 runs, but the next boot" in w for w in made.warnings)
 
 
@@ -119,7 +134,9 @@ def test_no_module_built_yet_for_the_next_kernel_is_not_judged_on_the_running_dr
     host.installed = {"6.8.0-50-generic": None}
     made = plan(host, "paper")
     assert made.facts.next_kernel == "6.8.0-50-generic" and made.facts.next_driver is None
-    assert any("no nvidia module is installed for the next boot's kernel 6.8.0-50-generic" in w
-               for w in made.warnings), made.warnings
+    assert any(
+        "no nvidia module is installed for the next boot's kernel 6.8.0-50-generic" in w
+        for w in made.warnings
+    ), made.warnings
     assert any("five-key" in r and "unknown" in r for r in made.refusals), made.refusals
     assert not any("no nvidia module" in w for w in plan(host, "conservative").refusals)

@@ -4,9 +4,11 @@ not synced (the boot tools never sync; seatkit's own writes are fsynced), then r
 import os
 
 import pytest
-
 from fake_host import Death, FakeHost
-from seatkit.host import change, gpus, plan as host_plan, settings, system as host_system
+
+from seatkit.host import change, gpus, settings
+from seatkit.host import plan as host_plan
+from seatkit.host import system as host_system
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
 
@@ -35,6 +37,7 @@ class Disk:
         def removed(system, path):
             remove(system, path)
             self.keep(path)
+
         monkeypatch.setattr(System, "write", written)
         monkeypatch.setattr(System, "remove", removed)
 
@@ -63,8 +66,11 @@ class Disk:
 
 def left(host) -> list[str]:
     boot = host.root / "boot"
-    return [str(p) for p in boot.rglob("*") if p.is_file()
-            and (b"iommu=off" in p.read_bytes() or b"seatkit-nvidia.conf" in p.read_bytes())]
+    return [
+        str(p)
+        for p in boot.rglob("*")
+        if p.is_file() and (b"iommu=off" in p.read_bytes() or b"seatkit-nvidia.conf" in p.read_bytes())
+    ]
 
 
 def points(stack, tmp_path) -> int:
@@ -77,7 +83,9 @@ def points(stack, tmp_path) -> int:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_a_power_cut_anywhere_in_rollback_or_after_it_never_leaves_the_change_booting(tmp_path, stack, monkeypatch):
+def test_a_power_cut_anywhere_in_rollback_or_after_it_never_leaves_the_change_booting(
+    tmp_path, stack, monkeypatch
+):
     failures = []
     for point in range(1, points(stack, tmp_path) + 2):  # the last one: after rollback returned
         host = FakeHost(tmp_path / f"cut-{point}", stack)
@@ -90,6 +98,7 @@ def test_a_power_cut_anywhere_in_rollback_or_after_it_never_leaves_the_change_bo
                 calls[0] += 1
                 if calls[0] == point:
                     raise Death(at)
+
             host.system.fault = fault
             try:
                 change.rollback(host.system)
@@ -109,5 +118,9 @@ def test_a_folder_seatkit_creates_is_made_durable_in_its_parent(tmp_path, monkey
     synced = []
     monkeypatch.setattr(host_system, "_fsync_dir", lambda folder: synced.append(folder))
     System(root=tmp_path).write("/var/lib/seatkit/host/backups/tx/before/etc/x.conf", b"x")
-    assert {tmp_path / "var/lib", tmp_path / "var/lib/seatkit", tmp_path / "var/lib/seatkit/host",
-            tmp_path / "var/lib/seatkit/host/backups/tx/before"} <= set(synced)
+    assert {
+        tmp_path / "var/lib",
+        tmp_path / "var/lib/seatkit",
+        tmp_path / "var/lib/seatkit/host",
+        tmp_path / "var/lib/seatkit/host/backups/tx/before",
+    } <= set(synced)

@@ -8,12 +8,15 @@ import os
 import re
 
 import pytest
-from hypothesis import given, settings as hyp_settings, strategies as st
-
 from fake_host import KVER, MACHINE, FakeHost
-from seatkit.errors import SeatError
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
+
 from seatkit import flock
-from seatkit.host import change, cmdline, gpus, lock, plan as host_plan, settings, state, status, system
+from seatkit.errors import SeatError
+from seatkit.host import change, cmdline, gpus, lock, settings, state, status, system
+from seatkit.host import plan as host_plan
 from seatkit.host.journal import JOURNAL, Journal
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
@@ -40,6 +43,7 @@ def refused(host, text, profile="paper", choices=ACK):
 
 # --- one change at a time -----------------------------------------------------------------------
 
+
 def _apply_in_child(host, profile, choices, start, release, results):
     plan = make_plan(host, profile, choices)
     host.system.fault = lambda at: release.wait(60) if at == "before update-initramfs" else None
@@ -55,8 +59,10 @@ def test_two_applies_started_together_leave_exactly_one_acting(tmp_path):
     pristine = host.tree()
     ctx = multiprocessing.get_context("fork")
     start, release, results = ctx.Barrier(2), ctx.Event(), ctx.Queue()
-    children = [ctx.Process(target=_apply_in_child, args=(host, p, c, start, release, results))
-                for p, c in (("paper", ACK), ("conservative", host_plan.Choices()))]
+    children = [
+        ctx.Process(target=_apply_in_child, args=(host, p, c, start, release, results))
+        for p, c in (("paper", ACK), ("conservative", host_plan.Choices()))
+    ]
     for child in children:
         child.start()
     first = results.get(timeout=120)  # the loser reports while the winner waits inside its apply
@@ -67,8 +73,11 @@ def test_two_applies_started_together_leave_exactly_one_acting(tmp_path):
     (winner,), (loser,) = ([r for r in (first, second) if r[0] == kind] for kind in ("applied", "refused"))
     assert first[0] == "refused"
     # The holder is named once it has written its name; a loser that comes in between says so.
-    assert re.search(r"another host change is running: (pid \d+ \(seat host apply (paper|conservative)"
-                     r"|a process that has not yet written its name)", loser[1]), loser[1]
+    assert re.search(
+        r"another host change is running: (pid \d+ \(seat host apply (paper|conservative)"
+        r"|a process that has not yet written its name)",
+        loser[1],
+    ), loser[1]
     (active,) = Journal(host.system).active()
     assert active.txid == winner[1]
     module = host.read(host_plan.MODPROBE_FILE)  # one profile's files, not a mix of both
@@ -94,14 +103,22 @@ def test_status_and_plan_work_while_the_lock_is_held_and_changes_are_refused(tmp
     with lock.held(host.system, "apply paper"):
         assert status.status(settings.load("paper"), host.system)["transactions"]["in_force"]
         assert make_plan(host, "conservative", host_plan.Choices()).profile == "conservative"
-        for act in (lambda: change.rollback(host.system), lambda: apply(host), lambda: change.forget(host.system, txid)):
-            with pytest.raises(SeatError, match=rf"another host change is running: pid {os.getpid()} "
-                                                r"\(seat host apply paper, since"):
+        for act in (
+            lambda: change.rollback(host.system),
+            lambda: apply(host),
+            lambda: change.forget(host.system, txid),
+        ):
+            with pytest.raises(
+                SeatError,
+                match=rf"another host change is running: pid {os.getpid()} "
+                r"\(seat host apply paper, since",
+            ):
                 act()
     assert Journal(host.system).active()[0].txid == txid
 
 
 # --- a journal that survives a crash ------------------------------------------------------------
+
 
 def test_a_torn_last_line_is_an_interrupted_step_and_every_command_still_works(tmp_path):
     host = FakeHost(tmp_path, "grub")
@@ -126,13 +143,17 @@ def test_a_damaged_line_in_the_middle_is_named(tmp_path):
     lines = journal.read_bytes().splitlines(keepends=True)
     lines[2] = b'{"tx": "x", "type": \n'
     journal.write_bytes(b"".join(lines))
-    for act in (lambda: make_plan(host), lambda: change.recover(host.system),
-                lambda: status.status(settings.load("paper"), host.system)):
+    for act in (
+        lambda: make_plan(host),
+        lambda: change.recover(host.system),
+        lambda: status.status(settings.load("paper"), host.system),
+    ):
         with pytest.raises(SeatError, match=r"journal.jsonl line 3 is damaged"):
             act()
 
 
 # --- recovery terminates; plan catches what apply would hit -------------------------------------
+
 
 def test_a_tool_that_always_fails_is_recorded_once_and_recover_terminates_with_the_fix(tmp_path):
     host = FakeHost(tmp_path, "grub")
@@ -143,6 +164,7 @@ def test_a_tool_that_always_fails_is_recorded_once_and_recover_terminates_with_t
     def break_defaults(at):  # the defaults break between plan and update-grub
         if at == "before update-grub":
             host.write("/etc/default/grub", broken)
+
     host.system.fault = break_defaults
     with pytest.raises(SeatError, match="update-grub") as caught:
         change.apply(plan, host.system)
@@ -157,8 +179,10 @@ def test_a_tool_that_always_fails_is_recorded_once_and_recover_terminates_with_t
     assert journal.open() == [] and len(journal.transactions()) == 2  # the apply and one rollback
     assert change.recover(host.system) == []  # it terminates: nothing is left to do
     assert len(journal.transactions()) == 2
-    host.write("/etc/default/grub", 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\n'
-                                    'GRUB_CMDLINE_LINUX=""\n')
+    host.write(
+        "/etc/default/grub",
+        'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\nGRUB_CMDLINE_LINUX=""\n',
+    )
     host.run(["update-grub"])
     assert host.tree() == pristine
 
@@ -197,6 +221,7 @@ def test_a_failure_half_way_names_recover(tmp_path):
     def block(at):  # the drop-in folder turns into a file after the plan
         if at.startswith("written /etc/modprobe.d"):
             host.write("/etc/default/grub.d", "")
+
     host.system.fault = block
     with pytest.raises(SeatError, match="apply stopped half-way") as caught:
         change.apply(plan, host.system)
@@ -209,16 +234,31 @@ def test_a_failure_half_way_names_recover(tmp_path):
 
 # --- bytes the kit does not own -----------------------------------------------------------------
 
-PIECES = st.sampled_from([b"quiet", b"ro", b"root=UUID=abc", b'acpi_osi="Windows 2015"', b"iommu=pt",
-                          b"amd_iommu=on", b"caf\xe9=1", b"\xff\xfe", b'x="a\tb"', b"splash",
-                          b"console=ttyS0,115200n8", b"iommu=off"])
+PIECES = st.sampled_from(
+    [
+        b"quiet",
+        b"ro",
+        b"root=UUID=abc",
+        b'acpi_osi="Windows 2015"',
+        b"iommu=pt",
+        b"amd_iommu=on",
+        b"caf\xe9=1",
+        b"\xff\xfe",
+        b'x="a\tb"',
+        b"splash",
+        b"console=ttyS0,115200n8",
+        b"iommu=off",
+    ]
+)
 SEPARATORS = st.sampled_from([b" ", b"  ", b"\t", b" \t "])
 ENDINGS = st.sampled_from([b"", b"\n", b"\r\n", b" \n", b"\t\r\n"])
 
 
 @st.composite
 def hostile_lines(draw):
-    words = draw(st.lists(PIECES, max_size=12)) + [b"p%d=v" % i for i in range(draw(st.sampled_from([0, 0, 150])))]
+    words = draw(st.lists(PIECES, max_size=12)) + [
+        b"p%d=v" % i for i in range(draw(st.sampled_from([0, 0, 150])))
+    ]
     out = draw(st.sampled_from([b"", b" ", b"\t"]))
     for word in words:
         out += word + draw(SEPARATORS)
@@ -232,20 +272,24 @@ def test_token_edits_keep_every_byte_they_do_not_own(line, wanted):
     edit = cmdline.plan(tokens, wanted, replace=True)
     out = cmdline.edit_bytes(line, edit)
     assert cmdline.split(out) == cmdline.apply(tokens, edit)
-    trailing = line[cmdline.spans(line)[-1][1]:] if tokens else line
+    trailing = line[cmdline.spans(line)[-1][1] :] if tokens else line
     assert out.endswith(trailing)  # the newline, CRLF or tabs at the end stay
     if not edit.replaced:  # nothing removed: the old bytes are all there, ours appended after them
         added = " ".join(edit.added).encode()
         cut = len(line) - len(trailing)
         assert out == (line[:cut] + (b" " if tokens and added else b"") + added + trailing)
     kept = [line[s:e] for i, (s, e) in enumerate(cmdline.spans(line)) if i not in dict(edit.replaced)]
-    assert [out[s:e] for s, e in cmdline.spans(out)][:len(kept)] == kept
+    assert [out[s:e] for s, e in cmdline.spans(out)][: len(kept)] == kept
     assert cmdline.plan(cmdline.split(out), wanted, replace=False).empty
 
 
 def test_kernel_quoting_keeps_quoted_values_whole():
-    assert cmdline.split(b'a acpi_osi="Windows 2015"\tb="x y"z c') == \
-        ["a", 'acpi_osi="Windows 2015"', 'b="x y"z', "c"]
+    assert cmdline.split(b'a acpi_osi="Windows 2015"\tb="x y"z c') == [
+        "a",
+        'acpi_osi="Windows 2015"',
+        'b="x y"z',
+        "c",
+    ]
     with pytest.raises(SeatError, match="unbalanced double quote"):
         cmdline.edit_bytes(b'root=x foo="open\n', cmdline.Edit(("iommu=pt",)))
 
@@ -257,7 +301,7 @@ def test_systemd_boot_entries_get_the_exact_bytes_and_rollback_gives_them_back(t
     host.run(["kernel-install", "add", KVER, "x"])
     pristine = host.tree()
     shown = json.dumps(host_plan.to_json(make_plan(host), host.system))  # the diff shows, for display
-    assert "+root=UUID=abc rw acpi_osi=\\\"Windows 2015\\\"\\tcaf\\ufffd=1 iommu=off" in shown
+    assert '+root=UUID=abc rw acpi_osi=\\"Windows 2015\\"\\tcaf\\ufffd=1 iommu=off' in shown
     apply(host)
     assert host.path("/etc/kernel/cmdline").read_bytes() == original[:-2] + b" iommu=off amd_iommu=off\r\n"
     entry = host.path(f"/boot/efi/loader/entries/{MACHINE}-{KVER}.conf").read_bytes()
@@ -276,17 +320,22 @@ def test_a_command_line_past_2047_bytes_is_refused_with_its_length(tmp_path, sta
     assert not make_plan(FakeHost(tmp_path / "short", stack, cmdline=long[:1500])).refusals
 
 
-@pytest.mark.parametrize("field, value", [
-    ("tokens", "{amd: ['amd_iommu=off$(touch X)'], intel: [iommu=off]}"),
-    ("tokens", "{amd: ['iommu=off\"; touch X; \"'], intel: [iommu=off]}"),
-    ("tokens", "{amd: ['a b'], intel: [iommu=off]}"),
-    ("tokens", "{amd: ['iommu=off;reboot'], intel: [iommu=off]}"),  # GRUB's script ends the command at ;
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("tokens", "{amd: ['amd_iommu=off$(touch X)'], intel: [iommu=off]}"),
+        ("tokens", "{amd: ['iommu=off\"; touch X; \"'], intel: [iommu=off]}"),
+        ("tokens", "{amd: ['a b'], intel: [iommu=off]}"),
+        ("tokens", "{amd: ['iommu=off;reboot'], intel: [iommu=off]}"),  # GRUB's script ends the command at ;
+    ],
+)
 def test_profile_tokens_follow_kernel_parameter_syntax_and_nothing_runs(tmp_path, field, value):
     path = tmp_path / "evil.yaml"
-    path.write_text(f"description: x\niommu: {{mode: passthrough, {field}: {value}}}\n"
-                    "registry: three-key\nrebar: {min_bar1_fraction_of_vram: 1.0}\nhmm_disabled: true\n"
-                    "sources: [x]\n")
+    path.write_text(
+        f"description: x\niommu: {{mode: passthrough, {field}: {value}}}\n"
+        "registry: three-key\nrebar: {min_bar1_fraction_of_vram: 1.0}\nhmm_disabled: true\n"
+        "sources: [x]\n"
+    )
     with pytest.raises(SeatError, match="not a plain kernel parameter"):
         settings.load(str(path))
 
@@ -298,16 +347,20 @@ def test_registry_strings_are_module_option_syntax():
 
 def test_modprobe_files_are_read_as_modprobe_does(tmp_path):
     host = FakeHost(tmp_path, "grub")
-    host.write("/etc/modprobe.d/sound.conf", 'options snd_hda_intel model="open\n'
-                                             "# a comment with \"quote\n"
-                                             "options nvidia_uvm \\\n   uvm_perf_prefetch=0\n")
+    host.write(
+        "/etc/modprobe.d/sound.conf",
+        'options snd_hda_intel model="open\n'
+        '# a comment with "quote\n'
+        "options nvidia_uvm \\\n   uvm_perf_prefetch=0\n",
+    )
     options, files = state.modprobe_options(host.system, "nvidia_uvm")
     assert options == {"uvm_perf_prefetch": "0"} and files == ["/etc/modprobe.d/sound.conf"]
     assert status.status(settings.load("paper"), host.system)["rows"]
     apply(host)
     host.reboot()
-    assert {r["setting"]: r["verdict"] for r in status.status(settings.load("paper"), host.system)["rows"]
-            }["registry_keys"] == "OK"
+    assert {r["setting"]: r["verdict"] for r in status.status(settings.load("paper"), host.system)["rows"]}[
+        "registry_keys"
+    ] == "OK"
 
 
 def test_quoted_module_option_values_lose_only_their_quotes():
@@ -318,6 +371,7 @@ def test_quoted_module_option_values_lose_only_their_quotes():
 
 def test_a_deleted_backups_folder_gets_a_clear_message_and_forget_is_the_way_out(tmp_path):
     import shutil
+
     host = FakeHost(tmp_path, "systemd-boot")
     txid = apply(host)
     shutil.rmtree(host.path("/var/lib/seatkit/host/backups"))
@@ -331,6 +385,7 @@ def test_a_deleted_backups_folder_gets_a_clear_message_and_forget_is_the_way_out
 
 
 # --- written is not applied ---------------------------------------------------------------------
+
 
 def test_a_later_drop_in_is_caught_by_plan(tmp_path):
     host = FakeHost(tmp_path, "grub")
@@ -346,6 +401,7 @@ def test_a_later_drop_in_that_appears_during_apply_rolls_the_transaction_back(tm
     def sneak_in(at):
         if at == "before update-grub":
             host.write("/etc/default/grub.d/zz-site.cfg", site)
+
     host.system.fault = sneak_in
     with pytest.raises(SeatError, match="does not carry the change") as caught:
         change.apply(plan, host.system)
@@ -359,7 +415,9 @@ def test_a_later_drop_in_that_appears_during_apply_rolls_the_transaction_back(tm
 
 def test_a_pending_edit_in_the_defaults_is_judged(tmp_path):
     host = FakeHost(tmp_path, "grub")
-    defaults = host.read("/etc/default/grub").replace('GRUB_CMDLINE_LINUX=""', 'GRUB_CMDLINE_LINUX="iommu=pt"')
+    defaults = host.read("/etc/default/grub").replace(
+        'GRUB_CMDLINE_LINUX=""', 'GRUB_CMDLINE_LINUX="iommu=pt"'
+    )
     host.write("/etc/default/grub", defaults)  # update-grub not yet run: grub.cfg does not show it
     refused(host, "already has iommu=pt")
 
@@ -375,13 +433,16 @@ def test_status_reads_loader_entries_under_efi(tmp_path):
     for entry in host.root.glob("boot/efi/loader/entries/*.conf"):
         entry.unlink()
     host.path("/etc/kernel/cmdline").unlink()
-    host.write(f"/efi/loader/entries/{MACHINE}-{KVER}.conf", "title x\noptions root=x iommu=off amd_iommu=off\n")
+    host.write(
+        f"/efi/loader/entries/{MACHINE}-{KVER}.conf", "title x\noptions root=x iommu=off amd_iommu=off\n"
+    )
     reading = state.configured_cmdline(host.system)
     assert reading.value == {"iommu=off", "amd_iommu=off"}
     assert reading.source == f"/efi/loader/entries/{MACHINE}-{KVER}.conf"
 
 
 # --- nothing left behind ------------------------------------------------------------------------
+
 
 def test_folders_apply_created_go_on_rollback(tmp_path):
     host = FakeHost(tmp_path, "grub")
@@ -418,6 +479,7 @@ def test_an_attribute_that_cannot_be_copied_is_refused_with_the_reason(tmp_path,
 
     def denied(*args, **kwargs):
         raise PermissionError(1, "Operation not permitted")
+
     monkeypatch.setattr(os, "setxattr", denied)
     with pytest.raises(SeatError, match="extended attribute user.label.*Operation not permitted"):
         host.system.write("/etc/kernel/cmdline", b"x\n")
@@ -445,6 +507,7 @@ def test_dracut_without_hostonly_is_warned_that_modprobe_d_stays_out_of_the_imag
 
 # --- review: hostile defaults files, the lock file, a killed forget -----------------------------
 
+
 def test_output_printed_by_a_defaults_file_is_not_read_as_command_line(tmp_path):
     host = FakeHost(tmp_path, "grub")
     host.write("/etc/default/grub", host.read("/etc/default/grub") + "echo iommu=off amd_iommu=off\n")
@@ -454,6 +517,7 @@ def test_output_printed_by_a_defaults_file_is_not_read_as_command_line(tmp_path)
 
 def test_a_defaults_file_that_never_ends_is_stopped_with_a_clear_error(tmp_path, monkeypatch):
     from seatkit.host import grub_defaults
+
     monkeypatch.setattr(grub_defaults, "TIMEOUT", 2)
     host = FakeHost(tmp_path, "grub")
     host.write("/etc/default/grub.d/slow.cfg", "sleep 600\n")  # a child that keeps the pipes open
@@ -480,7 +544,9 @@ def test_a_lock_that_cannot_be_opened_is_a_clear_error(tmp_path):
 
 def test_a_forget_killed_half_way_is_finished_by_recover(tmp_path):
     import shutil
+
     from fake_host import Death
+
     host = FakeHost(tmp_path, "systemd-boot")
     txid = apply(host)
     shutil.rmtree(host.path("/var/lib/seatkit/host/backups"))
@@ -488,6 +554,7 @@ def test_a_forget_killed_half_way_is_finished_by_recover(tmp_path):
     def die(at):
         if at == "before commit":
             raise Death(at)
+
     host.system.fault = die
     with pytest.raises(Death):
         change.forget(host.system, txid)
@@ -510,11 +577,13 @@ def test_a_journal_that_cannot_be_read_or_written_is_a_clear_error_not_an_empty_
 
 def test_a_full_disk_at_the_lock_is_a_clear_error_and_changes_nothing(tmp_path, monkeypatch):
     import errno
+
     host = FakeHost(tmp_path, "grub")
     pristine = host.tree()
 
     def full(*args):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
     monkeypatch.setattr(flock.os, "pwrite", full)
     monkeypatch.setattr(Journal, "_append", lambda self, record: full())
     with pytest.raises(SeatError, match="cannot write .*journal.jsonl: No space left on device"):
@@ -543,6 +612,7 @@ def test_a_tool_that_hangs_is_a_failed_step_not_a_traceback(monkeypatch):
 
 def test_a_full_disk_during_rollback_names_recover_and_recover_finishes(tmp_path, monkeypatch):
     import errno
+
     host = FakeHost(tmp_path, "systemd-boot")
     pristine = host.tree()
     apply(host)
@@ -552,6 +622,7 @@ def test_a_full_disk_during_rollback_names_recover_and_recover_finishes(tmp_path
         if "/backups/" not in path:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
         return write(self, path, data, mode)
+
     monkeypatch.setattr(system.System, "write", full)
     with pytest.raises(SeatError, match="rollback stopped half-way: .*No space left") as caught:
         change.rollback(host.system)
@@ -578,13 +649,16 @@ def test_a_defaults_file_that_exits_is_refused_by_plan(tmp_path):
 
 def test_a_killed_rollback_whose_backups_are_lost_ends_with_forget_then_recover(tmp_path):
     import shutil
+
     from fake_host import Death
+
     host = FakeHost(tmp_path, "systemd-boot")
     txid = apply(host)
 
     def die(at):
         if at.startswith("before kernel-install"):
             raise Death(at)
+
     host.system.fault = die
     with pytest.raises(Death):
         change.rollback(host.system)

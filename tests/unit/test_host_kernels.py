@@ -2,10 +2,11 @@
 a `dnf upgrade` on a BLS host, an operator's hand edit to a loader entry; and it proves the result."""
 
 import pytest
-
 from fake_host import KVER, MACHINE, FakeHost
+
 from seatkit.errors import SeatError
-from seatkit.host import change, gpus, plan as host_plan, settings
+from seatkit.host import change, gpus, settings
+from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 
 NEW = "6.8.0-50-generic"
@@ -25,9 +26,13 @@ def apply(host):
 def carriers(host) -> list[str]:
     """Every boot line that still has a kit token, and every image that still has the kit's file,
     read from the tree itself (not from the kit's proof)."""
-    out = [f"{path}: {line}" for path in host.root.glob("boot/**/*.conf") if "entries" in str(path)
-           for line in path.read_text().splitlines() if line.startswith("options")
-           and any(t in line.split() for t in OURS)]
+    out = [
+        f"{path}: {line}"
+        for path in host.root.glob("boot/**/*.conf")
+        if "entries" in str(path)
+        for line in path.read_text().splitlines()
+        if line.startswith("options") and any(t in line.split() for t in OURS)
+    ]
     out += [str(p) for p in host.root.glob("boot/initrd.img-*") if "seatkit-nvidia.conf" in p.read_text()]
     return out
 
@@ -39,7 +44,9 @@ def test_systemd_boot_a_kernel_installed_after_apply_loses_the_tokens_and_the_fi
     assert len(carriers(host)) == 4
     change.rollback(host.system)
     assert carriers(host) == []
-    assert "options root=UUID=abc rw quiet splash\n" in host.read(f"/boot/efi/loader/entries/{MACHINE}-{NEW}.conf")
+    assert "options root=UUID=abc rw quiet splash\n" in host.read(
+        f"/boot/efi/loader/entries/{MACHINE}-{NEW}.conf"
+    )
 
 
 def test_systemd_boot_a_kernel_removed_after_apply_does_not_come_back(tmp_path):
@@ -105,7 +112,8 @@ def test_the_proof_reads_every_image_and_names_one_that_keeps_the_file(tmp_path,
         change.rollback(host.system)
     assert caught.value.message.endswith(
         f"could still get seatkit's change:\n  - /boot/initrd.img-{NEW} still holds "
-        "/etc/modprobe.d/seatkit-nvidia.conf")
+        "/etc/modprobe.d/seatkit-nvidia.conf"
+    )
     assert f"initrd.img-{KVER}" not in caught.value.message
 
 
@@ -117,8 +125,9 @@ def test_a_hand_edit_the_kit_cannot_parse_is_kept_and_named_not_left_open(tmp_pa
     edited, lines = entry.read_text(), []
     change.rollback(host.system, progress=lines.append)  # the kernel reads the rest as one quoted value
     assert entry.read_text() == edited and Journal(host.system).open() == []
-    assert any("the edit is kept as it is (the command line has an unbalanced double quote" in line
-               for line in lines)
+    assert any(
+        "the edit is kept as it is (the command line has an unbalanced double quote" in line for line in lines
+    )
 
 
 def test_a_backup_image_nothing_boots_does_not_fail_the_proof(tmp_path):
@@ -147,15 +156,19 @@ def test_a_kit_token_the_operator_put_in_their_own_grub_defaults_after_apply_is_
     out only what the kit added, the token stays, and the proof does not call it the kit's."""
     host = FakeHost(tmp_path, "grub")
     apply(host)
-    host.write("/etc/default/grub", host.read("/etc/default/grub").replace(
-        'GRUB_CMDLINE_LINUX=""', 'GRUB_CMDLINE_LINUX="amd_iommu=off"'))
+    host.write(
+        "/etc/default/grub",
+        host.read("/etc/default/grub").replace('GRUB_CMDLINE_LINUX=""', 'GRUB_CMDLINE_LINUX="amd_iommu=off"'),
+    )
     change.rollback(host.system)
     lines = [line.split() for line in host.read("/boot/grub/grub.cfg").splitlines() if "linux\t" in line]
     assert all("amd_iommu=off" in words and "iommu=off" not in words for words in lines), lines
     assert Journal(host.system).active() == []
 
 
-@pytest.mark.parametrize("leftover", [f"{NEW}.dpkg-new", f"{KVER}.dpkg-bak", f"{KVER}.efi.signed", f"{KVER}~"])
+@pytest.mark.parametrize(
+    "leftover", [f"{NEW}.dpkg-new", f"{KVER}.dpkg-bak", f"{KVER}.efi.signed", f"{KVER}~"]
+)
 def test_a_kernel_file_left_by_an_interrupted_upgrade_gets_no_loader_entry(tmp_path, leftover):
     """apt cut short leaves /boot/vmlinuz-X.dpkg-new: it is no installed kernel. An entry for it
     would sort newest and become systemd-boot's default, a kernel with no modules and no initrd."""
@@ -186,8 +199,11 @@ def test_grub_a_custom_entry_with_a_kit_token_of_its_own_does_not_fail_the_proof
     """/etc/grub.d/40_custom had an entry with amd_iommu=off before apply: grub-mkconfig copies it
     into every grub.cfg, so after rollback it is still there, and it is the operator's."""
     host = FakeHost(tmp_path, "grub")
-    host.write("/etc/grub.d/40_custom", "#!/bin/sh\nexec tail -n +3 $0\nmenuentry 'No IOMMU' {\n"
-               f"\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro amd_iommu=off\n}}\n")
+    host.write(
+        "/etc/grub.d/40_custom",
+        "#!/bin/sh\nexec tail -n +3 $0\nmenuentry 'No IOMMU' {\n"
+        f"\tlinux\t/boot/vmlinuz-{KVER} root=UUID=abc ro amd_iommu=off\n}}\n",
+    )
     host.update_grub()
     apply(host)
     change.rollback(host.system)

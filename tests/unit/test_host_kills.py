@@ -15,9 +15,10 @@ import shutil
 import signal
 
 import pytest
-
 from fake_host import FakeHost
-from seatkit.host import change, gpus, plan as host_plan, settings
+
+from seatkit.host import change, gpus, settings
+from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
 
@@ -48,6 +49,7 @@ def in_child(host, act, kill_at: int | None) -> int:
             calls[0] += 1
             if calls[0] == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
+
         host.system.fault = fault
         try:
             act()
@@ -72,8 +74,12 @@ def test_seeded_sigkills_over_apply_rollback_and_recover_all_end_pristine(tmp_pa
     apply(probe)
     steps["rollback"] = in_child(probe, lambda: change.rollback(probe.system), None)
     # every step once (inside writes and tools included), then seeded random ones
-    plan = {op: (list(range(1, steps[op] + 1)) + [rng.randint(1, steps[op]) for _ in range(KILLS[op])])[:KILLS[op]]
-            for op in ("apply", "rollback")}
+    plan = {
+        op: (list(range(1, steps[op] + 1)) + [rng.randint(1, steps[op]) for _ in range(KILLS[op])])[
+            : KILLS[op]
+        ]
+        for op in ("apply", "rollback")
+    }
     kills, failures, not_begun = [], [], []
     for n, op in enumerate(op for op in KILLS for _ in range(KILLS[op])):
         host = FakeHost(tmp_path / f"{op}-{n}", stack)
@@ -96,14 +102,16 @@ def test_seeded_sigkills_over_apply_rollback_and_recover_all_end_pristine(tmp_pa
         change.recover(host.system)
         journal = Journal(host.system)
         if op == "rollback" and journal.active():  # killed before its begin record was whole:
-            not_begun.append(point)                 # nothing was undone yet, the apply stands
+            not_begun.append(point)  # nothing was undone yet, the apply stands
             change.rollback(host.system)
         if host.tree() != pristine or journal.open() or journal.active():
             diff = {k for k in set(host.tree()) | set(pristine) if host.tree().get(k) != pristine.get(k)}
             failures.append(f"{op} killed at step {point}: {sorted(diff)}")
     by_op = {op: sum(1 for o, _ in kills if o == op) for op in KILLS}
-    print(f"\n{stack}: {len(kills)} SIGKILLs ({by_op}), steps per op {steps}, rollbacks killed before "
-          f"they began (apply left standing, rolled back again) {len(not_begun)}, failures {failures}")
+    print(
+        f"\n{stack}: {len(kills)} SIGKILLs ({by_op}), steps per op {steps}, rollbacks killed before "
+        f"they began (apply left standing, rolled back again) {len(not_begun)}, failures {failures}"
+    )
     assert failures == []
     assert len(kills) >= 45
 
@@ -169,7 +177,9 @@ def test_seeded_sigkills_after_a_kernel_upgrade_end_as_the_upgrade_alone_would(t
         if journal.active():  # a rollback killed before its begin record was whole: the apply stands
             change.rollback(host.system)
         if configured(host) != expected or journal.open() or journal.active():
-            diff = {k for k in set(configured(host)) | set(expected) if configured(host).get(k) != expected.get(k)}
+            diff = {
+                k for k in set(configured(host)) | set(expected) if configured(host).get(k) != expected.get(k)
+            }
             failures.append(f"{op} killed at {point}: {sorted(diff)}")
         shutil.rmtree(host.root)
     print(f"\n{stack} after an upgrade: {len(kills)} SIGKILLs, rollback steps {steps}, failures {failures}")

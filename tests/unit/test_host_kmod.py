@@ -2,9 +2,10 @@
 later, and `module.option=value` on the kernel command line applied after every modprobe.d file."""
 
 import pytest
-
 from fake_host import FakeHost
-from seatkit.host import change, gpus, plan as host_plan, settings, state, status
+
+from seatkit.host import change, gpus, settings, state, status
+from seatkit.host import plan as host_plan
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
@@ -19,15 +20,20 @@ def refusals(host):
 
 
 def hmm(host):
-    return next(r for r in status.status(settings.load("paper"), host.system)["rows"]
-                if r["setting"] == "hmm_disabled")
+    return next(
+        r
+        for r in status.status(settings.load("paper"), host.system)["rows"]
+        if r["setting"] == "hmm_disabled"
+    )
 
 
 def test_usr_local_lib_modprobe_d_is_searched(tmp_path):
     host = FakeHost(tmp_path, "grub")
     host.write("/usr/local/lib/modprobe.d/zz-local.conf", "options nvidia_uvm uvm_disable_hmm=0\n")
-    assert any(r.startswith("/usr/local/lib/modprobe.d/zz-local.conf sets nvidia_uvm uvm_disable_hmm")
-               for r in refusals(host))
+    assert any(
+        r.startswith("/usr/local/lib/modprobe.d/zz-local.conf sets nvidia_uvm uvm_disable_hmm")
+        for r in refusals(host)
+    )
 
 
 def test_run_masks_the_same_name_in_usr_lib_and_usr_local_lib(tmp_path):
@@ -35,15 +41,19 @@ def test_run_masks_the_same_name_in_usr_lib_and_usr_local_lib(tmp_path):
     host.write("/usr/lib/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=0\n")
     host.write("/usr/local/lib/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=0\n")
     host.write("/run/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=1\n")
-    assert state.modprobe_options(host.system, "nvidia_uvm") == ({"uvm_disable_hmm": "1"},
-                                                                 ["/run/modprobe.d/hmm.conf"])
+    assert state.modprobe_options(host.system, "nvidia_uvm") == (
+        {"uvm_disable_hmm": "1"},
+        ["/run/modprobe.d/hmm.conf"],
+    )
 
 
 @pytest.mark.parametrize("token", ["nvidia_uvm.uvm_disable_hmm=0", "nvidia-uvm.uvm_disable_hmm=0"])
 def test_a_module_option_on_the_kernel_command_line_is_refused_by_plan(tmp_path, token):
     host = FakeHost(tmp_path, "grub", cmdline=f"quiet {token}")
-    assert any("has nvidia_uvm.uvm_disable_hmm=0, which kmod applies after every modprobe.d "
-               "file" in r for r in refusals(host))
+    assert any(
+        "has nvidia_uvm.uvm_disable_hmm=0, which kmod applies after every modprobe.d file" in r
+        for r in refusals(host)
+    )
 
 
 def test_status_judges_the_value_kmod_resolves_with_the_next_boots_command_line(tmp_path):
@@ -51,8 +61,10 @@ def test_status_judges_the_value_kmod_resolves_with_the_next_boots_command_line(
     change.apply(host_plan.build(settings.load("paper"), host.system, ACK), host.system)
     host.reboot()
     assert hmm(host)["verdict"] == "OK"
-    host.write("/etc/default/grub.d/50-hmm.cfg",
-               'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX nvidia_uvm.uvm_disable_hmm=0"\n')
+    host.write(
+        "/etc/default/grub.d/50-hmm.cfg",
+        'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX nvidia_uvm.uvm_disable_hmm=0"\n',
+    )
     host.run(["update-grub"])
     row = hmm(host)  # the next boot's line wins over the kit's file
     assert row["configured"] is False and row["verdict"] == "REVERTS"
@@ -62,20 +74,30 @@ def test_status_judges_the_value_kmod_resolves_with_the_next_boots_command_line(
     assert hmm(host)["live"] is False and hmm(host)["verdict"] == "DRIFT"
 
 
-@pytest.mark.parametrize("line", [
-    "install nvidia_uvm /sbin/modprobe --ignore-install nvidia_uvm uvm_disable_hmm=0",
-    "install nvidia-uvm \\\n  /sbin/modprobe --ignore-install nvidia-uvm $CMDLINE_OPTS uvm_disable_hmm=0"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "install nvidia_uvm /sbin/modprobe --ignore-install nvidia_uvm uvm_disable_hmm=0",
+        "install nvidia-uvm \\\n  /sbin/modprobe --ignore-install nvidia-uvm $CMDLINE_OPTS uvm_disable_hmm=0",
+    ],
+)
 def test_an_install_command_that_passes_the_option_itself_is_refused(tmp_path, line):
     """kmod runs an `install` command instead of loading the module: words it passes come after the
     files' options (uvm_disable_hmm=1 uvm_disable_hmm=0), so the command's value wins."""
     host = FakeHost(tmp_path, "grub")
     host.write("/etc/modprobe.d/operator.conf", f"# HMM back on for our tests\n{line}\n")
-    assert any(r.startswith("/etc/modprobe.d/operator.conf has an install command for nvidia_uvm that "
-                            "passes uvm_disable_hmm") for r in refusals(host)), refusals(host)
+    assert any(
+        r.startswith(
+            "/etc/modprobe.d/operator.conf has an install command for nvidia_uvm that passes uvm_disable_hmm"
+        )
+        for r in refusals(host)
+    ), refusals(host)
 
 
 def test_an_install_command_that_only_passes_cmdline_opts_is_not_refused(tmp_path):
     host = FakeHost(tmp_path, "grub")
-    host.write("/etc/modprobe.d/operator.conf",
-               "install nvidia_uvm /sbin/modprobe --ignore-install nvidia_uvm $CMDLINE_OPTS\n")
+    host.write(
+        "/etc/modprobe.d/operator.conf",
+        "install nvidia_uvm /sbin/modprobe --ignore-install nvidia_uvm $CMDLINE_OPTS\n",
+    )
     assert not any("install command" in r for r in refusals(host))

@@ -18,28 +18,54 @@ def write(root, path, text):
     target.write_text(text)
 
 
-def fake_host(root, *, vendor="AuthenticAMD", boot="grub", configured="iommu=off amd_iommu=off",
-              live="iommu=off amd_iommu=off", dwords=FIVE, live_dwords=FIVE, hmm="Y",
-              driver="595.58.03", iommu_units=()):
+def fake_host(
+    root,
+    *,
+    vendor="AuthenticAMD",
+    boot="grub",
+    configured="iommu=off amd_iommu=off",
+    live="iommu=off amd_iommu=off",
+    dwords=FIVE,
+    live_dwords=FIVE,
+    hmm="Y",
+    driver="595.58.03",
+    iommu_units=(),
+):
     """A host tree: cpuinfo, a boot configuration of one stack, modprobe.d, /proc and /sys."""
     write(root, "/proc/cpuinfo", f"processor\t: 0\nvendor_id\t: {vendor}\n")
     write(root, "/proc/sys/kernel/random/boot_id", "11111111-2222-3333-4444-555555555555\n")
     write(root, "/proc/cmdline", f"BOOT_IMAGE=/vmlinuz root=/dev/nvme0n1p2 ro quiet {live}\n")
     if boot == "grub":
-        write(root, "/boot/grub/grub.cfg", "menuentry 'Ubuntu' {\n"
-              f"\tlinux\t/boot/vmlinuz-6.8.0 root=UUID=abc ro quiet splash {configured}\n}}\n"
-              "menuentry 'Ubuntu (recovery)' {\n\tlinux\t/boot/vmlinuz-6.8.0 root=UUID=abc ro single\n}\n")
+        write(
+            root,
+            "/boot/grub/grub.cfg",
+            "menuentry 'Ubuntu' {\n"
+            f"\tlinux\t/boot/vmlinuz-6.8.0 root=UUID=abc ro quiet splash {configured}\n}}\n"
+            "menuentry 'Ubuntu (recovery)' {\n\tlinux\t/boot/vmlinuz-6.8.0 root=UUID=abc ro single\n}\n",
+        )
     elif boot == "bls":
-        write(root, "/boot/loader/entries/abc-6.11.conf",
-              f"title Fedora\nlinux /vmlinuz-6.11\noptions root=UUID=abc ro rhgb {configured}\n")
+        write(
+            root,
+            "/boot/loader/entries/abc-6.11.conf",
+            f"title Fedora\nlinux /vmlinuz-6.11\noptions root=UUID=abc ro rhgb {configured}\n",
+        )
     elif boot == "kernel-cmdline":
         write(root, "/etc/kernel/cmdline", f"root=UUID=abc ro {configured}\n")
-    write(root, "/etc/modprobe.d/seatkit-nvidia.conf",
-          f'options nvidia NVreg_RegistryDwords="{dwords}"\noptions nvidia_uvm uvm_disable_hmm=1\n')
-    write(root, "/proc/driver/nvidia/version",
-          f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {driver}  Release Build\n")
-    write(root, "/proc/driver/nvidia/params",
-          f'ResmanDebugLevel: 4294967295\nEnableResizableBar: 1\nRegistryDwords: "{live_dwords}"\n')
+    write(
+        root,
+        "/etc/modprobe.d/seatkit-nvidia.conf",
+        f'options nvidia NVreg_RegistryDwords="{dwords}"\noptions nvidia_uvm uvm_disable_hmm=1\n',
+    )
+    write(
+        root,
+        "/proc/driver/nvidia/version",
+        f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {driver}  Release Build\n",
+    )
+    write(
+        root,
+        "/proc/driver/nvidia/params",
+        f'ResmanDebugLevel: 4294967295\nEnableResizableBar: 1\nRegistryDwords: "{live_dwords}"\n',
+    )
     write(root, "/sys/module/nvidia_uvm/parameters/uvm_disable_hmm", f"{hmm}\n")
     (root / "sys/class/iommu").mkdir(parents=True, exist_ok=True)
     for unit in iommu_units:
@@ -79,8 +105,15 @@ def test_configured_but_modules_not_reloaded_is_pending_reload(tmp_path):
 
 
 def test_files_that_say_otherwise_are_drift(tmp_path):
-    rows, _ = verdicts(fake_host(tmp_path, configured="iommu=pt", live="iommu=pt",
-                                 dwords="ForceP2P=0x11", live_dwords="ForceP2P=0x11"))
+    rows, _ = verdicts(
+        fake_host(
+            tmp_path,
+            configured="iommu=pt",
+            live="iommu=pt",
+            dwords="ForceP2P=0x11",
+            live_dwords="ForceP2P=0x11",
+        )
+    )
     assert rows["iommu"]["verdict"] == "DRIFT" and rows["registry_keys"]["verdict"] == "DRIFT"
 
 
@@ -90,8 +123,12 @@ def test_live_tokens_with_iommu_units_still_present_are_drift(tmp_path):
 
 
 def test_intel_tokens_follow_the_cpu_vendor(tmp_path):
-    system = fake_host(tmp_path, vendor="GenuineIntel", configured="iommu=off intel_iommu=off",
-                       live="iommu=off intel_iommu=off")
+    system = fake_host(
+        tmp_path,
+        vendor="GenuineIntel",
+        configured="iommu=off intel_iommu=off",
+        live="iommu=off intel_iommu=off",
+    )
     rows, _ = verdicts(system)
     assert rows["iommu"]["desired"] == ["intel_iommu=off", "iommu=off"]
     assert rows["iommu"]["verdict"] == "OK"
@@ -102,17 +139,26 @@ def test_unknown_vendor_is_unknown_with_the_reason(tmp_path):
     assert rows["iommu"]["verdict"] == "UNKNOWN" and "CPU vendor" in rows["iommu"]["why"]
 
 
-@pytest.mark.parametrize("driver, refused", [("570.133.20", True), ("580.167.08", True),
-                                             ("580.159.04", False), ("595.58.03", False)])
+@pytest.mark.parametrize(
+    "driver, refused",
+    [("570.133.20", True), ("580.167.08", True), ("580.159.04", False), ("595.58.03", False)],
+)
 def test_five_key_string_is_refused_where_it_is_known_to_be_wrong(tmp_path, driver, refused):
     rows, _ = verdicts(fake_host(tmp_path, driver=driver))
     assert (rows["registry_keys"]["verdict"] == "REFUSED") == refused
     if refused:
         assert rows["registry_keys"]["why"]
-    three, _ = verdicts(fake_host(tmp_path / "three", driver=driver,
-                                  dwords="ForceP2P=0x11;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1",
-                                  live_dwords="ForceP2P=0x11;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1",
-                                  configured="iommu=pt", live="iommu=pt"), "conservative")
+    three, _ = verdicts(
+        fake_host(
+            tmp_path / "three",
+            driver=driver,
+            dwords="ForceP2P=0x11;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1",
+            live_dwords="ForceP2P=0x11;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1",
+            configured="iommu=pt",
+            live="iommu=pt",
+        ),
+        "conservative",
+    )
     assert three["registry_keys"]["verdict"] == "OK" and three["iommu"]["verdict"] == "OK"
 
 
@@ -125,8 +171,13 @@ def test_etc_modprobe_overrides_the_same_name_in_usr_lib(tmp_path):
 
 def test_rebar_compares_bar1_with_vram(tmp_path, monkeypatch):
     system = fake_host(tmp_path)
-    inventory = {"driver": "595.58.03", "gpus": [{"bar1_total_mib": 131072, "memory_mib": 97887},
-                                                 {"bar1_total_mib": 256, "memory_mib": 97887}]}
+    inventory = {
+        "driver": "595.58.03",
+        "gpus": [
+            {"bar1_total_mib": 131072, "memory_mib": 97887},
+            {"bar1_total_mib": 256, "memory_mib": 97887},
+        ],
+    }
     monkeypatch.setattr(gpus, "inventory", lambda system=None: inventory)
     rows, _ = verdicts(system)
     assert rows["rebar"]["verdict"] == "PENDING-RELOAD"  # configured, but one GPU has a 256 MiB BAR1
@@ -173,17 +224,27 @@ def test_real_h200_plan_knows_the_host_and_refuses_what_it_cannot_be_sure_of():
     assert plan["tokens"] == ["iommu=pt"]
     (op,) = plan["ops"]
     assert op["file"] == "/etc/modprobe.d/seatkit-nvidia.conf"
-    assert 'NVreg_RegistryDwords="ForceP2P=0x11;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1"' in op["diff"]
+    assert (
+        'NVreg_RegistryDwords="ForceP2P=0x11;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1"' in op["diff"]
+    )
     assert any("no boot stack recognised" in r for r in plan["refusals"])
 
 
 def test_intel_iommu_on_beside_iommu_pt_is_ok_for_conservative_as_plan_judges_it(tmp_path):
-    system = fake_host(tmp_path, vendor="GenuineIntel", configured="intel_iommu=on iommu=pt",
-                       live="intel_iommu=on iommu=pt")
+    system = fake_host(
+        tmp_path, vendor="GenuineIntel", configured="intel_iommu=on iommu=pt", live="intel_iommu=on iommu=pt"
+    )
     rows, _ = verdicts(system, "conservative")
     assert rows["iommu"]["verdict"] == "OK" and rows["iommu"]["configured"] == ["iommu=pt"]
-    rows, _ = verdicts(fake_host(tmp_path / "b", vendor="GenuineIntel", configured="intel_iommu=on iommu=off",
-                                 live="intel_iommu=on iommu=pt"), "conservative")
+    rows, _ = verdicts(
+        fake_host(
+            tmp_path / "b",
+            vendor="GenuineIntel",
+            configured="intel_iommu=on iommu=off",
+            live="intel_iommu=on iommu=pt",
+        ),
+        "conservative",
+    )
     assert rows["iommu"]["verdict"] == "REVERTS"  # same key, another value: it decides
 
 
@@ -197,16 +258,27 @@ def efivar(root, name: str, value: str) -> None:
     target.write_bytes(b"\x07\x00\x00\x00" + (value + "\0").encode("utf-16-le"))
 
 
-@pytest.mark.parametrize("pick, boots", [
-    (None, "abc-6.10.conf"),  # no default: the newest version, not the alphabetically first
-    ("loader.conf", "abc-6.9.conf"), ("grubenv", "abc-6.9.conf"), ("LoaderEntryDefault", "abc-6.9.conf"),
-    ("LoaderEntryOneShot", "abc-6.9.conf"), ("@saved", "abc-6.9.conf")])
+@pytest.mark.parametrize(
+    "pick, boots",
+    [
+        (None, "abc-6.10.conf"),  # no default: the newest version, not the alphabetically first
+        ("loader.conf", "abc-6.9.conf"),
+        ("grubenv", "abc-6.9.conf"),
+        ("LoaderEntryDefault", "abc-6.9.conf"),
+        ("LoaderEntryOneShot", "abc-6.9.conf"),
+        ("@saved", "abc-6.9.conf"),
+    ],
+)
 def test_status_reads_the_entry_that_boots(tmp_path, pick, boots):
     system = fake_host(tmp_path, boot="bls")
     (tmp_path / "boot/loader/entries/abc-6.11.conf").unlink()
     for version in ("5.15", "6.9", "6.10"):  # 6.10 sorts before 6.9 as text, after it as a version
-        write(tmp_path, f"/boot/loader/entries/abc-{version}.conf", f"title Fedora\nlinux /vmlinuz-{version}\n"
-              "options root=UUID=abc ro " + ("iommu=off amd_iommu=off\n" if version in boots else "quiet\n"))
+        write(
+            tmp_path,
+            f"/boot/loader/entries/abc-{version}.conf",
+            f"title Fedora\nlinux /vmlinuz-{version}\n"
+            "options root=UUID=abc ro " + ("iommu=off amd_iommu=off\n" if version in boots else "quiet\n"),
+        )
     if pick == "loader.conf":
         write(tmp_path, "/boot/loader/loader.conf", "timeout 3\ndefault abc-6.9*\n")
     elif pick == "grubenv":
@@ -237,8 +309,14 @@ submenu 'Advanced options for Ubuntu' $menuentry_id_option 'gnulinux-advanced-ab
 """
 
 
-@pytest.mark.parametrize("saved", ["gnulinux-advanced-abc>gnulinux-6.8.0-45-advanced-abc",
-                                   "Advanced options for Ubuntu>Ubuntu, with Linux 6.8.0-45", "1>1"])
+@pytest.mark.parametrize(
+    "saved",
+    [
+        "gnulinux-advanced-abc>gnulinux-6.8.0-45-advanced-abc",
+        "Advanced options for Ubuntu>Ubuntu, with Linux 6.8.0-45",
+        "1>1",
+    ],
+)
 def test_status_reads_grubs_saved_entry_not_the_first(tmp_path, saved):
     system = fake_host(tmp_path)
     write(tmp_path, "/boot/grub/grub.cfg", GRUB_SUBMENU)

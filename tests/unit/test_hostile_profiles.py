@@ -15,17 +15,47 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from seatkit.serve import k8s, profile as profiles, render, spec as specs
+from seatkit.serve import k8s, render
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 CANARY = "canary"
-PIECES = ["$(touch canary)", "`touch canary`", "'; touch canary; '", '"; touch canary; "',
-          "\ntouch canary\n", "-v /:/host", "--privileged", "*", "?", "[a]", " a b ", "${IFS}",
-          "\\", "é☃", "\r", ":", ",", "~", "#", "&&", "|", ">x", "..", "/", "-", "$$", "%q"]
-HOSTILE = st.lists(st.sampled_from(PIECES) | st.text(min_size=1, max_size=3), min_size=1,
-                   max_size=4).map("".join)
+PIECES = [
+    "$(touch canary)",
+    "`touch canary`",
+    "'; touch canary; '",
+    '"; touch canary; "',
+    "\ntouch canary\n",
+    "-v /:/host",
+    "--privileged",
+    "*",
+    "?",
+    "[a]",
+    " a b ",
+    "${IFS}",
+    "\\",
+    "é☃",
+    "\r",
+    ":",
+    ",",
+    "~",
+    "#",
+    "&&",
+    "|",
+    ">x",
+    "..",
+    "/",
+    "-",
+    "$$",
+    "%q",
+]
+HOSTILE = st.lists(st.sampled_from(PIECES) | st.text(min_size=1, max_size=3), min_size=1, max_size=4).map(
+    "".join
+)
 INTERNAL = {"source", "sha256"}  # set by the loader from the file, never read from it
 
 
@@ -48,8 +78,12 @@ def slots(tp, path: tuple = ()) -> list[tuple]:
     if origin is typing.Annotated:
         return slots(args[0], path)
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return [s for name, f in tp.model_fields.items() if name not in INTERNAL
-                for s in slots(f.annotation, (*path, name))]
+        return [
+            s
+            for name, f in tp.model_fields.items()
+            if name not in INTERNAL
+            for s in slots(f.annotation, (*path, name))
+        ]
     if origin in (typing.Union, types.UnionType):
         found = [path] if _str_like(tp) else []
         return found + [s for a in args if not _str_like(a) for s in slots(a, path) if s != path]
@@ -130,13 +164,33 @@ printf '%s\\0' "$0" "$@" > "$ARGV_OUT"
 def docker_argv(spec, values) -> list[str]:
     """The docker command the script must run: the spec's parts, each one argument."""
     d = spec.profile.docker
-    argv = ["docker", "run", "--rm", "--name", values["SEAT_CONTAINER"], "--gpus",
-            "all" if d.gpus == "all" else "device=" + ",".join(map(str, d.gpus)),
-            "--ipc", d.ipc, "--network", d.network, *(["--init"] if d.init else []),
-            "--stop-timeout", str(d.stop_grace_s), "--label", f"{specs.PROFILE_LABEL}={spec.profile.name}"]
+    argv = [
+        "docker",
+        "run",
+        "--rm",
+        "--name",
+        values["SEAT_CONTAINER"],
+        "--gpus",
+        "all" if d.gpus == "all" else "device=" + ",".join(map(str, d.gpus)),
+        "--ipc",
+        d.ipc,
+        "--network",
+        d.network,
+        *(["--init"] if d.init else []),
+        "--stop-timeout",
+        str(d.stop_grace_s),
+        "--label",
+        f"{specs.PROFILE_LABEL}={spec.profile.name}",
+    ]
     argv += [a for k, v in d.ulimits.items() for a in ("--ulimit", f"{k}={v}")]
-    argv += [a for m in spec.mounts for a in (
-        "--volume", f"{specs.resolve(m.source, values)}:{m.target}" + (":ro" if m.read_only else ""))]
+    argv += [
+        a
+        for m in spec.mounts
+        for a in (
+            "--volume",
+            f"{specs.resolve(m.source, values)}:{m.target}" + (":ro" if m.read_only else ""),
+        )
+    ]
     argv += [a for k, v in spec.env.items() for a in ("--env", f"{k}={v}")]
     argv += [a for k, v in spec.container_knobs(values).items() for a in ("--env", f"{k}={v}")]
     argv += [a for n in spec.pass_env for a in ("--env", n)]
@@ -151,8 +205,13 @@ def run_rendered(spec, tmp: Path) -> None:
     (bin_dir / "docker").write_text(STUB_DOCKER)
     (bin_dir / "docker").chmod(0o755)
     # A non-loopback host without a key is refused at launch (tested apart); here the argv is checked.
-    environ = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp), "SEAT_HOME": str(home),
-               "ARGV_OUT": str(tmp / "argv"), "SEAT_EXPOSE_WITHOUT_KEY": "1"}
+    environ = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "HOME": str(tmp),
+        "SEAT_HOME": str(home),
+        "ARGV_OUT": str(tmp / "argv"),
+        "SEAT_EXPOSE_WITHOUT_KEY": "1",
+    }
     values = spec.values(environ)
     if spec.native:
         server = Path(specs.resolve(spec.command[0], values))
@@ -167,8 +226,14 @@ def run_rendered(spec, tmp: Path) -> None:
 
     def bash(**extra):
         (tmp / "argv").unlink(missing_ok=True)
-        return subprocess.run(["bash", str(script)], cwd=tmp, env={**environ, **extra},
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            ["bash", str(script)],
+            cwd=tmp,
+            env={**environ, **extra},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     bash()  # preflight on: it may refuse, but must never run a value
     assert not (tmp / CANARY).exists()
@@ -178,8 +243,13 @@ def run_rendered(spec, tmp: Path) -> None:
     dry = bash(SEAT_DRY_RUN="1")
     assert dry.returncode == 0, dry.stderr
     assert not (tmp / "argv").exists()  # a dry run runs nothing
-    words = subprocess.run(["bash", "-c", 'eval "a=($1)"; printf "%s\\0" "${a[@]}"', "_", dry.stdout],
-                           cwd=tmp, capture_output=True, env=environ, check=True).stdout
+    words = subprocess.run(
+        ["bash", "-c", 'eval "a=($1)"; printf "%s\\0" "${a[@]}"', "_", dry.stdout],
+        cwd=tmp,
+        capture_output=True,
+        env=environ,
+        check=True,
+    ).stdout
     assert words.split(b"\0")[:-1] == [a.encode() for a in want]
     assert not (tmp / CANARY).exists()
 
@@ -189,10 +259,15 @@ def check_compose(spec) -> None:
     unescape = lambda s: s.replace("$$", "$")
     values = {k.name: "${" + k.name + "}" for k in spec.knobs}
     assert [unescape(c) for c in seat["command"]] == [
-        "env", *[a for n in spec.unset_env for a in ("-u", n)],
-        *[specs.resolve(w, values) for w in spec.command]]
+        "env",
+        *[a for n in spec.unset_env for a in ("-u", n)],
+        *[specs.resolve(w, values) for w in spec.command],
+    ]
     assert {k: v and unescape(v) for k, v in seat["environment"].items()} == {
-        **spec.env, **spec.container_knobs(values), **dict.fromkeys(spec.pass_env)}
+        **spec.env,
+        **spec.container_knobs(values),
+        **dict.fromkeys(spec.pass_env),
+    }
     assert [unescape(v["target"]) for v in seat["volumes"]] == [m.target for m in spec.mounts]
 
 
@@ -209,17 +284,28 @@ def check_k8s(spec) -> None:
 
 def test_the_walk_finds_every_string_field():
     # Spot checks that the walk reaches nested lists, mapping keys and Any values.
-    for slot in [("models", "*", "files", "*"), ("docker", "ulimits", "{key}"), ("name",),
-                 ("env", "*"), ("env", "{key}"), ("speculative", "config", "*"),
-                 ("native", "packages", "*"), ("vllm_args", "*"), ("image", "tag")]:
+    for slot in [
+        ("models", "*", "files", "*"),
+        ("docker", "ulimits", "{key}"),
+        ("name",),
+        ("env", "*"),
+        ("env", "{key}"),
+        ("speculative", "config", "*"),
+        ("native", "packages", "*"),
+        ("vllm_args", "*"),
+        ("image", "tag"),
+    ]:
         assert slot in SLOTS, slot
     assert len(SLOTS) > 40
 
 
 @pytest.mark.parametrize("runtime", ["docker", "native"])
 @pytest.mark.parametrize("slot", SLOTS, ids=lambda s: ".".join(s))
-@settings(max_examples=3, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @example(value="x\"; touch canary; \"'$(touch canary)`touch canary`'; touch canary\n-v /:/host *")
 @example(value="--privileged")
 @given(value=HOSTILE)
@@ -231,8 +317,9 @@ def test_a_hostile_value_is_refused_or_stays_one_argument(tmp_path_factory, runt
         seat = profiles.Profile.model_validate(data)
     except ValidationError as exc:
         # Named by its place, or (a check across fields) by its field name in the message.
-        assert any(_names(slot, tuple(e["loc"])) or (not e["loc"] and slot[0] in e["msg"])
-                   for e in exc.errors()), (slot, exc)
+        assert any(
+            _names(slot, tuple(e["loc"])) or (not e["loc"] and slot[0] in e["msg"]) for e in exc.errors()
+        ), (slot, exc)
         return
     spec = specs.build(seat)
     run_rendered(spec, tmp_path_factory.mktemp("hostile"))
@@ -250,19 +337,22 @@ def test_a_hostile_profile_file_name_is_refused(tmp_path, name):
         profiles.load(str(path))
 
 
-@pytest.mark.parametrize("runtime, path, value, field", [
-    ("docker", ("models", "base", "files"), ['a"$(touch canary)".json'], "models.base.files.0"),
-    ("docker", ("docker", "ulimits"), {"nofile --privileged -v /:/host": 1}, "docker.ulimits"),
-    ("docker", ("docker", "ulimits"), {"nofile": "1; touch canary"}, "docker.ulimits.nofile"),
-    ("docker", ("models", "base", "files"), ["../../etc/shadow"], "models.base.files.0"),
-    ("docker", ("image", "vllm_dir"), "/opt/x y", "image.vllm_dir"),
-    ("docker", ("image", "tag"), "1 --privileged", "image.tag"),
-    ("docker", ("server", "served_model_name"), "--api-key=x", "server.served_model_name"),
-    ("docker", ("description",), "ok\ntouch canary", "description"),
-    ("native", ("native", "packages"), ["--index-url=http://x/simple", "vllm"], "native.packages.0"),
-    ("native", ("native", "python"), "-c", "native.python"),
-    ("native", ("native", "metadata_shim"), "1/../../../x", "native.metadata_shim"),
-])
+@pytest.mark.parametrize(
+    "runtime, path, value, field",
+    [
+        ("docker", ("models", "base", "files"), ['a"$(touch canary)".json'], "models.base.files.0"),
+        ("docker", ("docker", "ulimits"), {"nofile --privileged -v /:/host": 1}, "docker.ulimits"),
+        ("docker", ("docker", "ulimits"), {"nofile": "1; touch canary"}, "docker.ulimits.nofile"),
+        ("docker", ("models", "base", "files"), ["../../etc/shadow"], "models.base.files.0"),
+        ("docker", ("image", "vllm_dir"), "/opt/x y", "image.vllm_dir"),
+        ("docker", ("image", "tag"), "1 --privileged", "image.tag"),
+        ("docker", ("server", "served_model_name"), "--api-key=x", "server.served_model_name"),
+        ("docker", ("description",), "ok\ntouch canary", "description"),
+        ("native", ("native", "packages"), ["--index-url=http://x/simple", "vllm"], "native.packages.0"),
+        ("native", ("native", "python"), "-c", "native.python"),
+        ("native", ("native", "metadata_shim"), "1/../../../x", "native.metadata_shim"),
+    ],
+)
 def test_the_issue_s_examples_are_refused_naming_the_field(runtime, path, value, field):
     data = base_data(runtime)
     node = data

@@ -22,8 +22,9 @@ def tree(tmp_path):
     for name, data in files.items():
         (tmp_path / "vllm" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "vllm" / name).write_bytes(data)
-    lock = overlay.Lock("https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40,
-                        overlay.tree_files(tmp_path / "vllm"))
+    lock = overlay.Lock(
+        "https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, overlay.tree_files(tmp_path / "vllm")
+    )
     return tmp_path / "vllm", lock
 
 
@@ -43,8 +44,13 @@ def test_the_context_is_byte_identical_from_the_same_inputs_whatever_the_files_t
     assert {m.mtime for m in entries} == {build.EPOCH} and {(m.uid, m.gid) for m in entries} == {(0, 0)}
     names = {m.name for m in entries}
     # laid out like the repository, so the one Dockerfile builds both
-    assert {"Dockerfile", "overlay/overlay.lock", "image/entrypoint.sh", "image/build-check.sh",
-            "image/health.sh"} <= names
+    assert {
+        "Dockerfile",
+        "overlay/overlay.lock",
+        "image/entrypoint.sh",
+        "image/build-check.sh",
+        "image/health.sh",
+    } <= names
     # every folder on the way to each file is an entry of its own, so none takes the build's time
     assert {f"overlay/root{VLLM[:i]}" for i in range(len(VLLM)) if VLLM[i] == "/"} - {"overlay/root"} <= names
     assert f"overlay/root{VLLM}/config/speculative.py" in names
@@ -57,7 +63,10 @@ def test_files_the_base_has_byte_for_byte_are_left_out_and_the_rest_copied(tree)
     root, lock = tree
     base = {"__init__.py": lock.files["__init__.py"], "config/speculative.py": "0" * 64}
     ctx = build.context(lock, root, base)
-    assert ctx.skipped == ["__init__.py"] and ctx.copied == ["config/speculative.py", "v1/spec_decode/dspark.py"]
+    assert ctx.skipped == ["__init__.py"] and ctx.copied == [
+        "config/speculative.py",
+        "v1/spec_decode/dspark.py",
+    ]
     assert f"overlay/root{VLLM}/__init__.py" not in {m.name for m in members(ctx.data)}
 
 
@@ -69,8 +78,14 @@ def test_the_seat_tag_names_the_profile_the_overlay_commit_and_the_lock(tree):
 
 def write_profile(tmp_path, digest=None):
     path = tmp_path / "seat.yaml"
-    path.write_text(yaml.safe_dump({"extends": profiles.DEFAULT_PROFILE,
-                                    "image": {"name": "registry.invalid/vllm", "tag": "t1", "digest": digest}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "extends": profiles.DEFAULT_PROFILE,
+                "image": {"name": "registry.invalid/vllm", "tag": "t1", "digest": digest},
+            }
+        )
+    )
     return profiles.load(str(path))
 
 
@@ -92,7 +107,9 @@ def test_the_lock_pins_the_base_and_a_stale_or_conflicting_lock_is_refused(tmp_p
     lock.write_text(yaml.safe_dump({"name": "registry.invalid/vllm", "tag": "t0", "digest": DIGEST}))
     with pytest.raises(SeatError, match="pins registry.invalid/vllm:t0"):
         pin.base_reference(profile)
-    lock.write_text(yaml.safe_dump({"name": "registry.invalid/vllm", "tag": "t1", "digest": "sha256:" + "2" * 64}))
+    lock.write_text(
+        yaml.safe_dump({"name": "registry.invalid/vllm", "tag": "t1", "digest": "sha256:" + "2" * 64})
+    )
     with pytest.raises(SeatError, match="keep one"):
         pin.base_reference(write_profile(tmp_path, DIGEST))
     lock.write_text("name: x\n")
@@ -105,14 +122,23 @@ def test_the_dockerfile_keeps_its_rules():
     assert not re.search(r"^#\s*syntax=", text, re.M | re.I)  # BuildKit would try to pull a frontend
     assert re.search(r"^ARG BASE_IMAGE$", text, re.M)  # no tag-only default: the kit passes name@digest
     assert "FROM ${BASE_IMAGE}" in text
-    assert 'HEALTHCHECK' in text and 'CMD ["/opt/seatkit/health.sh"]' in text  # exec form
+    assert "HEALTHCHECK" in text and 'CMD ["/opt/seatkit/health.sh"]' in text  # exec form
     assert 'ENTRYPOINT ["/opt/seatkit/entrypoint.sh"]' in text
-    assert "ARG OVERLAY_FILES=overlay/vllm/\nARG OVERLAY_INTO=${VLLM_DIR}/\nCOPY ${OVERLAY_FILES} ${OVERLAY_INTO}" in text
+    assert (
+        "ARG OVERLAY_FILES=overlay/vllm/\nARG OVERLAY_INTO=${VLLM_DIR}/\nCOPY ${OVERLAY_FILES} ${OVERLAY_INTO}"
+        in text
+    )
     assert "VOLUME" not in text  # copied over the package, never mounted
-    for label in ("org.opencontainers.image.source", "org.opencontainers.image.revision",
-                  "org.opencontainers.image.base.name", "org.opencontainers.image.base.digest",
-                  "io.seatkit.overlay.commit", "io.seatkit.overlay.tree", "io.seatkit.overlay.lock.sha256",
-                  "io.seatkit.profile"):
+    for label in (
+        "org.opencontainers.image.source",
+        "org.opencontainers.image.revision",
+        "org.opencontainers.image.base.name",
+        "org.opencontainers.image.base.digest",
+        "io.seatkit.overlay.commit",
+        "io.seatkit.overlay.tree",
+        "io.seatkit.overlay.lock.sha256",
+        "io.seatkit.profile",
+    ):
         assert label in text
 
 
@@ -127,18 +153,24 @@ def test_a_profile_that_runs_its_image_as_it_is_has_nothing_to_build(tmp_path):
     """The prebuilt profile, once pinned: `seat build` copied the overlay over the author's image
     into a tag the seat never runs (it runs the prebuilt image by digest)."""
     path = tmp_path / "pinned-prebuilt.yaml"
-    path.write_text(f"extends: deepspark-prebuilt\n"
-                    f"image: {{digest: 'sha256:{'a' * 64}'}}\n")
+    path.write_text(f"extends: deepspark-prebuilt\nimage: {{digest: 'sha256:{'a' * 64}'}}\n")
     lock = overlay.Lock("https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, {"x.py": "0" * 64})
     with pytest.raises(SeatError, match="nothing to build") as caught:
         build.build(profiles.load(str(path)), lock, tmp_path / "overlay")
     assert "seat image pin" in caught.value.hint
 
 
-@pytest.mark.parametrize("host, url", [
-    (None, "http://127.0.0.1:8000/health"), ("0.0.0.0", "http://127.0.0.1:8000/health"),
-    ("::", "http://127.0.0.1:8000/health"), ("::1", "http://[::1]:8000/health"),
-    ("[::1]", "http://[::1]:8000/health"), ("127.0.0.2", "http://127.0.0.2:8000/health")])
+@pytest.mark.parametrize(
+    "host, url",
+    [
+        (None, "http://127.0.0.1:8000/health"),
+        ("0.0.0.0", "http://127.0.0.1:8000/health"),
+        ("::", "http://127.0.0.1:8000/health"),
+        ("::1", "http://[::1]:8000/health"),
+        ("[::1]", "http://[::1]:8000/health"),
+        ("127.0.0.2", "http://127.0.0.2:8000/health"),
+    ],
+)
 def test_the_healthcheck_probes_where_the_seat_listens(tmp_path, host, url):
     """image/health.sh with a curl that says what it was asked for."""
     import subprocess
@@ -146,8 +178,9 @@ def test_the_healthcheck_probes_where_the_seat_listens(tmp_path, host, url):
     (tmp_path / "curl").write_text('#!/bin/sh\nfor a; do last=$a; done\necho "$last"\n')
     (tmp_path / "curl").chmod(0o755)
     env = {"PATH": f"{tmp_path}:/usr/bin:/bin", **({"SEAT_HOST": host} if host else {})}
-    done = subprocess.run(["sh", str(paths.REPO / "image" / "health.sh")], env=env, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        ["sh", str(paths.REPO / "image" / "health.sh")], env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0 and done.stdout.strip() == url, done.stderr
 
 
@@ -165,19 +198,28 @@ def start_check(tmp_path):
     for name, data in files.items():
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         (tree / name).write_bytes(data)
-    (seatkit / "overlay.lock").write_text("# a lock\n" + "".join(
-        f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in files.items()))
+    (seatkit / "overlay.lock").write_text(
+        "# a lock\n"
+        + "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in files.items())
+    )
 
     def run():
         import subprocess
 
-        return subprocess.run(["sh", str(seatkit / "entrypoint.sh"), "echo", "served"], capture_output=True,
-                              text=True, env={"PATH": "/usr/bin:/bin", "SEAT_OVERLAY_DIR": str(tree)})
+        return subprocess.run(
+            ["sh", str(seatkit / "entrypoint.sh"), "echo", "served"],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "SEAT_OVERLAY_DIR": str(tree)},
+        )
+
     return tree, run
 
 
-@pytest.mark.parametrize("planted", ["pkg/mod/__init__.py", "pkg/mod.cpython-312-x86_64-linux-gnu.so",
-                                     "pkg/mod.abi3.so", "a/__init__.py"])
+@pytest.mark.parametrize(
+    "planted",
+    ["pkg/mod/__init__.py", "pkg/mod.cpython-312-x86_64-linux-gnu.so", "pkg/mod.abi3.so", "a/__init__.py"],
+)
 def test_the_start_check_refuses_a_locked_module_that_python_would_not_load(start_check, planted):
     tree, run = start_check
     assert run().stdout == "served\n"
@@ -214,10 +256,14 @@ def test_a_torn_pin_is_a_clear_error_and_pinning_writes_whole_files(tmp_path, mo
     def torn(self, text):
         real(self, text[:20])
         raise OSError(28, "No space left on device")
+
     with monkeypatch.context() as patched:
         patched.setattr(Path, "write_text", torn)
         with pytest.raises(OSError):
             pin.pin(profile)
-    assert lock.read_text() == good and sorted(p.name for p in tmp_path.iterdir()) == ["seat.lock", "seat.yaml"]
+    assert lock.read_text() == good and sorted(p.name for p in tmp_path.iterdir()) == [
+        "seat.lock",
+        "seat.yaml",
+    ]
     pin.pin(profile)
     assert pin.read(profile)["digest"] == "sha256:" + "3" * 64

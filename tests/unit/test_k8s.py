@@ -8,13 +8,15 @@ import subprocess
 import kubernetes_validate
 import pytest
 import yaml
-
 from conftest import BIN
+from test_render import run_script
+
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.host import settings as host_settings
-from seatkit.serve import k8s, profile as profiles, render, spec as specs
-from test_render import run_script
+from seatkit.serve import k8s, render
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 K8S_VERSION = "1.35.0"
 DEFAULT = profiles.DEFAULT_PROFILE
@@ -89,24 +91,30 @@ def test_container_argv_and_environment_equal_the_scripts(tmp_path):
     same command with the same environment; only the bind address differs, as a pod must."""
     spec = specs.build(profiles.load(DEFAULT))
     image = spec.values({})["SEAT_IMAGE"]
-    argv = [a.decode() for a in run_script((paths.REPO / "serve" / f"{DEFAULT}.sh").read_text(),
-                                           tmp_path, {})]
-    script_command = argv[argv.index(image) + 1:]
+    argv = [
+        a.decode() for a in run_script((paths.REPO / "serve" / f"{DEFAULT}.sh").read_text(), tmp_path, {})
+    ]
+    script_command = argv[argv.index(image) + 1 :]
     # The script also hands the image's own healthcheck SEAT_HOST/SEAT_PORT (a pod is probed by the
     # kubelet instead) and passes variables through from the shell (a pod has no launching shell).
-    passed = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv)
-                  if a == "--env" and "=" in argv[i + 1])
+    passed = dict(
+        argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--env" and "=" in argv[i + 1]
+    )
     script_env = {k: v for k, v in passed.items() if k not in specs.CONTAINER_KNOBS}
     container = seat_container(committed())
     args = [kubelet_unescape(a) for a in container["args"]]
     at = args.index("--host") + 1
     assert (script_command[at], args[at]) == ("127.0.0.1", k8s.POD_HOST)
-    assert args[:at] + args[at + 1:] == script_command[:at] + script_command[at + 1:]
+    assert args[:at] + args[at + 1 :] == script_command[:at] + script_command[at + 1 :]
     plain = {e["name"]: kubelet_unescape(e["value"]) for e in container["env"] if "value" in e}
     assert plain == script_env == spec.env
     secret = [e for e in container["env"] if "valueFrom" in e]
-    assert secret == [{"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {
-        "name": "dsv4-flash-dspark-api-key", "key": "api-key"}}}]
+    assert secret == [
+        {
+            "name": "VLLM_API_KEY",
+            "valueFrom": {"secretKeyRef": {"name": "dsv4-flash-dspark-api-key", "key": "api-key"}},
+        }
+    ]
 
 
 def test_the_workload_places_one_seat_per_gpu_node():
@@ -139,8 +147,10 @@ def test_kernel_module_config_carries_the_host_profiles_keys():
     config = next(o for o in committed() if o["kind"] == "ConfigMap")
     dwords = host_settings.registry_keys().forms["five-key"].dwords
     assert config["metadata"]["namespace"] == "gpu-operator"
-    assert config["data"] == {"nvidia.conf": f"NVreg_RegistryDwords={dwords}\n",
-                              "nvidia-uvm.conf": "uvm_disable_hmm=1\n"}
+    assert config["data"] == {
+        "nvidia.conf": f"NVreg_RegistryDwords={dwords}\n",
+        "nvidia-uvm.conf": "uvm_disable_hmm=1\n",
+    }
 
 
 def test_a_driver_the_registry_form_does_not_suit_is_refused():
@@ -151,9 +161,16 @@ def test_a_driver_the_registry_form_does_not_suit_is_refused():
         k8s.render(specs.build(seat))
 
 
-@pytest.mark.parametrize("field, value", [("namespace", "Seats"), ("api_key_secret", "a_b"),
-                                          ("gpu_products", ["x y"]), ("image", "-v /:/host"),
-                                          ("name", "9seat")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("namespace", "Seats"),
+        ("api_key_secret", "a_b"),
+        ("gpu_products", ["x y"]),
+        ("image", "-v /:/host"),
+        ("name", "9seat"),
+    ],
+)
 def test_kubernetes_fields_are_validated(field, value):
     data = profiles._raw(profiles.profile_path(DEFAULT))[0]
     data["kubernetes"] = {**data["kubernetes"], field: value}
@@ -179,20 +196,27 @@ def test_pvc_models_need_a_claim_for_each_model():
     data["kubernetes"]["model_claims"] = {"base": "base-weights", "draft": "draft-weights"}
     seat = profiles.Profile.model_validate({**data, "name": DEFAULT})
     workload = k8s.statefulset(specs.build(seat))
-    claims = [v["persistentVolumeClaim"] for v in workload["spec"]["template"]["spec"]["volumes"]
-              if "persistentVolumeClaim" in v]
-    assert claims == [{"claimName": "base-weights", "readOnly": True},
-                      {"claimName": "draft-weights", "readOnly": True}]
+    claims = [
+        v["persistentVolumeClaim"]
+        for v in workload["spec"]["template"]["spec"]["volumes"]
+        if "persistentVolumeClaim" in v
+    ]
+    assert claims == [
+        {"claimName": "base-weights", "readOnly": True},
+        {"claimName": "draft-weights", "readOnly": True},
+    ]
     kubernetes_validate.validate(workload, K8S_VERSION, strict=True)
 
 
 def test_host_plan_prints_the_iommu_tokens_node_provisioning_must_set():
     """Inside a cluster the kit cannot edit a node's boot line; plan names what provisioning sets."""
     seat = str(BIN / "seat")
-    text = subprocess.run([seat, "host", "plan", "paper"], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"})
-    assert "for node provisioning: amd: iommu=off amd_iommu=off; intel: iommu=off intel_iommu=off" \
-        in text.stdout
+    text = subprocess.run(
+        [seat, "host", "plan", "paper"], capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}
+    )
+    assert (
+        "for node provisioning: amd: iommu=off amd_iommu=off; intel: iommu=off intel_iommu=off" in text.stdout
+    )
     as_json = subprocess.run([seat, "host", "plan", "paper", "--json"], capture_output=True, text=True)
     assert json.loads(as_json.stdout)["iommu_tokens"] == host_settings.load("paper").iommu.tokens
 

@@ -6,22 +6,49 @@ import socket
 import subprocess
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from seatkit.cli import app
 from seatkit.errors import SeatError
-from seatkit.serve import preflight, profile as profiles, render, spec as specs
+from seatkit.serve import preflight, render
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 DOCKER = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
-BAD = [("SEAT_PORT", v) for v in ["0", "65536", "99999999999999999999", "8000; touch canary", "-1",
-                                  "abc", " 80", "80\n", "", "08000"]] + \
-      [("SEAT_HOST", v) for v in ["a b", "$(touch canary)", "-h", "", "host;x", "a\n", "é"]] + \
-      [("SEAT_IMAGE", v) for v in ["-v", "--privileged", "a b", "x$(touch canary)", "x:tag;y", "",
-                                   "a/b:-t", "x@sha256:zz"]] + \
-      [("SEAT_CONTAINER", v) for v in ["-x", "a b", "$(touch canary)", ""]]
-GOOD = [("SEAT_PORT", "1"), ("SEAT_PORT", "65535"), ("SEAT_HOST", "::1"), ("SEAT_HOST", "0.0.0.0"),
-        ("SEAT_HOST", "localhost"), ("SEAT_IMAGE", "seatkit/x:overlay-1"),
-        ("SEAT_IMAGE", "registry.local:5000/a/b:tag@sha256:" + "0" * 64), ("SEAT_CONTAINER", "seat_1")]
+BAD = (
+    [
+        ("SEAT_PORT", v)
+        for v in [
+            "0",
+            "65536",
+            "99999999999999999999",
+            "8000; touch canary",
+            "-1",
+            "abc",
+            " 80",
+            "80\n",
+            "",
+            "08000",
+        ]
+    ]
+    + [("SEAT_HOST", v) for v in ["a b", "$(touch canary)", "-h", "", "host;x", "a\n", "é"]]
+    + [
+        ("SEAT_IMAGE", v)
+        for v in ["-v", "--privileged", "a b", "x$(touch canary)", "x:tag;y", "", "a/b:-t", "x@sha256:zz"]
+    ]
+    + [("SEAT_CONTAINER", v) for v in ["-x", "a b", "$(touch canary)", ""]]
+)
+GOOD = [
+    ("SEAT_PORT", "1"),
+    ("SEAT_PORT", "65535"),
+    ("SEAT_HOST", "::1"),
+    ("SEAT_HOST", "0.0.0.0"),
+    ("SEAT_HOST", "localhost"),
+    ("SEAT_IMAGE", "seatkit/x:overlay-1"),
+    ("SEAT_IMAGE", "registry.local:5000/a/b:tag@sha256:" + "0" * 64),
+    ("SEAT_CONTAINER", "seat_1"),
+]
 
 
 def script_accepts(tmp_path, name, value) -> bool:
@@ -29,9 +56,13 @@ def script_accepts(tmp_path, name, value) -> bool:
     script = tmp_path / "serve.sh"
     if not script.exists():
         script.write_text(render.render_script(DOCKER))
-    done = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True,
-                          env={"PATH": os.environ["PATH"], "SEAT_DRY_RUN": "1", "SEAT_SKIP_PREFLIGHT": "1",
-                               name: value})
+    done = subprocess.run(
+        ["bash", str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"], "SEAT_DRY_RUN": "1", "SEAT_SKIP_PREFLIGHT": "1", name: value},
+    )
     assert done.returncode in (0, 2), done.stderr
     if done.returncode:
         assert done.stderr.startswith(f"seat: {name}=") and "canary" not in os.listdir(tmp_path)
@@ -60,15 +91,18 @@ def test_a_good_knob_is_accepted_by_both(tmp_path, name, value):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.sampled_from(["SEAT_CONTAINER", "SEAT_HOST", "SEAT_IMAGE", "SEAT_PORT"]),
-       value=st.text(st.sampled_from("aZ09.:/@-_ $;é\t*"), max_size=12)
-       | st.integers(-10, 70000).map(str))
+@given(
+    name=st.sampled_from(["SEAT_CONTAINER", "SEAT_HOST", "SEAT_IMAGE", "SEAT_PORT"]),
+    value=st.text(st.sampled_from("aZ09.:/@-_ $;é\t*"), max_size=12) | st.integers(-10, 70000).map(str),
+)
 def test_python_and_bash_agree_on_every_value(tmp_path, name, value):
     assert python_accepts(name, value) == script_accepts(tmp_path, name, value)
 
 
-@pytest.mark.parametrize("env", [{"SEAT_PORT": "99999999999999999999"}, {"SEAT_PORT": "70000"},
-                                 {"SEAT_PORT": "x"}, {"SEAT_HOST": "a b"}])
+@pytest.mark.parametrize(
+    "env",
+    [{"SEAT_PORT": "99999999999999999999"}, {"SEAT_PORT": "70000"}, {"SEAT_PORT": "x"}, {"SEAT_HOST": "a b"}],
+)
 def test_seat_up_shows_a_clear_error_not_a_traceback(tmp_path, monkeypatch, capsys, env):
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
     for name, value in env.items():
@@ -84,6 +118,7 @@ def test_seat_up_shows_a_clear_error_not_a_traceback(tmp_path, monkeypatch, caps
 def test_a_host_that_does_not_resolve_is_a_clear_preflight_error(monkeypatch):
     def no_such_name(address, timeout):  # what the resolver raises; no DNS query leaves the machine
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
     monkeypatch.setattr(socket, "create_connection", no_such_name)
     seat = specs.build(profiles.load(profiles.EMBEDDED_DEFAULT))
     check = next(c for c in seat.checks if c.kind == "port-free")

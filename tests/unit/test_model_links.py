@@ -10,7 +10,8 @@ import pytest
 
 from seatkit.doctor import models as doctor_models
 from seatkit.errors import SeatError
-from seatkit.models import lock as locks, verify
+from seatkit.models import lock as locks
+from seatkit.models import verify
 from seatkit.serve import profile as profiles
 
 
@@ -56,8 +57,7 @@ def test_lock_follows_a_linked_sub_folder_inside_the_model_folder(seat):
     assert {"real/extra.bin", "linked/extra.bin"} <= files
     locks.write(profile, locks.make(profile))
     (model / "real" / "extra.bin").write_bytes(b"54321")
-    assert set(verify.verify(profile)["models"]["base"]["changed"]) == {"real/extra.bin",
-                                                                        "linked/extra.bin"}
+    assert set(verify.verify(profile)["models"]["base"]["changed"]) == {"real/extra.bin", "linked/extra.bin"}
 
 
 @pytest.mark.parametrize("kind", ["folder", "file"])

@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import free_port
+
 from seatkit.bench import compare
 from seatkit.errors import SeatError
-from seatkit.models import fetch, hashing, lock as locks, verify
-from seatkit.serve import preflight, profile as profiles, render, spec as specs
+from seatkit.models import fetch, hashing, verify
+from seatkit.models import lock as locks
+from seatkit.serve import preflight, render
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 REV = "a" * 40
 
@@ -59,8 +62,12 @@ def locked(tmp_path, seat_home):
 def test_hash_files_match_sha256sum_in_parallel(tmp_path):
     fill(tmp_path, {"a": os.urandom(hashing.CHUNK * 2 + 7), "b": b"", "c": b"x"})
     files = sorted(tmp_path.iterdir())
-    want = {Path(line.split()[1]): line.split()[0] for line in
-            subprocess.run(["sha256sum", *map(str, files)], capture_output=True, text=True).stdout.splitlines()}
+    want = {
+        Path(line.split()[1]): line.split()[0]
+        for line in subprocess.run(
+            ["sha256sum", *map(str, files)], capture_output=True, text=True
+        ).stdout.splitlines()
+    }
     seen = []
     assert hashing.hash_files(files, workers=3, on_bytes=seen.append) == want
     assert sum(seen) == sum(f.stat().st_size for f in files)
@@ -72,7 +79,9 @@ def test_lock_records_every_file_with_repository_revision_and_aggregate(locked, 
     base = read["base"]
     assert base.repository == "deepseek-ai/DeepSeek-V4-Flash" and base.revision is None
     assert {f.path: f.size for f in base.files} == {k: len(v) for k, v in BASE.items()}
-    assert {f.path: f.sha256 for f in base.files} == {k: hashlib.sha256(v).hexdigest() for k, v in BASE.items()}
+    assert {f.path: f.sha256 for f in base.files} == {
+        k: hashlib.sha256(v).hexdigest() for k, v in BASE.items()
+    }
     lines = "".join(f"{hashlib.sha256(BASE[p]).hexdigest()}  {len(BASE[p])}  {p}\n" for p in sorted(BASE))
     assert base.sha256 == hashlib.sha256(lines.encode()).hexdigest()
     assert read["draft"].repository == "deepseek-ai/DeepSeek-V4-Flash-DSpark"
@@ -108,13 +117,16 @@ def test_verify_reports_missing_changed_and_extra_and_records_full_runs(locked, 
     assert not verify.last_full(locked.name)["ok"]
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d["models"]["base"]["files"][0].update(size=1), "aggregate hash does not match"),
-    (lambda d: d["models"].pop("draft"), "the profile has"),
-    (lambda d: d.update(models=[]), "not a models lock"),
-    (lambda d: d["models"]["base"].update(revision="--local-dir=/etc"), "is not a hub revision"),
-    (lambda d: d["models"]["base"]["files"].append(dict(d["models"]["base"]["files"][0])), "twice"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d["models"]["base"]["files"][0].update(size=1), "aggregate hash does not match"),
+        (lambda d: d["models"].pop("draft"), "the profile has"),
+        (lambda d: d.update(models=[]), "not a models lock"),
+        (lambda d: d["models"]["base"].update(revision="--local-dir=/etc"), "is not a hub revision"),
+        (lambda d: d["models"]["base"]["files"].append(dict(d["models"]["base"]["files"][0])), "twice"),
+    ],
+)
 def test_a_bad_lock_is_refused(locked, edit, message):
     path = locks.lock_path(locked)
     data = yaml.safe_load(path.read_text())
@@ -140,10 +152,31 @@ def test_fetch_forms_hf_download_per_model(locked, tmp_path):
     pinned = profiles.load(write_profile(tmp_path, revision=REV, name="pinned"))
     lock = {k: locks.ModelLock(v.repository, REV, v.files) for k, v in locks.read(locked).items()}
     assert fetch.plan(pinned, lock) == [
-        ("base", ["hf", "download", "deepseek-ai/DeepSeek-V4-Flash", "--revision", REV,
-                  "--local-dir", str(tmp_path / "base")]),
-        ("draft", ["hf", "download", "deepseek-ai/DeepSeek-V4-Flash-DSpark", "--revision", REV,
-                   "--local-dir", str(tmp_path / "draft")])]
+        (
+            "base",
+            [
+                "hf",
+                "download",
+                "deepseek-ai/DeepSeek-V4-Flash",
+                "--revision",
+                REV,
+                "--local-dir",
+                str(tmp_path / "base"),
+            ],
+        ),
+        (
+            "draft",
+            [
+                "hf",
+                "download",
+                "deepseek-ai/DeepSeek-V4-Flash-DSpark",
+                "--revision",
+                REV,
+                "--local-dir",
+                str(tmp_path / "draft"),
+            ],
+        ),
+    ]
 
 
 def pinned_lock(tmp_path):
@@ -170,7 +203,7 @@ def stub_hf(tmp_path, source: Path, corrupt: bool = False) -> Path:
 printf '%s\\n' "$*" >> {tmp_path}/hf-argv
 repo=${{2##*-}}; [ "$repo" = Flash ] && src={source}/base || src={source}/draft
 mkdir -p "$6" && cp -r "$src"/. "$6"/
-{'echo tampered > "$6"/config.json' if corrupt else ''}
+{'echo tampered > "$6"/config.json' if corrupt else ""}
 """)
     (bin_dir / "hf").chmod(0o755)
     return bin_dir
@@ -182,8 +215,10 @@ def test_fetch_runs_hf_then_verifies_against_the_lock(tmp_path, seat_home, monke
     monkeypatch.setenv("PATH", f"{stub_hf(tmp_path, source, corrupt)}:{os.environ['PATH']}")
     result = fetch.fetch(profile, say=lambda m: None)
     argv = (tmp_path / "hf-argv").read_text().splitlines()
-    assert argv == [f"download deepseek-ai/DeepSeek-V4-Flash --revision {REV} --local-dir {tmp_path / 'base'}",
-                    f"download deepseek-ai/DeepSeek-V4-Flash-DSpark --revision {REV} --local-dir {tmp_path / 'draft'}"]
+    assert argv == [
+        f"download deepseek-ai/DeepSeek-V4-Flash --revision {REV} --local-dir {tmp_path / 'base'}",
+        f"download deepseek-ai/DeepSeek-V4-Flash-DSpark --revision {REV} --local-dir {tmp_path / 'draft'}",
+    ]
     assert result["ok"] is not corrupt
     assert result["models"]["base"]["changed"] == (["config.json"] if corrupt else [])
     assert verify.last_full(profile.name)["ok"] is not corrupt
@@ -228,8 +263,9 @@ def test_the_script_checks_sizes_too(tmp_path, seat_home):
     message = "base model: tokenizer.json is missing or not the locked size"
     done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
     assert done.returncode == 0 and f"warning: {message}" in done.stderr  # a dry run warns
-    done = subprocess.run(["bash", str(script)], env={**env, "SEAT_DRY_RUN": "0"},
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["bash", str(script)], env={**env, "SEAT_DRY_RUN": "0"}, capture_output=True, text=True
+    )
     assert done.returncode == 1 and message in done.stderr
 
 
@@ -237,10 +273,21 @@ def run_with_lock(tmp_path, name, locks_):
     folder = tmp_path / name
     folder.mkdir()
     stats = {"median": 1.0, "min": 1.0, "max": 1.0, "cv": 0.01, "n": 5}
-    (folder / "summary.json").write_text(json.dumps({
-        "conditions": {"model": "m", "k": 5, "sampling": {"temperature": 0.0}, "model_locks": locks_},
-        "suites": {"code": {"content": "code", "decode_tok_s": stats, "tokens_per_step": stats,
-                            "ms_per_step": stats}}}))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "conditions": {"model": "m", "k": 5, "sampling": {"temperature": 0.0}, "model_locks": locks_},
+                "suites": {
+                    "code": {
+                        "content": "code",
+                        "decode_tok_s": stats,
+                        "tokens_per_step": stats,
+                        "ms_per_step": stats,
+                    }
+                },
+            }
+        )
+    )
     return str(folder)
 
 
@@ -248,7 +295,9 @@ def test_compare_lists_a_differing_model_lock(tmp_path):
     a = run_with_lock(tmp_path, "a", {"base": "1" * 64})
     b = run_with_lock(tmp_path, "b", {"base": "2" * 64})
     c = run_with_lock(tmp_path, "c", None)
-    assert compare.compare(a, b).differing["model_lock"] == [f"base={'1' * 12} vs base={'2' * 12} (can move either factor)"]
+    assert compare.compare(a, b).differing["model_lock"] == [
+        f"base={'1' * 12} vs base={'2' * 12} (can move either factor)"
+    ]
     assert "model_lock" not in compare.compare(a, a).differing
     assert "model_lock" not in compare.compare(a, c).differing  # unrecorded on one side: not a difference
 
@@ -365,10 +414,14 @@ def test_a_repository_that_reads_as_an_option_or_a_path_is_refused(tmp_path, rep
 
 def test_full_verifies_at_the_same_time_each_record_whole(seat_home):
     """Two verifies at once (a cron job and an operator): no crash on the other's temporary file."""
-    code = ("from seatkit.models import verify\n"
-            "r = {'profile': 'p', 'full': True, 'time': 0, 'models': {}, 'ok': True, 'pad': 'x' * 100000}\n"
-            "for _ in range(200):\n    verify._record(r)\n")
-    writers = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    code = (
+        "from seatkit.models import verify\n"
+        "r = {'profile': 'p', 'full': True, 'time': 0, 'models': {}, 'ok': True, 'pad': 'x' * 100000}\n"
+        "for _ in range(200):\n    verify._record(r)\n"
+    )
+    writers = [
+        subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True) for _ in range(3)
+    ]
     errors = [w.communicate(timeout=600)[1] for w in writers]
     assert [w.returncode for w in writers] == [0, 0, 0], errors
     assert verify.last_full("p")["ok"] is True
@@ -380,7 +433,13 @@ def test_a_torn_hub_metadata_file_names_no_revision_rather_than_crashing(tmp_pat
     fill(tmp_path / "base", BASE)
     fill(tmp_path / "draft", DRAFT)
     meta = tmp_path / "base" / ".cache" / "huggingface" / "download"
-    fill(meta, {"config.json.metadata": b"\xff\xfe\x00torn", "model-00001.safetensors.metadata": f"{REV}\n".encode()})
+    fill(
+        meta,
+        {
+            "config.json.metadata": b"\xff\xfe\x00torn",
+            "model-00001.safetensors.metadata": f"{REV}\n".encode(),
+        },
+    )
     profile = profiles.load(write_profile(tmp_path))
     assert locks.make(profile)["base"].revision == REV
 

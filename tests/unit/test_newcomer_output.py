@@ -15,15 +15,18 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import BIN, REPO
 from rich.console import Console
 
-from conftest import BIN, REPO
 from seatkit.cli import app
 from seatkit.cli.app import seat
-from seatkit.doctor import diagnose, host as host_rows
-from seatkit.host import detect, settings, status as host_status
+from seatkit.doctor import diagnose
+from seatkit.doctor import host as host_rows
+from seatkit.host import detect, settings
+from seatkit.host import status as host_status
 from seatkit.host.system import System
-from seatkit.serve import launch, profile as profiles
+from seatkit.serve import launch
+from seatkit.serve import profile as profiles
 
 GOLDEN = REPO / "tests" / "fixtures" / "golden"
 # A Python literal in a cell reads as a bug: {}, [], None, True, False, ['x'].
@@ -32,9 +35,12 @@ LITERAL = re.compile(r"\{\}|\[\]|\['|\bNone\b|\bTrue\b|\bFalse\b")
 
 def vm(root: Path, *, container: str = "", euid: int = 0) -> System:
     """A root tree of a VM without NVIDIA: cpuinfo, a boot id, a kernel command line, no boot files."""
-    files = {"proc/cpuinfo": "vendor_id\t: AuthenticAMD\nflags\t\t: fpu hypervisor\n",
-             "proc/sys/kernel/random/boot_id": "00000000-0000-4000-8000-000000000000\n",
-             "proc/cmdline": "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro\n", "proc/1/cgroup": "0::/\n"}
+    files = {
+        "proc/cpuinfo": "vendor_id\t: AuthenticAMD\nflags\t\t: fpu hypervisor\n",
+        "proc/sys/kernel/random/boot_id": "00000000-0000-4000-8000-000000000000\n",
+        "proc/cmdline": "BOOT_IMAGE=/vmlinuz root=/dev/vda1 ro\n",
+        "proc/1/cgroup": "0::/\n",
+    }
     if container == "docker":
         files[".dockerenv"] = ""
     for name, text in files.items():
@@ -47,6 +53,7 @@ def vm(root: Path, *, container: str = "", euid: int = 0) -> System:
         if argv[0] == "systemd-detect-virt":
             return 0, "kvm\n"
         return 127, f"{argv[0]}: not found"
+
     return System(root=root, runner=runner, euid=euid)
 
 
@@ -56,9 +63,14 @@ def gpuless(tmp_path, monkeypatch):
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
     system = vm(tmp_path / "root")
     real_status = host_status.status
-    monkeypatch.setattr(diagnose.nvml, "read", lambda: {"error": "no NVIDIA driver answers (NVML: "
-                                                                  "NVML Shared Library Not Found)"})
-    monkeypatch.setattr(diagnose.host_status, "status", lambda profile, system_=None: real_status(profile, system))
+    monkeypatch.setattr(
+        diagnose.nvml,
+        "read",
+        lambda: {"error": "no NVIDIA driver answers (NVML: NVML Shared Library Not Found)"},
+    )
+    monkeypatch.setattr(
+        diagnose.host_status, "status", lambda profile, system_=None: real_status(profile, system)
+    )
     monkeypatch.setattr(host_rows, "System", lambda: system)
     monkeypatch.setattr("seatkit.host.gpus.inventory", lambda system_=None: None)
     monkeypatch.chdir(tmp_path)
@@ -106,8 +118,9 @@ def test_host_gpus_json_says_why_it_is_empty(gpuless):
     assert answer["gpus"] == [] and "no NVIDIA driver" in answer["why"]
 
 
-@pytest.mark.parametrize("signs, expected", [({"container": "docker"}, "docker (/.dockerenv exists)"),
-                                             ({}, None)])
+@pytest.mark.parametrize(
+    "signs, expected", [({"container": "docker"}, "docker (/.dockerenv exists)"), ({}, None)]
+)
 def test_the_container_check_reads_the_real_signs(tmp_path, signs, expected):
     assert detect.container(vm(tmp_path, **signs)) == expected
 
@@ -121,9 +134,14 @@ def test_a_cgroup_of_a_container_is_a_container(tmp_path):
 def test_an_unreadable_setting_is_explained_by_what_this_machine_is(tmp_path):
     status = host_status.status(settings.load("paper"), vm(tmp_path / "vm"))
     profile = profiles.load(profiles.DEFAULT_PROFILE)
-    fixes = {name: host_rows.rows(status, profile, system) for name, system in
-             (("vm", vm(tmp_path / "vm")), ("container", vm(tmp_path / "c", container="docker")),
-              ("user", vm(tmp_path / "u", euid=1000)))}
+    fixes = {
+        name: host_rows.rows(status, profile, system)
+        for name, system in (
+            ("vm", vm(tmp_path / "vm")),
+            ("container", vm(tmp_path / "c", container="docker")),
+            ("user", vm(tmp_path / "u", euid=1000)),
+        )
+    }
     iommu = {name: next(r for r in rows if r.check == "iommu").fix for name, rows in fixes.items()}
     assert "container" not in iommu["vm"] and "seat host plan paper" in iommu["vm"]
     assert "runs in a container, docker (/.dockerenv exists)" in iommu["container"]
@@ -132,11 +150,28 @@ def test_an_unreadable_setting_is_explained_by_what_this_machine_is(tmp_path):
 
 def test_status_names_the_process_id_and_prints_no_python_literals(tmp_path, monkeypatch):
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
-    launch._record(launch.Running("cpu-smoke", "native", str(os.getpid()), "http://127.0.0.1:9", "tiny",
-                                  str(tmp_path / "cpu-smoke.log"), time.time(),
-                                  since=launch.process_start(os.getpid())))
-    monkeypatch.setattr(launch, "status", lambda profile: {**launch.asdict(launch.recorded(profile)),
-                                                           "state": "running", "health": 200, "models": ["tiny"]})
+    launch._record(
+        launch.Running(
+            "cpu-smoke",
+            "native",
+            str(os.getpid()),
+            "http://127.0.0.1:9",
+            "tiny",
+            str(tmp_path / "cpu-smoke.log"),
+            time.time(),
+            since=launch.process_start(os.getpid()),
+        )
+    )
+    monkeypatch.setattr(
+        launch,
+        "status",
+        lambda profile: {
+            **launch.asdict(launch.recorded(profile)),
+            "state": "running",
+            "health": 200,
+            "models": ["tiny"],
+        },
+    )
     text = CliRunner().invoke(seat, ["status", "cpu-smoke"]).output
     assert re.search(rf"^ *process id: {os.getpid()}$", text, re.M), text
     assert "models: tiny" in text and "nsys: off" in text
@@ -144,8 +179,13 @@ def test_status_names_the_process_id_and_prints_no_python_literals(tmp_path, mon
 
 
 def seat_cli(args, home, timeout=60):
-    return subprocess.run([str(BIN / "seat"), *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "SEAT_HOME": str(home)})
+    return subprocess.run(
+        [str(BIN / "seat"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "SEAT_HOME": str(home)},
+    )
 
 
 def test_logs_prints_and_returns_and_follows_only_on_f(tmp_path):
@@ -154,8 +194,16 @@ def test_logs_prints_and_returns_and_follows_only_on_f(tmp_path):
     log.parent.mkdir()
     log.write_text("server line 1\n")
     (tmp_path / "run").mkdir()
-    record = launch.Running("cpu-smoke", "native", str(os.getpid()), "http://127.0.0.1:9", "tiny", str(log),
-                            time.time(), since=launch.process_start(os.getpid()))
+    record = launch.Running(
+        "cpu-smoke",
+        "native",
+        str(os.getpid()),
+        "http://127.0.0.1:9",
+        "tiny",
+        str(log),
+        time.time(),
+        since=launch.process_start(os.getpid()),
+    )
     (tmp_path / "run" / "cpu-smoke.json").write_text(json.dumps(launch.asdict(record)))
     done = seat_cli(["logs", "cpu-smoke"], tmp_path, timeout=30)
     assert done.returncode == 0 and done.stdout == "server line 1\n", done.stderr
@@ -181,13 +229,34 @@ def test_selftest_blocks_say_which_point_and_which_figure_is_true(monkeypatch):
 
     figures = {"decode_tok_s": 200.0, "tokens_per_step": 1.0, "ms_per_step": 5.0}
     sweep_figures = {"aggregate_tok_s": 1555.6, "tokens_per_step": 3.5, "ms_per_step": 9.0}
-    point = {"true": figures, "measured": figures, "error": {"decode_tok_s": 0.001},
-             "client_decode_tok_s": 199.0, "client_error": 0.005, "client_cpu_us_per_token": 150.0}
-    level = {"concurrency": 4, "true": sweep_figures, "measured": sweep_figures, "error": {"ms_per_step": 0.0}}
-    result = {"points": [point, point], "sweep": [level], "worst_error": 0.001, "goal": 0.005,
-              "identity_error": 0.0, "met": True, "client_cpu_us_per_token": 20.0}
-    monkeypatch.setattr(selftest, "selftest", lambda repeats, progress: {
-        **result, "sweep": [{**level, "client_cpu_us_per_token": 20.0}]})
+    point = {
+        "true": figures,
+        "measured": figures,
+        "error": {"decode_tok_s": 0.001},
+        "client_decode_tok_s": 199.0,
+        "client_error": 0.005,
+        "client_cpu_us_per_token": 150.0,
+    }
+    level = {
+        "concurrency": 4,
+        "true": sweep_figures,
+        "measured": sweep_figures,
+        "error": {"ms_per_step": 0.0},
+    }
+    result = {
+        "points": [point, point],
+        "sweep": [level],
+        "worst_error": 0.001,
+        "goal": 0.005,
+        "identity_error": 0.0,
+        "met": True,
+        "client_cpu_us_per_token": 20.0,
+    }
+    monkeypatch.setattr(
+        selftest,
+        "selftest",
+        lambda repeats, progress: {**result, "sweep": [{**level, "client_cpu_us_per_token": 20.0}]},
+    )
     monkeypatch.setattr(app.out, "width", 80)
     text = CliRunner().invoke(seat, ["bench", "selftest"]).output
     assert text.count("point: ") == 2 and "point: 2 of 2" in text and "streams: 4" in text, text
@@ -199,9 +268,23 @@ def test_ngram_drafting_under_k_is_its_normal_not_an_alarm():
     from seatkit.bench import decompose, metrics
 
     def drafted(per_step):  # 33 steps, 33 drafts of per_step tokens each, all accepted
-        return decompose.factors(metrics.Snapshot(values={
-            "drafts": 33, "draft_tokens": 33 * per_step, "accepted": 33 * per_step, "steps": 33,
-            "decode_seconds": 1.0, "step_seconds": 1.0}), 1 + 33 * (1 + per_step), 0.5, 1.5, 10)
+        return decompose.factors(
+            metrics.Snapshot(
+                values={
+                    "drafts": 33,
+                    "draft_tokens": 33 * per_step,
+                    "accepted": 33 * per_step,
+                    "steps": 33,
+                    "decode_seconds": 1.0,
+                    "step_seconds": 1.0,
+                }
+            ),
+            1 + 33 * (1 + per_step),
+            0.5,
+            1.5,
+            10,
+        )
+
     assert "drafted-length" not in decompose.alarms(drafted(4), 5, "", "ngram")
     assert "drafted-length" in decompose.alarms(drafted(4), 5, "", "dspark")  # drafts k every step
     assert "drafted-length" in decompose.alarms(drafted(6), 5, "", "ngram")  # over k: not ngram either
@@ -211,7 +294,7 @@ def test_every_alarm_the_bench_raises_is_explained_with_whether_the_figures_stan
     from seatkit.bench import alarms
 
     source = (REPO / "seatkit" / "bench" / "decompose.py").read_text()
-    body = source[source.index("\ndef alarms("):].split("\ndef ")[1]  # the alarms, not the factors
+    body = source[source.index("\ndef alarms(") :].split("\ndef ")[1]  # the alarms, not the factors
     raised = set(re.findall(r'out\["([a-z-]+)"\] = ', body)) | {"usage-disagrees"}  # run.py's own
     assert raised >= {"drafted-length", "client-bursts", "loop"}
     for kind in raised:
@@ -222,9 +305,14 @@ def test_every_alarm_the_bench_raises_is_explained_with_whether_the_figures_stan
 def test_a_note_under_which_the_figures_stand_is_not_an_alarm(monkeypatch, tmp_path):
     from seatkit.cli import bench as cli_bench
 
-    summary = {"suites": {}, "discarded": 0, "alarms": {
-        "client-bursts": {"requests": 1, "example": "the stream reached the client in bursts"},
-        "loop": {"requests": 2, "example": "output loops"}}}
+    summary = {
+        "suites": {},
+        "discarded": 0,
+        "alarms": {
+            "client-bursts": {"requests": 1, "example": "the stream reached the client in bursts"},
+            "loop": {"requests": 2, "example": "output loops"},
+        },
+    }
     buffer = io.StringIO()
     monkeypatch.setattr(cli_bench, "out", Console(file=buffer, width=100))
     cli_bench.print_summary(summary, tmp_path)
@@ -242,19 +330,27 @@ def test_make_install_links_seat_for_the_user_and_leaves_anothers_alone(tmp_path
     assert done.returncode == 0, done.stderr
     assert os.readlink(bindir / "seat") == str(REPO / ".venv" / "bin" / "seat")
     assert "is not on your PATH" in done.stdout
-    gone = subprocess.run([*make, "uninstall", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
+    gone = subprocess.run(
+        [*make, "uninstall", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60
+    )
     assert gone.returncode == 0 and not (bindir / "seat").exists()
     (bindir / "seat").write_text("#!/bin/sh\necho someone else's seat\n")
-    refused = subprocess.run([*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60
+    )
     assert refused.returncode != 0 and "left alone" in refused.stdout
     assert "someone else's" in (bindir / "seat").read_text()
     (bindir / "seat").unlink()
     (bindir / "seat").symlink_to(tmp_path / "a-removed-venv" / "bin" / "seat")  # dangling: still not ours
-    refused = subprocess.run([*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [*make, "install", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60
+    )
     assert refused.returncode != 0 and "left alone" in refused.stdout
     assert os.readlink(bindir / "seat") == str(tmp_path / "a-removed-venv" / "bin" / "seat")
     (bindir / "seat").unlink()
-    nothing = subprocess.run([*make, "uninstall", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60)
+    nothing = subprocess.run(
+        [*make, "uninstall", f"BINDIR={bindir}"], capture_output=True, text=True, timeout=60
+    )
     assert nothing.returncode == 0 and "nothing to remove: no seat in" in nothing.stdout, nothing.stdout
 
 
@@ -263,16 +359,22 @@ def test_a_dry_apply_says_first_whether_yes_would_act_then_what_blocks_it(tmp_pa
 
     from seatkit.cli import host as cli_host
 
-    blocked = SimpleNamespace(refusals=["the driver is unknown: the five-key form is refused",
-                                        "turning the IOMMU off needs --acknowledge-iommu-off. More."],
-                              snippet="", ops=[])
+    blocked = SimpleNamespace(
+        refusals=[
+            "the driver is unknown: the five-key form is refused",
+            "turning the IOMMU off needs --acknowledge-iommu-off. More.",
+        ],
+        snippet="",
+        ops=[],
+    )
     said = cli_host._would(blocked, vm(tmp_path))
     assert said.startswith("[red]--yes would not act[/]: 2 things block it")
     one = cli_host._would(SimpleNamespace(refusals=blocked.refusals[:1], snippet="", ops=[]), vm(tmp_path))
     assert one.startswith("[red]--yes would not act[/]: 1 thing blocks it")
     assert "  - the driver is unknown\n  - turning the IOMMU off needs --acknowledge-iommu-off" in said
-    assert "acting needs root" in cli_host._would(SimpleNamespace(refusals=[], snippet="", ops=[1]),
-                                                  vm(tmp_path, euid=1000))
+    assert "acting needs root" in cli_host._would(
+        SimpleNamespace(refusals=[], snippet="", ops=[1]), vm(tmp_path, euid=1000)
+    )
     clear = cli_host._would(SimpleNamespace(refusals=[], snippet="", ops=[1, 2]), vm(tmp_path))
     assert clear == "--yes would apply this plan: 2 changes, then a reboot"
     done = CliRunner().invoke(seat, ["host", "apply", "paper"])  # this machine, whatever it is
@@ -306,7 +408,9 @@ def test_a_command_or_path_in_a_message_is_never_broken_by_a_newline(tmp_path, m
     assert f"\nhint: profiles: {', '.join(profiles.profile_names())}\n" in typo.stderr, typo.stderr
     where = tmp_path / ("a-folder-deep-enough-that-its-path-runs-past-eighty-columns-" * 2) / "vllm"
     missing = seat_cli(["overlay", "verify", str(where)], tmp_path)
-    assert missing.returncode == 1 and any(str(where) in line for line in missing.stderr.splitlines()), missing.stderr
+    assert missing.returncode == 1 and any(str(where) in line for line in missing.stderr.splitlines()), (
+        missing.stderr
+    )
 
 
 def test_status_of_a_broken_profile_says_what_is_wrong_never_seat_up_it(tmp_path, monkeypatch):
@@ -322,7 +426,9 @@ def test_status_of_a_broken_profile_says_what_is_wrong_never_seat_up_it(tmp_path
     (tmp_path / "adir.yaml").mkdir()
     for path, said in ((typo, "field 'server.prot': unknown field"), (tmp_path / "adir.yaml", "is a folder")):
         done = seat_cli(["status", str(path)], tmp_path)
-        assert done.returncode == 1 and said in done.stderr and "next:" not in done.stdout, done.stdout + done.stderr
+        assert done.returncode == 1 and said in done.stderr and "next:" not in done.stdout, (
+            done.stdout + done.stderr
+        )
 
 
 def test_the_plans_host_line_calls_a_container_no_vm_and_says_an_unknown_stack_once(tmp_path, monkeypatch):
@@ -342,7 +448,9 @@ def test_the_plans_host_line_calls_a_container_no_vm_and_says_an_unknown_stack_o
     assert line.count("no boot stack recognised") == 1 and "boot stack unknown" not in line, line
 
 
-def test_no_driver_in_a_container_says_to_give_it_the_gpus_not_to_install_a_driver(tmp_path, gpuless, monkeypatch):
+def test_no_driver_in_a_container_says_to_give_it_the_gpus_not_to_install_a_driver(
+    tmp_path, gpuless, monkeypatch
+):
     """In a docker container without --gpus, 'install the NVIDIA driver' is wrong: the driver is the host's."""
     inside = vm(tmp_path / "docker-root", container="docker")
     monkeypatch.setattr(host_rows, "System", lambda: inside)

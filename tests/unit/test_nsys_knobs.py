@@ -10,11 +10,21 @@ import yaml
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.serve import nsys, profile as profiles, render, spec as specs
+from seatkit.serve import nsys, render
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
-ORIGINAL_PROFILE_FLAGS = ["nsys", "profile", "--trace=cuda,nvtx,osrt", "--cuda-graph-trace=node",
-                          "--sample=none", "--cpuctxsw=none", "--duration=240", "--wait=primary",
-                          "--output=/cache/nsys/dsv4-flash-dspark-tp4"]
+ORIGINAL_PROFILE_FLAGS = [
+    "nsys",
+    "profile",
+    "--trace=cuda,nvtx,osrt",
+    "--cuda-graph-trace=node",
+    "--sample=none",
+    "--cpuctxsw=none",
+    "--duration=240",
+    "--wait=primary",
+    "--output=/cache/nsys/dsv4-flash-dspark-tp4",
+]
 
 
 def run_script(script, tmp_path, **env):
@@ -26,15 +36,19 @@ def run_script(script, tmp_path, **env):
     (stub / "docker").write_text(f'#!/bin/sh\nprintf "%s\\0" "$@" > {record}\n')
     (stub / "docker").chmod(0o755)
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("SEAT_", "B12X_"))}
-    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
-                          env={**environ, "PATH": f"{stub}:{os.environ['PATH']}",
-                               "SEAT_SKIP_PREFLIGHT": "1", **env})
+    done = subprocess.run(
+        ["bash", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**environ, "PATH": f"{stub}:{os.environ['PATH']}", "SEAT_SKIP_PREFLIGHT": "1", **env},
+    )
     argv = record.read_text().split("\0")[:-1] if record.exists() else None
     return done.returncode, argv, done.stderr
 
 
 def after_image(argv, image):
-    return argv[argv.index(image) + 1:]
+    return argv[argv.index(image) + 1 :]
 
 
 def default():
@@ -53,8 +67,15 @@ def test_script_runs_the_specs_container_argv_in_every_mode(tmp_path, mode):
     assert after_image(argv, values["SEAT_IMAGE"]) == spec.container_argv(values)
     words = spec.container_argv(values)
     server = words.index("vllm")
-    assert words[:7] == ["env", "-u", "NCCL_GRAPH_FILE", "-u", "NCCL_GRAPH_DUMP_FILE", "-u",
-                         "VLLM_B12X_MLA_EXTEND_MAX_CHUNKS"]
+    assert words[:7] == [
+        "env",
+        "-u",
+        "NCCL_GRAPH_FILE",
+        "-u",
+        "NCCL_GRAPH_DUMP_FILE",
+        "-u",
+        "VLLM_B12X_MLA_EXTEND_MAX_CHUNKS",
+    ]
     # The wrap sits between `env -u ...` and the server; the server's own argv is untouched.
     assert words[server:] == spec.container_argv(spec.values({}))[7:]
     wrap = words[7:server]
@@ -63,33 +84,54 @@ def test_script_runs_the_specs_container_argv_in_every_mode(tmp_path, mode):
     elif mode == "profile":
         assert wrap == ORIGINAL_PROFILE_FLAGS
     else:
-        assert wrap == ["nsys", "launch", "--session-new=dsv4_flash_dspark_tp4_decode",
-                        "--trace=cuda,nvtx,osrt", "--cuda-graph-trace=node", "--sample=none",
-                        "--cpuctxsw=none"]
+        assert wrap == [
+            "nsys",
+            "launch",
+            "--session-new=dsv4_flash_dspark_tp4_decode",
+            "--trace=cuda,nvtx,osrt",
+            "--cuda-graph-trace=node",
+            "--sample=none",
+            "--cpuctxsw=none",
+        ]
         assert nsys.session_of(words) == {"session": "dsv4_flash_dspark_tp4_decode"}
     if mode != "session":
         assert nsys.session_of(words) is None
 
 
 def test_knob_values_reach_the_wrap(tmp_path):
-    knobs = {"SEAT_NSYS": "profile", "SEAT_NSYS_GRAPH_TRACE": "graph", "SEAT_NSYS_DURATION": "30",
-             "SEAT_NSYS_OUTPUT": "/cache/nsys/run1", "SEAT_NSYS_SESSION": "s1"}
+    knobs = {
+        "SEAT_NSYS": "profile",
+        "SEAT_NSYS_GRAPH_TRACE": "graph",
+        "SEAT_NSYS_DURATION": "30",
+        "SEAT_NSYS_OUTPUT": "/cache/nsys/run1",
+        "SEAT_NSYS_SESSION": "s1",
+    }
     rc, argv, err = run_script(SCRIPT, tmp_path, **knobs)
     assert rc == 0, err
     assert "--cuda-graph-trace=graph" in argv and "--duration=30" in argv
     assert "--output=/cache/nsys/run1" in argv
     spec = default()
     assert after_image(argv, spec.values({})["SEAT_IMAGE"]) == spec.container_argv(
-        {**spec.values({}), **knobs})
+        {**spec.values({}), **knobs}
+    )
 
 
-@pytest.mark.parametrize("knob, value", [
-    ("SEAT_NSYS", "on"), ("SEAT_NSYS", "1"), ("SEAT_NSYS_GRAPH_TRACE", "nodes"),
-    ("SEAT_NSYS_DURATION", "0"), ("SEAT_NSYS_DURATION", "10; touch /tmp/x"),
-    ("SEAT_NSYS_SESSION", "a b"), ("SEAT_NSYS_SESSION", "$(id)"),
-    ("SEAT_NSYS_OUTPUT", "/etc/passwd"), ("SEAT_NSYS_OUTPUT", "/cache/nsys/../../etc/x"),
-    ("SEAT_NSYS_OUTPUT", "/cache/nsys/a/b"), ("SEAT_NSYS_OUTPUT", "/cachexnsys/a"),
-])
+@pytest.mark.parametrize(
+    "knob, value",
+    [
+        ("SEAT_NSYS", "on"),
+        ("SEAT_NSYS", "1"),
+        ("SEAT_NSYS_GRAPH_TRACE", "nodes"),
+        ("SEAT_NSYS_DURATION", "0"),
+        ("SEAT_NSYS_DURATION", "10; touch /tmp/x"),
+        ("SEAT_NSYS_SESSION", "a b"),
+        ("SEAT_NSYS_SESSION", "$(id)"),
+        ("SEAT_NSYS_OUTPUT", "/etc/passwd"),
+        ("SEAT_NSYS_OUTPUT", "/cache/nsys/../../etc/x"),
+        ("SEAT_NSYS_OUTPUT", "/cache/nsys/a/b"),
+        ("SEAT_NSYS_OUTPUT", "/cachexnsys/a"),
+    ],
+)
 def test_a_bad_knob_stops_both_launches(tmp_path, knob, value):
     rc, argv, err = run_script(SCRIPT, tmp_path, **{"SEAT_NSYS": "session", knob: value})
     assert rc == 1 and argv is None, err
@@ -113,8 +155,9 @@ def test_pass_env_goes_through_only_when_set(tmp_path):
     assert compose["B12X_MICRO_MAX_ACTIVE_CLUSTERS"] is None  # compose: from the shell, only when set
 
 
-@pytest.mark.parametrize("env", [{}, {"B12X_MICRO_MAX_ACTIVE_CLUSTERS": "4", "SEAT_NSYS": "session",
-                                     "SEAT_PORT": "9555"}])
+@pytest.mark.parametrize(
+    "env", [{}, {"B12X_MICRO_MAX_ACTIVE_CLUSTERS": "4", "SEAT_NSYS": "session", "SEAT_PORT": "9555"}]
+)
 def test_the_script_prints_the_same_configuration_line_as_seat_up(tmp_path, env):
     spec = default()
     rc, _, err = run_script(SCRIPT, tmp_path, **env)
@@ -127,8 +170,7 @@ def test_the_script_prints_the_same_configuration_line_as_seat_up(tmp_path, env)
 
 def experiment(tmp_path, docker, **top):
     path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump({"extends": profiles.DEFAULT_PROFILE,
-                                    "docker": docker, **top}))
+    path.write_text(yaml.safe_dump({"extends": profiles.DEFAULT_PROFILE, "docker": docker, **top}))
     return path
 
 
@@ -136,10 +178,17 @@ UNVERIFIED = {"unverified": True, "reason": "a patched b12x tree"}
 
 
 def test_experiment_mounts_and_env_reach_every_form(tmp_path):
-    path = experiment(tmp_path, {"extra_mounts": [
-        {"source": "/srv/b12x overlay/b12x", "target": "/opt/venv/lib/python3.12/site-packages/b12x"},
-        {"source": "/srv/scratch", "target": "/scratch", "read_only": False}],
-        "extra_env": {"B12X_TRY": "a b&c;d", "EXP_LEVEL": "2"}}, experiment=UNVERIFIED)
+    path = experiment(
+        tmp_path,
+        {
+            "extra_mounts": [
+                {"source": "/srv/b12x overlay/b12x", "target": "/opt/venv/lib/python3.12/site-packages/b12x"},
+                {"source": "/srv/scratch", "target": "/scratch", "read_only": False},
+            ],
+            "extra_env": {"B12X_TRY": "a b&c;d", "EXP_LEVEL": "2"},
+        },
+        experiment=UNVERIFIED,
+    )
     spec = specs.build(profiles.load(str(path)))
     script = tmp_path / "exp.sh"
     script.write_text(render.render_script(spec))
@@ -149,58 +198,72 @@ def test_experiment_mounts_and_env_reach_every_form(tmp_path):
     assert "/srv/scratch:/scratch" in argv
     assert "B12X_TRY=a b&c;d" in argv and "EXP_LEVEL=2" in argv
     service = yaml.safe_load(render.render_compose(spec))["services"]["seat"]
-    assert {"type": "bind", "source": "/srv/scratch", "target": "/scratch", "read_only": False} \
-        in service["volumes"]
+    assert {"type": "bind", "source": "/srv/scratch", "target": "/scratch", "read_only": False} in service[
+        "volumes"
+    ]
     assert service["environment"]["B12X_TRY"] == "a b&c;d"
     # seat up mounts and sets the same from the spec (the real engine test runs it).
     assert [(m.source, m.target, m.read_only) for m in spec.mounts][-2:] == [
         (("/srv/b12x overlay/b12x",), "/opt/venv/lib/python3.12/site-packages/b12x", True),
-        (("/srv/scratch",), "/scratch", False)]
+        (("/srv/scratch",), "/scratch", False),
+    ]
     assert spec.env["B12X_TRY"] == "a b&c;d"
     assert "extra_mounts=/opt/venv/lib/python3.12/site-packages/b12x,/scratch" in spec.facts
     assert "`B12X_TRY`" in render.render_launch_config(spec)
 
 
-@pytest.mark.parametrize("docker, expected", [
-    ({"extra_mounts": [{"source": "srv/x", "target": "/x"}]}, "absolute path"),
-    ({"extra_mounts": [{"source": "/srv/x:/y", "target": "/x"}]}, "without ':'"),
-    ({"extra_mounts": [{"source": "/srv/a,b", "target": "/x"}]}, "without ':'"),
-    ({"extra_mounts": [{"source": "/srv/../etc", "target": "/x"}]}, "'..'"),
-    ({"extra_mounts": [{"source": "/srv/$(id)", "target": "/x"}]}, "plain text"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/x'"}]}, "plain text"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/models-base"}]}, "repeat what the profile sets"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/cache"}]}, "repeat a target"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/cache/"}]}, "repeat a target"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "//cache/."}]}, "repeat a target"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/models-base/config.json"}]}, "repeat what the"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/cache/nsys"}]}, "repeat what the profile sets"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/"}]}, "repeat what the profile sets"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/opt/seatkit"}]}, "change what the seat executes"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/opt"}]}, "change what the seat executes"),
-    ({"extra_mounts": [{"source": "/srv/x", "target": "/opt/venv/lib/python3.12/site-packages/vllm/"
-                                                      "model_executor/x.py"}]}, "change what the seat"),
-    ({"extra_env": {"lower": "1"}}, "[A-Z_][A-Z0-9_]*"),
-    ({"extra_env": {"A-B": "1"}}, "[A-Z_][A-Z0-9_]*"),
-    ({"extra_env": {"X": "a\nb"}}, "plain text"),
-    ({"extra_env": {"X": "`id`"}}, "plain text"),
-    ({"extra_env": {"X": 'say "hi"'}}, "plain text"),
-    ({"extra_env": {"X": "${HOME}"}}, "plain text"),
-    ({"extra_env": {"X": "a\\b"}}, "plain text"),
-    ({"extra_env": {"X": ""}}, "plain text"),
-    ({"extra_env": {"X": 1}}, "valid string"),
-    ({"extra_env": {"NCCL_PROTO": "Simple"}}, "repeat what the profile sets"),
-    ({"pass_env": ["b12x"]}, "[A-Z_][A-Z0-9_]*"),
-    ({"pass_env": ["HF_HUB_OFFLINE"]}, "repeat what the profile sets"),
-    ({"pass_env": ["X"], "extra_env": {"X": "1"}}, "both in extra_env and pass_env"),
-    ({"pass_env": ["VLLM_API_KEY"]}, "only from the key file"),
-    ({"pass_env": ["SEAT_HOST"]}, "the kit's own SEAT_* names"),
-    ({"extra_env": {"SEAT_NSYS": "profile"}}, "the kit's own SEAT_* names"),
-    ({"extra_env": {"NCCL_GRAPH_FILE": "/x"}}, "also in unset_env"),
-    ({"pass_env": ["NCCL_GRAPH_DUMP_FILE"]}, "also in unset_env"),
-    ({"extra_env": {"VLLM_API_KEY": "k"}}, "only from the key file"),
-    ({"pass_env": ["HF_TOKEN"]}, "look like credentials"),
-    ({"pass_env": ["AWS_SECRET_ACCESS_KEY"]}, "look like credentials"),
-])
+@pytest.mark.parametrize(
+    "docker, expected",
+    [
+        ({"extra_mounts": [{"source": "srv/x", "target": "/x"}]}, "absolute path"),
+        ({"extra_mounts": [{"source": "/srv/x:/y", "target": "/x"}]}, "without ':'"),
+        ({"extra_mounts": [{"source": "/srv/a,b", "target": "/x"}]}, "without ':'"),
+        ({"extra_mounts": [{"source": "/srv/../etc", "target": "/x"}]}, "'..'"),
+        ({"extra_mounts": [{"source": "/srv/$(id)", "target": "/x"}]}, "plain text"),
+        ({"extra_mounts": [{"source": "/srv/x", "target": "/x'"}]}, "plain text"),
+        ({"extra_mounts": [{"source": "/srv/x", "target": "/models-base"}]}, "repeat what the profile sets"),
+        ({"extra_mounts": [{"source": "/srv/x", "target": "/cache"}]}, "repeat a target"),
+        ({"extra_mounts": [{"source": "/srv/x", "target": "/cache/"}]}, "repeat a target"),
+        ({"extra_mounts": [{"source": "/srv/x", "target": "//cache/."}]}, "repeat a target"),
+        ({"extra_mounts": [{"source": "/srv/x", "target": "/models-base/config.json"}]}, "repeat what the"),
+        ({"extra_mounts": [{"source": "/srv/x", "target": "/cache/nsys"}]}, "repeat what the profile sets"),
+        ({"extra_mounts": [{"source": "/srv/x", "target": "/"}]}, "repeat what the profile sets"),
+        ({"extra_mounts": [{"source": "/srv/x", "target": "/opt/seatkit"}]}, "change what the seat executes"),
+        ({"extra_mounts": [{"source": "/srv/x", "target": "/opt"}]}, "change what the seat executes"),
+        (
+            {
+                "extra_mounts": [
+                    {
+                        "source": "/srv/x",
+                        "target": "/opt/venv/lib/python3.12/site-packages/vllm/model_executor/x.py",
+                    }
+                ]
+            },
+            "change what the seat",
+        ),
+        ({"extra_env": {"lower": "1"}}, "[A-Z_][A-Z0-9_]*"),
+        ({"extra_env": {"A-B": "1"}}, "[A-Z_][A-Z0-9_]*"),
+        ({"extra_env": {"X": "a\nb"}}, "plain text"),
+        ({"extra_env": {"X": "`id`"}}, "plain text"),
+        ({"extra_env": {"X": 'say "hi"'}}, "plain text"),
+        ({"extra_env": {"X": "${HOME}"}}, "plain text"),
+        ({"extra_env": {"X": "a\\b"}}, "plain text"),
+        ({"extra_env": {"X": ""}}, "plain text"),
+        ({"extra_env": {"X": 1}}, "valid string"),
+        ({"extra_env": {"NCCL_PROTO": "Simple"}}, "repeat what the profile sets"),
+        ({"pass_env": ["b12x"]}, "[A-Z_][A-Z0-9_]*"),
+        ({"pass_env": ["HF_HUB_OFFLINE"]}, "repeat what the profile sets"),
+        ({"pass_env": ["X"], "extra_env": {"X": "1"}}, "both in extra_env and pass_env"),
+        ({"pass_env": ["VLLM_API_KEY"]}, "only from the key file"),
+        ({"pass_env": ["SEAT_HOST"]}, "the kit's own SEAT_* names"),
+        ({"extra_env": {"SEAT_NSYS": "profile"}}, "the kit's own SEAT_* names"),
+        ({"extra_env": {"NCCL_GRAPH_FILE": "/x"}}, "also in unset_env"),
+        ({"pass_env": ["NCCL_GRAPH_DUMP_FILE"]}, "also in unset_env"),
+        ({"extra_env": {"VLLM_API_KEY": "k"}}, "only from the key file"),
+        ({"pass_env": ["HF_TOKEN"]}, "look like credentials"),
+        ({"pass_env": ["AWS_SECRET_ACCESS_KEY"]}, "look like credentials"),
+    ],
+)
 def test_experiment_fields_have_a_strict_grammar(tmp_path, docker, expected):
     with pytest.raises(SeatError) as caught:
         profiles.load(str(experiment(tmp_path, docker)))
@@ -221,6 +284,7 @@ def test_compose_has_one_service_per_mode_with_the_same_argv():
 def _unchecked(spec):
     """The spec without its knob grammar, to resolve knobs to compose's ${NAME} references."""
     from dataclasses import replace
+
     return replace(spec, grammar={})
 
 
@@ -242,8 +306,11 @@ def test_launch_config_accounts_for_everything_of_the_original_script():
     decided = " ".join(f"{d.topic} {d.chosen}" for d in seat.decisions)
     wildcards = [w[:-1] for w in decided.replace(",", " ").replace(")", " ").split() if w.endswith("*")]
     kept = set(seat.env) | set(seat.docker.pass_env)
-    missing = [name for name in ORIGINAL if name not in kept and name not in decided
-               and not any(name.startswith(w) for w in wildcards)]
+    missing = [
+        name
+        for name in ORIGINAL
+        if name not in kept and name not in decided and not any(name.startswith(w) for w in wildcards)
+    ]
     assert missing == []
     text = (paths.REPO / "LAUNCH_CONFIG.md").read_text()
     assert "What the kit does differently from the original script" in text
@@ -259,8 +326,16 @@ def test_bench_nsys_refuses_a_seat_it_cannot_trace(tmp_path, monkeypatch):
         bench_nsys.session_of(profiles.DEFAULT_PROFILE)
     assert "needs a docker seat" in caught.value.message
     assert caught.value.hint == f"SEAT_NSYS=session seat up {profiles.DEFAULT_PROFILE}"
-    native = launch.Running("cpu-smoke", "native", str(os.getpid()), "http://127.0.0.1:1", "tiny",
-                            "log", 0.0, since=launch.process_start(os.getpid()))
+    native = launch.Running(
+        "cpu-smoke",
+        "native",
+        str(os.getpid()),
+        "http://127.0.0.1:1",
+        "tiny",
+        "log",
+        0.0,
+        since=launch.process_start(os.getpid()),
+    )
     launch._record(native)
     with pytest.raises(SeatError, match="needs a docker seat"):
         bench_nsys.session_of("cpu-smoke")
@@ -268,17 +343,20 @@ def test_bench_nsys_refuses_a_seat_it_cannot_trace(tmp_path, monkeypatch):
 
 def test_bench_nsys_needs_a_profiles_seat_not_a_url():
     from click.testing import CliRunner
+
     from seatkit.cli import seat
 
-    result = CliRunner().invoke(seat, ["bench", "run", "--url", "http://127.0.0.1:9", "--model", "m", "--nsys"])
+    result = CliRunner().invoke(
+        seat, ["bench", "run", "--url", "http://127.0.0.1:9", "--model", "m", "--nsys"]
+    )
     assert result.exit_code == 2 and "--nsys traces one request of a profile's seat" in result.output
-
 
 
 def test_a_missing_extra_mount_source_stops_every_launch(tmp_path):
     """docker run -v would create it as an empty root-owned folder (the script) where seat up's
     bind mount fails: both launches refuse it in preflight instead."""
     from conftest import free_port
+
     from seatkit.serve import preflight
 
     model = tmp_path / "model"
@@ -286,13 +364,24 @@ def test_a_missing_extra_mount_source_stops_every_launch(tmp_path):
     (model / "config.json").write_text("{}")
     missing = tmp_path / "no such overlay"
     path = tmp_path / "exp-missing.yaml"
-    path.write_text(yaml.safe_dump({
-        "description": "a missing experiment mount", "runtime": "docker",
-        "image": {"name": "seatkit-test/none", "tag": "1"},
-        "server": {"port": free_port(), "served_model_name": "m"}, "gpus": {"count": 0},
-        "models": {"base": {"host_dir": str(model), "mount": "/models-base"}}, "model": "base",
-        "docker": {"container_name": "seatkit-test-exp-missing", "ulimits": {},
-                   "extra_mounts": [{"source": str(missing), "target": "/opt/b12x"}]}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "description": "a missing experiment mount",
+                "runtime": "docker",
+                "image": {"name": "seatkit-test/none", "tag": "1"},
+                "server": {"port": free_port(), "served_model_name": "m"},
+                "gpus": {"count": 0},
+                "models": {"base": {"host_dir": str(model), "mount": "/models-base"}},
+                "model": "base",
+                "docker": {
+                    "container_name": "seatkit-test-exp-missing",
+                    "ulimits": {},
+                    "extra_mounts": [{"source": str(missing), "target": "/opt/b12x"}],
+                },
+            }
+        )
+    )
     spec = specs.build(profiles.load(str(path)))
     (check,) = [c for c in spec.checks if c.kind == "exists"]
     with pytest.raises(SeatError) as caught:
@@ -303,17 +392,29 @@ def test_a_missing_extra_mount_source_stops_every_launch(tmp_path):
     stub = tmp_path / "bin"
     stub.mkdir()
     # image inspect succeeds, container inspect finds none; anything else records a launch
-    (stub / "docker").write_text(f'#!/bin/sh\ncase "$1 $2" in "image inspect"|"info ") exit 0 ;; '
-                                 f'"container inspect") exit 1 ;; esac\ntouch {tmp_path}/launched\n')
+    (stub / "docker").write_text(
+        f'#!/bin/sh\ncase "$1 $2" in "image inspect"|"info ") exit 0 ;; '
+        f'"container inspect") exit 1 ;; esac\ntouch {tmp_path}/launched\n'
+    )
     (stub / "docker").chmod(0o755)
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SEAT_")}
-    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
-                          env={**environ, "PATH": f"{stub}:{os.environ['PATH']}"})
+    done = subprocess.run(
+        ["bash", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**environ, "PATH": f"{stub}:{os.environ['PATH']}"},
+    )
     assert done.returncode == 1 and f"extra mount source not found: {missing}" in done.stderr
     assert not (tmp_path / "launched").exists() and not missing.exists()
     missing.mkdir()
-    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
-                          env={**environ, "PATH": f"{stub}:{os.environ['PATH']}"})
+    done = subprocess.run(
+        ["bash", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**environ, "PATH": f"{stub}:{os.environ['PATH']}"},
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "launched").exists()
 
@@ -354,10 +455,16 @@ def test_a_profile_without_nsys_modes_refuses_seat_nsys(tmp_path, monkeypatch):
     spec = specs.build(profiles.load("cpu-smoke"))
     assert not spec.wraps
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SEAT_")}
+
     def script(dry_run):
-        return subprocess.run(["bash", str(paths.REPO / "serve" / "cpu-smoke.sh")], capture_output=True,
-                              text=True, timeout=60, env={**environ, "SEAT_HOME": str(tmp_path),
-                                                          "SEAT_NSYS": "session", "SEAT_DRY_RUN": dry_run})
+        return subprocess.run(
+            ["bash", str(paths.REPO / "serve" / "cpu-smoke.sh")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**environ, "SEAT_HOME": str(tmp_path), "SEAT_NSYS": "session", "SEAT_DRY_RUN": dry_run},
+        )
+
     message = "SEAT_NSYS=session: this profile has no Nsight"
     done = script("0")
     assert done.returncode == 1 and message in done.stderr
@@ -368,4 +475,3 @@ def test_a_profile_without_nsys_modes_refuses_seat_nsys(tmp_path, monkeypatch):
     with pytest.raises(SeatError) as caught:
         launch.up(spec)
     assert "no Nsight Systems modes" in caught.value.message and "docker.cache" in caught.value.hint
-

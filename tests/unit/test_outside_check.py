@@ -19,14 +19,24 @@ from seatkit.serve import profile as profiles
 
 VENV = "/opt/venv"
 VLLM = f"{VENV}/lib/python3.11/site-packages/vllm"
-SCRIPT = (f"#!{VENV}/bin/python\n# -*- coding: utf-8 -*-\nimport re\nimport sys\n"
-          "from vllm.entrypoints.cli.main import main\nif __name__ == '__main__':\n"
-          "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit(main())\n").encode()
-BASE = {"/bin/sh": b"dash", "/usr/bin/curl": b"curl", "/usr/lib/libiomp5.so": b"openmp", "/usr/bin/env": b"coreutils env", f"{VENV}/bin/vllm": SCRIPT,
-        f"{VENV}/bin/python": ("link", "/usr/bin/python3.11"), "/usr/bin/python3.11": b"cpython",
-        f"{VENV}/pyvenv.cfg": b"home = /usr/bin\ninclude-system-site-packages = false\n",
-        f"{VLLM}/__init__.py": b"", f"{VLLM}/version.py": b"__version__ = '0.32'\n",
-        f"{VLLM}/__pycache__/version.cpython-311.pyc": b"compiled"}
+SCRIPT = (
+    f"#!{VENV}/bin/python\n# -*- coding: utf-8 -*-\nimport re\nimport sys\n"
+    "from vllm.entrypoints.cli.main import main\nif __name__ == '__main__':\n"
+    "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit(main())\n"
+).encode()
+BASE = {
+    "/bin/sh": b"dash",
+    "/usr/bin/curl": b"curl",
+    "/usr/lib/libiomp5.so": b"openmp",
+    "/usr/bin/env": b"coreutils env",
+    f"{VENV}/bin/vllm": SCRIPT,
+    f"{VENV}/bin/python": ("link", "/usr/bin/python3.11"),
+    "/usr/bin/python3.11": b"cpython",
+    f"{VENV}/pyvenv.cfg": b"home = /usr/bin\ninclude-system-site-packages = false\n",
+    f"{VLLM}/__init__.py": b"",
+    f"{VLLM}/version.py": b"__version__ = '0.32'\n",
+    f"{VLLM}/__pycache__/version.cpython-311.pyc": b"compiled",
+}
 LOCKED = b"__version__ = '0.32'\n# the overlay\n"
 LOCK = Lock("/srv/overlay", "1" * 40, "vllm", "2" * 40, {"version.py": hashlib.sha256(LOCKED).hexdigest()})
 PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -34,9 +44,12 @@ PATH = "/usr/local/bin:/usr/bin:/bin"
 
 def built(**changes) -> dict:
     """The image `seat build` makes from BASE: the locked file, the kit's entrypoint."""
-    files = {**BASE, f"{VLLM}/version.py": LOCKED,
-             "/opt/seatkit/entrypoint.sh": (paths.REPO / "image" / "entrypoint.sh").read_bytes(),
-             "/opt/seatkit/health.sh": (paths.REPO / "image" / "health.sh").read_bytes()}
+    files = {
+        **BASE,
+        f"{VLLM}/version.py": LOCKED,
+        "/opt/seatkit/entrypoint.sh": (paths.REPO / "image" / "entrypoint.sh").read_bytes(),
+        "/opt/seatkit/health.sh": (paths.REPO / "image" / "health.sh").read_bytes(),
+    }
     return {k: v for k, v in {**files, **changes}.items() if v is not None}
 
 
@@ -85,8 +98,16 @@ class Api:
         if isinstance(fs.get(path), tuple):  # as docker says of a link: where it points
             stat.update(mode=(1 << 27) | 0o777, linkTarget=fs[path][1])
         ok = path in fs or is_dir
-        return type("Answer", (), {"ok": ok, "headers": {"X-Docker-Container-Path-Stat":
-                                                         base64.b64encode(json.dumps(stat).encode())} if ok else {}})
+        return type(
+            "Answer",
+            (),
+            {
+                "ok": ok,
+                "headers": {"X-Docker-Container-Path-Stat": base64.b64encode(json.dumps(stat).encode())}
+                if ok
+                else {},
+            },
+        )
 
 
 class Client:
@@ -114,8 +135,10 @@ class Client:
 
 
 TAG = "seatkit/try:overlay-1"
-CONFIG = {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so", f"SEAT_OVERLAY_DIR={VLLM}"],
-          "Entrypoint": outside.ENTRYPOINT}
+CONFIG = {
+    "Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so", f"SEAT_OVERLAY_DIR={VLLM}"],
+    "Entrypoint": outside.ENTRYPOINT,
+}
 BASE_CONFIG = {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so"]}  # as vllm-cpu's
 
 
@@ -123,8 +146,11 @@ BASE_CONFIG = {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.
 def profile(tmp_path, monkeypatch):
     monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
     path = tmp_path / "try.yaml"
-    path.write_text(yaml.safe_dump({"extends": "cpu-smoke-docker", "image": {"overlay": True,
-                                                                              "digest": "sha256:" + "b" * 64}}))
+    path.write_text(
+        yaml.safe_dump(
+            {"extends": "cpu-smoke-docker", "image": {"overlay": True, "digest": "sha256:" + "b" * 64}}
+        )
+    )
     loaded = profiles.load(str(path))
     monkeypatch.setattr(outside.pins, "base_reference", lambda p, allow_unpinned=False: ("base", "d"))
     return loaded
@@ -152,8 +178,11 @@ def test_an_untouched_image_read_from_outside_is_verified(profile, monkeypatch):
 def test_a_rebuilt_image_with_a_decoy_copy_is_refused_whatever_it_points_at(profile, monkeypatch):
     decoy = "/opt/decoy/vllm"
     files = built(**{f"{VLLM}/version.py": LOCKED + b"EDITED = 1\n", f"{decoy}/version.py": LOCKED})
-    config = {**CONFIG, "Env": [*BASE_CONFIG["Env"], f"SEAT_OVERLAY_DIR={decoy}"],
-              "Labels": {"io.seatkit.overlay.dir": decoy}}
+    config = {
+        **CONFIG,
+        "Env": [*BASE_CONFIG["Env"], f"SEAT_OVERLAY_DIR={decoy}"],
+        "Labels": {"io.seatkit.overlay.dir": decoy},
+    }
     client = engine_with(monkeypatch, files, config, ident="sha256:" + "f" * 64)
     outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK)  # what seat build made: another id
     verdict = outside.check(profile, TAG, LOCK)
@@ -163,33 +192,68 @@ def test_a_rebuilt_image_with_a_decoy_copy_is_refused_whatever_it_points_at(prof
         outside.require_for(profile, TAG)
 
 
-@pytest.mark.parametrize("changes, config, said", [
-    ({"/srv/exp/bin/vllm": b"#!/bin/sh\nexec evil\n"}, {"Env": [f"PATH=/srv/exp/bin:{VENV}/bin:{PATH}"]},
-     "finds vllm at /srv/exp/bin/vllm"),
-    ({}, {"Env": [f"PATH={VENV}/bin:{PATH}", "PYTHONPATH=/srv/exp"]}, "(not the base's).PYTHONPATH"),
-    ({}, {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so:/srv/x.so"]},
-     "(not the base's).LD_PRELOAD"),
-    ({"/usr/lib/libiomp5.so": b"another"}, {}, "/usr/lib/libiomp5.so (LD_PRELOAD, loaded into the server)"),
-    ({}, {"Entrypoint": ["/bin/sh", "-c"]}, "its entrypoint is"),
-    ({"/opt/seatkit/entrypoint.sh": b"#!/bin/sh\nexec \"$@\"\n"}, {}, "not the kit's image/entrypoint.sh"),
-    ({"/bin/sh": b"a shell that does more"}, {}, "/bin/sh (what runs the entrypoint"),
-    ({f"{VENV}/bin/vllm": SCRIPT.replace(b"from vllm.entrypoints", b"import evil\nfrom vllm.entrypoints")}, {},
-     f"{VENV}/bin/vllm is not the base's"),
-    ({f"{VENV}/bin/vllm": SCRIPT.replace(f"#!{VENV}/bin/python".encode(), b"#!/srv/python")}, {},
-     "is not a script run by"),
-    ({}, {"Env": ["PATH=/srv/empty"]}, "finds no env"),
-    ({f"{VENV}/bin/vllm": None, f"{VENV}/bin/vllm/__init__.py": b"evil"}, {}, "finds vllm at None"),
-    ({"/usr/lib/python3.11/vllm.py": b"evil"}, {}, "imported as vllm before site-packages"),
-    ({f"{VENV}/bin/vllm.py": b"evil"}, {}, "imported as vllm before site-packages"),
-    ({f"{VENV}/lib/python3.11/site-packages/sitecustomize.py": b"import evil"}, {}, "runs at every start"),
-    ({"/usr/bin/python3.11": b"another interpreter"}, {}, "(the interpreter) is not the base's"),
-    ({f"{VLLM}/__pycache__/version.cpython-311.pyc": b"planted bytecode"}, {}, "loaded instead of a locked file"),
-    ({f"{VLLM}/version.abi3.so": b"ELF"}, {}, "loaded instead of a locked file: " + f"{VLLM}/version.abi3.so"),
-    ({f"{VLLM}/version/__init__.py": b"x"}, {}, "loaded instead of a locked file"),
-    ({f"{VLLM}/__init__.py": None}, {}, f"no vllm package at {VLLM}"),
-    ({f"{VLLM}/version.py": None}, {}, "missing: version.py"),
-    ({f"{VLLM}/version.py": ("link", "/etc/hostname")}, {}, "changed: version.py"),
-])
+@pytest.mark.parametrize(
+    "changes, config, said",
+    [
+        (
+            {"/srv/exp/bin/vllm": b"#!/bin/sh\nexec evil\n"},
+            {"Env": [f"PATH=/srv/exp/bin:{VENV}/bin:{PATH}"]},
+            "finds vllm at /srv/exp/bin/vllm",
+        ),
+        ({}, {"Env": [f"PATH={VENV}/bin:{PATH}", "PYTHONPATH=/srv/exp"]}, "(not the base's).PYTHONPATH"),
+        (
+            {},
+            {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so:/srv/x.so"]},
+            "(not the base's).LD_PRELOAD",
+        ),
+        (
+            {"/usr/lib/libiomp5.so": b"another"},
+            {},
+            "/usr/lib/libiomp5.so (LD_PRELOAD, loaded into the server)",
+        ),
+        ({}, {"Entrypoint": ["/bin/sh", "-c"]}, "its entrypoint is"),
+        ({"/opt/seatkit/entrypoint.sh": b'#!/bin/sh\nexec "$@"\n'}, {}, "not the kit's image/entrypoint.sh"),
+        ({"/bin/sh": b"a shell that does more"}, {}, "/bin/sh (what runs the entrypoint"),
+        (
+            {
+                f"{VENV}/bin/vllm": SCRIPT.replace(
+                    b"from vllm.entrypoints", b"import evil\nfrom vllm.entrypoints"
+                )
+            },
+            {},
+            f"{VENV}/bin/vllm is not the base's",
+        ),
+        (
+            {f"{VENV}/bin/vllm": SCRIPT.replace(f"#!{VENV}/bin/python".encode(), b"#!/srv/python")},
+            {},
+            "is not a script run by",
+        ),
+        ({}, {"Env": ["PATH=/srv/empty"]}, "finds no env"),
+        ({f"{VENV}/bin/vllm": None, f"{VENV}/bin/vllm/__init__.py": b"evil"}, {}, "finds vllm at None"),
+        ({"/usr/lib/python3.11/vllm.py": b"evil"}, {}, "imported as vllm before site-packages"),
+        ({f"{VENV}/bin/vllm.py": b"evil"}, {}, "imported as vllm before site-packages"),
+        (
+            {f"{VENV}/lib/python3.11/site-packages/sitecustomize.py": b"import evil"},
+            {},
+            "runs at every start",
+        ),
+        ({"/usr/bin/python3.11": b"another interpreter"}, {}, "(the interpreter) is not the base's"),
+        (
+            {f"{VLLM}/__pycache__/version.cpython-311.pyc": b"planted bytecode"},
+            {},
+            "loaded instead of a locked file",
+        ),
+        (
+            {f"{VLLM}/version.abi3.so": b"ELF"},
+            {},
+            "loaded instead of a locked file: " + f"{VLLM}/version.abi3.so",
+        ),
+        ({f"{VLLM}/version/__init__.py": b"x"}, {}, "loaded instead of a locked file"),
+        ({f"{VLLM}/__init__.py": None}, {}, f"no vllm package at {VLLM}"),
+        ({f"{VLLM}/version.py": None}, {}, "missing: version.py"),
+        ({f"{VLLM}/version.py": ("link", "/etc/hostname")}, {}, "changed: version.py"),
+    ],
+)
 def test_each_way_to_run_other_code_is_named(profile, monkeypatch, changes, config, said):
     engine_with(monkeypatch, built(**changes), {**CONFIG, **config})
     verdict = outside.check(profile, TAG, LOCK)
@@ -213,7 +277,8 @@ def test_seat_up_runs_an_overlay_image_only_by_the_id_the_outside_check_verified
     """launch.up without an outside check refuses; with one, the container is made from the id it
     verified, never from the tag, which could be moved meanwhile."""
     from seatkit.errors import SeatError
-    from seatkit.serve import launch, preflight, spec as specs
+    from seatkit.serve import launch, preflight
+    from seatkit.serve import spec as specs
 
     monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
     made = []
@@ -237,48 +302,89 @@ def test_seat_up_runs_an_overlay_image_only_by_the_id_the_outside_check_verified
 SITE = PurePosixPath(VLLM).parent
 
 
-@pytest.mark.parametrize("links, target, lands", [
-    ({"/data": ("link", str(SITE))}, "/data/zz-hook.pth", f"{SITE}/zz-hook.pth"),
-    ({"/scratch": ("link", "opt/venv/bin")}, "/scratch", f"{VENV}/bin"),
-    ({"/srv": ("link", "/opt"), "/opt/venv-data": ("link", "venv/lib")}, "/srv/venv-data/x", f"{VENV}/lib/x"),
-])
-def test_a_mount_the_image_links_onto_the_import_path_is_refused(tmp_path, monkeypatch, profile,
-                                                                 links, target, lands):
+@pytest.mark.parametrize(
+    "links, target, lands",
+    [
+        ({"/data": ("link", str(SITE))}, "/data/zz-hook.pth", f"{SITE}/zz-hook.pth"),
+        ({"/scratch": ("link", "opt/venv/bin")}, "/scratch", f"{VENV}/bin"),
+        (
+            {"/srv": ("link", "/opt"), "/opt/venv-data": ("link", "venv/lib")},
+            "/srv/venv-data/x",
+            f"{VENV}/lib/x",
+        ),
+    ],
+)
+def test_a_mount_the_image_links_onto_the_import_path_is_refused(
+    tmp_path, monkeypatch, profile, links, target, lands
+):
     """docker resolves a mount target through the image's links: /data -> site-packages puts a
     mount of /data/zz-hook.pth where every start runs it, though the profile named /data."""
-    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
-        profiles.ExtraMount(source="/srv/exp", target=target)]})})
+    mounted = profile.model_copy(
+        update={
+            "docker": profile.docker.model_copy(
+                update={"extra_mounts": [profiles.ExtraMount(source="/srv/exp", target=target)]}
+            )
+        }
+    )
     engine_with(monkeypatch, built(**links))
     verdict = outside.check(mounted, TAG, LOCK)
-    assert any(f"docker.extra_mounts[0].target (at {lands} in this image)" in p for p in verdict.problems), \
+    assert any(f"docker.extra_mounts[0].target (at {lands} in this image)" in p for p in verdict.problems), (
         verdict.problems
+    )
 
 
 def test_a_mount_through_a_link_that_stays_off_the_import_path_is_fine(monkeypatch, profile):
-    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
-        profiles.ExtraMount(source="/srv/exp", target="/scratch/x")]})})
+    mounted = profile.model_copy(
+        update={
+            "docker": profile.docker.model_copy(
+                update={"extra_mounts": [profiles.ExtraMount(source="/srv/exp", target="/scratch/x")]}
+            )
+        }
+    )
     engine_with(monkeypatch, built(**{"/scratch": ("link", "/srv/scratch")}))
     assert outside.check(mounted, TAG, LOCK).problems == []
 
 
-@pytest.mark.parametrize("workdir, target", [(None, "/multiprocessing"), ("/workspace", "/workspace/types.py"),
-                                             ("/workspace", "/workspace"), ("/workspace/seat", "/workspace")])
-def test_a_mount_that_shadows_the_standard_library_for_spawned_workers_is_refused(monkeypatch, profile,
-                                                                                  workdir, target):
+@pytest.mark.parametrize(
+    "workdir, target",
+    [
+        (None, "/multiprocessing"),
+        ("/workspace", "/workspace/types.py"),
+        ("/workspace", "/workspace"),
+        ("/workspace/seat", "/workspace"),
+    ],
+)
+def test_a_mount_that_shadows_the_standard_library_for_spawned_workers_is_refused(
+    monkeypatch, profile, workdir, target
+):
     """`python -c 'from multiprocessing.spawn import ...'` (every spawned worker) searches the working
     directory first: a mount of /multiprocessing with the image's cwd at / runs in each worker."""
-    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
-        profiles.ExtraMount(source="/srv/exp", target=target)]})})
+    mounted = profile.model_copy(
+        update={
+            "docker": profile.docker.model_copy(
+                update={"extra_mounts": [profiles.ExtraMount(source="/srv/exp", target=target)]}
+            )
+        }
+    )
     engine_with(monkeypatch, built(), {**CONFIG, "WorkingDir": workdir or ""})
-    assert any("in the working directory" in p and target in p for p in outside.check(mounted, TAG, LOCK).problems)
+    assert any(
+        "in the working directory" in p and target in p for p in outside.check(mounted, TAG, LOCK).problems
+    )
 
 
-@pytest.mark.parametrize("workdir, target", [(None, "/scratch"), (None, "/srv/multiprocessing"),
-                                             ("/workspace", "/types")])
-def test_mounts_that_put_no_standard_library_name_in_the_working_directory_are_fine(monkeypatch, profile,
-                                                                                    workdir, target):
-    mounted = profile.model_copy(update={"docker": profile.docker.model_copy(update={"extra_mounts": [
-        profiles.ExtraMount(source="/srv/exp", target=target)]})})
+@pytest.mark.parametrize(
+    "workdir, target", [(None, "/scratch"), (None, "/srv/multiprocessing"), ("/workspace", "/types")]
+)
+def test_mounts_that_put_no_standard_library_name_in_the_working_directory_are_fine(
+    monkeypatch, profile, workdir, target
+):
+    mounted = profile.model_copy(
+        update={
+            "docker": profile.docker.model_copy(
+                update={"extra_mounts": [profiles.ExtraMount(source="/srv/exp", target=target)]}
+            )
+        }
+    )
     engine_with(monkeypatch, built(), {**CONFIG, "WorkingDir": workdir or ""})
     assert outside.check(mounted, TAG, LOCK).problems == []
 
@@ -286,14 +392,37 @@ def test_mounts_that_put_no_standard_library_name_in_the_working_directory_are_f
 HEALTH = {"Healthcheck": {"Test": outside.HEALTHCHECK, "Interval": 30_000_000_000}}
 
 
-@pytest.mark.parametrize("changes, config, said", [
-    ({}, {"Healthcheck": {"Test": ["CMD-SHELL", "sed -i s/x/y/ /opt/venv/lib/python3.11/site-packages/vllm/x.py"]}},
-     "its healthcheck runs"),
-    ({"/opt/seatkit/health.sh": b"#!/bin/sh\ncp /srv/evil.py /opt/venv/lib/python3.11/site-packages/vllm/\n"}, HEALTH,
-     "(the healthcheck) is not the kit's image/health.sh"),
-    ({"/usr/bin/curl": b"a curl that patches the package"}, HEALTH, "/usr/bin/curl (what the healthcheck runs)"),
-    ({"/usr/local/bin/curl": b"a curl found first"}, HEALTH, "/usr/local/bin/curl (what the healthcheck runs)"),
-])
+@pytest.mark.parametrize(
+    "changes, config, said",
+    [
+        (
+            {},
+            {
+                "Healthcheck": {
+                    "Test": ["CMD-SHELL", "sed -i s/x/y/ /opt/venv/lib/python3.11/site-packages/vllm/x.py"]
+                }
+            },
+            "its healthcheck runs",
+        ),
+        (
+            {
+                "/opt/seatkit/health.sh": b"#!/bin/sh\ncp /srv/evil.py /opt/venv/lib/python3.11/site-packages/vllm/\n"
+            },
+            HEALTH,
+            "(the healthcheck) is not the kit's image/health.sh",
+        ),
+        (
+            {"/usr/bin/curl": b"a curl that patches the package"},
+            HEALTH,
+            "/usr/bin/curl (what the healthcheck runs)",
+        ),
+        (
+            {"/usr/local/bin/curl": b"a curl found first"},
+            HEALTH,
+            "/usr/local/bin/curl (what the healthcheck runs)",
+        ),
+    ],
+)
 def test_a_healthcheck_that_runs_other_code_in_the_seat_is_named(profile, monkeypatch, changes, config, said):
     """The engine runs the image's healthcheck inside the running seat every 30 s: a rebuilt image
     whose check edits the package after the start check passed ran other code, verified."""

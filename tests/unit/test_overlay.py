@@ -11,19 +11,32 @@ from seatkit.image import overlay
 
 
 def git(*args, cwd):
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                               "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}).stdout.strip()
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+            "PATH": "/usr/bin:/bin",
+        },
+    ).stdout.strip()
 
 
 @pytest.fixture
 def source(tmp_path):
     """A local repository holding overlay/vllm (with a .gitignore that must not hide anything)."""
     repo = tmp_path / "source"
-    files = {"overlay/vllm/__init__.py": "VERSION = 1\n",
-             "overlay/vllm/config/speculative.py": "METHODS = ['dspark']\n",
-             "overlay/vllm/models/deepseek_v4.py": "class DeepSeekV4DSpark: pass\n",
-             "README.md": "not part of the overlay\n"}
+    files = {
+        "overlay/vllm/__init__.py": "VERSION = 1\n",
+        "overlay/vllm/config/speculative.py": "METHODS = ['dspark']\n",
+        "overlay/vllm/models/deepseek_v4.py": "class DeepSeekV4DSpark: pass\n",
+        "README.md": "not part of the overlay\n",
+    }
     for name, text in files.items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text)
@@ -42,17 +55,42 @@ def test_shipped_lock_pins_the_original_overlay():
     assert overlay.parse(lock.dump()).files == lock.files
 
 
-@pytest.mark.parametrize("text, message", [
-    ("# source: s\n# commit: " + "a" * 40 + "\n# path: p\n# tree: " + "b" * 40 + "\nnothex  x.py\n",
-     "expected '<64 hex sha256>  <path>'"),
-    ("# source: s\n# commit: " + "a" * 40 + "\n# path: p\n" + "c" * 64 + "  x.py\n", "header lacks tree"),
-    ("# source: s\n# commit: abc\n# path: p\n# tree: " + "b" * 40 + "\n" + "c" * 64 + "  x.py\n",
-     "40-hex"),
-    ("# source: s\n# commit: " + "a" * 40 + "\n# path: p\n# tree: " + "b" * 40 + "\n" + "c" * 64 + "  ../x.py\n",
-     "inside the overlay"),
-    ("# source: s\n# commit: " + "a" * 40 + "\n# path: p\n# tree: " + "b" * 40 + "\n" + "c" * 64 + "  x.py\n"
-     + "d" * 64 + "  x.py\n", "listed twice"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "# source: s\n# commit: " + "a" * 40 + "\n# path: p\n# tree: " + "b" * 40 + "\nnothex  x.py\n",
+            "expected '<64 hex sha256>  <path>'",
+        ),
+        ("# source: s\n# commit: " + "a" * 40 + "\n# path: p\n" + "c" * 64 + "  x.py\n", "header lacks tree"),
+        (
+            "# source: s\n# commit: abc\n# path: p\n# tree: " + "b" * 40 + "\n" + "c" * 64 + "  x.py\n",
+            "40-hex",
+        ),
+        (
+            "# source: s\n# commit: "
+            + "a" * 40
+            + "\n# path: p\n# tree: "
+            + "b" * 40
+            + "\n"
+            + "c" * 64
+            + "  ../x.py\n",
+            "inside the overlay",
+        ),
+        (
+            "# source: s\n# commit: "
+            + "a" * 40
+            + "\n# path: p\n# tree: "
+            + "b" * 40
+            + "\n"
+            + "c" * 64
+            + "  x.py\n"
+            + "d" * 64
+            + "  x.py\n",
+            "listed twice",
+        ),
+    ],
+)
 def test_bad_locks_are_refused_with_the_line(text, message):
     with pytest.raises(SeatError, match=message):
         overlay.parse(text)
@@ -63,16 +101,25 @@ def test_verify_reports_missing_changed_and_extra(tmp_path, source):
     lock = overlay.lock_from(repo / "overlay/vllm", f"{repo}@{commit}")
     tree = tmp_path / "tree"
     subprocess.run(["cp", "-r", str(repo / "overlay/vllm"), str(tree)], check=True)
-    assert overlay.verify(tree, lock) == {"missing": [], "changed": [], "extra": [],
-                                         "links": [], "caches": []}
+    assert overlay.verify(tree, lock) == {
+        "missing": [],
+        "changed": [],
+        "extra": [],
+        "links": [],
+        "caches": [],
+    }
     (tree / "models/deepseek_v4.py").unlink()
     (tree / "__init__.py").write_text("VERSION = 2\n")
     (tree / "planted.py").write_text("")
     (tree / "__pycache__").mkdir()
     (tree / "__pycache__/x.pyc").write_bytes(b"\0")
-    assert overlay.verify(tree, lock) == {"missing": ["models/deepseek_v4.py"],
-                                          "changed": ["__init__.py"], "extra": ["planted.py"],
-                                          "links": [], "caches": ["__pycache__"]}
+    assert overlay.verify(tree, lock) == {
+        "missing": ["models/deepseek_v4.py"],
+        "changed": ["__init__.py"],
+        "extra": ["planted.py"],
+        "links": [],
+        "caches": ["__pycache__"],
+    }
 
 
 def test_lock_from_gives_git_s_own_tree_id(source):
@@ -109,8 +156,13 @@ def test_fetch_places_exactly_the_locked_files(tmp_path, source):
     lock = overlay.lock_from(repo / "overlay/vllm", f"{repo}@{commit}")
     dest = tmp_path / "out" / "vllm"
     overlay.fetch(lock, dest)
-    assert overlay.verify(dest, lock) == {"missing": [], "changed": [], "extra": [],
-                                         "links": [], "caches": []}
+    assert overlay.verify(dest, lock) == {
+        "missing": [],
+        "changed": [],
+        "extra": [],
+        "links": [],
+        "caches": [],
+    }
     assert sorted(p.name for p in dest.parent.iterdir()) == ["vllm"]  # no staging left behind
 
 
@@ -118,11 +170,14 @@ def previous_state(dest):
     return {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
 
 
-@pytest.mark.parametrize("tamper, message", [
-    (lambda lock: setattr(lock, "tree", "0" * 40), "has tree"),
-    (lambda lock: lock.files.__setitem__("__init__.py", "0" * 64), "does not match the lock"),
-    (lambda lock: setattr(lock, "commit", "1" * 40), "git fetch"),
-])
+@pytest.mark.parametrize(
+    "tamper, message",
+    [
+        (lambda lock: setattr(lock, "tree", "0" * 40), "has tree"),
+        (lambda lock: lock.files.__setitem__("__init__.py", "0" * 64), "does not match the lock"),
+        (lambda lock: setattr(lock, "commit", "1" * 40), "git fetch"),
+    ],
+)
 def test_a_failed_fetch_leaves_the_previous_state_untouched(tmp_path, source, tamper, message):
     repo, commit, _ = source
     dest = tmp_path / "out" / "vllm"
@@ -175,8 +230,19 @@ def test_a_mirror_with_a_tampered_file_is_refused_and_nothing_is_placed(tmp_path
         assert not dest.exists() and sorted(p.name for p in dest.parent.iterdir()) == []
 
 
-@pytest.mark.parametrize("value", ["--upload-pack=touch /tmp/pwned", "-x", "ext::sh -c touch% /tmp/pwned",
-                                   "file:///tmp", "http://example.invalid/o", "https://-oops", "/no/such/dir", ""])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "--upload-pack=touch /tmp/pwned",
+        "-x",
+        "ext::sh -c touch% /tmp/pwned",
+        "file:///tmp",
+        "http://example.invalid/o",
+        "https://-oops",
+        "/no/such/dir",
+        "",
+    ],
+)
 def test_an_option_like_or_unknown_source_is_refused_before_git_runs(tmp_path, value):
     lock = overlay.Lock("https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, {"x.py": "0" * 64})
     with pytest.raises(SeatError, match="an https URL or a local directory"):
@@ -191,15 +257,31 @@ def test_the_cli_fetches_from_the_given_clone_and_refuses_an_option(tmp_path, so
 
     repo, commit, _ = source
     lock_file = tmp_path / "overlay.lock"
-    lock_file.write_text(overlay.lock_from(repo / "overlay/vllm", "https://example.invalid/o@" + commit).dump())
+    lock_file.write_text(
+        overlay.lock_from(repo / "overlay/vllm", "https://example.invalid/o@" + commit).dump()
+    )
     dest = tmp_path / "vllm"
-    done = CliRunner().invoke(seat, ["overlay", "fetch", "--lock", str(lock_file), "--dest", str(dest),
-                                     "--from", str(repo)])
+    done = CliRunner().invoke(
+        seat, ["overlay", "fetch", "--lock", str(lock_file), "--dest", str(dest), "--from", str(repo)]
+    )
     assert done.exit_code == 0, done.output
     assert "3 files verified" in done.output and (dest / "config" / "speculative.py").is_file()
-    refused = CliRunner().invoke(seat, ["overlay", "fetch", "--lock", str(lock_file), "--dest",
-                                        str(tmp_path / "other"), "--from=--upload-pack=touch pwned"])
-    assert isinstance(refused.exception, SeatError) and "https URL or a local directory" in refused.exception.message
+    refused = CliRunner().invoke(
+        seat,
+        [
+            "overlay",
+            "fetch",
+            "--lock",
+            str(lock_file),
+            "--dest",
+            str(tmp_path / "other"),
+            "--from=--upload-pack=touch pwned",
+        ],
+    )
+    assert (
+        isinstance(refused.exception, SeatError)
+        and "https URL or a local directory" in refused.exception.message
+    )
 
 
 def test_a_source_with_credentials_in_its_url_is_refused_without_echoing_them(tmp_path):

@@ -13,21 +13,36 @@ DIGEST = "0" * 64
 
 
 def lock_text(source_line, path="overlay/vllm"):
-    return (f"# source: {source_line}\n# commit: {'a' * 40}\n# path: {path}\n# tree: {'b' * 40}\n"
-            f"{DIGEST}  __init__.py\n")
+    return (
+        f"# source: {source_line}\n# commit: {'a' * 40}\n# path: {path}\n# tree: {'b' * 40}\n"
+        f"{DIGEST}  __init__.py\n"
+    )
 
 
-@pytest.mark.parametrize("hostile", ["--upload-pack=touch {canary}", "-uploadpack", "ext::sh -c touch% {canary}",
-                                     "ssh://host/x", "http://host/x", "file:///x", "relative/path",
-                                     "https://host/x --upload-pack=touch", "/a/../../b", ""])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "--upload-pack=touch {canary}",
+        "-uploadpack",
+        "ext::sh -c touch% {canary}",
+        "ssh://host/x",
+        "http://host/x",
+        "file:///x",
+        "relative/path",
+        "https://host/x --upload-pack=touch",
+        "/a/../../b",
+        "",
+    ],
+)
 def test_a_lock_source_that_is_not_https_or_a_local_path_is_refused(tmp_path, hostile):
     hostile = hostile.format(canary=tmp_path / "canary")
     with pytest.raises(SeatError, match="an https URL or a local directory|header lacks"):
         overlay.parse(lock_text(hostile))
     # Even a Lock made in code never reaches git with such a source.
     with pytest.raises(SeatError):
-        overlay.fetch(overlay.Lock(hostile, "a" * 40, "overlay/vllm", "b" * 40, {"x": DIGEST}),
-                      tmp_path / "dest")
+        overlay.fetch(
+            overlay.Lock(hostile, "a" * 40, "overlay/vllm", "b" * 40, {"x": DIGEST}), tmp_path / "dest"
+        )
     assert not (tmp_path / "canary").exists()
 
 
@@ -92,11 +107,19 @@ def _member(name, kind=tarfile.REGTYPE, link=""):
     return info
 
 
-@pytest.mark.parametrize("member", [_member("/etc/evil"), _member("../evil"), _member("a/../../evil"),
-                                    _member("link", tarfile.SYMTYPE, "/etc/passwd"),
-                                    _member("link", tarfile.SYMTYPE, "../../etc"),
-                                    _member("hard", tarfile.LNKTYPE, "../../etc/passwd"),
-                                    _member("dev", tarfile.CHRTYPE)], ids=lambda m: m.name)
+@pytest.mark.parametrize(
+    "member",
+    [
+        _member("/etc/evil"),
+        _member("../evil"),
+        _member("a/../../evil"),
+        _member("link", tarfile.SYMTYPE, "/etc/passwd"),
+        _member("link", tarfile.SYMTYPE, "../../etc"),
+        _member("hard", tarfile.LNKTYPE, "../../etc/passwd"),
+        _member("dev", tarfile.CHRTYPE),
+    ],
+    ids=lambda m: m.name,
+)
 def test_unsafe_tar_members_are_refused_with_a_clear_error(tmp_path, member):
     dest = tmp_path / "out" / "deep"
     dest.mkdir(parents=True)

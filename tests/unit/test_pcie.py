@@ -8,8 +8,9 @@ from seatkit.host.system import System
 NO_VIRT = lambda argv: (1, "none\n")  # noqa: E731 - systemd-detect-virt on bare metal
 
 
-def config(vendor: int, device: int, bridge: bool, acs: int | None = None, ats: bool | None = None,
-           size: int = 4096) -> bytes:
+def config(
+    vendor: int, device: int, bridge: bool, acs: int | None = None, ats: bool | None = None, size: int = 4096
+) -> bytes:
     """Config space with the extended capabilities a real device of this kind carries."""
     data = bytearray(size)
     data[0:2], data[2:4] = vendor.to_bytes(2, "little"), device.to_bytes(2, "little")
@@ -23,8 +24,8 @@ def config(vendor: int, device: int, bridge: bool, acs: int | None = None, ats: 
     for n, (cap_id, body) in enumerate(caps):
         nxt = at + 0x40 if n + 1 < len(caps) else 0
         if size > at:
-            data[at:at + 4] = (cap_id | 1 << 16 | nxt << 20).to_bytes(4, "little")
-            data[at + 4:at + 4 + len(body)] = body
+            data[at : at + 4] = (cap_id | 1 << 16 | nxt << 20).to_bytes(4, "little")
+            data[at + 4 : at + 4 + len(body)] = body
         at = nxt
     return bytes(data)
 
@@ -43,7 +44,8 @@ def tree(tmp_path, devices: dict[str, bytes], groups: dict[str, str] | None = No
         folder.mkdir(parents=True, exist_ok=True)
         os.symlink(tmp_path / "sys/bus/pci/devices" / address, folder / address)
         (tmp_path / "sys/bus/pci/devices" / address / "iommu_group").symlink_to(
-            tmp_path / f"sys/kernel/iommu_groups/{group}")
+            tmp_path / f"sys/kernel/iommu_groups/{group}"
+        )
     return System(root=tmp_path, runner=NO_VIRT)
 
 
@@ -55,14 +57,18 @@ REQ_CMPLT = 0b0001101  # SrcValid + ReqRedir + CmpltRedir: what a stock kernel s
 
 def plx(tmp_path, downstream_acs: int, groups=None) -> System:
     up = "pci0000:00/0000:00:01.0/0000:01:00.0"
-    return tree(tmp_path, {
-        "pci0000:00/0000:00:01.0": config(*ROOT, True, acs=REQ_CMPLT),
-        up: config(*PLX, True),
-        f"{up}/0000:02:08.0": config(*PLX, True, acs=downstream_acs),
-        f"{up}/0000:02:10.0": config(*PLX, True, acs=downstream_acs),
-        f"{up}/0000:02:08.0/0000:03:00.0": config(*GPU, False, ats=False),
-        f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False, ats=False),
-    }, groups)
+    return tree(
+        tmp_path,
+        {
+            "pci0000:00/0000:00:01.0": config(*ROOT, True, acs=REQ_CMPLT),
+            up: config(*PLX, True),
+            f"{up}/0000:02:08.0": config(*PLX, True, acs=downstream_acs),
+            f"{up}/0000:02:10.0": config(*PLX, True, acs=downstream_acs),
+            f"{up}/0000:02:08.0/0000:03:00.0": config(*GPU, False, ats=False),
+            f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False, ats=False),
+        },
+        groups,
+    )
 
 
 def test_behind_a_plx_switch_only_the_downstream_ports_count_and_redirect_is_flagged(tmp_path):
@@ -85,12 +91,16 @@ def test_plx_with_acs_cleared_is_direct_and_shares_one_iommu_group(tmp_path):
 
 
 def test_root_ports_on_two_host_bridges_cross_the_root_complex(tmp_path):
-    system = tree(tmp_path, {
-        "pci0000:00/0000:00:01.1": config(*ROOT, True, acs=0b0011101),  # + UpstreamFwd
-        "pci0000:00/0000:00:01.1/0000:01:00.0": config(*GPU, False, ats=True),
-        "pci0000:80/0000:80:01.1": config(*ROOT, True, acs=0),
-        "pci0000:80/0000:80:01.1/0000:81:00.0": config(*GPU, False, ats=True),
-    }, {"0000:01:00.0": "30", "0000:81:00.0": "61"})
+    system = tree(
+        tmp_path,
+        {
+            "pci0000:00/0000:00:01.1": config(*ROOT, True, acs=0b0011101),  # + UpstreamFwd
+            "pci0000:00/0000:00:01.1/0000:01:00.0": config(*GPU, False, ats=True),
+            "pci0000:80/0000:80:01.1": config(*ROOT, True, acs=0),
+            "pci0000:80/0000:80:01.1/0000:81:00.0": config(*GPU, False, ats=True),
+        },
+        {"0000:01:00.0": "30", "0000:81:00.0": "61"},
+    )
     found = pcie.facts(["00000000:01:00.0", "00000000:81:00.0"], system)
     (pair,) = found["pairs"]
     assert [b["address"] for b in pair["bridges"]] == ["0000:00:01.1", "0000:80:01.1"]
@@ -101,8 +111,10 @@ def test_root_ports_on_two_host_bridges_cross_the_root_complex(tmp_path):
 
 
 def test_a_vm_flat_bus_has_no_bridges_and_names_the_hypervisor(tmp_path):
-    system = tree(tmp_path, {"pci0000:00/0000:00:06.0": config(*GPU, False),
-                             "pci0000:00/0000:00:07.0": config(*GPU, False)})
+    system = tree(
+        tmp_path,
+        {"pci0000:00/0000:00:06.0": config(*GPU, False), "pci0000:00/0000:00:07.0": config(*GPU, False)},
+    )
     system.runner = lambda argv: (0, "kvm\n")
     found = pcie.facts(["00000000:00:06.0", "00000000:00:07.0"], system)
     assert found["virtualisation"] == "kvm"
@@ -113,12 +125,17 @@ def test_a_vm_flat_bus_has_no_bridges_and_names_the_hypervisor(tmp_path):
 
 def test_without_root_acs_is_unknown_with_the_reason(tmp_path):
     up = "pci0000:00/0000:00:01.0/0000:01:00.0"
-    system = tree(tmp_path, {
-        "pci0000:00/0000:00:01.0": config(*ROOT, True, size=64), up: config(*PLX, True, size=64),
-        f"{up}/0000:02:08.0": config(*PLX, True, acs=REQ_CMPLT, size=64),
-        f"{up}/0000:02:10.0": config(*PLX, True, acs=REQ_CMPLT, size=64),
-        f"{up}/0000:02:08.0/0000:03:00.0": config(*GPU, False, size=64),
-        f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False, size=64)})
+    system = tree(
+        tmp_path,
+        {
+            "pci0000:00/0000:00:01.0": config(*ROOT, True, size=64),
+            up: config(*PLX, True, size=64),
+            f"{up}/0000:02:08.0": config(*PLX, True, acs=REQ_CMPLT, size=64),
+            f"{up}/0000:02:10.0": config(*PLX, True, acs=REQ_CMPLT, size=64),
+            f"{up}/0000:02:08.0/0000:03:00.0": config(*GPU, False, size=64),
+            f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False, size=64),
+        },
+    )
     pair = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], system)["pairs"][0]
     assert pair["verdict"] == "unknown" and "needs root" in pair["why"]
     assert pair["bridges"][0]["acs"] is None
@@ -126,8 +143,13 @@ def test_without_root_acs_is_unknown_with_the_reason(tmp_path):
 
 def test_all_ones_config_space_is_unknown_not_a_verdict(tmp_path):
     (tmp_path / "x").mkdir()
-    system = tree(tmp_path / "x", {"pci0000:00/0000:00:01.0": b"\xff" * 4096,
-                                   "pci0000:00/0000:00:01.0/0000:01:00.0": config(*GPU, False)})
+    system = tree(
+        tmp_path / "x",
+        {
+            "pci0000:00/0000:00:01.0": b"\xff" * 4096,
+            "pci0000:00/0000:00:01.0/0000:01:00.0": config(*GPU, False),
+        },
+    )
     found = pcie.device(system, "0000:00:01.0")
     assert found["acs"] is None and "all ones" in found["why"]
     broken_ext = bytearray(config(*ROOT, True, acs=REQ_CMPLT))
@@ -144,19 +166,27 @@ def test_a_looping_capability_list_ends(tmp_path):
 
 def test_a_vmd_domain_is_followed_through_and_reported(tmp_path):
     vmd = "pci0000:00/0000:00:0e.0/pci10000:00/10000:00:01.0"
-    system = tree(tmp_path, {
-        "pci0000:00/0000:00:0e.0": config(0x8086, 0x28C0, False),
-        f"{vmd}": config(0x8086, 0x352A, True, acs=0),
-        f"{vmd}/10000:01:00.0": config(*GPU, False)})
+    system = tree(
+        tmp_path,
+        {
+            "pci0000:00/0000:00:0e.0": config(0x8086, 0x28C0, False),
+            f"{vmd}": config(0x8086, 0x352A, True, acs=0),
+            f"{vmd}/10000:01:00.0": config(*GPU, False),
+        },
+    )
     found = pcie.facts(["10000:01:00.0"], system)
     assert found["vmd"] and found["gpus"][0]["address"] == "10000:01:00.0"
     assert found["gpus"][0]["bridges"] == ["10000:00:01.0"] and found["gpus"][0]["root_bus"] == "10000:00"
 
 
 def test_a_gpu_missing_from_sysfs_makes_its_pairs_unknown(tmp_path):
-    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"],
-                       tree(tmp_path, {"pci0000:00/0000:00:06.0": config(*GPU, False)}))
-    assert found["pairs"][0]["verdict"] == "unknown" and "no readable sysfs device" in found["pairs"][0]["why"]
+    found = pcie.facts(
+        ["00000000:03:00.0", "00000000:04:00.0"],
+        tree(tmp_path, {"pci0000:00/0000:00:06.0": config(*GPU, False)}),
+    )
+    assert (
+        found["pairs"][0]["verdict"] == "unknown" and "no readable sysfs device" in found["pairs"][0]["why"]
+    )
     assert pcie.facts([], System(root=tmp_path, runner=NO_VIRT))["iommu"]["verdict"] == "no GPUs"
 
 
@@ -217,8 +247,11 @@ def test_the_real_one_h200_vm_read_from_its_sysfs_dump(tmp_path):
     from pathlib import Path
 
     dump = json.loads((Path(__file__).parent.parent / "fixtures/h200-sysfs-pci.json").read_text())
-    devices = {v["path"].removeprefix("/sys/devices/"): bytes.fromhex(v["config"])
-               for k, v in dump.items() if not k.startswith("_")}
+    devices = {
+        v["path"].removeprefix("/sys/devices/"): bytes.fromhex(v["config"])
+        for k, v in dump.items()
+        if not k.startswith("_")
+    }
     system = tree(tmp_path, devices)
     (tmp_path / "sys/kernel/iommu_groups").mkdir(parents=True)
     (tmp_path / "proc").mkdir()
@@ -240,22 +273,32 @@ def test_odd_bus_ids_and_a_half_readable_path(tmp_path):
     assert pcie.sysfs_address("unavailable (Not Supported)") == "unavailable (not supported)"
     assert pcie.sysfs_address("00010000:01:00.0") == "10000:01:00.0"
     up = "pci0000:00/0000:00:01.0/0000:01:00.0"
-    system = tree(tmp_path, {
-        "pci0000:00/0000:00:01.0": config(*ROOT, True), up: config(*PLX, True),
-        f"{up}/0000:02:08.0": config(*PLX, True, acs=0),
-        f"{up}/0000:02:10.0": config(*PLX, True, acs=0, size=64),  # this one shows only 64 bytes
-        f"{up}/0000:02:08.0/0000:03:00.0": config(*GPU, False),
-        f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False)})
+    system = tree(
+        tmp_path,
+        {
+            "pci0000:00/0000:00:01.0": config(*ROOT, True),
+            up: config(*PLX, True),
+            f"{up}/0000:02:08.0": config(*PLX, True, acs=0),
+            f"{up}/0000:02:10.0": config(*PLX, True, acs=0, size=64),  # this one shows only 64 bytes
+            f"{up}/0000:02:08.0/0000:03:00.0": config(*GPU, False),
+            f"{up}/0000:02:10.0/0000:04:00.0": config(*GPU, False),
+        },
+    )
     pair = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], system)["pairs"][0]
     assert pair["verdict"] == "unknown" and "not readable at 0000:02:10.0 (only the first 64" in pair["why"]
 
 
 def test_a_config_space_cut_short_inside_its_capability_list_is_unknown_not_no_acs(tmp_path):
     cut = config(*ROOT, True, acs=REQ_CMPLT)[:300]  # ACS at 0x140, past the end of what was read
-    system = tree(tmp_path, {"pci0000:00/0000:00:01.0": cut,
-                             "pci0000:00/0000:00:01.0/0000:01:00.0": config(*GPU, False),
-                             "pci0000:00/0000:00:02.0": config(*ROOT, True, acs=0),
-                             "pci0000:00/0000:00:02.0/0000:02:00.0": config(*GPU, False)})
+    system = tree(
+        tmp_path,
+        {
+            "pci0000:00/0000:00:01.0": cut,
+            "pci0000:00/0000:00:01.0/0000:01:00.0": config(*GPU, False),
+            "pci0000:00/0000:00:02.0": config(*ROOT, True, acs=0),
+            "pci0000:00/0000:00:02.0/0000:02:00.0": config(*GPU, False),
+        },
+    )
     found = pcie.device(system, "0000:00:01.0")
     assert found["acs"] is None and "ends at byte 300" in found["why"]
     pair = pcie.facts(["00000000:01:00.0", "00000000:02:00.0"], system)["pairs"][0]
@@ -313,20 +356,27 @@ def test_odd_iommu_group_names_are_shown_as_written_not_read_as_markup(tmp_path,
 def test_doctor_asks_for_root_only_where_root_would_see_more(tmp_path):
     from seatkit.doctor import host
 
-    found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"],
-                       tree(tmp_path, {"pci0000:00/0000:00:06.0": config(*GPU, False)}))
+    found = pcie.facts(
+        ["00000000:03:00.0", "00000000:04:00.0"],
+        tree(tmp_path, {"pci0000:00/0000:00:06.0": config(*GPU, False)}),
+    )
     (acs,) = [r for r in host.pcie_rows(found) if r.check == "PCIe ACS"]
     assert "no readable sysfs device" in acs.evidence and "as root" not in acs.fix
-    found["pairs"][0]["why"] = "ACS not readable at 0000:00:01.0 (only the first 256 bytes are readable " \
-                               "(extended config space needs root))"
+    found["pairs"][0]["why"] = (
+        "ACS not readable at 0000:00:01.0 (only the first 256 bytes are readable "
+        "(extended config space needs root))"
+    )
     assert "as root" in host.pcie_rows(found)[0].fix
 
 
 def test_doctor_warns_when_a_gpu_sits_outside_the_iommu_the_others_are_behind():
     from seatkit.doctor import host
 
-    found = {"pairs": [], "virtualisation": None,
-             "iommu": {"verdict": "partial", "why": "GPU2 is in no IOMMU group while others are"}}
+    found = {
+        "pairs": [],
+        "virtualisation": None,
+        "iommu": {"verdict": "partial", "why": "GPU2 is in no IOMMU group while others are"},
+    }
     (_, groups) = host.pcie_rows(found)
     assert groups.status == "WARN" and "GPU2" in groups.evidence and "iommu_group" in groups.fix
 
@@ -334,10 +384,15 @@ def test_doctor_warns_when_a_gpu_sits_outside_the_iommu_the_others_are_behind():
 def test_root_reading_256_bytes_is_a_conventional_bridge_not_a_call_to_run_as_root(tmp_path):
     from seatkit.doctor import host
 
-    system = tree(tmp_path, {"pci0000:00/0000:00:01.0": config(*ROOT, True, size=256),  # QEMU's pci-bridges
-                             "pci0000:00/0000:00:01.0/0000:01:00.0": config(*GPU, False),
-                             "pci0000:00/0000:00:02.0": config(*ROOT, True, size=256),
-                             "pci0000:00/0000:00:02.0/0000:02:00.0": config(*GPU, False)})
+    system = tree(
+        tmp_path,
+        {
+            "pci0000:00/0000:00:01.0": config(*ROOT, True, size=256),  # QEMU's pci-bridges
+            "pci0000:00/0000:00:01.0/0000:01:00.0": config(*GPU, False),
+            "pci0000:00/0000:00:02.0": config(*ROOT, True, size=256),
+            "pci0000:00/0000:00:02.0/0000:02:00.0": config(*GPU, False),
+        },
+    )
     system.euid = 0
     found = pcie.facts(["00000000:01:00.0", "00000000:02:00.0"], system)
     assert found["pairs"][0]["verdict"] == "direct" and "through 2 bridge(s)" in found["pairs"][0]["why"]

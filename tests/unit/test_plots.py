@@ -10,17 +10,31 @@ from seatkit.bench import plots
 
 
 def records(drafted):
-    return [{"suite": suite, "prompt": f"{suite}-1", "factors": {
-        "decode_tok_s": 690.0 + i, "drafted_length": d, "ms_per_step": 4.0 + 0.1 * i,
-        "prompt_tokens": 80 + 20 * i, "ttft_ms": 30.0 + i}}
-        for i, (suite, d) in enumerate((s, d) for s in ("code", "prose") for d in drafted)]
+    return [
+        {
+            "suite": suite,
+            "prompt": f"{suite}-1",
+            "factors": {
+                "decode_tok_s": 690.0 + i,
+                "drafted_length": d,
+                "ms_per_step": 4.0 + 0.1 * i,
+                "prompt_tokens": 80 + 20 * i,
+                "ttft_ms": 30.0 + i,
+            },
+        }
+        for i, (suite, d) in enumerate((s, d) for s in ("code", "prose") for d in drafted)
+    ]
 
 
 def summary(recs):
     same = [0.99, 0.98, 0.97]  # one curve for both suites: the code line under the prose line
-    return {"conditions": {"model": "tiny", "k": 3},
-            "suites": {s: {"content": s, "context": 0, "acceptance_by_position": same} for s in ("code", "prose")},
-            "fits": plots.fits(recs)}
+    return {
+        "conditions": {"model": "tiny", "k": 3},
+        "suites": {
+            s: {"content": s, "context": 0, "acceptance_by_position": same} for s in ("code", "prose")
+        },
+        "fits": plots.fits(recs),
+    }
 
 
 @pytest.fixture
@@ -32,6 +46,7 @@ def drawn(monkeypatch):
     def keep(fig, path):
         seen[path.name] = fig.axes
         return save(fig, path)
+
     monkeypatch.setattr(plots, "_save", keep)
     return seen
 
@@ -60,8 +75,10 @@ def test_a_vertical_strip_is_not_drawn_nor_fitted(tmp_path, drawn):
 
 
 def test_seat_help_does_not_import_matplotlib():
-    probe = ("import sys; from click.testing import CliRunner; from seatkit.cli import seat; "
-             "CliRunner().invoke(seat, ['--help']); print('matplotlib' in sys.modules)")
+    probe = (
+        "import sys; from click.testing import CliRunner; from seatkit.cli import seat; "
+        "CliRunner().invoke(seat, ['--help']); print('matplotlib' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "False", done.stderr
 

@@ -26,30 +26,48 @@ def test_shipped_profiles_load(name):
     assert loaded.name == name and len(loaded.sha256) == 64
 
 
-@pytest.mark.parametrize("data, field, expected", [
-    ({"server": {"port": "9406"}}, "server.port", "valid integer"),
-    ({"server": {"colour": "blue"}}, "server.colour", "unknown field"),
-    ({"gpus": {"count": 4, "tensor_parallel_size": 3}}, "gpus", "does not divide"),
-    ({"speculative": {"num_speculative_tokens": 0}}, "speculative.num_speculative_tokens",
-     "greater than or equal to 1"),
-    ({"speculative": {"num_speculative_tokens": 17}}, "speculative.num_speculative_tokens",
-     "less than or equal to 16"),
-    ({"models": {"base": {"build": None, "host_dir": "models/tiny"}}}, "models.base.host_dir",
-     "must be an absolute path"),
-    ({"runtime": "podman"}, "runtime", "'docker' or 'native'"),
-    ({"server": {"port": 70000}}, "server.port", "less than or equal to 65535"),
-    ({"vllm_args": {"--dtype": "bf16"}}, "vllm_args.--dtype", "without its leading dashes"),
-    ({"vllm_args": {"port": 1}}, "(top level)", "the profile's own fields"),
-    ({"env": {"BAD NAME": "1"}}, "env.BAD NAME", "environment variable name"),
-    ({"env": {"SEAT_SKIP_OVERLAY_CHECK": "1"}}, "(top level)", "the kit's own knobs"),
-    ({"env": {"SEAT_OVERLAY_DIR": "/tmp"}}, "(top level)", "the kit's own knobs"),
-    ({"model": "draft"}, "(top level)", "not one of models"),
-    ({"server": {"reserved_ports": [18000]}}, "server", "reserved_ports"),
-    ({"speculative": {"config": {"dspark_sts_temperatures": [1.0, 1.1]}}}, "speculative",
-     "one temperature per draft position"),
-    ({"image": {"name": "x", "tag": "y", "digest": "sha256:abc"}}, "image.digest",
-     "should match pattern"),
-])
+@pytest.mark.parametrize(
+    "data, field, expected",
+    [
+        ({"server": {"port": "9406"}}, "server.port", "valid integer"),
+        ({"server": {"colour": "blue"}}, "server.colour", "unknown field"),
+        ({"gpus": {"count": 4, "tensor_parallel_size": 3}}, "gpus", "does not divide"),
+        (
+            {"speculative": {"num_speculative_tokens": 0}},
+            "speculative.num_speculative_tokens",
+            "greater than or equal to 1",
+        ),
+        (
+            {"speculative": {"num_speculative_tokens": 17}},
+            "speculative.num_speculative_tokens",
+            "less than or equal to 16",
+        ),
+        (
+            {"models": {"base": {"build": None, "host_dir": "models/tiny"}}},
+            "models.base.host_dir",
+            "must be an absolute path",
+        ),
+        ({"runtime": "podman"}, "runtime", "'docker' or 'native'"),
+        ({"server": {"port": 70000}}, "server.port", "less than or equal to 65535"),
+        ({"vllm_args": {"--dtype": "bf16"}}, "vllm_args.--dtype", "without its leading dashes"),
+        ({"vllm_args": {"port": 1}}, "(top level)", "the profile's own fields"),
+        ({"env": {"BAD NAME": "1"}}, "env.BAD NAME", "environment variable name"),
+        ({"env": {"SEAT_SKIP_OVERLAY_CHECK": "1"}}, "(top level)", "the kit's own knobs"),
+        ({"env": {"SEAT_OVERLAY_DIR": "/tmp"}}, "(top level)", "the kit's own knobs"),
+        ({"model": "draft"}, "(top level)", "not one of models"),
+        ({"server": {"reserved_ports": [18000]}}, "server", "reserved_ports"),
+        (
+            {"speculative": {"config": {"dspark_sts_temperatures": [1.0, 1.1]}}},
+            "speculative",
+            "one temperature per draft position",
+        ),
+        (
+            {"image": {"name": "x", "tag": "y", "digest": "sha256:abc"}},
+            "image.digest",
+            "should match pattern",
+        ),
+    ],
+)
 def test_bad_field_is_named(tmp_path, data, field, expected):
     message = error_of(write(tmp_path, "bad", data))
     assert str(tmp_path / "bad.yaml") in message
@@ -106,9 +124,12 @@ def test_variant_overrides_a_few_fields_and_keeps_the_rest():
 
 
 def test_variant_of_the_default_seat_with_tp2(tmp_path):
-    path = write(tmp_path, "tp2", {"gpus": {"count": 2, "tensor_parallel_size": 2},
-                                    "env": {"CUDA_VISIBLE_DEVICES": "0,1"}},
-                 base="dsv4-flash-dspark-tp4")
+    path = write(
+        tmp_path,
+        "tp2",
+        {"gpus": {"count": 2, "tensor_parallel_size": 2}, "env": {"CUDA_VISIBLE_DEVICES": "0,1"}},
+        base="dsv4-flash-dspark-tp4",
+    )
     loaded = profiles.load(str(path))
     assert loaded.gpus.tensor_parallel_size == 2 and loaded.name == "tp2"
     assert loaded.env["CUTE_DSL_ARCH"] == "sm_120a"
@@ -117,7 +138,9 @@ def test_variant_of_the_default_seat_with_tp2(tmp_path):
 def test_default_seat_is_the_original():
     seat = profiles.load(profiles.DEFAULT_PROFILE)
     assert (seat.image.name, seat.image.tag) == (
-        "voipmonitor/vllm", "chthonic-consecration-f1190eab-b12x0ff2847-pr20-cu132")
+        "voipmonitor/vllm",
+        "chthonic-consecration-f1190eab-b12x0ff2847-pr20-cu132",
+    )
     assert seat.gpus.tensor_parallel_size == 4
     assert seat.speculative.method == "dspark" and seat.speculative.num_speculative_tokens == 5
     assert seat.speculative.config["draft_sample_method"] == "probabilistic"
@@ -154,10 +177,12 @@ def test_profile_paths_that_cannot_be_read_are_clear_errors(tmp_path):
     loop.symlink_to(tmp_path / "loop2.yaml")
     (tmp_path / "loop2.yaml").symlink_to(loop)
     (tmp_path / "file").write_text("")
-    for path, said in ((tmp_path / "seat.yaml", "cannot read this profile"),
-                       (tmp_path / "file" / "x.yaml", "no profile at"),
-                       (tmp_path / ("a" * 300 + ".yaml"), "cannot read this profile"),
-                       (loop, "cannot resolve the path")):
+    for path, said in (
+        (tmp_path / "seat.yaml", "cannot read this profile"),
+        (tmp_path / "file" / "x.yaml", "no profile at"),
+        (tmp_path / ("a" * 300 + ".yaml"), "cannot read this profile"),
+        (loop, "cannot resolve the path"),
+    ):
         with pytest.raises(SeatError, match=said):
             profiles.load(str(path))
     sock.close()

@@ -9,11 +9,14 @@ import pytest
 from seatkit import paths
 from seatkit.cli import app
 from seatkit.errors import SeatError
-from seatkit.serve import profile as profiles, render
+from seatkit.serve import profile as profiles
+from seatkit.serve import render
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
-    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(9))
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+    for i in range(9)
+)
 
 
 def error_of(path) -> str:
@@ -79,12 +82,15 @@ def test_a_folder_or_binary_named_like_a_profile_is_a_clear_error(tmp_path):
     assert "not UTF-8" in error_of(tmp_path / "b.yaml")
 
 
-@pytest.mark.parametrize("parent", ["../../etc/passwd", "/etc/passwd", "../cpu-smoke", "x/y",
-                                    "cpu-smoke.yaml/..", "-x", ["cpu-smoke"]])
+@pytest.mark.parametrize(
+    "parent",
+    ["../../etc/passwd", "/etc/passwd", "../cpu-smoke", "x/y", "cpu-smoke.yaml/..", "-x", ["cpu-smoke"]],
+)
 def test_extends_names_a_profile_never_a_path(tmp_path, parent):
     path = tmp_path / "p.yaml"
-    path.write_text(f"extends: {parent!r}\n".replace("'", '"') if isinstance(parent, str)
-                    else "extends: [cpu-smoke]\n")
+    path.write_text(
+        f"extends: {parent!r}\n".replace("'", '"') if isinstance(parent, str) else "extends: [cpu-smoke]\n"
+    )
     message = error_of(path)
     assert "field 'extends'" in message and "root:" not in message
 
@@ -141,13 +147,18 @@ def test_a_nul_byte_in_any_string_is_refused_naming_the_field(where):
     """execve and bash cannot carry a NUL: a value holding one would run as a shorter one."""
     data = profiles._raw(profiles.profile_path(profiles.EMBEDDED_DEFAULT))[0]
     field, key = where
-    data[field] = {**data.get(field, {}), key: "2048\x00--api-key=x"} if field == "vllm_args" else \
-        {**data[field], key: {"prompt_lookup_max": "4\x00"}}
+    data[field] = (
+        {**data.get(field, {}), key: "2048\x00--api-key=x"}
+        if field == "vllm_args"
+        else {**data[field], key: {"prompt_lookup_max": "4\x00"}}
+    )
     with pytest.raises(Exception, match=f"{field}.* must not hold a NUL byte"):
         profiles.Profile.model_validate({**data, "name": "x"})
 
 
-@pytest.mark.parametrize("text, got", [("", "an empty file"), ("- a\n- b\n", "a list"), ("just words\n", "a single value")])
+@pytest.mark.parametrize(
+    "text, got", [("", "an empty file"), ("- a\n- b\n", "a list"), ("just words\n", "a single value")]
+)
 def test_a_file_that_is_not_a_mapping_is_said_in_words_not_python_type_names(tmp_path, text, got):
     """'got NoneType' for an empty file read as a bug."""
     path = tmp_path / "p.yaml"

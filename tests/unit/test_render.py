@@ -5,15 +5,17 @@ import shutil
 import subprocess
 
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from seatkit import paths
 from seatkit.cli import seat
-from seatkit.serve import profile as profiles, render, spec as specs
+from seatkit.serve import profile as profiles
+from seatkit.serve import render
+from seatkit.serve import spec as specs
 
 # Spaces, quotes, $(...), backticks, globs, backslashes and newlines.
-HOSTILE = st.text(alphabet=st.sampled_from(list("ab -_/'\"$()`;&|*?\\\n{}#~")) , min_size=1,
-                  max_size=24)
+HOSTILE = st.text(alphabet=st.sampled_from(list("ab -_/'\"$()`;&|*?\\\n{}#~")), min_size=1, max_size=24)
 PATH = HOSTILE.map(lambda s: "/srv/" + s.replace(":", "").replace(",", ""))
 
 
@@ -59,9 +61,12 @@ def run_script(script_text, tmp_path, env):
     script = tmp_path / "serve.sh"
     script.write_text(script_text)
     out = tmp_path / "argv"
-    subprocess.run(["bash", str(script)], check=True, cwd=tmp_path, env={
-        "PATH": f"{fake}:{os.environ['PATH']}", "ARGV_OUT": str(out), "SEAT_SKIP_PREFLIGHT": "1",
-        **env})
+    subprocess.run(
+        ["bash", str(script)],
+        check=True,
+        cwd=tmp_path,
+        env={"PATH": f"{fake}:{os.environ['PATH']}", "ARGV_OUT": str(out), "SEAT_SKIP_PREFLIGHT": "1", **env},
+    )
     return out.read_bytes().split(b"\0")[:-1]
 
 
@@ -70,8 +75,7 @@ def run_script(script_text, tmp_path, env):
 def test_hostile_knob_from_the_environment_is_data_not_code(tmp_path, path):
     seat = profiles.load(profiles.DEFAULT_PROFILE)
     hostile = path + "$(touch pwned)`touch pwned`"
-    argv = run_script(render.render_script(specs.build(seat)), tmp_path,
-                      {"SEAT_MODEL_DRAFT_DIR": hostile})
+    argv = run_script(render.render_script(specs.build(seat)), tmp_path, {"SEAT_MODEL_DRAFT_DIR": hostile})
     assert f"{hostile}:/models-draft:ro".encode() in argv
     assert not (tmp_path / "pwned").exists()
 

@@ -6,7 +6,9 @@ import subprocess
 import pytest
 
 from seatkit.errors import SeatError
-from seatkit.serve import launch, profile as profiles, runtime, spec as specs
+from seatkit.serve import launch, runtime
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 from seatkit.serve.profile import Native
 
 # pip is already on disk: installing it again is quick and needs no network.

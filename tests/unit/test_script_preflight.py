@@ -6,11 +6,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import free_port
+
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.serve import preflight, profile as profiles, spec as specs
+from seatkit.serve import preflight
+from seatkit.serve import profile as profiles
+from seatkit.serve import spec as specs
 
 DEFAULT = profiles.DEFAULT_PROFILE
 
@@ -28,15 +30,28 @@ def run(tmp_path, profile=DEFAULT, stubs=None, **env):
     for tool in ("grep", "tr", "sort", "cat"):
         target = bin_dir / tool
         if not target.exists():
-            target.symlink_to(subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True,
-                                             text=True, check=True).stdout.strip())
+            target.symlink_to(
+                subprocess.run(
+                    ["bash", "-c", f"command -v {tool}"], capture_output=True, text=True, check=True
+                ).stdout.strip()
+            )
     for name, body in (stubs or {}).items():
         stub(bin_dir, name, body)
     bash = subprocess.run(["bash", "-c", "command -v bash"], capture_output=True, text=True).stdout.strip()
-    return subprocess.run([bash, str(paths.REPO / "serve" / f"{profile}.sh")], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60,
-                          env={"PATH": str(bin_dir), "HOME": str(tmp_path), "SEAT_HOME": str(tmp_path / "home"),
-                               "SEAT_PORT": str(free_port()), **env})
+    return subprocess.run(
+        [bash, str(paths.REPO / "serve" / f"{profile}.sh")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            "PATH": str(bin_dir),
+            "HOME": str(tmp_path),
+            "SEAT_HOME": str(tmp_path / "home"),
+            "SEAT_PORT": str(free_port()),
+            **env,
+        },
+    )
 
 
 @pytest.mark.parametrize("profile", profiles.profile_names())
@@ -100,19 +115,32 @@ def test_shard_names_are_read_line_by_line_never_split_or_globbed(tmp_path):
             (folder / name).write_text("{}")
         shards = ["shard one.safetensors", "*.safetensors"] if key == "base" else ["d.safetensors"]
         (folder / "model.safetensors.index.json").write_text(
-            json.dumps({"weight_map": {f"w{i}": s for i, s in enumerate(shards)}}))
+            json.dumps({"weight_map": {f"w{i}": s for i, s in enumerate(shards)}})
+        )
         (folder / shards[0]).write_text("x")  # '*.safetensors' would glob to this one
         dirs[f"SEAT_MODEL_{key.upper()}_DIR"] = str(folder)
-    done = run(tmp_path, stubs={"docker": 'case "$1" in container) exit 1 ;; esac',
-                                "nvidia-smi": 'printf "GPU %s: x\\n" 0 1 2 3'},
-               SEAT_CACHE_DIR=str(tmp_path), **dirs)
+    done = run(
+        tmp_path,
+        stubs={
+            "docker": 'case "$1" in container) exit 1 ;; esac',
+            "nvidia-smi": 'printf "GPU %s: x\\n" 0 1 2 3',
+        },
+        SEAT_CACHE_DIR=str(tmp_path),
+        **dirs,
+    )
     assert done.returncode == 1
     failures = [l for l in done.stderr.splitlines() if l.startswith("seat preflight:") and "warning" not in l]
     assert failures == ["seat preflight: base model shard missing or empty: *.safetensors"]
     (tmp_path / "base" / "*.safetensors").write_text("x")
-    done = run(tmp_path, stubs={"docker": 'case "$1" in container) exit 1 ;; run) echo RAN ;; esac',
-                                "nvidia-smi": 'printf "GPU %s: x\\n" 0 1 2 3'},
-               SEAT_CACHE_DIR=str(tmp_path), **dirs)
+    done = run(
+        tmp_path,
+        stubs={
+            "docker": 'case "$1" in container) exit 1 ;; run) echo RAN ;; esac',
+            "nvidia-smi": 'printf "GPU %s: x\\n" 0 1 2 3',
+        },
+        SEAT_CACHE_DIR=str(tmp_path),
+        **dirs,
+    )
     assert done.returncode == 0 and done.stdout == "RAN\n", done.stderr
 
 
@@ -196,19 +224,26 @@ def test_python_and_the_script_agree_on_non_ascii_controls_in_any_locale(tmp_pat
     preflight._check(check, spec, {**spec.values({}), "SEAT_CACHE_DIR": str(folder)})
     done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_CACHE_DIR=str(folder), LC_ALL=locale)
     assert "control character" not in done.stderr
-    done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_CACHE_DIR=str(tmp_path / "a\x01b"),
-               LC_ALL=locale)
+    done = run(
+        tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_CACHE_DIR=str(tmp_path / "a\x01b"), LC_ALL=locale
+    )
     assert "control character" in done.stderr
 
 
 def test_a_missing_model_folder_is_said_once_not_once_per_file(tmp_path):
-    done = run(tmp_path, "dsv4-flash-dspark-tp4", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=str(tmp_path / "nowhere"))
+    done = run(
+        tmp_path, "dsv4-flash-dspark-tp4", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=str(tmp_path / "nowhere")
+    )
     assert done.returncode == 0, done.stderr
     findings = [l for l in done.stderr.splitlines() if l.startswith("seat preflight:")]
     assert sum(str(tmp_path / "nowhere") in l for l in findings) == 1, done.stderr  # the folder's own line
-    assert "config.json is missing" not in done.stderr and "lists no shards" not in done.stderr.split("draft")[0]
+    assert (
+        "config.json is missing" not in done.stderr and "lists no shards" not in done.stderr.split("draft")[0]
+    )
     (tmp_path / "there").mkdir()  # a folder that exists but is empty: each missing file is a finding
-    done = run(tmp_path, "dsv4-flash-dspark-tp4", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=str(tmp_path / "there"))
+    done = run(
+        tmp_path, "dsv4-flash-dspark-tp4", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=str(tmp_path / "there")
+    )
     assert "base model config.json is missing or empty" in done.stderr
 
 
@@ -224,7 +259,9 @@ def test_a_missing_model_folder_names_its_knob_and_how_to_get_it(tmp_path):
     with pytest.raises(SeatError) as raised:
         preflight._check(check, spec, {**spec.values({}), "SEAT_MODEL_DRAFT_DIR": where})
     assert raised.value.hint == hint
-    done = run(tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=where)  # built, not on the hub
+    done = run(
+        tmp_path, "cpu-smoke-docker", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=where
+    )  # built, not on the hub
     assert "hint: set SEAT_MODEL_BASE_DIR to the folder that has it\n" in done.stderr
 
 
@@ -238,8 +275,18 @@ def test_the_dry_runs_command_pairs_each_option_with_its_value_and_pastes_as_the
     lines = printed.splitlines()
     assert "  --rm \\" in lines and "  --ipc host \\" in lines and "  --network host \\" in lines
     assert not any(l.strip(" \\").startswith("--") and l.strip(" \\").count(" ") > 1 for l in lines)
-    pasted = subprocess.run(["bash", "-c", "docker() { printf '%s\\n' \"$@\"; }\n" + printed],
-                            capture_output=True, text=True, timeout=60).stdout
-    launched = run(tmp_path, profile, {"docker": "printf '%s\\n' \"$@\""}, SEAT_SKIP_PREFLIGHT="1",
-                   SEAT_PORT=port, SEAT_API_KEY_FILE=str(key)).stdout
+    pasted = subprocess.run(
+        ["bash", "-c", "docker() { printf '%s\\n' \"$@\"; }\n" + printed],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    launched = run(
+        tmp_path,
+        profile,
+        {"docker": "printf '%s\\n' \"$@\""},
+        SEAT_SKIP_PREFLIGHT="1",
+        SEAT_PORT=port,
+        SEAT_API_KEY_FILE=str(key),
+    ).stdout
     assert pasted == launched and "--name" in launched

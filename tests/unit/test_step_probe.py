@@ -44,7 +44,9 @@ def test_the_real_one_gpu_run_is_the_baseline_and_its_checks_held():
         assert o["train_us"]["p50"] > b["train_us"]["p50"]  # copy, handshake and sum cost more than a copy
     assert "skipped" in s["forms"]["nccl"]
     judged = step.judge(ONE, step.reference(PROFILE), 5)
-    assert judged["verdict"] == "one GPU: baseline only" and judged["problems"] == [] and judged["shares"] == {}
+    assert (
+        judged["verdict"] == "one GPU: baseline only" and judged["problems"] == [] and judged["shares"] == {}
+    )
     assert "no peer link: overhead, not communication" in step.summary(judged)
 
 
@@ -54,14 +56,22 @@ def test_ranks_on_one_gpu_met_at_every_handshake_and_cost_more_with_more_ranks()
     assert four["correct"] and eight["correct"] and four["waits_given_up"] == eight["waits_given_up"] == 0
     single = ONE["step"]["forms"]["oneshot"]["by_tokens"]
     for t in ("1", "8"):
-        assert (single[t]["train_us"]["p50"] < four["by_tokens"][t]["train_us"]["p50"]
-                < eight["by_tokens"][t]["train_us"]["p50"])
+        assert (
+            single[t]["train_us"]["p50"]
+            < four["by_tokens"][t]["train_us"]["p50"]
+            < eight["by_tokens"][t]["train_us"]["p50"]
+        )
 
 
 def test_the_published_step_is_read_from_the_card():
     ref = step.reference(PROFILE)
-    assert ref == {"card": "deepspark-readme", "figure": "D6-D11-ctx0", "ms_per_step": 12.1,
-                   "tokens_per_step": 2.87, "k": 5}
+    assert ref == {
+        "card": "deepspark-readme",
+        "figure": "D6-D11-ctx0",
+        "ms_per_step": 12.1,
+        "tokens_per_step": 2.87,
+        "k": 5,
+    }
 
 
 def multi_gpu(train_us: float, correct=True) -> dict:
@@ -73,9 +83,16 @@ def multi_gpu(train_us: float, correct=True) -> dict:
     forms["oneshot"]["by_tokens"]["6"]["train_us"].update(p50=train_us, p99=train_us)
     forms["oneshot"]["correct"] = correct
     forms["oneshot"]["wrong_count"] = 0 if correct else 3
-    forms["nccl"] = {"ranks": 4, "correct": True,
-                     "by_tokens": {"6": {"train_us": {"p50": 2 * train_us, "p99": 2 * train_us},
-                                         "per_collective_us": {"p50": train_us / 61, "p99": train_us / 61}}}}
+    forms["nccl"] = {
+        "ranks": 4,
+        "correct": True,
+        "by_tokens": {
+            "6": {
+                "train_us": {"p50": 2 * train_us, "p99": 2 * train_us},
+                "per_collective_us": {"p50": train_us / 61, "p99": train_us / 61},
+            }
+        },
+    }
     return result
 
 
@@ -114,7 +131,9 @@ def test_layers_and_hidden_come_from_the_models_config(tmp_path):
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"num_hidden_layers": 43, "hidden_size": 4096}))
     assert step.model_shape(PROFILE, system) == (43, 4096)
-    (folder / "config.json").write_text(json.dumps({"text_config": {"num_hidden_layers": 2, "hidden_size": 64}}))
+    (folder / "config.json").write_text(
+        json.dumps({"text_config": {"num_hidden_layers": 2, "hidden_size": 64}})
+    )
     assert step.model_shape(PROFILE, system) == (2, 64)
     (folder / "config.json").write_text("[]")
     assert "no num_hidden_layers" in step.model_shape(PROFILE, system)
@@ -132,13 +151,18 @@ def test_step_options_are_refused_without_step_and_unknown_shape_says_what_to_gi
 
 def test_the_cli_runs_the_probe_stores_and_status_shows_it(tmp_path, monkeypatch):
     script = tmp_path / "probe.py"  # stands in for the GPU: prints the real run's JSON for its args
-    script.write_text(f"import sys; assert sys.argv[1:] == ['--step', '--layers', '61', '--hidden', '7168', "
-                      f"'--replays', '300'], sys.argv; print(open({str(FIXTURES / 'h200-step-probe.json')!r}).read())")
+    script.write_text(
+        f"import sys; assert sys.argv[1:] == ['--step', '--layers', '61', '--hidden', '7168', "
+        f"'--replays', '300'], sys.argv; print(open({str(FIXTURES / 'h200-step-probe.json')!r}).read())"
+    )
     monkeypatch.setattr(p2p, "PROBE", script)
     system = host(tmp_path)
     monkeypatch.setattr("seatkit.cli.host.System", lambda: system)
-    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168",
-                                      "--replays", "300"], terminal_width=80)
+    shown = CliRunner().invoke(
+        seat,
+        ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168", "--replays", "300"],
+        terminal_width=80,
+    )
     assert shown.exit_code == 0, shown.output
     assert "1 rank on GPU 0" in shown.output and "verdict: one GPU: baseline only" in shown.output
     assert max(len(line) for line in shown.output.splitlines()) <= 80
@@ -159,11 +183,13 @@ def test_the_probe_parses_token_lists_and_ranges():
     sys.path.insert(0, str(Path(p2p.__file__).parent))
     import p2p_probe
 
-    _, tokens, forms, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
-                                                      "--tokens", "4,1,4", "--forms", "baseline"])
+    _, tokens, forms, problems = p2p_probe.step_args(
+        ["--step", "--layers", "61", "--hidden", "7168", "--tokens", "4,1,4", "--forms", "baseline"]
+    )
     assert tokens == [1, 4] and forms == ["baseline"] and problems == []
-    _, _, _, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
-                                             "--tokens", "x", "--ranks-on-one-gpu", "20"])
+    _, _, _, problems = p2p_probe.step_args(
+        ["--step", "--layers", "61", "--hidden", "7168", "--tokens", "x", "--ranks-on-one-gpu", "20"]
+    )
     assert any("--tokens x" in p for p in problems) and any("--ranks-on-one-gpu 20" in p for p in problems)
 
 
@@ -191,8 +217,9 @@ def test_a_rank_that_never_arrives_fails_the_run_and_shows_where_it_stopped(tmp_
     script.write_text(f"print({json.dumps(json.dumps(result))})")
     monkeypatch.setattr(p2p, "PROBE", script)
     monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
-    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"],
-                               terminal_width=80)
+    shown = CliRunner().invoke(
+        seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"], terminal_width=80
+    )
     assert shown.exit_code == 1 and "stopped: waits" in shown.output and "verdict: failed" in shown.output
 
 
@@ -201,19 +228,26 @@ def test_a_huge_token_range_is_refused_before_it_is_built():
     sys.path.insert(0, str(Path(p2p.__file__).parent))
     import p2p_probe
 
-    _, tokens, _, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
-                                                  "--tokens", f"1-{10 ** 12}"])
-    assert tokens == [] and any(f"--tokens 1-{10 ** 12}" in p for p in problems)
-    _, tokens, _, problems = p2p_probe.step_args(["--step", "--layers", "61", "--hidden", "7168",
-                                                  "--tokens", "3-5"])
+    _, tokens, _, problems = p2p_probe.step_args(
+        ["--step", "--layers", "61", "--hidden", "7168", "--tokens", f"1-{10**12}"]
+    )
+    assert tokens == [] and any(f"--tokens 1-{10**12}" in p for p in problems)
+    _, tokens, _, problems = p2p_probe.step_args(
+        ["--step", "--layers", "61", "--hidden", "7168", "--tokens", "3-5"]
+    )
     assert tokens == [3, 4, 5] and problems == []
 
 
-@pytest.mark.parametrize("printed, said", [
-    ("5", "last line is not its result"), ('"an error"', "last line is not its result"),
-    ("{}", "not one it writes"), ('{"step": {"layers": 61, "hidden": 7168}}', "not one it writes"),
-    (json.dumps({**ONE, "step": {**ONE["step"], "layers": 3}}), "answered for L=3"),
-])
+@pytest.mark.parametrize(
+    "printed, said",
+    [
+        ("5", "last line is not its result"),
+        ('"an error"', "last line is not its result"),
+        ("{}", "not one it writes"),
+        ('{"step": {"layers": 61, "hidden": 7168}}', "not one it writes"),
+        (json.dumps({**ONE, "step": {**ONE["step"], "layers": 3}}), "answered for L=3"),
+    ],
+)
 def test_a_probe_that_exits_0_with_garbage_is_an_error_not_a_traceback(tmp_path, monkeypatch, printed, said):
     script = tmp_path / "probe.py"
     script.write_text(f"print({printed!r})")
@@ -265,18 +299,23 @@ def test_a_kept_record_that_is_a_fifo_huge_or_odd_is_torn_not_a_hang_or_tracebac
     done.set()
     feeder.join()
     kept.unlink()
-    for record in ({**json.loads(good), "time": 1e300}, {**json.loads(good), "step": {"forms": []}},
-                   {**json.loads(good), "verdict": "[/]measured"}):
+    for record in (
+        {**json.loads(good), "time": 1e300},
+        {**json.loads(good), "step": {"forms": []}},
+        {**json.loads(good), "verdict": "[/]measured"},
+    ):
         kept.write_text(json.dumps(record))
         assert "torn or foreign" in step.step_path(system)["why"], record
-    kept.write_text(good[:-1] + ", \"pad\": \"" + "x" * (2 << 20) + "\"}")
+    kept.write_text(good[:-1] + ', "pad": "' + "x" * (2 << 20) + '"}')
     assert "torn or foreign" in step.step_path(system)["why"]
     kept.write_text(good)
     assert step.step_path(system)["verdict"] == "one GPU: baseline only on this boot"
 
 
-@pytest.mark.parametrize("layers, hidden", [(0, 7168), (-3, 7168), (61, -7168), (61, 10 ** 9), (True, 7168),
-                                            (61, 7170), (61.5, 7168)])
+@pytest.mark.parametrize(
+    "layers, hidden",
+    [(0, 7168), (-3, 7168), (61, -7168), (61, 10**9), (True, 7168), (61, 7170), (61.5, 7168)],
+)
 def test_a_model_config_with_a_shape_no_model_has_says_so_before_the_probe_runs(tmp_path, layers, hidden):
     system = System(root=tmp_path)
     folder = tmp_path / PROFILE.models["base"].host_dir.lstrip("/")
@@ -292,8 +331,9 @@ def test_a_step_probe_past_its_time_limit_names_the_replays_not_only_a_hang(tmp_
     monkeypatch.setattr(p2p, "PROBE", script)
     monkeypatch.setattr(p2p, "PROBE_TIMEOUT_S", 1)
     monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
-    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "512", "--hidden", "65536",
-                                      "--replays", "10000"])
+    shown = CliRunner().invoke(
+        seat, ["host", "verify-p2p", "--step", "--layers", "512", "--hidden", "65536", "--replays", "10000"]
+    )
     assert isinstance(shown.exception, SeatError) and "fewer --replays" in str(shown.exception)
 
 
@@ -345,8 +385,9 @@ def test_a_symlink_where_the_record_goes_still_shows_the_figures(tmp_path, monke
     kept.parent.mkdir(parents=True)
     kept.symlink_to(tmp_path / "elsewhere")
     monkeypatch.setattr("seatkit.cli.host.System", lambda: system)
-    shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"],
-                               terminal_width=80)
+    shown = CliRunner().invoke(
+        seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"], terminal_width=80
+    )
     assert shown.exit_code == 0, shown.exception
     assert "1 rank on GPU 0" in shown.output and "not kept" in shown.output
     assert not (tmp_path / "elsewhere").exists()

@@ -23,8 +23,7 @@ def edges(n, steps, gen, itl_s, running=(2.0, 2.0), accepted=None):
     values = {"steps": steps, "step_seconds": itl_s, "generation_tokens": gen}
     if accepted is not None:
         values["accepted"] = accepted
-    return {"start": 0.0, "end": 1.0, "running": list(running),
-            "delta": metrics.Snapshot(values=values)}
+    return {"start": 0.0, "end": 1.0, "running": list(running), "delta": metrics.Snapshot(values=values)}
 
 
 def test_two_streams_in_their_steady_window():
@@ -55,13 +54,25 @@ def test_a_gauge_under_the_level_and_a_short_window_raise_alarms():
 
 
 def test_sweep_table_fits_80_columns_and_plot_is_drawn(tmp_path):
-    rows = [sweep.figures(n, [stream(0.0, 0.1, 0.01 * n, 100) for _ in range(n)],
-                          edges(n, 100 * n, 400 * n, n * n), None, 0.01) for n in (1, 2, 4, 8, 16)]
+    rows = [
+        sweep.figures(
+            n,
+            [stream(0.0, 0.1, 0.01 * n, 100) for _ in range(n)],
+            edges(n, 100 * n, 400 * n, n * n),
+            None,
+            0.01,
+        )
+        for n in (1, 2, 4, 8, 16)
+    ]
     suite = {"prompt": "p", "content": "code", "context": 0, "output_tokens": 401, "levels": rows}
-    summary = {"schema": sweep.SCHEMA, "suites": {"code": suite},
-               "conditions": {"model": "tiny", "url": "u", "k": 5, "sampling": {}, "concurrency": [1, 2, 4, 8, 16]}}
-    widths = [max(len(h), *(len(r[i]) for r in report.sweep_rows(suite)))
-              for i, h in enumerate(report.SWEEP_HEADER)]
+    summary = {
+        "schema": sweep.SCHEMA,
+        "suites": {"code": suite},
+        "conditions": {"model": "tiny", "url": "u", "k": 5, "sampling": {}, "concurrency": [1, 2, 4, 8, 16]},
+    }
+    widths = [
+        max(len(h), *(len(r[i]) for r in report.sweep_rows(suite))) for i, h in enumerate(report.SWEEP_HEADER)
+    ]
     assert sum(widths) + 3 * len(widths) + 1 <= 80, widths  # rich's borders and padding
     assert "| 16 |" in report.sweep_markdown(summary)
     path = plots.draw_sweep(summary, tmp_path)
@@ -69,17 +80,19 @@ def test_sweep_table_fits_80_columns_and_plot_is_drawn(tmp_path):
     assert "tiny, k=5" in plots.title(summary["conditions"], summary["suites"])
 
 
-@pytest.mark.parametrize("values", [
-    {"steps": 200, "step_seconds": 1.0, "generation_tokens": -700},  # counters went backwards
-    {"steps": 200, "step_seconds": -1.0, "generation_tokens": 700},
-    {"steps": 200, "generation_tokens": 700},  # no inter-token-latency sum
-    {"steps": 200, "step_seconds": 1e300, "generation_tokens": 1e308},  # more than was streamed
-    {"steps": 1e300, "step_seconds": 1.0, "generation_tokens": 700},  # under a token per step
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"steps": 200, "step_seconds": 1.0, "generation_tokens": -700},  # counters went backwards
+        {"steps": 200, "step_seconds": -1.0, "generation_tokens": 700},
+        {"steps": 200, "generation_tokens": 700},  # no inter-token-latency sum
+        {"steps": 200, "step_seconds": 1e300, "generation_tokens": 1e308},  # more than was streamed
+        {"steps": 1e300, "step_seconds": 1.0, "generation_tokens": 700},  # under a token per step
+    ],
+)
 def test_counters_that_lie_give_an_alarm_and_no_factors(values):
     a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
-    counters = {"start": 0.0, "end": 1.0, "running": [2.0, 2.0],
-                "delta": metrics.Snapshot(values=values)}
+    counters = {"start": 0.0, "end": 1.0, "running": [2.0, 2.0], "delta": metrics.Snapshot(values=values)}
     row = sweep.figures(2, [a, b], counters, None, cpu_s=0.0)
     assert "counters-vs-usage" in row["alarms"]
     assert "tokens_per_step" not in row and "ms_per_step" not in row and "counters_tok_s" not in row
@@ -128,9 +141,23 @@ def test_a_ttft_histogram_gone_backwards_or_empty_gives_no_server_ttft(count, se
 
 
 def test_a_reference_card_is_refused_in_a_sweep_rather_than_ignored(tmp_path):
-    result = CliRunner().invoke(seat, ["bench", "run", "--url", "http://127.0.0.1:9", "--model", "m",
-                                       "--concurrency", "1,2", "--reference", "deepspark-readme",
-                                       "--out", str(tmp_path)])
+    result = CliRunner().invoke(
+        seat,
+        [
+            "bench",
+            "run",
+            "--url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--concurrency",
+            "1,2",
+            "--reference",
+            "deepspark-readme",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert isinstance(result.exception, SeatError) and "a sweep does not plot" in result.exception.message
     assert not list(tmp_path.iterdir())  # refused before any run folder
 
@@ -139,8 +166,11 @@ def test_the_acceptance_axis_points_up_without_k_or_any_tokens_per_step(tmp_path
     figures = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
     rows = [sweep.figures(2, [stream(0.0, 0.1, 0.01, 100)] * 2, None, None, 0.01)]  # no counters
-    summary = {"schema": sweep.SCHEMA, "conditions": {"model": "m", "k": None},
-               "suites": {"code": {"content": "code", "context": 0, "levels": rows}}}
+    summary = {
+        "schema": sweep.SCHEMA,
+        "conditions": {"model": "m", "k": None},
+        "suites": {"code": {"content": "code", "context": 0, "levels": rows}},
+    }
     plots.draw_sweep(summary, tmp_path)
     low, high = figures[0].axes[-1].get_ylim()
     assert low == 1 and high > low
@@ -165,6 +195,9 @@ def test_an_aggregate_that_disagrees_with_the_counters_is_flagged_never_silent()
     counters = edges(2, 180, 720, 2.25) | {"scrape_ms": [210.0, 190.0]}
     row = sweep.figures(2, [a, b], counters, None, cpu_s=0.0)
     assert row["aggregate_tok_s"] == pytest.approx(800) and row["counters_tok_s"] == pytest.approx(640)
-    assert "+25.0% apart" in row["alarms"]["streams-vs-counters"] and "210 ms" in row["alarms"]["streams-vs-counters"]
+    assert (
+        "+25.0% apart" in row["alarms"]["streams-vs-counters"]
+        and "210 ms" in row["alarms"]["streams-vs-counters"]
+    )
     agree = sweep.figures(2, [a, b], edges(2, 180, 720, 1.8), None, cpu_s=0.0)
     assert "streams-vs-counters" not in agree["alarms"]

@@ -9,9 +9,8 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from seatkit.bench import oracle, run, sweep
+from seatkit.bench import oracle, run, sweep, workload
 from seatkit.bench.selftest import PROMPT
-from seatkit.bench import workload
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 
@@ -46,8 +45,13 @@ def hostile(tmp_path, metrics=None, fail_post=None, prompt=None, seen=None):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         prompt = prompt or Prompt(**{**PROMPT.__dict__, "max_tokens": 200})
-        return sweep.sweep(run.Target(f"http://127.0.0.1:{server.server_port}", oracle.MODEL, k=3),
-                           [prompt], run.Options(warmups=0), [1, 2], run.RunDir(tmp_path, "h"))
+        return sweep.sweep(
+            run.Target(f"http://127.0.0.1:{server.server_port}", oracle.MODEL, k=3),
+            [prompt],
+            run.Options(warmups=0),
+            [1, 2],
+            run.RunDir(tmp_path, "h"),
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -63,8 +67,11 @@ def test_nan_in_metrics_is_a_clear_error_without_a_thread_traceback(tmp_path, ca
 def test_counters_that_go_backwards_publish_no_factors(tmp_path):
     scrapes = iter(range(10**6))
     # Every scrape reports fewer generated tokens than the one before it.
-    lie = lambda text: re.sub(r"(vllm:generation_tokens_total\{[^}]*\}) \S+",  # noqa: E731
-                              lambda m: f"{m.group(1)} {10**9 - next(scrapes) * 10**6}", text)
+    lie = lambda text: re.sub(
+        r"(vllm:generation_tokens_total\{[^}]*\}) \S+",  # noqa: E731
+        lambda m: f"{m.group(1)} {10**9 - next(scrapes) * 10**6}",
+        text,
+    )
     summary = hostile(tmp_path, metrics=lie)
     for row in summary["suites"][PROMPT.suite]["levels"]:
         assert "tokens_per_step" not in row and "ms_per_step" not in row, row
@@ -75,7 +82,7 @@ def test_counters_that_go_backwards_publish_no_factors(tmp_path):
 def test_a_500_mid_sweep_is_a_clear_error_and_leaves_no_summary(tmp_path):
     with pytest.raises(SeatError, match="answered 500"):
         hostile(tmp_path, fail_post=lambda n: n == 3)  # the second level's second stream
-    folder, = tmp_path.iterdir()
+    (folder,) = tmp_path.iterdir()
     assert not (folder / "summary.json").exists()
     assert len((folder / "requests.jsonl").read_text().splitlines()) == 1  # level 1 kept
 
@@ -88,7 +95,7 @@ def test_metrics_that_vanish_after_the_first_scrapes_are_a_clear_error(tmp_path)
 
 
 def test_a_context_suite_is_padded_to_its_context_before_the_sweep(tmp_path):
-    prompt, = workload.suites(["context"], max_tokens=200, contexts=[2048])[:1]
+    (prompt,) = workload.suites(["context"], max_tokens=200, contexts=[2048])[:1]
     seen = []
     summary = hostile(tmp_path, prompt=prompt, seen=seen)
     assert summary["suites"][prompt.suite]["context"] == 2048

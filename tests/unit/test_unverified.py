@@ -7,12 +7,14 @@ import shutil
 
 import pytest
 import yaml
+from test_bench_hostile import Server, prose
 
 from seatkit import paths
-from seatkit.bench import compare, fleet, report, run, target as bench_target, oracle
+from seatkit.bench import compare, fleet, oracle, report, run
+from seatkit.bench import target as bench_target
 from seatkit.doctor import image as doctor_image
-from seatkit.serve import launch, profile as profiles, what_runs
-from test_bench_hostile import Server, prose
+from seatkit.serve import launch, what_runs
+from seatkit.serve import profile as profiles
 
 REASON = "PYTHONPATH onto a patched scheduler"
 
@@ -24,15 +26,29 @@ def experiment_seat(tmp_path, monkeypatch):
     kit = tmp_path / "profiles"
     kit.mkdir()
     shutil.copy(paths.PROFILES / "cpu-smoke.yaml", kit)
-    (kit / "exp.yaml").write_text(yaml.safe_dump({
-        "extends": "cpu-smoke", "env": {"PYTHONPATH": "/srv/patched"},
-        "experiment": {"unverified": True, "reason": REASON}}))
+    (kit / "exp.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "extends": "cpu-smoke",
+                "env": {"PYTHONPATH": "/srv/patched"},
+                "experiment": {"unverified": True, "reason": REASON},
+            }
+        )
+    )
     monkeypatch.setattr(paths, "PROFILES", kit)
     monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
     server = Server()
     pid = os.getpid()
-    record = launch.Running("exp", "native", str(pid), server.url, oracle.MODEL, str(tmp_path / "log"),
-                            0.0, since=launch.process_start(pid))
+    record = launch.Running(
+        "exp",
+        "native",
+        str(pid),
+        server.url,
+        oracle.MODEL,
+        str(tmp_path / "log"),
+        0.0,
+        since=launch.process_start(pid),
+    )
     launch._record(record)
     yield server
     server.close()
@@ -54,7 +70,9 @@ def test_the_bench_marks_summary_and_report_of_an_experiment_seat(experiment_sea
 
 def test_a_url_bench_of_a_local_experiment_seat_is_marked_too(experiment_seat):
     """A fleet benches by URL: a seat `seat up` started here is known by its record."""
-    assert bench_target.of_url(experiment_seat.url, oracle.MODEL, None, None).conditions["unverified"] == REASON
+    assert (
+        bench_target.of_url(experiment_seat.url, oracle.MODEL, None, None).conditions["unverified"] == REASON
+    )
     assert "unverified" not in bench_target.of_url("http://127.0.0.1:9", oracle.MODEL, None, None).conditions
 
 
@@ -71,9 +89,22 @@ def run_dir(tmp_path, name, unverified=None):
     conditions = {"model": "m", "k": 5, "sampling": {"temperature": 0.0}}
     if unverified:
         conditions["unverified"] = unverified
-    (folder / "summary.json").write_text(json.dumps({"conditions": conditions, "suites": {
-        "code": {"content": "code", "context": 0, "decode_tok_s": stats(600),
-                 "tokens_per_step": stats(5.5), "ms_per_step": stats(9.2)}}}))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "conditions": conditions,
+                "suites": {
+                    "code": {
+                        "content": "code",
+                        "context": 0,
+                        "decode_tok_s": stats(600),
+                        "tokens_per_step": stats(5.5),
+                        "ms_per_step": stats(9.2),
+                    }
+                },
+            }
+        )
+    )
     return str(folder)
 
 
@@ -84,8 +115,10 @@ def test_compare_marks_the_experiment_side(tmp_path):
 
 
 def test_the_fleet_table_marks_the_experiment_seat():
-    figures = {f: {"median": v, "cv": 0.01} for f, v in
-               (("decode_tok_s", 600), ("tokens_per_step", 5.5), ("ms_per_step", 9.2))}
+    figures = {
+        f: {"median": v, "cv": 0.01}
+        for f, v in (("decode_tok_s", 600), ("tokens_per_step", 5.5), ("ms_per_step", 9.2))
+    }
     seats = [{"seat": i, "url": f"s{i}", "figures": {"code": figures}} for i in (1, 2, 3)]
     seats[1]["unverified"] = REASON
     result = {"seats": seats, "verdicts": fleet.judge(seats)}

@@ -50,8 +50,11 @@ def test_a_wrong_byte_anywhere_fails_the_verdict_and_names_the_pair_and_size():
     result["allreduce"]["correct"] = False
     judged = p2p.judge(result)
     assert judged["verdict"] == "failed"
-    assert judged["problems"] == ["GPU1 -> GPU0: kernel wrong at 4194304 B",
-                                  "GPU1 reports no peer access to GPU0", "the all-reduce returned a wrong sum"]
+    assert judged["problems"] == [
+        "GPU1 -> GPU0: kernel wrong at 4194304 B",
+        "GPU1 reports no peer access to GPU0",
+        "the all-reduce returned a wrong sum",
+    ]
 
 
 def test_status_shows_the_data_path_only_for_the_boot_that_verified_it(tmp_path, monkeypatch):
@@ -74,7 +77,9 @@ def test_status_shows_the_data_path_only_for_the_boot_that_verified_it(tmp_path,
 def test_probe_errors_become_clear_messages(monkeypatch, tmp_path):
     script = tmp_path / "probe.py"
     monkeypatch.setattr(p2p, "PROBE", script)
-    script.write_text("import json; print(json.dumps({'error': 'no CUDA device: torch.cuda.is_available() is False'}))")
+    script.write_text(
+        "import json; print(json.dumps({'error': 'no CUDA device: torch.cuda.is_available() is False'}))"
+    )
     with pytest.raises(SeatError, match="cannot check the data path: no CUDA device") as caught:
         p2p.run_probe()
     assert caught.value.code == p2p.NO_CUDA
@@ -86,7 +91,10 @@ def test_probe_errors_become_clear_messages(monkeypatch, tmp_path):
 def test_the_image_run_attaches_every_gpu_and_mounts_the_probe_read_only():
     argv = p2p.probe_argv("seat:dsv4")
     assert argv[:5] == ["docker", "run", "--rm", "--gpus", "all"] and "NCCL_NVLS_ENABLE=0" in argv
-    assert f"{p2p.PROBE}:/seatkit-p2p-probe.py:ro" in argv and argv[-2:] == ["seat:dsv4", "/seatkit-p2p-probe.py"]
+    assert f"{p2p.PROBE}:/seatkit-p2p-probe.py:ro" in argv and argv[-2:] == [
+        "seat:dsv4",
+        "/seatkit-p2p-probe.py",
+    ]
 
 
 def test_the_real_two_gpu_host_shows_the_verified_path_and_its_links():

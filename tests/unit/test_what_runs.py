@@ -23,19 +23,41 @@ def error_of(path) -> str:
     return caught.value.message
 
 
-ENV = ["PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONSAFEPATH",
-       "PYTHONINSPECT", "PYTHONPYCACHEPREFIX", "PYTHONWARNINGS", "PYTHONBREAKPOINT", "LD_PRELOAD",
-       "LD_LIBRARY_PATH", "LD_AUDIT", "LD_ANYTHING_NEW", "VLLM_PLUGINS", "BASH_ENV", "ENV",
-       "GCONV_PATH", "CUDA_INJECTION64_PATH", "OPENSSL_CONF"]
+ENV = [
+    "PATH",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "PYTHONSAFEPATH",
+    "PYTHONINSPECT",
+    "PYTHONPYCACHEPREFIX",
+    "PYTHONWARNINGS",
+    "PYTHONBREAKPOINT",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "LD_ANYTHING_NEW",
+    "VLLM_PLUGINS",
+    "BASH_ENV",
+    "ENV",
+    "GCONV_PATH",
+    "CUDA_INJECTION64_PATH",
+    "OPENSSL_CONF",
+]
 
 
 @pytest.mark.parametrize("name", ENV)
 @pytest.mark.parametrize("where", ["env", "docker.extra_env", "docker.pass_env"])
 def test_env_that_changes_what_runs_is_refused_naming_the_field(tmp_path, name, where):
     value = "/srv/exp/bin" if name == "PATH" else "/srv/exp/x"
-    section = ({"env": {name: value}} if where == "env" else
-               {"docker": {"extra_env": {name: value}}} if where == "docker.extra_env" else
-               {"docker": {"pass_env": [name]}})
+    section = (
+        {"env": {name: value}}
+        if where == "env"
+        else {"docker": {"extra_env": {name: value}}}
+        if where == "docker.extra_env"
+        else {"docker": {"pass_env": [name]}}
+    )
     message = error_of(write(tmp_path, section))
     assert f"{where}.{name}: it sets" in message and "executes or imports" in message
 
@@ -45,53 +67,94 @@ def test_native_profiles_refuse_it_too(tmp_path):
     assert "env.LD_PRELOAD" in message
 
 
-@pytest.mark.parametrize("target, over", [
-    ("/opt/venv/bin", "/opt/venv"), ("/opt/venv", "/opt/venv"),
-    (f"{SITE}/zz-hook.pth", SITE), (SITE, SITE), (f"{SITE}/vllm", f"{SITE}/vllm"),
-    (f"{SITE}/vllm/entrypoints/cli/main.py", f"{SITE}/vllm"), ("/opt", "/opt/seatkit"),
-    ("/opt/seatkit/entrypoint.sh", "/opt/seatkit"), ("/bin/sh", "/bin"), ("/bin", "/bin"),
-    ("/usr/bin/env", "/usr/bin"), ("/usr", "/usr/bin"), ("/usr/lib/python3.12", "/usr/lib"),
-    ("/usr/local/lib/python3.12/dist-packages", "/usr/local"), ("/etc/ld.so.preload", "/etc/ld.so.preload"),
-    ("/etc/ld.so.conf.d/x.conf", "/etc/ld.so.conf.d"), ("/etc", "/etc/ld.so"),
-    ("/etc/python3.12/sitecustomize.py", "/etc/python*"), ("/lib64/ld-linux-x86-64.so.2", "/lib64"),
-])
+@pytest.mark.parametrize(
+    "target, over",
+    [
+        ("/opt/venv/bin", "/opt/venv"),
+        ("/opt/venv", "/opt/venv"),
+        (f"{SITE}/zz-hook.pth", SITE),
+        (SITE, SITE),
+        (f"{SITE}/vllm", f"{SITE}/vllm"),
+        (f"{SITE}/vllm/entrypoints/cli/main.py", f"{SITE}/vllm"),
+        ("/opt", "/opt/seatkit"),
+        ("/opt/seatkit/entrypoint.sh", "/opt/seatkit"),
+        ("/bin/sh", "/bin"),
+        ("/bin", "/bin"),
+        ("/usr/bin/env", "/usr/bin"),
+        ("/usr", "/usr/bin"),
+        ("/usr/lib/python3.12", "/usr/lib"),
+        ("/usr/local/lib/python3.12/dist-packages", "/usr/local"),
+        ("/etc/ld.so.preload", "/etc/ld.so.preload"),
+        ("/etc/ld.so.conf.d/x.conf", "/etc/ld.so.conf.d"),
+        ("/etc", "/etc/ld.so"),
+        ("/etc/python3.12/sitecustomize.py", "/etc/python*"),
+        ("/lib64/ld-linux-x86-64.so.2", "/lib64"),
+    ],
+)
 def test_mounts_over_the_import_or_exec_path_are_refused(tmp_path, target, over):
-    message = error_of(write(tmp_path, {"docker": {"extra_mounts": [
-        {"source": "/srv/x", "target": "/scratch"}, {"source": "/srv/exp", "target": target}]}}))
+    message = error_of(
+        write(
+            tmp_path,
+            {
+                "docker": {
+                    "extra_mounts": [
+                        {"source": "/srv/x", "target": "/scratch"},
+                        {"source": "/srv/exp", "target": target},
+                    ]
+                }
+            },
+        )
+    )
     assert f"docker.extra_mounts[1].target {target}: it mounts over {over}" in message
 
 
 def test_the_profiles_own_vllm_dir_decides_what_is_protected(tmp_path):
     """A profile whose venv lives elsewhere protects that venv, wherever it is."""
     image = {"vllm_dir": "/srv/env/lib/python3.11/site-packages/vllm"}
-    message = error_of(write(tmp_path, {"image": image, "docker": {"extra_mounts": [
-        {"source": "/srv/exp", "target": "/srv/env/bin"}]}}))
+    message = error_of(
+        write(
+            tmp_path,
+            {"image": image, "docker": {"extra_mounts": [{"source": "/srv/exp", "target": "/srv/env/bin"}]}},
+        )
+    )
     assert "it mounts over /srv/env (the venv" in message
 
 
-@pytest.mark.parametrize("data, field", [
-    ({"docker": {"cache": {"host_dir": "/var/cache/x", "mount": "/opt/venv/bin"}}}, "docker.cache.mount"),
-    ({"models": {"base": {"mount": "/usr/local/bin"}}}, "models.base.mount"),
-])
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"docker": {"cache": {"host_dir": "/var/cache/x", "mount": "/opt/venv/bin"}}}, "docker.cache.mount"),
+        ({"models": {"base": {"mount": "/usr/local/bin"}}}, "models.base.mount"),
+    ],
+)
 def test_the_kits_own_mounts_are_held_to_the_same_rule(tmp_path, data, field):
     assert f"{field} " in error_of(write(tmp_path, data))
 
 
-@pytest.mark.parametrize("target", ["/scratch", "/opt/other", "/usr-data", "/binaries", "/etc/hosts.d",
-                                    "/opt/venv-data", "/opt/venvs"])
+@pytest.mark.parametrize(
+    "target",
+    ["/scratch", "/opt/other", "/usr-data", "/binaries", "/etc/hosts.d", "/opt/venv-data", "/opt/venvs"],
+)
 def test_mounts_beside_the_protected_paths_are_fine(tmp_path, target):
-    loaded = profiles.load(str(write(tmp_path, {"docker": {"extra_mounts": [
-        {"source": "/srv/exp", "target": target}]}})))
+    loaded = profiles.load(
+        str(write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/exp", "target": target}]}}))
+    )
     assert loaded.docker.extra_mounts[0].target == target and loaded.experiment is None
 
 
 def test_an_experiment_is_the_one_way_past_and_says_so(tmp_path):
-    data = {"env": {"PYTHONPATH": "/srv/exp"}, "docker": {"extra_mounts": [
-        {"source": "/srv/exp", "target": "/opt/venv/bin"}]}}
+    data = {
+        "env": {"PYTHONPATH": "/srv/exp"},
+        "docker": {"extra_mounts": [{"source": "/srv/exp", "target": "/opt/venv/bin"}]},
+    }
     assert "env.PYTHONPATH" in error_of(write(tmp_path, data))
     loaded = profiles.load(str(write(tmp_path, {**data, "experiment": EXPERIMENT})))
     assert loaded.experiment.reason == "trying a patched kernel"
-    for bad in ({"unverified": False, "reason": "x"}, {"unverified": True}, {"unverified": True, "reason": ""}):
+    for bad in (
+        {"unverified": False, "reason": "x"},
+        {"unverified": True},
+        {"unverified": True, "reason": ""},
+    ):
         assert "experiment" in error_of(write(tmp_path, {**data, "experiment": bad}))
 
 
@@ -99,14 +162,29 @@ def test_an_experiment_is_the_one_way_past_and_says_so(tmp_path):
 @pytest.mark.parametrize("field", ["docker.cache.mount", "models.base.mount"])
 def test_a_mount_target_spelled_another_way_is_judged_where_docker_puts_it(tmp_path, spelled, field):
     """docker mounts /tmp/../opt/venv/bin at /opt/venv/bin: the refusal reads the path the same way."""
-    data = ({"docker": {"cache": {"host_dir": "/var/cache/x", "mount": spelled}}}
-            if field == "docker.cache.mount" else {"models": {"base": {"mount": spelled}}})
+    data = (
+        {"docker": {"cache": {"host_dir": "/var/cache/x", "mount": spelled}}}
+        if field == "docker.cache.mount"
+        else {"models": {"base": {"mount": spelled}}}
+    )
     assert f"{field} {spelled}: it mounts over /opt/venv" in error_of(write(tmp_path, data))
 
 
-@pytest.mark.parametrize("name", ["VLLM_LOGGING_CONFIG_PATH", "OMP_TOOL_LIBRARIES", "NCCL_NET_PLUGIN",
-                                  "NCCL_TUNER_PLUGIN", "NCCL_CONF_FILE", "CC", "CXX", "CUDA_HOME",
-                                  "TRITON_PTXAS_PATH", "HF_MODULES_CACHE"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "VLLM_LOGGING_CONFIG_PATH",
+        "OMP_TOOL_LIBRARIES",
+        "NCCL_NET_PLUGIN",
+        "NCCL_TUNER_PLUGIN",
+        "NCCL_CONF_FILE",
+        "CC",
+        "CXX",
+        "CUDA_HOME",
+        "TRITON_PTXAS_PATH",
+        "HF_MODULES_CACHE",
+    ],
+)
 def test_env_read_by_the_servers_libraries_to_load_code_is_refused(tmp_path, name):
     """Not Python's or the loader's names, but each makes vLLM, OpenMP, NCCL, Triton or a JIT build
     load or run a file the profile names (a dictConfig "()" calls any callable)."""
@@ -115,28 +193,35 @@ def test_env_read_by_the_servers_libraries_to_load_code_is_refused(tmp_path, nam
 
 @pytest.mark.parametrize("target", ["/etc/nccl.conf", "/root/.nccl.conf"])
 def test_a_mount_over_nccls_settings_is_refused(tmp_path, target):
-    message = error_of(write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/x", "target": target}]}}))
+    message = error_of(
+        write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/x", "target": target}]}})
+    )
     assert f"{target}: it mounts over {target}" in message
 
 
-@pytest.mark.parametrize("flag, value, refused", [
-    ("tool-parser-plugin", "/srv/exp/parser.py", "tool-parser-plugin"),
-    ("tool-parser-plugin=/srv/exp/parser.py", True, "tool-parser-plugin"),
-    ("reasoning-parser-plugin", "/srv/exp/r.py", "reasoning-parser-plugin"),
-    ("trust-remote-code", True, "trust-remote-code"),
-    ("trust-remote", True, "trust-remote-code"),  # argparse's abbreviation
-    ("worker-extension-cls", "exp.Hook", "worker-extension-cls"),
-    ("logits-processors", ["exp.Proc"], "logits-processors"),
-    ("middleware", ["exp.mw"], "middleware"),
-])
+@pytest.mark.parametrize(
+    "flag, value, refused",
+    [
+        ("tool-parser-plugin", "/srv/exp/parser.py", "tool-parser-plugin"),
+        ("tool-parser-plugin=/srv/exp/parser.py", True, "tool-parser-plugin"),
+        ("reasoning-parser-plugin", "/srv/exp/r.py", "reasoning-parser-plugin"),
+        ("trust-remote-code", True, "trust-remote-code"),
+        ("trust-remote", True, "trust-remote-code"),  # argparse's abbreviation
+        ("worker-extension-cls", "exp.Hook", "worker-extension-cls"),
+        ("logits-processors", ["exp.Proc"], "logits-processors"),
+        ("middleware", ["exp.mw"], "middleware"),
+    ],
+)
 def test_server_flags_that_load_named_code_are_refused(tmp_path, flag, value, refused):
     message = error_of(write(tmp_path, {"vllm_args": {flag: value}}))
     assert f"vllm_args.{flag}: it loads" in message and "executes or imports" in message
     assert profiles.load(str(write(tmp_path, {"vllm_args": {flag: value}, "experiment": EXPERIMENT})))
 
 
-@pytest.mark.parametrize("flag, value", [("trust-remote-code", False), ("reasoning-parser", "deepseek_r1"),
-                                         ("tool-call-parser", "hermes")])
+@pytest.mark.parametrize(
+    "flag, value",
+    [("trust-remote-code", False), ("reasoning-parser", "deepseek_r1"), ("tool-call-parser", "hermes")],
+)
 def test_server_flags_that_load_nothing_foreign_are_fine(tmp_path, flag, value):
     assert profiles.load(str(write(tmp_path, {"vllm_args": {flag: value}}))).vllm_args[flag] == value
 
@@ -153,7 +238,8 @@ def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_s
     import os
     import time
 
-    from seatkit.serve import launch, spec as specs
+    from seatkit.serve import launch
+    from seatkit.serve import spec as specs
 
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
     seen = tmp_path / "seen"
@@ -161,8 +247,13 @@ def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_s
     vllm.parent.mkdir(parents=True)
     vllm.write_text(f"#!/bin/sh\nenv > {seen}.part && mv {seen}.part {seen}\n")
     vllm.chmod(0o755)
-    for name, value in {"PYTHONPATH": "/srv/exp", "LD_AUDIT": "/srv/x.so", "VLLM_PLUGINS": "evil",
-                        "BASH_ENV": "/srv/rc", "SOME_TOOL_HOME": "/opt/tool"}.items():
+    for name, value in {
+        "PYTHONPATH": "/srv/exp",
+        "LD_AUDIT": "/srv/x.so",
+        "VLLM_PLUGINS": "evil",
+        "BASH_ENV": "/srv/rc",
+        "SOME_TOOL_HOME": "/opt/tool",
+    }.items():
         monkeypatch.setenv(name, value)
     spec = specs.build(profiles.load("cpu-smoke"))
     launch._native_start(spec, spec.values({}), tmp_path / "log", {})
@@ -180,7 +271,8 @@ def test_a_native_seats_script_unsets_what_changes_what_runs_from_its_shell(tmp_
     like from the shell are gone before the server starts; PATH and the rest stay."""
     import subprocess
 
-    from seatkit.serve import render, spec as specs
+    from seatkit.serve import render
+    from seatkit.serve import spec as specs
 
     spec = specs.build(profiles.load("cpu-smoke"))
     home, seen = tmp_path / "home", tmp_path / "seen"
@@ -190,11 +282,20 @@ def test_a_native_seats_script_unsets_what_changes_what_runs_from_its_shell(tmp_
     server.chmod(0o755)
     script = tmp_path / "serve.sh"
     script.write_text(render.render_script(spec))
-    environ = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "SEAT_HOME": str(home), "SEAT_SKIP_PREFLIGHT": "1",
-               "PYTHONPATH": "/srv/exp", "LD_AUDIT": "/srv/x.so", "VLLM_PLUGINS": "evil", "PYTHONSTARTUP": "/x",
-               "SOME_TOOL_HOME": "/opt/tool"}
-    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=environ, capture_output=True, text=True,
-                          timeout=60)
+    environ = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "SEAT_HOME": str(home),
+        "SEAT_SKIP_PREFLIGHT": "1",
+        "PYTHONPATH": "/srv/exp",
+        "LD_AUDIT": "/srv/x.so",
+        "VLLM_PLUGINS": "evil",
+        "PYTHONSTARTUP": "/x",
+        "SOME_TOOL_HOME": "/opt/tool",
+    }
+    done = subprocess.run(
+        ["bash", str(script)], cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     env = dict(line.partition("=")[::2] for line in seen.read_text().splitlines() if "=" in line)
     assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "PYTHONSTARTUP"} & set(env), env
