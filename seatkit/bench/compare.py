@@ -21,7 +21,7 @@ from pathlib import Path
 from seatkit import safe_yaml
 from seatkit.bench import cards, summary
 from seatkit.errors import SeatError
-from seatkit.serve import what_runs
+from seatkit.seat import what_runs
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 CONDITIONS = (

@@ -26,7 +26,8 @@ from seatkit.bench.run import Options, RunDir
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
-from seatkit.serve import client, what_runs
+from seatkit.seat import what_runs
+from seatkit.serve import client
 
 SCHEMA = "seatkit.fleet/1"
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")

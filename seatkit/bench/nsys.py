@@ -18,8 +18,8 @@ from seatkit import engine
 from seatkit.bench import run as bench_run
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
+from seatkit.seat import profiles
 from seatkit.serve import launch, nsys
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 

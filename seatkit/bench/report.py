@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seatkit.bench import alarms
-from seatkit.serve import what_runs
+from seatkit.seat import what_runs
 
 
 def _fmt(stats: dict | None, scale: float = 1.0, digits: int = 1, withheld: str | None = None) -> str:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import base64
 
-from seatkit import engine, paths, text
+from seatkit import engine, text
 from seatkit.bench.run import Target
 from seatkit.errors import SeatError
 from seatkit.host import gpus
 from seatkit.image import b12x
 from seatkit.models import lock as model_locks
-from seatkit.serve import launch, what_runs
-from seatkit.serve import profile as profiles
+from seatkit.seat import layout, profiles, what_runs
+from seatkit.serve import launch
 
 
 def of_profile(name: str) -> Target:
@@ -81,7 +81,7 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
 
 def _local_experiment(url: str) -> dict:
     """A seat of this machine's `seat up` at that URL marks its results as its profile does."""
-    for record in sorted((paths.seat_home() / "run").glob("*.json")):
+    for record in sorted(layout.run_records().glob("*.json")):
         try:
             running = launch.recorded(record.stem)
             if running and running.url == url and launch.alive(running):

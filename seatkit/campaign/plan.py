@@ -17,7 +17,7 @@ from seatkit.errors import SeatError
 from seatkit.host import detect, settings
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 MS_PER_TOKEN = 25.0  # a rough decode cost for the time estimate (the paper's seat: ~21 ms per step)
 

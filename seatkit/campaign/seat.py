@@ -9,8 +9,8 @@ from seatkit.bench import run as bench_run
 from seatkit.bench import target as bench_target
 from seatkit.bench import workload
 from seatkit.campaign.spec import Arm, Campaign
+from seatkit.seat import profiles
 from seatkit.serve import launch
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 HEARTBEAT_S = 30

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from seatkit import engine
 from seatkit.errors import SeatError
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 from seatkit.text import printable
 
 out = Console()

@@ -34,7 +34,7 @@ from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
 from seatkit.cli.progress import progress
 from seatkit.errors import SeatError
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 from seatkit.text import counted
 
 

@@ -408,7 +408,7 @@ def _verify_step(
     hidden: int | None,
     replays: int,
 ) -> None:
-    from seatkit.serve import profile as profiles
+    from seatkit.seat import profiles
 
     profile = profiles.load(seat_profile or profiles.DEFAULT_PROFILE)
     if layers is None or hidden is None:

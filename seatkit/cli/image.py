@@ -12,7 +12,7 @@ from rich.markup import escape
 from seatkit.cli.app import PROFILE, err, out, seat
 from seatkit.image import b12x, overlay, pin
 from seatkit.image import build as image_build
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 from seatkit.text import one_line
 
 

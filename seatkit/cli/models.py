@@ -14,7 +14,7 @@ from seatkit.cli.app import PROFILE, err, out, seat
 from seatkit.models import fetch as fetcher
 from seatkit.models import lock as locks
 from seatkit.models import verify as verifier
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 WORKERS = click.option(
     "--workers",

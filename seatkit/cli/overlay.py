@@ -12,7 +12,7 @@ from seatkit.cli.app import err, out, seat
 from seatkit.errors import SeatError
 from seatkit.image import build as image_build
 from seatkit.image import outside, overlay
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 
 @seat.group("overlay")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from seatkit import overlay_lock, paths, regions
+from seatkit import paths, regions
 from seatkit.image import dockerfile
-from seatkit.serve import profile as profiles
+from seatkit.seat import overlay_lock, profiles
 
 
 def _commands(group: click.Group, ctx: click.Context):

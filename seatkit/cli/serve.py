@@ -19,17 +19,8 @@ from seatkit.errors import SeatError
 from seatkit.image import outside, prebuilt
 from seatkit.models import verify as model_verify
 from seatkit.orchestrate import demo, docker_chain
-from seatkit.serve import (
-    launch,
-    lint,
-    preflight,
-    render,
-    runtime,
-    what_runs,
-)
-from seatkit.serve import (
-    profile as profiles,
-)
+from seatkit.seat import profiles, what_runs
+from seatkit.serve import launch, lint, preflight, render, runtime
 from seatkit.serve import (
     spec as specs,
 )

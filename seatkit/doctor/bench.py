@@ -9,7 +9,7 @@ from seatkit import safe_yaml
 from seatkit.bench import cards, compare
 from seatkit.doctor.rows import Row, cannot, ok, warn
 from seatkit.errors import SeatError
-from seatkit.serve.profile import Profile
+from seatkit.seat.profiles import Profile
 
 LAYER = "bench"
 # The rows that move each factor (compare.WHAT_MOVES says it in words).

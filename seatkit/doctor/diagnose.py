@@ -10,7 +10,7 @@ from seatkit.doctor.rows import cannot, exit_code, worst
 from seatkit.errors import SeatError
 from seatkit.host import settings
 from seatkit.host import status as host_status
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 from seatkit.serve import spec as specs
 
 

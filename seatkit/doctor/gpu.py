@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.host import settings
-from seatkit.serve.profile import Profile
+from seatkit.seat.profiles import Profile
 
 LAYER = "gpu"
 SLOWDOWNS = {"hw_slowdown", "hw_thermal", "hw_power_brake", "sw_thermal"}

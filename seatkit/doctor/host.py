@@ -5,7 +5,7 @@ from __future__ import annotations
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.host import detect
 from seatkit.host.system import System
-from seatkit.serve.profile import Profile
+from seatkit.seat.profiles import Profile
 from seatkit.text import plain
 
 LAYER = "host"

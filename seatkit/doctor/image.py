@@ -8,8 +8,9 @@ from __future__ import annotations
 from seatkit import engine
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
-from seatkit.serve import launch, runtime, what_runs
-from seatkit.serve.profile import Profile
+from seatkit.seat import what_runs
+from seatkit.seat.profiles import Profile
+from seatkit.serve import launch, runtime
 
 LAYER = "image"
 LABELS = (

@@ -8,7 +8,7 @@ from seatkit.doctor.rows import Row, fail, ok, warn
 from seatkit.errors import SeatError
 from seatkit.models import lock as locks
 from seatkit.models import verify as verifier
-from seatkit.serve.profile import Profile
+from seatkit.seat.profiles import Profile
 
 LAYER = "models"
 

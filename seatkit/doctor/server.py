@@ -16,8 +16,8 @@ from seatkit import engine
 from seatkit.bench import metrics
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
+from seatkit.seat.profiles import Profile
 from seatkit.serve import launch
-from seatkit.serve.profile import Profile
 
 LAYER = "server"
 CHECKS = ("identity", "vLLM version", "spec config", "alone")

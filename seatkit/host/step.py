@@ -18,7 +18,7 @@ from seatkit.errors import SeatError
 from seatkit.host import p2p, state
 from seatkit.host.journal import STATE
 from seatkit.host.system import System
-from seatkit.serve.profile import Profile
+from seatkit.seat.profiles import Profile
 
 RESULT = f"{STATE}/verify-p2p-step.json"
 FORMS = ("oneshot", "nccl")  # the communication forms; the baseline is what they are held against

@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 from seatkit import paths
-from seatkit.overlay_lock import B12X_LOCK as LOCK  # noqa: F401 (re-exported)
-from seatkit.overlay_lock import Lock
+from seatkit.seat.overlay_lock import B12X_LOCK as LOCK  # noqa: F401 (re-exported)
+from seatkit.seat.overlay_lock import Lock
 
 FETCHED = paths.REPO / "overlay" / "b12x"
 DENSE = "gemm/dense.py"  # where the published seat's kernel change lives

@@ -20,8 +20,8 @@ from seatkit import engine, paths
 from seatkit.errors import SeatError
 from seatkit.image import b12x, dockerfile, overlay, pin
 from seatkit.image.dockerfile import DOCKERFILE
-from seatkit.overlay_lock import Lock, seat_tag  # noqa: F401 (seat_tag: the name build gives)
-from seatkit.serve.profile import Image, Profile
+from seatkit.seat.overlay_lock import Lock, seat_tag  # noqa: F401 (seat_tag: the name build gives)
+from seatkit.seat.profiles import Image, Profile
 
 IMAGE_FILES = paths.REPO / "image"
 SCRIPTS = ("entrypoint.sh", "build-check.sh", "smoke.sh", "smoke.py", "health.sh")

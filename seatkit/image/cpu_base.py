@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.serve.profile import Native
+from seatkit.seat import layout
+from seatkit.seat.profiles import Native
 
 RELEASE = "bookworm"
 # python3.11 matches the host interpreter the wheels are resolved with; curl serves the healthcheck;
@@ -43,7 +43,7 @@ def plan_hash(native: Native) -> str:
 
 def wheelhouse(native: Native, say: Progress) -> Path:
     """Every wheel the plan installs, resolved by the host's pip; made once per plan."""
-    folder = paths.seat_home() / "wheelhouse" / f"{native.venv}-{_hash(native.model_dump())}"
+    folder = layout.wheelhouse(f"{native.venv}-{_hash(native.model_dump())}")
     done = folder / ".complete"
     if done.exists():
         return folder
@@ -148,7 +148,7 @@ def build(tag: str, native: Native, say: Progress = print) -> dict:
         f"building {tag}: Debian {RELEASE}, {', '.join(native.packages)} (mmdebstrap, pip from the wheelhouse)"
     )
     start = time.monotonic()
-    log = paths.seat_home() / "logs" / f"base-{tag.replace('/', '_').replace(':', '_')}.log"
+    log = layout.base_log(tag)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as fh:
         # The host's pip settings name host paths: the image's pip installs from the wheelhouse alone.

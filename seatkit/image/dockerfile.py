@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from seatkit import paths, regions
 from seatkit.errors import SeatError
-from seatkit.overlay_lock import Lock
-from seatkit.serve.profile import Profile
+from seatkit.seat.overlay_lock import Lock
+from seatkit.seat.profiles import Profile
 
 DOCKERFILE = paths.REPO / "Dockerfile"
 

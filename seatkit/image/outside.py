@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from posixpath import normpath
 
-from seatkit import engine, paths, safe_yaml
+from seatkit import engine, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.image.build import IMAGE_FILES, created
-from seatkit.overlay_lock import Lock, load, parse
-from seatkit.serve import pins, what_runs
-from seatkit.serve.profile import Profile
+from seatkit.seat import layout, what_runs
+from seatkit.seat.overlay_lock import Lock, load, parse
+from seatkit.seat.profiles import Profile
+from seatkit.serve import pins
 
 ENTRYPOINT = ["/opt/seatkit/entrypoint.sh"]  # the Dockerfile's
 HEALTHCHECK = ["CMD", "/opt/seatkit/health.sh"]  # the Dockerfile's: it runs inside the seat all along
@@ -50,7 +51,7 @@ class Verdict:
 
 
 def _records() -> Path:
-    return paths.seat_home() / "images"
+    return layout.saved_images()
 
 
 def _record_path(tag: str) -> Path:

@@ -1,5 +1,5 @@
 """The overlay pinned by overlay/overlay.lock: fetching it, verifying a tree against it, and pinning
-another one. The lock's format lives in seatkit/overlay_lock.py, below serve and image."""
+another one. The lock's format lives in seatkit/seat/overlay_lock.py, below serve and image."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.overlay_lock import LOCK, SOURCE, Lock, check_source, load, parse  # noqa: F401 (re-exported)
+from seatkit.seat.overlay_lock import LOCK, SOURCE, Lock, check_source, load, parse  # noqa: F401 (re-exported)
 
 FETCHED = paths.REPO / "overlay" / "vllm"
 GIT_PROTOCOLS = "https:file"  # file: a local path

@@ -14,8 +14,8 @@ import yaml
 from seatkit import engine
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
+from seatkit.seat.profiles import Profile
 from seatkit.serve.pins import base_reference, lock_path, read  # noqa: F401 (the pin as data)
-from seatkit.serve.profile import Profile
 
 
 def resolve(name: str, tag: str) -> str:

@@ -8,9 +8,9 @@ repository's .gitignore dropped. `seat up` prints these facts; `seat doctor` can
 from __future__ import annotations
 
 from seatkit.image import build
-from seatkit.overlay_lock import Lock, load
+from seatkit.seat.overlay_lock import Lock, load
+from seatkit.seat.profiles import Profile
 from seatkit.serve import pins
-from seatkit.serve.profile import Profile
 
 
 def compare(profile: Profile, lock: Lock | None = None, image: str | None = None) -> dict:

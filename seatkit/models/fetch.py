@@ -14,7 +14,7 @@ from collections.abc import Callable
 from seatkit.errors import SeatError
 from seatkit.models import verify as verifier
 from seatkit.models.lock import ModelLock, model_dir
-from seatkit.serve.profile import Profile
+from seatkit.seat.profiles import Profile
 
 
 def argv(repository: str, revision: str, local_dir: str) -> list[str]:

@@ -20,8 +20,8 @@ from seatkit import safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.models import hashing
-from seatkit.serve import runtime
-from seatkit.serve.profile import HUB_REPOSITORY, HUB_REVISION, ModelDir, Profile
+from seatkit.seat import layout
+from seatkit.seat.profiles import HUB_REPOSITORY, HUB_REVISION, ModelDir, Profile
 
 LOCK_BYTES = 16 * 1024 * 1024  # a line per file: room for a model of many thousand shards
 HUB_META = Path(".cache") / "huggingface"  # what `hf download --local-dir` keeps beside the files
@@ -59,7 +59,7 @@ def model_dir(profile: Profile, key: str, environ=os.environ) -> Path:
     """Where the model's files are on this host: the knob `seat up` and the script read, else the profile's."""
     model = profile.models[key]
     if model.build:
-        return runtime.model_dir(model.build)
+        return layout.model(model.build)
     return Path(environ.get(f"SEAT_MODEL_{key.upper()}_DIR", model.host_dir))
 
 

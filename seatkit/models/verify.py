@@ -10,12 +10,13 @@ import json
 import time
 from pathlib import Path
 
-from seatkit import paths, safe_yaml
+from seatkit import safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.models import hashing
 from seatkit.models.lock import ModelLock, identity, model_dir, read, scan
-from seatkit.serve.profile import Profile
+from seatkit.seat import layout
+from seatkit.seat.profiles import Profile
 
 
 def compare(
@@ -107,7 +108,7 @@ def bytes_to_hash(profile: Profile) -> int:
 
 
 def _record_path(profile: str) -> Path:
-    return paths.seat_home() / "models" / "verified" / f"{profile}.json"
+    return layout.model_verified(profile)
 
 
 def _record(result: dict) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 from seatkit.bench import compare, workload
 from seatkit.bench import run as bench_run
 from seatkit.bench import target as bench_target
+from seatkit.seat import profiles
 from seatkit.serve import launch, runtime
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 # Code that restates given code against prose that copies nothing: the pair where acceptance, not

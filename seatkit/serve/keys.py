@@ -12,8 +12,8 @@ import secrets
 import stat
 from pathlib import Path
 
-from seatkit import paths
 from seatkit.errors import SeatError
+from seatkit.seat import layout
 
 EXPOSE_WITHOUT_KEY = "SEAT_EXPOSE_WITHOUT_KEY"
 # Loopback as the script tests it too (a bash regex): anything else counts as exposed.
@@ -23,7 +23,7 @@ _KEY = re.compile(r"[\x21-\x7e]+")  # a bearer token: printable, no spaces
 
 def key_file(profile: str) -> Path:
     """Where `seat up`, the rendered script and `seat bench` look for the profile's key."""
-    return paths.seat_home() / "keys" / profile
+    return layout.keys(profile)
 
 
 def shell_key_file(profile: str) -> str:

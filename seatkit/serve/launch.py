@@ -23,8 +23,9 @@ import requests
 from seatkit import engine, flock, paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
-from seatkit.serve import identity, keys, nsys, preflight, what_runs
-from seatkit.serve.profile import Profile
+from seatkit.seat import layout, what_runs
+from seatkit.seat.profiles import Profile
+from seatkit.serve import identity, keys, nsys, preflight
 from seatkit.serve.spec import PROFILE_LABEL, LaunchSpec, resolve
 
 
@@ -50,7 +51,7 @@ class Running:
 
 
 def _state_file(profile: str) -> Path:
-    return paths.seat_home() / "run" / f"{profile}.json"
+    return layout.run_record(profile)
 
 
 PID_MAX = 1 << 22  # the kernel's ceiling for pid_max: every PID is below it
@@ -241,7 +242,7 @@ def _labels(profile: str) -> dict[str, str]:
 
 def log_path(profile: str) -> Path:
     """Where `up` keeps the seat's log (a container's is saved there when it stops)."""
-    return paths.seat_home() / "logs" / f"{profile}.log"
+    return layout.seat_log(profile)
 
 
 def _container(run: Running):

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seatkit.errors import SeatError
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
+from seatkit.seat.profiles import Profile
 from seatkit.serve import runtime
-from seatkit.serve.profile import Profile
 from seatkit.serve.spec import build, resolve
 
 

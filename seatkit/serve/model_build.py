@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from seatkit import flock, paths, safe_yaml
+from seatkit import flock, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.models import hashing
+from seatkit.seat import layout
 
 BUILDS = Path(__file__).with_name("builds.yaml")
 # _run(argv, what): runs a step of the build with its output in the setup log, or raises.
@@ -79,7 +80,7 @@ def load(name: str) -> Build:
 
 
 def downloads() -> Path:
-    return paths.seat_home() / "downloads"
+    return layout.downloads()
 
 
 def _redo(path: Path) -> str:

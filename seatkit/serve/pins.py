@@ -10,7 +10,7 @@ from pathlib import Path
 
 from seatkit import safe_yaml
 from seatkit.errors import SeatError
-from seatkit.serve.profile import Profile
+from seatkit.seat.profiles import Profile
 
 
 def lock_path(profile: Profile) -> Path:

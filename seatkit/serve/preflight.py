@@ -5,8 +5,9 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from seatkit import engine, overlay_lock, safe_yaml
+from seatkit import engine, safe_yaml
 from seatkit.errors import SeatError
+from seatkit.seat import overlay_lock
 from seatkit.serve import keys
 from seatkit.serve.spec import Check, LaunchSpec, resolve
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from seatkit import overlay_lock, paths
+from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
-from seatkit.serve import glossary, grammar, k8s, nsys, what_runs
-from seatkit.serve import profile as profiles
+from seatkit.seat import grammar, overlay_lock, profiles, what_runs
+from seatkit.serve import glossary, k8s, nsys
 from seatkit.serve import spec as specs
 from seatkit.serve.spec import LaunchSpec, Ref, Word
 

@@ -15,23 +15,24 @@ from pathlib import Path
 
 from seatkit import flock, paths, safe_yaml
 from seatkit.errors import SeatError
+from seatkit.seat import layout
+from seatkit.seat.profiles import Native, Profile
 from seatkit.serve import model_build
-from seatkit.serve.profile import Native, Profile
 
 MARKER = "seatkit-runtime.json"
 Progress = Callable[[str], None]
 
 
 def venv_dir(native: Native) -> Path:
-    return paths.seat_home() / "venvs" / native.venv
+    return layout.venv(native.venv)
 
 
 def model_dir(build: str) -> Path:
-    return paths.seat_home() / "models" / build
+    return layout.model(build)
 
 
 def _log_path(name: str) -> Path:
-    path = paths.seat_home() / "logs" / f"setup-{name}.log"
+    path = layout.setup_log(name)
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 

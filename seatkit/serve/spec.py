@@ -12,10 +12,11 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from seatkit import overlay_lock, paths
+from seatkit import paths
 from seatkit.models import lock as model_locks
-from seatkit.serve import grammar, keys, nsys, pins
-from seatkit.serve.profile import Profile
+from seatkit.seat import grammar, overlay_lock
+from seatkit.seat.profiles import Profile
+from seatkit.serve import keys, nsys, pins
 
 
 @dataclass(frozen=True)

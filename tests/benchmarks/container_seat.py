@@ -34,8 +34,8 @@ from seatkit.image import build as image_build
 from seatkit.image import cpu_base, overlay, registry
 from seatkit.orchestrate import docker_chain
 from seatkit.ports import free_loopback_port
+from seatkit.seat import profiles
 from seatkit.serve import keys, launch, runtime
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 ROUNDS = int(next((a for a in sys.argv[1:] if a.isdigit()), 2))

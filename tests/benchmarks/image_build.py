@@ -27,7 +27,7 @@ from seatkit.image import build, overlay
 sys.path.insert(0, str(paths.REPO / "tests" / "integration"))
 from plain_repo import repository_copy  # noqa: E402
 
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 FILES, TOTAL = 2205, 25_757_677

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from seatkit.errors import SeatError
+from seatkit.seat import profiles
 from seatkit.serve import launch, preflight, runtime
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3

@@ -15,8 +15,8 @@ import statistics
 
 from seatkit.bench import run, workload
 from seatkit.ports import free_loopback_port
+from seatkit.seat import profiles
 from seatkit.serve import launch
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from seatkit import paths
 from seatkit.image import dockerfile
-from seatkit.overlay_lock import Lock
-from seatkit.serve.profile import Profile
+from seatkit.seat.overlay_lock import Lock
+from seatkit.seat.profiles import Profile
 
 JUNK = 8 << 20  # bytes the .dockerignore must keep out of the context
 

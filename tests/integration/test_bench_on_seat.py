@@ -11,8 +11,8 @@ from conftest import BIN, free_port
 
 from seatkit.bench import run, sweep, workload
 from seatkit.bench import target as bench_target
+from seatkit.seat import profiles
 from seatkit.serve import launch
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 

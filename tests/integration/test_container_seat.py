@@ -25,8 +25,8 @@ from docker.errors import NotFound
 from seatkit.errors import SeatError
 from seatkit.image import registry as registries
 from seatkit.orchestrate import docker_chain
+from seatkit.seat import profiles
 from seatkit.serve import keys, launch
-from seatkit.serve import profile as profiles
 
 PROFILE = docker_chain.PROFILE
 VLLM = profiles.load(PROFILE).image.vllm_dir

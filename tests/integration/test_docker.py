@@ -11,8 +11,8 @@ import pytest
 from conftest import BIN, REPO, free_port
 
 from seatkit.errors import SeatError
+from seatkit.seat import profiles
 from seatkit.serve import launch
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import BIN, free_port
 
 from seatkit.models import verify
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 from seatkit.serve import runtime
 
 

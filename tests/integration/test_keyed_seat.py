@@ -19,8 +19,8 @@ from seatkit import paths
 from seatkit.bench import run, workload
 from seatkit.bench import target as bench_target
 from seatkit.errors import SeatError
+from seatkit.seat import profiles
 from seatkit.serve import launch
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 KEYED = "cpu-smoke-keyed"

@@ -6,7 +6,7 @@ import yaml
 from click.testing import CliRunner
 
 from seatkit.cli import seat
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 
 def lint(vllm_runtime, *args):

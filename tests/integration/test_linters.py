@@ -5,7 +5,7 @@ import subprocess
 
 from conftest import REPO, tool
 
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 from seatkit.serve import render
 from seatkit.serve import spec as specs
 

@@ -16,8 +16,8 @@ import pytest
 import yaml
 from conftest import BIN, REPO, free_port
 
+from seatkit.seat import profiles
 from seatkit.serve import nsys, render
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 STANDIN = REPO / "tests" / "integration" / "images" / "nsys-standin"

@@ -12,8 +12,8 @@ from conftest import BIN, free_port, unavailable
 
 from seatkit.errors import SeatError
 from seatkit.models import lock as model_locks
+from seatkit.seat import profiles
 from seatkit.serve import model_build, runtime
-from seatkit.serve import profile as profiles
 
 PROFILE = "cpu-smollm2"
 SEAT = str(BIN / "seat")

@@ -8,7 +8,7 @@ import tarfile
 from seatkit import paths
 from seatkit.bench import cards, compare
 from seatkit.image import b12x, build, overlay
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 B12X_DIR = "/opt/venv/lib/python3.12/site-packages/b12x"
 

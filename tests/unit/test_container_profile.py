@@ -6,7 +6,7 @@ import yaml
 
 from seatkit import paths
 from seatkit.image import cpu_base
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 from seatkit.serve import render
 from seatkit.serve import spec as specs
 

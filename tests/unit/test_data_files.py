@@ -16,7 +16,7 @@ from seatkit import safe_yaml
 from seatkit.bench import cards, compare
 from seatkit.errors import SeatError
 from seatkit.models import lock as locks
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ def seat_home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def profile():
-    from seatkit.serve import profile as profiles
+    from seatkit.seat import profiles
 
     return profiles.load(DEFAULT)
 
@@ -184,7 +184,7 @@ def test_cpu_profile_needs_no_gpu_rows(seat_home, tmp_path):
         rows[("server", c)]["evidence"].startswith("cannot check: cpu-smoke is not up")
         for c in ("identity", "vLLM version", "spec config", "alone")
     )
-    assert locks.hashes(__import__("seatkit.serve.profile", fromlist=["load"]).load("cpu-smoke"))
+    assert locks.hashes(__import__("seatkit.seat.profiles", fromlist=["load"]).load("cpu-smoke"))
 
 
 @contextmanager
@@ -194,8 +194,8 @@ def liar_recorded_as_the_seat(answer):
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+    from seatkit.seat import profiles
     from seatkit.serve import launch
-    from seatkit.serve import profile as profiles
 
     class Liar(BaseHTTPRequestHandler):
         def do_GET(self):
@@ -311,8 +311,8 @@ def test_a_corrupted_verify_record_is_said_not_a_traceback(seat_home, profile):
 def test_a_docker_seat_recorded_without_an_engine_says_why(seat_home, monkeypatch):
     """`seat up` recorded a container; the engine is gone since: each server row says why."""
     from seatkit.doctor import server
+    from seatkit.seat import profiles
     from seatkit.serve import launch
-    from seatkit.serve import profile as profiles
 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{seat_home}/no-engine.sock")
     launch._record(
@@ -328,7 +328,7 @@ def test_a_broken_models_lock_is_a_row_and_every_other_layer_still_runs(seat_hom
     """Doctor is for broken seats: a hand-edited lock must not stop the whole diagnosis."""
     import shutil
 
-    from seatkit.serve import profile as profiles
+    from seatkit.seat import profiles
 
     source = Path(profiles.load("cpu-smoke").source)
     shutil.copy(source, tmp_path / source.name)
@@ -359,7 +359,7 @@ def test_a_file_rewritten_after_the_last_full_verify_is_not_vouched_for(seat_hom
     import shutil
 
     from seatkit.models import verify
-    from seatkit.serve import profile as profiles
+    from seatkit.seat import profiles
 
     source = Path(profiles.load("cpu-smoke").source)
     shutil.copy(source, tmp_path / source.name)
@@ -424,7 +424,7 @@ def test_image_rows_without_an_engine_say_how_to_reach_one_and_name_no_python_cl
     labels row said 'seat build' where the overlay row named the profile."""
     from seatkit import engine
     from seatkit.doctor import image
-    from seatkit.serve import profile as profiles
+    from seatkit.seat import profiles
 
     profile = profiles.load(DEFAULT)
     monkeypatch.setenv("DOCKER_HOST", f"unix://{seat_home}/no-engine.sock")

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
+from seatkit.seat import profiles
 from seatkit.serve import k8s, render
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 CANARY = "canary"

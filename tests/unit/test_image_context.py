@@ -10,7 +10,7 @@ import yaml
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.image import build, overlay, pin
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 DIGEST = "sha256:" + "1" * 64
 VLLM = "/opt/venv/lib/python3.12/site-packages/vllm"

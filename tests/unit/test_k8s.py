@@ -14,8 +14,8 @@ from test_render import run_script
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.host import settings as host_settings
+from seatkit.seat import profiles
 from seatkit.serve import k8s, render
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 K8S_VERSION = "1.35.0"

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from seatkit.cli import app
 from seatkit.errors import SeatError
+from seatkit.seat import profiles
 from seatkit.serve import preflight, render
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 DOCKER = specs.build(profiles.load(profiles.DEFAULT_PROFILE))

@@ -21,8 +21,8 @@ from rich.console import Console
 from seatkit import engine, flock, paths, when
 from seatkit.cli import progress as cli_progress
 from seatkit.errors import SeatError
+from seatkit.seat import profiles
 from seatkit.serve import identity, keys, launch, render
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 KEYED = "cpu-smoke-keyed"

@@ -6,8 +6,8 @@ import stat
 import pytest
 
 from seatkit.errors import SeatError
+from seatkit.seat import profiles
 from seatkit.serve import keys, preflight
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 

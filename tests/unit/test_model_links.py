@@ -12,7 +12,7 @@ from seatkit.doctor import models as doctor_models
 from seatkit.errors import SeatError
 from seatkit.models import lock as locks
 from seatkit.models import verify
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 
 @pytest.fixture

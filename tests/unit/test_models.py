@@ -15,8 +15,8 @@ from seatkit.bench import compare
 from seatkit.errors import SeatError
 from seatkit.models import fetch, hashing, verify
 from seatkit.models import lock as locks
+from seatkit.seat import profiles
 from seatkit.serve import preflight, render
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 REV = "a" * 40

@@ -25,8 +25,8 @@ from seatkit.doctor import host as host_rows
 from seatkit.host import detect, settings
 from seatkit.host import status as host_status
 from seatkit.host.system import System
+from seatkit.seat import profiles
 from seatkit.serve import launch
-from seatkit.serve import profile as profiles
 
 GOLDEN = REPO / "tests" / "fixtures" / "golden"
 # A Python literal in a cell reads as a bug: {}, [], None, True, False, ['x'].

@@ -10,8 +10,8 @@ import yaml
 
 from seatkit import paths
 from seatkit.errors import SeatError
+from seatkit.seat import profiles
 from seatkit.serve import nsys, render
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 ORIGINAL_PROFILE_FLAGS = [

@@ -14,8 +14,8 @@ from docker.errors import NotFound
 
 from seatkit import engine, paths
 from seatkit.image import outside
-from seatkit.overlay_lock import Lock
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
+from seatkit.seat.overlay_lock import Lock
 
 VENV = "/opt/venv"
 VLLM = f"{VENV}/lib/python3.11/site-packages/vllm"

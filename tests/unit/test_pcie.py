@@ -210,7 +210,7 @@ def test_doctor_rows_flag_redirect_unknown_and_one_gpu(tmp_path):
 def test_status_and_doctor_carry_the_pcie_facts(tmp_path, monkeypatch):
     from seatkit.doctor import host
     from seatkit.host import gpus, settings, status
-    from seatkit.serve import profile as profiles
+    from seatkit.seat import profiles
 
     system = plx(tmp_path, REQ_CMPLT)
     (tmp_path / "proc/sys/kernel/random").mkdir(parents=True)

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from seatkit.errors import SeatError
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 
 def write(tmp_path, name, data, base="cpu-smoke"):

@@ -9,7 +9,7 @@ import pytest
 from seatkit import paths
 from seatkit.cli import app
 from seatkit.errors import SeatError
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 from seatkit.serve import render
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(

@@ -6,11 +6,11 @@ import shutil
 import click
 import pytest
 
-from seatkit import overlay_lock, paths, regions
+from seatkit import paths, regions
 from seatkit.cli import reference, seat
 from seatkit.errors import SeatError
 from seatkit.image import dockerfile
-from seatkit.serve import profile as profiles
+from seatkit.seat import overlay_lock, profiles
 from seatkit.serve import render
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from seatkit import paths
 from seatkit.cli import seat
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 from seatkit.serve import render
 from seatkit.serve import spec as specs
 

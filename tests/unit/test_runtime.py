@@ -6,10 +6,10 @@ import subprocess
 import pytest
 
 from seatkit.errors import SeatError
+from seatkit.seat import profiles
+from seatkit.seat.profiles import Native
 from seatkit.serve import launch, runtime
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
-from seatkit.serve.profile import Native
 
 # pip is already on disk: installing it again is quick and needs no network.
 PLAN = Native(python="python3.11", venv="tiny-venv", packages=["pip"])

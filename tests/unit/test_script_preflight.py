@@ -10,8 +10,8 @@ from conftest import free_port
 
 from seatkit import paths
 from seatkit.errors import SeatError
+from seatkit.seat import profiles
 from seatkit.serve import preflight
-from seatkit.serve import profile as profiles
 from seatkit.serve import spec as specs
 
 DEFAULT = profiles.DEFAULT_PROFILE

@@ -14,7 +14,7 @@ from seatkit.doctor import host as host_rows
 from seatkit.errors import SeatError
 from seatkit.host import p2p, step
 from seatkit.host.system import System
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 ONE = json.loads((FIXTURES / "h200-step-probe.json").read_text())  # one H200, one rank

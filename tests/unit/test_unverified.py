@@ -13,8 +13,8 @@ from seatkit import paths
 from seatkit.bench import compare, fleet, oracle, report, run
 from seatkit.bench import target as bench_target
 from seatkit.doctor import image as doctor_image
-from seatkit.serve import launch, what_runs
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles, what_runs
+from seatkit.serve import launch
 
 REASON = "PYTHONPATH onto a patched scheduler"
 

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from seatkit.errors import SeatError
-from seatkit.serve import profile as profiles
+from seatkit.seat import profiles
 
 SITE = "/opt/venv/lib/python3.11/site-packages"  # cpu-smoke-docker's image.vllm_dir
 EXPERIMENT = {"unverified": True, "reason": "trying a patched kernel"}

@@ -12,8 +12,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
-from seatkit.serve import what_runs
-from seatkit.serve.grammar import (
+from seatkit.seat import what_runs
+from seatkit.seat.grammar import (
     PROFILE_NAME,
     ContainerName,
     ContainerPath,

@@ -1,0 +1,62 @@
+"""The SEAT_HOME layout: every file and folder the kit keeps there, named in one place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seatkit.paths import seat_home
+
+
+def run_records() -> Path:
+    """What `seat up` started: one record per profile."""
+    return seat_home() / "run"
+
+
+def run_record(profile: str) -> Path:
+    return run_records() / f"{profile}.json"
+
+
+def seat_log(profile: str) -> Path:
+    return seat_home() / "logs" / f"{profile}.log"
+
+
+def setup_log(name: str) -> Path:
+    return seat_home() / "logs" / f"setup-{name}.log"
+
+
+def base_log(tag: str) -> Path:
+    return seat_home() / "logs" / f"base-{tag.replace('/', '_').replace(':', '_')}.log"
+
+
+def venv(name: str) -> Path:
+    return seat_home() / "venvs" / name
+
+
+def model(build: str) -> Path:
+    return seat_home() / "models" / build
+
+
+def model_verified(profile: str) -> Path:
+    """When each model file was last hashed in full, and what it resolved to then."""
+    return seat_home() / "models" / "verified" / f"{profile}.json"
+
+
+def downloads() -> Path:
+    return seat_home() / "downloads"
+
+
+def keys(profile: str) -> Path:
+    return seat_home() / "keys" / profile
+
+
+def saved_images() -> Path:
+    """Base images saved as tar files, so a fresh engine loads them instead of rebuilding."""
+    return seat_home() / "images"
+
+
+def wheelhouse(key: str) -> Path:
+    return seat_home() / "wheelhouse" / key
+
+
+def docker_demo() -> Path:
+    return seat_home() / "docker-demo"
