@@ -19,6 +19,7 @@ from pathlib import Path
 
 import requests
 
+from seatkit import safe_yaml
 from seatkit.bench import oracle, run, sweep
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
@@ -95,7 +96,8 @@ def point(tokens_per_step: float, rate: float, max_tokens: int | None, decode_s:
             summary = run.bench(
                 run.Target(url, oracle.MODEL, k=7), [prompt], run.Options(warmups=1, repeats=repeats), out
             )
-            records = [json.loads(line) for line in (out.path / "requests.jsonl").read_text().splitlines()]
+            lines = safe_yaml.read_text(out.path / "requests.jsonl", "the selftest's requests").splitlines()
+            records = [json.loads(line) for line in lines]
     finally:
         proc.terminate()
         proc.wait()

@@ -17,6 +17,7 @@ from pathlib import Path
 from seatkit import paths
 from seatkit.seat.overlay_lock import B12X_LOCK as LOCK  # noqa: F401 (re-exported)
 from seatkit.seat.overlay_lock import Lock
+from seatkit.seat.overlay_lock import load_b12x as load  # noqa: F401 (re-exported)
 
 FETCHED = paths.REPO / "overlay" / "b12x"
 DENSE = "gemm/dense.py"  # where the published seat's kernel change lives
