@@ -1,374 +1,70 @@
-"""A seat described as data: profiles/*.yaml, validated on load, with `extends` for variants."""
+"""A seat described as data: profiles/*.yaml, validated on load, with `extends` for variants.
+
+A profile is one of its runtime's variants (the union Profile, tagged by `runtime`): a docker seat
+always has its image and docker sections, a native seat its native section.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
-from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from pathlib import Path
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.seat import what_runs
-from seatkit.seat.grammar import (
-    PROFILE_NAME,
-    ContainerName,
-    ContainerPath,
-    Host,
-    HostPath,
-    ImageName,
-    ImageTag,
-    Key,
-    ModelFile,
-    ProfileName,
-    Program,
-    Requirement,
-    ServedName,
-    Text,
-    Version,
-    matches,
+from seatkit.seat.fields import EnvName, EnvValue, FlagName, Scalar, Strict, overlaps
+from seatkit.seat.grammar import PROFILE_NAME, Key, ProfileName, Text, matches
+from seatkit.seat.sections import (
+    Decision,
+    Docker,
+    Experiment,
+    ForkOnly,
+    Gpus,
+    Image,
+    Kubernetes,
+    ModelDir,
+    Native,
+    Rig,
+    Server,
+    Speculative,
 )
 from seatkit.validation import validate
 
 DEFAULT_PROFILE = "dsv4-flash-dspark-tp4"
 EMBEDDED_DEFAULT = "cpu-smollm2"
+# What the profile's own fields set on the vLLM command line: vllm_args must not set them again.
+RESERVED_ARGS = {
+    "model",
+    "host",
+    "port",
+    "served-model-name",
+    "tensor-parallel-size",
+    "speculative-config",
+    "api-key",
+}
+
+
+def _no_nul(value, where: str) -> None:
+    """No string of a profile may hold a NUL byte: execve and bash cannot carry one."""
+    if isinstance(value, str) and "\x00" in value:
+        raise ValueError(f"{where} must not hold a NUL byte, got {value!r}")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        _no_nul(key, where)
+        _no_nul(item, f"{where}.{key}")
+
+
+class BaseProfile(Strict):
+    """What every profile has, whatever runs it."""
 
-
-def _no_nul(value: str) -> str:
-    """A value that reaches argv or the environment: execve and bash cannot carry a NUL byte."""
-    if "\x00" in value:
-        raise ValueError(f"must not hold a NUL byte, got {value!r}")
-    return value
-
-
-def _env_name(value: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-        raise ValueError(f"must be an environment variable name, got {value!r}")
-    return value
-
-
-def _flag_name(value: str) -> str:
-    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*(=[^=]+)?", value) or value.startswith("-"):
-        raise ValueError(f"must be a vLLM flag without its leading dashes, got {value!r}")
-    return value
-
-
-def _plain(value: str) -> str:
-    """Text that means the same in bash, compose and docker: no quotes, $, backticks, backslashes
-    or control characters, so it can land anywhere without an escape going wrong."""
-    if not value or re.search(r"[\x00-\x1f\x7f'\"`$\\]", value):
-        raise ValueError(
-            f"must be non-empty plain text without quotes, $, backticks, backslashes "
-            f"or newlines, got {value!r}"
-        )
-    return value
-
-
-def _mount_path(value: str) -> str:
-    if not PurePosixPath(_plain(value)).is_absolute():
-        raise ValueError(f"must be an absolute path, got {value!r}")
-    if set(value) & {":", ","} or ".." in PurePosixPath(value).parts:
-        raise ValueError(f"must be an absolute path without ':', ',' or '..' (docker mounts), got {value!r}")
-    return "/" + "/".join(
-        PurePosixPath(value).parts[1:]
-    )  # one spelling: '/cache/.' and '//cache' are '/cache'
-
-
-def _overlaps(a: str, b: str) -> bool:
-    a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
-    return a.startswith(b) or b.startswith(a)
-
-
-def _upper_env_name(value: str) -> str:
-    if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", value):
-        raise ValueError(f"must be an environment variable name ([A-Z_][A-Z0-9_]*), got {value!r}")
-    return value
-
-
-PlainText = Annotated[str, AfterValidator(_plain)]
-# Any text bash and compose can quote, but not NUL: no process environment can carry it.
-EnvValue = Annotated[str, AfterValidator(_no_nul)]
-MountPath = Annotated[str, AfterValidator(_mount_path)]
-UpperEnvName = Annotated[str, AfterValidator(_upper_env_name)]
-EnvName = Annotated[str, AfterValidator(_env_name)]
-FlagName = Annotated[str, AfterValidator(_flag_name)]
-Port = Annotated[int, Field(ge=1, le=65535)]
-Scalar = str | bool | int | float
-# Docker's own set of ulimit names (docker run --ulimit, compose ulimits).
-UlimitName = Literal[
-    "core",
-    "cpu",
-    "data",
-    "fsize",
-    "locks",
-    "memlock",
-    "msgqueue",
-    "nice",
-    "nofile",
-    "nproc",
-    "rss",
-    "rtprio",
-    "rttime",
-    "sigpending",
-    "stack",
-]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class Image(Strict):
-    """The base image; with `overlay`, the seat runs what `seat build` layers onto it."""
-
-    name: ImageName
-    tag: ImageTag
-    digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
-    overlay: bool = False
-    vllm_dir: ContainerPath = "/opt/venv/lib/python3.12/site-packages/vllm"
-    # The b12x kernel package: its gemm/dense.py is hashed into the image's labels, and a pinned
-    # b12x overlay (overlay/b12x.lock) is copied over it.
-    b12x_dir: ContainerPath = "/opt/venv/lib/python3.12/site-packages/b12x"
-    smoke_imports: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*$")]] = []
-    # An image built elsewhere: `seat up` reports how its vllm package differs from the overlay lock.
-    compare_overlay: bool = False
-
-    @property
-    def reference(self) -> str:
-        """What docker runs: pinned by digest when there is one."""
-        ref = f"{self.name}:{self.tag}"
-        return f"{ref}@{self.digest}" if self.digest else ref
-
-
-class Server(Strict):
-    host: Host = "127.0.0.1"
-    port: Port = 8000
-    served_model_name: ServedName
-    api_key: bool = False
-    health_timeout_s: Annotated[float, Field(gt=0)] = 600.0
-    reserved_ports: list[Port] = []
-    reserved_names: list[ContainerName] = []
-
-    @model_validator(mode="after")
-    def _port_not_reserved(self):
-        if self.port in self.reserved_ports:
-            raise ValueError(f"port {self.port} is listed in reserved_ports")
-        return self
-
-
-class Gpus(Strict):
-    count: Annotated[int, Field(ge=0, le=64)]
-    tensor_parallel_size: Annotated[int, Field(ge=1, le=64)] = 1
-
-    @model_validator(mode="after")
-    def _tp_divides(self):
-        if self.count and self.count % self.tensor_parallel_size:
-            raise ValueError(
-                f"tensor_parallel_size {self.tensor_parallel_size} does not divide the {self.count} GPUs"
-            )
-        if self.count and self.tensor_parallel_size > self.count:
-            raise ValueError(
-                f"tensor_parallel_size {self.tensor_parallel_size} needs at least "
-                f"that many GPUs, count is {self.count}"
-            )
-        return self
-
-
-# A hub repository (owner/name, neither starting with '-' or '.': it reaches `hf`'s argv) and a commit.
-HUB_REPOSITORY = r"^\w[\w.-]*/\w[\w.-]*$"
-HUB_REVISION = r"^[0-9a-f]{40}$"
-
-
-class ModelDir(Strict):
-    """A model directory: where it lives on the host and what preflight checks in it."""
-
-    host_dir: HostPath | None = None
-    mount: HostPath | None = None
-    build: Literal["tiny-llama", "smollm2-135m"] | None = None
-    files: list[ModelFile] = ["config.json"]
-    shards_from_index: bool = False
-    # Where the files come from on the hub, and at which commit (`seat model fetch`, the lock).
-    repository: Annotated[str, Field(pattern=HUB_REPOSITORY)] | None = None
-    revision: Annotated[str, Field(pattern=HUB_REVISION)] | None = None
-
-    @model_validator(mode="after")
-    def _one_source(self):
-        if (self.host_dir is None) == (self.build is None):
-            raise ValueError(
-                "give exactly one of host_dir (a directory on the host) or build "
-                "(a model the kit builds locally)"
-            )
-        if self.shards_from_index and "model.safetensors.index.json" not in self.files:
-            raise ValueError("shards_from_index needs model.safetensors.index.json in files")
-        return self
-
-
-class Speculative(Strict):
-    method: Key
-    num_speculative_tokens: Annotated[int, Field(ge=1, le=16)]
-    draft_model: Key | None = None
-    config: dict[str, Any] = {}
-
-    @model_validator(mode="after")
-    def _consistent(self):
-        clash = {"method", "num_speculative_tokens", "model"} & set(self.config)
-        if clash:
-            raise ValueError(f"config repeats {sorted(clash)}: set them as fields of speculative")
-        temps = self.config.get("dspark_sts_temperatures")
-        if temps is not None:
-            if not isinstance(temps, list) or len(temps) != self.num_speculative_tokens:
-                raise ValueError(
-                    "config.dspark_sts_temperatures must list one temperature per "
-                    f"draft position ({self.num_speculative_tokens})"
-                )
-            if not all(isinstance(t, (int, float)) and t > 0 for t in temps):
-                raise ValueError("config.dspark_sts_temperatures must all be numbers above 0")
-        return self
-
-
-class ForkOnly(Strict):
-    """What only the b12x fork knows: `seat lint` reports these as fork-only, not unknown."""
-
-    args: list[FlagName] = []
-    speculative_keys: list[Key] = []
-    reason: Text = ""
-
-
-class Cache(Strict):
-    host_dir: HostPath
-    mount: HostPath
-
-
-class ExtraMount(Strict):
-    """A bind mount for experiments (the original script's EXTRA_MOUNTS)."""
-
-    source: MountPath
-    target: MountPath
-    read_only: bool = True
-
-
-class Docker(Strict):
-    container_name: ContainerName
-    gpus: Literal["all"] | list[Annotated[int, Field(ge=0)]] = "all"
-    ipc: Literal["host", "private", "shareable"] = "host"
-    network: Literal["host", "none"] = "host"
-    init: bool = True
-    ulimits: dict[UlimitName, Annotated[int, Field(ge=-1)]] = {}  # -1: unlimited
-    cache: Cache | None = None
-    unset_env: list[EnvName] = []
-    stop_grace_s: Annotated[int, Field(ge=1)] = 120
-    restart: Literal["no", "unless-stopped", "on-failure", "always"] = "unless-stopped"
-    # Experiments (the original's EXTRA_MOUNTS / EXTRA_ENVS), rendered into every launch form.
-    extra_mounts: list[ExtraMount] = []
-    extra_env: dict[UpperEnvName, PlainText] = {}
-    # Passed from the launching shell into the container only when set there.
-    pass_env: list[UpperEnvName] = []
-
-    @model_validator(mode="after")
-    def _extras_distinct(self):
-        targets = [m.target for m in self.extra_mounts] + ([self.cache.mount] if self.cache else [])
-        if len(targets) != len(set(targets)):
-            raise ValueError(f"extra_mounts repeat a target (or the cache's): {sorted(targets)}")
-        both = set(self.extra_env) & set(self.pass_env)
-        if both:
-            raise ValueError(f"{sorted(both)} are both in extra_env and pass_env: keep one")
-        unset = {*self.extra_env, *self.pass_env} & set(self.unset_env)
-        if unset:
-            raise ValueError(
-                f"{sorted(unset)} are also in unset_env, whose `env -u` removes them "
-                "before the server starts: keep one"
-            )
-        knobs = [n for n in [*self.extra_env, *self.pass_env] if n.startswith("SEAT_")]
-        if knobs:
-            raise ValueError(
-                f"{knobs} are the kit's own SEAT_* names (knobs the script sets "
-                "without exporting): pick another name"
-            )
-        if "VLLM_API_KEY" in {*self.extra_env, *self.pass_env}:
-            raise ValueError(
-                "VLLM_API_KEY comes only from the key file (server.api_key: true), "
-                "not from extra_env or pass_env"
-            )
-        secrets = [n for n in self.pass_env if re.search(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL", n)]
-        if secrets:
-            raise ValueError(
-                f"pass_env {secrets} look like credentials: the launch prints every "
-                "pass_env value in its configuration line"
-            )
-        return self
-
-
-class Native(Strict):
-    """A seat run as a local process from a venv the kit makes (no docker)."""
-
-    python: Program = "python3.11"
-    venv: ContainerName
-    packages: list[Requirement] = Field(min_length=1)
-    constraints: list[Requirement] = []
-    remove: list[Requirement] = []
-    metadata_shim: Version | None = None
-    preload_iomp: bool = False
-
-
-class Rig(Strict):
-    """The hardware and software the profile was made for (documentation only)."""
-
-    gpus: Text = ""
-    interconnect: Text = ""
-    power: Text = ""
-    power_limit_w: Annotated[float, Field(gt=0)] | None = None  # per GPU, for `seat doctor`
-    cpu: Text = ""
-    driver: Text = ""
-    cuda: Text = ""
-    software: dict[Text, Text] = {}
-
-
-class Decision(Strict):
-    topic: Text
-    chosen: Text
-    why: Text
-
-
-DnsLabel = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,40}[a-z0-9])?$")]
-LabelValue = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")]
-
-
-class Kubernetes(Strict):
-    """Many identical seats, one per GPU node, rendered into k8s/<profile>/ by `seat render`."""
-
-    # The workload's name, also its Services' (DNS-1035: a letter first); default: the profile's.
-    name: Annotated[str, Field(pattern=r"^[a-z]([a-z0-9-]{0,40}[a-z0-9])?$")] | None = None
-    namespace: DnsLabel = "default"
-    replicas: Annotated[int, Field(ge=1, le=256)] = 1
-    image: Annotated[str, Field(pattern=r"^[a-z0-9][A-Za-z0-9._/:@-]*$")] | None = None
-    # Values of nvidia.com/gpu.product, the node label GPU feature discovery sets; a node qualifies
-    # when its label is any of them (the original rig mixes Workstation and Max-Q cards).
-    gpu_products: list[LabelValue] = Field(min_length=1)
-    host_profile: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")] = "paper"
-    driver: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+){1,2}$")]  # decides the registry-key form
-    models_volume: Literal["hostPath", "pvc"] = "hostPath"
-    model_claims: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], DnsLabel] = {}
-    api_key_secret: DnsLabel
-    gpu_operator_namespace: DnsLabel = "gpu-operator"
-
-
-class Experiment(Strict):
-    """The one way past the refusals of what_runs.yaml: every result of the seat says UNVERIFIED."""
-
-    unverified: Literal[True]
-    reason: Annotated[Text, Field(min_length=1, max_length=200)]  # printed beside every number
-
-
-class Profile(Strict):
     name: ProfileName
     description: Text
     runtime: Literal["docker", "native"]
     image: Image | None = None
-    docker: Docker | None = None
-    native: Native | None = None
     server: Server
     gpus: Gpus
     models: dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")], ModelDir]
@@ -387,37 +83,12 @@ class Profile(Strict):
     @model_validator(mode="before")
     @classmethod
     def _no_nul_anywhere(cls, data):
-        """No string of a profile may hold a NUL byte: execve and bash cannot carry one."""
-
-        def walk(value, where):
-            if isinstance(value, str) and "\x00" in value:
-                raise ValueError(f"{where} must not hold a NUL byte, got {value!r}")
-            items = (
-                value.items()
-                if isinstance(value, dict)
-                else enumerate(value)
-                if isinstance(value, list)
-                else ()
-            )
-            for key, item in items:
-                walk(key, where)
-                walk(item, f"{where}.{key}")
-
         for key, value in data.items() if isinstance(data, dict) else ():
-            walk(value, key)
+            _no_nul(value, key)
         return data
 
     @model_validator(mode="after")
-    def _runtime_parts(self):
-        if self.runtime == "docker":
-            missing = [k for k in ("image", "docker") if getattr(self, k) is None]
-            if missing:
-                raise ValueError(f"runtime docker needs {' and '.join(missing)}")
-            unmounted = [k for k, m in self.models.items() if m.mount is None or m.build]
-            if unmounted:
-                raise ValueError(f"runtime docker needs host_dir and mount for models {unmounted}")
-        elif self.native is None:
-            raise ValueError("runtime native needs a native section")
+    def _consistent(self):
         if self.model not in self.models:
             raise ValueError(f"model {self.model!r} is not one of models {sorted(self.models)}")
         spec = self.speculative
@@ -426,8 +97,6 @@ class Profile(Strict):
                 f"speculative.draft_model {spec.draft_model!r} is not one of models {sorted(self.models)}"
             )
         kube = self.kubernetes
-        if kube and self.runtime != "docker":
-            raise ValueError("kubernetes needs runtime docker (the pod runs the seat's image)")
         if kube and kube.models_volume == "pvc" and set(kube.model_claims) != set(self.models):
             raise ValueError(
                 f"kubernetes.model_claims must name a claim for each of models {sorted(self.models)}"
@@ -443,31 +112,9 @@ class Profile(Strict):
                 f"env {knobs}: SEAT_* names are the kit's own knobs and switches, set "
                 "at launch, never by a profile: pick another name"
             )
-        reserved = {
-            "model",
-            "host",
-            "port",
-            "served-model-name",
-            "tensor-parallel-size",
-            "speculative-config",
-            "api-key",
-        }
-        if self.docker:
-            clash = (set(self.docker.extra_env) | set(self.docker.pass_env)) & set(self.env)
-            # What the kit mounts: an extra mount on, inside or over one would change it unseen.
-            owned_paths = [m.mount for m in self.models.values()] + (
-                [self.docker.cache.mount] if self.docker.cache else []
-            )
-            mounts = {
-                m.target
-                for m in self.docker.extra_mounts
-                if any(_overlaps(m.target, owned) for owned in owned_paths)
-            }
-            if clash or mounts:
-                raise ValueError(f"docker extras repeat what the profile sets: {sorted(clash | mounts)}")
         if self.experiment is None:
             self._runs_what_is_locked()
-        owned = reserved & set(self.vllm_args)
+        owned = RESERVED_ARGS & set(self.vllm_args)
         if owned:
             raise ValueError(
                 f"vllm_args sets {sorted(owned)}, which the profile's own fields "
@@ -475,16 +122,15 @@ class Profile(Strict):
             )
         return self
 
+    def _refused(self) -> list[str]:
+        """What of the runtime's own section would change what runs (none, unless it says)."""
+        return []
+
     def _runs_what_is_locked(self) -> None:
         """No environment name or mount target that changes what is executed or imported."""
         found = what_runs.refused_env("env", self.env) + what_runs.refused_args(self.vllm_args)
+        found += self._refused()
         image = self.image or Image(name="none", tag="none")
-        if self.docker:
-            found += what_runs.refused_env("docker.extra_env", self.docker.extra_env)
-            found += what_runs.refused_env("docker.pass_env", self.docker.pass_env)
-            # `env -u` before the server: the image's PATH (or PYTHONNOUSERSITE) gone changes what
-            # runs as setting it would, and the outside check resolves with the image's.
-            found += what_runs.refused_env("docker.unset_env", self.docker.unset_env)
         found += filter(
             None,
             (
@@ -500,6 +146,91 @@ class Profile(Strict):
                 + " (an experiment says so: experiment: {unverified: true, reason: ...}, "
                 "and its results are marked UNVERIFIED)"
             )
+
+
+class DockerProfile(BaseProfile):
+    """A seat run in a container of its image."""
+
+    runtime: Literal["docker"]
+    image: Image
+    docker: Docker
+    native: None = None  # a variant of a native profile drops its section: `native: null`
+
+    @model_validator(mode="before")
+    @classmethod
+    def _has_its_sections(cls, data):
+        missing = [k for k in ("image", "docker") if isinstance(data, dict) and data.get(k) is None]
+        if missing:
+            raise ValueError(f"runtime docker needs {' and '.join(missing)}")
+        return data
+
+    @model_validator(mode="after")
+    def _docker_parts(self):
+        unmounted = [k for k, m in self.models.items() if m.mount is None or m.build]
+        if unmounted:
+            raise ValueError(f"runtime docker needs host_dir and mount for models {unmounted}")
+        docker = self.docker
+        clash = (set(docker.extra_env) | set(docker.pass_env)) & set(self.env)
+        # What the kit mounts: an extra mount on, inside or over one would change it unseen.
+        owned_paths = [m.mount for m in self.models.values()] + ([docker.cache.mount] if docker.cache else [])
+        mounts = {
+            m.target
+            for m in docker.extra_mounts
+            if any(overlaps(m.target, owned) for owned in owned_paths if owned)
+        }
+        if clash or mounts:
+            raise ValueError(f"docker extras repeat what the profile sets: {sorted(clash | mounts)}")
+        return self
+
+    def _refused(self) -> list[str]:
+        return [
+            *what_runs.refused_env("docker.extra_env", self.docker.extra_env),
+            *what_runs.refused_env("docker.pass_env", self.docker.pass_env),
+            # `env -u` before the server: the image's PATH (or PYTHONNOUSERSITE) gone changes what
+            # runs as setting it would, and the outside check resolves with the image's.
+            *what_runs.refused_env("docker.unset_env", self.docker.unset_env),
+        ]
+
+
+class NativeProfile(BaseProfile):
+    """A seat run as a local process from a venv the kit makes."""
+
+    runtime: Literal["native"]
+    native: Native
+    docker: None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _has_its_section(cls, data):
+        if isinstance(data, dict) and data.get("native") is None:
+            raise ValueError("runtime native needs a native section")
+        return data
+
+    @model_validator(mode="after")
+    def _no_pod(self):
+        if self.kubernetes:
+            raise ValueError("kubernetes needs runtime docker (the pod runs the seat's image)")
+        return self
+
+
+Profile = Annotated[DockerProfile | NativeProfile, Field(discriminator="runtime")]
+RUNTIMES: dict[str, type[DockerProfile] | type[NativeProfile]] = {
+    "docker": DockerProfile,
+    "native": NativeProfile,
+}
+
+
+class Runtime(BaseModel):
+    """The tag alone, checked before its variant: every other error is then named by its place in
+    the file (pydantic's tagged union would put the tag before each, as in docker.server.port)."""
+
+    model_config = ConfigDict(strict=True)
+    runtime: Literal["docker", "native"]
+
+
+def parse(data: dict) -> Profile:
+    """A profile from its fields (pydantic's ValidationError when they are not one)."""
+    return RUNTIMES[Runtime.model_validate(data).runtime].model_validate(data)
 
 
 def profile_path(name_or_path: str) -> Path:
@@ -598,11 +329,7 @@ def load(name_or_path: str) -> Profile:
     data["name"] = path.stem  # a profile is named by its file, never by a field it inherits
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
     via = f" (extends {', '.join(f.name for f in files[:-1])})" if len(files) > 1 else ""
-    return validate(
-        Profile,
-        {**data, "source": str(path), "sha256": digest},
-        path,
-        "profile",
-        "fix the fields named above; profiles/ holds working examples",
-        via,
-    )
+    fields = {**data, "source": str(path), "sha256": digest}
+    hint = "fix the fields named above; profiles/ holds working examples"
+    runtime = validate(Runtime, fields, path, "profile", hint, via).runtime
+    return validate(RUNTIMES[runtime], fields, path, "profile", hint, via)

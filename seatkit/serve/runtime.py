@@ -16,7 +16,8 @@ from pathlib import Path
 from seatkit import flock, paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.seat import layout
-from seatkit.seat.profiles import Native, Profile
+from seatkit.seat.profiles import Profile
+from seatkit.seat.sections import Native
 from seatkit.serve import model_build
 
 MARKER = "seatkit-runtime.json"

@@ -314,7 +314,7 @@ def test_a_hostile_value_is_refused_or_stays_one_argument(tmp_path_factory, runt
     if not plant(data, slot, value):
         return  # this runtime's profile has no such place; the other one covers it
     try:
-        seat = profiles.Profile.model_validate(data)
+        seat = profiles.parse(data)
     except ValidationError as exc:
         # Named by its place, or (a check across fields) by its field name in the message.
         assert any(
@@ -360,6 +360,6 @@ def test_the_issue_s_examples_are_refused_naming_the_field(runtime, path, value,
         node = node[step]
     node[path[-1]] = value
     with pytest.raises(ValidationError) as caught:
-        profiles.Profile.model_validate(data)
+        profiles.parse(data)
     named = {".".join(str(p) for p in e["loc"] if p != "[key]") for e in caught.value.errors()}
     assert any(n.startswith(field) for n in named), named

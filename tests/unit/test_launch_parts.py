@@ -6,7 +6,7 @@ import stat
 import pytest
 
 from seatkit.errors import SeatError
-from seatkit.seat import profiles
+from seatkit.seat import profiles, sections
 from seatkit.serve import keys, preflight
 from seatkit.serve import spec as specs
 
@@ -92,7 +92,7 @@ def test_api_key_file_is_private_and_stable(tmp_path):
 def test_api_key_never_reaches_the_command_line(monkeypatch, tmp_path):
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
     seat = profiles.load("cpu-smoke").model_copy(
-        update={"server": profiles.Server(served_model_name="tiny", api_key=True)}
+        update={"server": sections.Server(served_model_name="tiny", api_key=True)}
     )
     spec = specs.build(seat)
     assert spec.api_key_file and all("api-key" not in str(w) for w in spec.command)
@@ -103,7 +103,7 @@ def test_speculative_config_splices_a_knob_into_the_draft_path():
     data = profiles._raw(profiles.profile_path("cpu-smoke"))[0]
     data["models"]["draft"] = {"build": "tiny-llama", "files": ["config.json"]}
     data["speculative"] = {"method": "draft_model", "num_speculative_tokens": 3, "draft_model": "draft"}
-    seat = profiles.Profile.model_validate({**data, "name": "draft"})
+    seat = profiles.parse({**data, "name": "draft"})
     word = specs.speculative_config(seat, {"draft": (specs.Ref("SEAT_HOME"), '/m "x"')})
     resolved = specs.resolve(word, {"SEAT_HOME": "/home/u"})
     assert __import__("json").loads(resolved) == {

@@ -7,7 +7,7 @@ import pytest
 
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
-from seatkit.seat.profiles import Native
+from seatkit.seat.sections import Native
 from seatkit.serve import launch, runtime
 from seatkit.serve import spec as specs
 
