@@ -21,7 +21,8 @@ from seatkit.errors import SeatError
 from seatkit.image import b12x, dockerfile, overlay, pin
 from seatkit.image.dockerfile import DOCKERFILE
 from seatkit.seat.overlay_lock import Lock, seat_tag  # noqa: F401 (seat_tag: the name build gives)
-from seatkit.seat.profiles import Image, Profile
+from seatkit.seat.profiles import Profile
+from seatkit.seat.sections import Image
 
 IMAGE_FILES = paths.REPO / "image"
 SCRIPTS = ("entrypoint.sh", "build-check.sh", "smoke.sh", "smoke.py", "health.sh")

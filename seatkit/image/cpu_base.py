@@ -20,7 +20,7 @@ from pathlib import Path
 
 from seatkit.errors import SeatError
 from seatkit.seat import layout
-from seatkit.seat.profiles import Native
+from seatkit.seat.sections import Native
 
 RELEASE = "bookworm"
 # python3.11 matches the host interpreter the wheels are resolved with; curl serves the healthcheck;

@@ -21,7 +21,8 @@ from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.models import hashing
 from seatkit.seat import layout
-from seatkit.seat.profiles import HUB_REPOSITORY, HUB_REVISION, ModelDir, Profile
+from seatkit.seat.profiles import Profile
+from seatkit.seat.sections import HUB_REPOSITORY, HUB_REVISION, ModelDir
 
 LOCK_BYTES = 16 * 1024 * 1024  # a line per file: room for a model of many thousand shards
 HUB_META = Path(".cache") / "huggingface"  # what `hf download --local-dir` keeps beside the files

@@ -156,7 +156,7 @@ def test_kernel_module_config_carries_the_host_profiles_keys():
 def test_a_driver_the_registry_form_does_not_suit_is_refused():
     data = profiles._raw(profiles.profile_path(DEFAULT))[0]
     data["kubernetes"] = {**data["kubernetes"], "driver": "580.167.08"}
-    seat = profiles.Profile.model_validate({**data, "name": DEFAULT})
+    seat = profiles.parse({**data, "name": DEFAULT})
     with pytest.raises(SeatError, match="580.167.08 does not take the five-key"):
         k8s.render(specs.build(seat))
 
@@ -175,14 +175,14 @@ def test_kubernetes_fields_are_validated(field, value):
     data = profiles._raw(profiles.profile_path(DEFAULT))[0]
     data["kubernetes"] = {**data["kubernetes"], field: value}
     with pytest.raises(Exception, match=f"kubernetes.{field}"):
-        profiles.validate(profiles.Profile, {**data, "name": DEFAULT}, "test", "profile", "")
+        profiles.parse({**data, "name": DEFAULT})
 
 
 def test_a_workload_name_that_no_service_can_take_is_refused():
     """A Service name is a DNS-1035 label (a letter first): the API server refuses "4gpu" and
     "4gpu-seats", which the offline schema lets through."""
     data = profiles._raw(profiles.profile_path(DEFAULT))[0]
-    seat = profiles.Profile.model_validate({**data, "name": "4gpu"})
+    seat = profiles.parse({**data, "name": "4gpu"})
     with pytest.raises(SeatError, match="4gpu.*starts with a digit") as raised:
         k8s.render(specs.build(seat))
     assert "kubernetes.name" in raised.value.hint
@@ -192,9 +192,9 @@ def test_pvc_models_need_a_claim_for_each_model():
     data = profiles._raw(profiles.profile_path(DEFAULT))[0]
     data["kubernetes"] = {**data["kubernetes"], "models_volume": "pvc", "model_claims": {"base": "b"}}
     with pytest.raises(Exception, match="model_claims must name a claim"):
-        profiles.Profile.model_validate({**data, "name": DEFAULT})
+        profiles.parse({**data, "name": DEFAULT})
     data["kubernetes"]["model_claims"] = {"base": "base-weights", "draft": "draft-weights"}
-    seat = profiles.Profile.model_validate({**data, "name": DEFAULT})
+    seat = profiles.parse({**data, "name": DEFAULT})
     workload = k8s.statefulset(specs.build(seat))
     claims = [
         v["persistentVolumeClaim"]
@@ -227,4 +227,4 @@ def test_an_api_key_in_the_profiles_env_is_refused():
     data = profiles._raw(profiles.profile_path(DEFAULT))[0]
     data["env"] = {**data.get("env", {}), "VLLM_API_KEY": "baked-in"}
     with pytest.raises(Exception, match="VLLM_API_KEY comes only from"):
-        profiles.Profile.model_validate({**data, "name": DEFAULT})
+        profiles.parse({**data, "name": DEFAULT})

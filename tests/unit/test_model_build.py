@@ -194,7 +194,7 @@ def test_gguf_names_map_to_hugging_face_names_and_unknown_ones_stop_the_build(ca
 def test_every_build_a_profile_may_name_has_a_recipe():
     from typing import get_args
 
-    from seatkit.seat.profiles import ModelDir
+    from seatkit.seat.sections import ModelDir
 
     literal, _none = get_args(ModelDir.model_fields["build"].annotation)
     assert set(get_args(literal)) == set(model_build.names())

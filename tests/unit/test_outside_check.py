@@ -14,7 +14,7 @@ from docker.errors import NotFound
 
 from seatkit import engine, paths
 from seatkit.image import outside
-from seatkit.seat import profiles
+from seatkit.seat import profiles, sections
 from seatkit.seat.overlay_lock import Lock
 
 VENV = "/opt/venv"
@@ -322,7 +322,7 @@ def test_a_mount_the_image_links_onto_the_import_path_is_refused(
     mounted = profile.model_copy(
         update={
             "docker": profile.docker.model_copy(
-                update={"extra_mounts": [profiles.ExtraMount(source="/srv/exp", target=target)]}
+                update={"extra_mounts": [sections.ExtraMount(source="/srv/exp", target=target)]}
             )
         }
     )
@@ -337,7 +337,7 @@ def test_a_mount_through_a_link_that_stays_off_the_import_path_is_fine(monkeypat
     mounted = profile.model_copy(
         update={
             "docker": profile.docker.model_copy(
-                update={"extra_mounts": [profiles.ExtraMount(source="/srv/exp", target="/scratch/x")]}
+                update={"extra_mounts": [sections.ExtraMount(source="/srv/exp", target="/scratch/x")]}
             )
         }
     )
@@ -362,7 +362,7 @@ def test_a_mount_that_shadows_the_standard_library_for_spawned_workers_is_refuse
     mounted = profile.model_copy(
         update={
             "docker": profile.docker.model_copy(
-                update={"extra_mounts": [profiles.ExtraMount(source="/srv/exp", target=target)]}
+                update={"extra_mounts": [sections.ExtraMount(source="/srv/exp", target=target)]}
             )
         }
     )
@@ -381,7 +381,7 @@ def test_mounts_that_put_no_standard_library_name_in_the_working_directory_are_f
     mounted = profile.model_copy(
         update={
             "docker": profile.docker.model_copy(
-                update={"extra_mounts": [profiles.ExtraMount(source="/srv/exp", target=target)]}
+                update={"extra_mounts": [sections.ExtraMount(source="/srv/exp", target=target)]}
             )
         }
     )
