@@ -35,7 +35,7 @@ def refused_env(field: str, names) -> list[str]:
 
 def shell_pattern() -> str:
     """The names, PATH apart, as one bash `case` pattern: what a native seat's script unsets from
-    the shell it is run in, as `seat up` leaves them out (launch._inherited)."""
+    the shell it is run in, as `seat up` leaves them out (seatkit.serve.backends.native.inherited)."""
     env = _data()["env"]
     return "|".join([n for n in env["names"] if n != "PATH"] + [f"{p}*" for p in env["prefixes"]])
 

@@ -80,7 +80,7 @@ def container_pids(ident: str) -> list[int]:
 
 def check(port: int, pids_of) -> str:
     """OURS, NOT_YET, or 'unverifiable: …'; raises when a foreign process listens on the port."""
-    for attempt in range(2):  # a socket closed between the two reads is not a stranger
+    for _ in range(2):  # a socket closed between the two reads is not a stranger
         table = listening(port)
         if table is None:
             return "unverifiable: cannot read the kernel's socket tables (" + ", ".join(TABLES) + ")"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
-from seatkit.seat.profiles import Profile
+from seatkit.seat.profiles import NativeProfile, Profile
 from seatkit.serve import runtime
 from seatkit.serve.spec import build, resolve
 
@@ -35,7 +35,7 @@ def linter_python(profile: Profile, python: str | None = None) -> Path:
     """The Python whose vLLM judges the arguments."""
     if python:
         return Path(python)
-    owner = profile if profile.runtime == "native" else profiles.load(profiles.EMBEDDED_DEFAULT)
+    owner = profile if isinstance(profile, NativeProfile) else profiles.load(profiles.EMBEDDED_DEFAULT)
     path = runtime.python_of(owner)
     if not path.exists():
         raise SeatError(

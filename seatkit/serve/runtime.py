@@ -16,7 +16,7 @@ from pathlib import Path
 from seatkit import flock, paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.seat import layout
-from seatkit.seat.profiles import Profile
+from seatkit.seat.profiles import NativeProfile, Profile
 from seatkit.seat.sections import Native
 from seatkit.serve import model_build
 
@@ -202,16 +202,22 @@ def ensure_model(
     return out
 
 
-def setup(profile: Profile, say: Progress = print) -> dict[str, Path]:
-    """Everything a native profile needs on this machine; docker profiles need nothing here."""
-    if profile.runtime != "native":
+def native_of(profile: Profile) -> Native:
+    """The profile's native section: a docker profile has no local runtime."""
+    if not isinstance(profile, NativeProfile):
         raise SeatError(
             f"{profile.name} runs in docker: there is no local runtime to set up",
             f"build or pull its image instead (seat build {profile.name})",
         )
+    return profile.native
+
+
+def setup(profile: Profile, say: Progress = print) -> dict[str, Path]:
+    """Everything a native profile needs on this machine; docker profiles need nothing here."""
+    native = native_of(profile)
     from seatkit.models import lock as model_locks  # it imports this module
 
-    venv = ensure_venv(profile.native, say)
+    venv = ensure_venv(native, say)
     made = {"venv": venv}
     locked = model_locks.read(profile) or {}
     for key, model in profile.models.items():
@@ -222,4 +228,4 @@ def setup(profile: Profile, say: Progress = print) -> dict[str, Path]:
 
 
 def python_of(profile: Profile) -> Path:
-    return venv_dir(profile.native) / "bin" / "python"
+    return venv_dir(native_of(profile)) / "bin" / "python"

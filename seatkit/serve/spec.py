@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from seatkit import paths
 from seatkit.models import lock as model_locks
 from seatkit.seat import grammar, overlay_lock
-from seatkit.seat.profiles import Profile
+from seatkit.seat.profiles import NativeProfile, Profile
 from seatkit.serve import keys, nsys, pins
 
 
@@ -74,7 +74,7 @@ class LaunchSpec:
 
     @property
     def native(self) -> bool:
-        return self.profile.runtime == "native"
+        return isinstance(self.profile, NativeProfile)
 
     def container_knobs(self, values: dict[str, str]) -> dict[str, str]:
         """Knobs the container reads at run time (its healthcheck probes SEAT_HOST:SEAT_PORT)."""
@@ -197,7 +197,7 @@ def build(profile: Profile) -> LaunchSpec:
     model_paths: dict[str, Word] = {}
     locked = model_locks.read(profile) or {}
 
-    if profile.runtime == "native":
+    if isinstance(profile, NativeProfile):
         knobs.insert(0, _native_home())
         home = (Ref("SEAT_HOME"),)
         venv = home + (f"/venvs/{profile.native.venv}",)

@@ -146,7 +146,7 @@ def plant(data: dict, path: tuple, value: str) -> bool:
 def _names(path: tuple, loc: tuple) -> bool:
     """Does a validation error's location name the planted field (or the section holding it)?"""
     loc = [p for p in loc if p != "[key]"]
-    matched = [step in ("*", "{key}") or step == part for step, part in zip(path, loc)]
+    matched = [step in ("*", "{key}") or step == part for step, part in zip(path, loc, strict=False)]
     return bool(matched) and all(matched)
 
 

@@ -22,8 +22,11 @@ from seatkit import engine, flock, paths, when
 from seatkit.cli import progress as cli_progress
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
-from seatkit.serve import identity, keys, launch, render
+from seatkit.serve import backends, identity, keys, launch, render
 from seatkit.serve import spec as specs
+from seatkit.serve.backends import native
+from seatkit.serve.backends.docker import create_and_start
+from seatkit.serve.backends.native import TOKEN_ENV, process_start
 
 KEYED = "cpu-smoke-keyed"
 
@@ -137,11 +140,11 @@ def test_up_makes_the_key_before_preflight_and_hands_it_to_the_server_only(home,
         started.update(env)
         raise SeatError("stand-in start")
 
-    monkeypatch.setattr(launch, "_native_start", fake_start)
+    monkeypatch.setattr(native, "spawn", fake_start)
     with pytest.raises(SeatError, match="stand-in start"):
         launch.up(specs.build(profiles.load(KEYED)))
     key = (home / "keys" / KEYED).read_text().strip()
-    token = started.pop(launch.TOKEN_ENV)  # the run's own, not a secret of the seat's
+    token = started.pop(TOKEN_ENV)  # the run's own, not a secret of the seat's
     assert (
         len(token) == 32
         and started == {"VLLM_API_KEY": key}
@@ -241,7 +244,7 @@ def test_unreadable_socket_tables_are_unverifiable_not_nobody_listening(stand_in
         "tiny",
         str(tmp_path / "log"),
         0,
-        since=launch.process_start(proc.pid),
+        since=process_start(proc.pid),
     )
     assert launch.require_identity(run) == proof
 
@@ -283,7 +286,7 @@ def test_wait_ready_keeps_waiting_through_odd_models_json(tmp_path):
             "tiny",
             str(tmp_path / "log"),
             0,
-            since=launch.process_start(proc.pid),
+            since=process_start(proc.pid),
         )
         with pytest.raises(SeatError, match="not ready after 5 s .waiting for models"):
             launch.wait_ready(run, 5, lambda stage, t: None)
@@ -302,7 +305,7 @@ def test_wait_ready_refuses_a_stranger_on_the_port_at_once(stand_in_seat, tmp_pa
         "tiny",
         str(tmp_path / "log"),
         0,
-        since=launch.process_start(proc.pid),
+        since=process_start(proc.pid),
     )
     with reuseport_listener(port):
         with pytest.raises(SeatError, match="another process, not the seat"):
@@ -343,7 +346,7 @@ def test_status_uses_the_key_and_prints_times_a_person_reads(home):
         str(home / "log"),
         started,
         api_key_file=str(key_path),
-        since=launch.process_start(os.getpid()),
+        since=process_start(os.getpid()),
     )
     launch._record(run)
     from seatkit.cli.app import seat
@@ -434,7 +437,7 @@ def test_human_times():
     for odd in (float("nan"), float("inf"), 1e20, -1e20):  # a torn record: no traceback
         assert when.stamp(odd) == f"{odd!r} (not a time)"
     assert when.readable({"started": 1e20})["started"] == "1e+20 (not a time)"
-    ticks = launch.process_start(os.getpid())
+    ticks = process_start(os.getpid())
     assert abs(when.from_ticks(ticks) - time.time()) < 7 * 86400
 
 
@@ -517,14 +520,14 @@ def test_docker_refusals_are_named_for_what_they_are(monkeypatch, home, gpus, sa
     values = {**spec.values({}), "SEAT_IMAGE": "x", "SEAT_CONTAINER": "nvidia-seat"}
     run = launch.Running("seat", "docker", "", "http://127.0.0.1:9", "m", str(home / "log"), time.time())
     with pytest.raises(SeatError, match=re.escape(expected)):
-        launch._docker_start(spec, values, {}, run)
+        create_and_start(spec, values, {}, run, launch._record)
     assert launch.recorded("seat").ident == Container.id  # recorded before it started
 
 
 def test_a_second_seat_up_while_one_is_starting_is_refused_and_starts_nothing(home, monkeypatch):
     """Two `seat up` of one profile at once used to both find it down and both start a server."""
     started = []
-    monkeypatch.setattr(launch, "_native_start", lambda *args: started.append(args) or "1")
+    monkeypatch.setattr(native, "spawn", lambda *args: started.append(args) or "1")
     spec = specs.build(profiles.load("cpu-smoke"))
     with flock.exclusive(
         launch._state_file("cpu-smoke").with_suffix(".lock"), "seat up cpu-smoke", "busy", ""
@@ -631,7 +634,7 @@ def test_logs_of_a_native_seat_whose_log_is_gone_is_a_clear_error(home):
             "m",
             str(home / "logs" / "gone.log"),
             time.time(),
-            since=launch.process_start(os.getpid()),
+            since=process_start(os.getpid()),
         )
     )
     done = seat_cli(["logs", "cpu-smoke"], home)
@@ -679,7 +682,7 @@ def test_a_failure_on_the_way_out_with_the_engine_gone_keeps_the_record(home, tm
         time.time(),
     )
     launch._record(run)
-    launch._save_docker_log(run)
+    backends.of("docker").save_log(run)
     launch._stop_quietly(run)
     assert launch.recorded(profiles.DEFAULT_PROFILE) == run and not (home / "log").exists()
 

@@ -13,6 +13,7 @@ import pytest
 from test_launch_hostile import home, seat_cli, stand_in_server  # noqa: F401 (home: a fixture)
 
 from seatkit.serve import launch
+from seatkit.serve.backends.native import boot_id, process_start
 
 SEAT = str(Path(sys.executable).parent / "seat")
 
@@ -108,7 +109,7 @@ def test_down_during_up_stops_the_seat_and_up_says_so(profile, home):  # noqa: F
 def test_a_pid_recorded_before_a_reboot_and_held_by_a_stranger_is_never_signalled(home):  # noqa: F811
     stranger = subprocess.Popen(["sleep", "300"])
     try:
-        since = launch.process_start(stranger.pid)
+        since = process_start(stranger.pid)
         launch._record(
             launch.Running(
                 "cpu-smoke",
@@ -137,7 +138,7 @@ def test_a_record_of_this_boot_names_its_boot(profile, home):  # noqa: F811
     up = start_up(profile, home)
     try:
         run = wait_recorded(up)
-        assert run.boot == launch.boot_id() != "" and len(run.token) == 32
+        assert run.boot == boot_id() != "" and len(run.token) == 32
     finally:
         finish(up)
 
@@ -157,8 +158,8 @@ def test_a_hand_edited_record_naming_a_strangers_pid_and_start_time_is_never_sig
                 "m",
                 str(home / "log"),
                 time.time(),
-                since=launch.process_start(stranger.pid),
-                boot=launch.boot_id(),
+                since=process_start(stranger.pid),
+                boot=boot_id(),
                 token=token,
             )
         )

@@ -8,8 +8,9 @@ import pytest
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.seat.sections import Native
-from seatkit.serve import launch, runtime
+from seatkit.serve import runtime
 from seatkit.serve import spec as specs
+from seatkit.serve.backends.native import spawn
 
 # pip is already on disk: installing it again is quick and needs no network.
 PLAN = Native(python="python3.11", venv="tiny-venv", packages=["pip"])
@@ -70,7 +71,7 @@ def test_a_script_whose_interpreter_is_gone_fails_with_a_hint(tmp_path, monkeypa
     vllm.chmod(0o755)
     spec = specs.build(profiles.load("cpu-smoke"))
     with pytest.raises(SeatError, match="could not start .*vllm") as caught:
-        launch._native_start(spec, spec.values({}), tmp_path / "log", {})
+        spawn(spec, spec.values({}), tmp_path / "log", {})
     assert "seat setup cpu-smoke" in caught.value.hint
 
 

@@ -1,0 +1,187 @@
+"""The docker runtime: the seat is a container of its image, made through the engine's API.
+
+A container is this home's seat of a profile only while its labels say so: never a stranger that
+took over its name or id, nor a seat the script, compose or another home started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from seatkit import engine, paths
+from seatkit.errors import SeatError
+from seatkit.seat import layout
+from seatkit.serve import identity
+from seatkit.serve.running import Running
+from seatkit.serve.spec import PROFILE_LABEL, LaunchSpec, resolve
+
+VERIFIED = "verified image id"  # where `prepared` keeps it among the knob values
+
+
+def labels(profile: str) -> dict[str, str]:
+    """What marks a container as this SEAT_HOME's seat of this profile (the home's real path:
+    a relative or linked SEAT_HOME names the same home from anywhere)."""
+    return {PROFILE_LABEL: profile, "seatkit.home": str(paths.seat_home().resolve())}
+
+
+def container(run: Running):
+    """The recorded container, when it exists and is this home's seat of this profile."""
+    from docker.errors import NotFound
+
+    try:
+        found = engine.client().containers.get(run.ident)
+    except NotFound:
+        return None
+    marks = found.labels or {}
+    return found if all(marks.get(k) == v for k, v in labels(run.profile).items()) else None
+
+
+def _running(found) -> bool:
+    return found is not None and found.status in ("created", "running")
+
+
+def _devices(gpus) -> list:
+    from docker.types import DeviceRequest
+
+    if gpus == "all":
+        return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    return [DeviceRequest(device_ids=[str(i) for i in gpus], capabilities=[["gpu"]])] if gpus else []
+
+
+def _refusal(text: str, devices: list) -> SeatError:
+    if devices and "could not select device driver" in text:
+        return SeatError(
+            "no NVIDIA container runtime: docker cannot give this container GPUs",
+            "install the NVIDIA container toolkit and restart dockerd",
+        )
+    if devices and "nvidia-container-cli" in text:
+        return SeatError(
+            f"the NVIDIA container runtime could not give this container GPUs: {text}",
+            "check the driver (nvidia-smi) and the toolkit (nvidia-ctk --version)",
+        )
+    return SeatError(f"docker refused to start the seat: {text}")
+
+
+def create_and_start(
+    spec: LaunchSpec, values: dict[str, str], env: dict, run: Running, record: Callable[[Running], None]
+) -> None:
+    """Create the container, record it, then start it: from its first instant, `down` can find it."""
+    from docker.errors import APIError
+    from docker.types import Mount, Ulimit
+
+    p = spec.profile
+    settings = p.docker
+    if settings is None:
+        raise SeatError(f"{p.name} has no docker section")  # a docker profile always has one
+    devices = _devices(settings.gpus)
+    try:
+        made = engine.client().containers.create(
+            values.get(VERIFIED, values["SEAT_IMAGE"]),
+            spec.container_argv(values),
+            name=values["SEAT_CONTAINER"],
+            device_requests=devices,
+            ipc_mode=settings.ipc,
+            network_mode=settings.network,
+            init=settings.init,
+            stop_signal="SIGTERM",
+            ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in settings.ulimits.items()],
+            mounts=[
+                Mount(m.target, resolve(m.source, values), type="bind", read_only=m.read_only)
+                for m in spec.mounts
+            ],
+            environment={**spec.env, **spec.container_knobs(values), **spec.passed_env(), **env},
+            labels=labels(p.name),
+        )
+        run.ident = made.id
+        record(run)
+        made.start()
+    except APIError as exc:
+        raise _refusal(str(exc.explanation or exc), devices) from None
+
+
+class Docker:
+    def check(self, run: Running) -> None:
+        if not (len(run.ident) == 64 and set(run.ident) <= set("0123456789abcdef")):
+            raise ValueError(f"a docker seat's ident {run.ident!r} is not a full container id")
+
+    def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> dict[str, str]:
+        """An overlay image is checked from outside, then run by the id it checked, since a tag
+        can move meanwhile."""
+        p = spec.profile
+        if p.image is None or not p.image.overlay:
+            return values
+        if image_check is None:
+            raise SeatError(
+                f"{p.name} runs an overlay image and nothing checked it from outside",
+                "start it with `seat up`, which does",
+            )
+        return {**values, VERIFIED: image_check(p, values["SEAT_IMAGE"])}
+
+    def start(
+        self,
+        spec: LaunchSpec,
+        values: dict[str, str],
+        env: dict[str, str],
+        run: Running,
+        record: Callable[[Running], None],
+    ) -> None:
+        create_and_start(spec, values, env, run, record)
+
+    def alive(self, run: Running) -> bool:
+        return _running(container(run))
+
+    def listeners(self, run: Running) -> list[int]:
+        return identity.container_pids(run.ident)
+
+    def stop(self, run: Running, grace: float) -> bool:
+        from docker.errors import NotFound
+
+        found = container(run)  # looked up once: whether it runs, and what to stop
+        was_alive = _running(found)
+        try:
+            if found is not None:
+                found.stop(timeout=int(grace))
+                self.save_log(run)  # the engine drops it with the container
+                found.remove(force=True)
+        except NotFound:
+            pass
+        return was_alive
+
+    def save_log(self, run: Running) -> None:
+        """Keep the container's log where `up` keeps the seat's (never where a record says: a
+        record is only text); nothing to keep once someone removed the container (or the engine
+        went away)."""
+        gone: tuple[type[BaseException], ...] = (SeatError, OSError, *engine.errors())
+        try:
+            layout.seat_log(run.profile).write_bytes(b"".join(self.logs(run, follow=False)))
+        except gone:
+            pass
+
+    def logs(self, run: Running, follow: bool) -> Iterator[bytes]:
+        found = container(run)
+        if found is None:
+            raise SeatError(
+                f"the container of {run.profile} ({run.ident[:12]}) is gone",
+                f"what `seat up` saved of its log, if anything: {run.log}",
+            )
+        yield from found.logs(stream=True, follow=follow)
+        if follow:
+            engine.client()  # a stream that ended because the engine went away says so
+
+    def unrecorded(self, profile: str) -> list[Running]:
+        """Containers of this profile and SEAT_HOME that no record names: a `seat up` killed
+        between creating the container and recording it. Nothing when no engine answers."""
+        try:
+            found = engine.client().containers.list(
+                all=True, filters={"label": [f"{k}={v}" for k, v in labels(profile).items()]}
+            )
+        except engine.NoEngine:
+            return []
+        log = str(layout.seat_log(profile))
+        return [Running(profile, "docker", c.id, "", "", log, 0.0) for c in found]
+
+    def describe(self, run: Running) -> str:
+        return f"container {run.ident[:12]}"
+
+
+BACKEND = Docker()

@@ -1,0 +1,200 @@
+"""The native runtime: the seat is a process group started from the profile's venv.
+
+A native seat is its PID with its start time in its boot, and the token of the `seat up` that
+started it in its environment: a PID recycled since names a stranger, never signalled.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from seatkit import safe_yaml
+from seatkit.errors import SeatError
+from seatkit.seat import layout, what_runs
+from seatkit.serve import identity
+from seatkit.serve.running import Running
+from seatkit.serve.spec import LaunchSpec, resolve
+
+PID_MAX = 1 << 22  # the kernel's ceiling for pid_max: every PID is below it
+TOKEN_ENV = "SEATKIT_RUN_TOKEN"
+
+
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:  # no procfs: start times are all there is
+        return ""
+
+
+def process_start(pid: int) -> str | None:
+    """When a live (not zombie) process started, in clock ticks since boot; None when gone.
+
+    A recycled PID gets another start time, so the pair names exactly the process `up` started.
+    Unlike its command line, this is readable at every instant, even in the middle of an exec.
+    """
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else fields[19]
+
+
+def inherited() -> dict[str, str]:
+    """This shell's environment less what changes what the seat runs (a PYTHONPATH or LD_PRELOAD
+    left exported): the profile alone decides that, as in a container. PATH stays: the server is
+    started by its full path, and the compilers its JIT runs are the host's."""
+    return {k: v for k, v in os.environ.items() if k == "PATH" or not what_runs.env_reason(k)}
+
+
+def spawn(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict) -> str:
+    """Start the server in its own session, its output into the log; its PID."""
+    run_env = {**inherited(), **spec.env, **env}
+    venv = resolve(spec.venv or (), values)
+    iomp = Path(venv) / "lib" / "libiomp5.so"
+    native = spec.profile.native
+    if native is not None and native.preload_iomp and iomp.exists():
+        run_env["LD_PRELOAD"] = ":".join(
+            filter(None, [str(iomp), spec.env.get("LD_PRELOAD")])
+        )  # as the script
+    argv = [resolve(w, values) for w in spec.command]
+    with log.open("ab") as fh:
+        try:
+            # Its own session, so `down` can stop the server and every worker it forked.
+            proc = subprocess.Popen(
+                argv,
+                env=run_env,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as exc:  # ENOENT here also means a script whose interpreter is gone
+            raise SeatError(
+                f"could not start {argv[0]}: {exc.strerror}",
+                f"run `seat setup {spec.profile.name}` to make its runtime again",
+            ) from None
+    return str(proc.pid)
+
+
+def holds_token(run: Running) -> bool:
+    """Whether the recorded PID's environment holds the record's token, which only the `seat up`
+    that started it knew. A start time can be copied from /proc/PID/stat into a record edited by
+    hand; this cannot (another user's environment is not even readable)."""
+    try:
+        environ = safe_yaml.read_bytes(
+            Path(f"/proc/{int(run.ident)}/environ"), "process environment", 4 << 20
+        )
+    except (SeatError, OSError):
+        return False
+    return bool(run.token) and f"{TOKEN_ENV}={run.token}".encode() in environ.split(b"\0")
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status when this process started the server (no zombie left behind)."""
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Native:
+    def check(self, run: Running) -> None:
+        if not (
+            run.ident.isascii()
+            and run.ident.isdigit()
+            and run.ident == str(int(run.ident))
+            and 1 < int(run.ident) < PID_MAX
+            and (run.since == "" or run.since.isascii() and run.since.isdigit())
+        ):
+            raise ValueError(
+                f"a native seat's ident {run.ident!r} (since {run.since!r}) is not a PID `up` started"
+            )
+
+    def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> dict[str, str]:
+        return values
+
+    def start(
+        self,
+        spec: LaunchSpec,
+        values: dict[str, str],
+        env: dict[str, str],
+        run: Running,
+        record: Callable[[Running], None],
+    ) -> None:
+        # The token in its environment proves, before any signal, that the PID is ours.
+        run.ident = spawn(spec, values, Path(run.log), {**env, TOKEN_ENV: run.token})
+        run.since = process_start(int(run.ident)) or ""
+        record(run)
+
+    def alive(self, run: Running) -> bool:
+        return (
+            bool(run.since)
+            and (not run.boot or run.boot == boot_id())
+            and process_start(int(run.ident)) == run.since
+        )
+
+    def listeners(self, run: Running) -> list[int]:
+        return identity.session_pids(int(run.ident))
+
+    def stop(self, run: Running, grace: float) -> bool:
+        was_alive = self.alive(run)
+        pid = int(run.ident)
+        if was_alive and not holds_token(run):
+            raise SeatError(
+                f"PID {pid} has the recorded start time, but not {run.profile}'s run token: "
+                "it cannot be proven to be the seat, so nothing was signalled",
+                f"check it with `ps -p {pid} -o pid,lstart,args`; stop it by hand if it is "
+                f"the seat, then delete {layout.run_record(run.profile)}",
+            )
+        if was_alive:
+            _signal_group(pid, signal.SIGTERM)
+            deadline = time.monotonic() + grace
+            while self.alive(run) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            # The workers share the server's process group: end any that outlived it. Only
+            # while the group was ours: a recycled PID may lead someone else's group.
+            _signal_group(pid, signal.SIGKILL)
+        _reap(pid)
+        return was_alive
+
+    def save_log(self, run: Running) -> None:
+        """The server writes its log where `up` keeps it."""
+
+    def logs(self, run: Running, follow: bool) -> Iterator[bytes]:
+        try:
+            fh = open(run.log, "rb")
+        except OSError as exc:
+            raise SeatError(
+                f"the log of {run.profile} cannot be read: {run.log} ({exc.strerror})",
+                f"seat status {run.profile}; `seat up` starts a new log",
+            ) from None
+        with fh:
+            while True:
+                chunk = fh.read(65536)
+                if chunk:
+                    yield chunk
+                elif not follow or not self.alive(run):
+                    return
+                else:
+                    time.sleep(0.3)
+
+    def unrecorded(self, profile: str) -> list[Running]:
+        return []  # a process group is found by its record alone
+
+    def describe(self, run: Running) -> str:
+        return f"PID {run.ident}"
+
+
+BACKEND = Native()
