@@ -34,7 +34,7 @@ def session_of(profile: str) -> tuple[object, str, str]:
     loaded = profiles.load(profile)
     profile = loaded.name
     running = launch.recorded(profile)
-    if running is None or not launch.alive(running) or running.runtime != "docker":
+    if running is None or not launch.alive(running) or not launch.in_container(running):
         raise SeatError(
             f"--nsys needs a docker seat of {profile} started by `seat up`",
             f"SEAT_NSYS=session seat up {profile}",

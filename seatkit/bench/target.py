@@ -56,7 +56,7 @@ def _model_name(model) -> str:
 def _labels(running: launch.Running) -> tuple[dict | None, list[dict]]:
     """The container's image labels (base digest, overlay hashes, once `seat build` sets them) and
     its mounts."""
-    if running.runtime != "docker":
+    if not launch.in_container(running):
         return None, []
     container = engine.client().containers.get(running.ident)
     return container.image.labels, container.attrs.get("Mounts") or []

@@ -158,7 +158,7 @@ def down_cmd(profile: str, grace: int):
 def _may_run_in_docker(profile: str) -> bool:
     """Whether `down` should look for the profile's containers (a native one never asks docker)."""
     try:
-        return profiles.load(profile).runtime == "docker"
+        return isinstance(profiles.load(profile), profiles.DockerProfile)
     except SeatError:  # the profile is gone or broken: what it started may be a container
         return True
 

@@ -9,7 +9,7 @@ from seatkit import engine
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
 from seatkit.seat import what_runs
-from seatkit.seat.profiles import Profile
+from seatkit.seat.profiles import NativeProfile, Profile
 from seatkit.serve import launch, runtime
 
 LAYER = "image"
@@ -69,7 +69,7 @@ def overlay(profile: Profile, image: str) -> Row:
     running = launch.recorded(profile.name)
     where, is_container = image, False
     try:
-        if running and running.runtime == "docker" and launch.alive(running):
+        if running and launch.in_container(running) and launch.alive(running):
             where, is_container = running.ident, True
         verdict = outside.check(profile, where, outside.lock_for(image, overlays.load()), is_container)
     except (engine.NoEngine, *engine.errors()):
@@ -103,7 +103,7 @@ def experiment(profile: Profile) -> list[Row]:
 
 
 def rows(profile: Profile, image: str | None) -> list[Row]:
-    if profile.runtime == "native":
+    if isinstance(profile, NativeProfile):
         return [*experiment(profile), native(profile)]
     if not profile.image.overlay:
         return [*experiment(profile), base(profile), labels(image, profile)]

@@ -39,7 +39,7 @@ def _get(run: launch.Running, path: str) -> str:
 
 def identity(run: launch.Running) -> Row:
     _get(run, "/health")
-    what = f"PID {run.ident}" if run.runtime == "native" else f"container {run.ident[:12]}"
+    what = launch.describe(run)
     return ok(
         LAYER,
         "identity",

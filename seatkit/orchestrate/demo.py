@@ -33,7 +33,7 @@ def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Pat
     """A short bench of code and prose on a seat this call starts and stops."""
     profile = profiles.load(name)
     start = time.monotonic()  # the whole of this command; the kit's own install (make) came before
-    if profile.runtime == "native":
+    if isinstance(profile, profiles.NativeProfile):
         runtime.setup(profile, say=lambda m: say(f"setup: {m}"))
     setup_s = time.monotonic() - start
     seat, waited = launch.up(

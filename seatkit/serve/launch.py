@@ -85,6 +85,16 @@ def alive(run: Running) -> bool:
     return backends.of(run.runtime).alive(run)
 
 
+def in_container(run: Running) -> bool:
+    """Whether the recorded seat is a container of the docker engine (else a local process)."""
+    return backends.of(run.runtime).container
+
+
+def describe(run: Running) -> str:
+    """What the seat is, for people: `PID 123` or `container 0123456789ab`."""
+    return backends.of(run.runtime).describe(run)
+
+
 def _tail(log: str, lines: int = 20) -> str:
     try:
         return "".join(Path(log).read_text(errors="replace").splitlines(True)[-lines:])

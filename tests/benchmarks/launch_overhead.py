@@ -17,6 +17,7 @@ from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.serve import launch, preflight, runtime
 from seatkit.serve import spec as specs
+from seatkit.serve.backends.native import process_start, spawn
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 SEAT = os.path.join(os.path.dirname(sys.executable), "seat")
@@ -39,7 +40,7 @@ def bare(port: int, log: str) -> float:
     spec = specs.build(profiles.load("cpu-smoke"))
     values = {**spec.values(), "SEAT_PORT": str(port)}
     start = time.monotonic()
-    pid = launch._native_start(spec, values, Path(log), {})
+    pid = spawn(spec, values, Path(log), {})
     run = launch.Running(
         "cpu-smoke",
         "native",
@@ -48,7 +49,7 @@ def bare(port: int, log: str) -> float:
         "tiny",
         log,
         start,
-        since=launch.process_start(int(pid)),
+        since=process_start(int(pid)),
     )
     try:
         launch.wait_ready(run, 900, lambda stage, t: None)

@@ -14,6 +14,7 @@ from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.serve import launch
 from seatkit.serve import spec as specs
+from seatkit.serve.backends.docker import labels
 
 
 def image_id(profile, image):
@@ -262,7 +263,7 @@ def test_down_finds_the_container_of_a_seat_up_killed_before_it_recorded_one(bus
     profile = f"orphan-{uuid.uuid4().hex[:8]}"
     client = docker.from_env()
     container = client.containers.create(
-        busybox_image, ["sleep", "600"], network_mode="none", labels=launch._labels(profile)
+        busybox_image, ["sleep", "600"], network_mode="none", labels=labels(profile)
     )
     container.start()
     stranger = client.containers.run(
@@ -352,7 +353,7 @@ def test_the_home_label_is_the_real_path_and_a_record_acts_only_on_its_homes_con
     profile = f"homes-{uuid.uuid4().hex[:8]}"
     client = docker.from_env()
     ours = client.containers.run(
-        busybox_image, ["sleep", "600"], detach=True, network_mode="none", labels=launch._labels(profile)
+        busybox_image, ["sleep", "600"], detach=True, network_mode="none", labels=labels(profile)
     )
     try:
         assert ours.labels["seatkit.home"] == str(real)
@@ -378,11 +379,11 @@ def test_one_down_stops_both_a_stale_records_and_an_unrecorded_container(busybox
     before its record: only a second `seat down` found it."""
     profile = f"stale-{uuid.uuid4().hex[:8]}"
     client = docker.from_env()
-    gone = client.containers.create(busybox_image, ["true"], labels=launch._labels(profile))
+    gone = client.containers.create(busybox_image, ["true"], labels=labels(profile))
     launch._record(launch.Running(profile, "docker", gone.id, "http://127.0.0.1:9", "m", "", time.time()))
     gone.remove()
     orphan = client.containers.run(
-        busybox_image, ["sleep", "600"], detach=True, network_mode="none", labels=launch._labels(profile)
+        busybox_image, ["sleep", "600"], detach=True, network_mode="none", labels=labels(profile)
     )
     try:
         run, stopped = launch.down(profile, grace=1)

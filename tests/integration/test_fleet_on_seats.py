@@ -11,6 +11,7 @@ import pytest
 from conftest import BIN, REPO, free_port
 
 from seatkit.serve import launch
+from seatkit.serve.backends.native import process_start
 
 SEAT = str(BIN / "seat")
 
@@ -44,7 +45,7 @@ def fleet(vllm_runtime, tmp_path_factory):
                 "tiny",
                 str(logs / f"{i}.log"),
                 0,
-                since=launch.process_start(proc.pid),
+                since=process_start(proc.pid),
             )
             launch.wait_ready(run, 900, lambda stage, t: None)
         yield [f"http://127.0.0.1:{port}" for _, port in seats]

@@ -11,13 +11,14 @@ import requests
 from conftest import BIN, REPO, descendants_alive, free_port
 
 from seatkit.serve import client, launch
+from seatkit.serve.backends.native import process_start
 
 
 def wait_health(port, proc, log):
     """The kit's own readiness wait, on a server the kit did not start."""
     url = f"http://127.0.0.1:{port}"
     run = launch.Running(
-        "cpu-smoke", "native", str(proc.pid), url, "tiny", log, 0, since=launch.process_start(proc.pid)
+        "cpu-smoke", "native", str(proc.pid), url, "tiny", log, 0, since=process_start(proc.pid)
     )
     launch.wait_ready(run, 600, lambda stage, t: None)
 

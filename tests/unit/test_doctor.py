@@ -14,6 +14,7 @@ from seatkit.doctor.rows import Row, exit_code, worst
 from seatkit.errors import SeatError
 from seatkit.host import settings
 from seatkit.models import lock as locks
+from seatkit.serve.backends.native import process_start
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 H200 = json.loads((FIXTURES / "h200-doctor.json").read_text())
@@ -218,7 +219,7 @@ def liar_recorded_as_the_seat(answer):
                 "m",
                 "",
                 0.0,
-                since=launch.process_start(os.getpid()),
+                since=process_start(os.getpid()),
             )
         )
         yield prof

@@ -27,6 +27,7 @@ from seatkit.host import status as host_status
 from seatkit.host.system import System
 from seatkit.seat import profiles
 from seatkit.serve import launch
+from seatkit.serve.backends.native import process_start
 
 GOLDEN = REPO / "tests" / "fixtures" / "golden"
 # A Python literal in a cell reads as a bug: {}, [], None, True, False, ['x'].
@@ -159,7 +160,7 @@ def test_status_names_the_process_id_and_prints_no_python_literals(tmp_path, mon
             "tiny",
             str(tmp_path / "cpu-smoke.log"),
             time.time(),
-            since=launch.process_start(os.getpid()),
+            since=process_start(os.getpid()),
         )
     )
     monkeypatch.setattr(
@@ -202,7 +203,7 @@ def test_logs_prints_and_returns_and_follows_only_on_f(tmp_path):
         "tiny",
         str(log),
         time.time(),
-        since=launch.process_start(os.getpid()),
+        since=process_start(os.getpid()),
     )
     (tmp_path / "run" / "cpu-smoke.json").write_text(json.dumps(launch.asdict(record)))
     done = seat_cli(["logs", "cpu-smoke"], tmp_path, timeout=30)

@@ -13,6 +13,7 @@ from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.serve import nsys, render
 from seatkit.serve import spec as specs
+from seatkit.serve.backends.native import process_start
 
 ORIGINAL_PROFILE_FLAGS = [
     "nsys",
@@ -334,7 +335,7 @@ def test_bench_nsys_refuses_a_seat_it_cannot_trace(tmp_path, monkeypatch):
         "tiny",
         "log",
         0.0,
-        since=launch.process_start(os.getpid()),
+        since=process_start(os.getpid()),
     )
     launch._record(native)
     with pytest.raises(SeatError, match="needs a docker seat"):

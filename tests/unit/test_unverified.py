@@ -15,6 +15,7 @@ from seatkit.bench import target as bench_target
 from seatkit.doctor import image as doctor_image
 from seatkit.seat import profiles, what_runs
 from seatkit.serve import launch
+from seatkit.serve.backends.native import process_start
 
 REASON = "PYTHONPATH onto a patched scheduler"
 
@@ -47,7 +48,7 @@ def experiment_seat(tmp_path, monkeypatch):
         oracle.MODEL,
         str(tmp_path / "log"),
         0.0,
-        since=launch.process_start(pid),
+        since=process_start(pid),
     )
     launch._record(record)
     yield server

@@ -6,6 +6,7 @@ import yaml
 
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
+from seatkit.serve.backends.native import spawn
 
 SITE = "/opt/venv/lib/python3.11/site-packages"  # cpu-smoke-docker's image.vllm_dir
 EXPERIMENT = {"unverified": True, "reason": "trying a patched kernel"}
@@ -238,7 +239,6 @@ def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_s
     import os
     import time
 
-    from seatkit.serve import launch
     from seatkit.serve import spec as specs
 
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
@@ -256,7 +256,7 @@ def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_s
     }.items():
         monkeypatch.setenv(name, value)
     spec = specs.build(profiles.load("cpu-smoke"))
-    launch._native_start(spec, spec.values({}), tmp_path / "log", {})
+    spawn(spec, spec.values({}), tmp_path / "log", {})
     deadline = time.monotonic() + 20
     while not seen.exists() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -20,6 +20,10 @@ ImageCheck = Callable[[Profile, str], str]  # (profile, image) -> the id verifie
 
 
 class Backend(Protocol):
+    # A container of the docker engine (seatkit.engine), whose labels, mounts and processes
+    # can be read there; else a process of this machine.
+    container: bool
+
     def check(self, run: Running) -> None:
         """Raise ValueError unless the record's ident is one this runtime's start records."""
 

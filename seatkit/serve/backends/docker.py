@@ -100,6 +100,8 @@ def create_and_start(
 
 
 class Docker:
+    container = True
+
     def check(self, run: Running) -> None:
         if not (len(run.ident) == 64 and set(run.ident) <= set("0123456789abcdef")):
             raise ValueError(f"a docker seat's ident {run.ident!r} is not a full container id")

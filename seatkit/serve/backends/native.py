@@ -110,6 +110,8 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 class Native:
+    container = False
+
     def check(self, run: Running) -> None:
         if not (
             run.ident.isascii()
