@@ -236,7 +236,7 @@ def _start(
     keys.refuse_exposure(values["SEAT_HOST"], bool(spec.api_key_file))
     spec.container_argv(values)  # refuses a bad knob before anything starts
     if not spec.wraps:
-        nsys.refuse_unwrapped(environ if environ is not None else os.environ)
+        nsys.refuse_unwrapped(dict(os.environ) if environ is None else environ)
     env = {}
     key_file = ""
     if spec.api_key_file:  # made before preflight, which checks it
