@@ -8,11 +8,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from test_launch_hostile import home, seat_cli, stand_in_server  # noqa: F401 (home: a fixture)
 
-from seatkit.serve import launch
+from seatkit.seat import profiles
+from seatkit.serve import backends, launch
 from seatkit.serve.backends.native import boot_id, process_start
 
 SEAT = str(Path(sys.executable).parent / "seat")
@@ -171,3 +173,10 @@ def test_a_hand_edited_record_naming_a_strangers_pid_and_start_time_is_never_sig
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_every_runtime_has_a_profile_variant_and_a_backend():
+    """A runtime is its profile variant (its own section) and its backend: neither without the other."""
+    assert set(profiles.RUNTIMES) == set(backends.RUNTIMES)
+    for name, variant in profiles.RUNTIMES.items():
+        assert variant.model_fields["runtime"].annotation == Literal[name]
