@@ -254,9 +254,13 @@ def run_rendered(spec, tmp: Path) -> None:
     assert not (tmp / CANARY).exists()
 
 
+def unescape(text: str) -> str:
+    """A literal $ as compose and the kubelet write it ($$), back to one."""
+    return text.replace("$$", "$")
+
+
 def check_compose(spec) -> None:
     seat = yaml.safe_load(render.render_compose(spec))["services"]["seat"]
-    unescape = lambda s: s.replace("$$", "$")
     values = {k.name: "${" + k.name + "}" for k in spec.knobs}
     assert [unescape(c) for c in seat["command"]] == [
         "env",
@@ -276,7 +280,6 @@ def check_k8s(spec) -> None:
     objects = [doc for text in k8s.render(spec).values() for doc in yaml.safe_load_all(text)]
     workload = next(o for o in objects if o["kind"] == "StatefulSet")
     container = workload["spec"]["template"]["spec"]["containers"][0]
-    unescape = lambda s: s.replace("$$", "$")  # the kubelet's escape for a literal $
     values = {**spec.values({}), "SEAT_HOST": k8s.POD_HOST}
     assert [unescape(a) for a in container["args"]] == spec.container_argv(values)
     assert {e["name"]: unescape(e["value"]) for e in container["env"] if "value" in e} == spec.env
