@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from seatkit.cli import seat
-from seatkit.doctor import bench, diagnose, gpu, host, models, nvml
+from seatkit.doctor import bench, diagnose, gpu, gpu_readings, host, models
 from seatkit.doctor.rows import Row, exit_code, worst
 from seatkit.errors import SeatError
 from seatkit.host import settings
@@ -99,7 +99,7 @@ def test_without_a_driver_every_gpu_check_says_why(profile):
 
 
 def test_reasons_decode_the_nvml_mask():
-    assert nvml.reasons(0x1 | 0x40) == ["gpu_idle", "hw_thermal"]
+    assert gpu_readings.reasons(0x1 | 0x40) == ["gpu_idle", "hw_thermal"]
 
 
 def test_host_rows_map_verdicts(profile):
@@ -162,7 +162,7 @@ def test_exit_code_is_the_worst_row():
 
 
 def test_cli_json_and_an_80_column_table(seat_home, monkeypatch):
-    monkeypatch.setattr(diagnose.nvml, "read", lambda: H200["nvml"])
+    monkeypatch.setattr(gpu_readings, "read", lambda: H200["nvml"])
     runner = CliRunner()
     done = runner.invoke(seat, ["doctor", DEFAULT, "--json"])
     result = json.loads(done.output)
@@ -389,7 +389,7 @@ def test_a_gpu_lost_mid_read_is_every_gpu_row_saying_why(profile, monkeypatch):
     monkeypatch.setattr(pynvml, "nvmlShutdown", lambda: None)
     monkeypatch.setattr(pynvml, "nvmlDeviceGetCount", lambda: 4)
     monkeypatch.setattr(pynvml, "nvmlDeviceGetHandleByIndex", lost)
-    readings = nvml.read()
+    readings = gpu_readings.read()
     assert "NVML failed reading the GPUs" in readings["error"]
     rows = gpu.rows(readings, profile, settings.load("paper"))
     assert statuses(rows)["GPU count"] == "FAIL"
