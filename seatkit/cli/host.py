@@ -408,6 +408,7 @@ def _verify_step(
     hidden: int | None,
     replays: int,
 ) -> None:
+    from seatkit.doctor.bench import published_step
     from seatkit.seat import profiles
 
     profile = profiles.load(seat_profile or profiles.DEFAULT_PROFILE)
@@ -421,7 +422,7 @@ def _verify_step(
         layers, hidden = layers or shape[0], hidden or shape[1]
     err.print(f"replaying one decode step's communication: 2 x {layers} all-reduces, hidden {hidden} ...")
     k = profile.speculative.num_speculative_tokens if profile.speculative else 0
-    result = step.judge(step.run(layers, hidden, replays, image), step.reference(profile), k)
+    result = step.judge(step.run(layers, hidden, replays, image), published_step(profile), k)
     try:
         kept = step.store(result, System())
     except (OSError, SeatError) as exc:  # a symlink in its place, say: the figures are still shown
