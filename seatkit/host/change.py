@@ -14,7 +14,8 @@ from seatkit.errors import SeatError
 from seatkit.host import detect, lock, readback
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal, sha256
-from seatkit.host.plan import FileOp, Plan
+from seatkit.host.ops import GRUB_DROPIN, KERNEL_CMDLINE, MODPROBE_FILE, FileOp
+from seatkit.host.plan import Plan
 from seatkit.host.system import System
 from seatkit.host.transaction import Change, Progress, require_root
 from seatkit.host.undo import RegenFailed, revert
@@ -24,7 +25,7 @@ CAMPAIGN = "/var/lib/seatkit/campaign/current"  # `seat campaign run` owns the b
 
 def _clean_temp(system: System, journal: Journal, progress: Progress) -> None:
     """seatkit's own temp files in every folder it writes, left by a kill inside a write."""
-    paths = {host_plan.MODPROBE_FILE, host_plan.GRUB_DROPIN, host_plan.KERNEL_CMDLINE}
+    paths = {MODPROBE_FILE, GRUB_DROPIN, KERNEL_CMDLINE}
     for t in journal.transactions():
         for r in t.records:
             paths.update(

@@ -8,7 +8,8 @@ import json
 
 from seatkit.errors import SeatError
 from seatkit.host import cmdline, detect, grub_defaults, state
-from seatkit.host.plan import GRUB_DROPIN, KERNEL_CMDLINE, KERNELSTUB_CONFIG, MODPROBE_FILE, Plan
+from seatkit.host.ops import GRUB_DROPIN, KERNEL_CMDLINE, KERNELSTUB_CONFIG, MODPROBE_FILE
+from seatkit.host.plan import Plan
 from seatkit.host.system import System
 
 

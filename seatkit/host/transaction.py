@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from seatkit import __version__
 from seatkit.errors import SeatError
 from seatkit.host.journal import STATE, Journal, new_txid, sha256
-from seatkit.host.plan import CommandOp, FileOp
+from seatkit.host.ops import CommandOp, FileOp
 from seatkit.host.system import System
 
 Progress = Callable[[str], None]

@@ -20,8 +20,7 @@ import os
 from collections.abc import Sequence
 
 from seatkit.errors import SeatError
-from seatkit.host import cmdline, detect, grub_defaults, readback
-from seatkit.host import plan as host_plan
+from seatkit.host import cmdline, detect, grub_defaults, ops, readback
 from seatkit.host.journal import STATE, Journal, Transaction, sha256
 from seatkit.host.system import System
 from seatkit.host.transaction import Change, Progress, ToolFailed, require_root
@@ -275,7 +274,7 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
         system,
         [t for t in edit.added if t not in theirs],
         (tx.begin["facts"].get("initramfs") or [None])[0],
-        not system.exists(host_plan.MODPROBE_FILE),
+        not system.exists(ops.MODPROBE_FILE),
         tx.begin.get("lines_before", []),
     )
     if failed:  # the command to run, and what a boot gets until it has run

@@ -4,7 +4,7 @@ and it refuses inside a container, whose boot files boot no kernel."""
 import pytest
 from fake_host import KVER, FakeHost
 
-from seatkit.host import detect, gpus, settings
+from seatkit.host import detect, gpus, ops, settings
 from seatkit.host import plan as host_plan
 
 EFI = "/sys/firmware/efi/efivars"
@@ -59,7 +59,7 @@ def test_a_grub_host_that_systemd_boot_boots_is_planned_as_systemd_boot(tmp_path
         boot_entry(host, 3, "Linux Boot Manager", "\\EFI\\systemd\\systemd-bootx64.efi")
     made = plan(host)
     assert made.facts.stack == "systemd-boot" and not made.refusals, made.refusals
-    assert any(isinstance(op, host_plan.FileOp) and op.path == "/etc/kernel/cmdline" for op in made.ops)
+    assert any(isinstance(op, ops.FileOp) and op.path == "/etc/kernel/cmdline" for op in made.ops)
 
 
 def test_firmware_that_names_a_loader_whose_signals_are_absent_is_a_refusal(tmp_path):
