@@ -17,7 +17,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from seatkit.host import state
+from seatkit.host import modprobe
 from seatkit.host.system import System
 
 KVER = "6.8.0-45-generic"
@@ -330,8 +330,8 @@ class FakeHost:
         self.write("/proc/cmdline", f"BOOT_IMAGE=/vmlinuz-{KVER} {' '.join(tokens)}\n")
         self.write("/proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n")
         system = System(root=self.root)
-        nvidia, _ = state.modprobe_options(system, "nvidia", tokens)  # as kmod: the command line last
-        uvm, _ = state.modprobe_options(system, "nvidia_uvm", tokens)
+        nvidia, _ = modprobe.options(system, "nvidia", tokens)  # as kmod: the command line last
+        uvm, _ = modprobe.options(system, "nvidia_uvm", tokens)
         dwords = nvidia.get("NVreg_RegistryDwords", "").strip('"')
         self.write(
             "/proc/driver/nvidia/params",

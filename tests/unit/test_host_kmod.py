@@ -4,7 +4,7 @@ later, and `module.option=value` on the kernel command line applied after every 
 import pytest
 from fake_host import FakeHost
 
-from seatkit.host import change, gpus, settings, state, status
+from seatkit.host import change, gpus, modprobe, settings, status
 from seatkit.host import plan as host_plan
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
@@ -41,7 +41,7 @@ def test_run_masks_the_same_name_in_usr_lib_and_usr_local_lib(tmp_path):
     host.write("/usr/lib/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=0\n")
     host.write("/usr/local/lib/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=0\n")
     host.write("/run/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=1\n")
-    assert state.modprobe_options(host.system, "nvidia_uvm") == (
+    assert modprobe.options(host.system, "nvidia_uvm") == (
         {"uvm_disable_hmm": "1"},
         ["/run/modprobe.d/hmm.conf"],
     )
@@ -69,7 +69,7 @@ def test_status_judges_the_value_kmod_resolves_with_the_next_boots_command_line(
     row = hmm(host)  # the next boot's line wins over the kit's file
     assert row["configured"] is False and row["verdict"] == "REVERTS"
     assert row["why"].startswith("reverts at the next boot (or module reload): ")
-    assert row["configured_from"].endswith(state.KERNEL_LINE)
+    assert row["configured_from"].endswith(modprobe.KERNEL_LINE)
     host.reboot()
     assert hmm(host)["live"] is False and hmm(host)["verdict"] == "DRIFT"
 
