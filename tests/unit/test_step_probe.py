@@ -182,13 +182,13 @@ def test_the_probe_refuses_bad_arguments_and_launch_blocking(monkeypatch):
 
 def test_the_probe_parses_token_lists_and_ranges():
     sys.path.insert(0, str(Path(p2p.__file__).parent))
-    import p2p_probe
+    import p2p_probe_step
 
-    _, tokens, forms, problems = p2p_probe.step_args(
+    _, tokens, forms, problems = p2p_probe_step.step_args(
         ["--step", "--layers", "61", "--hidden", "7168", "--tokens", "4,1,4", "--forms", "baseline"]
     )
     assert tokens == [1, 4] and forms == ["baseline"] and problems == []
-    _, _, _, problems = p2p_probe.step_args(
+    _, _, _, problems = p2p_probe_step.step_args(
         ["--step", "--layers", "61", "--hidden", "7168", "--tokens", "x", "--ranks-on-one-gpu", "20"]
     )
     assert any("--tokens x" in p for p in problems) and any("--ranks-on-one-gpu 20" in p for p in problems)
@@ -227,13 +227,13 @@ def test_a_rank_that_never_arrives_fails_the_run_and_shows_where_it_stopped(tmp_
 def test_a_huge_token_range_is_refused_before_it_is_built():
     """1-10**12 once built a list of a trillion ints before the range check: memory, not a refusal."""
     sys.path.insert(0, str(Path(p2p.__file__).parent))
-    import p2p_probe
+    import p2p_probe_step
 
-    _, tokens, _, problems = p2p_probe.step_args(
+    _, tokens, _, problems = p2p_probe_step.step_args(
         ["--step", "--layers", "61", "--hidden", "7168", "--tokens", f"1-{10**12}"]
     )
     assert tokens == [] and any(f"--tokens 1-{10**12}" in p for p in problems)
-    _, tokens, _, problems = p2p_probe.step_args(
+    _, tokens, _, problems = p2p_probe_step.step_args(
         ["--step", "--layers", "61", "--hidden", "7168", "--tokens", "3-5"]
     )
     assert tokens == [3, 4, 5] and problems == []
