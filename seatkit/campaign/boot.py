@@ -21,7 +21,7 @@ from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
 from seatkit.host import change, cmdline, lock, settings, state, transaction, undo
 from seatkit.host.journal import Journal, sha256
-from seatkit.host.plan import FileOp
+from seatkit.host.ops import FileOp
 from seatkit.host.system import System
 
 SCRIPT = "/etc/grub.d/42_seatkit-campaign"

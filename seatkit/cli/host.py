@@ -27,6 +27,7 @@ from seatkit.host import (
 from seatkit.host import (
     status as host_status,
 )
+from seatkit.host.ops import FileOp
 from seatkit.host.system import System
 from seatkit.text import counted, plain
 
@@ -181,7 +182,7 @@ def _show(plan: host_plan.Plan) -> None:
             highlight=False,
         )
     for op in plan.ops:
-        if isinstance(op, host_plan.FileOp):
+        if isinstance(op, FileOp):
             out.print(f"[bold]{op.path}[/]: {op.why}")
             out.print(escape(host_plan.diff(System(), op)), highlight=False, soft_wrap=True)
         else:
