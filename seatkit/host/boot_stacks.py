@@ -122,7 +122,7 @@ def bls(system: System, wanted: list[str], replace: bool):
     if options is None:
         raise SeatError("no BLS entry in /boot/loader/entries has an options line")
     edit = cmdline.plan(cmdline.split(options), wanted, replace)
-    ops = []
+    ops: list[FileOp | CommandOp] = []
     if not edit.empty:
         ops.append(_command(grubby_argv, edit, entries, "grubby edits every BLS entry's options"))
     future = system.read_bytes(KERNEL_CMDLINE)

@@ -37,10 +37,10 @@ def _clean_temp(system: System, journal: Journal, progress: Progress) -> None:
 
 
 def _no_campaign(system: System) -> None:
-    if system.read(CAMPAIGN):
+    running = system.read(CAMPAIGN)
+    if running:
         raise SeatError(
-            f"a campaign is running ({system.read(CAMPAIGN).strip()}): it owns the boot "
-            "settings until it ends",
+            f"a campaign is running ({running.strip()}): it owns the boot settings until it ends",
             "`seat campaign status`; `seat campaign abort` ends it and restores the start state",
         )
 
@@ -182,7 +182,8 @@ def recover(system: System, progress: Progress = lambda line: None) -> list[str]
     with lock.held(system, "recover"):
         journal = Journal(system)
         _clean_temp(system, journal, progress)
-        closed, fixes = [], []
+        closed: list[str] = []
+        fixes: list[str] = []
         by_id = {t.txid: t for t in journal.transactions()}
         forgets = {t.begin["of"]: t.txid for t in journal.open() if t.begin.get("forgotten")}
         undone = journal.undone()

@@ -37,7 +37,7 @@ def pattern(torch, size: int, device: int, salt: int):
 
 def check_pair(torch, i: int, j: int) -> dict:
     salt = 7 * i + 3 * j + 1
-    mismatches = {"copy": [], "kernel": []}
+    mismatches: dict[str, list] = {"copy": [], "kernel": []}
     for size in SIZES:
         src, want = pattern(torch, size, i, salt), pattern(torch, size, j, salt)
         copied = torch.empty(size, dtype=torch.uint8, device=j)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
 
 from seatkit.host import cmdline, modprobe
 from seatkit.host.settings import parse_dwords
@@ -16,11 +17,13 @@ from seatkit.host.system import System
 
 IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
 LOADER_ESPS = ("/boot", "/boot/efi", "/efi")
+T = TypeVar("T")
+Vendor = Literal["amd", "intel"]
 
 
 @dataclass
-class Reading:
-    value: object
+class Reading(Generic[T]):
+    value: T | None
     source: str  # where it was read, or why it could not be
 
     @property
@@ -32,7 +35,7 @@ def iommu_tokens(text: str) -> set[str]:
     return {t for t in cmdline.split(text) if t.split("=", 1)[0] in IOMMU_KEYS}
 
 
-def cpu_vendor(system: System) -> str | None:
+def cpu_vendor(system: System) -> Vendor | None:
     text = system.read("/proc/cpuinfo") or ""
     if "AuthenticAMD" in text:
         return "amd"
@@ -56,7 +59,7 @@ def driver_version(system: System) -> str | None:
 # --- live -------------------------------------------------------------------------------------
 
 
-def live_cmdline(system: System) -> Reading:
+def live_cmdline(system: System) -> Reading[set[str]]:
     text = system.read("/proc/cmdline")
     return (
         Reading(iommu_tokens(text), "/proc/cmdline")
@@ -85,7 +88,7 @@ def nvidia_params(system: System) -> dict[str, str] | None:
     }
 
 
-def live_dwords(system: System) -> Reading:
+def live_dwords(system: System) -> Reading[dict[str, str]]:
     params = nvidia_params(system)
     if params is None:
         return Reading(
@@ -96,7 +99,7 @@ def live_dwords(system: System) -> Reading:
     return Reading(parse_dwords(params.get("RegistryDwords", "")), "/proc/driver/nvidia/params")
 
 
-def live_hmm_disabled(system: System) -> Reading:
+def live_hmm_disabled(system: System) -> Reading[bool]:
     text = system.read("/sys/module/nvidia_uvm/parameters/uvm_disable_hmm")
     if text is None:
         return Reading(
@@ -140,8 +143,12 @@ def _grub_default(system: System, text: str) -> str:
         "0",
     )  # next_entry is grub-reboot's one-off
     if "saved_entry" in default:
-        env = next(
-            (system.read(p) for p in ("/boot/grub/grubenv", "/boot/grub2/grubenv") if system.read(p)), ""
+        env = (
+            next(
+                (system.read(p) for p in ("/boot/grub/grubenv", "/boot/grub2/grubenv") if system.read(p)),
+                None,
+            )
+            or ""
         )
         found = re.search(r"^saved_entry=(.*)$", env, re.M)
         default = found.group(1).strip() if found and found.group(1).strip() else "0"
@@ -231,7 +238,7 @@ def default_entry(system: System):
     return max(entries, key=lambda e: _version_key(e.stem))
 
 
-def configured_args(system: System) -> Reading:
+def configured_args(system: System) -> Reading[str]:
     """The command line of the boot configuration the next boot will use (generated files first)."""
     grub = grub_default_args(system)
     if grub:
@@ -251,18 +258,22 @@ def configured_args(system: System) -> Reading:
     )
 
 
-def configured_cmdline(system: System) -> Reading:
+def configured_cmdline(system: System) -> Reading[set[str]]:
     """IOMMU tokens of the boot configuration the next boot will use."""
     found = configured_args(system)
-    return Reading(iommu_tokens(found.value), found.source) if found.known else found
+    return (
+        Reading(iommu_tokens(found.value), found.source)
+        if found.value is not None
+        else Reading(None, found.source)
+    )
 
 
 def next_boot_tokens(system: System) -> list[str]:
     found = configured_args(system)
-    return cmdline.split(found.value) if found.known else []
+    return cmdline.split(found.value) if found.value is not None else []
 
 
-def configured_dwords(system: System) -> Reading:
+def configured_dwords(system: System) -> Reading[dict[str, str]]:
     options, files = modprobe.options(system, "nvidia", next_boot_tokens(system))
     return Reading(
         parse_dwords(options.get("NVreg_RegistryDwords", "")),
@@ -270,7 +281,7 @@ def configured_dwords(system: System) -> Reading:
     )
 
 
-def configured_hmm_disabled(system: System) -> Reading:
+def configured_hmm_disabled(system: System) -> Reading[bool]:
     options, files = modprobe.options(system, "nvidia_uvm", next_boot_tokens(system))
     return Reading(
         options.get("uvm_disable_hmm") in ("1", "Y", "y"),

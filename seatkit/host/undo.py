@@ -170,7 +170,12 @@ def _restore(
         if backup is None:
             system.remove(path)
         else:
-            system.write(path, system.read_bytes(backup))
+            data = system.read_bytes(backup)
+            if data is None:  # gone since _missing_backups looked
+                raise SeatError(
+                    f"{path}: its backup {backup} is gone", f"transaction {change.txid} stays open"
+                )
+            system.write(path, data)
         if sha256(system.read_bytes(path)) != before:
             raise SeatError(
                 f"{path} does not match its backup after the restore",
