@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, gpus, ops, settings, status
+from seatkit.host import change, cmdline, ops, settings, status
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 
@@ -16,9 +16,7 @@ STACKS = ["grub", "bls", "kernelstub", "systemd-boot"]
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def make_plan(host, profile="paper", choices=ACK):

@@ -4,7 +4,7 @@ and it refuses inside a container, whose boot files boot no kernel."""
 import pytest
 from fake_host import KVER, FakeHost
 
-from seatkit.host import detect, gpus, ops, settings
+from seatkit.host import detect, ops, settings
 from seatkit.host import plan as host_plan
 
 EFI = "/sys/firmware/efi/efivars"
@@ -12,9 +12,7 @@ LOADER = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"  # systemd-boot's vendor GUID
 GLOBAL = "8be4df61-93ca-11d2-aa0d-00e098032b8c"  # EFI_GLOBAL_VARIABLE
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def efivar(host, name: str, guid: str, value: bytes) -> None:

@@ -15,16 +15,14 @@ from hypothesis import strategies as st
 
 from seatkit import flock
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, gpus, lock, modprobe, ops, settings, state, status, system
+from seatkit.host import change, cmdline, lock, modprobe, ops, settings, state, status, system
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import JOURNAL, Journal
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def make_plan(host, profile="paper", choices=ACK):

@@ -5,7 +5,7 @@ import pytest
 from fake_host import KVER, MACHINE, FakeHost
 
 from seatkit.errors import SeatError
-from seatkit.host import change, gpus, settings, undo
+from seatkit.host import change, settings, undo
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 
@@ -14,9 +14,7 @@ ACK = host_plan.Choices(acknowledge_iommu_off=True)
 OURS = ("iommu=off", "amd_iommu=off")
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def apply(host):

@@ -4,15 +4,13 @@ later, and `module.option=value` on the kernel command line applied after every 
 import pytest
 from fake_host import FakeHost
 
-from seatkit.host import change, gpus, modprobe, settings, status
+from seatkit.host import change, modprobe, settings, status
 from seatkit.host import plan as host_plan
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def refusals(host):

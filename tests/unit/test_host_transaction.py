@@ -17,7 +17,7 @@ import signal
 import pytest
 from fake_host import FakeHost
 
-from seatkit.host import change, gpus, settings
+from seatkit.host import change, settings
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
@@ -27,9 +27,7 @@ KILLS = {"apply": 25, "rollback": 15, "recover": 12}  # per stack: 52, 208 in al
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def apply(host):

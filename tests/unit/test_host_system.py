@@ -6,7 +6,7 @@ import os
 import pytest
 from fake_host import Death, FakeHost
 
-from seatkit.host import change, gpus, settings
+from seatkit.host import change, settings
 from seatkit.host import plan as host_plan
 from seatkit.host import system as host_system
 from seatkit.host.journal import Journal
@@ -16,9 +16,7 @@ ACK = host_plan.Choices(acknowledge_iommu_off=True)
 STACKS = ["grub", "bls", "kernelstub", "systemd-boot"]
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 class Disk:
