@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from seatkit import flock
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, lock, modprobe, ops, settings, state, status, system
+from seatkit.host import change, cmdline, lock, ops, settings, state, status, system
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import JOURNAL, Journal
 
@@ -341,30 +341,6 @@ def test_profile_tokens_follow_kernel_parameter_syntax_and_nothing_runs(tmp_path
 def test_registry_strings_are_module_option_syntax():
     with pytest.raises(ValueError, match="not a plain module option value"):
         settings.Form(dwords='ForceP2P=1" ; touch X; "', sources=["x"])
-
-
-def test_modprobe_files_are_read_as_modprobe_does(tmp_path):
-    host = FakeHost(tmp_path, "grub")
-    host.write(
-        "/etc/modprobe.d/sound.conf",
-        'options snd_hda_intel model="open\n'
-        '# a comment with "quote\n'
-        "options nvidia_uvm \\\n   uvm_perf_prefetch=0\n",
-    )
-    options, files = modprobe.options(host.system, "nvidia_uvm")
-    assert options == {"uvm_perf_prefetch": "0"} and files == ["/etc/modprobe.d/sound.conf"]
-    assert status.status(settings.load("paper"), host.system)["rows"]
-    apply(host)
-    host.reboot()
-    assert {r["setting"]: r["verdict"] for r in status.status(settings.load("paper"), host.system)["rows"]}[
-        "registry_keys"
-    ] == "OK"
-
-
-def test_quoted_module_option_values_lose_only_their_quotes():
-    lines = modprobe.lines('options nvidia NVreg_RegistryDwords="A=1;B=2" x="a b"\n')
-    assert lines == [(1, ["options", "nvidia", 'NVreg_RegistryDwords="A=1;B=2" x="a b"'])]
-    assert [cmdline.value(t) for t in cmdline.split(lines[0][1][2])] == ["A=1;B=2", "a b"]
 
 
 def test_a_deleted_backups_folder_gets_a_clear_message_and_forget_is_the_way_out(tmp_path):

@@ -4,7 +4,7 @@ later, and `module.option=value` on the kernel command line applied after every 
 import pytest
 from fake_host import FakeHost
 
-from seatkit.host import change, modprobe, settings, status
+from seatkit.host import change, cmdline, modprobe, settings, status
 from seatkit.host import plan as host_plan
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
@@ -99,3 +99,27 @@ def test_an_install_command_that_only_passes_cmdline_opts_is_not_refused(tmp_pat
         "install nvidia_uvm /sbin/modprobe --ignore-install nvidia_uvm $CMDLINE_OPTS\n",
     )
     assert not any("install command" in r for r in refusals(host))
+
+
+def test_modprobe_files_are_read_as_modprobe_does(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write(
+        "/etc/modprobe.d/sound.conf",
+        'options snd_hda_intel model="open\n'
+        '# a comment with "quote\n'
+        "options nvidia_uvm \\\n   uvm_perf_prefetch=0\n",
+    )
+    options, files = modprobe.options(host.system, "nvidia_uvm")
+    assert options == {"uvm_perf_prefetch": "0"} and files == ["/etc/modprobe.d/sound.conf"]
+    assert status.status(settings.load("paper"), host.system)["rows"]
+    change.apply(host_plan.build(settings.load("paper"), host.system, ACK), host.system)
+    host.reboot()
+    assert {r["setting"]: r["verdict"] for r in status.status(settings.load("paper"), host.system)["rows"]}[
+        "registry_keys"
+    ] == "OK"
+
+
+def test_quoted_module_option_values_lose_only_their_quotes():
+    lines = modprobe.lines('options nvidia NVreg_RegistryDwords="A=1;B=2" x="a b"\n')
+    assert lines == [(1, ["options", "nvidia", 'NVreg_RegistryDwords="A=1;B=2" x="a b"'])]
+    assert [cmdline.value(t) for t in cmdline.split(lines[0][1][2])] == ["A=1;B=2", "a b"]
