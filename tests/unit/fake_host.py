@@ -289,7 +289,7 @@ class FakeHost:
     def kernelstub(self, args: list[str]) -> None:
         config = json.loads(self.read("/etc/kernelstub/configuration"))
         options = config["user"]["kernel_options"]
-        pairs = dict(zip(args[::2], args[1::2]))
+        pairs = dict(zip(args[::2], args[1::2], strict=False))
         options = [t for t in options if t not in pairs.get("-d", "").split()]
         options += [t for t in pairs.get("-a", "").split() if t not in options]
         config["user"]["kernel_options"] = options
@@ -317,13 +317,17 @@ class FakeHost:
     def configured_cmdline(self) -> str:
         if self.stack == "grub":
             line = next(
-                l for l in self.read("/boot/grub/grub.cfg").splitlines() if l.strip().startswith("linux")
+                row
+                for row in self.read("/boot/grub/grub.cfg").splitlines()
+                if row.strip().startswith("linux")
             )
             return " ".join(line.split()[2:])
         entry = next(self.root.glob("boot/loader/entries/*.conf"), None) or next(
             self.root.glob("boot/efi/loader/entries/*.conf")
         )
-        return next(l for l in entry.read_text().splitlines() if l.startswith("options ")).split(None, 1)[1]
+        return next(row for row in entry.read_text().splitlines() if row.startswith("options ")).split(
+            None, 1
+        )[1]
 
     def reboot(self) -> None:
         tokens = shlex.split(self.configured_cmdline())

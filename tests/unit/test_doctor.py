@@ -105,7 +105,7 @@ def test_reasons_decode_the_nvml_mask():
 def test_host_rows_map_verdicts(profile):
     status = json.loads((FIXTURES / "h200x2-host-status.json").read_text())
     rows = host.rows(status, profile)
-    for r, source in zip(rows, status["rows"]):
+    for r, source in zip(rows, status["rows"], strict=False):
         assert r.status == host.STATUS[source["verdict"]] and r.evidence.startswith(source["verdict"])
     assert rows[-1].check == "verify-p2p"
     status["data_path"] = {"verdict": "FAILED on this boot", "why": "GPU0 -> GPU1: copy wrong"}
@@ -288,8 +288,8 @@ def test_a_trickling_server_does_not_hang_doctor(seat_home, monkeypatch):
         "[]",
         '{"conditions": []}',
         "{not json",
-        '{"conditions": {"profile": "%s"}}' % DEFAULT,
-        '{"conditions": {"profile": "%s"}, "suites": {"x": 1}}' % DEFAULT,
+        f'{{"conditions": {{"profile": "{DEFAULT}"}}}}',
+        f'{{"conditions": {{"profile": "{DEFAULT}"}}, "suites": {{"x": 1}}}}',
     ],
 )
 def test_a_corrupted_run_folder_is_skipped_or_said_not_a_traceback(tmp_path, profile, summary):

@@ -92,7 +92,7 @@ def test_a_power_cut_anywhere_in_rollback_or_after_it_never_leaves_the_change_bo
             disk = Disk(host, patch)
             calls = [0]
 
-            def fault(at):
+            def fault(at, calls=calls, point=point):
                 calls[0] += 1
                 if calls[0] == point:
                     raise Death(at)
