@@ -19,9 +19,9 @@ import time
 
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, lock, settings, state
+from seatkit.host import change, cmdline, lock, settings, state, transaction, undo
 from seatkit.host.journal import Journal, sha256
-from seatkit.host.plan import FileOp
+from seatkit.host.ops import FileOp
 from seatkit.host.system import System
 
 SCRIPT = "/etc/grub.d/42_seatkit-campaign"
@@ -194,7 +194,7 @@ def install(system: System, campaign_id: str, script_text: str, unit: str, progr
             "edit": None,
             "intent": [SCRIPT, UNIT, WANTS],
         }
-        tx = change.Change(system, progress, begin)
+        tx = transaction.Change(system, progress, begin)
         tx.write(FileOp(SCRIPT, script_text.encode(), "one-shot menu entries, one per host arm"))
         os.chmod(system.path(SCRIPT), 0o755)  # grub-mkconfig runs only executable scripts
         tx.write(FileOp(UNIT, unit.encode(), "resumes the campaign after each boot"))
@@ -260,7 +260,7 @@ def uninstall(system: System, campaign_id: str, progress) -> str | None:
     if tx is None:
         return None
     with lock.held(system, f"campaign {campaign_id}: remove"):
-        return change.revert(tx, system, progress)
+        return undo.revert(tx, system, progress)
 
 
 def arm(system: System, arm: Arm) -> None:

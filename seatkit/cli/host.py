@@ -27,6 +27,7 @@ from seatkit.host import (
 from seatkit.host import (
     status as host_status,
 )
+from seatkit.host.ops import FileOp
 from seatkit.host.system import System
 from seatkit.text import counted, plain
 
@@ -181,7 +182,7 @@ def _show(plan: host_plan.Plan) -> None:
             highlight=False,
         )
     for op in plan.ops:
-        if isinstance(op, host_plan.FileOp):
+        if isinstance(op, FileOp):
             out.print(f"[bold]{op.path}[/]: {op.why}")
             out.print(escape(host_plan.diff(System(), op)), highlight=False, soft_wrap=True)
         else:
@@ -408,6 +409,7 @@ def _verify_step(
     hidden: int | None,
     replays: int,
 ) -> None:
+    from seatkit.doctor.bench import published_step
     from seatkit.seat import profiles
 
     profile = profiles.load(seat_profile or profiles.DEFAULT_PROFILE)
@@ -421,7 +423,7 @@ def _verify_step(
         layers, hidden = layers or shape[0], hidden or shape[1]
     err.print(f"replaying one decode step's communication: 2 x {layers} all-reduces, hidden {hidden} ...")
     k = profile.speculative.num_speculative_tokens if profile.speculative else 0
-    result = step.judge(step.run(layers, hidden, replays, image), step.reference(profile), k)
+    result = step.judge(step.run(layers, hidden, replays, image), published_step(profile), k)
     try:
         kept = step.store(result, System())
     except (OSError, SeatError) as exc:  # a symlink in its place, say: the figures are still shown

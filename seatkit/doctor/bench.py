@@ -48,6 +48,25 @@ def card_for(profile: Profile) -> Path | None:
     return None
 
 
+def published_step(profile: Profile) -> dict | None:
+    """The published step at ctx0 (ms/step, tokens/step) from the profile's reference card, for
+    `seat host verify-p2p --step` to hold its train against."""
+    path = card_for(profile)
+    if path is None:
+        return None
+    card = cards.load(path)
+    for figure in card.figures:
+        if figure.ms_per_step and figure.tokens_per_step and card.conditions_of(figure).get("context") == 0:
+            return {
+                "card": path.stem,
+                "figure": figure.id,
+                "ms_per_step": figure.ms_per_step,
+                "tokens_per_step": figure.tokens_per_step,
+                "k": card.conditions_of(figure).get("k"),
+            }
+    return None
+
+
 def gap(run: Path, card: Path, others: list[Row]) -> Row:
     result = compare.compare(str(run), str(card), force=True)  # the card is matched by repository
     judged = [r for r in result.rows if "factor" in r["verdict"] or r["verdict"].get("within_noise")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seatkit.doctor import bench, gpu, image, models, nvml, server
+from seatkit.doctor import bench, gpu, gpu_readings, image, models, server
 from seatkit.doctor import host as host_rows
 from seatkit.doctor.rows import cannot, exit_code, worst
 from seatkit.errors import SeatError
@@ -20,7 +20,7 @@ def diagnose(
     """All rows, their worst status and the exit code (0 all OK, 1 a WARN, 2 a FAIL)."""
     profile = profiles.load(profile_name)
     host = settings.load(host_profile)
-    nv = nvml.read() if readings is None else readings
+    nv = gpu_readings.read() if readings is None else readings
     status = host_status.status(host) if profile.gpus.count else {}
     inside = host_rows.container() if "error" in nv and profile.gpus.count else None
     rows = gpu.rows(nv, profile, host, inside) + host_rows.rows(status, profile)

@@ -1,4 +1,4 @@
-"""Driver and GPU rows, from NVML readings (nvml.read()), so fixtures from real GPUs test them."""
+"""Driver and GPU rows, from NVML readings (gpu_readings.read()), so fixtures from real GPUs test them."""
 
 from __future__ import annotations
 

@@ -116,7 +116,7 @@ def rows(profile: Profile) -> list[Row]:
             cannot(LAYER, check, f"{profile.name} runs in docker and no docker engine answers", engine.HINT)
             for check in CHECKS
         ]
-    if not up:
+    if run is None or not up:
         why = f"{profile.name} is not up (no process recorded by seat up is alive)"
         return [cannot(LAYER, check, why, f"seat up {profile.name}") for check in CHECKS]
     try:

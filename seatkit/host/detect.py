@@ -35,7 +35,7 @@ class Facts:
     stack_why: str
     initramfs: list[str] | None
     initramfs_why: str
-    vendor: str | None
+    vendor: state.Vendor | None
     driver: str | None
     virt: str | None
     cpus: int | None

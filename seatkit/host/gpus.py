@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pynvml
-
+from seatkit import nvml
 from seatkit.host import pcie
 from seatkit.host.system import System
 
@@ -34,17 +33,6 @@ ANCESTOR = {
 P2P_READ, P2P_WRITE, P2P_NVLINK = 0, 1, 2
 
 
-def _safe(call, *args):
-    try:
-        return call(*args)
-    except pynvml.NVMLError as exc:
-        return f"unavailable ({exc})"
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def topology(system: System, bus_id: str) -> dict:
     """Bridges between the root complex and the GPU, from its sysfs path."""
     address = bus_id.lower()[-12:]  # NVML pads the domain to 8 digits; sysfs uses 4
@@ -67,52 +55,15 @@ def inventory(system: System | None = None) -> dict | None:
     """Everything NVML says about the GPUs; None without an NVIDIA driver."""
     system = system or System()
     try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
+        nvml.start()
+    except nvml.NoDriver:
         return None
-    handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-    cuda = _safe(pynvml.nvmlSystemGetCudaDriverVersion)
-    gpus = []
-    for i, h in enumerate(handles):
-        memory = _safe(pynvml.nvmlDeviceGetMemoryInfo, h)
-        bar1 = _safe(pynvml.nvmlDeviceGetBAR1MemoryInfo, h)
-        bus_id = _text(pynvml.nvmlDeviceGetPciInfo(h).busId)
-        gpus.append(
-            {
-                "index": i,
-                "name": _text(pynvml.nvmlDeviceGetName(h)),
-                "uuid": _text(_safe(pynvml.nvmlDeviceGetUUID, h)),
-                "bus_id": bus_id,
-                "memory_mib": memory.total // 2**20 if not isinstance(memory, str) else memory,
-                "bar1_total_mib": bar1.bar1Total // 2**20 if not isinstance(bar1, str) else bar1,
-                "pcie_gen": _safe(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
-                "pcie_width": _safe(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
-                "pcie_max_gen": _safe(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
-                "pcie_max_width": _safe(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h),
-                "power_limit_w": _watts(_safe(pynvml.nvmlDeviceGetPowerManagementLimit, h)),
-                "power_default_limit_w": _watts(_safe(pynvml.nvmlDeviceGetPowerManagementDefaultLimit, h)),
-                "max_sm_clock_mhz": _safe(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_SM),
-                "topology": topology(system, bus_id),
-            }
-        )
-    pairs = []
-    for i, a in enumerate(handles):
-        for j, b in enumerate(handles):
-            if i != j:
-                pairs.append(
-                    {
-                        "from": i,
-                        "to": j,
-                        "read": _p2p(a, b, P2P_READ),
-                        "write": _p2p(a, b, P2P_WRITE),
-                        "nvlink": _p2p(a, b, P2P_NVLINK),  # OK: peers talk over NVLink, not PCIe
-                        "common_ancestor": ANCESTOR.get(
-                            _safe(pynvml.nvmlDeviceGetTopologyCommonAncestor, a, b), "unknown"
-                        ),
-                    }
-                )
+    pynvml, handles = nvml.api(), nvml.handles()
+    cuda = nvml.safe(pynvml.nvmlSystemGetCudaDriverVersion)
+    gpus = [_gpu(i, h, system) for i, h in enumerate(handles)]
+    pairs = _pairs(handles)
     return {
-        "driver": _text(pynvml.nvmlSystemGetDriverVersion()),
+        "driver": nvml.text(pynvml.nvmlSystemGetDriverVersion()),
         "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else cuda,
         "gpus": gpus,
         "p2p": pairs,
@@ -121,10 +72,47 @@ def inventory(system: System | None = None) -> dict | None:
     }
 
 
-def _watts(milliwatts) -> float | str:
-    return milliwatts / 1000 if isinstance(milliwatts, int) else milliwatts
+def _gpu(index: int, h, system: System) -> dict:
+    pynvml = nvml.api()
+    memory = nvml.safe(pynvml.nvmlDeviceGetMemoryInfo, h)
+    bar1 = nvml.safe(pynvml.nvmlDeviceGetBAR1MemoryInfo, h)
+    bus_id = nvml.text(pynvml.nvmlDeviceGetPciInfo(h).busId)
+    return {
+        "index": index,
+        "name": nvml.text(pynvml.nvmlDeviceGetName(h)),
+        "uuid": nvml.text(nvml.safe(pynvml.nvmlDeviceGetUUID, h)),
+        "bus_id": bus_id,
+        "memory_mib": memory.total // 2**20 if not isinstance(memory, str) else memory,
+        "bar1_total_mib": bar1.bar1Total // 2**20 if not isinstance(bar1, str) else bar1,
+        "pcie_gen": nvml.safe(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
+        "pcie_width": nvml.safe(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
+        "pcie_max_gen": nvml.safe(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
+        "pcie_max_width": nvml.safe(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h),
+        "power_limit_w": nvml.watts(nvml.safe(pynvml.nvmlDeviceGetPowerManagementLimit, h)),
+        "power_default_limit_w": nvml.watts(nvml.safe(pynvml.nvmlDeviceGetPowerManagementDefaultLimit, h)),
+        "max_sm_clock_mhz": nvml.safe(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_SM),
+        "topology": topology(system, bus_id),
+    }
+
+
+def _pairs(handles: list) -> list[dict]:
+    """P2P status and common ancestor of every ordered pair of GPUs."""
+    ancestor = nvml.api().nvmlDeviceGetTopologyCommonAncestor
+    return [
+        {
+            "from": i,
+            "to": j,
+            "read": _p2p(a, b, P2P_READ),
+            "write": _p2p(a, b, P2P_WRITE),
+            "nvlink": _p2p(a, b, P2P_NVLINK),  # OK: peers talk over NVLink, not PCIe
+            "common_ancestor": ANCESTOR.get(nvml.safe(ancestor, a, b), "unknown"),
+        }
+        for i, a in enumerate(handles)
+        for j, b in enumerate(handles)
+        if i != j
+    ]
 
 
 def _p2p(a, b, index) -> str:
-    status = _safe(pynvml.nvmlDeviceGetP2PStatus, a, b, index)
+    status = nvml.safe(nvml.api().nvmlDeviceGetP2PStatus, a, b, index)
     return P2P_STATUS.get(status, str(status)) if isinstance(status, int) else status

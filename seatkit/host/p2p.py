@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from seatkit.errors import SeatError
@@ -18,13 +19,15 @@ from seatkit.host.journal import STATE
 from seatkit.host.system import System
 
 PROBE = Path(__file__).with_name("p2p_probe.py")
+# The modules the probe imports from its own folder (--step): mounted beside it in an image.
+PROBE_SIBLINGS = ("p2p_probe_step.py", "p2p_probe_forms.py", "p2p_probe_oneshot.py")
 RESULT = f"{STATE}/verify-p2p.json"
 NO_CUDA = 3
 BAD_ARGS = 2  # the probe's exit status when it refuses its arguments or environment
 PROBE_TIMEOUT_S = 900  # a healthy 8-GPU host needs a few minutes
 
 
-def probe_argv(image: str | None, args: list[str] = ()) -> list[str]:
+def probe_argv(image: str | None, args: Sequence[str] = ()) -> list[str]:
     if image is None:
         return [sys.executable, str(PROBE), *args]
     return [
@@ -41,6 +44,7 @@ def probe_argv(image: str | None, args: list[str] = ()) -> list[str]:
         "NCCL_NVLS_ENABLE=0",
         "-v",
         f"{PROBE}:/seatkit-p2p-probe.py:ro",
+        *(arg for name in PROBE_SIBLINGS for arg in ("-v", f"{PROBE.with_name(name)}:/{name}:ro")),
         "--entrypoint",
         "python3",
         image,
@@ -49,7 +53,7 @@ def probe_argv(image: str | None, args: list[str] = ()) -> list[str]:
     ]
 
 
-def run_probe(image: str | None = None, args: list[str] = ()) -> dict:
+def run_probe(image: str | None = None, args: Sequence[str] = ()) -> dict:
     """The probe's JSON; args select its step mode (p2p_probe.py --step ...)."""
     try:
         done = subprocess.run(

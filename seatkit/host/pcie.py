@@ -48,7 +48,8 @@ def _u32(data: bytes, at: int) -> int:
 
 def extended_caps(config: bytes) -> dict[int, int]:
     """Extended capability id -> offset, walking the list from 0x100 (bounded: a loop ends it)."""
-    found, at, seen = {}, EXT_START, set()
+    found: dict[int, int] = {}
+    at, seen = EXT_START, set()
     while EXT_START <= at <= len(config) - 8 and at not in seen:
         seen.add(at)
         header = _u32(config, at)
@@ -62,7 +63,14 @@ def extended_caps(config: bytes) -> dict[int, int]:
 def device(system: System, address: str) -> dict:
     """One function's identity and its ACS and ATS state, each None with a reason when unreadable."""
     config = system.read_bytes(f"/sys/bus/pci/devices/{address}/config")
-    facts = {"address": address, "vendor": None, "device": None, "bridge": None, "acs": None, "ats": None}
+    facts: dict[str, object] = {
+        "address": address,
+        "vendor": None,
+        "device": None,
+        "bridge": None,
+        "acs": None,
+        "ats": None,
+    }
     if not config or len(config) < 64:
         return {**facts, "why": "config space not readable"}
     if _u16(config, 0) == 0xFFFF:
@@ -111,9 +119,10 @@ def chain(system: System, address: str) -> dict:
     if not roots:  # no host bridge on the path: where it sits, and so what lies between, is unknown
         return {"root_bus": None, "bridges": [], "why": f"the sysfs path of {address} names no PCI root bus"}
     start = roots[-1]  # behind VMD, the domain the VMD controller hosts
+    root = ROOT_BUS.match(parts[start])  # matched above: roots are its matches
     functions = [p for p in parts[start:] if ADDRESS.match(p)]
     return {
-        "root_bus": ROOT_BUS.match(parts[start]).group(1),
+        "root_bus": root.group(1) if root else None,
         "bridges": functions[:-1],
         "vmd": len(roots) > 1,
     }
@@ -182,7 +191,8 @@ def _pair_verdict(bridges: list[dict], a: dict, b: dict) -> tuple[str, str]:
 def facts(bus_ids: list[str], system: System | None = None) -> dict:
     """Per GPU its chain, IOMMU group and ATS; per pair the bridges between and their ACS."""
     system = system or System()
-    gpus, devices = [], {}
+    gpus: list[dict] = []
+    devices: dict[str, dict] = {}
     for index, bus_id in enumerate(bus_ids):
         address = sysfs_address(bus_id)
         found = chain(system, address)

@@ -8,36 +8,17 @@ Nothing here writes or runs anything that changes the host.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from dataclasses import dataclass, field
 
 from seatkit.errors import SeatError
-from seatkit.host import cmdline, detect, grub_defaults, settings, state
+from seatkit.host import boot_stacks, cmdline, detect, modprobe, settings, state
 from seatkit.host.journal import Journal, sha256
+from seatkit.host.ops import GRUB_DROPIN, MODPROBE_FILE, FileOp
 from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
 
-MODPROBE_FILE = "/etc/modprobe.d/seatkit-nvidia.conf"
-GRUB_DROPIN = "/etc/default/grub.d/99-seatkit.cfg"
-KERNEL_CMDLINE = "/etc/kernel/cmdline"
-KERNELSTUB_CONFIG = "/etc/kernelstub/configuration"
 X2APIC_CPUS = 256
-
-
-@dataclass
-class FileOp:
-    path: str
-    new: bytes | None  # None removes the file
-    why: str
-
-
-@dataclass
-class CommandOp:
-    argv: list[str]
-    undo: list[str]
-    touches: list[str]
-    why: str
 
 
 @dataclass
@@ -86,11 +67,11 @@ def foreign_module_options(system: System) -> list[str]:
         state.configured_args(system).source: state.next_boot_tokens(system),
     }
     for module, option in (("nvidia", "NVreg_RegistryDwords"), ("nvidia_uvm", "uvm_disable_hmm")):
-        _, files = state.modprobe_options(system, module)
+        _, files = modprobe.options(system, module)
         for path in files:
             if path != MODPROBE_FILE and re.search(rf"\b{option}=", system.read(path) or ""):
                 found.append(f"{path} sets {module} {option}")
-        for path, words in state.module_lines(system, "install", module):  # run instead of loading it
+        for path, words in modprobe.command_lines(system, "install", module):  # run instead of loading it
             if re.search(rf"(^|\s){option}=", words[2]):
                 found.append(
                     f"{path} has an install command for {module} that passes {option} itself: "
@@ -100,208 +81,10 @@ def foreign_module_options(system: System) -> list[str]:
             found += [
                 f"the kernel command line ({where}) has {module}.{t}, which kmod applies after "
                 "every modprobe.d file, so it wins"
-                for t in state.kernel_line_options(tokens, module)
+                for t in modprobe.kernel_line_options(tokens, module)
                 if cmdline.key(t).replace("-", "_") == option.replace("-", "_")
             ]
     return list(dict.fromkeys(found))
-
-
-# --- boot stacks: each returns (edit, ops, regen) or a snippet --------------------------------
-
-
-def _dropin_header(text: str, name: str) -> list[str]:
-    match = re.search(rf"^# seatkit-{name}:(.*)$", text, re.M)
-    return match.group(1).split() if match else []
-
-
-def lost_tokens(tokens: list[str], edit: cmdline.Edit) -> list[str]:
-    """What of the edit is not in a generated command line: tokens missing, replaced ones still there."""
-    return [f"{t} is missing" for t in edit.added if t not in tokens] + [
-        f"{t} is still there" for _, t in edit.replaced if t in tokens
-    ]
-
-
-def _grub_length(system: System, tokens: list[str]) -> bytes:
-    """The line the kernel would get: BOOT_IMAGE and root= as in grub.cfg's default entry, then ours."""
-    found = state.grub_default_args(system)
-    words = found[0].split() if found else []
-    prefix = [f"BOOT_IMAGE={found[2]}"] if found else []
-    prefix += [w for w in words if w.startswith("root=")][:1] + ["ro"]
-    return cmdline.to_bytes(" ".join(prefix + tokens))
-
-
-def grub_dropin(edit: cmdline.Edit) -> str:
-    """A drop-in that grub-mkconfig sources after every other one: it appends, and it removes
-    only the tokens it replaces, so rollback (deleting it) puts the user's lines back as they were."""
-    replaced = [t for _, t in edit.replaced]
-    lines = [
-        "# Written by seatkit (seat host apply); seat host rollback removes it. Do not edit.",
-        f"# seatkit-adds: {' '.join(edit.added)}",
-        f"# seatkit-replaces: {' '.join(replaced)}",
-    ]
-    if replaced:
-        cases = "|".join(f"'{t}'" for t in replaced)  # no globbing in the word loop (a subshell)
-        lines += [
-            f'seatkit_without() {{ set -f; out=; for t in $1; do case "$t" in {cases}) ;; '
-            '*) out="$out $t" ;; esac; done; printf %s "${out# }"; }',
-            'GRUB_CMDLINE_LINUX="$(seatkit_without "$GRUB_CMDLINE_LINUX")"',
-            'GRUB_CMDLINE_LINUX_DEFAULT="$(seatkit_without "$GRUB_CMDLINE_LINUX_DEFAULT")"',
-        ]
-    # GRUB_CMDLINE_LINUX_DEFAULT does not reach recovery entries: they stay a clean way back.
-    lines.append(f'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT {" ".join(edit.added)}"')
-    return "\n".join(lines) + "\n"
-
-
-def grub(system: System, wanted: list[str], choices: Choices):
-    """Judged on the defaults files the next update-grub sources (pending edits count), not on
-    the last grub.cfg; the drop-in's effect is predicted the same way before it is written."""
-    files = grub_defaults.sources(system)
-    broken = grub_defaults.syntax_errors(system, files)
-    if broken:
-        raise SeatError("; ".join(broken) + ": update-grub would fail")
-    theirs = [f for f in files if f != GRUB_DROPIN]
-    edit = cmdline.plan(cmdline.split(grub_defaults.command_line(system, theirs)), wanted, choices.replace)
-    text = grub_dropin(edit) if not edit.empty else None
-    if text:
-        predicted = cmdline.split(grub_defaults.command_line(system, theirs, {GRUB_DROPIN: text}))
-        lost = lost_tokens(predicted, edit)
-        if lost:
-            raise SeatError(
-                f"after {GRUB_DROPIN} the next update-grub would give a line where "
-                f"{', '.join(lost)}: "
-                + ("; ".join(grub_defaults.overriders(system, GRUB_DROPIN)) or "a later file wins"),
-                "make the later drop-in append to the variable instead of setting it",
-            )
-        cmdline.check_length(_grub_length(system, predicted), "grub.cfg default entry")
-    if text == system.read(GRUB_DROPIN):
-        return edit, [], []
-    op = FileOp(
-        GRUB_DROPIN,
-        text.encode() if text else None,
-        "GRUB drop-in appending the IOMMU tokens to the default entries",
-    )
-    return edit, [op], [["update-grub"]]
-
-
-def grubby_argv(add: list[str], remove: list[str]) -> list[str]:
-    return (
-        ["grubby", "--update-kernel=ALL"]
-        + ([f"--args={' '.join(add)}"] if add else [])
-        + ([f"--remove-args={' '.join(remove)}"] if remove else [])
-    )
-
-
-def kernelstub_argv(add: list[str], remove: list[str]) -> list[str]:
-    return (
-        ["kernelstub"] + (["-a", " ".join(add)] if add else []) + (["-d", " ".join(remove)] if remove else [])
-    )
-
-
-def _command(argv, edit: cmdline.Edit, touches: list[str], why: str) -> CommandOp:
-    """The tool's own edit and its exact reverse: remove what was added, add back what was replaced."""
-    added, replaced = list(edit.added), [t for _, t in edit.replaced]
-    return CommandOp(argv(added, replaced), argv(replaced, added), touches, why)
-
-
-def bls(system: System, wanted: list[str], choices: Choices):
-    entries = [f"/{p.relative_to(system.root)}" for p in system.glob("/boot/loader/entries/*.conf")]
-    options = next(
-        (
-            line.split(None, 1)[1]
-            for e in entries
-            for line in (system.read(e) or "").splitlines()
-            if line.startswith("options ")
-        ),
-        None,
-    )
-    if options is None:
-        raise SeatError("no BLS entry in /boot/loader/entries has an options line")
-    edit = cmdline.plan(cmdline.split(options), wanted, choices.replace)
-    ops = []
-    if not edit.empty:
-        ops.append(_command(grubby_argv, edit, entries, "grubby edits every BLS entry's options"))
-    future = system.read_bytes(KERNEL_CMDLINE)
-    if future is not None:  # new kernels take their command line from here
-        new = edit_kernel_cmdline(future, wanted, choices)
-        if new != future:
-            ops.append(FileOp(KERNEL_CMDLINE, new, "the command line future kernels get"))
-    return edit, ops, []
-
-
-def edit_kernel_cmdline(data: bytes, wanted: list[str], choices: Choices) -> bytes:
-    """/etc/kernel/cmdline edited on its own bytes: quotes, tabs, CRLF and non-UTF-8 kept."""
-    new = cmdline.edit_bytes(data, cmdline.plan(cmdline.split(data), wanted, choices.replace))
-    cmdline.check_length(new.strip(), KERNEL_CMDLINE)
-    return new
-
-
-def kernelstub(system: System, wanted: list[str], choices: Choices):
-    try:
-        config = json.loads(system.read(KERNELSTUB_CONFIG) or "")
-        options = config["user"]["kernel_options"]
-    except (ValueError, KeyError, TypeError):
-        raise SeatError(f"{KERNELSTUB_CONFIG} has no user.kernel_options") from None
-    tokens = options if isinstance(options, list) else cmdline.split(options)
-    edit = cmdline.plan(tokens, wanted, choices.replace)
-    if edit.empty:
-        return edit, [], []
-    touches = [KERNELSTUB_CONFIG] + detect.loader_entries(system)
-    return (
-        edit,
-        [_command(kernelstub_argv, edit, touches, "kernelstub keeps the options and writes the ESP entry")],
-        [],
-    )
-
-
-def systemd_boot(system: System, wanted: list[str], choices: Choices):
-    kernels = detect.kernels(system)
-    if not kernels:
-        raise SeatError(
-            "no installed kernel found for kernel-install (/usr/lib/modules/*/vmlinuz, /boot/vmlinuz-*)"
-        )
-    by_hand = [
-        e
-        for e in detect.loader_entries(system)
-        if not any(re.search(rf"-{re.escape(v)}(\+\d+(-\d+)?)?\.conf$", e) for v, _ in kernels)
-    ]
-    if by_hand:
-        raise SeatError(
-            f"loader entries not written by kernel-install for an installed kernel: "
-            f"{', '.join(by_hand)}: they would keep booting the old command line",
-            "add the tokens to them by hand, or remove them, then plan again",
-        )
-    current = system.read_bytes(KERNEL_CMDLINE)
-    if current is None:  # kernel-install falls back to the running command line
-        current = (
-            " ".join(
-                t
-                for t in cmdline.split(system.read_bytes("/proc/cmdline") or b"")
-                if cmdline.key(t) not in ("BOOT_IMAGE", "initrd")
-            ).encode("utf-8", "surrogateescape")
-            + b"\n"
-        )
-    edit = cmdline.plan(cmdline.split(current), wanted, choices.replace)
-    if edit.empty:
-        return edit, [], []
-    op = FileOp(
-        KERNEL_CMDLINE,
-        edit_kernel_cmdline(current, wanted, choices),
-        "the command line kernel-install writes into each entry",
-    )
-    return edit, [op], [["kernel-install", "add", version, image] for version, image in kernels]
-
-
-STACKS = {"grub": grub, "bls": bls, "kernelstub": kernelstub, "systemd-boot": systemd_boot}
-
-
-def nixos_snippet(tokens: list[str], module_text: str) -> str:
-    options = "\n".join(f"    {line}" for line in module_text.splitlines() if line.startswith("options"))
-    return (
-        "# NixOS is declarative: seatkit changes nothing. Add to configuration.nix, then\n"
-        "# `nixos-rebuild boot` and reboot; roll back by booting the previous generation.\n"
-        f"boot.kernelParams = [ {' '.join(json.dumps(t) for t in tokens)} ];\n"
-        f"boot.extraModprobeConfig = ''\n{options}\n'';\n"
-    )
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -326,12 +109,48 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
     facts = detect.facts(system)
     plan = Plan(profile.name, facts, source=profile, choices=choices)
     journal = Journal(system)
-    refuse, warn = plan.refusals.append, plan.warnings.append
     for t in journal.open():
-        refuse(f"transaction {t.txid} ({t.action}) was interrupted: run `seat host recover` first")
-
+        plan.refusals.append(
+            f"transaction {t.txid} ({t.action}) was interrupted: run `seat host recover` first"
+        )
     keys = settings.registry_keys()
-    dwords = keys.forms[profile.registry].dwords
+    _judge_driver(plan, profile, keys)
+    for found in foreign_module_options(system):
+        plan.refusals.append(f"{found}: two settings would fight over one option; remove or merge it first")
+    _judge_iommu(plan, profile, choices)
+    if facts.container:
+        plan.refusals.append(
+            f"this runs in a container ({facts.container}): the boot files here are not the ones "
+            "the host's kernel boots from; run seatkit on the host itself"
+        )
+    text = modprobe_text(profile, keys.forms[profile.registry].dwords)
+    if facts.stack == "nixos":
+        plan.snippet = boot_stacks.nixos_snippet(plan.tokens, text)
+        return plan
+    for problem in owned_file_refusals(system, journal, [MODPROBE_FILE, GRUB_DROPIN]):
+        plan.refusals.append(problem)
+    _module_file(plan, system, text)
+    _boot_edit(plan, system, choices)
+    for path in plan.keep + [
+        p for op in plan.ops for p in ([op.path] if isinstance(op, FileOp) else op.touches)
+    ]:
+        try:  # every refusal a write would meet, found before anything changes
+            system.check_writable(path)
+        except SeatError as exc:
+            plan.refusals.append(exc.message)
+    active = journal.active()
+    last = active[-1] if active else None
+    if plan.ops and last and last.begin["facts"]["boot_id"] == facts.boot_id:
+        plan.refusals.append(
+            f"transaction {last.txid} ({last.begin['profile']}) was applied in this boot and is not "
+            "yet verified: reboot and check `seat host status`, or roll it back, before another change"
+        )
+    return plan
+
+
+def _judge_driver(plan: Plan, profile: HostProfile, keys: settings.RegistryKeys) -> None:
+    """The registry form against the driver the next boot loads."""
+    facts, refuse, warn = plan.facts, plan.refusals.append, plan.warnings.append
     driver = facts.next_driver or facts.driver  # the options are read when the next boot loads it
     unbuilt = facts.next_driver is None and facts.next_kernel != facts.kernel
     if facts.next_driver and facts.driver and facts.next_driver != facts.driver:
@@ -363,9 +182,11 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
             )
             + f": {' '.join(rule.why.split())} Use the conservative profile (three-key)."
         )
-    for found in foreign_module_options(system):
-        refuse(f"{found}: two settings would fight over one option; remove or merge it first")
 
+
+def _judge_iommu(plan: Plan, profile: HostProfile, choices: Choices) -> None:
+    """The IOMMU tokens for this CPU, and the refusals and warnings of turning the IOMMU off."""
+    facts, refuse, warn = plan.facts, plan.refusals.append, plan.warnings.append
     if facts.vendor is None:
         refuse("CPU vendor not recognised in /proc/cpuinfo: the IOMMU tokens depend on it")
     else:
@@ -388,17 +209,10 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
                 "`nproc --all` with the online CPUs"
             )
 
-    if facts.container:
-        refuse(
-            f"this runs in a container ({facts.container}): the boot files here are not the ones "
-            "the host's kernel boots from; run seatkit on the host itself"
-        )
-    text = modprobe_text(profile, dwords)
-    if facts.stack == "nixos":
-        plan.snippet = nixos_snippet(plan.tokens, text)
-        return plan
-    for problem in owned_file_refusals(system, journal, [MODPROBE_FILE, GRUB_DROPIN]):
-        refuse(problem)
+
+def _module_file(plan: Plan, system: System, text: str) -> None:
+    """The owned modprobe.d file, and the initramfs that keeps a copy of it."""
+    facts, refuse, warn = plan.facts, plan.refusals.append, plan.warnings.append
     if system.read(MODPROBE_FILE) != text:
         plan.ops.append(FileOp(MODPROBE_FILE, text.encode(), "registry keys and HMM module options"))
         if facts.initramfs:
@@ -411,6 +225,11 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
                 )
         else:
             refuse(f"{facts.initramfs_why}: the initramfs keeps a copy of modprobe.d")
+
+
+def _boot_edit(plan: Plan, system: System, choices: Choices) -> None:
+    """The boot stack's edit of the kernel command line, or why this host's stack is refused."""
+    facts, refuse = plan.facts, plan.refusals.append
     if facts.stack == "ostree":
         refuse(
             "rpm-ostree / bootc hosts are image based: use `rpm-ostree kargs --append` with the "
@@ -425,7 +244,7 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
         )
     elif plan.tokens:
         try:
-            plan.edit, ops, regen = STACKS[facts.stack](system, plan.tokens, choices)
+            plan.edit, ops, regen = boot_stacks.STACKS[facts.stack](system, plan.tokens, choices.replace)
         except SeatError as exc:
             refuse(str(exc))
         else:
@@ -433,23 +252,6 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
             plan.regen += regen
             if facts.stack == "systemd-boot":  # kernel-install rewrites its entries, hand edits too
                 plan.keep = detect.loader_entries(system)
-
-    for path in plan.keep + [
-        p for op in plan.ops for p in ([op.path] if isinstance(op, FileOp) else op.touches)
-    ]:
-        try:  # every refusal a write would meet, found before anything changes
-            system.check_writable(path)
-        except SeatError as exc:
-            refuse(exc.message)
-
-    active = journal.active()
-    last = active[-1] if active else None
-    if plan.ops and last and last.begin["facts"]["boot_id"] == facts.boot_id:
-        refuse(
-            f"transaction {last.txid} ({last.begin['profile']}) was applied in this boot and is not "
-            "yet verified: reboot and check `seat host status`, or roll it back, before another change"
-        )
-    return plan
 
 
 def diff(system: System, op: FileOp) -> str:

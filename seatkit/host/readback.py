@@ -5,10 +5,12 @@ rollback, read every generated entry and initramfs back and say what of seatkit'
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from seatkit.errors import SeatError
 from seatkit.host import cmdline, detect, grub_defaults, state
-from seatkit.host.plan import GRUB_DROPIN, KERNEL_CMDLINE, KERNELSTUB_CONFIG, MODPROBE_FILE, Plan
+from seatkit.host.ops import GRUB_DROPIN, KERNEL_CMDLINE, KERNELSTUB_CONFIG, MODPROBE_FILE
+from seatkit.host.plan import Plan
 from seatkit.host.system import System
 
 
@@ -109,7 +111,11 @@ def operators_tokens(system: System, stack: str | None) -> set[str]:
 
 
 def remains(
-    system: System, tokens: list[str], generator: str | None, module_file_gone: bool, lines_before: list = ()
+    system: System,
+    tokens: list[str],
+    generator: str | None,
+    module_file_gone: bool,
+    lines_before: Sequence = (),
 ) -> list[str]:
     """What of seatkit's change a boot could still get: its tokens in any boot line but one that
     was there, word for word, before apply (a rescue or custom entry of the operator's), its module

@@ -9,27 +9,21 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
 
-from seatkit.host import cmdline
+from seatkit.host import cmdline, modprobe
 from seatkit.host.settings import parse_dwords
 from seatkit.host.system import System
 
 IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
-# kmod's folders in its order: a file name in an earlier one masks the same name in later ones.
-MODPROBE_DIRS = (
-    "/etc/modprobe.d",
-    "/run/modprobe.d",
-    "/usr/local/lib/modprobe.d",
-    "/usr/lib/modprobe.d",
-    "/lib/modprobe.d",
-)
-KERNEL_LINE = "the kernel command line"
 LOADER_ESPS = ("/boot", "/boot/efi", "/efi")
+T = TypeVar("T")
+Vendor = Literal["amd", "intel"]
 
 
 @dataclass
-class Reading:
-    value: object
+class Reading(Generic[T]):
+    value: T | None
     source: str  # where it was read, or why it could not be
 
     @property
@@ -41,7 +35,7 @@ def iommu_tokens(text: str) -> set[str]:
     return {t for t in cmdline.split(text) if t.split("=", 1)[0] in IOMMU_KEYS}
 
 
-def cpu_vendor(system: System) -> str | None:
+def cpu_vendor(system: System) -> Vendor | None:
     text = system.read("/proc/cpuinfo") or ""
     if "AuthenticAMD" in text:
         return "amd"
@@ -65,7 +59,7 @@ def driver_version(system: System) -> str | None:
 # --- live -------------------------------------------------------------------------------------
 
 
-def live_cmdline(system: System) -> Reading:
+def live_cmdline(system: System) -> Reading[set[str]]:
     text = system.read("/proc/cmdline")
     return (
         Reading(iommu_tokens(text), "/proc/cmdline")
@@ -94,7 +88,7 @@ def nvidia_params(system: System) -> dict[str, str] | None:
     }
 
 
-def live_dwords(system: System) -> Reading:
+def live_dwords(system: System) -> Reading[dict[str, str]]:
     params = nvidia_params(system)
     if params is None:
         return Reading(
@@ -105,7 +99,7 @@ def live_dwords(system: System) -> Reading:
     return Reading(parse_dwords(params.get("RegistryDwords", "")), "/proc/driver/nvidia/params")
 
 
-def live_hmm_disabled(system: System) -> Reading:
+def live_hmm_disabled(system: System) -> Reading[bool]:
     text = system.read("/sys/module/nvidia_uvm/parameters/uvm_disable_hmm")
     if text is None:
         return Reading(
@@ -149,8 +143,12 @@ def _grub_default(system: System, text: str) -> str:
         "0",
     )  # next_entry is grub-reboot's one-off
     if "saved_entry" in default:
-        env = next(
-            (system.read(p) for p in ("/boot/grub/grubenv", "/boot/grub2/grubenv") if system.read(p)), ""
+        env = (
+            next(
+                (system.read(p) for p in ("/boot/grub/grubenv", "/boot/grub2/grubenv") if system.read(p)),
+                None,
+            )
+            or ""
         )
         found = re.search(r"^saved_entry=(.*)$", env, re.M)
         default = found.group(1).strip() if found and found.group(1).strip() else "0"
@@ -168,7 +166,7 @@ def grub_default_args(system: System) -> tuple[str, str, str] | None:
         parts = _grub_default(system, text).split(">")
         chosen = entries[0][1]
         for nodes, words in entries:  # a title or id path, matched part by part
-            if len(nodes) == len(parts) and all(p in node for p, node in zip(parts, nodes)):
+            if len(nodes) == len(parts) and all(p in node for p, node in zip(parts, nodes, strict=True)):
                 chosen = words
                 break
         else:
@@ -240,7 +238,7 @@ def default_entry(system: System):
     return max(entries, key=lambda e: _version_key(e.stem))
 
 
-def configured_args(system: System) -> Reading:
+def configured_args(system: System) -> Reading[str]:
     """The command line of the boot configuration the next boot will use (generated files first)."""
     grub = grub_default_args(system)
     if grub:
@@ -260,97 +258,31 @@ def configured_args(system: System) -> Reading:
     )
 
 
-def configured_cmdline(system: System) -> Reading:
+def configured_cmdline(system: System) -> Reading[set[str]]:
     """IOMMU tokens of the boot configuration the next boot will use."""
     found = configured_args(system)
-    return Reading(iommu_tokens(found.value), found.source) if found.known else found
-
-
-def modprobe_lines(text: str) -> list[tuple[int, list[str]]]:
-    """(line number, words) as kmod reads a modprobe.d file: a trailing backslash joins lines,
-    a first word starting with # is a comment, words split at spaces and tabs. Quotes are not
-    the shell's: they matter only inside option values, which the kernel splits (cmdline.split)."""
-    out, joined, first = [], "", 0
-    for number, line in enumerate(text.splitlines(), 1):
-        if not joined:
-            first = number
-        if line.endswith("\\"):
-            joined += line[:-1]
-            continue
-        words, joined = (joined + line).split(None, 2), ""
-        if words and not words[0].startswith("#"):
-            out.append((first, words))
-    return out
-
-
-def kernel_line_options(tokens: list[str], module: str) -> list[str]:
-    """`module.option=value` tokens as kmod takes them from the command line: the module name up to
-    the first dot (dashes read as underscores), the option after it."""
-    out = []
-    for token in tokens:
-        name, dot, option = token.partition(".")
-        if dot and "=" in option and "=" not in name and name.replace("-", "_") == module:
-            out.append(option)
-    return out
-
-
-def module_lines(system: System, command: str, module: str) -> list[tuple[str, list[str]]]:
-    """(file, words) of every `COMMAND MODULE ...` line kmod reads: its folders, each file name once
-    (the first folder's masks the rest), in name order; dashes in the name read as underscores."""
-    names = sorted(
-        {
-            name
-            for d in MODPROBE_DIRS
-            for name in (system.entries(d) or [])
-            if name.endswith(".conf") and not name.startswith(".")
-        }
+    return (
+        Reading(iommu_tokens(found.value), found.source)
+        if found.value is not None
+        else Reading(None, found.source)
     )
-    out = []
-    for name in names:
-        path = next((f"{d}/{name}" for d in MODPROBE_DIRS if system.read(f"{d}/{name}") is not None), None)
-        if path is None:  # only folders or dangling links by that name: kmod skips them too
-            continue
-        out += [
-            (path, words)
-            for _, words in modprobe_lines(system.read(path) or "")
-            if len(words) == 3 and words[0] == command and words[1].replace("-", "_") == module
-        ]
-    return out
-
-
-def modprobe_options(
-    system: System, module: str, kernel_line: list[str] = ()
-) -> tuple[dict[str, str], list[str]]:
-    """`options MODULE k=v ...` as modprobe resolves them: every modprobe.d file in name order, later
-    files winning, then the kernel command line's `MODULE.k=v` (kmod appends those last, so they
-    win); with the files (and the command line) that set any."""
-    options: dict[str, str] = {}
-    files = []
-    for path, words in module_lines(system, "options", module):
-        files.append(path)
-        options.update((cmdline.key(t), cmdline.value(t)) for t in cmdline.split(words[2]))
-    line = kernel_line_options(list(kernel_line), module)
-    if line:
-        files.append(KERNEL_LINE)
-        options.update((cmdline.key(t), cmdline.value(t)) for t in line)
-    return options, files
 
 
 def next_boot_tokens(system: System) -> list[str]:
     found = configured_args(system)
-    return cmdline.split(found.value) if found.known else []
+    return cmdline.split(found.value) if found.value is not None else []
 
 
-def configured_dwords(system: System) -> Reading:
-    options, files = modprobe_options(system, "nvidia", next_boot_tokens(system))
+def configured_dwords(system: System) -> Reading[dict[str, str]]:
+    options, files = modprobe.options(system, "nvidia", next_boot_tokens(system))
     return Reading(
         parse_dwords(options.get("NVreg_RegistryDwords", "")),
         ", ".join(files) or "no modprobe.d file sets nvidia options",
     )
 
 
-def configured_hmm_disabled(system: System) -> Reading:
-    options, files = modprobe_options(system, "nvidia_uvm", next_boot_tokens(system))
+def configured_hmm_disabled(system: System) -> Reading[bool]:
+    options, files = modprobe.options(system, "nvidia_uvm", next_boot_tokens(system))
     return Reading(
         options.get("uvm_disable_hmm") in ("1", "Y", "y"),
         ", ".join(files) or "no modprobe.d file sets nvidia_uvm options",

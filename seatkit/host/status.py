@@ -76,10 +76,12 @@ def iommu_row(profile: HostProfile, system: System) -> dict:
     desired = set(profile.iommu.tokens[vendor])
     keys = {cmdline.key(t) for t in desired}
 
-    def deciding(reading: state.Reading) -> state.Reading:  # as plan judges: only the keys it sets
+    def deciding(
+        reading: state.Reading[set[str]],
+    ) -> state.Reading[set[str]]:  # as plan judges: only its keys
         return (
             state.Reading({t for t in reading.value if cmdline.key(t) in keys}, reading.source)
-            if reading.known
+            if reading.value is not None
             else reading
         )
 
@@ -119,10 +121,11 @@ def registry_row(profile: HostProfile, system: System, driver: str | None) -> di
 
 
 def rebar_row(profile: HostProfile, system: System, inventory: dict | None) -> dict:
-    configured = state.configured_dwords(system)
+    dwords = state.configured_dwords(system)
     configured = state.Reading(
-        configured.value.get("EnableResizableBar") == "1" if configured.known else None, configured.source
+        dwords.value.get("EnableResizableBar") == "1" if dwords.value is not None else None, dwords.source
     )
+    live: state.Reading[bool]
     if inventory is None:
         live = state.Reading(None, "NVML unavailable: no NVIDIA driver answers")
     else:

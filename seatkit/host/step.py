@@ -4,7 +4,8 @@ The probe (p2p_probe.py --step) times a CUDA-graph train of 2 x L all-reduces of
 bf16, the all-reduces one decode step of a TP seat makes, in a one-shot form (SM-issued peer reads,
 b12x's shape) and through NCCL, over a self-copy baseline. This module picks L and hidden from the
 profile's model, runs the probe, says what share of the published step the train explains, and
-keeps the result with the boot id beside verify-p2p's.
+keeps the result with the boot id beside verify-p2p's. The published step it is judged against comes
+from the reference card (seatkit.doctor.bench.published_step), above host.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import json
 import math
 import time
 
-from seatkit.bench import cards
 from seatkit.errors import SeatError
 from seatkit.host import p2p, state
 from seatkit.host.journal import STATE
@@ -65,26 +65,6 @@ def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
             f"({LAYERS[0]}-{LAYERS[1]} layers, hidden {HIDDEN[0]}-{HIDDEN[1]} in 8s): give --layers and --hidden"
         )
     return layers, hidden
-
-
-def reference(profile: Profile) -> dict | None:
-    """The published step at ctx0: ms/step and tokens/step from the profile's reference card."""
-    from seatkit.doctor.bench import card_for  # the one card lookup, shared with doctor's bench row
-
-    path = card_for(profile)
-    if path is None:
-        return None
-    card = cards.load(path)
-    for figure in card.figures:
-        if figure.ms_per_step and figure.tokens_per_step and card.conditions_of(figure).get("context") == 0:
-            return {
-                "card": path.stem,
-                "figure": figure.id,
-                "ms_per_step": figure.ms_per_step,
-                "tokens_per_step": figure.tokens_per_step,
-                "k": card.conditions_of(figure).get("k"),
-            }
-    return None
 
 
 LYING_HINT = "the probe and the kit differ (an edited p2p_probe.py?): reinstall seatkit and run it again"

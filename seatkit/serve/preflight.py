@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from seatkit import engine, safe_yaml
+from seatkit import engine, nvml, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.seat import overlay_lock
 from seatkit.serve import keys
@@ -33,12 +33,11 @@ def _port_in_use(host: str, port: int) -> bool:
 
 def visible_gpus() -> int:
     """GPUs the NVIDIA driver shows (NVML); 0 when there is no driver."""
-    import pynvml
-
     try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
+        nvml.start()
+    except nvml.NoDriver:
         return 0
+    pynvml = nvml.api()
     try:
         return pynvml.nvmlDeviceGetCount()
     finally:

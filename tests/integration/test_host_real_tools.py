@@ -21,7 +21,7 @@ from conftest import unavailable
 from debian_root import KVER, chroot_runner, kernel, make, module
 
 from seatkit.errors import SeatError
-from seatkit.host import change, settings, state, status
+from seatkit.host import change, modprobe, ops, settings, status
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
@@ -290,7 +290,7 @@ def test_plan_and_status_resolve_module_options_as_the_real_modprobe_does(base, 
     system = host(base, tmp_path)  # one root for every case (a root costs a real initramfs)
     module(system.root, KVER, "nvidia_uvm")
     ok(system, ["depmod", KVER])
-    kit = system.root / host_plan.MODPROBE_FILE.lstrip("/")  # the kit's file, as apply writes it
+    kit = system.root / ops.MODPROBE_FILE.lstrip("/")  # the kit's file, as apply writes it
     kit.write_text(host_plan.modprobe_text(settings.load("conservative"), "ForceP2P=0x11"))
     for case, (files, line, foreign) in KMOD_CASES.items():
         for path, options in files.items():
@@ -310,7 +310,7 @@ def test_plan_and_status_resolve_module_options_as_the_real_modprobe_does(base, 
             if r["setting"] == "hmm_disabled"
         )
         assert row["configured"] is (real == "1"), (case, real, row)
-        claimed, _ = state.modprobe_options(system, "nvidia_uvm", next_boot.split())
+        claimed, _ = modprobe.options(system, "nvidia_uvm", next_boot.split())
         assert claimed["uvm_disable_hmm"] == real, case
         refusals = conservative(system).refusals
         assert any("uvm_disable_hmm" in r for r in refusals) is foreign, (case, refusals)

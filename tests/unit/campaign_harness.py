@@ -25,7 +25,7 @@ from fake_host import KVER, FakeHost
 from seatkit.bench import run as bench_run
 from seatkit.bench import selftest, workload
 from seatkit.campaign import boot, runner
-from seatkit.host import settings, state
+from seatkit.host import modprobe, settings, state
 from seatkit.host.system import System
 
 ENV_SIZE = 1024
@@ -126,7 +126,7 @@ class CampaignHost(FakeHost):
         self.write("/proc/cmdline", f"BOOT_IMAGE=/vmlinuz-{KVER} {' '.join(tokens)}\n")
         self.write("/proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n")
         system = System(root=self.root)
-        options = {m: state.modprobe_options(system, m)[0] for m in ("nvidia", "nvidia_uvm")}
+        options = {m: modprobe.options(system, m)[0] for m in ("nvidia", "nvidia_uvm")}
         for token in tokens:  # the kernel hands module.param=value to the module, over modprobe.d
             name = token.split("=", 1)[0]
             if "." in name and name.split(".")[0] in options and name not in self.ignore:

@@ -17,7 +17,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from seatkit.host import state
+from seatkit.host import modprobe
 from seatkit.host.system import System
 
 KVER = "6.8.0-45-generic"
@@ -289,7 +289,7 @@ class FakeHost:
     def kernelstub(self, args: list[str]) -> None:
         config = json.loads(self.read("/etc/kernelstub/configuration"))
         options = config["user"]["kernel_options"]
-        pairs = dict(zip(args[::2], args[1::2]))
+        pairs = dict(zip(args[::2], args[1::2], strict=False))
         options = [t for t in options if t not in pairs.get("-d", "").split()]
         options += [t for t in pairs.get("-a", "").split() if t not in options]
         config["user"]["kernel_options"] = options
@@ -317,21 +317,25 @@ class FakeHost:
     def configured_cmdline(self) -> str:
         if self.stack == "grub":
             line = next(
-                l for l in self.read("/boot/grub/grub.cfg").splitlines() if l.strip().startswith("linux")
+                row
+                for row in self.read("/boot/grub/grub.cfg").splitlines()
+                if row.strip().startswith("linux")
             )
             return " ".join(line.split()[2:])
         entry = next(self.root.glob("boot/loader/entries/*.conf"), None) or next(
             self.root.glob("boot/efi/loader/entries/*.conf")
         )
-        return next(l for l in entry.read_text().splitlines() if l.startswith("options ")).split(None, 1)[1]
+        return next(row for row in entry.read_text().splitlines() if row.startswith("options ")).split(
+            None, 1
+        )[1]
 
     def reboot(self) -> None:
         tokens = shlex.split(self.configured_cmdline())
         self.write("/proc/cmdline", f"BOOT_IMAGE=/vmlinuz-{KVER} {' '.join(tokens)}\n")
         self.write("/proc/sys/kernel/random/boot_id", f"{uuid.uuid4()}\n")
         system = System(root=self.root)
-        nvidia, _ = state.modprobe_options(system, "nvidia", tokens)  # as kmod: the command line last
-        uvm, _ = state.modprobe_options(system, "nvidia_uvm", tokens)
+        nvidia, _ = modprobe.options(system, "nvidia", tokens)  # as kmod: the command line last
+        uvm, _ = modprobe.options(system, "nvidia_uvm", tokens)
         dwords = nvidia.get("NVreg_RegistryDwords", "").strip('"')
         self.write(
             "/proc/driver/nvidia/params",

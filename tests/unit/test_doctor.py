@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from seatkit.cli import seat
-from seatkit.doctor import bench, diagnose, gpu, host, models, nvml
+from seatkit.doctor import bench, diagnose, gpu, gpu_readings, host, models
 from seatkit.doctor.rows import Row, exit_code, worst
 from seatkit.errors import SeatError
 from seatkit.host import settings
@@ -100,13 +100,13 @@ def test_without_a_driver_every_gpu_check_says_why(profile):
 
 
 def test_reasons_decode_the_nvml_mask():
-    assert nvml.reasons(0x1 | 0x40) == ["gpu_idle", "hw_thermal"]
+    assert gpu_readings.reasons(0x1 | 0x40) == ["gpu_idle", "hw_thermal"]
 
 
 def test_host_rows_map_verdicts(profile):
     status = json.loads((FIXTURES / "h200x2-host-status.json").read_text())
     rows = host.rows(status, profile)
-    for r, source in zip(rows, status["rows"]):
+    for r, source in zip(rows, status["rows"], strict=False):
         assert r.status == host.STATUS[source["verdict"]] and r.evidence.startswith(source["verdict"])
     assert rows[-1].check == "verify-p2p"
     status["data_path"] = {"verdict": "FAILED on this boot", "why": "GPU0 -> GPU1: copy wrong"}
@@ -163,7 +163,7 @@ def test_exit_code_is_the_worst_row():
 
 
 def test_cli_json_and_an_80_column_table(seat_home, monkeypatch):
-    monkeypatch.setattr(diagnose.nvml, "read", lambda: H200["nvml"])
+    monkeypatch.setattr(gpu_readings, "read", lambda: H200["nvml"])
     runner = CliRunner()
     done = runner.invoke(seat, ["doctor", DEFAULT, "--json"])
     result = json.loads(done.output)
@@ -289,8 +289,8 @@ def test_a_trickling_server_does_not_hang_doctor(seat_home, monkeypatch):
         "[]",
         '{"conditions": []}',
         "{not json",
-        '{"conditions": {"profile": "%s"}}' % DEFAULT,
-        '{"conditions": {"profile": "%s"}, "suites": {"x": 1}}' % DEFAULT,
+        f'{{"conditions": {{"profile": "{DEFAULT}"}}}}',
+        f'{{"conditions": {{"profile": "{DEFAULT}"}}, "suites": {{"x": 1}}}}',
     ],
 )
 def test_a_corrupted_run_folder_is_skipped_or_said_not_a_traceback(tmp_path, profile, summary):
@@ -390,7 +390,7 @@ def test_a_gpu_lost_mid_read_is_every_gpu_row_saying_why(profile, monkeypatch):
     monkeypatch.setattr(pynvml, "nvmlShutdown", lambda: None)
     monkeypatch.setattr(pynvml, "nvmlDeviceGetCount", lambda: 4)
     monkeypatch.setattr(pynvml, "nvmlDeviceGetHandleByIndex", lost)
-    readings = nvml.read()
+    readings = gpu_readings.read()
     assert "NVML failed reading the GPUs" in readings["error"]
     rows = gpu.rows(readings, profile, settings.load("paper"))
     assert statuses(rows)["GPU count"] == "FAIL"

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, gpus, settings, status
+from seatkit.host import change, cmdline, ops, settings, status
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 
@@ -16,9 +16,7 @@ STACKS = ["grub", "bls", "kernelstub", "systemd-boot"]
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def make_plan(host, profile="paper", choices=ACK):
@@ -59,7 +57,7 @@ def test_a_dry_run_leaves_the_tree_identical_and_shows_every_change(tmp_path, st
     plan = make_plan(host)
     assert not plan.refusals and plan.ops and host.changing_calls() == []
     assert host.tree() == tree and not (tmp_path / "var/lib/seatkit").exists()
-    diffs = "".join(host_plan.diff(host.system, op) for op in plan.ops if isinstance(op, host_plan.FileOp))
+    diffs = "".join(host_plan.diff(host.system, op) for op in plan.ops if isinstance(op, ops.FileOp))
     assert 'NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=1' in diffs
 
 
@@ -87,7 +85,7 @@ def test_rollback_restores_the_pristine_tree_byte_for_byte(tmp_path, stack, rebo
 def test_a_file_edited_after_apply_stops_rollback_with_before_ours_and_now(tmp_path):
     host = FakeHost(tmp_path, "grub")
     apply(host)
-    conf = host.path(host_plan.MODPROBE_FILE)
+    conf = host.path(ops.MODPROBE_FILE)
     conf.write_text(conf.read_text() + "options nvidia NVreg_EnableGpuFirmware=0\n")
     tree = host.tree()
     with pytest.raises(SeatError) as caught:
@@ -140,7 +138,7 @@ def test_conservative_keeps_the_iommu_in_passthrough_without_an_acknowledgement(
     change.apply(plan, host.system)
     host.reboot()
     assert verdicts(host, "conservative")["iommu"] == "OK"
-    assert "RMForceP2PType" not in host.read(host_plan.MODPROBE_FILE)
+    assert "RMForceP2PType" not in host.read(ops.MODPROBE_FILE)
 
 
 def test_nixos_gets_a_snippet_and_nothing_changes(tmp_path):
@@ -235,7 +233,7 @@ def test_an_owned_file_edited_since_apply_is_refused(tmp_path):
     host = FakeHost(tmp_path)
     apply(host)
     host.reboot()
-    host.path(host_plan.MODPROBE_FILE).write_text('options nvidia NVreg_RegistryDwords=""\n')
+    host.path(ops.MODPROBE_FILE).write_text('options nvidia NVreg_RegistryDwords=""\n')
     assert any("changed since seatkit wrote it" in r for r in make_plan(host).refusals)
 
 

@@ -4,7 +4,7 @@ and it refuses inside a container, whose boot files boot no kernel."""
 import pytest
 from fake_host import KVER, FakeHost
 
-from seatkit.host import detect, gpus, settings
+from seatkit.host import detect, ops, settings
 from seatkit.host import plan as host_plan
 
 EFI = "/sys/firmware/efi/efivars"
@@ -12,9 +12,7 @@ LOADER = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"  # systemd-boot's vendor GUID
 GLOBAL = "8be4df61-93ca-11d2-aa0d-00e098032b8c"  # EFI_GLOBAL_VARIABLE
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def efivar(host, name: str, guid: str, value: bytes) -> None:
@@ -59,7 +57,7 @@ def test_a_grub_host_that_systemd_boot_boots_is_planned_as_systemd_boot(tmp_path
         boot_entry(host, 3, "Linux Boot Manager", "\\EFI\\systemd\\systemd-bootx64.efi")
     made = plan(host)
     assert made.facts.stack == "systemd-boot" and not made.refusals, made.refusals
-    assert any(isinstance(op, host_plan.FileOp) and op.path == "/etc/kernel/cmdline" for op in made.ops)
+    assert any(isinstance(op, ops.FileOp) and op.path == "/etc/kernel/cmdline" for op in made.ops)
 
 
 def test_firmware_that_names_a_loader_whose_signals_are_absent_is_a_refusal(tmp_path):

@@ -15,16 +15,14 @@ from hypothesis import strategies as st
 
 from seatkit import flock
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, gpus, lock, settings, state, status, system
+from seatkit.host import change, cmdline, lock, ops, settings, state, status, system
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import JOURNAL, Journal
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def make_plan(host, profile="paper", choices=ACK):
@@ -80,8 +78,8 @@ def test_two_applies_started_together_leave_exactly_one_acting(tmp_path):
     ), loser[1]
     (active,) = Journal(host.system).active()
     assert active.txid == winner[1]
-    module = host.read(host_plan.MODPROBE_FILE)  # one profile's files, not a mix of both
-    dropin = host.read(host_plan.GRUB_DROPIN)
+    module = host.read(ops.MODPROBE_FILE)  # one profile's files, not a mix of both
+    dropin = host.read(ops.GRUB_DROPIN)
     assert ("RMForceP2PType" in module) == ("iommu=off" in dropin) == (active.begin["profile"] == "paper")
     change.rollback(host.system)
     assert host.tree() == pristine
@@ -345,30 +343,6 @@ def test_registry_strings_are_module_option_syntax():
         settings.Form(dwords='ForceP2P=1" ; touch X; "', sources=["x"])
 
 
-def test_modprobe_files_are_read_as_modprobe_does(tmp_path):
-    host = FakeHost(tmp_path, "grub")
-    host.write(
-        "/etc/modprobe.d/sound.conf",
-        'options snd_hda_intel model="open\n'
-        '# a comment with "quote\n'
-        "options nvidia_uvm \\\n   uvm_perf_prefetch=0\n",
-    )
-    options, files = state.modprobe_options(host.system, "nvidia_uvm")
-    assert options == {"uvm_perf_prefetch": "0"} and files == ["/etc/modprobe.d/sound.conf"]
-    assert status.status(settings.load("paper"), host.system)["rows"]
-    apply(host)
-    host.reboot()
-    assert {r["setting"]: r["verdict"] for r in status.status(settings.load("paper"), host.system)["rows"]}[
-        "registry_keys"
-    ] == "OK"
-
-
-def test_quoted_module_option_values_lose_only_their_quotes():
-    lines = state.modprobe_lines('options nvidia NVreg_RegistryDwords="A=1;B=2" x="a b"\n')
-    assert lines == [(1, ["options", "nvidia", 'NVreg_RegistryDwords="A=1;B=2" x="a b"'])]
-    assert [cmdline.value(t) for t in cmdline.split(lines[0][1][2])] == ["A=1;B=2", "a b"]
-
-
 def test_a_deleted_backups_folder_gets_a_clear_message_and_forget_is_the_way_out(tmp_path):
     import shutil
 
@@ -409,7 +383,7 @@ def test_a_later_drop_in_that_appears_during_apply_rolls_the_transaction_back(tm
     assert "iommu=off is missing" in str(caught.value) or "lacks iommu=off" in str(caught.value)
     journal = Journal(host.system)
     assert journal.active() == [] and journal.open() == []
-    assert not host.path(host_plan.GRUB_DROPIN).exists() and not host.path(host_plan.MODPROBE_FILE).exists()
+    assert not host.path(ops.GRUB_DROPIN).exists() and not host.path(ops.MODPROBE_FILE).exists()
     assert "iommu=off" not in host.read("/boot/grub/grub.cfg")
 
 

@@ -73,9 +73,7 @@ def fake_host(
     return System(root=root)
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def verdicts(system, profile="paper"):

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from seatkit.cli import seat
 from seatkit.doctor import host as host_rows
+from seatkit.doctor.bench import published_step
 from seatkit.errors import SeatError
 from seatkit.host import p2p, step
 from seatkit.host.system import System
@@ -43,7 +44,7 @@ def test_the_real_one_gpu_run_is_the_baseline_and_its_checks_held():
             assert figures["per_collective_us"]["p50"] == pytest.approx(figures["train_us"]["p50"] / 122)
         assert o["train_us"]["p50"] > b["train_us"]["p50"]  # copy, handshake and sum cost more than a copy
     assert "skipped" in s["forms"]["nccl"]
-    judged = step.judge(ONE, step.reference(PROFILE), 5)
+    judged = step.judge(ONE, published_step(PROFILE), 5)
     assert (
         judged["verdict"] == "one GPU: baseline only" and judged["problems"] == [] and judged["shares"] == {}
     )
@@ -64,7 +65,7 @@ def test_ranks_on_one_gpu_met_at_every_handshake_and_cost_more_with_more_ranks()
 
 
 def test_the_published_step_is_read_from_the_card():
-    ref = step.reference(PROFILE)
+    ref = published_step(PROFILE)
     assert ref == {
         "card": "deepspark-readme",
         "figure": "D6-D11-ctx0",
@@ -97,14 +98,14 @@ def multi_gpu(train_us: float, correct=True) -> dict:
 
 
 def test_the_share_of_the_step_is_the_train_at_one_plus_k_over_the_published_step():
-    judged = step.judge(multi_gpu(2420.0), step.reference(PROFILE), 5)
+    judged = step.judge(multi_gpu(2420.0), published_step(PROFILE), 5)
     base = ONE["step"]["forms"]["baseline"][0]["by_tokens"]["6"]["train_us"]["p50"]
     assert judged["verdict"] == "measured" and judged["tokens_per_collective"] == "6"
     assert judged["shares"]["oneshot"]["share"] == pytest.approx(2420 / 12100)
     assert judged["shares"]["oneshot"]["net_us"] == pytest.approx(2420 - base)
     assert judged["shares"]["nccl"]["share"] == pytest.approx(4840 / 12100)
     assert "oneshot 2420 us/train = 20.0% of 12.1 ms/step" in step.summary(judged)
-    failed = step.judge(multi_gpu(2420.0, correct=False), step.reference(PROFILE), 5)
+    failed = step.judge(multi_gpu(2420.0, correct=False), published_step(PROFILE), 5)
     assert failed["verdict"] == "failed" and "3 wrong sums" in failed["problems"][0]
 
 
@@ -113,11 +114,11 @@ def test_kept_per_boot_and_shown_by_status_and_doctor(tmp_path):
     assert step.step_path(system)["verdict"] == "not measured"
     (row,) = host_rows.step_rows(step.step_path(system))
     assert row.status == "WARN" and row.fix == "seat host verify-p2p --step"
-    step.store(step.judge(ONE, step.reference(PROFILE), 5), system)
+    step.store(step.judge(ONE, published_step(PROFILE), 5), system)
     shown = step.step_path(system)
     assert shown["verdict"] == "one GPU: baseline only on this boot" and "L=61 hidden=7168" in shown["why"]
     assert host_rows.step_rows(shown)[0].status == "OK"
-    step.store(step.judge(multi_gpu(2420.0, correct=False), step.reference(PROFILE), 5), system)
+    step.store(step.judge(multi_gpu(2420.0, correct=False), published_step(PROFILE), 5), system)
     assert host_rows.step_rows(step.step_path(system))[0].status == "FAIL"
     assert "from another boot" in step.step_path(host(tmp_path, "boot-2"))["why"]
     system.write(step.RESULT, b"{torn")
@@ -181,13 +182,13 @@ def test_the_probe_refuses_bad_arguments_and_launch_blocking(monkeypatch):
 
 def test_the_probe_parses_token_lists_and_ranges():
     sys.path.insert(0, str(Path(p2p.__file__).parent))
-    import p2p_probe
+    import p2p_probe_step
 
-    _, tokens, forms, problems = p2p_probe.step_args(
+    _, tokens, forms, problems = p2p_probe_step.step_args(
         ["--step", "--layers", "61", "--hidden", "7168", "--tokens", "4,1,4", "--forms", "baseline"]
     )
     assert tokens == [1, 4] and forms == ["baseline"] and problems == []
-    _, _, _, problems = p2p_probe.step_args(
+    _, _, _, problems = p2p_probe_step.step_args(
         ["--step", "--layers", "61", "--hidden", "7168", "--tokens", "x", "--ranks-on-one-gpu", "20"]
     )
     assert any("--tokens x" in p for p in problems) and any("--ranks-on-one-gpu 20" in p for p in problems)
@@ -197,9 +198,9 @@ def test_odd_hosts_a_skipped_form_a_large_k_and_the_image_run():
     """No Triton or more than 8 GPUs: the one-shot form is skipped, the rest judged; k past 7."""
     result = multi_gpu(2420.0)
     result["step"]["forms"]["oneshot"] = {"skipped": "triton is not importable here"}
-    judged = step.judge(result, step.reference(PROFILE), 5)
+    judged = step.judge(result, published_step(PROFILE), 5)
     assert judged["verdict"] == "measured" and list(judged["shares"]) == ["nccl"]
-    beyond = step.judge(multi_gpu(2420.0), {**step.reference(PROFILE), "k": None}, 16)  # a card without k
+    beyond = step.judge(multi_gpu(2420.0), {**published_step(PROFILE), "k": None}, 16)  # a card without k
     assert beyond["shares"] == {} and "1+k=17 not measured (the probe covers 1 to 8)" in step.summary(beyond)
     argv = p2p.probe_argv("seat:dsv4", ["--step", "--layers", "61"])
     assert argv[-4:] == ["/seatkit-p2p-probe.py", "--step", "--layers", "61"]
@@ -210,7 +211,7 @@ def test_a_rank_that_never_arrives_fails_the_run_and_shows_where_it_stopped(tmp_
     oneshot = result["step"]["forms"]["oneshot"]
     oneshot["by_tokens"] = {"1": {"waits_given_up": {"eager": 8, "warmup": 40}}}
     oneshot.update(waits_given_up=40, wrong_count=0)
-    judged = step.judge(result, step.reference(PROFILE), 5)
+    judged = step.judge(result, published_step(PROFILE), 5)
     assert judged["verdict"] == "failed" and "40 flag waits gave up" in judged["problems"][0]
     assert "oneshot" not in judged["shares"]
     script = tmp_path / "probe.py"
@@ -226,13 +227,13 @@ def test_a_rank_that_never_arrives_fails_the_run_and_shows_where_it_stopped(tmp_
 def test_a_huge_token_range_is_refused_before_it_is_built():
     """1-10**12 once built a list of a trillion ints before the range check: memory, not a refusal."""
     sys.path.insert(0, str(Path(p2p.__file__).parent))
-    import p2p_probe
+    import p2p_probe_step
 
-    _, tokens, _, problems = p2p_probe.step_args(
+    _, tokens, _, problems = p2p_probe_step.step_args(
         ["--step", "--layers", "61", "--hidden", "7168", "--tokens", f"1-{10**12}"]
     )
     assert tokens == [] and any(f"--tokens 1-{10**12}" in p for p in problems)
-    _, tokens, _, problems = p2p_probe.step_args(
+    _, tokens, _, problems = p2p_probe_step.step_args(
         ["--step", "--layers", "61", "--hidden", "7168", "--tokens", "3-5"]
     )
     assert tokens == [3, 4, 5] and problems == []
@@ -261,14 +262,14 @@ def test_nan_negative_or_unsaid_figures_fail_the_run_and_explain_no_share():
     lying = multi_gpu(2420.0)
     lying["step"]["forms"]["oneshot"]["by_tokens"]["6"]["train_us"]["p50"] = float("nan")
     lying["step"]["forms"]["baseline"][0]["by_tokens"]["2"]["per_collective_us"]["p99"] = -4.0
-    judged = step.judge(json.loads(json.dumps(lying)), step.reference(PROFILE), 5)
+    judged = step.judge(json.loads(json.dumps(lying)), published_step(PROFILE), 5)
     assert judged["verdict"] == "failed" and judged["shares"] == {}
     assert any("oneshot 1+k=6" in p for p in judged["problems"])
     assert any("baseline GPU0 1+k=2" in p for p in judged["problems"])
     assert "nan" not in step.summary(judged)
     unsaid = multi_gpu(2420.0)
     del unsaid["step"]["forms"]["nccl"]["correct"]
-    judged = step.judge(unsaid, step.reference(PROFILE), 5)
+    judged = step.judge(unsaid, published_step(PROFILE), 5)
     assert judged["verdict"] == "failed" and "nccl: the probe did not say" in judged["problems"][0]
 
 
@@ -277,7 +278,7 @@ def test_a_kept_record_that_is_a_fifo_huge_or_odd_is_torn_not_a_hang_or_tracebac
     import threading
 
     system = host(tmp_path, "boot-1")
-    good = json.dumps({**step.judge(ONE, step.reference(PROFILE), 5), "boot_id": "boot-1", "time": 0})
+    good = json.dumps({**step.judge(ONE, published_step(PROFILE), 5), "boot_id": "boot-1", "time": 0})
     kept = system.path(step.RESULT)
     kept.parent.mkdir(parents=True)
     os.mkfifo(kept)
@@ -341,7 +342,7 @@ def test_a_baseline_missing_a_size_is_a_lying_result_not_a_keyerror():
     result = multi_gpu(2420.0)
     del result["step"]["forms"]["baseline"][0]["by_tokens"]["6"]
     with pytest.raises(SeatError, match="not one it writes"):
-        step.judge(result, step.reference(PROFILE), 5)
+        step.judge(result, published_step(PROFILE), 5)
 
 
 def test_a_hidden_size_not_in_8s_is_refused_before_the_probe_or_its_image_starts(tmp_path, monkeypatch):
@@ -358,20 +359,20 @@ def test_a_hidden_size_not_in_8s_is_refused_before_the_probe_or_its_image_starts
 def test_a_p50_above_its_p99_is_not_a_time_distribution():
     result = multi_gpu(2420.0)
     result["step"]["forms"]["nccl"]["by_tokens"]["6"]["train_us"].update(p50=900.0, p99=300.0)
-    judged = step.judge(result, step.reference(PROFILE), 5)
+    judged = step.judge(result, published_step(PROFILE), 5)
     assert judged["verdict"] == "failed" and judged["shares"] == {}
     assert any("nccl 1+k=6" in p and "p50 above p99" in p for p in judged["problems"])
 
 
 def test_a_profile_with_no_published_step_says_why_no_share_is_given():
     smoke = profiles.load("cpu-smoke")
-    assert step.reference(smoke) is None
+    assert published_step(smoke) is None
     judged = step.judge(multi_gpu(2420.0), None, 5)
     assert judged["shares"] == {} and "no share: the profile has no published step" in step.summary(judged)
 
 
 def test_the_share_of_the_published_step_is_taken_at_the_cards_k_not_an_edited_profiles():
-    judged = step.judge(multi_gpu(2420.0), step.reference(PROFILE), 7)  # the profile edited to k=7
+    judged = step.judge(multi_gpu(2420.0), published_step(PROFILE), 7)  # the profile edited to k=7
     assert judged["tokens_per_collective"] == "6"  # the card's figure was measured at k=5
     assert judged["shares"]["oneshot"]["share"] == pytest.approx(2420 / 12100)
 

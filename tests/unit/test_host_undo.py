@@ -5,7 +5,7 @@ import pytest
 from fake_host import KVER, MACHINE, FakeHost
 
 from seatkit.errors import SeatError
-from seatkit.host import change, gpus, settings
+from seatkit.host import change, settings, undo
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 
@@ -14,9 +14,7 @@ ACK = host_plan.Choices(acknowledge_iommu_off=True)
 OURS = ("iommu=off", "amd_iommu=off")
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def apply(host):
@@ -218,7 +216,7 @@ def test_a_regeneration_that_fails_at_rollback_still_names_what_remains(tmp_path
     host = FakeHost(tmp_path, "grub")
     apply(host)
     host.failing = {"update-initramfs"}
-    with pytest.raises(change.RegenFailed) as failed:
+    with pytest.raises(undo.RegenFailed) as failed:
         change.rollback(host.system)
     assert "then run: update-initramfs -u -k all" in failed.value.message
     assert f"/boot/initrd.img-{KVER} still holds /etc/modprobe.d/seatkit-nvidia.conf" in failed.value.message

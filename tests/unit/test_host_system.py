@@ -6,7 +6,7 @@ import os
 import pytest
 from fake_host import Death, FakeHost
 
-from seatkit.host import change, gpus, settings
+from seatkit.host import change, settings
 from seatkit.host import plan as host_plan
 from seatkit.host import system as host_system
 from seatkit.host.journal import Journal
@@ -16,9 +16,7 @@ ACK = host_plan.Choices(acknowledge_iommu_off=True)
 STACKS = ["grub", "bls", "kernelstub", "systemd-boot"]
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 class Disk:
@@ -94,7 +92,7 @@ def test_a_power_cut_anywhere_in_rollback_or_after_it_never_leaves_the_change_bo
             disk = Disk(host, patch)
             calls = [0]
 
-            def fault(at):
+            def fault(at, calls=calls, point=point):
                 calls[0] += 1
                 if calls[0] == point:
                     raise Death(at)

@@ -4,15 +4,13 @@ later, and `module.option=value` on the kernel command line applied after every 
 import pytest
 from fake_host import FakeHost
 
-from seatkit.host import change, gpus, settings, state, status
+from seatkit.host import change, cmdline, modprobe, settings, status
 from seatkit.host import plan as host_plan
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def refusals(host):
@@ -41,7 +39,7 @@ def test_run_masks_the_same_name_in_usr_lib_and_usr_local_lib(tmp_path):
     host.write("/usr/lib/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=0\n")
     host.write("/usr/local/lib/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=0\n")
     host.write("/run/modprobe.d/hmm.conf", "options nvidia_uvm uvm_disable_hmm=1\n")
-    assert state.modprobe_options(host.system, "nvidia_uvm") == (
+    assert modprobe.options(host.system, "nvidia_uvm") == (
         {"uvm_disable_hmm": "1"},
         ["/run/modprobe.d/hmm.conf"],
     )
@@ -69,7 +67,7 @@ def test_status_judges_the_value_kmod_resolves_with_the_next_boots_command_line(
     row = hmm(host)  # the next boot's line wins over the kit's file
     assert row["configured"] is False and row["verdict"] == "REVERTS"
     assert row["why"].startswith("reverts at the next boot (or module reload): ")
-    assert row["configured_from"].endswith(state.KERNEL_LINE)
+    assert row["configured_from"].endswith(modprobe.KERNEL_LINE)
     host.reboot()
     assert hmm(host)["live"] is False and hmm(host)["verdict"] == "DRIFT"
 
@@ -101,3 +99,27 @@ def test_an_install_command_that_only_passes_cmdline_opts_is_not_refused(tmp_pat
         "install nvidia_uvm /sbin/modprobe --ignore-install nvidia_uvm $CMDLINE_OPTS\n",
     )
     assert not any("install command" in r for r in refusals(host))
+
+
+def test_modprobe_files_are_read_as_modprobe_does(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write(
+        "/etc/modprobe.d/sound.conf",
+        'options snd_hda_intel model="open\n'
+        '# a comment with "quote\n'
+        "options nvidia_uvm \\\n   uvm_perf_prefetch=0\n",
+    )
+    options, files = modprobe.options(host.system, "nvidia_uvm")
+    assert options == {"uvm_perf_prefetch": "0"} and files == ["/etc/modprobe.d/sound.conf"]
+    assert status.status(settings.load("paper"), host.system)["rows"]
+    change.apply(host_plan.build(settings.load("paper"), host.system, ACK), host.system)
+    host.reboot()
+    assert {r["setting"]: r["verdict"] for r in status.status(settings.load("paper"), host.system)["rows"]}[
+        "registry_keys"
+    ] == "OK"
+
+
+def test_quoted_module_option_values_lose_only_their_quotes():
+    lines = modprobe.lines('options nvidia NVreg_RegistryDwords="A=1;B=2" x="a b"\n')
+    assert lines == [(1, ["options", "nvidia", 'NVreg_RegistryDwords="A=1;B=2" x="a b"'])]
+    assert [cmdline.value(t) for t in cmdline.split(lines[0][1][2])] == ["A=1;B=2", "a b"]

@@ -17,7 +17,7 @@ import signal
 import pytest
 from fake_host import FakeHost
 
-from seatkit.host import change, gpus, settings
+from seatkit.host import change, settings
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
@@ -27,9 +27,7 @@ KILLS = {"apply": 25, "rollback": 15, "recover": 12}  # per stack: 52, 208 in al
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
 
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def apply(host):
@@ -81,23 +79,23 @@ def test_seeded_sigkills_over_apply_rollback_and_recover_all_end_pristine(tmp_pa
         for op in ("apply", "rollback")
     }
     kills, failures, not_begun = [], [], []
-    for n, op in enumerate(op for op in KILLS for _ in range(KILLS[op])):
+    for n, op in enumerate(name for name in KILLS for _ in range(KILLS[name])):
         host = FakeHost(tmp_path / f"{op}-{n}", stack)
         pristine = host.tree()
         if op == "apply":
             point = plan["apply"].pop()
-            assert in_child(host, lambda: apply(host), point) == -1
+            assert in_child(host, lambda host=host: apply(host), point) == -1
         elif op == "rollback":
             apply(host)
             point = plan["rollback"].pop()
-            assert in_child(host, lambda: change.rollback(host.system), point) == -1
+            assert in_child(host, lambda host=host: change.rollback(host.system), point) == -1
         else:  # cut an apply short, then kill the recover that undoes it
-            assert in_child(host, lambda: apply(host), rng.randint(1, steps["apply"])) == -1
+            assert in_child(host, lambda host=host: apply(host), rng.randint(1, steps["apply"])) == -1
             total = _recover_steps(host)
             if total == 0:
                 continue
             point = rng.randint(1, total)
-            assert in_child(host, lambda: change.recover(host.system), point) == -1
+            assert in_child(host, lambda host=host: change.recover(host.system), point) == -1
         kills.append((op, point))
         change.recover(host.system)
         journal = Journal(host.system)
@@ -161,16 +159,16 @@ def test_seeded_sigkills_after_a_kernel_upgrade_end_as_the_upgrade_alone_would(t
     steps = in_child(probe, lambda: change.rollback(probe.system), None)
     points = list(range(1, steps + 1)) + [rng.randint(1, steps) for _ in range(UPGRADE_KILLS["rollback"])]
     kills, failures = [], []
-    for n, op in enumerate(op for op in UPGRADE_KILLS for _ in range(UPGRADE_KILLS[op])):
+    for n, op in enumerate(name for name in UPGRADE_KILLS for _ in range(UPGRADE_KILLS[name])):
         host = clone(template, tmp_path / f"{op}-{n}")
         point = points[n] if op == "rollback" else rng.randint(1, steps)
-        assert in_child(host, lambda: change.rollback(host.system), point) == -1
+        assert in_child(host, lambda host=host: change.rollback(host.system), point) == -1
         if op == "recover":
             total = _recover_steps(host)
             if total == 0:
                 continue
             point = (point, rng.randint(1, total))
-            assert in_child(host, lambda: change.recover(host.system), point[1]) == -1
+            assert in_child(host, lambda host=host: change.recover(host.system), point[1]) == -1
         kills.append((op, point))
         change.recover(host.system)
         journal = Journal(host.system)
