@@ -21,8 +21,7 @@ import requests
 
 from seatkit import text
 from seatkit.bench import run as bench_run
-from seatkit.bench import target as bench_target
-from seatkit.bench.run import Options, RunDir
+from seatkit.bench.run import Options, RunDir, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
@@ -153,17 +152,15 @@ def _text(ratios: dict[str, float], moved: list[str], seats: int) -> str:
 
 
 def bench_fleet(
-    urls: list[str],
+    targets: list[Target],
     model: str | None,
-    k: int | None,
-    api_key: str | None,
     prompts: list[Prompt],
     options: Options,
     out_root: Path,
     progress: Callable[[str], None] = lambda m: None,
 ) -> tuple[dict, Path]:
-    """Bench every seat in turn into out_root/<time>-fleet/<time>-seatN/; returns the summary."""
-    targets = [bench_target.of_url(url, model or "", k, api_key) for url in urls]
+    """Bench every seat in turn into out_root/<time>-fleet/<time>-seatN/; returns the summary.
+    model: the one every seat serves, or None to ask each seat."""
     for target in targets:
         target.model = model or served_model(target.url, target.headers)
     if len({target.model for target in targets}) > 1:  # before any bench: no fleet to compare
@@ -178,7 +175,7 @@ def bench_fleet(
     for i, target in enumerate(targets, 1):  # target.url: the seat's URL without credentials
         url = target.url
         target.conditions["fleet_seat"] = i
-        say = lambda message, i=i, url=url: progress(f"seat {i}/{len(urls)} {url}: {message}")  # noqa: E731
+        say = lambda message, i=i, url=url: progress(f"seat {i}/{len(targets)} {url}: {message}")  # noqa: E731
         say("benchmarking alone")
         run_dir = RunDir(folder, f"seat{i}")
         seat = {"seat": i, "url": url, "model": target.model, "run": run_dir.path.name}

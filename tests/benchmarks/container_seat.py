@@ -28,8 +28,8 @@ import docker
 
 from seatkit import paths
 from seatkit.bench import run as bench_run
-from seatkit.bench import target as bench_target
 from seatkit.bench import workload
+from seatkit.doctor import targets
 from seatkit.image import build as image_build
 from seatkit.image import cpu_base, overlay, registry
 from seatkit.orchestrate import docker_chain
@@ -138,7 +138,7 @@ def bench(profile: str, spec, environ: dict, out: Path) -> dict:
     try:
         run_dir = bench_run.RunDir(out, f"bench-{spec.profile.name}")
         summary = bench_run.bench(
-            bench_target.of_profile(profile),
+            targets.of_profile(profile),
             workload.suites(["code"], 256),
             REPEATS,
             run_dir,

@@ -10,7 +10,7 @@ import requests
 from conftest import BIN, free_port
 
 from seatkit.bench import run, sweep, workload
-from seatkit.bench import target as bench_target
+from seatkit.doctor import targets
 from seatkit.seat import profiles
 from seatkit.serve import launch
 from seatkit.serve import spec as specs
@@ -102,7 +102,7 @@ def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_pat
 
 
 def test_context_suite_pads_to_token_targets_through_tokenize(seat, tmp_path):
-    target = bench_target.of_profile("cpu-smoke")
+    target = targets.of_profile("cpu-smoke")
     prompts = workload.suites(["context"], max_tokens=128, contexts=[0, 1024, 4096])
     out = run.RunDir(tmp_path, "context")
     summary = run.bench(target, prompts, run.Options(warmups=0, repeats=1), out)
@@ -158,7 +158,7 @@ def test_an_overlapping_request_is_detected_discarded_and_rerun(seat, tmp_path, 
             intruders[0].join()  # done before the re-run looks at the counters: it stays alone
 
     monkeypatch.setattr(run.client, "stream", stream_with_an_intruder)
-    target = bench_target.of_profile("cpu-smoke")
+    target = targets.of_profile("cpu-smoke")
     prompt = workload.suites(["prose"], max_tokens=512)[0]
     out = run.RunDir(tmp_path, "overlap")
     summary = run.bench(target, [prompt], run.Options(warmups=0, repeats=1), out)

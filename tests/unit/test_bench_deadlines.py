@@ -12,6 +12,7 @@ import pytest
 from conftest import BIN
 
 from seatkit.bench import fleet, oracle, parity, run, workload
+from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.serve import client
 
@@ -90,7 +91,11 @@ def test_a_fleet_with_bad_seats_fails_their_rows_and_benches_the_later_ones(serv
     urls = [s.url for s in (good, trickle, listed, endless, last)]
     start = time.monotonic()
     result, folder = fleet.bench_fleet(
-        urls, oracle.MODEL, None, None, prose(), run.Options(0, 1), tmp_path / "runs"
+        [targets.of_url(u, oracle.MODEL, None, None) for u in urls],
+        oracle.MODEL,
+        prose(),
+        run.Options(0, 1),
+        tmp_path / "runs",
     )
     assert time.monotonic() - start < 60
     seats = result["seats"]
@@ -127,7 +132,11 @@ def test_an_unexpected_crash_on_one_seat_is_its_failed_row(servers, tmp_path, mo
     monkeypatch.setattr(run, "bench", bench)
     urls = [servers().url, servers().url]
     result, folder = fleet.bench_fleet(
-        urls, oracle.MODEL, None, None, prose(), run.Options(0, 1), tmp_path / "runs"
+        [targets.of_url(u, oracle.MODEL, None, None) for u in urls],
+        oracle.MODEL,
+        prose(),
+        run.Options(0, 1),
+        tmp_path / "runs",
     )
     assert "KeyError" in result["seats"][0]["error"] and result["seats"][1]["figures"]
     assert json.loads((folder / "fleet.json").read_text())["seats"][1]["figures"]

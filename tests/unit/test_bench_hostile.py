@@ -12,7 +12,7 @@ import pytest
 from conftest import BIN, REPO
 
 from seatkit.bench import oracle, run, workload
-from seatkit.bench import target as bench_target
+from seatkit.doctor import targets
 from seatkit.errors import SeatError
 
 PASSWORD = "s3cret-pa55"
@@ -154,7 +154,7 @@ def test_two_runs_in_the_same_second_get_distinct_folders(tmp_path, monkeypatch)
 
 
 def test_url_credentials_become_a_header_and_are_never_shown():
-    target = bench_target.of_url(f"http://user:{PASSWORD}@127.0.0.1:9/", "m", None, None)
+    target = targets.of_url(f"http://user:{PASSWORD}@127.0.0.1:9/", "m", None, None)
     assert target.url == "http://127.0.0.1:9" and target.headers["Authorization"].startswith("Basic ")
     assert PASSWORD not in json.dumps(target.conditions) + target.url
 

@@ -1,4 +1,5 @@
-"""What the bench measures: a running seat of a profile, or any OpenAI-compatible URL."""
+"""What the bench measures: a running seat of a profile, or any OpenAI-compatible URL, with the
+host's and the image's facts about it (which is why it sits above bench, host and image)."""
 
 from __future__ import annotations
 
