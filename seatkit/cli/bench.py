@@ -27,12 +27,10 @@ from seatkit.bench import (
 from seatkit.bench import (
     run as bench_run,
 )
-from seatkit.bench import (
-    target as bench_target,
-)
 from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
 from seatkit.cli.progress import progress
+from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.text import counted
@@ -291,8 +289,8 @@ def _target(
     if url:
         if not model:
             raise SeatError("--url needs --model", "the served model name, as /v1/models lists it")
-        return bench_target.of_url(url, model, k, api_key)
-    return bench_target.of_profile(profile)
+        return targets.of_url(url, model, k, api_key)
+    return targets.of_profile(profile)
 
 
 @bench_group.command("fleet")
@@ -313,8 +311,9 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
     prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens)
     options = bench_run.Options(warmups, repeats, {"temperature": 0.0, "top_p": 1.0, "seed": 0})
     with err.status("fleet bench") as status:
+        seat_targets = [targets.of_url(url, model or "", k, api_key) for url in urls]
         result, folder = fleet.bench_fleet(
-            urls, model, k, api_key, prompts, options, Path(out_dir), progress=status.update
+            seat_targets, model, prompts, options, Path(out_dir), progress=status.update
         )
     table = Table(*fleet.HEADER, title=f"seat bench fleet: {folder}")
     for row in fleet.rows(result):

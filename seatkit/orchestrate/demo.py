@@ -11,7 +11,7 @@ from pathlib import Path
 
 from seatkit.bench import compare, workload
 from seatkit.bench import run as bench_run
-from seatkit.bench import target as bench_target
+from seatkit.doctor import targets
 from seatkit.seat import profiles
 from seatkit.serve import launch, runtime
 from seatkit.serve import spec as specs
@@ -43,7 +43,7 @@ def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Pat
         say(f"{name} up after {waited:.1f} s at {seat.url}; benchmarking")
         out = bench_run.RunDir(out_dir, f"demo-{name}")
         summary = bench_run.bench(
-            bench_target.of_profile(name), workload.suites(SUITES, MAX_TOKENS), SHORT, out, progress=say
+            targets.of_profile(name), workload.suites(SUITES, MAX_TOKENS), SHORT, out, progress=say
         )
     finally:
         launch.stop(seat, grace=30)

@@ -17,7 +17,7 @@ from conftest import BIN, free_port
 
 from seatkit import paths
 from seatkit.bench import run, workload
-from seatkit.bench import target as bench_target
+from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.serve import launch
@@ -158,7 +158,7 @@ def test_a_stranger_between_bench_groups_is_refused(keyed, tmp_path):
             match=f"after {prompts[0].name}: another process, not the seat, also listens on port {port}",
         ):
             run.bench(
-                bench_target.of_profile(KEYED),
+                targets.of_profile(KEYED),
                 prompts,
                 run.Options(0, 1),
                 run.RunDir(tmp_path, "stranger"),
