@@ -20,8 +20,10 @@ from urllib.parse import urlsplit
 import requests
 
 from seatkit import text
+from seatkit.bench import counters
 from seatkit.bench import run as bench_run
-from seatkit.bench.run import Options, RunDir, Target
+from seatkit.bench.run import RunDir
+from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
@@ -80,7 +82,7 @@ def seat_urls(addresses: list[str]) -> list[str]:
 def served_model(url: str, headers: dict) -> str:
     """The one model a seat serves, for a fleet bench without --model."""
     try:
-        models = client.fetch("GET", f"{url}/v1/models", bench_run.SCRAPE_S, headers=headers).json()["data"]
+        models = client.fetch("GET", f"{url}/v1/models", counters.SCRAPE_S, headers=headers).json()["data"]
     except (SeatError, requests.RequestException, ValueError, KeyError, TypeError) as exc:
         raise SeatError(f"cannot list the models of {url}: {exc}", "pass --model") from None
     if len(models) != 1:

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from seatkit import safe_yaml
-from seatkit.bench.run import Target, new_folder
+from seatkit.bench.run import new_folder
+from seatkit.bench.target import Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.serve import client

@@ -27,8 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from seatkit.bench import metrics, plots, report, run
-from seatkit.bench.run import Options, RunDir, Target, conditions, scrape
+from seatkit.bench import counters, metrics, plots, report, tokenizer
+from seatkit.bench.counters import scrape
+from seatkit.bench.run import RunDir, conditions
+from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.serve import client
@@ -140,7 +142,7 @@ def _spread(values: list[float]) -> dict | None:
 
 def level(target: Target, prompt: Prompt, options: Options, n: int) -> dict:
     """N streams started together; the level's figures, its window, and its alarms."""
-    before = run.wait_idle(target)
+    before = counters.wait_idle(target)
     window = Window(target, n)
     streams = [Stream() for _ in range(n)]
     gate = threading.Barrier(n)
@@ -173,7 +175,7 @@ def level(target: Target, prompt: Prompt, options: Options, n: int) -> dict:
     failed = [s.error for s in streams if s.error]
     if failed:
         raise SeatError(f"{n} streams: {len(failed)} failed: {failed[0]}")
-    total = run.after(target, before, timeout=30.0, finishes=n) - before if before else None
+    total = counters.after(target, before, timeout=30.0, finishes=n) - before if before else None
     return figures(n, streams, edges, total, cpu)
 
 
@@ -306,7 +308,7 @@ def sweep(
     for prompt in firsts.values():
         if prompt.context:  # a context suite's prompt is padded against the server, as in run.bench
             progress(f"{prompt.name}: padding to {prompt.context} tokens")
-            prompt = run.padded(target, prompt)
+            prompt = tokenizer.padded(target, prompt)
         for i in range(options.warmups):
             progress(f"{prompt.suite}: warm-up {i + 1}/{options.warmups}")
             client.stream(

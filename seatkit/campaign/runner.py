@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from seatkit import flock, safe_yaml
-from seatkit.bench.compare import SUMMARY_BYTES
+from seatkit.bench.sides import SUMMARY_BYTES
 from seatkit.campaign import analysis, boot, live
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign.spec import Arm, Campaign

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from seatkit.bench import run as bench_run
 from seatkit.bench import workload
+from seatkit.bench.target import Options
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.doctor import targets
 from seatkit.seat import profiles
@@ -36,7 +37,7 @@ class SeatDriver:
             bench_run.bench(
                 target,
                 prompts,
-                bench_run.Options(campaign.bench.warmups, campaign.bench.repeats),
+                Options(campaign.bench.warmups, campaign.bench.repeats),
                 out,
                 progress=lambda line: progress(f"{arm.name}: {line}"),
             )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 
 from seatkit import engine, text
-from seatkit.bench.run import Target
+from seatkit.bench.target import Target
 from seatkit.errors import SeatError
 from seatkit.host import gpus
 from seatkit.image import b12x

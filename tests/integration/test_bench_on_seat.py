@@ -10,6 +10,7 @@ import requests
 from conftest import BIN, free_port
 
 from seatkit.bench import run, sweep, workload
+from seatkit.bench.target import Options
 from seatkit.doctor import targets
 from seatkit.seat import profiles
 from seatkit.serve import launch
@@ -105,7 +106,7 @@ def test_context_suite_pads_to_token_targets_through_tokenize(seat, tmp_path):
     target = targets.of_profile("cpu-smoke")
     prompts = workload.suites(["context"], max_tokens=128, contexts=[0, 1024, 4096])
     out = run.RunDir(tmp_path, "context")
-    summary = run.bench(target, prompts, run.Options(warmups=0, repeats=1), out)
+    summary = run.bench(target, prompts, Options(warmups=0, repeats=1), out)
     assert set(summary["suites"]) == {
         "context ctx 0",
         "context ctx 1k repetitive",
@@ -161,7 +162,7 @@ def test_an_overlapping_request_is_detected_discarded_and_rerun(seat, tmp_path, 
     target = targets.of_profile("cpu-smoke")
     prompt = workload.suites(["prose"], max_tokens=512)[0]
     out = run.RunDir(tmp_path, "overlap")
-    summary = run.bench(target, [prompt], run.Options(warmups=0, repeats=1), out)
+    summary = run.bench(target, [prompt], Options(warmups=0, repeats=1), out)
     assert answers == [200]
     records = [json.loads(line) for line in (out.path / "requests.jsonl").read_text().splitlines()]
     assert summary["discarded"] == 1 and [r["exclusive"] for r in records] == [False, True]

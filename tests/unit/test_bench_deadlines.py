@@ -11,7 +11,8 @@ from http.server import ThreadingHTTPServer
 import pytest
 from conftest import BIN
 
-from seatkit.bench import fleet, oracle, parity, run, workload
+from seatkit.bench import counters, fleet, oracle, parity, run, tokenizer, workload
+from seatkit.bench.target import Options, Target
 from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.serve import client
@@ -53,11 +54,11 @@ def prose(max_tokens=16):
 
 @pytest.mark.parametrize("fault", ["trickle-metrics", "trickle-headers"])
 def test_a_trickling_metrics_scrape_ends_at_its_deadline(servers, monkeypatch, fault):
-    monkeypatch.setattr(run, "SCRAPE_S", 2.0)
-    target = run.Target(servers(fault).url, oracle.MODEL)
+    monkeypatch.setattr(counters, "SCRAPE_S", 2.0)
+    target = Target(servers(fault).url, oracle.MODEL)
     start = time.monotonic()
     with pytest.raises(SeatError, match="did not end within its deadline of 2 s"):
-        run.scrape(target)
+        counters.scrape(target)
     assert time.monotonic() - start < 6  # one byte arrives every 5 s: the read timeout never trips
 
 
@@ -84,7 +85,7 @@ def test_the_deadline_is_derived_from_the_suite():
 
 
 def test_a_fleet_with_bad_seats_fails_their_rows_and_benches_the_later_ones(servers, tmp_path, monkeypatch):
-    monkeypatch.setattr(run, "SCRAPE_S", 2.0)
+    monkeypatch.setattr(counters, "SCRAPE_S", 2.0)
     good, trickle, listed, endless, last = (
         servers(f) for f in (None, "trickle-metrics", "tokenize-list", "endless", None)
     )
@@ -94,7 +95,7 @@ def test_a_fleet_with_bad_seats_fails_their_rows_and_benches_the_later_ones(serv
         [targets.of_url(u, oracle.MODEL, None, None) for u in urls],
         oracle.MODEL,
         prose(),
-        run.Options(0, 1),
+        Options(0, 1),
         tmp_path / "runs",
     )
     assert time.monotonic() - start < 60
@@ -116,7 +117,7 @@ def test_a_tokenize_answer_in_no_known_format_is_a_clear_error(servers, monkeypa
         client, "fetch", lambda *a, **k: type("A", (), {"ok": True, "json": lambda self: [1, "two"]})()
     )
     with pytest.raises(SeatError, match="answered neither vLLM's"):
-        run.token_hash(run.Target(server.url, oracle.MODEL), "some text")
+        tokenizer.token_hash(Target(server.url, oracle.MODEL), "some text")
 
 
 def test_an_unexpected_crash_on_one_seat_is_its_failed_row(servers, tmp_path, monkeypatch):
@@ -135,7 +136,7 @@ def test_an_unexpected_crash_on_one_seat_is_its_failed_row(servers, tmp_path, mo
         [targets.of_url(u, oracle.MODEL, None, None) for u in urls],
         oracle.MODEL,
         prose(),
-        run.Options(0, 1),
+        Options(0, 1),
         tmp_path / "runs",
     )
     assert "KeyError" in result["seats"][0]["error"] and result["seats"][1]["figures"]
@@ -176,7 +177,7 @@ def test_bench_run_and_parity_record_surrogates_not_crash(servers, tmp_path):
     )
     assert cli.returncode == 0, cli.stderr
     assert "Traceback" not in cli.stderr
-    target = run.Target(server.url, oracle.MODEL)
+    target = Target(server.url, oracle.MODEL)
     folder = parity.record(target, prose(), tmp_path / "parity", "s")
     text = json.loads((folder / "parity.json").read_text())["outputs"]
     assert next(iter(text.values()))["text"].startswith("\U0001f600 \\udc00 ")

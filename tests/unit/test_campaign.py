@@ -9,7 +9,6 @@ from campaign_harness import EFFECTS, CampaignHost, OracleDriver, drive
 from seatkit.campaign import analysis, boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import spec as specs
-from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.host import change as host_change
 from seatkit.host import plan as host_plan

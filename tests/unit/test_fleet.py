@@ -8,6 +8,7 @@ import pytest
 from conftest import BIN
 
 from seatkit.bench import fleet
+from seatkit.bench.target import Options
 from seatkit.doctor import targets
 from seatkit.errors import SeatError
 
@@ -196,7 +197,7 @@ def test_a_seat_urls_credentials_stay_out_of_the_fleet_report(tmp_path):
 
     from test_bench_hostile import PASSWORD, Server, prose
 
-    from seatkit.bench import oracle, run
+    from seatkit.bench import oracle
 
     server = Server()
     try:
@@ -205,7 +206,7 @@ def test_a_seat_urls_credentials_stay_out_of_the_fleet_report(tmp_path):
             [targets.of_url(url, oracle.MODEL, None, None)],
             oracle.MODEL,
             prose(),
-            run.Options(0, 1),
+            Options(0, 1),
             tmp_path / "runs",
         )
         assert result["seats"][0]["url"] == server.url
@@ -221,7 +222,7 @@ def test_a_seat_down_mid_fleet_is_reported_and_the_others_kept(tmp_path):
     """A node that stops answering fails its own row; the seats benched before and after it stay."""
     from test_bench_hostile import Server, prose
 
-    from seatkit.bench import oracle, run
+    from seatkit.bench import oracle
 
     servers = [Server(), Server()]
     gone = Server()
@@ -232,7 +233,7 @@ def test_a_seat_down_mid_fleet_is_reported_and_the_others_kept(tmp_path):
             [targets.of_url(u, oracle.MODEL, None, None) for u in urls],
             oracle.MODEL,
             prose(),
-            run.Options(0, 1),
+            Options(0, 1),
             tmp_path / "runs",
         )
         assert [s["url"] for s in result["seats"]] == urls

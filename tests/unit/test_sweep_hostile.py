@@ -11,6 +11,7 @@ import pytest
 
 from seatkit.bench import oracle, run, sweep, workload
 from seatkit.bench.selftest import PROMPT
+from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 
@@ -46,9 +47,9 @@ def hostile(tmp_path, metrics=None, fail_post=None, prompt=None, seen=None):
     try:
         prompt = prompt or Prompt(**{**PROMPT.__dict__, "max_tokens": 200})
         return sweep.sweep(
-            run.Target(f"http://127.0.0.1:{server.server_port}", oracle.MODEL, k=3),
+            Target(f"http://127.0.0.1:{server.server_port}", oracle.MODEL, k=3),
             [prompt],
-            run.Options(warmups=0),
+            Options(warmups=0),
             [1, 2],
             run.RunDir(tmp_path, "h"),
         )

@@ -11,6 +11,7 @@ from test_bench_hostile import Server, prose
 
 from seatkit import paths
 from seatkit.bench import compare, fleet, oracle, report, run
+from seatkit.bench.target import Options
 from seatkit.doctor import image as doctor_image
 from seatkit.doctor import targets
 from seatkit.seat import profiles, what_runs
@@ -59,7 +60,7 @@ def test_the_bench_marks_summary_and_report_of_an_experiment_seat(experiment_sea
     assert target.conditions["unverified"] == REASON
     target.verify = None  # the seat's identity check wants a session leader; this test is none
     out = run.RunDir(tmp_path / "runs", "exp")
-    summary = run.bench(target, prose(), run.Options(0, 1), out)
+    summary = run.bench(target, prose(), Options(0, 1), out)
     written = json.loads((out.path / "summary.json").read_text())
     assert written["conditions"]["unverified"] == REASON == summary["conditions"]["unverified"]
     text = (out.path / "report.md").read_text()
