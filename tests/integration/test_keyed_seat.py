@@ -17,6 +17,7 @@ from conftest import BIN, free_port
 
 from seatkit import paths
 from seatkit.bench import run, workload
+from seatkit.bench.target import Options
 from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
@@ -160,7 +161,7 @@ def test_a_stranger_between_bench_groups_is_refused(keyed, tmp_path):
             run.bench(
                 targets.of_profile(KEYED),
                 prompts,
-                run.Options(0, 1),
+                Options(0, 1),
                 run.RunDir(tmp_path, "stranger"),
                 progress=progress,
             )
