@@ -50,7 +50,7 @@ def start_oracle(
         [
             sys.executable,
             "-m",
-            "seatkit.bench.oracle",
+            "seatkit.bench.oracle_server",
             "--port",
             str(port),
             "--tokens-per-step",

@@ -11,7 +11,7 @@ from http.server import ThreadingHTTPServer
 import pytest
 from conftest import BIN
 
-from seatkit.bench import counters, fleet, oracle, parity, run, tokenizer, workload
+from seatkit.bench import counters, fleet, oracle, oracle_server, parity, run, tokenizer, workload
 from seatkit.bench.target import Options, Target
 from seatkit.doctor import targets
 from seatkit.errors import SeatError
@@ -25,7 +25,7 @@ class Server:
         self.oracle = oracle.Oracle(
             tokens_per_step=2.0, step_ms=2.0, k=3, prefill_ms=1.0, quirks=oracle.Quirks(fault=fault)
         )
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle.handler_for(self.oracle))
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle_server.handler_for(self.oracle))
         self.http.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
         threading.Thread(target=self.http.serve_forever, daemon=True).start()

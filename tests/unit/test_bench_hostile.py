@@ -11,7 +11,7 @@ from http.server import ThreadingHTTPServer
 import pytest
 from conftest import BIN, REPO
 
-from seatkit.bench import oracle, run, workload
+from seatkit.bench import oracle, oracle_server, run, workload
 from seatkit.bench.target import Options, Target
 from seatkit.doctor import targets
 from seatkit.errors import SeatError
@@ -24,7 +24,7 @@ class Server:
 
     def __init__(self, fault=None, metrics=True):
         self.oracle = Oracle(fault)
-        base = oracle.handler_for(self.oracle)
+        base = oracle_server.handler_for(self.oracle)
         seen = self.auth = []
 
         class Handler(base):

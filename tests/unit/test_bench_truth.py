@@ -8,7 +8,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from seatkit.bench import aggregate, oracle, request, run, selftest, sweep
+from seatkit.bench import aggregate, oracle, oracle_server, request, run, selftest, sweep
 from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
@@ -22,7 +22,7 @@ class Server:
     def __init__(self, quirks: oracle.Quirks, tokens_per_step=2.0, step_ms=4.0, prefill_ms=2.0, batch_ms=0.0):
         self.oracle = oracle.Oracle(tokens_per_step, step_ms, K, prefill_ms, batch_ms, quirks)
         self.tokens_per_step, self.step_ms = tokens_per_step, step_ms
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle.handler_for(self.oracle))
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle_server.handler_for(self.oracle))
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
 

@@ -9,7 +9,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from seatkit.bench import oracle, run, sweep, workload
+from seatkit.bench import oracle, oracle_server, run, sweep, workload
 from seatkit.bench.selftest import PROMPT
 from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
@@ -19,7 +19,7 @@ from seatkit.errors import SeatError
 def hostile(tmp_path, metrics=None, fail_post=None, prompt=None, seen=None):
     """A sweep of levels 1, 2 against an in-process oracle whose handler is bent by the hooks."""
     engine = oracle.Oracle(tokens_per_step=3.0, step_ms=2.0, k=3, prefill_ms=1.0)
-    base = oracle.handler_for(engine)
+    base = oracle_server.handler_for(engine)
     posts = []
 
     class Handler(base):
