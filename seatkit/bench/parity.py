@@ -77,14 +77,14 @@ def _load(path: str | Path) -> dict:
     try:
         data = safe_yaml.read_json(file, "parity record", RECORD_BYTES)
     except (OSError, ValueError) as exc:
-        raise SeatError(f"no parity record at {file}: {exc}", "seat bench parity PROFILE makes one")
+        raise SeatError(f"no parity record at {file}: {exc}", "seat bench parity PROFILE makes one") from None
     if data.get("schema") != SCHEMA:
         raise SeatError(f"{file} is not a parity record ({SCHEMA})")
     return data
 
 
 def _first_difference(a, b) -> int | None:
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))

@@ -46,7 +46,7 @@ def measure(
         record["exclusive_problems"] = []
     else:
         delta = after(target, before) - before
-        record["exclusive_problems"] = decompose.exclusivity(
+        record["exclusive_problems"] = exclusivity(
             delta,
             tokens,
             done.prompt_tokens,
@@ -121,7 +121,7 @@ def _described(prompt: Prompt, done: client.Completion, cache_salt: str | None) 
         "client_total_s": done.total_s,
         "streamed_tokens": done.streamed_tokens,
         "cache_salt": cache_salt,
-        "usage_note": decompose.usage_note(done.streamed_tokens, done.completion_tokens),
+        "usage_note": usage_note(done.streamed_tokens, done.completion_tokens),
     }
 
 
@@ -135,3 +135,44 @@ def truncation(done: client.Completion, max_tokens: int) -> str | None:
     if tokens < max_tokens:
         return f"{tokens} of {max_tokens} tokens arrived under ignore_eos"
     return None
+
+
+def exclusivity(
+    delta: metrics.Snapshot,
+    completion_tokens: int,
+    prompt_tokens: int,
+    finish_reason: str | None,
+    expected_reason: str,
+    peak_running: float,
+    peak_waiting: float,
+    final_tokens: int | None = None,
+) -> list[str]:
+    """Why the counter deltas may hold another request; empty when ours was alone. The server's
+    count may match the stream's or its own final usage (which can differ: see usage_note)."""
+    problems = []
+    finished = sum(delta.success.values())
+    if finished != 1 or delta.success.get(expected_reason, 0) != 1:
+        problems.append(
+            f"{finished:g} requests finished during ours (expected 1 with reason {expected_reason})"
+        )
+    if finish_reason != expected_reason:
+        problems.append(f"our finish reason was {finish_reason}, expected {expected_reason}")
+    generated = delta.values.get("generation_tokens")
+    if generated is not None and generated not in (completion_tokens, final_tokens):
+        problems.append(f"server generated {generated:g} tokens, we received {completion_tokens}")
+    prompted = delta.values.get("prompt_tokens")
+    if prompted is not None and prompted != prompt_tokens:
+        problems.append(f"server took {prompted:g} prompt tokens, ours had {prompt_tokens}")
+    if peak_running > 1 or peak_waiting > 0:
+        problems.append(f"gauges saw {peak_running:g} running and {peak_waiting:g} waiting")
+    return problems
+
+
+def usage_note(streamed: int | None, final: int) -> str | None:
+    """The stream's running usage against its final usage; None when they agree or one is missing."""
+    if streamed is None or streamed == final:
+        return None
+    return (
+        f"the final usage says {final} tokens, the stream's running usage {streamed}: the "
+        "stream's count is used"
+    )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seatkit.bench import aggregate, decompose, metrics, padding, run, telemetry, workload
+from seatkit.bench import aggregate, decompose, metrics, padding, request, run, telemetry, workload
 from seatkit.bench.report import markdown
 from seatkit.errors import SeatError
 from seatkit.host import gpus
@@ -180,14 +180,14 @@ def test_alarms_for_each_pitfall():
 def test_exclusivity_accepts_ours_alone_and_names_each_intruder():
     alone = delta_of(33, 66, 33, generated=100)
     alone.values["prompt_tokens"] = 10
-    assert decompose.exclusivity(alone, 100, 10, "length", "length", 1, 0) == []
+    assert request.exclusivity(alone, 100, 10, "length", "length", 1, 0) == []
     crowded = delta_of(33, 66, 33, generated=164, success=2)
     crowded.values["prompt_tokens"] = 25
-    problems = decompose.exclusivity(crowded, 100, 10, "length", "length", 2, 1)
+    problems = request.exclusivity(crowded, 100, 10, "length", "length", 2, 1)
     assert len(problems) == 4
     assert "2 requests finished" in problems[0] and "164 tokens" in problems[1]
     assert "25 prompt tokens" in problems[2] and "2 running and 1 waiting" in problems[3]
-    assert "finish reason was stop" in decompose.exclusivity(alone, 100, 10, "stop", "length", 1, 0)[0]
+    assert "finish reason was stop" in request.exclusivity(alone, 100, 10, "stop", "length", 1, 0)[0]
 
 
 def test_repetition_score():
