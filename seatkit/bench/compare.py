@@ -107,7 +107,7 @@ def _note(diff: dict[str, str], differing: dict[str, list[str]]) -> None:
 def _row(x: Entry, y: Entry, diff: dict[str, str]) -> dict:
     """One pair's row: both sides' figures, their split and verdict, or the harness's refusal."""
     x, y, harness = verdicts.matched(x, y)
-    row = {
+    row: dict = {
         "a": x.label,
         "b": y.label,
         "conditions_differ": sorted(diff),

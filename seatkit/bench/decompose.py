@@ -68,7 +68,7 @@ COUNTER_FIGURES = (
 
 def _disagreement(v: dict, steps_from: str, decode_tokens: int, k: int | None) -> str | None:
     """Why the step counters can't stand beside the stream's count; None when they agree."""
-    steps, accepted = v.get("steps") or v.get("drafts"), v.get("accepted") or 0
+    steps, accepted = v.get("steps") or v.get("drafts") or 0, v.get("accepted") or 0
     excess = steps + accepted - decode_tokens  # drafts accepted in the last step, cut by max_tokens
     if excess >= 0 and (k is None or excess <= k):
         return None

@@ -214,7 +214,7 @@ def _write(folder: Path, seats: list[dict]) -> dict:
 def rows(result: dict) -> list[tuple[str, ...]]:
     """seat, suite, tok/s, tokens/step, ms/step, flag: one row per seat and suite."""
     verdicts = {(v["seat"], v["suite"]): v for v in result["verdicts"]}
-    out = []
+    out: list[tuple[str, ...]] = []
     for seat in result["seats"]:
         if not seat["figures"]:  # failed, or every request truncated or skipped: still a seat
             out.append(

@@ -41,19 +41,20 @@ def _late_reads(rates: list[float | None], whole: dict | None, n: int) -> str | 
             "a stream's tokens reached the client in one burst inside the window: its rate there "
             "is unknown (the client was starved of CPU)"
         )
-    if whole and abs(sum(rates) / (n * whole["median"]) - 1) > CLIENT_TIMING:
+    total = sum(r for r in rates if r)
+    if whole and abs(total / (n * whole["median"]) - 1) > CLIENT_TIMING:
         return (
-            f"inside the window the streams ran at {sum(rates):.0f} tok/s, over whole requests "
+            f"inside the window the streams ran at {total:.0f} tok/s, over whole requests "
             f"{n} x {whole['median']:.0f}: the client read its streams late (a busy host)"
         )
     return None
 
 
-def _spread(values: list[float]) -> dict | None:
-    values = [v for v in values if v is not None]
-    if not values:
+def _spread(values: list[float | None]) -> dict | None:
+    known = [v for v in values if v is not None]
+    if not known:
         return None
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+    return {"median": statistics.median(known), "min": min(known), "max": max(known), "n": len(known)}
 
 
 def figures(
@@ -61,17 +62,20 @@ def figures(
 ) -> dict:
     """A level's figures: the streams' own, the steady window's (every stream decoding), and the
     counters' over that window; alarms where they cannot stand."""
-    done = [s.done for s in streams]
+    done = [s.done for s in streams if s.done is not None]
+    if len(done) < len(streams):  # level() raised for a stream that failed
+        raise ValueError("a level's figures need every stream's completion")
     tokens = sum(d.completion_tokens for d in done)
     first_sent = min(s.sent for s in streams)
-    out = {
+    out: dict = {
         "concurrency": n,
         "completion_tokens": tokens,
         "per_request_decode_tok_s": _spread(
             [(d.completion_tokens - 1) / (d.last_s - d.ttft_s) if d.last_s > d.ttft_s else None for d in done]
         ),
         "client_ttft_ms": _spread([d.ttft_s * 1000 for d in done]),
-        "level_tok_s": tokens / (max(s.sent + s.done.last_s for s in streams) - first_sent),
+        "level_tok_s": tokens
+        / (max(s.sent + d.last_s for s, d in zip(streams, done, strict=True)) - first_sent),
         "client_cpu_us_per_token": cpu_s * 1e6 / max(tokens, 1),
         "alarms": {},
     }

@@ -50,10 +50,12 @@ def fits(records: list[dict]) -> dict:
     cold = [(x["prompt_tokens"], x["ttft_ms"]) for x in f if x.get("ttft_ms") is not None]
     return {
         "ms_per_step_vs_drafted_tokens": (
-            fit(*zip(*drafted, strict=True), MIN_SPREAD["drafted_length"]) if drafted else None
+            fit([x for x, _ in drafted], [y for _, y in drafted], MIN_SPREAD["drafted_length"])
+            if drafted
+            else None
         ),
         "ttft_ms_vs_prompt_tokens": (
-            fit(*zip(*cold, strict=True), MIN_SPREAD["prompt_tokens"]) if cold else None
+            fit([x for x, _ in cold], [y for _, y in cold], MIN_SPREAD["prompt_tokens"]) if cold else None
         ),
     }
 
@@ -196,10 +198,10 @@ def _scatter(records: list[dict], fitted: dict, scatter: tuple, heading: str, fo
     if line:
         import numpy
 
-        xs = numpy.linspace(min(p[0] for p in points), max(p[0] for p in points), 20)
+        along = numpy.linspace(min(xs), max(xs), 20)
         ax.plot(
-            xs,
-            line["intercept"] + line["slope"] * xs,
+            along,
+            line["intercept"] + line["slope"] * along,
             color="black",
             label=f"fit: {line['intercept']:.2f} ms + {line['slope']:.4f} ms per {per}",
         )

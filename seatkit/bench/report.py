@@ -174,7 +174,7 @@ def _n(value: float | None, digits: int = 1) -> str:
 def sweep_rows(suite: dict) -> list[tuple[str, ...]]:
     """streams, aggregate tok/s, per-request decode tok/s median (min-max), TTFT (server /
     client median), window tokens/step and ms/step, the running gauge at the window's close."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for row in suite["levels"]:
         per = row["per_request_decode_tok_s"]
         gauge = [g for g in row.get("window", {}).get("running_gauge") or [] if g is not None]

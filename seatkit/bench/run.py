@@ -9,7 +9,6 @@ before and after prove it without polling while the request streams: polling del
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import platform
@@ -74,13 +73,14 @@ def new_folder(root: Path, name: str) -> Path:
     base = f"{stamp}-{folder_name(name)}"
     try:
         root.mkdir(parents=True, exist_ok=True)
-        for n in itertools.count(1):
+        n = 1
+        while True:
             path = root / (base if n == 1 else f"{base}-{n}")
             try:
                 path.mkdir()
                 return path
             except FileExistsError:
-                continue
+                n += 1
     except OSError as exc:  # --out is a file, read-only, or under one
         raise SeatError(
             f"cannot make a run folder in {root}: {exc.strerror}", "point --out at a folder you can write"
@@ -221,7 +221,9 @@ def bench(
     `reference`, a reference card, is drawn over the acceptance-by-position plot."""
     if counters.scrape(target) is None:
         progress("no /metrics with spec-decode counters: client timing only, no decomposition")
-    hashes, skipped, truncated = {}, {}, []
+    hashes: dict[str, dict] = {}
+    skipped: dict[str, str] = {}
+    truncated: list[str] = []
     discarded = 0
     records = []
     limit = max_model_len(target)

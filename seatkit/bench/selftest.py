@@ -76,7 +76,8 @@ def start_oracle(
         except requests.RequestException:
             time.sleep(0.1)
     proc.kill()
-    raise SeatError(f"the oracle did not start: {proc.stderr.read().decode()[-500:]}")
+    said = proc.stderr.read().decode() if proc.stderr else ""
+    raise SeatError(f"the oracle did not start: {said[-500:]}")
 
 
 def identity_error(f: dict) -> float:

@@ -44,7 +44,7 @@ class Window:
         self.target, self.level = target, level
         self.started, self.ended = threading.Event(), threading.Event()
         self.first_tokens, self.lock = 0, threading.Lock()
-        self.edges: list[tuple[float, float, metrics.Snapshot]] = []  # (sent, answered, counters)
+        self.edges: list[tuple[float, float, metrics.Snapshot | None]] = []  # (sent, answered, counters)
         self.opened_after_a_finish = False
         self.thread = threading.Thread(target=self._scrape, daemon=True)
         self.thread.start()
@@ -73,7 +73,7 @@ class Window:
         except SeatError:
             return
 
-    def _timed(self) -> tuple[float, float, metrics.Snapshot]:
+    def _timed(self) -> tuple[float, float, metrics.Snapshot | None]:
         sent = time.monotonic()
         snapshot = scrape(self.target)
         return sent, time.monotonic(), snapshot
@@ -83,9 +83,11 @@ class Window:
         self.started.set()
         self.ended.set()
         self.thread.join()
-        if len(self.edges) < 2 or any(snapshot is None for *_, snapshot in self.edges):
+        if len(self.edges) < 2:
             return None
         (t0, open_done, first), (t1, close_done, last) = self.edges
+        if first is None or last is None:
+            return None
         return {
             "start": t0,
             "end": t1,

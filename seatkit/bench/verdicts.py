@@ -5,6 +5,7 @@ explain it (the words are in bench/compare.yaml)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -118,11 +119,11 @@ def harness_caveat(x: Entry, y: Entry) -> str | None:
     )
 
 
-def _explains(differing: list[str], factor: str) -> list[str]:
+def _explains(differing: Sequence[str], factor: str) -> list[str]:
     return [k for k in differing if explains(k) in (factor, "both")]
 
 
-def verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: list[str] = ()) -> dict:
+def verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: Sequence[str] = ()) -> dict:
     """Which factor carries the gap of these ratios (A over B), judged against both sides' spread."""
     if all(abs(r - 1) < 1e-9 for r in ratios.values()):
         return {
@@ -189,7 +190,7 @@ def _factor_said(
     share: float | None,
     limit_source: tuple[float, str],
     moved: bool,
-    differing: list[str],
+    differing: Sequence[str],
     cpu: bool,
 ) -> str:
     """One factor: how far it moved, its share of the gap, what moves it, what can explain it."""
@@ -213,7 +214,7 @@ def _factor_said(
     return text
 
 
-def _headline(factor: str, differing: list[str], a: Entry, b: Entry) -> str:
+def _headline(factor: str, differing: Sequence[str], a: Entry, b: Entry) -> str:
     headline = words()["headline"][factor]
     if "content" in differing:
         if factor == "tokens_per_step":
@@ -225,7 +226,7 @@ def _headline(factor: str, differing: list[str], a: Entry, b: Entry) -> str:
     return headline
 
 
-def split(x: Entry, y: Entry, differing: list[str] = ()) -> dict:
+def split(x: Entry, y: Entry, differing: Sequence[str] = ()) -> dict:
     """x against y: each factor's ratio, the log split of the tok/s ratio, and the verdict."""
     common = [k for k in FACTORS if k in x.values and k in y.values]
     out: dict = {"ratios": {k: x.values[k] / y.values[k] for k in common}}

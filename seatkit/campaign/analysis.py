@@ -15,10 +15,11 @@ import itertools
 import json
 import math
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from statistics import NormalDist
 
-from seatkit.campaign.spec import LABELS
+from seatkit.campaign.spec import LABELS, Arm
 
 TPS_ALARM = 0.02  # tokens/step depends on the text and the drafter, not the host: 2 % is a change
 
@@ -58,19 +59,25 @@ def visits(run) -> list[dict]:
     return out
 
 
-def columns(run) -> list[tuple[str, object]]:
+def columns(run) -> list[tuple[str, Callable[[Arm], int]]]:
     """(name, arm -> 0/1) per fitted effect."""
     arms = list(run.arms.values())
     if any(a.kind == "host" for a in arms):
-        present = [s for s in ("iommu", "p2p", "hmm") if any(s in a.host for a in arms)]
-        cols = [(s, lambda a, s=s: int(s in a.host)) for s in present]
+        present = [s for s in ("iommu", "p2p", "hmm") if any(s in (a.host or []) for a in arms)]
+        cols = [(s, _having(s)) for s in present]
         if run.campaign.design == "factorial":
-            cols += [
-                (f"{x}×{y}", lambda a, x=x, y=y: int(x in a.host and y in a.host))
-                for x, y in itertools.combinations(present, 2)
-            ]
+            cols += [(f"{x}×{y}", _having(x, y)) for x, y in itertools.combinations(present, 2)]
         return cols
-    return [(a.name, lambda b, n=a.name: int(b.name == n)) for a in arms[1:]]
+    return [(a.name, _named(a.name)) for a in arms[1:]]
+
+
+def _having(*settings: str) -> Callable[[Arm], int]:
+    """1 for an arm that has all these host settings, else 0."""
+    return lambda arm: int(all(s in (arm.host or []) for s in settings))
+
+
+def _named(name: str) -> Callable[[Arm], int]:
+    return lambda arm: int(arm.name == name)
 
 
 def fit(run, rows: list[dict]) -> tuple[list[dict], int]:

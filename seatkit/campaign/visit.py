@@ -94,7 +94,7 @@ def measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
         names = live.knobs(run.arms.values())
         if not run.of("live-start"):  # journaled before the first change: the end puts these back
             run.add({"type": "live-start", "values": live.read(system, names)})
-        values = {**run.of("live-start")[0]["values"], **arm.live}
+        values = {**run.of("live-start")[0]["values"], **(arm.live or {})}
         progress(
             f"visit {i + 1} ({arm.name}): set {', '.join(f'{k}={v}' for k, v in sorted(values.items()))}"
         )
