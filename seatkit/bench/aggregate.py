@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 import statistics
 
-from seatkit.bench import summary as schema
-
 
 def _stats(values: list[float]) -> dict | None:
     values = [v for v in values if v is not None]
@@ -130,7 +128,9 @@ def summarize(records: list[dict]) -> dict:
                 for name in dict.fromkeys(r["prompt"] for r in rows)
             },
         }
-    return schema.check_suites(out, "the run's summary")
+    from seatkit.bench import summary  # its models take a while to build: only a finished run pays
+
+    return summary.check_suites(out, "the run's summary")
 
 
 def alarm_summary(records: list[dict]) -> dict[str, dict]:
