@@ -68,7 +68,7 @@ COUNTER_FIGURES = (
 
 def _disagreement(v: dict, steps_from: str, decode_tokens: int, k: int | None) -> str | None:
     """Why the step counters can't stand beside the stream's count; None when they agree."""
-    steps, accepted = v.get("steps") or v.get("drafts"), v.get("accepted") or 0
+    steps, accepted = v.get("steps") or v.get("drafts") or 0, v.get("accepted") or 0
     excess = steps + accepted - decode_tokens  # drafts accepted in the last step, cut by max_tokens
     if excess >= 0 and (k is None or excess <= k):
         return None
@@ -121,13 +121,45 @@ def factors(
     reason in `withheld` where its inputs disagree. `sources` names each figure's clock and source.
     `reused_salt`: the request repeated the one before it, cache_salt and all (meant to be warm).
     """
-    n = completion_tokens
+    out = _timing(delta, completion_tokens, ttft_s, last_s, prompt_tokens, first_event_tokens)
+    _withhold_ttft(out, _held(first_event_tokens), reused_salt)
+    server_timed = out["timing_source"] == "server"
+    out["client_vs_server"] = (
+        _ratio(out["client_decode_tok_s"], out["decode_tok_s"]) if server_timed else None
+    )
+    out["sources"] = _sources(out, delta.values)
+    if not out["decomposition"]:
+        if delta.has_spec:  # counters that exist but moved impossibly: say so on the row
+            why = (
+                f"the step counters moved by {out['decode_steps'] or 0:g} during a request of "
+                f"{out['decode_tokens']} decode tokens: they are not this request's alone (a server "
+                "that publishes them on a period, or counts differently)"
+            )
+            out["withheld"].update({name: why for name in COUNTER_FIGURES})
+        return out
+    _split(out, delta, k)
+    return out
+
+
+def _held(first_event_tokens: int | None) -> int | None:
+    """A first event that carries more than the first token held it back for a decode step: the
+    client clock then starts one step late, so its decode counts only the tokens after that event."""
+    return first_event_tokens if first_event_tokens and first_event_tokens > 1 else None
+
+
+def _timing(
+    delta: Snapshot,
+    n: int,
+    ttft_s: float,
+    last_s: float,
+    prompt_tokens: int,
+    first_event_tokens: int | None,
+) -> dict:
+    """The request's clocks (server's where it exports them, the client's beside them), its
+    prefix-cache state and its raw draft counters."""
     decode_tokens = n - 1
     v = delta.values
-    withheld: dict[str, str] = {}
-    # A first event that carries more than the first token held it back for a decode step: the
-    # client clock then starts one step late, so its decode counts only the tokens after that event.
-    held = first_event_tokens if first_event_tokens and first_event_tokens > 1 else None
+    held = _held(first_event_tokens)
     client_decode_s = last_s - ttft_s
     client_decode_tokens = n - held if held else decode_tokens
     server_decode_s = v.get("decode_seconds")
@@ -137,12 +169,10 @@ def factors(
     server_ttft = server_ttft_s(delta)
     first_token_s = server_ttft if server_ttft is not None else ttft_s
     hits, queries = v.get("prefix_hits"), v.get("prefix_queries")
-    cache = _cache_state(hits, queries)
-    drafts, draft_tokens, accepted = v.get("drafts"), v.get("draft_tokens"), v.get("accepted")
-    steps_from = "inter-token histogram" if v.get("steps") else "drafts counter"
+    drafts = v.get("drafts")
     steps = v.get("steps") or drafts
     client_rate = _ratio(client_decode_tokens, client_decode_s)
-    out = {
+    return {
         "completion_tokens": n,
         "prompt_tokens": prompt_tokens,
         "decode_tokens": decode_tokens,
@@ -155,19 +185,25 @@ def factors(
         "client_decode_tok_s": client_rate,
         "prefill_tok_s": _ratio(prompt_tokens, first_token_s),
         "first_event_tokens": first_event_tokens,
-        "prefix_cache": cache,
+        "prefix_cache": _cache_state(hits, queries),
         "prefix_cache_hit_tokens": hits,
         "prefix_cache_query_tokens": queries,
         "warm_ttft_ms": None,
         "drafts": drafts,
-        "draft_tokens": draft_tokens,
-        "accepted": accepted,
+        "draft_tokens": v.get("draft_tokens"),
+        "accepted": v.get("accepted"),
         "accepted_per_position": [delta.per_position[i] for i in sorted(delta.per_position)],
         "decode_steps": steps,
         # Each step delivers at least one token: other step counts are counters that lie.
         "decomposition": bool(delta.has_spec and steps and 0 < steps <= decode_tokens),
-        "withheld": withheld,
+        "withheld": {},
     }
+
+
+def _withhold_ttft(out: dict, held: int | None, reused_salt: bool) -> None:
+    """A TTFT that is not the cold prefill's is withheld, with why: a held first token, a likely
+    prefix-cache hit nothing counted, or a counted hit (then it is the warm TTFT)."""
+    withheld, cache = out["withheld"], out["prefix_cache"]
     if held and out["ttft_source"] == "client":
         why = (
             f"the first event carried {held} tokens: the first token was held for a decode "
@@ -183,42 +219,50 @@ def factors(
         withheld.update(ttft_ms=why, prefill_tok_s=why)
         out.update(ttft_ms=None, prefill_tok_s=None)
     if cache == "warm":  # a prefix-cache hit: a warm TTFT, never the cold figure
+        hits, queries = out["prefix_cache_hit_tokens"], out["prefix_cache_query_tokens"]
         why = f"a prefix-cache hit ({hits:g} of {queries:g} prompt tokens cached): see warm TTFT"
         out["warm_ttft_ms"] = out["ttft_ms"]
         withheld.update(ttft_ms=why, prefill_tok_s=why)
         out.update(ttft_ms=None, prefill_tok_s=None)
-    out["client_vs_server"] = (
-        _ratio(out["client_decode_tok_s"], out["decode_tok_s"]) if server_decode_s else None
-    )
-    out["sources"] = {
-        "decode_tok_s": ("server clock (request decode time)" if server_decode_s else "client clock (stream)")
+
+
+def _sources(out: dict, v: dict) -> dict[str, str]:
+    """Each figure's clock and source."""
+    steps_from = "inter-token histogram" if v.get("steps") else "drafts counter"
+    return {
+        "decode_tok_s": (
+            "server clock (request decode time)"
+            if out["timing_source"] == "server"
+            else "client clock (stream)"
+        )
         + ", stream's token count",
-        "ttft_ms": "server clock (TTFT histogram)" if server_ttft is not None else "client clock (stream)",
+        "ttft_ms": "server clock (TTFT histogram)"
+        if out["ttft_source"] == "server"
+        else "client clock (stream)",
         "tokens_per_step": f"stream's token count / {steps_from}",
         "ms_per_step": "decode tok/s and tokens/step",
         "draft_acceptance": "spec-decode counters",
         "prefix_cache": "no prefix-cache counters"
-        if hits is None
+        if out["prefix_cache_hit_tokens"] is None
         else "prefix-cache counters"
-        if cache != "unknown"
+        if out["prefix_cache"] != "unknown"
         else "prefix-cache counters that did not count our "
         "prompt (frozen, reset or inconsistent): cache state unknown",
     }
-    if not out["decomposition"]:
-        if delta.has_spec:  # counters that exist but moved impossibly: say so on the row
-            why = (
-                f"the step counters moved by {steps or 0:g} during a request of {decode_tokens} "
-                "decode tokens: they are not this request's alone (a server that publishes "
-                "them on a period, or counts differently)"
-            )
-            withheld.update({name: why for name in COUNTER_FIGURES})
-        return out
+
+
+def _split(out: dict, delta: Snapshot, k: int | None) -> None:
+    """The two factors and the drafter's figures from the step and draft counters, withheld
+    where those counters disagree with the stream."""
+    v, withheld = delta.values, out["withheld"]
+    decode_tokens, steps = out["decode_tokens"], out["decode_steps"]
+    drafts, draft_tokens, accepted = out["drafts"], out["draft_tokens"], out["accepted"]
     disagreement = _disagreement(v, "steps" if v.get("steps") else "drafts", decode_tokens, k)
     per_pos = out["accepted_per_position"]
     unconditional = [a / drafts for a in per_pos] if drafts else []  # no drafts: no curve
     conditional = [
         u / prev if u is not None and prev else None
-        for u, prev in zip(unconditional, [1.0] + unconditional[:-1])
+        for u, prev in zip(unconditional, [1.0] + unconditional[:-1], strict=False)
     ]
     tokens_per_step = decode_tokens / steps
     out.update(
@@ -248,48 +292,6 @@ def factors(
         withheld.update({name: disagreement for name in COUNTER_FIGURES})
         out.update({name: None for name in COUNTER_FIGURES})
         out.update(acceptance_unconditional=[], acceptance_conditional=[], drafted_length=None)
-    return out
-
-
-def exclusivity(
-    delta: Snapshot,
-    completion_tokens: int,
-    prompt_tokens: int,
-    finish_reason: str | None,
-    expected_reason: str,
-    peak_running: float,
-    peak_waiting: float,
-    final_tokens: int | None = None,
-) -> list[str]:
-    """Why the counter deltas may hold another request; empty when ours was alone. The server's
-    count may match the stream's or its own final usage (which can differ: see usage_note)."""
-    problems = []
-    finished = sum(delta.success.values())
-    if finished != 1 or delta.success.get(expected_reason, 0) != 1:
-        problems.append(
-            f"{finished:g} requests finished during ours (expected 1 with reason {expected_reason})"
-        )
-    if finish_reason != expected_reason:
-        problems.append(f"our finish reason was {finish_reason}, expected {expected_reason}")
-    generated = delta.values.get("generation_tokens")
-    if generated is not None and generated not in (completion_tokens, final_tokens):
-        problems.append(f"server generated {generated:g} tokens, we received {completion_tokens}")
-    prompted = delta.values.get("prompt_tokens")
-    if prompted is not None and prompted != prompt_tokens:
-        problems.append(f"server took {prompted:g} prompt tokens, ours had {prompt_tokens}")
-    if peak_running > 1 or peak_waiting > 0:
-        problems.append(f"gauges saw {peak_running:g} running and {peak_waiting:g} waiting")
-    return problems
-
-
-def usage_note(streamed: int | None, final: int) -> str | None:
-    """The stream's running usage against its final usage; None when they agree or one is missing."""
-    if streamed is None or streamed == final:
-        return None
-    return (
-        f"the final usage says {final} tokens, the stream's running usage {streamed}: the "
-        "stream's count is used"
-    )
 
 
 def alarms(f: dict, k: int | None, text: str, method: str | None = None) -> dict[str, str]:

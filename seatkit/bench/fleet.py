@@ -20,9 +20,10 @@ from urllib.parse import urlsplit
 import requests
 
 from seatkit import text
+from seatkit.bench import counters
 from seatkit.bench import run as bench_run
-from seatkit.bench import target as bench_target
-from seatkit.bench.run import Options, RunDir
+from seatkit.bench.run import RunDir
+from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
@@ -81,7 +82,7 @@ def seat_urls(addresses: list[str]) -> list[str]:
 def served_model(url: str, headers: dict) -> str:
     """The one model a seat serves, for a fleet bench without --model."""
     try:
-        models = client.fetch("GET", f"{url}/v1/models", bench_run.SCRAPE_S, headers=headers).json()["data"]
+        models = client.fetch("GET", f"{url}/v1/models", counters.SCRAPE_S, headers=headers).json()["data"]
     except (SeatError, requests.RequestException, ValueError, KeyError, TypeError) as exc:
         raise SeatError(f"cannot list the models of {url}: {exc}", "pass --model") from None
     if len(models) != 1:
@@ -153,17 +154,15 @@ def _text(ratios: dict[str, float], moved: list[str], seats: int) -> str:
 
 
 def bench_fleet(
-    urls: list[str],
+    targets: list[Target],
     model: str | None,
-    k: int | None,
-    api_key: str | None,
     prompts: list[Prompt],
     options: Options,
     out_root: Path,
     progress: Callable[[str], None] = lambda m: None,
 ) -> tuple[dict, Path]:
-    """Bench every seat in turn into out_root/<time>-fleet/<time>-seatN/; returns the summary."""
-    targets = [bench_target.of_url(url, model or "", k, api_key) for url in urls]
+    """Bench every seat in turn into out_root/<time>-fleet/<time>-seatN/; returns the summary.
+    model: the one every seat serves, or None to ask each seat."""
     for target in targets:
         target.model = model or served_model(target.url, target.headers)
     if len({target.model for target in targets}) > 1:  # before any bench: no fleet to compare
@@ -178,7 +177,7 @@ def bench_fleet(
     for i, target in enumerate(targets, 1):  # target.url: the seat's URL without credentials
         url = target.url
         target.conditions["fleet_seat"] = i
-        say = lambda message, i=i, url=url: progress(f"seat {i}/{len(urls)} {url}: {message}")  # noqa: E731
+        say = lambda message, i=i, url=url: progress(f"seat {i}/{len(targets)} {url}: {message}")  # noqa: E731
         say("benchmarking alone")
         run_dir = RunDir(folder, f"seat{i}")
         seat = {"seat": i, "url": url, "model": target.model, "run": run_dir.path.name}
@@ -215,7 +214,7 @@ def _write(folder: Path, seats: list[dict]) -> dict:
 def rows(result: dict) -> list[tuple[str, ...]]:
     """seat, suite, tok/s, tokens/step, ms/step, flag: one row per seat and suite."""
     verdicts = {(v["seat"], v["suite"]): v for v in result["verdicts"]}
-    out = []
+    out: list[tuple[str, ...]] = []
     for seat in result["seats"]:
         if not seat["figures"]:  # failed, or every request truncated or skipped: still a seat
             out.append(

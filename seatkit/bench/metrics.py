@@ -12,8 +12,6 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from seatkit.errors import SeatError
 
 # What the bench reads, by the sample names vLLM v1 exposes, with the v0 names they replaced.
@@ -61,6 +59,8 @@ class Snapshot:
 def parse(text: str, model: str | None = None) -> Snapshot:
     """One /metrics body, only `model`'s series where given; raises SeatError when it is not the
     Prometheus text format."""
+    from prometheus_client.parser import text_string_to_metric_families  # a bench's cost, not an import's
+
     sums: dict[str, float] = defaultdict(float)
     per_position: dict[int, float] = defaultdict(float)
     success: dict[str, float] = defaultdict(float)

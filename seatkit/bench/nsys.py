@@ -15,7 +15,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from seatkit import engine
-from seatkit.bench import run as bench_run
+from seatkit.bench import request
+from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
@@ -71,9 +72,9 @@ def _exec(container, argv: list[str], calls: list[dict]) -> None:
 
 
 def traced(
-    target: bench_run.Target,
+    target: Target,
     prompt: Prompt,
-    options: bench_run.Options,
+    options: Options,
     container,
     session: str,
     output: str,
@@ -96,7 +97,7 @@ def traced(
         finally:
             _exec(container, ["nsys", "stop", f"--session={session}"], calls)
 
-    record = bench_run.measure(target, prompt, options, around=window)
+    record = request.measure(target, prompt, options, around=window)
     f = record["factors"]
     steps, decode_ms, ms_per_step = f.get("decode_steps"), f.get("decode_ms"), f.get("ms_per_step")
     result = {

@@ -7,7 +7,7 @@ the bench measures can be compared with the truth. Counters move as vLLM v1's do
 tokens and inter-token latencies per step, drafts accepted in the last step counted before
 max_tokens cuts them. Run it in its own process, so the client's threads do not disturb its timing:
 
-    python -m seatkit.bench.oracle --port P --tokens-per-step T --step-ms M [--batch-ms B] [--k K]
+    python -m seatkit.bench.oracle_server --port P --tokens-per-step T --step-ms M [--batch-ms B] [--k K]
 
 `Quirks` make it misbehave the way real servers do, one known way at a time, so a test can show
 what the bench prints then (the right figure, or the figure withheld with the reason).
@@ -17,18 +17,13 @@ defences: see FAULTS.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
 import queue
-import socket
-import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODEL = "oracle"
 OTHER_MODEL = "oracle-idle"  # a second model behind the same /metrics (Quirks.other_model)
@@ -324,113 +319,3 @@ class Oracle:
             "usage": self._usage(emitted, prompt_tokens),
         }
         return b"data: " + json.dumps(event).encode() + b"\n\n"
-
-
-def handler_for(oracle: Oracle):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # chunked streaming, as vLLM's server sends it
-
-        def log_message(self, *args):  # quiet: the bench reads figures, not access logs
-            pass
-
-        def _send(self, status: int, body: bytes, kind: str = "application/json"):
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_GET(self):
-            routes = {
-                "/health": b"",
-                "/version": json.dumps({"version": "oracle"}).encode(),
-                "/v1/models": json.dumps({"data": [{"id": MODEL}]}).encode(),
-            }
-            if self.path == "/metrics" and oracle.quirks.fault == "trickle-metrics":
-                body = oracle.metrics().encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                for i in range(len(body)):  # ends when the client leaves (the write fails)
-                    self.wfile.write(body[i : i + 1])
-                    self.wfile.flush()
-                    time.sleep(TRICKLE_S)
-            elif self.path == "/metrics" and oracle.quirks.fault == "trickle-headers":
-                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
-                while True:  # ends when the client leaves (the write fails)
-                    self.wfile.write(b"z")
-                    self.wfile.flush()
-                    time.sleep(TRICKLE_S)
-            elif self.path == "/metrics":
-                self._send(200, oracle.metrics().encode(), "text/plain; version=0.0.4")
-            elif self.path in routes:
-                self._send(200, routes[self.path])
-            else:
-                self._send(404, b"{}")
-
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if self.path == "/tokenize":
-                ids = [len(w) for w in body["prompt"].split()]
-                answer = (
-                    [{"id": i, "text": "", "special": False} for i in ids]
-                    if oracle.quirks.fault == "tokenize-list"
-                    else {"tokens": ids}
-                )
-                self._send(200, json.dumps(answer).encode())
-                return
-            if self.path != "/v1/completions":
-                self._send(404, b"{}")
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def write(data: bytes):
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
-
-            oracle.complete(body, write)
-            self.wfile.write(b"0\r\n\r\n")
-            self.close_connection = True
-
-    return Handler
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--tokens-per-step", type=float, required=True)
-    parser.add_argument("--step-ms", type=float, required=True)
-    parser.add_argument("--k", type=int, default=7)
-    parser.add_argument("--prefill-ms", type=float, default=20.0)
-    parser.add_argument(
-        "--batch-ms", type=float, default=0.0, help="step time added per running request beyond the first"
-    )
-    parser.add_argument(
-        "--quirks",
-        default="{}",
-        help='Quirks as JSON, e.g. \'{"ngram": true, "hide": ["inter_token"]}\' '
-        f'or \'{{"fault": "endless"}}\' (faults: {", ".join(FAULTS)})',
-    )
-    args = parser.parse_args(argv)
-    given = json.loads(args.quirks)
-    quirks = Quirks(
-        **{**given, "hide": frozenset(given.get("hide", ())), "frozen": frozenset(given.get("frozen", ()))}
-    )
-    # The engine thread must get the interpreter lock back within a fraction of a step, even when
-    # 16 writer threads want it (the default switch interval is 5 ms).
-    sys.setswitchinterval(0.0002)
-    try:  # a clock that others' load can't starve, where the oracle may ask for one (root)
-        os.nice(-10)
-    except PermissionError:
-        pass
-    oracle = Oracle(args.tokens_per_step, args.step_ms, args.k, args.prefill_ms, args.batch_ms, quirks)
-    ThreadingHTTPServer(("127.0.0.1", args.port), handler_for(oracle)).serve_forever()
-
-
-if __name__ == "__main__":
-    main()

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from seatkit import safe_yaml
-from seatkit.bench.run import Target, new_folder
+from seatkit.bench.run import new_folder
+from seatkit.bench.target import Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.serve import client
@@ -76,14 +77,14 @@ def _load(path: str | Path) -> dict:
     try:
         data = safe_yaml.read_json(file, "parity record", RECORD_BYTES)
     except (OSError, ValueError) as exc:
-        raise SeatError(f"no parity record at {file}: {exc}", "seat bench parity PROFILE makes one")
+        raise SeatError(f"no parity record at {file}: {exc}", "seat bench parity PROFILE makes one") from None
     if data.get("schema") != SCHEMA:
         raise SeatError(f"{file} is not a parity record ({SCHEMA})")
     return data
 
 
 def _first_difference(a, b) -> int | None:
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))

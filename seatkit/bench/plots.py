@@ -5,9 +5,9 @@ Every title names the model, k, content and context the figures belong to."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from pathlib import Path
-
-import numpy as np
 
 # Below this spread of x the points stand in one vertical strip: no line to fit, no plot to draw.
 MIN_SPREAD = {"drafted_length": 0.5, "prompt_tokens": 16}
@@ -35,7 +35,9 @@ def fit(xs: list[float], ys: list[float], min_spread: float = 0.0) -> dict | Non
     """Least-squares line y = intercept + slope x; None when x does not vary (by min_spread)."""
     if len(xs) < 2 or len(set(xs)) < 2 or max(xs) - min(xs) < min_spread:
         return None
-    slope, intercept = np.polyfit(xs, ys, 1)
+    import numpy  # a bench pays for it when it fits, an import of the kit never does
+
+    slope, intercept = numpy.polyfit(xs, ys, 1)
     return {"slope": float(slope), "intercept": float(intercept), "points": len(xs)}
 
 
@@ -48,9 +50,13 @@ def fits(records: list[dict]) -> dict:
     cold = [(x["prompt_tokens"], x["ttft_ms"]) for x in f if x.get("ttft_ms") is not None]
     return {
         "ms_per_step_vs_drafted_tokens": (
-            fit(*zip(*drafted), MIN_SPREAD["drafted_length"]) if drafted else None
+            fit([x for x, _ in drafted], [y for _, y in drafted], MIN_SPREAD["drafted_length"])
+            if drafted
+            else None
         ),
-        "ttft_ms_vs_prompt_tokens": (fit(*zip(*cold), MIN_SPREAD["prompt_tokens"]) if cold else None),
+        "ttft_ms_vs_prompt_tokens": (
+            fit([x for x, _ in cold], [y for _, y in cold], MIN_SPREAD["prompt_tokens"]) if cold else None
+        ),
     }
 
 
@@ -82,25 +88,63 @@ def title(conditions: dict, suites: dict) -> str:
     )
 
 
+# The two scatter plots with their fitted line: the fit's key, x and y factors, axis labels, the
+# fit's unit, and the file.
+SCATTERS = (
+    (
+        "ms_per_step_vs_drafted_tokens",
+        "drafted_length",
+        "ms_per_step",
+        "drafted tokens per step",
+        "ms per step",
+        "drafted token",
+        "ms_per_step_vs_drafted.png",
+    ),
+    (
+        "ttft_ms_vs_prompt_tokens",
+        "prompt_tokens",
+        "ttft_ms",
+        "prompt tokens",
+        "TTFT (ms)",
+        "prompt token",
+        "ttft_vs_prompt_tokens.png",
+    ),
+)
+
+
 def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> list[Path]:
     """The run's plots; `reference` (a cards.Card) overlays its acceptance curves."""
-    plt = _pyplot()
-    from matplotlib.ticker import MaxNLocator
-
     folder.mkdir(exist_ok=True)
-    out = []
     heading = title(summary["conditions"], summary["suites"])
+    out = [
+        _tok_s_by_prompt(records, heading, folder / "tok_s_by_prompt.png"),
+        _acceptance(summary, reference, heading, folder / "acceptance_by_position.png"),
+    ]
+    for scatter in SCATTERS:
+        drawn = _scatter(records, summary["fits"], scatter, heading, folder)
+        if drawn:
+            out.append(drawn)
+    return out
+
+
+def _tok_s_by_prompt(records: list[dict], heading: str, path: Path) -> Path:
+    plt = _pyplot()
     names = list(dict.fromkeys(f"{r['suite']}: {r['prompt']}" for r in records))
     fig, ax = plt.subplots(figsize=(8, 0.5 * len(names) + 1.5))
     for i, name in enumerate(names):
         values = [r["factors"]["decode_tok_s"] for r in records if f"{r['suite']}: {r['prompt']}" == name]
-        median = float(np.median(values))
+        median = statistics.median(values)
         ax.errorbar(median, i, xerr=[[median - min(values)], [max(values) - median]], fmt="o", capsize=4)
     ax.set_yticks(range(len(names)), names)
     ax.set_xlim(left=0)  # a rate from 0: a small spread stays small
     ax.set_xlabel("decode tok/s (median, min-max)")
     ax.set_title(heading, fontsize="medium")
-    out.append(_save(fig, folder / "tok_s_by_prompt.png"))
+    return _save(fig, path)
+
+
+def _acceptance(summary: dict, reference, heading: str, path: Path) -> Path:
+    plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(7, 4))
     series = [
@@ -136,51 +180,36 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
             ha="center",
             transform=ax.transAxes,
         )
-    out.append(_save(fig, folder / "acceptance_by_position.png"))
+    return _save(fig, path)
 
-    for key, x_name, y_name, xlabel, ylabel, per, file in (
-        (
-            "ms_per_step_vs_drafted_tokens",
-            "drafted_length",
-            "ms_per_step",
-            "drafted tokens per step",
-            "ms per step",
-            "drafted token",
-            "ms_per_step_vs_drafted.png",
-        ),
-        (
-            "ttft_ms_vs_prompt_tokens",
-            "prompt_tokens",
-            "ttft_ms",
-            "prompt tokens",
-            "TTFT (ms)",
-            "prompt token",
-            "ttft_vs_prompt_tokens.png",
-        ),
-    ):
-        points = [(r["factors"].get(x_name), r["factors"].get(y_name)) for r in records]
-        points = [(x, y) for x, y in points if x is not None and y is not None]
-        xs = [x for x, _ in points]
-        if not points or max(xs) - min(xs) < MIN_SPREAD[x_name]:
-            (folder / file).unlink(missing_ok=True)  # one vertical strip says nothing
-            continue
-        fig, ax = plt.subplots(figsize=(7, 4))
-        ax.scatter(*zip(*points), s=14)
-        line = summary["fits"].get(key)
-        if line:
-            xs = np.linspace(min(p[0] for p in points), max(p[0] for p in points), 20)
-            ax.plot(
-                xs,
-                line["intercept"] + line["slope"] * xs,
-                color="black",
-                label=f"fit: {line['intercept']:.2f} ms + {line['slope']:.4f} ms per {per}",
-            )
-            ax.legend(fontsize="small")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_title(heading, fontsize="medium")
-        out.append(_save(fig, folder / file))
-    return out
+
+def _scatter(records: list[dict], fitted: dict, scatter: tuple, heading: str, folder: Path) -> Path | None:
+    key, x_name, y_name, xlabel, ylabel, per, file = scatter
+    points = [(r["factors"].get(x_name), r["factors"].get(y_name)) for r in records]
+    points = [(x, y) for x, y in points if x is not None and y is not None]
+    xs = [x for x, _ in points]
+    if not points or max(xs) - min(xs) < MIN_SPREAD[x_name]:
+        (folder / file).unlink(missing_ok=True)  # one vertical strip says nothing
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.scatter(*zip(*points, strict=True), s=14)
+    line = fitted.get(key)
+    if line:
+        import numpy
+
+        along = numpy.linspace(min(xs), max(xs), 20)
+        ax.plot(
+            along,
+            line["intercept"] + line["slope"] * along,
+            color="black",
+            label=f"fit: {line['intercept']:.2f} ms + {line['slope']:.4f} ms per {per}",
+        )
+        ax.legend(fontsize="small")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(heading, fontsize="medium")
+    return _save(fig, folder / file)
 
 
 def draw_sweep(summary: dict, folder: Path) -> Path:
@@ -192,23 +221,26 @@ def draw_sweep(summary: dict, folder: Path) -> Path:
         rows = suite["levels"]
         levels = [r["concurrency"] for r in rows]
         top.plot(
-            levels, [r.get("aggregate_tok_s") or np.nan for r in rows], marker="o", label=f"{name}: aggregate"
+            levels,
+            [r.get("aggregate_tok_s") or math.nan for r in rows],
+            marker="o",
+            label=f"{name}: aggregate",
         )
         top.plot(
             levels,
-            [(r["per_request_decode_tok_s"] or {}).get("median", np.nan) for r in rows],
+            [(r["per_request_decode_tok_s"] or {}).get("median", math.nan) for r in rows],
             marker=".",
             linestyle=":",
             label=f"{name}: per request (median)",
         )
         bottom.plot(
-            levels, [r.get("ms_per_step") or np.nan for r in rows], marker="o", label=f"{name}: ms/step"
+            levels, [r.get("ms_per_step") or math.nan for r in rows], marker="o", label=f"{name}: ms/step"
         )
     right = bottom.twinx()
     for name, suite in summary["suites"].items():
         right.plot(
             [r["concurrency"] for r in suite["levels"]],
-            [r.get("tokens_per_step") or np.nan for r in suite["levels"]],
+            [r.get("tokens_per_step") or math.nan for r in suite["levels"]],
             marker="s",
             linestyle="--",
             color="tab:green",

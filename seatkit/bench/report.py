@@ -111,6 +111,12 @@ def markdown(summary: dict) -> str:
         + "/".join(str((s.get("prefix_cache") or {}).get(k, 0)) for k in ("cold", "warm", "unknown"))
         for suite, s in summary["suites"].items()
     ]
+    return "\n".join(lines + _sections(summary) + _alarms_and_prompts(summary)) + "\n"
+
+
+def _sections(summary: dict) -> list[str]:
+    """Sources and withheld figures, best runs, acceptance by position, fits, truncated, skipped."""
+    lines: list[str] = []
     lines += ["", "## Sources and withheld figures", ""] + [f"- {n}" for n in notes(summary)]
     lines += ["", "## Best runs", ""]
     for suite, s in summary["suites"].items():
@@ -132,6 +138,11 @@ def markdown(summary: dict) -> str:
         lines += ["", "## Truncated streams", ""] + [f"- {why}" for why in summary["truncated"]]
     if summary.get("skipped"):
         lines += ["", "## Skipped", ""] + [f"- {n}: {why}" for n, why in summary["skipped"].items()]
+    return lines
+
+
+def _alarms_and_prompts(summary: dict) -> list[str]:
+    lines: list[str] = []
     lines += ["", "Plots: plots/*.png", "", "## Alarms", ""]
     lines += [
         f"- {kind} ({a['requests']} requests{'; a note: the figures stand' if alarms.stands(kind) else ''}), "
@@ -150,7 +161,7 @@ def markdown(summary: dict) -> str:
             f"| {name} | `{h['text_sha256'][:16]}` | {h['tokens']} | "
             f"`{(h['token_ids_sha256'] or 'n/a')[:16]}` |"
         )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 SWEEP_HEADER = ("streams", "tok/s", "per request", "TTFT ms", "tokens/step", "ms/step", "gauge")
@@ -163,7 +174,7 @@ def _n(value: float | None, digits: int = 1) -> str:
 def sweep_rows(suite: dict) -> list[tuple[str, ...]]:
     """streams, aggregate tok/s, per-request decode tok/s median (min-max), TTFT (server /
     client median), window tokens/step and ms/step, the running gauge at the window's close."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for row in suite["levels"]:
         per = row["per_request_decode_tok_s"]
         gauge = [g for g in row.get("window", {}).get("running_gauge") or [] if g is not None]

@@ -21,6 +21,7 @@ import requests
 
 from seatkit import safe_yaml
 from seatkit.bench import oracle, run, sweep
+from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.ports import free_loopback_port
@@ -49,7 +50,7 @@ def start_oracle(
         [
             sys.executable,
             "-m",
-            "seatkit.bench.oracle",
+            "seatkit.bench.oracle_server",
             "--port",
             str(port),
             "--tokens-per-step",
@@ -75,7 +76,8 @@ def start_oracle(
         except requests.RequestException:
             time.sleep(0.1)
     proc.kill()
-    raise SeatError(f"the oracle did not start: {proc.stderr.read().decode()[-500:]}")
+    said = proc.stderr.read().decode() if proc.stderr else ""
+    raise SeatError(f"the oracle did not start: {said[-500:]}")
 
 
 def identity_error(f: dict) -> float:
@@ -94,7 +96,7 @@ def point(tokens_per_step: float, rate: float, max_tokens: int | None, decode_s:
             out = run.RunDir(Path(tmp), "selftest")
             prompt = Prompt(**{**PROMPT.__dict__, "max_tokens": max_tokens})
             summary = run.bench(
-                run.Target(url, oracle.MODEL, k=7), [prompt], run.Options(warmups=1, repeats=repeats), out
+                Target(url, oracle.MODEL, k=7), [prompt], Options(warmups=1, repeats=repeats), out
             )
             lines = safe_yaml.read_text(out.path / "requests.jsonl", "the selftest's requests").splitlines()
             records = [json.loads(line) for line in lines]
@@ -145,9 +147,9 @@ def sweep_points(progress: Callable[[str], None] = lambda m: None) -> list[dict]
         with tempfile.TemporaryDirectory() as tmp:
             prompt = Prompt(**{**PROMPT.__dict__, "max_tokens": SWEEP["max_tokens"]})
             summary = sweep.sweep(
-                run.Target(url, oracle.MODEL, k=7),
+                Target(url, oracle.MODEL, k=7),
                 [prompt],
-                run.Options(warmups=1),
+                Options(warmups=1),
                 SWEEP["levels"],
                 run.RunDir(Path(tmp), "sweep"),
                 lambda m: progress(f"concurrency sweep, {m}"),

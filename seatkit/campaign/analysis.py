@@ -15,12 +15,11 @@ import itertools
 import json
 import math
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from statistics import NormalDist
 
-import numpy as np
-
-from seatkit.campaign.spec import LABELS
+from seatkit.campaign.spec import LABELS, Arm
 
 TPS_ALARM = 0.02  # tokens/step depends on the text and the drafter, not the host: 2 % is a change
 
@@ -60,40 +59,48 @@ def visits(run) -> list[dict]:
     return out
 
 
-def columns(run) -> list[tuple[str, object]]:
+def columns(run) -> list[tuple[str, Callable[[Arm], int]]]:
     """(name, arm -> 0/1) per fitted effect."""
     arms = list(run.arms.values())
     if any(a.kind == "host" for a in arms):
-        present = [s for s in ("iommu", "p2p", "hmm") if any(s in a.host for a in arms)]
-        cols = [(s, lambda a, s=s: int(s in a.host)) for s in present]
+        present = [s for s in ("iommu", "p2p", "hmm") if any(s in (a.host or []) for a in arms)]
+        cols = [(s, _having(s)) for s in present]
         if run.campaign.design == "factorial":
-            cols += [
-                (f"{x}×{y}", lambda a, x=x, y=y: int(x in a.host and y in a.host))
-                for x, y in itertools.combinations(present, 2)
-            ]
+            cols += [(f"{x}×{y}", _having(x, y)) for x, y in itertools.combinations(present, 2)]
         return cols
-    return [(a.name, lambda b, n=a.name: int(b.name == n)) for a in arms[1:]]
+    return [(a.name, _named(a.name)) for a in arms[1:]]
+
+
+def _having(*settings: str) -> Callable[[Arm], int]:
+    """1 for an arm that has all these host settings, else 0."""
+    return lambda arm: int(all(s in (arm.host or []) for s in settings))
+
+
+def _named(name: str) -> Callable[[Arm], int]:
+    return lambda arm: int(arm.name == name)
 
 
 def fit(run, rows: list[dict]) -> tuple[list[dict], int]:
+    import numpy  # here, so importing the campaign costs no numpy
+
     cols = columns(run)
     if not rows:
         return [], 0
-    x = np.array([[1.0] + [float(f(run.arms[r["arm"]])) for _, f in cols] for r in rows])
-    y = np.array([math.log(r["ms"]) for r in rows])
+    x = numpy.array([[1.0] + [float(f(run.arms[r["arm"]])) for _, f in cols] for r in rows])
+    y = numpy.array([math.log(r["ms"]) for r in rows])
     keep = [0] + [j for j in range(1, x.shape[1]) if 0 < x[:, j].sum() < len(rows)]
     x = x[:, keep]
-    rank = np.linalg.matrix_rank(x)
+    rank = numpy.linalg.matrix_rank(x)
     df = int(len(rows) - rank)
-    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    beta, *_ = numpy.linalg.lstsq(x, y, rcond=None)
     # An effect is estimable when its contrast lies in the rows' span; with an arm skipped or failed
     # (one-at-a-time without its reference) least squares still gives a number, and it means nothing.
-    unit = np.eye(x.shape[1])
-    estimable = [np.linalg.matrix_rank(np.vstack([x, unit[p]])) == rank for p in range(x.shape[1])]
+    unit = numpy.eye(x.shape[1])
+    estimable = [numpy.linalg.matrix_rank(numpy.vstack([x, unit[p]])) == rank for p in range(x.shape[1])]
     cov = None
     if df >= 3:
         s2 = float(((y - x @ beta) ** 2).sum()) / df
-        cov = s2 * np.linalg.pinv(x.T @ x)  # exact for estimable contrasts, full rank or not
+        cov = s2 * numpy.linalg.pinv(x.T @ x)  # exact for estimable contrasts, full rank or not
     effects = []
     judged = max(1, sum(estimable[1:]))
     t = t_quantile(1 - 0.05 / (2 * judged), df) if cov is not None else None

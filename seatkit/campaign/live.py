@@ -13,7 +13,7 @@ BOOST = "/sys/devices/system/cpu/cpufreq/boost"
 
 
 def read(system: System, knobs: set[str]) -> dict:
-    out = {}
+    out: dict[str, bool | int] = {}
     if "cpu_boost" in knobs:
         text = system.read(BOOST)
         if text is None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from seatkit.bench import run as bench_run
-from seatkit.bench import target as bench_target
 from seatkit.bench import workload
+from seatkit.bench.target import Options
 from seatkit.campaign.spec import Arm, Campaign
+from seatkit.doctor import targets
 from seatkit.seat import profiles
 from seatkit.serve import launch
 from seatkit.serve import spec as specs
@@ -30,13 +31,13 @@ class SeatDriver:
 
         launch.up(spec, tick=tick)
         try:
-            target = bench_target.of_profile(name)
+            target = targets.of_profile(name)
             prompts = workload.suites(list(campaign.suites), campaign.bench.max_tokens)
             out = bench_run.RunDir(runs, arm.name)
             bench_run.bench(
                 target,
                 prompts,
-                bench_run.Options(campaign.bench.warmups, campaign.bench.repeats),
+                Options(campaign.bench.warmups, campaign.bench.repeats),
                 out,
                 progress=lambda line: progress(f"{arm.name}: {line}"),
             )

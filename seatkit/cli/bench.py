@@ -19,6 +19,7 @@ from seatkit.bench import (
     report,
     selftest,
     sweep,
+    tokenizer,
     workload,
 )
 from seatkit.bench import (
@@ -27,12 +28,11 @@ from seatkit.bench import (
 from seatkit.bench import (
     run as bench_run,
 )
-from seatkit.bench import (
-    target as bench_target,
-)
+from seatkit.bench.target import Options, Target
 from seatkit.cli import tables
 from seatkit.cli.app import err, out, seat
 from seatkit.cli.progress import progress
+from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.text import counted
@@ -166,9 +166,7 @@ def bench_run_cmd(
         max_tokens,
         [int(c) for c in contexts.split(",")] if contexts else None,
     )
-    options = bench_run.Options(
-        warmups, repeats, {"temperature": temperature, "top_p": top_p, "seed": seed}, sample_hz
-    )
+    options = Options(warmups, repeats, {"temperature": temperature, "top_p": top_p, "seed": seed}, sample_hz)
     out_run = bench_run.RunDir(Path(out_dir), name or (model if url else profile))
     try:
         with progress(err, "bench") as update:
@@ -184,7 +182,7 @@ def bench_run_cmd(
         return
     print_summary(summary, out_run.path)
     if session:
-        prompt = prompts[0] if not prompts[0].context else bench_run.padded(target, prompts[0])
+        prompt = prompts[0] if not prompts[0].context else tokenizer.padded(target, prompts[0])
         with progress(err, "one request inside the nsys collection"):
             result = bench_nsys.traced(target, prompt, options, *session, out_run.path)
         out.print(
@@ -285,14 +283,12 @@ def bench_selftest_cmd(repeats: int):
     sys.exit(0 if result["met"] else 1)
 
 
-def _target(
-    profile: str, url: str | None, model: str | None, k: int | None, api_key: str | None
-) -> bench_run.Target:
+def _target(profile: str, url: str | None, model: str | None, k: int | None, api_key: str | None) -> Target:
     if url:
         if not model:
             raise SeatError("--url needs --model", "the served model name, as /v1/models lists it")
-        return bench_target.of_url(url, model, k, api_key)
-    return bench_target.of_profile(profile)
+        return targets.of_url(url, model, k, api_key)
+    return targets.of_profile(profile)
 
 
 @bench_group.command("fleet")
@@ -311,10 +307,11 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
     """
     urls = fleet.seat_urls(list(seats))
     prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens)
-    options = bench_run.Options(warmups, repeats, {"temperature": 0.0, "top_p": 1.0, "seed": 0})
+    options = Options(warmups, repeats, {"temperature": 0.0, "top_p": 1.0, "seed": 0})
     with err.status("fleet bench") as status:
+        seat_targets = [targets.of_url(url, model or "", k, api_key) for url in urls]
         result, folder = fleet.bench_fleet(
-            urls, model, k, api_key, prompts, options, Path(out_dir), progress=status.update
+            seat_targets, model, prompts, options, Path(out_dir), progress=status.update
         )
     table = Table(*fleet.HEADER, title=f"seat bench fleet: {folder}")
     for row in fleet.rows(result):

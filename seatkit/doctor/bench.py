@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from seatkit import safe_yaml
-from seatkit.bench import cards, compare
+from seatkit.bench import cards, compare, sides, verdicts
 from seatkit.doctor.rows import Row, cannot, ok, warn
 from seatkit.errors import SeatError
 from seatkit.seat.profiles import Profile
 
 LAYER = "bench"
-# The rows that move each factor (compare.WHAT_MOVES says it in words).
+# The rows that move each factor (verdicts.what_moves says it in words).
 MOVERS = {"ms_per_step": ("gpu", "host", "image"), "tokens_per_step": ("server", "models")}
 
 
@@ -21,9 +21,7 @@ def last_run(profile: Profile, runs: Path) -> Path | None:
     for folder in sorted(runs.glob("*/summary.json"), reverse=True):
         try:
             if (
-                safe_yaml.read_json(folder, "bench summary", compare.SUMMARY_BYTES)["conditions"].get(
-                    "profile"
-                )
+                safe_yaml.read_json(folder, "bench summary", sides.SUMMARY_BYTES)["conditions"].get("profile")
                 == profile.name
             ):
                 return folder.parent
@@ -94,7 +92,7 @@ def gap(run: Path, card: Path, others: list[Row]) -> Row:
         "vs card",
         f"{figures}; {factor.replace('_', ' ')} carries {verdict['share']:.0%}"
         f" of the gap; rows above that move it: {', '.join(suspects) or 'none flagged'}",
-        f"what usually moves it: {compare.WHAT_MOVES[factor]}",
+        f"what usually moves it: {verdicts.what_moves(factor)}",
     )
 
 

@@ -9,9 +9,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from seatkit.bench import compare, workload
 from seatkit.bench import run as bench_run
-from seatkit.bench import target as bench_target
+from seatkit.bench import verdicts, workload
+from seatkit.bench.target import Options
+from seatkit.doctor import targets
 from seatkit.seat import profiles
 from seatkit.serve import launch, runtime
 from seatkit.serve import spec as specs
@@ -19,7 +20,7 @@ from seatkit.serve import spec as specs
 # Code that restates given code against prose that copies nothing: the pair where acceptance, not
 # step time, sets the speed. Sized for about two minutes warm on 2 cores (tests/benchmarks/demo_time.py).
 SUITES = ["demo-code", "demo-prose"]
-SHORT = bench_run.Options(warmups=1, repeats=3)
+SHORT = Options(warmups=1, repeats=3)
 MAX_TOKENS = 128
 FACTORS = (
     ("decode_tok_s", "decode tok/s", 1.0, 1),
@@ -43,7 +44,7 @@ def run(name: str, out_dir: Path, say: Callable[[str], None]) -> tuple[dict, Pat
         say(f"{name} up after {waited:.1f} s at {seat.url}; benchmarking")
         out = bench_run.RunDir(out_dir, f"demo-{name}")
         summary = bench_run.bench(
-            bench_target.of_profile(name), workload.suites(SUITES, MAX_TOKENS), SHORT, out, progress=say
+            targets.of_profile(name), workload.suites(SUITES, MAX_TOKENS), SHORT, out, progress=say
         )
     finally:
         launch.stop(seat, grace=30)
@@ -76,7 +77,7 @@ def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]
             f"code against prose: {', '.join(lost)} kept no request (each was discarded: "
             "not alone on the seat); run the demo again with nothing else using the seat"
         )
-    split = compare.run_split(path, summary, *SUITES)
+    split = verdicts.run_split(path, summary, *SUITES)
     shares = _shares(split)
     rows = []
     for key, label, scale, digits in FACTORS:

@@ -20,8 +20,8 @@ from pathlib import Path
 import yaml
 
 from seatkit.bench import run as bench_run
-from seatkit.bench import target as bench_target
 from seatkit.bench import workload
+from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.image import build as image_build
 from seatkit.image import cpu_base, outside, overlay, pin, registry
@@ -208,7 +208,7 @@ def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, d
         with steps("bench (code and prose)"):
             out = bench_run.RunDir(out_dir, f"demo-{PROFILE}")
             summary = bench_run.bench(
-                bench_target.of_profile(str(path)),
+                targets.of_profile(str(path)),
                 workload.suites(SUITES, MAX_TOKENS),
                 SHORT,
                 out,

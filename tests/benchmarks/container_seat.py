@@ -28,8 +28,9 @@ import docker
 
 from seatkit import paths
 from seatkit.bench import run as bench_run
-from seatkit.bench import target as bench_target
 from seatkit.bench import workload
+from seatkit.bench.target import Options
+from seatkit.doctor import targets
 from seatkit.image import build as image_build
 from seatkit.image import cpu_base, overlay, registry
 from seatkit.orchestrate import docker_chain
@@ -42,7 +43,7 @@ ROUNDS = int(next((a for a in sys.argv[1:] if a.isdigit()), 2))
 COLD = "--cold" in sys.argv  # also build the base from nothing but pip's cache (many minutes)
 REBUILD = COLD or "--rebuild" in sys.argv  # also rebuild it from the kept wheelhouse
 SEAT = os.path.join(os.path.dirname(sys.executable), "seat")
-REPEATS = bench_run.Options(warmups=1, repeats=3)
+REPEATS = Options(warmups=1, repeats=3)
 
 
 def timed(action) -> tuple[float, object]:
@@ -138,7 +139,7 @@ def bench(profile: str, spec, environ: dict, out: Path) -> dict:
     try:
         run_dir = bench_run.RunDir(out, f"bench-{spec.profile.name}")
         summary = bench_run.bench(
-            bench_target.of_profile(profile),
+            targets.of_profile(profile),
             workload.suites(["code"], 256),
             REPEATS,
             run_dir,

@@ -13,7 +13,8 @@ import argparse
 import os
 import statistics
 
-from seatkit.bench import run, workload
+from seatkit.bench import request, workload
+from seatkit.bench.target import Options, Target
 from seatkit.ports import free_loopback_port
 from seatkit.seat import profiles
 from seatkit.serve import launch
@@ -35,14 +36,14 @@ def figures(records: list[dict]) -> dict:
     }
 
 
-def measure(target: run.Target, pairs: int, hz: float) -> None:
+def measure(target: Target, pairs: int, hz: float) -> None:
     prompt = workload.suites(["code"], max_tokens=256)[0]
     for _ in range(2):  # warm-ups
-        run.measure(target, prompt, run.Options())
+        request.measure(target, prompt, Options())
     modes = {"off": [], "on": []}
     for i in range(pairs):
         for mode in ("off", "on") if i % 2 == 0 else ("on", "off"):
-            record = run.measure(target, prompt, run.Options(sample_hz=hz if mode == "on" else 0.0))
+            record = request.measure(target, prompt, Options(sample_hz=hz if mode == "on" else 0.0))
             modes[mode].append(record)
     print(f"{pairs} requests per mode, sampler at {hz:g} Hz when on; 256 tokens, code prompt")
     print(f"{'figure':<28}{'off: median (min-max)':>26}{'on: median (min-max)':>26}")
@@ -73,12 +74,12 @@ def main() -> None:
     parser.add_argument("--model", default="tiny")
     args = parser.parse_args()
     if args.url:
-        measure(run.Target(args.url, args.model), args.pairs, args.hz)
+        measure(Target(args.url, args.model), args.pairs, args.hz)
         return
     os.environ["SEAT_PORT"] = str(free_loopback_port())
     running, _ = launch.up(specs.build(profiles.load("cpu-smoke")))
     try:
-        measure(run.Target(running.url, running.model, launch.headers(running)), args.pairs, args.hz)
+        measure(Target(running.url, running.model, launch.headers(running)), args.pairs, args.hz)
     finally:
         launch.stop(running, grace=30)
 

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from seatkit.bench import oracle, run, selftest, sweep
+from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 
@@ -45,9 +46,9 @@ def schedule(quirks: dict, tps: float, step_ms: float, max_tokens: int) -> dict:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             summary = run.bench(
-                run.Target(url, oracle.MODEL, k=K),
+                Target(url, oracle.MODEL, k=K),
                 [prompt],
-                run.Options(warmups=1, repeats=3),
+                Options(warmups=1, repeats=3),
                 run.RunDir(Path(tmp), "q"),
             )
     except SeatError as exc:
@@ -87,9 +88,9 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 prompt = Prompt("q", "q", "code", "measure me " * 32, "oracle", 301)
                 summary = sweep.sweep(
-                    run.Target(url, oracle.MODEL, k=K),
+                    Target(url, oracle.MODEL, k=K),
                     [prompt],
-                    run.Options(warmups=1),
+                    Options(warmups=1),
                     [4],
                     run.RunDir(Path(tmp), "s"),
                 )

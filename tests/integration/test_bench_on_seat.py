@@ -10,10 +10,12 @@ import requests
 from conftest import BIN, free_port
 
 from seatkit.bench import run, sweep, workload
-from seatkit.bench import target as bench_target
+from seatkit.bench.target import Options
+from seatkit.doctor import targets
 from seatkit.seat import profiles
 from seatkit.serve import launch
 from seatkit.serve import spec as specs
+from seatkit.bench import levels
 
 
 @pytest.fixture(scope="module")
@@ -102,10 +104,10 @@ def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_pat
 
 
 def test_context_suite_pads_to_token_targets_through_tokenize(seat, tmp_path):
-    target = bench_target.of_profile("cpu-smoke")
+    target = targets.of_profile("cpu-smoke")
     prompts = workload.suites(["context"], max_tokens=128, contexts=[0, 1024, 4096])
     out = run.RunDir(tmp_path, "context")
-    summary = run.bench(target, prompts, run.Options(warmups=0, repeats=1), out)
+    summary = run.bench(target, prompts, Options(warmups=0, repeats=1), out)
     assert set(summary["suites"]) == {
         "context ctx 0",
         "context ctx 1k repetitive",
@@ -158,10 +160,10 @@ def test_an_overlapping_request_is_detected_discarded_and_rerun(seat, tmp_path, 
             intruders[0].join()  # done before the re-run looks at the counters: it stays alone
 
     monkeypatch.setattr(run.client, "stream", stream_with_an_intruder)
-    target = bench_target.of_profile("cpu-smoke")
+    target = targets.of_profile("cpu-smoke")
     prompt = workload.suites(["prose"], max_tokens=512)[0]
     out = run.RunDir(tmp_path, "overlap")
-    summary = run.bench(target, [prompt], run.Options(warmups=0, repeats=1), out)
+    summary = run.bench(target, [prompt], Options(warmups=0, repeats=1), out)
     assert answers == [200]
     records = [json.loads(line) for line in (out.path / "requests.jsonl").read_text().splitlines()]
     assert summary["discarded"] == 1 and [r["exclusive"] for r in records] == [False, True]
@@ -238,7 +240,7 @@ def test_concurrency_sweep_counters_usage_and_streams_agree(seat, tmp_path):
                 continue
             w = row["window"]
             assert w["running_gauge"][0] == n, row
-            assert 0 < w["opens_s"] < w["closes_s"] and w["steps"] >= sweep.MIN_STEPS * n
+            assert 0 < w["opens_s"] < w["closes_s"] and w["steps"] >= levels.MIN_STEPS * n
             assert 1 <= row["tokens_per_step"] <= 6 and row["ms_per_step"] > 0  # k = 5
             # Streams against counters: the window's aggregate tok/s, two ways.
             assert row["aggregate_tok_s"] == pytest.approx(row["counters_tok_s"], rel=0.1), row

@@ -12,6 +12,7 @@ from seatkit.bench import compare
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import runner
 from seatkit.campaign import spec as specs
+from seatkit.campaign.folder import current
 from seatkit.campaign.seat import SeatDriver
 from seatkit.host.system import System
 
@@ -37,4 +38,4 @@ def test_profile_arms_on_the_cpu_seat(vllm_runtime, tmp_path, monkeypatch):
     assert sorted(s["conditions"]["k"] for s in summaries) == [3, 5]  # the real seats, as launched
     assert compare.compare(str(runs[0]), str(runs[1]), force=True)
     assert system.path(f"{folder}/plot.png").read_bytes()[:4] == b"\x89PNG"
-    assert runner.current(system) is None and os.environ["SEAT_PORT"]
+    assert current(system) is None and os.environ["SEAT_PORT"]

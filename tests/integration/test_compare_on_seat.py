@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import BIN, free_port
 
-from seatkit.bench import run as bench_run
+from seatkit.bench import aggregate
 
 SEAT = str(BIN / "seat")
 
@@ -41,7 +41,7 @@ def halves(run, out):
         kept = [r for r in records if r["repeat"] % 2 == (half == "odd")]
         folder = out / f"{Path(run).name}-{half}"
         folder.mkdir()
-        (folder / "summary.json").write_text(json.dumps({**summary, "suites": bench_run.summarize(kept)}))
+        (folder / "summary.json").write_text(json.dumps({**summary, "suites": aggregate.summarize(kept)}))
         made.append(str(folder))
     return made
 

@@ -17,7 +17,8 @@ from conftest import BIN, free_port
 
 from seatkit import paths
 from seatkit.bench import run, workload
-from seatkit.bench import target as bench_target
+from seatkit.bench.target import Options
+from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.serve import launch
@@ -158,9 +159,9 @@ def test_a_stranger_between_bench_groups_is_refused(keyed, tmp_path):
             match=f"after {prompts[0].name}: another process, not the seat, also listens on port {port}",
         ):
             run.bench(
-                bench_target.of_profile(KEYED),
+                targets.of_profile(KEYED),
                 prompts,
-                run.Options(0, 1),
+                Options(0, 1),
                 run.RunDir(tmp_path, "stranger"),
                 progress=progress,
             )

@@ -24,6 +24,7 @@ from fake_host import KVER, FakeHost
 
 from seatkit.bench import run as bench_run
 from seatkit.bench import selftest, workload
+from seatkit.bench.target import Options, Target
 from seatkit.campaign import boot, runner
 from seatkit.host import modprobe, settings, state
 from seatkit.host.system import System
@@ -211,9 +212,9 @@ class OracleDriver:
             out = bench_run.RunDir(runs, arm.name)
             prompts = workload.suites(list(campaign.suites), self.max_tokens)[:1]
             bench_run.bench(
-                bench_run.Target(url, "oracle", k=7),
+                Target(url, "oracle", k=7),
                 prompts,
-                bench_run.Options(campaign.bench.warmups, campaign.bench.repeats),
+                Options(campaign.bench.warmups, campaign.bench.repeats),
                 out,
             )
             return out.path

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seatkit.bench import decompose, metrics, padding, run, telemetry, workload
+from seatkit.bench import aggregate, decompose, metrics, padding, request, run, telemetry, workload
 from seatkit.bench.report import markdown
 from seatkit.errors import SeatError
 from seatkit.host import gpus
@@ -180,14 +180,14 @@ def test_alarms_for_each_pitfall():
 def test_exclusivity_accepts_ours_alone_and_names_each_intruder():
     alone = delta_of(33, 66, 33, generated=100)
     alone.values["prompt_tokens"] = 10
-    assert decompose.exclusivity(alone, 100, 10, "length", "length", 1, 0) == []
+    assert request.exclusivity(alone, 100, 10, "length", "length", 1, 0) == []
     crowded = delta_of(33, 66, 33, generated=164, success=2)
     crowded.values["prompt_tokens"] = 25
-    problems = decompose.exclusivity(crowded, 100, 10, "length", "length", 2, 1)
+    problems = request.exclusivity(crowded, 100, 10, "length", "length", 2, 1)
     assert len(problems) == 4
     assert "2 requests finished" in problems[0] and "164 tokens" in problems[1]
     assert "25 prompt tokens" in problems[2] and "2 running and 1 waiting" in problems[3]
-    assert "finish reason was stop" in decompose.exclusivity(alone, 100, 10, "stop", "length", 1, 0)[0]
+    assert "finish reason was stop" in request.exclusivity(alone, 100, 10, "stop", "length", 1, 0)[0]
 
 
 def test_repetition_score():
@@ -248,7 +248,7 @@ def test_summary_labels_the_best_run_and_never_blends_suites(tmp_path):
         + [fake_record("prose", "b", v) for v in (40, 50, 60)]
         + [fake_record("code", "a", 999, False)]
     )
-    suites = run.summarize(records)
+    suites = aggregate.summarize(records)
     assert set(suites) == {"code", "prose"}
     assert suites["code"]["decode_tok_s"]["median"] == pytest.approx(100)
     assert suites["code"]["best_run"]["decode_tok_s"] == pytest.approx(110)  # 999 was not alone
@@ -267,7 +267,7 @@ def test_schema_round_trip(tmp_path):
         "created": "now",
         "prompts": {},
         "discarded": 0,
-        "alarms": run._alarm_summary(records),
+        "alarms": aggregate.alarm_summary(records),
         "conditions": {
             "model": "m",
             "url": "u",
@@ -277,7 +277,7 @@ def test_schema_round_trip(tmp_path):
             "repeats": 2,
             "k": 5,
         },
-        "suites": run.summarize(records),
+        "suites": aggregate.summarize(records),
     }
     out.finish(summary, markdown(summary))
     assert json.loads((out.path / "summary.json").read_text()) == summary
@@ -380,7 +380,7 @@ def test_requests_without_a_single_draft_summarize_without_a_curve():
     f = decompose.factors(delta, 100, ttft_s=0.5, last_s=1.5, prompt_tokens=10)
     assert f["tokens_per_step"] == 1 and f["acceptance_unconditional"] == []
     record = {"suite": "code", "prompt": "p", "content": "code", "exclusive": True, "factors": f}
-    assert run.summarize([record, dict(record)])["code"]["acceptance_by_position"] == []
+    assert aggregate.summarize([record, dict(record)])["code"]["acceptance_by_position"] == []
 
 
 @pytest.mark.parametrize("chat", ["<|im_start|>user\n<|im_end|>\n", "{prompt} and {prompt}"])

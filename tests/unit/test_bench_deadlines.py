@@ -11,7 +11,9 @@ from http.server import ThreadingHTTPServer
 import pytest
 from conftest import BIN
 
-from seatkit.bench import fleet, oracle, parity, run, workload
+from seatkit.bench import counters, fleet, oracle, oracle_server, parity, run, tokenizer, workload
+from seatkit.bench.target import Options, Target
+from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.serve import client
 
@@ -23,7 +25,7 @@ class Server:
         self.oracle = oracle.Oracle(
             tokens_per_step=2.0, step_ms=2.0, k=3, prefill_ms=1.0, quirks=oracle.Quirks(fault=fault)
         )
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle.handler_for(self.oracle))
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle_server.handler_for(self.oracle))
         self.http.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
@@ -52,11 +54,11 @@ def prose(max_tokens=16):
 
 @pytest.mark.parametrize("fault", ["trickle-metrics", "trickle-headers"])
 def test_a_trickling_metrics_scrape_ends_at_its_deadline(servers, monkeypatch, fault):
-    monkeypatch.setattr(run, "SCRAPE_S", 2.0)
-    target = run.Target(servers(fault).url, oracle.MODEL)
+    monkeypatch.setattr(counters, "SCRAPE_S", 2.0)
+    target = Target(servers(fault).url, oracle.MODEL)
     start = time.monotonic()
     with pytest.raises(SeatError, match="did not end within its deadline of 2 s"):
-        run.scrape(target)
+        counters.scrape(target)
     assert time.monotonic() - start < 6  # one byte arrives every 5 s: the read timeout never trips
 
 
@@ -83,14 +85,18 @@ def test_the_deadline_is_derived_from_the_suite():
 
 
 def test_a_fleet_with_bad_seats_fails_their_rows_and_benches_the_later_ones(servers, tmp_path, monkeypatch):
-    monkeypatch.setattr(run, "SCRAPE_S", 2.0)
+    monkeypatch.setattr(counters, "SCRAPE_S", 2.0)
     good, trickle, listed, endless, last = (
         servers(f) for f in (None, "trickle-metrics", "tokenize-list", "endless", None)
     )
     urls = [s.url for s in (good, trickle, listed, endless, last)]
     start = time.monotonic()
     result, folder = fleet.bench_fleet(
-        urls, oracle.MODEL, None, None, prose(), run.Options(0, 1), tmp_path / "runs"
+        [targets.of_url(u, oracle.MODEL, None, None) for u in urls],
+        oracle.MODEL,
+        prose(),
+        Options(0, 1),
+        tmp_path / "runs",
     )
     assert time.monotonic() - start < 60
     seats = result["seats"]
@@ -111,7 +117,7 @@ def test_a_tokenize_answer_in_no_known_format_is_a_clear_error(servers, monkeypa
         client, "fetch", lambda *a, **k: type("A", (), {"ok": True, "json": lambda self: [1, "two"]})()
     )
     with pytest.raises(SeatError, match="answered neither vLLM's"):
-        run.token_hash(run.Target(server.url, oracle.MODEL), "some text")
+        tokenizer.token_hash(Target(server.url, oracle.MODEL), "some text")
 
 
 def test_an_unexpected_crash_on_one_seat_is_its_failed_row(servers, tmp_path, monkeypatch):
@@ -127,7 +133,11 @@ def test_an_unexpected_crash_on_one_seat_is_its_failed_row(servers, tmp_path, mo
     monkeypatch.setattr(run, "bench", bench)
     urls = [servers().url, servers().url]
     result, folder = fleet.bench_fleet(
-        urls, oracle.MODEL, None, None, prose(), run.Options(0, 1), tmp_path / "runs"
+        [targets.of_url(u, oracle.MODEL, None, None) for u in urls],
+        oracle.MODEL,
+        prose(),
+        Options(0, 1),
+        tmp_path / "runs",
     )
     assert "KeyError" in result["seats"][0]["error"] and result["seats"][1]["figures"]
     assert json.loads((folder / "fleet.json").read_text())["seats"][1]["figures"]
@@ -167,7 +177,7 @@ def test_bench_run_and_parity_record_surrogates_not_crash(servers, tmp_path):
     )
     assert cli.returncode == 0, cli.stderr
     assert "Traceback" not in cli.stderr
-    target = run.Target(server.url, oracle.MODEL)
+    target = Target(server.url, oracle.MODEL)
     folder = parity.record(target, prose(), tmp_path / "parity", "s")
     text = json.loads((folder / "parity.json").read_text())["outputs"]
     assert next(iter(text.values()))["text"].startswith("\U0001f600 \\udc00 ")

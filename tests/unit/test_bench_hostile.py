@@ -11,8 +11,9 @@ from http.server import ThreadingHTTPServer
 import pytest
 from conftest import BIN, REPO
 
-from seatkit.bench import oracle, run, workload
-from seatkit.bench import target as bench_target
+from seatkit.bench import oracle, oracle_server, run, workload
+from seatkit.bench.target import Options, Target
+from seatkit.doctor import targets
 from seatkit.errors import SeatError
 
 PASSWORD = "s3cret-pa55"
@@ -23,7 +24,7 @@ class Server:
 
     def __init__(self, fault=None, metrics=True):
         self.oracle = Oracle(fault)
-        base = oracle.handler_for(self.oracle)
+        base = oracle_server.handler_for(self.oracle)
         seen = self.auth = []
 
         class Handler(base):
@@ -93,7 +94,7 @@ def prose(max_tokens=32):
 )
 def test_a_truncated_stream_is_recorded_as_such_never_measured_never_blamed(server, tmp_path):
     out = run.RunDir(tmp_path, "cut")
-    summary = run.bench(run.Target(server.url, oracle.MODEL), prose(), run.Options(0, 2), out)
+    summary = run.bench(Target(server.url, oracle.MODEL), prose(), Options(0, 2), out)
     records = [json.loads(x) for x in (out.path / "requests.jsonl").read_text().splitlines()]
     assert len(records) == 2 and all(r["truncated"] for r in records)
     assert not any(r["exclusive"] for r in records) and summary["suites"] == {}
@@ -106,7 +107,7 @@ def test_a_truncated_stream_is_recorded_as_such_never_measured_never_blamed(serv
 
 def test_whole_streams_are_still_measured(server, tmp_path):
     summary = run.bench(
-        run.Target(server.url, oracle.MODEL), prose(), run.Options(0, 2), run.RunDir(tmp_path, "whole")
+        Target(server.url, oracle.MODEL), prose(), Options(0, 2), run.RunDir(tmp_path, "whole")
     )
     assert summary["truncated"] == [] and summary["suites"]["prose"]["requests"] == 2
 
@@ -119,9 +120,9 @@ def test_identity_is_proved_before_and_after_each_group(server, tmp_path):
         if len(calls) == 2:
             raise SeatError("another process, not the seat, also listens on port 1", "stop it")
 
-    target = run.Target(server.url, oracle.MODEL, verify=verify)
+    target = Target(server.url, oracle.MODEL, verify=verify)
     with pytest.raises(SeatError, match="after prose-.*another process, not the seat"):
-        run.bench(target, prose(), run.Options(0, 1), run.RunDir(tmp_path, "who"))
+        run.bench(target, prose(), Options(0, 1), run.RunDir(tmp_path, "who"))
     assert calls == [0, 1]
 
 
@@ -154,7 +155,7 @@ def test_two_runs_in_the_same_second_get_distinct_folders(tmp_path, monkeypatch)
 
 
 def test_url_credentials_become_a_header_and_are_never_shown():
-    target = bench_target.of_url(f"http://user:{PASSWORD}@127.0.0.1:9/", "m", None, None)
+    target = targets.of_url(f"http://user:{PASSWORD}@127.0.0.1:9/", "m", None, None)
     assert target.url == "http://127.0.0.1:9" and target.headers["Authorization"].startswith("Basic ")
     assert PASSWORD not in json.dumps(target.conditions) + target.url
 

@@ -8,7 +8,8 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from seatkit.bench import oracle, run, selftest, sweep
+from seatkit.bench import aggregate, oracle, oracle_server, request, run, selftest, sweep
+from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 
@@ -21,16 +22,16 @@ class Server:
     def __init__(self, quirks: oracle.Quirks, tokens_per_step=2.0, step_ms=4.0, prefill_ms=2.0, batch_ms=0.0):
         self.oracle = oracle.Oracle(tokens_per_step, step_ms, K, prefill_ms, batch_ms, quirks)
         self.tokens_per_step, self.step_ms = tokens_per_step, step_ms
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle.handler_for(self.oracle))
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), oracle_server.handler_for(self.oracle))
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
 
     def bench(self, tmp_path, max_tokens=101, repeats=3, warmups=1, prompts=None):
         prompts = prompts or [prompt(max_tokens)]
         return run.bench(
-            run.Target(self.url, oracle.MODEL, k=K),
+            Target(self.url, oracle.MODEL, k=K),
             prompts,
-            run.Options(warmups=warmups, repeats=repeats),
+            Options(warmups=warmups, repeats=repeats),
             run.RunDir(tmp_path, "t"),
         )
 
@@ -137,9 +138,9 @@ def test_a_first_token_held_in_a_multi_step_event_is_timed_from_that_event(tmp_p
     proc, url = selftest.start_oracle(2.0, 10.0, quirks=quirks, k=K)
     try:
         summary = run.bench(
-            run.Target(url, oracle.MODEL, k=K),
+            Target(url, oracle.MODEL, k=K),
             [prompt(61)],
-            run.Options(warmups=1, repeats=3),
+            Options(warmups=1, repeats=3),
             run.RunDir(tmp_path, "t"),
         )
     finally:
@@ -192,7 +193,7 @@ def test_the_ldb_sustained_figure_is_rebuilt_from_the_requests(serve, tmp_path):
     summary = server.bench(tmp_path)
     true = server.truth()
     cycle_ms = 30.0 + server.step_ms + true["decode_steps"] * server.step_ms
-    ldb = summary["suites"]["truth"]["harness_figures"][run.LDB_SUSTAINED]["decode_tok_s"]
+    ldb = summary["suites"]["truth"]["harness_figures"][aggregate.LDB_SUSTAINED]["decode_tok_s"]
     # A loaded host only adds time between requests, which ldb's window counts: never above.
     assert 0.85 * 101 / cycle_ms * 1000 <= ldb <= 1.03 * 101 / cycle_ms * 1000
     assert figure(summary, "decode_tok_s")[0] == pytest.approx(true["decode_tok_s"], rel=0.01)
@@ -206,9 +207,9 @@ def test_the_sweeps_window_keeps_a_slow_scrape_out_of_the_aggregate(tmp_path, ex
     proc, url = selftest.start_oracle(3.0, 20.0, quirks={"exposition_ms": exposition_ms}, k=K)
     try:
         summary = sweep.sweep(
-            run.Target(url, oracle.MODEL, k=K),
+            Target(url, oracle.MODEL, k=K),
             [prompt(301)],
-            run.Options(warmups=1),
+            Options(warmups=1),
             [4],
             run.RunDir(tmp_path, "s"),
         )
@@ -253,7 +254,7 @@ def test_a_retried_cold_repeat_gets_a_new_salt_never_the_one_its_discarded_try_w
     serve, tmp_path, monkeypatch
 ):
     server = serve()
-    real, salts = run.measure, []
+    real, salts = request.measure, []
 
     def first_try_crowded(target, prompt_, options, cache_salt=None, reused_salt=False):
         record = real(target, prompt_, options, cache_salt=cache_salt, reused_salt=reused_salt)

@@ -9,6 +9,7 @@ from campaign_harness import EFFECTS, CampaignHost, OracleDriver, drive
 from seatkit.campaign import analysis, boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import spec as specs
+from seatkit.campaign.folder import current
 from seatkit.errors import SeatError
 from seatkit.host import change as host_change
 from seatkit.host import plan as host_plan
@@ -165,7 +166,7 @@ def test_the_simulated_campaign_recovers_the_oracles_effects(tmp_path):
     runs = sorted(host.path(f"{folder}/runs").iterdir())
     assert len(runs) == 8 and compare.compare(str(runs[0]), str(runs[1]))
     assert host.files() == pristine  # after the final reboot into the normal entry
-    assert runner.current(host.system) is None
+    assert current(host.system) is None
 
 
 def test_an_arm_whose_settings_do_not_take_is_flagged_and_skipped(tmp_path):
@@ -364,7 +365,7 @@ def test_the_seat_drivers_cold_start_wait_is_a_heartbeat_not_a_flood(tmp_path, m
 
     monkeypatch.setattr(campaign_seat.launch, "up", up)
     monkeypatch.setattr(campaign_seat.launch, "down", lambda name: stopped.append(name))
-    monkeypatch.setattr(campaign_seat.bench_target, "of_profile", lambda name: None)
+    monkeypatch.setattr(campaign_seat.targets, "of_profile", lambda name: None)
     monkeypatch.setattr(campaign_seat.bench_run, "bench", bench)
     lines = []
     campaign = specs.load("cpu-ngram-k")

@@ -11,8 +11,10 @@ from campaign_harness import CampaignHost, FastDriver, drive
 from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import spec as specs
+from seatkit.campaign.folder import Run, current
 from seatkit.errors import SeatError
 from seatkit.host import change as host_change
+from seatkit.host.journal import Journal
 
 
 def write_campaign(tmp_path, **fields):
@@ -66,7 +68,7 @@ def test_seat_host_rollback_is_refused_while_a_campaign_runs(tmp_path):
     host.boot()
     with pytest.raises(SeatError, match="a campaign is running"):
         host_change.rollback(host.system)
-    campaign_tx = boot.installed(host.system, runner.Run(host.system, runner.current(host.system)).id)
+    campaign_tx = boot.installed(host.system, Run(host.system, current(host.system)).id)
     with pytest.raises(SeatError, match="a campaign is running"):  # forgotten, its entries would stay
         host_change.forget(host.system, campaign_tx.txid)
     assert host.unit_enabled()
@@ -313,9 +315,7 @@ def test_an_abort_while_the_step_writes_its_journal_does_not_tear_it(tmp_path):
     assert runner.step(host.system, FastDriver(host)) in ("aborted", "done")
     threads[0].join(10)
     folder = next(host.root.glob("var/lib/seatkit/campaign/*T*Z-camp"))
-    records = runner.Journal(
-        host.system, "/" + str((folder / "journal.jsonl").relative_to(host.root))
-    ).records()
+    records = Journal(host.system, "/" + str((folder / "journal.jsonl").relative_to(host.root))).records()
     assert [r["type"] for r in records].count("measured") == 1 and records[-1]["type"] in ("end", "aborted")
     assert runner.status(host.system) == {"running": False}
     assert host.files() == pristine

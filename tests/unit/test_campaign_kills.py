@@ -14,6 +14,7 @@ from fake_host import Death
 from seatkit.campaign import analysis, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import spec as specs
+from seatkit.campaign.folder import current
 from seatkit.errors import SeatError
 from seatkit.host.journal import Journal
 
@@ -89,7 +90,7 @@ def test_a_hundred_seeded_kills_leave_the_host_byte_identical(tmp_path, monkeypa
                 drive(host, FastDriver(host))
         except SeatError as exc:  # killed after the end: nothing left to run
             assert "no campaign is running" in exc.message, (seed, exc.message)
-        if runner.current(host.system) is not None or host.unit_enabled():
+        if current(host.system) is not None or host.unit_enabled():
             pytest.fail(f"seed {seed}: the campaign did not end (killed at {killer.points[-1]})")
         if "seatkit.arm=" in host.read("/proc/cmdline"):
             host.boot()  # the operator's reboot after an abort from an arm's boot

@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from seatkit.bench import cards, compare, parity, run, sweep
+from seatkit.bench import aggregate, cards, compare, parity, run, sides, sweep, verdicts
 from seatkit.errors import SeatError
 
 
@@ -66,7 +66,7 @@ def test_bad_cards_are_rejected_with_the_field_named(tmp_path, figure, field, ex
 
 
 def entry(side, tps, tau, ms, spread=None, model="m", key="code"):
-    return compare.Entry(
+    return sides.Entry(
         side,
         key,
         key,
@@ -78,7 +78,7 @@ def entry(side, tps, tau, ms, spread=None, model="m", key="code"):
 
 def test_factor_split_on_hand_computed_cases():
     # Same acceptance, step 21.0 -> 12.2 ms: the whole gap is step time.
-    verdict = compare._verdict(
+    verdict = verdicts.verdict(
         {"decode_tok_s": 21.0 / 12.2, "tokens_per_step": 1.0, "ms_per_step": 12.2 / 21.0},
         entry("a", 1, 1, 1),
         entry("b", 1, 1, 1),
@@ -94,7 +94,7 @@ def test_factor_split_on_hand_computed_cases():
     assert math.log(ratios["decode_tok_s"]) == pytest.approx(
         math.log(ratios["tokens_per_step"]) - math.log(ratios["ms_per_step"])
     )
-    verdict = compare._verdict(ratios, entry("a", 1, 1, 1), entry("b", 1, 1, 1))
+    verdict = verdicts.verdict(ratios, entry("a", 1, 1, 1), entry("b", 1, 1, 1))
     assert verdict["factor"] == "tokens_per_step"
     assert verdict["share"] == pytest.approx(
         math.log(ratios["tokens_per_step"]) / math.log(ratios["decode_tok_s"])
@@ -104,15 +104,15 @@ def test_factor_split_on_hand_computed_cases():
 
 def test_noise_verdict_uses_both_spreads():
     ratios = {"decode_tok_s": 1.04, "tokens_per_step": 1.0, "ms_per_step": 1 / 1.04}
-    noisy = compare._verdict(
+    noisy = verdicts.verdict(
         ratios, entry("a", 1, 1, 1, {"decode_tok_s": 0.02}), entry("b", 1, 1, 1, {"decode_tok_s": 0.02})
     )
     assert noisy["within_noise"] and "within noise" in noisy["text"]
-    tight = compare._verdict(
+    tight = verdicts.verdict(
         ratios, entry("a", 1, 1, 1, {"decode_tok_s": 0.005}), entry("b", 1, 1, 1, {"decode_tok_s": 0.005})
     )
     assert not tight["within_noise"] and tight["factor"] == "ms_per_step"
-    unknown = compare._verdict(ratios, entry("a", 1, 1, 1), entry("b", 1, 1, 1))
+    unknown = verdicts.verdict(ratios, entry("a", 1, 1, 1), entry("b", 1, 1, 1))
     assert "neither side gives a spread" in unknown["text"]
 
 
@@ -121,16 +121,16 @@ def test_a_factor_that_moves_beyond_its_own_spread_is_named_inside_tok_s_noise()
     # are deterministic (no spread) and fell by 28 %.
     ratios = {"decode_tok_s": 0.75, "tokens_per_step": 0.72, "ms_per_step": 0.72 / 0.75}
     spread = {"decode_tok_s": 0.13, "tokens_per_step": 0.0, "ms_per_step": 0.13}
-    verdict = compare._verdict(ratios, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))
+    verdict = verdicts.verdict(ratios, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))
     assert not verdict["within_noise"] and verdict["moved"] == ["tokens_per_step"]
     assert verdict["factor"] == "tokens_per_step" and "inside its spread" in verdict["text"]
     steady = {"decode_tok_s": 1.1, "tokens_per_step": 1.0, "ms_per_step": 1 / 1.1}
-    assert compare._verdict(steady, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))["within_noise"]
+    assert verdicts.verdict(steady, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))["within_noise"]
 
 
 def test_missing_factor_is_derived_and_marked():
     values = {"decode_tok_s": 502.0, "ms_per_step": 12.2}
-    assert compare._derive(values) == ["tokens_per_step"]
+    assert sides.derive(values) == ["tokens_per_step"]
     assert values["tokens_per_step"] == pytest.approx(6.1244, abs=1e-3)
 
 
@@ -141,7 +141,7 @@ def run_dir(tmp_path, name, model, tps, tau, ms, cv=0.01):
     (folder / "summary.json").write_text(
         json.dumps(
             {
-                "schema": compare.BENCH_SCHEMA,
+                "schema": sides.BENCH_SCHEMA,
                 "conditions": {"model": model, "k": 5, "sampling": {"temperature": 0.0}},
                 "suites": {
                     "code": {
@@ -213,7 +213,7 @@ def test_every_factor_beyond_its_spread_is_named_with_its_share():
     ratios = {"tokens_per_step": 3.89 / 5.69, "ms_per_step": 4.86 / 3.19}
     ratios["decode_tok_s"] = ratios["tokens_per_step"] / ratios["ms_per_step"]
     spread = {"decode_tok_s": 0.05, "tokens_per_step": 0.0, "ms_per_step": 0.05}
-    verdict = compare._verdict(ratios, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))
+    verdict = verdicts.verdict(ratios, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))
     assert verdict["moved"] == ["tokens_per_step", "ms_per_step"] and "both factors moved" in verdict["text"]
     assert "tokens per step moved: 46.3% apart, lower on A" in verdict["text"]
     assert "ms per step moved: 52.4% apart, higher on A" in verdict["text"]
@@ -223,7 +223,7 @@ def test_every_factor_beyond_its_spread_is_named_with_its_share():
     assert f"{shares['tokens_per_step']:.0%} of the gap" in verdict["text"]
     # Only step time moved: acceptance is not named.
     steady = {"decode_tok_s": 1 / 1.5, "tokens_per_step": 1.0, "ms_per_step": 1.5}
-    only = compare._verdict(steady, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))
+    only = verdicts.verdict(steady, entry("a", 1, 1, 1, spread), entry("b", 1, 1, 1, spread))
     assert only["moved"] == ["ms_per_step"] and "tokens per step" not in only["text"]
 
 
@@ -236,7 +236,7 @@ def test_conditions_are_always_listed_with_unknown_where_a_side_does_not_say(tmp
     )
     nothing = compare.compare(a, str(card))
     assert nothing.refused.startswith("nothing to compare")
-    assert list(nothing.conditions) == list(compare.CONDITIONS)
+    assert list(nothing.conditions) == list(sides.CONDITIONS)
     assert nothing.conditions["content"] == "code vs prose"
     assert nothing.conditions["image"] == "unknown vs unknown"
     text = compare.markdown(nothing)
@@ -452,9 +452,9 @@ def test_the_run_writes_its_suites_through_the_same_schema():
         "factors": {"decode_tok_s": float("nan"), "tokens_per_step": 2.0, "ms_per_step": 5.0},
     }
     with pytest.raises(SeatError, match="suites|code.decode_tok_s"):
-        run.summarize([record])
+        aggregate.summarize([record])
     record["factors"]["decode_tok_s"] = 400.0
-    assert run.summarize([record])["code"]["decode_tok_s"]["median"] == 400.0
+    assert aggregate.summarize([record])["code"]["decode_tok_s"]["median"] == 400.0
 
 
 @pytest.mark.parametrize("kind", ["loop", "binary"])
@@ -499,11 +499,11 @@ def test_each_factors_move_is_the_same_size_whichever_side_is_a(a, b):
 
 
 def test_a_summary_from_before_the_withholding_checks_is_read_with_a_caveat(tmp_path):
-    assert compare.BENCH_SCHEMA == run.SCHEMA
+    assert sides.BENCH_SCHEMA == run.SCHEMA
     a = run_dir(tmp_path, "a", "tiny", 600, 5.5, 9.2)
     b = run_dir(tmp_path, "b", "tiny", 300, 5.5, 18.3)
     path = tmp_path / "a" / "summary.json"
-    path.write_text(path.read_text().replace(compare.BENCH_SCHEMA, "seatkit.bench/1"))
+    path.write_text(path.read_text().replace(sides.BENCH_SCHEMA, "seatkit.bench/1"))
     for x, y in ((a, b), (b, a)):
         text = compare.compare(x, y).rows[0]["verdict"]["text"]
         assert text.startswith("step time: the rig") and "a is an older bench summary" in text

@@ -13,7 +13,7 @@ from test_models import BASE, DRAFT, fill, write_profile
 from test_profile_files import BOMB
 
 from seatkit import safe_yaml
-from seatkit.bench import cards, compare
+from seatkit.bench import cards, compare, sides
 from seatkit.errors import SeatError
 from seatkit.models import lock as locks
 from seatkit.seat import profiles
@@ -100,9 +100,9 @@ def test_a_huge_regular_file_is_refused_by_size(tmp_path):
     assert "too large for a reference card" in refused_quickly_and_small(lambda: cards.load(path))
     summary = tmp_path / "big.json"
     with summary.open("wb") as fh:
-        fh.truncate(compare.SUMMARY_BYTES + 1)
+        fh.truncate(sides.SUMMARY_BYTES + 1)
     assert "too large" in refused_quickly_and_small(
-        lambda: safe_yaml.read_json(summary, "bench summary", compare.SUMMARY_BYTES)
+        lambda: safe_yaml.read_json(summary, "bench summary", sides.SUMMARY_BYTES)
     )
 
 

@@ -8,6 +8,8 @@ import pytest
 from conftest import BIN
 
 from seatkit.bench import fleet
+from seatkit.bench.target import Options
+from seatkit.doctor import targets
 from seatkit.errors import SeatError
 
 
@@ -178,7 +180,9 @@ def test_seats_serving_different_models_are_refused_before_any_bench(tmp_path):
     try:
         urls = [f"http://127.0.0.1:{s.server_address[1]}" for s in servers]
         with pytest.raises(SeatError, match=f"different models: .*{urls[2]} serves other"):
-            fleet.bench_fleet(urls, None, None, None, [], None, tmp_path / "runs")
+            fleet.bench_fleet(
+                [targets.of_url(u, "", None, None) for u in urls], None, [], None, tmp_path / "runs"
+            )
         assert not (tmp_path / "runs").exists()
     finally:
         for server in servers:
@@ -193,13 +197,17 @@ def test_a_seat_urls_credentials_stay_out_of_the_fleet_report(tmp_path):
 
     from test_bench_hostile import PASSWORD, Server, prose
 
-    from seatkit.bench import oracle, run
+    from seatkit.bench import oracle
 
     server = Server()
     try:
         url = server.url.replace("http://", f"http://ops:{PASSWORD}@")
         result, folder = fleet.bench_fleet(
-            [url], oracle.MODEL, None, None, prose(), run.Options(0, 1), tmp_path / "runs"
+            [targets.of_url(url, oracle.MODEL, None, None)],
+            oracle.MODEL,
+            prose(),
+            Options(0, 1),
+            tmp_path / "runs",
         )
         assert result["seats"][0]["url"] == server.url
         assert "Basic " + base64.b64encode(f"ops:{PASSWORD}".encode()).decode() in server.auth
@@ -214,7 +222,7 @@ def test_a_seat_down_mid_fleet_is_reported_and_the_others_kept(tmp_path):
     """A node that stops answering fails its own row; the seats benched before and after it stay."""
     from test_bench_hostile import Server, prose
 
-    from seatkit.bench import oracle, run
+    from seatkit.bench import oracle
 
     servers = [Server(), Server()]
     gone = Server()
@@ -222,7 +230,11 @@ def test_a_seat_down_mid_fleet_is_reported_and_the_others_kept(tmp_path):
     try:
         urls = [servers[0].url, gone.url, servers[1].url]
         result, folder = fleet.bench_fleet(
-            urls, oracle.MODEL, None, None, prose(), run.Options(0, 1), tmp_path / "runs"
+            [targets.of_url(u, oracle.MODEL, None, None) for u in urls],
+            oracle.MODEL,
+            prose(),
+            Options(0, 1),
+            tmp_path / "runs",
         )
         assert [s["url"] for s in result["seats"]] == urls
         assert "cannot read" in result["seats"][1]["error"]

@@ -3,7 +3,7 @@
 import pytest
 from click.testing import CliRunner
 
-from seatkit.bench import metrics, plots, report, sweep, workload
+from seatkit.bench import levels, metrics, plots, report, sweep, workload
 from seatkit.cli.app import seat
 from seatkit.cli.bench import _levels
 from seatkit.errors import SeatError
@@ -12,7 +12,7 @@ from seatkit.serve.client import Completion
 
 def stream(sent, first, step, steps, per_step=4):
     """A stream whose first token comes at `first` and then `per_step` tokens every `step` s."""
-    s = sweep.Stream(sent=sent)
+    s = levels.Stream(sent=sent)
     s.chunks = [(first, 1)] + [(first + i * step, 1 + i * per_step) for i in range(1, steps + 1)]
     n = s.chunks[-1][1]
     s.done = Completion(completion_tokens=n, ttft_s=first - sent, last_s=s.chunks[-1][0] - sent)
@@ -30,7 +30,7 @@ def test_two_streams_in_their_steady_window():
     # Stream a starts at 0.1 s, b at 0.2 s; 10 ms steps of 4 tokens; a finishes first at 1.1 s.
     a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.2, 0.01, 100)
     counters = edges(2, 180, 720, 1.8, accepted=540)
-    row = sweep.figures(2, [a, b], counters, None, cpu_s=0.0)
+    row = levels.figures(2, [a, b], counters, None, cpu_s=0.0)
     assert row["window"]["opens_s"] == pytest.approx(0.2) and row["window"]["closes_s"] == pytest.approx(1.1)
     assert row["aggregate_tok_s"] == pytest.approx(800)  # 2 x 400
     assert row["tokens_per_step"] == 4 and row["ms_per_step"] == pytest.approx(10)
@@ -41,21 +41,21 @@ def test_two_streams_in_their_steady_window():
 
 def test_a_client_that_never_had_every_stream_decoding_is_the_bottleneck():
     early, late = stream(0.0, 0.1, 0.01, 10), stream(0.0, 0.5, 0.01, 10)  # early ends at 0.2 s
-    row = sweep.figures(2, [early, late], None, None, cpu_s=0.0)
+    row = levels.figures(2, [early, late], None, None, cpu_s=0.0)
     assert "client-bottleneck" in row["alarms"] and "aggregate_tok_s" not in row
 
 
 def test_a_gauge_under_the_level_and_a_short_window_raise_alarms():
     a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
-    low = sweep.figures(2, [a, b], edges(2, 180, 720, 1.8, running=(1.0, 1.0)), None, 0.0)
+    low = levels.figures(2, [a, b], edges(2, 180, 720, 1.8, running=(1.0, 1.0)), None, 0.0)
     assert "never 2" in low["alarms"]["client-bottleneck"]
-    short = sweep.figures(2, [a, b], edges(2, 6, 24, 0.06), None, 0.0)
+    short = levels.figures(2, [a, b], edges(2, 6, 24, 0.06), None, 0.0)
     assert "short-window" in short["alarms"] and "tokens_per_step" not in short
 
 
 def test_sweep_table_fits_80_columns_and_plot_is_drawn(tmp_path):
     rows = [
-        sweep.figures(
+        levels.figures(
             n,
             [stream(0.0, 0.1, 0.01 * n, 100) for _ in range(n)],
             edges(n, 100 * n, 400 * n, n * n),
@@ -93,7 +93,7 @@ def test_sweep_table_fits_80_columns_and_plot_is_drawn(tmp_path):
 def test_counters_that_lie_give_an_alarm_and_no_factors(values):
     a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
     counters = {"start": 0.0, "end": 1.0, "running": [2.0, 2.0], "delta": metrics.Snapshot(values=values)}
-    row = sweep.figures(2, [a, b], counters, None, cpu_s=0.0)
+    row = levels.figures(2, [a, b], counters, None, cpu_s=0.0)
     assert "counters-vs-usage" in row["alarms"]
     assert "tokens_per_step" not in row and "ms_per_step" not in row and "counters_tok_s" not in row
     assert row["aggregate_tok_s"] == pytest.approx(800)  # the client's figure stands
@@ -113,9 +113,9 @@ def test_an_output_of_one_token_is_refused_before_any_request():
 
 
 def test_a_stream_that_sent_no_text_has_no_window():
-    empty = sweep.Stream(sent=0.0)
+    empty = levels.Stream(sent=0.0)
     empty.done = Completion(completion_tokens=3, ttft_s=0.0, last_s=0.0)
-    row = sweep.figures(2, [stream(0.0, 0.1, 0.01, 100), empty], None, None, cpu_s=0.0)
+    row = levels.figures(2, [stream(0.0, 0.1, 0.01, 100), empty], None, None, cpu_s=0.0)
     assert "no-text" in row["alarms"] and "window" not in row and "aggregate_tok_s" not in row
 
 
@@ -127,7 +127,7 @@ def test_a_title_without_k_says_unknown_not_none():
 
 def test_a_server_without_a_running_gauge_is_not_called_a_client_bottleneck():
     a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
-    row = sweep.figures(2, [a, b], edges(2, 180, 720, 1.8, running=(None, None)), None, 0.0)
+    row = levels.figures(2, [a, b], edges(2, 180, 720, 1.8, running=(None, None)), None, 0.0)
     assert "client-bottleneck" not in row["alarms"] and row["tokens_per_step"] == 4
     assert report.sweep_rows({"levels": [row]})[0][-1] == "n/a"
 
@@ -136,7 +136,7 @@ def test_a_server_without_a_running_gauge_is_not_called_a_client_bottleneck():
 def test_a_ttft_histogram_gone_backwards_or_empty_gives_no_server_ttft(count, seconds):
     a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
     values = {"ttft_count": count} | ({"ttft_seconds": seconds} if seconds is not None else {})
-    row = sweep.figures(2, [a, b], None, metrics.Snapshot(values=values), 0.0)
+    row = levels.figures(2, [a, b], None, metrics.Snapshot(values=values), 0.0)
     assert row["server_ttft_ms"] is None
 
 
@@ -165,7 +165,7 @@ def test_a_reference_card_is_refused_in_a_sweep_rather_than_ignored(tmp_path):
 def test_the_acceptance_axis_points_up_without_k_or_any_tokens_per_step(tmp_path, monkeypatch):
     figures = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
-    rows = [sweep.figures(2, [stream(0.0, 0.1, 0.01, 100)] * 2, None, None, 0.01)]  # no counters
+    rows = [levels.figures(2, [stream(0.0, 0.1, 0.01, 100)] * 2, None, None, 0.01)]  # no counters
     summary = {
         "schema": sweep.SCHEMA,
         "conditions": {"model": "m", "k": None},
@@ -180,12 +180,12 @@ def test_a_stream_read_in_one_burst_or_late_is_a_client_timing_alarm():
     later = stream(0.0, 0.2, 0.01, 100)
     burst = stream(0.0, 0.1, 0.01, 100)
     burst.chunks = [burst.chunks[0], burst.chunks[-1]]  # all but its first token at once, at 1.1 s
-    row = sweep.figures(2, [later, burst], None, None, 0.0)
+    row = levels.figures(2, [later, burst], None, None, 0.0)
     assert row["aggregate_tok_s"] is None and "one burst" in row["alarms"]["client-timing"]
     # Read late: inside the window the client saw a tenth of the pace the whole requests had.
     slow = stream(0.0, 0.1, 0.01, 100)
     slow.chunks = [(t if t < 0.2 else 0.2 + (t - 0.2) * 10, k) for t, k in slow.chunks]
-    row = sweep.figures(2, [stream(0.0, 0.1, 0.01, 100), slow], None, None, 0.0)
+    row = levels.figures(2, [stream(0.0, 0.1, 0.01, 100), slow], None, None, 0.0)
     assert "read its streams late" in row["alarms"]["client-timing"]
 
 
@@ -193,11 +193,11 @@ def test_an_aggregate_that_disagrees_with_the_counters_is_flagged_never_silent()
     # The streams give 800 tok/s; the counters' window (with a slow scrape) 12.5 ms steps: 640.
     a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.2, 0.01, 100)
     counters = edges(2, 180, 720, 2.25) | {"scrape_ms": [210.0, 190.0]}
-    row = sweep.figures(2, [a, b], counters, None, cpu_s=0.0)
+    row = levels.figures(2, [a, b], counters, None, cpu_s=0.0)
     assert row["aggregate_tok_s"] == pytest.approx(800) and row["counters_tok_s"] == pytest.approx(640)
     assert (
         "+25.0% apart" in row["alarms"]["streams-vs-counters"]
         and "210 ms" in row["alarms"]["streams-vs-counters"]
     )
-    agree = sweep.figures(2, [a, b], edges(2, 180, 720, 1.8), None, cpu_s=0.0)
+    agree = levels.figures(2, [a, b], edges(2, 180, 720, 1.8), None, cpu_s=0.0)
     assert "streams-vs-counters" not in agree["alarms"]

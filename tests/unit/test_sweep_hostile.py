@@ -9,8 +9,9 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from seatkit.bench import oracle, run, sweep, workload
+from seatkit.bench import oracle, oracle_server, run, sweep, workload
 from seatkit.bench.selftest import PROMPT
+from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 
@@ -18,7 +19,7 @@ from seatkit.errors import SeatError
 def hostile(tmp_path, metrics=None, fail_post=None, prompt=None, seen=None):
     """A sweep of levels 1, 2 against an in-process oracle whose handler is bent by the hooks."""
     engine = oracle.Oracle(tokens_per_step=3.0, step_ms=2.0, k=3, prefill_ms=1.0)
-    base = oracle.handler_for(engine)
+    base = oracle_server.handler_for(engine)
     posts = []
 
     class Handler(base):
@@ -46,9 +47,9 @@ def hostile(tmp_path, metrics=None, fail_post=None, prompt=None, seen=None):
     try:
         prompt = prompt or Prompt(**{**PROMPT.__dict__, "max_tokens": 200})
         return sweep.sweep(
-            run.Target(f"http://127.0.0.1:{server.server_port}", oracle.MODEL, k=3),
+            Target(f"http://127.0.0.1:{server.server_port}", oracle.MODEL, k=3),
             [prompt],
-            run.Options(warmups=0),
+            Options(warmups=0),
             [1, 2],
             run.RunDir(tmp_path, "h"),
         )

@@ -11,8 +11,9 @@ from test_bench_hostile import Server, prose
 
 from seatkit import paths
 from seatkit.bench import compare, fleet, oracle, report, run
-from seatkit.bench import target as bench_target
+from seatkit.bench.target import Options
 from seatkit.doctor import image as doctor_image
+from seatkit.doctor import targets
 from seatkit.seat import profiles, what_runs
 from seatkit.serve import launch
 from seatkit.serve.backends.native import process_start
@@ -56,11 +57,11 @@ def experiment_seat(tmp_path, monkeypatch):
 
 
 def test_the_bench_marks_summary_and_report_of_an_experiment_seat(experiment_seat, tmp_path):
-    target = bench_target.of_profile("exp")
+    target = targets.of_profile("exp")
     assert target.conditions["unverified"] == REASON
     target.verify = None  # the seat's identity check wants a session leader; this test is none
     out = run.RunDir(tmp_path / "runs", "exp")
-    summary = run.bench(target, prose(), run.Options(0, 1), out)
+    summary = run.bench(target, prose(), Options(0, 1), out)
     written = json.loads((out.path / "summary.json").read_text())
     assert written["conditions"]["unverified"] == REASON == summary["conditions"]["unverified"]
     text = (out.path / "report.md").read_text()
@@ -71,10 +72,8 @@ def test_the_bench_marks_summary_and_report_of_an_experiment_seat(experiment_sea
 
 def test_a_url_bench_of_a_local_experiment_seat_is_marked_too(experiment_seat):
     """A fleet benches by URL: a seat `seat up` started here is known by its record."""
-    assert (
-        bench_target.of_url(experiment_seat.url, oracle.MODEL, None, None).conditions["unverified"] == REASON
-    )
-    assert "unverified" not in bench_target.of_url("http://127.0.0.1:9", oracle.MODEL, None, None).conditions
+    assert targets.of_url(experiment_seat.url, oracle.MODEL, None, None).conditions["unverified"] == REASON
+    assert "unverified" not in targets.of_url("http://127.0.0.1:9", oracle.MODEL, None, None).conditions
 
 
 def test_a_verified_seat_carries_no_mark(tmp_path, monkeypatch):

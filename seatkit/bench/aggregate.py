@@ -1,0 +1,142 @@
+"""A run's kept requests summed up per suite and prompt: each figure's median, spread and count,
+what was withheld and why, each figure's source, and what other harnesses would have printed."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+
+def _stats(values: list[float]) -> dict | None:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    mean = statistics.fmean(values)
+    finite = all(math.isfinite(v) for v in values)  # else pstdev fails; the schema names the figure
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "cv": statistics.pstdev(values) / mean if mean and finite else None,
+        "n": len(values),
+    }
+
+
+FIGURES = (
+    "decode_tok_s",
+    "tokens_per_step",
+    "ms_per_step",
+    "drafter_tokens_per_step",
+    "draft_acceptance",
+    "accepted_per_drafted_step",
+    "ttft_ms",
+    "client_ttft_ms",
+    "prefill_tok_s",
+    "warm_ttft_ms",
+)
+
+
+def _withheld(rows: list[dict]) -> dict[str, str]:
+    """Each figure some request withheld: in how many, and why (the first reason given)."""
+    out = {}
+    for name in FIGURES:
+        reasons = [r["factors"].get("withheld", {}).get(name) for r in rows]
+        given = [why for why in reasons if why]
+        if given:
+            out[name] = f"withheld in {len(given)} of {len(rows)} requests: {given[0]}"
+    return out
+
+
+def _sources(rows: list[dict]) -> dict[str, str]:
+    """Each figure's clock and source over a suite's requests (more than one where they differ)."""
+    names = dict.fromkeys(k for r in rows for k in r["factors"].get("sources", {}))
+    return {
+        k: " or ".join(
+            dict.fromkeys(r["factors"]["sources"][k] for r in rows if k in r["factors"].get("sources", {}))
+        )
+        for k in names
+    }
+
+
+LDB_SUSTAINED = "llm_decode_bench sustained C=1"
+
+
+def harness_figures(rows: list[dict]) -> dict:
+    """What other harnesses would have printed, from the same requests. llm_decode_bench's
+    sustained C=1 mode restarts one stream as it finishes and divides every token (its usage
+    deltas, the prefill's first token too) by a window spanning the restarts: over back-to-back
+    requests that is all tokens over all request time, TTFT gaps included. Its restarts repeat one
+    prompt, so its TTFTs are prefix-cache hits: the warm requests stand in where there are any."""
+    warm = [r for r in rows if r["factors"].get("prefix_cache") == "warm"]
+    used = warm or rows
+    timed = [r for r in used if r.get("client_total_s")]
+    if not timed:
+        return {}
+    tokens = sum(r["factors"]["completion_tokens"] for r in timed)
+    return {
+        LDB_SUSTAINED: {
+            "decode_tok_s": tokens / sum(r["client_total_s"] for r in timed),
+            "requests": len(timed),
+            "prefix_cache": "warm" if warm else "cold or unknown (reads low against ldb's warm restarts)",
+            "definition": "all tokens of back-to-back requests over their time from send to last byte, "
+            "TTFT included (client clock)",
+        }
+    }
+
+
+def summarize(records: list[dict]) -> dict:
+    """Per suite and per prompt: median, min, max and CV of each figure; the best run labelled."""
+    kept = [r for r in records if r["exclusive"]]
+    out = {}
+    for suite in dict.fromkeys(r["suite"] for r in kept):
+        rows = [r for r in kept if r["suite"] == suite]
+        best = max(rows, key=lambda r: r["factors"]["decode_tok_s"] or 0)
+        positions = [
+            r["factors"]["acceptance_unconditional"]
+            for r in rows
+            if r["factors"].get("acceptance_unconditional")
+        ]
+        out[suite] = {
+            "content": rows[0]["content"],
+            "requests": len(rows),
+            "context": rows[0].get("context", 0),
+            "padding": rows[0].get("padding"),
+            "output_tokens": rows[0].get("max_tokens"),
+            **{name: _stats([r["factors"].get(name) for r in rows]) for name in FIGURES},
+            "acceptance_by_position": [statistics.median(p) for p in zip(*positions, strict=False)]
+            if positions
+            else [],
+            "withheld": _withheld(rows),
+            "sources": _sources(rows),
+            "harness_figures": harness_figures(rows),
+            "prefix_cache": {
+                state: sum(r["factors"].get("prefix_cache") == state for r in rows)
+                for state in ("cold", "warm", "unknown")
+            },
+            "best_run": {
+                "label": "best run (a record is a maximum; the median is the typical figure)",
+                "prompt": best["prompt"],
+                "decode_tok_s": best["factors"]["decode_tok_s"],
+                "tokens_per_step": best["factors"].get("tokens_per_step"),
+                "ms_per_step": best["factors"].get("ms_per_step"),
+            },
+            "prompts": {
+                name: {
+                    fig: _stats([r["factors"].get(fig) for r in rows if r["prompt"] == name])
+                    for fig in FIGURES
+                }
+                for name in dict.fromkeys(r["prompt"] for r in rows)
+            },
+        }
+    from seatkit.bench import summary  # its models take a while to build: only a finished run pays
+
+    return summary.check_suites(out, "the run's summary")
+
+
+def alarm_summary(records: list[dict]) -> dict[str, dict]:
+    """Each kind of alarm: how many kept requests raised it, and one of its messages."""
+    out: dict[str, dict] = {}
+    for record in records:
+        for kind, message in record["alarms"].items():
+            out.setdefault(kind, {"requests": 0, "example": message})["requests"] += 1
+    return out

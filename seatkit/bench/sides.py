@@ -1,0 +1,231 @@
+"""The sides of a comparison: a run's suites or a reference card's figures, each an Entry with its
+factors, their spread and the conditions they were measured under."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seatkit import safe_yaml
+from seatkit.bench import cards, summary
+from seatkit.errors import SeatError
+from seatkit.seat import what_runs
+
+FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
+CONDITIONS = (
+    "model",
+    "draft",
+    "k",
+    "draft_policy",
+    "temperature",
+    "content",
+    "prompt",
+    "context",
+    "padding",
+    "output_tokens",
+    "device",
+    "host_settings",
+    "image",
+    "b12x_kernels",
+    "statistic",
+    "model_lock",
+)
+OPTIONAL = {"model_lock"}  # compared only when both sides record it (cards do not)
+UNKNOWN = "unknown"
+SUMMARY_BYTES = 64 * 1024 * 1024  # per-prompt figures of a long suite list
+SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
+BENCH_SCHEMA = "seatkit.bench/2"  # run.SCHEMA; /1 summaries predate the withholding checks
+
+
+@dataclass
+class Entry:
+    side: str
+    key: str
+    label: str
+    conditions: dict
+    values: dict[str, float]
+    spread: dict[str, float]  # relative standard deviation per factor, where known
+    derived: list[str] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)  # factor -> why this side lacks it
+    harness: dict | None = None  # a card's: the tool and mode that produced its figures
+    matched: dict | None = None  # a run's: the figures other harnesses would print (run.py)
+    caveat: str | None = None  # why this side's figures deserve less trust (an older summary)
+
+
+def derive(values: dict[str, float]) -> list[str]:
+    """Fill the third factor from the other two (tok/s = tokens/step / step time)."""
+    tps, tau, ms = (values.get(k) for k in FACTORS)
+    if tps and tau and not ms:
+        values["ms_per_step"] = tau / tps * 1000
+        return ["ms_per_step"]
+    if tps and ms and not tau:
+        values["tokens_per_step"] = tps * ms / 1000
+        return ["tokens_per_step"]
+    if tau and ms and not tps:
+        values["decode_tok_s"] = tau / ms * 1000
+        return ["decode_tok_s"]
+    return []
+
+
+def _relative_sd(values: list[float]) -> float:
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5 / mean
+
+
+def card_entries(card: cards.Card) -> list[Entry]:
+    out = []
+    for figure in card.figures:
+        values = {k: getattr(figure, k) for k in FACTORS if getattr(figure, k) is not None}
+        if not values:
+            continue
+        spread = {k: _relative_sd(v) for k, v in figure.repeats.items() if k in FACTORS}
+        # A published min-max range spans about four standard deviations.
+        spread |= {k: (hi - lo) / 4 / ((hi + lo) / 2) for k, (lo, hi) in figure.range.items() if k in FACTORS}
+        derived = derive(values)
+        conditions = {**card.conditions_of(figure), "device": "gpu" if card.rig.get("gpus") else None}
+        missing = {k: "not on the card" for k in FACTORS if k not in values}
+        harness = figure.harness or card.harness
+        out.append(
+            Entry(
+                card.name,
+                figure.id,
+                f"{figure.id}: {figure.what}",
+                conditions,
+                values,
+                spread,
+                derived,
+                missing,
+                harness.model_dump() if harness else None,
+            )
+        )
+    return out
+
+
+def run_entries(folder: Path) -> list[Entry]:
+    path = folder / "summary.json"
+    try:
+        data = safe_yaml.read_json(path, "bench summary", SUMMARY_BYTES)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise SeatError(f"{path} is not a file", "give the folder of a finished `seat bench run`") from None
+    if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
+        raise SeatError(
+            f"{folder} is a concurrency sweep: compare splits batch-1 runs",
+            "compare two sweeps by their report.md tables, level by level",
+        )
+    try:
+        return suite_entries(folder, summary.check(data, str(path)))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SeatError(
+            f"{folder / 'summary.json'} is not a bench summary ({type(exc).__name__}: {exc})",
+            "give the folder of a finished `seat bench run`",
+        ) from None
+
+
+def suite_entries(folder: Path, data: dict) -> list[Entry]:
+    """A run's summary (checked), one entry per suite."""
+    if data.get("schema") == SWEEP_SCHEMA:
+        raise SeatError(
+            f"{folder} is a concurrency sweep: compare splits batch-1 runs",
+            "compare two sweeps by their report.md tables, level by level",
+        )
+    c = data["conditions"]
+    schema = data.get("schema")
+    old = (
+        None
+        if schema == BENCH_SCHEMA
+        else (
+            f"{folder.name} is an older bench summary ({schema or 'no schema'}): its figures predate "
+            "the checks that withhold one whose inputs disagree; re-run it to trust them"
+        )
+    )
+    out = []
+    for suite, s in data["suites"].items():
+        values = {k: s[k]["median"] for k in FACTORS if s.get(k)}
+        bad = [k for k, v in values.items() if not (isinstance(v, (int, float)) and 0 < v < math.inf)]
+        if bad:
+            raise ValueError(f"suite {suite}: {', '.join(bad)} not a positive number")
+        spread = {k: s[k]["cv"] for k in FACTORS if s.get(k) and s[k]["cv"] is not None}
+        withheld = s.get("withheld") or {}
+        missing = {k: withheld.get(k, "not measured") for k in FACTORS if k not in values}
+        # A factor the bench withheld stays withheld: its inputs disagreed, so no other two give it.
+        derived = [] if set(withheld) & set(FACTORS) else derive(values)
+        missing = {k: why for k, why in missing.items() if k not in values}
+        out.append(
+            Entry(
+                folder.name,
+                suite,
+                what_runs.marked(suite, c, short=True),
+                _suite_conditions(c, s),
+                values,
+                spread,
+                derived,
+                missing,
+                matched=s.get("harness_figures") or {},
+                caveat=old,
+            )
+        )
+    return out
+
+
+def _suite_conditions(c: dict, s: dict) -> dict:
+    """A suite's conditions, from the run's (c) and the suite's own (s)."""
+    return {
+        "model": c.get("base_model") or c["model"],
+        "draft": c.get("draft_model") or c.get("draft_method"),
+        "k": c.get("k"),
+        "draft_policy": c.get("draft_policy"),
+        "temperature": c["sampling"].get("temperature"),
+        "content": s["content"],
+        "context": s.get("context", 0),
+        "padding": s.get("padding"),
+        "output_tokens": s.get("output_tokens"),
+        "host_settings": c.get("host_settings"),
+        "image": _image(c),
+        "b12x_kernels": c.get("b12x_kernels"),
+        "statistic": "median",
+        "model_lock": _lock_text(c.get("model_locks")),
+        "prompt": ", ".join(s.get("prompts") or {}) or None,
+        "device": None if "gpus" not in c else ("gpu" if c["gpus"] else "cpu"),
+    }
+
+
+def _image(c: dict) -> str | None:
+    """The image a run's seat ran (by digest when labelled), or the runtime that needs none."""
+    labels = c.get("image_labels") or {}
+    digest = labels.get("org.opencontainers.image.base.digest")
+    if c.get("image"):
+        return f"{c['image']}@{digest}" if digest else c["image"]
+    return f"none ({c['runtime']} runtime)" if c.get("runtime") == "native" else None
+
+
+def _lock_text(locks: dict | None) -> str | None:
+    """Each model's lock hash, short: `base=1a2b3c4d5e6f draft=...`."""
+    return " ".join(f"{k}={v[:12]}" for k, v in sorted(locks.items())) if locks else None
+
+
+def entries(source: str) -> list[Entry]:
+    """A run directory (has summary.json) or a reference card (name or path), all of it or the
+    one suite or figure named after a '#'."""
+    source, hashed, pick = source.partition("#")
+    path = Path(source)
+    if (path / "summary.json").exists():
+        found = run_entries(path)
+    elif path.is_dir():
+        raise SeatError(f"{path} has no summary.json", "give a finished run directory or a card")
+    else:
+        found = card_entries(cards.load(source))
+    if hashed and not pick:  # `CARD#`: a pick left empty is a typo, never the whole side
+        raise SeatError(
+            f"{source}#: no suite or figure named after the '#'",
+            f"name one ({', '.join(e.key for e in found)}), or drop the '#' for all",
+        )
+    if not pick:
+        return found
+    chosen = [e for e in found if e.key == pick]
+    if not chosen:
+        raise SeatError(
+            f"{source} has no suite or figure {pick!r} with a decode figure to compare",
+            f"these have one: {', '.join(e.key for e in found)}",
+        )
+    return chosen

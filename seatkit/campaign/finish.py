@@ -1,0 +1,100 @@
+"""A campaign's end: the start state restored (live knobs, boot entries, unit, grub), the report
+written, the operator's grubenv edits kept, the end journaled, and a reboot out of an arm."""
+
+from __future__ import annotations
+
+from seatkit.campaign import analysis, boot, live
+from seatkit.campaign.folder import CURRENT, Progress, Run
+from seatkit.errors import SeatError
+
+
+def finish(run: Run, progress: Progress) -> str:
+    """Restore the start state, report (when there is something to report), end. Nothing in the
+    report or a knob that will not go back keeps the host from its start state or the campaign
+    from its end: those are said, with what to do, and the end comes."""
+    system = run.system
+    stop = run.stopping
+    system.fault("campaign: before the restore")
+    regenerated = _restore(run, progress)
+    if not stop and not run.of("reported"):
+        _report(run, progress)
+    _keep_grubenv_edits(run, progress)
+    system.fault("campaign: before the end")
+    in_arm = boot.booted_arm(system)
+    run.add({"type": "end", "outcome": stop["type"] if stop else "done"})
+    system.remove(CURRENT)
+    progress(
+        f"campaign {run.id}: {stop['type'] + ': ' + stop['why'] if stop else 'done'}; "
+        + (
+            f"the host's files are as they were, but {boot.GRUB_CFG}, regenerated from today's configuration"
+            if regenerated
+            else "the host's files are as they were"
+        )
+        + "".join(f"; NOT PUT BACK: {why}" for r in run.of("live-restored") for why in r["left"])
+    )
+    if in_arm:  # the running kernel is an arm's: back to the normal entry
+        progress("reboot into the normal entry")
+        boot.reboot(system)
+    return stop["type"] if stop else "done"
+
+
+def _restore(run: Run, progress: Progress) -> bool:
+    """The live knobs, the boot entries and the unit put back; whether grub.cfg was regenerated
+    meanwhile (then update-grub runs again)."""
+    system = run.system
+    if run.of("live-start") and not run.of("live-restored"):
+        left = live.restore(system, run.of("live-start")[0]["values"])
+        for why in left:
+            progress(f"not put back: {why}")
+        run.add({"type": "live-restored", "left": left})
+    tx = boot.installed(system, run.id)
+    if tx is not None and not run.of(
+        "regenerated"
+    ):  # journaled before the restore puts the start's grub.cfg back
+        run.add(
+            {
+                "type": "regenerated",
+                "changed": boot.regenerated(system, tx),
+                "grubenv": boot.operator_env(system, tx),
+            }
+        )
+    by = boot.uninstall(system, run.id, progress)
+    if by:
+        run.add({"type": "restored", "by": by})
+    regenerated = any(r["changed"] for r in run.of("regenerated"))
+    if regenerated:  # the start's grub.cfg would boot yesterday's kernels and command line
+        progress(
+            f"{boot.GRUB_CFG} was regenerated during the campaign (a kernel upgrade or an "
+            "update-grub): run update-grub again, so the normal boot carries today's configuration"
+        )
+        rc, output = system.run(["update-grub"])
+        if rc:
+            raise SeatError(
+                f"update-grub failed (exit {rc}): {output.strip()[-300:]}",
+                "fix what it names and run update-grub by hand before the next reboot",
+            )
+    return regenerated
+
+
+def _report(run: Run, progress: Progress) -> None:
+    try:
+        analysis.write(run, run.system.path(run.folder))
+        run.add({"type": "reported"})
+    except Exception as exc:  # the measurements are in the journal and runs/; the host comes first
+        progress(f"the report failed ({type(exc).__name__}: {exc}); the runs are in {run.folder}/runs")
+        run.add({"type": "reported", "failed": f"{type(exc).__name__}: {exc}"})
+
+
+def _keep_grubenv_edits(run: Run, progress: Progress) -> None:
+    """After the restore: the operator's grubenv edits during the campaign stand."""
+    for r in run.of("regenerated"):
+        edits = r.get("grubenv") or {"set": {}, "unset": []}
+        if edits["set"] or edits["unset"]:
+            progress(
+                f"{boot.GRUBENV}: keep what was changed during the campaign: "
+                + " ".join(
+                    [f"{k}={v}" for k, v in sorted(edits["set"].items())]
+                    + [f"unset {k}" for k in edits["unset"]]
+                )
+            )
+            boot.reapply_env(run.system, edits)

@@ -1,0 +1,123 @@
+"""One visit of a campaign: its arm checked in force (host settings live, live knobs read back),
+then its seat benched and the figures journaled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from seatkit import safe_yaml
+from seatkit.bench.sides import SUMMARY_BYTES
+from seatkit.campaign import live
+from seatkit.campaign import plan as campaign_plan
+from seatkit.campaign.folder import Progress, Run
+from seatkit.campaign.spec import Arm, Campaign
+from seatkit.host import gpus, settings, state
+from seatkit.host.system import System
+
+
+class Driver(Protocol):
+    def bench(self, campaign: Campaign, arm: Arm, runs: Path, progress: Progress) -> Path:
+        """Start the arm's seat, wait ready (SeatError past the cold-start time), bench it into a
+        new run folder under `runs`, stop the seat; returns the run folder."""
+
+
+def in_force(arm: Arm, profile: settings.HostProfile, vendor: str, system: System) -> list[str]:
+    """What of the arm is not live: its settings must be live, the others must not."""
+    problems = []
+    tokens = set(profile.iommu.tokens[vendor])
+    live = state.live_cmdline(system).value or set()
+    units = system.entries("/sys/class/iommu") or []
+    iommu = tokens <= live and not (profile.iommu.mode == "off" and units)
+    dwords = settings.parse_dwords(settings.registry_keys().forms[profile.registry].dwords)
+    found = state.live_dwords(system)
+    hmm = state.live_hmm_disabled(system)
+    for name, value, why in (
+        (
+            "iommu",
+            iommu,
+            f"/proc/cmdline has {' '.join(sorted(live)) or 'no IOMMU tokens'}"
+            + (f", IOMMU units {' '.join(units)}" if units else ""),
+        ),
+        ("p2p", found.value == dwords if found.known else None, found.source),
+        ("hmm", hmm.value, hmm.source),
+    ):
+        wanted = name in arm.host
+        if value is None:
+            problems.append(f"{name}: unreadable ({why})")
+        elif value != wanted:
+            problems.append(
+                f"{name} {'wanted live but is not' if wanted else 'is live but the arm leaves it out'} ({why})"
+            )
+    return problems
+
+
+def _figures(run_folder: Path) -> dict:
+    summary = safe_yaml.read_json(run_folder / "summary.json", "bench summary", SUMMARY_BYTES)
+    return {
+        suite: {
+            "ms_per_step": (s.get("ms_per_step") or {}).get("median"),
+            "tokens_per_step": (s.get("tokens_per_step") or {}).get("median"),
+        }
+        for suite, s in summary["suites"].items()
+    }
+
+
+def measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
+    """Visit i: its arm checked in force (skipped, and why, if not), then its seat benched."""
+    arm, system = run.visits[i], run.system
+    if arm.kind == "host":
+        profile = campaign_plan.host_profile(run.campaign)
+        problems = in_force(arm, profile, run.vendor, system)
+        if problems:
+            progress(f"visit {i + 1} ({arm.name}): not in force: {'; '.join(problems)}; skipped")
+            run.add(
+                {
+                    "type": "skipped",
+                    "visit": i,
+                    "arm": arm.name,
+                    "why": "not in force: " + "; ".join(problems),
+                }
+            )
+            return
+        inventory = gpus.inventory(system)
+        run.add(
+            {
+                "type": "p2p",
+                "visit": i,
+                "result": "skipped: no NVIDIA GPU answers NVML"
+                if not inventory or not inventory.get("gpus")
+                else "see seat host verify-p2p",
+            }
+        )
+    if arm.kind == "live":
+        names = live.knobs(run.arms.values())
+        if not run.of("live-start"):  # journaled before the first change: the end puts these back
+            run.add({"type": "live-start", "values": live.read(system, names)})
+        values = {**run.of("live-start")[0]["values"], **(arm.live or {})}
+        progress(
+            f"visit {i + 1} ({arm.name}): set {', '.join(f'{k}={v}' for k, v in sorted(values.items()))}"
+        )
+        live.apply(system, values)
+        found = live.read(system, names)  # read back from the outside: a clamped or locked board says yes
+        wrong = [f"{k} is {found[k]}, not {v}" for k, v in sorted(values.items()) if found.get(k) != v]
+        if wrong:
+            progress(f"visit {i + 1} ({arm.name}): not in force: {'; '.join(wrong)}; skipped")
+            run.add(
+                {"type": "skipped", "visit": i, "arm": arm.name, "why": "not in force: " + "; ".join(wrong)}
+            )
+            return
+    progress(f"visit {i + 1}/{len(run.visits)} ({arm.name}): start the seat and bench it")
+    system.fault(f"campaign: before the bench of visit {i}")
+    folder = driver.bench(run.campaign, arm, system.path(f"{run.folder}/runs"), progress)
+    system.fault(f"campaign: after the bench of visit {i}")
+    run.add(
+        {
+            "type": "measured",
+            "visit": i,
+            "arm": arm.name,
+            "boot_id": state.boot_id(system),
+            "run": str(folder.relative_to(system.path(run.folder))),
+            "figures": _figures(folder),
+        }
+    )
