@@ -14,7 +14,7 @@ from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import runner
 from seatkit.campaign import spec as specs
 from seatkit.campaign.seat import SeatDriver
-from seatkit.cli.app import err, out, seat
+from seatkit.cli.app import err, out
 from seatkit.cli.progress import progress
 from seatkit.host.system import System
 
@@ -33,7 +33,7 @@ ACK = click.option(
 )
 
 
-@seat.group("campaign")
+@click.group("campaign")
 def campaign_group():
     """Host arms booted once each (the normal boot never touched), seat and live arms: one answer."""
 

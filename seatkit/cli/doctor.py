@@ -11,14 +11,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
-from seatkit.cli.app import PROFILE, out, seat
+from seatkit.cli.app import PROFILE, out
 from seatkit.doctor.diagnose import diagnose
 from seatkit.errors import SeatError
 
 COLOUR = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
 
 
-@seat.command("doctor")
+@click.command("doctor")
 @PROFILE
 @click.option(
     "--host-profile",

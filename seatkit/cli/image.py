@@ -9,14 +9,14 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from seatkit.cli.app import PROFILE, err, out, seat
+from seatkit.cli.app import PROFILE, err, out
 from seatkit.image import b12x, overlay, pin
 from seatkit.image import build as image_build
 from seatkit.seat import profiles
 from seatkit.text import one_line
 
 
-@seat.command("build")
+@click.command("build")
 @PROFILE
 @click.option(
     "--allow-unpinned", is_flag=True, help="Build from the base's tag when it has no pinned digest."
@@ -82,7 +82,7 @@ def build_cmd(
     )
 
 
-@seat.group("image")
+@click.group("image")
 def image_group():
     """The base image's digest (pin) and a built image's provenance (inspect)."""
 

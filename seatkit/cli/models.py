@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import click
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-from seatkit.cli.app import PROFILE, err, out, seat
+from seatkit.cli.app import PROFILE, err, out
 from seatkit.models import fetch as fetcher
 from seatkit.models import lock as locks
 from seatkit.models import verify as verifier
@@ -58,7 +58,7 @@ def byte_progress(what: str, total: int):
     yield advance
 
 
-@seat.group("model")
+@click.group("model")
 def model_group():
     """Model weights pinned file by file (profiles/PROFILE.models.lock): lock, verify, fetch."""
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import click
 
-from seatkit.cli.app import err, out, seat
+from seatkit.cli.app import err, out
 from seatkit.errors import SeatError
 from seatkit.image import build as image_build
 from seatkit.image import outside, overlay
 from seatkit.seat import profiles
 
 
-@seat.group("overlay")
+@click.group("overlay")
 def overlay_group():
     """The overlay layered onto the base image, pinned file by file (overlay/overlay.lock)."""
 

@@ -21,12 +21,12 @@ def show(console: Console, table: Table) -> None:
     columns = [list(c.cells) for c in table.columns]
     width = max(map(len, headers))
     blocks = [Text(str(table.title), style="bold")] if table.title else []
-    for row in zip(*columns):
+    for row in zip(*columns, strict=True):
         # A grid, so that a value that wraps goes on under itself, not under the header.
         block = Table.grid(padding=(0, 1))
         block.add_column(justify="right", width=width + 1, no_wrap=True)
         block.add_column(overflow="fold")
-        for header, cell in zip(headers, row):
+        for header, cell in zip(headers, row, strict=True):
             block.add_row(f"{header}:", cell if isinstance(cell, Text) else Text.from_markup(str(cell)))
         blocks += [Text(""), block]
     console.print(Group(*blocks))

@@ -253,7 +253,7 @@ def test_an_option_like_or_unknown_source_is_refused_before_git_runs(tmp_path, v
 def test_the_cli_fetches_from_the_given_clone_and_refuses_an_option(tmp_path, source):
     from click.testing import CliRunner
 
-    from seatkit.cli import seat
+    from seatkit.cli.app import seat
 
     repo, commit, _ = source
     lock_file = tmp_path / "overlay.lock"
