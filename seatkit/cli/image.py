@@ -10,9 +10,9 @@ import click
 from rich.markup import escape
 
 from seatkit.cli.app import PROFILE, err, out
-from seatkit.image import b12x, overlay, pin
-from seatkit.image import build as image_build
-from seatkit.seat import profiles
+from seatkit.image import b12x, build, overlay, pin
+from seatkit.seat import overlay_lock, profiles
+from seatkit.serve import pins
 from seatkit.text import one_line
 
 
@@ -25,7 +25,7 @@ from seatkit.text import one_line
     "--full", is_flag=True, help="Copy every overlay file, even those the base already has byte for byte."
 )
 @click.option("--no-cache", "nocache", is_flag=True, help="Rebuild every step.")
-@click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+@click.option("--lock", "lock_path", default=str(overlay_lock.LOCK), show_default=True, type=click.Path())
 @click.option("--overlay", "overlay_dir", default=str(overlay.FETCHED), show_default=True, type=click.Path())
 @click.option(
     "--b12x-lock",
@@ -54,10 +54,12 @@ def build_cmd(
     from the repository, copying the whole overlay: `docker build --build-arg
     BASE_IMAGE=name@sha256:... -t NAME .` after `seat overlay fetch`."""
     started = time.monotonic()
-    kernels = b12x.load(Path(b12x_lock) if b12x_lock else b12x.LOCK)  # a named lock must exist
-    result = image_build.build(
+    kernels = overlay_lock.load_b12x(
+        Path(b12x_lock) if b12x_lock else overlay_lock.B12X_LOCK
+    )  # a named lock must exist
+    result = build.build(
         profiles.load(profile),
-        overlay.load(Path(lock_path)),
+        overlay_lock.load(Path(lock_path)),
         Path(overlay_dir),
         allow_unpinned=allow_unpinned,
         delta=not full,
@@ -96,7 +98,7 @@ def pin_cmd(profile: str):
     loaded = profiles.load(profile)
     record = pin.pin(loaded)
     out.print(
-        f"{record['name']}:{record['tag']} -> {record['digest']} (kept in {pin.lock_path(loaded)})",
+        f"{record['name']}:{record['tag']} -> {record['digest']} (kept in {pins.lock_path(loaded)})",
         highlight=False,
     )
 
@@ -106,7 +108,7 @@ def pin_cmd(profile: str):
 @click.option("--json", "as_json", is_flag=True, help="Print the provenance as JSON.")
 def inspect_cmd(image: str, as_json: bool):
     """Where an image came from: base and digest, overlay source, commit, tree and lock hash, profile."""
-    found = image_build.labels(image)
+    found = build.labels(image)
     if as_json:
         click.echo(json.dumps(found, indent=2))
         return

@@ -10,9 +10,8 @@ import click
 
 from seatkit.cli.app import err, out
 from seatkit.errors import SeatError
-from seatkit.image import build as image_build
-from seatkit.image import outside, overlay
-from seatkit.seat import profiles
+from seatkit.image import build, outside, overlay
+from seatkit.seat import overlay_lock, profiles
 
 
 @click.group("overlay")
@@ -21,7 +20,7 @@ def overlay_group():
 
 
 @overlay_group.command("fetch")
-@click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+@click.option("--lock", "lock_path", default=str(overlay_lock.LOCK), show_default=True, type=click.Path())
 @click.option("--dest", default=str(overlay.FETCHED), show_default=True, type=click.Path())
 @click.option(
     "--from",
@@ -32,7 +31,7 @@ def overlay_group():
 )
 def fetch_cmd(lock_path: str, dest: str, source: str | None):
     """Clone exactly the locked commit, check the tree id and every hash, then move it into place."""
-    lock = overlay.load(Path(lock_path))
+    lock = overlay_lock.load(Path(lock_path))
     with err.status(f"fetching {source or lock.source}@{lock.commit[:12]}:{lock.path}"):
         where = overlay.fetch(lock, Path(dest), source)
     out.print(f"{len(lock.files)} files verified and placed in {where}")
@@ -49,7 +48,7 @@ def fetch_cmd(lock_path: str, dest: str, source: str | None):
     "(default: where `seat build` put it, as recorded in SEAT_HOME, else the vLLM image's "
     "site-packages; never where the image itself says).",
 )
-@click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+@click.option("--lock", "lock_path", default=str(overlay_lock.LOCK), show_default=True, type=click.Path())
 @click.option(
     "--profile",
     help="With --image or --container: the whole outside check `seat up` makes "
@@ -78,7 +77,7 @@ def verify_cmd(
     DIRECTORY defaults to the fetched overlay (overlay/vllm)."""
     if sum(x is not None for x in (directory, image, container)) > 1:
         raise click.UsageError("give one of DIRECTORY, --image, --container")
-    lock = overlay.load(Path(lock_path))
+    lock = overlay_lock.load(Path(lock_path))
     if profile:
         if not (image or container) or inside:
             raise click.UsageError(
@@ -108,13 +107,13 @@ def verify_cmd(
             )
         sys.exit(0 if verdict.verified else 1)
     if image or container:
-        problems = image_build.verify_installed(
-            image or container, inside, is_container=bool(container), lock=lock
-        )
+        problems = build.verify_installed(image or container, inside, is_container=bool(container), lock=lock)
     else:
         folder = Path(directory or overlay.FETCHED)
         if not folder.is_dir():
-            fetch = "seat overlay fetch" + (f" --lock {lock_path}" if lock_path != str(overlay.LOCK) else "")
+            fetch = "seat overlay fetch" + (
+                f" --lock {lock_path}" if lock_path != str(overlay_lock.LOCK) else ""
+            )
             raise SeatError(
                 f"no overlay to verify at {folder}: "
                 + ("it was never fetched" if not folder.exists() else "it is not a directory"),
@@ -151,7 +150,7 @@ def verify_cmd(
     show_default=True,
     help="The directory's path inside that repository.",
 )
-@click.option("--out", "out_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+@click.option("--out", "out_path", default=str(overlay_lock.LOCK), show_default=True, type=click.Path())
 def lock_cmd(source_dir: str, source: str, path_in_repo: str, out_path: str):
     """Pin another overlay: every file's SHA-256 and the git tree id of the directory."""
     lock = overlay.lock_from(Path(source_dir), source, path_in_repo)

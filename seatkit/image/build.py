@@ -12,18 +12,19 @@ import subprocess
 import tarfile
 import tempfile
 from collections.abc import Callable
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from seatkit import engine, paths
 from seatkit.errors import SeatError
-from seatkit.image import b12x, dockerfile, overlay, pin
-from seatkit.image.dockerfile import DOCKERFILE
-from seatkit.seat.overlay_lock import Lock, seat_tag  # noqa: F401 (seat_tag: the name build gives)
+from seatkit.image import b12x, dockerfile, outside, overlay
+from seatkit.image.container import copy_out, created, symlinked_folders
+from seatkit.image.dockerfile import DOCKERFILE, IMAGE_FILES
+from seatkit.seat.overlay_lock import Lock, seat_tag
 from seatkit.seat.profiles import Image, Profile
+from seatkit.serve.pins import base_reference
 
-IMAGE_FILES = paths.REPO / "image"
 SCRIPTS = ("entrypoint.sh", "build-check.sh", "smoke.sh", "smoke.py", "health.sh")
 ROOTED = "overlay/root"  # the context's overlay, at its full path from /
 EPOCH = 315532800  # 1980-01-01: every entry of the context gets this time
@@ -91,63 +92,6 @@ def context(
     return Context(buffer.getvalue(), copied, sorted(set(lock.files) - set(copied)))
 
 
-@contextmanager
-def created(image: str):
-    """A container made (never started) from an image, removed afterwards: a way to read its files."""
-    from docker.errors import ImageNotFound
-
-    try:
-        container = engine.client().containers.create(
-            image, entrypoint=["/bin/true"], network_mode="none", labels={engine.HELPER_LABEL: "read files"}
-        )
-    except ImageNotFound:
-        raise SeatError(f"no image {image} on this machine", "build or pull it first") from None
-    try:
-        yield container
-    finally:
-        container.remove(force=True)
-
-
-def copy_out(container, path: str, dest: Path, links: list[str] | None = None) -> Path | None:
-    """Copy a folder out of a container into dest; None when it has no such folder. Its links are
-    not made: each is named in links ("name -> target", name inside the folder), when given."""
-    from docker.errors import NotFound
-
-    try:
-        stream, _ = container.get_archive(path)
-    except NotFound:
-        return None
-    seen = []
-    with tempfile.TemporaryFile() as spool:
-        for chunk in stream:
-            spool.write(chunk)
-        spool.seek(0)
-        overlay.extract(spool, dest, f"{path} copied out of {container.short_id}", seen)
-    top = Path(path).name + "/"
-    if links is not None:
-        links += [link[len(top) :] if link.startswith(top) else link for link in seen]
-    return dest / Path(path).name
-
-
-def symlinked_folders(container, path: str) -> list[str]:
-    """Folders on the way to path that are symlinks in the container: COPY would replace each with
-    a real folder and cut the base's own link (the engine's path-stat answer, nothing downloaded)."""
-    import base64
-    import json
-
-    api = container.client.api
-    found = []
-    parts = path.strip("/").split("/")
-    for depth in range(1, len(parts) + 1):
-        folder = "/" + "/".join(parts[:depth])
-        answer = api.head(api._url("/containers/{0}/archive", container.id), params={"path": folder})
-        stat = answer.headers.get("X-Docker-Container-Path-Stat")
-        target = json.loads(base64.b64decode(stat)).get("linkTarget") if stat else ""
-        if target:
-            found.append(f"{folder} -> {target}")
-    return found
-
-
 def base_files(container, vllm_dir: str) -> dict[str, str]:
     """SHA-256 of every file the base has in its vllm package ({} when it has none)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -195,7 +139,7 @@ def build(
             "(image.overlay false): there is nothing to build",
             f"`seat image pin {profile.name}`, then docker pull it by that digest",
         )
-    base_ref, digest = pin.base_reference(profile, allow_unpinned)
+    base_ref, digest = base_reference(profile, allow_unpinned)
     if not overlay_dir.is_dir():
         raise SeatError(f"no overlay at {overlay_dir}", "`seat overlay fetch` places it there")
     problems = overlay.verify(overlay_dir, lock)
@@ -266,8 +210,6 @@ def build(
             )
     if image_id is None:
         raise SeatError("the build finished without an image id:\n" + "\n".join(log[-25:]))
-    from seatkit.image import outside  # which reads files with created() from here
-
     outside.record(tag, image_id, profile, lock)  # `seat up` runs this id as verified, none other
     return {
         "image": image_id,

@@ -9,6 +9,7 @@ from seatkit.seat.overlay_lock import Lock
 from seatkit.seat.profiles import Profile
 
 DOCKERFILE = paths.REPO / "Dockerfile"
+IMAGE_FILES = paths.REPO / "image"  # the scripts the image runs: entrypoint, checks, health
 
 
 def build_args(profile: Profile, lock: Lock) -> dict[str, str]:

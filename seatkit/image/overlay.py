@@ -15,7 +15,7 @@ from pathlib import Path
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.seat.overlay_lock import LOCK, SOURCE, Lock, check_source, load, parse  # noqa: F401 (re-exported)
+from seatkit.seat.overlay_lock import SOURCE, Lock, check_source
 
 FETCHED = paths.REPO / "overlay" / "vllm"
 GIT_PROTOCOLS = "https:file"  # file: a local path
