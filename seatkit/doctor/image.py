@@ -32,10 +32,10 @@ def native(profile: Profile) -> Row:
 
 
 def base(profile: Profile) -> Row:
-    from seatkit.image import pin
+    from seatkit.serve import pins
 
     try:
-        ref, digest = pin.base_reference(profile)
+        ref, digest = pins.base_reference(profile)
     except SeatError as exc:
         return warn(LAYER, "base digest", exc.message, exc.hint)
     return ok(LAYER, "base digest", ref)
