@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from seatkit.bench import selftest
-from seatkit.cli import tables
+from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.bench_compare import bench_compare_cmd, bench_parity_cmd, bench_parity_diff_cmd
 from seatkit.cli.bench_run import bench_fleet_cmd, bench_run_cmd
@@ -67,7 +67,7 @@ def bench_selftest_cmd(repeats: int):
             f"{p['client_decode_tok_s']:.1f} ({p['client_error']:.2%})",
             f"{p['client_cpu_us_per_token']:.1f}",
         )
-    tables.show(out, table)
+    output.show_table(out, table)
     table = Table(
         "streams",
         "tok/s true / measured",
@@ -85,7 +85,7 @@ def bench_selftest_cmd(repeats: int):
             f"{t['ms_per_step']:.3f} / {m['ms_per_step'] or 0:.3f}",
             f"{max(p['error'].values()):.3%}",
         )
-    tables.show(out, table)
+    output.show_table(out, table)
     top = result["sweep"][-1]
     out.print(
         f"client cost at {top['concurrency']} streams: {top['client_cpu_us_per_token']:.1f} CPU us per token"

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from seatkit.bench import compare, parity, workload
-from seatkit.cli import tables
+from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.bench_run import target_of
 from seatkit.cli.progress import progress
@@ -70,7 +70,7 @@ def _print_comparison(result: compare.Comparison) -> None:
             *map(escape, compare.cells(row)),
             escape(row["verdict"]["text"]),
         )
-    tables.show(out, table)
+    output.show_table(out, table)
     for row in result.rows:
         if row.get("harness") and not row["harness"].startswith("refused"):
             out.print(escape(row["harness"]))

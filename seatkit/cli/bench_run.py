@@ -11,7 +11,7 @@ from rich.table import Table
 
 from seatkit.bench import alarms, cards, fleet, nsys, report, run, sweep, workload
 from seatkit.bench.target import of_profile, of_url
-from seatkit.cli import tables
+from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.progress import progress
 from seatkit.errors import SeatError
@@ -123,11 +123,7 @@ def bench_run_cmd(
             "--reference overlays acceptance by position, which a sweep does not plot",
             "give --reference to a batch-1 run (without --concurrency)",
         )
-    prompts = workload.suites(
-        [s.strip() for s in suites.split(",") if s.strip()],
-        max_tokens,
-        [int(c) for c in contexts.split(",")] if contexts else None,
-    )
+    prompts = suites_of(suites, max_tokens, contexts)
     options = run.Options(
         warmups, repeats, {"temperature": temperature, "top_p": top_p, "seed": seed}, sample_hz
     )
@@ -146,14 +142,30 @@ def bench_run_cmd(
         return
     print_summary(summary, out_run.path)
     if session:
-        prompt = prompts[0] if not prompts[0].context else run.padded(target, prompts[0])
-        with progress(err, "one request inside the nsys collection"):
-            result = nsys.traced(target, prompt, options, *session, out_run.path)
-        out.print(
-            f"nsys: {escape(result['trace'])}\n  {result['expect']}; "
-            f"recorded in {out_run.path / 'nsys.json'}",
-            highlight=False,
-        )
+        _trace(target, prompts[0], options, session, out_run.path)
+
+
+def suites_of(suites: str, max_tokens: int | None, contexts: str | None = None) -> list[workload.Prompt]:
+    """The prompts of the comma-separated suites (and context sizes) an option names."""
+    names = [s.strip() for s in suites.split(",") if s.strip()]
+    return workload.suites(names, max_tokens, [int(c) for c in contexts.split(",")] if contexts else None)
+
+
+def _trace(
+    target: run.Target,
+    prompt: workload.Prompt,
+    options: run.Options,
+    session: tuple[object, str, str],
+    path: Path,
+) -> None:
+    """One more request inside the seat's Nsight Systems collection, after the bench."""
+    prompt = prompt if not prompt.context else run.padded(target, prompt)
+    with progress(err, "one request inside the nsys collection"):
+        result = nsys.traced(target, prompt, options, *session, path)
+    out.print(
+        f"nsys: {escape(result['trace'])}\n  {result['expect']}; recorded in {path / 'nsys.json'}",
+        highlight=False,
+    )
 
 
 def _levels(text: str) -> list[int]:
@@ -174,7 +186,7 @@ def print_sweep(summary: dict, path: Path) -> None:
         table = Table(*report.SWEEP_HEADER, title=f"{name}: {suite['prompt']}")
         for row in report.sweep_rows(suite):
             table.add_row(*row)
-        tables.show(out, table)
+        output.show_table(out, table)
         for row in suite["levels"]:
             for kind, message in row["alarms"].items():
                 out.print(f"[yellow]alarm {kind}[/] ({row['concurrency']} streams): {escape(message)}")
@@ -211,7 +223,7 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
     step points at that node's host settings or links, fewer tokens per step at its image or model.
     """
     urls = fleet.seat_urls(list(seats))
-    prompts = workload.suites([s.strip() for s in suites.split(",") if s.strip()], max_tokens)
+    prompts = suites_of(suites, max_tokens)
     options = run.Options(warmups, repeats, {"temperature": 0.0, "top_p": 1.0, "seed": 0})
     with err.status("fleet bench") as status:
         result, folder = fleet.bench_fleet(
@@ -234,7 +246,7 @@ def print_summary(summary: dict, path: Path) -> None:
     table = Table(*report.HEADER, title="seat bench")
     for row in report.rows(summary):
         table.add_row(*map(escape, row))
-    tables.show(out, table)
+    output.show_table(out, table)
     for line in report.notes(summary):
         out.print(escape(line), highlight=False)
     # Doubtful figures first, in yellow; alarms under which the figures stand are notes.

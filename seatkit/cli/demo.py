@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from seatkit.cli import tables
+from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.bench_run import print_summary
 from seatkit.cli.progress import progress
@@ -29,7 +29,7 @@ def print_side_by_side(summary: dict, path: Path) -> None:
     )
     for row in rows:
         table.add_row(*row)
-    tables.show(out, table)
+    output.show_table(out, table)
     out.print(escape(sentence), soft_wrap=True)
 
 

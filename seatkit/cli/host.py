@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from seatkit.cli import tables
+from seatkit.cli import output
 from seatkit.cli.app import out
 from seatkit.cli.host_change import apply_cmd, forget_cmd, plan_cmd, recover_cmd, rollback_cmd
 from seatkit.cli.host_p2p import verify_p2p_cmd
@@ -66,7 +66,7 @@ def status_cmd(profile: str, as_json: bool):
             _verdict(row),
             escape(why),
         )
-    tables.show(out, table)  # one block per setting where the grid would not fit
+    output.show_table(out, table)  # one block per setting where the grid would not fit
     out.print(f"data path: {result['data_path']['verdict']} ({result['data_path']['why']})")
     out.print(f"step probe: {result['step']['verdict']} ({escape(result['step']['why'])})", highlight=False)
     for t in result["transactions"]["in_force"]:

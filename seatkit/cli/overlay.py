@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
+from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.errors import SeatError
 from seatkit.image import build, outside, overlay
@@ -61,7 +61,7 @@ def fetch_cmd(lock_path: str, dest: str, source: str | None):
     help="Fail on extra files and __pycache__ folders too (an "
     "installed package has many). Symlinks always fail.",
 )
-@click.option("--json", "as_json", is_flag=True)
+@output.json_option("the result")
 def verify_cmd(
     directory: str | None,
     image: str | None,
@@ -78,59 +78,23 @@ def verify_cmd(
     if sum(x is not None for x in (directory, image, container)) > 1:
         raise click.UsageError("give one of DIRECTORY, --image, --container")
     lock = overlay_lock.load(Path(lock_path))
+    where = image or container
     if profile:
-        if not (image or container) or inside:
+        if where is None or inside:
             raise click.UsageError(
                 "--profile checks an --image or a --container, at the profile's own image.vllm_dir (no --dir)"
             )
         verdict = outside.check(
-            profiles.load(profile), image or container, lock, is_container=bool(container), trust_record=False
+            profiles.load(profile), where, lock, is_container=bool(container), trust_record=False
         )  # every file read from outside, whatever was recorded
-        if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "verified": verdict.verified,
-                        "how": verdict.how,
-                        "image_id": verdict.image_id,
-                        "problems": verdict.problems,
-                    },
-                    indent=2,
-                )
-            )
-        else:
-            out.print(
-                ("verified" if verdict.verified else "NOT verified")
-                + f" ({verdict.how})"
-                + "".join(f"\n  {p}" for p in verdict.problems),
-                highlight=False,
-            )
+        found = {k: getattr(verdict, k) for k in ("verified", "how", "image_id", "problems")}
+        output.emit(found, as_json, _show_verdict)
         sys.exit(0 if verdict.verified else 1)
-    if image or container:
-        problems = build.verify_installed(image or container, inside, is_container=bool(container), lock=lock)
+    if where is not None:
+        problems = build.verify_installed(where, inside, is_container=bool(container), lock=lock)
     else:
-        folder = Path(directory or overlay.FETCHED)
-        if not folder.is_dir():
-            fetch = "seat overlay fetch" + (
-                f" --lock {lock_path}" if lock_path != str(overlay_lock.LOCK) else ""
-            )
-            raise SeatError(
-                f"no overlay to verify at {folder}: "
-                + ("it was never fetched" if not folder.exists() else "it is not a directory"),
-                f"{fetch} clones the locked commit there"
-                + ("" if directory is None else f" (with --dest {directory})"),
-            )
-        problems = overlay.verify(folder, lock)
-    if as_json:
-        click.echo(json.dumps(problems, indent=2))
-    else:
-        for kind, names in problems.items():
-            out.print(
-                f"{kind}: {len(names)}"
-                + "".join(f"\n  {n}" for n in names[:20])
-                + (f"\n  … {len(names) - 20} more" if len(names) > 20 else ""),
-                highlight=False,
-            )
+        problems = overlay.verify(_fetched(directory, lock_path), lock)
+    output.emit(problems, as_json, _show_problems)
     failed = (
         problems["missing"]
         or problems["changed"]
@@ -138,6 +102,39 @@ def verify_cmd(
         or (strict and (problems["extra"] or problems["caches"]))
     )
     sys.exit(1 if failed else 0)
+
+
+def _fetched(directory: str | None, lock_path: str) -> Path:
+    """The fetched overlay to verify; a SeatError that says how to fetch it when it is not there."""
+    folder = Path(directory or overlay.FETCHED)
+    if not folder.is_dir():
+        fetch = "seat overlay fetch" + (f" --lock {lock_path}" if lock_path != str(overlay_lock.LOCK) else "")
+        raise SeatError(
+            f"no overlay to verify at {folder}: "
+            + ("it was never fetched" if not folder.exists() else "it is not a directory"),
+            f"{fetch} clones the locked commit there"
+            + ("" if directory is None else f" (with --dest {directory})"),
+        )
+    return folder
+
+
+def _show_verdict(found: dict) -> None:
+    out.print(
+        ("verified" if found["verified"] else "NOT verified")
+        + f" ({found['how']})"
+        + "".join(f"\n  {p}" for p in found["problems"]),
+        highlight=False,
+    )
+
+
+def _show_problems(problems: dict[str, list[str]]) -> None:
+    for kind, names in problems.items():
+        out.print(
+            f"{kind}: {len(names)}"
+            + "".join(f"\n  {n}" for n in names[:20])
+            + (f"\n  … {len(names) - 20} more" if len(names) > 20 else ""),
+            highlight=False,
+        )
 
 
 @overlay_group.command("lock")

@@ -8,7 +8,7 @@ import sys
 import click
 from rich.table import Table
 
-from seatkit.cli import reference, tables
+from seatkit.cli import output, reference
 from seatkit.cli.app import PROFILE, out
 from seatkit.seat import profiles
 from seatkit.serve import lint, render
@@ -59,7 +59,7 @@ def lint_cmd(profile: str, python: str | None, as_json: bool):
         for f in findings:
             table.add_row(f.verdict, f.kind, f.name, f.stage, f.message)
         if findings:
-            tables.show(out, table)
+            output.show_table(out, table)
         out.print(
             f"{len(errors)} error(s), {len(findings) - len(errors)} fork-only; "
             f"{len(lint.server_argv(prof))} arguments checked"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from seatkit import paths
@@ -56,7 +57,7 @@ def mounted_over(mounts: list[dict], b12x_dir: str) -> list[str]:
     ]
 
 
-def kernels(labels: dict | None, mounted: list[str] = ()) -> str:
+def kernels(labels: dict | None, mounted: Sequence[str] = ()) -> str:
     """The `b12x kernels` condition of a bench run, from its image's labels, unless mounts (the
     profile's extra_mounts, as the original's B12X_OVERLAY did) replace the package at start."""
     if mounted:

@@ -119,6 +119,30 @@ def build_args(profile: Profile, lock: Lock, base_ref: str) -> dict[str, str]:
     }
 
 
+def _require_buildable(profile: Profile) -> Image:
+    """The profile's image, when there is one to build."""
+    if profile.image is None:
+        raise SeatError(f"profile {profile.name} runs natively: there is no image to build")
+    if not profile.image.overlay:  # the seat runs this image as it is: a built one would go unused
+        raise SeatError(
+            f"profile {profile.name} runs {profile.image.name}:{profile.image.tag} as it is "
+            "(image.overlay false): there is nothing to build",
+            f"`seat image pin {profile.name}`, then docker pull it by that digest",
+        )
+    return profile.image
+
+
+def _require_match(folder: Path, lock: Lock, which: str, fix: str) -> None:
+    """Refuse to build from files that are missing or changed against their lock."""
+    problems = overlay.verify(folder, lock)
+    if problems["missing"] or problems["changed"]:
+        raise SeatError(
+            f"{folder} does not match {which}: "
+            + overlay.summary({k: problems[k] for k in ("missing", "changed")}),
+            f"{fix}; nothing was built",
+        )
+
+
 def build(
     profile: Profile,
     lock: Lock,
@@ -131,64 +155,65 @@ def build(
     progress: Callable[[str], None] = lambda line: None,
 ) -> dict:
     """Build and tag the seat's image; returns its id, tag, the overlay layer and what was copied."""
-    if profile.image is None:
-        raise SeatError(f"profile {profile.name} runs natively: there is no image to build")
-    if not profile.image.overlay:  # the seat runs this image as it is: a built one would go unused
-        raise SeatError(
-            f"profile {profile.name} runs {profile.image.name}:{profile.image.tag} as it is "
-            "(image.overlay false): there is nothing to build",
-            f"`seat image pin {profile.name}`, then docker pull it by that digest",
-        )
+    image = _require_buildable(profile)
     base_ref, digest = base_reference(profile, allow_unpinned)
     if not overlay_dir.is_dir():
         raise SeatError(f"no overlay at {overlay_dir}", "`seat overlay fetch` places it there")
-    problems = overlay.verify(overlay_dir, lock)
-    if problems["missing"] or problems["changed"]:
-        raise SeatError(
-            f"{overlay_dir} does not match the lock: "
-            + overlay.summary({k: problems[k] for k in ("missing", "changed")}),
-            "`seat overlay fetch` restores it; nothing was built",
-        )
+    _require_match(overlay_dir, lock, "the lock", "`seat overlay fetch` restores it")
     if b12x_overlay:
-        b12x_problems = overlay.verify(b12x_overlay[1], b12x_overlay[0])
-        if b12x_problems["missing"] or b12x_problems["changed"]:
-            raise SeatError(
-                f"{b12x_overlay[1]} does not match the b12x lock: "
-                + overlay.summary({k: b12x_problems[k] for k in ("missing", "changed")}),
-                "place the patched files the lock pins there; nothing was built",
-            )
+        _require_match(
+            b12x_overlay[1], b12x_overlay[0], "the b12x lock", "place the patched files the lock pins there"
+        )
     client = engine.client()
     progress(f"base {base_ref}")
     with created(base_ref) as container:
-        links = symlinked_folders(container, profile.image.vllm_dir)
+        links = symlinked_folders(container, image.vllm_dir)
         if links:
             raise SeatError(
-                f"{profile.image.vllm_dir} passes through symlinks in the base ({'; '.join(links)}): "
+                f"{image.vllm_dir} passes through symlinks in the base ({'; '.join(links)}): "
                 "copying the overlay there would replace them with folders",
                 "set image.vllm_dir in the profile to the real path",
             )
-        base = base_files(container, profile.image.vllm_dir) if delta else {}
+        base = base_files(container, image.vllm_dir) if delta else {}
         kernels = b12x.provenance(
             container,
             client.images.get(base_ref).labels or {},
-            profile.image.b12x_dir,
+            image.b12x_dir,
             b12x_overlay[0] if b12x_overlay else None,
         )
     ctx = context(
         lock,
         overlay_dir,
         base,
-        profile.image.vllm_dir,
-        (*b12x_overlay, profile.image.b12x_dir) if b12x_overlay else None,
+        image.vllm_dir,
+        (*b12x_overlay, image.b12x_dir) if b12x_overlay else None,
     )
     progress(f"overlay: {len(ctx.copied)} files to copy, {len(ctx.skipped)} already identical in the base")
     progress(f"b12x overlay: {kernels['B12X_OVERLAY']}; {b12x.DENSE} sha256 {kernels['B12X_DENSE_SHA256']}")
     tag = seat_tag(profile, lock, b12x_overlay[0] if b12x_overlay else None)
     args = {**build_args(profile, lock, base_ref), **kernels}
+    image_id = _engine_build(client, ctx.data, tag, args, nocache, progress)
+    outside.record(tag, image_id, profile, lock)  # `seat up` runs this id as verified, none other
+    return {
+        "image": image_id,
+        "tag": tag,
+        "base": base_ref,
+        "base_digest": digest,
+        "copied": len(ctx.copied),
+        "skipped": len(ctx.skipped),
+        "b12x": kernels,
+        **overlay_layer(tag, base_ref),
+    }
+
+
+def _engine_build(
+    client, data: bytes, tag: str, args: dict[str, str], nocache: bool, progress: Callable[[str], None]
+) -> str:
+    """The engine's build of the context, its output lines passed to progress; the image id."""
     log: list[str] = []
     image_id = None
     for chunk in client.api.build(
-        fileobj=io.BytesIO(ctx.data),
+        fileobj=io.BytesIO(data),
         custom_context=True,
         tag=tag,
         buildargs=args,
@@ -210,17 +235,7 @@ def build(
             )
     if image_id is None:
         raise SeatError("the build finished without an image id:\n" + "\n".join(log[-25:]))
-    outside.record(tag, image_id, profile, lock)  # `seat up` runs this id as verified, none other
-    return {
-        "image": image_id,
-        "tag": tag,
-        "base": base_ref,
-        "base_digest": digest,
-        "copied": len(ctx.copied),
-        "skipped": len(ctx.skipped),
-        "b12x": kernels,
-        **overlay_layer(tag, base_ref),
-    }
+    return image_id
 
 
 def overlay_layer(image: str, base_ref: str) -> dict:
@@ -277,11 +292,9 @@ def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lo
     except NotFound:
         raise SeatError(f"no {'container' if is_container else 'image'} {name} on this machine") from None
     # Never where the image says (its label, SEAT_OVERLAY_DIR): where `seat build` put the overlay.
-    from seatkit.image import outside
-
     inside = inside or (outside.recorded(name) or {}).get("vllm_dir") or DEFAULT_VLLM_DIR
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
-        links = []
+        links: list[str] = []
         root = copy_out(container or stack.enter_context(created(name)), inside, Path(tmp), links)
         if root is None:
             raise NoPackage(f"{name} has no {inside}", "pass --dir with the vllm package's path inside it")

@@ -38,7 +38,7 @@ def copy_out(container, path: str, dest: Path, links: list[str] | None = None) -
         stream, _ = container.get_archive(path)
     except NotFound:
         return None
-    seen = []
+    seen: list[str] = []
     with tempfile.TemporaryFile() as spool:
         for chunk in stream:
             spool.write(chunk)

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from seatkit import paths
@@ -51,7 +52,7 @@ def _oddities(root: Path) -> tuple[list[str], list[str]]:
     return links, caches
 
 
-def verify(root: Path, lock: Lock, links_seen: list[str] = ()) -> dict[str, list[str]]:
+def verify(root: Path, lock: Lock, links_seen: Sequence[str] = ()) -> dict[str, list[str]]:
     """missing, changed and extra files of a tree against the lock; links and caches it should not have.
 
     A listed file replaced by a symlink is both changed and a link, whatever it points to.
