@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import runner
 from seatkit.campaign import spec as specs
 from seatkit.campaign.seat import SeatDriver
+from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.progress import progress
 from seatkit.host.system import System
@@ -65,14 +65,11 @@ def _print_plan(plan: campaign_plan.Plan) -> None:
 @click.argument("name")
 @ACK
 @ROOT
-@click.option("--json", "as_json", is_flag=True)
+@output.json_option("the plan")
 def plan_cmd(name, ack, root, as_json):
     """How many reboots, roughly how long, in what order, and every reason to refuse."""
     plan = campaign_plan.build(specs.load(name), _system(root), ack)
-    if as_json:
-        click.echo(json.dumps(plan.to_json(), indent=2))
-    else:
-        _print_plan(plan)
+    output.emit(plan.to_json(), as_json, lambda data: _print_plan(plan))
 
 
 def _seat_exe() -> str:
@@ -123,13 +120,14 @@ def abort_cmd(root):
 
 @campaign_group.command("status")
 @ROOT
-@click.option("--json", "as_json", is_flag=True)
+@output.json_option("the status")
 def status_cmd(root, as_json):
     """Where the running campaign stands."""
     result = runner.status(_system(root))
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-        return
+    output.emit(result, as_json, _show_status)
+
+
+def _show_status(result: dict) -> None:
     if not result["running"]:
         out.print("no campaign is running")
         return

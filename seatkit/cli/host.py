@@ -5,8 +5,6 @@ the peer-to-peer data path they open."""
 
 from __future__ import annotations
 
-import json
-
 import click
 from rich.markup import escape
 from rich.table import Table
@@ -39,13 +37,14 @@ def _verdict(row: dict) -> str:
     show_default=True,
     help="Host profile from host/ (paper or conservative).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@output.json_option("the status")
 def status_cmd(profile: str, as_json: bool):
     """Per setting: desired (the profile), configured (files), live (kernel and driver), verdict."""
     result = status.status(settings.load(profile))
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-        return
+    output.emit(result, as_json, lambda data: _show_status(data, profile))
+
+
+def _show_status(result: dict, profile: str) -> None:
     table = Table(
         "setting",
         "desired",
@@ -79,17 +78,18 @@ def status_cmd(profile: str, as_json: bool):
 
 
 @host_group.command("gpus")
-@click.option("--json", "as_json", is_flag=True, help="Print the inventory as JSON.")
+@output.json_option("the inventory")
 def gpus_cmd(as_json: bool):
     """NVML inventory: PCIe links, BAR1, P2P read/write for every pair, power, topology; then ACS on
     the bridges between each GPU pair, IOMMU groups and ATS, from sysfs (root reads them all)."""
     inventory = gpus.inventory()
     none = "no NVIDIA driver answers NVML: no GPUs to list"
-    if as_json:  # an empty inventory that says why, never a bare null
-        click.echo(
-            json.dumps(inventory if inventory is not None else {"gpus": [], "p2p": [], "why": none}, indent=2)
-        )
-        return
+    # An empty inventory that says why, never a bare null.
+    found = inventory if inventory is not None else {"gpus": [], "p2p": [], "why": none}
+    output.emit(found, as_json, lambda data: _show_inventory(inventory, none))
+
+
+def _show_inventory(inventory: dict | None, none: str) -> None:
     if inventory is None:
         out.print(none)
         return

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import click
 from rich.markup import escape
 
+from seatkit.cli import output
 from seatkit.cli.app import out
 from seatkit.host import change, settings
 from seatkit.host.plan import Choices, FileOp, Plan, build, diff, to_json
+from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
 from seatkit.text import counted
 
@@ -57,6 +58,13 @@ def _show(plan: Plan) -> None:
         out.print(f"[red]refused:[/] {escape(refusal)}")
 
 
+def _show_with_tokens(plan: Plan, host: HostProfile) -> None:
+    _show(plan)
+    # Where the kit cannot edit the boot line (a cluster's nodes), provisioning sets these.
+    tokens = "; ".join(f"{vendor}: {' '.join(t)}" for vendor, t in host.iommu.tokens.items())
+    out.print(f"IOMMU tokens of {host.name}, for node provisioning: {tokens}", highlight=False)
+
+
 def _would(plan: Plan, system: System) -> str:
     """The answer a dry run owes first: whether `--yes` would act, and if not, what stops it."""
     stops = [*plan.refusals]
@@ -88,20 +96,15 @@ HOST_PROFILE = click.argument("profile", metavar="PROFILE")
 @HOST_PROFILE
 @REPLACE
 @ACKNOWLEDGE
-@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@output.json_option("the plan")
 def plan_cmd(profile: str, replace: bool, acknowledge: bool, as_json: bool):
     """What `apply PROFILE` would do: each file's diff, each command, and any refusal. Changes nothing.
 
     Exits 2 when apply would refuse."""
     host = settings.load(profile)
     plan = build(host, choices=_choices(replace, acknowledge))
-    if as_json:
-        click.echo(json.dumps({**to_json(plan, System()), "iommu_tokens": host.iommu.tokens}, indent=2))
-    else:
-        _show(plan)
-        # Where the kit cannot edit the boot line (a cluster's nodes), provisioning sets these.
-        tokens = "; ".join(f"{vendor}: {' '.join(t)}" for vendor, t in host.iommu.tokens.items())
-        out.print(f"IOMMU tokens of {host.name}, for node provisioning: {tokens}", highlight=False)
+    found = {**to_json(plan, System()), "iommu_tokens": host.iommu.tokens}
+    output.emit(found, as_json, lambda data: _show_with_tokens(plan, host))
     if plan.refusals:
         raise SystemExit(2)
 

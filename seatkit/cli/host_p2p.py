@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 from rich.markup import escape
 from rich.table import Table
 
+from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.errors import SeatError
 from seatkit.host import p2p, step
@@ -20,7 +19,7 @@ from seatkit.text import counted
 @click.option(
     "--image", help="Run the probe inside this image (it has torch and CUDA) with every GPU attached."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@output.json_option("the result")
 @click.option(
     "--step",
     "step_mode",
@@ -64,36 +63,37 @@ def verify_p2p_cmd(
         kept = p2p.store(result, System())
     except OSError as exc:
         kept = f"not kept ({exc}): status will not see it"
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-    else:
-        out.print(
-            f"{counted(len(result['gpus']), 'GPU')}: {', '.join(dict.fromkeys(result['gpus']))}, "
-            f"torch {result['torch']}, CUDA {result['cuda']}",
-            highlight=False,
-        )
-        if result["pairs"]:
-            table = Table("pair", "peer access", "DMA copy", "kernel peer read", "GB/s")
-            for pair in result["pairs"]:
-                table.add_row(
-                    f"GPU{pair['from']} -> GPU{pair['to']}",
-                    str(pair["can_access_peer"]),
-                    "ok" if pair["copy_ok"] else "WRONG",
-                    "ok" if pair["kernel_read_ok"] else "WRONG",
-                    f"{pair['bandwidth_gb_s']:.1f}",
-                )
-            out.print(table)
-        if result["allreduce"]:
-            ar = result["allreduce"]
-            out.print(
-                f"all-reduce {ar['bytes'] // 1024} KB over {ar['gpus']} GPUs (NCCL {result['nccl']}): "
-                f"{ar['us']:.1f} us, sum {'correct' if ar['correct'] else 'WRONG'}"
-            )
-        for problem in result["problems"]:
-            out.print(f"[red]problem:[/] {escape(problem)}")
-        out.print(f"verdict: {result['verdict']}; result {kept}")
+    output.emit(result, as_json, lambda data: _show_probe(data, kept))
     if result["verdict"] == "failed":
         raise SystemExit(1)
+
+
+def _show_probe(result: dict, kept: str) -> None:
+    out.print(
+        f"{counted(len(result['gpus']), 'GPU')}: {', '.join(dict.fromkeys(result['gpus']))}, "
+        f"torch {result['torch']}, CUDA {result['cuda']}",
+        highlight=False,
+    )
+    if result["pairs"]:
+        table = Table("pair", "peer access", "DMA copy", "kernel peer read", "GB/s")
+        for pair in result["pairs"]:
+            table.add_row(
+                f"GPU{pair['from']} -> GPU{pair['to']}",
+                str(pair["can_access_peer"]),
+                "ok" if pair["copy_ok"] else "WRONG",
+                "ok" if pair["kernel_read_ok"] else "WRONG",
+                f"{pair['bandwidth_gb_s']:.1f}",
+            )
+        out.print(table)
+    if result["allreduce"]:
+        ar = result["allreduce"]
+        out.print(
+            f"all-reduce {ar['bytes'] // 1024} KB over {ar['gpus']} GPUs (NCCL {result['nccl']}): "
+            f"{ar['us']:.1f} us, sum {'correct' if ar['correct'] else 'WRONG'}"
+        )
+    for problem in result["problems"]:
+        out.print(f"[red]problem:[/] {escape(problem)}")
+    out.print(f"verdict: {result['verdict']}; result {kept}")
 
 
 def _verify_step(
@@ -120,32 +120,33 @@ def _verify_step(
         kept = step.store(result, System())
     except (OSError, SeatError) as exc:  # a symlink in its place, say: the figures are still shown
         kept = f"not kept ({exc}): status will not see it"
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-    else:
-        forms = result["step"]["forms"]
-        table = Table(
-            "1+k",
-            "KiB",
-            "baseline us",
-            "one-shot us",
-            "NCCL us",
-            title=f"{result['step']['placement']}: train p50/p99, per collective p50",
-        )
-        for t, size in result["step"]["bytes_by_tokens"].items():
-            cells = [
-                _train_cell((forms.get("baseline") or [{}])[0].get("by_tokens", {}).get(t)),
-                _train_cell((forms.get("oneshot") or {}).get("by_tokens", {}).get(t)),
-                _train_cell((forms.get("nccl") or {}).get("by_tokens", {}).get(t)),
-            ]
-            table.add_row(t, f"{size / 1024:.0f}", *cells)
-        out.print(table)
-        out.print(escape(step.summary(result)), highlight=False)
-        for problem in result["problems"]:
-            out.print(f"[red]problem:[/] {escape(problem)}")
-        out.print(f"verdict: {result['verdict']}; result {kept}")
+    output.emit(result, as_json, lambda data: _show_step(data, kept))
     if result["verdict"] == "failed":
         raise SystemExit(1)
+
+
+def _show_step(result: dict, kept: str) -> None:
+    forms = result["step"]["forms"]
+    table = Table(
+        "1+k",
+        "KiB",
+        "baseline us",
+        "one-shot us",
+        "NCCL us",
+        title=f"{result['step']['placement']}: train p50/p99, per collective p50",
+    )
+    for t, size in result["step"]["bytes_by_tokens"].items():
+        cells = [
+            _train_cell((forms.get("baseline") or [{}])[0].get("by_tokens", {}).get(t)),
+            _train_cell((forms.get("oneshot") or {}).get("by_tokens", {}).get(t)),
+            _train_cell((forms.get("nccl") or {}).get("by_tokens", {}).get(t)),
+        ]
+        table.add_row(t, f"{size / 1024:.0f}", *cells)
+    out.print(table)
+    out.print(escape(step.summary(result)), highlight=False)
+    for problem in result["problems"]:
+        out.print(f"[red]problem:[/] {escape(problem)}")
+    out.print(f"verdict: {result['verdict']}; result {kept}")
 
 
 def _train_cell(figures: dict | None) -> str:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import click
 from rich.markup import escape
 
+from seatkit.cli import output
 from seatkit.cli.app import PROFILE, err, out
 from seatkit.image import b12x, build, overlay, pin
 from seatkit.seat import overlay_lock, profiles
@@ -35,7 +35,7 @@ from seatkit.text import one_line
     "base's public kernels.",
 )
 @click.option("--b12x-overlay", default=str(b12x.FETCHED), show_default=True, type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@output.json_option("the result")
 def build_cmd(
     profile: str,
     allow_unpinned: bool,
@@ -68,9 +68,10 @@ def build_cmd(
         progress=lambda line: err.print(escape(line), highlight=False),
     )
     result["seconds"] = round(time.monotonic() - started, 1)
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-        return
+    output.emit(result, as_json, _show_build)
+
+
+def _show_build(result: dict) -> None:
     out.print(
         f"built {result['tag']} ({result['image'][:19]}) in {result['seconds']} s from {result['base']}\n"
         f"overlay layer {result['overlay_layer']}: {result['overlay_layer_bytes'] / 1e6:.2f} MB, "
@@ -105,13 +106,14 @@ def pin_cmd(profile: str):
 
 @image_group.command("inspect")
 @click.argument("image")
-@click.option("--json", "as_json", is_flag=True, help="Print the provenance as JSON.")
+@output.json_option("the provenance")
 def inspect_cmd(image: str, as_json: bool):
     """Where an image came from: base and digest, overlay source, commit, tree and lock hash, profile."""
     found = build.labels(image)
-    if as_json:
-        click.echo(json.dumps(found, indent=2))
-        return
+    output.emit(found, as_json, lambda data: _show_provenance(data, image))
+
+
+def _show_provenance(found: dict, image: str) -> None:
     out.print(f"{image}: {found['id']}  tags {', '.join(found['tags']) or '-'}", highlight=False)
     for key, value in sorted(found["labels"].items()):  # labels are anyone's text: no escapes
         out.print(f"  {escape(one_line(key))} = {escape(one_line(value))}", highlight=False)

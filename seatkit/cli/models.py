@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from contextlib import contextmanager
@@ -10,6 +9,7 @@ from contextlib import contextmanager
 import click
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
+from seatkit.cli import output
 from seatkit.cli.app import PROFILE, err, out
 from seatkit.models import fetch as fetcher
 from seatkit.models import lock as locks
@@ -85,15 +85,16 @@ def lock_cmd(profile: str, workers: int | None):
 
 
 def _report(result: dict, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-    else:
-        for key, m in result["models"].items():
-            out.print(f"{key}: {m['dir']}: {verifier.summary(m)}", highlight=False)
-            for kind in ("missing", "changed", "extra"):
-                for name in m[kind][:20]:
-                    out.print(f"  {kind}: {name}", highlight=False)
+    output.emit(result, as_json, _show_models)
     sys.exit(0 if result["ok"] else 1)
+
+
+def _show_models(result: dict) -> None:
+    for key, m in result["models"].items():
+        out.print(f"{key}: {m['dir']}: {verifier.summary(m)}", highlight=False)
+        for kind in ("missing", "changed", "extra"):
+            for name in m[kind][:20]:
+                out.print(f"  {kind}: {name}", highlight=False)
 
 
 @model_group.command("verify")
@@ -102,7 +103,7 @@ def _report(result: dict, as_json: bool) -> None:
     "--sizes-only", is_flag=True, help="Compare sizes alone (what preflight does): seconds, not minutes."
 )
 @WORKERS
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@output.json_option("the result")
 def verify_cmd(profile: str, sizes_only: bool, workers: int | None, as_json: bool):
     """Compare each model folder with the lock: missing, changed and extra files (exit 1 on any).
 
@@ -118,7 +119,7 @@ def verify_cmd(profile: str, sizes_only: bool, workers: int | None, as_json: boo
 @model_group.command("fetch")
 @PROFILE
 @WORKERS
-@click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
+@output.json_option("the verification")
 def fetch_cmd(profile: str, workers: int | None, as_json: bool):
     """Download each model with `hf download REPO --revision REV --local-dir DIR`, then verify it.
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -42,7 +41,7 @@ def render_cmd(check: bool):
     "--python",
     help="Python of a venv with vLLM to check with (default: the profile's own runtime, else cpu-smoke's).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@output.json_option("the findings")
 def lint_cmd(profile: str, python: str | None, as_json: bool):
     """Check the profile's vLLM flags and speculative config with a real vLLM parser.
 
@@ -52,16 +51,18 @@ def lint_cmd(profile: str, python: str | None, as_json: bool):
     prof = profiles.load(profile)
     findings = lint.lint(prof, python)
     errors = [f for f in findings if not f.fork_only]
-    if as_json:
-        click.echo(json.dumps([{**f.__dict__, "verdict": f.verdict} for f in findings], indent=2))
-    else:
-        table = Table("verdict", "kind", "name", "stage", "message", title=f"seat lint {prof.name}")
-        for f in findings:
-            table.add_row(f.verdict, f.kind, f.name, f.stage, f.message)
-        if findings:
-            output.show_table(out, table)
-        out.print(
-            f"{len(errors)} error(s), {len(findings) - len(errors)} fork-only; "
-            f"{len(lint.server_argv(prof))} arguments checked"
-        )
+    found = [{**f.__dict__, "verdict": f.verdict} for f in findings]
+    output.emit(found, as_json, lambda data: _show_findings(prof, findings, len(errors)))
     sys.exit(1 if errors else 0)
+
+
+def _show_findings(prof: profiles.Profile, findings: list[lint.Finding], errors: int) -> None:
+    table = Table("verdict", "kind", "name", "stage", "message", title=f"seat lint {prof.name}")
+    for f in findings:
+        table.add_row(f.verdict, f.kind, f.name, f.stage, f.message)
+    if findings:
+        output.show_table(out, table)
+    out.print(
+        f"{errors} error(s), {len(findings) - errors} fork-only; "
+        f"{len(lint.server_argv(prof))} arguments checked"
+    )

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 from rich.markup import escape
 
 from seatkit import when
+from seatkit.cli import output
 from seatkit.cli.app import PROFILE, err, out
 from seatkit.cli.progress import progress
 from seatkit.errors import SeatError
@@ -105,7 +105,7 @@ def _may_run_in_docker(profile: str) -> bool:
 
 @click.command("status")
 @PROFILE
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@output.json_option("the status")
 def status_cmd(profile: str, as_json: bool):
     """What `seat up` started for PROFILE, whether it still runs, and its /health answer."""
     name = profiles.name_of(profile)
@@ -118,9 +118,10 @@ def status_cmd(profile: str, as_json: bool):
                 f"profiles: {', '.join(profiles.profile_names())}",
             )
         profiles.load(profile)  # a broken profile is said now, not after `seat up` is suggested
-    if as_json:
-        click.echo(json.dumps(info, indent=2))
-        return
+    output.emit(info, as_json, lambda data: _show_status(data, profile))
+
+
+def _show_status(info: dict, profile: str) -> None:
     shown = _readable(info)
     width = max(map(len, shown))
     for key, value in shown.items():

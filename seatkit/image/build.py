@@ -132,6 +132,16 @@ def _require_buildable(profile: Profile) -> Image:
     return profile.image
 
 
+def _require_no_links(container, vllm_dir: str) -> None:
+    links = symlinked_folders(container, vllm_dir)
+    if links:
+        raise SeatError(
+            f"{vllm_dir} passes through symlinks in the base ({'; '.join(links)}): "
+            "copying the overlay there would replace them with folders",
+            "set image.vllm_dir in the profile to the real path",
+        )
+
+
 def _require_match(folder: Path, lock: Lock, which: str, fix: str) -> None:
     """Refuse to build from files that are missing or changed against their lock."""
     problems = overlay.verify(folder, lock)
@@ -167,13 +177,7 @@ def build(
     client = engine.client()
     progress(f"base {base_ref}")
     with created(base_ref) as container:
-        links = symlinked_folders(container, image.vllm_dir)
-        if links:
-            raise SeatError(
-                f"{image.vllm_dir} passes through symlinks in the base ({'; '.join(links)}): "
-                "copying the overlay there would replace them with folders",
-                "set image.vllm_dir in the profile to the real path",
-            )
+        _require_no_links(container, image.vllm_dir)
         base = base_files(container, image.vllm_dir) if delta else {}
         kernels = b12x.provenance(
             container,
