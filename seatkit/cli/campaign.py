@@ -9,9 +9,8 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from seatkit.campaign import plan as campaign_plan
-from seatkit.campaign import runner
-from seatkit.campaign import spec as specs
+from seatkit.campaign import runner, spec
+from seatkit.campaign.plan import Plan, build, duration
 from seatkit.campaign.seat import SeatDriver
 from seatkit.cli import output
 from seatkit.cli.app import err, out
@@ -42,7 +41,7 @@ def _system(root: str) -> System:
     return System(root=Path(root))
 
 
-def _print_plan(plan: campaign_plan.Plan) -> None:
+def _print_plan(plan: Plan) -> None:
     c = plan.campaign
     out.print(
         f"campaign {c.name}: {len(plan.visits)} benches of {len(set(a.name for a in plan.visits))} "
@@ -50,7 +49,7 @@ def _print_plan(plan: campaign_plan.Plan) -> None:
         highlight=False,
     )
     out.print(
-        f"  reboots: {plan.reboots}; roughly {campaign_plan.duration(plan.seconds)} "
+        f"  reboots: {plan.reboots}; roughly {duration(plan.seconds)} "
         f"(each cold start may take up to {plan.cold_start_s:.0f} s)",
         highlight=False,
     )
@@ -68,7 +67,7 @@ def _print_plan(plan: campaign_plan.Plan) -> None:
 @output.json_option("the plan")
 def plan_cmd(name, ack, root, as_json):
     """How many reboots, roughly how long, in what order, and every reason to refuse."""
-    plan = campaign_plan.build(specs.load(name), _system(root), ack)
+    plan = build(spec.load(name), _system(root), ack)
     output.emit(plan.to_json(), as_json, lambda data: _print_plan(plan))
 
 
@@ -88,7 +87,7 @@ def _step(root: str) -> None:
 @ROOT
 def run_cmd(name, ack, root):
     """Start the campaign: the first step runs now; the unit resumes it after each reboot."""
-    plan = campaign_plan.build(specs.load(name), _system(root), ack)
+    plan = build(spec.load(name), _system(root), ack)
     _print_plan(plan)
     folder = runner.start(plan, _system(root), _seat_exe(), root)
     out.print(f"campaign folder: {escape(folder)} (log: campaign.log)", highlight=False, soft_wrap=True)

@@ -11,9 +11,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColu
 
 from seatkit.cli import output
 from seatkit.cli.app import PROFILE, err, out
-from seatkit.models import fetch as fetcher
-from seatkit.models import lock as locks
-from seatkit.models import verify as verifier
+from seatkit.models import fetch, lock, verify
 from seatkit.seat import profiles
 
 WORKERS = click.option(
@@ -72,13 +70,13 @@ def lock_cmd(profile: str, workers: int | None):
     Records each file's path, size and SHA-256, the hub repository and revision (the profile's, or
     the commit `hf download` noted beside the files), and one aggregate hash per model."""
     prof = profiles.load(profile)
-    with byte_progress(f"hashing {prof.name}'s models", locks.total_bytes(prof)) as advance:
-        made = locks.make(prof, advance, workers)
-    path = locks.write(prof, made)
-    for key, lock in made.items():
+    with byte_progress(f"hashing {prof.name}'s models", lock.total_bytes(prof)) as advance:
+        made = lock.make(prof, advance, workers)
+    path = lock.write(prof, made)
+    for key, pinned in made.items():
         out.print(
-            f"{key}: {len(lock.files)} files, {_size(lock.size)}, sha256 {lock.sha256[:16]}, "
-            f"revision {lock.revision or 'unknown'}",
+            f"{key}: {len(pinned.files)} files, {_size(pinned.size)}, sha256 {pinned.sha256[:16]}, "
+            f"revision {pinned.revision or 'unknown'}",
             highlight=False,
         )
     out.print(f"wrote {path}")
@@ -91,7 +89,7 @@ def _report(result: dict, as_json: bool) -> None:
 
 def _show_models(result: dict) -> None:
     for key, m in result["models"].items():
-        out.print(f"{key}: {m['dir']}: {verifier.summary(m)}", highlight=False)
+        out.print(f"{key}: {m['dir']}: {verify.summary(m)}", highlight=False)
         for kind in ("missing", "changed", "extra"):
             for name in m[kind][:20]:
                 out.print(f"  {kind}: {name}", highlight=False)
@@ -110,9 +108,9 @@ def verify_cmd(profile: str, sizes_only: bool, workers: int | None, as_json: boo
     Hashes files in parallel; a full verify is recorded for `seat doctor`."""
     prof = profiles.load(profile)
     if sizes_only:
-        _report(verifier.verify(prof, full=False), as_json)
-    with byte_progress(f"verifying {prof.name}'s models", verifier.bytes_to_hash(prof)) as advance:
-        result = verifier.verify(prof, full=True, workers=workers, on_bytes=advance)
+        _report(verify.verify(prof, full=False), as_json)
+    with byte_progress(f"verifying {prof.name}'s models", verify.bytes_to_hash(prof)) as advance:
+        result = verify.verify(prof, full=True, workers=workers, on_bytes=advance)
     _report(result, as_json)
 
 
@@ -125,7 +123,7 @@ def fetch_cmd(profile: str, workers: int | None, as_json: bool):
 
     Needs huggingface_hub's `hf` on PATH and the revision in the profile or its lock."""
     prof = profiles.load(profile)
-    fetcher.download(prof, say=lambda m: err.print(m, highlight=False, markup=False))
-    with byte_progress(f"verifying {prof.name}'s models", verifier.bytes_to_hash(prof)) as advance:
-        result = verifier.verify(prof, full=True, workers=workers, on_bytes=advance)
+    fetch.download(prof, say=lambda m: err.print(m, highlight=False, markup=False))
+    with byte_progress(f"verifying {prof.name}'s models", verify.bytes_to_hash(prof)) as advance:
+        result = verify.verify(prof, full=True, workers=workers, on_bytes=advance)
     _report(result, as_json)
