@@ -1,7 +1,9 @@
 # Two entry points, both from a fresh clone: `make demo` and `make test`; `make install` puts
-# `seat` on the PATH.
+# `seat` on the PATH. `make lint` and `make unit` are the quick loop while developing.
 VENV := .venv
 PY := python3
+# Workers for the unit tier (pytest-xdist); `make unit JOBS=1` runs it in one process.
+JOBS ?= auto
 # Where `make install` links `seat`: the user's own bin folder, as pipx does (no root, no system pip).
 BINDIR ?= $(HOME)/.local/bin
 
@@ -11,12 +13,27 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]'
 	touch $@
 
-.PHONY: demo test install uninstall
+.PHONY: demo test unit integration lint install uninstall
 demo: $(VENV)/.installed
 	$(VENV)/bin/seat demo
 
-test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest
+# The unit tier in parallel; the integration tier in one process: its session fixtures (this run's
+# docker engine, the shared runtimes and images in ~/.cache/seatkit) are made once per run, and a
+# worker each would start an engine each and build the same caches at once.
+test: unit integration
+
+unit: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -n $(JOBS) tests/unit
+
+integration: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest tests/integration
+
+# The code checks configured in pyproject.toml: lint, format, types, the layer contract.
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check seatkit tests
+	$(VENV)/bin/ruff format --check seatkit tests
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 # A link to this clone's seat: the kit reads its profiles and data from the clone, so it stays here.
 install: $(VENV)/.installed

@@ -16,8 +16,8 @@ def _terminated(signum, frame):
 def main():
     signal.signal(signal.SIGTERM, _terminated)
     try:
-        from seatkit.cli import main as run
+        from seatkit.cli import app
     except KeyboardInterrupt:  # the CLI's modules take a moment to import
         print("aborted", file=sys.stderr)
         sys.exit(130)
-    run()
+    app.main()

@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from seatkit.errors import SeatError
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def describe(error: dict) -> str:
+def describe(error: ErrorDetails) -> str:
     field = ".".join(str(p) for p in error["loc"] if p != "[key]") or "(top level)"
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":

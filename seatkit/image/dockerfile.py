@@ -9,11 +9,14 @@ from seatkit.seat.overlay_lock import Lock
 from seatkit.seat.profiles import Profile
 
 DOCKERFILE = paths.REPO / "Dockerfile"
+IMAGE_FILES = paths.REPO / "image"  # the scripts the image runs: entrypoint, checks, health
 
 
 def build_args(profile: Profile, lock: Lock) -> dict[str, str]:
     """The seat's build arguments, less the base reference and the kit's revision."""
     image = profile.image
+    if image is None:
+        raise SeatError(f"profile {profile.name} runs natively: it has no image to build")
     return {
         "BASE_TAG": f"{image.name}:{image.tag}",
         "VLLM_DIR": image.vllm_dir,

@@ -26,7 +26,8 @@ from posixpath import normpath
 from seatkit import engine, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
-from seatkit.image.build import IMAGE_FILES, created
+from seatkit.image.container import created
+from seatkit.image.dockerfile import IMAGE_FILES
 from seatkit.seat import layout, what_runs
 from seatkit.seat.overlay_lock import Lock, load, parse
 from seatkit.seat.profiles import Profile

@@ -11,11 +11,12 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.seat.overlay_lock import LOCK, SOURCE, Lock, check_source, load, parse  # noqa: F401 (re-exported)
+from seatkit.seat.overlay_lock import SOURCE, Lock, check_source
 
 FETCHED = paths.REPO / "overlay" / "vllm"
 GIT_PROTOCOLS = "https:file"  # file: a local path
@@ -51,7 +52,7 @@ def _oddities(root: Path) -> tuple[list[str], list[str]]:
     return links, caches
 
 
-def verify(root: Path, lock: Lock, links_seen: list[str] = ()) -> dict[str, list[str]]:
+def verify(root: Path, lock: Lock, links_seen: Sequence[str] = ()) -> dict[str, list[str]]:
     """missing, changed and extra files of a tree against the lock; links and caches it should not have.
 
     A listed file replaced by a symlink is both changed and a link, whatever it points to.

@@ -15,7 +15,7 @@ from seatkit import engine
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.seat.profiles import Profile
-from seatkit.serve.pins import base_reference, lock_path, read  # noqa: F401 (the pin as data)
+from seatkit.serve.pins import lock_path
 
 
 def resolve(name: str, tag: str) -> str:

@@ -7,6 +7,7 @@ repository's .gitignore dropped. `seat up` prints these facts; `seat doctor` can
 
 from __future__ import annotations
 
+from seatkit.errors import SeatError
 from seatkit.image import build
 from seatkit.seat.overlay_lock import Lock, load
 from seatkit.seat.profiles import Profile
@@ -18,19 +19,22 @@ def compare(profile: Profile, lock: Lock | None = None, image: str | None = None
     SEAT_IMAGE names another), against the lock: what matches, and the missing, changed and extra
     files of its vllm package."""
     lock = lock or load()
-    if image is None or image == f"{profile.image.name}:{profile.image.tag}":
+    if profile.image is None:
+        raise SeatError(f"profile {profile.name} runs natively: it has no image to compare")
+    seat_image = profile.image
+    if image is None or image == f"{seat_image.name}:{seat_image.tag}":
         image, digest = pins.base_reference(profile)  # the profile's own, by its pinned digest
     else:  # another image chosen with SEAT_IMAGE: the profile's pin says nothing of it
         digest = image.partition("@")[2] or None
     try:
-        found = build.verify_installed(image, profile.image.vllm_dir, is_container=False, lock=lock)
+        found = build.verify_installed(image, seat_image.vllm_dir, is_container=False, lock=lock)
         package = True
     except build.NoPackage:  # a fact like the others (the image keeps vllm elsewhere), not a failure
         found, package = {"missing": sorted(lock.files), "changed": [], "extra": []}, False
     return {
         "image": image,
         "digest": digest,
-        "vllm_dir": profile.image.vllm_dir,
+        "vllm_dir": seat_image.vllm_dir,
         "package": package,
         "overlay_commit": lock.commit,
         "locked": len(lock.files),

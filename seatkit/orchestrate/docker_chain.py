@@ -25,6 +25,7 @@ from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.image import build as image_build
 from seatkit.image import cpu_base, outside, overlay, pin, registry
+from seatkit.image.container import copy_out, created
 from seatkit.orchestrate.demo import MAX_TOKENS, SHORT, SUITES
 from seatkit.seat import layout, profiles
 from seatkit.serve import launch, runtime
@@ -104,9 +105,9 @@ def overlay_repo(base: str, vllm_dir: str, folder: Path) -> tuple[Path, str]:
     returns the changed vllm folder and its source (its absolute path @ commit) for `seat overlay lock`."""
     shutil.rmtree(folder, ignore_errors=True)
     tree = folder / "vllm"
-    with image_build.created(base) as container:
+    with created(base) as container:
         for name in CHANGES:
-            if image_build.copy_out(container, f"{vllm_dir}/{name}", (tree / name).parent) is None:
+            if copy_out(container, f"{vllm_dir}/{name}", (tree / name).parent) is None:
                 raise SeatError(f"{base} has no {vllm_dir}/{name} to change")
 
     def git(*args: str) -> str:

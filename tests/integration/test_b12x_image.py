@@ -12,6 +12,7 @@ import yaml
 from conftest import BIN
 
 from seatkit.image import b12x, overlay
+from seatkit.seat import overlay_lock
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
 PUBLIC_DENSE = b"def gemm(a, b):\n    return 'public tile'\n"
@@ -129,7 +130,7 @@ def dense_in(image: str) -> str:
 
 def test_without_a_b12x_overlay_the_labels_say_public_kernels(world):
     tmp, _, _ = world
-    assert not b12x.LOCK.exists()
+    assert not overlay_lock.B12X_LOCK.exists()
     result, labels, log = build(world, None)
     public = hashlib.sha256(PUBLIC_DENSE).hexdigest()
     assert labels["io.seatkit.b12x.overlay"] == b12x.PUBLIC and "public" in log
@@ -148,7 +149,7 @@ def test_without_a_b12x_overlay_the_labels_say_public_kernels(world):
 def test_a_pinned_b12x_overlay_lands_over_the_package_and_is_checked_at_start(world):
     tmp, _, _ = world
     result, labels, _ = build(world, tmp / "b12x.lock")
-    lock = overlay.load(tmp / "b12x.lock")
+    lock = overlay_lock.load(tmp / "b12x.lock")
     patched = hashlib.sha256(PATCHED_DENSE).hexdigest()
     assert labels["io.seatkit.b12x.dense_sha256"] == patched == dense_in(result["tag"])
     assert labels["io.seatkit.b12x.overlay"].endswith(f"lock sha256 {lock.sha256}")

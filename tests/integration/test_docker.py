@@ -245,9 +245,9 @@ def test_an_image_name_docker_cannot_parse_is_a_clear_preflight_error(docker_eng
 
 def test_helper_containers_that_read_an_image_are_labelled(busybox_image):
     from seatkit import engine
-    from seatkit.image import build
+    from seatkit.image.container import created
 
-    with build.created(busybox_image) as container:
+    with created(busybox_image) as container:
         assert engine.HELPER_LABEL in container.labels
     assert (
         docker.from_env().containers.list(

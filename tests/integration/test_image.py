@@ -17,9 +17,8 @@ from conftest import BIN, free_port
 from plain_repo import JUNK, repository_copy
 
 from seatkit.errors import SeatError
-from seatkit.image import build as image_build
-from seatkit.image import overlay, prebuilt
-from seatkit.seat import profiles
+from seatkit.image import build, overlay, prebuilt
+from seatkit.seat import overlay_lock, profiles
 
 VLLM = "/opt/venv/lib/python3.12/site-packages/vllm"
 TABLE = bytes(range(256)) * 2048  # 512 KiB the base already has byte for byte
@@ -122,7 +121,7 @@ def seat(*args, check=True):
     return done
 
 
-def build(stand_ins, profile_path, *extra):
+def seat_build(stand_ins, profile_path, *extra):
     done = seat(
         "build",
         str(profile_path),
@@ -159,7 +158,7 @@ def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins
     pinned = seat("image", "pin", str(path))
     assert digest in pinned.stdout
     assert yaml.safe_load(path.with_suffix(".lock").read_text())["digest"] == digest
-    result, log = build(stand_ins, path)
+    result, log = seat_build(stand_ins, path)
     assert result["base"] == f"{repository}@{digest}" and result["base_digest"] == digest
     assert "seatkit smoke test: imported vllm.config.speculative vllm.v1.spec_decode.dspark" in log
     assert result["tag"].startswith("seatkit/pinned-by-lock:overlay-abababababab-")
@@ -199,10 +198,10 @@ def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins
 
 def test_the_overlay_layer_is_the_same_across_builds_and_the_delta_is_smaller(stand_ins):
     path = profile_for(stand_ins, "py", "reproducible")
-    first, _ = build(stand_ins, path, "--no-cache")
-    second, _ = build(stand_ins, path, "--no-cache")
+    first, _ = seat_build(stand_ins, path, "--no-cache")
+    second, _ = seat_build(stand_ins, path, "--no-cache")
     assert first["overlay_layer"] == second["overlay_layer"]
-    full, _ = build(stand_ins, path, "--no-cache", "--full")
+    full, _ = seat_build(stand_ins, path, "--no-cache", "--full")
     assert full["copied"] == len(OVERLAY) and full["overlay_layer"] != first["overlay_layer"]
     assert full["overlay_layer_bytes"] > first["overlay_layer_bytes"] + len(TABLE) // 2
     print(f"overlay layer: delta {first['overlay_layer_bytes']} B, full {full['overlay_layer_bytes']} B")
@@ -228,7 +227,7 @@ def test_a_tampered_overlay_fails_at_build_and_at_container_start(stand_ins, tmp
     assert refused.returncode == 1 and "does not match the lock" in refused.stderr
     assert "config/speculative.py" in refused.stderr and "nothing was built" in refused.stderr
 
-    result, _ = build(stand_ins, path)
+    result, _ = seat_build(stand_ins, path)
     (tmp_path / "Dockerfile").write_text(f"FROM {result['tag']}\nRUN echo '# edited' >> {VLLM}/version.py\n")
     client = docker.from_env()
     tampered, _ = client.images.build(path=str(tmp_path), tag="seatkit-test/tampered:1", rm=True)
@@ -269,7 +268,7 @@ def test_a_base_missing_what_the_overlay_imports_fails_the_smoke_step(stand_ins)
 
 def test_the_healthcheck_turns_healthy_when_the_server_answers(stand_ins):
     path = profile_for(stand_ins, "busybox", "health", smoke=[])
-    result, log = build(stand_ins, path)
+    result, log = seat_build(stand_ins, path)
     assert "no modules to import, skipped" in log
     port = free_port()
     client = docker.from_env()
@@ -307,8 +306,8 @@ def test_buildkit_builds_the_same_context(stand_ins, tmp_path):
     """Debian's engine with BuildKit (no `# syntax=` line to pull) takes the context the kit writes."""
     repository, _, digest = stand_ins["bases"]["busybox"]
     profile = profiles.load(str(profile_for(stand_ins, "busybox", "buildkit", smoke=[])))
-    ctx = image_build.context(stand_ins["lock"], stand_ins["tmp"] / "overlay")
-    args = image_build.build_args(profile, stand_ins["lock"], f"{repository}@{digest}")
+    ctx = build.context(stand_ins["lock"], stand_ins["tmp"] / "overlay")
+    args = build.build_args(profile, stand_ins["lock"], f"{repository}@{digest}")
     done = subprocess.run(
         [
             "/usr/bin/docker",
@@ -366,9 +365,9 @@ def test_a_base_whose_package_path_runs_through_a_symlink_is_refused(stand_ins, 
 
 def test_building_a_native_profile_or_a_missing_overlay_is_a_clear_error(stand_ins, tmp_path):
     with pytest.raises(SeatError, match="runs natively"):
-        image_build.build(profiles.load("cpu-smoke"), stand_ins["lock"], stand_ins["tmp"] / "overlay")
+        build.build(profiles.load("cpu-smoke"), stand_ins["lock"], stand_ins["tmp"] / "overlay")
     with pytest.raises(SeatError, match="no overlay at"):
-        image_build.build(
+        build.build(
             profiles.load(str(profile_for(stand_ins, "py", "missing"))),
             stand_ins["lock"],
             tmp_path / "absent",
@@ -401,7 +400,7 @@ def plain_build(root, base, tag):
 
 def test_a_plain_docker_build_from_the_repository_passes_the_same_checks_and_labels(stand_ins, tmp_path):
     path = profile_for(stand_ins, "py", "plain")
-    kit, kit_log = build(stand_ins, path)
+    kit, kit_log = seat_build(stand_ins, path)
     repository, _, digest = stand_ins["bases"]["py"]
     root = repository_copy(
         tmp_path / "repo", profiles.load(str(path)), stand_ins["lock"], stand_ins["tmp"] / "overlay"
@@ -415,7 +414,7 @@ def test_a_plain_docker_build_from_the_repository_passes_the_same_checks_and_lab
     size = float(sent.group(1)) * {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9}[sent.group(2)]
     assert len(TABLE) < size < JUNK  # the overlay went, runs/ and the rest stayed out
 
-    plain, seat_built = image_build.labels("seatkit-test/plain:1"), image_build.labels(kit["tag"])
+    plain, seat_built = build.labels("seatkit-test/plain:1"), build.labels(kit["tag"])
     # The b12x labels are recorded by `seat build` alone (it looks inside the base); a plain build
     # leaves them empty, as the Dockerfile says.
     keys = [
@@ -437,7 +436,7 @@ def test_a_plain_docker_build_from_the_repository_passes_the_same_checks_and_lab
 
     # the whole overlay is copied (the table the base already has too): a bigger layer, same files
     layers = {
-        name: image_build.overlay_layer(tag, f"{repository}@{digest}")["overlay_layer_bytes"]
+        name: build.overlay_layer(tag, f"{repository}@{digest}")["overlay_layer_bytes"]
         for name, tag in (("plain", "seatkit-test/plain:1"), ("kit", kit["tag"]))
     }
     assert layers["plain"] > layers["kit"] + len(TABLE) // 2
@@ -524,7 +523,7 @@ def test_a_prebuilt_image_is_compared_with_the_lock_as_facts(stand_ins, tmp_path
     assert facts == prebuilt.facts(prebuilt.compare(profile))
     assert (
         facts[0].startswith(f"{repository}@{digest}: ")
-        and f"of {len(overlay.load().files)} locked" in facts[0]
+        and f"of {len(overlay_lock.load().files)} locked" in facts[0]
     )
     assert started.returncode == 1 and "preflight" in started.stderr.lower(), started.stderr
     assert not any(

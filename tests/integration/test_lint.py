@@ -5,7 +5,7 @@ import json
 import yaml
 from click.testing import CliRunner
 
-from seatkit.cli import seat
+from seatkit.cli.app import seat
 from seatkit.seat import profiles
 
 

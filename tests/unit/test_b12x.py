@@ -8,7 +8,7 @@ import tarfile
 from seatkit import paths
 from seatkit.bench import cards, compare
 from seatkit.image import b12x, build, overlay
-from seatkit.seat import profiles
+from seatkit.seat import overlay_lock, profiles
 
 B12X_DIR = "/opt/venv/lib/python3.12/site-packages/b12x"
 
@@ -96,13 +96,13 @@ def test_the_b12x_overlay_lands_over_the_b12x_package_in_the_context(tmp_path):
     with tarfile.open(fileobj=io.BytesIO(build.context(lock, vllm).data)) as tar:
         assert "overlay/b12x.lock" not in tar.getnames()
     seat = profiles.load(profiles.DEFAULT_PROFILE)
-    assert build.seat_tag(seat, lock, kernels).endswith(f"-b12x-{kernels.sha256[:12]}")
-    assert "b12x" not in build.seat_tag(seat, lock)
+    assert overlay_lock.seat_tag(seat, lock, kernels).endswith(f"-b12x-{kernels.sha256[:12]}")
+    assert "b12x" not in overlay_lock.seat_tag(seat, lock)
 
 
 def test_without_a_b12x_lock_the_kit_says_the_seat_runs_the_public_kernels(tmp_path):
-    assert not b12x.LOCK.exists()  # the kit ships none: nobody published the patched files
-    assert b12x.load(tmp_path / "b12x.lock") is None
+    assert not overlay_lock.B12X_LOCK.exists()  # the kit ships none: nobody published the patched files
+    assert overlay_lock.load_b12x(tmp_path / "b12x.lock") is None
     assert b12x.PUBLIC.startswith("none: the base image's public b12x kernels")
     text = (paths.REPO / "CAVEATS.md").read_text()
     assert "public b12x kernels" in text and "expected_m" in text
@@ -112,8 +112,8 @@ def test_dense_py_is_hashed_as_the_image_will_hold_it(monkeypatch):
     base = {f"{B12X_DIR}/gemm/dense.py": "1" * 64}
     monkeypatch.setattr(b12x, "_sha256_in", lambda container, path: base.get(path))
     source = "https://example.invalid/b"
-    replaces = overlay.Lock(source, "a" * 40, "b12x", "b" * 40, {"gemm/dense.py": "2" * 64})
-    elsewhere = overlay.Lock(source, "a" * 40, "b12x", "b" * 40, {"moe/micro.py": "3" * 64})
+    replaces = overlay_lock.Lock(source, "a" * 40, "b12x", "b" * 40, {"gemm/dense.py": "2" * 64})
+    elsewhere = overlay_lock.Lock(source, "a" * 40, "b12x", "b" * 40, {"moe/micro.py": "3" * 64})
     assert b12x.provenance(None, {}, B12X_DIR, replaces)["B12X_DENSE_SHA256"] == "2" * 64
     assert b12x.provenance(None, {}, B12X_DIR, elsewhere)["B12X_DENSE_SHA256"] == "1" * 64
     public = b12x.provenance(None, {b12x.BASE_COMMIT_LABEL: "0ff2847"}, B12X_DIR, None)

@@ -325,7 +325,7 @@ def test_live_arms_set_their_knobs_and_the_end_puts_them_back(tmp_path):
 def test_the_cli_plans_and_reports_status_on_a_fake_root(tmp_path):
     from click.testing import CliRunner
 
-    from seatkit.cli import seat
+    from seatkit.cli.app import seat
 
     host = CampaignHost(tmp_path / "root")
     cli = CliRunner()

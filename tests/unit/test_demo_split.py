@@ -100,11 +100,11 @@ def test_the_side_by_side_is_a_grid_at_80_columns_even_at_three_digit_speeds(tmp
 
     from rich.console import Console
 
-    from seatkit.cli import serve
+    from seatkit.cli import demo
 
     buf = io.StringIO()
-    monkeypatch.setattr(serve, "out", Console(file=buf, width=80, force_terminal=False))
-    serve.print_side_by_side(
+    monkeypatch.setattr(demo, "out", Console(file=buf, width=80, force_terminal=False))
+    demo.print_side_by_side(
         summary(suite("code", 412.7, 3.18, 107.04), suite("prose", 201.3, 1.35, 96.11)), tmp_path
     )
     lines = buf.getvalue().splitlines()

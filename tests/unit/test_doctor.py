@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from seatkit.cli import seat
+from seatkit.cli.app import seat
 from seatkit.doctor import bench, diagnose, gpu, gpu_readings, host, models
 from seatkit.doctor.rows import Row, exit_code, worst
 from seatkit.errors import SeatError

@@ -10,7 +10,8 @@ import yaml
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.image import build, overlay, pin
-from seatkit.seat import profiles
+from seatkit.seat import overlay_lock, profiles
+from seatkit.serve import pins
 
 DIGEST = "sha256:" + "1" * 64
 VLLM = "/opt/venv/lib/python3.12/site-packages/vllm"
@@ -22,7 +23,7 @@ def tree(tmp_path):
     for name, data in files.items():
         (tmp_path / "vllm" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "vllm" / name).write_bytes(data)
-    lock = overlay.Lock(
+    lock = overlay_lock.Lock(
         "https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, overlay.tree_files(tmp_path / "vllm")
     )
     return tmp_path / "vllm", lock
@@ -56,7 +57,7 @@ def test_the_context_is_byte_identical_from_the_same_inputs_whatever_the_files_t
     assert f"overlay/root{VLLM}/config/speculative.py" in names
     lock_entry = next(m for m in entries if m.name == "overlay/overlay.lock")
     with tarfile.open(fileobj=io.BytesIO(first)) as tar:
-        assert overlay.parse(tar.extractfile(lock_entry).read().decode()) == lock
+        assert overlay_lock.parse(tar.extractfile(lock_entry).read().decode()) == lock
 
 
 def test_files_the_base_has_byte_for_byte_are_left_out_and_the_rest_copied(tree):
@@ -72,7 +73,7 @@ def test_files_the_base_has_byte_for_byte_are_left_out_and_the_rest_copied(tree)
 
 def test_the_seat_tag_names_the_profile_the_overlay_commit_and_the_lock(tree):
     _, lock = tree
-    tag = build.seat_tag(profiles.load(profiles.DEFAULT_PROFILE), lock)
+    tag = overlay_lock.seat_tag(profiles.load(profiles.DEFAULT_PROFILE), lock)
     assert tag == f"seatkit/{profiles.DEFAULT_PROFILE}:overlay-{'a' * 12}-{lock.sha256[:12]}"
 
 
@@ -92,29 +93,29 @@ def write_profile(tmp_path, digest=None):
 def test_an_unpinned_base_is_refused_unless_allowed(tmp_path):
     profile = write_profile(tmp_path)
     with pytest.raises(SeatError, match="not pinned by digest") as caught:
-        pin.base_reference(profile)
+        pins.base_reference(profile)
     assert "seat image pin" in caught.value.hint
-    assert pin.base_reference(profile, allow_unpinned=True) == ("registry.invalid/vllm:t1", None)
-    assert pin.base_reference(write_profile(tmp_path, DIGEST)) == (f"registry.invalid/vllm@{DIGEST}", DIGEST)
+    assert pins.base_reference(profile, allow_unpinned=True) == ("registry.invalid/vllm:t1", None)
+    assert pins.base_reference(write_profile(tmp_path, DIGEST)) == (f"registry.invalid/vllm@{DIGEST}", DIGEST)
 
 
 def test_the_lock_pins_the_base_and_a_stale_or_conflicting_lock_is_refused(tmp_path):
     profile = write_profile(tmp_path)
     lock = tmp_path / "seat.lock"
     lock.write_text(yaml.safe_dump({"name": "registry.invalid/vllm", "tag": "t1", "digest": DIGEST}))
-    assert pin.lock_path(profile) == lock
-    assert pin.base_reference(profile) == (f"registry.invalid/vllm@{DIGEST}", DIGEST)
+    assert pins.lock_path(profile) == lock
+    assert pins.base_reference(profile) == (f"registry.invalid/vllm@{DIGEST}", DIGEST)
     lock.write_text(yaml.safe_dump({"name": "registry.invalid/vllm", "tag": "t0", "digest": DIGEST}))
     with pytest.raises(SeatError, match="pins registry.invalid/vllm:t0"):
-        pin.base_reference(profile)
+        pins.base_reference(profile)
     lock.write_text(
         yaml.safe_dump({"name": "registry.invalid/vllm", "tag": "t1", "digest": "sha256:" + "2" * 64})
     )
     with pytest.raises(SeatError, match="keep one"):
-        pin.base_reference(write_profile(tmp_path, DIGEST))
+        pins.base_reference(write_profile(tmp_path, DIGEST))
     lock.write_text("name: x\n")
     with pytest.raises(SeatError, match="expected name, tag and digest"):
-        pin.read(profile)
+        pins.read(profile)
 
 
 def test_the_dockerfile_keeps_its_rules():
@@ -146,7 +147,7 @@ def test_the_default_seat_runs_the_built_image():
     profile = profiles.load(profiles.DEFAULT_PROFILE)
     assert profile.image.overlay and "vllm.v1.spec_decode.dspark" in profile.image.smoke_imports
     script = (paths.REPO / "serve" / f"{profiles.DEFAULT_PROFILE}.sh").read_text()
-    assert f"SEAT_IMAGE={build.seat_tag(profile, overlay.load())}" in script
+    assert f"SEAT_IMAGE={overlay_lock.seat_tag(profile, overlay_lock.load())}" in script
 
 
 def test_a_profile_that_runs_its_image_as_it_is_has_nothing_to_build(tmp_path):
@@ -154,7 +155,9 @@ def test_a_profile_that_runs_its_image_as_it_is_has_nothing_to_build(tmp_path):
     into a tag the seat never runs (it runs the prebuilt image by digest)."""
     path = tmp_path / "pinned-prebuilt.yaml"
     path.write_text(f"extends: deepspark-prebuilt\nimage: {{digest: 'sha256:{'a' * 64}'}}\n")
-    lock = overlay.Lock("https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, {"x.py": "0" * 64})
+    lock = overlay_lock.Lock(
+        "https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, {"x.py": "0" * 64}
+    )
     with pytest.raises(SeatError, match="nothing to build") as caught:
         build.build(profiles.load(str(path)), lock, tmp_path / "overlay")
     assert "seat image pin" in caught.value.hint
@@ -244,10 +247,10 @@ def test_a_torn_pin_is_a_clear_error_and_pinning_writes_whole_files(tmp_path, mo
     from pathlib import Path
 
     profile = write_profile(tmp_path)
-    lock = pin.lock_path(profile)
+    lock = pins.lock_path(profile)
     lock.write_text('name: registry.invalid/vllm\ntag: "t1\n')  # a crash mid-write, as it once could
     with pytest.raises(SeatError, match="not valid YAML"):
-        pin.base_reference(profile)
+        pins.base_reference(profile)
     good = yaml.safe_dump({"name": "registry.invalid/vllm", "tag": "t1", "digest": DIGEST})
     lock.write_text(good)
     monkeypatch.setattr(pin, "resolve", lambda name, tag: "sha256:" + "3" * 64)
@@ -266,4 +269,4 @@ def test_a_torn_pin_is_a_clear_error_and_pinning_writes_whole_files(tmp_path, mo
         "seat.yaml",
     ]
     pin.pin(profile)
-    assert pin.read(profile)["digest"] == "sha256:" + "3" * 64
+    assert pins.read(profile)["digest"] == "sha256:" + "3" * 64

@@ -305,7 +305,7 @@ def test_compare_lists_a_differing_model_lock(tmp_path):
 def test_cli_lock_and_verify_print_plain_progress_and_exit_1_on_a_difference(locked, tmp_path):
     from click.testing import CliRunner
 
-    from seatkit.cli import seat
+    from seatkit.cli.app import seat
 
     runner = CliRunner()
     done = runner.invoke(seat, ["model", "lock", locked.source])
@@ -322,7 +322,7 @@ def test_cli_lock_and_verify_print_plain_progress_and_exit_1_on_a_difference(loc
 def test_seat_up_verify_models_stops_before_launching(locked, tmp_path):
     from click.testing import CliRunner
 
-    from seatkit.cli import seat
+    from seatkit.cli.app import seat
 
     (tmp_path / "base" / "config.json").write_bytes(b"[]")  # same size, other bytes
     done = CliRunner().invoke(seat, ["up", locked.source, "--verify-models"])

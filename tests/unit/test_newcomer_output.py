@@ -106,7 +106,7 @@ def test_doctor_without_gpus(gpuless, monkeypatch, columns):
 def test_host_status_without_gpus(gpuless, monkeypatch, columns):
     real = host_status.status
     system = vm(Path(os.environ["SEAT_HOME"]) / "root")
-    monkeypatch.setattr("seatkit.cli.host.host_status.status", lambda profile: real(profile, system))
+    monkeypatch.setattr("seatkit.cli.host.status.status", lambda profile: real(profile, system))
     text = run_at(columns, ["host", "status"], monkeypatch)
     check_golden(f"host-status-no-gpus-{columns}.txt", text)
     assert max(map(len, text.splitlines())) <= columns
@@ -304,7 +304,7 @@ def test_every_alarm_the_bench_raises_is_explained_with_whether_the_figures_stan
 
 
 def test_a_note_under_which_the_figures_stand_is_not_an_alarm(monkeypatch, tmp_path):
-    from seatkit.cli import bench as cli_bench
+    from seatkit.cli import bench_run
 
     summary = {
         "suites": {},
@@ -315,8 +315,8 @@ def test_a_note_under_which_the_figures_stand_is_not_an_alarm(monkeypatch, tmp_p
         },
     }
     buffer = io.StringIO()
-    monkeypatch.setattr(cli_bench, "out", Console(file=buffer, width=100))
-    cli_bench.print_summary(summary, tmp_path)
+    monkeypatch.setattr(bench_run, "out", Console(file=buffer, width=100))
+    bench_run.print_summary(summary, tmp_path)
     printed = buffer.getvalue()
     assert printed.index("alarm loop") < printed.index("note client-bursts")
     assert "note client-bursts (1 request): " in printed and "alarm loop (2 requests): " in printed
@@ -358,7 +358,7 @@ def test_make_install_links_seat_for_the_user_and_leaves_anothers_alone(tmp_path
 def test_a_dry_apply_says_first_whether_yes_would_act_then_what_blocks_it(tmp_path):
     from types import SimpleNamespace
 
-    from seatkit.cli import host as cli_host
+    from seatkit.cli import host_change
 
     blocked = SimpleNamespace(
         refusals=[
@@ -368,15 +368,15 @@ def test_a_dry_apply_says_first_whether_yes_would_act_then_what_blocks_it(tmp_pa
         snippet="",
         ops=[],
     )
-    said = cli_host._would(blocked, vm(tmp_path))
+    said = host_change._would(blocked, vm(tmp_path))
     assert said.startswith("[red]--yes would not act[/]: 2 things block it")
-    one = cli_host._would(SimpleNamespace(refusals=blocked.refusals[:1], snippet="", ops=[]), vm(tmp_path))
+    one = host_change._would(SimpleNamespace(refusals=blocked.refusals[:1], snippet="", ops=[]), vm(tmp_path))
     assert one.startswith("[red]--yes would not act[/]: 1 thing blocks it")
     assert "  - the driver is unknown\n  - turning the IOMMU off needs --acknowledge-iommu-off" in said
-    assert "acting needs root" in cli_host._would(
+    assert "acting needs root" in host_change._would(
         SimpleNamespace(refusals=[], snippet="", ops=[1]), vm(tmp_path, euid=1000)
     )
-    clear = cli_host._would(SimpleNamespace(refusals=[], snippet="", ops=[1, 2]), vm(tmp_path))
+    clear = host_change._would(SimpleNamespace(refusals=[], snippet="", ops=[1, 2]), vm(tmp_path))
     assert clear == "--yes would apply this plan: 2 changes, then a reboot"
     done = CliRunner().invoke(seat, ["host", "apply", "paper"])  # this machine, whatever it is
     assert done.output.startswith("--yes would "), done.output
@@ -435,15 +435,15 @@ def test_status_of_a_broken_profile_says_what_is_wrong_never_seat_up_it(tmp_path
 def test_the_plans_host_line_calls_a_container_no_vm_and_says_an_unknown_stack_once(tmp_path, monkeypatch):
     """'VM: docker' named a container a VM, and 'boot stack unknown (no boot stack recognised (...))'
     said the same thing twice, nested."""
-    from seatkit.cli import host as cli_host
+    from seatkit.cli import host_change
     from seatkit.host import plan as host_plan
 
     system = vm(tmp_path / "root", container="docker")
     system.runner = lambda argv: (0, "docker\n") if argv[0] == "systemd-detect-virt" else (127, "")
-    plan = host_plan.build(settings.load("paper"), system, cli_host._choices(False, False))
+    plan = host_plan.build(settings.load("paper"), system, host_change._choices(False, False))
     buffer = io.StringIO()
-    monkeypatch.setattr(cli_host, "out", Console(file=buffer, width=400))
-    cli_host._show(plan)
+    monkeypatch.setattr(host_change, "out", Console(file=buffer, width=400))
+    host_change._show(plan)
     (line,) = [x for x in buffer.getvalue().splitlines() if x.startswith("host: ")]
     assert "runs under docker" in line and "VM:" not in line, line
     assert line.count("no boot stack recognised") == 1 and "boot stack unknown" not in line, line

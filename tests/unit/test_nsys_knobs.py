@@ -345,7 +345,7 @@ def test_bench_nsys_refuses_a_seat_it_cannot_trace(tmp_path, monkeypatch):
 def test_bench_nsys_needs_a_profiles_seat_not_a_url():
     from click.testing import CliRunner
 
-    from seatkit.cli import seat
+    from seatkit.cli.app import seat
 
     result = CliRunner().invoke(
         seat, ["bench", "run", "--url", "http://127.0.0.1:9", "--model", "m", "--nsys"]

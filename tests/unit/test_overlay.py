@@ -8,6 +8,7 @@ import pytest
 
 from seatkit.errors import SeatError
 from seatkit.image import overlay
+from seatkit.seat import overlay_lock
 
 
 def git(*args, cwd):
@@ -48,11 +49,11 @@ def source(tmp_path):
 
 
 def test_shipped_lock_pins_the_original_overlay():
-    lock = overlay.load()
+    lock = overlay_lock.load()
     assert lock.commit == "731bbcb90b64b6a2f60a882ea118a557b9815263"
     assert lock.tree == "2706883663e835474b156955942028fe6678de97" and lock.path == "overlay/vllm"
     assert len(lock.files) == 2205 and not any(n.startswith("models/") for n in lock.files)
-    assert overlay.parse(lock.dump()).files == lock.files
+    assert overlay_lock.parse(lock.dump()).files == lock.files
 
 
 @pytest.mark.parametrize(
@@ -93,7 +94,7 @@ def test_shipped_lock_pins_the_original_overlay():
 )
 def test_bad_locks_are_refused_with_the_line(text, message):
     with pytest.raises(SeatError, match=message):
-        overlay.parse(text)
+        overlay_lock.parse(text)
 
 
 def test_verify_reports_missing_changed_and_extra(tmp_path, source):
@@ -244,7 +245,9 @@ def test_a_mirror_with_a_tampered_file_is_refused_and_nothing_is_placed(tmp_path
     ],
 )
 def test_an_option_like_or_unknown_source_is_refused_before_git_runs(tmp_path, value):
-    lock = overlay.Lock("https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, {"x.py": "0" * 64})
+    lock = overlay_lock.Lock(
+        "https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, {"x.py": "0" * 64}
+    )
     with pytest.raises(SeatError, match="an https URL or a local directory"):
         overlay.fetch(lock, tmp_path / "vllm", source=value)
     assert not (tmp_path / "vllm").exists()
@@ -253,7 +256,7 @@ def test_an_option_like_or_unknown_source_is_refused_before_git_runs(tmp_path, v
 def test_the_cli_fetches_from_the_given_clone_and_refuses_an_option(tmp_path, source):
     from click.testing import CliRunner
 
-    from seatkit.cli import seat
+    from seatkit.cli.app import seat
 
     repo, commit, _ = source
     lock_file = tmp_path / "overlay.lock"
@@ -286,7 +289,9 @@ def test_the_cli_fetches_from_the_given_clone_and_refuses_an_option(tmp_path, so
 
 def test_a_source_with_credentials_in_its_url_is_refused_without_echoing_them(tmp_path):
     """A token in --from was accepted, then shown in the progress line and in a tree-mismatch error."""
-    lock = overlay.Lock("https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, {"x.py": "0" * 64})
+    lock = overlay_lock.Lock(
+        "https://example.invalid/o", "a" * 40, "overlay/vllm", "b" * 40, {"x.py": "0" * 64}
+    )
     for value in ("https://user:s3cret@mirror.invalid/o", "https://s3cret@mirror.invalid/o"):
         with pytest.raises(SeatError, match="credentials in its URL") as caught:
             overlay.fetch(lock, tmp_path / "vllm", source=value)

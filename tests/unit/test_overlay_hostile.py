@@ -6,6 +6,7 @@ import tarfile
 import pytest
 from test_overlay import source  # noqa: F401 (a fixture)
 
+from seatkit.seat import overlay_lock
 from seatkit.errors import SeatError
 from seatkit.image import overlay
 
@@ -37,11 +38,11 @@ def lock_text(source_line, path="overlay/vllm"):
 def test_a_lock_source_that_is_not_https_or_a_local_path_is_refused(tmp_path, hostile):
     hostile = hostile.format(canary=tmp_path / "canary")
     with pytest.raises(SeatError, match="an https URL or a local directory|header lacks"):
-        overlay.parse(lock_text(hostile))
+        overlay_lock.parse(lock_text(hostile))
     # Even a Lock made in code never reaches git with such a source.
     with pytest.raises(SeatError):
         overlay.fetch(
-            overlay.Lock(hostile, "a" * 40, "overlay/vllm", "b" * 40, {"x": DIGEST}), tmp_path / "dest"
+            overlay_lock.Lock(hostile, "a" * 40, "overlay/vllm", "b" * 40, {"x": DIGEST}), tmp_path / "dest"
         )
     assert not (tmp_path / "canary").exists()
 
@@ -49,7 +50,7 @@ def test_a_lock_source_that_is_not_https_or_a_local_path_is_refused(tmp_path, ho
 @pytest.mark.parametrize("path", ["../x", "/etc", "-x", "a/../../b", "a b"])
 def test_a_lock_path_outside_the_repository_is_refused(path):
     with pytest.raises(SeatError, match="path must be a folder inside"):
-        overlay.parse(lock_text("https://example.org/x", path))
+        overlay_lock.parse(lock_text("https://example.org/x", path))
 
 
 def test_lock_from_refuses_an_option_as_source(tmp_path):

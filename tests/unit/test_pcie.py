@@ -226,7 +226,7 @@ def test_status_and_doctor_carry_the_pcie_facts(tmp_path, monkeypatch):
 def test_seat_host_gpus_shows_the_pcie_facts(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from seatkit.cli import seat
+    from seatkit.cli.app import seat
     from seatkit.host import gpus
 
     found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], plx(tmp_path, REQ_CMPLT))
@@ -340,7 +340,7 @@ def test_a_bridge_with_only_egress_control_is_blocked_not_direct(tmp_path):
 def test_odd_iommu_group_names_are_shown_as_written_not_read_as_markup(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from seatkit.cli import seat
+    from seatkit.cli.app import seat
     from seatkit.host import gpus
 
     groups = {"0000:03:00.0": "[red]", "0000:04:00.0": "[bold]x"}  # a fake tree's names, not digits

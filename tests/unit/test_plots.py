@@ -76,7 +76,7 @@ def test_a_vertical_strip_is_not_drawn_nor_fitted(tmp_path, drawn):
 
 def test_seat_help_does_not_import_matplotlib():
     probe = (
-        "import sys; from click.testing import CliRunner; from seatkit.cli import seat; "
+        "import sys; from click.testing import CliRunner; from seatkit.cli.app import seat; "
         "CliRunner().invoke(seat, ['--help']); print('matplotlib' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)

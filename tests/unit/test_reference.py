@@ -7,7 +7,8 @@ import click
 import pytest
 
 from seatkit import paths, regions
-from seatkit.cli import reference, seat
+from seatkit.cli import reference
+from seatkit.cli.app import seat
 from seatkit.errors import SeatError
 from seatkit.image import dockerfile
 from seatkit.seat import overlay_lock, profiles

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seatkit import paths
-from seatkit.cli import seat
+from seatkit.cli.app import seat
 from seatkit.seat import profiles
 from seatkit.serve import render
 from seatkit.serve import spec as specs

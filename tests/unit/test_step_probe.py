@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from seatkit.cli import seat
+from seatkit.cli.app import seat
 from seatkit.doctor import host as host_rows
 from seatkit.doctor.bench import published_step
 from seatkit.errors import SeatError
@@ -144,7 +144,7 @@ def test_step_options_are_refused_without_step_and_unknown_shape_says_what_to_gi
     runner = CliRunner()
     refused = runner.invoke(seat, ["host", "verify-p2p", "--layers", "61"])
     assert isinstance(refused.exception, SeatError) and "shape the step probe only" in str(refused.exception)
-    monkeypatch.setattr("seatkit.cli.host.System", lambda: System(root=tmp_path))
+    monkeypatch.setattr("seatkit.cli.host_p2p.System", lambda: System(root=tmp_path))
     unknown = runner.invoke(seat, ["host", "verify-p2p", "--step"])
     assert isinstance(unknown.exception, SeatError) and "--layers 61 --hidden 7168" in str(unknown.exception)
     assert runner.invoke(seat, ["host", "verify-p2p", "--step", "--hidden", "7"]).exit_code == 2
@@ -158,7 +158,7 @@ def test_the_cli_runs_the_probe_stores_and_status_shows_it(tmp_path, monkeypatch
     )
     monkeypatch.setattr(p2p, "PROBE", script)
     system = host(tmp_path)
-    monkeypatch.setattr("seatkit.cli.host.System", lambda: system)
+    monkeypatch.setattr("seatkit.cli.host_p2p.System", lambda: system)
     shown = CliRunner().invoke(
         seat,
         ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168", "--replays", "300"],
@@ -217,7 +217,7 @@ def test_a_rank_that_never_arrives_fails_the_run_and_shows_where_it_stopped(tmp_
     script = tmp_path / "probe.py"
     script.write_text(f"print({json.dumps(json.dumps(result))})")
     monkeypatch.setattr(p2p, "PROBE", script)
-    monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
+    monkeypatch.setattr("seatkit.cli.host_p2p.System", lambda: host(tmp_path))
     shown = CliRunner().invoke(
         seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"], terminal_width=80
     )
@@ -253,7 +253,7 @@ def test_a_probe_that_exits_0_with_garbage_is_an_error_not_a_traceback(tmp_path,
     script = tmp_path / "probe.py"
     script.write_text(f"print({printed!r})")
     monkeypatch.setattr(p2p, "PROBE", script)
-    monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
+    monkeypatch.setattr("seatkit.cli.host_p2p.System", lambda: host(tmp_path))
     shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"])
     assert isinstance(shown.exception, SeatError) and said in str(shown.exception), shown.exception
 
@@ -331,7 +331,7 @@ def test_a_step_probe_past_its_time_limit_names_the_replays_not_only_a_hang(tmp_
     script.write_text("import time; time.sleep(8)")
     monkeypatch.setattr(p2p, "PROBE", script)
     monkeypatch.setattr(p2p, "PROBE_TIMEOUT_S", 1)
-    monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
+    monkeypatch.setattr("seatkit.cli.host_p2p.System", lambda: host(tmp_path))
     shown = CliRunner().invoke(
         seat, ["host", "verify-p2p", "--step", "--layers", "512", "--hidden", "65536", "--replays", "10000"]
     )
@@ -350,7 +350,7 @@ def test_a_hidden_size_not_in_8s_is_refused_before_the_probe_or_its_image_starts
     script = tmp_path / "probe.py"
     script.write_text(f"open({str(ran)!r}, 'w').close()")
     monkeypatch.setattr(p2p, "PROBE", script)
-    monkeypatch.setattr("seatkit.cli.host.System", lambda: host(tmp_path))
+    monkeypatch.setattr("seatkit.cli.host_p2p.System", lambda: host(tmp_path))
     shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "100"])
     assert isinstance(shown.exception, SeatError) and "multiple of 8" in str(shown.exception)
     assert not ran.exists()
@@ -385,7 +385,7 @@ def test_a_symlink_where_the_record_goes_still_shows_the_figures(tmp_path, monke
     kept = system.path(step.RESULT)
     kept.parent.mkdir(parents=True)
     kept.symlink_to(tmp_path / "elsewhere")
-    monkeypatch.setattr("seatkit.cli.host.System", lambda: system)
+    monkeypatch.setattr("seatkit.cli.host_p2p.System", lambda: system)
     shown = CliRunner().invoke(
         seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"], terminal_width=80
     )

@@ -5,7 +5,7 @@ from click.testing import CliRunner
 
 from seatkit.bench import levels, metrics, plots, report, sweep, workload
 from seatkit.cli.app import seat
-from seatkit.cli.bench import _levels
+from seatkit.cli.bench_run import _levels
 from seatkit.errors import SeatError
 from seatkit.serve.client import Completion
 
