@@ -24,7 +24,7 @@ RESULT = f"{STATE}/verify-p2p-step.json"
 FORMS = ("oneshot", "nccl")  # the communication forms; the baseline is what they are held against
 VERDICTS = ("measured", "one GPU: baseline only", "failed")
 MAX_RECORD = 1 << 20  # a real record, or a model's config.json, is a few KiB
-LAYERS, HIDDEN = (1, 512), (64, 65536)  # the probe's ranges (p2p_probe.step_args), and the CLI's
+LAYERS, HIDDEN = (1, 512), (64, 65536)  # the probe's ranges (p2p_probe_step.step_args), and the CLI's
 
 
 def _small_file(system: System, path: str) -> str | None:

@@ -65,7 +65,7 @@ def gpuless(tmp_path, monkeypatch):
     system = vm(tmp_path / "root")
     real_status = host_status.status
     monkeypatch.setattr(
-        diagnose.nvml,
+        diagnose.gpu_readings,
         "read",
         lambda: {"error": "no NVIDIA driver answers (NVML: NVML Shared Library Not Found)"},
     )
