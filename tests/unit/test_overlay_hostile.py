@@ -6,9 +6,9 @@ import tarfile
 import pytest
 from test_overlay import source  # noqa: F401 (a fixture)
 
-from seatkit.seat import overlay_lock
 from seatkit.errors import SeatError
 from seatkit.image import overlay
+from seatkit.seat import overlay_lock
 
 DIGEST = "0" * 64
 
@@ -86,9 +86,9 @@ def test_verify_reports_links_dangling_links_linked_folders_and_caches(tmp_path,
     (root / "config" / "__pycache__" / "speculative.cpython-311.pyc").write_bytes(b"\0")
     problems = overlay.verify(root, lock)
     assert problems["changed"] == ["models/deepseek_v4.py"] and problems["missing"] == []
-    assert any(l.startswith("models/deepseek_v4.py -> ") for l in problems["links"])
-    assert any(l.startswith("gone.py -> ") and l.endswith("(dangling)") for l in problems["links"])
-    assert any(l.startswith("linked -> ") for l in problems["links"])
+    assert any(line.startswith("models/deepseek_v4.py -> ") for line in problems["links"])
+    assert any(line.startswith("gone.py -> ") and line.endswith("(dangling)") for line in problems["links"])
+    assert any(line.startswith("linked -> ") for line in problems["links"])
     assert problems["caches"] == ["config/__pycache__"]
     assert "linked/deepseek_v4.py" not in problems["extra"]  # a linked folder is not walked
 
