@@ -115,7 +115,12 @@ def check(
     ):
         return Verdict(image_id, f"the image `seat build` made here ({image_id[7:19]})")
     verdict = Verdict(image_id, "read from outside the image")
-    base_ref, _ = pins.base_reference(profile, allow_unpinned=True)
+    base_ref, digest = pins.base_reference(profile, allow_unpinned=True)
+    if digest is None:  # a tag can be moved onto the image itself: nothing to compare with
+        verdict.problems.append(
+            f"the base {base_ref} is not pinned by digest, so the image cannot be compared with it "
+            f"(`seat image pin {profile.name}` pins it)"
+        )
     with ExitStack() as stack:
         inside = stack.enter_context(created(image_id)) if not is_container else client.containers.get(where)
         try:
@@ -126,17 +131,18 @@ def check(
                 f"the pinned base {base_ref} is not on this machine: the image cannot be compared with it"
             )
         base_image = client.images.get(base_ref) if base is not None else None
-        verdict.problems += _configured(profile, config, base_image.attrs["Config"] if base_image else {})
+        theirs = base_image.attrs["Config"] if base_image else {}
+        verdict.problems += _configured(profile, config, theirs, is_container)
         verdict.problems += _files(profile, image, inside, base, config, lock)
-        if base_image is not None:
+        if base_image is not None and digest is not None:
             verdict.problems += _tree(image, image_id, base_image.id, base_ref, lock)
     return verdict
 
 
-def _configured(profile: Profile, config: dict, theirs: dict) -> list[str]:
+def _configured(profile: Profile, config: dict, theirs: dict, is_container: bool) -> list[str]:
     """The image's configuration against the kit's Dockerfile over the base: its entrypoint, and the
-    base's env (the Dockerfile adds KIT_ENV), user and working directory (a spawned worker imports
-    the standard library from there first)."""
+    base's env (the Dockerfile adds KIT_ENV; a container's holds the launch's too), user, working
+    directory (a spawned worker imports the standard library from there first) and volumes."""
     problems = []
     entry = config.get("Entrypoint")
     if entry != ENTRYPOINT:
@@ -150,12 +156,12 @@ def _configured(profile: Profile, config: dict, theirs: dict) -> list[str]:
         problems += what_runs.refused_env(
             "the image's env (not the base's)", [n for n in changed if n != "PATH"]
         )
-        others = [n for n in changed if not what_runs.env_reason(n)]
+        others = [n for n in changed if not what_runs.env_reason(n) and not is_container]
         problems += [
             f"the image's env.{n} is not the base's (the kit's Dockerfile sets none)" for n in others
         ]
         problems += [f"the image's env.{n} is gone (the base sets it)" for n in base_env if n not in env]
-    for key, what in (("User", "user"), ("WorkingDir", "working directory")):
+    for key, what in (("User", "user"), ("WorkingDir", "working directory"), ("Volumes", "volumes")):
         if (config.get(key) or "") != (theirs.get(key) or ""):
             problems.append(f"its {what} {config.get(key)!r} is not the base's {theirs.get(key)!r}")
     return problems

@@ -529,6 +529,7 @@ def test_what_seat_build_adds_over_the_base_is_verified(profile, monkeypatch):
         ({"Env": [f"PATH={VENV}/bin:{PATH}", f"SEAT_OVERLAY_DIR={VLLM}"]}, "env.LD_PRELOAD is gone"),
         ({"WorkingDir": f"{SITE}/torch"}, "its working directory"),
         ({"User": "1000"}, "its user '1000' is not the base's"),
+        ({"Volumes": {f"{SITE}/hook": {}}}, "its volumes"),
     ],
 )
 def test_a_configuration_the_kits_dockerfile_does_not_make_is_named(profile, monkeypatch, config, said):
@@ -537,3 +538,12 @@ def test_a_configuration_the_kits_dockerfile_does_not_make_is_named(profile, mon
     engine_with(monkeypatch, built(), {**CONFIG, **config})
     verdict = outside.check(profile, TAG, LOCK)
     assert any(said in p for p in verdict.problems), verdict.problems
+
+
+def test_a_base_named_by_a_movable_tag_is_no_reference(profile, monkeypatch):
+    """Unpinned, the base is whatever the tag names now: the image itself, retagged, would compare
+    equal to its own files."""
+    monkeypatch.setattr(outside.pins, "base_reference", lambda p, allow_unpinned=False: ("base", None))
+    engine_with(monkeypatch, built(**{f"{SITE}/zz-hook.pth": b"import hook\n"}), base=built())
+    verdict = outside.check(profile, TAG, LOCK)
+    assert any("is not pinned by digest" in p for p in verdict.problems), verdict.problems
