@@ -88,6 +88,9 @@ def resolved(inside, base, search: str, venv: PurePosixPath, python: str) -> lis
     home = re.search(r"^home\s*=\s*(\S+)", cfg, re.M)
     if not home or not same_as_base(inside, base, f"{venv}/pyvenv.cfg"):
         return problems + [f"{venv}/pyvenv.cfg is missing or not the base's"]
+    version = re.search(r"^version(?:_info)?\s*=\s*(\d+)\.(\d+)", cfg, re.M)
+    if version and f"python{version[1]}.{version[2]}" != python:
+        problems.append(f"{venv} runs python{version[1]}.{version[2]}: it imports no package from {python}")
     problems += _before_site_packages(inside, base, venv, python, PurePosixPath(home[1]).parent)
     if not same_as_base(inside, base, interpreter):
         problems.append(f"{interpreter} (the interpreter) is not the base's")
@@ -121,6 +124,11 @@ def package(inside, base, vllm_dir: str, python: str, lock: Lock) -> list[str]:
     """Each locked file at the profile's vllm_dir, read one by one, and anything Python would load
     in its place: a package or an extension module of the same name, or compiled bytecode the
     base did not ship (a planted .pyc with the source's size and time runs instead of it)."""
+    at = PurePosixPath(vllm_dir)
+    if (at.name, at.parent.name, at.parent.parent.parent.name) != ("vllm", "site-packages", "lib"):
+        return [
+            f"{vllm_dir} (image.vllm_dir) is not <venv>/lib/pythonX.Y/site-packages/vllm, what `vllm` imports"
+        ]
     if not stat(inside, f"{vllm_dir}/__init__.py"):
         return [f"no vllm package at {vllm_dir} (image.vllm_dir)"]
     abi = python.replace("python", "").replace(".", "")

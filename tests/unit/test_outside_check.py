@@ -547,3 +547,30 @@ def test_a_base_named_by_a_movable_tag_is_no_reference(profile, monkeypatch):
     engine_with(monkeypatch, built(**{f"{SITE}/zz-hook.pth": b"import hook\n"}), base=built())
     verdict = outside.check(profile, TAG, LOCK)
     assert any("is not pinned by digest" in p for p in verdict.problems), verdict.problems
+
+
+@pytest.mark.parametrize(
+    "vllm_dir, cfg, said",
+    [
+        (f"{SITE}/vllm_decoy", None, "is not <venv>/lib/pythonX.Y/site-packages/vllm"),
+        (
+            VLLM,
+            b"home = /usr/bin\nversion = 3.12.3\n",
+            f"{VENV} runs python3.12: it imports no package from python3.11",
+        ),
+    ],
+)
+def test_a_vllm_dir_the_server_does_not_import_is_refused(profile, monkeypatch, vllm_dir, cfg, said):
+    """The profile names where the overlay is checked: a copy of the locked files beside the package
+    the server imports (or under another Python's site-packages) left the real one the base's."""
+    decoy = {f"{vllm_dir}/{name}": LOCKED for name in LOCK.files} | {f"{vllm_dir}/__init__.py": b""}
+    changes = {f"{VENV}/pyvenv.cfg": cfg} if cfg else {}
+    base = {**BASE, **changes}
+    engine_with(
+        monkeypatch,
+        {**built(), f"{VLLM}/version.py": BASE[f"{VLLM}/version.py"], **decoy, **changes},
+        base=base,
+    )
+    moved = profile.model_copy(update={"image": profile.image.model_copy(update={"vllm_dir": vllm_dir})})
+    verdict = outside.check(moved, TAG, LOCK)
+    assert any(said in p for p in verdict.problems), verdict.problems
