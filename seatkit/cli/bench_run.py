@@ -11,10 +11,10 @@ from rich.table import Table
 
 from seatkit.bench import alarms, cards, fleet, nsys, report, run, sweep, tokenizer, workload
 from seatkit.bench.target import Options, Target
-from seatkit.doctor.targets import of_profile, of_url
 from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.progress import progress
+from seatkit.doctor.targets import of_profile, of_url
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.text import counted
@@ -125,9 +125,7 @@ def bench_run_cmd(
             "give --reference to a batch-1 run (without --concurrency)",
         )
     prompts = suites_of(suites, max_tokens, contexts)
-    options = Options(
-        warmups, repeats, {"temperature": temperature, "top_p": top_p, "seed": seed}, sample_hz
-    )
+    options = Options(warmups, repeats, {"temperature": temperature, "top_p": top_p, "seed": seed}, sample_hz)
     out_run = run.RunDir(Path(out_dir), name or (model if url else profile))
     try:
         with progress(err, "bench") as update:
@@ -199,9 +197,7 @@ def print_sweep(summary: dict, path: Path) -> None:
     out.print(f"report: {path / 'report.md'}; plot: {path / 'plots' / 'sweep.png'}")
 
 
-def target_of(
-    profile: str, url: str | None, model: str | None, k: int | None, api_key: str | None
-) -> Target:
+def target_of(profile: str, url: str | None, model: str | None, k: int | None, api_key: str | None) -> Target:
     if url:
         if not model:
             raise SeatError("--url needs --model", "the served model name, as /v1/models lists it")
@@ -228,7 +224,9 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
     options = Options(warmups, repeats, {"temperature": 0.0, "top_p": 1.0, "seed": 0})
     with err.status("fleet bench") as status:
         seat_targets = [of_url(url, model or "", k, api_key) for url in urls]
-        result, folder = fleet.bench_fleet(seat_targets, model, prompts, options, Path(out_dir), progress=status.update)
+        result, folder = fleet.bench_fleet(
+            seat_targets, model, prompts, options, Path(out_dir), progress=status.update
+        )
     table = Table(*fleet.HEADER, title=f"seat bench fleet: {folder}")
     for row in fleet.rows(result):
         table.add_row(*(escape(cell) for cell in row))

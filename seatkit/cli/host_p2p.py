@@ -8,8 +8,8 @@ from rich.table import Table
 
 from seatkit.cli import output
 from seatkit.cli.app import err, out
-from seatkit.errors import SeatError
 from seatkit.doctor.bench import published_step
+from seatkit.errors import SeatError
 from seatkit.host import p2p, step
 from seatkit.host.system import System
 from seatkit.seat import profiles

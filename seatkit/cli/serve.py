@@ -110,6 +110,7 @@ def status_cmd(profile: str, as_json: bool):
     """What `seat up` started for PROFILE, whether it still runs, and its /health answer."""
     name = profiles.name_of(profile)
     info = launch.status(name)
+    info.pop("token", None)  # a secret: it proves which `seat up` owns the record
     if info["state"] == "down":
         if not profiles.profile_path(profile).exists():
             # Nothing recorded and no such profile: a typo, not a seat that is down.

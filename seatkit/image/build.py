@@ -20,13 +20,12 @@ from seatkit import engine, paths
 from seatkit.errors import SeatError
 from seatkit.image import b12x, dockerfile, outside, overlay
 from seatkit.image.container import copy_out, created, symlinked_folders
-from seatkit.image.dockerfile import DOCKERFILE, IMAGE_FILES
+from seatkit.image.dockerfile import DOCKERFILE, IMAGE_FILES, SCRIPTS
 from seatkit.seat.overlay_lock import Lock, seat_tag
 from seatkit.seat.profiles import Profile
 from seatkit.seat.sections import Image
 from seatkit.serve.pins import base_reference
 
-SCRIPTS = ("entrypoint.sh", "build-check.sh", "smoke.sh", "smoke.py", "health.sh")
 ROOTED = "overlay/root"  # the context's overlay, at its full path from /
 EPOCH = 315532800  # 1980-01-01: every entry of the context gets this time
 DEFAULT_VLLM_DIR = Image.model_fields["vllm_dir"].default

@@ -15,7 +15,6 @@ from seatkit.doctor import targets
 from seatkit.seat import profiles
 from seatkit.serve import launch
 from seatkit.serve import spec as specs
-from seatkit.bench import levels
 
 
 @pytest.fixture(scope="module")

@@ -505,3 +505,33 @@ def test_a_profile_that_sets_path_into_a_mount_is_refused_at_seat_up(chain, tmp_
         assert not docker.from_env().containers.list(
             all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]}
         )
+
+
+def test_an_image_rebuilt_with_a_pth_file_and_a_plugin_is_refused_at_seat_up(chain, tmp_path):
+    """Every locked file as locked, the entry script and interpreter the base's: a .pth file and a
+    vLLM plugin's entry points added to site-packages run other code at every start. Compared with
+    the pinned base file by file, seat up refuses and names them."""
+    client = docker.from_env()
+    tag = chain["build"]["tag"]
+    built = client.images.get(tag).id
+    site = VLLM.rsplit("/", 1)[0]
+    plugin = f"{site}/seatkit_hook-1.0.dist-info"
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {built}\n"
+        f"RUN echo 'import os' > {site}/zz-seatkit-hook.pth && mkdir -p {plugin} && "
+        f"printf '[vllm.general_plugins]\\nhook = os:getcwd\\n' > {plugin}/entry_points.txt\n"
+    )
+    rebuilt = None
+    try:
+        rebuilt, _ = client.images.build(
+            path=str(tmp_path), tag=tag, rm=True, forcerm=True, network_mode="none"
+        )
+        up = seat("up", str(chain["path"]), env=chain["env"], check=False)
+        assert up.returncode == 1 and "does not run the locked overlay" in up.stderr, up.stderr[-3000:]
+        assert "zz-seatkit-hook.pth (a .pth file" in up.stderr, up.stderr[-3000:]
+        assert f"{plugin}/entry_points.txt (entry points" in up.stderr and "Traceback" not in up.stderr
+        assert not client.containers.list(all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]})
+    finally:
+        client.images.get(built).tag(*tag.rsplit(":", 1))  # the seat's tag on the image seat build made
+        if rebuilt is not None:
+            client.images.remove(rebuilt.id, force=True)

@@ -13,7 +13,7 @@ import yaml
 from docker.errors import NotFound
 
 from seatkit import engine, paths
-from seatkit.image import outside
+from seatkit.image import outside, what_loads
 from seatkit.seat import profiles, sections
 from seatkit.seat.overlay_lock import Lock
 
@@ -156,8 +156,10 @@ def profile(tmp_path, monkeypatch):
     return loaded
 
 
-def engine_with(monkeypatch, files, config=CONFIG, ident="sha256:" + "a" * 64):
-    client = Client({TAG: (ident, config, files), "base": ("sha256:" + "e" * 64, BASE_CONFIG, BASE)})
+def engine_with(
+    monkeypatch, files, config=CONFIG, ident="sha256:" + "a" * 64, base=BASE, base_config=BASE_CONFIG
+):
+    client = Client({TAG: (ident, config, files), "base": ("sha256:" + "e" * 64, base_config, base)})
     monkeypatch.setattr(engine, "client", lambda: client)
     return client
 
@@ -326,7 +328,7 @@ def test_a_mount_the_image_links_onto_the_import_path_is_refused(
             )
         }
     )
-    engine_with(monkeypatch, built(**links))
+    engine_with(monkeypatch, built(**links), base={**BASE, **links})  # the base's own links
     verdict = outside.check(mounted, TAG, LOCK)
     assert any(f"docker.extra_mounts[0].target (at {lands} in this image)" in p for p in verdict.problems), (
         verdict.problems
@@ -341,7 +343,8 @@ def test_a_mount_through_a_link_that_stays_off_the_import_path_is_fine(monkeypat
             )
         }
     )
-    engine_with(monkeypatch, built(**{"/scratch": ("link", "/srv/scratch")}))
+    link = {"/scratch": ("link", "/srv/scratch")}
+    engine_with(monkeypatch, built(**link), base={**BASE, **link})
     assert outside.check(mounted, TAG, LOCK).problems == []
 
 
@@ -366,7 +369,8 @@ def test_a_mount_that_shadows_the_standard_library_for_spawned_workers_is_refuse
             )
         }
     )
-    engine_with(monkeypatch, built(), {**CONFIG, "WorkingDir": workdir or ""})
+    cwd = {"WorkingDir": workdir or ""}  # the base's: the kit's Dockerfile sets none
+    engine_with(monkeypatch, built(), {**CONFIG, **cwd}, base_config={**BASE_CONFIG, **cwd})
     assert any(
         "in the working directory" in p and target in p for p in outside.check(mounted, TAG, LOCK).problems
     )
@@ -385,11 +389,12 @@ def test_mounts_that_put_no_standard_library_name_in_the_working_directory_are_f
             )
         }
     )
-    engine_with(monkeypatch, built(), {**CONFIG, "WorkingDir": workdir or ""})
+    cwd = {"WorkingDir": workdir or ""}  # the base's: the kit's Dockerfile sets none
+    engine_with(monkeypatch, built(), {**CONFIG, **cwd}, base_config={**BASE_CONFIG, **cwd})
     assert outside.check(mounted, TAG, LOCK).problems == []
 
 
-HEALTH = {"Healthcheck": {"Test": outside.HEALTHCHECK, "Interval": 30_000_000_000}}
+HEALTH = {"Healthcheck": {"Test": what_loads.HEALTHCHECK, "Interval": 30_000_000_000}}
 
 
 @pytest.mark.parametrize(
@@ -434,3 +439,138 @@ def test_a_healthcheck_that_runs_other_code_in_the_seat_is_named(profile, monkey
 def test_the_kits_own_healthcheck_passes(profile, monkeypatch):
     engine_with(monkeypatch, built(), {**CONFIG, **HEALTH})
     assert outside.check(profile, TAG, LOCK).problems == []
+
+
+# Every file the seat may run, against the base `seat build` pinned: what the image adds beyond the
+# lock and the kit's scripts is code no lock pins.
+STDLIB = "/usr/lib/python3.11"
+THE_BASES = {
+    **BASE,
+    f"{STDLIB}/json/__init__.py": b"the standard library",
+    f"{SITE}/torch/__init__.py": b"torch",
+    f"{SITE}/torch/lib/libtorch_cpu.so": b"ELF torch",
+    f"{SITE}/distutils-precedence.pth": b"import _distutils_hack",
+}
+PLUGIN = b"[vllm.general_plugins]\nhook = hook:register\n"
+
+
+@pytest.mark.parametrize(
+    "changes, said",
+    [
+        ({f"{SITE}/zz-hook.pth": b"import hook\n"}, f"{SITE}/zz-hook.pth (a .pth file: site runs it"),
+        ({f"{SITE}/distutils-precedence.pth": b"import hook\n"}, "distutils-precedence.pth (a .pth file"),
+        (
+            {
+                f"{SITE}/hook-1.0.dist-info/entry_points.txt": PLUGIN,
+                f"{SITE}/hook.py": b"def register(): ...",
+            },
+            "hook-1.0.dist-info/entry_points.txt (entry points: vLLM imports its plugins",
+        ),
+        ({f"{VLLM}/hook.py": b"import os\n"}, f"{VLLM}/hook.py (in the vllm package, not in the lock)"),
+        (
+            {f"{VLLM}/__init__.py": b"import vllm.hook\n"},
+            f"changed against the base base: {VLLM}/__init__.py",
+        ),
+        ({f"{STDLIB}/json/__init__.py": b"import hook"}, f"changed against the base base: {STDLIB}/json"),
+        ({f"{STDLIB}/types.py": b"import hook"}, f"added against the base base: {STDLIB}/types.py"),
+        ({f"{SITE}/torch/lib/libtorch_cpu.so": b"ELF other"}, "libtorch_cpu.so"),
+        ({f"{SITE}/torch/__init__.py": None}, f"removed against the base base: {SITE}/torch/__init__.py"),
+        ({"/usr/lib/x86_64-linux-gnu/libc.so.6": b"ELF"}, "added against the base base: /usr/lib/x86_64"),
+        (
+            {"/opt/seatkit/overlay.lock": b"# another lock\n"},
+            "added against the base base: /opt/seatkit/overlay.lock",
+        ),
+        ({"/opt/seatkit/more.sh": b"#!/bin/sh\n"}, "added against the base base: /opt/seatkit/more.sh"),
+        (
+            {f"{SITE}/torch/__init__.py": ("link", "/srv/exp/torch.py")},
+            f"changed against the base base: {SITE}",
+        ),
+    ],
+)
+def test_a_file_the_lock_does_not_pin_that_differs_from_the_base_is_named(
+    profile, monkeypatch, changes, said
+):
+    """The image is not the one `seat build` recorded: the locked files matched, the entry script and
+    interpreter were the base's, and yet a .pth file, a plugin's entry points, an unlisted vllm
+    module or a changed library ran other code, verified."""
+    files = {
+        k: v
+        for k, v in {**built(), **THE_BASES, f"{VLLM}/version.py": LOCKED, **changes}.items()
+        if v is not None
+    }
+    engine_with(monkeypatch, files, base=THE_BASES)
+    verdict = outside.check(profile, TAG, LOCK)
+    assert any(said in p for p in verdict.problems), verdict.problems
+
+
+def test_what_seat_build_adds_over_the_base_is_verified(profile, monkeypatch):
+    """The locked file, the kit's scripts and the lock it copies: nothing else, nothing missing."""
+    kit = {f"/opt/seatkit/{s}": (paths.REPO / "image" / s).read_bytes() for s in outside.tree.SCRIPTS}
+    files = {
+        **THE_BASES,
+        f"{VLLM}/version.py": LOCKED,
+        **kit,
+        "/opt/seatkit/overlay.lock": LOCK.dump().encode(),
+    }
+    client = engine_with(monkeypatch, files, base=THE_BASES)
+    assert outside.check(profile, TAG, LOCK).problems == []
+    scanned = [c for c in client.by_id.values() if "/" in c.read]
+    assert outside.check(profile, TAG, LOCK).problems == []  # each id's files are read once, then kept
+    assert [c for c in client.by_id.values() if "/" in c.read] == scanned and len(scanned) == 2
+
+
+@pytest.mark.parametrize(
+    "config, said",
+    [
+        (
+            {"Env": [*CONFIG["Env"], "TORCHINDUCTOR_CACHE_DIR=/srv/exp"]},
+            "env.TORCHINDUCTOR_CACHE_DIR is not the base's",
+        ),
+        ({"Env": [f"PATH={VENV}/bin:{PATH}", f"SEAT_OVERLAY_DIR={VLLM}"]}, "env.LD_PRELOAD is gone"),
+        ({"WorkingDir": f"{SITE}/torch"}, "its working directory"),
+        ({"User": "1000"}, "its user '1000' is not the base's"),
+        ({"Volumes": {f"{SITE}/hook": {}}}, "its volumes"),
+    ],
+)
+def test_a_configuration_the_kits_dockerfile_does_not_make_is_named(profile, monkeypatch, config, said):
+    """The kit's Dockerfile adds three SEAT_ names to the base's env and keeps its user and working
+    directory: any other env name can steer what runs (a compiled-kernel cache, a backend) beyond a list."""
+    engine_with(monkeypatch, built(), {**CONFIG, **config})
+    verdict = outside.check(profile, TAG, LOCK)
+    assert any(said in p for p in verdict.problems), verdict.problems
+
+
+def test_a_base_named_by_a_movable_tag_is_no_reference(profile, monkeypatch):
+    """Unpinned, the base is whatever the tag names now: the image itself, retagged, would compare
+    equal to its own files."""
+    monkeypatch.setattr(outside.pins, "base_reference", lambda p, allow_unpinned=False: ("base", None))
+    engine_with(monkeypatch, built(**{f"{SITE}/zz-hook.pth": b"import hook\n"}), base=built())
+    verdict = outside.check(profile, TAG, LOCK)
+    assert any("is not pinned by digest" in p for p in verdict.problems), verdict.problems
+
+
+@pytest.mark.parametrize(
+    "vllm_dir, cfg, said",
+    [
+        (f"{SITE}/vllm_decoy", None, "is not <venv>/lib/pythonX.Y/site-packages/vllm"),
+        (
+            VLLM,
+            b"home = /usr/bin\nversion = 3.12.3\n",
+            f"{VENV} runs python3.12: it imports no package from python3.11",
+        ),
+    ],
+)
+def test_a_vllm_dir_the_server_does_not_import_is_refused(profile, monkeypatch, vllm_dir, cfg, said):
+    """The profile names where the overlay is checked: a copy of the locked files beside the package
+    the server imports (or under another Python's site-packages) left the real one the base's."""
+    decoy = {f"{vllm_dir}/{name}": LOCKED for name in LOCK.files} | {f"{vllm_dir}/__init__.py": b""}
+    changes = {f"{VENV}/pyvenv.cfg": cfg} if cfg else {}
+    base = {**BASE, **changes}
+    engine_with(
+        monkeypatch,
+        {**built(), f"{VLLM}/version.py": BASE[f"{VLLM}/version.py"], **decoy, **changes},
+        base=base,
+    )
+    moved = profile.model_copy(update={"image": profile.image.model_copy(update={"vllm_dir": vllm_dir})})
+    verdict = outside.check(moved, TAG, LOCK)
+    assert any(said in p for p in verdict.problems), verdict.problems
