@@ -112,6 +112,7 @@ class BaseProfile(Strict):
                 f"env {knobs}: SEAT_* names are the kit's own knobs and switches, set "
                 "at launch, never by a profile: pick another name"
             )
+        self._section_checks()
         if self.experiment is None:
             self._runs_what_is_locked()
         owned = RESERVED_ARGS & set(self.vllm_args)
@@ -121,6 +122,9 @@ class BaseProfile(Strict):
                 "set (server, gpus, model, speculative)"
             )
         return self
+
+    def _section_checks(self) -> None:
+        """The runtime's own section against the rest (none, unless it says)."""
 
     def _refused(self) -> list[str]:
         """What of the runtime's own section would change what runs (none, unless it says)."""
@@ -164,8 +168,7 @@ class DockerProfile(BaseProfile):
             raise ValueError(f"runtime docker needs {' and '.join(missing)}")
         return data
 
-    @model_validator(mode="after")
-    def _docker_parts(self):
+    def _section_checks(self) -> None:
         unmounted = [k for k, m in self.models.items() if m.mount is None or m.build]
         if unmounted:
             raise ValueError(f"runtime docker needs host_dir and mount for models {unmounted}")
@@ -180,7 +183,6 @@ class DockerProfile(BaseProfile):
         }
         if clash or mounts:
             raise ValueError(f"docker extras repeat what the profile sets: {sorted(clash | mounts)}")
-        return self
 
     def _refused(self) -> list[str]:
         return [
