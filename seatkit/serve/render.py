@@ -15,10 +15,11 @@ import yaml
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
-from seatkit.seat import grammar, overlay_lock, profiles, what_runs
+from seatkit.seat import overlay_lock, profiles, what_runs
 from seatkit.serve import glossary, k8s, nsys
 from seatkit.serve import spec as specs
-from seatkit.serve.spec import LaunchSpec, Ref, Word
+from seatkit.serve.spec import LaunchSpec
+from seatkit.serve.words import Ref, Word
 
 
 def shell_word(word: Word, quote=shlex.quote) -> str:
@@ -61,6 +62,12 @@ def _oneline(text: str) -> str:
     return " ".join(text.split())
 
 
+def _unknown_check(kind: str) -> str:
+    raise SeatError(
+        f"the launch template has no check of kind {kind!r}", "this is a bug in seatkit: report it"
+    )
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("seatkit.serve", "templates"),
@@ -78,7 +85,7 @@ def _environment() -> jinja2.Environment:
         oneline=_oneline,
     )
     env.globals.update(
-        knob_grammars=grammar.KNOBS,
+        unknown_check=_unknown_check,
         local_images=overlay_lock.REPOSITORY,
         profile_label=specs.PROFILE_LABEL,
         what_runs=what_runs.shell_pattern(),

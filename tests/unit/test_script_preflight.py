@@ -290,3 +290,40 @@ def test_the_dry_runs_command_pairs_each_option_with_its_value_and_pastes_as_the
         SEAT_API_KEY_FILE=str(key),
     ).stdout
     assert pasted == launched and "--name" in launched
+
+
+def _environment():
+    from seatkit.serve import render
+
+    return render._environment()
+
+
+def test_every_check_kind_has_a_python_and_a_bash_arm():
+    from seatkit.serve.checks import Check, Kind
+
+    assert set(preflight.CHECKS) == set(Kind)
+    seat = specs.build(profiles.load(DEFAULT))
+    macro = _environment().get_template("preflight.sh.j2").module.check
+    values = {Kind.GPUS: ("1",), Kind.SIZES: (("a", 1),), Kind.RESERVED_PORT: ("1",)}
+    values |= {Kind.RESERVED_NAME: ("x",), Kind.PINNED: ("x",)}
+    for kind in Kind:
+        check = Check(kind, (specs.Ref("SEAT_HOST"), "/x"), "label", values.get(kind, ()))
+        assert macro(check, seat.profile, seat).strip(), kind
+
+
+def test_a_check_kind_without_an_arm_is_an_error_not_a_pass():
+    from dataclasses import replace
+
+    from seatkit.serve import render
+    from seatkit.serve.checks import Check, Kind
+
+    with pytest.raises(ValueError):
+        Check("venvv")  # a misspelt kind
+    check = Check(Kind.FILE)
+    object.__setattr__(check, "kind", "venvv")  # as if a kind were added to the enum alone
+    seat = specs.build(profiles.load(DEFAULT))
+    with pytest.raises(SeatError, match="no check of kind 'venvv'"):
+        preflight._check(check, seat, {})
+    bad = replace(seat, checks=[check])
+    with pytest.raises(SeatError, match="no check of kind 'venvv'"):
+        render.render_script(bad)
