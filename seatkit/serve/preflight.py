@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from seatkit import engine, safe_yaml
 from seatkit.errors import SeatError
@@ -16,7 +17,7 @@ from seatkit.serve.spec import LaunchSpec, resolve
 INDEX_BYTES = 64 * 1024 * 1024  # a weight map names every tensor of the model
 
 
-def _fail(message: str, hint: str = "") -> None:
+def _fail(message: str, hint: str = "") -> NoReturn:
     raise SeatError(f"preflight: {message}", hint)
 
 

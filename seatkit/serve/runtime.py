@@ -15,6 +15,7 @@ from pathlib import Path
 
 from seatkit import flock, paths, safe_yaml
 from seatkit.errors import SeatError
+from seatkit.models import lock
 from seatkit.seat import layout
 from seatkit.seat.profiles import Native, Profile
 from seatkit.serve import model_build
@@ -208,11 +209,9 @@ def setup(profile: Profile, say: Progress = print) -> dict[str, Path]:
             f"{profile.name} runs in docker: there is no local runtime to set up",
             f"build or pull its image instead (seat build {profile.name})",
         )
-    from seatkit.models import lock as model_locks  # it imports this module
-
     venv = ensure_venv(profile.native, say)
     made = {"venv": venv}
-    locked = model_locks.read(profile) or {}
+    locked = lock.read(profile) or {}
     for key, model in profile.models.items():
         if model.build:
             sizes = {f.path: f.size for f in locked[key].files} if key in locked else None

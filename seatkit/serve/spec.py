@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from seatkit import paths
-from seatkit.models import lock as model_locks
+from seatkit.models import lock
 from seatkit.seat import grammar, overlay_lock
 from seatkit.seat.profiles import Profile
 from seatkit.serve import keys, nsys, pins
@@ -58,10 +59,10 @@ class LaunchSpec:
         """Knobs the container reads at run time (its healthcheck probes SEAT_HOST:SEAT_PORT)."""
         return {name: values[name] for name in CONTAINER_KNOBS}
 
-    def values(self, environ: dict[str, str] | None = None) -> dict[str, str]:
+    def values(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """Each knob's value: the environment's when set, else the profile's; checked."""
-        environ = os.environ if environ is None else environ
-        values = {k.name: environ.get(k.name, k.default) for k in self.knobs}
+        env = os.environ if environ is None else environ
+        values = {k.name: env.get(k.name, k.default) for k in self.knobs}
         self.check(values)
         return values
 
@@ -80,9 +81,9 @@ class LaunchSpec:
             *[resolve(w, values) for w in [*wrap, *self.command]],
         ]
 
-    def passed_env(self, environ: dict[str, str] | None = None) -> dict[str, str]:
-        environ = os.environ if environ is None else environ
-        return {n: environ[n] for n in self.pass_env if n in environ}
+    def passed_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        env = os.environ if environ is None else environ
+        return {n: env[n] for n in self.pass_env if n in env}
 
     def config_line(self, values: dict[str, str], environ: dict[str, str] | None = None) -> str:
         """The whole effective configuration on one line, as the launch prints it."""
@@ -276,7 +277,7 @@ def build(profile: Profile) -> LaunchSpec:
         Check(Kind.RESERVED_PORT, port, "port", tuple(map(str, server.reserved_ports))),
         Check(Kind.PORT_FREE, host + (":",) + port, "port"),
     ]
-    locked = model_locks.read(profile) or {}
+    locked = lock.read(profile) or {}
     runtime = (_native if profile.runtime == "native" else _docker)(profile, locked, knobs, checks)
     knobs, checks = runtime.knobs, runtime.checks
     if profile.gpus.count:
@@ -318,12 +319,12 @@ def _profiling(profile: Profile) -> dict:
     return out
 
 
-def _model_checks(key: str, model, where: Word, lock, missing: str) -> list[Check]:
+def _model_checks(key: str, model, where: Word, locked, missing: str) -> list[Check]:
     label = f"{key} model"
     checks = [Check(Kind.DIR, where, label, hint=missing)]
     checks += [Check(Kind.FILE, where + (f"/{name}",), f"{label} {name}") for name in model.files]
     if model.shards_from_index:
         checks.append(Check(Kind.SHARDS, where, label))
-    if lock:  # every file's size against the models lock: a directory walk, so always on
-        checks.append(Check(Kind.SIZES, where, label, tuple((f.path, f.size) for f in lock.files)))
+    if locked:  # every file's size against the models lock: a directory walk, so always on
+        checks.append(Check(Kind.SIZES, where, label, tuple((f.path, f.size) for f in locked.files)))
     return checks
