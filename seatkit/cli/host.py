@@ -18,7 +18,6 @@ from seatkit.host import (
 from seatkit.host import (
     gpus,
     p2p,
-    settings,
     step,
 )
 from seatkit.host import (
@@ -28,6 +27,7 @@ from seatkit.host import (
     status as host_status,
 )
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
 from seatkit.text import counted, plain
 
 
@@ -54,7 +54,7 @@ def _verdict(row: dict) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def status_cmd(profile: str, as_json: bool):
     """Per setting: desired (the profile), configured (files), live (kernel and driver), verdict."""
-    result = host_status.status(settings.load(profile))
+    result = host_status.status(host_profiles.load(profile))
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
@@ -236,7 +236,7 @@ def plan_cmd(profile: str, replace: bool, acknowledge: bool, as_json: bool):
     """What `apply PROFILE` would do: each file's diff, each command, and any refusal. Changes nothing.
 
     Exits 2 when apply would refuse."""
-    host = settings.load(profile)
+    host = host_profiles.load(profile)
     plan = host_plan.build(host, choices=_choices(replace, acknowledge))
     if as_json:
         click.echo(
@@ -261,7 +261,7 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
 
     Files are backed up before they are written; `seat host rollback` undoes the transaction
     byte for byte and `seat host recover` undoes one that was cut short. A reboot follows."""
-    plan = host_plan.build(settings.load(profile), choices=_choices(replace, acknowledge))
+    plan = host_plan.build(host_profiles.load(profile), choices=_choices(replace, acknowledge))
     if not yes:
         out.print(_would(plan, System()), highlight=False)
     _show(plan)

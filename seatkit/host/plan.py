@@ -13,10 +13,11 @@ import re
 from dataclasses import dataclass, field
 
 from seatkit.errors import SeatError
-from seatkit.host import cmdline, detect, grub_defaults, settings, state
+from seatkit.host import cmdline, detect, grub_defaults, state
 from seatkit.host.journal import Journal, sha256
-from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
+from seatkit.seat.host_profiles import HostProfile
 
 MODPROBE_FILE = "/etc/modprobe.d/seatkit-nvidia.conf"
 GRUB_DROPIN = "/etc/default/grub.d/99-seatkit.cfg"
@@ -330,7 +331,7 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
     for t in journal.open():
         refuse(f"transaction {t.txid} ({t.action}) was interrupted: run `seat host recover` first")
 
-    keys = settings.registry_keys()
+    keys = host_profiles.registry_keys()
     dwords = keys.forms[profile.registry].dwords
     driver = facts.next_driver or facts.driver  # the options are read when the next boot loads it
     unbuilt = facts.next_driver is None and facts.next_kernel != facts.kernel
@@ -346,7 +347,7 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
             f"finds none; DKMS may not have built it yet): driver {facts.driver} runs, but which one that "
             "boot loads is unknown; build it (`dkms autoinstall -k KERNEL`) and plan again"
         )
-    rule = settings.rule_for(driver, keys) if driver else None
+    rule = host_profiles.rule_for(driver, keys) if driver else None
     if driver is None and profile.registry == "five-key":
         refuse(
             "the NVIDIA driver version is unknown for the next boot (no module for its kernel, no "

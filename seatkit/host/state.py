@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 
 from seatkit.host import cmdline
-from seatkit.host.settings import parse_dwords
 from seatkit.host.system import System
+from seatkit.seat.host_profiles import parse_dwords
 
 IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
 # kmod's folders in its order: a file name in an earlier one masks the same name in later ones.

@@ -17,7 +17,7 @@ import re
 import yaml
 
 from seatkit.errors import SeatError
-from seatkit.host import settings as host_settings
+from seatkit.seat import host_profiles
 from seatkit.seat.profiles import Profile
 from seatkit.serve.spec import LaunchSpec
 
@@ -60,9 +60,9 @@ def container_env(spec: LaunchSpec) -> dict[str, str]:
 def module_options(profile: Profile) -> dict[str, str]:
     """The GPU Operator's <module>.conf files: one key=value a line, as its driver container reads them."""
     kube = profile.kubernetes
-    host = host_settings.load(kube.host_profile)
-    keys = host_settings.registry_keys()
-    rule = host_settings.rule_for(kube.driver, keys)
+    host = host_profiles.load(kube.host_profile)
+    keys = host_profiles.registry_keys()
+    rule = host_profiles.rule_for(kube.driver, keys)
     if rule is None or host.registry in rule.refuse:
         why = " ".join(rule.why.split()) if rule else "no rule in host/registry-keys.yaml covers it"
         raise SeatError(

@@ -4,8 +4,9 @@ later, and `module.option=value` on the kernel command line applied after every 
 import pytest
 from fake_host import FakeHost
 
-from seatkit.host import change, gpus, settings, state, status
+from seatkit.host import change, gpus, state, status
 from seatkit.host import plan as host_plan
+from seatkit.seat import host_profiles
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
@@ -16,13 +17,13 @@ def no_nvml(monkeypatch):
 
 
 def refusals(host):
-    return host_plan.build(settings.load("paper"), host.system, ACK).refusals
+    return host_plan.build(host_profiles.load("paper"), host.system, ACK).refusals
 
 
 def hmm(host):
     return next(
         r
-        for r in status.status(settings.load("paper"), host.system)["rows"]
+        for r in status.status(host_profiles.load("paper"), host.system)["rows"]
         if r["setting"] == "hmm_disabled"
     )
 
@@ -58,7 +59,7 @@ def test_a_module_option_on_the_kernel_command_line_is_refused_by_plan(tmp_path,
 
 def test_status_judges_the_value_kmod_resolves_with_the_next_boots_command_line(tmp_path):
     host = FakeHost(tmp_path, "grub")
-    change.apply(host_plan.build(settings.load("paper"), host.system, ACK), host.system)
+    change.apply(host_plan.build(host_profiles.load("paper"), host.system, ACK), host.system)
     host.reboot()
     assert hmm(host)["verdict"] == "OK"
     host.write(
