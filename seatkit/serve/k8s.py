@@ -120,11 +120,10 @@ def _probe(failures: int) -> dict:
     }
 
 
-def statefulset(spec: LaunchSpec) -> dict:
+def _container(spec: LaunchSpec, mounts: list[dict]) -> dict:
+    """The seat's container: the script's argv and environment, the key from its Secret, probes."""
     p = spec.profile
     kube = p.kubernetes
-    name, labels = workload_name(p), _labels(p)
-    volumes, mounts = _volumes(spec)
     env = [{"name": k, "value": _kubelet_escape(v)} for k, v in container_env(spec).items()]
     env.append(
         {
@@ -132,7 +131,7 @@ def statefulset(spec: LaunchSpec) -> dict:
             "valueFrom": {"secretKeyRef": {"name": kube.api_key_secret, "key": API_KEY_ITEM}},
         }
     )
-    container = {
+    return {
         "name": "seat",
         "image": kube.image or spec.values({})["SEAT_IMAGE"],
         "args": [_kubelet_escape(a) for a in container_args(spec)],
@@ -146,6 +145,13 @@ def statefulset(spec: LaunchSpec) -> dict:
         "livenessProbe": _probe(6),
         "securityContext": {"privileged": False, "allowPrivilegeEscalation": False},
     }
+
+
+def statefulset(spec: LaunchSpec) -> dict:
+    p = spec.profile
+    kube = p.kubernetes
+    name, labels = workload_name(p), _labels(p)
+    volumes, mounts = _volumes(spec)
     pod = {
         "affinity": {
             "nodeAffinity": {
@@ -171,7 +177,7 @@ def statefulset(spec: LaunchSpec) -> dict:
         },
         "hostIPC": p.docker.ipc == "host",
         "terminationGracePeriodSeconds": p.docker.stop_grace_s,
-        "containers": [container],
+        "containers": [_container(spec, mounts)],
         "volumes": volumes,
     }
     return {
