@@ -12,7 +12,6 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-
 PROFILE_NAME = r"[a-z0-9][a-z0-9._-]*"
 CONTAINER_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 _COMPONENT = r"[a-z0-9]+([._-]+[a-z0-9]+)*"

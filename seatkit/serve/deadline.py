@@ -16,7 +16,9 @@ class Deadline:
     the exchange's socket is shut, which ends any read in progress."""
 
     def __init__(self, seconds: float):
-        self.seconds, self.passed, self._sock, self._connection = seconds, False, None, None
+        self.seconds, self.passed = seconds, False
+        self._sock: socket.socket | None = None
+        self._connection: object = None  # the pooled connection, once the adapter hands it over
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._cut)
         self._timer.daemon = True

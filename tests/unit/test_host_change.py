@@ -121,9 +121,7 @@ def test_conflicting_tokens_are_refused_then_replaced_and_put_back(tmp_path):
 
 def test_a_cloud_image_drop_in_cannot_discard_the_tokens(tmp_path):
     host = FakeHost(tmp_path, "grub")
-    host.write(
-        "/etc/default/grub.d/50-cloudimg-settings.cfg", 'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0"\n'
-    )
+    host.write("/etc/default/grub.d/50-cloudimg-settings.cfg", 'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0"\n')
     host.run(["update-grub"])
     apply(host)
     default = host.read("/boot/grub/grub.cfg").splitlines()[1].split()
