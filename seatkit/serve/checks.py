@@ -39,4 +39,5 @@ class Check:
     hint: str = ""  # what to do when it fails, where the kind alone cannot say
 
     def __post_init__(self) -> None:
-        Kind(self.kind)  # a misspelt kind is refused here, not skipped by both implementations
+        # A kind given by its name becomes the member; a misspelt one is refused here, never skipped.
+        object.__setattr__(self, "kind", Kind(self.kind))
