@@ -16,13 +16,20 @@ set -euo pipefail
 [ -n "${SEAT_HOST+set}" ] || SEAT_HOST=127.0.0.1
 [ -n "${SEAT_PORT+set}" ] || SEAT_PORT=18200
 
-# A knob's value must match its grammar (the same one `seat up` checks), dry run or not.
-knob() {
-  local LC_ALL=C re="^($3)\$"
-  [[ $2 =~ $re ]] || { printf 'seat: %s=%q is not %s\n' "$1" "$2" "$4" >&2; exit 2; }
+# Every knob's value must match its grammar, the one `seat up` checks. Each bad value is said; then
+# the launch stops, dry run or not: a bad value must reach no command, preflight's included.
+check_knobs() {
+  local LC_ALL=C bad=0 re
+  while [ "$#" -gt 0 ]; do
+    re="^($2)\$"
+    [[ ${!1} =~ $re ]] || { printf 'seat: %s=%q is not %s\n  hint: fix or unset %s\n' "$1" "${!1}" "$3" "$1" >&2; bad=1; }
+    shift 3
+  done
+  [ "$bad" = 0 ] || exit 2
 }
-knob SEAT_HOST "$SEAT_HOST" '[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*' 'an IP address or a host name'
-knob SEAT_PORT "$SEAT_PORT" '[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]' 'a port number from 1 to 65535'
+check_knobs \
+  SEAT_HOST '[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*' 'an IP address or a host name' \
+  SEAT_PORT '[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]' 'a port number from 1 to 65535'
 
 fail() {
   if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then

@@ -34,15 +34,27 @@ set -euo pipefail
 [ -n "${SEAT_NSYS_OUTPUT+set}" ] || SEAT_NSYS_OUTPUT=/cache/nsys/deepspark-prebuilt
 [ -n "${SEAT_NSYS_DURATION+set}" ] || SEAT_NSYS_DURATION=240
 
-# A knob's value must match its grammar (the same one `seat up` checks), dry run or not.
-knob() {
-  local LC_ALL=C re="^($3)\$"
-  [[ $2 =~ $re ]] || { printf 'seat: %s=%q is not %s\n' "$1" "$2" "$4" >&2; exit 2; }
+# Every knob's value must match its grammar, the one `seat up` checks. Each bad value is said; then
+# the launch stops, dry run or not: a bad value must reach no command, preflight's included.
+check_knobs() {
+  local LC_ALL=C bad=0 re
+  while [ "$#" -gt 0 ]; do
+    re="^($2)\$"
+    [[ ${!1} =~ $re ]] || { printf 'seat: %s=%q is not %s\n  hint: fix or unset %s\n' "$1" "${!1}" "$3" "$1" >&2; bad=1; }
+    shift 3
+  done
+  [ "$bad" = 0 ] || exit 2
 }
-knob SEAT_IMAGE "$SEAT_IMAGE" '([A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]+)?/)?[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?' 'an image reference (name[:tag][@sha256:digest])'
-knob SEAT_CONTAINER "$SEAT_CONTAINER" '[A-Za-z0-9][A-Za-z0-9_.-]*' 'a container name (letters, digits, _ . -)'
-knob SEAT_HOST "$SEAT_HOST" '[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*' 'an IP address or a host name'
-knob SEAT_PORT "$SEAT_PORT" '[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]' 'a port number from 1 to 65535'
+check_knobs \
+  SEAT_IMAGE '([A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]+)?/)?[a-z0-9]+([._-]+[a-z0-9]+)*(/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?' 'an image reference (name[:tag][@sha256:digest])' \
+  SEAT_CONTAINER '[A-Za-z0-9][A-Za-z0-9_.-]*' 'a container name (letters, digits, _ . -)' \
+  SEAT_HOST '[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*' 'an IP address or a host name' \
+  SEAT_PORT '[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]' 'a port number from 1 to 65535' \
+  SEAT_NSYS 'off|profile|session' 'off, profile or session' \
+  SEAT_NSYS_SESSION '[A-Za-z0-9_.-]{1,64}' 'an nsys session name (1 to 64 letters, digits and _ . -)' \
+  SEAT_NSYS_GRAPH_TRACE 'node|graph' 'node or graph' \
+  SEAT_NSYS_OUTPUT '/cache/nsys/[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}' 'a file name of letters, digits and _ . - in /cache/nsys/' \
+  SEAT_NSYS_DURATION '[1-9][0-9]{0,5}' 'a number of seconds from 1 to 999999'
 
 fail() {
   if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
@@ -53,18 +65,6 @@ fail() {
   [ -z "${2:-}" ] || printf '  hint: %s\n' "$2" >&2
   [ "${SEAT_DRY_RUN:-0}" = 1 ] || exit 1
 }
-
-# Knob values are checked even with SEAT_SKIP_PREFLIGHT: they land on the container's command line.
-rule='^(off|profile|session)$'
-[[ "${SEAT_NSYS}" =~ $rule ]] || fail "SEAT_NSYS=${SEAT_NSYS} is not valid" "expected: $rule"
-rule='^([A-Za-z0-9_.-]{1,64})$'
-[[ "${SEAT_NSYS_SESSION}" =~ $rule ]] || fail "SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} is not valid" "expected: $rule"
-rule='^(node|graph)$'
-[[ "${SEAT_NSYS_GRAPH_TRACE}" =~ $rule ]] || fail "SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} is not valid" "expected: $rule"
-rule='^(/cache/nsys/[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})$'
-[[ "${SEAT_NSYS_OUTPUT}" =~ $rule ]] || fail "SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} is not valid" "expected: $rule"
-rule='^([1-9][0-9]{0,5})$'
-[[ "${SEAT_NSYS_DURATION}" =~ $rule ]] || fail "SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} is not valid" "expected: $rule"
 nsys=()
 case "$SEAT_NSYS" in
   profile) nsys=('nsys' 'profile' '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none' '--duration='"${SEAT_NSYS_DURATION}" '--wait=primary' '--output='"${SEAT_NSYS_OUTPUT}") ;;

@@ -19,10 +19,11 @@ import time
 
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, lock, settings, state, transaction, undo
+from seatkit.host import change, cmdline, lock, state, transaction, undo
 from seatkit.host.journal import Journal, sha256
 from seatkit.host.ops import FileOp
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
 
 SCRIPT = "/etc/grub.d/42_seatkit-campaign"
 GRUB_CFG = "/boot/grub/grub.cfg"
@@ -46,11 +47,11 @@ def entry_id(arm: Arm) -> str:
     return f"seatkit-campaign-{arm.name}"
 
 
-def arm_tokens(arm: Arm, profile: settings.HostProfile, vendor: str) -> list[str]:
+def arm_tokens(arm: Arm, profile: host_profiles.HostProfile, vendor: str) -> list[str]:
     tokens = list(profile.iommu.tokens[vendor]) if "iommu" in arm.host else []
     if "p2p" in arm.host:
         tokens.append(
-            f"nvidia.NVreg_RegistryDwords={settings.registry_keys().forms[profile.registry].dwords}"
+            f"nvidia.NVreg_RegistryDwords={host_profiles.registry_keys().forms[profile.registry].dwords}"
         )
     if "hmm" in arm.host:
         tokens.append("nvidia_uvm.uvm_disable_hmm=1")

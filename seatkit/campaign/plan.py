@@ -14,10 +14,10 @@ from seatkit.bench import workload
 from seatkit.campaign import spec as specs
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
-from seatkit.host import detect, settings
+from seatkit.host import detect
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
-from seatkit.seat import profiles
+from seatkit.seat import host_profiles, profiles
 
 MS_PER_TOKEN = 25.0  # a rough decode cost for the time estimate (the paper's seat: ~21 ms per step)
 
@@ -51,8 +51,8 @@ def abba(arms: list[Arm], repeats: int) -> list[Arm]:
     return [a for r in range(repeats) for a in (arms if r % 2 == 0 else arms[::-1])]
 
 
-def host_profile(campaign: Campaign) -> settings.HostProfile | None:
-    return settings.load(campaign.host) if campaign.host else None
+def host_profile(campaign: Campaign) -> host_profiles.HostProfile | None:
+    return host_profiles.load(campaign.host) if campaign.host else None
 
 
 def build(campaign: Campaign, system: System | None = None, acknowledge_iommu_off: bool = False) -> Plan:

@@ -12,8 +12,9 @@ from seatkit.campaign import live
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign.folder import Progress, Run
 from seatkit.campaign.spec import Arm, Campaign
-from seatkit.host import gpus, settings, state
+from seatkit.host import gpus, state
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
 
 
 class Driver(Protocol):
@@ -22,14 +23,14 @@ class Driver(Protocol):
         new run folder under `runs`, stop the seat; returns the run folder."""
 
 
-def in_force(arm: Arm, profile: settings.HostProfile, vendor: str, system: System) -> list[str]:
+def in_force(arm: Arm, profile: host_profiles.HostProfile, vendor: str, system: System) -> list[str]:
     """What of the arm is not live: its settings must be live, the others must not."""
     problems = []
     tokens = set(profile.iommu.tokens[vendor])
     live = state.live_cmdline(system).value or set()
     units = system.entries("/sys/class/iommu") or []
     iommu = tokens <= live and not (profile.iommu.mode == "off" and units)
-    dwords = settings.parse_dwords(settings.registry_keys().forms[profile.registry].dwords)
+    dwords = host_profiles.parse_dwords(host_profiles.registry_keys().forms[profile.registry].dwords)
     found = state.live_dwords(system)
     hmm = state.live_hmm_disabled(system)
     for name, value, why in (

@@ -13,7 +13,8 @@ from seatkit.cli import output
 from seatkit.cli.app import out
 from seatkit.cli.host_change import apply_cmd, forget_cmd, plan_cmd, recover_cmd, rollback_cmd
 from seatkit.cli.host_p2p import verify_p2p_cmd
-from seatkit.host import gpus, settings, status
+from seatkit.host import gpus, status
+from seatkit.seat import host_profiles
 from seatkit.text import plain
 
 
@@ -40,7 +41,7 @@ def _verdict(row: dict) -> str:
 @output.json_option("the status")
 def status_cmd(profile: str, as_json: bool):
     """Per setting: desired (the profile), configured (files), live (kernel and driver), verdict."""
-    result = status.status(settings.load(profile))
+    result = status.status(host_profiles.load(profile))
     output.emit(result, as_json, lambda data: _show_status(data, profile))
 
 

@@ -9,11 +9,12 @@ from rich.markup import escape
 
 from seatkit.cli import output
 from seatkit.cli.app import out
-from seatkit.host import change, settings
+from seatkit.host import change
 from seatkit.host.ops import FileOp
 from seatkit.host.plan import Choices, Plan, build, diff, to_json
-from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
+from seatkit.seat.host_profiles import HostProfile
 from seatkit.text import counted
 
 
@@ -102,7 +103,7 @@ def plan_cmd(profile: str, replace: bool, acknowledge: bool, as_json: bool):
     """What `apply PROFILE` would do: each file's diff, each command, and any refusal. Changes nothing.
 
     Exits 2 when apply would refuse."""
-    host = settings.load(profile)
+    host = host_profiles.load(profile)
     plan = build(host, choices=_choices(replace, acknowledge))
     found = {**to_json(plan, System()), "iommu_tokens": host.iommu.tokens}
     output.emit(found, as_json, lambda data: _show_with_tokens(plan, host))
@@ -120,7 +121,7 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
 
     Files are backed up before they are written; `seat host rollback` undoes the transaction
     byte for byte and `seat host recover` undoes one that was cut short. A reboot follows."""
-    plan = build(settings.load(profile), choices=_choices(replace, acknowledge))
+    plan = build(host_profiles.load(profile), choices=_choices(replace, acknowledge))
     if not yes:
         out.print(_would(plan, System()), highlight=False)
     _show(plan)

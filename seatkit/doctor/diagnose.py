@@ -8,9 +8,8 @@ from seatkit.doctor import bench, gpu, gpu_readings, image, models, server
 from seatkit.doctor import host as host_rows
 from seatkit.doctor.rows import cannot, exit_code, worst
 from seatkit.errors import SeatError
-from seatkit.host import settings
 from seatkit.host import status as host_status
-from seatkit.seat import profiles
+from seatkit.seat import host_profiles, profiles
 from seatkit.serve import spec as specs
 
 
@@ -19,7 +18,7 @@ def diagnose(
 ) -> dict:
     """All rows, their worst status and the exit code (0 all OK, 1 a WARN, 2 a FAIL)."""
     profile = profiles.load(profile_name)
-    host = settings.load(host_profile)
+    host = host_profiles.load(host_profile)
     nv = gpu_readings.read() if readings is None else readings
     status = host_status.status(host) if profile.gpus.count else {}
     inside = host_rows.container() if "error" in nv and profile.gpus.count else None

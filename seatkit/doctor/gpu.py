@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
-from seatkit.host import settings
+from seatkit.seat import host_profiles
 from seatkit.seat.profiles import Profile
 
 LAYER = "gpu"
@@ -20,11 +20,11 @@ def _no_driver_fix(inside: str | None, then: str = "") -> str:
     return "install the NVIDIA driver" + then
 
 
-def driver(nv: dict, profile: Profile, host: settings.HostProfile, inside: str | None = None) -> Row:
+def driver(nv: dict, profile: Profile, host: host_profiles.HostProfile, inside: str | None = None) -> Row:
     if "error" in nv:
         return cannot(LAYER, "driver", nv["error"], _no_driver_fix(inside))
     version = nv["driver"]
-    rule = settings.rule_for(version, settings.registry_keys())
+    rule = host_profiles.rule_for(version, host_profiles.registry_keys())
     if rule and host.registry in rule.refuse:
         return fail(
             LAYER,
@@ -34,7 +34,7 @@ def driver(nv: dict, profile: Profile, host: settings.HostProfile, inside: str |
             "another driver branch, or the other host profile",
         )
     reference = profile.rig.driver
-    if reference and settings.version_tuple(version)[:1] != settings.version_tuple(reference)[:1]:
+    if reference and host_profiles.version_tuple(version)[:1] != host_profiles.version_tuple(reference)[:1]:
         return warn(
             LAYER,
             "driver",
@@ -164,7 +164,7 @@ def persistence(nv: dict) -> Row:
     return ok(LAYER, "persistence", f"on for {len(nv['gpus'])} GPU(s)")
 
 
-def rows(nv: dict, profile: Profile, host: settings.HostProfile, inside: str | None = None) -> list[Row]:
+def rows(nv: dict, profile: Profile, host: host_profiles.HostProfile, inside: str | None = None) -> list[Row]:
     """`inside`: the container sign of this machine, if any (it changes what fixes a missing driver)."""
     if not profile.gpus.count:
         return [ok(LAYER, "GPUs", f"{profile.name} runs on the CPU (gpus.count 0): no GPU to check")]

@@ -8,7 +8,6 @@ so undo puts back the very list it started from and never removes a token the ki
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from seatkit.errors import SeatError
@@ -18,12 +17,6 @@ SPACE = frozenset(b" \t\n\v\f\r\xa0")
 QUOTE = ord('"')
 # x86-64 COMMAND_LINE_SIZE counts the closing NUL: the longest line the kernel keeps whole.
 COMMAND_LINE_MAX = 2047
-# A kernel parameter (or module option) the kit may write: a name, optionally `=value`, with
-# nothing a shell, GRUB or the kernel's quoting would read differently.
-PARAMETER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(=[A-Za-z0-9_.,:;=/+%@-]*)?")
-# On the kernel line grub.cfg's script reads an unquoted `;` as the end of the `linux` command:
-# `;` is for module options (registry dwords) only.
-KERNEL_PARAMETER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(=[A-Za-z0-9_.,:=/+%@-]*)?")
 
 
 def key(token: str) -> str:

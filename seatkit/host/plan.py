@@ -12,11 +12,12 @@ import re
 from dataclasses import dataclass, field
 
 from seatkit.errors import SeatError
-from seatkit.host import boot_stacks, cmdline, detect, modprobe, settings, state
+from seatkit.host import boot_stacks, cmdline, detect, modprobe, state
 from seatkit.host.journal import Journal, sha256
 from seatkit.host.ops import GRUB_DROPIN, MODPROBE_FILE, FileOp
-from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
+from seatkit.seat.host_profiles import HostProfile
 
 X2APIC_CPUS = 256
 
@@ -113,7 +114,7 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
         plan.refusals.append(
             f"transaction {t.txid} ({t.action}) was interrupted: run `seat host recover` first"
         )
-    keys = settings.registry_keys()
+    keys = host_profiles.registry_keys()
     _judge_driver(plan, profile, keys)
     for found in foreign_module_options(system):
         plan.refusals.append(f"{found}: two settings would fight over one option; remove or merge it first")
@@ -148,7 +149,7 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
     return plan
 
 
-def _judge_driver(plan: Plan, profile: HostProfile, keys: settings.RegistryKeys) -> None:
+def _judge_driver(plan: Plan, profile: HostProfile, keys: host_profiles.RegistryKeys) -> None:
     """The registry form against the driver the next boot loads."""
     facts, refuse, warn = plan.facts, plan.refusals.append, plan.warnings.append
     driver = facts.next_driver or facts.driver  # the options are read when the next boot loads it
@@ -165,7 +166,7 @@ def _judge_driver(plan: Plan, profile: HostProfile, keys: settings.RegistryKeys)
             f"finds none; DKMS may not have built it yet): driver {facts.driver} runs, but which one that "
             "boot loads is unknown; build it (`dkms autoinstall -k KERNEL`) and plan again"
         )
-    rule = settings.rule_for(driver, keys) if driver else None
+    rule = host_profiles.rule_for(driver, keys) if driver else None
     if driver is None and profile.registry == "five-key":
         refuse(
             "the NVIDIA driver version is unknown for the next boot (no module for its kernel, no "

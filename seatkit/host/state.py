@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
 from seatkit.host import cmdline, modprobe
-from seatkit.host.settings import parse_dwords
 from seatkit.host.system import System
+from seatkit.seat.host_profiles import parse_dwords
 
 IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
 LOADER_ESPS = ("/boot", "/boot/efi", "/efi")

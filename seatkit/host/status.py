@@ -11,11 +11,12 @@ REFUSED          the profile asks for something known to be wrong on the running
 
 from __future__ import annotations
 
-from seatkit.host import cmdline, p2p, settings, state, step
+from seatkit.host import cmdline, p2p, state, step
 from seatkit.host import gpus as gpu_inventory
 from seatkit.host.journal import Journal
-from seatkit.host.settings import HostProfile
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
+from seatkit.seat.host_profiles import HostProfile
 
 REVERTS = {
     "PENDING-REBOOT": "reverts at the next boot",
@@ -101,8 +102,8 @@ def iommu_row(profile: HostProfile, system: System) -> dict:
 
 
 def registry_row(profile: HostProfile, system: System, driver: str | None) -> dict:
-    keys = settings.registry_keys()
-    desired = settings.parse_dwords(keys.forms[profile.registry].dwords)
+    keys = host_profiles.registry_keys()
+    desired = host_profiles.parse_dwords(keys.forms[profile.registry].dwords)
     row = _row(
         "registry_keys",
         desired,
@@ -112,7 +113,7 @@ def registry_row(profile: HostProfile, system: System, driver: str | None) -> di
         form=profile.registry,
         driver=driver,
     )
-    rule = settings.rule_for(driver, keys) if driver else None
+    rule = host_profiles.rule_for(driver, keys) if driver else None
     if rule and profile.registry in rule.refuse:
         row.update(verdict="REFUSED", why=" ".join(rule.why.split()))
     elif rule:

@@ -61,7 +61,9 @@ def hash_files(
     stop = threading.Event()
     with ThreadPoolExecutor(workers or workers_default()) as pool:
         try:
-            return dict(zip(order, pool.map(lambda p: sha256_file(p, on_bytes, stop=stop), order)))
+            return dict(
+                zip(order, pool.map(lambda p: sha256_file(p, on_bytes, stop=stop), order), strict=True)
+            )
         finally:  # Ctrl-C or an error: drop the queued files, stop the others at their next chunk
             stop.set()
             pool.shutdown(cancel_futures=True)

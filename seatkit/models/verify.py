@@ -60,13 +60,14 @@ def verify(
 ) -> dict:
     """Per model: its folder, the lock's aggregate and the problems; a full verify is recorded."""
     locks = require_lock(profile)
-    result = {"profile": profile.name, "full": full, "time": time.time(), "models": {}}
+    models: dict[str, dict] = {}
+    result = {"profile": profile.name, "full": full, "time": time.time(), "models": models}
     for key, lock in locks.items():
         folder = model_dir(profile, key)
         # Taken before hashing: a file changed while it is read is seen next time.
         seen = _identities(folder, lock) if full else {}
         problems = compare(folder, lock, full, workers, on_bytes)
-        result["models"][key] = {
+        models[key] = {
             "dir": str(folder),
             "sha256": lock.sha256,
             "files": len(lock.files),
@@ -74,8 +75,8 @@ def verify(
             **problems,
         }
         if full:
-            result["models"][key]["identities"] = seen
-    result["ok"] = not any(m["missing"] or m["changed"] or m["extra"] for m in result["models"].values())
+            models[key]["identities"] = seen
+    result["ok"] = not any(m["missing"] or m["changed"] or m["extra"] for m in models.values())
     if full:
         _record(result)
     return result

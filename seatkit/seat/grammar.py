@@ -12,8 +12,6 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from seatkit.errors import SeatError
-
 PROFILE_NAME = r"[a-z0-9][a-z0-9._-]*"
 CONTAINER_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 _COMPONENT = r"[a-z0-9]+([._-]+[a-z0-9]+)*"
@@ -32,25 +30,9 @@ REQUIREMENT = r"[A-Za-z0-9][A-Za-z0-9._+=<>!~,\[\]-]*"  # a pip requirement, nev
 PROGRAM = rf"/?{_SEGMENT}(/{_SEGMENT})*"
 VERSION = r"[0-9][A-Za-z0-9.+!_-]*"
 
-# The knobs an operator sets in the environment, checked alike by `seat up` and the script.
-KNOBS = {
-    "SEAT_HOST": (HOST, "an IP address or a host name"),
-    "SEAT_PORT": (PORT, "a port number from 1 to 65535"),
-    "SEAT_IMAGE": (IMAGE, "an image reference (name[:tag][@sha256:digest])"),
-    "SEAT_CONTAINER": (CONTAINER_NAME, "a container name (letters, digits, _ . -)"),
-}
-
 
 def matches(grammar: str, value: str) -> bool:
     return re.fullmatch(f"({grammar})", value, flags=re.ASCII) is not None
-
-
-def check_knob(name: str, value: str) -> str:
-    """A knob's value, or a SeatError saying what it must look like."""
-    grammar, what = KNOBS[name]
-    if not matches(grammar, value):
-        raise SeatError(f"{name}={value!r} is not {what}", f"fix or unset {name}")
-    return value
 
 
 def _rule(grammar: str, what: str):

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import requests
 
 from seatkit.errors import SeatError
+from seatkit.serve.deadline import Deadline
 from seatkit.text import printable
 
 
@@ -35,83 +34,6 @@ class Completion:
     streamed_tokens: int | None = None
     cut: str = ""  # why the stream broke off after it had started; empty when it ended cleanly
     held: str = field(default="", repr=False)  # a high surrogate whose low half is still to come
-
-
-class Deadline:
-    """One overall deadline for an HTTP exchange. Read timeouts bound each wait for a byte, not the
-    whole answer: a server that trickles a byte every few seconds never trips them. At the deadline
-    the exchange's socket is shut, which ends any read in progress."""
-
-    def __init__(self, seconds: float):
-        self.seconds, self.passed, self._sock, self._connection = seconds, False, None, None
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._cut)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def hold(self, answer: requests.Response) -> None:
-        """Watch the answer's socket (once its headers are in, the body is what may never end)."""
-        with self._lock:
-            self._sock = _socket_of(answer)
-        if self.passed:
-            self._cut()
-
-    def session(self) -> requests.Session:
-        """A session whose connection is watched from its connect on: headers can trickle too."""
-        session = requests.Session()
-        adapter = _Watched(self)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
-        return session
-
-    def _cut(self) -> None:
-        with self._lock:
-            self.passed = True
-            for sock in (self._sock, getattr(self._connection, "sock", None)):
-                try:
-                    if sock is not None:
-                        sock.shutdown(socket.SHUT_RDWR)
-                except OSError:  # closed already
-                    pass
-
-    def close(self) -> None:
-        self._timer.cancel()
-
-    def error(self, url: str, what: str) -> SeatError:
-        return SeatError(
-            f"{url}: {what} did not end within its deadline of {self.seconds:.0f} s",
-            "the server stalls, trickles its answer or ignores max_tokens",
-        )
-
-
-class _Watched(requests.adapters.HTTPAdapter):
-    """Hands each connection it takes from its pool to the deadline, before the request is sent."""
-
-    def __init__(self, deadline: Deadline):
-        super().__init__()
-        self.deadline = deadline
-
-    def get_connection_with_tls_context(self, *args, **kwargs):
-        pool = super().get_connection_with_tls_context(*args, **kwargs)
-        take = pool._get_conn
-
-        def watched(*a, **k):
-            connection = take(*a, **k)
-            self.deadline._connection = connection
-            return connection
-
-        pool._get_conn = watched
-        return pool
-
-
-def _socket_of(answer: requests.Response) -> socket.socket | None:
-    """The socket an answer is read from: the connection's, or (once http.client has let go of it,
-    as for a `Connection: close` answer) the one under the response's file."""
-    sock = getattr(getattr(answer.raw, "connection", None), "sock", None)
-    if sock is None:
-        fp = getattr(getattr(answer.raw, "_fp", None), "fp", None)
-        sock = getattr(getattr(fp, "raw", None), "_sock", None)
-    return sock
 
 
 def fetch(method: str, url: str, seconds: float, limit: int = 16 << 20, **kwargs) -> requests.Response:
@@ -150,6 +72,54 @@ def fetch(method: str, url: str, seconds: float, limit: int = 16 << 20, **kwargs
         deadline.close()
 
 
+def _events(answer: requests.Response, url: str, watch: Deadline) -> Iterator[dict]:
+    """The stream's completion events, each parsed: no line cut at the deadline is taken."""
+    for line in _lines(answer, url, watch):
+        if watch.passed:  # a line cut at the deadline may still parse
+            raise watch.error(url, "the stream")
+        if line.startswith(b"data: ") and line != b"data: [DONE]":
+            yield json.loads(line[6:])
+
+
+def _cut_short(out: Completion, exc: Exception, url: str, watch: Deadline) -> None:
+    """A connection lost mid-stream: the deadline's, an error before any chunk, else a cut stream."""
+    if watch.passed:
+        raise watch.error(url, "the stream") from None
+    if not out.chunks:
+        raise exc
+    out.cut = type(exc).__name__
+
+
+def _receive(
+    answer: requests.Response,
+    url: str,
+    watch: Deadline,
+    out: Completion,
+    max_tokens: int,
+    take: Callable[[dict], None],
+) -> None:
+    """Each event of the answer to take; an error status, or more tokens than asked, refused."""
+    watch.hold(answer)
+    if watch.passed:  # cut mid-headers: what came may look like an answer
+        raise watch.error(url, "the stream")
+    if not answer.ok:  # its first bytes only: an error page can be endless too
+        said = answer.raw.read(300, decode_content=True).decode(errors="replace")
+        raise SeatError(f"{url} answered {answer.status_code}: {printable(said)}")
+    try:
+        for event in _events(answer, url, watch):
+            take(event)
+            if watch.passed:  # where the socket could not be shut
+                raise watch.error(url, "the stream")
+            # What streamed, never the final usage: that can overstate (the bench says so).
+            if max(out.streamed_tokens or 0, len(out.token_ids), out.chunks) > max_tokens:
+                raise SeatError(
+                    f"{url} sent more than the {max_tokens} tokens asked for",
+                    "the server ignores max_tokens: it is not a seat to bench",
+                )
+    except (requests.exceptions.ChunkedEncodingError, requests.ConnectionError) as exc:
+        _cut_short(out, exc, url, watch)
+
+
 def stream(
     url: str,
     model: str,
@@ -163,10 +133,9 @@ def stream(
     on_event: Callable[[Completion], None] = lambda c: None,
     deadline: float | None = None,
 ) -> Completion:
-    """Stream one completion with explicit sampling (greedy unless told), ignoring EOS so the
-    output length is fixed; tokens are counted from `usage`, never from chunks. The whole stream
-    ends within `deadline` seconds (default: allowed_seconds(max_tokens)), and when the server sends
-    more than max_tokens, as a SeatError either way."""
+    """Stream one completion with explicit sampling (greedy unless told), ignoring EOS so the output
+    length is fixed; tokens are counted from `usage`, never from chunks. It ends within `deadline`
+    seconds (default: allowed_seconds(max_tokens)) or at more than max_tokens, as a SeatError."""
     body = {
         "model": model,
         "prompt": prompt,
@@ -177,9 +146,13 @@ def stream(
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         **(extra or {}),
     }
-    out = Completion()
-    start = time.monotonic()
+    out, start = Completion(), time.monotonic()
     watch = Deadline(deadline or allowed_seconds(max_tokens))
+
+    def take(event: dict) -> None:
+        _take(out, event, start, on_text)
+        on_event(out)  # the completion so far, as each event arrives
+
     try:
         with (
             watch.session() as session,
@@ -191,34 +164,7 @@ def stream(
                 timeout=min(timeout, watch.seconds),
             ) as answer,
         ):
-            watch.hold(answer)
-            if watch.passed:  # cut mid-headers: what came may look like an answer
-                raise watch.error(url, "the stream")
-            if not answer.ok:  # its first bytes only: an error page can be endless too
-                said = answer.raw.read(300, decode_content=True).decode(errors="replace")
-                raise SeatError(f"{url} answered {answer.status_code}: {printable(said)}")
-            try:
-                for line in _lines(answer, url, watch):
-                    if watch.passed:  # a line cut at the deadline may still parse
-                        raise watch.error(url, "the stream")
-                    if not line.startswith(b"data: ") or line == b"data: [DONE]":
-                        continue
-                    _take(out, json.loads(line[6:]), start, on_text)
-                    on_event(out)  # the completion so far, as each event arrives
-                    if watch.passed:  # where the socket could not be shut
-                        raise watch.error(url, "the stream")
-                    # What streamed, never the final usage: that can overstate (the bench says so).
-                    if max(out.streamed_tokens or 0, len(out.token_ids), out.chunks) > max_tokens:
-                        raise SeatError(
-                            f"{url} sent more than the {max_tokens} tokens asked for",
-                            "the server ignores max_tokens: it is not a seat to bench",
-                        )
-            except (requests.exceptions.ChunkedEncodingError, requests.ConnectionError) as exc:
-                if watch.passed:
-                    raise watch.error(url, "the stream") from None
-                if not out.chunks:
-                    raise
-                out.cut = type(exc).__name__  # a stream cut short: the caller records it as such
+            _receive(answer, url, watch, out, max_tokens, take)
     except requests.RequestException as exc:
         if watch.passed:
             raise watch.error(url, "the stream") from None

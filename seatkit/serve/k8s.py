@@ -17,8 +17,8 @@ import re
 import yaml
 
 from seatkit.errors import SeatError
-from seatkit.host import settings as host_settings
-from seatkit.seat.profiles import Profile
+from seatkit.seat import host_profiles
+from seatkit.seat.profiles import Kubernetes, Profile
 from seatkit.serve.spec import LaunchSpec
 
 POD_HOST = "0.0.0.0"  # a pod's own network namespace: its Services reach it on the pod address
@@ -28,9 +28,16 @@ PROBE_PERIOD_S = 10
 FILES = ("statefulset.yaml", "services.yaml", "gpu-operator-kernel-modules.yaml")
 
 
+def section(profile: Profile) -> Kubernetes:
+    """The profile's kubernetes section; only a profile that has one renders k8s/<profile>/."""
+    if profile.kubernetes is None:
+        raise SeatError(f"{profile.name} has no kubernetes section", "add one to render k8s/ manifests")
+    return profile.kubernetes
+
+
 def workload_name(profile: Profile) -> str:
     """The kubernetes section's name, else the profile's made DNS-safe."""
-    named = profile.kubernetes.name
+    named = section(profile).name
     if named:
         return named
     made = re.sub(r"[^a-z0-9-]+", "-", profile.name).strip("-")[:42].rstrip("-")
@@ -59,10 +66,10 @@ def container_env(spec: LaunchSpec) -> dict[str, str]:
 
 def module_options(profile: Profile) -> dict[str, str]:
     """The GPU Operator's <module>.conf files: one key=value a line, as its driver container reads them."""
-    kube = profile.kubernetes
-    host = host_settings.load(kube.host_profile)
-    keys = host_settings.registry_keys()
-    rule = host_settings.rule_for(kube.driver, keys)
+    kube = section(profile)
+    host = host_profiles.load(kube.host_profile)
+    keys = host_profiles.registry_keys()
+    rule = host_profiles.rule_for(kube.driver, keys)
     if rule is None or host.registry in rule.refuse:
         why = " ".join(rule.why.split()) if rule else "no rule in host/registry-keys.yaml covers it"
         raise SeatError(
@@ -89,7 +96,7 @@ def _labels(profile: Profile) -> dict[str, str]:
 def _volumes(spec: LaunchSpec) -> tuple[list[dict], list[dict]]:
     """Pod volumes and the container's mounts: models read-only, the JIT cache, /dev/shm if needed."""
     p = spec.profile
-    kube, docker = p.kubernetes, p.docker
+    kube, docker = section(p), p.docker
     values = spec.values({})
     volumes, mounts = [], []
     for key, model in p.models.items():
@@ -120,19 +127,20 @@ def _probe(failures: int) -> dict:
     }
 
 
-def statefulset(spec: LaunchSpec) -> dict:
+def _container(spec: LaunchSpec, mounts: list[dict]) -> dict:
+    """The seat's container: the script's argv and environment, the key from its Secret, probes."""
     p = spec.profile
-    kube = p.kubernetes
-    name, labels = workload_name(p), _labels(p)
-    volumes, mounts = _volumes(spec)
-    env = [{"name": k, "value": _kubelet_escape(v)} for k, v in container_env(spec).items()]
+    kube = section(p)
+    env: list[dict[str, object]] = [
+        {"name": k, "value": _kubelet_escape(v)} for k, v in container_env(spec).items()
+    ]
     env.append(
         {
             "name": API_KEY_ENV,
             "valueFrom": {"secretKeyRef": {"name": kube.api_key_secret, "key": API_KEY_ITEM}},
         }
     )
-    container = {
+    return {
         "name": "seat",
         "image": kube.image or spec.values({})["SEAT_IMAGE"],
         "args": [_kubelet_escape(a) for a in container_args(spec)],
@@ -146,6 +154,13 @@ def statefulset(spec: LaunchSpec) -> dict:
         "livenessProbe": _probe(6),
         "securityContext": {"privileged": False, "allowPrivilegeEscalation": False},
     }
+
+
+def statefulset(spec: LaunchSpec) -> dict:
+    p = spec.profile
+    kube = section(p)
+    name, labels = workload_name(p), _labels(p)
+    volumes, mounts = _volumes(spec)
     pod = {
         "affinity": {
             "nodeAffinity": {
@@ -171,7 +186,7 @@ def statefulset(spec: LaunchSpec) -> dict:
         },
         "hostIPC": p.docker.ipc == "host",
         "terminationGracePeriodSeconds": p.docker.stop_grace_s,
-        "containers": [container],
+        "containers": [_container(spec, mounts)],
         "volumes": volumes,
     }
     return {
@@ -190,7 +205,7 @@ def statefulset(spec: LaunchSpec) -> dict:
 
 def services(profile: Profile) -> list[dict]:
     """A ClusterIP Service for clients, and a headless one: one address per seat, for the fleet bench."""
-    kube, name, labels = profile.kubernetes, workload_name(profile), _labels(profile)
+    kube, name, labels = section(profile), workload_name(profile), _labels(profile)
     port = [{"name": "http", "port": profile.server.port, "targetPort": "http"}]
     meta = {"namespace": kube.namespace, "labels": labels}
     return [
@@ -210,7 +225,7 @@ def services(profile: Profile) -> list[dict]:
 
 
 def kernel_module_config(profile: Profile) -> dict:
-    kube = profile.kubernetes
+    kube = section(profile)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -226,11 +241,11 @@ def kernel_module_config(profile: Profile) -> dict:
 def manifests(spec: LaunchSpec) -> dict[str, list[dict]]:
     """Each file of k8s/<profile>/ and the objects it holds."""
     p = spec.profile
-    return dict(zip(FILES, ([statefulset(spec)], services(p), [kernel_module_config(p)])))
+    return dict(zip(FILES, ([statefulset(spec)], services(p), [kernel_module_config(p)]), strict=True))
 
 
 def _header(profile: Profile, file: str) -> str:
-    kube = profile.kubernetes
+    kube = section(profile)
     lines = [
         f"# {profile.name}: rendered by `seat render` from profiles/{profile.name}.yaml",
         f"# (profile sha256 {profile.sha256[:16]}). Do not edit. The same LaunchSpec as",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from seatkit.errors import SeatError
+from seatkit.serve.words import Knob, Ref, Word
 
 MODE = "SEAT_NSYS"
 SESSION = "SEAT_NSYS_SESSION"
@@ -20,70 +21,72 @@ DURATION = "SEAT_NSYS_DURATION"
 OFF = "off"
 
 
-def _ref(name: str):
-    from seatkit.serve.spec import Ref  # spec imports this module
-
-    return Ref(name)
-
-
-def _trace() -> list[tuple]:
+def _trace() -> list[Word]:
     return [
         ("--trace=cuda,nvtx,osrt",),
-        ("--cuda-graph-trace=", _ref(GRAPH_TRACE)),
+        ("--cuda-graph-trace=", Ref(GRAPH_TRACE)),
         ("--sample=none",),
         ("--cpuctxsw=none",),
     ]
 
 
-def wraps() -> dict[str, list[tuple]]:
+def wraps() -> dict[str, list[Word]]:
     """Each mode's words before the server command; knobs inside them are Refs."""
     return {
         "profile": [
             ("nsys",),
             ("profile",),
             *_trace(),
-            ("--duration=", _ref(DURATION)),
+            ("--duration=", Ref(DURATION)),
             ("--wait=primary",),
-            ("--output=", _ref(OUTPUT)),
+            ("--output=", Ref(OUTPUT)),
         ],
-        "session": [("nsys",), ("launch",), ("--session-new=", _ref(SESSION)), *_trace()],
+        "session": [("nsys",), ("launch",), ("--session-new=", Ref(SESSION)), *_trace()],
     }
 
 
-def knobs(profile_name: str, cache_mount: str) -> list[tuple[str, str, str]]:
-    """(name, default, meaning) of the profiling knobs; defaults follow the original script."""
+def knobs(profile_name: str, cache_mount: str) -> list[Knob]:
+    """The profiling knobs, each with its grammar; defaults follow the original script."""
+    mount = cache_mount.replace(".", "[.]").replace("+", "[+]")  # a literal inside the pattern
     return [
-        (
+        Knob(
             MODE,
             OFF,
             "Nsight Systems: off, profile (nsys profile from the start) or session "
             "(nsys launch; `seat bench --nsys` collects); compose: start service "
             "seat-nsys-profile or seat-nsys-session instead",
+            pattern="off|profile|session",
+            what="off, profile or session",
         ),
-        (
+        Knob(
             SESSION,
             re.sub(r"[^A-Za-z0-9_]", "_", profile_name) + "_decode",
             "nsys session name (session mode)",
+            pattern="[A-Za-z0-9_.-]{1,64}",
+            what="an nsys session name (1 to 64 letters, digits and _ . -)",
         ),
-        (GRAPH_TRACE, "node", "nsys --cuda-graph-trace: node (each kernel) or graph (whole graphs)"),
-        (
+        Knob(
+            GRAPH_TRACE,
+            "node",
+            "nsys --cuda-graph-trace: node (each kernel) or graph (whole graphs)",
+            pattern="node|graph",
+            what="node or graph",
+        ),
+        Knob(
             OUTPUT,
             f"{cache_mount}/nsys/{profile_name}",
             "nsys output path inside the container, under the cache volume",
+            pattern=mount + "/nsys/[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}",
+            what=f"a file name of letters, digits and _ . - in {cache_mount}/nsys/",
         ),
-        (DURATION, "240", "seconds nsys profile collects (profile mode)"),
+        Knob(
+            DURATION,
+            "240",
+            "seconds nsys profile collects (profile mode)",
+            pattern="[1-9][0-9]{0,5}",
+            what="a number of seconds from 1 to 999999",
+        ),
     ]
-
-
-def grammar(cache_mount: str) -> dict[str, str]:
-    """Each knob's value as a regular expression that Python and bash's [[ =~ ]] read alike."""
-    return {
-        MODE: "off|profile|session",
-        SESSION: "[A-Za-z0-9_.-]{1,64}",
-        GRAPH_TRACE: "node|graph",
-        OUTPUT: cache_mount.replace(".", "[.]") + "/nsys/[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}",
-        DURATION: "[1-9][0-9]{0,5}",
-    }
 
 
 NO_MODES = (
@@ -96,12 +99,6 @@ def refuse_unwrapped(environ: dict[str, str]) -> None:
     """A profile without the modes refuses SEAT_NSYS rather than launch without the profiler asked for."""
     if environ.get(MODE, OFF) != OFF:
         raise SeatError(f"{MODE}={environ[MODE]!r}: {NO_MODES[0]}", NO_MODES[1])
-
-
-def check(rules: dict[str, str], values: dict[str, str]) -> None:
-    for name, rule in rules.items():
-        if not re.fullmatch(f"({rule})", values[name]):
-            raise SeatError(f"{name}={values[name]!r} is not valid", f"expected: {rule}")
 
 
 def session_of(argv: list[str]) -> dict | None:

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from seatkit import engine, nvml, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.seat import overlay_lock
 from seatkit.serve import keys
-from seatkit.serve.spec import Check, LaunchSpec, resolve
+from seatkit.serve.checks import Check, Kind
+from seatkit.serve.spec import LaunchSpec, resolve
 
 INDEX_BYTES = 64 * 1024 * 1024  # a weight map names every tensor of the model
 
 
-def _fail(message: str, hint: str = "") -> None:
+def _fail(message: str, hint: str = "") -> NoReturn:
     raise SeatError(f"preflight: {message}", hint)
 
 
@@ -60,80 +63,101 @@ def _docker_has(kind: str, ref: str) -> bool:
         )
 
 
-def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
-    subject = resolve(check.subject, values) if check.subject else ""
-    name = spec.profile.name
-    kind = check.kind
-    if kind == "venv" and not (Path(subject) / "bin" / "vllm").exists():
-        _fail(f"{check.label} is missing at {subject}", f"run: seat setup {name}")
-    elif kind in ("reserved-port", "reserved-name") and subject in check.values:
+def _venv(check: Check, spec: LaunchSpec, subject: str) -> None:
+    if not (Path(subject) / "bin" / "vllm").exists():
+        _fail(f"{check.label} is missing at {subject}", f"run: seat setup {spec.profile.name}")
+
+
+def _reserved(check: Check, spec: LaunchSpec, subject: str) -> None:
+    if subject in check.values:
         _fail(
             f"{check.label} {subject} is reserved by this profile",
             "choose another through SEAT_PORT or SEAT_CONTAINER",
         )
-    elif kind == "port-free":
-        host, port = subject.rsplit(":", 1)
-        if _port_in_use(host, int(port)):
-            _fail(f"something already listens on {subject}", "stop it, or set SEAT_PORT")
-    elif kind == "container-free" and _docker_has("container", subject):
+
+
+def _port_free(check: Check, spec: LaunchSpec, subject: str) -> None:
+    host, port = subject.rsplit(":", 1)
+    if _port_in_use(host, int(port)):
+        _fail(f"something already listens on {subject}", "stop it, or set SEAT_PORT")
+
+
+def _container_free(check: Check, spec: LaunchSpec, subject: str) -> None:
+    if _docker_has("container", subject):
+        name = spec.profile.name
         _fail(f"a container named {subject} already exists", f"seat down {name}, or docker rm it")
-    elif kind == "image" and not _docker_has("image", subject):
+
+
+def _image(check: Check, spec: LaunchSpec, subject: str) -> None:
+    if not _docker_has("image", subject):
         local = subject.startswith(overlay_lock.REPOSITORY + "/")
         _fail(
             f"image {subject} is not on this machine (or its digest differs)",
-            f"a local tag, nothing to pull: seat build {name} makes it" if local else "docker pull it",
+            f"a local tag, nothing to pull: seat build {spec.profile.name} makes it"
+            if local
+            else "docker pull it",
         )
-    elif kind in ("dir", "cache") and any(ord(c) < 32 or ord(c) == 127 for c in subject):
+
+
+def _plain_path(check: Check, subject: str) -> None:
+    if any(ord(c) < 32 or ord(c) == 127 for c in subject):
         _fail(
             f"{check.label} directory has a control character (a newline, a tab) in its path: {subject!r}",
             "name a plain path",
         )
-    elif kind == "dir":
-        if not subject or not Path(subject).is_dir():  # Path("") is the working directory
-            _fail(f"{check.label} directory not found: {subject}", check.hint)
-        if not spec.native and set(subject) & {":", ","}:
-            _fail(f"{check.label} directory has ':' or ',', which docker mounts cannot take: {subject}")
-    elif kind == "pinned" and subject in check.values:
+
+
+def _dir(check: Check, spec: LaunchSpec, subject: str) -> None:
+    _plain_path(check, subject)
+    if not subject or not Path(subject).is_dir():  # Path("") is the working directory
+        _fail(f"{check.label} directory not found: {subject}", check.hint)
+    if not spec.native and set(subject) & {":", ","}:
+        _fail(f"{check.label} directory has ':' or ',', which docker mounts cannot take: {subject}")
+
+
+def _pinned(check: Check, spec: LaunchSpec, subject: str) -> None:
+    if subject in check.values:
         _fail(
             f"the profile's own {check.label} {subject} is not pinned by digest: a tag can move",
-            f"seat image pin {name}, then seat render; or choose one with SEAT_IMAGE",
+            f"seat image pin {spec.profile.name}, then seat render; or choose one with SEAT_IMAGE",
         )
-    elif kind == "cache":  # the seat's own folder: made when missing, as the script makes it
-        if not subject.startswith("/") or set(subject) & {":", ","}:
-            _fail(
-                f"{check.label} directory must be an absolute path without ':' or ',' (docker "
-                f"mounts take no others): {subject!r}",
-                "set SEAT_CACHE_DIR to one",
-            )
-        try:
-            Path(subject).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            _fail(
-                f"cannot make the {check.label} directory {subject}: {exc.strerror}",
-                "make it by hand, or set SEAT_CACHE_DIR to a folder you can write",
-            )
-    elif kind == "exists" and not Path(subject).exists():
+
+
+def _cache(check: Check, spec: LaunchSpec, subject: str) -> None:
+    """The seat's own folder: made when missing, as the script makes it."""
+    _plain_path(check, subject)
+    if not subject.startswith("/") or set(subject) & {":", ","}:
+        _fail(
+            f"{check.label} directory must be an absolute path without ':' or ',' (docker "
+            f"mounts take no others): {subject!r}",
+            "set SEAT_CACHE_DIR to one",
+        )
+    try:
+        Path(subject).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _fail(
+            f"cannot make the {check.label} directory {subject}: {exc.strerror}",
+            "make it by hand, or set SEAT_CACHE_DIR to a folder you can write",
+        )
+
+
+def _exists(check: Check, spec: LaunchSpec, subject: str) -> None:
+    if not Path(subject).exists():
         _fail(f"{check.label} not found: {subject}", "create it, or take it out of docker.extra_mounts")
-    elif kind == "api-key":
-        keys.read(subject)
-    elif kind == "file":
-        path = Path(subject)
-        if not path.is_file() or path.stat().st_size == 0:
-            _fail(f"{check.label} is missing or empty: {subject}")
-    elif kind == "shards":
-        _check_shards(Path(subject), check.label)
-    elif kind == "sizes":
-        _check_sizes(Path(subject), check, name)
-    elif kind == "gpus":
-        need, seen = int(check.values[0]), visible_gpus()
-        if seen < need:
-            _fail(
-                f"{seen} GPUs visible, tensor parallelism needs {need}",
-                "check nvidia-smi, the driver and CUDA_VISIBLE_DEVICES",
-            )
 
 
-def _check_shards(folder: Path, label: str) -> None:
+def _api_key(check: Check, spec: LaunchSpec, subject: str) -> None:
+    keys.read(subject)
+
+
+def _file(check: Check, spec: LaunchSpec, subject: str) -> None:
+    path = Path(subject)
+    if not path.is_file() or path.stat().st_size == 0:
+        _fail(f"{check.label} is missing or empty: {subject}")
+
+
+def _shards(check: Check, spec: LaunchSpec, subject: str) -> None:
+    folder, label = Path(subject), check.label
     index = folder / "model.safetensors.index.json"
     try:
         shards = sorted(
@@ -149,7 +173,8 @@ def _check_shards(folder: Path, label: str) -> None:
             _fail(f"{label} shard missing or empty: {shard}", "the index lists it; finish the download")
 
 
-def _check_sizes(folder: Path, check: Check, name: str) -> None:
+def _sizes(check: Check, spec: LaunchSpec, subject: str) -> None:
+    folder, name = Path(subject), spec.profile.name
     wrong = [
         p for p, size in check.values if not (folder / p).is_file() or (folder / p).stat().st_size != size
     ]
@@ -161,9 +186,45 @@ def _check_sizes(folder: Path, check: Check, name: str) -> None:
         )
 
 
+def _gpus(check: Check, spec: LaunchSpec, subject: str) -> None:
+    need, seen = int(check.values[0]), visible_gpus()
+    if seen < need:
+        _fail(
+            f"{seen} GPUs visible, tensor parallelism needs {need}",
+            "check nvidia-smi, the driver and CUDA_VISIBLE_DEVICES",
+        )
+
+
+# Each kind's check, for every kind: a kind without one is a bug the unit tests catch.
+CHECKS: dict[Kind, Callable[[Check, LaunchSpec, str], None]] = {
+    Kind.VENV: _venv,
+    Kind.RESERVED_PORT: _reserved,
+    Kind.PORT_FREE: _port_free,
+    Kind.RESERVED_NAME: _reserved,
+    Kind.CONTAINER_FREE: _container_free,
+    Kind.IMAGE: _image,
+    Kind.PINNED: _pinned,
+    Kind.CACHE: _cache,
+    Kind.EXISTS: _exists,
+    Kind.DIR: _dir,
+    Kind.FILE: _file,
+    Kind.SHARDS: _shards,
+    Kind.SIZES: _sizes,
+    Kind.GPUS: _gpus,
+    Kind.API_KEY: _api_key,
+}
+
+
+def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
+    run = CHECKS.get(check.kind)
+    if run is None:
+        raise SeatError(f"preflight: no check of kind {check.kind!r}", "this is a bug in seatkit: report it")
+    run(check, spec, resolve(check.subject, values) if check.subject else "")
+
+
 def warnings(spec: LaunchSpec, values: dict[str, str]) -> list[str]:
     """What the script's preflight warns about and `seat up` should say too: an image by a tag."""
-    subjects = (resolve(c.subject, values) for c in spec.checks if c.kind == "pinned")
+    subjects = (resolve(c.subject, values) for c in spec.checks if c.kind == Kind.PINNED)
     return [
         f"{image} is not pinned by digest: a tag can move" for image in subjects if "@sha256:" not in image
     ]

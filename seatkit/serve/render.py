@@ -15,50 +15,18 @@ import yaml
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
-from seatkit.seat import grammar, overlay_lock, profiles, what_runs
+from seatkit.seat import overlay_lock, profiles, what_runs
 from seatkit.serve import glossary, k8s, nsys
 from seatkit.serve import spec as specs
-from seatkit.serve.spec import LaunchSpec, Ref, Word
+from seatkit.serve.shell import always_quoted, argv_lines, double_quoted, oneline, quoted_word, shell_word
+from seatkit.serve.spec import LaunchSpec
+from seatkit.serve.words import Ref, Word
 
 
-def shell_word(word: Word, quote=shlex.quote) -> str:
-    """One shell word: literals single-quoted, knobs as "${NAME}"."""
-    parts = [f'"${{{p.name}}}"' if isinstance(p, Ref) else quote(p) for p in word if p != ""]
-    return "".join(parts) or "''"
-
-
-def _is_flag(word: Word) -> bool:
-    return isinstance(word[0], str) and word[0].startswith("--")
-
-
-def always_quoted(text: str) -> str:
-    """Single-quoted even when shlex would not (commas in values trip ShellCheck)."""
-    return "'" + text.replace("'", "'\"'\"'") + "'"
-
-
-def quoted_word(word: Word) -> str:
-    """A shell word whose literals are always single-quoted."""
-    return shell_word(word, always_quoted)
-
-
-def argv_lines(words: list[Word]) -> list[str]:
-    """Shell words, a flag and its value on one line, for a readable command array."""
-    lines: list[str] = []
-    for i, word in enumerate(words):
-        follows_flag = i > 0 and _is_flag(words[i - 1]) and not _is_flag(word)
-        if follows_flag and lines:
-            lines[-1] += " " + shell_word(word)
-        else:
-            lines.append(shell_word(word))
-    return lines
-
-
-def _double_quoted(expression: str) -> str:
-    return f'"{expression}"'
-
-
-def _oneline(text: str) -> str:
-    return " ".join(text.split())
+def _unknown_check(kind: str) -> str:
+    raise SeatError(
+        f"the launch template has no check of kind {kind!r}", "this is a bug in seatkit: report it"
+    )
 
 
 def _environment() -> jinja2.Environment:
@@ -74,11 +42,11 @@ def _environment() -> jinja2.Environment:
         word=shell_word,
         qword=quoted_word,
         argv_lines=argv_lines,
-        dq=_double_quoted,
-        oneline=_oneline,
+        dq=double_quoted,
+        oneline=oneline,
     )
     env.globals.update(
-        knob_grammars=grammar.KNOBS,
+        unknown_check=_unknown_check,
         local_images=overlay_lock.REPOSITORY,
         profile_label=specs.PROFILE_LABEL,
         what_runs=what_runs.shell_pattern(),
@@ -110,16 +78,29 @@ def _compose_command(spec: LaunchSpec, wrap: list[Word]) -> list[str]:
     ]
 
 
-def render_compose(spec: LaunchSpec) -> str:
-    """The long-running form of the docker seat; knobs come from .env beside it."""
+def _compose_environment(spec: LaunchSpec) -> dict[str, str | None]:
+    environment: dict[str, str | None] = {
+        **{k: _compose_escape(v) for k, v in spec.env.items()},
+        **{k: f"${{{k}}}" for k in specs.CONTAINER_KNOBS},
+    }
+    environment.update(dict.fromkeys(spec.pass_env))  # null: from the shell, only when set
+    if spec.api_key_file:
+        environment["VLLM_API_KEY"] = (
+            "${VLLM_API_KEY:?export VLLM_API_KEY from the seat's key file (see .env; seat up makes it)}"
+        )
+    return environment
+
+
+def _compose_service(spec: LaunchSpec) -> dict[str, object]:
+    """The seat's service: the script's docker run, field by field."""
     p = spec.profile
     docker = p.docker
-    gpus = {"driver": "nvidia", "capabilities": ["gpu"]}
+    gpus: dict[str, object] = {"driver": "nvidia", "capabilities": ["gpu"]}
     if docker.gpus == "all":
         gpus["count"] = "all"
     else:
         gpus["device_ids"] = [str(i) for i in docker.gpus]
-    service = {
+    return {
         "image": "${SEAT_IMAGE}",
         "container_name": "${SEAT_CONTAINER}",
         "command": _compose_command(spec, []),
@@ -130,10 +111,7 @@ def render_compose(spec: LaunchSpec) -> str:
         "restart": docker.restart,
         "stop_grace_period": f"{docker.stop_grace_s}s",
         "ulimits": dict(docker.ulimits),
-        "environment": {
-            **{k: _compose_escape(v) for k, v in spec.env.items()},
-            **{k: f"${{{k}}}" for k in specs.CONTAINER_KNOBS},
-        },
+        "environment": _compose_environment(spec),
         "volumes": [
             {
                 "type": "bind",
@@ -152,11 +130,11 @@ def render_compose(spec: LaunchSpec) -> str:
             "start_period": f"{int(p.server.health_timeout_s)}s",
         },
     }
-    service["environment"].update(dict.fromkeys(spec.pass_env))  # null: from the shell, only when set
-    if spec.api_key_file:
-        service["environment"]["VLLM_API_KEY"] = (
-            "${VLLM_API_KEY:?export VLLM_API_KEY from the seat's key file (see .env; seat up makes it)}"
-        )
+
+
+def render_compose(spec: LaunchSpec) -> str:
+    """The long-running form of the docker seat; knobs come from .env beside it."""
+    p = spec.profile
     header = (
         f"# {p.name}: rendered by `seat render` from profiles/{p.name}.yaml "
         f"(profile sha256 {p.sha256[:16]}).\n"
@@ -170,7 +148,7 @@ def render_compose(spec: LaunchSpec) -> str:
             else ""
         )
     )
-    services = {"seat": service}
+    services = {"seat": _compose_service(spec)}
     for mode, words in spec.wraps.items():  # compose cannot add words on a knob: one service a mode
         services[f"seat-nsys-{mode}"] = {
             "extends": {"service": "seat"},

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from seatkit import flock, paths, safe_yaml
 from seatkit.errors import SeatError
+from seatkit.models import lock
 from seatkit.seat import layout
 from seatkit.seat.profiles import NativeProfile, Profile
 from seatkit.seat.sections import Native
@@ -215,11 +216,9 @@ def native_of(profile: Profile) -> Native:
 def setup(profile: Profile, say: Progress = print) -> dict[str, Path]:
     """Everything a native profile needs on this machine; docker profiles need nothing here."""
     native = native_of(profile)
-    from seatkit.models import lock as model_locks  # it imports this module
-
     venv = ensure_venv(native, say)
     made = {"venv": venv}
-    locked = model_locks.read(profile) or {}
+    locked = lock.read(profile) or {}
     for key, model in profile.models.items():
         if model.build:
             sizes = {f.path: f.size for f in locked[key].files} if key in locked else None

@@ -10,44 +10,24 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from seatkit import paths
-from seatkit.models import lock as model_locks
+from seatkit.models import lock
 from seatkit.seat import grammar, overlay_lock
-from seatkit.seat.profiles import NativeProfile, Profile
+from seatkit.seat.profiles import DockerProfile, NativeProfile, Profile
 from seatkit.serve import keys, nsys, pins
+from seatkit.serve.checks import Check, Kind
+from seatkit.serve.words import Knob, Ref, Word
 
-
-@dataclass(frozen=True)
-class Ref:
-    """A reference to a knob inside a word."""
-
-    name: str
-
-
-Word = tuple  # parts: str literals and Refs, joined into one argument
 CONTAINER_KNOBS = ("SEAT_HOST", "SEAT_PORT")
 PROFILE_LABEL = "seatkit.profile"  # every launch form marks its container with the profile
-
-
-@dataclass(frozen=True)
-class Knob:
-    name: str
-    default: str
-    meaning: str
-    shell_default: str | None = None  # a bash expression, for defaults that depend on the machine
-
-
-@dataclass(frozen=True)
-class Check:
-    """One preflight check; `kind` picks the implementation (bash template and Python)."""
-
-    kind: str
-    subject: Word = ()
-    label: str = ""
-    values: tuple = ()
-    hint: str = ""  # what to do when it fails, where the kind alone cannot say
+# The host knobs' grammars in words (the patterns are seatkit.seat.grammar's).
+HOST_WHAT = "an IP address or a host name"
+PORT_WHAT = "a port number from 1 to 65535"
+IMAGE_WHAT = "an image reference (name[:tag][@sha256:digest])"
+CONTAINER_WHAT = "a container name (letters, digits, _ . -)"
 
 
 @dataclass(frozen=True)
@@ -69,7 +49,6 @@ class LaunchSpec:
     api_key_file: Word | None = None
     venv: Word | None = None  # native runtime only
     wraps: dict[str, list[Word]] = field(default_factory=dict)  # SEAT_NSYS mode -> words before the command
-    grammar: dict[str, str] = field(default_factory=dict)  # knob -> the regex its value must match
     pass_env: list[str] = field(default_factory=list)  # from the launching shell, only when set
 
     @property
@@ -80,17 +59,21 @@ class LaunchSpec:
         """Knobs the container reads at run time (its healthcheck probes SEAT_HOST:SEAT_PORT)."""
         return {name: values[name] for name in CONTAINER_KNOBS}
 
-    def values(self, environ: dict[str, str] | None = None) -> dict[str, str]:
+    def values(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """Each knob's value: the environment's when set, else the profile's; checked."""
-        environ = os.environ if environ is None else environ
-        values = {k.name: environ.get(k.name, k.default) for k in self.knobs}
-        for name in sorted(values.keys() & grammar.KNOBS.keys()):
-            grammar.check_knob(name, values[name])
+        env = os.environ if environ is None else environ
+        values = {k.name: env.get(k.name, k.default) for k in self.knobs}
+        self.check(values)
         return values
+
+    def check(self, values: dict[str, str]) -> None:
+        """Every knob's value against its grammar, in the order the script checks them."""
+        for knob in self.knobs:
+            knob.check(values[knob.name])
 
     def container_argv(self, values: dict[str, str]) -> list[str]:
         """What the container runs: unset the image's variables, the nsys wrap when on, the server."""
-        nsys.check(self.grammar, values)
+        self.check(values)
         wrap = self.wraps.get(values.get(nsys.MODE, nsys.OFF), [])
         return [
             "env",
@@ -98,9 +81,9 @@ class LaunchSpec:
             *[resolve(w, values) for w in [*wrap, *self.command]],
         ]
 
-    def passed_env(self, environ: dict[str, str] | None = None) -> dict[str, str]:
-        environ = os.environ if environ is None else environ
-        return {n: environ[n] for n in self.pass_env if n in environ}
+    def passed_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        env = os.environ if environ is None else environ
+        return {n: env[n] for n in self.pass_env if n in env}
 
     def config_line(self, values: dict[str, str], environ: dict[str, str] | None = None) -> str:
         """The whole effective configuration on one line, as the launch prints it."""
@@ -172,6 +155,18 @@ def speculative_config(profile: Profile, model_paths: dict[str, Word]) -> Word |
     return (before, *inner, after)
 
 
+@dataclass
+class _Runtime:
+    """What the runtime makes of the profile: knobs and checks in launch order, and where things are."""
+
+    knobs: list[Knob]
+    checks: list[Check]
+    program: list[Word]
+    model_paths: dict[str, Word]
+    mounts: list[Mount] = field(default_factory=list)
+    venv: Word | None = None
+
+
 def _native_home() -> Knob:
     return Knob(
         "SEAT_HOME",
@@ -181,107 +176,116 @@ def _native_home() -> Knob:
     )
 
 
-def build(profile: Profile) -> LaunchSpec:
-    server = profile.server
-    knobs = [
-        Knob("SEAT_HOST", server.host, "address the server binds"),
-        Knob("SEAT_PORT", str(server.port), "port the server listens on"),
-    ]
-    host, port = (Ref("SEAT_HOST"),), (Ref("SEAT_PORT"),)
-    checks = [
-        Check("reserved-port", port, "port", tuple(map(str, server.reserved_ports))),
-        Check("port-free", host + (":",) + port, "port"),
-    ]
-    mounts: list[Mount] = []
-    venv = None
+def _native(profile: NativeProfile, locked: dict, knobs: list[Knob], checks: list[Check]) -> _Runtime:
+    home = (Ref("SEAT_HOME"),)
+    venv = home + (f"/venvs/{profile.native.venv}",)
+    checks = [Check(Kind.VENV, venv, f"runtime venv {profile.native.venv}"), *checks]
     model_paths: dict[str, Word] = {}
-    locked = model_locks.read(profile) or {}
+    for key, model in profile.models.items():
+        where = home + (f"/models/{model.build}",) if model.build else (model.host_dir,)
+        model_paths[key] = where
+        checks += _model_checks(key, model, where, locked.get(key), f"run: seat setup {profile.name}")
+    program = [venv + ("/bin/vllm",), ("serve",)]
+    return _Runtime([_native_home(), *knobs], checks, program, model_paths, venv=venv)
 
-    if isinstance(profile, NativeProfile):
-        knobs.insert(0, _native_home())
-        home = (Ref("SEAT_HOME"),)
-        venv = home + (f"/venvs/{profile.native.venv}",)
-        program = [venv + ("/bin/vllm",), ("serve",)]
-        checks.insert(0, Check("venv", venv, f"runtime venv {profile.native.venv}"))
-        for key, model in profile.models.items():
-            where = home + (f"/models/{model.build}",) if model.build else (model.host_dir,)
-            model_paths[key] = where
-            checks += _model_checks(key, model, where, locked.get(key), f"run: seat setup {profile.name}")
-    else:
-        docker = profile.docker
-        image, digest = (
-            (overlay_lock.seat_tag(profile, overlay_lock.load(), overlay_lock.load_b12x()), "")
-            if profile.image.overlay
-            else pins.base_reference(profile, allow_unpinned=True)
-        )
-        knobs = [
-            Knob(
-                "SEAT_IMAGE",
-                image,
-                "image the seat runs" + (" (`seat build` makes it)" if profile.image.overlay else ""),
-            ),
-            Knob("SEAT_CONTAINER", docker.container_name, "container name"),
-            *knobs,
-        ]
-        checks = [
-            Check("reserved-name", (Ref("SEAT_CONTAINER"),), "container name", tuple(server.reserved_names)),
-            Check("container-free", (Ref("SEAT_CONTAINER"),), "container name"),
-            Check("image", (Ref("SEAT_IMAGE"),), "image"),
-            # An image by tag could be anything by now: warned of; refused, as `seat up` refuses
-            # it, when it is a prebuilt image's own tag, unpinned when this was rendered.
-            Check(
-                "pinned",
-                (Ref("SEAT_IMAGE"),),
-                "image",
-                (image,) if digest is None and profile.image.compare_overlay else (),
-            ),
-            *checks,
-        ]
-        for key, model in profile.models.items():
-            knob = f"SEAT_MODEL_{key.upper()}_DIR"
-            knobs.append(Knob(knob, model.host_dir, f"host directory of the {key} model"))
-            mounts.append(Mount((Ref(knob),), model.mount, read_only=True))
-            model_paths[key] = (model.mount,)
-            fetch = f"seat model fetch {profile.name} downloads it, or " if model.repository else ""
-            checks += _model_checks(
-                key, model, (Ref(knob),), locked.get(key), f"{fetch}set {knob} to the folder that has it"
-            )
-        if docker.cache:
-            knobs.append(
-                Knob(
-                    "SEAT_CACHE_DIR",
-                    docker.cache.host_dir,
-                    "persistent JIT cache (one per image and profile)",
-                )
-            )
-            mounts.append(Mount((Ref("SEAT_CACHE_DIR"),), docker.cache.mount, read_only=False))
-            checks.append(Check("cache", (Ref("SEAT_CACHE_DIR"),), "cache"))
-            knobs += [Knob(*k) for k in nsys.knobs(profile.name, docker.cache.mount)]
-        mounts += [Mount((m.source,), m.target, m.read_only) for m in docker.extra_mounts]
-        # docker run -v would create a missing source as an empty root-owned folder; seat up would fail
-        checks += [Check("exists", (m.source,), "extra mount source") for m in docker.extra_mounts]
-        program = [("vllm",), ("serve",)]
-    if profile.gpus.count:
-        checks.append(Check("gpus", (), "GPUs", (str(profile.gpus.tensor_parallel_size),)))
 
+def _image(profile: DockerProfile) -> tuple[str, str | None]:
+    """The image the seat runs by default, and its digest (None: a tag alone)."""
+    if profile.image.overlay:
+        return overlay_lock.seat_tag(profile, overlay_lock.load(), overlay_lock.load_b12x()), ""
+    return pins.base_reference(profile, allow_unpinned=True)
+
+
+def _docker(profile: DockerProfile, locked: dict, knobs: list[Knob], checks: list[Check]) -> _Runtime:
+    docker = profile.docker
+    image, digest = _image(profile)
+    made = " (`seat build` makes it)" if profile.image.overlay else ""
+    knobs = [
+        Knob("SEAT_IMAGE", image, "image the seat runs" + made, pattern=grammar.IMAGE, what=IMAGE_WHAT),
+        Knob(
+            "SEAT_CONTAINER",
+            docker.container_name,
+            "container name",
+            pattern=grammar.CONTAINER_NAME,
+            what=CONTAINER_WHAT,
+        ),
+        *knobs,
+    ]
+    name, image_ref = (Ref("SEAT_CONTAINER"),), (Ref("SEAT_IMAGE"),)
+    # An image by tag could be anything by now: warned of; refused, as `seat up` refuses it, when it
+    # is a prebuilt image's own tag, unpinned when this was rendered.
+    unpinned = (image,) if digest is None and profile.image.compare_overlay else ()
+    checks = [
+        Check(Kind.RESERVED_NAME, name, "container name", tuple(profile.server.reserved_names)),
+        Check(Kind.CONTAINER_FREE, name, "container name"),
+        Check(Kind.IMAGE, image_ref, "image"),
+        Check(Kind.PINNED, image_ref, "image", unpinned),
+        *checks,
+    ]
+    mounts, model_paths = [], {}
+    for key, model in profile.models.items():
+        knob = f"SEAT_MODEL_{key.upper()}_DIR"
+        knobs.append(Knob(knob, model.host_dir, f"host directory of the {key} model"))
+        mounts.append(Mount((Ref(knob),), model.mount, read_only=True))
+        model_paths[key] = (model.mount,)
+        fetch = f"seat model fetch {profile.name} downloads it, or " if model.repository else ""
+        missing = f"{fetch}set {knob} to the folder that has it"
+        checks += _model_checks(key, model, (Ref(knob),), locked.get(key), missing)
+    if docker.cache:
+        meaning = "persistent JIT cache (one per image and profile)"
+        knobs.append(Knob("SEAT_CACHE_DIR", docker.cache.host_dir, meaning))
+        mounts.append(Mount((Ref("SEAT_CACHE_DIR"),), docker.cache.mount, read_only=False))
+        checks.append(Check(Kind.CACHE, (Ref("SEAT_CACHE_DIR"),), "cache"))
+        knobs += nsys.knobs(profile.name, docker.cache.mount)
+    mounts += [Mount((m.source,), m.target, m.read_only) for m in docker.extra_mounts]
+    # docker run -v would create a missing source as an empty root-owned folder; seat up would fail
+    checks += [Check(Kind.EXISTS, (m.source,), "extra mount source") for m in docker.extra_mounts]
+    return _Runtime(knobs, checks, [("vllm",), ("serve",)], model_paths, mounts)
+
+
+def _command(profile: Profile, program: list[Word], model_paths: dict[str, Word]) -> list[Word]:
+    """The server's argv: the program, the model, where it listens, and the profile's flags."""
+    server, tp = profile.server, profile.gpus.tensor_parallel_size
     command = [
         *program,
         model_paths[profile.model],
         ("--host",),
-        host,
+        (Ref("SEAT_HOST"),),
         ("--port",),
-        port,
+        (Ref("SEAT_PORT"),),
         ("--served-model-name",),
         (server.served_model_name,),
     ]
-    if profile.gpus.tensor_parallel_size > 1:
-        command += [("--tensor-parallel-size",), (str(profile.gpus.tensor_parallel_size),)]
+    if tp > 1:
+        command += [("--tensor-parallel-size",), (str(tp),)]
     spec_json = speculative_config(profile, model_paths)
     if spec_json:
         command += [("--speculative-config",), spec_json]
-    command += [(arg,) for arg in vllm_flags(profile)]
+    return command + [(arg,) for arg in vllm_flags(profile)]
 
-    env = {**profile.env, **(profile.docker.extra_env if profile.docker else {})}
+
+def build(profile: Profile) -> LaunchSpec:
+    server = profile.server
+    knobs = [
+        Knob("SEAT_HOST", server.host, "address the server binds", pattern=grammar.HOST, what=HOST_WHAT),
+        Knob(
+            "SEAT_PORT", str(server.port), "port the server listens on", pattern=grammar.PORT, what=PORT_WHAT
+        ),
+    ]
+    host, port = (Ref("SEAT_HOST"),), (Ref("SEAT_PORT"),)
+    checks = [
+        Check(Kind.RESERVED_PORT, port, "port", tuple(map(str, server.reserved_ports))),
+        Check(Kind.PORT_FREE, host + (":",) + port, "port"),
+    ]
+    locked = lock.read(profile) or {}
+    runtime = (
+        _native(profile, locked, knobs, checks)
+        if isinstance(profile, NativeProfile)
+        else _docker(profile, locked, knobs, checks)
+    )
+    knobs, checks = runtime.knobs, runtime.checks
+    if profile.gpus.count:
+        checks.append(Check(Kind.GPUS, (), "GPUs", (str(profile.gpus.tensor_parallel_size),)))
     api_key_file = None
     if server.api_key:
         knobs.append(
@@ -293,38 +297,38 @@ def build(profile: Profile) -> LaunchSpec:
             )
         )
         api_key_file = (Ref("SEAT_API_KEY_FILE"),)
-        checks.append(Check("api-key", api_key_file, "API key file"))
+        checks.append(Check(Kind.API_KEY, api_key_file, "API key file"))
     return LaunchSpec(
         profile=profile,
         knobs=knobs,
-        env=env,
-        command=command,
+        env={**profile.env, **(profile.docker.extra_env if profile.docker else {})},
+        command=_command(profile, runtime.program, runtime.model_paths),
         checks=checks,
-        mounts=mounts,
+        mounts=runtime.mounts,
         unset_env=list(profile.docker.unset_env if profile.docker else []),
         api_key_file=api_key_file,
-        venv=venv if profile.native else None,
+        venv=runtime.venv,
         **_profiling(profile),
     )
 
 
 def _profiling(profile: Profile) -> dict:
-    """The nsys wraps and knob grammar (docker seats with a cache volume), and the pass-through env."""
+    """The nsys wraps (docker seats with a cache volume) and the pass-through env."""
     docker = profile.docker
     if docker is None:
         return {}
     out: dict = {"pass_env": list(docker.pass_env)}
     if docker.cache:
-        out.update(wraps=nsys.wraps(), grammar=nsys.grammar(docker.cache.mount))
+        out["wraps"] = nsys.wraps()
     return out
 
 
-def _model_checks(key: str, model, where: Word, lock, missing: str) -> list[Check]:
+def _model_checks(key: str, model, where: Word, locked, missing: str) -> list[Check]:
     label = f"{key} model"
-    checks = [Check("dir", where, label, hint=missing)]
-    checks += [Check("file", where + (f"/{name}",), f"{label} {name}") for name in model.files]
+    checks = [Check(Kind.DIR, where, label, hint=missing)]
+    checks += [Check(Kind.FILE, where + (f"/{name}",), f"{label} {name}") for name in model.files]
     if model.shards_from_index:
-        checks.append(Check("shards", where, label))
-    if lock:  # every file's size against the models lock: a directory walk, so always on
-        checks.append(Check("sizes", where, label, tuple((f.path, f.size) for f in lock.files)))
+        checks.append(Check(Kind.SHARDS, where, label))
+    if locked:  # every file's size against the models lock: a directory walk, so always on
+        checks.append(Check(Kind.SIZES, where, label, tuple((f.path, f.size) for f in locked.files)))
     return checks

@@ -12,9 +12,9 @@ import re
 import sys
 import typing
 
-from vllm.config.speculative import SpeculativeConfig
-from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args
-from vllm.utils.argparse_utils import FlexibleArgumentParser
+from vllm.config.speculative import SpeculativeConfig  # type: ignore[import-not-found]  # vLLM is the seat venv's, not the kit's
+from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args  # type: ignore[import-not-found]  # vLLM is the seat venv's, not the kit's
+from vllm.utils.argparse_utils import FlexibleArgumentParser  # type: ignore[import-not-found]  # vLLM is the seat venv's, not the kit's
 
 ROUNDS = 50  # each round removes one rejected flag, so this bounds the flags checked
 

@@ -17,7 +17,7 @@ from test_host_real_tools import base, host, ok, tree  # noqa: F401 - base is th
 from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import spec as specs
-from seatkit.host import settings
+from seatkit.seat import host_profiles
 
 
 class NoBench:
@@ -91,7 +91,7 @@ def test_one_shot_entry_with_debians_grub_and_kmod(base, tmp_path):  # noqa: F81
     uvm = ok(system, ["modprobe", "--dry-run", "-v", "-S", KVER, "nvidia_uvm"])
     assert f"insmod /lib/modules/{KVER}/kernel/drivers/video/nvidia_uvm.ko uvm_disable_hmm=1" in uvm
     nvidia = ok(system, ["modprobe", "--dry-run", "-v", "-S", KVER, "nvidia"])
-    dwords = settings.registry_keys().forms["five-key"].dwords
+    dwords = host_profiles.registry_keys().forms["five-key"].dwords
     assert f"nvidia.ko NVreg_RegistryDwords={dwords}" in nvidia  # the whole string, `;` and all
 
     # the end: entries and unit removed, grub.cfg and grubenv as they were

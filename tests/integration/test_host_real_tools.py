@@ -21,10 +21,11 @@ from conftest import unavailable
 from debian_root import KVER, chroot_runner, kernel, make, module
 
 from seatkit.errors import SeatError
-from seatkit.host import change, modprobe, ops, settings, status
+from seatkit.host import change, modprobe, ops, status
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
 
 MACHINE = "0123456789abcdef0123456789abcdef"
 ENTRY = f"/boot/efi/loader/entries/{MACHINE}-{KVER}.conf"
@@ -104,7 +105,7 @@ def initramfs_files(system: System, image: Path) -> set[str]:
 
 
 def conservative(system: System, **choices):
-    return host_plan.build(settings.load("conservative"), system, host_plan.Choices(**choices))
+    return host_plan.build(host_profiles.load("conservative"), system, host_plan.Choices(**choices))
 
 
 def default_entry(system: System) -> list[str]:
@@ -114,7 +115,7 @@ def default_entry(system: System) -> list[str]:
 
 def test_grub_and_update_initramfs_apply_rollback_byte_exact(base, tmp_path):
     system = host(base, tmp_path)
-    cloud = system.root / "etc/default/grub.d/50-cloudimg-settings.cfg"
+    cloud = system.root / "etc/default/grub.d/50-cloudimg-host_profiles.cfg"
     cloud.write_text('GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0"\n')  # the cloud-image drop-in
     ok(system, ["update-grub"])
     pristine = tree(system)
@@ -291,7 +292,7 @@ def test_plan_and_status_resolve_module_options_as_the_real_modprobe_does(base, 
     module(system.root, KVER, "nvidia_uvm")
     ok(system, ["depmod", KVER])
     kit = system.root / ops.MODPROBE_FILE.lstrip("/")  # the kit's file, as apply writes it
-    kit.write_text(host_plan.modprobe_text(settings.load("conservative"), "ForceP2P=0x11"))
+    kit.write_text(host_plan.modprobe_text(host_profiles.load("conservative"), "ForceP2P=0x11"))
     for case, (files, line, foreign) in KMOD_CASES.items():
         for path, options in files.items():
             target = system.root / path.lstrip("/")
@@ -306,7 +307,7 @@ def test_plan_and_status_resolve_module_options_as_the_real_modprobe_does(base, 
         assert real == ("1" if case in ("run-masks-usr-lib", "etc-masks-run") else "0"), case  # kmod's word
         row = next(
             r
-            for r in status.status(settings.load("conservative"), system)["rows"]
+            for r in status.status(host_profiles.load("conservative"), system)["rows"]
             if r["setting"] == "hmm_disabled"
         )
         assert row["configured"] is (real == "1"), (case, real, row)

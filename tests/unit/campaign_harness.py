@@ -26,8 +26,9 @@ from seatkit.bench import run as bench_run
 from seatkit.bench import selftest, workload
 from seatkit.bench.target import Options, Target
 from seatkit.campaign import boot, runner
-from seatkit.host import modprobe, settings, state
+from seatkit.host import modprobe, state
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
 
 ENV_SIZE = 1024
 EFFECTS = {"iommu": -0.40, "p2p": -0.05, "hmm": 0.0}
@@ -174,7 +175,7 @@ class CampaignHost(FakeHost):
             "/sys/class/iommu"
         ):
             factor *= 1 + EFFECTS["iommu"]
-        dwords = settings.parse_dwords(settings.registry_keys().forms["five-key"].dwords)
+        dwords = host_profiles.parse_dwords(host_profiles.registry_keys().forms["five-key"].dwords)
         if state.live_dwords(system).value == dwords:
             factor *= 1 + EFFECTS["p2p"]
         if state.live_hmm_disabled(system).value:

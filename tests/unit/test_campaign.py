@@ -13,7 +13,7 @@ from seatkit.campaign.folder import current
 from seatkit.errors import SeatError
 from seatkit.host import change as host_change
 from seatkit.host import plan as host_plan
-from seatkit.host import settings
+from seatkit.seat import host_profiles
 
 
 def write_campaign(tmp_path, **fields):
@@ -109,7 +109,7 @@ def test_an_arms_entry_copies_the_default_and_carries_its_tokens(tmp_path):
     host = CampaignHost(tmp_path / "root", cmdline="quiet iommu=pt")
     arm = specs.Arm(name="p2p+hmm", host=["p2p", "hmm"])
     text = boot.entry(
-        arm, boot.default_entry(host.system), boot.arm_tokens(arm, settings.load("paper"), "amd"), "c"
+        arm, boot.default_entry(host.system), boot.arm_tokens(arm, host_profiles.load("paper"), "amd"), "c"
     )
     linux = next(line for line in text.splitlines() if line.strip().startswith("linux"))
     assert "iommu=pt" not in linux  # the arm leaves the IOMMU out: the normal value is dropped
@@ -123,7 +123,7 @@ def test_an_arms_entry_never_saves_itself_as_the_default(tmp_path):
     body = boot.default_entry(host.system)
     body = body[:1] + ["\tsavedefault"] + body[1:]  # Debian's 10_linux with GRUB_SAVEDEFAULT=true
     arm = specs.Arm(name="hmm", host=["hmm"])
-    text = boot.entry(arm, body, boot.arm_tokens(arm, settings.load("paper"), "amd"), "c")
+    text = boot.entry(arm, body, boot.arm_tokens(arm, host_profiles.load("paper"), "amd"), "c")
     assert "savedefault" not in text and "nvidia_uvm.uvm_disable_hmm=1" in text
 
 
@@ -144,7 +144,7 @@ def test_the_simulated_campaign_recovers_the_oracles_effects(tmp_path):
     assert runner.step(host.system, driver) == "rebooting"  # installs, arms the first visit
     assert host.entries()[0] == default  # the normal entry is untouched while it runs
     with pytest.raises(SeatError, match="a campaign is running"):
-        host_change.apply(host_plan.build(settings.load("conservative"), host.system), host.system)
+        host_change.apply(host_plan.build(host_profiles.load("conservative"), host.system), host.system)
     host.boot()
     outcomes = drive(host, driver)
     assert outcomes[-1] == "done"

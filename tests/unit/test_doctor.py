@@ -12,8 +12,8 @@ from seatkit.cli.app import seat
 from seatkit.doctor import bench, diagnose, gpu, gpu_readings, host, models
 from seatkit.doctor.rows import Row, exit_code, worst
 from seatkit.errors import SeatError
-from seatkit.host import settings
 from seatkit.models import lock as locks
+from seatkit.seat import host_profiles
 from seatkit.serve.backends.native import process_start
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -40,7 +40,7 @@ def statuses(rows):
 
 def test_h200_fixture_rows_follow_from_its_nvml_readings(profile):
     """The committed real run: its NVML rows are what the checks make of its readings."""
-    rows = gpu.rows(H200["nvml"], profile, settings.load("paper"))
+    rows = gpu.rows(H200["nvml"], profile, host_profiles.load("paper"))
     assert [r.as_dict() for r in rows] == [r for r in H200["rows"] if r["layer"] == "gpu"]
     assert statuses(rows) == {
         "driver": "WARN",
@@ -79,19 +79,19 @@ def gpu0(**change):
     ],
 )
 def test_gpu_checks_judge_each_reading(profile, change, check, status, words):
-    rows = {r.check: r for r in gpu.rows(gpu0(**change), profile, settings.load("paper"))}
+    rows = {r.check: r for r in gpu.rows(gpu0(**change), profile, host_profiles.load("paper"))}
     assert rows[check].status == status and words in rows[check].evidence
 
 
 def test_a_refusing_driver_fails(profile):
     nv = {**gpu0(), "driver": "570.133.20"}
-    row = gpu.driver(nv, profile, settings.load("paper"))
+    row = gpu.driver(nv, profile, host_profiles.load("paper"))
     assert row.status == "FAIL" and "five-key" in row.evidence
 
 
 def test_without_a_driver_every_gpu_check_says_why(profile):
     nv = {"error": "no NVIDIA driver answers (NVML: Shared Library Not Found)"}
-    rows = gpu.rows(nv, profile, settings.load("paper"))
+    rows = gpu.rows(nv, profile, host_profiles.load("paper"))
     assert statuses(rows)["GPU count"] == "FAIL"
     assert all(
         r.evidence.startswith("cannot check: no NVIDIA driver") for r in rows if r.check != "GPU count"
@@ -392,7 +392,7 @@ def test_a_gpu_lost_mid_read_is_every_gpu_row_saying_why(profile, monkeypatch):
     monkeypatch.setattr(pynvml, "nvmlDeviceGetHandleByIndex", lost)
     readings = gpu_readings.read()
     assert "NVML failed reading the GPUs" in readings["error"]
-    rows = gpu.rows(readings, profile, settings.load("paper"))
+    rows = gpu.rows(readings, profile, host_profiles.load("paper"))
     assert statuses(rows)["GPU count"] == "FAIL"
 
 

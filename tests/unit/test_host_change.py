@@ -8,9 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, ops, settings, status
+from seatkit.host import change, cmdline, ops, status
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
+from seatkit.seat import host_profiles
 
 STACKS = ["grub", "bls", "kernelstub", "systemd-boot"]
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def make_plan(host, profile="paper", choices=ACK):
-    return host_plan.build(settings.load(profile), host.system, choices)
+    return host_plan.build(host_profiles.load(profile), host.system, choices)
 
 
 def apply(host, profile="paper", choices=ACK):
@@ -28,7 +29,9 @@ def apply(host, profile="paper", choices=ACK):
 
 
 def verdicts(host, profile="paper"):
-    return {r["setting"]: r["verdict"] for r in status.status(settings.load(profile), host.system)["rows"]}
+    return {
+        r["setting"]: r["verdict"] for r in status.status(host_profiles.load(profile), host.system)["rows"]
+    }
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -116,7 +119,9 @@ def test_conflicting_tokens_are_refused_then_replaced_and_put_back(tmp_path):
 
 def test_a_cloud_image_drop_in_cannot_discard_the_tokens(tmp_path):
     host = FakeHost(tmp_path, "grub")
-    host.write("/etc/default/grub.d/50-cloudimg-settings.cfg", 'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0"\n')
+    host.write(
+        "/etc/default/grub.d/50-cloudimg-host_profiles.cfg", 'GRUB_CMDLINE_LINUX_DEFAULT="console=ttyS0"\n'
+    )
     host.run(["update-grub"])
     apply(host)
     default = host.read("/boot/grub/grub.cfg").splitlines()[1].split()
@@ -153,7 +158,7 @@ def test_nixos_gets_a_snippet_and_nothing_changes(tmp_path):
     assert host.tree() == tree
 
 
-# --- refusals (host-settings.md §3.3 and the safety list) -------------------------------
+# --- refusals (host-host_profiles.md §3.3 and the safety list) -------------------------------
 
 
 def _ambiguous(host):
@@ -371,7 +376,7 @@ def test_after_a_rollback_before_the_reboot_status_says_it_reverts_at_the_next_b
     apply(host)
     host.reboot()
     change.rollback(host.system)
-    rows = {r["setting"]: r for r in status.status(settings.load("paper"), host.system)["rows"]}
+    rows = {r["setting"]: r for r in status.status(host_profiles.load("paper"), host.system)["rows"]}
     assert {k: rows[k]["verdict"] for k in ("iommu", "registry_keys", "hmm_disabled")} == {
         "iommu": "REVERTS",
         "registry_keys": "REVERTS",

@@ -4,8 +4,9 @@ and it refuses inside a container, whose boot files boot no kernel."""
 import pytest
 from fake_host import KVER, FakeHost
 
-from seatkit.host import detect, ops, settings
+from seatkit.host import detect, ops
 from seatkit.host import plan as host_plan
+from seatkit.seat import host_profiles
 
 EFI = "/sys/firmware/efi/efivars"
 LOADER = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"  # systemd-boot's vendor GUID
@@ -44,7 +45,9 @@ def with_systemd_boot(host) -> None:
 
 
 def plan(host, profile="conservative"):
-    return host_plan.build(settings.load(profile), host.system, host_plan.Choices(acknowledge_iommu_off=True))
+    return host_plan.build(
+        host_profiles.load(profile), host.system, host_plan.Choices(acknowledge_iommu_off=True)
+    )
 
 
 @pytest.mark.parametrize("evidence", ["LoaderInfo", "BootCurrent"])

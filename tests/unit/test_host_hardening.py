@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 from seatkit import flock
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, lock, ops, settings, state, status, system
+from seatkit.host import change, cmdline, lock, ops, state, status, system
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import JOURNAL, Journal
+from seatkit.seat import host_profiles
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def make_plan(host, profile="paper", choices=ACK):
-    return host_plan.build(settings.load(profile), host.system, choices)
+    return host_plan.build(host_profiles.load(profile), host.system, choices)
 
 
 def apply(host, profile="paper", choices=ACK):
@@ -99,7 +100,7 @@ def test_status_and_plan_work_while_the_lock_is_held_and_changes_are_refused(tmp
     host = FakeHost(tmp_path, "grub")
     txid = apply(host)
     with lock.held(host.system, "apply paper"):
-        assert status.status(settings.load("paper"), host.system)["transactions"]["in_force"]
+        assert status.status(host_profiles.load("paper"), host.system)["transactions"]["in_force"]
         assert make_plan(host, "conservative", host_plan.Choices()).profile == "conservative"
         for act in (
             lambda: change.rollback(host.system),
@@ -125,7 +126,7 @@ def test_a_torn_last_line_is_an_interrupted_step_and_every_command_still_works(t
     journal = host.path(JOURNAL)
     data = journal.read_bytes()
     journal.write_bytes(data[:-12])  # the commit record cut short, as a crash or a full disk does
-    assert status.status(settings.load("paper"), host.system)["transactions"]["interrupted"]
+    assert status.status(host_profiles.load("paper"), host.system)["transactions"]["interrupted"]
     assert any("interrupted" in r for r in make_plan(host).refusals)
     with pytest.raises(SeatError, match="recover"):
         change.rollback(host.system)
@@ -144,7 +145,7 @@ def test_a_damaged_line_in_the_middle_is_named(tmp_path):
     for act in (
         lambda: make_plan(host),
         lambda: change.recover(host.system),
-        lambda: status.status(settings.load("paper"), host.system),
+        lambda: status.status(host_profiles.load("paper"), host.system),
     ):
         with pytest.raises(SeatError, match=r"journal.jsonl line 3 is damaged"):
             act()
@@ -335,12 +336,12 @@ def test_profile_tokens_follow_kernel_parameter_syntax_and_nothing_runs(tmp_path
         "sources: [x]\n"
     )
     with pytest.raises(SeatError, match="not a plain kernel parameter"):
-        settings.load(str(path))
+        host_profiles.load(str(path))
 
 
 def test_registry_strings_are_module_option_syntax():
     with pytest.raises(ValueError, match="not a plain module option value"):
-        settings.Form(dwords='ForceP2P=1" ; touch X; "', sources=["x"])
+        host_profiles.Form(dwords='ForceP2P=1" ; touch X; "', sources=["x"])
 
 
 def test_a_deleted_backups_folder_gets_a_clear_message_and_forget_is_the_way_out(tmp_path):
@@ -572,7 +573,7 @@ def test_a_modprobe_conf_that_is_a_folder_or_dangling_link_is_skipped_as_kmod_do
     where.mkdir() if odd == "folder" else where.symlink_to("/nonexistent/odd.conf")
     plan = make_plan(host)
     assert plan.refusals == [] and plan.ops
-    assert status.status(settings.load("paper"), host.system)["rows"]
+    assert status.status(host_profiles.load("paper"), host.system)["rows"]
     apply(host)
     change.rollback(host.system)
     assert where.is_dir() if odd == "folder" else where.is_symlink()

@@ -4,8 +4,9 @@ later, and `module.option=value` on the kernel command line applied after every 
 import pytest
 from fake_host import FakeHost
 
-from seatkit.host import change, cmdline, modprobe, settings, status
+from seatkit.host import change, cmdline, modprobe, status
 from seatkit.host import plan as host_plan
+from seatkit.seat import host_profiles
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
@@ -14,13 +15,13 @@ pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def refusals(host):
-    return host_plan.build(settings.load("paper"), host.system, ACK).refusals
+    return host_plan.build(host_profiles.load("paper"), host.system, ACK).refusals
 
 
 def hmm(host):
     return next(
         r
-        for r in status.status(settings.load("paper"), host.system)["rows"]
+        for r in status.status(host_profiles.load("paper"), host.system)["rows"]
         if r["setting"] == "hmm_disabled"
     )
 
@@ -56,7 +57,7 @@ def test_a_module_option_on_the_kernel_command_line_is_refused_by_plan(tmp_path,
 
 def test_status_judges_the_value_kmod_resolves_with_the_next_boots_command_line(tmp_path):
     host = FakeHost(tmp_path, "grub")
-    change.apply(host_plan.build(settings.load("paper"), host.system, ACK), host.system)
+    change.apply(host_plan.build(host_profiles.load("paper"), host.system, ACK), host.system)
     host.reboot()
     assert hmm(host)["verdict"] == "OK"
     host.write(
@@ -111,12 +112,12 @@ def test_modprobe_files_are_read_as_modprobe_does(tmp_path):
     )
     options, files = modprobe.options(host.system, "nvidia_uvm")
     assert options == {"uvm_perf_prefetch": "0"} and files == ["/etc/modprobe.d/sound.conf"]
-    assert status.status(settings.load("paper"), host.system)["rows"]
-    change.apply(host_plan.build(settings.load("paper"), host.system, ACK), host.system)
+    assert status.status(host_profiles.load("paper"), host.system)["rows"]
+    change.apply(host_plan.build(host_profiles.load("paper"), host.system, ACK), host.system)
     host.reboot()
-    assert {r["setting"]: r["verdict"] for r in status.status(settings.load("paper"), host.system)["rows"]}[
-        "registry_keys"
-    ] == "OK"
+    assert {
+        r["setting"]: r["verdict"] for r in status.status(host_profiles.load("paper"), host.system)["rows"]
+    }["registry_keys"] == "OK"
 
 
 def test_quoted_module_option_values_lose_only_their_quotes():

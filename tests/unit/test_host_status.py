@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from seatkit.host import gpus, settings, status
+from seatkit.host import gpus, status
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 FIVE = "ForceP2P=0x11;RMForceP2PType=1;RMPcieP2PType=2;GrdmaPciTopoCheckOverride=1;EnableResizableBar=1"
@@ -77,7 +78,7 @@ pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def verdicts(system, profile="paper"):
-    result = status.status(settings.load(profile), system)
+    result = status.status(host_profiles.load(profile), system)
     return {row["setting"]: row for row in result["rows"]}, result
 
 

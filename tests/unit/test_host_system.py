@@ -6,11 +6,12 @@ import os
 import pytest
 from fake_host import Death, FakeHost
 
-from seatkit.host import change, settings
+from seatkit.host import change
 from seatkit.host import plan as host_plan
 from seatkit.host import system as host_system
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
 
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
 STACKS = ["grub", "bls", "kernelstub", "systemd-boot"]
@@ -73,7 +74,7 @@ def left(host) -> list[str]:
 
 def points(stack, tmp_path) -> int:
     host = FakeHost(tmp_path / "count", stack)
-    change.apply(host_plan.build(settings.load("paper"), host.system, ACK), host.system)
+    change.apply(host_plan.build(host_profiles.load("paper"), host.system, ACK), host.system)
     calls = []
     host.system.fault = calls.append
     change.rollback(host.system)
@@ -87,7 +88,7 @@ def test_a_power_cut_anywhere_in_rollback_or_after_it_never_leaves_the_change_bo
     failures = []
     for point in range(1, points(stack, tmp_path) + 2):  # the last one: after rollback returned
         host = FakeHost(tmp_path / f"cut-{point}", stack)
-        change.apply(host_plan.build(settings.load("paper"), host.system, ACK), host.system)
+        change.apply(host_plan.build(host_profiles.load("paper"), host.system, ACK), host.system)
         with monkeypatch.context() as patch:
             disk = Disk(host, patch)
             calls = [0]

@@ -17,10 +17,11 @@ import signal
 import pytest
 from fake_host import FakeHost
 
-from seatkit.host import change, settings
+from seatkit.host import change
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
 
 STACKS = ["grub", "bls", "kernelstub", "systemd-boot"]
 KILLS = {"apply": 25, "rollback": 15, "recover": 12}  # per stack: 52, 208 in all
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def apply(host):
-    return change.apply(host_plan.build(settings.load("paper"), host.system, ACK), host.system)
+    return change.apply(host_plan.build(host_profiles.load("paper"), host.system, ACK), host.system)
 
 
 def in_child(host, act, kill_at: int | None) -> int:

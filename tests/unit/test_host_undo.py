@@ -5,9 +5,10 @@ import pytest
 from fake_host import KVER, MACHINE, FakeHost
 
 from seatkit.errors import SeatError
-from seatkit.host import change, settings, undo
+from seatkit.host import change, undo
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
+from seatkit.seat import host_profiles
 
 NEW = "6.8.0-50-generic"
 ACK = host_plan.Choices(acknowledge_iommu_off=True)
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("no_nvml")
 
 
 def apply(host):
-    return change.apply(host_plan.build(settings.load("paper"), host.system, ACK), host.system)
+    return change.apply(host_plan.build(host_profiles.load("paper"), host.system, ACK), host.system)
 
 
 def carriers(host) -> list[str]:

@@ -13,8 +13,7 @@ from test_render import run_script
 
 from seatkit import paths
 from seatkit.errors import SeatError
-from seatkit.host import settings as host_settings
-from seatkit.seat import profiles
+from seatkit.seat import host_profiles, profiles
 from seatkit.serve import k8s, render
 from seatkit.serve import spec as specs
 
@@ -145,7 +144,7 @@ def test_services_address_the_fleet_and_each_seat():
 
 def test_kernel_module_config_carries_the_host_profiles_keys():
     config = next(o for o in committed() if o["kind"] == "ConfigMap")
-    dwords = host_settings.registry_keys().forms["five-key"].dwords
+    dwords = host_profiles.registry_keys().forms["five-key"].dwords
     assert config["metadata"]["namespace"] == "gpu-operator"
     assert config["data"] == {
         "nvidia.conf": f"NVreg_RegistryDwords={dwords}\n",
@@ -218,7 +217,7 @@ def test_host_plan_prints_the_iommu_tokens_node_provisioning_must_set():
         "for node provisioning: amd: iommu=off amd_iommu=off; intel: iommu=off intel_iommu=off" in text.stdout
     )
     as_json = subprocess.run([seat, "host", "plan", "paper", "--json"], capture_output=True, text=True)
-    assert json.loads(as_json.stdout)["iommu_tokens"] == host_settings.load("paper").iommu.tokens
+    assert json.loads(as_json.stdout)["iommu_tokens"] == host_profiles.load("paper").iommu.tokens
 
 
 def test_an_api_key_in_the_profiles_env_is_refused():

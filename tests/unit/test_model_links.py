@@ -100,7 +100,7 @@ def test_the_model_folder_itself_may_be_a_link(seat, tmp_path):
 @pytest.mark.parametrize("chain", [["loop"], ["a", "b"]])
 def test_lock_refuses_a_file_link_loop_without_a_traceback(seat, chain):
     profile, model = seat
-    for name, to in zip(chain, chain[1:] + chain[:1]):
+    for name, to in zip(chain, chain[1:] + chain[:1], strict=True):
         (model / name).symlink_to(to)
     with pytest.raises(SeatError, match="is a link loop"):
         locks.make(profile)

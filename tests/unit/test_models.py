@@ -131,7 +131,7 @@ def test_a_bad_lock_is_refused(locked, edit, message):
     path = locks.lock_path(locked)
     data = yaml.safe_load(path.read_text())
     edit(data)
-    for key, model in data["models"].items() if isinstance(data["models"], dict) else ():
+    for model in data["models"].values() if isinstance(data["models"], dict) else ():
         model["sha256"] = locks.ModelLock(None, None, [locks.File(**f) for f in model["files"]]).sha256
     if message == "aggregate hash does not match":
         data["models"]["base"]["sha256"] = "0" * 64

@@ -22,10 +22,10 @@ from seatkit.cli import app
 from seatkit.cli.app import seat
 from seatkit.doctor import diagnose
 from seatkit.doctor import host as host_rows
-from seatkit.host import detect, settings
+from seatkit.host import detect
 from seatkit.host import status as host_status
 from seatkit.host.system import System
-from seatkit.seat import profiles
+from seatkit.seat import host_profiles, profiles
 from seatkit.serve import launch
 from seatkit.serve.backends.native import process_start
 
@@ -133,7 +133,7 @@ def test_a_cgroup_of_a_container_is_a_container(tmp_path):
 
 
 def test_an_unreadable_setting_is_explained_by_what_this_machine_is(tmp_path):
-    status = host_status.status(settings.load("paper"), vm(tmp_path / "vm"))
+    status = host_status.status(host_profiles.load("paper"), vm(tmp_path / "vm"))
     profile = profiles.load(profiles.DEFAULT_PROFILE)
     fixes = {
         name: host_rows.rows(status, profile, system)
@@ -440,7 +440,7 @@ def test_the_plans_host_line_calls_a_container_no_vm_and_says_an_unknown_stack_o
 
     system = vm(tmp_path / "root", container="docker")
     system.runner = lambda argv: (0, "docker\n") if argv[0] == "systemd-detect-virt" else (127, "")
-    plan = host_plan.build(settings.load("paper"), system, host_change._choices(False, False))
+    plan = host_plan.build(host_profiles.load("paper"), system, host_change._choices(False, False))
     buffer = io.StringIO()
     monkeypatch.setattr(host_change, "out", Console(file=buffer, width=400))
     host_change._show(plan)

@@ -135,8 +135,8 @@ def test_knob_values_reach_the_wrap(tmp_path):
 )
 def test_a_bad_knob_stops_both_launches(tmp_path, knob, value):
     rc, argv, err = run_script(SCRIPT, tmp_path, **{"SEAT_NSYS": "session", knob: value})
-    assert rc == 1 and argv is None, err
-    assert f"{knob}=" in err and "is not valid" in err
+    assert rc == 2 and argv is None, err  # the one knob grammar: exit 2, as for the host knobs
+    assert f"seat: {knob}=" in err and f"hint: fix or unset {knob}" in err
     spec = default()
     with pytest.raises(SeatError) as caught:
         spec.container_argv({**spec.values({}), "SEAT_NSYS": "session", knob: value})
@@ -283,10 +283,10 @@ def test_compose_has_one_service_per_mode_with_the_same_argv():
 
 
 def _unchecked(spec):
-    """The spec without its knob grammar, to resolve knobs to compose's ${NAME} references."""
+    """The spec without its knobs' grammar, to resolve knobs to compose's ${NAME} references."""
     from dataclasses import replace
 
-    return replace(spec, grammar={})
+    return replace(spec, knobs=[replace(k, pattern=None) for k in spec.knobs])
 
 
 # Every variable and flag of the original launch script (research notes, deploy-anchors §3.1, §3.3).
@@ -476,3 +476,14 @@ def test_a_profile_without_nsys_modes_refuses_seat_nsys(tmp_path, monkeypatch):
     with pytest.raises(SeatError) as caught:
         launch.up(spec)
     assert "no Nsight Systems modes" in caught.value.message and "docker.cache" in caught.value.hint
+
+
+def test_a_dry_run_names_every_bad_knob_and_runs_nothing(tmp_path):
+    """One grammar, one behaviour: every bad value is said, then the script stops (exit 2), dry run
+    or not, before preflight could hand a value to a command."""
+    env = {"SEAT_DRY_RUN": "1", "SEAT_PORT": "0", "SEAT_NSYS": "on", "SEAT_NSYS_DURATION": "x"}
+    rc, argv, err = run_script(SCRIPT, tmp_path, **env)
+    assert rc == 2 and argv is None, err
+    for knob in ("SEAT_PORT", "SEAT_NSYS", "SEAT_NSYS_DURATION"):
+        assert f"seat: {knob}=" in err and f"hint: fix or unset {knob}" in err
+    assert "docker run" not in err

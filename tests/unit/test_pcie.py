@@ -209,15 +209,15 @@ def test_doctor_rows_flag_redirect_unknown_and_one_gpu(tmp_path):
 
 def test_status_and_doctor_carry_the_pcie_facts(tmp_path, monkeypatch):
     from seatkit.doctor import host
-    from seatkit.host import gpus, settings, status
-    from seatkit.seat import profiles
+    from seatkit.host import gpus, status
+    from seatkit.seat import host_profiles, profiles
 
     system = plx(tmp_path, REQ_CMPLT)
     (tmp_path / "proc/sys/kernel/random").mkdir(parents=True)
     (tmp_path / "proc/sys/kernel/random/boot_id").write_text("b\n")
     found = pcie.facts(["00000000:03:00.0", "00000000:04:00.0"], system)
     monkeypatch.setattr(gpus, "inventory", lambda system=None: {"driver": None, "gpus": [], "pcie": found})
-    result = status.status(settings.load("paper"), system)
+    result = status.status(host_profiles.load("paper"), system)
     assert result["pcie"]["pairs"][0]["verdict"] == "redirected"
     checks = [r.check for r in host.rows(result, profiles.load("dsv4-flash-dspark-tp4"))]
     assert checks[-4:] == ["PCIe ACS", "IOMMU groups", "step probe", "verify-p2p"]

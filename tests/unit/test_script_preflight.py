@@ -59,10 +59,10 @@ def test_dry_run_prints_the_command_on_a_machine_that_is_not_the_rig(tmp_path, p
     done = run(tmp_path, profile, SEAT_DRY_RUN="1")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()  # one argument a line, each but the last continued
-    assert "  serve \\" in lines and all(l.endswith(" \\") for l in lines[:-1]) and len(lines) > 10
+    assert "  serve \\" in lines and all(line.endswith(" \\") for line in lines[:-1]) and len(lines) > 10
     config = f"seat {profile}: "  # the launch's one line of effective configuration
-    findings = [l for l in done.stderr.splitlines() if not l.startswith(("  hint:", config))]
-    assert findings and all(l.startswith("seat preflight: warning: ") for l in findings)
+    findings = [line for line in done.stderr.splitlines() if not line.startswith(("  hint:", config))]
+    assert findings and all(line.startswith("seat preflight: warning: ") for line in findings)
     assert not run(tmp_path, profile).returncode == 0  # without the dry run the same findings stop it
 
 
@@ -129,7 +129,11 @@ def test_shard_names_are_read_line_by_line_never_split_or_globbed(tmp_path):
         **dirs,
     )
     assert done.returncode == 1
-    failures = [l for l in done.stderr.splitlines() if l.startswith("seat preflight:") and "warning" not in l]
+    failures = [
+        line
+        for line in done.stderr.splitlines()
+        if line.startswith("seat preflight:") and "warning" not in line
+    ]
     assert failures == ["seat preflight: base model shard missing or empty: *.safetensors"]
     (tmp_path / "base" / "*.safetensors").write_text("x")
     done = run(
@@ -235,8 +239,10 @@ def test_a_missing_model_folder_is_said_once_not_once_per_file(tmp_path):
         tmp_path, "dsv4-flash-dspark-tp4", SEAT_DRY_RUN="1", SEAT_MODEL_BASE_DIR=str(tmp_path / "nowhere")
     )
     assert done.returncode == 0, done.stderr
-    findings = [l for l in done.stderr.splitlines() if l.startswith("seat preflight:")]
-    assert sum(str(tmp_path / "nowhere") in l for l in findings) == 1, done.stderr  # the folder's own line
+    findings = [line for line in done.stderr.splitlines() if line.startswith("seat preflight:")]
+    assert sum(str(tmp_path / "nowhere") in line for line in findings) == 1, (
+        done.stderr
+    )  # the folder's own line
     assert (
         "config.json is missing" not in done.stderr and "lists no shards" not in done.stderr.split("draft")[0]
     )
@@ -274,7 +280,7 @@ def test_the_dry_runs_command_pairs_each_option_with_its_value_and_pastes_as_the
     printed = run(tmp_path, profile, SEAT_DRY_RUN="1", SEAT_PORT=port, SEAT_API_KEY_FILE=str(key)).stdout
     lines = printed.splitlines()
     assert "  --rm \\" in lines and "  --ipc host \\" in lines and "  --network host \\" in lines
-    assert not any(l.strip(" \\").startswith("--") and l.strip(" \\").count(" ") > 1 for l in lines)
+    assert not any(line.strip(" \\").startswith("--") and line.strip(" \\").count(" ") > 1 for line in lines)
     pasted = subprocess.run(
         ["bash", "-c", "docker() { printf '%s\\n' \"$@\"; }\n" + printed],
         capture_output=True,
@@ -290,3 +296,40 @@ def test_the_dry_runs_command_pairs_each_option_with_its_value_and_pastes_as_the
         SEAT_API_KEY_FILE=str(key),
     ).stdout
     assert pasted == launched and "--name" in launched
+
+
+def _environment():
+    from seatkit.serve import render
+
+    return render._environment()
+
+
+def test_every_check_kind_has_a_python_and_a_bash_arm():
+    from seatkit.serve.checks import Check, Kind
+
+    assert set(preflight.CHECKS) == set(Kind)
+    seat = specs.build(profiles.load(DEFAULT))
+    macro = _environment().get_template("preflight.sh.j2").module.check
+    values = {Kind.GPUS: ("1",), Kind.SIZES: (("a", 1),), Kind.RESERVED_PORT: ("1",)}
+    values |= {Kind.RESERVED_NAME: ("x",), Kind.PINNED: ("x",)}
+    for kind in Kind:
+        check = Check(kind, (specs.Ref("SEAT_HOST"), "/x"), "label", values.get(kind, ()))
+        assert macro(check, seat.profile, seat).strip(), kind
+
+
+def test_a_check_kind_without_an_arm_is_an_error_not_a_pass():
+    from dataclasses import replace
+
+    from seatkit.serve import render
+    from seatkit.serve.checks import Check, Kind
+
+    with pytest.raises(ValueError):
+        Check("venvv")  # a misspelt kind
+    check = Check(Kind.FILE)
+    object.__setattr__(check, "kind", "venvv")  # as if a kind were added to the enum alone
+    seat = specs.build(profiles.load(DEFAULT))
+    with pytest.raises(SeatError, match="no check of kind 'venvv'"):
+        preflight._check(check, seat, {})
+    bad = replace(seat, checks=[check])
+    with pytest.raises(SeatError, match="no check of kind 'venvv'"):
+        render.render_script(bad)

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from seatkit.errors import SeatError
-from seatkit.host import gpus, p2p, settings, status
+from seatkit.host import gpus, p2p, status
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 TWO = json.loads((FIXTURES / "h200x2-verify-p2p.json").read_text())  # a real run on two H200s
@@ -60,10 +61,10 @@ def test_a_wrong_byte_anywhere_fails_the_verdict_and_names_the_pair_and_size():
 def test_status_shows_the_data_path_only_for_the_boot_that_verified_it(tmp_path, monkeypatch):
     monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
     system = host(tmp_path, "boot-1")
-    row = status.status(settings.load("paper"), system)["data_path"]
+    row = status.status(host_profiles.load("paper"), system)["data_path"]
     assert row["verdict"] == "not verified" and "no `seat host verify-p2p` result" in row["why"]
     p2p.store(TWO, system)
-    row = status.status(settings.load("paper"), system)["data_path"]
+    row = status.status(host_profiles.load("paper"), system)["data_path"]
     assert row["verdict"] == "verified on this boot" and "2 pairs byte-checked" in row["why"]
     assert f"all-reduce {TWO['allreduce']['us']:.1f} us" in row["why"]
     system = host(tmp_path, "boot-2")  # rebooted since

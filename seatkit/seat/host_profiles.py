@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -9,10 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
-from seatkit.host.cmdline import KERNEL_PARAMETER, PARAMETER
 from seatkit.validation import validate
 
 HOST = paths.REPO / "host"
+# A kernel parameter (or module option) the kit may write: a name, optionally `=value`, with
+# nothing a shell, GRUB or the kernel's quoting would read differently.
+PARAMETER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(=[A-Za-z0-9_.,:;=/+%@-]*)?")
+# On the kernel line grub.cfg's script reads an unquoted `;` as the end of the `linux` command:
+# `;` is for module options (registry dwords) only.
+KERNEL_PARAMETER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(=[A-Za-z0-9_.,:=/+%@-]*)?")
 
 
 class Strict(BaseModel):

@@ -1,0 +1,89 @@
+"""One overall deadline for an HTTP exchange, however slowly the server answers."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import requests
+
+from seatkit.errors import SeatError
+
+
+class Deadline:
+    """One overall deadline for an HTTP exchange. Read timeouts bound each wait for a byte, not the
+    whole answer: a server that trickles a byte every few seconds never trips them. At the deadline
+    the exchange's socket is shut, which ends any read in progress."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.passed = seconds, False
+        self._sock: socket.socket | None = None
+        self._connection: object = None  # the pooled connection, once the adapter hands it over
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def hold(self, answer: requests.Response) -> None:
+        """Watch the answer's socket (once its headers are in, the body is what may never end)."""
+        with self._lock:
+            self._sock = _socket_of(answer)
+        if self.passed:
+            self._cut()
+
+    def session(self) -> requests.Session:
+        """A session whose connection is watched from its connect on: headers can trickle too."""
+        session = requests.Session()
+        adapter = _Watched(self)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        return session
+
+    def _cut(self) -> None:
+        with self._lock:
+            self.passed = True
+            for sock in (self._sock, getattr(self._connection, "sock", None)):
+                try:
+                    if sock is not None:
+                        sock.shutdown(socket.SHUT_RDWR)
+                except OSError:  # closed already
+                    pass
+
+    def close(self) -> None:
+        self._timer.cancel()
+
+    def error(self, url: str, what: str) -> SeatError:
+        return SeatError(
+            f"{url}: {what} did not end within its deadline of {self.seconds:.0f} s",
+            "the server stalls, trickles its answer or ignores max_tokens",
+        )
+
+
+class _Watched(requests.adapters.HTTPAdapter):
+    """Hands each connection it takes from its pool to the deadline, before the request is sent."""
+
+    def __init__(self, deadline: Deadline):
+        super().__init__()
+        self.deadline = deadline
+
+    def get_connection_with_tls_context(self, *args, **kwargs):
+        pool = super().get_connection_with_tls_context(*args, **kwargs)
+        take = pool._get_conn
+
+        def watched(*a, **k):
+            connection = take(*a, **k)
+            self.deadline._connection = connection
+            return connection
+
+        pool._get_conn = watched
+        return pool
+
+
+def _socket_of(answer: requests.Response) -> socket.socket | None:
+    """The socket an answer is read from: the connection's, or (once http.client has let go of it,
+    as for a `Connection: close` answer) the one under the response's file."""
+    sock = getattr(getattr(answer.raw, "connection", None), "sock", None)
+    if sock is None:
+        fp = getattr(getattr(answer.raw, "_fp", None), "fp", None)
+        sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock
