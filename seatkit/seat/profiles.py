@@ -413,9 +413,9 @@ class Profile(Strict):
             missing = [k for k in ("image", "docker") if getattr(self, k) is None]
             if missing:
                 raise ValueError(f"runtime docker needs {' and '.join(missing)}")
-            unmounted = [k for k, m in self.models.items() if m.mount is None or m.build]
+            unmounted = [k for k, m in self.models.items() if m.mount is None]
             if unmounted:
-                raise ValueError(f"runtime docker needs host_dir and mount for models {unmounted}")
+                raise ValueError(f"runtime docker needs a mount for models {unmounted}")
         elif self.native is None:
             raise ValueError("runtime native needs a native section")
         if self.model not in self.models:
