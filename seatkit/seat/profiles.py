@@ -169,9 +169,9 @@ class DockerProfile(BaseProfile):
         return data
 
     def _section_checks(self) -> None:
-        unmounted = [k for k, m in self.models.items() if m.mount is None or m.build]
+        unmounted = [k for k, m in self.models.items() if m.mount is None]
         if unmounted:
-            raise ValueError(f"runtime docker needs host_dir and mount for models {unmounted}")
+            raise ValueError(f"runtime docker needs a mount for models {unmounted}")
         docker = self.docker
         clash = (set(docker.extra_env) | set(docker.pass_env)) & set(self.env)
         # What the kit mounts: an extra mount on, inside or over one would change it unseen.

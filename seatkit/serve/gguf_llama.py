@@ -6,6 +6,7 @@ transformers' own GGUF loader keeps the weights quantized and cannot save them, 
 Usage: python -I gguf_llama.py GGUF_PACKAGE_DIR FILE.gguf OUT_DIR
 """
 
+import errno
 import json
 import os
 import re
@@ -39,6 +40,17 @@ REQUIRED = [
         "vocab_size",
     )
 ] + ["tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"]
+
+
+# Write errors that mean the disk, not the GGUF file: what happened, in words a person acts on.
+NO_ROOM = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EFBIG: "the file grew past this process's file size limit (ulimit -f)",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "the folder is not writable",
+    errno.EPERM: "the folder is not writable",
+}
 
 
 def fail(message: str) -> None:
@@ -113,7 +125,7 @@ def disjoint(spans: list[tuple[str, int, int]]) -> None:
     """Tensor data (name, offset, bytes) never overlaps: offsets that lie would read another
     tensor's bytes as this one's, silently."""
     spans = sorted(spans, key=lambda s: s[1])
-    for (a, start, size), (b, after, _) in zip(spans, spans[1:]):
+    for (a, start, size), (b, after, _) in zip(spans, spans[1:], strict=False):
         if start + size > after:
             fail(f"tensors {a} and {b} overlap in the file: its header's offsets are wrong")
 
@@ -166,6 +178,31 @@ def dump(path: str, data: dict) -> None:
         fh.write("\n")
 
 
+def save(out: str, weights: bytes, cfg: dict, tokenizer) -> None:
+    """The model folder: weights (safetensors bytes), config, generation config and tokenizer.
+
+    Every byte goes through Python's own writes, so a full disk stops here as an OSError, named
+    in one line; safetensors' save_file would report it as its own error type, a traceback."""
+    try:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "model.safetensors"), "wb") as fh:
+            fh.write(weights)
+        dump(os.path.join(out, "config.json"), cfg)
+        dump(
+            os.path.join(out, "generation_config.json"),
+            {k: cfg[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id")},
+        )
+        tokenizer.save_pretrained(out)
+    except OSError as exc:
+        if exc.errno not in NO_ROOM:
+            raise
+        fail(
+            f"cannot write the model to {out}: {NO_ROOM[exc.errno]} ({exc.strerror}). Make room "
+            f"(the model takes {len(weights) / 1e6:.0f} MB, and its build as much again) or point "
+            "SEAT_HOME at a disk with room that you can write, then run `seat setup` again"
+        )
+
+
 def load_gguf(folder: str):
     """The pinned gguf from the folder `seat setup` installed it in, and no other: one the venv
     brings (vLLM may) would convert differently from the lock, and silently."""
@@ -186,9 +223,9 @@ def load_gguf(folder: str):
 def convert(source: str, out: str) -> int:
     import gguf
     import numpy as np
-    import torch
-    from safetensors.torch import save_file
-    from transformers import AutoTokenizer
+    import torch  # type: ignore[import-not-found]  # the runtime venv's (vLLM's), not the kit's
+    from safetensors.torch import save as serialize  # type: ignore[import-not-found]  # the runtime venv's (vLLM's), not the kit's
+    from transformers import AutoTokenizer  # type: ignore[import-not-found]  # the runtime venv's (vLLM's), not the kit's
 
     try:
         reader = gguf.GGUFReader(source)
@@ -224,18 +261,12 @@ def convert(source: str, out: str) -> int:
         if part in heads:
             w = unpermute(w, heads[part])
         tensors[name] = torch.from_numpy(np.ascontiguousarray(w)).to(torch.bfloat16)
-    os.makedirs(out, exist_ok=True)
-    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-    dump(os.path.join(out, "config.json"), cfg)
-    dump(
-        os.path.join(out, "generation_config.json"),
-        {k: cfg[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id")},
-    )
     folder, name = os.path.split(os.path.abspath(source))
     try:
-        AutoTokenizer.from_pretrained(folder, gguf_file=name).save_pretrained(out)
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     except Exception as exc:  # transformers' GGUF tokenizer reader raises whatever it meets
         fail(f"the tokenizer in {source} cannot be converted ({type(exc).__name__}: {exc})")
+    save(out, serialize(tensors, metadata={"format": "pt"}), cfg, tokenizer)
     return len(tensors)
 
 

