@@ -393,8 +393,13 @@ def test_the_three_launches_give_the_same_container(chain):
 
 def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, tmp_path):
     """`seat demo --docker` on its own SEAT_HOME: its own registry, overlay, build, model, seat: the
-    embedded default's SmolLM2, on cpu-smoke-docker's image."""
-    env = {**os.environ, "SEAT_HOME": str(tmp_path / "home"), "SEAT_PORT": str(free_port())}
+    embedded default's SmolLM2, on cpu-smoke-docker's image. The slow-to-make runtime venv and
+    built model come from the shared cache, as the session's SEAT_HOME has them, through links."""
+    home = tmp_path / "home"
+    home.mkdir()
+    for folder in ("venvs", "models", "downloads", "wheelhouse", "images"):
+        (home / folder).symlink_to(os.path.join(os.environ["SEAT_HOME"], folder))
+    env = {**os.environ, "SEAT_HOME": str(home), "SEAT_PORT": str(free_port())}
     try:
         done = seat("demo", "--docker", "--out", str(tmp_path / "runs"), env=env, timeout=1800)
     finally:
