@@ -431,7 +431,7 @@ def test_ctrl_c_during_nsys_start_leaves_no_collection_running(tmp_path, monkeyp
         with around():
             raise AssertionError("the request was sent after Ctrl-C")
 
-    monkeypatch.setattr(bench_nsys.bench_run, "measure", measure)
+    monkeypatch.setattr(bench_nsys.request, "measure", measure)
 
     class Container:
         id, calls = "c0ffee", []
