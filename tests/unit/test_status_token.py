@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from seatkit.cli.app import seat
 from seatkit.serve import launch
+from seatkit.serve.backends.native import process_start
 
 
 def test_status_prints_no_run_token_as_text_or_json(tmp_path, monkeypatch):
