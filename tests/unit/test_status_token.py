@@ -22,7 +22,7 @@ def test_status_prints_no_run_token_as_text_or_json(tmp_path, monkeypatch):
         "tiny",
         str(tmp_path / "cpu-smoke.log"),
         time.time(),
-        since=launch.process_start(os.getpid()),
+        since=process_start(os.getpid()),
         token=token,
     )
     monkeypatch.setattr(
