@@ -166,17 +166,6 @@ def _check_docker(profile: BaseProfile, docker: Docker) -> None:
         raise ValueError(f"docker extras repeat what the profile sets: {sorted(clash | mounts)}")
 
 
-def _refused_docker(docker: Docker) -> list[str]:
-    """What of a docker section would change what runs."""
-    return [
-        *what_runs.refused_env("docker.extra_env", docker.extra_env),
-        *what_runs.refused_env("docker.pass_env", docker.pass_env),
-        # `env -u` before the server: the image's PATH (or PYTHONNOUSERSITE) gone changes what
-        # runs as setting it would, and the outside check resolves with the image's.
-        *what_runs.refused_env("docker.unset_env", docker.unset_env),
-    ]
-
-
 class DockerProfile(BaseProfile):
     """A seat run in a container of its image."""
 
@@ -201,7 +190,7 @@ class DockerProfile(BaseProfile):
         _check_docker(self, self.docker)
 
     def _refused(self) -> list[str]:
-        return _refused_docker(self.docker)
+        return self.docker.refused()
 
 
 class NativeProfile(BaseProfile):
@@ -224,7 +213,7 @@ class NativeProfile(BaseProfile):
             _check_docker(self, self.docker)
 
     def _refused(self) -> list[str]:
-        return _refused_docker(self.docker) if self.docker else []
+        return self.docker.refused() if self.docker else []
 
     @model_validator(mode="after")
     def _no_pod(self):
