@@ -129,6 +129,14 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command), f"{entry.module}.{entry.attribute} is no command"
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:  # click finds close names in self.commands, empty here
+            raise click.exceptions.NoSuchCommand(exc.command_name, possibilities=COMMANDS, ctx=ctx) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """As click writes the list, each summary cut to the width, from the table alone."""
         names = self.list_commands(ctx)

@@ -152,13 +152,28 @@ class BaseProfile(Strict):
             )
 
 
+def _check_docker(profile: BaseProfile, docker: Docker) -> None:
+    """A docker section against the rest of its profile."""
+    clash = (set(docker.extra_env) | set(docker.pass_env)) & set(profile.env)
+    # What the kit mounts: an extra mount on, inside or over one would change it unseen.
+    owned_paths = [m.mount for m in profile.models.values()] + ([docker.cache.mount] if docker.cache else [])
+    mounts = {
+        m.target
+        for m in docker.extra_mounts
+        if any(overlaps(m.target, owned) for owned in owned_paths if owned)
+    }
+    if clash or mounts:
+        raise ValueError(f"docker extras repeat what the profile sets: {sorted(clash | mounts)}")
+
+
 class DockerProfile(BaseProfile):
     """A seat run in a container of its image."""
 
     runtime: Literal["docker"]
     image: Image
     docker: Docker
-    native: None = None  # a variant of a native profile drops its section: `native: null`
+    # Unused, yet validated as before the split: a variant of a native profile may keep its section.
+    native: Native | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -172,26 +187,10 @@ class DockerProfile(BaseProfile):
         unmounted = [k for k, m in self.models.items() if m.mount is None]
         if unmounted:
             raise ValueError(f"runtime docker needs a mount for models {unmounted}")
-        docker = self.docker
-        clash = (set(docker.extra_env) | set(docker.pass_env)) & set(self.env)
-        # What the kit mounts: an extra mount on, inside or over one would change it unseen.
-        owned_paths = [m.mount for m in self.models.values()] + ([docker.cache.mount] if docker.cache else [])
-        mounts = {
-            m.target
-            for m in docker.extra_mounts
-            if any(overlaps(m.target, owned) for owned in owned_paths if owned)
-        }
-        if clash or mounts:
-            raise ValueError(f"docker extras repeat what the profile sets: {sorted(clash | mounts)}")
+        _check_docker(self, self.docker)
 
     def _refused(self) -> list[str]:
-        return [
-            *what_runs.refused_env("docker.extra_env", self.docker.extra_env),
-            *what_runs.refused_env("docker.pass_env", self.docker.pass_env),
-            # `env -u` before the server: the image's PATH (or PYTHONNOUSERSITE) gone changes what
-            # runs as setting it would, and the outside check resolves with the image's.
-            *what_runs.refused_env("docker.unset_env", self.docker.unset_env),
-        ]
+        return self.docker.refused()
 
 
 class NativeProfile(BaseProfile):
@@ -199,7 +198,8 @@ class NativeProfile(BaseProfile):
 
     runtime: Literal["native"]
     native: Native
-    docker: None = None
+    # Unused to run, yet checked as before the split: a variant of a docker profile may keep it.
+    docker: Docker | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -207,6 +207,13 @@ class NativeProfile(BaseProfile):
         if isinstance(data, dict) and data.get("native") is None:
             raise ValueError("runtime native needs a native section")
         return data
+
+    def _section_checks(self) -> None:
+        if self.docker:
+            _check_docker(self, self.docker)
+
+    def _refused(self) -> list[str]:
+        return self.docker.refused() if self.docker else []
 
     @model_validator(mode="after")
     def _no_pod(self):

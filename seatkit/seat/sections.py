@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from seatkit.seat import what_runs
 from seatkit.seat.fields import (
     EnvName,
     FlagName,
@@ -179,6 +180,16 @@ class Docker(Strict):
     extra_env: dict[UpperEnvName, PlainText] = {}
     # Passed from the launching shell into the container only when set there.
     pass_env: list[UpperEnvName] = []
+
+    def refused(self) -> list[str]:
+        """What of the section would change what runs (seatkit.seat.what_runs)."""
+        return [
+            *what_runs.refused_env("docker.extra_env", self.extra_env),
+            *what_runs.refused_env("docker.pass_env", self.pass_env),
+            # `env -u` before the server: the image's PATH (or PYTHONNOUSERSITE) gone changes what
+            # runs as setting it would, and the outside check resolves with the image's.
+            *what_runs.refused_env("docker.unset_env", self.unset_env),
+        ]
 
     @model_validator(mode="after")
     def _extras_distinct(self):

@@ -18,7 +18,7 @@ import yaml
 
 from seatkit.errors import SeatError
 from seatkit.seat import host_profiles
-from seatkit.seat.profiles import Kubernetes, Profile
+from seatkit.seat.profiles import Docker, DockerProfile, Kubernetes, Profile
 from seatkit.serve.spec import LaunchSpec
 
 POD_HOST = "0.0.0.0"  # a pod's own network namespace: its Services reach it on the pod address
@@ -33,6 +33,13 @@ def section(profile: Profile) -> Kubernetes:
     if profile.kubernetes is None:
         raise SeatError(f"{profile.name} has no kubernetes section", "add one to render k8s/ manifests")
     return profile.kubernetes
+
+
+def _docker(profile: Profile) -> Docker:
+    """The docker section the pod runs by (a native profile has no kubernetes section to render)."""
+    if not isinstance(profile, DockerProfile):
+        raise SeatError(f"{profile.name} runs natively", "kubernetes needs runtime docker")
+    return profile.docker
 
 
 def workload_name(profile: Profile) -> str:
@@ -96,7 +103,7 @@ def _labels(profile: Profile) -> dict[str, str]:
 def _volumes(spec: LaunchSpec) -> tuple[list[dict], list[dict]]:
     """Pod volumes and the container's mounts: models read-only, the JIT cache, /dev/shm if needed."""
     p = spec.profile
-    kube, docker = section(p), p.docker
+    kube, docker = section(p), _docker(p)
     values = spec.values({})
     volumes, mounts = [], []
     for key, model in p.models.items():
@@ -158,7 +165,7 @@ def _container(spec: LaunchSpec, mounts: list[dict]) -> dict:
 
 def statefulset(spec: LaunchSpec) -> dict:
     p = spec.profile
-    kube = section(p)
+    kube, docker = section(p), _docker(p)
     name, labels = workload_name(p), _labels(p)
     volumes, mounts = _volumes(spec)
     pod = {
@@ -184,8 +191,8 @@ def statefulset(spec: LaunchSpec) -> dict:
                 ]
             },
         },
-        "hostIPC": p.docker.ipc == "host",
-        "terminationGracePeriodSeconds": p.docker.stop_grace_s,
+        "hostIPC": docker.ipc == "host",
+        "terminationGracePeriodSeconds": docker.stop_grace_s,
         "containers": [_container(spec, mounts)],
         "volumes": volumes,
     }

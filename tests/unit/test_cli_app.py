@@ -6,6 +6,7 @@ import sys
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from seatkit.cli.app import COMMANDS, seat
 
@@ -24,6 +25,11 @@ def test_each_entry_is_the_command_it_names_with_its_own_summary(name):
 
 def test_an_unknown_command_is_none_as_click_expects():
     assert seat.get_command(click.Context(seat), "nosuch") is None
+
+
+def test_a_misspelt_command_is_answered_with_the_close_one():
+    result = CliRunner().invoke(seat, ["stat"])
+    assert result.exit_code == 2 and "Did you mean 'status'?" in result.output
 
 
 def test_help_lists_every_command_and_imports_none_of_their_modules():

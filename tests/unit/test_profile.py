@@ -186,3 +186,39 @@ def test_profile_paths_that_cannot_be_read_are_clear_errors(tmp_path):
         with pytest.raises(SeatError, match=said):
             profiles.load(str(path))
     sock.close()
+
+
+def test_a_variant_that_switches_runtime_may_keep_the_other_runtime_s_section(tmp_path):
+    # As before the split: the inherited section is validated and kept, never a reason to refuse.
+    docker = profiles.load(
+        str(
+            write(
+                tmp_path,
+                "to-docker",
+                {
+                    "runtime": "docker",
+                    "image": {"name": "seatkit-local/vllm-cpu", "tag": "t"},
+                    "models": {"base": {"build": None, "host_dir": "/tmp/m", "mount": "/models-base"}},
+                    "docker": {"container_name": "seatkit-x", "gpus": [], "network": "host"},
+                },
+            )
+        )
+    )
+    assert isinstance(docker, profiles.DockerProfile) and docker.native is not None
+    native_section = {"python": "python3.11", "venv": "x", "packages": ["vllm"]}
+    native = profiles.load(
+        str(
+            write(
+                tmp_path,
+                "to-native",
+                {"runtime": "native", "native": native_section},
+                base="cpu-smoke-docker",
+            )
+        )
+    )
+    assert isinstance(native, profiles.NativeProfile) and native.docker is not None
+
+
+def test_a_native_profile_s_docker_section_is_still_checked(tmp_path):
+    docker = {"container_name": "seatkit-x", "gpus": [], "network": "host", "extra_env": {"PYTHONPATH": "/x"}}
+    assert "docker.extra_env.PYTHONPATH" in error_of(write(tmp_path, "bad", {"docker": docker}))
