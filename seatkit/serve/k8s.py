@@ -18,7 +18,7 @@ import yaml
 
 from seatkit.errors import SeatError
 from seatkit.seat import host_profiles
-from seatkit.seat.profiles import Kubernetes, Profile
+from seatkit.seat.profiles import Docker, DockerProfile, Kubernetes, Profile
 from seatkit.serve.spec import LaunchSpec
 
 POD_HOST = "0.0.0.0"  # a pod's own network namespace: its Services reach it on the pod address
@@ -93,10 +93,10 @@ def _labels(profile: Profile) -> dict[str, str]:
     return {"app.kubernetes.io/name": workload_name(profile), "app.kubernetes.io/part-of": "seatkit"}
 
 
-def _volumes(spec: LaunchSpec) -> tuple[list[dict], list[dict]]:
+def _volumes(spec: LaunchSpec, docker: Docker) -> tuple[list[dict], list[dict]]:
     """Pod volumes and the container's mounts: models read-only, the JIT cache, /dev/shm if needed."""
     p = spec.profile
-    kube, docker = section(p), p.docker
+    kube = section(p)
     values = spec.values({})
     volumes, mounts = [], []
     for key, model in p.models.items():
@@ -159,8 +159,9 @@ def _container(spec: LaunchSpec, mounts: list[dict]) -> dict:
 def statefulset(spec: LaunchSpec) -> dict:
     p = spec.profile
     kube = section(p)
+    assert isinstance(p, DockerProfile)  # the pod runs the seat's image: NativeProfile has no kubernetes
     name, labels = workload_name(p), _labels(p)
-    volumes, mounts = _volumes(spec)
+    volumes, mounts = _volumes(spec, p.docker)
     pod = {
         "affinity": {
             "nodeAffinity": {
