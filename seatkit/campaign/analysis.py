@@ -101,7 +101,7 @@ def fit(run, rows: list[dict]) -> tuple[list[dict], int]:
     if df >= 3:
         s2 = float(((y - x @ beta) ** 2).sum()) / df
         cov = s2 * numpy.linalg.pinv(x.T @ x)  # exact for estimable contrasts, full rank or not
-    effects = []
+    effects: list[dict[str, float | bool | str | None]] = []
     judged = max(1, sum(estimable[1:]))
     t = t_quantile(1 - 0.05 / (2 * judged), df) if cov is not None else None
     for position, j in enumerate(keep[1:], 1):
@@ -118,7 +118,11 @@ def fit(run, rows: list[dict]) -> tuple[list[dict], int]:
             )
             continue
         b = float(beta[position])
-        u = None if cov is None else t * math.sqrt(max(0.0, cov[position, position])) * math.exp(b) * 100
+        u = (
+            None
+            if cov is None or t is None
+            else t * math.sqrt(max(0.0, cov[position, position])) * math.exp(b) * 100
+        )
         effects.append(
             {
                 "setting": name,
