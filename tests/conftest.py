@@ -316,3 +316,41 @@ def no_nvml(monkeypatch):
     from seatkit.host import gpus
 
     monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
+
+
+def git(*args, cwd):
+    """git with a fixed author and no user config: the overlay tests' local repositories."""
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+            "PATH": "/usr/bin:/bin",
+        },
+    ).stdout.strip()
+
+
+@pytest.fixture
+def source(tmp_path):
+    """A local repository holding overlay/vllm (with a .gitignore that must not hide anything)."""
+    repo = tmp_path / "source"
+    files = {
+        "overlay/vllm/__init__.py": "VERSION = 1\n",
+        "overlay/vllm/config/speculative.py": "METHODS = ['dspark']\n",
+        "overlay/vllm/models/deepseek_v4.py": "class DeepSeekV4DSpark: pass\n",
+        "README.md": "not part of the overlay\n",
+    }
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "overlay", cwd=repo)
+    commit = git("rev-parse", "HEAD", cwd=repo)
+    return repo, commit, git("rev-parse", "HEAD:overlay/vllm", cwd=repo)

@@ -22,7 +22,7 @@ import math
 import queue
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 MODEL = "oracle"
@@ -123,7 +123,7 @@ class Oracle:
         self.tokens_per_step, self.k = tokens_per_step, k
         self.step_s, self.batch_s, self.prefill_s = step_ms / 1000, batch_ms / 1000, prefill_ms / 1000
         self.lock = threading.Condition()
-        self.counters: Counter = Counter()
+        self.counters: defaultdict[str, float] = defaultdict(int)  # counts stay ints, *_sum add seconds
         self.per_position: Counter = Counter()
         self.pending: list[Request] = []
         self.running: list[Request] = []

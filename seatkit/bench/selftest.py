@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import requests
@@ -119,38 +120,43 @@ def point(tokens_per_step: float, rate: float, max_tokens: int | None, decode_s:
     }
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """What the batched oracle serves a sweep: tokens per step, step time and its batch cost."""
+
+    tokens_per_step: float
+    step_ms: float
+    batch_ms: float
+    max_tokens: int
+    levels: list[int]
+
+
 # The sweep's oracle: 3.5 tokens per step; a step of 6 ms plus 1 ms per extra running request;
 # 1,401 tokens (400 whole steps, none cut) so every window's tokens/step is the schedule's.
-SWEEP = {
-    "tokens_per_step": 3.5,
-    "step_ms": 6.0,
-    "batch_ms": 1.0,
-    "max_tokens": 1401,
-    "levels": [1, 2, 4, 8, 16],
-}
+SWEEP = Schedule(tokens_per_step=3.5, step_ms=6.0, batch_ms=1.0, max_tokens=1401, levels=[1, 2, 4, 8, 16])
 SWEEP_FIGURES = ("aggregate_tok_s", "tokens_per_step", "ms_per_step")
 
 
 def sweep_truth(n: int) -> dict:
-    step_ms = SWEEP["step_ms"] + SWEEP["batch_ms"] * (n - 1)
+    step_ms = SWEEP.step_ms + SWEEP.batch_ms * (n - 1)
     return {
-        "aggregate_tok_s": n * SWEEP["tokens_per_step"] / step_ms * 1000,
-        "tokens_per_step": SWEEP["tokens_per_step"],
+        "aggregate_tok_s": n * SWEEP.tokens_per_step / step_ms * 1000,
+        "tokens_per_step": SWEEP.tokens_per_step,
         "ms_per_step": step_ms,
     }
 
 
 def sweep_points(progress: Callable[[str], None] = lambda m: None) -> list[dict]:
     """The sweep at each level against the batched oracle: true and measured, and the error."""
-    proc, url = start_oracle(SWEEP["tokens_per_step"], SWEEP["step_ms"], SWEEP["batch_ms"])
+    proc, url = start_oracle(SWEEP.tokens_per_step, SWEEP.step_ms, SWEEP.batch_ms)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            prompt = Prompt(**{**PROMPT.__dict__, "max_tokens": SWEEP["max_tokens"]})
+            prompt = Prompt(**{**PROMPT.__dict__, "max_tokens": SWEEP.max_tokens})
             summary = sweep.sweep(
                 Target(url, oracle.MODEL, k=7),
                 [prompt],
                 Options(warmups=1),
-                SWEEP["levels"],
+                SWEEP.levels,
                 run.RunDir(Path(tmp), "sweep"),
                 lambda m: progress(f"concurrency sweep, {m}"),
             )

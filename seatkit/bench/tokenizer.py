@@ -37,6 +37,7 @@ def padded(target: Target, prompt: Prompt) -> Prompt:
             raise SeatError(f"{target.url} has no /tokenize: a context can't be built to a token target")
         return tokens
 
+    assert prompt.padding is not None  # a prompt with a context target has its padding kind (workload)
     return replace(prompt, text=padding.pad(prompt.text, prompt.padding, prompt.context, count))
 
 

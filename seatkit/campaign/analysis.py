@@ -97,13 +97,12 @@ def fit(run, rows: list[dict]) -> tuple[list[dict], int]:
     # (one-at-a-time without its reference) least squares still gives a number, and it means nothing.
     unit = numpy.eye(x.shape[1])
     estimable = [numpy.linalg.matrix_rank(numpy.vstack([x, unit[p]])) == rank for p in range(x.shape[1])]
-    cov = None
+    cov, t = None, 0.0  # t: the interval's quantile, set with cov
     if df >= 3:
         s2 = float(((y - x @ beta) ** 2).sum()) / df
         cov = s2 * numpy.linalg.pinv(x.T @ x)  # exact for estimable contrasts, full rank or not
-    effects = []
-    judged = max(1, sum(estimable[1:]))
-    t = t_quantile(1 - 0.05 / (2 * judged), df) if cov is not None else None
+        t = t_quantile(1 - 0.05 / (2 * max(1, sum(estimable[1:]))), df)  # Bonferroni over the judged
+    effects: list[dict[str, float | bool | str | None]] = []
     for position, j in enumerate(keep[1:], 1):
         name = cols[j - 1][0]
         if not estimable[position]:

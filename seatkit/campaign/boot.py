@@ -47,7 +47,8 @@ def entry_id(arm: Arm) -> str:
     return f"seatkit-campaign-{arm.name}"
 
 
-def arm_tokens(arm: Arm, profile: host_profiles.HostProfile, vendor: str) -> list[str]:
+def arm_tokens(arm: Arm, profile: host_profiles.HostProfile, vendor: state.Vendor) -> list[str]:
+    assert arm.host is not None  # a host arm
     tokens = list(profile.iommu.tokens[vendor]) if "iommu" in arm.host else []
     if "p2p" in arm.host:
         tokens.append(

@@ -74,9 +74,10 @@ def build(campaign: Campaign, system: System | None = None, acknowledge_iommu_of
     refuse, note = plan.refusals.append, plan.notes.append
     profile = host_profile(campaign)
     if hosts:
+        assert profile is not None  # host arms need campaign.host (Campaign)
         if (
             profile.iommu.mode == "off"
-            and any("iommu" in a.host for a in hosts)
+            and any("iommu" in (a.host or []) for a in hosts)
             and not acknowledge_iommu_off
         ):
             refuse(
@@ -108,7 +109,7 @@ def build(campaign: Campaign, system: System | None = None, acknowledge_iommu_of
             "never changed, and a hung arm falls back to it at the next power cycle"
         )
     for arm in arms:
-        if arm.kind == "profile":
+        if arm.profile:  # a seat arm
             profiles.load(arm.profile)  # refused now, not hours in
     return plan
 

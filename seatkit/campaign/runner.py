@@ -140,6 +140,7 @@ def step(system: System, driver: Driver, echo: Progress = lambda line: None) -> 
 def _install(run: Run, progress: Progress) -> None:
     system = run.system
     profile = campaign_plan.host_profile(run.campaign)
+    assert profile is not None  # host arms need campaign.host (Campaign)
     body = boot.default_entry(system)
     hosts = [a for a in run.arms.values() if a.kind == "host"]
     entries = [boot.entry(a, body, boot.arm_tokens(a, profile, run.vendor), run.campaign.name) for a in hosts]

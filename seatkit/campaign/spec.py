@@ -23,13 +23,16 @@ LABELS = {"iommu": "IOMMU off", "p2p": "the P2P keys", "hmm": "HMM off"}
 NAME = r"^[a-z0-9][a-z0-9_.+-]{0,40}$"
 
 
+Setting = Literal["iommu", "p2p", "hmm"]  # what a host arm turns on
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 class Arm(Strict):
     name: str = Field(pattern=NAME)
-    host: list[Literal["iommu", "p2p", "hmm"]] | None = None
+    host: list[Setting] | None = None
     profile: str | None = Field(default=None, pattern=NAME)
     live: dict[Literal["gpu_power_limit_w", "cpu_boost"], int | bool] | None = None
 
@@ -69,7 +72,7 @@ class Campaign(Strict):
     repeats: int = Field(default=2, ge=1, le=20, description="benches of each arm, ABBA-interleaved")
     bench: Bench = Bench()
     design: Literal["factorial", "leave-one-out", "one-at-a-time"] | None = None
-    settings: list[Literal["iommu", "p2p", "hmm"]] = []
+    settings: list[Setting] = []
     arms: list[Arm] = []
     boot_s: int = Field(default=180, ge=10, description="a reboot, firmware to login, for the estimate")
     boot_attempts: int = Field(default=2, ge=1, le=5, description="boots an arm may take before it fails")
@@ -104,7 +107,7 @@ def arm_name(subset: tuple[str, ...]) -> str:
     return "+".join(subset) if subset else "none"
 
 
-def designed(design: str | None, settings: list[str]) -> list[Arm]:
+def designed(design: str | None, settings: list[Setting]) -> list[Arm]:
     """The host arms a design keyword gives, the reference arm first."""
     if not design:
         return []

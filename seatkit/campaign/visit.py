@@ -23,8 +23,9 @@ class Driver(Protocol):
         new run folder under `runs`, stop the seat; returns the run folder."""
 
 
-def in_force(arm: Arm, profile: host_profiles.HostProfile, vendor: str, system: System) -> list[str]:
+def in_force(arm: Arm, profile: host_profiles.HostProfile, vendor: state.Vendor, system: System) -> list[str]:
     """What of the arm is not live: its settings must be live, the others must not."""
+    assert arm.host is not None  # a host arm
     problems = []
     tokens = set(profile.iommu.tokens[vendor])
     live = state.live_cmdline(system).value or set()
@@ -69,6 +70,7 @@ def measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
     arm, system = run.visits[i], run.system
     if arm.kind == "host":
         profile = campaign_plan.host_profile(run.campaign)
+        assert profile is not None  # host arms need campaign.host (Campaign)
         problems = in_force(arm, profile, run.vendor, system)
         if problems:
             progress(f"visit {i + 1} ({arm.name}): not in force: {'; '.join(problems)}; skipped")

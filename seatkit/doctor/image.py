@@ -9,7 +9,7 @@ from seatkit import engine
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
 from seatkit.seat import what_runs
-from seatkit.seat.profiles import NativeProfile, Profile
+from seatkit.seat.profiles import DockerProfile, NativeProfile, Profile
 from seatkit.serve import launch, runtime
 
 LAYER = "image"
@@ -21,7 +21,7 @@ LABELS = (
 )
 
 
-def native(profile: Profile) -> Row:
+def native(profile: NativeProfile) -> Row:
     """A native seat has no image: its venv is checked against the install plan instead."""
     venv = runtime.venv_dir(profile.native)
     problem = runtime.venv_problem(profile.native)
@@ -31,7 +31,7 @@ def native(profile: Profile) -> Row:
     return ok(LAYER, "venv", f"native runtime, no image; {venv.name} as planned")
 
 
-def base(profile: Profile) -> Row:
+def base(profile: DockerProfile) -> Row:
     from seatkit.serve import pins
 
     try:
@@ -41,12 +41,13 @@ def base(profile: Profile) -> Row:
     return ok(LAYER, "base digest", ref)
 
 
-def labels(image: str, profile: Profile) -> Row:
+def labels(image: str, profile: DockerProfile) -> Row:
     from seatkit.image import build
 
+    no_engine: tuple[type[BaseException], ...] = (engine.NoEngine, *engine.errors())
     try:
         found = build.labels(image)["labels"]
-    except (engine.NoEngine, *engine.errors()):
+    except no_engine:
         return cannot(LAYER, "labels", "no docker engine answers", engine.HINT)
     except SeatError as exc:
         return fail(LAYER, "labels", exc.message, f"seat build {profile.name}")
@@ -61,18 +62,19 @@ def labels(image: str, profile: Profile) -> Row:
     )
 
 
-def overlay(profile: Profile, image: str) -> Row:
+def overlay(profile: DockerProfile, image: str) -> Row:
     """The outside check (seatkit/image/outside.py) on the running container, else the image."""
     from seatkit.image import outside
     from seatkit.seat import overlay_lock
 
     running = launch.recorded(profile.name)
     where, is_container = image, False
+    no_engine: tuple[type[BaseException], ...] = (engine.NoEngine, *engine.errors())
     try:
         if running and launch.in_container(running) and launch.alive(running):
             where, is_container = running.ident, True
         verdict = outside.check(profile, where, outside.lock_for(image, overlay_lock.load()), is_container)
-    except (engine.NoEngine, *engine.errors()):
+    except no_engine:
         return cannot(LAYER, "overlay", "no docker engine answers", engine.HINT)
     except SeatError as exc:
         return fail(LAYER, "overlay", exc.message, f"seat build {profile.name}")
@@ -105,6 +107,7 @@ def experiment(profile: Profile) -> list[Row]:
 def rows(profile: Profile, image: str | None) -> list[Row]:
     if isinstance(profile, NativeProfile):
         return [*experiment(profile), native(profile)]
+    assert image is not None  # a docker seat's spec has its SEAT_IMAGE knob
     if not profile.image.overlay:
         return [*experiment(profile), base(profile), labels(image, profile)]
     return [*experiment(profile), base(profile), labels(image, profile), overlay(profile, image)]

@@ -109,9 +109,10 @@ def alone(text: str) -> Row:
 
 def rows(profile: Profile) -> list[Row]:
     run = launch.recorded(profile.name)
+    no_engine: tuple[type[BaseException], ...] = (engine.NoEngine, *engine.errors())
     try:
         up = run is not None and launch.alive(run)
-    except (engine.NoEngine, *engine.errors()):
+    except no_engine:
         return [
             cannot(LAYER, check, f"{profile.name} runs in docker and no docker engine answers", engine.HINT)
             for check in CHECKS

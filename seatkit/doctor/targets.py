@@ -82,11 +82,12 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
 
 def _local_experiment(url: str) -> dict:
     """A seat of this machine's `seat up` at that URL marks its results as its profile does."""
+    skipped: tuple[type[BaseException], ...] = (SeatError, *engine.errors())
     for record in sorted(layout.run_records().glob("*.json")):
         try:
             running = launch.recorded(record.stem)
             if running and running.url == url and launch.alive(running):
                 return what_runs.conditions(profiles.load(running.profile))
-        except (SeatError, *engine.errors()):  # a torn record, a deleted profile, a lost engine
+        except skipped:  # a torn record, a deleted profile, a lost engine
             continue
     return {}

@@ -22,7 +22,7 @@ from seatkit.image import b12x, dockerfile, outside, overlay
 from seatkit.image.container import copy_out, created, symlinked_folders
 from seatkit.image.dockerfile import DOCKERFILE, IMAGE_FILES, SCRIPTS
 from seatkit.seat.overlay_lock import Lock, seat_tag
-from seatkit.seat.profiles import Profile
+from seatkit.seat.profiles import DockerProfile, Profile
 from seatkit.seat.sections import Image
 from seatkit.serve.pins import base_reference
 
@@ -119,9 +119,9 @@ def build_args(profile: Profile, lock: Lock, base_ref: str) -> dict[str, str]:
     }
 
 
-def _require_buildable(profile: Profile) -> Image:
-    """The profile's image, when there is one to build."""
-    if profile.image is None:
+def _require_buildable(profile: Profile) -> DockerProfile:
+    """The profile, when it has an image to build."""
+    if not isinstance(profile, DockerProfile):
         raise SeatError(f"profile {profile.name} runs natively: there is no image to build")
     if not profile.image.overlay:  # the seat runs this image as it is: a built one would go unused
         raise SeatError(
@@ -129,7 +129,7 @@ def _require_buildable(profile: Profile) -> Image:
             "(image.overlay false): there is nothing to build",
             f"`seat image pin {profile.name}`, then docker pull it by that digest",
         )
-    return profile.image
+    return profile
 
 
 def _require_no_links(container, vllm_dir: str) -> None:
@@ -165,7 +165,8 @@ def build(
     progress: Callable[[str], None] = lambda line: None,
 ) -> dict:
     """Build and tag the seat's image; returns its id, tag, the overlay layer and what was copied."""
-    image = _require_buildable(profile)
+    profile = _require_buildable(profile)
+    image = profile.image
     base_ref, digest = base_reference(profile, allow_unpinned)
     if not overlay_dir.is_dir():
         raise SeatError(f"no overlay at {overlay_dir}", "`seat overlay fetch` places it there")

@@ -25,7 +25,7 @@ from seatkit.image.container_files import read, same_as_base
 from seatkit.image.dockerfile import IMAGE_FILES
 from seatkit.seat import layout, what_runs
 from seatkit.seat.overlay_lock import Lock, load, load_b12x, parse
-from seatkit.seat.profiles import Profile
+from seatkit.seat.profiles import DockerProfile, Profile
 from seatkit.seat.sections import Image
 from seatkit.serve import pins
 
@@ -53,15 +53,15 @@ def _record_path(tag: str) -> Path:
     return _records() / (re.sub(r"[^A-Za-z0-9._-]", "_", tag) + ".json")
 
 
-def _image(profile: Profile) -> Image:
-    if profile.image is None:
+def _docker(profile: Profile) -> DockerProfile:
+    if not isinstance(profile, DockerProfile):
         raise SeatError(f"profile {profile.name} runs natively: it has no image to check")
-    return profile.image
+    return profile
 
 
 def record(tag: str, image_id: str, profile: Profile, lock: Lock) -> None:
     """What `seat build` made: the image id under its tag, and the lock and folder it verified."""
-    built = {"tag": tag, "id": image_id, "vllm_dir": _image(profile).vllm_dir, "lock": lock.dump()}
+    built = {"tag": tag, "id": image_id, "vllm_dir": _docker(profile).image.vllm_dir, "lock": lock.dump()}
     write_atomic(_record_path(tag), json.dumps(built, indent=2))
 
 
@@ -104,7 +104,8 @@ def check(
     profile: Profile, where: str, lock: Lock, is_container: bool = False, trust_record: bool = True
 ) -> Verdict:
     """The verdict on an image (or a container) for the profile's seat against the lock."""
-    image = _image(profile)
+    profile = _docker(profile)
+    image = profile.image
     client = engine.client()
     image_id, config = _config(client, where, is_container)
     built = None if is_container else recorded(where)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from seatkit.errors import SeatError
 from seatkit.image import build
 from seatkit.seat.overlay_lock import Lock, load
-from seatkit.seat.profiles import Profile
+from seatkit.seat.profiles import DockerProfile, Profile
 from seatkit.serve import pins
 
 
@@ -19,7 +19,7 @@ def compare(profile: Profile, lock: Lock | None = None, image: str | None = None
     SEAT_IMAGE names another), against the lock: what matches, and the missing, changed and extra
     files of its vllm package."""
     lock = lock or load()
-    if profile.image is None:
+    if not isinstance(profile, DockerProfile):
         raise SeatError(f"profile {profile.name} runs natively: it has no image to compare")
     seat_image = profile.image
     if image is None or image == f"{seat_image.name}:{seat_image.tag}":

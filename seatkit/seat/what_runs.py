@@ -63,7 +63,7 @@ def where(target: str) -> PurePosixPath:
 def _overlap(target: str, pattern: str) -> bool:
     """On, inside or above: every part of the shorter path matches the other's."""
     a, b = where(target).parts, PurePosixPath(pattern).parts
-    return all(fnmatchcase(x, y) for x, y in zip(a, b))
+    return all(fnmatchcase(x, y) for x, y in zip(a, b, strict=False))  # the shorter's parts
 
 
 def protected(vllm_dir: str, b12x_dir: str) -> dict[str, str]:

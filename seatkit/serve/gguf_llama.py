@@ -223,7 +223,7 @@ def load_gguf(folder: str):
 def convert(source: str, out: str) -> int:
     import gguf
     import numpy as np
-    import torch  # type: ignore[import-not-found]  # the runtime venv's (vLLM's), not the kit's
+    import torch  # the runtime venv's (vLLM's), not the kit's
     from safetensors.torch import save as serialize  # type: ignore[import-not-found]  # the runtime venv's (vLLM's), not the kit's
     from transformers import AutoTokenizer  # type: ignore[import-not-found]  # the runtime venv's (vLLM's), not the kit's
 

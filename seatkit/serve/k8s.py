@@ -100,10 +100,10 @@ def _labels(profile: Profile) -> dict[str, str]:
     return {"app.kubernetes.io/name": workload_name(profile), "app.kubernetes.io/part-of": "seatkit"}
 
 
-def _volumes(spec: LaunchSpec) -> tuple[list[dict], list[dict]]:
+def _volumes(spec: LaunchSpec, docker: Docker) -> tuple[list[dict], list[dict]]:
     """Pod volumes and the container's mounts: models read-only, the JIT cache, /dev/shm if needed."""
     p = spec.profile
-    kube, docker = section(p), _docker(p)
+    kube = section(p)
     values = spec.values({})
     volumes, mounts = [], []
     for key, model in p.models.items():
@@ -167,7 +167,7 @@ def statefulset(spec: LaunchSpec) -> dict:
     p = spec.profile
     kube, docker = section(p), _docker(p)
     name, labels = workload_name(p), _labels(p)
-    volumes, mounts = _volumes(spec)
+    volumes, mounts = _volumes(spec, docker)
     pod = {
         "affinity": {
             "nodeAffinity": {

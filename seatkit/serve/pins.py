@@ -10,7 +10,7 @@ from pathlib import Path
 
 from seatkit import safe_yaml
 from seatkit.errors import SeatError
-from seatkit.seat.profiles import Profile
+from seatkit.seat.profiles import DockerProfile, Profile
 
 
 def lock_path(profile: Profile) -> Path:
@@ -29,7 +29,7 @@ def read(profile: Profile) -> dict | None:
     return data
 
 
-def base_reference(profile: Profile, allow_unpinned: bool = False) -> tuple[str, str | None]:
+def base_reference(profile: DockerProfile, allow_unpinned: bool = False) -> tuple[str, str | None]:
     """The image by name@digest, and the digest; name:tag only when unpinned is allowed."""
     image = profile.image
     locked = read(profile)

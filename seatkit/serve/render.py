@@ -91,10 +91,9 @@ def _compose_environment(spec: LaunchSpec) -> dict[str, str | None]:
     return environment
 
 
-def _compose_service(spec: LaunchSpec) -> dict[str, object]:
+def _compose_service(spec: LaunchSpec, docker: profiles.Docker) -> dict[str, object]:
     """The seat's service: the script's docker run, field by field."""
     p = spec.profile
-    docker = p.docker
     gpus: dict[str, object] = {"driver": "nvidia", "capabilities": ["gpu"]}
     if docker.gpus == "all":
         gpus["count"] = "all"
@@ -148,7 +147,8 @@ def render_compose(spec: LaunchSpec) -> str:
             else ""
         )
     )
-    services = {"seat": _compose_service(spec)}
+    assert isinstance(p, profiles.DockerProfile)  # a native seat has no compose file (profile_files)
+    services = {"seat": _compose_service(spec, p.docker)}
     for mode, words in spec.wraps.items():  # compose cannot add words on a knob: one service a mode
         services[f"seat-nsys-{mode}"] = {
             "extends": {"service": "seat"},

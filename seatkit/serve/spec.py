@@ -231,8 +231,10 @@ def _docker(profile: DockerProfile, locked: dict, knobs: list[Knob], checks: lis
             knobs.append(Knob(knob, str(layout.model(model.build)), meaning, shell_default=built))
             fetch = f"`seat setup` of a native profile that builds {model.build} makes it, or "
         else:
+            assert model.host_dir is not None  # a model dir gives build or host_dir (ModelDir)
             knobs.append(Knob(knob, model.host_dir, meaning))
             fetch = f"seat model fetch {profile.name} downloads it, or " if model.repository else ""
+        assert model.mount is not None  # a docker profile mounts every model (its section checks)
         mounts.append(Mount((Ref(knob),), model.mount, read_only=True))
         model_paths[key] = (model.mount,)
         missing = f"{fetch}set {knob} to the folder that has it"

@@ -41,7 +41,7 @@ def synthetic_overlay(root: Path) -> list[str]:
     sizes = [max(1, int(TOTAL * w / sum(weights))) for w in weights]
     sizes[0] += TOTAL - sum(sizes)
     names = [f"pkg{i % 40}/mod{i}.{'json' if i % 4 == 0 else 'py'}" for i in range(FILES)]
-    for name, size in zip(names, sizes):
+    for name, size in zip(names, sizes, strict=True):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(rng.randbytes(size))
     return names

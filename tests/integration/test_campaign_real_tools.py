@@ -44,7 +44,7 @@ def campaign(tmp_path: Path):
 
 def linux_args(cfg: str, ident: str) -> list[str]:
     block = cfg.split(f"--id {ident}", 1)[1].split("\n}", 1)[0]
-    line = next(l for l in block.splitlines() if l.strip().startswith("linux"))
+    line = next(x for x in block.splitlines() if x.strip().startswith("linux"))
     return shlex.split(line.strip())[2:]  # GRUB's quoting as the entry uses it: '...' around `;`
 
 

@@ -36,7 +36,7 @@ def fleet(vllm_runtime, tmp_path_factory):
     seats = [("cpu-smoke", free_port()), ("cpu-smoke-k3", free_port()), ("cpu-smoke", free_port())]
     procs = [start(profile, port, home, logs / f"{i}.log") for i, (profile, port) in enumerate(seats)]
     try:
-        for i, (proc, (_, port)) in enumerate(zip(procs, seats)):
+        for i, (proc, (_, port)) in enumerate(zip(procs, seats, strict=True)):
             run = launch.Running(
                 "fleet",
                 "native",

@@ -156,7 +156,7 @@ class CampaignHost(FakeHost):
 
     def exec_start(self) -> list[str]:
         unit = self.read(boot.UNIT)
-        return shlex.split(next(l for l in unit.splitlines() if l.startswith("ExecStart=")).split("=", 1)[1])
+        return shlex.split(next(x for x in unit.splitlines() if x.startswith("ExecStart=")).split("=", 1)[1])
 
     def run_unit(self, driver) -> str | None:
         """systemd at boot: the enabled unit's ExecStart, which must be `seat campaign step --root R`;

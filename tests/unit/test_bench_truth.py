@@ -14,6 +14,7 @@ from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 
 K = 3
+PLAIN = oracle.Quirks()  # an oracle with no quirks
 
 
 class Server:
@@ -51,7 +52,7 @@ def prompt(max_tokens, words=16, name="p"):
 def serve():
     made = []
 
-    def start(quirks=oracle.Quirks(), **kw):
+    def start(quirks=PLAIN, **kw):
         made.append(Server(quirks, **kw))
         return made[-1]
 

@@ -35,7 +35,9 @@ def write_campaign(tmp_path, **fields):
 
 
 def test_designs_generate_the_host_arms(tmp_path):
-    names = lambda design: [a.name for a in specs.designed(design, ["iommu", "p2p", "hmm"])]
+    def names(design):
+        return [a.name for a in specs.designed(design, ["iommu", "p2p", "hmm"])]
+
     assert names("factorial") == [
         "none",
         "iommu",

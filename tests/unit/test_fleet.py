@@ -118,11 +118,14 @@ def test_the_cli_reports_a_bad_address_without_a_traceback():
 
 def test_seats_without_spec_decode_counters_are_shown_not_a_crash():
     """Seats with no /metrics counters have tok/s only: nothing to judge, each still gets its row."""
-    tok_s_only = lambda url: {
-        "url": url,
-        "seat": url[-1],  # noqa: E731
-        "figures": {"code": {"decode_tok_s": {"median": 20.0, "cv": 0.01}}},
-    }
+
+    def tok_s_only(url):
+        return {
+            "url": url,
+            "seat": url[-1],
+            "figures": {"code": {"decode_tok_s": {"median": 20.0, "cv": 0.01}}},
+        }
+
     seats = [tok_s_only("s1"), tok_s_only("s2"), tok_s_only("s3")]
     result = {"seats": seats, "verdicts": fleet.judge(seats)}
     assert result["verdicts"] == []

@@ -5,47 +5,11 @@ import zlib
 from pathlib import Path
 
 import pytest
+from conftest import git
 
 from seatkit.errors import SeatError
 from seatkit.image import overlay
 from seatkit.seat import overlay_lock
-
-
-def git(*args, cwd):
-    return subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-        env={
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@t",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@t",
-            "PATH": "/usr/bin:/bin",
-        },
-    ).stdout.strip()
-
-
-@pytest.fixture
-def source(tmp_path):
-    """A local repository holding overlay/vllm (with a .gitignore that must not hide anything)."""
-    repo = tmp_path / "source"
-    files = {
-        "overlay/vllm/__init__.py": "VERSION = 1\n",
-        "overlay/vllm/config/speculative.py": "METHODS = ['dspark']\n",
-        "overlay/vllm/models/deepseek_v4.py": "class DeepSeekV4DSpark: pass\n",
-        "README.md": "not part of the overlay\n",
-    }
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    git("init", "-q", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "overlay", cwd=repo)
-    commit = git("rev-parse", "HEAD", cwd=repo)
-    return repo, commit, git("rev-parse", "HEAD:overlay/vllm", cwd=repo)
 
 
 def test_shipped_lock_pins_the_original_overlay():

@@ -4,7 +4,6 @@ import io
 import tarfile
 
 import pytest
-from test_overlay import source  # noqa: F401 (a fixture)
 
 from seatkit.errors import SeatError
 from seatkit.image import overlay

@@ -67,12 +67,15 @@ def test_nan_in_metrics_is_a_clear_error_without_a_thread_traceback(tmp_path, ca
 
 def test_counters_that_go_backwards_publish_no_factors(tmp_path):
     scrapes = iter(range(10**6))
+
     # Every scrape reports fewer generated tokens than the one before it.
-    lie = lambda text: re.sub(
-        r"(vllm:generation_tokens_total\{[^}]*\}) \S+",  # noqa: E731
-        lambda m: f"{m.group(1)} {10**9 - next(scrapes) * 10**6}",
-        text,
-    )
+    def lie(text):
+        return re.sub(
+            r"(vllm:generation_tokens_total\{[^}]*\}) \S+",
+            lambda m: f"{m.group(1)} {10**9 - next(scrapes) * 10**6}",
+            text,
+        )
+
     summary = hostile(tmp_path, metrics=lie)
     for row in summary["suites"][PROMPT.suite]["levels"]:
         assert "tokens_per_step" not in row and "ms_per_step" not in row, row
