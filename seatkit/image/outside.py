@@ -182,7 +182,9 @@ def _command(args: list[str]) -> list[str]:
     flags that load code, as the profile would be refused them (it may have changed since)."""
     server = args.index("serve") + 1 if "serve" in args else len(args)  # past a profiler's own flags
     unset = [args[i + 1] for i in range(server - 1) if args[i] == "-u"]
-    flags = {a[2:]: True for a in args[server:] if a.startswith("--")}
+    words = [*args[server:], "--"]
+    pairs = zip(words, words[1:], strict=False)
+    flags = {a[2:]: b if b[:2] != "--" else True for a, b in pairs if a[:2] == "--" and a[2:]}
     refused = what_runs.refused_env("env -u", unset) + what_runs.refused_args(flags)
     return [f"the container's command: {line}" for line in refused]
 

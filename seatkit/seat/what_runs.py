@@ -7,6 +7,7 @@ itself an experiment (and its results are marked UNVERIFIED).
 
 from __future__ import annotations
 
+import json
 from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -52,7 +53,27 @@ def refused_args(vllm_args: dict) -> list[str]:
         hit = next((f for f in data["flags"] if f.startswith(name)), None)
         if hit:
             found.append(f"vllm_args.{flag}: it loads {data['flags'][hit]}")
+        rules: dict[str, str] = next(
+            (keys for f, keys in data["config_keys"].items() if f.startswith(name)), {}
+        )
+        found += [
+            f"vllm_args.{flag}: its {k} loads {rules[k]}" for k in _config_keys(flag, value) if k in rules
+        ]
     return found
+
+
+def _config_keys(flag: str, value) -> list[str]:
+    """The keys a JSON config flag sets: a dotted flag's (compilation-config.backend), else those of
+    its value, a mapping or JSON text (name=value carries it in the flag)."""
+    key = flag.split("=")[0].partition(".")[2]
+    if key:
+        return [key.split(".")[0].replace("-", "_")]
+    text = flag.partition("=")[2] or value
+    try:
+        config = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return []  # vLLM refuses it too
+    return [str(k).replace("-", "_") for k in config] if isinstance(config, dict) else []
 
 
 def where(target: str) -> PurePosixPath:
@@ -63,7 +84,7 @@ def where(target: str) -> PurePosixPath:
 def _overlap(target: str, pattern: str) -> bool:
     """On, inside or above: every part of the shorter path matches the other's."""
     a, b = where(target).parts, PurePosixPath(pattern).parts
-    return all(fnmatchcase(x, y) for x, y in zip(a, b))
+    return all(fnmatchcase(x, y) for x, y in zip(a, b, strict=False))
 
 
 def protected(vllm_dir: str, b12x_dir: str) -> dict[str, str]:

@@ -608,6 +608,7 @@ def test_a_container_started_as_the_profile_says_is_verified(profile, monkeypatc
         ([*SERVE, "--trust-remote-code"], [], "the container's command: vllm_args.trust-remote-code"),
         ([*SERVE, "--worker-extension-cls", "hook.W"], [], "vllm_args.worker-extension-cls"),
         (["env", "-u", "PATH", *SERVE[1:]], [], "the container's command: env -u.PATH"),
+        ([*SERVE, "--compilation-config", '{"backend": "hook.b"}'], [], "its backend loads"),
     ],
 )
 def test_a_container_started_otherwise_than_the_profile_says_today_is_named(
