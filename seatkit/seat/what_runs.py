@@ -34,6 +34,19 @@ def refused_env(field: str, names) -> list[str]:
     return [f"{field}.{n}: it sets {env_reason(n)}" for n in names if env_reason(n)]
 
 
+def refused_caches(field: str, env, cache_mount: str | None) -> list[str]:
+    """One line per name of `field` that puts a folder of compiled code the server runs outside the
+    kit's cache mount (env: names, or names and their values)."""
+    caches = _data()["env"]["caches"]
+    values = env if isinstance(env, dict) else dict.fromkeys(env)
+    mount = where(cache_mount) if cache_mount else None
+    return [
+        f"{field}.{n}: it moves {caches[n]} out of the kit's cache mount ({cache_mount or 'none'})"
+        for n, value in values.items()
+        if n in caches and not (mount and value and mount in (where(value), *where(value).parents))
+    ]
+
+
 def shell_pattern() -> str:
     """The names, PATH apart, as one bash `case` pattern: what a native seat's script unsets from
     the shell it is run in, as `seat up` leaves them out (seatkit.serve.backends.native.inherited)."""
