@@ -191,6 +191,16 @@ class DockerProfile(BaseProfile):
             # `env -u` before the server: the image's PATH (or PYTHONNOUSERSITE) gone changes what
             # runs as setting it would, and the outside check resolves with the image's.
             *what_runs.refused_env("docker.unset_env", self.docker.unset_env),
+            *self._caches(),
+        ]
+
+    def _caches(self) -> list[str]:
+        """Compiled code is read back from the kit's cache mount only (a pass_env value is unseen)."""
+        mount = self.docker.cache.mount if self.docker.cache else None
+        return [
+            *what_runs.refused_caches("env", self.env, mount),
+            *what_runs.refused_caches("docker.extra_env", self.docker.extra_env, mount),
+            *what_runs.refused_caches("docker.pass_env", self.docker.pass_env, None),
         ]
 
 
