@@ -349,3 +349,33 @@ def test_env_that_makes_triton_or_inductor_load_other_code_is_refused(tmp_path, 
     """TRITON_CACHE_MANAGER=module:Class is imported; TRITON_OVERRIDE_DIR runs its kernels instead of
     the compiled ones; a remote FX graph cache hands back code to run."""
     assert f"env.{name}: it sets" in error_of(write(tmp_path, {"env": {name: "/srv/exp/x"}}))
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("TORCHINDUCTOR_CACHE_DIR", "/srv/exp/inductor"),
+        ("TRITON_CACHE_DIR", "/srv/exp/triton"),
+        ("FLASHINFER_WORKSPACE_BASE", "/srv/exp/flashinfer"),
+        ("XDG_CACHE_HOME", "/cache-other"),
+        ("TMPDIR", "/srv/exp"),
+        ("HOME", "/srv/exp"),
+    ],
+)
+@pytest.mark.parametrize("where", ["env", "docker.extra_env"])
+def test_a_cache_of_compiled_code_outside_the_kits_cache_mount_is_refused(tmp_path, name, value, where):
+    """Inductor, Triton and vLLM load the compiled graphs and kernels they find in their cache and
+    run them: pointed at an experiment mount, the seat ran planted code, verified."""
+    section = {"env": {name: value}} if where == "env" else {"docker": {"extra_env": {name: value}}}
+    message = error_of(write(tmp_path, section))
+    assert f"{where}.{name}: it moves" in message and "out of the kit's cache mount (/cache)" in message
+
+
+def test_caches_inside_the_kits_cache_mount_are_fine_and_passed_ones_are_refused(tmp_path):
+    env = {"TRITON_CACHE_DIR": "/cache/jit/triton", "XDG_CACHE_HOME": "/cache", "TMPDIR": "/cache/tmp"}
+    assert profiles.load(str(write(tmp_path, {"env": env}))).env["TRITON_CACHE_DIR"] == "/cache/jit/triton"
+    assert "env.VLLM_CACHE_ROOT: it moves" in error_of(
+        write(tmp_path, {"env": {"VLLM_CACHE_ROOT": "/srv/v"}})
+    )
+    message = error_of(write(tmp_path, {"docker": {"pass_env": ["TRITON_CACHE_DIR"]}}))
+    assert "docker.pass_env.TRITON_CACHE_DIR: it moves" in message
