@@ -379,3 +379,20 @@ def test_caches_inside_the_kits_cache_mount_are_fine_and_passed_ones_are_refused
     )
     message = error_of(write(tmp_path, {"docker": {"pass_env": ["TRITON_CACHE_DIR"]}}))
     assert "docker.pass_env.TRITON_CACHE_DIR: it moves" in message
+
+
+@pytest.mark.parametrize(
+    "target, over",
+    [
+        ("/root/.cache/vllm", "/root/.cache"),
+        ("/root/.triton/cache", "/root/.triton"),
+        ("/tmp", "/tmp/torchinductor_*"),
+        ("/tmp/torchinductor_root", "/tmp/torchinductor_*"),
+    ],
+)
+def test_a_mount_over_a_default_cache_of_compiled_code_is_refused(tmp_path, target, over):
+    """The same planted code as a cache variable, with no variable: vLLM reads ~/.cache/vllm."""
+    message = error_of(
+        write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/x", "target": target}]}})
+    )
+    assert f"{target}: it mounts over {over}" in message
