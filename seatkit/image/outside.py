@@ -80,7 +80,13 @@ def _config(client, where: str, is_container: bool) -> tuple[str, dict]:
     try:
         if is_container:
             container = client.containers.get(where)
-            return container.image.id, {**container.attrs["Config"], "Path": container.attrs.get("Path")}
+            attrs = container.attrs
+            ran = {
+                "Path": attrs.get("Path"),
+                "Args": attrs.get("Args") or [],
+                "Mounts": [m.get("Destination", "") for m in attrs.get("Mounts") or []],
+            }  # what it was started with, whatever the profile says today
+            return container.image.id, {**attrs["Config"], **ran}
         image = client.images.get(where)
     except NotFound:
         raise SeatError(
@@ -152,6 +158,8 @@ def _configured(profile: Profile, config: dict, theirs: dict, is_container: bool
         problems.append(f"its entrypoint is {entry}, not {ENTRYPOINT} (the kit's start check)")
     if "Path" in config and config["Path"] != ENTRYPOINT[0]:
         problems.append(f"the container runs {config['Path']}, not {ENTRYPOINT[0]}")
+    if "Args" in config and profile.experiment is None:
+        problems += _command(config["Args"])
     env, base_env = _env(config), _env(theirs)
     # The base's own (vllm-cpu preloads its OpenMP and allocator): kept, and its files the base's.
     changed = [n for n in env if n not in KIT_ENV and env[n] != base_env.get(n)]
@@ -170,6 +178,18 @@ def _configured(profile: Profile, config: dict, theirs: dict, is_container: bool
     return problems
 
 
+def _command(args: list[str]) -> list[str]:
+    """A container's own command (`env -u NAME ... vllm serve ...`): what it unsets and the server
+    flags that load code, as the profile would be refused them (it may have changed since)."""
+    server = args.index("serve") + 1 if "serve" in args else len(args)  # past a profiler's own flags
+    unset = [args[i + 1] for i in range(server - 1) if args[i] == "-u"]
+    words = [*args[server:], "--"]
+    pairs = zip(words, words[1:], strict=False)
+    flags = {a[2:]: b if b[:2] != "--" else True for a, b in pairs if a[:2] == "--" and a[2:]}
+    refused = what_runs.refused_env("env -u", unset) + what_runs.refused_args(flags)
+    return [f"the container's command: {line}" for line in refused]
+
+
 def _files(profile: Profile, image: Image, inside, base, config: dict, lock: Lock) -> list[str]:
     """What the server will execute and import, as the image resolves it (what_loads)."""
     problems = []
@@ -183,6 +203,12 @@ def _files(profile: Profile, image: Image, inside, base, config: dict, lock: Loc
     problems += what_loads.healthcheck(inside, base, config, search)
     if profile.experiment is None:
         mounts = what_runs.mounts(profile)
+        if "Mounts" in config:  # a container's own mounts, whatever the profile says today
+            mounts = {f"the container's mount {t}": t for t in config["Mounts"]}
+            problems += filter(
+                None,
+                (what_runs.refused_mount(f, t, image.vllm_dir, image.b12x_dir) for f, t in mounts.items()),
+            )
         problems += what_loads.mounts_land(
             inside, mounts, image.vllm_dir, image.b12x_dir, config.get("WorkingDir") or "/"
         )

@@ -190,7 +190,7 @@ class DockerProfile(BaseProfile):
         _check_docker(self, self.docker)
 
     def _refused(self) -> list[str]:
-        return self.docker.refused()
+        return [*self.docker.refused(), *self.docker.refused_caches(self.env)]
 
 
 class NativeProfile(BaseProfile):

@@ -191,6 +191,15 @@ class Docker(Strict):
             *what_runs.refused_env("docker.unset_env", self.unset_env),
         ]
 
+    def refused_caches(self, env: dict[str, str]) -> list[str]:
+        """Compiled code is read back from the kit's cache mount only (a pass_env value is unseen)."""
+        mount = self.cache.mount if self.cache else None
+        return [
+            *what_runs.refused_caches("env", env, mount),
+            *what_runs.refused_caches("docker.extra_env", self.extra_env, mount),
+            *what_runs.refused_caches("docker.pass_env", self.pass_env, None),
+        ]
+
     @model_validator(mode="after")
     def _extras_distinct(self):
         targets = [m.target for m in self.extra_mounts] + ([self.cache.mount] if self.cache else [])

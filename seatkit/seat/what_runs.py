@@ -7,6 +7,7 @@ itself an experiment (and its results are marked UNVERIFIED).
 
 from __future__ import annotations
 
+import json
 from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -33,6 +34,19 @@ def refused_env(field: str, names) -> list[str]:
     return [f"{field}.{n}: it sets {env_reason(n)}" for n in names if env_reason(n)]
 
 
+def refused_caches(field: str, env, cache_mount: str | None) -> list[str]:
+    """One line per name of `field` that puts a folder of compiled code the server runs outside the
+    kit's cache mount (env: names, or names and their values)."""
+    caches = _data()["env"]["caches"]
+    values = env if isinstance(env, dict) else dict.fromkeys(env)
+    mount = where(cache_mount) if cache_mount else None
+    return [
+        f"{field}.{n}: it moves {caches[n]} out of the kit's cache mount ({cache_mount or 'none'})"
+        for n, value in values.items()
+        if n in caches and not (mount and value and mount in (where(value), *where(value).parents))
+    ]
+
+
 def shell_pattern() -> str:
     """The names, PATH apart, as one bash `case` pattern: what a native seat's script unsets from
     the shell it is run in, as `seat up` leaves them out (seatkit.serve.backends.native.inherited)."""
@@ -52,7 +66,27 @@ def refused_args(vllm_args: dict) -> list[str]:
         hit = next((f for f in data["flags"] if f.startswith(name)), None)
         if hit:
             found.append(f"vllm_args.{flag}: it loads {data['flags'][hit]}")
+        rules: dict[str, str] = next(
+            (keys for f, keys in data["config_keys"].items() if f.startswith(name)), {}
+        )
+        found += [
+            f"vllm_args.{flag}: its {k} loads {rules[k]}" for k in _config_keys(flag, value) if k in rules
+        ]
     return found
+
+
+def _config_keys(flag: str, value) -> list[str]:
+    """The keys a JSON config flag sets: a dotted flag's (compilation-config.backend), else those of
+    its value, a mapping or JSON text (name=value carries it in the flag)."""
+    key = flag.split("=")[0].partition(".")[2]
+    if key:
+        return [key.split(".")[0].replace("-", "_")]
+    text = flag.partition("=")[2] or value
+    try:
+        config = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return []  # vLLM refuses it too
+    return [str(k).replace("-", "_") for k in config] if isinstance(config, dict) else []
 
 
 def where(target: str) -> PurePosixPath:

@@ -574,3 +574,48 @@ def test_a_vllm_dir_the_server_does_not_import_is_refused(profile, monkeypatch, 
     moved = profile.model_copy(update={"image": profile.image.model_copy(update={"vllm_dir": vllm_dir})})
     verdict = outside.check(moved, TAG, LOCK)
     assert any(said in p for p in verdict.problems), verdict.problems
+
+
+SERVE = ["env", "vllm", "serve", "/models-base", "--port", "18100"]
+
+
+def running_container(monkeypatch, args=SERVE, mounts=("/models-base", "/cache")):
+    """A container of the verified image, started with args and mounts: `seat overlay verify
+    --container` and doctor judge what it runs, not what the profile says today."""
+    client = engine_with(monkeypatch, built())
+    box = client.create(TAG)
+    box.image = type("Image", (), {"id": "sha256:" + "a" * 64})
+    box.attrs = {
+        "Config": CONFIG,
+        "Path": outside.ENTRYPOINT[0],
+        "Args": list(args),
+        "Mounts": [{"Destination": m} for m in mounts],
+    }
+    get = client.get
+    monkeypatch.setattr(client, "get", lambda ref: box if ref == box.id else get(ref))
+    return box.id
+
+
+def test_a_container_started_as_the_profile_says_is_verified(profile, monkeypatch):
+    assert outside.check(profile, running_container(monkeypatch), LOCK, is_container=True).problems == []
+
+
+@pytest.mark.parametrize(
+    "args, mounts, said",
+    [
+        (SERVE, ["/models-base", f"{SITE}/zz-hook.pth"], f"the container's mount {SITE}/zz-hook.pth"),
+        (SERVE, [f"{VENV}/bin"], f"the container's mount {VENV}/bin"),
+        ([*SERVE, "--trust-remote-code"], [], "the container's command: vllm_args.trust-remote-code"),
+        ([*SERVE, "--worker-extension-cls", "hook.W"], [], "vllm_args.worker-extension-cls"),
+        (["env", "-u", "PATH", *SERVE[1:]], [], "the container's command: env -u.PATH"),
+        ([*SERVE, "--compilation-config", '{"backend": "hook.b"}'], [], "its backend loads"),
+    ],
+)
+def test_a_container_started_otherwise_than_the_profile_says_today_is_named(
+    profile, monkeypatch, args, mounts, said
+):
+    """A seat started from an experiment profile (a .pth mounted into site-packages, a remote-code
+    flag), the profile edited back afterwards: the container was judged by today's profile, verified."""
+    where = running_container(monkeypatch, args, mounts)
+    verdict = outside.check(profile, where, LOCK, is_container=True)
+    assert any(said in p for p in verdict.problems), verdict.problems

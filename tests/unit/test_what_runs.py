@@ -300,3 +300,99 @@ def test_a_native_seats_script_unsets_what_changes_what_runs_from_its_shell(tmp_
     env = dict(line.partition("=")[::2] for line in seen.read_text().splitlines() if "=" in line)
     assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "PYTHONSTARTUP"} & set(env), env
     assert env["PATH"] == "/usr/bin:/bin" and env["SOME_TOOL_HOME"] == "/opt/tool"
+
+
+@pytest.mark.parametrize(
+    "flag, value, said",
+    [
+        ("compilation-config", {"backend": "hook.compile"}, "its backend loads"),
+        ("compilation-config", '{"backend": "hook.compile"}', "its backend loads"),
+        ("compilation-config.backend", "hook.compile", "its backend loads"),
+        ('compilation-config={"backend": "hook.compile"}', True, "its backend loads"),
+        (
+            "compilation-config",
+            {"inductor_compile_config": {"cpp.cxx": [None, "/srv/exp/cc"]}},
+            "C++ compiler",
+        ),
+        ("compilation-config", {"inductor-passes": {"p": "hook.p"}}, "its inductor_passes loads"),
+        ("compilation-config", {"cache_dir": "/srv/exp/compiled"}, "its cache_dir loads"),
+        ("kv-transfer-config", {"kv_connector_module_path": "hook"}, "its kv_connector_module_path"),
+        ("logits-processor-pattern", ".*", "it loads classes imported by the name a request gives"),
+        ("log-config-file", "/srv/exp/log.json", "dictConfig"),
+    ],
+)
+def test_server_flags_whose_config_names_code_are_refused(tmp_path, flag, value, said):
+    """A JSON config flag names code too: the compile backend (imported by name), Inductor's C++
+    compiler, a folder of compiled graphs, a connector module; the profile passed them, verified."""
+    message = error_of(write(tmp_path, {"vllm_args": {flag: value}}))
+    assert f"vllm_args.{flag}: " in message and said in message, message
+
+
+def test_a_config_flag_that_names_no_code_is_fine(tmp_path):
+    config = {"cudagraph_mode": "FULL_AND_PIECEWISE", "custom_ops": ["all"]}  # the dsv4 profile's
+    loaded = profiles.load(str(write(tmp_path, {"vllm_args": {"compilation-config": config}})))
+    assert loaded.vllm_args["compilation-config"] == config
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "TRITON_CACHE_MANAGER",
+        "TRITON_REMOTE_CACHE_BACKEND",
+        "TRITON_OVERRIDE_DIR",
+        "TRITON_KERNEL_OVERRIDE",
+        "TRITON_LIBDEVICE_PATH",
+        "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE",
+    ],
+)
+def test_env_that_makes_triton_or_inductor_load_other_code_is_refused(tmp_path, name):
+    """TRITON_CACHE_MANAGER=module:Class is imported; TRITON_OVERRIDE_DIR runs its kernels instead of
+    the compiled ones; a remote FX graph cache hands back code to run."""
+    assert f"env.{name}: it sets" in error_of(write(tmp_path, {"env": {name: "/srv/exp/x"}}))
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("TORCHINDUCTOR_CACHE_DIR", "/srv/exp/inductor"),
+        ("TRITON_CACHE_DIR", "/srv/exp/triton"),
+        ("FLASHINFER_WORKSPACE_BASE", "/srv/exp/flashinfer"),
+        ("XDG_CACHE_HOME", "/cache-other"),
+        ("TMPDIR", "/srv/exp"),
+        ("HOME", "/srv/exp"),
+    ],
+)
+@pytest.mark.parametrize("where", ["env", "docker.extra_env"])
+def test_a_cache_of_compiled_code_outside_the_kits_cache_mount_is_refused(tmp_path, name, value, where):
+    """Inductor, Triton and vLLM load the compiled graphs and kernels they find in their cache and
+    run them: pointed at an experiment mount, the seat ran planted code, verified."""
+    section = {"env": {name: value}} if where == "env" else {"docker": {"extra_env": {name: value}}}
+    message = error_of(write(tmp_path, section))
+    assert f"{where}.{name}: it moves" in message and "out of the kit's cache mount (/cache)" in message
+
+
+def test_caches_inside_the_kits_cache_mount_are_fine_and_passed_ones_are_refused(tmp_path):
+    env = {"TRITON_CACHE_DIR": "/cache/jit/triton", "XDG_CACHE_HOME": "/cache", "TMPDIR": "/cache/tmp"}
+    assert profiles.load(str(write(tmp_path, {"env": env}))).env["TRITON_CACHE_DIR"] == "/cache/jit/triton"
+    assert "env.VLLM_CACHE_ROOT: it moves" in error_of(
+        write(tmp_path, {"env": {"VLLM_CACHE_ROOT": "/srv/v"}})
+    )
+    message = error_of(write(tmp_path, {"docker": {"pass_env": ["TRITON_CACHE_DIR"]}}))
+    assert "docker.pass_env.TRITON_CACHE_DIR: it moves" in message
+
+
+@pytest.mark.parametrize(
+    "target, over",
+    [
+        ("/root/.cache/vllm", "/root/.cache"),
+        ("/root/.triton/cache", "/root/.triton"),
+        ("/tmp", "/tmp/torchinductor_*"),
+        ("/tmp/torchinductor_root", "/tmp/torchinductor_*"),
+    ],
+)
+def test_a_mount_over_a_default_cache_of_compiled_code_is_refused(tmp_path, target, over):
+    """The same planted code as a cache variable, with no variable: vLLM reads ~/.cache/vllm."""
+    message = error_of(
+        write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/x", "target": target}]}})
+    )
+    assert f"{target}: it mounts over {over}" in message
