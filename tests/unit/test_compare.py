@@ -2,12 +2,24 @@
 
 import json
 import math
+import os
 import re
+import subprocess
 
 import pytest
 import yaml
+from conftest import BIN, REPO
 
-from seatkit.bench import aggregate, cards, compare, parity, run, sides, sweep, verdicts
+from seatkit.bench import (
+    aggregate,
+    cards,
+    compare,
+    parity,
+    run,
+    sides,
+    sweep,
+    verdicts,
+)
 from seatkit.errors import SeatError
 
 
@@ -547,3 +559,20 @@ def test_a_harness_the_kit_cannot_rebuild_is_refused_without_guessing_its_defini
     for x, y in ((a, str(card)), (str(card), a)):
         text = compare.compare(x, y).rows[0]["verdict"]["text"]
         assert text.startswith("refused") and said in text and "cannot rebuild" in text
+
+
+@pytest.mark.parametrize("a, b", [("S8-after", "S8-before"), ("S12-S14-code", "S12-S14-prose")])
+def test_the_readmes_compare_output_is_what_compare_prints_now(a, b, tmp_path):
+    card = "paper-pt-r-2026-042"
+    done = subprocess.run(
+        [str(BIN / "seat"), "bench", "compare", f"{card}#{a}", f"{card}#{b}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    shown = done.stdout[done.stdout.index("conditions that differ") :]
+    shown = "".join(line.rstrip() + "\n" for line in shown.splitlines())  # the table pads its cells
+    readme = (REPO / "README.md").read_text()
+    assert f"$ seat bench compare {card}#{a} {card}#{b}\n{shown}" in readme
