@@ -1,6 +1,6 @@
-"""The bench (seatkit/bench/run.py, `seat bench`): its arithmetic on recorded real counters, its pitfalls, exclusivity,
-prompts and schema; and hostile servers and names against it: truncated streams, foreign identities, credentials in
-URLs, control characters, run folders that try to leave `--out`, Ctrl-C."""
+"""The bench (seatkit/bench/run.py, `seat bench`): its arithmetic on recorded real counters, its pitfalls,
+exclusivity, prompts and schema; and hostile servers and names against it: truncated streams, foreign
+identities, credentials in URLs, control characters, run folders that try to leave `--out`, Ctrl-C."""
 
 import hashlib
 import json

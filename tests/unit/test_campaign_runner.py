@@ -1,4 +1,5 @@
-"""seatkit/campaign/runner.py: a campaign run against hostile operators, odd hosts, bad data and kills at seeded points."""
+"""seatkit/campaign/runner.py: a campaign run against hostile operators, odd hosts, bad data and kills at
+seeded points."""
 
 from __future__ import annotations
 

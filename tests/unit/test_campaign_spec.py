@@ -1,4 +1,5 @@
-"""seatkit/campaign/spec.py: a campaign file is hostile input, its knobs of the wrong kind refused naming the field."""
+"""seatkit/campaign/spec.py: a campaign file is hostile input, its knobs of the wrong kind refused naming the
+field."""
 
 import pytest
 from campaign_harness import write_campaign

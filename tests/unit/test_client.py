@@ -1,5 +1,6 @@
-"""seatkit/serve/client.py and the bench parts that call it (counters, fleet, tokenizer, parity): every request ends by its
-deadline and one bad seat never costs the others' results; the kit's oracle server with its faults switched on."""
+"""seatkit/serve/client.py and the bench parts that call it (counters, fleet, tokenizer, parity): every
+request ends by its deadline and one bad seat never costs the others' results; the kit's oracle server with
+its faults switched on."""
 
 import json
 import os

@@ -1,5 +1,5 @@
-"""`seat host plan | apply | rollback | recover` (seatkit/host/change.py) on fake hosts of every boot stack, and on odd hosts
-and after crashes (issue 11)."""
+"""`seat host plan | apply | rollback | recover` (seatkit/host/change.py) on fake hosts of every boot stack,
+and on odd hosts and after crashes (issue 11)."""
 
 import json
 import os

@@ -1,4 +1,5 @@
-"""seatkit/host/lock.py: one change at a time on a host, and a lock file that is not what it should be is refused."""
+"""seatkit/host/lock.py: one change at a time on a host, and a lock file that is not what it should be is
+refused."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""seatkit/serve/launch.py and `seat up | down | status | logs`: the API key path, exposure without a key, the seat's
-identity on its port, `seat status` for people, plain progress lines, docker refusals and an engine that
-hangs or garbles."""
+"""seatkit/serve/launch.py and `seat up | down | status | logs`: the API key path, exposure without a key, the
+seat's identity on its port, `seat status` for people, plain progress lines, docker refusals and an engine
+that hangs or garbles."""
 
 import json
 import os

@@ -1,5 +1,5 @@
-"""overlay.lock parsing, verify on a fixture tree, fetch from a local git repository, atomicity; and hostile inputs: lock
-sources that are git options, paths out of the tree, links, bad tars."""
+"""overlay.lock parsing, verify on a fixture tree, fetch from a local git repository, atomicity; and hostile
+inputs: lock sources that are git options, paths out of the tree, links, bad tars."""
 
 import io
 import subprocess

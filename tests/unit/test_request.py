@@ -1,5 +1,6 @@
-"""seatkit/bench/request.py and the figures built from its requests, against the ground-truth oracle misbehaving one known way
-at a time (oracle.Quirks): every figure the bench prints is right, or withheld with the reason."""
+"""seatkit/bench/request.py and the figures built from its requests, against the ground-truth oracle
+misbehaving one known way at a time (oracle.Quirks): every figure the bench prints is right, or withheld with
+the reason."""
 
 import json
 import statistics

@@ -1,5 +1,6 @@
-"""seatkit/bench/sweep.py: the concurrency sweep's arithmetic on hand-made streams (window, rates, counters, alarms), and
-the sweep against stand-in servers that lie: a /metrics that is broken or goes backwards, a completion endpoint that fails."""
+"""seatkit/bench/sweep.py: the concurrency sweep's arithmetic on hand-made streams (window, rates, counters,
+alarms), and the sweep against stand-in servers that lie: a /metrics that is broken or goes backwards, a
+completion endpoint that fails."""
 
 import io
 import json
