@@ -7,6 +7,7 @@ skip with the reason, except under SEAT_REQUIRE_INTEGRATION=1 (CI), where a skip
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from seatkit.bench import oracle, oracle_server, workload
+from seatkit.bench import oracle, oracle_server, sides, workload
 from seatkit.ports import free_loopback_port as free_port  # noqa: F401 (tests import it from here)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -321,8 +322,9 @@ def no_nvml(monkeypatch):
     monkeypatch.setattr(gpus, "inventory", lambda system=None: None)
 
 
-# Stand-ins shared by several test files: a SEAT_HOME whose seat needs no vLLM, the installed `seat`
-# as a person runs it, and the bench's oracle with one fault.
+# Shared by several test files: a SEAT_HOME whose seat needs no vLLM, the installed `seat` as a person
+# runs it, the bench's oracle with one fault, a bench run folder, a rendered script run against a
+# stand-in docker, and a YAML bomb.
 
 
 @pytest.fixture
@@ -426,3 +428,54 @@ def server(request):
 
 def prose(max_tokens=32):
     return workload.suites(["prose"], max_tokens)[:1]
+
+
+def run_dir(tmp_path, name, model, tps, tau, ms, cv=0.01):
+    """A bench run folder whose summary has one code suite with these figures."""
+    folder = tmp_path / name
+    folder.mkdir()
+    stats = lambda v: {"median": v, "min": v, "max": v, "cv": cv, "n": 5}  # noqa: E731
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "schema": sides.BENCH_SCHEMA,
+                "conditions": {"model": model, "k": 5, "sampling": {"temperature": 0.0}},
+                "suites": {
+                    "code": {
+                        "content": "code",
+                        "context": 0,
+                        "decode_tok_s": stats(tps),
+                        "tokens_per_step": stats(tau),
+                        "ms_per_step": stats(ms),
+                    }
+                },
+            }
+        )
+    )
+    return str(folder)
+
+
+def run_script(script_text, tmp_path, env):
+    """Run a rendered script with a stand-in `docker` that records the argv it was given."""
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "docker").write_text('#!/bin/bash\nprintf "%s\\0" "$@" > "$ARGV_OUT"\n')
+    (fake / "docker").chmod(0o755)
+    script = tmp_path / "serve.sh"
+    script.write_text(script_text)
+    out = tmp_path / "argv"
+    subprocess.run(
+        ["bash", str(script)],
+        check=True,
+        cwd=tmp_path,
+        env={"PATH": f"{fake}:{os.environ['PATH']}", "ARGV_OUT": str(out), "SEAT_SKIP_PREFLIGHT": "1", **env},
+    )
+    return out.read_bytes().split(b"\0")[:-1]
+
+
+# A billion-laughs YAML: nine levels of nine aliases.
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+    for i in range(9)
+)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import BIN, REPO
+from conftest import BIN, REPO, run_dir
 
 from seatkit.bench import (
     aggregate,
@@ -144,30 +144,6 @@ def test_missing_factor_is_derived_and_marked():
     values = {"decode_tok_s": 502.0, "ms_per_step": 12.2}
     assert sides.derive(values) == ["tokens_per_step"]
     assert values["tokens_per_step"] == pytest.approx(6.1244, abs=1e-3)
-
-
-def run_dir(tmp_path, name, model, tps, tau, ms, cv=0.01):
-    folder = tmp_path / name
-    folder.mkdir()
-    stats = lambda v: {"median": v, "min": v, "max": v, "cv": cv, "n": 5}  # noqa: E731
-    (folder / "summary.json").write_text(
-        json.dumps(
-            {
-                "schema": sides.BENCH_SCHEMA,
-                "conditions": {"model": model, "k": 5, "sampling": {"temperature": 0.0}},
-                "suites": {
-                    "code": {
-                        "content": "code",
-                        "context": 0,
-                        "decode_tok_s": stats(tps),
-                        "tokens_per_step": stats(tau),
-                        "ms_per_step": stats(ms),
-                    }
-                },
-            }
-        )
-    )
-    return str(folder)
 
 
 def test_comparison_across_models_is_refused_unless_forced(tmp_path):
