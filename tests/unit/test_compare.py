@@ -2,12 +2,24 @@
 
 import json
 import math
+import os
 import re
+import subprocess
 
 import pytest
 import yaml
+from conftest import BIN, REPO, run_dir
 
-from seatkit.bench import aggregate, cards, compare, parity, run, sides, sweep, verdicts
+from seatkit.bench import (
+    aggregate,
+    cards,
+    compare,
+    parity,
+    run,
+    sides,
+    sweep,
+    verdicts,
+)
 from seatkit.errors import SeatError
 
 
@@ -132,30 +144,6 @@ def test_missing_factor_is_derived_and_marked():
     values = {"decode_tok_s": 502.0, "ms_per_step": 12.2}
     assert sides.derive(values) == ["tokens_per_step"]
     assert values["tokens_per_step"] == pytest.approx(6.1244, abs=1e-3)
-
-
-def run_dir(tmp_path, name, model, tps, tau, ms, cv=0.01):
-    folder = tmp_path / name
-    folder.mkdir()
-    stats = lambda v: {"median": v, "min": v, "max": v, "cv": cv, "n": 5}  # noqa: E731
-    (folder / "summary.json").write_text(
-        json.dumps(
-            {
-                "schema": sides.BENCH_SCHEMA,
-                "conditions": {"model": model, "k": 5, "sampling": {"temperature": 0.0}},
-                "suites": {
-                    "code": {
-                        "content": "code",
-                        "context": 0,
-                        "decode_tok_s": stats(tps),
-                        "tokens_per_step": stats(tau),
-                        "ms_per_step": stats(ms),
-                    }
-                },
-            }
-        )
-    )
-    return str(folder)
 
 
 def test_comparison_across_models_is_refused_unless_forced(tmp_path):
@@ -547,3 +535,20 @@ def test_a_harness_the_kit_cannot_rebuild_is_refused_without_guessing_its_defini
     for x, y in ((a, str(card)), (str(card), a)):
         text = compare.compare(x, y).rows[0]["verdict"]["text"]
         assert text.startswith("refused") and said in text and "cannot rebuild" in text
+
+
+@pytest.mark.parametrize("a, b", [("S8-after", "S8-before"), ("S12-S14-code", "S12-S14-prose")])
+def test_the_readmes_compare_output_is_what_compare_prints_now(a, b, tmp_path):
+    card = "paper-pt-r-2026-042"
+    done = subprocess.run(
+        [str(BIN / "seat"), "bench", "compare", f"{card}#{a}", f"{card}#{b}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    shown = done.stdout[done.stdout.index("conditions that differ") :]
+    shown = "".join(line.rstrip() + "\n" for line in shown.splitlines())  # the table pads its cells
+    readme = (REPO / "README.md").read_text()
+    assert f"$ seat bench compare {card}#{a} {card}#{b}\n{shown}" in readme

@@ -8,9 +8,8 @@ import time
 import tracemalloc
 
 import pytest
-from test_compare import run_dir
-from test_models import BASE, DRAFT, fill, write_profile
-from test_profile_files import BOMB
+from conftest import BOMB, run_dir
+from model_files import BASE, DRAFT, fill, write_profile
 
 from seatkit import safe_yaml
 from seatkit.bench import cards, compare, sides

@@ -198,7 +198,7 @@ def test_a_seat_urls_credentials_stay_out_of_the_fleet_report(tmp_path):
     seat without it, as `seat bench --url` does."""
     import base64
 
-    from test_bench_hostile import PASSWORD, Server, prose
+    from conftest import PASSWORD, Server, prose
 
     from seatkit.bench import oracle
 
@@ -223,7 +223,7 @@ def test_a_seat_urls_credentials_stay_out_of_the_fleet_report(tmp_path):
 
 def test_a_seat_down_mid_fleet_is_reported_and_the_others_kept(tmp_path):
     """A node that stops answering fails its own row; the seats benched before and after it stay."""
-    from test_bench_hostile import Server, prose
+    from conftest import Server, prose
 
     from seatkit.bench import oracle
 

@@ -1,31 +1,25 @@
-"""`seat host plan | apply | rollback | recover` on fake hosts of every boot stack."""
+"""`seat host plan | apply | rollback | recover` (seatkit/host/change.py) on fake hosts of every boot stack,
+and on odd hosts and after crashes (issue 11)."""
 
+import json
+import os
 from collections import Counter
 
 import pytest
-from fake_host import Death, FakeHost
+from fake_host import ACK, KVER, MACHINE, Death, FakeHost, apply, make_plan
 from hypothesis import given
 from hypothesis import strategies as st
 
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, ops, status
+from seatkit.host import change, cmdline, ops, status, system
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 from seatkit.seat import host_profiles
 
 STACKS = ["grub", "bls", "kernelstub", "systemd-boot"]
-ACK = host_plan.Choices(acknowledge_iommu_off=True)
 
 
 pytestmark = pytest.mark.usefixtures("no_nvml")
-
-
-def make_plan(host, profile="paper", choices=ACK):
-    return host_plan.build(host_profiles.load(profile), host.system, choices)
-
-
-def apply(host, profile="paper", choices=ACK):
-    return change.apply(make_plan(host, profile, choices), host.system)
 
 
 def verdicts(host, profile="paper"):
@@ -385,3 +379,361 @@ def test_after_a_rollback_before_the_reboot_status_says_it_reverts_at_the_next_b
     assert rows["iommu"]["why"].startswith("reverts at the next boot: ")
     host.reboot()
     assert verdicts(host)["iommu"] == "DRIFT"
+
+
+def refused(host, text, profile="paper", choices=ACK):
+    plan = make_plan(host, profile, choices)
+    assert any(text in r for r in plan.refusals), plan.refusals
+    return plan
+
+
+def test_a_plan_made_before_another_change_is_refused_at_apply(tmp_path):
+    host = FakeHost(tmp_path, "grub", driver="590.44.01")
+    paper, conservative = make_plan(host), make_plan(host, "conservative", host_plan.Choices())
+    change.apply(paper, host.system)
+    tree = host.tree()
+    with pytest.raises(SeatError, match="host changed since this plan was made") as caught:
+        change.apply(conservative, host.system)
+    assert "applied in this boot" in str(caught.value) and host.tree() == tree
+
+
+def test_a_tool_that_always_fails_is_recorded_once_and_recover_terminates_with_the_fix(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    pristine = host.tree()
+    plan = make_plan(host)
+    broken = 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="quiet splash\n'
+
+    def break_defaults(at):  # the defaults break between plan and update-grub
+        if at == "before update-grub":
+            host.write("/etc/default/grub", broken)
+
+    host.system.fault = break_defaults
+    with pytest.raises(SeatError, match="update-grub") as caught:
+        change.apply(plan, host.system)
+    assert "seat host recover" in caught.value.hint
+    host.system.fault = lambda at: None
+    with pytest.raises(SeatError) as caught:
+        change.recover(host.system)
+    text = str(caught.value)
+    assert "/etc/default/grub does not parse" in text and "then run: update-grub" in text
+    assert "Unterminated quoted string" in text or "unexpected EOF" in text
+    journal = Journal(host.system)
+    assert journal.open() == [] and len(journal.transactions()) == 2  # the apply and one rollback
+    assert change.recover(host.system) == []  # it terminates: nothing is left to do
+    assert len(journal.transactions()) == 2
+    host.write(
+        "/etc/default/grub",
+        'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\nGRUB_CMDLINE_LINUX=""\n',
+    )
+    host.run(["update-grub"])
+    assert host.tree() == pristine
+
+
+@pytest.mark.parametrize("where", ["/etc/default/grub", "/etc/default/grub.d/40-site.cfg"])
+def test_plan_refuses_defaults_that_do_not_parse_as_grub_mkconfig_sources_them(tmp_path, where):
+    host = FakeHost(tmp_path, "grub")
+    host.write(where, 'GRUB_CMDLINE_LINUX="quiet\n')
+    tree = host.tree()
+    refused(host, f"{where} does not parse as grub-mkconfig sources it")
+    assert host.tree() == tree and host.changing_calls() == []
+
+
+def test_tool_output_in_another_encoding_is_decoded_for_display_only():
+    rc, output = system.run_real(["sh", "-c", r"printf 'Found Syst\350me\n'; exit 3"])
+    assert rc == 3 and output == "Found Syst\ufffdme\n"
+
+
+def test_a_symlinked_kernel_cmdline_is_refused_by_plan_before_anything_changes(tmp_path):
+    host = FakeHost(tmp_path, "systemd-boot")
+    real = host.path("/etc/kernel/cmdline.real")
+    host.path("/etc/kernel/cmdline").rename(real)
+    host.path("/etc/kernel/cmdline").symlink_to("cmdline.real")
+    tree = host.tree()
+    plan = refused(host, "/etc/kernel/cmdline is a symlink")
+    with pytest.raises(SeatError, match="refused"):
+        change.apply(plan, host.system)
+    assert host.tree() == tree
+
+
+def test_a_failure_half_way_names_recover(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    pristine = host.tree()
+    plan = make_plan(host)
+
+    def block(at):  # the drop-in folder turns into a file after the plan
+        if at.startswith("written /etc/modprobe.d"):
+            host.write("/etc/default/grub.d", "")
+
+    host.system.fault = block
+    with pytest.raises(SeatError, match="apply stopped half-way") as caught:
+        change.apply(plan, host.system)
+    assert "`seat host recover` undoes it" in caught.value.hint
+    host.system.fault = lambda at: None
+    host.path("/etc/default/grub.d").unlink()
+    change.recover(host.system)
+    assert host.tree() == pristine
+
+
+def test_systemd_boot_entries_get_the_exact_bytes_and_rollback_gives_them_back(tmp_path):
+    host = FakeHost(tmp_path, "systemd-boot")
+    original = b'root=UUID=abc rw acpi_osi="Windows 2015"\tcaf\xe9=1\r\n'
+    host.path("/etc/kernel/cmdline").write_bytes(original)
+    host.run(["kernel-install", "add", KVER, "x"])
+    pristine = host.tree()
+    shown = json.dumps(host_plan.to_json(make_plan(host), host.system))  # the diff shows, for display
+    assert '+root=UUID=abc rw acpi_osi=\\"Windows 2015\\"\\tcaf\\ufffd=1 iommu=off' in shown
+    apply(host)
+    assert host.path("/etc/kernel/cmdline").read_bytes() == original[:-2] + b" iommu=off amd_iommu=off\r\n"
+    entry = host.path(f"/boot/efi/loader/entries/{MACHINE}-{KVER}.conf").read_bytes()
+    assert b'acpi_osi="Windows 2015" caf\xe9=1 iommu=off amd_iommu=off\n' in entry
+    change.rollback(host.system)
+    assert host.tree() == pristine
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("tokens", "{amd: ['amd_iommu=off$(touch X)'], intel: [iommu=off]}"),
+        ("tokens", "{amd: ['iommu=off\"; touch X; \"'], intel: [iommu=off]}"),
+        ("tokens", "{amd: ['a b'], intel: [iommu=off]}"),
+        ("tokens", "{amd: ['iommu=off;reboot'], intel: [iommu=off]}"),  # GRUB's script ends the command at ;
+    ],
+)
+def test_profile_tokens_follow_kernel_parameter_syntax_and_nothing_runs(tmp_path, field, value):
+    path = tmp_path / "evil.yaml"
+    path.write_text(
+        f"description: x\niommu: {{mode: passthrough, {field}: {value}}}\n"
+        "registry: three-key\nrebar: {min_bar1_fraction_of_vram: 1.0}\nhmm_disabled: true\n"
+        "sources: [x]\n"
+    )
+    with pytest.raises(SeatError, match="not a plain kernel parameter"):
+        host_profiles.load(str(path))
+
+
+def test_registry_strings_are_module_option_syntax():
+    with pytest.raises(ValueError, match="not a plain module option value"):
+        host_profiles.Form(dwords='ForceP2P=1" ; touch X; "', sources=["x"])
+
+
+def test_a_deleted_backups_folder_gets_a_clear_message_and_forget_is_the_way_out(tmp_path):
+    import shutil
+
+    host = FakeHost(tmp_path, "systemd-boot")
+    txid = apply(host)
+    shutil.rmtree(host.path("/var/lib/seatkit/host/backups"))
+    tree = host.tree()
+    with pytest.raises(SeatError, match="backup .* is missing or damaged") as caught:
+        change.rollback(host.system)
+    assert f"seat host forget {txid}" in caught.value.hint and "nothing was changed" in str(caught.value)
+    assert host.tree() == tree and Journal(host.system).open() == []
+    change.forget(host.system, txid)
+    assert Journal(host.system).active() == [] and Journal(host.system).open() == []
+
+
+def test_a_later_drop_in_is_caught_by_plan(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/default/grub.d/zz-site.cfg", 'GRUB_CMDLINE_LINUX_DEFAULT="quiet console=ttyS0"\n')
+    refused(host, "/etc/default/grub.d/zz-site.cfg sets GRUB_CMDLINE_LINUX_DEFAULT")
+
+
+def test_a_later_drop_in_that_appears_during_apply_rolls_the_transaction_back(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    plan = make_plan(host)
+    site = 'GRUB_CMDLINE_LINUX_DEFAULT="quiet console=ttyS0"\n'
+
+    def sneak_in(at):
+        if at == "before update-grub":
+            host.write("/etc/default/grub.d/zz-site.cfg", site)
+
+    host.system.fault = sneak_in
+    with pytest.raises(SeatError, match="does not carry the change") as caught:
+        change.apply(plan, host.system)
+    assert "zz-site.cfg sets GRUB_CMDLINE_LINUX_DEFAULT" in str(caught.value)
+    assert "iommu=off is missing" in str(caught.value) or "lacks iommu=off" in str(caught.value)
+    journal = Journal(host.system)
+    assert journal.active() == [] and journal.open() == []
+    assert not host.path(ops.GRUB_DROPIN).exists() and not host.path(ops.MODPROBE_FILE).exists()
+    assert "iommu=off" not in host.read("/boot/grub/grub.cfg")
+
+
+def test_a_pending_edit_in_the_defaults_is_judged(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    defaults = host.read("/etc/default/grub").replace(
+        'GRUB_CMDLINE_LINUX=""', 'GRUB_CMDLINE_LINUX="iommu=pt"'
+    )
+    host.write("/etc/default/grub", defaults)  # update-grub not yet run: grub.cfg does not show it
+    refused(host, "already has iommu=pt")
+
+
+def test_a_hand_written_loader_entry_is_refused_with_the_reason(tmp_path):
+    host = FakeHost(tmp_path, "systemd-boot")
+    host.write("/boot/efi/loader/entries/rescue.conf", "title rescue\nlinux /vmlinuz\noptions root=x\n")
+    refused(host, "rescue.conf: they would keep booting the old command line")
+
+
+def test_folders_apply_created_go_on_rollback(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    assert not host.path("/etc/default/grub.d").exists()
+    pristine = host.tree()
+    apply(host)
+    assert host.path("/etc/default/grub.d").is_dir()
+    change.rollback(host.system)
+    assert not host.path("/etc/default/grub.d").exists() and host.tree() == pristine
+
+
+def test_a_temp_file_left_by_a_kill_is_cleaned_by_the_next_apply(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    stale = host.path("/etc/modprobe.d/.seatkit-nvidia.conf.seatkit~abc123")
+    stale.write_text("half")
+    apply(host)
+    assert not stale.exists()
+
+
+def test_extended_attributes_are_kept_on_rewrite(tmp_path):
+    host = FakeHost(tmp_path, "systemd-boot")
+    target = host.path("/etc/kernel/cmdline")
+    os.setxattr(target, "user.label", b"system_u:object_r:etc_t")
+    pristine = host.tree()
+    apply(host)
+    assert os.getxattr(target, "user.label") == b"system_u:object_r:etc_t"
+    change.rollback(host.system)
+    assert host.tree() == pristine
+
+
+def test_an_attribute_that_cannot_be_copied_is_refused_with_the_reason(tmp_path, monkeypatch):
+    host = FakeHost(tmp_path, "systemd-boot")
+    os.setxattr(host.path("/etc/kernel/cmdline"), "user.label", b"x")
+
+    def denied(*args, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "setxattr", denied)
+    with pytest.raises(SeatError, match="extended attribute user.label.*Operation not permitted"):
+        host.system.write("/etc/kernel/cmdline", b"x\n")
+    assert host.read("/etc/kernel/cmdline").startswith("root=UUID=abc")
+    assert not list(host.root.glob("etc/kernel/.*"))  # no temp file either
+
+
+def test_a_hand_edit_to_a_kernel_install_entry_survives_apply_and_rollback(tmp_path):
+    host = FakeHost(tmp_path, "systemd-boot")
+    entry = host.path(f"/boot/efi/loader/entries/{MACHINE}-{KVER}.conf")
+    entry.write_bytes(entry.read_bytes() + b"sort-key arch\n")  # kernel-install would not write this
+    pristine = host.tree()
+    apply(host)
+    assert b"iommu=off" in entry.read_bytes()
+    change.rollback(host.system)
+    assert host.tree() == pristine
+
+
+def test_dracut_without_hostonly_is_warned_that_modprobe_d_stays_out_of_the_image(tmp_path):
+    host = FakeHost(tmp_path, "grub", initramfs=("dracut",))
+    assert any("non-hostonly" in w for w in make_plan(host).warnings)
+    host.write("/etc/dracut.conf.d/50-hostonly.conf", 'hostonly="yes"\n')
+    assert not any("non-hostonly" in w for w in make_plan(host).warnings)
+
+
+def test_output_printed_by_a_defaults_file_is_not_read_as_command_line(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/default/grub", host.read("/etc/default/grub") + "echo iommu=off amd_iommu=off\n")
+    plan = make_plan(host)
+    assert "iommu=off" in plan.edit.added, plan.edit  # an echo is not an assignment
+
+
+def test_a_defaults_file_that_never_ends_is_stopped_with_a_clear_error(tmp_path, monkeypatch):
+    from seatkit.host import grub_defaults
+
+    monkeypatch.setattr(grub_defaults, "TIMEOUT", 2)
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/default/grub.d/slow.cfg", "sleep 600\n")  # a child that keeps the pipes open
+    refused(host, "sourcing the GRUB defaults did not finish in 2 s")
+
+
+def test_a_forget_killed_half_way_is_finished_by_recover(tmp_path):
+    import shutil
+
+    from fake_host import Death
+
+    host = FakeHost(tmp_path, "systemd-boot")
+    txid = apply(host)
+    shutil.rmtree(host.path("/var/lib/seatkit/host/backups"))
+
+    def die(at):
+        if at == "before commit":
+            raise Death(at)
+
+    host.system.fault = die
+    with pytest.raises(Death):
+        change.forget(host.system, txid)
+    host.system.fault = lambda at: None
+    change.recover(host.system)
+    journal = Journal(host.system)
+    assert journal.open() == [] and journal.active() == []
+
+
+def test_a_tool_that_hangs_is_a_failed_step_not_a_traceback(monkeypatch):
+    monkeypatch.setattr(system, "TOOL_TIMEOUT", 1)
+    rc, output = system.run_real(["sh", "-c", "echo working; exec sleep 60"])
+    assert rc == 124 and "working" in output and "sh: stopped after 1 s" in output
+
+
+def test_a_full_disk_during_rollback_names_recover_and_recover_finishes(tmp_path, monkeypatch):
+    import errno
+
+    host = FakeHost(tmp_path, "systemd-boot")
+    pristine = host.tree()
+    apply(host)
+    write = system.System.write
+
+    def full(self, path, data, mode=0o644):
+        if "/backups/" not in path:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        return write(self, path, data, mode)
+
+    monkeypatch.setattr(system.System, "write", full)
+    with pytest.raises(SeatError, match="rollback stopped half-way: .*No space left") as caught:
+        change.rollback(host.system)
+    assert "seat host recover" in caught.value.hint
+    monkeypatch.setattr(system.System, "write", write)
+    change.recover(host.system)
+    journal = Journal(host.system)
+    assert journal.open() == [] and journal.active() == [] and host.tree() == pristine
+
+
+def test_a_dangling_grub_d_link_is_skipped_as_grub_mkconfig_skips_it(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.path("/etc/default/grub.d").mkdir(parents=True, exist_ok=True)
+    host.path("/etc/default/grub.d/50-gone.cfg").symlink_to("/nonexistent.cfg")
+    plan = make_plan(host)
+    assert plan.refusals == [] and plan.ops
+
+
+def test_a_defaults_file_that_exits_is_refused_by_plan(tmp_path):
+    host = FakeHost(tmp_path, "grub")
+    host.write("/etc/default/grub.d/50-stop.cfg", "exit 0\n")
+    refused(host, "a file calls `exit`")
+
+
+def test_a_killed_rollback_whose_backups_are_lost_ends_with_forget_then_recover(tmp_path):
+    import shutil
+
+    from fake_host import Death
+
+    host = FakeHost(tmp_path, "systemd-boot")
+    txid = apply(host)
+
+    def die(at):
+        if at.startswith("before kernel-install"):
+            raise Death(at)
+
+    host.system.fault = die
+    with pytest.raises(Death):
+        change.rollback(host.system)
+    host.system.fault = lambda at: None
+    shutil.rmtree(host.path("/var/lib/seatkit/host/backups"))
+    with pytest.raises(SeatError, match="missing or damaged") as caught:
+        change.recover(host.system)
+    assert f"seat host forget {txid}" in caught.value.hint
+    change.forget(host.system, txid)
+    change.recover(host.system)  # the rollback cut short has nothing left to undo: it is closed
+    journal = Journal(host.system)
+    assert journal.open() == [] and journal.active() == []

@@ -2,7 +2,7 @@
 later, and `module.option=value` on the kernel command line applied after every modprobe.d file."""
 
 import pytest
-from fake_host import FakeHost
+from fake_host import FakeHost, apply, make_plan
 
 from seatkit.host import change, cmdline, modprobe, status
 from seatkit.host import plan as host_plan
@@ -124,3 +124,16 @@ def test_quoted_module_option_values_lose_only_their_quotes():
     lines = modprobe.lines('options nvidia NVreg_RegistryDwords="A=1;B=2" x="a b"\n')
     assert lines == [(1, ["options", "nvidia", 'NVreg_RegistryDwords="A=1;B=2" x="a b"'])]
     assert [cmdline.value(t) for t in cmdline.split(lines[0][1][2])] == ["A=1;B=2", "a b"]
+
+
+@pytest.mark.parametrize("odd", ["folder", "dangling symlink"])
+def test_a_modprobe_conf_that_is_a_folder_or_dangling_link_is_skipped_as_kmod_does(tmp_path, odd):
+    host = FakeHost(tmp_path, "grub")
+    where = host.path("/etc/modprobe.d/odd.conf")
+    where.mkdir() if odd == "folder" else where.symlink_to("/nonexistent/odd.conf")
+    plan = make_plan(host)
+    assert plan.refusals == [] and plan.ops
+    assert status.status(host_profiles.load("paper"), host.system)["rows"]
+    apply(host)
+    change.rollback(host.system)
+    assert where.is_dir() if odd == "folder" else where.is_symlink()

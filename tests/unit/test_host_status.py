@@ -4,8 +4,9 @@ import json
 from pathlib import Path
 
 import pytest
+from fake_host import KVER, MACHINE, FakeHost
 
-from seatkit.host import gpus, status
+from seatkit.host import gpus, state, status
 from seatkit.host.system import System
 from seatkit.seat import host_profiles
 
@@ -322,3 +323,16 @@ def test_status_reads_grubs_saved_entry_not_the_first(tmp_path, saved):
     write(tmp_path, "/boot/grub/grubenv", f"# GRUB Environment Block\nsaved_entry={saved}\n")
     rows, _ = verdicts(system)
     assert rows["iommu"]["verdict"] == "OK" and rows["iommu"]["configured"] == ["amd_iommu=off", "iommu=off"]
+
+
+def test_status_reads_loader_entries_under_efi(tmp_path):
+    host = FakeHost(tmp_path, "systemd-boot")
+    for entry in host.root.glob("boot/efi/loader/entries/*.conf"):
+        entry.unlink()
+    host.path("/etc/kernel/cmdline").unlink()
+    host.write(
+        f"/efi/loader/entries/{MACHINE}-{KVER}.conf", "title x\noptions root=x iommu=off amd_iommu=off\n"
+    )
+    reading = state.configured_cmdline(host.system)
+    assert reading.value == {"iommu=off", "amd_iommu=off"}
+    assert reading.source == f"/efi/loader/entries/{MACHINE}-{KVER}.conf"

@@ -8,8 +8,7 @@ import subprocess
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import BIN
-from test_render import run_script
+from conftest import BIN, run_script
 
 from seatkit import paths
 from seatkit.errors import SeatError

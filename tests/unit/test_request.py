@@ -1,5 +1,6 @@
-"""The bench against its ground-truth oracle, misbehaving one known way at a time (oracle.Quirks):
-every figure it prints is right, or withheld with the reason; a refusal names the real cause."""
+"""seatkit/bench/request.py and the figures built from its requests, against the ground-truth oracle
+misbehaving one known way at a time (oracle.Quirks): every figure the bench prints is right, or withheld with
+the reason."""
 
 import json
 import statistics

@@ -1,4 +1,5 @@
-"""Every string a profile can hold, found by walking the pydantic schema, fed hostile values.
+"""seatkit/seat/profiles.py: every string a profile can hold, found by walking the pydantic schema, fed
+hostile values.
 
 A hostile value either fails validation naming its field, or the rendered script and compose file
 run exactly the LaunchSpec's argv (captured by a stub `docker` and a stub server on PATH), with

@@ -1,5 +1,6 @@
-"""The bench always ends, and one bad seat never costs the others' results: the kit's oracle server
-(a labelled ground truth) with its faults switched on, against `seat bench`, fleet and parity."""
+"""seatkit/serve/client.py and the bench parts that call it (counters, fleet, tokenizer, parity): every
+request ends by its deadline and one bad seat never costs the others' results; the kit's oracle server with
+its faults switched on."""
 
 import json
 import os

@@ -1,0 +1,78 @@
+"""seatkit/campaign/boot.py: the arms' boot entries copy the one the normal boot boots."""
+
+from __future__ import annotations
+
+import pytest
+from campaign_harness import CampaignHost, FastDriver, drive, start, write_campaign
+
+from seatkit.campaign import boot, runner
+from seatkit.errors import SeatError
+
+GRUB_CFG = """if [ "${next_entry}" ] ; then
+   set default="${next_entry}"
+   set next_entry=
+   save_env next_entry
+else
+   set default="%s"
+fi
+menuentry 'Debian GNU/Linux' --class debian $menuentry_id_option 'gnulinux-simple-abc' {
+\tlinux\t/boot/vmlinuz-6.12.9-amd64 root=UUID=abc ro quiet
+}
+submenu 'Advanced options for Debian GNU/Linux' $menuentry_id_option 'gnulinux-advanced-abc' {
+\tmenuentry 'Debian GNU/Linux, with Linux 6.1.0-30-amd64' $menuentry_id_option 'gnulinux-6.1.0-30-amd64-advanced-abc' {
+\t\tlinux\t/boot/vmlinuz-6.1.0-30-amd64 root=UUID=abc ro quiet
+\t}
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "default, saved, kernel",
+    [
+        ("0", None, "6.12.9"),
+        ("${saved_entry}", None, "6.12.9"),
+        ("${saved_entry}", "gnulinux-advanced-abc>gnulinux-6.1.0-30-amd64-advanced-abc", "6.1.0-30"),
+        ("gnulinux-advanced-abc>gnulinux-6.1.0-30-amd64-advanced-abc", None, "6.1.0-30"),
+        (
+            "Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux 6.1.0-30-amd64",
+            None,
+            "6.1.0-30",
+        ),
+    ],
+)
+def test_the_arms_copy_the_entry_the_normal_boot_boots_not_the_first(tmp_path, default, saved, kernel):
+    """An operator who pinned an older kernel (GRUB_DEFAULT=saved, or a submenu path) would have had
+    every arm boot the newest one: another kernel, maybe without the NVIDIA module."""
+    from campaign_harness import grubenv
+
+    host = CampaignHost(tmp_path / "root")
+    host.write("/boot/grub/grub.cfg", GRUB_CFG % default)
+    host.path("/boot/grub/grubenv").write_bytes(grubenv({"saved_entry": saved} if saved else {}))
+    body = boot.default_entry(host.system)
+    assert body[0].startswith("menuentry ") and body[-1] == "}"
+    assert f"vmlinuz-{kernel}" in body[1]
+
+
+def test_a_default_that_names_no_entry_is_refused(tmp_path):
+    host = CampaignHost(tmp_path / "root")
+    host.write("/boot/grub/grub.cfg", GRUB_CFG % "gnulinux-gone")
+    with pytest.raises(SeatError, match="another kernel than the normal one"):
+        boot.default_entry(host.system)
+
+
+def test_a_saved_entry_set_before_is_kept_and_one_set_between_boots_is_not_undone(tmp_path):
+    from campaign_harness import grubenv, read_env
+
+    host = CampaignHost(tmp_path / "root")
+    host.path("/boot/grub/grubenv").write_bytes(grubenv({"saved_entry": "Ubuntu"}))  # the operator's, before
+    pristine = host.files()
+    start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
+    assert drive(host, FastDriver(host))[-1] == "done"
+    assert host.files() == pristine  # grub-reboot's next_entry gone, saved_entry as it was
+    start(host, write_campaign(tmp_path, arms=[{"name": "hmm", "host": ["hmm"]}]))
+    assert runner.step(host.system, FastDriver(host)) == "rebooting"
+    host.boot()
+    env = read_env(host.path("/boot/grub/grubenv").read_bytes())  # grub-set-default between boots
+    host.path("/boot/grub/grubenv").write_bytes(grubenv({**env, "saved_entry": "Ubuntu (recovery mode)"}))
+    assert host.run_unit(FastDriver(host)) == "done"
+    assert read_env(host.path("/boot/grub/grubenv").read_bytes())["saved_entry"] == "Ubuntu (recovery mode)"
