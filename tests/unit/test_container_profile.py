@@ -2,9 +2,11 @@
 
 import shutil
 
+import pytest
 import yaml
 
 from seatkit import paths
+from seatkit.errors import SeatError
 from seatkit.image import cpu_base
 from seatkit.seat import layout, profiles
 from seatkit.serve import render
@@ -94,3 +96,12 @@ def test_the_real_model_variant_mounts_the_folder_seat_setup_built_read_only_wit
     assert docker.models["base"].files == native.models["base"].files
     assert docker.speculative == native.speculative
     assert docker.server.served_model_name == native.server.served_model_name == "smollm2"
+
+
+def test_a_docker_model_built_by_the_kit_still_needs_a_mount(tmp_path):
+    """build with a mount is allowed (cpu-smollm2-docker); build without one has nowhere to go in
+    the container, and is refused as any unmounted docker model is."""
+    path = tmp_path / "built-unmounted.yaml"
+    path.write_text(yaml.safe_dump({"extends": "cpu-smollm2-docker", "models": {"base": {"mount": None}}}))
+    with pytest.raises(SeatError, match=r"runtime docker needs a mount for models \['base'\]"):
+        profiles.load(str(path))
