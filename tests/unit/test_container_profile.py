@@ -8,9 +8,13 @@ import yaml
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.image import cpu_base
+from seatkit.models import lock
+from seatkit.orchestrate import docker_chain
 from seatkit.seat import layout, profiles
 from seatkit.serve import render
 from seatkit.serve import spec as specs
+from seatkit.serve.checks import Kind
+from seatkit.serve.words import Ref
 
 NAME = "cpu-smoke-docker"
 
@@ -105,3 +109,16 @@ def test_a_docker_model_built_by_the_kit_still_needs_a_mount(tmp_path):
     path.write_text(yaml.safe_dump({"extends": "cpu-smollm2-docker", "models": {"base": {"mount": None}}}))
     with pytest.raises(SeatError, match=r"runtime docker needs a mount for models \['base'\]"):
         profiles.load(str(path))
+
+
+def test_the_real_model_variant_checks_the_mounted_folder_against_the_native_lock(tmp_path):
+    """A half-built or stale folder in SEAT_HOME/models is refused before it is mounted: the docker
+    variant's lock is cpu-smollm2's, file for file, and its preflight checks every size; so does the
+    demo's local profile over it."""
+    native, docker = profiles.load("cpu-smollm2"), profiles.load("cpu-smollm2-docker")
+    assert lock.read(docker)["base"].files == lock.read(native)["base"].files
+    (sizes,) = [c for c in specs.build(docker).checks if c.kind is Kind.SIZES]
+    assert sizes.subject == (Ref("SEAT_MODEL_BASE_DIR"),)
+    assert dict(sizes.values) == {f.path: f.size for f in lock.read(native)["base"].files}
+    local = profiles.load(str(docker_chain.local_profile(tmp_path, "127.0.0.1:5000/x", "cpu-smollm2-docker")))
+    assert any(c.kind is Kind.SIZES for c in specs.build(local).checks)
