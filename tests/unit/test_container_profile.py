@@ -122,3 +122,14 @@ def test_the_real_model_variant_checks_the_mounted_folder_against_the_native_loc
     assert dict(sizes.values) == {f.path: f.size for f in lock.read(native)["base"].files}
     local = profiles.load(str(docker_chain.local_profile(tmp_path, "127.0.0.1:5000/x", "cpu-smollm2-docker")))
     assert any(c.kind is Kind.SIZES for c in specs.build(local).checks)
+
+
+def test_a_relative_seat_home_gives_the_mount_an_absolute_source(tmp_path, monkeypatch):
+    """docker takes a relative -v source as a volume name, and the SDK refuses it: SEAT_HOME=rel
+    must still mount SEAT_HOME/models/smollm2-135m by its absolute path."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SEAT_HOME", "rel home")
+    (knob,) = [
+        k for k in specs.build(profiles.load("cpu-smollm2-docker")).knobs if k.name == "SEAT_MODEL_BASE_DIR"
+    ]
+    assert knob.default == str(tmp_path / "rel home" / "models" / "smollm2-135m")
