@@ -1,6 +1,7 @@
 """cpu-smoke-docker: the cpu-smoke seat in a container; its renders, and the local base's install plan."""
 
 import shutil
+import subprocess
 
 import pytest
 import yaml
@@ -133,3 +134,20 @@ def test_a_relative_seat_home_gives_the_mount_an_absolute_source(tmp_path, monke
         k for k in specs.build(profiles.load("cpu-smollm2-docker")).knobs if k.name == "SEAT_MODEL_BASE_DIR"
     ]
     assert knob.default == str(tmp_path / "rel home" / "models" / "smollm2-135m")
+
+
+def test_compose_run_by_another_user_mounts_that_user_s_built_model_not_a_blank_source():
+    """.env cannot pin the built model's folder (it depends on who runs compose): with
+    SEAT_MODEL_BASE_DIR unset, the volume falls back to the runner's SEAT_HOME, as the script does,
+    instead of a blank bind source. compose reads this default syntax as bash does."""
+    compose = yaml.safe_load(render.render_compose(specs.build(profiles.load("cpu-smollm2-docker"))))
+    (source,) = [v["source"] for v in compose["services"]["seat"]["volumes"] if v["target"] == "/models-base"]
+
+    def expand(**env: str) -> str:
+        argv = ["bash", "-c", f'printf %s "{source}"']
+        return subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+
+    assert expand(HOME="/home/other") == "/home/other/.cache/seatkit/models/smollm2-135m"
+    assert expand(HOME="/h", XDG_CACHE_HOME="/xdg") == "/xdg/seatkit/models/smollm2-135m"
+    assert expand(HOME="/h", SEAT_HOME="/s p") == "/s p/models/smollm2-135m"
+    assert expand(HOME="/h", SEAT_MODEL_BASE_DIR="/m") == "/m"
