@@ -9,6 +9,7 @@ PROFILES = REPO / "profiles"
 
 
 def seat_home() -> Path:
-    """State that outlives one command: runtimes, built models, what `up` started."""
+    """State that outlives one command: runtimes, built models, what `up` started. Absolute even
+    when set relative: a container mounts its models from here, and docker takes no relative path."""
     default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "seatkit"
-    return Path(os.environ.get("SEAT_HOME", default))
+    return Path(os.environ.get("SEAT_HOME", default)).absolute()

@@ -102,6 +102,7 @@ preflight() {
   [ -d "$dir" ] || fail 'base model'" directory not found: $dir" '`seat setup` of a native profile that builds smollm2-135m makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
+    [!/]*) fail 'base model'" directory must be an absolute path to be mounted: $dir" '`seat setup` of a native profile that builds smollm2-135m makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it' ;;
   esac
   file="${SEAT_MODEL_BASE_DIR}"/config.json
   # A file of a folder that is not there was said once, by the folder (a dry run goes on).
@@ -115,6 +116,15 @@ preflight() {
   file="${SEAT_MODEL_BASE_DIR}"/tokenizer_config.json
   # A file of a folder that is not there was said once, by the folder (a dry run goes on).
   [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
+  dir="${SEAT_MODEL_BASE_DIR}"
+  if [ -d "$dir" ]; then
+  f=chat_template.jinja; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 368 ] || fail 'base model'": $f is missing or not the locked size (368 bytes)" 'seat model verify cpu-smollm2-docker'
+  f=config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 501 ] || fail 'base model'": $f is missing or not the locked size (501 bytes)" 'seat model verify cpu-smollm2-docker'
+  f=generation_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 66 ] || fail 'base model'": $f is missing or not the locked size (66 bytes)" 'seat model verify cpu-smollm2-docker'
+  f=model.safetensors; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 269060552 ] || fail 'base model'": $f is missing or not the locked size (269060552 bytes)" 'seat model verify cpu-smollm2-docker'
+  f=tokenizer.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 3522871 ] || fail 'base model'": $f is missing or not the locked size (3522871 bytes)" 'seat model verify cpu-smollm2-docker'
+  f=tokenizer_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 297 ] || fail 'base model'": $f is missing or not the locked size (297 bytes)" 'seat model verify cpu-smollm2-docker'
+  fi
   dir="${SEAT_CACHE_DIR}"
   ! has_control "$dir" || fail cache" directory has a control character (a newline, a tab) in its path" "name a plain path"
   case "$dir" in

@@ -110,6 +110,7 @@ preflight() {
   [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'seat model fetch deepspark-prebuilt downloads it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
+    [!/]*) fail 'base model'" directory must be an absolute path to be mounted: $dir" 'seat model fetch deepspark-prebuilt downloads it, or set SEAT_MODEL_BASE_DIR to the folder that has it' ;;
   esac
   file="${SEAT_MODEL_BASE_DIR}"/config.json
   # A file of a folder that is not there was said once, by the folder (a dry run goes on).
@@ -138,6 +139,7 @@ preflight() {
   [ -d "$dir" ] || fail 'draft model'" directory not found: $dir" 'seat model fetch deepspark-prebuilt downloads it, or set SEAT_MODEL_DRAFT_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'draft model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
+    [!/]*) fail 'draft model'" directory must be an absolute path to be mounted: $dir" 'seat model fetch deepspark-prebuilt downloads it, or set SEAT_MODEL_DRAFT_DIR to the folder that has it' ;;
   esac
   file="${SEAT_MODEL_DRAFT_DIR}"/config.json
   # A file of a folder that is not there was said once, by the folder (a dry run goes on).

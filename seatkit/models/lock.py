@@ -57,11 +57,17 @@ def lock_path(profile: Profile) -> Path | None:
 
 
 def model_dir(profile: Profile, key: str, environ=os.environ) -> Path:
-    """Where the model's files are on this host: the knob `seat up` and the script read, else the profile's."""
+    """Where the model's files are on this host: the knob `seat up` and the script read, else the
+    profile's. A built model's folder is SEAT_HOME's, unless a docker seat's knob mounts another."""
     model = profile.models[key]
+    knob = f"SEAT_MODEL_{key.upper()}_DIR"
     if model.build:
-        return layout.model(model.build)
-    return Path(environ.get(f"SEAT_MODEL_{key.upper()}_DIR", model.host_dir))
+        return (
+            Path(environ[knob])
+            if environ.get(knob) and profile.runtime == "docker"
+            else layout.model(model.build)
+        )
+    return Path(environ.get(knob, model.host_dir))
 
 
 def scan(folder: Path) -> dict[str, int]:

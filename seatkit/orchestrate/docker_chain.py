@@ -29,6 +29,7 @@ from seatkit.errors import SeatError
 from seatkit.image import build as image_build
 from seatkit.image import cpu_base, outside, overlay, pin, registry
 from seatkit.image.container import copy_out, created
+from seatkit.models import lock
 from seatkit.orchestrate.demo import MAX_TOKENS, SHORT, SUITES
 from seatkit.seat import layout, profiles
 from seatkit.serve import launch, runtime
@@ -103,9 +104,13 @@ def local_profile(work: Path, repository: str, extends: str = PROFILE) -> Path:
     """A profile over extends (a profile with PROFILE's image) that names the base's repository and
     turns its overlay on; named like the kit's, so the seat's name is the same. Its pin lands beside
     it in work, not in profiles/; the built tag is passed as SEAT_IMAGE, since the default tag follows
-    the kit's overlay lock."""
+    the kit's overlay lock. The models lock of extends comes beside it too: without it, preflight
+    would mount the model unchecked against the lock."""
     path = work / f"{extends}.yaml"
     path.write_text(yaml.safe_dump({"extends": extends, "image": {"name": repository, "overlay": True}}))
+    models_lock = lock.lock_path(profiles.load(extends))
+    if models_lock and models_lock.exists():
+        shutil.copyfile(models_lock, path.with_suffix(".models.lock"))
     return path
 
 
@@ -170,9 +175,9 @@ def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, d
     image = image_of(pinned)
     with steps("overlay: commit a change and lock it"):
         tree, source = overlay_repo(base, image.vllm_dir, work / "overlay")
-        lock = overlay.lock_from(tree, source, "vllm")
+        locked = overlay.lock_from(tree, source, "vllm")
     with steps("seat build"):
-        built = image_build.build(pinned, lock, tree, progress=lambda line: None)
+        built = image_build.build(pinned, locked, tree, progress=lambda line: None)
     # The pushed tag names a registry on a port that is gone; the seat image now holds the base.
     registry.untag(image.name, image.tag)
     cache = work / "cache"

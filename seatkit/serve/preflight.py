@@ -113,6 +113,8 @@ def _dir(check: Check, spec: LaunchSpec, subject: str) -> None:
         _fail(f"{check.label} directory not found: {subject}", check.hint)
     if not spec.native and set(subject) & {":", ","}:
         _fail(f"{check.label} directory has ':' or ',', which docker mounts cannot take: {subject}")
+    if not spec.native and not subject.startswith("/"):  # docker reads a relative one as a volume name
+        _fail(f"{check.label} directory must be an absolute path to be mounted: {subject}", check.hint)
 
 
 def _pinned(check: Check, spec: LaunchSpec, subject: str) -> None:

@@ -66,8 +66,15 @@ def _compose_escape(text: str) -> str:
     return text.replace("$", "$$")
 
 
-def _compose_word(word: Word) -> str:
-    return "".join(f"${{{p.name}}}" if isinstance(p, Ref) else _compose_escape(p) for p in word)
+def _compose_word(word: Word, defaults: dict[str, str] | None = None) -> str:
+    """The word in compose's interpolation; a knob in defaults falls back to its shell default
+    (compose reads nested ${A:-${B:-c}} and $HOME as bash does), since .env cannot pin it."""
+    return "".join(
+        (f"${{{p.name}:-{(defaults or {})[p.name]}}}" if p.name in (defaults or {}) else f"${{{p.name}}}")
+        if isinstance(p, Ref)
+        else _compose_escape(p)
+        for p in word
+    )
 
 
 def _compose_command(spec: LaunchSpec, wrap: list[Word]) -> list[str]:
@@ -114,7 +121,9 @@ def _compose_service(spec: LaunchSpec, docker: profiles.Docker) -> dict[str, obj
         "volumes": [
             {
                 "type": "bind",
-                "source": _compose_word(m.source),
+                "source": _compose_word(
+                    m.source, {k.name: k.shell_default for k in spec.knobs if k.shell_default}
+                ),
                 "target": _compose_escape(m.target),
                 "read_only": m.read_only,
             }

@@ -1,14 +1,21 @@
 """cpu-smoke-docker: the cpu-smoke seat in a container; its renders, and the local base's install plan."""
 
 import shutil
+import subprocess
 
+import pytest
 import yaml
 
 from seatkit import paths
+from seatkit.errors import SeatError
 from seatkit.image import cpu_base
+from seatkit.models import lock
+from seatkit.orchestrate import docker_chain
 from seatkit.seat import layout, profiles
 from seatkit.serve import render
 from seatkit.serve import spec as specs
+from seatkit.serve.checks import Kind
+from seatkit.serve.words import Ref
 
 NAME = "cpu-smoke-docker"
 
@@ -94,3 +101,53 @@ def test_the_real_model_variant_mounts_the_folder_seat_setup_built_read_only_wit
     assert docker.models["base"].files == native.models["base"].files
     assert docker.speculative == native.speculative
     assert docker.server.served_model_name == native.server.served_model_name == "smollm2"
+
+
+def test_a_docker_model_built_by_the_kit_still_needs_a_mount(tmp_path):
+    """build with a mount is allowed (cpu-smollm2-docker); build without one has nowhere to go in
+    the container, and is refused as any unmounted docker model is."""
+    path = tmp_path / "built-unmounted.yaml"
+    path.write_text(yaml.safe_dump({"extends": "cpu-smollm2-docker", "models": {"base": {"mount": None}}}))
+    with pytest.raises(SeatError, match=r"runtime docker needs a mount for models \['base'\]"):
+        profiles.load(str(path))
+
+
+def test_the_real_model_variant_checks_the_mounted_folder_against_the_native_lock(tmp_path):
+    """A half-built or stale folder in SEAT_HOME/models is refused before it is mounted: the docker
+    variant's lock is cpu-smollm2's, file for file, and its preflight checks every size; so does the
+    demo's local profile over it."""
+    native, docker = profiles.load("cpu-smollm2"), profiles.load("cpu-smollm2-docker")
+    assert lock.read(docker)["base"].files == lock.read(native)["base"].files
+    (sizes,) = [c for c in specs.build(docker).checks if c.kind is Kind.SIZES]
+    assert sizes.subject == (Ref("SEAT_MODEL_BASE_DIR"),)
+    assert dict(sizes.values) == {f.path: f.size for f in lock.read(native)["base"].files}
+    local = profiles.load(str(docker_chain.local_profile(tmp_path, "127.0.0.1:5000/x", "cpu-smollm2-docker")))
+    assert any(c.kind is Kind.SIZES for c in specs.build(local).checks)
+
+
+def test_a_relative_seat_home_gives_the_mount_an_absolute_source(tmp_path, monkeypatch):
+    """docker takes a relative -v source as a volume name, and the SDK refuses it: SEAT_HOME=rel
+    must still mount SEAT_HOME/models/smollm2-135m by its absolute path."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SEAT_HOME", "rel home")
+    (knob,) = [
+        k for k in specs.build(profiles.load("cpu-smollm2-docker")).knobs if k.name == "SEAT_MODEL_BASE_DIR"
+    ]
+    assert knob.default == str(tmp_path / "rel home" / "models" / "smollm2-135m")
+
+
+def test_compose_run_by_another_user_mounts_that_user_s_built_model_not_a_blank_source():
+    """.env cannot pin the built model's folder (it depends on who runs compose): with
+    SEAT_MODEL_BASE_DIR unset, the volume falls back to the runner's SEAT_HOME, as the script does,
+    instead of a blank bind source. compose reads this default syntax as bash does."""
+    compose = yaml.safe_load(render.render_compose(specs.build(profiles.load("cpu-smollm2-docker"))))
+    (source,) = [v["source"] for v in compose["services"]["seat"]["volumes"] if v["target"] == "/models-base"]
+
+    def expand(**env: str) -> str:
+        argv = ["bash", "-c", f'printf %s "{source}"']
+        return subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
+
+    assert expand(HOME="/home/other") == "/home/other/.cache/seatkit/models/smollm2-135m"
+    assert expand(HOME="/h", XDG_CACHE_HOME="/xdg") == "/xdg/seatkit/models/smollm2-135m"
+    assert expand(HOME="/h", SEAT_HOME="/s p") == "/s p/models/smollm2-135m"
+    assert expand(HOME="/h", SEAT_MODEL_BASE_DIR="/m") == "/m"

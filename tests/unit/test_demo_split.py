@@ -120,3 +120,16 @@ def test_a_suite_with_no_request_kept_is_said_not_a_key_error(tmp_path):
     rows, sentence = demo.side_by_side(data, tmp_path)
     assert "demo-prose" in sentence and "no request" in sentence
     assert rows[0][1] == "30.0 (29.4-30.6)" and rows[0][2] == "n/a"
+
+
+def test_a_lead_factor_inside_its_own_spread_is_not_credited_with_the_gap(tmp_path):
+    """tok/s moves beyond its spread, tokens/step has the biggest share but moved inside its own:
+    the sentence must not say acceptance carries the difference."""
+    code, prose = suite("code", 12.0, 1.32, 110.0, 0.01), suite("prose", 10.0, 1.2, 110.0, 0.01)
+    for side in (code, prose):
+        side["tokens_per_step"]["cv"] = 0.2
+        side["decode_tok_s"]["cv"] = 0.02
+    _, sentence = demo.side_by_side(summary(code, prose), tmp_path)
+    assert "carries the difference" not in sentence
+    assert "neither acceptance (tokens/step 1.10x) nor step time" in sentence
+    assert "no factor is named as carrying the gap" in sentence

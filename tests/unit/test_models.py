@@ -445,3 +445,14 @@ def test_a_lock_with_a_newline_in_a_path_is_refused(locked):
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(SeatError, match="newline"):
         locks.read(locked)
+
+
+def test_a_docker_seat_s_built_model_is_verified_where_its_knob_mounts_it(tmp_path, seat_home):
+    """cpu-smollm2-docker mounts SEAT_MODEL_BASE_DIR when set: `seat model verify` must hash that
+    folder, not SEAT_HOME's, or it passes a model the seat does not serve. A native seat's built
+    model has no such knob and stays SEAT_HOME's."""
+    docker, native = profiles.load("cpu-smollm2-docker"), profiles.load("cpu-smollm2")
+    elsewhere = {"SEAT_MODEL_BASE_DIR": str(tmp_path / "mounted")}
+    assert locks.model_dir(docker, "base", elsewhere) == tmp_path / "mounted"
+    assert locks.model_dir(docker, "base", {}) == seat_home / "models" / "smollm2-135m"
+    assert locks.model_dir(native, "base", elsewhere) == seat_home / "models" / "smollm2-135m"

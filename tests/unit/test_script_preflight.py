@@ -333,3 +333,15 @@ def test_a_check_kind_without_an_arm_is_an_error_not_a_pass():
     bad = replace(seat, checks=[check])
     with pytest.raises(SeatError, match="no check of kind 'venvv'"):
         render.render_script(bad)
+
+
+def test_a_relative_model_folder_is_refused_by_python_and_the_script_not_mounted_as_a_volume(tmp_path):
+    """docker takes a relative -v source as a named volume, and the SDK refuses it with an API
+    error: a model folder given relative (or a relative SEAT_HOME in the script) stops in preflight."""
+    (tmp_path / "rel" / "models" / "smollm2-135m").mkdir(parents=True)
+    spec = specs.build(profiles.load("cpu-smollm2-docker"))
+    (check,) = [c for c in spec.checks if c.kind == "dir" and names(c) == ["SEAT_MODEL_BASE_DIR"]]
+    with pytest.raises(SeatError, match="must be an absolute path to be mounted"):
+        preflight._check(check, spec, {**spec.values({}), "SEAT_MODEL_BASE_DIR": "."})
+    done = run(tmp_path, "cpu-smollm2-docker", SEAT_DRY_RUN="1", SEAT_HOME="rel")
+    assert "directory must be an absolute path to be mounted: rel/models/smollm2-135m" in done.stderr
