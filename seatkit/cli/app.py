@@ -15,12 +15,10 @@ from rich.markup import escape
 
 from seatkit import engine
 from seatkit.errors import SeatError
-from seatkit.seat import profiles
 from seatkit.text import printable
 
 out = Console()
 err = Console(stderr=True)
-PROFILE = click.argument("profile", default=profiles.DEFAULT_PROFILE, metavar="[PROFILE]")
 
 
 class Entry(NamedTuple):

@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from seatkit.cli import output
-from seatkit.cli.app import PROFILE, out
+from seatkit.cli.app import out
+from seatkit.cli.arguments import PROFILE
 from seatkit.doctor.diagnose import diagnose
 from seatkit.errors import SeatError
 

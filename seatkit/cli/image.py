@@ -9,7 +9,8 @@ import click
 from rich.markup import escape
 
 from seatkit.cli import output
-from seatkit.cli.app import PROFILE, err, out
+from seatkit.cli.app import err, out
+from seatkit.cli.arguments import PROFILE
 from seatkit.image import b12x, build, overlay, pin
 from seatkit.seat import overlay_lock, profiles
 from seatkit.serve import pins

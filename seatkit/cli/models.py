@@ -10,7 +10,8 @@ import click
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
 from seatkit.cli import output
-from seatkit.cli.app import PROFILE, err, out
+from seatkit.cli.app import err, out
+from seatkit.cli.arguments import PROFILE
 from seatkit.models import fetch, lock, verify
 from seatkit.seat import profiles
 

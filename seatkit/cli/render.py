@@ -8,7 +8,8 @@ import click
 from rich.table import Table
 
 from seatkit.cli import output, reference
-from seatkit.cli.app import PROFILE, out
+from seatkit.cli.app import out
+from seatkit.cli.arguments import PROFILE
 from seatkit.seat import profiles
 from seatkit.serve import lint, render
 

@@ -9,7 +9,8 @@ from rich.markup import escape
 
 from seatkit import when
 from seatkit.cli import output
-from seatkit.cli.app import PROFILE, err, out
+from seatkit.cli.app import err, out
+from seatkit.cli.arguments import PROFILE
 from seatkit.cli.progress import progress
 from seatkit.errors import SeatError
 from seatkit.image import outside, prebuilt

@@ -43,3 +43,16 @@ def test_help_lists_every_command_and_imports_none_of_their_modules():
     assert imported == "[]"
     listed = [line.split()[0] for line in help_lines[help_lines.index("Commands:") + 1 :] if line.strip()]
     assert listed == sorted(COMMANDS)
+
+
+def test_help_loads_none_of_the_heavy_libraries():
+    """`seat --help` starts fast because it needs click and rich alone: not the profile model
+    (pydantic), the docker SDK, NVML, numpy or matplotlib."""
+    heavy = ("pydantic", "docker", "pynvml", "numpy", "matplotlib", "requests", "yaml")
+    script = (
+        "import sys; sys.argv = ['seat', '--help']; from seatkit.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
