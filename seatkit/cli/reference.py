@@ -58,8 +58,10 @@ def table(group: click.Group) -> str:
     return "\n".join(rows) + "\n"
 
 
-def regions_of(root: Path = paths.REPO) -> dict[Path, str]:
-    """README.md and the Dockerfile as `seat render` would write them (their marked regions redone)."""
+def regions_of(root: Path | None = None) -> dict[Path, str]:
+    """README.md and the Dockerfile as `seat render` would write them (their marked regions redone).
+    The checkout is looked up when called, not when this module is first imported."""
+    root = root or paths.REPO
     readme, docker = root / "README.md", root / "Dockerfile"
     default = profiles.load(profiles.DEFAULT_PROFILE)
     return {

@@ -208,10 +208,11 @@ def render_launch_config(spec: LaunchSpec) -> str:
     )
 
 
-def profile_files(name: str, root: Path = paths.REPO) -> dict[Path, str]:
+def profile_files(name: str, root: Path | None = None) -> dict[Path, str]:
     """What one profile renders: its script, a compose file with its .env for a docker profile
     other than the default (whose compose set is at the top), and k8s/NAME/ for a profile with a
     kubernetes section."""
+    root = root or paths.REPO  # looked up when called, not bound when this module was imported
     spec = specs.build(profiles.load(name))
     out = {root / "serve" / f"{name}.sh": render_script(spec)}
     if name != profiles.DEFAULT_PROFILE and not spec.native:
@@ -248,8 +249,9 @@ def rendered(
     return out
 
 
-def compose_path(name: str, root: Path = paths.REPO) -> Path:
+def compose_path(name: str, root: Path | None = None) -> Path:
     """The compose file of a docker profile: the default's at the top, the others' in compose/NAME/."""
+    root = root or paths.REPO
     if name == profiles.DEFAULT_PROFILE:
         return root / "docker-compose.yml"
     return root / "compose" / name / "docker-compose.yml"
@@ -268,11 +270,12 @@ def _stale(root: Path, files: dict[Path, str], keep: frozenset[str] = frozenset(
     return sorted(path for path in found if path not in files and owner(path) not in keep)
 
 
-def write(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> list[Path]:
+def write(root: Path | None = None, extra: dict[Path, str] | None = None) -> list[Path]:
     """Write what changed; returns the paths written. Files of removed profiles go.
 
     A bad profile does not stop the others: they are written, its old files are kept, and then
     a SeatError names every bad profile file."""
+    root = root or paths.REPO
     bad: dict[str, SeatError] = {}
     files = rendered(root, extra, bad)
     written = []
@@ -294,8 +297,9 @@ def write(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> list
     return written
 
 
-def drift(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> dict[Path, str]:
+def drift(root: Path | None = None, extra: dict[Path, str] | None = None) -> dict[Path, str]:
     """Each committed file that differs from a fresh render, with its unified diff."""
+    root = root or paths.REPO
     files = rendered(root, extra)
     out = {}
     for path, text in files.items():
@@ -314,7 +318,8 @@ def drift(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> dict
     return out
 
 
-def require_no_drift(root: Path = paths.REPO, extra: dict[Path, str] | None = None) -> None:
+def require_no_drift(root: Path | None = None, extra: dict[Path, str] | None = None) -> None:
+    root = root or paths.REPO
     found = drift(root, extra)
     if found:
         raise SeatError(

