@@ -99,10 +99,10 @@ preflight() {
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
   ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" '`seat setup` of a native profile that builds smollm2-135m makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'seat setup of a native profile that builds smollm2-135m makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
-    [!/]*) fail 'base model'" directory must be an absolute path to be mounted: $dir" '`seat setup` of a native profile that builds smollm2-135m makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it' ;;
+    [!/]*) fail 'base model'" directory must be an absolute path to be mounted: $dir" 'seat setup of a native profile that builds smollm2-135m makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it' ;;
   esac
   file="${SEAT_MODEL_BASE_DIR}"/config.json
   # A file of a folder that is not there was said once, by the folder (a dry run goes on).

@@ -229,7 +229,7 @@ def _docker(profile: DockerProfile, locked: dict, knobs: list[Knob], checks: lis
         if model.build:  # built by a native profile's `seat setup`, in SEAT_HOME as it is there
             built = f"${{SEAT_HOME:-${{XDG_CACHE_HOME:-$HOME/.cache}}/seatkit}}/models/{model.build}"
             knobs.append(Knob(knob, str(layout.model(model.build)), meaning, shell_default=built))
-            fetch = f"`seat setup` of a native profile that builds {model.build} makes it, or "
+            fetch = f"seat setup of a native profile that builds {model.build} makes it, or "
         else:
             assert model.host_dir is not None  # a model dir gives build or host_dir (ModelDir)
             knobs.append(Knob(knob, model.host_dir, meaning))
