@@ -10,3 +10,6 @@ if [ "${sum%% *}" != "$1" ]; then
   exit 1
 fi
 /opt/seatkit/entrypoint.sh /opt/seatkit/smoke.sh "$2"
+# The smoke imports leave torch's compile-cache folder behind: the image keeps nothing the base lacks
+# beyond the overlay and the kit's files (the outside check refuses any other added path).
+rm -rf /tmp/torchinductor_*
