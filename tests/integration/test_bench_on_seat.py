@@ -10,6 +10,7 @@ import requests
 from conftest import BIN, free_port
 
 from seatkit.bench import run, sweep, workload
+from seatkit.bench.levels import MIN_STEPS
 from seatkit.bench.target import Options
 from seatkit.doctor import targets
 from seatkit.seat import profiles
@@ -239,7 +240,7 @@ def test_concurrency_sweep_counters_usage_and_streams_agree(seat, tmp_path):
                 continue
             w = row["window"]
             assert w["running_gauge"][0] == n, row
-            assert 0 < w["opens_s"] < w["closes_s"] and w["steps"] >= levels.MIN_STEPS * n
+            assert 0 < w["opens_s"] < w["closes_s"] and w["steps"] >= MIN_STEPS * n
             assert 1 <= row["tokens_per_step"] <= 6 and row["ms_per_step"] > 0  # k = 5
             # Streams against counters: the window's aggregate tok/s, two ways.
             assert row["aggregate_tok_s"] == pytest.approx(row["counters_tok_s"], rel=0.1), row
