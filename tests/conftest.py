@@ -31,6 +31,10 @@ BIN = Path(sys.executable).parent
 NO_ENGINE = "unix:///nonexistent/seatkit-tests-ask-for-docker_engine.sock"
 
 
+# What every test run shares with the user's cache, through links: slow to make, never written per test.
+SHARED_CACHES = ("venvs", "models", "downloads", "wheelhouse", "images")
+
+
 def pytest_configure(config):
     """Tests keep their state (run records, logs, keys) in a SEAT_HOME of their own; only the
     slow-to-make runtimes, built models, downloaded model wheels, base-image wheels and saved base
@@ -39,7 +43,7 @@ def pytest_configure(config):
 
     shared = paths.seat_home()
     home = Path(tempfile.mkdtemp(prefix="seat-home-"))
-    for folder in ("venvs", "models", "downloads", "wheelhouse", "images"):
+    for folder in SHARED_CACHES:
         (shared / folder).mkdir(parents=True, exist_ok=True)
         (home / folder).symlink_to(shared / folder)
     config.seat_home = home

@@ -8,7 +8,7 @@ from __future__ import annotations
 from seatkit import engine
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
-from seatkit.seat import what_runs
+from seatkit.seat import layout, what_runs
 from seatkit.seat.profiles import DockerProfile, NativeProfile, Profile
 from seatkit.serve import launch, runtime
 
@@ -23,7 +23,7 @@ LABELS = (
 
 def native(profile: NativeProfile) -> Row:
     """A native seat has no image: its venv is checked against the install plan instead."""
-    venv = runtime.venv_dir(profile.native)
+    venv = layout.venv(profile.native.venv)
     problem = runtime.venv_problem(profile.native)
     if problem is not None:
         fatal, message = problem

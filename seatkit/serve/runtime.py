@@ -25,14 +25,6 @@ MARKER = "seatkit-runtime.json"
 Progress = Callable[[str], None]
 
 
-def venv_dir(native: Native) -> Path:
-    return layout.venv(native.venv)
-
-
-def model_dir(build: str) -> Path:
-    return layout.model(build)
-
-
 def _log_path(name: str) -> Path:
     path = layout.setup_log(name)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -77,7 +69,7 @@ def _moved(venv: Path) -> str | None:
 
 def venv_problem(native: Native) -> tuple[bool, str] | None:
     """What is wrong with the venv, if anything, and whether it cannot run at all."""
-    venv = venv_dir(native).resolve()
+    venv = layout.venv(native.venv).resolve()
     moved = _moved(venv)
     if moved:
         return True, f"{venv} was made at {moved}: its scripts point there"
@@ -91,7 +83,7 @@ def venv_problem(native: Native) -> tuple[bool, str] | None:
 
 
 def ensure_venv(native: Native, say: Progress = print) -> Path:
-    venv = venv_dir(native).resolve()
+    venv = layout.venv(native.venv).resolve()
     if venv_problem(native) is None:
         return venv
     if shutil.which(native.python) is None:
@@ -150,7 +142,7 @@ def ensure_model(
     It is built beside its place and renamed there whole, so a killed build never looks complete;
     a second setup building the same model waits for the first and then finds it done.
     """
-    out = model_dir(build)
+    out = layout.model(build)
     if out.is_symlink():  # an operator's link to another disk: build beside its target, keep the link
         out = out.resolve()
     if _complete(out, files, sizes):
@@ -227,4 +219,4 @@ def setup(profile: Profile, say: Progress = print) -> dict[str, Path]:
 
 
 def python_of(profile: Profile) -> Path:
-    return venv_dir(native_of(profile)) / "bin" / "python"
+    return layout.venv(native_of(profile).venv) / "bin" / "python"

@@ -19,7 +19,7 @@ import docker
 import pytest
 import requests
 import yaml
-from conftest import BIN, REPO, apt_install, cached_image, free_port, unavailable
+from conftest import BIN, REPO, SHARED_CACHES, apt_install, cached_image, free_port, unavailable
 from docker.errors import NotFound
 
 from seatkit.errors import SeatError
@@ -397,7 +397,7 @@ def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, 
     built model come from the shared cache, as the session's SEAT_HOME has them, through links."""
     home = tmp_path / "home"
     home.mkdir()
-    for folder in ("venvs", "models", "downloads", "wheelhouse", "images"):
+    for folder in SHARED_CACHES:
         (home / folder).symlink_to(os.path.join(os.environ["SEAT_HOME"], folder))
     env = {**os.environ, "SEAT_HOME": str(home), "SEAT_PORT": str(free_port())}
     try:

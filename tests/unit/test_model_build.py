@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from seatkit.errors import SeatError
+from seatkit.seat import layout
 from seatkit.serve import model_build, runtime
 
 
@@ -154,7 +155,7 @@ def test_a_killed_build_leaves_no_folder_that_looks_complete(seat_home, monkeypa
     monkeypatch.setattr(runtime, "_run", builder)
     with pytest.raises(SeatError, match="killed halfway"):
         runtime.ensure_model("tiny-llama", files, Path("/v"), say=lambda m: None)
-    assert not runtime.model_dir("tiny-llama").exists()
+    assert not layout.model("tiny-llama").exists()
 
 
 def converter():
@@ -280,7 +281,7 @@ def test_a_build_that_disagrees_with_its_lock_says_so_instead_of_rebuilding_sile
         )
     assert "model.safetensors" in err.value.message and "5" in err.value.message and "9" in err.value.message
     assert "seat model lock" in err.value.hint
-    assert (runtime.model_dir("tiny-llama") / "model.safetensors").stat().st_size == 5  # kept, to re-lock
+    assert (layout.model("tiny-llama") / "model.safetensors").stat().st_size == 5  # kept, to re-lock
     assert len(builds) == 1
 
 
@@ -289,7 +290,7 @@ def test_a_model_folder_linked_to_another_disk_is_built_there_and_the_link_kept(
 ):
     elsewhere = tmp_path / "big-disk" / "tiny"
     elsewhere.mkdir(parents=True)
-    link = runtime.model_dir("tiny-llama")
+    link = layout.model("tiny-llama")
     link.parent.mkdir(parents=True)
     link.symlink_to(elsewhere)
     monkeypatch.setattr(runtime, "_run", fake_builder({"config.json": 2}, []))
@@ -400,7 +401,7 @@ def test_a_read_only_seat_home_is_named_as_such_when_the_build_lock_cannot_be_ma
 
     from seatkit import flock
 
-    runtime.model_dir("tiny-llama").parent.mkdir(parents=True)
+    layout.model("tiny-llama").parent.mkdir(parents=True)
 
     def read_only(path, *args, **kwargs):
         raise OSError(errno.EROFS, real_os.strerror(errno.EROFS), str(path))
@@ -501,7 +502,7 @@ def test_a_converter_that_fails_leaves_neither_the_model_nor_its_partial_folder(
     with pytest.raises(SeatError) as err:
         runtime.ensure_model("tiny-llama", ["config.json"], venv, say=lambda m: None)
     assert "the disk is full" in err.value.message and "Traceback" not in err.value.message
-    out = runtime.model_dir("tiny-llama")
+    out = layout.model("tiny-llama")
     assert not out.exists() and not out.with_name(out.name + ".partial").exists()
 
 
