@@ -38,11 +38,17 @@ ARG OVERLAY_FILES=overlay/vllm/
 ARG OVERLAY_INTO=${VLLM_DIR}/
 COPY ${OVERLAY_FILES} ${OVERLAY_INTO}
 COPY image/ /opt/seatkit/
-COPY overlay/overlay.lock overlay/b12x.loc[k] /opt/seatkit/
+# overlay/copied (from `seat build` only) lists what it copied: build-check.sh removes the base's
+# bytecode of each, and the list.
+COPY overlay/overlay.lock overlay/b12x.loc[k] overlay/copie[d] /opt/seatkit/
 
+# PYTHONDONTWRITEBYTECODE: the seat writes no bytecode, so a .pyc written into a running seat is
+# someone else's (seat doctor judges the container's own layer); the overlay's modules, whose base
+# bytecode the build drops, compile in memory at each start.
 ENV SEAT_OVERLAY_DIR=${VLLM_DIR} \
     SEAT_B12X_DIR=${B12X_DIR} \
-    SEAT_PORT=${SEAT_PORT}
+    SEAT_PORT=${SEAT_PORT} \
+    PYTHONDONTWRITEBYTECODE=1
 
 # The labels must describe the lock built in; then the start-time check, run once here (every
 # locked file, copied or the base's own, as locked); then the smoke imports, which fail the build

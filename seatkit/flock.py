@@ -53,6 +53,12 @@ def exclusive(path: Path, what: str, busy: str, hint: str, wait: Callable[[str],
         os.close(fd)  # closing the last descriptor releases the flock
 
 
+def beside(target: Path, what: str, busy: str, wait: Callable[[str], None]):
+    """The lock of something made once (a venv, a tool, a model folder): a file beside target,
+    NAME.lock; a second maker tells `wait` who holds it and waits for it, then finds it made."""
+    return exclusive(target.with_name(target.name + ".lock"), what, busy, "", wait=wait)
+
+
 def holder(fd: int) -> str:
     try:
         who = json.loads(os.pread(fd, 4096, 0) or b"{}")

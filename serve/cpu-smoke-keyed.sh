@@ -1,4 +1,11 @@
-#!/usr/bin/env bash
+#!/bin/bash -p
+# Privileged mode (-p), before the first line runs: no BASH_ENV or ENV file, no function from the
+# environment, SHELLOPTS, BASHOPTS, CDPATH and GLOBIGNORE ignored. `bash FILE` loses the -p (and
+# has run BASH_ENV already: launch it as ./FILE or `bash -p FILE`); the functions and options it
+# took go, as it runs again with -p (POSIX mode first: `exec` is the builtin, never a function).
+case $- in *p*) ;; *) POSIXLY_CORRECT=1 && exec "$BASH" -p -- "$0" "$@" ;; esac
+# What bash takes from the environment even so (seatkit/seat/what_runs.yaml):
+unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # cpu-smoke-keyed: cpu-smoke with an API key (vLLM's bearer authentication)
 # Rendered by `seat render` from profiles/cpu-smoke-keyed.yaml (profile sha256 9534c194c87284ea).
 # Do not edit: change the profile and run `seat render`. Needs bash only.
@@ -70,6 +77,14 @@ preflight() {
   file="${SEAT_HOME}"/models/tiny-llama/generation_config.json
   # A file of a folder that is not there was said once, by the folder (a dry run goes on).
   [ ! -d "${SEAT_HOME}"/models/tiny-llama ] || [ -s "$file" ] || fail 'base model generation_config.json'" is missing or empty: $file"
+  dir="${SEAT_HOME}"/models/tiny-llama
+  if [ -d "$dir" ]; then
+  f=config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 481 ] || fail 'base model'": $f is missing or not the locked size (481 bytes)" 'seat model verify cpu-smoke-keyed'
+  f=generation_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 65 ] || fail 'base model'": $f is missing or not the locked size (65 bytes)" 'seat model verify cpu-smoke-keyed'
+  f=special_tokens_map.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 95 ] || fail 'base model'": $f is missing or not the locked size (95 bytes)" 'seat model verify cpu-smoke-keyed'
+  f=tokenizer.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 262574 ] || fail 'base model'": $f is missing or not the locked size (262574 bytes)" 'seat model verify cpu-smoke-keyed'
+  f=tokenizer_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 378 ] || fail 'base model'": $f is missing or not the locked size (378 bytes)" 'seat model verify cpu-smoke-keyed'
+  fi
   if [ ! -r "$SEAT_API_KEY_FILE" ]; then
     fail "API key file missing: $SEAT_API_KEY_FILE" "seat up cpu-smoke-keyed makes one"
   elif [ ! -f "$SEAT_API_KEY_FILE" ]; then  # reading a FIFO would hang here
@@ -82,10 +97,18 @@ preflight() {
 
 [ "${SEAT_SKIP_PREFLIGHT:-0}" = 1 ] || preflight
 
-# This shell's PYTHONPATH, LD_PRELOAD and the like would change what runs: the profile decides.
+# This shell's PYTHONPATH, LD_PRELOAD, a *_DIR and the like would change what runs, or name a path
+# the kit never sees: the profile decides (seatkit/seat/what_runs.yaml).
 while read -r name; do
-  case $name in PYTHONPATH|PYTHONHOME|PYTHONSTARTUP|PYTHONINSPECT|PYTHONUSERBASE|PYTHONNOUSERSITE|PYTHONSAFEPATH|PYTHONPLATLIBDIR|PYTHONEXECUTABLE|PYTHONPYCACHEPREFIX|PYTHONBREAKPOINT|PYTHONWARNINGS|BASH_ENV|ENV|SHELLOPTS|PS4|IFS|CDPATH|GCONV_PATH|CUDA_INJECTION32_PATH|CUDA_INJECTION64_PATH|NVTX_INJECTION32_PATH|NVTX_INJECTION64_PATH|OPENSSL_CONF|OPENSSL_ENGINES|OPENSSL_MODULES|VLLM_PLUGINS|VLLM_LOGGING_CONFIG_PATH|OMP_TOOL_LIBRARIES|NCCL_NET_PLUGIN|NCCL_TUNER_PLUGIN|NCCL_PROFILER_PLUGIN|NCCL_ENV_PLUGIN|NCCL_CONF_FILE|CC|CXX|CUDA_HOME|CUDA_PATH|NVCC_PREPEND_FLAGS|NVCC_APPEND_FLAGS|TRITON_PTXAS_PATH|TRITON_CUOBJDUMP_PATH|TRITON_NVDISASM_PATH|TRITON_LIBCUDA_PATH|TRITON_LIBDEVICE_PATH|TRITON_CACHE_MANAGER|TRITON_REMOTE_CACHE_BACKEND|TRITON_OVERRIDE_DIR|TRITON_KERNEL_OVERRIDE|TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE|TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE|HF_MODULES_CACHE|LD_*|DYLD_*|BASH_FUNC_*) unset "$name" 2>/dev/null || true ;; esac
+  case $name in SEAT_*|PATH|HOME|XDG_CACHE_HOME|TMPDIR|TEMP|TMP|PYTORCH_CUDA_ALLOC_CONF|PYTORCH_HIP_ALLOC_CONF|PYTORCH_ALLOC_CONF) ;; PYTHONPATH|PYTHONHOME|PYTHONSTARTUP|PYTHONINSPECT|PYTHONUSERBASE|PYTHONNOUSERSITE|PYTHONSAFEPATH|PYTHONPLATLIBDIR|PYTHONEXECUTABLE|PYTHONPYCACHEPREFIX|PYTHONBREAKPOINT|PYTHONWARNINGS|BASH_ENV|ENV|SHELLOPTS|PS4|IFS|CDPATH|GCONV_PATH|CUDA_INJECTION32_PATH|CUDA_INJECTION64_PATH|PYTHONOPTIMIZE|VLLM_RUST_FRONTEND_PATH|VLLM_USE_RUST_FRONTEND|VLLM_NCCL_SO_PATH|VLLM_CUDART_SO_PATH|VLLM_CUDA_COMPATIBILITY_PATH|VLLM_ENABLE_CUDA_COMPATIBILITY|VLLM_MODEL_REDIRECT_PATH|GCC_EXEC_PREFIX|COMPILER_PATH|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|LIBRARY_PATH|NVTX_INJECTION32_PATH|NVTX_INJECTION64_PATH|OPENSSL_CONF|OPENSSL_ENGINES|OPENSSL_MODULES|VLLM_PLUGINS|VLLM_LOGGING_CONFIG_PATH|OMP_TOOL_LIBRARIES|NCCL_NET_PLUGIN|NCCL_TUNER_PLUGIN|NCCL_PROFILER_PLUGIN|NCCL_ENV_PLUGIN|NCCL_CONF_FILE|CC|CXX|CUDA_HOME|CUDA_PATH|NVCC_PREPEND_FLAGS|NVCC_APPEND_FLAGS|TRITON_PTXAS_PATH|TRITON_CUOBJDUMP_PATH|TRITON_NVDISASM_PATH|TRITON_LIBCUDA_PATH|TRITON_LIBDEVICE_PATH|TRITON_CACHE_MANAGER|TRITON_REMOTE_CACHE_BACKEND|TRITON_OVERRIDE_DIR|TRITON_KERNEL_OVERRIDE|TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE|TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE|HF_MODULES_CACHE|VLLM_SERVER_DEV_MODE|VLLM_ALLOW_RUNTIME_LORA_UPDATING|VLLM_LORA_RESOLVER_HF_REPO_LIST|VLLM_ALLOW_INSECURE_SERIALIZATION|VLLM_MOE_ROUTING_SIMULATION_STRATEGY|VLLM_CACHE_DIR|TORCHINDUCTOR_CACHE_DIR|TORCH_EXTENSIONS_DIR|TRITON_CACHE_DIR|TRITON_HOME|VLLM_CACHE_ROOT|FLASHINFER_WORKSPACE_BASE|B12X_CUTE_COMPILE_CACHE_DIR|CUDA_CACHE_PATH|PYTORCH_KERNEL_CACHE_PATH|LD_*|DYLD_*|BASH_FUNC_*|*_PATH|*_PATHS|*_SO|*_DIR|*_DIRS|*_ROOT|*_HOME|*_BASE|*_PREFIX|*_FILE|*_FILES|*_FOLDER|*_LIB|*_LIBS|*_LIBRARY|*_LIBRARIES|*_PLUGIN|*_PLUGINS|*_MODULE|*_MODULES|*_CONF|*_CONFIG|*_EXECUTABLE) unset "$name" 2>/dev/null || true ;; esac
 done < <(compgen -e)
+# A function exported to this shell (BASH_FUNC_NAME%%) is no variable to unset: -p left it in the
+# environment this shell was started with, for any bash the server runs (a JIT build's sh -c) to
+# import. env leaves it out.
+funcs=()
+while IFS= read -r -d '' entry; do
+  case $entry in BASH_FUNC_*) funcs+=(-u "${entry%%=*}") ;; esac
+done </proc/$$/environ
 export VLLM_CPU_KVCACHE_SPACE=1
 export VLLM_CPU_OMP_THREADS_BIND=auto
 export VLLM_HOST_IP=127.0.0.1
@@ -111,6 +134,7 @@ cmd=(
   --max-model-len 2048
   --max-num-seqs 8
 )
+[ -z "${funcs[*]:-}" ] || cmd=(env "${funcs[@]}" -- "${cmd[@]}")
 
 printf '%s %s %s\n' 'seat cpu-smoke-keyed:' "SEAT_HOME=${SEAT_HOME} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT} SEAT_API_KEY_FILE=${SEAT_API_KEY_FILE}" 'runtime=native tp=1 served_model_name=tiny speculative=ngram/k=5 vllm_args=4 env=8' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then

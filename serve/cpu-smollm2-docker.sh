@@ -1,4 +1,11 @@
-#!/usr/bin/env bash
+#!/bin/bash -p
+# Privileged mode (-p), before the first line runs: no BASH_ENV or ENV file, no function from the
+# environment, SHELLOPTS, BASHOPTS, CDPATH and GLOBIGNORE ignored. `bash FILE` loses the -p (and
+# has run BASH_ENV already: launch it as ./FILE or `bash -p FILE`); the functions and options it
+# took go, as it runs again with -p (POSIX mode first: `exec` is the builtin, never a function).
+case $- in *p*) ;; *) POSIXLY_CORRECT=1 && exec "$BASH" -p -- "$0" "$@" ;; esac
+# What bash takes from the environment even so (seatkit/seat/what_runs.yaml):
+unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # cpu-smollm2-docker: cpu-smollm2 (SmolLM2-135M, Q4_1 dequantized; numbers show the method, not the rig) in the kit's container, host networking
 # Rendered by `seat render` from profiles/cpu-smollm2-docker.yaml (profile sha256 4974eee3ecd9511b).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.

@@ -1,6 +1,13 @@
-#!/usr/bin/env bash
+#!/bin/bash -p
+# Privileged mode (-p), before the first line runs: no BASH_ENV or ENV file, no function from the
+# environment, SHELLOPTS, BASHOPTS, CDPATH and GLOBIGNORE ignored. `bash FILE` loses the -p (and
+# has run BASH_ENV already: launch it as ./FILE or `bash -p FILE`); the functions and options it
+# took go, as it runs again with -p (POSIX mode first: `exec` is the builtin, never a function).
+case $- in *p*) ;; *) POSIXLY_CORRECT=1 && exec "$BASH" -p -- "$0" "$@" ;; esac
+# What bash takes from the environment even so (seatkit/seat/what_runs.yaml):
+unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # deepspark-prebuilt: DeepSeek-V4-Flash + DSpark from the original author's prebuilt image, TP=4, 4x RTX PRO 6000 on PCIe
-# Rendered by `seat render` from profiles/deepspark-prebuilt.yaml (profile sha256 ff5d827b604f9ea6).
+# Rendered by `seat render` from profiles/deepspark-prebuilt.yaml (profile sha256 48aada2f0664d982).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
 #
 # Host knobs, read from the environment (the profile's value when unset):

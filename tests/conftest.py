@@ -372,6 +372,7 @@ def source(tmp_path):
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """A SEAT_HOME with a stand-in venv and model, so preflight passes without vLLM."""
+    from seatkit.models import lock
     from seatkit.seat import profiles
 
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
@@ -381,8 +382,8 @@ def home(tmp_path, monkeypatch):
     vllm.chmod(0o755)
     model = tmp_path / "models" / "tiny-llama"
     model.mkdir(parents=True)
-    for name in profiles.load("cpu-smoke").models["base"].files:
-        (model / name).write_text("{}")
+    for file in lock.read(profiles.load("cpu-smoke"))["base"].files:  # the sizes preflight checks
+        (model / file.path).write_text("{}".ljust(file.size))
     monkeypatch.setenv("SEAT_PORT", str(free_port()))
     return tmp_path
 

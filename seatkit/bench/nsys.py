@@ -20,7 +20,7 @@ from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
-from seatkit.serve import launch, nsys
+from seatkit.serve import bound, launch, nsys
 from seatkit.serve import spec as specs
 
 
@@ -34,8 +34,8 @@ def session_of(profile: str) -> tuple[object, str, str]:
     seat was not launched in session mode (read from the container's own command)."""
     loaded = profiles.load(profile)
     profile = loaded.name
-    running = launch.recorded(profile)
-    if running is None or not launch.alive(running) or not launch.in_container(running):
+    running = bound.seat_of(loaded)
+    if running is None or not launch.in_container(running):
         raise SeatError(
             f"--nsys needs a docker seat of {profile} started by `seat up`",
             f"SEAT_NSYS=session seat up {profile}",

@@ -9,6 +9,8 @@ import math
 import statistics
 from pathlib import Path
 
+from seatkit.seat import what_runs
+
 # Below this spread of x the points stand in one vertical strip: no line to fit, no plot to draw.
 MIN_SPREAD = {"drafted_length": 0.5, "prompt_tokens": 16}
 # Series drawn over one another stay visible: each its own marker, size and line style, the later
@@ -69,7 +71,8 @@ def _save(fig, path: Path) -> Path:
 
 
 def title(conditions: dict, suites: dict) -> str:
-    """model, k, content and context of what a plot shows."""
+    """model, k, content and context of what a plot shows, marked as its conditions say (an
+    UNVERIFIED seat's figures are never drawn without the mark)."""
 
     def values(key: str) -> str:
         return ", ".join(
@@ -81,10 +84,9 @@ def title(conditions: dict, suites: dict) -> str:
     model = conditions.get("base_model") or conditions["model"]
     k = conditions.get("k")
     context = values("context")
-    return (
-        f"{str(model).rsplit('/', 1)[-1]}, {f'k={k}' if k else 'k unknown'}\n"
-        f"content {values('content')}, "
-        + ("the prompt alone (no padding)" if context == "0" else f"context {context} tokens")
+    head = f"{str(model).rsplit('/', 1)[-1]}, {f'k={k}' if k else 'k unknown'}"
+    return f"{what_runs.marked(head, conditions, short=True)}\ncontent {values('content')}, " + (
+        "the prompt alone (no padding)" if context == "0" else f"context {context} tokens"
     )
 
 

@@ -171,16 +171,17 @@ def _n(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def sweep_rows(suite: dict) -> list[tuple[str, ...]]:
-    """streams, aggregate tok/s, per-request decode tok/s median (min-max), TTFT (server /
-    client median), window tokens/step and ms/step, the running gauge at the window's close."""
+def sweep_rows(suite: dict, conditions: dict) -> list[tuple[str, ...]]:
+    """streams (marked as the run's conditions say), aggregate tok/s, per-request decode tok/s
+    median (min-max), TTFT (server / client median), window tokens/step and ms/step, the running
+    gauge at the window's close."""
     out: list[tuple[str, ...]] = []
     for row in suite["levels"]:
         per = row["per_request_decode_tok_s"]
         gauge = [g for g in row.get("window", {}).get("running_gauge") or [] if g is not None]
         out.append(
             (
-                str(row["concurrency"]),
+                what_runs.marked(str(row["concurrency"]), conditions, short=True),
                 _n(row.get("aggregate_tok_s")),
                 f"{per['median']:.0f} ({per['min']:.0f}-{per['max']:.0f})" if per else "n/a",
                 f"{_n(row.get('server_ttft_ms'), 0)} / {_n(row['client_ttft_ms']['median'], 0)}",
@@ -195,7 +196,7 @@ def sweep_rows(suite: dict) -> list[tuple[str, ...]]:
 def sweep_markdown(summary: dict) -> str:
     c = summary["conditions"]
     lines = [
-        f"# Concurrency sweep ({summary['schema']})",
+        what_runs.marked(f"# Concurrency sweep ({summary['schema']})", c),
         "",
         f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
         f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, levels {c['concurrency']}.",
@@ -216,7 +217,7 @@ def sweep_markdown(summary: dict) -> str:
             "| " + " | ".join(SWEEP_HEADER) + " |",
             "|" + "---|" * len(SWEEP_HEADER),
         ]
-        lines += ["| " + " | ".join(r) + " |" for r in sweep_rows(suite)]
+        lines += ["| " + " | ".join(r) + " |" for r in sweep_rows(suite, c)]
         top = suite["levels"][-1]
         lines += [
             "",

@@ -26,6 +26,7 @@ from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.ports import free_loopback_port
+from seatkit.serve import client
 
 GOAL = 0.005
 IDENTITY = 1e-9  # tok/s against tokens/step / s/step, per request: rounding only
@@ -72,9 +73,9 @@ def start_oracle(
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
-            if requests.get(f"{url}/health", timeout=1).ok:
+            if client.fetch("GET", f"{url}/health", 1).ok:
                 return proc, url
-        except requests.RequestException:
+        except (requests.RequestException, SeatError):
             time.sleep(0.1)
     proc.kill()
     said = proc.stderr.read().decode() if proc.stderr else ""

@@ -20,6 +20,7 @@ from pathlib import Path
 from statistics import NormalDist
 
 from seatkit.campaign.spec import LABELS, Arm
+from seatkit.seat import what_runs
 
 TPS_ALARM = 0.02  # tokens/step depends on the text and the drafter, not the host: 2 % is a change
 
@@ -54,6 +55,7 @@ def visits(run) -> list[dict]:
                     "run": r["run"],
                     "ms": math.exp(statistics.fmean(math.log(m) for m in ms)),
                     "tps": statistics.fmean(tps) if tps else None,
+                    "unverified": r.get("unverified"),  # as the run's summary marked it
                 }
             )
     return out
@@ -165,6 +167,7 @@ def arms_table(run, rows: list[dict]) -> list[dict]:
             "ms_max": max(ms) if ms else None,
             "tps_median": statistics.median(tps) if tps else None,
             "tps_alarm": None,
+            "unverified": "; ".join(sorted({r["unverified"] for r in mine if r["unverified"]})) or None,
         }
         if tps and overall and abs(row["tps_median"] / overall - 1) > TPS_ALARM:
             row["tps_alarm"] = (
@@ -182,6 +185,13 @@ def label(name: str) -> str:
 def _pct(value: float, sign: str = "+") -> str:
     """Whole percent for large figures, one decimal for small ones (where 1 % is the whole story)."""
     return format(value, f"{sign}.1f" if abs(value) < 10 else f"{sign}.0f")
+
+
+def marks(arms: list[dict]) -> dict:
+    """The conditions every figure of the campaign carries: {"unverified": why, arm by arm} when
+    an arm's seat was unverified (its effects rest on it), else {}."""
+    why = "; ".join(f"arm {a['arm']}: {a['unverified']}" for a in arms if a.get("unverified"))
+    return {"unverified": why} if why else {}
 
 
 def verdict(effects: list[dict], arms: list[dict]) -> str:
@@ -211,7 +221,7 @@ def verdict(effects: list[dict], arms: list[dict]) -> str:
     alarms = [a["arm"] for a in arms if a["tps_alarm"]]
     if alarms:
         text += f" ALARM: tokens/step moved in {', '.join(alarms)}."
-    return text[0].upper() + text[1:]
+    return what_runs.marked(text[0].upper() + text[1:], marks(arms))
 
 
 def _num(value, spec: str) -> str:
@@ -234,12 +244,15 @@ def table(arms: list[dict], effects: list[dict], df: int) -> str:
             if a.get("unusable")
             else ""
         )
+        # An unverified arm's name is cut shorter, so its mark always shows (the reason is under it).
+        arm = what_runs.marked(a["arm"][:11], a, short=True) if a.get("unverified") else a["arm"][:22]
         lines.append(
-            f"{a['arm'][:22]:<22} {a['visits']:>6} {_num(a['ms_median'], '.2f'):>8} "
+            f"{arm:<22} {a['visits']:>6} {_num(a['ms_median'], '.2f'):>8} "
             f"{_num(a['ms_min'], '.2f'):>8} {_num(a['ms_max'], '.2f'):>8} "
             f"{_num(a['tps_median'], '.2f'):>8}  {note}"[:79].rstrip()
         )
-    lines += ["", f"{'effect on ms/step':<34} {'effect':>9} {'± 95 %':>8}  (all together; {df} df)", "-" * 79]
+    heading = what_runs.marked("effect on ms/step", marks(arms), short=True)
+    lines += ["", f"{heading:<34} {'effect':>9} {'± 95 %':>8}  (all together; {df} df)", "-" * 79]
     for e in effects:
         lines.append(
             f"{label(e['setting'])[:34]:<34} {_num(e['effect_pct'], '+.1f'):>8}% "
@@ -263,7 +276,7 @@ def plot(arms: list[dict], rows: list[dict], effects: list[dict], path: Path) ->
             left.hlines(statistics.median(ms), i - 0.3, i + 0.3, color="black")
     left.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
     left.set_ylabel("ms per step (each visit; bar: median)")
-    left.set_title("ms/step per arm")
+    left.set_title(what_runs.marked("ms/step per arm", marks(arms), short=True))
     shown = [e for e in effects if e["effect_pct"] is not None]
     right.errorbar(
         [e["effect_pct"] for e in shown],
@@ -275,7 +288,7 @@ def plot(arms: list[dict], rows: list[dict], effects: list[dict], path: Path) ->
     right.axvline(0, color="grey", lw=0.8)
     right.set_yticks(range(len(shown)), [label(e["setting"]) for e in shown], fontsize=8)
     right.set_xlabel("effect on ms/step, % (95 % interval)")
-    right.set_title("effect of each setting")
+    right.set_title(what_runs.marked("effect of each setting", marks(arms), short=True))
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
@@ -294,6 +307,7 @@ def report(run) -> dict:
         "visits": rows,
         "verdict": verdict(effects, arms),
         "table": table(arms, effects, df),
+        **marks(arms),
     }
 
 
@@ -301,7 +315,8 @@ def write(run, folder: Path) -> dict:
     result = report(run)
     (folder / "report.json").write_text(json.dumps(result, indent=2) + "\n")
     (folder / "report.md").write_text(
-        f"# Campaign {run.campaign.name} ({run.id})\n\n```\n{result['table']}```\n\n"
+        what_runs.marked(f"# Campaign {run.campaign.name} ({run.id})", result)
+        + f"\n\n```\n{result['table']}```\n\n"
         f"{result['verdict']}\n\nEach arm's bench is a run folder under runs/: "
         "`seat bench compare runs/A runs/B` compares any two.\n"
     )

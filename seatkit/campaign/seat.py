@@ -10,6 +10,7 @@ from seatkit.bench import workload
 from seatkit.bench.target import Options
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.doctor import targets
+from seatkit.image import vouch
 from seatkit.seat import profiles
 from seatkit.serve import launch
 from seatkit.serve import spec as specs
@@ -29,7 +30,7 @@ class SeatDriver:
                 said.add((stage, int(waited // HEARTBEAT_S)))
                 progress(f"{arm.name}: waiting for {stage} ({waited:.0f} s)")
 
-        launch.up(spec, tick=tick)
+        launch.up(spec, tick=tick, image_check=vouch.image_check)  # as `seat up` checks its image
         try:
             target = targets.of_profile(name)
             prompts = workload.suites(list(campaign.suites), campaign.bench.max_tokens)

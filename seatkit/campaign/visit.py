@@ -54,15 +54,20 @@ def in_force(arm: Arm, profile: host_profiles.HostProfile, vendor: state.Vendor,
     return problems
 
 
-def _figures(run_folder: Path) -> dict:
+def _measured(run_folder: Path) -> dict:
+    """The run's figures per suite, and its mark: why the seat's results are unverified (None:
+    verified), so the report marks every number of that arm as the run's summary does."""
     summary = safe_yaml.read_json(run_folder / "summary.json", "bench summary", SUMMARY_BYTES)
-    return {
+    figures = {
         suite: {
             "ms_per_step": (s.get("ms_per_step") or {}).get("median"),
             "tokens_per_step": (s.get("tokens_per_step") or {}).get("median"),
         }
         for suite, s in summary["suites"].items()
     }
+    conditions = summary.get("conditions")
+    why = conditions.get("unverified") if isinstance(conditions, dict) else None
+    return {"figures": figures, "unverified": str(why) if why else None}
 
 
 def measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
@@ -121,6 +126,6 @@ def measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
             "arm": arm.name,
             "boot_id": state.boot_id(system),
             "run": str(folder.relative_to(system.path(run.folder))),
-            "figures": _figures(folder),
+            **_measured(folder),
         }
     )

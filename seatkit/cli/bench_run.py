@@ -16,7 +16,7 @@ from seatkit.cli.app import err, out
 from seatkit.cli.progress import progress
 from seatkit.doctor.targets import of_profile, of_url
 from seatkit.errors import SeatError
-from seatkit.seat import profiles
+from seatkit.seat import profiles, what_runs
 from seatkit.text import counted
 
 
@@ -182,9 +182,10 @@ def _levels(text: str) -> list[int]:
 
 def print_sweep(summary: dict, path: Path) -> None:
     for name, suite in summary["suites"].items():
-        table = Table(*report.SWEEP_HEADER, title=f"{name}: {suite['prompt']}")
-        for row in report.sweep_rows(suite):
-            table.add_row(*row)
+        c = summary["conditions"]
+        table = Table(*report.SWEEP_HEADER, title=escape(what_runs.marked(f"{name}: {suite['prompt']}", c)))
+        for row in report.sweep_rows(suite, c):
+            table.add_row(*map(escape, row))
         output.show_table(out, table)
         for row in suite["levels"]:
             for kind, message in row["alarms"].items():

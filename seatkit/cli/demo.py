@@ -13,11 +13,12 @@ from seatkit.cli.app import err, out
 from seatkit.cli.bench_run import print_summary
 from seatkit.cli.progress import progress
 from seatkit.orchestrate import demo, docker_chain
-from seatkit.seat import profiles
+from seatkit.seat import profiles, what_runs
 
 
 def print_side_by_side(summary: dict, path: Path) -> None:
     rows, sentence = demo.side_by_side(summary, path)
+    marks = summary["conditions"]  # an UNVERIFIED seat's figures are never shown without the mark
     # Short headers: two median (min-max) columns fit 80 columns side by side only so.
     table = Table(
         "factor",
@@ -25,12 +26,12 @@ def print_side_by_side(summary: dict, path: Path) -> None:
         "prose",
         "ratio",
         "share",
-        title="code against prose: median (min-max), share of the tok/s gap",
+        title=what_runs.marked("code against prose: median (min-max), share of the tok/s gap", marks, True),
     )
     for row in rows:
         table.add_row(*row)
     output.show_table(out, table)
-    out.print(escape(sentence), soft_wrap=True)
+    out.print(escape(what_runs.marked(sentence, marks)), soft_wrap=True)
 
 
 @click.command("demo")

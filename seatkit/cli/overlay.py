@@ -72,7 +72,12 @@ def verify_cmd(
     strict: bool,
     as_json: bool,
 ):
-    """Compare installed files with the lock: missing, changed and extra files, symlinks, caches.
+    """Compare installed files with the lock: missing, changed and extra files, symlinks, caches,
+    and a container's own layer.
+
+    In a container, anything written into its layer since it was made fails, outside the places a
+    serving seat writes to (/tmp, /root/.cache, /run, its mount points, .pyc files in __pycache__
+    folders); a .pth file and /etc/ld.so.preload fail wherever they are.
 
     DIRECTORY defaults to the fetched overlay (overlay/vllm)."""
     if sum(x is not None for x in (directory, image, container)) > 1:
@@ -99,6 +104,7 @@ def verify_cmd(
         problems["missing"]
         or problems["changed"]
         or problems["links"]
+        or problems.get("layer")  # a container's own layer (tree.layer)
         or (strict and (problems["extra"] or problems["caches"]))
     )
     sys.exit(1 if failed else 0)

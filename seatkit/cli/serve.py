@@ -13,7 +13,7 @@ from seatkit.cli.app import err, out
 from seatkit.cli.arguments import PROFILE
 from seatkit.cli.progress import progress
 from seatkit.errors import SeatError
-from seatkit.image import outside, prebuilt
+from seatkit.image import prebuilt, vouch
 from seatkit.models import verify
 from seatkit.seat import profiles, what_runs
 from seatkit.serve import launch, preflight, runtime
@@ -65,8 +65,11 @@ def up_cmd(profile: str, verify_models: bool):
         run, waited = launch.up(
             spec,
             tick=lambda stage, t: update(f"waiting for {stage} ({t:.0f} s)"),
-            image_check=outside.require_for,
+            image_check=vouch.image_check,
         )
+    if run.unverified and not spec.profile.experiment:  # an experiment was warned of above
+        said = what_runs.marked("this seat is", run.conditions())
+        err.print(f"[yellow]warning:[/] {escape(said)}; every result of it is marked so", highlight=False)
     out.print(
         f"[green]{profile} is up[/] after {waited:.1f} s: {run.url} serves model "
         f"[bold]{run.model}[/] ({run.runtime} {run.ident[:12]})"
@@ -145,6 +148,12 @@ def _readable(info: dict) -> dict[str, str]:
         elif key == "nsys":
             value = (
                 "off (not profiling)" if value is None else ", ".join(f"{k}={v}" for k, v in value.items())
+            )
+        elif key == "unverified":  # as `seat up` recorded it; whether it runs the lock is doctor's to say
+            value = (
+                "no (not an experiment, and its image vouched for)"
+                if value is None
+                else f"yes, every result is marked ({value})"
             )
         shown[key] = plain(value)
     return shown

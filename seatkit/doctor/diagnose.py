@@ -23,11 +23,13 @@ def diagnose(
     status = host_status.status(host) if profile.gpus.count else {}
     inside = host_rows.container() if "error" in nv and profile.gpus.count else None
     rows = gpu.rows(nv, profile, host, inside) + host_rows.rows(status, profile)
+    seat = server.seat(profile)  # once: the image and server rows judge the same seat
+    running = None if isinstance(seat, list) else seat
     try:
-        rows += image.rows(profile, specs.build(profile).values().get("SEAT_IMAGE"))
+        rows += image.rows(profile, specs.build(profile).values().get("SEAT_IMAGE"), running)
     except SeatError as exc:  # a broken models lock, say: the models rows show it, the other layers go on
         rows.append(cannot("image", "image", f"the launch spec does not build: {exc.message}", exc.hint))
-    rows += models.rows(profile) + server.rows(profile)
+    rows += models.rows(profile) + server.rows(profile, seat)
     rows += bench.rows(profile, runs, rows)
     return {
         "profile": profile.name,

@@ -10,7 +10,8 @@ from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
 from seatkit.seat import layout, what_runs
 from seatkit.seat.profiles import DockerProfile, NativeProfile, Profile
-from seatkit.serve import launch, runtime
+from seatkit.serve import bound, launch, runtime
+from seatkit.serve.running import UNKNOWN
 
 LAYER = "image"
 LABELS = (
@@ -62,16 +63,17 @@ def labels(image: str, profile: DockerProfile) -> Row:
     )
 
 
-def overlay(profile: DockerProfile, image: str) -> Row:
-    """The outside check (seatkit/image/outside.py) on the running container, else the image."""
+def overlay(profile: DockerProfile, image: str, running: launch.Running | None) -> Row:
+    """The outside check (seatkit/image/outside.py) on the running container, its own layer with
+    it (what was written into it since `seat up` checked the image), else on the image.
+    running: the profile's running seat (server.seat), None when there is none to check."""
     from seatkit.image import outside
     from seatkit.seat import overlay_lock
 
-    running = launch.recorded(profile.name)
     where, is_container = image, False
     no_engine: tuple[type[BaseException], ...] = (engine.NoEngine, *engine.errors())
     try:
-        if running and launch.in_container(running) and launch.alive(running):
+        if running and launch.in_container(running):
             where, is_container = running.ident, True
         verdict = outside.check(profile, where, outside.lock_for(image, overlay_lock.load()), is_container)
     except no_engine:
@@ -80,34 +82,53 @@ def overlay(profile: DockerProfile, image: str) -> Row:
         return fail(LAYER, "overlay", exc.message, f"seat build {profile.name}")
     what = f"container {where[:12]}" if is_container else f"image {where}"
     if not verdict.verified:
-        return fail(
-            LAYER,
-            "overlay",
-            f"{what} ({verdict.how}): {'; '.join(verdict.problems)}",
-            f"seat build {profile.name}",
+        name = profile.name
+        fix = (
+            f"seat down {name}, then seat up {name} (a new container of the image, checked first); "
+            f"seat build {name} if the image differs"
+            if is_container
+            else f"seat build {name}"
         )
+        return fail(LAYER, "overlay", f"{what} ({verdict.how}): {'; '.join(verdict.problems)}", fix)
     return ok(LAYER, "overlay", f"{what}: runs the locked overlay ({verdict.how})")
 
 
-def experiment(profile: Profile) -> list[Row]:
-    """An experiment may run other code than the lock: the doctor says so before any figure."""
-    if profile.experiment is None:
+def experiment(profile: Profile, running: launch.Running | None) -> list[Row]:
+    """An experiment may run other code than the lock: the doctor says so before any figure. Of a
+    running seat, as `seat up` recorded it (bound.conditions), never as the profile reads now."""
+    marks = bound.conditions(running, profile) if running else what_runs.conditions(profile)
+    if not marks:
         return []
+    why = "env or mounts may change what runs"
+    if running and running.unverified == UNKNOWN:
+        what, fix = "the running seat:", f"seat down {profile.name} && seat up {profile.name}"
+    elif running and marks != what_runs.conditions(profile):  # its image, as `seat up` judged it
+        what, why = "the running seat:", "what it runs is not vouched for"  # its image or its weights
+        fix = (
+            "run an image `seat build` made from the pins in force (a profile with image.overlay true) "
+            f"and weights a full verify vouches for (seat model verify {profile.name}), then "
+            f"seat down {profile.name} && seat up {profile.name}"
+        )
+    else:
+        what = "the running seat is an experiment:" if running else "experiment:"
+        fix = "take `experiment` out of the profile (and what it allowed) for a verified seat"
+        fix += f", then seat down {profile.name} && seat up {profile.name}" if running else ""
     return [
         warn(
             LAYER,
             "verified",
-            what_runs.marked("experiment:", what_runs.conditions(profile))
-            + ": env or mounts may change what runs, every result of this seat is marked",
-            "take `experiment` out of the profile (and what it allowed) for a verified seat",
+            f"{what_runs.marked(what, marks)}: {why}, every result of this seat is marked",
+            fix,
         )
     ]
 
 
-def rows(profile: Profile, image: str | None) -> list[Row]:
+def rows(profile: Profile, image: str | None, running: launch.Running | None) -> list[Row]:
+    """running: the profile's running seat (server.seat), None when there is none to check."""
+    marked = experiment(profile, running)
     if isinstance(profile, NativeProfile):
-        return [*experiment(profile), native(profile)]
+        return [*marked, native(profile)]
     assert image is not None  # a docker seat's spec has its SEAT_IMAGE knob
     if not profile.image.overlay:
-        return [*experiment(profile), base(profile), labels(image, profile)]
-    return [*experiment(profile), base(profile), labels(image, profile), overlay(profile, image)]
+        return [*marked, base(profile), labels(image, profile)]
+    return [*marked, base(profile), labels(image, profile), overlay(profile, image, running)]

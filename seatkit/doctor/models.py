@@ -68,7 +68,7 @@ def last_verify(profile: Profile) -> Row:
     if not passed:
         return fail(LAYER, "full verify", f"{when}: files differed", f"seat model fetch {profile.name}")
     try:
-        touched = _changed_since(profile, record["time"], record["models"])
+        touched = verifier.changed_since(profile, record["time"], record["models"])
     except SeatError as exc:
         return warn(LAYER, "full verify", exc.message, exc.hint)
     if touched:
@@ -76,30 +76,10 @@ def last_verify(profile: Profile) -> Row:
             LAYER,
             "full verify",
             f"{when}: every hash matched, but {len(touched)} file(s) were "
-            f"written since (e.g. {', '.join(touched[:3])})",
+            f"changed since (e.g. {', '.join(touched[:3])})",
             fix,
         )
     return ok(LAYER, "full verify", f"{when}: every hash matched, no file written since")
-
-
-def _changed_since(profile: Profile, then: float, verified: dict) -> list[str]:
-    """Files written since (ctime: a rewrite of the same size, a rename over it), or that resolve
-    to another file than the verify hashed (a link re-pointed to another blob of the same size)."""
-    found = []
-    for key in profile.models:
-        folder = locks.model_dir(profile, key)
-        identities = (verified.get(key) or {}).get("identities")
-        identities = identities if isinstance(identities, dict) else None  # an older record: ctime only
-        for path in locks.scan(folder) if folder.is_dir() else ():
-            try:
-                changed = (folder / path).stat().st_ctime > then or (
-                    identities is not None and identities.get(path) != locks.identity(folder / path)
-                )
-            except OSError:  # gone since the walk
-                changed = True
-            if changed:
-                found.append(f"{key}/{path}")
-    return found
 
 
 def rows(profile: Profile) -> list[Row]:

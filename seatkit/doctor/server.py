@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import requests
 
@@ -17,24 +16,17 @@ from seatkit.bench import metrics
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
 from seatkit.seat.profiles import Profile
-from seatkit.serve import launch
+from seatkit.serve import bound, client, launch
 
 LAYER = "server"
 CHECKS = ("identity", "vLLM version", "spec config", "alone")
-DEADLINE_S = 15  # for a whole answer: `timeout` bounds each read, and a trickling listener never ends
-LIMIT = 16 << 20  # bytes: vLLM's /metrics is tens of kB
+DEADLINE_S = 15  # for a whole answer (client.fetch's size limit is ample: vLLM's /metrics is tens of kB)
 
 
 def _get(run: launch.Running, path: str) -> str:
-    deadline = time.monotonic() + DEADLINE_S
-    body = bytearray()
-    with requests.get(f"{run.url}{path}", headers=launch.headers(run), timeout=5, stream=True) as answer:
-        answer.raise_for_status()
-        while piece := answer.raw.read1(1 << 16, decode_content=True):  # what has come, not 64 kB
-            body += piece
-            if time.monotonic() > deadline or len(body) > LIMIT:
-                raise requests.Timeout(f"{path}: no whole answer within {DEADLINE_S} s and {LIMIT} bytes")
-    return body.decode(errors="replace")
+    answer = client.fetch("GET", f"{run.url}{path}", DEADLINE_S, headers=launch.headers(run))
+    answer.raise_for_status()
+    return answer.content.decode(errors="replace")
 
 
 def identity(run: launch.Running) -> Row:
@@ -107,19 +99,31 @@ def alone(text: str) -> Row:
     return ok(LAYER, "alone", "no request running or waiting")
 
 
-def rows(profile: Profile) -> list[Row]:
-    run = launch.recorded(profile.name)
+def seat(profile: Profile) -> launch.Running | list[Row]:
+    """The profile's running seat, or the rows that say why there is none to check: not up, no
+    engine, or a profile edited since `seat up` (a FAIL: judged by that file, the seat would be held
+    to, and its results marked by, what it does not run)."""
     no_engine: tuple[type[BaseException], ...] = (engine.NoEngine, *engine.errors())
     try:
-        up = run is not None and launch.alive(run)
+        run = bound.seat_of(profile)
     except no_engine:
         return [
             cannot(LAYER, check, f"{profile.name} runs in docker and no docker engine answers", engine.HINT)
             for check in CHECKS
         ]
-    if run is None or not up:
+    except SeatError as exc:  # an unreadable record, or the profile edited since `seat up`
+        return [fail(LAYER, "run record", exc.message, exc.hint)]
+    if run is None:
         why = f"{profile.name} is not up (no process recorded by seat up is alive)"
         return [cannot(LAYER, check, why, f"seat up {profile.name}") for check in CHECKS]
+    return run
+
+
+def rows(profile: Profile, seat: launch.Running | list[Row]) -> list[Row]:
+    """The running seat's rows; seat: what seat() found."""
+    if isinstance(seat, list):
+        return seat
+    run = seat
     try:
         text = _get(run, "/metrics")
         return [identity(run), version(run, profile), spec_config(run, profile, text), alone(text)]

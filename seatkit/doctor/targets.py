@@ -9,20 +9,20 @@ from seatkit import engine, text
 from seatkit.bench.target import Target
 from seatkit.errors import SeatError
 from seatkit.host import gpus
-from seatkit.image import b12x
-from seatkit.models import lock as model_locks
-from seatkit.seat import layout, profiles, what_runs
-from seatkit.serve import launch
+from seatkit.image import b12x, tree
+from seatkit.seat import layout, profiles
+from seatkit.serve import bound, launch, reach
 
 
 def of_profile(name: str) -> Target:
-    """The seat `seat up` started for the profile, with the profile's conditions."""
+    """The seat `seat up` started for the profile, with the profile's conditions (refused when the
+    profile was edited since: they would not be the seat's) and the mark its record holds."""
     profile = profiles.load(name)
-    running = launch.recorded(profile.name)
-    if running is None or not launch.alive(running):
+    running = bound.seat_of(profile)
+    if running is None:
         raise SeatError(f"{profile.name} is not up", f"seat up {profile.name}, or pass --url and --model")
     spec = profile.speculative
-    labels, mounts = _labels(running)
+    labels, mounts, written = _container(running, profile)
     draft = profile.models[spec.draft_model] if spec and spec.draft_model else None
     return Target(
         running.url,
@@ -31,12 +31,12 @@ def of_profile(name: str) -> Target:
         k=spec.num_speculative_tokens if spec else None,
         conditions={
             "profile": profile.name,
-            "profile_sha256": profile.sha256,
+            "profile_sha256": running.profile_sha256 or None,  # as launched; None: not recorded
             "draft_method": spec.method if spec else None,
             "draft_policy": (spec.config.get("draft_sample_method", "greedy") if spec else None),
             "base_model": _model_name(profile.models[profile.model]),
             "draft_model": _model_name(draft) if draft else None,
-            "model_locks": model_locks.hashes(profile),
+            "model_locks": running.model_locks,  # as locked at `seat up`, not as the lock reads now
             "image": profile.image.reference if profile.image else None,
             "image_labels": labels,
             "b12x_kernels": b12x.kernels(labels, b12x.mounted_over(mounts, profile.image.b12x_dir))
@@ -44,23 +44,50 @@ def of_profile(name: str) -> Target:
             else None,
             "runtime": profile.runtime,
             "gpus": gpus.inventory(),
-            **what_runs.conditions(profile),
+            **_marks(bound.conditions(running, profile), written),
         },
-        verify=lambda: launch.require_identity(running),
+        verify=lambda: _unwritten(running, profile, written),
     )
+
+
+def _marks(recorded: dict, written: list[str]) -> dict:
+    """The record's mark, and what was written into the seat's container since it was made: code
+    the server may import next (vLLM imports parsers, backends and workers lazily)."""
+    if not written:
+        return recorded
+    why = f"written into its container since it started: {'; '.join(written[:3])}" + (
+        f" (and {len(written) - 3} more)" if len(written) > 3 else ""
+    )
+    return {"unverified": "; ".join(r for r in (recorded.get("unverified"), why) if r)}
+
+
+def _unwritten(running: launch.Running, profile: profiles.Profile, written: list[str]) -> str:
+    """Before and after each bench group: the seat's identity, and nothing written into its
+    container beyond what its results are marked with."""
+    proof = launch.require_identity(running)
+    new = sorted(set(_container(running, profile)[2]) - set(written))
+    if new:
+        raise SeatError(
+            f"{profile.name}'s container was written into during the bench: {'; '.join(new[:3])}",
+            f"seat doctor {profile.name} names it; seat down {profile.name} && seat up {profile.name}",
+        )
+    return proof
 
 
 def _model_name(model) -> str:
     return model.host_dir or f"{model.build} (built locally)"
 
 
-def _labels(running: launch.Running) -> tuple[dict | None, list[dict]]:
-    """The container's image labels (base digest, overlay hashes, once `seat build` sets them) and
-    its mounts."""
-    if not launch.in_container(running):
-        return None, []
+def _container(
+    running: launch.Running, profile: profiles.Profile
+) -> tuple[dict | None, list[dict], list[str]]:
+    """The container's image labels (base digest, overlay hashes, once `seat build` sets them), its
+    mounts, and what was written into it since it was made, judged as doctor's overlay row does."""
+    if not launch.in_container(running) or profile.image is None:
+        return None, [], []
     container = engine.client().containers.get(running.ident)
-    return container.image.labels, container.attrs.get("Mounts") or []
+    mounts = container.attrs.get("Mounts") or []
+    return container.image.labels, mounts, tree.written(container, profile.image.vllm_dir)
 
 
 def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
@@ -80,14 +107,20 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
     )
 
 
+# The mark of a server no run record of this machine names: the kit checked nothing of what it runs.
+NO_RECORD = "benched by URL: no `seat up` of this machine runs it, so nothing checked what it runs"
+
+
 def _local_experiment(url: str) -> dict:
-    """A seat of this machine's `seat up` at that URL marks its results as its profile does."""
+    """A seat of this machine's `seat up` that the URL reaches marks its results as its record
+    does, however the URL spells the seat's address (reach.reaches); any other server is marked
+    NO_RECORD (a script's or compose's launch, another machine's, another kit's)."""
     skipped: tuple[type[BaseException], ...] = (SeatError, *engine.errors())
     for record in sorted(layout.run_records().glob("*.json")):
         try:
             running = launch.recorded(record.stem)
-            if running and running.url == url and launch.alive(running):
-                return what_runs.conditions(profiles.load(running.profile))
-        except skipped:  # a torn record, a deleted profile, a lost engine
+            if running and reach.reaches(url, running.url) and launch.alive(running):
+                return running.conditions()
+        except skipped:  # a torn record, a lost engine
             continue
-    return {}
+    return {"unverified": NO_RECORD}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from seatkit import engine, paths
 from seatkit.errors import SeatError
-from seatkit.image import b12x, dockerfile, outside, overlay
+from seatkit.image import b12x, dockerfile, outside, overlay, tree
 from seatkit.image.container import copy_out, created, symlinked_folders
 from seatkit.image.dockerfile import DOCKERFILE, IMAGE_FILES, SCRIPTS
 from seatkit.seat.overlay_lock import Lock, seat_tag
@@ -69,7 +69,9 @@ def context(
     """The build context as a tar laid out like the repository (Dockerfile, image/, overlay/overlay.lock)
     with the overlay files to copy under overlay/root/ at their full path (OVERLAY_FILES and
     OVERLAY_INTO in the Dockerfile). Every folder is an entry with the fixed time.
-    `b12x` (lock, its files, the b12x package in the image) adds the b12x overlay, copied whole."""
+    `b12x` (lock, its files, the b12x package in the image) adds the b12x overlay, copied whole.
+    overlay/copied lists every file copied, at its path in the image: the build removes the base's
+    bytecode of each (image/drop-bytecode.sh)."""
     base = base or {}
     copied = sorted(name for name, digest in lock.files.items() if base.get(name) != digest)
     entries: dict[str, tuple[bytes | None, int]] = {
@@ -81,10 +83,13 @@ def context(
     for script in SCRIPTS:
         entries[f"image/{script}"] = ((IMAGE_FILES / script).read_bytes(), 0o755)
     _place(entries, copied, overlay_dir, vllm_dir)
+    placed = [f"{vllm_dir}/{name}" for name in copied]
     if b12x:
         b12x_lock, b12x_files, b12x_dir = b12x
         entries["overlay/b12x.lock"] = (b12x_lock.dump().encode(), 0o644)
         _place(entries, sorted(b12x_lock.files), b12x_files, b12x_dir)
+        placed += [f"{b12x_dir}/{name}" for name in sorted(b12x_lock.files)]
+    entries["overlay/copied"] = ("".join(f"{path}\n" for path in placed).encode(), 0o644)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in sorted(entries):
@@ -142,6 +147,18 @@ def _require_no_links(container, vllm_dir: str) -> None:
         )
 
 
+def _require_no_triggers(base_ref: str, config: dict) -> None:
+    """A base's ONBUILD triggers run inside any build FROM it, ahead of the kit's own steps: code
+    the lock does not pin, in the image `seat build` then records as the verified one."""
+    triggers = config.get("OnBuild") or []
+    if triggers:
+        raise SeatError(
+            f"the base {base_ref} has ONBUILD triggers, which would run inside `seat build`: "
+            + "; ".join(triggers),
+            "build from a base without triggers (the kit never runs a base's triggers); nothing was built",
+        )
+
+
 def _require_match(folder: Path, lock: Lock, which: str, fix: str) -> None:
     """Refuse to build from files that are missing or changed against their lock."""
     problems = overlay.verify(folder, lock)
@@ -177,15 +194,13 @@ def build(
         )
     client = engine.client()
     progress(f"base {base_ref}")
+    base_image = client.images.get(base_ref)  # before the build: the record names what it built on
+    _require_no_triggers(base_ref, base_image.attrs.get("Config") or {})
+    b12x_lock = b12x_overlay[0] if b12x_overlay else None
     with created(base_ref) as container:
         _require_no_links(container, image.vllm_dir)
         base = base_files(container, image.vllm_dir) if delta else {}
-        kernels = b12x.provenance(
-            container,
-            client.images.get(base_ref).labels or {},
-            image.b12x_dir,
-            b12x_overlay[0] if b12x_overlay else None,
-        )
+        kernels = b12x.provenance(container, base_image.labels or {}, image.b12x_dir, b12x_lock)
     ctx = context(
         lock,
         overlay_dir,
@@ -195,10 +210,12 @@ def build(
     )
     progress(f"overlay: {len(ctx.copied)} files to copy, {len(ctx.skipped)} already identical in the base")
     progress(f"b12x overlay: {kernels['B12X_OVERLAY']}; {b12x.DENSE} sha256 {kernels['B12X_DENSE_SHA256']}")
-    tag = seat_tag(profile, lock, b12x_overlay[0] if b12x_overlay else None)
+    tag = seat_tag(profile, lock, b12x_lock)
     args = {**build_args(profile, lock, base_ref), **kernels}
     image_id = _engine_build(client, ctx.data, tag, args, nocache, progress)
-    outside.record(tag, image_id, profile, lock)  # `seat up` runs this id as verified, none other
+    outside.record(
+        tag, image_id, profile, lock, (base_ref, digest, base_image.id), b12x_lock
+    )  # `seat up` runs this id as verified, none other
     return {
         "image": image_id,
         "tag": tag,
@@ -303,4 +320,7 @@ def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lo
         root = copy_out(container or stack.enter_context(created(name)), inside, Path(tmp), links)
         if root is None:
             raise NoPackage(f"{name} has no {inside}", "pass --dir with the vllm package's path inside it")
-        return overlay.verify(root, lock, links)
+        found = overlay.verify(root, lock, links)
+    if container is not None:  # written into since it was made (docker cp, an exec)
+        found["layer"] = tree.written(container, inside)
+    return found

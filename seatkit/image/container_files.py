@@ -28,8 +28,8 @@ def is_dir(found: dict | None) -> bool:
     return bool(found and found.get("mode", 0) & IS_DIR)
 
 
-def read(container, path: str, hops: int = 8) -> bytes | None:
-    """One regular file's bytes, following symlinks as exec and open do (None when absent)."""
+def _archive(container, path: str) -> bytes | None:
+    """The engine's tar of a path (None when absent or bigger than MAX_READ)."""
     from docker.errors import NotFound
 
     try:
@@ -41,7 +41,25 @@ def read(container, path: str, hops: int = 8) -> bytes | None:
         data += chunk
         if len(data) > MAX_READ:
             return None
-    with tarfile.open(fileobj=io.BytesIO(bytes(data)), mode="r|") as tar:
+    return bytes(data)
+
+
+def names(container, folder: str) -> list[str]:
+    """The names in a folder of the container, as its links place the folder (none when absent)."""
+    data = _archive(container, lands(container, folder))
+    if data is None:
+        return []
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r|") as tar:
+        parts = [PurePosixPath(member.name).parts for member in tar]
+    return sorted({p[1] for p in parts if len(p) > 1})
+
+
+def read(container, path: str, hops: int = 8) -> bytes | None:
+    """One regular file's bytes, following symlinks as exec and open do (None when absent)."""
+    data = _archive(container, path)
+    if data is None:
+        return None
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r|") as tar:
         for member in tar:
             if member.issym() and hops:
                 return read(container, str(PurePosixPath(path).parent / member.linkname), hops - 1)

@@ -10,7 +10,7 @@ from seatkit.seat.profiles import Profile
 
 DOCKERFILE = paths.REPO / "Dockerfile"
 IMAGE_FILES = paths.REPO / "image"  # the scripts the image runs: entrypoint, checks, health
-SCRIPTS = ("entrypoint.sh", "build-check.sh", "smoke.sh", "smoke.py", "health.sh")
+SCRIPTS = ("entrypoint.sh", "build-check.sh", "drop-bytecode.sh", "smoke.sh", "smoke.py", "health.sh")
 
 
 def build_args(profile: Profile, lock: Lock) -> dict[str, str]:

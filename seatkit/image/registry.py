@@ -17,6 +17,7 @@ from seatkit import engine
 from seatkit.errors import SeatError
 from seatkit.ports import free_loopback_port
 from seatkit.serve import identity
+from seatkit.serve.client import fetch
 
 
 @contextmanager
@@ -56,8 +57,8 @@ def loopback(folder: Path, timeout: float = 30) -> Iterator[str]:
 
 def _answers(address: str) -> bool:
     try:
-        return requests.get(f"http://{address}/v2/", timeout=2).status_code == 200
-    except requests.RequestException:
+        return fetch("GET", f"http://{address}/v2/", 2).status_code == 200  # never through a proxy
+    except (requests.RequestException, SeatError):
         return False
 
 

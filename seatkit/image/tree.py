@@ -45,6 +45,19 @@ def additions(vllm_dir: str, lock: Lock, b12x_dir: str, b12x_lock: Lock | None) 
     return out
 
 
+def bytecode(folder: str, lock: Lock | None, paths: Iterable[str]) -> set[str]:
+    """The compiled bytecode among paths of each locked .py file under folder
+    (<dir>/__pycache__/<stem>.*.pyc): `seat build` removes the base's of each file it copies."""
+    sources = {f"{folder}/{name}" for name in (lock.files if lock else ()) if name.endswith(".py")}
+    found = set()
+    for path in paths:
+        at = PurePosixPath(path)
+        if at.parent.name == "__pycache__" and at.suffix == ".pyc":
+            if f"{at.parent.parent}/{at.name.split('.')[0]}.py" in sources:
+                found.add(path)
+    return found
+
+
 class _Chunks(io.RawIOBase):
     """The engine's archive stream (an iterable of byte chunks) as a file tarfile can read."""
 
@@ -116,18 +129,85 @@ def _why(path: str, vllm_dir: str) -> str:
     return path
 
 
+# What a running seat writes into its own layer besides bytecode (`docker diff` of the serving vLLM
+# CPU seat: /tmp, its mount points, docker's init): scratch, caches and run-time state. A folder's
+# own change is judged by what changed inside it.
+RUN_TIME = ("/tmp", "/var/tmp", "/root/.cache", "/root/.config/vllm", "/dev/shm", "/run")
+ENGINE = ("/sbin/docker-init", "/usr/sbin/docker-init")  # docker.init's binary, mounted at start
+ALWAYS = ("/etc/ld.so.preload",)  # the loader preloads it into every program, from wherever it is
+CODE = {"bin", "sbin", "lib", "lib32", "lib64", "libexec"}  # folders programs and libraries load from
+KINDS = {0: "changed", 1: "added", 2: "removed"}  # docker's changes list (GET /containers/{id}/changes)
+
+
+def _under(path: str, folders: Iterable[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _layer_why(path: str, vllm_dir: str) -> str:
+    """_why, for a path of a running container's own layer: what changing it does to the server."""
+    parts = set(PurePosixPath(path).parts)
+    if (
+        path.endswith(".pth")
+        or path.startswith(vllm_dir + "/")
+        or PurePosixPath(path).name == "entry_points.txt"
+    ):
+        return _why(path, vllm_dir).replace("not in the lock", "changed in the running container")
+    if path in ALWAYS:
+        return f"{path} (preloaded into every program)"
+    if _under(path, ("/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ld.so.cache")):
+        return f"{path} (where the loader finds shared libraries)"
+    if parts & {"site-packages", "dist-packages"}:
+        return f"{path} (where Python imports packages from)"
+    if _under(path, (KIT,)):
+        return f"{path} (the kit's start check and locks)"
+    if parts & CODE:
+        return f"{path} (where programs and libraries are loaded from)"
+    return path
+
+
+def layer(changes: list[dict] | None, vllm_dir: str, mounts: Iterable[str] = ()) -> list[str]:
+    """A running (or stopped) container's changes against its image, from the engine (kind 0
+    changed, 1 added, 2 removed): one finding per path outside the run-time places and the
+    container's own mount points (docker makes those); .pth files and the loader's preload file
+    wherever they are. A folder holding other changes is judged by them (its time changed)."""
+    paths = {c["Path"]: c["Kind"] for c in changes or []}
+    # Only a mount point docker made (an absolute path below /) stands for the folder under it.
+    allowed = (*RUN_TIME, *(m for m in mounts if m.startswith("/") and m.strip("/")))
+    holding = {str(parent) for path in paths for parent in PurePosixPath(path).parents}
+    found = []
+    for path, kind in sorted(paths.items()):
+        folder = kind != 2 and path in holding
+        # Bytecode too: the image sets PYTHONDONTWRITEBYTECODE, so the seat itself writes none.
+        if path.endswith(".pth") or path in ALWAYS or not (folder or _under(path, allowed) or path in ENGINE):
+            found.append(f"{_layer_why(path, vllm_dir)} {KINDS.get(kind, f'kind {kind}')}")
+    return found
+
+
+def written(container, vllm_dir: str) -> list[str]:
+    """layer() on what the engine lists as written into the container since it was made (docker cp,
+    an exec), against the mount points it was started with: the one judgement of a container's
+    own layer (doctor's overlay row, `seat overlay verify --container`, the bench's mark)."""
+    mounts = [m.get("Destination", "") for m in container.attrs.get("Mounts") or []]
+    return layer(container.diff(), vllm_dir, mounts)
+
+
 def differences(
-    image: dict[str, Entry], base: dict[str, Entry], allowed: dict[str, str], judged: Iterable[str] = ()
+    image: dict[str, Entry],
+    base: dict[str, Entry],
+    allowed: dict[str, str],
+    judged: Iterable[str] = (),
+    removable: Iterable[str] = (),
 ) -> dict[str, list[str]]:
     """The paths added, changed and removed against the base, beyond the allowed files (by their
     SHA-256) and the folders on their way; `judged` paths are checked elsewhere (the locked files,
-    one by one against the lock)."""
-    skip = set(judged)
+    one by one against the lock); `removable` ones the image may lack (bytecode(): a missing .pyc
+    only makes Python compile the source)."""
+    skip, gone = set(judged), set(removable)
     folders = {str(parent) for path in allowed for parent in PurePosixPath(path).parents}
     found: dict[str, list[str]] = {"added": [], "changed": [], "removed": []}
     for path in sorted(image.keys() | base.keys()):
         mine, theirs = image.get(path), base.get(path)
-        if path in skip or mine == theirs:
+        if path in skip or mine == theirs or mine is None and path in gone:
             continue
         if path in allowed and mine is not None and mine[0] == "file" and mine[2] == allowed[path]:
             continue

@@ -1,18 +1,15 @@
 """What the server will execute and import, resolved in an image the way it will be resolved: the
 `env` and `vllm` its PATH finds, the script's interpreter, the folders Python searches before
-site-packages, the healthcheck, the mounts as the image's links place them, and each locked file
-with what Python would load in its place."""
+site-packages, the healthcheck, and each locked file with what Python would load in its place."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-import sys
 from pathlib import PurePosixPath
 
-from seatkit.image.container_files import is_dir, lands, read, same_as_base, stat, which
+from seatkit.image.container_files import is_dir, read, same_as_base, stat, which
 from seatkit.image.dockerfile import IMAGE_FILES
-from seatkit.seat import what_runs
 from seatkit.seat.overlay_lock import Lock
 
 HEALTHCHECK = ["CMD", "/opt/seatkit/health.sh"]  # the Dockerfile's: it runs inside the seat all along
@@ -24,27 +21,6 @@ def extensions(python: str) -> list[str]:
     """The suffixes of an extension module Python loads for a name (pythonX.Y's ABI)."""
     abi = python.replace("python", "").replace(".", "")
     return [".so", ".abi3.so", *(f".cpython-{abi}-{arch}-linux-gnu.so" for arch in ARCHES)]
-
-
-def mounts_land(inside, mounts: dict[str, str], vllm_dir: str, b12x_dir: str, cwd: str) -> list[str]:
-    """A mount target the profile may name that the image links onto the import or exec path, or
-    that puts a standard-library name in the working directory (mounts: by the field naming each): a spawned worker (python -c)
-    imports multiprocessing and its helpers with the working directory first on sys.path."""
-    problems = []
-    cwd_path = what_runs.where(cwd)
-    for name, target in mounts.items():
-        landed = lands(inside, target)
-        why = what_runs.refused_mount(f"{name} (at {landed} in this image)", landed, vllm_dir, b12x_dir)
-        if landed != str(what_runs.where(target)) and why:
-            problems.append(why)
-        at = PurePosixPath(landed)
-        stdlib_name = at.name.split(".")[0] in sys.stdlib_module_names
-        if at in (cwd_path, *cwd_path.parents) or at.parent == cwd_path and stdlib_name:
-            problems.append(
-                f"{name} {target}: it puts {at.name} in the working directory {cwd_path}, where a "
-                "spawned worker imports the standard library from first"
-            )
-    return problems
 
 
 def healthcheck(inside, base, config: dict, search: str) -> list[str]:
@@ -78,23 +54,35 @@ def resolved(inside, base, search: str, venv: PurePosixPath, python: str) -> lis
     want = f"{venv}/bin/vllm"
     if found != want:
         return problems + [f"PATH {search} finds vllm at {found}, not the venv's {want}"]
-    shebang = SHEBANG.match(read(inside, want) or b"")
-    interpreter = shebang[1].decode(errors="replace") if shebang else ""
+    interpreter = script_interpreter(inside, venv)
     if not interpreter.startswith(f"{venv}/bin/python"):
         return problems + [f"{want} is not a script run by {venv}/bin/python"]
     if not same_as_base(inside, base, want):
         problems.append(f"{want} is not the base's")
-    cfg = (read(inside, f"{venv}/pyvenv.cfg") or b"").decode(errors="replace")
-    home = re.search(r"^home\s*=\s*(\S+)", cfg, re.M)
+    cfg, home = venv_config(inside, venv)
     if not home or not same_as_base(inside, base, f"{venv}/pyvenv.cfg"):
         return problems + [f"{venv}/pyvenv.cfg is missing or not the base's"]
     version = re.search(r"^version(?:_info)?\s*=\s*(\d+)\.(\d+)", cfg, re.M)
     if version and f"python{version[1]}.{version[2]}" != python:
         problems.append(f"{venv} runs python{version[1]}.{version[2]}: it imports no package from {python}")
-    problems += _before_site_packages(inside, base, venv, python, PurePosixPath(home[1]).parent)
+    problems += _before_site_packages(inside, base, venv, python, PurePosixPath(home).parent)
     if not same_as_base(inside, base, interpreter):
         problems.append(f"{interpreter} (the interpreter) is not the base's")
     return problems
+
+
+def script_interpreter(inside, venv: PurePosixPath) -> str:
+    """The interpreter the venv's vllm script names on its #! line ('' when none)."""
+    shebang = SHEBANG.match(read(inside, f"{venv}/bin/vllm") or b"")
+    return shebang[1].decode(errors="replace") if shebang else ""
+
+
+def venv_config(inside, venv: PurePosixPath) -> tuple[str, str | None]:
+    """The venv's pyvenv.cfg, and its home: the folder of the interpreter it was made from, whose
+    parent is the prefix Python takes its standard library from."""
+    cfg = (read(inside, f"{venv}/pyvenv.cfg") or b"").decode(errors="replace")
+    home = re.search(r"^home\s*=\s*(\S+)", cfg, re.M)
+    return cfg, home[1] if home else None
 
 
 def _before_site_packages(inside, base, venv: PurePosixPath, python: str, prefix: PurePosixPath) -> list[str]:
@@ -122,8 +110,10 @@ def _before_site_packages(inside, base, venv: PurePosixPath, python: str, prefix
 
 def package(inside, base, vllm_dir: str, python: str, lock: Lock) -> list[str]:
     """Each locked file at the profile's vllm_dir, read one by one, and anything Python would load
-    in its place: a package or an extension module of the same name, or compiled bytecode the
-    base did not ship (a planted .pyc with the source's size and time runs instead of it)."""
+    in its place: a package or an extension module of the same name, compiled bytecode the base
+    did not ship (a planted .pyc with the source's size and time runs instead of it), or the base's
+    own bytecode of a file the overlay replaced (stale, and run instead of the source when it is
+    unchecked-hash or its recorded time and size match the new source's)."""
     at = PurePosixPath(vllm_dir)
     if (at.name, at.parent.name, at.parent.parent.parent.name) != ("vllm", "site-packages", "lib"):
         return [
@@ -131,10 +121,10 @@ def package(inside, base, vllm_dir: str, python: str, lock: Lock) -> list[str]:
         ]
     if not stat(inside, f"{vllm_dir}/__init__.py"):
         return [f"no vllm package at {vllm_dir} (image.vllm_dir)"]
-    abi = python.replace("python", "").replace(".", "")
     missing, changed, hidden = [], [], []
+    stale: list[str] = []  # the base's bytecode of a replaced file
     for name, digest in sorted(lock.files.items()):
-        path = f"{vllm_dir}/{name}"
+        path, data = f"{vllm_dir}/{name}", None
         if stat(inside, path) is None:
             missing.append(name)
         elif (data := read(inside, path, hops=0)) is None or hashlib.sha256(data).hexdigest() != digest:
@@ -143,14 +133,48 @@ def package(inside, base, vllm_dir: str, python: str, lock: Lock) -> list[str]:
             continue
         folder, stem = str(PurePosixPath(path).parent), PurePosixPath(name).stem
         instead = [f"{folder}/{stem}/__init__.py", *(f"{folder}/{stem}{s}" for s in extensions(python))]
-        cached = [f"{folder}/__pycache__/{stem}.cpython-{abi}{opt}.pyc" for opt in ("", ".opt-1", ".opt-2")]
         hidden += [p for p in instead if stat(inside, p)]
-        hidden += [p for p in cached if stat(inside, p) and not same_as_base(inside, base, p)]
-    kinds = {"missing": missing, "changed": changed, "loaded instead of a locked file": hidden}
+        planted, old = _cached(inside, base, path, python, data)
+        hidden, stale = hidden + planted, stale + old
+    kinds = {
+        "missing": missing,
+        "changed": changed,
+        "loaded instead of a locked file": hidden,
+        "kept stale from the base (Python may run it instead of the replaced source)": stale,
+    }
     return [
         f"{len(names)} file(s) of {vllm_dir} {kind}: {listed(names)}"
         for kind, names in kinds.items()
         if names
+    ]
+
+
+def _cached(inside, base, path: str, python: str, source: bytes | None) -> tuple[list[str], list[str]]:
+    """The bytecode Python may run instead of reading the source at path (source: the image's, as
+    read): what the base did not ship, and the base's own once the source is not the base's (stale)."""
+    at, abi = PurePosixPath(path), python.replace("python", "").replace(".", "")
+    cached = [f"{at.parent}/__pycache__/{at.stem}.cpython-{abi}{opt}.pyc" for opt in ("", ".opt-1", ".opt-2")]
+    planted, stale = [], []
+    for pyc in filter(lambda p: stat(inside, p), cached):
+        if not same_as_base(inside, base, pyc):
+            planted.append(pyc)
+        elif source is None or read(base, path, hops=0) != source:
+            stale.append(pyc)
+    return planted, stale
+
+
+def kernels(inside, base, b12x_dir: str, python: str, lock: Lock) -> list[str]:
+    """The bytecode Python may run instead of the b12x overlay's source (its files themselves are
+    judged with the tree, by the lock's hashes)."""
+    found = []
+    for name in sorted(n for n in lock.files if n.endswith(".py")):
+        path = f"{b12x_dir}/{name}"
+        planted, stale = _cached(inside, base, path, python, read(inside, path, hops=0))
+        found += planted + stale
+    if not found:
+        return []
+    return [
+        f"{len(found)} .pyc file(s) of {b12x_dir} may run instead of the b12x overlay's source: {listed(found)}"
     ]
 
 

@@ -20,7 +20,7 @@ from seatkit import safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.models import hashing
-from seatkit.seat import layout
+from seatkit.seat import layout, profiles
 from seatkit.seat.profiles import Profile
 from seatkit.seat.sections import HUB_REPOSITORY, HUB_REVISION, ModelDir
 
@@ -54,6 +54,20 @@ class ModelLock:
 def lock_path(profile: Profile) -> Path | None:
     """profiles/NAME.models.lock beside the profile's file; None for a profile made in memory."""
     return Path(profile.source).with_suffix(".models.lock") if profile.source else None
+
+
+def pinning(profile: Profile) -> Path | None:
+    """The lock that pins the profile's models: its own, else that of the nearest profile it extends
+    whose models are the same (a variant that changes a flag keeps its base's pins, and one that
+    changes a model keeps none of them)."""
+    own = lock_path(profile)
+    if own is None or own.exists():
+        return own
+    for parent in reversed(profile.extended):
+        path = Path(parent).with_suffix(".models.lock")
+        if path.exists():
+            return path if profiles.load(parent).models == profile.models else own
+    return own
 
 
 def model_dir(profile: Profile, key: str, environ=os.environ) -> Path:
@@ -199,8 +213,8 @@ def write(profile: Profile, locks: dict[str, ModelLock]) -> Path:
 
 
 def read(profile: Profile) -> dict[str, ModelLock] | None:
-    """The profile's lock; None when it has none. A lock that names other models is an error."""
-    path = lock_path(profile)
+    """The profile's lock (pinning); None when it has none. A lock that names other models is an error."""
+    path = pinning(profile)
     if path is None or not path.exists():
         return None
     where = f"{path}"

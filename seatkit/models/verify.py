@@ -1,12 +1,13 @@
 """`seat model verify`: each model folder against the lock (missing, changed, extra files).
 
 Sizes alone cost a directory walk (preflight runs them every time); full hashing reads every byte
-and is opt-in. Every full verify is recorded under SEAT_HOME/models/verified/ for `seat doctor`.
+and is opt-in. Every full verify is recorded under SEAT_HOME/verified/ for `seat doctor` and `seat setup`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -120,6 +121,70 @@ def last_full(profile: str) -> dict | None:
     """The last recorded full verify of the profile's models, if any."""
     path = _record_path(profile)
     return safe_yaml.read_json(path, "verify record") if path.exists() else None
+
+
+def changed_since(profile: Profile, then: float, verified: dict, environ=os.environ) -> list[str]:
+    """KEY/PATH of the verified models' files written since `then` (ctime: a rewrite of the same
+    size, a rename over it), gone since, or that resolve to another file than the verify hashed (a
+    link re-pointed to another blob of the same size)."""
+    found = []
+    for key, model in verified.items():
+        if key not in profile.models:
+            continue
+        folder = model_dir(profile, key, environ)
+        identities = model.get("identities") if isinstance(model, dict) else None
+        identities = identities if isinstance(identities, dict) else None  # an older record: ctime only
+        present = scan(folder) if folder.is_dir() else {}
+        for path in present:
+            try:
+                changed = (folder / path).stat().st_ctime > then or (
+                    identities is not None and identities.get(path) != identity(folder / path)
+                )
+            except OSError:  # gone since the walk
+                changed = True
+            if changed:
+                found.append(f"{key}/{path}")
+        found += [f"{key}/{path}" for path in sorted(set(identities or ()) - set(present))]
+    return found
+
+
+def vouched(profile: Profile, key: str, environ=os.environ) -> bool:
+    """Whether the last full verify found the model's folder as its lock is now, and nothing in it
+    changed since: then it need not be hashed again."""
+    return unvouched(profile, key, environ) is None
+
+
+def unvouched(profile: Profile, key: str, environ=os.environ) -> str | None:
+    """Why the last full verify does not vouch for the model's folder as it is now (None: it does)."""
+    try:
+        record, locks = last_full(profile.name), read(profile)
+        if not locks or key not in locks:
+            return f"model {key}: no models lock pins its files"
+        if not record or key not in record["models"]:
+            return f"model {key}: never fully verified against its lock here"
+        model, folder = record["models"][key], str(model_dir(profile, key, environ))
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
+        if model["sha256"] != locks[key].sha256:
+            return f"model {key}: locked again since its last full verify ({when})"
+        if model["dir"] != folder:
+            return f"model {key}: read from {folder}, its last full verify ({when}) hashed {model['dir']}"
+        if any(model[problem] for problem in ("missing", "changed", "extra")):
+            return f"model {key}: its last full verify ({when}) found {summary(model)}"
+        changed = changed_since(profile, record["time"], {key: model}, environ)
+        if changed:
+            return f"model files changed since their last full verify ({when}): {', '.join(changed[:3])}"
+        return None
+    except (SeatError, OSError, ValueError, KeyError, TypeError, AttributeError):  # a torn record
+        return f"model {key}: its last full verify's record is unreadable"
+
+
+def unvouched_models(profile: Profile, environ=os.environ) -> str | None:
+    """Why a seat of the profile would serve weights that no full verify vouches for (None: every
+    model's are), for its run record; `seat up --verify-models` hashes them first, so they are."""
+    found = [why for key in profile.models if (why := unvouched(profile, key, environ))]
+    if not found:
+        return None
+    return "; ".join(found) + f" (seat model verify {profile.name}, or seat up --verify-models)"
 
 
 def summary(problems: dict[str, list[str]]) -> str:

@@ -27,9 +27,9 @@ from seatkit.bench import workload
 from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.image import build as image_build
-from seatkit.image import cpu_base, outside, overlay, pin, registry
+from seatkit.image import cpu_base, overlay, pin, registry, vouch
 from seatkit.image.container import copy_out, created
-from seatkit.models import lock
+from seatkit.models import lock, verify
 from seatkit.orchestrate.demo import MAX_TOKENS, SHORT, SUITES
 from seatkit.seat import layout, profiles
 from seatkit.serve import launch, runtime
@@ -190,11 +190,14 @@ def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, d
     }
     spec = specs.build(pinned)
     environ = {**os.environ, **knobs}
+    if verify.unvouched_models(pinned, spec.values(environ)):  # else seat up marks the seat's weights
+        with steps("models: a full verify against the lock (as seat up --verify-models)"):
+            verify.require_match(pinned)
     with steps("up: start to ready"):
         seat, _ = launch.up(
             spec,
             environ=environ,
-            image_check=outside.require_for,
+            image_check=vouch.image_check,
             tick=lambda stage, t: say(f"starting {DEMO_PROFILE}: waiting for {stage} ({t:.0f} s)"),
         )
     try:

@@ -37,8 +37,9 @@ def model(build: str) -> Path:
 
 
 def model_verified(profile: str) -> Path:
-    """When each model file was last hashed in full, and what it resolved to then."""
-    return seat_home() / "models" / "verified" / f"{profile}.json"
+    """When each model file was last hashed in full, and what it resolved to then. Not under
+    models/, which a test's SEAT_HOME shares with the user's: `seat setup` trusts this record."""
+    return seat_home() / "verified" / f"{profile}.json"
 
 
 def downloads() -> Path:

@@ -36,16 +36,6 @@ from seatkit.validation import validate
 
 DEFAULT_PROFILE = "dsv4-flash-dspark-tp4"
 EMBEDDED_DEFAULT = "cpu-smollm2"
-# What the profile's own fields set on the vLLM command line: vllm_args must not set them again.
-RESERVED_ARGS = {
-    "model",
-    "host",
-    "port",
-    "served-model-name",
-    "tensor-parallel-size",
-    "speculative-config",
-    "api-key",
-}
 
 
 def _no_nul(value, where: str) -> None:
@@ -78,6 +68,7 @@ class BaseProfile(Strict):
     decisions: list[Decision] = []
     experiment: Experiment | None = None
     source: str = Field("", exclude=True)
+    extended: tuple[str, ...] = Field((), exclude=True)  # the files it extends, the nearest last
     sha256: str = Field("", exclude=True)
 
     @model_validator(mode="before")
@@ -115,12 +106,9 @@ class BaseProfile(Strict):
         self._section_checks()
         if self.experiment is None:
             self._runs_what_is_locked()
-        owned = RESERVED_ARGS & set(self.vllm_args)
+        owned = what_runs.owned_args(self.vllm_args)  # what the profile's own fields set (what_runs.yaml)
         if owned:
-            raise ValueError(
-                f"vllm_args sets {sorted(owned)}, which the profile's own fields "
-                "set (server, gpus, model, speculative)"
-            )
+            raise ValueError(f"{'; '.join(owned)}: the profile's own fields set these, never vllm_args")
         return self
 
     def _section_checks(self) -> None:
@@ -133,6 +121,9 @@ class BaseProfile(Strict):
     def _runs_what_is_locked(self) -> None:
         """No environment name or mount target that changes what is executed or imported."""
         found = what_runs.refused_env("env", self.env) + what_runs.refused_args(self.vllm_args)
+        found += what_runs.refused_speculative(self.speculative.config if self.speculative else {})
+        found += what_runs.refused_values("env", self.env)
+        found += what_runs.refused_weightless(self.vllm_args, self.models)
         found += self._refused()
         image = self.image or Image(name="none", tag="none")
         found += filter(
@@ -213,7 +204,11 @@ class NativeProfile(BaseProfile):
             _check_docker(self, self.docker)
 
     def _refused(self) -> list[str]:
-        return self.docker.refused() if self.docker else []
+        # Its caches are the server's defaults (what_runs.yaml native_defaults): none moved.
+        extra = self.docker.extra_env if self.docker else {}
+        found = what_runs.refused_caches("env", self.env, None, native=True)
+        found += what_runs.refused_caches("docker.extra_env", extra, None, native=True)
+        return [*found, *(self.docker.refused() if self.docker else [])]
 
     @model_validator(mode="after")
     def _no_pod(self):
@@ -338,7 +333,7 @@ def load(name_or_path: str) -> Profile:
     data["name"] = path.stem  # a profile is named by its file, never by a field it inherits
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
     via = f" (extends {', '.join(f.name for f in files[:-1])})" if len(files) > 1 else ""
-    fields = {**data, "source": str(path), "sha256": digest}
+    fields = {**data, "source": str(path), "sha256": digest, "extended": tuple(map(str, files[:-1]))}
     hint = "fix the fields named above; profiles/ holds working examples"
     runtime = validate(Runtime, fields, path, "profile", hint, via).runtime
     return validate(RUNTIMES[runtime], fields, path, "profile", hint, via)

@@ -128,7 +128,8 @@ class Speculative(Strict):
 
     @model_validator(mode="after")
     def _consistent(self):
-        clash = {"method", "num_speculative_tokens", "model"} & set(self.config)
+        # vLLM reads a key's dashes as underscores: num-speculative-tokens is the field's too
+        clash = {"method", "num_speculative_tokens", "model"} & {k.replace("-", "_") for k in self.config}
         if clash:
             raise ValueError(f"config repeats {sorted(clash)}: set them as fields of speculative")
         temps = self.config.get("dspark_sts_temperatures")
@@ -185,7 +186,9 @@ class Docker(Strict):
         """What of the section would change what runs (seatkit.seat.what_runs)."""
         return [
             *what_runs.refused_env("docker.extra_env", self.extra_env),
+            *what_runs.refused_values("docker.extra_env", self.extra_env),
             *what_runs.refused_env("docker.pass_env", self.pass_env),
+            *what_runs.refused_unseen("docker.pass_env", self.pass_env),
             # `env -u` before the server: the image's PATH (or PYTHONNOUSERSITE) gone changes what
             # runs as setting it would, and the outside check resolves with the image's.
             *what_runs.refused_env("docker.unset_env", self.unset_env),

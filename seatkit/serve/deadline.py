@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 
@@ -32,8 +33,13 @@ class Deadline:
             self._cut()
 
     def session(self) -> requests.Session:
-        """A session whose connection is watched from its connect on: headers can trickle too."""
+        """A session whose connection is watched from its connect on: headers can trickle too. It
+        takes no proxy from the environment: a shell's http_proxy/ALL_PROXY would send a seat's
+        requests (completions, /metrics, timings) to a proxy that answers in its place. The CA
+        bundle the shell names stays (an https --url seat behind a private CA)."""
         session = requests.Session()
+        session.trust_env = False
+        session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
         adapter = _Watched(self)
         session.mount("http://", adapter)
         session.mount("https://", adapter)

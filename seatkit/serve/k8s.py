@@ -17,7 +17,7 @@ import re
 import yaml
 
 from seatkit.errors import SeatError
-from seatkit.seat import host_profiles
+from seatkit.seat import host_profiles, what_runs
 from seatkit.seat.profiles import Docker, DockerProfile, Kubernetes, Profile
 from seatkit.serve.spec import LaunchSpec
 
@@ -98,6 +98,14 @@ def module_options(profile: Profile) -> dict[str, str]:
 
 def _labels(profile: Profile) -> dict[str, str]:
     return {"app.kubernetes.io/name": workload_name(profile), "app.kubernetes.io/part-of": "seatkit"}
+
+
+def _metadata(profile: Profile, **fields) -> dict:
+    """An object's metadata: an experiment's seat says so where a cluster's tools show it, as its
+    run record does for a seat of `seat up` (what the pod runs is not checked by the kit)."""
+    why = what_runs.conditions(profile).get("unverified")
+    marks = {"annotations": {f"seatkit.io/{what_runs.MARK.lower()}": why}} if why else {}
+    return {**fields, "labels": _labels(profile), **marks}
 
 
 def _volumes(spec: LaunchSpec, docker: Docker) -> tuple[list[dict], list[dict]]:
@@ -199,13 +207,13 @@ def statefulset(spec: LaunchSpec) -> dict:
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
-        "metadata": {"name": name, "namespace": kube.namespace, "labels": labels},
+        "metadata": _metadata(p, name=name, namespace=kube.namespace),
         "spec": {
             "serviceName": f"{name}-seats",
             "replicas": kube.replicas,
             "podManagementPolicy": "Parallel",
             "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": pod},
+            "template": {"metadata": _metadata(p), "spec": pod},
         },
     }
 
@@ -214,7 +222,7 @@ def services(profile: Profile) -> list[dict]:
     """A ClusterIP Service for clients, and a headless one: one address per seat, for the fleet bench."""
     kube, name, labels = section(profile), workload_name(profile), _labels(profile)
     port = [{"name": "http", "port": profile.server.port, "targetPort": "http"}]
-    meta = {"namespace": kube.namespace, "labels": labels}
+    meta = _metadata(profile, namespace=kube.namespace)
     return [
         {
             "apiVersion": "v1",
@@ -258,6 +266,9 @@ def _header(profile: Profile, file: str) -> str:
         f"# (profile sha256 {profile.sha256[:16]}). Do not edit. The same LaunchSpec as",
         '# serve/*.sh and docker-compose.yml; see the README, "Many seats".',
     ]
+    why = what_runs.conditions(profile).get("unverified")
+    if why:
+        lines.append(f"# {what_runs.MARK}: an experiment ({why}); its pods are annotated so.")
     if file == "statefulset.yaml":
         lines += [
             f"# Needs Secret {kube.api_key_secret} (item {API_KEY_ITEM}) in namespace "

@@ -19,15 +19,15 @@ import requests
 from seatkit import engine, flock, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
-from seatkit.seat import layout
-from seatkit.serve import backends, identity, keys, nsys, preflight
-from seatkit.serve.backends import ImageCheck, native
+from seatkit.models import lock as locks
+from seatkit.models import verify
+from seatkit.seat import layout, what_runs
+from seatkit.serve import backends, client, identity, keys, nsys, preflight
+from seatkit.serve.backends import ImageCheck, docker, native
 from seatkit.serve.running import Running
 from seatkit.serve.spec import LaunchSpec, resolve
 
-
-def _state_file(profile: str) -> Path:
-    return layout.run_record(profile)
+_state_file = layout.run_record  # where `up` records what it started
 
 
 def _checked(run: Running, profile: str) -> Running:
@@ -44,7 +44,7 @@ def _checked(run: Running, profile: str) -> Running:
 
 
 def recorded(profile: str) -> Running | None:
-    path = _state_file(profile)
+    path = layout.run_record(profile)
     if not path.exists():
         return None
     try:
@@ -57,7 +57,7 @@ def recorded(profile: str) -> Running | None:
 
 
 def _record(run: Running) -> None:
-    write_atomic(_state_file(run.profile), json.dumps(asdict(run), indent=2))
+    write_atomic(layout.run_record(run.profile), json.dumps(asdict(run), indent=2))
 
 
 def _own_record(run: Running) -> Running | None:
@@ -72,7 +72,7 @@ def _own_record(run: Running) -> Running | None:
 
 def _forget(run: Running) -> None:
     if _own_record(run):
-        _state_file(run.profile).unlink(missing_ok=True)
+        layout.run_record(run.profile).unlink(missing_ok=True)
 
 
 def log_path(profile: str) -> Path:
@@ -161,18 +161,19 @@ def wait_ready(
                 f"the seat was not ready after {timeout:.0f} s (waiting for {stage}); it is stopped",
                 f"its log: {run.log}; raise server.health_timeout_s for cold caches",
             )
+        auth = headers(run)  # a key file gone bad ends the wait; an answer cut at its deadline does not
         try:
-            if stage == "health" and requests.get(f"{run.url}/health", timeout=2).ok:
+            if stage == "health" and client.fetch("GET", f"{run.url}/health", 2).ok:
                 stage = "models"
             if stage == "models":
-                answer = requests.get(f"{run.url}/v1/models", headers=headers(run), timeout=5)
+                answer = client.fetch("GET", f"{run.url}/v1/models", 5, headers=auth)
                 if (
                     answer.ok
                     and any(m["id"] == run.model for m in answer.json()["data"])
                     and proof != identity.NOT_YET
                 ):
                     return waited
-        except (requests.RequestException, ValueError, KeyError, TypeError):  # TypeError: odd JSON
+        except (requests.RequestException, SeatError, ValueError, KeyError, TypeError):  # TypeError: odd JSON
             pass
         tick(stage, waited)
         time.sleep(0.5)
@@ -186,12 +187,13 @@ def up(
 ) -> tuple[Running, float]:
     """Preflight, start, wait until served; on any failure stop what was started.
     Knobs come from environ (default: this process's environment). A seat of an overlay image
-    needs image_check (seatkit.image.outside.require, from the layer above): the image is checked
-    from outside, then run by the id it checked, since a tag can move meanwhile."""
+    needs image_check (seatkit.image.vouch.image_check, from the layer above): the image is checked
+    from outside, then run by the id it checked, since a tag can move meanwhile; without it, an
+    image a profile runs as it is is marked unverified."""
     p = spec.profile
     # One start of a profile at a time, from the check that it is down to the record of what started.
     with flock.exclusive(
-        _state_file(p.name).with_suffix(".lock"),
+        layout.run_record(p.name).with_suffix(".lock"),
         f"seat up {p.name}",
         f"another `seat up {p.name}` is starting it",
         f"wait, then: seat status {p.name}",
@@ -247,6 +249,7 @@ def _start(
     values = backend.prepared(spec, values, image_check)
     log = log_path(p.name)
     log.parent.mkdir(parents=True, exist_ok=True)
+    weights = verify.unvouched_models(p, values)  # joins the image's reason, as an experiment's does
     run = Running(
         profile=p.name,
         runtime=p.runtime,
@@ -259,6 +262,10 @@ def _start(
         nsys=_nsys_values(values),
         boot=native.boot_id(),
         token=secrets.token_hex(16),
+        profile_sha256=p.sha256,
+        profile_source=str(Path(p.source).resolve()),
+        unverified=what_runs.conditions(p, values.get(docker.UNVERIFIED), weights).get("unverified"),
+        model_locks=locks.hashes(p),
     )
     log.write_bytes(b"")  # this run's log alone: a container's is saved into it when it stops
     try:
@@ -273,11 +280,8 @@ def _start(
 
 def _maybe_left(run: Running, exc: BaseException) -> SeatError:
     """The failure, and that the seat may still be there: the engine did not answer to stop it."""
-    said = (
-        exc.message
-        if isinstance(exc, SeatError)
-        else f"the docker engine failed ({type(exc).__name__}: {exc})"
-    )
+    failed = f"the docker engine failed ({type(exc).__name__}: {exc})"
+    said = exc.message if isinstance(exc, SeatError) else failed
     return SeatError(
         f"{said}\n{run.profile} may still be there: the docker engine did not answer to stop it",
         f"seat down {run.profile} once the engine answers (it finds the container by its "
@@ -286,9 +290,8 @@ def _maybe_left(run: Running, exc: BaseException) -> SeatError:
 
 
 def _nsys_values(values: dict[str, str]) -> dict | None:
-    if values.get(nsys.MODE, nsys.OFF) == nsys.OFF:
-        return None
-    return {k: values[k] for k in (nsys.MODE, nsys.SESSION, nsys.OUTPUT)}
+    on = values.get(nsys.MODE, nsys.OFF) != nsys.OFF
+    return {k: values[k] for k in (nsys.MODE, nsys.SESSION, nsys.OUTPUT)} if on else None
 
 
 def stop(run: Running, grace: float) -> bool:
@@ -328,12 +331,12 @@ def status(profile: str) -> dict:
     info = {**asdict(run), "state": "running" if alive(run) else "exited"}
     info.pop("api_key_file")
     try:
-        info["health"] = requests.get(f"{run.url}/health", timeout=2).status_code
-        answer = requests.get(f"{run.url}/v1/models", headers=headers(run), timeout=5)
+        info["health"] = client.fetch("GET", f"{run.url}/health", 2).status_code
+        answer = client.fetch("GET", f"{run.url}/v1/models", 5, headers=headers(run))
         info["models"] = (
             [m.get("id") for m in answer.json()["data"]] if answer.ok else f"HTTP {answer.status_code}"
         )
-    except SeatError as exc:  # the key file went bad since `up`
+    except SeatError as exc:  # the key file went bad since `up`, or an answer outran its deadline
         info["models"] = exc.message
     except requests.RequestException as exc:
         info.setdefault("health", f"unreachable ({type(exc).__name__})")

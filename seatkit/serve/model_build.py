@@ -199,12 +199,8 @@ def ensure_tool(tool: Tool, venv: Path, run: Run, say: Callable[[str], None]) ->
     folder = venv / "seatkit-tools" / tool.requirement.replace("==", "-")
     if folder.is_dir():
         return folder
-    with flock.exclusive(
-        folder.with_name(folder.name + ".lock"),
-        f"installing {tool.requirement}",
-        f"{tool.requirement} is being installed",
-        "",
-        wait=say,
+    with flock.beside(
+        folder, f"installing {tool.requirement}", f"{tool.requirement} is being installed", say
     ):
         if folder.is_dir():  # the other installer finished it
             return folder

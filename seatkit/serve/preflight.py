@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
 from seatkit import engine, nvml, safe_yaml
 from seatkit.errors import SeatError
+from seatkit.models import lock as locks
+from seatkit.models import verify
 from seatkit.seat import overlay_lock
+from seatkit.seat.profiles import Profile
 from seatkit.serve import keys
+from seatkit.serve.backends import docker as docker_backend
 from seatkit.serve.checks import Check, Kind
 from seatkit.serve.spec import LaunchSpec, resolve
 
@@ -83,9 +88,9 @@ def _port_free(check: Check, spec: LaunchSpec, subject: str) -> None:
 
 
 def _container_free(check: Check, spec: LaunchSpec, subject: str) -> None:
-    if _docker_has("container", subject):
-        name = spec.profile.name
-        _fail(f"a container named {subject} already exists", f"seat down {name}, or docker rm it")
+    taken = docker_backend.name_taken(subject) if _docker_has("container", subject) else None
+    if taken is not None:
+        _fail(taken.message, taken.hint)
 
 
 def _image(check: Check, spec: LaunchSpec, subject: str) -> None:
@@ -225,11 +230,30 @@ def _check(check: Check, spec: LaunchSpec, values: dict[str, str]) -> None:
 
 
 def warnings(spec: LaunchSpec, values: dict[str, str]) -> list[str]:
-    """What the script's preflight warns about and `seat up` should say too: an image by a tag."""
+    """What `seat up` should say before it starts: an image by a tag (the script warns too), and a
+    locked model file changed since its last full verify (the script compares sizes only)."""
     subjects = (resolve(c.subject, values) for c in spec.checks if c.kind == Kind.PINNED)
     return [
         f"{image} is not pinned by digest: a tag can move" for image in subjects if "@sha256:" not in image
-    ]
+    ] + _changed_models(spec.profile, values)
+
+
+def _changed_models(profile: Profile, values: dict[str, str]) -> list[str]:
+    try:
+        record = verify.last_full(profile.name)
+        if record is None or locks.read(profile) is None:
+            return []
+        changed = verify.changed_since(profile, record["time"], record["models"], values)
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
+    except (SeatError, OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []  # a torn record, an unreadable folder: the checks and `seat doctor` name them
+    if not changed:
+        return []
+    if len(changed) == 1:
+        what = f"model file {changed[0]} changed since its last full verify ({when})"
+    else:
+        what = f"{len(changed)} model files changed since their last full verify ({when}), e.g. {', '.join(changed[:3])}"
+    return [f"{what}; preflight compares sizes only: seat model verify {profile.name} hashes again"]
 
 
 def run(spec: LaunchSpec, values: dict[str, str]) -> None:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from seatkit.serve import keys
 
 URL = re.compile(r"http://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}")
+# The mark of a record from before `up` recorded one: what that seat ran is not known, so never verified.
+UNKNOWN = "unknown: recorded before the kit recorded it"
 
 
 @dataclass
@@ -26,6 +28,18 @@ class Running:
     boot: str = ""  # native: the boot the PID and start time belong to (they repeat across boots)
     token: str = ""  # this `seat up`'s own: cleanup removes only a record that still holds it
     stopping: bool = False  # set by `seat down` before it signals: the waiting `up` says who stopped it
+    profile_sha256: str = ""  # the profile as launched (Profile.sha256, extends applied); "": unknown
+    profile_source: str = ""  # the file it was launched from; "": recorded before the kit recorded it
+    unverified: str | None = UNKNOWN  # the experiment's reason as `up` decided it; None: verified
+    # Each model's lock hash when `up` started it (models.lock.hashes): a re-lock since changes the
+    # file, not the weights loaded. None: no lock, or recorded before the kit recorded it.
+    model_locks: dict[str, str] | None = None
+
+    def conditions(self) -> dict:
+        """What a result of this seat carries: {"unverified": reason} unless `up` recorded it as
+        verified. The one place a running seat's mark comes from, never the profile as it reads now
+        (an edit after `up` changes the file, not what runs)."""
+        return {} if self.unverified is None else {"unverified": self.unverified}
 
     @property
     def api_key(self) -> str | None:
@@ -44,6 +58,8 @@ class Running:
             self.since,
             self.boot,
             self.token,
+            self.profile_sha256,
+            self.profile_source,
         )
         if not all(isinstance(value, str) for value in texts):
             raise TypeError("a field that holds text holds something else")
@@ -54,6 +70,13 @@ class Running:
             raise TypeError("stopping is not true or false")
         if self.nsys is not None and not isinstance(self.nsys, dict):
             raise TypeError("nsys is not a mapping")
+        if self.unverified is not None and not (isinstance(self.unverified, str) and self.unverified):
+            raise TypeError("unverified is neither null nor a reason")
+        locks = self.model_locks
+        if locks is not None and not (
+            isinstance(locks, dict) and all(isinstance(v, str) for v in (*locks, *locks.values()))
+        ):
+            raise TypeError("model_locks is not a mapping of model to hash")
 
     def check_values(self) -> None:
         """ValueError unless its URL, token and boot id are ones `up` writes."""
@@ -63,3 +86,7 @@ class Running:
             r"[0-9a-f-]{0,36}", self.boot
         ):
             raise ValueError("its token or boot id is not one `up` writes")
+        if not re.fullmatch(r"([0-9a-f]{64})?", self.profile_sha256):
+            raise ValueError("its profile_sha256 is not a sha256")
+        if not self.profile_sha256 and self.unverified is None:
+            raise ValueError("it says verified without the profile it was launched from")

@@ -1,7 +1,8 @@
 """`seat setup`: the native runtime's venv (pinned packages and their workarounds) and built models.
 
 Idempotent: a venv whose marker records the same install plan is reused as it is, and a built model
-folder that has every file preflight wants is kept.
+folder is kept when it has every file preflight wants and, where a models lock pins it, the lock's
+bytes (vouched for by its last full verify, else hashed).
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from seatkit import flock, paths, safe_yaml
 from seatkit.errors import SeatError
-from seatkit.models import lock
+from seatkit.models import lock as locks
+from seatkit.models import verify
+from seatkit.models.lock import ModelLock
 from seatkit.seat import layout
 from seatkit.seat.profiles import NativeProfile, Profile
 from seatkit.seat.sections import Native
@@ -73,6 +77,8 @@ def venv_problem(native: Native) -> tuple[bool, str] | None:
     moved = _moved(venv)
     if moved:
         return True, f"{venv} was made at {moved}: its scripts point there"
+    if not _made(venv):
+        return True, f"{venv} was never made whole (its bin/python or bin/pip is missing)"
     try:
         recorded = safe_yaml.read_json(venv / MARKER, "install marker")
     except (OSError, ValueError, SeatError):
@@ -82,21 +88,39 @@ def venv_problem(native: Native) -> tuple[bool, str] | None:
     return None
 
 
+def _made(venv: Path) -> bool:
+    # `python -m venv` writes bin/pip last (ensurepip): without it, that step was killed halfway.
+    return (venv / "bin" / "python").exists() and (venv / "bin" / "pip").exists()
+
+
 def ensure_venv(native: Native, say: Progress = print) -> Path:
+    """The venv of the install plan, made or finished here unless it is whole; a second setup
+    making the same venv waits for the first (a killed one holds nothing), then finds it done."""
     venv = layout.venv(native.venv).resolve()
     if venv_problem(native) is None:
         return venv
     if shutil.which(native.python) is None:
         raise SeatError(f"{native.python} not found", "install it, or set native.python in the profile")
+    with flock.beside(venv, f"setting up {venv.name}", f"{venv} is being set up", say):
+        if venv_problem(native) is None:  # the other setup finished it
+            return venv
+        _install(native, venv, say)
+    return venv
+
+
+def _install(native: Native, venv: Path, say: Progress) -> None:
     log = _log_path(native.venv)
     moved = _moved(venv)
     if moved:
         say(f"{venv} was made at {moved} and its scripts point there: making it again")
         shutil.rmtree(venv)
+    elif venv.exists() and not _made(venv):
+        say(f"{venv} was never made whole (a setup killed while making it): making it again")
+        shutil.rmtree(venv)
     marker = venv / MARKER
     marker.unlink(missing_ok=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
-    if not (venv / "bin" / "python").exists():
+    if not venv.exists():
         _run([native.python, "-m", "venv", str(venv)], log, f"creating {venv}", say)
     constraints = venv / "seatkit-constraints.txt"
     constraints.write_text("".join(f"{c}\n" for c in native.constraints))
@@ -111,7 +135,6 @@ def ensure_venv(native: Native, say: Progress = print) -> Path:
     if native.metadata_shim:
         _write_metadata_shim(venv, native.metadata_shim)
     marker.write_text(json.dumps(native.model_dump(), indent=2))
-    return venv
 
 
 def _site_packages(venv: Path) -> Path:
@@ -128,35 +151,79 @@ def _write_metadata_shim(venv: Path, version: str) -> None:
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
 
 
-def _complete(out: Path, files: list[str], sizes: dict[str, int] | None) -> bool:
+@dataclass(frozen=True)
+class Pinned:
+    """The profile whose models lock pins a built model, under that model's key."""
+
+    profile: Profile
+    key: str
+    lock: ModelLock
+
+
+def _complete(out: Path, files: list[str], pinned: Pinned | None) -> bool:
+    """Every file the profile names, and every file at the size its lock records: the cheap checks."""
+    sizes = {f.path: f.size for f in pinned.lock.files} if pinned else {}
     return all((out / name).is_file() and (out / name).stat().st_size for name in files) and all(
-        (out / name).is_file() and (out / name).stat().st_size == n for name, n in (sizes or {}).items()
+        (out / name).is_file() and (out / name).stat().st_size == n for name, n in sizes.items()
     )
 
 
+def _differences(folder: Path, lock: ModelLock) -> list[str]:
+    """How the folder's files differ from the lock, hashing every file of a locked size."""
+    problems = verify.compare(folder, lock, full=True)
+    found = locks.scan(folder) if folder.is_dir() else {}
+    locked = {f.path: f.size for f in lock.files}
+    return (
+        [f"{name} is missing" for name in problems["missing"]]
+        + [
+            f"{name} is {found[name]:,} bytes, the lock says {locked[name]:,}"
+            if found[name] != locked[name]
+            else f"{name} has another SHA-256 than the lock's"
+            for name in problems["changed"]
+        ]
+        + [f"{name} is not in the lock" for name in problems["extra"]]
+    )
+
+
+def _as_locked(out: Path, files: list[str], pinned: Pinned | None, say: Progress) -> bool:
+    """Whether the built folder is kept: complete, and, under a lock, either vouched for by its
+    last full verify or hashed now to the lock's bytes. Saying why when it is built again."""
+    if not _complete(out, files, pinned):
+        if out.exists():
+            why = "a file the profile names" + (", or one at the size its lock records" if pinned else "")
+            say(f"{out} lacks {why}: building it again")
+        return False
+    if pinned is None or verify.vouched(pinned.profile, pinned.key):
+        return True
+    name = pinned.profile.name
+    say(f"hashing {out} against {name}'s models lock (no full verify vouches for it since)")
+    try:
+        differ = _differences(out, pinned.lock)
+    except SeatError as exc:  # the kit's own folder, unreadable: made again
+        differ = [exc.message]
+    if differ:
+        say(f"{out} differs from {name}'s models lock ({'; '.join(differ[:3])}): building it again")
+    return not differ
+
+
 def ensure_model(
-    build: str, files: list[str], venv: Path, say: Progress = print, sizes: dict[str, int] | None = None
+    build: str, files: list[str], venv: Path, say: Progress = print, pinned: Pinned | None = None
 ) -> Path:
-    """Build the model unless its folder has every file, at the sizes its lock records.
+    """Build the model unless its folder has every file and, pinned by a lock, the lock's bytes.
 
     It is built beside its place and renamed there whole, so a killed build never looks complete;
-    a second setup building the same model waits for the first and then finds it done.
+    a second setup of the same model waits for the first and then finds it done. A build that
+    differs from its lock is moved aside, so nothing in the model's place looks complete.
     """
     out = layout.model(build)
     if out.is_symlink():  # an operator's link to another disk: build beside its target, keep the link
         out = out.resolve()
-    if _complete(out, files, sizes):
+    if _complete(out, files, pinned) and (pinned is None or verify.vouched(pinned.profile, pinned.key)):
         return out
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with flock.exclusive(
-            out.with_name(out.name + ".lock"),
-            f"building the {build} model",
-            f"the {build} model is being built",
-            "",
-            wait=say,
-        ):
-            if _complete(out, files, sizes):
+        with flock.beside(out, f"setting up the {build} model", f"the {build} model is being set up", say):
+            if _as_locked(out, files, pinned, say):
                 return out
             log = _log_path(build)
             tmp = out.with_name(out.name + ".partial")
@@ -165,6 +232,8 @@ def ensure_model(
                 model_build.load(build), venv, tmp, lambda argv, what: _run(argv, log, what, say), say
             ) as argv:
                 _run(argv, log, f"building the {build} model", say)
+            if pinned:
+                _refuse_unlike_lock(build, tmp, out, pinned)
             shutil.rmtree(out, ignore_errors=True)
             tmp.rename(out)
     except OSError as exc:
@@ -180,19 +249,25 @@ def ensure_model(
             "profile's models.files name",
             "see the build's log in SEAT_HOME/logs; the profile must name only files its build writes",
         )
-    made = {name: (out / name).stat().st_size for name in (sizes or {}) if (out / name).is_file()}
-    differ = [
-        f"{name} is {f'{made[name]:,} bytes' if name in made else 'missing'}, the lock says {size:,}"
-        for name, size in (sizes or {}).items()
-        if made.get(name) != size
-    ]
-    if differ:  # else every setup would build it again, and preflight refuse it again
-        raise SeatError(
-            f"the {build} model just built in {out} differs from its models lock: " + "; ".join(differ[:3]),
-            "the build matches its lock only on the software base CAVEATS.md names; "
-            "if this build is meant, pin it with `seat model lock PROFILE`",
-        )
     return out
+
+
+def _refuse_unlike_lock(build: str, tmp: Path, out: Path, pinned: Pinned) -> None:
+    """A fresh build that differs from its lock goes aside, with the folder it was to replace
+    (which differed too, or it would have been kept): else `seat up` would serve it."""
+    differ = _differences(tmp, pinned.lock)
+    if not differ:
+        return
+    aside = out.with_name(out.name + ".differs")
+    shutil.rmtree(aside, ignore_errors=True)
+    tmp.rename(aside)
+    shutil.rmtree(out, ignore_errors=True)
+    name = pinned.profile.name
+    raise SeatError(
+        f"the {build} model just built differs from {name}'s models lock: " + "; ".join(differ[:3]),
+        f"the build matches its lock only on the software base CAVEATS.md names; it is kept in {aside}: "
+        f"if this build is meant, move it to {out} and pin it with `seat model lock {name}`",
+    )
 
 
 def native_of(profile: Profile) -> Native:
@@ -210,11 +285,15 @@ def setup(profile: Profile, say: Progress = print) -> dict[str, Path]:
     native = native_of(profile)
     venv = ensure_venv(native, say)
     made = {"venv": venv}
-    locked = lock.read(profile) or {}
+    locked = locks.read(profile) or {}
     for key, model in profile.models.items():
         if model.build:
-            sizes = {f.path: f.size for f in locked[key].files} if key in locked else None
-            made[key] = ensure_model(model.build, model.files, venv, say, sizes)
+            pinned = Pinned(profile, key, locked[key]) if key in locked else None
+            made[key] = ensure_model(model.build, model.files, venv, say, pinned)
+    # Every locked model is one setup built or hashed (or a full verify vouches for): recorded as a
+    # full verify, so `seat up` starts its seat verified. A folder of the operator's is theirs to verify.
+    if locked and all(profile.models[k].build for k in locked) and verify.unvouched_models(profile):
+        verify.verify(profile, full=True)
     return made
 
 

@@ -10,7 +10,7 @@ import requests
 from conftest import BIN, free_port
 
 from seatkit.bench import run, sweep, workload
-from seatkit.bench.levels import MIN_STEPS
+from seatkit.bench.levels import CLIENT_TIMING, MIN_STEPS, STREAMS_TOLERANCE
 from seatkit.bench.target import Options
 from seatkit.doctor import targets
 from seatkit.seat import profiles
@@ -214,40 +214,49 @@ def sweep_once(out):
 
 
 SWEEP_TOKENS = 1024  # long windows: a step at either edge moves the figures by well under 1%
-# What a busy host may do to a level: its client falls behind, or its stalls (a 200 ms scrape on
-# vLLM's API loop) part the streams' window from the counters', and the bench says so.
-CLIENT_ALARMS = {"client-timing", "client-bottleneck", "short-window", "streams-vs-counters"}
+
+
+def client_alarms_due(row, n):
+    """The alarms a busy host earns a level, derived here from the level's own figures: the
+    bench must raise exactly these (a quiet host earns none, a loaded one some; both pass)."""
+    w = row.get("window")
+    if w is None:  # the streams never all decoded at once
+        return {"client-bottleneck"}
+    due = set()
+    agg, whole = row["aggregate_tok_s"], row["per_request_decode_tok_s"]["median"]
+    if agg is None or abs(agg / (n * whole) - 1) > CLIENT_TIMING:
+        due.add("client-timing")
+    if w["steps"] < MIN_STEPS * n:
+        return due | {"short-window"}
+    if max(r for r in w["running_gauge"] if r is not None) < n:
+        due.add("client-bottleneck")
+    if agg and "counters_tok_s" in row and abs(agg / row["counters_tok_s"] - 1) > STREAMS_TOLERANCE:
+        due.add("streams-vs-counters")
+    return due
 
 
 def test_concurrency_sweep_counters_usage_and_streams_agree(seat, tmp_path):
-    agreed = []
-    for attempt in range(3):  # until a level had a clean window: a busy client can spoil all three
-        done, run_dir, summary = sweep_once(tmp_path / str(attempt))
-        assert summary["schema"] == sweep.SCHEMA and summary["conditions"]["concurrency"] == [1, 2, 4]
-        levels = summary["suites"]["code"]["levels"]
-        assert [row["concurrency"] for row in levels] == [1, 2, 4]
-        for row in levels:
-            n = row["concurrency"]
-            # Counters and usage: every token the streams were told about, the server counted.
-            assert row["usage_vs_counters"] == {
-                "usage": SWEEP_TOKENS * n,
-                "generation_tokens": SWEEP_TOKENS * n,
-                "finished": n,
-            }, row
-            assert row["per_request_decode_tok_s"]["n"] == n and row["server_ttft_ms"] > 0
-            assert set(row["alarms"]) <= CLIENT_ALARMS, row  # never the server's counters
-            if row["alarms"]:
-                continue
+    done, run_dir, summary = sweep_once(tmp_path)
+    assert summary["schema"] == sweep.SCHEMA and summary["conditions"]["concurrency"] == [1, 2, 4]
+    levels = summary["suites"]["code"]["levels"]
+    assert [row["concurrency"] for row in levels] == [1, 2, 4]
+    for row in levels:
+        n = row["concurrency"]
+        # Counters and usage, whatever the host's load: every token the streams were told about,
+        # the server counted.
+        assert row["usage_vs_counters"] == {
+            "usage": SWEEP_TOKENS * n,
+            "generation_tokens": SWEEP_TOKENS * n,
+            "finished": n,
+        }, row
+        assert row["per_request_decode_tok_s"]["n"] == n and row["server_ttft_ms"] > 0
+        # Never an alarm on the server's counters, and never a figure beside a disagreement
+        # the bench kept quiet about: streams against counters, the window's tok/s two ways.
+        assert set(row["alarms"]) == client_alarms_due(row, n), row
+        if "window" in row and "tokens_per_step" in row:
             w = row["window"]
-            assert w["running_gauge"][0] == n, row
-            assert 0 < w["opens_s"] < w["closes_s"] and w["steps"] >= MIN_STEPS * n
+            assert 0 < w["opens_s"] < w["closes_s"]
             assert 1 <= row["tokens_per_step"] <= 6 and row["ms_per_step"] > 0  # k = 5
-            # Streams against counters: the window's aggregate tok/s, two ways.
-            assert row["aggregate_tok_s"] == pytest.approx(row["counters_tok_s"], rel=0.1), row
-            agreed.append(n)
-        if agreed:
-            break
-    assert agreed, "no level had a clean window in three sweeps"
     assert "client cost at 4 streams" in done.stdout
     assert (run_dir / "plots" / "sweep.png").read_bytes()[:4] == b"\x89PNG"
     assert "| 4 |" in (run_dir / "report.md").read_text()

@@ -22,8 +22,10 @@ import yaml
 from conftest import BIN, REPO, SHARED_CACHES, apt_install, cached_image, free_port, unavailable
 from docker.errors import NotFound
 
+from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.image import registry as registries
+from seatkit.image import tree
 from seatkit.orchestrate import docker_chain
 from seatkit.seat import profiles
 from seatkit.serve import keys, launch
@@ -313,6 +315,7 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
             assert factors["decomposition"] and abs(factors["counters_vs_usage"] - 1) <= 0.01, factors
             assert factors["tokens_per_step"] > 1 and factors["ms_per_step"] > 0
         assert "tokens/step" in done.stdout
+        layer_is_judged_from_outside(chain, ident, tmp_path)
         seat("down", str(chain["path"]), env=chain["env"])
         with pytest.raises(NotFound):
             client.containers.get(ident)
@@ -321,6 +324,42 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
     finally:
         seat("down", str(chain["path"]), env=chain["env"], check=False)
         bystander.remove(force=True)
+
+
+def layer_is_judged_from_outside(chain, ident, tmp_path):
+    """The start check passed and the image is the verified one: what is written into the serving
+    container's layer afterwards (docker cp) is judged from outside, from the engine's list of its
+    changes. The untouched seat, with all it wrote while serving (no bytecode), passes first."""
+    site = VLLM.rsplit("/", 1)[0]
+    env = chain["env"]
+    said = f"{site}/zz-seatkit-hook.pth (a .pth file: site runs it at every start) added"
+
+    def verify(*how: str) -> subprocess.CompletedProcess:
+        where = ["--container", ident, "--lock", str(chain["lock"]), *how]
+        return seat("overlay", "verify", *where, env=env, check=False)
+
+    def overlay_row() -> dict:
+        done = seat("doctor", str(chain["path"]), "--json", env=env, check=False)
+        return next(r for r in json.loads(done.stdout)["rows"] if r["check"] == "overlay")
+
+    client = docker.from_env()
+    changes = client.api.diff(ident)
+    mounts = [m["Destination"] for m in client.api.inspect_container(ident)["Mounts"]]
+    assert changes and tree.layer(changes, VLLM, mounts) == [], changes
+    assert not [c for c in changes if c["Path"].endswith(".pyc")], changes  # PYTHONDONTWRITEBYTECODE
+    for clean in (verify("--dir", VLLM), verify("--profile", str(chain["path"]))):
+        assert clean.returncode == 0, clean.stdout + clean.stderr
+    row = overlay_row()
+    assert row["status"] == "OK" and row["evidence"].startswith(f"container {ident[:12]}"), row
+
+    hook = tmp_path / "zz-seatkit-hook.pth"
+    hook.write_text("import os\n")
+    subprocess.run(["docker", "cp", str(hook), f"{ident}:{site}/{hook.name}"], check=True)
+    for done in (verify("--dir", VLLM), verify("--profile", str(chain["path"]))):
+        assert done.returncode == 1 and said in done.stdout, done.stdout + done.stderr
+    row = overlay_row()
+    assert row["status"] == "FAIL" and said in row["evidence"], row
+    assert row["fix"].startswith(f"seat down {PROFILE}, then seat up {PROFILE}"), row
 
 
 def test_compose_file_serves_the_same_seat(chain, compose, tmp_path):
@@ -336,6 +375,7 @@ def test_compose_file_serves_the_same_seat(chain, compose, tmp_path):
         wait_ready(chain, ident)
         summary, _ = bench_url(chain, tmp_path)
         assert summary["suites"]["code"]["requests"] >= 1
+        assert summary["conditions"]["unverified"] == targets.NO_RECORD  # no `seat up` checked it
         chain["inspect"]["compose"] = essentials(ident)
     finally:
         down = subprocess.run(
@@ -370,6 +410,7 @@ def test_rendered_script_serves_the_same_seat(chain, tmp_path):
         wait_ready(chain, container.id)
         summary, _ = bench_url(chain, tmp_path / "bench")
         assert summary["suites"]["code"]["requests"] >= 1
+        assert summary["conditions"]["unverified"] == targets.NO_RECORD
         chain["inspect"]["script"] = essentials(container.id)
         container.stop(timeout=30)  # the script ran `docker run --rm` in the foreground: it ends too
         assert proc.wait(timeout=120) is not None
@@ -412,6 +453,11 @@ def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, 
         and summary["conditions"]["model"] == "smollm2"
     )
     assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith(str(tmp_path))
+    # The kit's own build, weights hashed as locked (the chain's full verify): the one mark is the
+    # chain's overlay, a change locked for the CPU image, not the overlay the kit pins.
+    assert summary["conditions"]["unverified"].startswith("built from an overlay lock other than the kit's")
+    assert "not the pinned overlay" in summary["conditions"]["unverified"]
+    assert "verify" not in summary["conditions"]["unverified"], summary["conditions"]["unverified"]
     table = done.stdout[done.stdout.index("where the time went") :]
     for step in (
         "base image",

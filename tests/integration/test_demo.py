@@ -8,6 +8,8 @@ from pathlib import Path
 
 from conftest import BIN, free_port
 
+from seatkit.bench import verdicts
+from seatkit.orchestrate import demo
 from seatkit.serve import launch
 
 
@@ -37,11 +39,22 @@ def test_demo_shows_code_faster_than_prose_by_acceptance_and_leaves_no_process(v
     (run_dir,) = tmp_path.iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["conditions"]["model"] == "smollm2"
+    # setup built or hashed the locked weights and recorded it: the embedded default benches verified.
+    assert "unverified" not in summary["conditions"], summary["conditions"]["unverified"]
     code, prose = summary["suites"]["demo-code"], summary["suites"]["demo-prose"]
     assert code["requests"] == prose["requests"] == 6
     # Beyond their spread: every code request keeps more tokens per step than any prose one.
     assert code["tokens_per_step"]["min"] > prose["tokens_per_step"]["max"]
     assert "code against prose" in done.stdout and "tokens/step" in done.stdout
-    assert "acceptance, not step time, carries the difference" in done.stdout.replace("\n", " ")
+    said = done.stdout.replace("\n", " ")
+    _, sentence = demo.side_by_side(summary, run_dir)
+    assert sentence in said, said[-1500:]  # the verdict printed is the one the figures give
+    # Acceptance carries the gap while step time holds still. On a busy host (other tests, other
+    # work) the two suites' step times can move apart, and the demo must say that instead.
+    moved = verdicts.run_split(run_dir, summary, *demo.SUITES)["verdict"]["moved"]
+    if "ms_per_step" not in moved:
+        assert "acceptance, not step time, carries the difference" in sentence, sentence
+    else:
+        assert "ms per step moved" in sentence and "likely noise" in sentence, sentence
     assert "loop" not in summary["alarms"], summary["alarms"]  # real text: no loop, no flattered speed
     assert launch.recorded("cpu-smollm2") is None and servers_on(port) == []

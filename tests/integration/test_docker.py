@@ -1,5 +1,6 @@
 """The docker runtime against a real engine (no GPU here, no registry)."""
 
+import json
 import os
 import subprocess
 import threading
@@ -11,15 +12,16 @@ import pytest
 from conftest import BIN, REPO, free_port
 
 from seatkit.errors import SeatError
-from seatkit.seat import profiles
+from seatkit.seat import layout, profiles
 from seatkit.serve import launch
 from seatkit.serve import spec as specs
-from seatkit.serve.backends.docker import labels
+from seatkit.serve.backends.docker import create_and_start, labels
 
 
-def image_id(profile, image):
-    """The outside check's answer, for a test image that carries no overlay to check: its own id."""
-    return docker.from_env().images.get(image).id
+def image_check(profile, image):
+    """The outside check's answer, for a test image that carries no overlay to check: its own id,
+    unmarked."""
+    return docker.from_env().images.get(image).id, None
 
 
 def default_spec(image):
@@ -39,7 +41,7 @@ def test_no_gpu_runtime_is_a_clear_error_and_leaves_nothing(busybox_image, tmp_p
     values["SEAT_CONTAINER"] = f"seatkit-test-gpu-{uuid.uuid4().hex[:8]}"
     monkeypatch.setattr(launch.preflight, "run", lambda spec, values: None)  # it stops at "no GPU"
     with pytest.raises(SeatError) as caught:
-        launch._start(spec, values, image_id)
+        launch._start(spec, values, image_check)
     assert caught.value.message.startswith("no NVIDIA container runtime")
     # docker creates the container before the device request fails: the failed start removes it
     leftover = docker.from_env().containers.list(all=True, filters={"name": values["SEAT_CONTAINER"]})
@@ -124,6 +126,60 @@ def standin_seat(busybox_image, tmp_path):
         container.remove(force=True)
     for tag in made:
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
+
+
+@pytest.mark.parametrize("restart", ["no", "unless-stopped"])
+def test_the_container_carries_the_profiles_restart_policy(standin_seat, tmp_path, restart):
+    """What the engine recorded of the created seat, not what was asked of it."""
+    _, environ, _ = standin_seat("exec sleep 600")
+    path = tmp_path / "seat.yaml"
+    path.write_text(f"extends: cpu-smoke-docker\ndocker: {{restart: '{restart}'}}\n")
+    spec = specs.build(profiles.load(str(path)))
+    run = launch.Running("seat", "docker", "", "http://127.0.0.1:9", "m", str(tmp_path / "log"), time.time())
+    create_and_start(spec, spec.values(environ), {}, run, launch._record)
+    try:
+        host = docker.from_env().api.inspect_container(run.ident)["HostConfig"]
+        assert host["RestartPolicy"]["Name"] == restart
+    finally:
+        launch.stop(run, grace=1)
+
+
+def test_a_container_left_with_the_seats_name_is_named_with_its_state_and_owner(
+    standin_seat, busybox_image, tmp_path, monkeypatch
+):
+    """Not the engine's bare 409 "Conflict": whose container holds the name, in what state, and
+    how to free it, whether preflight finds it or the create does (taken after preflight looked)."""
+    spec, environ, name = standin_seat("exec sleep 600")
+    client = docker.from_env()
+    stranger = client.containers.create(busybox_image, ["true"], name=name, network_mode="none")
+    try:
+        with pytest.raises(SeatError) as caught:
+            launch.up(spec, environ=environ)
+        assert caught.value.message == (
+            f"preflight: a container named {name} already exists (created, {stranger.short_id}): not the kit's"
+        )
+        assert caught.value.hint.startswith(f"docker rm {name} if it is not wanted")
+    finally:
+        stranger.remove(force=True)
+    profile = spec.profile.name
+    left = launch.Running(
+        profile, "docker", "", "http://127.0.0.1:9", "m", str(tmp_path / "log"), time.time()
+    )
+    create_and_start(spec, spec.values(environ), {}, left, launch._record)
+    client.containers.get(left.ident).stop(timeout=1)  # exited, still there: `seat up` finds it down
+    for preflight_looks in (True, False):
+        if not preflight_looks:
+            monkeypatch.setattr(launch.preflight, "run", lambda spec, values: None)
+        with pytest.raises(SeatError) as caught:
+            launch.up(spec, environ=environ)
+        said = f"a container named {name} already exists (exited, {left.ident[:12]}): this SEAT_HOME's seat of {profile}"
+        assert caught.value.message.removeprefix("preflight: ") == said and "Conflict" not in str(
+            caught.value
+        )
+        assert caught.value.hint.startswith(f"seat down {profile}")
+        assert launch.recorded(profile).ident == left.ident  # the failed up kept the record `seat down` reads
+    launch.down(profile, grace=1)  # as the hint says: it frees the name
+    assert client.containers.list(all=True, filters={"name": name}) == []
 
 
 def test_a_seat_that_dies_before_ready_shows_its_last_log_lines(standin_seat):
@@ -232,7 +288,7 @@ def test_a_start_cut_short_after_the_container_exists_removes_it(busybox_image, 
 
     monkeypatch.setattr(Container, "start", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        launch._start(spec, values, image_id)
+        launch._start(spec, values, image_check)
     assert seen == [True]
     assert docker.from_env().containers.list(all=True, filters={"name": values["SEAT_CONTAINER"]}) == []
     assert launch.recorded(spec.profile.name) is None
@@ -417,4 +473,32 @@ def test_a_container_removed_while_up_waits_shows_no_earlier_runs_log(busybox_im
         assert "an earlier run's" not in caught.value.message
     finally:
         subprocess.run(["docker", "rm", "-f", run.ident], capture_output=True)
-        launch._state_file(spec.profile.name).unlink(missing_ok=True)
+        layout.run_record(spec.profile.name).unlink(missing_ok=True)
+
+
+def test_no_local_image_can_take_a_digest_reference_only_a_pull_gives(busybox_image, tmp_path):
+    """The outside check compares an image with its base found by name@digest: the engine must
+    refuse every way a local image could claim a digest it was not pulled by (a tag, a loaded
+    archive's manifest or its repositories file), or a forged base would pass as the pinned one."""
+    forged = "seatkit-test/forged-base@sha256:" + "ab" * 32
+    tagged = subprocess.run(["docker", "tag", busybox_image, forged], capture_output=True, text=True)
+    assert tagged.returncode != 0 and "digest" in tagged.stderr
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    saved = subprocess.run(["docker", "save", busybox_image], capture_output=True, check=True)
+    subprocess.run(["tar", "-C", str(archive), "-x"], input=saved.stdout, check=True)
+    manifest = json.loads((archive / "manifest.json").read_text())
+    layer = manifest[0]["Layers"][0].split("/")[0]
+    for claim in ("manifest", "repositories"):
+        manifest[0]["RepoTags"] = [forged] if claim == "manifest" else []
+        (archive / "manifest.json").write_text(json.dumps(manifest))
+        name, digest = forged.split("@")
+        (archive / "repositories").write_text(json.dumps({name: {digest: layer}}))
+        if claim == "manifest":
+            (archive / "repositories").unlink()
+        tar = subprocess.run(["tar", "-C", str(archive), "-c", "."], capture_output=True, check=True)
+        subprocess.run(["docker", "load"], input=tar.stdout, capture_output=True)
+        with pytest.raises(docker.errors.ImageNotFound):
+            docker.from_env().images.get(forged)
+    listed = docker.from_env().images.list()
+    assert not [d for i in listed for d in i.attrs.get("RepoDigests") or [] if "forged-base" in d]

@@ -77,13 +77,13 @@ def keyed(vllm_runtime, reuseport, tmp_path_factory):
     env = {**os.environ, "SEAT_PORT": str(free_port()), "COLUMNS": "80"}
     up = subprocess.run([SEAT, "up", str(profile)], env=env, capture_output=True, text=True, timeout=900)
     assert up.returncode == 0, up.stderr
-    yield up, env
+    yield up, env, str(profile)
     down = subprocess.run([SEAT, "down", KEYED], env=env, capture_output=True, text=True, timeout=120)
     assert down.returncode == 0, down.stderr
 
 
 def test_a_keyed_seat_refuses_requests_without_the_key_and_benches_with_it(keyed, tmp_path):
-    up, env = keyed
+    up, env, profile = keyed
     running = launch.recorded(KEYED)
     key = running.api_key
     assert running.api_key_file == str(paths.seat_home() / "keys" / KEYED)
@@ -108,7 +108,7 @@ def test_a_keyed_seat_refuses_requests_without_the_key_and_benches_with_it(keyed
         [
             SEAT,
             "bench",
-            KEYED,
+            profile,  # the file it was launched from: profiles/ holds another of that name
             "--suite",
             "prose",
             "--warmups",
@@ -144,6 +144,7 @@ def test_a_keyed_seat_refuses_requests_without_the_key_and_benches_with_it(keyed
 
 
 def test_a_stranger_between_bench_groups_is_refused(keyed, tmp_path):
+    profile = keyed[2]
     running = launch.recorded(KEYED)
     port = int(running.url.rsplit(":", 1)[1])
     held = []
@@ -159,7 +160,7 @@ def test_a_stranger_between_bench_groups_is_refused(keyed, tmp_path):
             match=f"after {prompts[0].name}: another process, not the seat, also listens on port {port}",
         ):
             run.bench(
-                targets.of_profile(KEYED),
+                targets.of_profile(profile),
                 prompts,
                 Options(0, 1),
                 run.RunDir(tmp_path, "stranger"),

@@ -354,10 +354,12 @@ def test_the_cli_plans_and_reports_status_on_a_fake_root(tmp_path):
 
 def test_the_seat_drivers_cold_start_wait_is_a_heartbeat_not_a_flood(tmp_path, monkeypatch):
     from seatkit.campaign import seat as campaign_seat
+    from seatkit.image import vouch
 
     stopped = []
 
-    def up(spec, tick):
+    def up(spec, tick, image_check):
+        assert image_check is vouch.image_check  # the seat's image judged as `seat up` judges it
         for half_seconds in range(0, 240):  # two minutes of polling, twice a second
             tick("health", half_seconds / 2)
         return None, 120.0

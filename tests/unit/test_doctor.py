@@ -13,7 +13,7 @@ from seatkit.doctor import bench, diagnose, gpu, gpu_readings, host, models
 from seatkit.doctor.rows import Row, exit_code, worst
 from seatkit.errors import SeatError
 from seatkit.models import lock as locks
-from seatkit.seat import host_profiles
+from seatkit.seat import host_profiles, layout
 from seatkit.serve.backends.native import process_start
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -257,7 +257,7 @@ def test_a_server_answering_garbage_is_a_fail_row_not_a_traceback(seat_home, ans
         )
 
     with liar_recorded_as_the_seat(answer) as prof:
-        rows = server.rows(prof)
+        rows = server.rows(prof, server.seat(prof))
     assert any(r.status == "FAIL" for r in rows)
 
 
@@ -279,8 +279,8 @@ def test_a_trickling_server_does_not_hang_doctor(seat_home, monkeypatch):
             time.sleep(0.25)
 
     with liar_recorded_as_the_seat(answer) as prof:
-        (row,) = server.rows(prof)
-    assert row.status == "FAIL" and "no whole answer within 1 s" in row.evidence
+        (row,) = server.rows(prof, server.seat(prof))
+    assert row.status == "FAIL" and "did not end within its deadline of 1 s" in row.evidence
 
 
 @pytest.mark.parametrize(
@@ -302,11 +302,11 @@ def test_a_corrupted_run_folder_is_skipped_or_said_not_a_traceback(tmp_path, pro
 
 
 def test_a_corrupted_verify_record_is_said_not_a_traceback(seat_home, profile):
-    record = seat_home / "models" / "verified" / f"{profile.name}.json"
+    record = layout.model_verified(profile.name)
     record.parent.mkdir(parents=True)
     record.write_text("{torn")
     row = models.last_verify(profile)
-    assert row.status == "WARN" and "verify" in row.fix
+    assert row.status == "WARN" and "unreadable" in row.evidence and "verify" in row.fix
 
 
 def test_a_docker_seat_recorded_without_an_engine_says_why(seat_home, monkeypatch):
@@ -319,7 +319,7 @@ def test_a_docker_seat_recorded_without_an_engine_says_why(seat_home, monkeypatc
     launch._record(
         launch.Running(DEFAULT, "docker", "abcdef" * 10 + "abcd", "http://127.0.0.1:1", "m", "", 0.0)
     )
-    rows = server.rows(profiles.load(DEFAULT))
+    rows = server.rows(profiles.load(DEFAULT), server.seat(profiles.load(DEFAULT)))
     assert [r.check for r in rows] == list(server.CHECKS)
     assert all(r.status == "WARN" and "no docker engine answers" in r.evidence for r in rows)
     assert all(r.evidence.endswith("answers") and "DOCKER_HOST" in r.fix for r in rows), rows  # no class name
@@ -429,7 +429,7 @@ def test_image_rows_without_an_engine_say_how_to_reach_one_and_name_no_python_cl
 
     profile = profiles.load(DEFAULT)
     monkeypatch.setenv("DOCKER_HOST", f"unix://{seat_home}/no-engine.sock")
-    rows = [image.labels("seatkit/x:y", profile), image.overlay(profile, "seatkit/x:y")]
+    rows = [image.labels("seatkit/x:y", profile), image.overlay(profile, "seatkit/x:y", None)]
     for row in rows:
         assert row.evidence == "cannot check: no docker engine answers" and row.fix == engine.HINT, row
     monkeypatch.setattr(

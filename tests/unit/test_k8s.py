@@ -226,3 +226,24 @@ def test_an_api_key_in_the_profiles_env_is_refused():
     data["env"] = {**data.get("env", {}), "VLLM_API_KEY": "baked-in"}
     with pytest.raises(Exception, match="VLLM_API_KEY comes only from"):
         profiles.parse({**data, "name": DEFAULT})
+
+
+def test_an_experiments_manifests_carry_its_mark_and_a_verified_seats_none():
+    """The pods of an experiment say UNVERIFIED where kubectl shows them (the kit checks nothing a
+    cluster runs); the objects stay valid against the schema."""
+    data = profiles._raw(profiles.profile_path(DEFAULT))[0]
+    reason = "a patched scheduler: test"
+    data.update(name="exp", experiment={"unverified": True, "reason": reason})
+    rendered = k8s.render(specs.build(profiles.parse(data)))
+    objects = [doc for text in rendered.values() for doc in yaml.safe_load_all(text)]
+    workload = next(o for o in objects if o["kind"] == "StatefulSet")
+    mark = {"seatkit.io/unverified": reason}
+    assert (
+        workload["metadata"]["annotations"] == mark == workload["spec"]["template"]["metadata"]["annotations"]
+    )
+    assert all(o["metadata"]["annotations"] == mark for o in objects if o["kind"] == "Service")
+    assert all(f"# UNVERIFIED: an experiment ({reason})" in text for text in rendered.values())
+    for obj in objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    assert all("annotations" not in o["metadata"] for o in committed())
+    assert "UNVERIFIED" not in "".join((FOLDER / file).read_text() for file in k8s.FILES)

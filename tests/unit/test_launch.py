@@ -22,9 +22,10 @@ from rich.console import Console
 from seatkit import engine, flock, paths, when
 from seatkit.cli import progress as cli_progress
 from seatkit.errors import SeatError
-from seatkit.seat import profiles
+from seatkit.seat import layout, profiles
 from seatkit.serve import backends, identity, keys, launch, render
 from seatkit.serve import spec as specs
+from seatkit.serve.backends import docker as docker_backend
 from seatkit.serve.backends import native
 from seatkit.serve.backends.docker import create_and_start
 from seatkit.serve.backends.native import TOKEN_ENV, process_start
@@ -408,7 +409,7 @@ def test_an_ipv6_seat_host_makes_a_url_that_reaches_it():
     try:
         url = launch.seat_url("::1", str(port))
         assert url == f"http://[::1]:{port}" and int(url.rsplit(":", 1)[1]) == port
-        assert launch.requests.get(f"{url}/v1/models", timeout=30).ok
+        assert launch.client.fetch("GET", f"{url}/v1/models", 30).ok
         assert launch.seat_url("127.0.0.1", "80") == "http://127.0.0.1:80"
     finally:
         server.shutdown()
@@ -509,13 +510,126 @@ def test_docker_refusals_are_named_for_what_they_are(monkeypatch, home, gpus, sa
     assert launch.recorded("seat").ident == Container.id  # recorded before it started
 
 
+@pytest.mark.parametrize("restart", ["no", "on-failure", "unless-stopped", "always"])
+def test_the_profiles_restart_policy_is_given_to_the_engine_explicitly(monkeypatch, home, restart):
+    """ "no" too: a policy left out is the engine's default, which could restart a stopped seat."""
+    made = {}
+
+    class Container:
+        id = "ab" * 32
+
+        def start(self):
+            pass
+
+    class Containers:
+        def create(self, *args, **kwargs):
+            made.update(kwargs)
+            return Container()
+
+    monkeypatch.setattr(engine, "client", lambda: type("Client", (), {"containers": Containers()})())
+    path = home / "seat.yaml"
+    path.write_text(f"extends: cpu-smoke-docker\ndocker: {{restart: '{restart}'}}\n")
+    spec = specs.build(profiles.load(str(path)))
+    values = {**spec.values({}), "SEAT_IMAGE": "x"}
+    run = launch.Running("seat", "docker", "", "http://127.0.0.1:9", "m", str(home / "log"), time.time())
+    create_and_start(spec, values, {}, run, launch._record)
+    assert made["restart_policy"] == {"Name": restart}
+
+
+def held_by(monkeypatch, labels: dict | None, status: str = "exited", create_refusal=None):
+    """An engine where a container (labels None: none) holds every name; create refused as given."""
+    from docker.errors import NotFound
+
+    class Holder:
+        short_id = "0123456789ab"
+
+    Holder.labels, Holder.status = labels, status
+
+    class Containers:
+        def get(self, name):
+            if labels is None:
+                raise NotFound("No such container")
+            return Holder()
+
+        def create(self, *args, **kwargs):
+            raise create_refusal
+
+    monkeypatch.setattr(engine, "client", lambda: type("Client", (), {"containers": Containers()})())
+
+
+@pytest.mark.parametrize(
+    "marks, status, said, hint",
+    [
+        (
+            {"seatkit.profile": "other", "seatkit.home": "HOME"},
+            "exited",
+            "(exited, 0123456789ab): this SEAT_HOME's seat of other",
+            "seat down other, or set SEAT_CONTAINER to another name",
+        ),
+        (
+            {"seatkit.profile": "other", "seatkit.home": "/elsewhere"},
+            "exited",
+            "(exited, 0123456789ab): a seat of other that no `seat up` of this SEAT_HOME started",
+            "docker rm seat-x if it is not wanted, or set SEAT_CONTAINER to another name",
+        ),
+        (
+            {"seatkit.profile": "cpu-smoke-docker"},  # the serve script's and compose's label
+            "running",
+            "(running, 0123456789ab): a seat of cpu-smoke-docker that no `seat up`",
+            "docker stop seat-x, then docker rm seat-x if it is not wanted",
+        ),
+        ({}, "created", "(created, 0123456789ab): not the kit's", "docker rm seat-x if it is not wanted"),
+        (
+            {"seatkit.profile": "a\nb"},  # a label can fake no line of its own
+            "exited",
+            "a seat of a\\nb that",
+            "docker rm seat-x",
+        ),
+    ],
+)
+def test_whoever_holds_the_seats_name_is_named_with_its_state_and_how_to_free_it(
+    monkeypatch, home, marks, status, said, hint
+):
+    marks = {k: str(paths.seat_home().resolve()) if v == "HOME" else v for k, v in marks.items()}
+    held_by(monkeypatch, marks, status)
+    taken = docker_backend.name_taken("seat-x")
+    assert taken.message.startswith("a container named seat-x already exists ") and said in taken.message
+    assert taken.hint.startswith(hint)
+
+
+def test_a_free_name_is_not_taken(monkeypatch, home):
+    held_by(monkeypatch, None)
+    assert docker_backend.name_taken("seat-x") is None
+
+
+@pytest.mark.parametrize("holder", [{}, None])
+def test_a_create_refused_for_a_taken_name_says_whose_it_is_not_conflict(monkeypatch, home, holder):
+    """Taken after preflight looked: the engine's 409 becomes who holds the name; gone again by
+    the time it is asked, the refusal is docker's own words."""
+    from docker.errors import APIError
+
+    response = type("Response", (), {"status_code": 409, "reason": "Conflict"})()
+    held_by(monkeypatch, holder, create_refusal=APIError("409", response=response, explanation="Conflict"))
+    spec = specs.build(profiles.load("cpu-smoke-docker"))
+    values = {**spec.values({}), "SEAT_IMAGE": "x", "SEAT_CONTAINER": "seat-x"}
+    run = launch.Running("seat", "docker", "", "http://127.0.0.1:9", "m", str(home / "log"), time.time())
+    with pytest.raises(SeatError) as caught:
+        create_and_start(spec, values, {}, run, launch._record)
+    if holder is None:
+        assert caught.value.message == "docker refused to start the seat: Conflict"
+    else:
+        assert caught.value.message.endswith("(exited, 0123456789ab): not the kit's")
+        assert caught.value.hint.startswith("docker rm seat-x")
+    assert launch.recorded("seat") is None
+
+
 def test_a_second_seat_up_while_one_is_starting_is_refused_and_starts_nothing(home, monkeypatch):
     """Two `seat up` of one profile at once used to both find it down and both start a server."""
     started = []
     monkeypatch.setattr(native, "spawn", lambda *args: started.append(args) or "1")
     spec = specs.build(profiles.load("cpu-smoke"))
     with flock.exclusive(
-        launch._state_file("cpu-smoke").with_suffix(".lock"), "seat up cpu-smoke", "busy", ""
+        layout.run_record("cpu-smoke").with_suffix(".lock"), "seat up cpu-smoke", "busy", ""
     ):
         with pytest.raises(
             SeatError,
@@ -666,7 +780,7 @@ def test_a_failure_on_the_way_out_with_the_engine_gone_keeps_the_record(home, tm
 )
 def test_seat_up_killed_while_waiting_stops_what_it_started(home, sig, code, said):
     stand_in_server(home, "exec sleep 300")  # never ready
-    path = home / "stand-in.yaml"  # no models lock: the stand-in model's sizes are not checked
+    path = home / "stand-in.yaml"  # cpu-smoke's lock pins it: the stand-in model has its sizes
     path.write_text("extends: cpu-smoke\n")
     seat_up = subprocess.Popen(
         [str(Path(sys.executable).parent / "seat"), "up", str(path)],

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from seatkit.errors import SeatError
-from seatkit.seat import layout
+from seatkit.models.lock import File, ModelLock
+from seatkit.seat import layout, profiles
 from seatkit.serve import model_build, runtime
 
 
@@ -267,21 +268,28 @@ def fake_builder(sizes_written: dict[str, int], builds: list):
     return builder
 
 
-def test_a_build_that_disagrees_with_its_lock_says_so_instead_of_rebuilding_silently(seat_home, monkeypatch):
+def test_a_build_that_disagrees_with_its_lock_is_refused_and_moved_aside(seat_home, monkeypatch):
+    """Else `seat up` would serve it (preflight checks sizes), and every setup build it again."""
     builds = []
     monkeypatch.setattr(runtime, "_run", fake_builder({"config.json": 2, "model.safetensors": 5}, builds))
     files = ["config.json", "model.safetensors"]
+    lock = ModelLock(
+        None,
+        None,
+        [
+            File("config.json", 2, hashlib.sha256(b"xx").hexdigest()),
+            File("model.safetensors", 9, hashlib.sha256(b"x" * 9).hexdigest()),
+        ],
+    )
+    pinned = runtime.Pinned(profiles.load("cpu-smoke"), "base", lock)
     with pytest.raises(SeatError) as err:
-        runtime.ensure_model(
-            "tiny-llama",
-            files,
-            Path("/v"),
-            say=lambda m: None,
-            sizes={"config.json": 2, "model.safetensors": 9},
-        )
-    assert "model.safetensors" in err.value.message and "5" in err.value.message and "9" in err.value.message
-    assert "seat model lock" in err.value.hint
-    assert (layout.model("tiny-llama") / "model.safetensors").stat().st_size == 5  # kept, to re-lock
+        runtime.ensure_model("tiny-llama", files, Path("/v"), say=lambda m: None, pinned=pinned)
+    assert "model.safetensors is 5 bytes, the lock says 9" in err.value.message
+    assert "config.json" not in err.value.message  # as locked
+    out = layout.model("tiny-llama")
+    aside = out.with_name("tiny-llama.differs")
+    assert f"move it to {out}" in err.value.hint and "seat model lock cpu-smoke" in err.value.hint
+    assert not out.exists() and (aside / "model.safetensors").stat().st_size == 5
     assert len(builds) == 1
 
 

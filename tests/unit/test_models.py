@@ -127,6 +127,31 @@ def test_a_lock_of_another_revision_than_the_profile_is_refused(locked, tmp_path
         locks.read(pinned)
 
 
+def test_a_variant_keeps_the_lock_of_the_profile_it_extends_while_its_models_are_the_same(locked, tmp_path):
+    """A variant that changes a flag is held to its base's pins (preflight, verify); one that
+    changes a model's folder is held to none of them, and its own lock, once made, wins."""
+    (tmp_path / "flag.yaml").write_text("extends: seat\nvllm_args: {max-num-seqs: 2}\n")
+    flag = profiles.load(str(tmp_path / "flag.yaml"))
+    assert locks.pinning(flag) == locks.lock_path(locked)
+    assert locks.read(flag)["base"].sha256 == locks.read(locked)["base"].sha256
+    spec = specs.build(flag)
+    (base,) = [c for c in spec.checks if c.kind == "sizes" and c.label == "base model"]
+    (tmp_path / "base" / "config.json").write_bytes(b"{ }")
+    with pytest.raises(SeatError, match="base model: 1 file.*config.json"):
+        preflight._check(base, spec, spec.values({}))
+    assert verify.verify(flag, full=False)["models"]["base"]["changed"] == ["config.json"]
+
+    fill(tmp_path / "other", DRAFT)
+    moved = f"extends: flag\nmodels: {{draft: {{host_dir: {tmp_path / 'other'}}}}}\n"
+    (tmp_path / "moved.yaml").write_text(moved)
+    other = profiles.load(str(tmp_path / "moved.yaml"))
+    assert locks.read(other) is None
+    with pytest.raises(SeatError, match="has no models lock"):
+        verify.require_lock(other)
+    locks.write(other, locks.make(other, workers=2))
+    assert locks.pinning(other) == tmp_path / "moved.models.lock"
+
+
 def test_fetch_forms_hf_download_per_model(locked, tmp_path):
     with pytest.raises(SeatError, match="no hub revision"):
         fetch.plan(locked, locks.read(locked))
@@ -311,22 +336,168 @@ def test_seat_up_verify_models_stops_before_launching(locked, tmp_path):
     assert "differ from the models lock" in done.exception.message and "config.json" in done.exception.message
 
 
-def test_setup_rebuilds_a_built_model_whose_sizes_differ_from_the_lock(seat_home, monkeypatch):
+# cpu-smoke's tiny Llama as a stand-in builder writes it (the real one is an integration test).
+TINY = {
+    "config.json": b"{}",
+    "tokenizer.json": b"[1]",
+    "tokenizer_config.json": b"{ }",
+    "generation_config.json": b"{}\n",
+}
+
+
+@pytest.fixture
+def built(tmp_path, seat_home):
+    """A profile extending cpu-smoke, its tiny-llama folder in SEAT_HOME built and locked as it is."""
+    path = tmp_path / "built.yaml"
+    path.write_text(yaml.safe_dump({"extends": "cpu-smoke"}))
+    fill(seat_home / "models" / "tiny-llama", TINY)
+    profile = profiles.load(str(path))
+    locks.write(profile, locks.make(profile))
+    return profile
+
+
+def ensure(profile, said, runs, monkeypatch, writes=TINY):
+    """ensure_model as `seat setup` calls it, with a stand-in builder that writes `writes`."""
     from seatkit.serve import runtime
 
-    profile = profiles.load("cpu-smoke")
+    def run(argv, log, what, say):
+        runs.append(what)
+        if what.startswith("building"):
+            fill(Path(argv[-1]), writes)
+
+    monkeypatch.setattr(runtime, "_run", run)
+    pinned = runtime.Pinned(profile, "base", locks.read(profile)["base"])
+    return runtime.ensure_model("tiny-llama", profile.models["base"].files, Path("/v"), said.append, pinned)
+
+
+def test_setup_rebuilds_a_built_model_whose_sizes_differ_from_the_lock(built, seat_home, monkeypatch):
     model = seat_home / "models" / "tiny-llama"
-    sizes = {f.path: f.size for f in locks.read(profile)["base"].files}
-    for name, size in sizes.items():
-        fill(model, {name: b"x" * size})
-    runs = []
-    monkeypatch.setattr(runtime, "_run", lambda argv, *rest: runs.append(argv))
-    assert runtime.ensure_model("tiny-llama", profile.models["base"].files, Path("/v"), sizes=sizes) == model
-    assert runs == []  # as locked: kept
     (model / "tokenizer.json").write_bytes(b"stale")
-    with pytest.raises(SeatError, match="No such file"):  # the stand-in builder writes nothing to move
-        runtime.ensure_model("tiny-llama", profile.models["base"].files, Path("/v"), sizes=sizes)
-    assert runs and runs[0][-1].endswith("tiny-llama.partial")
+    said, runs = [], []
+    assert ensure(built, said, runs, monkeypatch) == model
+    assert runs == ["building the tiny-llama model"] and (model / "tokenizer.json").read_bytes() == b"[1]"
+    assert any(
+        "lacks a file the profile names, or one at the size its lock records: building it again" in line
+        for line in said
+    )
+
+
+def test_setup_hashes_a_built_model_no_verify_vouches_for_and_rebuilds_it_when_its_bytes_differ(
+    built, seat_home, monkeypatch
+):
+    model = seat_home / "models" / "tiny-llama"
+    said, runs = [], []
+    assert ensure(built, said, runs, monkeypatch) == model
+    assert runs == [] and any(line.startswith(f"hashing {model}") for line in said)  # as locked: kept
+    (model / "config.json").write_bytes(b"[]")  # same size, other bytes: only a hash tells
+    said.clear()
+    assert ensure(built, said, runs, monkeypatch) == model
+    assert runs == ["building the tiny-llama model"] and (model / "config.json").read_bytes() == b"{}"
+    assert any(
+        "differs from built's models lock (config.json has another SHA-256 than the lock's): building it again"
+        in line
+        for line in said
+    )
+
+
+def test_setup_keeps_a_model_its_last_full_verify_vouches_for_without_hashing_it(
+    built, seat_home, monkeypatch
+):
+    model = seat_home / "models" / "tiny-llama"
+    assert verify.verify(built)["ok"]
+    said, runs = [], []
+    assert ensure(built, said, runs, monkeypatch) == model
+    assert runs == [] and said == []
+    (model / "tokenizer.json").write_bytes(TINY["tokenizer.json"])  # the same bytes, written since
+    assert verify.changed_since(
+        built, verify.last_full(built.name)["time"], verify.last_full(built.name)["models"]
+    ) == ["base/tokenizer.json"]
+    assert ensure(built, said, runs, monkeypatch) == model
+    assert runs == [] and any(line.startswith(f"hashing {model}") for line in said)  # hashed, as locked
+
+
+@pytest.mark.parametrize("record", ["torn", "failed", "other lock", "other folder"])
+def test_a_verify_record_that_is_torn_failed_or_of_another_lock_or_folder_vouches_for_nothing(
+    built, seat_home, record
+):
+    verify.verify(built)
+    path = verify._record_path(built.name)
+    data = json.loads(path.read_text())
+    if record == "torn":
+        path.write_text(path.read_text()[:40])
+    else:
+        field, value = {
+            "failed": ("changed", ["config.json"]),
+            "other lock": ("sha256", "0" * 64),
+            "other folder": ("dir", "/elsewhere"),
+        }[record]
+        data["models"]["base"][field] = value
+        path.write_text(json.dumps(data))
+    assert verify.vouched(built, "base") is False
+
+
+def test_a_verify_record_stays_in_its_own_seat_home_not_in_a_cache_the_tests_share(seat_home):
+    """Every test's SEAT_HOME links these folders to the user's: a record there would be a trace."""
+    from conftest import SHARED_CACHES
+
+    record = verify._record_path("p")
+    assert record.is_relative_to(seat_home)
+    assert record.relative_to(seat_home).parts[0] not in SHARED_CACHES
+
+
+def test_a_verified_file_gone_since_counts_as_changed(built, seat_home):
+    verify.verify(built)
+    (seat_home / "models" / "tiny-llama" / "config.json").unlink()
+    record = verify.last_full(built.name)
+    assert verify.changed_since(built, record["time"], record["models"]) == ["base/config.json"]
+    assert verify.vouched(built, "base") is False
+
+
+def test_a_fresh_build_unlike_the_lock_is_refused_naming_the_file_and_never_left_in_place(
+    built, seat_home, monkeypatch
+):
+    model = seat_home / "models" / "tiny-llama"
+    (model / "config.json").write_bytes(b"[]")
+    said, runs = [], []
+    with pytest.raises(SeatError) as err:
+        ensure(built, said, runs, monkeypatch, writes={**TINY, "config.json": b"[]"})
+    assert "just built differs from built's models lock: config.json has another SHA-256" in err.value.message
+    assert "seat model lock built" in err.value.hint and "CAVEATS.md" in err.value.hint
+    assert not model.exists()  # neither the stale folder nor the new build looks complete
+    assert (model.with_name("tiny-llama.differs") / "config.json").read_bytes() == b"[]"
+    with pytest.raises(
+        SeatError, match="differs from built's models lock"
+    ):  # and the next setup says so again
+        ensure(built, said, runs, monkeypatch, writes={**TINY, "config.json": b"[]"})
+    assert runs == ["building the tiny-llama model"] * 2
+
+
+def test_seat_up_warns_of_a_locked_model_file_changed_since_its_last_full_verify(built, seat_home):
+    from conftest import seat_cli
+
+    spec = specs.build(built)
+    assert preflight.warnings(spec, spec.values({})) == []  # never verified: nothing to compare
+    verify.verify(built)
+    assert preflight.warnings(spec, spec.values({})) == []
+    model = seat_home / "models" / "tiny-llama"
+    (model / "config.json").write_bytes(b"[]")  # same size: preflight's sizes pass
+    (warning,) = preflight.warnings(spec, spec.values({}))
+    assert warning.startswith("model file base/config.json changed since its last full verify (")
+    assert warning.endswith("seat model verify built hashes again")
+    (model / "tokenizer.json").write_bytes(b"[2]")
+    assert preflight.warnings(spec, spec.values({}))[0].startswith("2 model files changed since")
+    verify._record_path(built.name).write_text("{")  # torn: `seat doctor` says so, up starts
+    assert preflight.warnings(spec, spec.values({})) == []
+    verify.verify(built)
+    (model / "config.json").write_bytes(b"{}")
+    # From the outside: the installed seat says it before it starts (a stand-in server that exits).
+    vllm = seat_home / "venvs" / built.native.venv / "bin" / "vllm"
+    vllm.parent.mkdir(parents=True)
+    vllm.write_text("#!/bin/sh\nexit 3\n")
+    vllm.chmod(0o755)
+    done = seat_cli(["up", built.source], seat_home, SEAT_PORT=str(free_port()), COLUMNS="300")
+    assert done.returncode == 1, done.stderr
+    assert "warning: model file base/config.json changed since its last full verify" in done.stderr
 
 
 def test_the_script_follows_symlinked_files_like_python_does(tmp_path, seat_home):
@@ -406,7 +577,7 @@ def test_full_verifies_at_the_same_time_each_record_whole(seat_home):
     errors = [w.communicate(timeout=600)[1] for w in writers]
     assert [w.returncode for w in writers] == [0, 0, 0], errors
     assert verify.last_full("p")["ok"] is True
-    assert sorted(p.name for p in (seat_home / "models" / "verified").iterdir()) == ["p.json"]
+    assert sorted(p.name for p in (seat_home / "verified").iterdir()) == ["p.json"]
 
 
 def test_a_torn_hub_metadata_file_names_no_revision_rather_than_crashing(tmp_path, seat_home):

@@ -13,7 +13,7 @@ import yaml
 from docker.errors import NotFound
 
 from seatkit import engine, paths
-from seatkit.image import outside, what_loads
+from seatkit.image import outside, tree, vouch, what_loads
 from seatkit.seat import profiles, sections
 from seatkit.seat.overlay_lock import Lock
 
@@ -43,10 +43,12 @@ PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 def built(**changes) -> dict:
-    """The image `seat build` makes from BASE: the locked file, the kit's entrypoint."""
+    """The image `seat build` makes from BASE: the locked file (without the base's bytecode of it),
+    the kit's entrypoint."""
     files = {
         **BASE,
         f"{VLLM}/version.py": LOCKED,
+        f"{VLLM}/__pycache__/version.cpython-311.pyc": None,
         "/opt/seatkit/entrypoint.sh": (paths.REPO / "image" / "entrypoint.sh").read_bytes(),
         "/opt/seatkit/health.sh": (paths.REPO / "image" / "health.sh").read_bytes(),
     }
@@ -57,6 +59,10 @@ class Container:
     def __init__(self, fs, client):
         self.fs, self.client, self.id, self.short_id = fs, client, "c" * 64, "c" * 12
         self.read = []
+        self.changes: list[dict] = []  # what was written into its layer (GET /containers/{id}/changes)
+
+    def diff(self):
+        return self.changes
 
     def _entries(self, path):
         return {k: v for k, v in self.fs.items() if k == path or k.startswith(path.rstrip("/") + "/")}
@@ -140,6 +146,7 @@ CONFIG = {
     "Entrypoint": outside.ENTRYPOINT,
 }
 BASE_CONFIG = {"Env": [f"PATH={VENV}/bin:{PATH}", "LD_PRELOAD=/usr/lib/libiomp5.so"]}  # as vllm-cpu's
+BUILT_FROM = ("base", "d", "sha256:" + "e" * 64)  # the base the profile pins (the fixture's "d")
 
 
 @pytest.fixture
@@ -164,11 +171,44 @@ def engine_with(
     return client
 
 
-def test_the_image_seat_build_recorded_is_verified_without_reading_it(profile, monkeypatch):
-    client = engine_with(monkeypatch, {})  # no files at all: nothing may be read
-    outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK)
+def test_the_image_seat_build_recorded_is_verified_without_reading_its_files(profile, monkeypatch):
+    client = engine_with(monkeypatch, {})  # no files at all: none may be read, only where mounts land
+    outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK, BUILT_FROM)
     verdict = outside.check(profile, TAG, LOCK)
-    assert verdict.verified and "seat build" in verdict.how and client.by_id == {}
+    assert verdict.verified and "seat build" in verdict.how
+    assert [c.read for c in client.by_id.values()] == [[]]
+
+
+@pytest.mark.parametrize(
+    "base, why",
+    [
+        (("base:tag", None, "sha256:" + "9" * 64), "built from a tag the profile has pinned since"),
+        (("base", "c", "sha256:" + "9" * 64), "built on an earlier pin"),
+        (None, "recorded before the kit recorded the base"),
+    ],
+)
+def test_a_build_record_counts_only_for_the_base_the_profile_pins_now(profile, monkeypatch, base, why):
+    """The record says what the overlay was laid on; a base other than today's pin is read from
+    outside, where the tree is compared with the pinned base (here: the files differ from it)."""
+    client = engine_with(monkeypatch, built(**{"/usr/bin/curl": b"another curl"}))
+    outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK, base or BUILT_FROM)
+    if base is None:  # an old record: no base at all
+        record = outside._record_path(TAG)
+        old = json.loads(record.read_text())
+        del old["base"]
+        record.write_text(json.dumps(old))
+    verdict = outside.check(profile, TAG, LOCK)
+    assert verdict.how == "read from outside the image", why
+    assert client.by_id, why  # its files were read
+    assert any("/usr/bin/curl" in p for p in verdict.problems), verdict.problems
+
+
+def test_an_image_built_from_an_unpinned_tag_says_so(profile, monkeypatch):
+    monkeypatch.setattr(outside.pins, "base_reference", lambda p, allow_unpinned=False: ("base:tag", None))
+    engine_with(monkeypatch, {})
+    outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK, ("base:tag", None, "sha256:" + "e" * 64))
+    verdict = outside.check(profile, TAG, LOCK)
+    assert verdict.verified and verdict.how.endswith("from the unpinned tag base:tag (eeeeeeeeeeee)")
 
 
 def test_an_untouched_image_read_from_outside_is_verified(profile, monkeypatch):
@@ -186,12 +226,12 @@ def test_a_rebuilt_image_with_a_decoy_copy_is_refused_whatever_it_points_at(prof
         "Labels": {"io.seatkit.overlay.dir": decoy},
     }
     client = engine_with(monkeypatch, files, config, ident="sha256:" + "f" * 64)
-    outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK)  # what seat build made: another id
+    outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK, BUILT_FROM)  # what seat build made: another id
     verdict = outside.check(profile, TAG, LOCK)
     assert not verdict.verified and any("version.py" in p for p in verdict.problems)
     assert not any(decoy in read for c in client.by_id.values() for read in c.read)
     with pytest.raises(outside.SeatError, match="does not run the locked overlay"):
-        outside.require_for(profile, TAG)
+        vouch.image_check(profile, TAG)
 
 
 @pytest.mark.parametrize(
@@ -271,7 +311,7 @@ def test_overlay_verify_without_a_profile_never_follows_the_images_label(profile
     client = engine_with(monkeypatch, files)
     image = type("Image", (), {"id": "x", "labels": {"io.seatkit.overlay.dir": decoy}})
     monkeypatch.setattr(client, "get", lambda ref: image)
-    outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK)
+    outside.record(TAG, "sha256:" + "a" * 64, profile, LOCK, BUILT_FROM)
     assert build.verify_installed(TAG, None, False, LOCK)["changed"] == ["version.py"]
 
 
@@ -297,7 +337,7 @@ def test_seat_up_runs_an_overlay_image_only_by_the_id_the_outside_check_verified
     with pytest.raises(SeatError, match="nothing checked it from outside"):
         launch._start(spec, environ)
     with pytest.raises(SeatError, match="stop here"):
-        launch._start(spec, environ, lambda profile, image: "sha256:" + "a" * 64)
+        launch._start(spec, environ, lambda profile, image: ("sha256:" + "a" * 64, None))
     assert made == ["sha256:" + "a" * 64]
 
 
@@ -512,6 +552,7 @@ def test_what_seat_build_adds_over_the_base_is_verified(profile, monkeypatch):
         **kit,
         "/opt/seatkit/overlay.lock": LOCK.dump().encode(),
     }
+    del files[f"{VLLM}/__pycache__/version.cpython-311.pyc"]  # stale: the build removes it
     client = engine_with(monkeypatch, files, base=THE_BASES)
     assert outside.check(profile, TAG, LOCK).problems == []
     scanned = [c for c in client.by_id.values() if "/" in c.read]
@@ -576,14 +617,25 @@ def test_a_vllm_dir_the_server_does_not_import_is_refused(profile, monkeypatch, 
     assert any(said in p for p in verdict.problems), verdict.problems
 
 
-SERVE = ["env", "vllm", "serve", "/models-base", "--port", "18100"]
+# The kit's command for the profile fixture (seatkit.serve.spec.container_argv, default knobs).
+SERVE = [
+    "env",
+    "vllm",
+    "serve",
+    "/models-base",
+    *("--host", "127.0.0.1", "--port", "18100", "--served-model-name", "tiny"),
+    "--speculative-config",
+    '{"method":"ngram","num_speculative_tokens":5,"prompt_lookup_max":4,"prompt_lookup_min":2}',
+    *("--load-format", "dummy", "--dtype", "bfloat16", "--max-model-len", "2048", "--max-num-seqs", "8"),
+]
 
 
-def running_container(monkeypatch, args=SERVE, mounts=("/models-base", "/cache")):
+def running_container(monkeypatch, args=SERVE, mounts=("/models-base", "/cache"), changes=()):
     """A container of the verified image, started with args and mounts: `seat overlay verify
     --container` and doctor judge what it runs, not what the profile says today."""
     client = engine_with(monkeypatch, built())
     box = client.create(TAG)
+    box.changes = list(changes)
     box.image = type("Image", (), {"id": "sha256:" + "a" * 64})
     box.attrs = {
         "Config": CONFIG,
@@ -619,3 +671,125 @@ def test_a_container_started_otherwise_than_the_profile_says_today_is_named(
     where = running_container(monkeypatch, args, mounts)
     verdict = outside.check(profile, where, LOCK, is_container=True)
     assert any(said in p for p in verdict.problems), verdict.problems
+
+
+SITE_PACKAGES = f"{VENV}/lib/python3.11/site-packages"
+# What the real vLLM CPU seat writes while it serves (docker diff of the test seat), folders too.
+RUN_TIME = [
+    {"Path": "/root", "Kind": 0},
+    {"Path": "/root/.cache", "Kind": 1},
+    {"Path": "/root/.cache/vllm/torch_compile_cache/x.py", "Kind": 1},
+    {"Path": "/root/.config", "Kind": 1},
+    {"Path": "/root/.config/vllm", "Kind": 1},
+    {"Path": "/root/.config/vllm/usage_stats.json", "Kind": 1},
+    {"Path": "/tmp", "Kind": 0},
+    {"Path": "/tmp/torchinductor_root/ab/x.so", "Kind": 1},
+    {"Path": "/models-base", "Kind": 1},  # docker makes the mount points
+    {"Path": "/cache", "Kind": 1},
+    {"Path": "/usr/sbin/docker-init", "Kind": 1},  # docker.init's binary, mounted at start
+]
+
+
+def test_what_a_serving_seat_writes_is_no_finding():
+    assert tree.layer(RUN_TIME, VLLM, ["/models-base", "/cache"]) == []
+
+
+@pytest.mark.parametrize(
+    "path, kind, said",
+    [
+        (
+            f"{SITE_PACKAGES}/zz-hook.pth",
+            1,
+            f"{SITE_PACKAGES}/zz-hook.pth (a .pth file: site runs it at every start) added",
+        ),
+        ("/tmp/zz-hook.pth", 1, "/tmp/zz-hook.pth (a .pth file"),  # a .pth wherever it is
+        (
+            f"{VLLM}/version.py",
+            0,
+            f"{VLLM}/version.py (in the vllm package, changed in the running container) changed",
+        ),
+        (f"{VLLM}/envs.py", 2, "removed"),
+        (f"{SITE_PACKAGES}/six.py", 0, "(where Python imports packages from) changed"),
+        ("/usr/lib/python3/dist-packages/hook.py", 1, "(where Python imports packages from) added"),
+        (
+            f"{SITE_PACKAGES}/hook-1.0.dist-info/entry_points.txt",
+            1,
+            "(entry points: vLLM imports its plugins",
+        ),
+        ("/etc/ld.so.preload", 1, "/etc/ld.so.preload (preloaded into every program) added"),
+        ("/etc/ld.so.conf.d/hook.conf", 1, "(where the loader finds shared libraries) added"),
+        ("/etc/ld.so.cache", 0, "(where the loader finds shared libraries) changed"),
+        ("/opt/seatkit/entrypoint.sh", 0, "(the kit's start check and locks) changed"),
+        ("/usr/bin/curl", 0, "/usr/bin/curl (where programs and libraries are loaded from) changed"),
+        (f"{VENV}/bin/vllm", 0, "(where programs and libraries are loaded from)"),
+        ("/usr/lib/x86_64-linux-gnu/libhook.so", 1, "(where programs and libraries are loaded from) added"),
+        ("/usr/local/sbin/hook", 1, "(where programs and libraries are loaded from) added"),
+        # Beyond the places named: the server could load it all the same (Debian's sitecustomize).
+        ("/etc/python3.11/sitecustomize.py", 0, "/etc/python3.11/sitecustomize.py changed"),
+        # The image sets PYTHONDONTWRITEBYTECODE: bytecode written into the seat is someone else's.
+        (f"{VLLM}/__pycache__/envs.cpython-311.pyc", 0, "(in the vllm package, changed in the running"),
+        (
+            f"{SITE_PACKAGES}/torch/__pycache__/x.cpython-311.pyc",
+            1,
+            "(where Python imports packages from) added",
+        ),
+        ("/tmpx/hook.py", 1, "/tmpx/hook.py added"),  # /tmp's neighbour is not /tmp
+        ("/cache-not/hook.py", 1, "/cache-not/hook.py added"),
+    ],
+)
+def test_a_change_where_code_loads_from_is_a_finding(path, kind, said):
+    found = tree.layer([*RUN_TIME, {"Path": path, "Kind": kind}], VLLM, ["/models-base", "/cache"])
+    assert len(found) == 1 and said in found[0], found
+
+
+def test_a_folder_is_judged_by_what_changed_in_it_and_a_removed_one_by_itself():
+    folder = f"{SITE_PACKAGES}/hook"
+    assert tree.layer([{"Path": folder, "Kind": 1}, {"Path": f"{folder}/__init__.py", "Kind": 1}], VLLM) == [
+        f"{folder}/__init__.py (where Python imports packages from) added"
+    ]
+    assert tree.layer([{"Path": f"{VLLM}/v1", "Kind": 2}], VLLM) == [
+        f"{VLLM}/v1 (in the vllm package, changed in the running container) removed"
+    ]
+    assert tree.layer(None, VLLM) == []  # the engine's answer for a layer nothing was written into
+
+
+def test_a_container_written_into_after_its_start_is_not_verified(profile, monkeypatch):
+    """Its image verified, its start check passed: a .pth docker cp'd into site-packages since."""
+    clean = running_container(monkeypatch, changes=RUN_TIME)
+    assert outside.check(profile, clean, LOCK, is_container=True).problems == []
+    hooked = running_container(
+        monkeypatch, changes=[*RUN_TIME, {"Path": f"{SITE_PACKAGES}/zz.pth", "Kind": 1}]
+    )
+    verdict = outside.check(profile, hooked, LOCK, is_container=True)
+    assert verdict.problems == [f"{SITE_PACKAGES}/zz.pth (a .pth file: site runs it at every start) added"]
+
+
+def test_only_a_real_mount_point_stands_for_its_folder_and_only_bytecode_for_a_cache():
+    hook = {"Path": f"{SITE_PACKAGES}/hook.py", "Kind": 1}
+    for mounts in ([""], ["/"], ["//"]):  # no engine says so; never a licence for the whole root
+        assert tree.layer([hook], VLLM, mounts) == [
+            f"{hook['Path']} (where Python imports packages from) added"
+        ]
+    planted = f"{SITE_PACKAGES}/torch/__pycache__/hook.py"  # no bytecode: a module, wherever it is
+    assert tree.layer([{"Path": planted, "Kind": 1}], VLLM) == [
+        f"{planted} (where Python imports packages from) added"
+    ]
+
+
+@pytest.mark.parametrize(
+    "written, status", [([], "OK"), ([{"Path": f"{SITE_PACKAGES}/zz.pth", "Kind": 1}], "FAIL")]
+)
+def test_doctor_judges_the_running_seats_layer_and_says_to_make_a_new_container(
+    profile, monkeypatch, written, status
+):
+    from seatkit.doctor import image
+    from seatkit.serve import launch
+
+    ident = running_container(monkeypatch, changes=[*RUN_TIME, *written])
+    run = launch.Running(profile.name, "docker", ident, "http://127.0.0.1:9", "m", "log", 0.0)
+    monkeypatch.setattr(outside, "lock_for", lambda image, default: LOCK)
+    row = image.overlay(profile, TAG, run)
+    assert row.status == status and row.evidence.startswith(f"container {ident[:12]}"), row
+    if written:
+        assert "zz.pth (a .pth file: site runs it at every start) added" in row.evidence
+        assert row.fix.startswith(f"seat down {profile.name}, then seat up {profile.name}"), row.fix

@@ -212,7 +212,9 @@ def test_a_variant_that_switches_runtime_may_keep_the_other_runtime_s_section(tm
                 tmp_path,
                 "to-native",
                 {"runtime": "native", "native": native_section},
-                base="cpu-smoke-docker",
+                # Not cpu-smoke-docker: its VLLM_CACHE_ROOT, in the container's cache mount, would
+                # move a native seat's compiled code out of its defaults (refused, as it should be).
+                base="to-docker",
             )
         )
     )

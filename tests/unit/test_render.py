@@ -27,6 +27,31 @@ def test_render_check_cli_passes_on_the_checkout():
     assert result.exit_code == 0, result.output
 
 
+# The profiles and what is rendered from them, as committed.
+COMMITTED = ["profiles", "serve", "k8s", "compose", "docker-compose.yml", ".env", "LAUNCH_CONFIG.md"]
+
+
+def test_no_committed_profile_or_rendered_file_names_a_home_folder():
+    """A home folder is one machine's user: a built model's folder comes from SEAT_HOME instead."""
+    files = [
+        path
+        for name in COMMITTED
+        for path in ([paths.REPO / name] if (paths.REPO / name).is_file() else (paths.REPO / name).rglob("*"))
+        if path.is_file()
+    ]
+    assert set(render.rendered(paths.REPO)) <= set(files) | {
+        paths.REPO / "README.md",
+        paths.REPO / "Dockerfile",
+    }
+    found = [
+        f"{path.relative_to(paths.REPO)}:{n}: {line.strip()}"
+        for path in files
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "/root/" in line or "/home/" in line
+    ]
+    assert found == []
+
+
 def test_drift_names_the_changed_file(tmp_path):
     for path in render.rendered(paths.REPO):
         target = tmp_path / path.relative_to(paths.REPO)

@@ -176,17 +176,25 @@ def test_a_busy_second_model_behind_the_same_metrics_is_filtered_out(serve, tmp_
 
 
 def test_prefix_cache_hits_are_warm_ttft_and_the_context_fit_is_cold(serve, tmp_path):
-    # Cold prefill: 20 ms + 0.5 ms per prompt token; a hit costs 2 ms. The step is 4 ms.
-    server = serve(oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5), prefill_ms=20.0)
-    prompts = [prompt(21, words=w, name=f"w{w}") for w in (20, 100, 200)]
-    summary = server.bench(tmp_path, repeats=2, warmups=1, prompts=prompts)
-    s = summary["suites"]["truth"]
-    assert s["prefix_cache"] == {"cold": 3, "warm": 3, "unknown": 0}
-    assert s["warm_ttft_ms"]["median"] * 3 < s["ttft_ms"]["min"]  # 6 ms against 34 ms and more
-    line = summary["fits"]["ttft_ms_vs_prompt_tokens"]
-    assert line["points"] == 3
-    assert line["slope"] == pytest.approx(0.5, rel=0.15) and line["intercept"] == pytest.approx(24, abs=8)
-    assert s["sources"]["ttft_ms"] == "server clock (TTFT histogram)"
+    # Cold prefill: 20 ms + 0.5 ms per prompt token; a hit costs 2 ms. The step is 4 ms. The fit
+    # has one cold request per prompt, and a busy host stretches a sleep at random: the best of
+    # three benches (a fresh server each, so its cache starts cold) must fit the line.
+    fits = []
+    for attempt in range(3):
+        server = serve(oracle.Quirks(prefix_cache=True, prefill_ms_per_token=0.5), prefill_ms=20.0)
+        prompts = [prompt(21, words=w, name=f"w{w}") for w in (20, 100, 200)]
+        summary = server.bench(tmp_path / str(attempt), repeats=2, warmups=1, prompts=prompts)
+        s = summary["suites"]["truth"]
+        assert s["prefix_cache"] == {"cold": 3, "warm": 3, "unknown": 0}
+        assert s["warm_ttft_ms"]["median"] * 3 < s["ttft_ms"]["min"]  # 6 ms against 34 ms and more
+        assert s["sources"]["ttft_ms"] == "server clock (TTFT histogram)"
+        line = summary["fits"]["ttft_ms_vs_prompt_tokens"]
+        assert line["points"] == 3
+        fits.append((line["slope"], line["intercept"]))
+        if line["slope"] == pytest.approx(0.5, rel=0.15) and line["intercept"] == pytest.approx(24, abs=8):
+            break
+    else:
+        raise AssertionError(f"no bench fit 0.5 ms/token + 24 ms: {fits}")
 
 
 def test_the_ldb_sustained_figure_is_rebuilt_from_the_requests(serve, tmp_path):
@@ -205,22 +213,29 @@ def test_the_ldb_sustained_figure_is_rebuilt_from_the_requests(serve, tmp_path):
 @pytest.mark.parametrize("exposition_ms", [0.0, 30.0])
 def test_the_sweeps_window_keeps_a_slow_scrape_out_of_the_aggregate(tmp_path, exposition_ms):
     # /metrics takes 30 ms and holds every stream up meanwhile (vLLM's shares the API loop); the
-    # oracle runs in its own process. Without the fix: +0.75 % at 30 ms.
-    proc, url = selftest.start_oracle(3.0, 20.0, quirks={"exposition_ms": exposition_ms}, k=K)
-    try:
-        summary = sweep.sweep(
-            Target(url, oracle.MODEL, k=K),
-            [prompt(301)],
-            Options(warmups=1),
-            [4],
-            run.RunDir(tmp_path, "s"),
-        )
-    finally:
-        proc.terminate()
-        proc.wait()
-    row = summary["suites"]["truth"]["levels"][0]
-    assert row["aggregate_tok_s"] == pytest.approx(4 * 3.0 / 20.0 * 1000, rel=0.004)
-    assert row["window"]["scrape_ms"][0] >= exposition_ms
+    # oracle runs in its own process. Without the fix: +0.75 % at 30 ms, in every sweep. A busy
+    # host adds its own error, at random: the best of three sweeps must be within 0.4 %.
+    true = 4 * 3.0 / 20.0 * 1000
+    errors = []
+    for attempt in range(3):
+        proc, url = selftest.start_oracle(3.0, 20.0, quirks={"exposition_ms": exposition_ms}, k=K)
+        try:
+            summary = sweep.sweep(
+                Target(url, oracle.MODEL, k=K),
+                [prompt(301)],
+                Options(warmups=1),
+                [4],
+                run.RunDir(tmp_path, f"s{attempt}"),
+            )
+        finally:
+            proc.terminate()
+            proc.wait()
+        row = summary["suites"]["truth"]["levels"][0]
+        assert row["window"]["scrape_ms"][0] >= exposition_ms
+        errors.append(abs(row["aggregate_tok_s"] / true - 1))
+        if errors[-1] < 0.004:
+            break
+    assert min(errors) < 0.004, errors
 
 
 @pytest.mark.parametrize(

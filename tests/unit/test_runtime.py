@@ -1,7 +1,13 @@
-"""The native runtime's venv: made at its real path, and made again when its scripts point elsewhere."""
+"""The native runtime's venv: made at its real path, made again when its scripts point elsewhere or
+its making was killed halfway, and made by one setup at a time."""
 
 import json
+import os
+import signal
 import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
@@ -61,6 +67,106 @@ def test_a_venv_made_through_a_vanished_link_is_made_again(linked_home, tmp_path
     assert any("making it again" in line for line in said)
     done = subprocess.run([str(venv / "bin" / "pip"), "--version"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# A setup in a process of its own: `hold` stops it in its venv step until the test creates GATE/go,
+# after it creates GATE/started; `die` first makes the venv as one killed in ensurepip leaves it.
+SETUP = """
+import subprocess, sys, time
+from pathlib import Path
+from seatkit.seat.sections import Native
+from seatkit.serve import runtime
+
+mode, gate = sys.argv[1], Path(sys.argv[2])
+real = runtime._run
+
+def held(argv, log, what, say):
+    if what.startswith("creating"):
+        if mode == "die":
+            subprocess.run(argv, check=True)
+            for pip in Path(argv[-1], "bin").glob("pip*"):
+                pip.unlink()
+        (gate / "started").touch()
+        while not (gate / "go").exists():
+            time.sleep(0.05)
+    real(argv, log, what, say)
+
+if mode != "plain":
+    runtime._run = held
+runtime.ensure_venv(Native(python="python3.11", venv="tiny-venv", packages=["pip"]), say=lambda m: print(m, flush=True))
+"""
+
+
+def setup_process(mode: str, gate) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", SETUP, mode, str(gate)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def wait_for(done, what: str, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < end, f"no {what} within {timeout} s"
+        time.sleep(0.05)
+
+
+def lines_of(process: subprocess.Popen) -> list[str]:
+    """The process's output, read as it comes (a thread: readline would block the test)."""
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
+    return lines
+
+
+def test_two_setups_at_once_make_the_venv_once_the_second_naming_the_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    first = setup_process("hold", gate)
+    try:
+        wait_for((gate / "started").exists, "start of the first setup")
+        second = setup_process("plain", gate)
+        said = lines_of(second)
+        wait_for(lambda: any("waiting" in line for line in said), "waiting line from the second setup")
+        waiting = next(line for line in said if "waiting" in line)
+        assert f"pid {first.pid} " in waiting and "tiny-venv is being set up" in waiting
+        (gate / "go").touch()
+        assert first.wait(120) == 0 and second.wait(120) == 0, said
+    finally:
+        for process in (first, locals().get("second")):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+    log = (tmp_path / "home" / "logs" / "setup-tiny-venv.log").read_text()
+    assert log.count(" -m venv ") == 1  # the second found it done
+    assert runtime.venv_problem(PLAN) is None
+
+
+def test_a_setup_killed_while_making_the_venv_neither_blocks_the_next_nor_leaves_a_venv_it_trusts(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    killed = setup_process("die", gate)
+    try:
+        wait_for((gate / "started").exists, "start of the setup to kill")
+    finally:
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+    venv = tmp_path / "home" / "venvs" / "tiny-venv"
+    assert (venv / "bin" / "python").exists() and not (venv / "bin" / "pip").exists()
+    fatal, message = runtime.venv_problem(PLAN)
+    assert fatal and "never made whole" in message
+    said: list[str] = []
+    runtime.ensure_venv(PLAN, say=said.append)  # the dead holder's lock went with it
+    assert not any("waiting" in line for line in said)
+    assert any("making it again" in line for line in said)
+    done = subprocess.run([str(venv / "bin" / "pip"), "--version"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert runtime.venv_problem(PLAN) is None
 
 
 def test_a_script_whose_interpreter_is_gone_fails_with_a_hint(tmp_path, monkeypatch):

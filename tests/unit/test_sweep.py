@@ -82,7 +82,8 @@ def test_sweep_table_fits_80_columns_and_plot_is_drawn(tmp_path):
         "conditions": {"model": "tiny", "url": "u", "k": 5, "sampling": {}, "concurrency": [1, 2, 4, 8, 16]},
     }
     widths = [
-        max(len(h), *(len(r[i]) for r in report.sweep_rows(suite))) for i, h in enumerate(report.SWEEP_HEADER)
+        max(len(h), *(len(r[i]) for r in report.sweep_rows(suite, summary["conditions"])))
+        for i, h in enumerate(report.SWEEP_HEADER)
     ]
     assert sum(widths) + 3 * len(widths) + 1 <= 80, widths  # rich's borders and padding
     assert "| 16 |" in report.sweep_markdown(summary)
@@ -140,7 +141,7 @@ def test_a_server_without_a_running_gauge_is_not_called_a_client_bottleneck():
     a, b = stream(0.0, 0.1, 0.01, 100), stream(0.0, 0.1, 0.01, 100)
     row = levels.figures(2, [a, b], edges(2, 180, 720, 1.8, running=(None, None)), None, 0.0)
     assert "client-bottleneck" not in row["alarms"] and row["tokens_per_step"] == 4
-    assert report.sweep_rows({"levels": [row]})[0][-1] == "n/a"
+    assert report.sweep_rows({"levels": [row]}, {})[0][-1] == "n/a"
 
 
 @pytest.mark.parametrize("count, seconds", [(-2, 0.4), (2, -0.4), (0, 0.0), (2, None)])

@@ -15,7 +15,7 @@ from seatkit.bench.target import Options
 from seatkit.doctor import image as doctor_image
 from seatkit.doctor import targets
 from seatkit.seat import profiles, what_runs
-from seatkit.serve import launch
+from seatkit.serve import bound, launch
 from seatkit.serve.backends.native import process_start
 
 REASON = "PYTHONPATH onto a patched scheduler"
@@ -50,6 +50,8 @@ def experiment_seat(tmp_path, monkeypatch):
         str(tmp_path / "log"),
         0.0,
         since=process_start(pid),
+        profile_sha256=profiles.load("exp").sha256,
+        unverified=REASON,  # as `seat up` records it
     )
     launch._record(record)
     yield server
@@ -73,7 +75,9 @@ def test_the_bench_marks_summary_and_report_of_an_experiment_seat(experiment_sea
 def test_a_url_bench_of_a_local_experiment_seat_is_marked_too(experiment_seat):
     """A fleet benches by URL: a seat `seat up` started here is known by its record."""
     assert targets.of_url(experiment_seat.url, oracle.MODEL, None, None).conditions["unverified"] == REASON
-    assert "unverified" not in targets.of_url("http://127.0.0.1:9", oracle.MODEL, None, None).conditions
+    # A server no record names is marked too: nothing checked what it runs.
+    unknown = targets.of_url("http://127.0.0.1:9", oracle.MODEL, None, None).conditions["unverified"]
+    assert unknown == targets.NO_RECORD and "nothing checked what it runs" in unknown
 
 
 def test_a_verified_seat_carries_no_mark(tmp_path, monkeypatch):
@@ -128,7 +132,9 @@ def test_the_fleet_table_marks_the_experiment_seat():
 
 
 def test_doctor_says_so_first(experiment_seat):
-    rows = doctor_image.rows(profiles.load("exp"), None)
-    assert rows[0].check == "verified" and rows[0].status == "WARN"
-    assert f"UNVERIFIED ({REASON})" in rows[0].evidence
-    assert all(r.check != "verified" for r in doctor_image.rows(profiles.load("cpu-smoke"), None))
+    exp = profiles.load("exp")
+    for running in (None, bound.seat_of(exp)):  # the profile before `seat up`; the seat's record after
+        rows = doctor_image.rows(exp, None, running)
+        assert rows[0].check == "verified" and rows[0].status == "WARN"
+        assert f"UNVERIFIED ({REASON})" in rows[0].evidence
+    assert all(r.check != "verified" for r in doctor_image.rows(profiles.load("cpu-smoke"), None, None))

@@ -235,7 +235,8 @@ def test_unsetting_what_the_image_sets_for_what_runs_is_refused(tmp_path, name):
 
 def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_shell(tmp_path, monkeypatch):
     """A PYTHONPATH left exported in the operator's shell made the native server import from it
-    while doctor said the venv was as planned; PATH and the rest of the shell still pass."""
+    while doctor said the venv was as planned; PATH and the rest of the shell still pass, but no
+    name that takes a path (its value unseen by the kit)."""
     import os
     import time
 
@@ -253,6 +254,7 @@ def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_s
         "VLLM_PLUGINS": "evil",
         "BASH_ENV": "/srv/rc",
         "SOME_TOOL_HOME": "/opt/tool",
+        "SOME_TOOL_LEVEL": "3",
     }.items():
         monkeypatch.setenv(name, value)
     spec = specs.build(profiles.load("cpu-smoke"))
@@ -261,14 +263,15 @@ def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_s
     while not seen.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     env = dict(line.partition("=")[::2] for line in seen.read_text().splitlines() if "=" in line)
-    assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "BASH_ENV"} & set(env)
-    assert env["PATH"] == os.environ["PATH"] and env["SOME_TOOL_HOME"] == "/opt/tool"
+    assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "BASH_ENV", "SOME_TOOL_HOME"} & set(env)
+    assert env["PATH"] == os.environ["PATH"] and env["SOME_TOOL_LEVEL"] == "3"
     assert all(env.get(k) == v for k, v in spec.env.items())
 
 
 def test_a_native_seats_script_unsets_what_changes_what_runs_from_its_shell(tmp_path):
     """The script an operator runs by hand does as seat up does: PYTHONPATH, LD_PRELOAD and the
-    like from the shell are gone before the server starts; PATH and the rest stay."""
+    like from the shell are gone before the server starts, and so is a name that takes a path;
+    PATH and the rest stay."""
     import subprocess
 
     from seatkit.serve import render
@@ -292,14 +295,15 @@ def test_a_native_seats_script_unsets_what_changes_what_runs_from_its_shell(tmp_
         "VLLM_PLUGINS": "evil",
         "PYTHONSTARTUP": "/x",
         "SOME_TOOL_HOME": "/opt/tool",
+        "SOME_TOOL_LEVEL": "3",
     }
     done = subprocess.run(
         ["bash", str(script)], cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     env = dict(line.partition("=")[::2] for line in seen.read_text().splitlines() if "=" in line)
-    assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "PYTHONSTARTUP"} & set(env), env
-    assert env["PATH"] == "/usr/bin:/bin" and env["SOME_TOOL_HOME"] == "/opt/tool"
+    assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "PYTHONSTARTUP", "SOME_TOOL_HOME"} & set(env), env
+    assert env["PATH"] == "/usr/bin:/bin" and env["SOME_TOOL_LEVEL"] == "3"
 
 
 @pytest.mark.parametrize(
@@ -396,3 +400,136 @@ def test_a_mount_over_a_default_cache_of_compiled_code_is_refused(tmp_path, targ
         write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/x", "target": target}]}})
     )
     assert f"{target}: it mounts over {over}" in message
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "VLLM_RUST_FRONTEND_PATH",  # a program vLLM runs as the seat's HTTP server
+        "VLLM_USE_RUST_FRONTEND",
+        "VLLM_NCCL_SO_PATH",
+        "VLLM_CUDART_SO_PATH",
+        "VLLM_CUDA_COMPATIBILITY_PATH",
+        "VLLM_MODEL_REDIRECT_PATH",
+        "GCC_EXEC_PREFIX",
+        "COMPILER_PATH",
+        "CPATH",
+        "CPLUS_INCLUDE_PATH",
+        "PYTHONOPTIMIZE",
+    ],
+)
+@pytest.mark.parametrize("base", ["cpu-smoke", "cpu-smoke-docker"])
+def test_env_vllm_and_gcc_read_to_load_code_is_refused(tmp_path, name, base):
+    """vLLM spawned VLLM_RUST_FRONTEND_PATH as the seat's server on a real seat, doctor all OK."""
+    assert f"env.{name}: it sets" in error_of(write(tmp_path, {"env": {name: "1"}}, base=base))
+
+
+@pytest.mark.parametrize("where", ["env", "docker.extra_env"])
+@pytest.mark.parametrize("value", ["/srv/exp/frontend", "exp/lib.so", "~/x"])
+def test_any_env_value_that_names_a_path_is_refused_unless_it_is_a_cache(tmp_path, where, value):
+    """A list of names can never be whole (vLLM alone reads some 300): a value that names a file
+    or folder is where code comes from, so only the cache names may hold one."""
+    name = "VLLM_SOME_FUTURE_LOADER"
+    section = {"env": {name: value}} if where == "env" else {"docker": {"extra_env": {name: value}}}
+    message = error_of(write(tmp_path, section))
+    assert f"{where}.{name}: its value names a file or folder" in message and value not in message
+    assert profiles.load(str(write(tmp_path, {**section, "experiment": EXPERIMENT})))
+
+
+def test_settings_that_name_no_path_are_fine(tmp_path):
+    env = {"VLLM_HOST_IP": "127.0.0.1", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    loaded = profiles.load(str(write(tmp_path, {"env": env}))).env
+    assert {n: loaded[n] for n in env} == env
+
+
+def test_a_passed_name_that_takes_a_path_is_refused_its_value_unseen(tmp_path):
+    message = error_of(write(tmp_path, {"docker": {"pass_env": ["VLLM_FUTURE_LIB_PATH"]}}))
+    assert "docker.pass_env.VLLM_FUTURE_LIB_PATH: it takes a path" in message
+    loaded = profiles.load(str(write(tmp_path, {"docker": {"pass_env": ["B12X_MICRO_MAX_ACTIVE_CLUSTERS"]}})))
+    assert loaded.docker.pass_env == ["B12X_MICRO_MAX_ACTIVE_CLUSTERS"]
+
+
+@pytest.mark.parametrize("flag", ["config", "conf"])
+def test_a_config_file_of_flags_is_refused(tmp_path, flag):
+    """vLLM splices every key of --config FILE into its argv: every refused flag came back (a
+    tool-parser-plugin named there ran on a real seat)."""
+    message = error_of(write(tmp_path, {"vllm_args": {flag: "/srv/exp/args.yaml"}}))
+    assert f"vllm_args.{flag}: it loads a YAML file whose keys vLLM reads as flags" in message
+
+
+@pytest.mark.parametrize(
+    "args, refused",
+    [
+        ({"distributed-executor-backend": "exp.hooks.Executor"}, "a class imported by name"),
+        ({"distributed-executor-backend=exp.Executor": True}, "a class imported by name"),
+        (
+            {"kv-transfer-config": {"kv_connector_extra_config": {"spec_module_path": "exp.m"}}},
+            "imports by name",
+        ),
+    ],
+)
+def test_flags_that_import_a_module_their_value_names_are_refused(tmp_path, args, refused):
+    assert refused in error_of(write(tmp_path, {"vllm_args": args}))
+
+
+@pytest.mark.parametrize("backend", ["mp", "ray", "uni"])
+def test_a_built_in_executor_backend_is_fine(tmp_path, backend):
+    args = {"distributed-executor-backend": backend}
+    assert (
+        profiles.load(str(write(tmp_path, {"vllm_args": args}))).vllm_args["distributed-executor-backend"]
+        == backend
+    )
+
+
+@pytest.mark.parametrize(
+    "target, over",
+    [
+        ("/etc/ssl/openssl.cnf", "/etc/ssl/*.cnf"),
+        ("/etc/ssl", "/etc/ssl/*.cnf"),
+        ("/etc/pki/tls/openssl.cnf", "/etc/pki/tls/*.cnf"),
+        ("/etc/pki/tls/openssl.d", "/etc/pki/tls/openssl.d"),
+        ("/etc/crypto-policies/back-ends/opensslcnf.config", "/etc/crypto-policies"),
+        ("/etc/nsswitch.conf", "/etc/nsswitch.conf"),
+        ("/usr/include", "/usr"),
+        ("/usr/include/python3.11/Python.h", "/usr"),
+        ("/usr/x86_64-linux-gnu/bin", "/usr"),
+        ("/usr/share", "/usr"),
+    ],
+)
+def test_a_mount_over_what_loads_libraries_or_feeds_a_jit_build_is_refused(tmp_path, target, over):
+    """OpenSSL loads the engines and providers its config names into the server (Python's ssl reads
+    it), NSS the modules nsswitch.conf names; Triton's launcher and Inductor's kernels are compiled
+    with /usr/include's headers and /usr/<triplet>/bin's assembler: each ran other code, verified."""
+    message = error_of(
+        write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/x", "target": target}]}})
+    )
+    assert f"{target}: it mounts over {over}" in message
+
+
+@pytest.mark.parametrize(
+    "target, over",
+    [
+        ("/root/.nv", "/root/.nv"),
+        ("/root/.nv/ComputeCache", "/root/.nv"),
+        ("/root/.deep_gemm/cache", "/root/.deep_gemm"),
+        ("/root/.cache/torch/kernels", "/root/.cache"),
+        ("/root/.cache/flashinfer", "/root/.cache"),
+    ],
+)
+def test_a_mount_over_a_kernel_cache_under_roots_home_is_refused(tmp_path, target, over):
+    """CUDA's driver loads the kernels it finds in ~/.nv/ComputeCache, DeepGEMM those of ~/.deep_gemm."""
+    message = error_of(
+        write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/x", "target": target}]}})
+    )
+    assert f"{target}: it mounts over {over}" in message
+
+
+@pytest.mark.parametrize(
+    "target", ["/etc/ssl/certs", "/etc/pki/tls/certs", "/usr-data", "/root/models", "/root/.nvdata"]
+)
+def test_mounts_beside_the_configs_and_caches_are_fine(tmp_path, target):
+    """CA certificates are no code, and a folder whose name only starts as a protected one's is another."""
+    loaded = profiles.load(
+        str(write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/exp", "target": target}]}}))
+    )
+    assert loaded.docker.extra_mounts[0].target == target

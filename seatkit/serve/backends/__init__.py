@@ -16,7 +16,8 @@ from seatkit.serve.backends import docker, native
 from seatkit.serve.running import Running
 from seatkit.serve.spec import LaunchSpec
 
-ImageCheck = Callable[[Profile, str], str]  # (profile, image) -> the id verified, or a refusal
+# (profile, image) -> the id to run and why its results are unverified (None: verified), or a refusal
+ImageCheck = Callable[[Profile, str], tuple[str, str | None]]
 
 
 class Backend(Protocol):
@@ -30,7 +31,8 @@ class Backend(Protocol):
     def prepared(
         self, spec: LaunchSpec, values: dict[str, str], image_check: ImageCheck | None
     ) -> dict[str, str]:
-        """The knob values to start with (a verified image id among them, where the runtime has one)."""
+        """The knob values to start with (the checked image id among them, where the runtime has
+        one, and docker.UNVERIFIED: why that image is unverified, when it is)."""
 
     def start(
         self,

@@ -8,20 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from seatkit import engine, paths
+from seatkit import engine, paths, text
 from seatkit.errors import SeatError
 from seatkit.seat import layout
 from seatkit.serve import identity
 from seatkit.serve.running import Running
 from seatkit.serve.spec import PROFILE_LABEL, LaunchSpec, resolve
 
-VERIFIED = "verified image id"  # where `prepared` keeps it among the knob values
+CHECKED = "checked image id"  # where `prepared` keeps it among the knob values
+UNVERIFIED = "why the image is unverified"  # there too, when it is (launch marks the run record)
+# Of an image no check saw: a seat started without `seat up`'s image check.
+UNCHECKED = "nothing checked the image it runs: it was started without `seat up`'s image check"
+HOME_LABEL = "seatkit.home"
 
 
 def labels(profile: str) -> dict[str, str]:
     """What marks a container as this SEAT_HOME's seat of this profile (the home's real path:
     a relative or linked SEAT_HOME names the same home from anywhere)."""
-    return {PROFILE_LABEL: profile, "seatkit.home": str(paths.seat_home().resolve())}
+    return {PROFILE_LABEL: profile, HOME_LABEL: str(paths.seat_home().resolve())}
 
 
 def container(run: Running):
@@ -34,6 +38,31 @@ def container(run: Running):
         return None
     marks = found.labels or {}
     return found if all(marks.get(k) == v for k, v in labels(run.profile).items()) else None
+
+
+def name_taken(name: str) -> SeatError | None:
+    """Who holds the seat's container name, in what state, and how to free it; None when nothing
+    does. Only this home's labels make it the kit's: `seat down` removes those alone."""
+    from docker.errors import NotFound
+
+    try:
+        found = engine.client().containers.get(name)
+    except NotFound:
+        return None
+    marks = found.labels or {}
+    owner = text.one_line(marks.get(PROFILE_LABEL, ""))
+    said = f"a container named {name} already exists ({found.status}, {found.short_id})"
+    other = ", or set SEAT_CONTAINER to another name"
+    if owner and marks.get(HOME_LABEL) == labels(owner)[HOME_LABEL]:
+        return SeatError(f"{said}: this SEAT_HOME's seat of {owner}", f"seat down {owner}{other}")
+    whose = (
+        f"a seat of {owner} that no `seat up` of this SEAT_HOME started (the serve script, "
+        "compose, or another SEAT_HOME)"
+        if owner
+        else "not the kit's"
+    )
+    stop = f"docker stop {name}, then " if found.status in ("running", "restarting", "paused") else ""
+    return SeatError(f"{said}: {whose}", f"{stop}docker rm {name} if it is not wanted{other}")
 
 
 def _running(found) -> bool:
@@ -76,13 +105,16 @@ def create_and_start(
     devices = _devices(settings.gpus)
     try:
         made = engine.client().containers.create(
-            values.get(VERIFIED, values["SEAT_IMAGE"]),
+            values.get(CHECKED, values["SEAT_IMAGE"]),
             spec.container_argv(values),
             name=values["SEAT_CONTAINER"],
             device_requests=devices,
             ipc_mode=settings.ipc,
             network_mode=settings.network,
             init=settings.init,
+            # Always said, "no" too: left unset, the engine's default decides whether a stopped seat
+            # comes back behind the kit's back.
+            restart_policy={"Name": settings.restart},
             stop_signal="SIGTERM",
             ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in settings.ulimits.items()],
             mounts=[
@@ -96,7 +128,9 @@ def create_and_start(
         record(run)
         made.start()
     except APIError as exc:
-        raise _refusal(str(exc.explanation or exc), devices) from None
+        # The name taken since preflight looked (the outside check of the image takes a while).
+        taken = name_taken(values["SEAT_CONTAINER"]) if exc.status_code == 409 and not run.ident else None
+        raise taken or _refusal(str(exc.explanation or exc), devices) from None
 
 
 class Docker:
@@ -107,17 +141,20 @@ class Docker:
             raise ValueError(f"a docker seat's ident {run.ident!r} is not a full container id")
 
     def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> dict[str, str]:
-        """An overlay image is checked from outside, then run by the id it checked, since a tag
-        can move meanwhile."""
+        """The image is checked (an overlay image is refused unless it runs the lock; one the
+        profile runs as it is is verified only when the kit's build record vouches for it), then
+        run by the id checked, since a tag can move meanwhile; why it is unverified goes under
+        UNVERIFIED."""
         p = spec.profile
-        if p.image is None or not p.image.overlay:
-            return values
         if image_check is None:
-            raise SeatError(
-                f"{p.name} runs an overlay image and nothing checked it from outside",
-                "start it with `seat up`, which does",
-            )
-        return {**values, VERIFIED: image_check(p, values["SEAT_IMAGE"])}
+            if p.image is not None and p.image.overlay:
+                raise SeatError(
+                    f"{p.name} runs an overlay image and nothing checked it from outside",
+                    "start it with `seat up`, which does",
+                )
+            return {**values, UNVERIFIED: UNCHECKED}
+        image_id, why = image_check(p, values["SEAT_IMAGE"])
+        return {**values, CHECKED: image_id, **({UNVERIFIED: why} if why else {})}
 
     def start(
         self,

@@ -46,9 +46,11 @@ def process_start(pid: int) -> str | None:
 
 def inherited() -> dict[str, str]:
     """This shell's environment less what changes what the seat runs (a PYTHONPATH or LD_PRELOAD
-    left exported): the profile alone decides that, as in a container. PATH stays: the server is
-    started by its full path, and the compilers its JIT runs are the host's."""
-    return {k: v for k, v in os.environ.items() if k == "PATH" or not what_runs.env_reason(k)}
+    left exported) and less every name that takes a path (a TORCHINDUCTOR_CACHE_DIR or a *_PLUGIN
+    the kit never sees): the profile alone decides those, as in a container. PATH stays (the server
+    is started by its full path, and the compilers its JIT runs are the host's), and so do HOME,
+    XDG_CACHE_HOME and the temporary folder, where the seat's default caches are."""
+    return {k: v for k, v in os.environ.items() if what_runs.from_shell(k)}
 
 
 def spawn(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict) -> str:
@@ -92,6 +94,17 @@ def holds_token(run: Running) -> bool:
     except (SeatError, OSError):
         return False
     return bool(run.token) and f"{TOKEN_ENV}={run.token}".encode() in environ.split(b"\0")
+
+
+def _token_shows(run: Running, wait: float = 2.0) -> bool:
+    """holds_token, given a moment: a server just spawned (a `seat down` during `seat up`) shows
+    its parent's environment until its exec is done."""
+    deadline = time.monotonic() + wait
+    while not holds_token(run):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _reap(pid: int) -> None:
@@ -153,7 +166,7 @@ class Native:
     def stop(self, run: Running, grace: float) -> bool:
         was_alive = self.alive(run)
         pid = int(run.ident)
-        if was_alive and not holds_token(run):
+        if was_alive and not _token_shows(run):
             raise SeatError(
                 f"PID {pid} has the recorded start time, but not {run.profile}'s run token: "
                 "it cannot be proven to be the seat, so nothing was signalled",

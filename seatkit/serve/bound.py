@@ -1,0 +1,43 @@
+"""A running seat as the profile it was launched from: `seat up` records the profile's sha256, and a
+seat is judged (its config checked, its results marked) only by that profile, never by the file
+edited since."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seatkit.errors import SeatError
+from seatkit.seat import what_runs
+from seatkit.seat.profiles import Profile
+from seatkit.serve import launch
+from seatkit.serve.running import Running
+
+
+def seat_of(profile: Profile) -> Running | None:
+    """The seat `seat up` started for the profile and still running, or None; refused when the
+    profile reads otherwise now than when it was launched: judged by the edited file, a seat would
+    be held to (and its results marked by) what it does not run."""
+    run = launch.recorded(profile.name)
+    if run is None or not launch.alive(run):
+        return None
+    if run.profile_source and Path(run.profile_source) != Path(profile.source).resolve():
+        raise SeatError(
+            f"{profile.name} was launched from {run.profile_source}, not {profile.source}, so "
+            "nothing of the running seat can be judged by the file named here",
+            f"name the file it was launched from: {run.profile_source}",
+        )
+    if run.profile_sha256 and run.profile_sha256 != profile.sha256:  # none: an older kit's, marked unknown
+        raise SeatError(
+            f"{profile.name} runs the profile as it was at `seat up` (sha256 "
+            f"{run.profile_sha256[:16]}); {profile.source} reads otherwise now (sha256 "
+            f"{profile.sha256[:16]}), so nothing of the running seat can be judged by it",
+            f"seat down {profile.name} && seat up {profile.name}",
+        )
+    return run
+
+
+def conditions(run: Running, profile: Profile) -> dict:
+    """What a result of the seat seat_of found carries: its record's mark, or the profile's where
+    the record says verified of an experiment (edited by hand, or written by a kit with a bug):
+    seat_of has proven the file is the one launched, so its experiment switch is what ran."""
+    return run.conditions() or what_runs.conditions(profile)

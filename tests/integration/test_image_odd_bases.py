@@ -1,0 +1,82 @@
+# ruff: noqa: F811  (fixtures imported from the test module that defines them)
+"""`seat build` on odd bases, on the real docker engine (the stand-ins of test_image): a base with
+ONBUILD triggers, which would run inside the build; a base compiled to unchecked-hash bytecode,
+which Python runs instead of the overlay's source unless the build removes it."""
+
+import json
+
+import docker
+import pytest
+from test_image import BASE, OVERLAY, VLLM, profile_for, pushed_digest, run, seat, write_tree
+
+from seatkit.image import outside, overlay
+from seatkit.seat import profiles
+
+PTH = "/opt/venv/lib/python3.12/site-packages/zz-onbuild.pth"
+TRIGGER = f"RUN echo \"import sys; sys.stderr.write('ONBUILD CODE RAN\\\\n')\" > {PTH}"
+
+
+def pushed(client, registry, ctx, dockerfile, name):
+    """A base built from dockerfile over the stand-in vllm package: (repository, tag, digest)."""
+    write_tree(ctx / "vllm", BASE)
+    (ctx / "Dockerfile").write_text(dockerfile)
+    repository = f"{registry}/seatkit-test/vllm-{name}"
+    client.images.build(path=str(ctx), tag=f"{repository}:stand-in", rm=True)
+    return repository, "stand-in", pushed_digest(client, repository, "stand-in")
+
+
+@pytest.fixture(scope="module")
+def odd(docker_engine, registry, py312_image, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("odd-bases")
+    client = docker.DockerClient(base_url=docker_engine)
+    write_tree(tmp / "overlay", OVERLAY)
+    lock = overlay.lock_from(tmp / "overlay", "https://example.invalid/seat-overlay@" + "ab" * 20)
+    (tmp / "overlay.lock").write_text(lock.dump())
+    onbuild = f"FROM {py312_image}\nCOPY vllm/ {VLLM}/\nONBUILD {TRIGGER}\n"
+    compiled = (
+        f"FROM {py312_image}\nCOPY vllm/ {VLLM}/\n"
+        f"RUN /opt/venv/bin/python -m compileall -q --invalidation-mode unchecked-hash {VLLM}\n"
+    )
+    return {
+        "tmp": tmp,
+        "lock": lock,
+        "bases": {
+            "onbuild": pushed(client, registry, tmp / "onbuild", onbuild, "onbuild"),
+            "unchecked": pushed(client, registry, tmp / "unchecked", compiled, "unchecked"),
+        },
+    }
+
+
+def build(odd, path):
+    args = ["--lock", str(odd["tmp"] / "overlay.lock"), "--overlay", str(odd["tmp"] / "overlay")]
+    return seat("build", str(path), *args, "--json", check=False)
+
+
+def test_a_base_with_onbuild_triggers_is_refused_and_nothing_is_recorded(odd):
+    """The engine reports the triggers in the base's config; `seat build` stops before building."""
+    path = profile_for(odd, "onbuild", "onbuild")
+    done = build(odd, path)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    repository, _, digest = odd["bases"]["onbuild"]
+    assert f"the base {repository}@{digest} has ONBUILD triggers" in done.stderr, done.stderr
+    assert "zz-onbuild.pth" in done.stderr and "without triggers" in done.stderr
+    assert "Traceback" not in done.stderr
+    images = docker.from_env().images.list(name="seatkit/onbuild")
+    assert images == []  # no image was made, so none can be recorded as verified
+
+
+def test_the_overlays_source_runs_over_a_base_compiled_to_unchecked_hash_bytecode(odd):
+    """Python never reads the source of an unchecked-hash .pyc: the build removes the base's .pyc of
+    each file it copies, keeps the rest, and the image so made is verified read from outside."""
+    path = profile_for(odd, "unchecked", "unchecked", smoke=["vllm.version"])
+    done = build(odd, path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    tag = json.loads(done.stdout)["tag"]
+    ran = run(tag, "/opt/venv/bin/python", "-c", "import vllm.version as v; print(v.__version__)")
+    assert ran.stdout.strip() == "overlay", (ran.stdout, ran.stderr)
+    listed = run(tag, "ls", f"{VLLM}/__pycache__").stdout.split()
+    assert "__init__.cpython-312.pyc" in listed and not any(n.startswith("version.") for n in listed)
+    assert run(tag, "ls", "/opt/seatkit/copied").returncode != 0  # the list is gone with the build
+    verdict = outside.check(profiles.load(str(path)), tag, odd["lock"], trust_record=False)
+    # all it names is the stand-in's own gap: its venv has no vllm script (the removed .pyc is fine)
+    assert [p for p in verdict.problems if "finds vllm at None" not in p] == [], verdict.problems

@@ -1,0 +1,348 @@
+"""The run record binds the profile `seat up` launched: its hash and its verified/unverified mark.
+Everything that reports on the running seat (doctor, the bench's conditions, summary, report,
+compare, fleet) takes the mark from the record; a profile edited since `seat up` is refused, so an
+experiment seat cannot be reported as verified by switching its flag off in the file."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import Server, prose, seat_cli, stand_in_server
+
+from seatkit import paths
+from seatkit.bench import compare, fleet, oracle, report, run
+from seatkit.bench import nsys as bench_nsys
+from seatkit.bench.target import Options
+from seatkit.doctor import diagnose, server, targets
+from seatkit.doctor import image as doctor_image
+from seatkit.errors import SeatError
+from seatkit.models import lock, verify
+from seatkit.seat import layout, profiles
+from seatkit.serve import bound, launch
+from seatkit.serve import spec as specs
+from seatkit.serve.backends.native import process_start
+from seatkit.serve.running import UNKNOWN
+
+REASON = "PYTHONPATH onto a patched scheduler"
+EXPERIMENT = {
+    "extends": "base",
+    "env": {"PYTHONPATH": "/srv/patched"},
+    "experiment": {"unverified": True, "reason": REASON},
+}
+
+
+@pytest.fixture
+def kit(tmp_path, monkeypatch):
+    """profiles/ of its own: cpu-smoke, a variant `base` of it, an experiment `exp` and a verified
+    `plain` extending base (so an edit of the file extended counts as an edit too)."""
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    shutil.copy(paths.PROFILES / "cpu-smoke.yaml", folder)
+    (folder / "base.yaml").write_text("extends: cpu-smoke\ndescription: a variant\n")
+    (folder / "exp.yaml").write_text(yaml.safe_dump(EXPERIMENT))
+    (folder / "plain.yaml").write_text("extends: base\n")
+    monkeypatch.setattr(paths, "PROFILES", folder)
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    return folder
+
+
+def up_as_this_process(name: str, url: str, **fields) -> launch.Running:
+    """A native seat's record naming this very process (alive for the whole test) at url."""
+    pid = os.getpid()
+    record = launch.Running(name, "native", str(pid), url, oracle.MODEL, "", 0.0, since=process_start(pid))
+    record = replace(record, **fields)
+    launch._record(record)
+    return record
+
+
+def vouched_for(path: Path) -> None:
+    """The profile's own lock of home's stand-in model, and a full verify of it: else its weights,
+    other bytes than cpu-smoke's lock, mark the seat (test_model_marks)."""
+    profile = profiles.load(str(path))
+    lock.write(profile, lock.make(profile))
+    assert verify.verify(profile, full=True)["ok"]
+
+
+def older_kit_record(name: str, url: str) -> None:
+    """A record as the kit wrote it before it recorded the profile and the mark."""
+    record = asdict(up_as_this_process(name, url))
+    del record["profile_sha256"], record["unverified"], record["model_locks"]
+    layout.run_record(name).write_text(json.dumps(record))
+
+
+@pytest.fixture
+def seat():
+    server = Server()
+    yield server
+    server.close()
+
+
+# 1. The record binds the profile as launched; an older record reads as unverified.
+
+
+def test_seat_up_records_the_profile_hash_and_the_mark(home, monkeypatch):
+    """The real start of a native seat (a stand-in server that sleeps) writes both fields."""
+    stand_in_server(home, "exec sleep 300")
+    (home / "exp.yaml").write_text(yaml.safe_dump({**EXPERIMENT, "extends": "cpu-smoke"}))
+    (home / "plain.yaml").write_text("extends: cpu-smoke\n")
+    for name, mark in (("exp", REASON), ("plain", None)):
+        vouched_for(home / f"{name}.yaml")
+        profile = profiles.load(str(home / f"{name}.yaml"))
+        started = launch._start(specs.build(profile), dict(os.environ))
+        try:
+            record = launch.recorded(name)
+            assert record.profile_sha256 == profile.sha256 and len(record.profile_sha256) == 64
+            assert record.unverified == mark
+            assert record.conditions() == ({"unverified": REASON} if mark else {})
+            assert record.model_locks == lock.hashes(profile) and record.model_locks  # as locked at up
+        finally:
+            launch.stop(started, grace=5)
+
+
+def test_an_older_record_reads_as_unverified_everywhere(kit, seat, tmp_path):
+    older_kit_record("plain", seat.url)
+    record = launch.recorded("plain")
+    assert record.unverified == UNKNOWN == "unknown: recorded before the kit recorded it"
+    assert record.conditions() == {"unverified": UNKNOWN}
+    target = targets.of_profile("plain")  # not refused: nothing recorded to compare with
+    assert target.conditions["unverified"] == UNKNOWN and target.conditions["profile_sha256"] is None
+    assert target.conditions["model_locks"] is None  # not known: never the lock as it reads now
+    assert targets.of_url(seat.url, oracle.MODEL, None, None).conditions["unverified"] == UNKNOWN
+    (row,) = doctor_image.experiment(profiles.load("plain"), bound.seat_of(profiles.load("plain")))
+    assert row.status == "WARN" and f"UNVERIFIED ({UNKNOWN})" in row.evidence
+    assert row.fix == "seat down plain && seat up plain"
+
+
+@pytest.mark.parametrize(
+    "fields, why",
+    [
+        ({"unverified": None}, "says verified without the profile"),  # no hash, yet verified
+        ({"unverified": ""}, "unverified is neither null nor a reason"),
+        ({"unverified": False}, "unverified is neither null nor a reason"),
+        ({"unverified": 1}, "unverified is neither null nor a reason"),
+        ({"profile_sha256": "abc", "unverified": None}, "profile_sha256 is not a sha256"),
+        ({"profile_sha256": 7}, "a field that holds text holds something else"),
+        ({"model_locks": ["f" * 64]}, "model_locks is not a mapping of model to hash"),
+        ({"model_locks": {"base": 7}}, "model_locks is not a mapping of model to hash"),
+    ],
+)
+def test_a_record_whose_mark_up_never_writes_is_unreadable(kit, seat, fields, why):
+    up_as_this_process("plain", seat.url, **fields)
+    with pytest.raises(SeatError, match=why) as caught:
+        launch.recorded("plain")
+    assert "stop it by hand" in caught.value.hint
+
+
+def test_a_deleted_profile_leaves_the_mark_with_the_seat(kit, seat):
+    """The record alone marks a URL bench of the seat: its profile need not be there any more."""
+    up_as_this_process("exp", seat.url, profile_sha256=profiles.load("exp").sha256, unverified=REASON)
+    (kit / "exp.yaml").unlink()
+    assert targets.of_url(seat.url, oracle.MODEL, None, None).conditions["unverified"] == REASON
+
+
+# 2. The mark comes from the record, never from the profile as it reads now.
+
+
+def test_the_mark_reaches_summary_report_compare_and_fleet_from_the_record(kit, seat, tmp_path):
+    """plain's profile declares no experiment; its record says the seat ran as one: the record wins."""
+    said = "what the record says"
+    up_as_this_process("plain", seat.url, profile_sha256=profiles.load("plain").sha256, unverified=said)
+    target = targets.of_profile("plain")
+    assert target.conditions["unverified"] == said
+    target.verify = None  # the seat's identity check wants a session leader; this test is none
+    out = run.RunDir(tmp_path / "runs", "plain")
+    summary = run.bench(target, prose(), Options(0, 1), out)
+    written = json.loads((out.path / "summary.json").read_text())
+    assert written["conditions"]["unverified"] == said == summary["conditions"]["unverified"]
+    text = (out.path / "report.md").read_text()
+    assert text.splitlines()[0].endswith(f"UNVERIFIED ({said})")
+    assert report.rows(summary)[0][0] == "prose UNVERIFIED"
+
+    # A verified seat's run beside it: compare marks the experiment side only.
+    launch._record(replace(launch.recorded("plain"), unverified=None))
+    clean = targets.of_profile("plain")
+    assert "unverified" not in clean.conditions
+    clean.verify = None
+    other = run.RunDir(tmp_path / "runs", "clean")
+    run.bench(clean, prose(), Options(0, 1), other)
+    result = compare.compare(str(out.path), str(other.path))
+    assert result.rows[0]["a"] == "prose UNVERIFIED" and result.rows[0]["b"] == "prose"
+
+    # The fleet benches by URL: the local seat's record marks its row.
+    launch._record(replace(launch.recorded("plain"), unverified=said))
+    fleet_result, _ = fleet.bench_fleet(
+        [targets.of_url(seat.url, oracle.MODEL, None, None)], None, prose(), Options(0, 1), tmp_path / "fleet"
+    )
+    assert fleet_result["seats"][0]["unverified"] == said
+    assert fleet.rows(fleet_result)[0][-1].endswith("UNVERIFIED")
+    assert f"- seat 1: its results are UNVERIFIED ({said})" in fleet.markdown(fleet_result)
+
+
+def test_doctor_takes_the_mark_from_the_record(kit, seat):
+    plain = profiles.load("plain")
+    up_as_this_process("plain", seat.url, profile_sha256=plain.sha256, unverified="recorded at up")
+    (row,) = doctor_image.experiment(plain, bound.seat_of(plain))
+    assert row.status == "WARN" and "UNVERIFIED (recorded at up)" in row.evidence
+    assert doctor_image.experiment(plain, None) == []  # no seat: the profile alone, which is verified
+
+
+def test_a_record_saying_verified_of_an_experiment_profile_of_its_own_hash_is_still_marked(kit, seat):
+    """A record edited by hand, or written by a kit with a bug: seat_of has proven the file is the
+    one launched, so its experiment switch is what ran, whatever the record says (review3 #12)."""
+    exp = profiles.load("exp")
+    up_as_this_process("exp", seat.url, profile_sha256=exp.sha256, profile_source=exp.source, unverified=None)
+    assert targets.of_profile("exp").conditions["unverified"] == REASON
+    (row,) = doctor_image.experiment(exp, bound.seat_of(exp))
+    assert (
+        row.status == "WARN" and f"the running seat is an experiment: UNVERIFIED ({REASON})" in row.evidence
+    )
+
+
+def test_the_weights_a_result_names_are_those_locked_when_the_seat_started(kit, seat):
+    """Re-locked after `seat up` (weights swapped on disk, `seat model lock` run, the server never
+    restarted), the results named weights the seat never loaded (review3 #14)."""
+    shutil.copy(paths.REPO / "profiles" / "cpu-smoke.models.lock", kit)  # the kit fixture moved PROFILES
+    plain = profiles.load("plain")
+    at_up = lock.hashes(plain)
+    assert at_up  # plain keeps cpu-smoke's models, so cpu-smoke's lock pins them
+    up_as_this_process(
+        "plain",
+        seat.url,
+        profile_sha256=plain.sha256,
+        profile_source=plain.source,
+        unverified=None,
+        model_locks=at_up,
+    )
+    base = lock.read(plain)["base"]
+    other = [replace(base.files[0], sha256="f" * 64), *base.files[1:]]  # other weights, hashed
+    lock.write(
+        plain, {"base": lock.ModelLock(base.repository, base.revision, other)}
+    )  # seat model lock plain
+    assert lock.hashes(plain) != at_up
+    assert targets.of_profile("plain").conditions["model_locks"] == at_up
+
+
+# 3. A profile edited since `seat up` is refused, naming it, wherever it resolves to its seat.
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        # the experiment switched off, and what it allowed taken out: the file now reads verified
+        lambda kit: (kit / "exp.yaml").write_text("extends: base\n"),
+        # the env changed, the flag kept
+        lambda kit: (kit / "exp.yaml").write_text(
+            yaml.safe_dump({**EXPERIMENT, "env": {"PYTHONPATH": "/srv/other"}})
+        ),
+        # the file it extends changed
+        lambda kit: (kit / "base.yaml").write_text("extends: cpu-smoke\ndescription: edited\n"),
+    ],
+)
+def test_an_edited_profile_is_refused(kit, seat, tmp_path, edit):
+    exp = profiles.load("exp")
+    up_as_this_process("exp", seat.url, profile_sha256=exp.sha256, unverified=REASON)
+    edit(kit)
+    with pytest.raises(SeatError, match="reads otherwise now") as caught:
+        targets.of_profile("exp")
+    assert caught.value.hint == "seat down exp && seat up exp"
+    with pytest.raises(SeatError, match="reads otherwise now"):
+        bench_nsys.session_of("exp")
+    result = diagnose.diagnose("exp", runs=tmp_path, readings={"error": "no driver"})
+    (row,) = [r for r in result["rows"] if r["layer"] == "server"]  # nothing judged by the edited file
+    assert (row["check"], row["status"]) == ("run record", "FAIL") and result["exit_code"] == 2
+    assert "reads otherwise now" in row["evidence"] and row["fix"] == "seat down exp && seat up exp"
+    # The mark is not lost by the edit: a URL bench of the seat still carries the record's.
+    assert targets.of_url(seat.url, oracle.MODEL, None, None).conditions["unverified"] == REASON
+
+
+def test_a_seat_launched_from_another_file_of_that_name_is_refused_naming_the_file(kit, seat, tmp_path):
+    """`seat up ./elsewhere/exp.yaml`, then `seat bench exp`: profiles/exp.yaml is another file, and
+    the seat is judged by the file it was launched from, which the refusal names."""
+    elsewhere = tmp_path / "elsewhere" / "exp.yaml"
+    elsewhere.parent.mkdir()
+    shutil.copy(kit / "exp.yaml", elsewhere)
+    launched = profiles.load(str(elsewhere))
+    up_as_this_process(
+        "exp", seat.url, profile_sha256=launched.sha256, profile_source=str(elsewhere), unverified=REASON
+    )
+    with pytest.raises(SeatError, match=f"was launched from {elsewhere}, not {kit / 'exp.yaml'}") as caught:
+        targets.of_profile("exp")
+    assert caught.value.hint == f"name the file it was launched from: {elsewhere}"
+    assert targets.of_profile(str(elsewhere)).conditions["unverified"] == REASON
+
+
+def test_a_torn_record_is_a_fail_row_and_the_rest_of_the_diagnosis_goes_on(kit, tmp_path):
+    layout.run_record("exp").parent.mkdir(parents=True)
+    layout.run_record("exp").write_text('{"profile": "exp", "unverified": nu')
+    result = diagnose.diagnose("exp", runs=tmp_path, readings={"error": "no driver"})
+    (row,) = [r for r in result["rows"] if r["layer"] == "server"]
+    assert (row["check"], row["status"]) == ("run record", "FAIL") and "unreadable" in row["evidence"]
+    assert {r["layer"] for r in result["rows"]} >= {"gpu", "image", "models", "bench"}
+
+
+def test_an_edit_that_changes_no_field_is_the_same_profile(kit, seat):
+    """The hash is of the resolved fields, not the bytes: a comment or a reordering changes nothing."""
+    exp = profiles.load("exp")
+    up_as_this_process("exp", seat.url, profile_sha256=exp.sha256, unverified=REASON)
+    (kit / "exp.yaml").write_text(
+        "# a note\n" + yaml.safe_dump(dict(reversed(EXPERIMENT.items())), sort_keys=False)
+    )
+    assert targets.of_profile("exp").conditions["unverified"] == REASON
+    assert not isinstance(server.seat(profiles.load("exp")), list)
+
+
+def test_a_stopped_seat_leaves_the_profile_free_to_edit(kit, seat):
+    """Only a running seat binds its profile: a record of one that exited refuses nothing."""
+    up_as_this_process("exp", seat.url, profile_sha256="0" * 64, unverified=REASON, since="1")
+    assert bound.seat_of(profiles.load("exp")) is None
+    with pytest.raises(SeatError, match="exp is not up"):
+        targets.of_profile("exp")
+
+
+def test_the_cli_refuses_to_judge_a_seat_by_its_edited_profile(home):
+    """`seat up` for real (a native stand-in server that never gets ready, so `up` waits and its
+    record stays), then the experiment switched off in the file: `seat bench` refuses, `seat
+    doctor` fails the row, each naming the restart, none with a traceback."""
+    stand_in_server(home, "exec sleep 300")
+    path = home / "exp.yaml"
+    path.write_text(yaml.safe_dump({**EXPERIMENT, "extends": "cpu-smoke"}))
+    vouched_for(path)
+    up = subprocess.Popen(
+        [str(Path(sys.executable).parent / "seat"), "up", str(path)],
+        env={**os.environ, "SEAT_HOME": str(home)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while (record := launch.recorded("exp")) is None or not record.ident:
+            assert up.poll() is None and time.monotonic() < deadline, up.stderr.read() if up.poll() else ""
+            time.sleep(0.1)
+        assert record.unverified == REASON and record.profile_sha256 == profiles.load(str(path)).sha256
+        path.write_text("extends: cpu-smoke\n")  # reads verified now; the seat runs the experiment
+        status = " ".join(seat_cli(["status", str(path)], home).stdout.split())
+        assert f"unverified: yes, every result is marked ({REASON})" in status, status
+        bench = seat_cli(["bench", str(path)], home)
+        assert bench.returncode == 1 and "Traceback" not in bench.stderr, bench.stderr
+        said = " ".join(bench.stderr.split())
+        assert "reads otherwise now" in said and "seat down exp && seat up exp" in said, said
+        doctor = seat_cli(["doctor", str(path), "--json"], home)
+        assert doctor.returncode == 2, doctor.stderr
+        rows = json.loads(doctor.stdout)["rows"]
+        assert {"layer": "server", "check": "run record", "status": "FAIL"}.items() <= next(
+            r for r in rows if r["check"] == "run record"
+        ).items()
+    finally:
+        if up.poll() is None:
+            up.send_signal(signal.SIGTERM)
+        up.communicate(timeout=60)
+    assert launch.recorded("exp") is None
