@@ -71,17 +71,14 @@ def pinning(profile: Profile) -> Path | None:
 
 
 def model_dir(profile: Profile, key: str, environ=os.environ) -> Path:
-    """Where the model's files are on this host: the knob `seat up` and the script read, else the
-    profile's. A built model's folder is SEAT_HOME's, unless a docker seat's knob mounts another."""
+    """Where the seat serves the model's files from: a docker seat's knob (what it mounts), else
+    the profile's folder; a native seat reads no knob (spec serves host_dir, or SEAT_HOME's build),
+    so none may send a verify to another folder than the one it serves."""
     model = profile.models[key]
     knob = f"SEAT_MODEL_{key.upper()}_DIR"
-    if model.build:
-        return (
-            Path(environ[knob])
-            if environ.get(knob) and profile.runtime == "docker"
-            else layout.model(model.build)
-        )
-    return Path(environ.get(knob, model.host_dir))
+    if environ.get(knob) and profile.runtime == "docker":
+        return Path(environ[knob])
+    return layout.model(model.build) if model.build else Path(str(model.host_dir))
 
 
 def scan(folder: Path) -> dict[str, int]:

@@ -627,3 +627,18 @@ def test_a_docker_seat_s_built_model_is_verified_where_its_knob_mounts_it(tmp_pa
     assert locks.model_dir(docker, "base", elsewhere) == tmp_path / "mounted"
     assert locks.model_dir(docker, "base", {}) == seat_home / "models" / "smollm2-135m"
     assert locks.model_dir(native, "base", elsewhere) == seat_home / "models" / "smollm2-135m"
+
+
+def test_a_native_seat_s_host_folder_is_verified_where_it_serves_it(tmp_path):
+    """A native seat serves host_dir itself (no knob reaches its argv): SEAT_MODEL_<KEY>_DIR set in
+    the shell must not send `seat model verify` to another folder, or it vouches for files the seat
+    does not serve."""
+    served = tmp_path / "served"
+    path = tmp_path / "native.yaml"
+    path.write_text(
+        f"extends: cpu-smoke\nmodels:\n  base: {{host_dir: {served}, build: null, repository: null}}\n"
+    )
+    native = profiles.load(str(path))
+    assert native.models["base"].host_dir == str(served)
+    elsewhere = {"SEAT_MODEL_BASE_DIR": str(tmp_path / "decoy")}
+    assert locks.model_dir(native, "base", elsewhere) == served
