@@ -40,7 +40,8 @@ def image_check(profile: Profile, image: str) -> tuple[str, str | None]:
     if verdict is None:
         return image_id, not_built(image)
     if verdict.problems:  # the build vouches for the image, not for where today's mounts land
-        return image_id, f"{verdict.how}, but: " + "; ".join(verdict.problems)
+        mounts = f"{verdict.how}, but: " + "; ".join(verdict.problems)
+        return image_id, mounts if other is None else f"{other}; {mounts}"
     return image_id, other
 
 

@@ -148,6 +148,17 @@ def test_an_image_built_from_another_overlay_lock_than_the_kits_is_marked(as_is)
     assert mine.sha256[:16] in why and "b" * 12 in why
 
 
+def test_another_lock_and_a_mount_the_build_cannot_vouch_for_are_both_marked(as_is, monkeypatch):
+    """Two reasons, both kept: the mount problem once replaced the other lock's mark."""
+    profile, _ = as_is
+    mine = replace(LOCK, commit="b" * 40)
+    outside.record(TAG, RECORDED, profile, mine, BUILT_FROM)
+    monkeypatch.setattr(outside, "_mounts", lambda *args: ["a mount lands over /opt/venv/bin"])
+    why = started(profile).unverified
+    assert why is not None and why.startswith(vouch.other_lock(mine) + "; ")
+    assert why.endswith("but: a mount lands over /opt/venv/bin")
+
+
 def test_an_overlay_image_built_from_another_lock_runs_it_and_is_marked(profile, monkeypatch):
     """An overlay profile's image of `seat build --lock other.lock`: checked against that lock (its
     files are the other lock's), started, and marked: it is not the overlay the kit pins."""
