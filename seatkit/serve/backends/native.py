@@ -66,9 +66,12 @@ def spawn(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict) -> str
     argv = [resolve(w, values) for w in spec.command]
     with log.open("ab") as fh:
         try:
-            # Its own session, so `down` can stop the server and every worker it forked.
+            # Its own session, so `down` can stop the server and every worker it forked; in /,
+            # since a worker Python spawns imports from its working directory first, where the
+            # caller's folder could shadow a module of the venv (multiprocessing/, torch.py).
             proc = subprocess.Popen(
                 argv,
+                cwd="/",
                 env=run_env,
                 stdout=fh,
                 stderr=subprocess.STDOUT,
