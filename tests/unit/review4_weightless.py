@@ -6,6 +6,7 @@ weights no lock saw."""
 
 import yaml
 
+from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.models import lock
 from seatkit.seat import profiles
@@ -16,9 +17,9 @@ def test_dummy_weights_pass_once_files_names_no_weight_file(tmp_path):
     path = folder / "cpu-smollm2-r4.yaml"
     # The lock: cpu-smollm2's (locks are per profile: copied as `seat model lock` would write it).
     (folder / "cpu-smollm2-r4.models.lock").write_text(
-        (profiles.paths.PROFILES / "cpu-smollm2.models.lock").read_text().replace(
-            "profile: cpu-smollm2", "profile: cpu-smollm2-r4"
-        )
+        (paths.PROFILES / "cpu-smollm2.models.lock")
+        .read_text()
+        .replace("profile: cpu-smollm2", "profile: cpu-smollm2-r4")
     )
     path.write_text(
         yaml.safe_dump(
