@@ -1,0 +1,31 @@
+"""review4: a native seat is recorded verified whatever its venv holds. Preflight's venv check asks
+only that bin/vllm exists (preflight._venv); nothing at `seat up` reads the install marker
+(runtime.venv_problem) or any file of the venv, so a venv made for another install plan, a vllm
+package edited in place, or a bin/vllm that is another program altogether serves numbers the record
+calls verified."""
+
+import os
+
+import yaml
+from conftest import stand_in_server
+
+from seatkit.models import lock, verify
+from seatkit.seat import profiles
+from seatkit.serve import launch
+from seatkit.serve import spec as specs
+
+
+def test_a_native_seat_whose_vllm_is_another_program_is_recorded_verified(home):
+    # No install marker, no vllm package, no python: bin/vllm is a shell script of anyone's.
+    stand_in_server(home, "exec sleep 300")
+    path = home / "plain.yaml"
+    path.write_text(yaml.safe_dump({"extends": "cpu-smoke"}))
+    profile = profiles.load(str(path))
+    lock.write(profile, lock.make(profile))
+    assert verify.verify(profile, full=True)["ok"]  # the weights are vouched for: only the code is not
+    started = launch._start(specs.build(profile), dict(os.environ))
+    try:
+        record = launch.recorded("plain")
+        assert record.unverified is not None, "a seat whose server nothing checked is recorded verified"
+    finally:
+        launch.stop(started, grace=5)
