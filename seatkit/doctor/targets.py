@@ -91,19 +91,29 @@ def _container(
 
 
 def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
-    """Credentials in the URL (user:password@) go into a header, so no file or line shows them."""
+    """Credentials in the URL (user:password@) go into a header, so no file or line shows them.
+    A seat of this machine's `seat up` that the URL reaches is held to what `seat bench PROFILE`
+    holds it to: its record's mark, what was written into its container, and who answers on its
+    port before and after each group."""
     url, credentials = text.split_credentials(url.rstrip("/"))
     headers = {}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     elif credentials:
         headers["Authorization"] = "Basic " + base64.b64encode(":".join(credentials).encode()).decode()
+    conditions: dict = {"profile": None, "gpus": gpus.inventory()}
+    seat = _seat_at(url)
+    if isinstance(seat, str):
+        return Target(url, model, headers, k=k, conditions={**conditions, "unverified": seat})
+    running, profile = seat
+    written = _container(running, profile)[2]
     return Target(
         url,
         model,
         headers,
         k=k,
-        conditions={"profile": None, "gpus": gpus.inventory(), **_local_experiment(url)},
+        conditions={**conditions, **_marks(bound.conditions(running, profile), written)},
+        verify=lambda: _unwritten(running, profile, written),
     )
 
 
@@ -111,16 +121,25 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
 NO_RECORD = "benched by URL: no `seat up` of this machine runs it, so nothing checked what it runs"
 
 
-def _local_experiment(url: str) -> dict:
-    """A seat of this machine's `seat up` that the URL reaches marks its results as its record
-    does, however the URL spells the seat's address (reach.reaches); any other server is marked
-    NO_RECORD (a script's or compose's launch, another machine's, another kit's)."""
+def _seat_at(url: str) -> tuple[launch.Running, profiles.Profile] | str:
+    """The seat of this machine's `seat up` that the URL reaches (reach.reaches, however the URL
+    spells its address) and the profile file it was launched from, still as launched; else why
+    its results are unverified: NO_RECORD for any other server (a script's or compose's launch,
+    another machine's, another kit's), or why the seat's own profile cannot judge it now."""
     skipped: tuple[type[BaseException], ...] = (SeatError, *engine.errors())
     for record in sorted(layout.run_records().glob("*.json")):
         try:
             running = launch.recorded(record.stem)
-            if running and reach.reaches(url, running.url) and launch.alive(running):
-                return running.conditions()
+            if not (running and reach.reaches(url, running.url) and launch.alive(running)):
+                continue
         except skipped:  # a torn record, a lost engine
             continue
-    return {"unverified": NO_RECORD}
+        try:
+            profile = profiles.load(running.profile_source or running.profile)
+            if bound.seat_of(profile) is not None:
+                return running, profile
+        except SeatError as exc:  # its own mark, and why nothing else of it can be checked
+            recorded = running.conditions().get("unverified")
+            why = f"benched by URL, and {running.profile}'s profile cannot judge its seat: {exc.message}"
+            return "; ".join(filter(None, (recorded, why)))
+    return NO_RECORD

@@ -1,6 +1,9 @@
 """Whether a URL reaches a seat `seat up` recorded: the seat's port, and an address its listener
 answers on, however the URL spells it (localhost, 127.0.0.1, [::1], 0.0.0.0, a trailing slash).
 
+A name is dialed as the HTTP client dials it: its addresses in the resolver's order, the first
+that takes the connection (a stranger there takes the requests, whoever listens on the next).
+
 A seat bound to one address answers there alone; one bound to 0.0.0.0 (or ::) answers on every
 address of this machine. Dialing the unspecified address reaches this machine's loopback, as Linux
 does, so http://0.0.0.0:PORT reaches a seat bound to 127.0.0.1.
@@ -25,20 +28,35 @@ def _host_port(url: str) -> tuple[str, int] | None:
     return (parts.hostname, port) if parts.hostname and port else None
 
 
-def _addresses(host: str) -> set[Address]:
-    """What a name stands for: a literal address, loopback for localhost (RFC 6761, whatever
-    /etc/hosts says), else every address it resolves to here."""
+def _addresses(host: str, port: int | None = None) -> list[Address]:
+    """What a name stands for, in the resolver's order (the client's): a literal address, else
+    every address it resolves to here, localhost included (the client asks the resolver too)."""
     try:
-        return {ip_address(host)}
+        return [ip_address(host)]
     except ValueError:
         pass
-    if host == "localhost" or host.endswith(".localhost"):
-        return set(LOOPBACK.values())
     try:
-        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        return set()
-    return {ip_address(str(info[4][0])) for info in found}
+        return []
+    return list(dict.fromkeys(ip_address(str(info[4][0]).split("%")[0]) for info in found))
+
+
+def _lands(host: str, port: int) -> Address | None:
+    """Where a client's connection to host:port lands: the first address that takes it, as
+    urllib3 tries them; the first address when none does (the request fails, and nothing lands)."""
+    addresses = _addresses(host, port)
+    if len(addresses) > 1:
+        for address in addresses:
+            family = socket.AF_INET if address.version == 4 else socket.AF_INET6
+            try:
+                with socket.socket(family, socket.SOCK_STREAM) as probe:
+                    probe.settimeout(1.0)
+                    probe.connect((str(address), port))
+                return address
+            except OSError:
+                continue
+    return addresses[0] if addresses else None
 
 
 def _dialed(address: Address) -> Address:
@@ -75,5 +93,5 @@ def reaches(url: str, seat_url: str) -> bool:
     dialed, seat = _host_port(url), _host_port(seat_url)
     if dialed is None or seat is None or dialed[1] != seat[1]:
         return False
-    bound = _addresses(seat[0])
-    return any(_answers(b, _dialed(d)) for d in _addresses(dialed[0]) for b in bound)
+    lands = _lands(*dialed)
+    return lands is not None and any(_answers(b, _dialed(lands)) for b in _addresses(seat[0]))

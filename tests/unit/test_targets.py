@@ -4,9 +4,13 @@ import json
 import os
 
 import pytest
+import yaml
 from conftest import PASSWORD
 
+from seatkit import paths
 from seatkit.doctor import targets
+from seatkit.errors import SeatError
+from seatkit.seat import profiles
 from seatkit.serve import launch
 from seatkit.serve.backends.native import process_start
 
@@ -24,11 +28,26 @@ REASON = "a patched scheduler"
 
 
 def recorded_at(name: str, url: str) -> None:
-    """A run record of an experiment seat at url, naming this very process (alive all the test)."""
+    """A run record of an experiment seat at url, launched from its own profile file (as it reads
+    now) and naming this very process (alive all the test)."""
     pid = os.getpid()
+    source = paths.seat_home() / f"{name}.yaml"
+    experiment = {"unverified": True, "reason": REASON}
+    source.write_text(yaml.safe_dump({"extends": "cpu-smoke", "experiment": experiment}))
+    profile = profiles.load(str(source))
     launch._record(
         launch.Running(
-            name, "native", str(pid), url, "m", "", 0.0, since=process_start(pid), unverified=REASON
+            name,
+            "native",
+            str(pid),
+            url,
+            "m",
+            "",
+            0.0,
+            since=process_start(pid),
+            unverified=REASON,
+            profile_sha256=profile.sha256,
+            profile_source=str(source.resolve()),
         )
     )
 
@@ -45,7 +64,6 @@ def recorded_at(name: str, url: str) -> None:
         ("0.0.0.0", "http://127.0.0.1:{port}"),
         ("0.0.0.0", "http://localhost:{port}/"),
         ("0.0.0.0", "http://127.0.0.2:{port}"),  # a seat bound to all answers on any local address
-        ("[::1]", "http://localhost:{port}"),
         ("[::]", "http://127.0.0.1:{port}"),  # dual-stack
     ],
 )
@@ -73,3 +91,35 @@ def test_a_url_that_does_not_reach_the_seat_takes_no_mark_of_it(tmp_path, monkey
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
     recorded_at("exp", f"http://{seat_host}:18100")
     assert targets.of_url(spelled, "m", None, None).conditions["unverified"] == targets.NO_RECORD
+
+
+def test_a_url_bench_of_a_seat_whose_port_a_stranger_holds_is_refused_before_it_measures(
+    tmp_path, monkeypatch
+):
+    """As `seat bench PROFILE`: who answers on the seat's port is checked before and after each
+    group; a bench by URL took the seat's mark and checked nothing."""
+    import socket
+
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    stranger = socket.socket()
+    stranger.bind(("127.0.0.1", 0))
+    stranger.listen()
+    port = stranger.getsockname()[1]
+    try:
+        recorded_at("exp", f"http://127.0.0.1:{port}")  # this process: alive, not the listener
+        target = targets.of_url(f"http://127.0.0.1:{port}", "m", None, None)
+        assert target.conditions["unverified"] == REASON and target.verify is not None
+        with pytest.raises(SeatError, match="listens"):
+            target.verify()
+    finally:
+        stranger.close()
+
+
+def test_a_url_bench_of_a_seat_whose_profile_reads_otherwise_now_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path))
+    recorded_at("exp", "http://127.0.0.1:18100")
+    source = tmp_path / "exp.yaml"
+    source.write_text(source.read_text() + "description: edited since\n")
+    mark = targets.of_url("http://127.0.0.1:18100", "m", None, None).conditions["unverified"]
+    assert mark.startswith(f"{REASON}; benched by URL, and exp's profile cannot judge its seat: ")
+    assert "reads otherwise now" in mark
