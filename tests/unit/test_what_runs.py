@@ -1,6 +1,8 @@
 """A profile cannot change what the seat executes or imports: environment names and mount targets
 over the import or exec path are refused, naming the field, unless the profile is an experiment."""
 
+import json
+
 import pytest
 import yaml
 
@@ -536,3 +538,42 @@ def test_mounts_beside_the_configs_and_caches_are_fine(tmp_path, target):
         str(write(tmp_path, {"docker": {"extra_mounts": [{"source": "/srv/exp", "target": target}]}}))
     )
     assert loaded.docker.extra_mounts[0].target == target
+
+
+def loaded(tmp_path, body: str):
+    path = tmp_path / "elsewhere.yaml"
+    path.write_text("extends: cpu-smoke-docker\n" + body)
+    return profiles.load(str(path))
+
+
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("data-parallel-address", "10.0.0.1"),
+        ("data-parallel-rpc-port", 13345),
+        ("data-parallel-size-local", 0),
+        ("data-parallel-start-rank", 1),
+        ("headless", True),
+        ("nnodes", 2),
+        ("master-addr", "10.0.0.1"),
+    ],
+)
+def test_engines_or_workers_of_another_machine_are_refused(tmp_path, flag, value):
+    """Multi-node data parallel (review4): engines that connect from other nodes, each with its
+    own install and model folder, serve the seat's requests; nothing of the kit checks them."""
+    body = f"vllm_args:\n  data-parallel-size: 2\n  {flag}: {json.dumps(value)}\n"
+    with pytest.raises(SeatError, match=f"vllm_args.{flag}: it loads .*(other machine|another machine)"):
+        loaded(tmp_path, body)
+
+
+def test_a_local_data_parallel_size_is_a_setting(tmp_path):
+    """Not an abbreviation of the refused data-parallel-size-local: a real flag of its own."""
+    assert loaded(tmp_path, "vllm_args:\n  data-parallel-size: 2\n").vllm_args["data-parallel-size"] == 2
+
+
+def test_ray_of_another_cluster_is_refused(tmp_path):
+    """ray.init() joins the cluster RAY_ADDRESS names: the model's workers run on its nodes, in
+    their Python, on their copy of the model folder (review4); RAY_ADDRESS holds no '/'."""
+    body = "vllm_args:\n  distributed-executor-backend: ray\nenv:\n  RAY_ADDRESS: 10.0.0.5:6379\n"
+    with pytest.raises(SeatError, match="env.RAY_ADDRESS: it sets Ray's cluster"):
+        loaded(tmp_path, body)
