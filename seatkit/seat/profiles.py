@@ -123,7 +123,8 @@ class BaseProfile(Strict):
         found = what_runs.refused_env("env", self.env) + what_runs.refused_args(self.vllm_args)
         found += what_runs.refused_speculative(self.speculative.config if self.speculative else {})
         found += what_runs.refused_values("env", self.env)
-        found += what_runs.refused_weightless(self.vllm_args, self.models)
+        files = {f"models.{key}.files": model.files for key, model in self.models.items()}
+        found += what_runs.refused_weightless(self.vllm_args, files)
         found += self._refused()
         image = self.image or Image(name="none", tag="none")
         found += filter(

@@ -184,15 +184,16 @@ def refused_speculative(config: dict) -> list[str]:
     ]
 
 
-def refused_weightless(vllm_args: dict, models: dict) -> list[str]:
-    """A load-format that reads no weights (random ones) for a profile whose models list a weight
-    file: its numbers would be of weights the models lock never saw."""
+def refused_weightless(vllm_args: dict, files: dict[str, list[str]]) -> list[str]:
+    """A load-format that reads no weights (random ones) for a seat whose files (by where they are
+    named: a profile's models.KEY.files, a models lock's) hold a weight file: its numbers would be
+    of weights nobody locked."""
     data = _data()["vllm_args"]
     weights = [
-        f"models.{key}.files: {name}"
-        for key, model in models.items()
-        for name in model.files
-        if any(fnmatchcase(name, pattern) for pattern in data["weight_files"])
+        f"{where}: {name}"
+        for where, names in files.items()
+        for name in names
+        if any(fnmatchcase(PurePosixPath(name).name, pattern) for pattern in data["weight_files"])
     ]
     return [
         f"vllm_args.{flag}: {value} loads random weights in place of the locked ones ({weights[0]})"

@@ -577,3 +577,27 @@ def test_ray_of_another_cluster_is_refused(tmp_path):
     body = "vllm_args:\n  distributed-executor-backend: ray\nenv:\n  RAY_ADDRESS: 10.0.0.5:6379\n"
     with pytest.raises(SeatError, match="env.RAY_ADDRESS: it sets Ray's cluster"):
         loaded(tmp_path, body)
+
+
+def test_random_weights_in_place_of_the_locked_are_refused_at_launch(tmp_path):
+    """A variant whose files name no weight file passed the profile's rule while its models lock
+    pins model.safetensors (review4): load-format dummy served random weights as verified."""
+    from seatkit import paths
+    from seatkit.serve import spec as specs
+
+    (tmp_path / "cpu-smollm2-r4.models.lock").write_text(
+        (paths.PROFILES / "cpu-smollm2.models.lock")
+        .read_text()
+        .replace("profile: cpu-smollm2", "profile: cpu-smollm2-r4")
+    )
+    path = tmp_path / "cpu-smollm2-r4.yaml"
+    body = {"extends": "cpu-smollm2", "models": {"base": {"files": ["config.json"]}}}
+    path.write_text(yaml.safe_dump({**body, "vllm_args": {"load-format": "dummy"}}))
+    with pytest.raises(SeatError, match=r"random weights .*models.base: model.safetensors") as caught:
+        specs.build(profiles.load(str(path)))
+    assert "cpu-smollm2-r4.models.lock" in caught.value.message
+    experiment = {"unverified": True, "reason": "a dummy-weights timing run"}
+    path.write_text(yaml.safe_dump({**body, "vllm_args": {"load-format": "dummy"}, "experiment": experiment}))
+    assert specs.build(profiles.load(str(path))).profile.experiment is not None  # marked, not refused
+    path.write_text(yaml.safe_dump(body))
+    specs.build(profiles.load(str(path)))  # its own weights: as locked
