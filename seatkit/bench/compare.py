@@ -45,6 +45,24 @@ class Comparison:
     differing: dict[str, list[str]]  # condition -> "A vs B" for any pair
     conditions: dict[str, str] = field(default_factory=dict)  # every condition: "A vs B"
     refused: str | None = None
+    unverified: dict[str, str] = field(default_factory=dict)  # side ("A", "B") -> why, the mark's reason
+
+
+def _unverified(a: list[Entry], b: list[Entry]) -> dict[str, str]:
+    """Why each side's results are marked UNVERIFIED, its entries' reasons once each."""
+    found = {}
+    for name, side in (("A", a), ("B", b)):
+        reasons = dict.fromkeys(
+            str(e.conditions["unverified"]) for e in side if e.conditions.get("unverified")
+        )
+        if reasons:
+            found[name] = "; ".join(reasons)
+    return found
+
+
+def unverified_lines(c: Comparison) -> list[str]:
+    """The reasons behind the table's UNVERIFIED marks, a side a line."""
+    return [f"{side} UNVERIFIED: {why}" for side, why in c.unverified.items()]
 
 
 def _said(value) -> str:
@@ -89,7 +107,8 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
         refused = refused or (
             "nothing to compare: no suite or figure of one side matches the other's content and context"
         )
-    return Comparison(a, b, rows if not refused else [], differing, listed, refused)
+    marks = _unverified(left, right)
+    return Comparison(a, b, rows if not refused else [], differing, listed, refused, marks)
 
 
 def _note(diff: dict[str, str], differing: dict[str, list[str]]) -> None:
@@ -140,6 +159,7 @@ def markdown(c: Comparison) -> str:
     lines += [f"- {k}: {v}" + (" (differs)" if k in c.differing else "") for k, v in c.conditions.items()]
     lines += ["", "## Conditions that differ", ""]
     lines += [f"- {k}: {'; '.join(v)}" for k, v in c.differing.items()] or ["- none"]
+    lines += ["", *(f"- {line}" for line in unverified_lines(c))] if c.unverified else []
     if c.refused:
         return "\n".join(lines + ["", c.refused]) + "\n"
     lines += [

@@ -187,6 +187,7 @@ def _suite_conditions(c: dict, s: dict) -> dict:
         "model_lock": _lock_text(c.get("model_locks")),
         "prompt": ", ".join(s.get("prompts") or {}) or None,
         "device": None if "gpus" not in c else ("gpu" if c["gpus"] else "cpu"),
+        "unverified": c.get("unverified"),  # the reason behind the label's mark, said beside the table
     }
 
 

@@ -50,6 +50,8 @@ def _print_comparison(result: compare.Comparison) -> None:
         differs = " [yellow](differs)[/]" if key in result.differing else ""
         out.print(f"  {key}: {escape(values)}{differs}")
     out.print("conditions that differ: " + (", ".join(result.differing) or "none"))
+    for line in compare.unverified_lines(result):
+        out.print(f"[yellow]{escape(line)}[/]")
     if result.refused:
         err.print(f"[red]{escape(result.refused)}[/]")
         return

@@ -145,7 +145,8 @@ def test_a_deleted_profile_leaves_the_mark_with_the_seat(kit, seat):
     """The record alone marks a URL bench of the seat: its profile need not be there any more."""
     up_as_this_process("exp", seat.url, profile_sha256=profiles.load("exp").sha256, unverified=REASON)
     (kit / "exp.yaml").unlink()
-    assert targets.of_url(seat.url, oracle.MODEL, None, None).conditions["unverified"] == REASON
+    mark = targets.of_url(seat.url, oracle.MODEL, None, None).conditions["unverified"]
+    assert mark.startswith(f"{REASON}; benched by URL, and exp's profile cannot judge its seat: no profile")
 
 
 # 2. The mark comes from the record, never from the profile as it reads now.
@@ -178,9 +179,10 @@ def test_the_mark_reaches_summary_report_compare_and_fleet_from_the_record(kit, 
 
     # The fleet benches by URL: the local seat's record marks its row.
     launch._record(replace(launch.recorded("plain"), unverified=said))
-    fleet_result, _ = fleet.bench_fleet(
-        [targets.of_url(seat.url, oracle.MODEL, None, None)], None, prose(), Options(0, 1), tmp_path / "fleet"
-    )
+    by_url = targets.of_url(seat.url, oracle.MODEL, None, None)
+    assert by_url.verify is not None  # held to who answers, as a bench of the profile is
+    by_url.verify = None  # (the identity check wants a session leader; this test is none)
+    fleet_result, _ = fleet.bench_fleet([by_url], None, prose(), Options(0, 1), tmp_path / "fleet")
     assert fleet_result["seats"][0]["unverified"] == said
     assert fleet.rows(fleet_result)[0][-1].endswith("UNVERIFIED")
     assert f"- seat 1: its results are UNVERIFIED ({said})" in fleet.markdown(fleet_result)
@@ -259,8 +261,10 @@ def test_an_edited_profile_is_refused(kit, seat, tmp_path, edit):
     (row,) = [r for r in result["rows"] if r["layer"] == "server"]  # nothing judged by the edited file
     assert (row["check"], row["status"]) == ("run record", "FAIL") and result["exit_code"] == 2
     assert "reads otherwise now" in row["evidence"] and row["fix"] == "seat down exp && seat up exp"
-    # The mark is not lost by the edit: a URL bench of the seat still carries the record's.
-    assert targets.of_url(seat.url, oracle.MODEL, None, None).conditions["unverified"] == REASON
+    # The mark is not lost by the edit: a URL bench of the seat still carries the record's, and why
+    # nothing else of it could be checked.
+    mark = targets.of_url(seat.url, oracle.MODEL, None, None).conditions["unverified"]
+    assert mark.startswith(f"{REASON}; benched by URL, and exp's profile") and "reads otherwise now" in mark
 
 
 def test_a_seat_launched_from_another_file_of_that_name_is_refused_naming_the_file(kit, seat, tmp_path):
