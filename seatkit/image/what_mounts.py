@@ -53,6 +53,7 @@ def derived(
     found |= dict.fromkeys(programs, "a program that starts the server or checks it")
     prefix = _prefix(inside, venv)
     found |= _interpreter(inside, venv, prefix) | _loader(inside, env, cwd) | _openssl(inside, env, prefix)
+    found |= _pth_folders(inside, site)
     mount = what_runs.where(cache_mount) if cache_mount else None
     caches = what_runs.cache_folders({**env, "HOME": home(inside, env, user)})
     found |= {
@@ -68,6 +69,22 @@ def derived(
         if not has_magic(path):
             out.setdefault(lands(inside, path), why)
     return out
+
+
+def _pth_folders(inside, site: PurePosixPath) -> dict[str, str]:
+    """The folders site-packages' .pth files put on sys.path (an editable install's source tree,
+    easy-install.pth): the server imports packages from each. A line that starts with `import`
+    runs code, and is the outside check's to judge (a .pth the base lacks is refused there)."""
+    found = {}
+    for name in names(inside, str(site)):
+        if not name.endswith(".pth"):
+            continue
+        for line in (read(inside, f"{site}/{name}") or b"").decode(errors="replace").splitlines():
+            entry = line.strip()
+            if entry and not entry.startswith(("#", "import ", "import\t")):
+                folder = posixpath.normpath(posixpath.join(str(site), entry))
+                found[folder] = f"a folder {name} puts on sys.path, where the server imports from"
+    return found
 
 
 def _prefix(inside, venv: PurePosixPath) -> str | None:

@@ -1,8 +1,6 @@
-"""review4: what_mounts.derived protects the venv's site-packages, but not the folders its .pth
-files put on sys.path (an editable install's source tree, easy-install.pth, a vendor's path
-line): each is a folder the server imports packages from, and a mount over it replaces them while
-the outside check and the overlay lock see nothing. NGC and dev images carry such lines
-(`pip install -e`, /opt/... source trees)."""
+"""seatkit/image/what_mounts.py: the folders site-packages' .pth files put on sys.path are the
+image's own (review4: a mount over an editable install's source tree, or a folder easy-install.pth
+names, replaced packages the server imports while the outside check saw nothing)."""
 
 from pathlib import PurePosixPath
 
@@ -31,7 +29,7 @@ def _names(inside, folder):
     return sorted({p[len(prefix) :].split("/")[0] for p in FILES if p.startswith(prefix)})
 
 
-def test_a_mount_over_a_folder_a_pth_file_puts_on_sys_path_is_not_refused(monkeypatch):
+def test_a_mount_over_a_folder_a_pth_file_puts_on_sys_path_is_refused(monkeypatch):
     for module in (what_mounts, what_loads):
         monkeypatch.setattr(module, "read", _read)
     monkeypatch.setattr(what_mounts, "names", _names)
@@ -44,4 +42,4 @@ def test_a_mount_over_a_folder_a_pth_file_puts_on_sys_path_is_not_refused(monkey
         found = what_mounts.mounts_land(
             None, {"docker.extra_mounts[0].target": target}, image.vllm_dir, image.b12x_dir, own, "/"
         )
-        assert found, f"a mount over {target}, on sys.path by a .pth file, passes"
+        assert found and "puts on sys.path" in found[0], found
