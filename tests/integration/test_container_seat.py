@@ -495,14 +495,21 @@ def test_the_real_image_passes_the_outside_check_file_by_file(chain):
 
 def test_an_image_rebuilt_under_the_seats_tag_with_a_decoy_copy_is_refused_at_seat_up(chain, tmp_path):
     """The image chose where its overlay was checked: SEAT_OVERLAY_DIR and io.seatkit.overlay.dir
-    at an untouched copy, the real package edited. Its own start check passes; seat up refuses."""
+    at an untouched copy, the real package edited. Its own start check passes; seat up refuses.
+    The same image also adds a .pth file and a vLLM plugin's entry points to site-packages, which
+    run other code at every start: compared with the pinned base file by file, each is named (one
+    rebuilt image for the three: each costs a scan of the whole real image from outside)."""
     client = docker.from_env()
     tag = chain["build"]["tag"]
     built = client.images.get(tag).id
     decoy = "/opt/decoy/vllm"
+    site = VLLM.rsplit("/", 1)[0]
+    plugin = f"{site}/seatkit_hook-1.0.dist-info"
     (tmp_path / "Dockerfile").write_text(
         f"FROM {built}\n"
         f"RUN mkdir -p /opt/decoy && cp -a {VLLM} {decoy} && echo 'SEATKIT_EDITED = 1' >> {VLLM}/version.py\n"
+        f"RUN echo 'import os' > {site}/zz-seatkit-hook.pth && mkdir -p {plugin} && "
+        f"printf '[vllm.general_plugins]\\nhook = os:getcwd\\n' > {plugin}/entry_points.txt\n"
         f"ENV SEAT_OVERLAY_DIR={decoy}\nLABEL io.seatkit.overlay.dir={decoy}\n"
     )
     rebuilt = None
@@ -520,6 +527,8 @@ def test_an_image_rebuilt_under_the_seats_tag_with_a_decoy_copy_is_refused_at_se
         up = seat("up", str(chain["path"]), env=chain["env"], check=False)
         assert up.returncode == 1 and "does not run the locked overlay" in up.stderr, up.stderr[-3000:]
         assert "version.py" in up.stderr and "Traceback" not in up.stderr
+        assert "zz-seatkit-hook.pth (a .pth file" in up.stderr, up.stderr[-3000:]
+        assert f"{plugin}/entry_points.txt (entry points" in up.stderr
         assert not client.containers.list(all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]})
         verify = seat(
             "overlay",
@@ -561,33 +570,3 @@ def test_a_profile_that_sets_path_into_a_mount_is_refused_at_seat_up(chain, tmp_
         assert not docker.from_env().containers.list(
             all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]}
         )
-
-
-def test_an_image_rebuilt_with_a_pth_file_and_a_plugin_is_refused_at_seat_up(chain, tmp_path):
-    """Every locked file as locked, the entry script and interpreter the base's: a .pth file and a
-    vLLM plugin's entry points added to site-packages run other code at every start. Compared with
-    the pinned base file by file, seat up refuses and names them."""
-    client = docker.from_env()
-    tag = chain["build"]["tag"]
-    built = client.images.get(tag).id
-    site = VLLM.rsplit("/", 1)[0]
-    plugin = f"{site}/seatkit_hook-1.0.dist-info"
-    (tmp_path / "Dockerfile").write_text(
-        f"FROM {built}\n"
-        f"RUN echo 'import os' > {site}/zz-seatkit-hook.pth && mkdir -p {plugin} && "
-        f"printf '[vllm.general_plugins]\\nhook = os:getcwd\\n' > {plugin}/entry_points.txt\n"
-    )
-    rebuilt = None
-    try:
-        rebuilt, _ = client.images.build(
-            path=str(tmp_path), tag=tag, rm=True, forcerm=True, network_mode="none"
-        )
-        up = seat("up", str(chain["path"]), env=chain["env"], check=False)
-        assert up.returncode == 1 and "does not run the locked overlay" in up.stderr, up.stderr[-3000:]
-        assert "zz-seatkit-hook.pth (a .pth file" in up.stderr, up.stderr[-3000:]
-        assert f"{plugin}/entry_points.txt (entry points" in up.stderr and "Traceback" not in up.stderr
-        assert not client.containers.list(all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]})
-    finally:
-        client.images.get(built).tag(*tag.rsplit(":", 1))  # the seat's tag on the image seat build made
-        if rebuilt is not None:
-            client.images.remove(rebuilt.id, force=True)
