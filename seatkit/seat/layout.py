@@ -32,6 +32,13 @@ def venv(name: str) -> Path:
     return seat_home() / "venvs" / name
 
 
+def venv_record(venv_dir: Path) -> Path:
+    """What `seat setup` installed in a venv, every file's SHA-256, and the identity each had when
+    last hashed. Beside the venv, not in it: nothing that writes through the venv (a pip install, a
+    dropped .pth) rewrites it, and a test's SEAT_HOME shares it with the venv it describes."""
+    return venv_dir.with_name(f"{venv_dir.name}.installed.json")
+
+
 def model(build: str) -> Path:
     return seat_home() / "models" / build
 

