@@ -93,8 +93,11 @@ def _matches(venv: Path, rel: str, row: Row, sha256: str, size: int) -> bool:
         return False
     if row.algorithm == "sha256":
         return row.digest == bytes.fromhex(sha256)
-    with open(venv / rel, "rb") as fh:  # another hash a wheel may carry (sha384...): rare, read again
-        return hashlib.file_digest(fh, row.algorithm).digest() == row.digest  # type: ignore[arg-type]
+    try:  # another hash a wheel may carry (sha384...): rare, read again
+        with open(venv / rel, "rb") as fh:
+            return hashlib.file_digest(fh, row.algorithm).digest() == row.digest  # type: ignore[arg-type]
+    except OSError:  # gone or unreadable since it was hashed: not as recorded
+        return False
 
 
 def _hashless_ok(rel: str) -> bool:

@@ -24,6 +24,7 @@ from seatkit.models import hashing
 from seatkit.seat import layout
 
 BUILDS = Path(__file__).with_name("builds.yaml")
+TOOLS = "seatkit-tools"  # in the runtime venv, beside what `seat setup` installed (venv_record)
 # _run(argv, what): runs a step of the build with its output in the setup log, or raises.
 Run = Callable[[list[str], str], None]
 
@@ -196,7 +197,7 @@ def _copy(src: IO[bytes], out: Path) -> None:
 
 def ensure_tool(tool: Tool, venv: Path, run: Run, say: Callable[[str], None]) -> Path:
     """The tool's package folder in the venv, installed once (a second installer waits for the first)."""
-    folder = venv / "seatkit-tools" / tool.requirement.replace("==", "-")
+    folder = venv / TOOLS / tool.requirement.replace("==", "-")
     if folder.is_dir():
         return folder
     with flock.beside(

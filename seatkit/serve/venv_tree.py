@@ -35,7 +35,8 @@ def _kind(mode: int) -> str:
     return "device" if stat.S_ISBLK(mode) else "file of an unknown kind"
 
 
-def walk(folder: Path) -> Tree:
+def walk(folder: Path, skip: frozenset[str] = frozenset()) -> Tree:
+    """skip: names at the top of folder that are not walked."""
     tree = Tree()
 
     def visit(path: str, rel: str) -> None:
@@ -48,14 +49,19 @@ def walk(folder: Path) -> Tree:
             ) from None
         for entry in entries:
             name = rel + entry.name
-            info = entry.stat(follow_symlinks=False)
+            if not rel and entry.name in skip:
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISLNK(info.st_mode):
+                    tree.links[name] = os.readlink(entry.path)
+            except FileNotFoundError:  # gone since the listing: as if never there
+                continue
             if stat.S_ISDIR(info.st_mode):
                 visit(entry.path, name + "/")
             elif stat.S_ISREG(info.st_mode):
                 tree.files[name] = info
-            elif stat.S_ISLNK(info.st_mode):
-                tree.links[name] = os.readlink(entry.path)
-            else:
+            elif not stat.S_ISLNK(info.st_mode):
                 tree.odd[name] = _kind(info.st_mode)
 
     visit(str(folder), "")
@@ -85,9 +91,14 @@ def made_by_venv(python: str) -> Tree:
     Its pip comes with a RECORD like any other distribution."""
     with tempfile.TemporaryDirectory(prefix="seatkit-venv-") as tmp:
         where = Path(tmp) / "venv"
-        done = subprocess.run(
-            [python, "-m", "venv", "--without-pip", str(where)], capture_output=True, text=True
-        )
+        try:
+            done = subprocess.run(
+                [python, "-m", "venv", "--without-pip", str(where)], capture_output=True, text=True
+            )
+        except OSError as exc:
+            raise SeatError(
+                f"cannot run {python}: {exc.strerror}", "set native.python in the profile"
+            ) from None
         if done.returncode:
             raise SeatError(
                 f"{python} -m venv --without-pip failed (exit {done.returncode}): {done.stderr.strip()}",

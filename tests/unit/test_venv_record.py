@@ -21,7 +21,7 @@ from seatkit.errors import SeatError
 from seatkit.models import hashing
 from seatkit.seat import layout, profiles
 from seatkit.seat.sections import Native
-from seatkit.serve import preflight, runtime, venv_record, venv_tree
+from seatkit.serve import model_build, preflight, runtime, venv_record, venv_tree
 from seatkit.serve import spec as specs
 from seatkit.serve.checks import Kind
 
@@ -201,6 +201,16 @@ def test_only_files_whose_identity_changed_are_hashed_again(venv, monkeypatch):
     assert venv_record.problems(venv) and hashed == [venv / MODULE]
     hashed.clear()
     assert venv_record.problems(venv) and hashed == [venv / MODULE]  # a changed file stays refused
+
+
+def test_the_model_builds_tools_beside_the_install_are_not_judged(venv):
+    """model_build installs its pinned tools into the venv after setup, where the seat imports nothing."""
+    tool = venv / model_build.TOOLS / "gguf-0.19.0" / "gguf"
+    tool.mkdir(parents=True)
+    (tool / "__init__.py").write_text("")
+    assert venv_record.problems(venv) == []
+    (venv / SITE / "zz-tools.pth").write_text(f"{tool.parent}\n")  # what would put them on the path
+    refused(venv, f"{SITE}/zz-tools.pth is not one `seat setup` installed")
 
 
 def test_no_record_or_a_torn_one_is_refused(venv):
