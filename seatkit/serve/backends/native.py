@@ -16,7 +16,8 @@ from pathlib import Path
 from seatkit import safe_yaml
 from seatkit.errors import SeatError
 from seatkit.seat import layout, what_runs
-from seatkit.serve import identity
+from seatkit.serve import identity, runtime
+from seatkit.serve.backends import docker
 from seatkit.serve.running import Running
 from seatkit.serve.spec import LaunchSpec, resolve
 
@@ -125,6 +126,16 @@ def _signal_group(pid: int, sig: int) -> None:
         pass
 
 
+def venv_mark(spec: LaunchSpec, values: dict[str, str]) -> str | None:
+    """Why the seat's venv is not the one `seat setup` installed for the profile's plan (another
+    plan's, no marker, a file edited, added or gone since: runtime.venv_problem), None when it is."""
+    native = spec.profile.native
+    if native is None or spec.venv is None:
+        return None
+    problem = runtime.venv_problem(native, Path(resolve(spec.venv, values)))
+    return f"{problem[1]} (seat setup {spec.profile.name} makes it again)" if problem else None
+
+
 class Native:
     container = False
 
@@ -141,7 +152,10 @@ class Native:
             )
 
     def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> dict[str, str]:
-        return values
+        """values, and under docker.UNVERIFIED why the venv is not vouched for, when it is not:
+        launch marks the run record with it, as with an image nothing vouches for."""
+        why = venv_mark(spec, values)
+        return {**values, docker.UNVERIFIED: why} if why else values
 
     def start(
         self,
