@@ -104,10 +104,14 @@ def experiment(profile: Profile, running: launch.Running | None) -> list[Row]:
     if running and running.unverified == UNKNOWN:
         what, fix = "the running seat:", f"seat down {profile.name} && seat up {profile.name}"
     elif running and marks != what_runs.conditions(profile):  # its image, as `seat up` judged it
-        what, why = "the running seat:", "what it runs is not vouched for"  # its image or its weights
+        what, why = "the running seat:", "what it runs is not vouched for"  # its image/venv or weights
+        code = (
+            f"a venv as `seat setup {profile.name}` installs it"
+            if isinstance(profile, NativeProfile)
+            else "an image `seat build` made from the pins in force (a profile with image.overlay true)"
+        )
         fix = (
-            "run an image `seat build` made from the pins in force (a profile with image.overlay true) "
-            f"and weights a full verify vouches for (seat model verify {profile.name}), then "
+            f"run {code} and weights a full verify vouches for (seat model verify {profile.name}), then "
             f"seat down {profile.name} && seat up {profile.name}"
         )
     else:
