@@ -269,7 +269,7 @@ def test_seat_up_marks_the_run_and_doctor_fails_the_row_with_what_to_do(venv, tm
     (venv / SITE / "zz-seat.pth").write_text("import os\n")
     why = native.BACKEND.prepared(spec, spec.values({}), None)[docker.UNVERIFIED]
     assert why.startswith(f"{venv} is not as `seat setup` installed it: {SITE}/zz-seat.pth is not one")
-    assert why.endswith("(seat setup cpu-smoke makes it again)")
+    assert why.endswith("(seat setup cpu-smoke installs it as planned)")
     assert "was never made whole" in native.venv_mark(spec, spec.values({"SEAT_HOME": str(tmp_path)}))
     row = doctor_image.native(profile)
     assert row.status == "FAIL" and "zz-seat.pth" in row.evidence and row.fix == "seat setup cpu-smoke"

@@ -133,7 +133,7 @@ def venv_mark(spec: LaunchSpec, values: dict[str, str]) -> str | None:
     if native is None or spec.venv is None:
         return None
     problem = runtime.venv_problem(native, Path(resolve(spec.venv, values)))
-    return f"{problem[1]} (seat setup {spec.profile.name} makes it again)" if problem else None
+    return f"{problem[1]} (seat setup {spec.profile.name} installs it as planned)" if problem else None
 
 
 class Native:
