@@ -125,18 +125,20 @@ def test_a_docker_seats_model_folder_knob_onto_other_same_size_weights_is_not_vo
     assert f"hashed {kit}" in why
 
 
-def test_a_native_seat_reads_its_profiles_folder_so_a_verify_of_another_vouches_for_nothing(
+def test_a_native_seat_s_verify_hashes_the_folder_it_serves_whatever_the_knob_says(
     kit, tmp_path, monkeypatch
 ):
-    """A native server is started on the profile's host_dir (the knob moves no native model), so
-    that is the folder a full verify must have hashed: one run with the knob set hashed another."""
+    """A native server is started on the profile's host_dir (the knob moves no native model): a
+    full verify with the knob set hashed another folder, and vouched for nothing the seat read.
+    Now it hashes host_dir, and a broken copy where the knob points changes nothing."""
     profile = locked("seat")
     other = tmp_path / "other"
     shutil.copytree(kit, other)
+    for file in other.iterdir():
+        file.write_bytes(b"not the locked bytes")
     monkeypatch.setenv("SEAT_MODEL_BASE_DIR", str(other))
-    assert verify.verify(profile, full=True)["ok"]  # hashes `other`, which the seat never reads
-    why = started(profile)
-    assert why is not None and f"read from {kit}, its last full verify (" in why, why
+    assert verify.verify(profile, full=True)["ok"]  # kit's folder, as locked; `other` never read
+    assert started(profile) is None
 
 
 def test_seat_setup_records_the_built_models_it_hashed_so_its_seat_starts_verified(tmp_path, monkeypatch):

@@ -1,8 +1,7 @@
-"""review4: a native seat is recorded verified whatever its venv holds. Preflight's venv check asks
-only that bin/vllm exists (preflight._venv); nothing at `seat up` reads the install marker
-(runtime.venv_problem) or any file of the venv, so a venv made for another install plan, a vllm
-package edited in place, or a bin/vllm that is another program altogether serves numbers the record
-calls verified."""
+"""seatkit/serve/backends/native.py: a native seat was recorded verified whatever its venv held
+(review4): preflight asked only that bin/vllm exist, and nothing at `seat up` read the venv, so a
+bin/vllm that is another program served numbers the record called verified. Now its run is
+marked, with `seat setup` as the fix."""
 
 import os
 
