@@ -20,7 +20,7 @@ from seatkit import safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.models import hashing
-from seatkit.seat import layout, profiles
+from seatkit.seat import layout, profiles, what_runs
 from seatkit.seat.profiles import Profile
 from seatkit.seat.sections import HUB_REPOSITORY, HUB_REVISION, ModelDir
 
@@ -68,6 +68,20 @@ def pinning(profile: Profile) -> Path | None:
         if path.exists():
             return path if profiles.load(parent).models == profile.models else own
     return own
+
+
+def refuse_weightless(profile: Profile, locked: dict[str, ModelLock]) -> None:
+    """The profile's own files may name no weights while its models lock pins them: random ones
+    (load-format dummy) would pass for the locked, unless the profile is an experiment (marked)."""
+    where = pinning(profile)
+    named = where.name if where else "models lock"
+    files = {f"{named} models.{k}": [f.path for f in m.files] for k, m in locked.items()}
+    refused = what_runs.refused_weightless(profile.vllm_args, files)
+    if refused and profile.experiment is None:
+        raise SeatError(
+            f"{profile.name}: " + "; ".join(refused),
+            "drop load-format dummy, or make the profile an experiment (its results are then marked)",
+        )
 
 
 def model_dir(profile: Profile, key: str, environ=os.environ) -> Path:

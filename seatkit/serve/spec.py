@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from seatkit import paths
-from seatkit.errors import SeatError
 from seatkit.models import lock
-from seatkit.seat import grammar, layout, overlay_lock, what_runs
+from seatkit.seat import grammar, layout, overlay_lock
 from seatkit.seat.profiles import DockerProfile, NativeProfile, Profile
 from seatkit.serve import keys, nsys, pins
 from seatkit.serve.checks import Check, Kind
@@ -273,22 +272,6 @@ def _command(profile: Profile, program: list[Word], model_paths: dict[str, Word]
     return command + [(arg,) for arg in vllm_flags(profile)]
 
 
-def _weights_as_locked(profile: Profile, locked: dict) -> None:
-    """The profile's own files may name no weights while its models lock pins them: random ones
-    (load-format dummy) would pass for the locked."""
-    where = lock.pinning(profile)
-    files = {
-        f"{where.name if where else 'models lock'} models.{k}": [f.path for f in m.files]
-        for k, m in locked.items()
-    }
-    refused = what_runs.refused_weightless(profile.vllm_args, files)
-    if refused and profile.experiment is None:
-        raise SeatError(
-            f"{profile.name}: " + "; ".join(refused),
-            "drop load-format dummy, or make the profile an experiment (its results are then marked)",
-        )
-
-
 def build(profile: Profile) -> LaunchSpec:
     server = profile.server
     knobs = [
@@ -303,7 +286,7 @@ def build(profile: Profile) -> LaunchSpec:
         Check(Kind.PORT_FREE, host + (":",) + port, "port"),
     ]
     locked = lock.read(profile) or {}
-    _weights_as_locked(profile, locked)
+    lock.refuse_weightless(profile, locked)
     runtime = (
         _native(profile, locked, knobs, checks)
         if isinstance(profile, NativeProfile)
