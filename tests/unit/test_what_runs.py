@@ -28,6 +28,7 @@ def error_of(path) -> str:
 
 ENV = [
     "PATH",
+    "_PYTHON_SYSCONFIGDATA_NAME",  # review4: sysconfig imports the module it names
     "PYTHONPATH",
     "PYTHONHOME",
     "PYTHONSTARTUP",
