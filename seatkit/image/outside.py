@@ -22,7 +22,7 @@ from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.image import container_command, tree, what_loads, what_mounts
 from seatkit.image.container import created
-from seatkit.image.container_files import Snapshot, read, same_as_base
+from seatkit.image.container_files import read, same_as_base
 from seatkit.image.dockerfile import IMAGE_FILES
 from seatkit.seat import layout, what_runs
 from seatkit.seat.overlay_lock import Lock, load_b12x, parse
@@ -272,12 +272,9 @@ def _files(profile: Profile, image: Image, inside, base, config: dict, lock: Loc
     problems += _mounts(profile, image, inside, config)
     venv, python = _venv(image.vllm_dir)
     problems += what_loads.resolved(inside, base, search, venv, python)
-    # Each package read once from either side, not a dozen archive calls a locked file.
-    mine, theirs = Snapshot(inside, image.vllm_dir), Snapshot(base, image.vllm_dir) if base else None
-    problems += what_loads.package(mine, theirs, image.vllm_dir, python, lock)
+    problems += what_loads.package(inside, base, image.vllm_dir, python, lock)
     if kernels := load_b12x():
-        mine, theirs = Snapshot(inside, image.b12x_dir), Snapshot(base, image.b12x_dir) if base else None
-        problems += what_loads.kernels(mine, theirs, image.b12x_dir, python, kernels)
+        problems += what_loads.kernels(inside, base, image.b12x_dir, python, kernels)
     return problems
 
 

@@ -18,7 +18,6 @@ from posixpath import normpath
 from seatkit import safe_yaml
 from seatkit.files import write_atomic
 from seatkit.image.container import created
-from seatkit.image.container_files import Chunks
 from seatkit.image.dockerfile import IMAGE_FILES, SCRIPTS
 from seatkit.seat import layout
 from seatkit.seat.overlay_lock import Lock
@@ -59,12 +58,32 @@ def bytecode(folder: str, lock: Lock | None, paths: Iterable[str]) -> set[str]:
     return found
 
 
+class _Chunks(io.RawIOBase):
+    """The engine's archive stream (an iterable of byte chunks) as a file tarfile can read."""
+
+    def __init__(self, chunks: Iterable[bytes]):
+        self.chunks, self.rest = iter(chunks), memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self.rest:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                return 0
+            self.rest = memoryview(chunk)
+        size = min(len(buffer), len(self.rest))
+        buffer[:size], self.rest = self.rest[:size], self.rest[size:]
+        return size
+
+
 def scan(container) -> dict[str, Entry]:
     """Every path of the container's root: a file by its permission bits and SHA-256, a link by
     where it points, a hard link as what it links to."""
     stream, _ = container.get_archive("/")
     entries: dict[str, Entry] = {}
-    with tarfile.open(fileobj=io.BufferedReader(Chunks(stream), CHUNK), mode="r|") as tar:
+    with tarfile.open(fileobj=io.BufferedReader(_Chunks(stream), CHUNK), mode="r|") as tar:
         for member in tar:
             path = normpath("/" + member.name.lstrip("/"))
             if member.isreg():
