@@ -550,13 +550,13 @@ def loaded(tmp_path, body: str):
 @pytest.mark.parametrize(
     "flag, value",
     [
-        ("data-parallel-address", "10.0.0.1"),
+        ("data-parallel-address", "192.0.2.1"),
         ("data-parallel-rpc-port", 13345),
         ("data-parallel-size-local", 0),
         ("data-parallel-start-rank", 1),
         ("headless", True),
         ("nnodes", 2),
-        ("master-addr", "10.0.0.1"),
+        ("master-addr", "192.0.2.1"),
     ],
 )
 def test_engines_or_workers_of_another_machine_are_refused(tmp_path, flag, value):
@@ -575,7 +575,7 @@ def test_a_local_data_parallel_size_is_a_setting(tmp_path):
 def test_ray_of_another_cluster_is_refused(tmp_path):
     """ray.init() joins the cluster RAY_ADDRESS names: the model's workers run on its nodes, in
     their Python, on their copy of the model folder (review4); RAY_ADDRESS holds no '/'."""
-    body = "vllm_args:\n  distributed-executor-backend: ray\nenv:\n  RAY_ADDRESS: 10.0.0.5:6379\n"
+    body = "vllm_args:\n  distributed-executor-backend: ray\nenv:\n  RAY_ADDRESS: 192.0.2.5:6379\n"
     with pytest.raises(SeatError, match="env.RAY_ADDRESS: it sets Ray's cluster"):
         loaded(tmp_path, body)
 
