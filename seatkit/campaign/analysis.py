@@ -1,148 +1,134 @@
-"""The answer: ms/step per arm with its spread, each setting's effect with its uncertainty (and
-interactions where a factorial design measures them), tokens/step per arm with an alarm, a verdict.
+"""The answer: ms/step per arm with its own spread, each setting's effect with its interval and
+the kind of effect it is, tokens/step per arm with an alarm, and a verdict made of those figures.
 
-Effects are fitted on log(ms/step) per visit (the suites' geometric mean), so an effect reads as a
-relative change and a design's arms are used together: one-at-a-time against the reference,
-leave-one-out against the full set, a factorial by main effects and two-way interactions. The
-uncertainty is a 95 % interval from the residual spread between visits (Student's t), made wide
-enough (Bonferroni) that all the campaign's effects hold together: six effects at 95 % each would
-call one of them real one time in four when none is.
+A visit counts by what it ran: each host setting as read live on that visit (the journal's `live`
+readings; where a visit has none, the arm's plan, checked in force before its bench). A setting
+never seen both ways gets no effect. A visit without a usable ms/step for every suite is named and
+left out: the suites differ in step time, so a missing one would move the visit. The effects are
+seatkit.campaign.effects' contrasts; nothing is pooled across arms.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import statistics
-from collections.abc import Callable
+import textwrap
+from collections import defaultdict
 from pathlib import Path
-from statistics import NormalDist
 
-from seatkit.campaign.spec import LABELS, Arm
+from seatkit.bench import oracle
+from seatkit.bench.sides import SUMMARY_BYTES
+from seatkit.campaign import effects as fx
+from seatkit.campaign import picture
+from seatkit.campaign.folder import Run
+from seatkit.campaign.spec import SETTINGS, Arm
+from seatkit.errors import SeatError
+from seatkit.host.system import System
+from seatkit.safe_yaml import read_json
 from seatkit.seat import what_runs
 
 TPS_ALARM = 0.02  # tokens/step depends on the text and the drafter, not the host: 2 % is a change
-
-
-def t_quantile(p: float, df: int) -> float:
-    """Student's t quantile by the Cornish-Fisher expansion around the normal one: within 1 % from
-    3 degrees of freedom on (fewer give no interval: the campaign needs more repeats)."""
-    z = NormalDist().inv_cdf(p)
-    return (
-        z
-        + (z**3 + z) / (4 * df)
-        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
-    )
+HEADS = {
+    "main": "main effects (each averaged over the other settings' levels)",
+    "interaction": "interactions (one's effect where the other is in force, over where not)",
+    "simple": "simple effects (one setting, the others as named)",
+    "against": "each arm against the first",
+    "none": "no effect estimated",
+}
 
 
 def usable(value) -> bool:
     """A figure a log can take: a withheld (None), failed (NaN) or nonsense (<= 0) one is not."""
-    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+    return (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    )
 
 
-def visits(run) -> list[dict]:
-    out = []
-    for r in run.of("measured"):
-        ms = [f["ms_per_step"] for f in r["figures"].values() if usable(f["ms_per_step"])]
-        tps = [f["tokens_per_step"] for f in r["figures"].values() if usable(f["tokens_per_step"])]
-        if ms:
-            out.append(
-                {
-                    "arm": r["arm"],
-                    "visit": r["visit"],
-                    "run": r["run"],
-                    "ms": math.exp(statistics.fmean(math.log(m) for m in ms)),
-                    "tps": statistics.fmean(tps) if tps else None,
-                    "unverified": r.get("unverified"),  # as the run's summary marked it
-                }
-            )
+def live_state(record: dict, arm: Arm) -> dict[str, bool | None]:
+    """Each host setting on this visit: its live reading where the visit carries one, else the plan."""
+    live = record.get("live")
+    live = live if isinstance(live, dict) else {}
+    out: dict[str, bool | None] = {}
+    for s in SETTINGS:
+        value = live.get(s, s in (arm.host or []))
+        out[s] = value if isinstance(value, bool) else None
     return out
 
 
-def columns(run) -> list[tuple[str, Callable[[Arm], int]]]:
-    """(name, arm -> 0/1) per fitted effect."""
-    arms = list(run.arms.values())
-    if any(a.kind == "host" for a in arms):
-        present = [s for s in ("iommu", "p2p", "hmm") if any(s in (a.host or []) for a in arms)]
-        cols = [(s, _having(s)) for s in present]
-        if run.campaign.design == "factorial":
-            cols += [(f"{x}×{y}", _having(x, y)) for x, y in itertools.combinations(present, 2)]
-        return cols
-    return [(a.name, _named(a.name)) for a in arms[1:]]
-
-
-def _having(*settings: str) -> Callable[[Arm], int]:
-    """1 for an arm that has all these host settings, else 0."""
-    return lambda arm: int(all(s in (arm.host or []) for s in settings))
-
-
-def _named(name: str) -> Callable[[Arm], int]:
-    return lambda arm: int(arm.name == name)
-
-
-def fit(run, rows: list[dict]) -> tuple[list[dict], int]:
-    import numpy  # here, so importing the campaign costs no numpy
-
-    cols = columns(run)
-    if not rows:
-        return [], 0
-    x = numpy.array([[1.0] + [float(f(run.arms[r["arm"]])) for _, f in cols] for r in rows])
-    y = numpy.array([math.log(r["ms"]) for r in rows])
-    keep = [0] + [j for j in range(1, x.shape[1]) if 0 < x[:, j].sum() < len(rows)]
-    x = x[:, keep]
-    rank = numpy.linalg.matrix_rank(x)
-    df = int(len(rows) - rank)
-    beta, *_ = numpy.linalg.lstsq(x, y, rcond=None)
-    # An effect is estimable when its contrast lies in the rows' span; with an arm skipped or failed
-    # (one-at-a-time without its reference) least squares still gives a number, and it means nothing.
-    unit = numpy.eye(x.shape[1])
-    estimable = [numpy.linalg.matrix_rank(numpy.vstack([x, unit[p]])) == rank for p in range(x.shape[1])]
-    cov, t = None, 0.0  # t: the interval's quantile, set with cov
-    if df >= 3:
-        s2 = float(((y - x @ beta) ** 2).sum()) / df
-        cov = s2 * numpy.linalg.pinv(x.T @ x)  # exact for estimable contrasts, full rank or not
-        t = t_quantile(1 - 0.05 / (2 * max(1, sum(estimable[1:]))), df)  # Bonferroni over the judged
-    effects: list[dict[str, float | bool | str | None]] = []
-    for position, j in enumerate(keep[1:], 1):
-        name = cols[j - 1][0]
-        if not estimable[position]:
-            effects.append(
-                {
-                    "setting": name,
-                    "effect_pct": None,
-                    "uncertainty_pct": None,
-                    "interaction": "×" in name,
-                    "why": "confounded (an arm it needs was skipped or gave no figure)",
-                }
-            )
+def visits(run) -> tuple[list[dict], list[dict]]:
+    """(the visits the estimate uses, the measured ones left out and why)."""
+    suites = set(getattr(run.campaign, "suites", None) or [])
+    for r in run.of("measured"):
+        suites |= set(r["figures"])
+    rows, left = [], []
+    for r in run.of("measured"):
+        arm = run.arms[r["arm"]]
+        figures = r["figures"]
+        lacking = sorted(s for s in suites if not usable((figures.get(s) or {}).get("ms_per_step")))
+        state = live_state(r, arm)
+        unread = [fx.label(s) for s, v in state.items() if v is None and arm.kind == "host"]
+        why = ("no usable ms/step for " + ", ".join(lacking) if lacking else "") or (
+            "not read live: " + ", ".join(unread) if unread else ""
+        )
+        if why:
+            left.append({"visit": r["visit"], "arm": r["arm"], "why": why})
             continue
-        b = float(beta[position])
-        u = None if cov is None else t * math.sqrt(max(0.0, cov[position, position])) * math.exp(b) * 100
-        effects.append(
+        ms = [figures[s]["ms_per_step"] for s in sorted(suites)]
+        tps = [figures[s].get("tokens_per_step") for s in sorted(suites)]
+        rows.append(
             {
-                "setting": name,
-                "effect_pct": (math.exp(b) - 1) * 100,
-                "uncertainty_pct": u,
-                "interaction": "×" in name,
+                "arm": r["arm"],
+                "visit": r["visit"],
+                "run": r["run"],
+                "ms": math.exp(statistics.fmean(math.log(m) for m in ms)),
+                "tps": statistics.fmean(tps) if all(usable(t) for t in tps) else None,
+                "unverified": r.get("unverified"),  # as the run's summary marked it
+                "in_force": [s for s in SETTINGS if state[s]] if arm.kind == "host" else None,
             }
         )
-    measured = {c for c, _ in cols}
-    for name in measured - {e["setting"] for e in effects}:
-        effects.append(
-            {
-                "setting": name,
-                "effect_pct": None,
-                "uncertainty_pct": None,
-                "interaction": "×" in name,
-                "why": "not measured (no visit with and without it)",
-            }
-        )
-    return effects, df
+    return rows, left
 
 
-def arms_table(run, rows: list[dict]) -> list[dict]:
+def estimate(run, rows: list[dict]) -> list[dict]:
+    """Every effect the visits allow, each saying which effect it is; a setting an arm names but
+    that never changed, or that no two live states isolate, is a row without a number."""
+    arms = list(run.arms.values())
+    host = any(a.kind == "host" for a in arms)
+    cells: dict = defaultdict(list)  # what the visits ran: a live state, or an arm
+    for r in rows:
+        cells[frozenset(r["in_force"]) if host else r["arm"]].append(math.log(r["ms"]))
+    if not host:
+        contrasts = fx.against_first([a.name for a in arms])
+        return [fx.estimate(c, cells, len(contrasts)) for c in contrasts]
+    named = [s for s in SETTINGS if any(s in (a.host or []) for a in arms)]
+    factors = [s for s in SETTINGS if len({s in c for c in cells}) == 2]
+    contrasts = fx.host_contrasts(set(cells), factors)
+    out = [fx.estimate(c, cells, len(contrasts)) for c in contrasts]
+    for c in contrasts:
+        if c.kind == "interaction" and next(e for e in out if e["setting"] == c.setting)["claimed"]:
+            out += [fx.estimate(f, cells, len(contrasts)) for f in fx.follow_ups(c, set(cells), factors)]
+    for s in named:
+        if not cells:
+            why = "not measured: no usable visit"
+        elif s not in factors:
+            why = _unchanged(s, any(s in c for c in cells), run, rows)
+        elif not any(c.setting == s for c in contrasts):
+            why = "not measured: no two live states differ in it alone (an arm it needs was skipped or left out)"
+        else:
+            continue
+        out.append({"setting": s, "kind": "none", "at": "", "effect_pct": None, "claimed": None, "why": why})
+    return out
+
+
+def _unchanged(setting: str, on: bool, run, rows: list[dict]) -> str:
+    asked = any((setting in (run.arms[r["arm"]].host or [])) != on for r in rows)
+    state = "in force" if on else "not in force"
+    held = f", also where the arm {'leaves it out' if on else 'asks for it'}: the firmware, kernel or modprobe.d held it"
+    return f"never changed ({state} on every visit{held if asked else ''})"
+
+
+def arms_table(run, rows: list[dict], left: list[dict]) -> list[dict]:
     all_tps = [r["tps"] for r in rows if r["tps"]]
     # A seat variant (another k, another drafter) is meant to move tokens/step; the host is not.
     watched = not any(a.kind == "profile" for a in run.arms.values())
@@ -153,18 +139,23 @@ def arms_table(run, rows: list[dict]) -> list[dict]:
         skipped = [r for r in run.of("skipped") if r["arm"] == arm.name]
         ms = [r["ms"] for r in mine]
         tps = [r["tps"] for r in mine if r["tps"]]
-        unusable = len(
-            {r["visit"] for r in run.of("measured") if r["arm"] == arm.name} - {r["visit"] for r in mine}
-        )  # benched, but no figure to fit
+        live = {
+            "+".join(r["in_force"]) or "none"
+            for r in mine
+            if r["in_force"] is not None and set(r["in_force"]) != set(arm.host or [])
+        }
         row = {
             "arm": arm.name,
             "visits": len(mine),
             "skipped": len(skipped),
-            "unusable": unusable,
+            "left_out": len([x for x in left if x["arm"] == arm.name]),
             "skipped_why": skipped[0]["why"] if skipped else None,
             "ms_median": statistics.median(ms) if ms else None,
             "ms_min": min(ms) if ms else None,
             "ms_max": max(ms) if ms else None,
+            # its own spread: the sample SD of log(ms/step), as a percent; one visit: unknown
+            "spread_pct": statistics.stdev(math.log(m) for m in ms) * 100 if len(ms) > 1 else None,
+            "live": ", ".join(sorted(live)) or None,  # what ran, where it is not the arm's plan
             "tps_median": statistics.median(tps) if tps else None,
             "tps_alarm": None,
             "unverified": "; ".join(sorted({r["unverified"] for r in mine if r["unverified"]})) or None,
@@ -178,13 +169,12 @@ def arms_table(run, rows: list[dict]) -> list[dict]:
     return out
 
 
-def label(name: str) -> str:
-    return " × ".join(LABELS.get(part, part) for part in name.split("×"))
+def _pct(value: float) -> str:
+    return format(value, "+.1f")
 
 
-def _pct(value: float, sign: str = "+") -> str:
-    """Whole percent for large figures, one decimal for small ones (where 1 % is the whole story)."""
-    return format(value, f"{sign}.1f" if abs(value) < 10 else f"{sign}.0f")
+def interval(e: dict) -> str:
+    return f"{_pct(e['low_pct'])} to {_pct(e['high_pct'])} %"
 
 
 def marks(arms: list[dict]) -> dict:
@@ -194,133 +184,166 @@ def marks(arms: list[dict]) -> dict:
     return {"unverified": why} if why else {}
 
 
-def verdict(effects: list[dict], arms: list[dict]) -> str:
-    """The largest effect first: "IOMMU off carries -40 % ± 1 % of ms/step; the P2P keys -5 % ± 1 %;
-    HMM off within noise (+0.3 % ± 1.0 %)"."""
-    parts, first = [], True
-    ranked = sorted(effects, key=lambda e: -abs(e["effect_pct"] or 0))
-    for e in ranked:
-        name, value, u = label(e["setting"]), e["effect_pct"], e["uncertainty_pct"]
-        if value is None:
-            parts.append(f"{name} {e.get('why') or 'not measured'}")
-        elif u is None:
-            parts.append(f"{name} {value:+.1f} % (no spread to judge it: repeat the arms)")
-        elif abs(value) > u:
-            size = f"{_pct(value)} % ± {_pct(u, '')} %"
-            parts.append(f"{name} carries {size} of ms/step" if first else f"{name} {size}")
-            first = False
-        else:
-            parts.append(f"{name} within noise ({value:+.1f} % ± {u:.1f} %)")
-    text = "; ".join(parts) + "." if parts else "nothing measured."
+def verdict(found: list[dict], arms: list[dict], left: list[dict], notes: dict) -> str:
+    """One sentence per kind of effect, the largest first: "main effects (...): IOMMU off carries
+    -40 % (-41 to -39 %) of ms/step; the P2P keys -4.9 % (-7.0 to -2.8 %); HMM off within noise
+    (+0.3 %, -1.0 to +1.6 %)"; then what was left out, skipped or alarming."""
+    sentences = [f"{k.upper()} ({why})" for k, why in notes.items() if why]
+    for kind, head in HEADS.items():
+        mine = sorted((e for e in found if e["kind"] == kind), key=lambda e: -abs(e["effect_pct"] or 0))
+        parts, first = [], True
+        for e in mine:
+            if e["effect_pct"] is None:
+                parts.append(f"{fx.name(e)}: {e['why']}")
+            elif e["claimed"] is None:
+                parts.append(f"{fx.name(e)} {_pct(e['effect_pct'])} % ({e['why']}; repeat the arms)")
+            elif e["claimed"]:
+                parts.append(
+                    f"{fx.name(e)}{' carries' if first else ''} {_pct(e['effect_pct'])} % ({interval(e)})"
+                )
+                parts[-1] += " of ms/step" if first else ""
+                first = False
+            else:
+                parts.append(f"{fx.name(e)} within noise ({_pct(e['effect_pct'])} %, {interval(e)})")
+        if parts:
+            sentences.append(f"{head[0].upper()}{head[1:]}: " + "; ".join(parts))
+    if not found:
+        sentences.append("Nothing measured")
+    if left:
+        out = ", ".join(f"visit {x['visit'] + 1} ({x['arm']}: {x['why']})" for x in left)
+        sentences.append(f"Left out of the estimate: {out}")
     skipped = [a["arm"] for a in arms if a["skipped"]]
     if skipped:
-        text += f" Not in force, skipped: {', '.join(skipped)}."
-    unusable = [a["arm"] for a in arms if a.get("unusable")]
-    if unusable:
-        text += f" Benched but no figure to use (failed, withheld or not finite): {', '.join(unusable)}."
+        sentences.append(f"Not in force, skipped: {', '.join(skipped)}")
     alarms = [a["arm"] for a in arms if a["tps_alarm"]]
     if alarms:
-        text += f" ALARM: tokens/step moved in {', '.join(alarms)}."
-    return what_runs.marked(text[0].upper() + text[1:], marks(arms))
+        sentences.append(f"ALARM: tokens/step moved in {', '.join(alarms)}")
+    return what_runs.marked(". ".join(sentences) + ".", marks(arms))
 
 
 def _num(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def table(arms: list[dict], effects: list[dict], df: int) -> str:
-    """Two tables, 80 columns at most."""
+def table(arms: list[dict], found: list[dict]) -> str:
+    """Two tables, 80 columns at most; each effect under the kind of effect it is."""
     lines = [
-        f"{'arm':<22} {'visits':>6} {'ms/step':>8} {'min':>8} {'max':>8} {'tok/step':>8}  note",
+        f"{'arm':<16} {'visits':>6} {'ms/step':>8} {'min':>7} {'max':>7} {'sd %':>7} {'tok/step':>8}  note",
         "-" * 79,
     ]
     for a in arms:
         note = (
-            "TOKENS/STEP MOVED"
+            "ALARM"  # tokens/step moved: the verdict says where
             if a["tps_alarm"]
-            else f"{a['skipped']} not in force"
+            else f"{a['skipped']} skipped"
             if a["skipped"]
-            else f"{a['unusable']} no figure"
-            if a.get("unusable")
+            else f"{a['left_out']} left out"
+            if a["left_out"]
+            else "live: below"
+            if a["live"]
             else ""
         )
         # An unverified arm's name is cut shorter, so its mark always shows (the reason is under it).
-        arm = what_runs.marked(a["arm"][:11], a, short=True) if a.get("unverified") else a["arm"][:22]
+        arm = what_runs.marked(a["arm"][:5], a, short=True) if a.get("unverified") else a["arm"][:16]
+        spread = "unknown" if a["spread_pct"] is None and a["visits"] else _num(a["spread_pct"], ".1f")
         lines.append(
-            f"{arm:<22} {a['visits']:>6} {_num(a['ms_median'], '.2f'):>8} "
-            f"{_num(a['ms_min'], '.2f'):>8} {_num(a['ms_max'], '.2f'):>8} "
-            f"{_num(a['tps_median'], '.2f'):>8}  {note}"[:79].rstrip()
+            f"{arm:<16} {a['visits']:>6} {_num(a['ms_median'], '.2f'):>8} "
+            f"{_num(a['ms_min'], '.2f'):>7} {_num(a['ms_max'], '.2f'):>7} {spread:>7} "
+            f"{_num(a['tps_median'], '.2f'):>8}  {note}".rstrip()
         )
+    ran = "; ".join(f"{a['arm']} ran {a['live']}" for a in arms if a["live"])
+    lines += textwrap.wrap(f"live, not as planned: {ran}", 79) if ran else []
     heading = what_runs.marked("effect on ms/step", marks(arms), short=True)
-    lines += ["", f"{heading:<34} {'effect':>9} {'± 95 %':>8}  (all together; {df} df)", "-" * 79]
-    for e in effects:
-        lines.append(
-            f"{label(e['setting'])[:34]:<34} {_num(e['effect_pct'], '+.1f'):>8}% "
-            f"{_num(e['uncertainty_pct'], '.1f'):>7}%" + (f"  {e['why']}"[:34] if e.get("why") else "")
-        )
+    lines += ["", f"{heading:<44} {'effect':>8} {'95 % interval':>17} {'df':>5}", "-" * 79]
+    for kind, head in HEADS.items():
+        mine = [e for e in found if e["kind"] == kind]
+        if mine:
+            lines.append(f"{head}:")
+        for e in mine:
+            if e["effect_pct"] is None:
+                lines += textwrap.wrap(
+                    f"{fx.name(e)}: {e['why']}", 79, initial_indent="  ", subsequent_indent="    "
+                )
+                continue
+            spread = "unknown" if e["claimed"] is None else f"{_pct(e['low_pct'])} to {_pct(e['high_pct'])}"
+            lines.append(
+                f"  {fx.name(e)[:42]:<42} {_pct(e['effect_pct']):>7}% {spread:>17} {_num(e.get('df'), '.1f'):>5}"
+            )
+    lines.append("sd %: each arm's own spread (of log ms/step); intervals: 95 %, all together")
     return "\n".join(lines) + "\n"
 
 
-def plot(arms: list[dict], rows: list[dict], effects: list[dict], path: Path) -> None:
-    import matplotlib
+def simulated(run) -> str | None:
+    """Why the campaign's figures are not a real host's: the kit's test oracle as its seat, or
+    host arms on a fake root (a test's reboots)."""
+    system, why = getattr(run, "system", None), []
+    if system is None:
+        return None
+    for r in run.of("measured"):
+        try:
+            summary = read_json(
+                system.path(f"{run.folder}/{r['run']}/summary.json"), "bench summary", SUMMARY_BYTES
+            )
+        except (SeatError, OSError):
+            continue
+        if (summary.get("conditions") or {}).get("model") == oracle.MODEL:
+            why.append("the seat was the kit's test oracle, its step times set by the test")
+            break
+    if system.root != Path("/") and any(a.kind == "host" for a in run.arms.values()):
+        why.append("the host was a fake root, its reboots done by a test")
+    return "; ".join(why) or None
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    names = [a["arm"] for a in arms]
-    for i, name in enumerate(names):
-        ms = [r["ms"] for r in rows if r["arm"] == name]
-        left.scatter([i] * len(ms), ms, color="tab:blue", s=18)
-        if ms:
-            left.hlines(statistics.median(ms), i - 0.3, i + 0.3, color="black")
-    left.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
-    left.set_ylabel("ms per step (each visit; bar: median)")
-    left.set_title(what_runs.marked("ms/step per arm", marks(arms), short=True))
-    shown = [e for e in effects if e["effect_pct"] is not None]
-    right.errorbar(
-        [e["effect_pct"] for e in shown],
-        range(len(shown)),
-        xerr=[e["uncertainty_pct"] or 0 for e in shown],
-        fmt="o",
-        capsize=4,
-    )
-    right.axvline(0, color="grey", lw=0.8)
-    right.set_yticks(range(len(shown)), [label(e["setting"]) for e in shown], fontsize=8)
-    right.set_xlabel("effect on ms/step, % (95 % interval)")
-    right.set_title(what_runs.marked("effect of each setting", marks(arms), short=True))
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+def unfinished(run) -> str | None:
+    """Why the report covers fewer visits than planned: stopped (and why), or still running."""
+    planned = len(getattr(run, "visits", None) or [])
+    done = len(run.of("measured")) + len(run.of("skipped"))
+    if done >= planned:
+        return None
+    stop = getattr(run, "stopping", None)
+    return f"{done} of {planned} visits; " + (f"{stop['type']}: {stop['why']}" if stop else "still running")
 
 
 def report(run) -> dict:
-    rows = visits(run)
-    effects, df = fit(run, rows)
-    arms = arms_table(run, rows)
+    rows, left = visits(run)
+    found = estimate(run, rows)
+    arms = arms_table(run, rows, left)
+    notes = {"simulated": simulated(run), "incomplete": unfinished(run)}
     return {
         "campaign": run.campaign.name,
         "id": run.id,
         "arms": arms,
-        "effects": effects,
-        "df": df,
+        "effects": found,
         "visits": rows,
-        "verdict": verdict(effects, arms),
-        "table": table(arms, effects, df),
+        "left_out": left,
+        "verdict": verdict(found, arms, left, notes),
+        "table": table(arms, found),
+        **{k: v for k, v in notes.items() if v},
         **marks(arms),
     }
 
 
 def write(run, folder: Path) -> dict:
     result = report(run)
+    title = f"# Campaign {run.campaign.name} ({run.id})" + "".join(
+        f" {k.upper()} ({result[k]})" for k in ("simulated", "incomplete") if k in result
+    )
     (folder / "report.json").write_text(json.dumps(result, indent=2) + "\n")
     (folder / "report.md").write_text(
-        what_runs.marked(f"# Campaign {run.campaign.name} ({run.id})", result)
-        + f"\n\n```\n{result['table']}```\n\n"
+        what_runs.marked(title, result) + f"\n\n```\n{result['table']}```\n\n"
         f"{result['verdict']}\n\nEach arm's bench is a run folder under runs/: "
         "`seat bench compare runs/A runs/B` compares any two.\n"
     )
-    rows = result["visits"]
-    if rows:
-        plot(result["arms"], rows, result["effects"], folder / "plot.png")
+    if result["visits"]:
+        picture.draw(result, folder / "plot.png")
     return result
+
+
+def render_report(folder: str, system: System | None = None) -> list[Path]:
+    """Write (again) the report of the campaign in `folder` (a path on `system`'s root, the real
+    host by default) from its journal: report.json, report.md and, with a usable visit, plot.png.
+    Returns the paths written. A campaign stopped or still running is marked INCOMPLETE."""
+    system = system or System()
+    where = system.path(folder)
+    result = write(Run(system, folder), where)
+    return [where / "report.json", where / "report.md"] + ([where / "plot.png"] if result["visits"] else [])

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from campaign_harness import EFFECTS, CampaignHost, OracleDriver, drive
 
-from seatkit.campaign import analysis, boot, runner
+from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import spec as specs
 from seatkit.campaign.folder import current
@@ -152,13 +152,15 @@ def test_the_simulated_campaign_recovers_the_oracles_effects(tmp_path):
     assert outcomes[-1] == "done"
     result = __import__("json").loads(host.path(f"{folder}/report.json").read_text())
     effects = {e["setting"]: e for e in result["effects"]}
-    for name, truth in EFFECTS.items():
+    for name, truth in EFFECTS.items():  # each arm's own spread: a busy machine widens, never hides
         e = effects[name]
-        assert abs(e["effect_pct"] - truth * 100) <= e["uncertainty_pct"], (name, e)
-    assert effects["iommu"]["uncertainty_pct"] < 10  # a real answer, not an interval that covers anything
-    assert "IOMMU off carries" in result["verdict"] and "HMM off within noise" in result["verdict"], result[
-        "verdict"
-    ]
+        assert e["kind"] == "simple" and e["at"] == "added to none"
+        assert e["low_pct"] <= truth * 100 <= e["high_pct"], (name, e)
+        said = f"{specs.LABELS[name]}, added to none within noise"
+        assert (said in result["verdict"]) == (not e["claimed"]), result["verdict"]
+    assert not effects["hmm"]["claimed"] and result["simulated"].startswith(
+        "the seat was the kit's test oracle"
+    )
     assert all(len(line) <= 80 for line in result["table"].splitlines())
     assert all(a["tps_alarm"] is None for a in result["arms"])
     assert host.path(f"{folder}/plot.png").read_bytes()[:4] == b"\x89PNG"
@@ -236,31 +238,6 @@ def test_abort_restores_the_start_state(tmp_path):
     assert runner.status(host.system) == {"running": False}
     host.boot()
     assert host.files() == pristine
-
-
-def test_the_table_fits_and_the_verdict_judges_noise():
-    arms = [
-        {
-            "arm": "a-very-long-arm-name-that-goes-on",
-            "visits": 3,
-            "skipped": 0,
-            "ms_median": 12.3456,
-            "ms_min": 1.0,
-            "ms_max": 123456.0,
-            "tps_median": 3.0,
-            "tps_alarm": "moved",
-        }
-    ]
-    effects = [
-        {"setting": "iommu", "effect_pct": -38.2, "uncertainty_pct": 3.1},
-        {"setting": "hmm", "effect_pct": 0.4, "uncertainty_pct": 1.5},
-        {"setting": "iommu×p2p", "effect_pct": None, "uncertainty_pct": None, "why": "not measured"},
-    ]
-    text = analysis.table(arms, effects, 4)
-    assert all(len(line) <= 80 for line in text.splitlines())
-    said = analysis.verdict(effects, arms)
-    assert "IOMMU off carries -38 % ± 3.1 % of ms/step" in said and "HMM off within noise" in said
-    assert "ALARM: tokens/step moved" in said
 
 
 def test_a_campaign_name_that_would_break_grub_cfg_is_refused(tmp_path):
