@@ -8,6 +8,7 @@ says SIMULATED across the figure; an unverified or incomplete one says so in its
 from __future__ import annotations
 
 import statistics
+import textwrap
 from pathlib import Path
 
 from seatkit.campaign import effects as fx
@@ -24,7 +25,7 @@ def draw(result: dict, path: Path) -> None:
     from seatkit.seat import what_runs
 
     arms, rows, found = result["arms"], result["visits"], result["effects"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 0.5 * max(8, len(found)) + 1))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 0.5 * max(8, len(found)) + 1), layout="constrained")
     for i, arm in enumerate(arms):
         ms = [r["ms"] for r in rows if r["arm"] == arm["arm"]]
         left.scatter([i] * len(ms), ms, color="tab:blue", s=18)
@@ -34,6 +35,7 @@ def draw(result: dict, path: Path) -> None:
             left.annotate(
                 "1 visit:\nspread\nunknown", (i, ms[0]), fontsize=7, xytext=(4, 4), textcoords="offset points"
             )
+    left.margins(y=0.2)  # room for the words above a lone visit
     left.set_xticks(range(len(arms)), [a["arm"] for a in arms], rotation=30, ha="right", fontsize=8)
     left.set_ylabel("ms per step (each visit; bar: median)")
     left.set_title(what_runs.marked("ms/step per arm", result, short=True))
@@ -46,7 +48,6 @@ def draw(result: dict, path: Path) -> None:
         fig.text(
             0.5, 0.5, "SIMULATED", fontsize=90, color="red", alpha=0.12, ha="center", va="center", rotation=20
         )
-    fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
 
@@ -56,10 +57,10 @@ def _effects(ax, found: list[dict]) -> None:
     ys = list(range(len(found)))[::-1]
     for y, e in zip(ys, found, strict=True):
         value = e["effect_pct"]
-        if value is None:
-            ax.annotate(
-                e["why"][:60], (0, y), fontsize=7, color="grey", xytext=(4, -3), textcoords="offset points"
-            )
+        if value is None:  # no point: the reason, from the panel's left edge
+            why = textwrap.fill(e["why"], 55)
+            box = {"facecolor": "white", "edgecolor": "none"}
+            ax.text(0.02, y, why, transform=ax.get_yaxis_transform(), fontsize=7, va="center", bbox=box)
         elif e["claimed"] is None:  # unknown spread: the point, hollow, and the words; no bar
             ax.plot([value], [y], "o", mfc="none", color="tab:orange")
             ax.annotate(
@@ -80,6 +81,11 @@ def _effects(ax, found: list[dict]) -> None:
                 color="tab:red" if e["claimed"] else "tab:blue",
             )
     ax.axvline(0, color="grey", lw=0.8)
+    ends = [0.0] + [
+        e[k] for e in found for k in ("effect_pct", "low_pct", "high_pct") if e.get(k) is not None
+    ]
+    span = (max(ends) - min(ends)) or 1.0
+    ax.set_xlim(min(ends) - 0.05 * span, max(ends) + 0.3 * span)  # room for the words right of a point
     labels = [f"{fx.name(e)} [{KIND[e['kind']]}]" if KIND[e["kind"]] else fx.name(e) for e in found]
     ax.set_yticks(ys, labels, fontsize=8)
     ax.set_ylim(-0.7, len(found) - 0.3)

@@ -172,3 +172,28 @@ def test_the_tables_fit_80_columns_and_the_verdict_is_their_intervals():
 )
 def test_the_t_quantile_matches_the_tables(p, df, table):
     assert effects.t_quantile(p, df) == pytest.approx(table, abs=1e-3)
+
+
+def test_a_stopped_campaigns_report_is_rendered_again_from_its_journal_marked_incomplete(tmp_path):
+    from campaign_harness import CampaignHost, FastDriver, start, write_campaign
+
+    from seatkit.campaign import runner
+
+    host = CampaignHost(tmp_path / "root")
+    folder = start(
+        host, write_campaign(tmp_path, repeats=2, design="one-at-a-time", settings=["iommu", "hmm"])
+    )
+    assert runner.step(host.system, FastDriver(host)) == "rebooting"
+    host.boot()
+    host.run_unit(FastDriver(host))  # the first visit benched, the next armed
+    assert runner.abort(host.system) == "aborted"
+    paths = analysis.render_report(folder, host.system)
+    assert [p.name for p in paths] == ["report.json", "report.md", "plot.png"] and all(
+        p.exists() for p in paths
+    )
+    title = paths[1].read_text().splitlines()[0]
+    assert "INCOMPLETE (1 of 6 visits; aborted: seat campaign abort)" in title
+    assert "SIMULATED (the host was a fake root, its reboots done by a test)" in title
+    result = __import__("json").loads(paths[0].read_text())
+    assert result["verdict"].startswith("SIMULATED (") and "INCOMPLETE (1 of 6 visits" in result["verdict"]
+    assert "IOMMU off: never changed (not in force on every visit)" in result["verdict"]  # one arm so far
