@@ -1,9 +1,10 @@
 """The answer: ms/step per arm with its own spread, each setting's effect with its interval and
 the kind of effect it is, tokens/step per arm with an alarm, and a verdict made of those figures.
 
-A visit counts by what it ran: each host setting as read live on that visit (the journal's `live`
-readings; where a visit has none, the arm's plan, checked in force before its bench). A setting
-never seen both ways gets no effect. A visit without a usable ms/step for every suite is named and
+A visit counts by what it ran: each host setting as read live on that visit. The visit's in-force
+check reads the P2P keys and HMM both ways (a visit where either is not the arm's is skipped); the
+IOMMU is off where the visit ran with no IOMMU unit (its `iommu_units`), whatever the arm's tokens:
+firmware can hold it off for every arm. A setting never seen both ways gets no effect. A visit without a usable ms/step for every suite is named and
 left out: the suites differ in step time, so a missing one would move the visit. The effects are
 seatkit.campaign.effects' contrasts; nothing is pooled across arms.
 """
@@ -21,12 +22,10 @@ from seatkit.bench import oracle
 from seatkit.bench.sides import SUMMARY_BYTES
 from seatkit.campaign import effects as fx
 from seatkit.campaign import picture
-from seatkit.campaign.folder import Run
 from seatkit.campaign.spec import SETTINGS, Arm
 from seatkit.errors import SeatError
-from seatkit.host.system import System
 from seatkit.safe_yaml import read_json
-from seatkit.seat import what_runs
+from seatkit.seat import host_profiles, what_runs
 
 TPS_ALARM = 0.02  # tokens/step depends on the text and the drafter, not the host: 2 % is a change
 HEADS = {
@@ -45,15 +44,21 @@ def usable(value) -> bool:
     )
 
 
-def live_state(record: dict, arm: Arm) -> dict[str, bool | None]:
-    """Each host setting on this visit: its live reading where the visit carries one, else the plan."""
-    live = record.get("live")
-    live = live if isinstance(live, dict) else {}
-    out: dict[str, bool | None] = {}
-    for s in SETTINGS:
-        value = live.get(s, s in (arm.host or []))
-        out[s] = value if isinstance(value, bool) else None
+def live_state(record: dict, arm: Arm, iommu_off: bool) -> dict[str, bool | None]:
+    """Each host setting on this visit, in force or not (None: unreadable). iommu_off: the host
+    profile's IOMMU setting turns it off, which the units read (passthrough leaves them)."""
+    out: dict[str, bool | None] = {s: s in (arm.host or []) for s in SETTINGS}
+    units = record.get("iommu_units")
+    if iommu_off and "iommu_units" in record:  # a journal from before the reading has the plan only
+        out["iommu"] = not units if isinstance(units, list) else None
     return out
+
+
+def _turns_iommu_off(campaign) -> bool:
+    try:
+        return bool(campaign.host) and host_profiles.load(campaign.host).iommu.mode == "off"
+    except (AttributeError, SeatError):  # no host profile (seat arms), or one gone since
+        return False
 
 
 def visits(run) -> tuple[list[dict], list[dict]]:
@@ -61,12 +66,12 @@ def visits(run) -> tuple[list[dict], list[dict]]:
     suites = set(getattr(run.campaign, "suites", None) or [])
     for r in run.of("measured"):
         suites |= set(r["figures"])
-    rows, left = [], []
+    rows, left, iommu_off = [], [], _turns_iommu_off(run.campaign)
     for r in run.of("measured"):
         arm = run.arms[r["arm"]]
         figures = r["figures"]
         lacking = sorted(s for s in suites if not usable((figures.get(s) or {}).get("ms_per_step")))
-        state = live_state(r, arm)
+        state = live_state(r, arm, iommu_off)
         unread = [fx.label(s) for s, v in state.items() if v is None and arm.kind == "host"]
         why = ("no usable ms/step for " + ", ".join(lacking) if lacking else "") or (
             "not read live: " + ", ".join(unread) if unread else ""
@@ -337,13 +342,3 @@ def write(run, folder: Path) -> dict:
     if result["visits"]:
         picture.draw(result, folder / "plot.png")
     return result
-
-
-def render_report(folder: str, system: System | None = None) -> list[Path]:
-    """Write (again) the report of the campaign in `folder` (a path on `system`'s root, the real
-    host by default) from its journal: report.json, report.md and, with a usable visit, plot.png.
-    Returns the paths written. A campaign stopped or still running is marked INCOMPLETE."""
-    system = system or System()
-    where = system.path(folder)
-    result = write(Run(system, folder), where)
-    return [where / "report.json", where / "report.md"] + ([where / "plot.png"] if result["visits"] else [])

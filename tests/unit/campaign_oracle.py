@@ -32,20 +32,22 @@ def journal(
     repeats: int,
     noise: float = 0.01,
     noisy: dict[str, float] | None = None,
-    held: dict[str, bool] | None = None,
+    firmware_iommu_off: bool = False,
     missing: dict[int, str] | None = None,
     rng: random.Random | None = None,
 ):
-    """A finished campaign as the analysis reads it. noisy: an arm's own noise, where not `noise`;
-    held: settings the firmware holds on every visit, whatever the arm asks; missing: {visit: suite}
-    a visit has no figure for."""
+    """A finished campaign as the analysis reads it, each visit with the IOMMU units it ran with
+    (as seatkit.campaign.visit journals them). noisy: an arm's own noise, where not `noise`;
+    firmware_iommu_off: no IOMMU unit on any visit, whatever the arm's tokens; missing: {visit:
+    suite} a visit has no figure for."""
     rng = rng or random.Random(0)
     arms = specs.designed(design, settings)  # type: ignore[arg-type]
     order = [a for _ in range(repeats) for a in arms]
     records = []
     for i, arm in enumerate(order):
-        live = {s: (held or {}).get(s, s in (arm.host or [])) for s in specs.SETTINGS}
-        scale = factor({s for s, on in live.items() if on}, terms)
+        live = {s for s in arm.host or [] if s != "iommu"}
+        live |= {"iommu"} if firmware_iommu_off or "iommu" in (arm.host or []) else set()
+        scale = factor(live, terms)
         scale *= math.exp(rng.gauss(0, (noisy or {}).get(arm.name, noise)))
         figures = {
             suite: {"ms_per_step": base * scale, "tokens_per_step": 3.0}
@@ -59,13 +61,13 @@ def journal(
                 "arm": arm.name,
                 "run": f"runs/{i}",
                 "figures": figures,
-                "live": live,
+                "iommu_units": [] if "iommu" in live else ["ivhd0"],
             }
         )
     return SimpleNamespace(
         arms={a.name: a for a in arms},
         id="oracle",
-        campaign=SimpleNamespace(design=design, name="oracle", suites=list(BASE)),
+        campaign=SimpleNamespace(design=design, name="oracle", suites=list(BASE), host="paper"),
         visits=order,
         stopping=None,
         of=lambda kind, visit=None: [r for r in records if r["type"] == kind],

@@ -66,7 +66,7 @@ def test_one_at_a_time_figures_are_simple_effects_added_to_the_reference():
 
 def test_a_setting_the_firmware_held_is_never_changed_and_gets_no_effect():
     """The firmware had the IOMMU off: every visit reads it off live, whatever its arm asks."""
-    run = journal("factorial", PAPER, INTERACTING, repeats=2, held={"iommu": True}, rng=random.Random(1))
+    run = journal("factorial", PAPER, INTERACTING, repeats=2, firmware_iommu_off=True, rng=random.Random(1))
     report = analysis.report(run)
     iommu = [e for e in report["effects"] if "iommu" in e["setting"]]
     assert [e["kind"] for e in iommu] == ["none"] and iommu[0]["effect_pct"] is None
@@ -174,10 +174,11 @@ def test_the_t_quantile_matches_the_tables(p, df, table):
     assert effects.t_quantile(p, df) == pytest.approx(table, abs=1e-3)
 
 
-def test_a_stopped_campaigns_report_is_rendered_again_from_its_journal_marked_incomplete(tmp_path):
+def test_a_stopped_campaigns_report_is_written_from_its_journal_marked_incomplete(tmp_path):
     from campaign_harness import CampaignHost, FastDriver, start, write_campaign
 
     from seatkit.campaign import runner
+    from seatkit.campaign.folder import Run
 
     host = CampaignHost(tmp_path / "root")
     folder = start(
@@ -187,10 +188,12 @@ def test_a_stopped_campaigns_report_is_rendered_again_from_its_journal_marked_in
     host.boot()
     host.run_unit(FastDriver(host))  # the first visit benched, the next armed
     assert runner.abort(host.system) == "aborted"
-    paths = analysis.render_report(folder, host.system)
-    assert [p.name for p in paths] == ["report.json", "report.md", "plot.png"] and all(
-        p.exists() for p in paths
-    )
+    where = host.system.path(folder)
+    for written in where.glob("report.*"):
+        written.unlink()
+    analysis.write(Run(host.system, folder), where)  # as `seat campaign report` renders it again
+    paths = [where / "report.json", where / "report.md", where / "plot.png"]
+    assert all(p.exists() for p in paths)
     title = paths[1].read_text().splitlines()[0]
     assert "INCOMPLETE (1 of 6 visits; aborted: seat campaign abort)" in title
     assert "SIMULATED (the host was a fake root, its reboots done by a test)" in title
