@@ -70,7 +70,9 @@ def visits(run) -> tuple[list[dict], list[dict]]:
     for r in run.of("measured"):
         arm = run.arms[r["arm"]]
         figures = r["figures"]
-        lacking = sorted(s for s in suites if not usable((figures.get(s) or {}).get("ms_per_step")))
+        lacking = sorted(s for s in suites if not usable((figures.get(s) or {}).get("ms_per_step"))) or (
+            [] if suites else ["any suite"]
+        )
         state = live_state(r, arm, iommu_off)
         unread = [fx.label(s) for s, v in state.items() if v is None and arm.kind == "host"]
         why = ("no usable ms/step for " + ", ".join(lacking) if lacking else "") or (
