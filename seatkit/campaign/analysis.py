@@ -192,9 +192,9 @@ def marks(arms: list[dict]) -> dict:
 
 
 def verdict(found: list[dict], arms: list[dict], left: list[dict], notes: dict) -> str:
-    """One sentence per kind of effect, the largest first: "main effects (...): IOMMU off carries
-    -40 % (-41 to -39 %) of ms/step; the P2P keys -4.9 % (-7.0 to -2.8 %); HMM off within noise
-    (+0.3 %, -1.0 to +1.6 %)"; then what was left out, skipped or alarming."""
+    """One sentence per kind of effect, the largest first: "Main effects (...): IOMMU off carries
+    -40.2 % (-41.2 to -39.1 %) of ms/step; the P2P keys -4.4 % (-6.1 to -2.7 %); HMM off within
+    noise (+0.1 %, -1.7 to +1.9 %)"; then what was left out, skipped or alarming."""
     sentences = [f"{k.upper()} ({why})" for k, why in notes.items() if why]
     for kind, head in HEADS.items():
         mine = sorted((e for e in found if e["kind"] == kind), key=lambda e: -abs(e["effect_pct"] or 0))
