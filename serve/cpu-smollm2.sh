@@ -64,21 +64,6 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_HOME}"/models/smollm2-135m
-  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
-  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'run: seat setup cpu-smollm2'
-  file="${SEAT_HOME}"/models/smollm2-135m/config.json
-  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
-  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
-  file="${SEAT_HOME}"/models/smollm2-135m/model.safetensors
-  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
-  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model model.safetensors'" is missing or empty: $file"
-  file="${SEAT_HOME}"/models/smollm2-135m/tokenizer.json
-  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
-  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
-  file="${SEAT_HOME}"/models/smollm2-135m/tokenizer_config.json
-  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
-  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
-  dir="${SEAT_HOME}"/models/smollm2-135m
   if [ -d "$dir" ]; then
   f=chat_template.jinja; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 368 ] || fail 'base model'": $f is missing or not the locked size (368 bytes)" 'seat model verify cpu-smollm2'
   f=config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 501 ] || fail 'base model'": $f is missing or not the locked size (501 bytes)" 'seat model verify cpu-smollm2'
@@ -95,10 +80,10 @@ preflight() {
 
 [ "${SEAT_SKIP_PREFLIGHT:-0}" = 1 ] || preflight
 
-# This shell's PYTHONPATH, LD_PRELOAD, a *_DIR and the like would change what runs, or name a path
-# the kit never sees: the profile decides (seatkit/seat/what_runs.yaml).
+# The server keeps of this shell only PATH, the user's folders, the kit's knobs and the locale; the
+# profile sets the rest, as `seat up` does (seatkit/seat/what_runs.yaml shell_kept).
 while read -r name; do
-  case $name in SEAT_*|PATH|HOME|XDG_CACHE_HOME|TMPDIR|TEMP|TMP|PYTORCH_CUDA_ALLOC_CONF|PYTORCH_HIP_ALLOC_CONF|PYTORCH_ALLOC_CONF) ;; PYTHONPATH|PYTHONHOME|PYTHONSTARTUP|PYTHONINSPECT|PYTHONUSERBASE|PYTHONNOUSERSITE|PYTHONSAFEPATH|PYTHONPLATLIBDIR|PYTHONEXECUTABLE|PYTHONPYCACHEPREFIX|PYTHONBREAKPOINT|_PYTHON_SYSCONFIGDATA_NAME|PYTHONWARNINGS|BASH_ENV|ENV|SHELLOPTS|PS4|IFS|CDPATH|GCONV_PATH|CUDA_INJECTION32_PATH|CUDA_INJECTION64_PATH|PYTHONOPTIMIZE|VLLM_RUST_FRONTEND_PATH|VLLM_USE_RUST_FRONTEND|VLLM_NCCL_SO_PATH|VLLM_CUDART_SO_PATH|VLLM_CUDA_COMPATIBILITY_PATH|VLLM_ENABLE_CUDA_COMPATIBILITY|VLLM_MODEL_REDIRECT_PATH|GCC_EXEC_PREFIX|COMPILER_PATH|CPATH|C_INCLUDE_PATH|CPLUS_INCLUDE_PATH|LIBRARY_PATH|NVTX_INJECTION32_PATH|NVTX_INJECTION64_PATH|OPENSSL_CONF|OPENSSL_ENGINES|OPENSSL_MODULES|VLLM_PLUGINS|VLLM_LOGGING_CONFIG_PATH|OMP_TOOL_LIBRARIES|NCCL_NET_PLUGIN|NCCL_TUNER_PLUGIN|NCCL_PROFILER_PLUGIN|NCCL_ENV_PLUGIN|NCCL_CONF_FILE|CC|CXX|CUDA_HOME|CUDA_PATH|NVCC_PREPEND_FLAGS|NVCC_APPEND_FLAGS|TRITON_PTXAS_PATH|TRITON_CUOBJDUMP_PATH|TRITON_NVDISASM_PATH|TRITON_LIBCUDA_PATH|TRITON_LIBDEVICE_PATH|TRITON_CACHE_MANAGER|TRITON_REMOTE_CACHE_BACKEND|TRITON_OVERRIDE_DIR|TRITON_KERNEL_OVERRIDE|TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE|TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE|HF_MODULES_CACHE|VLLM_SERVER_DEV_MODE|VLLM_ALLOW_RUNTIME_LORA_UPDATING|VLLM_LORA_RESOLVER_HF_REPO_LIST|VLLM_ALLOW_INSECURE_SERIALIZATION|VLLM_MOE_ROUTING_SIMULATION_STRATEGY|VLLM_CACHE_DIR|TORCHINDUCTOR_CACHE_DIR|TORCH_EXTENSIONS_DIR|TRITON_CACHE_DIR|TRITON_HOME|VLLM_CACHE_ROOT|FLASHINFER_WORKSPACE_BASE|B12X_CUTE_COMPILE_CACHE_DIR|CUDA_CACHE_PATH|PYTORCH_KERNEL_CACHE_PATH|LD_*|DYLD_*|BASH_FUNC_*|RAY_*|*_PATH|*_PATHS|*_SO|*_DIR|*_DIRS|*_ROOT|*_HOME|*_BASE|*_PREFIX|*_FILE|*_FILES|*_FOLDER|*_LIB|*_LIBS|*_LIBRARY|*_LIBRARIES|*_PLUGIN|*_PLUGINS|*_MODULE|*_MODULES|*_CONF|*_CONFIG|*_EXECUTABLE) unset "$name" 2>/dev/null || true ;; esac
+  case $name in SEAT_*|PATH|HOME|USER|LOGNAME|LANG|LC_*|XDG_CACHE_HOME|TMPDIR|TEMP|TMP|PYTORCH_CUDA_ALLOC_CONF) ;; *) unset "$name" 2>/dev/null || true ;; esac
 done < <(compgen -e)
 # A function exported to this shell (BASH_FUNC_NAME%%) is no variable to unset: -p left it in the
 # environment this shell was started with, for any bash the server runs (a JIT build's sh -c) to

@@ -20,10 +20,9 @@ from seatkit import engine, flock, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.models import lock as locks
-from seatkit.models import verify
-from seatkit.seat import layout, what_runs
-from seatkit.serve import backends, client, identity, keys, nsys, preflight
-from seatkit.serve.backends import ImageCheck, docker, native
+from seatkit.seat import layout
+from seatkit.serve import backends, client, identity, keys, nsys, preflight, provenance
+from seatkit.serve.backends import ImageCheck, native
 from seatkit.serve.running import Running
 from seatkit.serve.spec import LaunchSpec, resolve
 
@@ -249,7 +248,6 @@ def _start(
     values = backend.prepared(spec, values, image_check)
     log = log_path(p.name)
     log.parent.mkdir(parents=True, exist_ok=True)
-    weights = verify.unvouched_models(p, values)  # joins the image's reason, as an experiment's does
     run = Running(
         profile=p.name,
         runtime=p.runtime,
@@ -264,8 +262,9 @@ def _start(
         token=secrets.token_hex(16),
         profile_sha256=p.sha256,
         profile_source=str(Path(p.source).resolve()),
-        unverified=what_runs.conditions(p, values.get(docker.UNVERIFIED), weights).get("unverified"),
+        unverified=provenance.mark(spec, values),
         model_locks=locks.hashes(p),
+        provenance=provenance.record(spec, values),
     )
     log.write_bytes(b"")  # this run's log alone: a container's is saved into it when it stops
     try:
