@@ -104,6 +104,25 @@ preflight() {
   if (exec 3<>"/dev/tcp/$SEAT_HOST/$SEAT_PORT") 2>/dev/null; then
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
+  dir="${SEAT_MODEL_BASE_DIR}"
+  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'seat setup of a native profile that builds tiny-llama makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
+  case "$dir" in
+    *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
+    [!/]*) fail 'base model'" directory must be an absolute path to be mounted: $dir" 'seat setup of a native profile that builds tiny-llama makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it' ;;
+  esac
+  file="${SEAT_MODEL_BASE_DIR}"/config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
+  file="${SEAT_MODEL_BASE_DIR}"/tokenizer.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
+  file="${SEAT_MODEL_BASE_DIR}"/tokenizer_config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
+  file="${SEAT_MODEL_BASE_DIR}"/generation_config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model generation_config.json'" is missing or empty: $file"
   dir="${SEAT_CACHE_DIR}"
   ! has_control "$dir" || fail cache" directory has a control character (a newline, a tab) in its path" "name a plain path"
   case "$dir" in

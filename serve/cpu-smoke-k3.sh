@@ -64,6 +64,21 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_HOME}"/models/tiny-llama
+  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'run: seat setup cpu-smoke-k3'
+  file="${SEAT_HOME}"/models/tiny-llama/config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/tiny-llama ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
+  file="${SEAT_HOME}"/models/tiny-llama/tokenizer.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/tiny-llama ] || [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
+  file="${SEAT_HOME}"/models/tiny-llama/tokenizer_config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/tiny-llama ] || [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
+  file="${SEAT_HOME}"/models/tiny-llama/generation_config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/tiny-llama ] || [ -s "$file" ] || fail 'base model generation_config.json'" is missing or empty: $file"
+  dir="${SEAT_HOME}"/models/tiny-llama
   if [ -d "$dir" ]; then
   f=config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 481 ] || fail 'base model'": $f is missing or not the locked size (481 bytes)" 'seat model verify cpu-smoke-k3'
   f=generation_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 65 ] || fail 'base model'": $f is missing or not the locked size (65 bytes)" 'seat model verify cpu-smoke-k3'

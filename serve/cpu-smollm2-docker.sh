@@ -105,6 +105,25 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
+  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'seat setup of a native profile that builds smollm2-135m makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
+  case "$dir" in
+    *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
+    [!/]*) fail 'base model'" directory must be an absolute path to be mounted: $dir" 'seat setup of a native profile that builds smollm2-135m makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it' ;;
+  esac
+  file="${SEAT_MODEL_BASE_DIR}"/config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
+  file="${SEAT_MODEL_BASE_DIR}"/model.safetensors
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model model.safetensors'" is missing or empty: $file"
+  file="${SEAT_MODEL_BASE_DIR}"/tokenizer.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
+  file="${SEAT_MODEL_BASE_DIR}"/tokenizer_config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
+  dir="${SEAT_MODEL_BASE_DIR}"
   if [ -d "$dir" ]; then
   f=chat_template.jinja; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 368 ] || fail 'base model'": $f is missing or not the locked size (368 bytes)" 'seat model verify cpu-smollm2-docker'
   f=config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 501 ] || fail 'base model'": $f is missing or not the locked size (501 bytes)" 'seat model verify cpu-smollm2-docker'

@@ -64,6 +64,21 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_HOME}"/models/smollm2-135m
+  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'run: seat setup cpu-smollm2'
+  file="${SEAT_HOME}"/models/smollm2-135m/config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
+  file="${SEAT_HOME}"/models/smollm2-135m/model.safetensors
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model model.safetensors'" is missing or empty: $file"
+  file="${SEAT_HOME}"/models/smollm2-135m/tokenizer.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
+  file="${SEAT_HOME}"/models/smollm2-135m/tokenizer_config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_HOME}"/models/smollm2-135m ] || [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
+  dir="${SEAT_HOME}"/models/smollm2-135m
   if [ -d "$dir" ]; then
   f=chat_template.jinja; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 368 ] || fail 'base model'": $f is missing or not the locked size (368 bytes)" 'seat model verify cpu-smollm2'
   f=config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 501 ] || fail 'base model'": $f is missing or not the locked size (501 bytes)" 'seat model verify cpu-smollm2'

@@ -112,12 +112,76 @@ preflight() {
   if (exec 3<>"/dev/tcp/$SEAT_HOST/$SEAT_PORT") 2>/dev/null; then
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
+  dir="${SEAT_MODEL_BASE_DIR}"
+  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
+  [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'seat model fetch deepspark-prebuilt downloads it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
+  case "$dir" in
+    *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
+    [!/]*) fail 'base model'" directory must be an absolute path to be mounted: $dir" 'seat model fetch deepspark-prebuilt downloads it, or set SEAT_MODEL_BASE_DIR to the folder that has it' ;;
+  esac
+  file="${SEAT_MODEL_BASE_DIR}"/config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model config.json'" is missing or empty: $file"
+  file="${SEAT_MODEL_BASE_DIR}"/model.safetensors.index.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model model.safetensors.index.json'" is missing or empty: $file"
+  file="${SEAT_MODEL_BASE_DIR}"/tokenizer.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model tokenizer.json'" is missing or empty: $file"
+  file="${SEAT_MODEL_BASE_DIR}"/tokenizer_config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_BASE_DIR}" ] || [ -s "$file" ] || fail 'base model tokenizer_config.json'" is missing or empty: $file"
+  index="${SEAT_MODEL_BASE_DIR}"/model.safetensors.index.json
+  if [ -d "${index%/*}" ]; then
+  shards=0
+  # One shard name a line: never word-split or globbed.
+  while IFS= read -r shard; do
+    shards=$((shards + 1))
+    [ -s "${index%/*}/$shard" ] || fail 'base model'" shard missing or empty: $shard" "the index lists it; finish the download"
+  done < <(grep -o '"[^"]*\.safetensors"' "$index" 2>/dev/null | tr -d '"' | sort -u)
+  [ "$shards" -gt 0 ] || fail 'base model'" index lists no shards (or is unreadable): $index"
+  fi
+  dir="${SEAT_MODEL_DRAFT_DIR}"
+  ! has_control "$dir" || fail 'draft model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
+  [ -d "$dir" ] || fail 'draft model'" directory not found: $dir" 'seat model fetch deepspark-prebuilt downloads it, or set SEAT_MODEL_DRAFT_DIR to the folder that has it'
+  case "$dir" in
+    *:*|*,*) fail 'draft model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
+    [!/]*) fail 'draft model'" directory must be an absolute path to be mounted: $dir" 'seat model fetch deepspark-prebuilt downloads it, or set SEAT_MODEL_DRAFT_DIR to the folder that has it' ;;
+  esac
+  file="${SEAT_MODEL_DRAFT_DIR}"/config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_DRAFT_DIR}" ] || [ -s "$file" ] || fail 'draft model config.json'" is missing or empty: $file"
+  file="${SEAT_MODEL_DRAFT_DIR}"/model.safetensors.index.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_DRAFT_DIR}" ] || [ -s "$file" ] || fail 'draft model model.safetensors.index.json'" is missing or empty: $file"
+  file="${SEAT_MODEL_DRAFT_DIR}"/tokenizer.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_DRAFT_DIR}" ] || [ -s "$file" ] || fail 'draft model tokenizer.json'" is missing or empty: $file"
+  file="${SEAT_MODEL_DRAFT_DIR}"/tokenizer_config.json
+  # A file of a folder that is not there was said once, by the folder (a dry run goes on).
+  [ ! -d "${SEAT_MODEL_DRAFT_DIR}" ] || [ -s "$file" ] || fail 'draft model tokenizer_config.json'" is missing or empty: $file"
+  index="${SEAT_MODEL_DRAFT_DIR}"/model.safetensors.index.json
+  if [ -d "${index%/*}" ]; then
+  shards=0
+  # One shard name a line: never word-split or globbed.
+  while IFS= read -r shard; do
+    shards=$((shards + 1))
+    [ -s "${index%/*}/$shard" ] || fail 'draft model'" shard missing or empty: $shard" "the index lists it; finish the download"
+  done < <(grep -o '"[^"]*\.safetensors"' "$index" 2>/dev/null | tr -d '"' | sort -u)
+  [ "$shards" -gt 0 ] || fail 'draft model'" index lists no shards (or is unreadable): $index"
+  fi
   dir="${SEAT_CACHE_DIR}"
   ! has_control "$dir" || fail cache" directory has a control character (a newline, a tab) in its path" "name a plain path"
   case "$dir" in
     /*:*|/*,*|[!/]*|"") fail cache" directory must be an absolute path without ':' or ',' (docker mounts take no others): '$dir'" "set SEAT_CACHE_DIR to one" ;;
   esac
   [ -d "$dir" ] || [ "${SEAT_DRY_RUN:-0}" = 1 ] || mkdir -p -- "$dir" || fail "cannot make the cache directory $dir" "make it by hand, or set SEAT_CACHE_DIR to a folder you can write"
+  if ! command -v nvidia-smi >/dev/null; then
+    fail "nvidia-smi not found: no NVIDIA driver on this host"
+  else
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+    [ "$gpus" -ge 4 ] || fail "$gpus GPUs visible, tensor parallelism needs 4"
+  fi
 }
 
 # No key, no exposure: loopback only, unless the operator says otherwise.

@@ -125,8 +125,9 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 def venv_mark(spec: LaunchSpec, values: dict[str, str]) -> str | None:
-    """Why the seat's venv is not the one `seat setup` installed for the profile's plan (another
-    plan's, no marker, a file edited, added or gone since: runtime.venv_problem), None when it is."""
+    """Why the seat's venv is not the one `seat setup` installed from the profile's hashed lock
+    (another plan's or lock's, no install record, a distribution other than recorded:
+    runtime.venv_problem), None when it is."""
     native = spec.profile.native
     if native is None or spec.venv is None:
         return None
