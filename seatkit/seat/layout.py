@@ -35,7 +35,7 @@ def venv(name: str) -> Path:
 def venv_record(venv_dir: Path) -> Path:
     """What `seat setup` installed in a venv (serve.venv_lock): beside the venv, not in it, so no
     install through the venv rewrites it."""
-    return venv_dir.with_name(f"{venv_dir.name}.installed.json")
+    return venv_dir.with_name(f"{venv_dir.name}.dists.json")
 
 
 def model(build: str) -> Path:

@@ -8,6 +8,7 @@ result of its seat carries the mark, naming exactly what is off the list.
 from __future__ import annotations
 
 import json
+import re
 from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -58,6 +59,12 @@ def mounts(profile) -> dict[str, str]:
         if profile.docker.cache:
             out["docker.cache.mount"] = profile.docker.cache.mount
     return out
+
+
+def _plain(text: str) -> str:
+    """A name as the mark shows it: as it is when plain, else quoted with its escapes (one line,
+    in every place the mark is printed or written)."""
+    return text if re.fullmatch(r"[\w./+-]+", text, re.ASCII) else json.dumps(text)
 
 
 def off_list(profile) -> list[str]:

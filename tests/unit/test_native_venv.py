@@ -11,7 +11,7 @@ from conftest import stand_in_server
 
 from seatkit.errors import SeatError
 from seatkit.models import lock, verify
-from seatkit.seat import profiles
+from seatkit.seat import layout, profiles
 from seatkit.seat.sections import Native
 from seatkit.serve import launch, runtime, venv_lock
 from seatkit.serve import spec as specs
@@ -32,6 +32,11 @@ def test_setup_installs_the_lock_and_a_pip_install_since_is_a_difference(venv_lo
     recorded = venv_lock.recorded(venv)["distributions"]
     assert "tiny-a" in {d[0] for d in recorded} and "tiny-b" not in {d[0] for d in recorded}
     assert runtime.ensure_venv(PLAN, say=lambda m: pytest.fail(m)) == venv  # as installed: kept
+    layout.venv_record(venv).unlink()  # as an older kit left it: the lock's, by name and version
+    said: list[str] = []
+    runtime.ensure_venv(PLAN, say=said.append)
+    assert said == [f"{venv} holds what its lock names: recording its distributions"]
+    assert venv_lock.recorded(venv)["distributions"] == recorded
     pip(venv, "install", "tiny-b==2.0")
     pip(venv, "uninstall", "-y", "tiny-a")
     fatal, message = runtime.venv_problem(PLAN)
@@ -42,7 +47,8 @@ def test_setup_installs_the_lock_and_a_pip_install_since_is_a_difference(venv_lo
     older = [[n, "0.9" if n == "tiny-a" else v, d] for n, v, d in recorded]
     assert venv_lock.differences(venv, older) == ["tiny-a is 1.0, installed as 0.9"]
     pip(venv, "install", "tiny-b==2.0")
-    said: list[str] = []
+    layout.venv_record(venv).unlink()  # no record, and more than the lock: not adopted
+    said.clear()
     runtime.ensure_venv(PLAN, say=said.append)  # made again from nothing
     assert any("making it again" in line for line in said) and runtime.venv_problem(PLAN) is None
 
