@@ -78,9 +78,11 @@ def off_list(profile) -> list[str]:
     found += [f"vllm_args.{f}" for f, v in profile.vllm_args.items() if _flag_off(f, v)]
     config = profile.speculative.config if profile.speculative else {}
     allowed = data["speculative_keys"]
-    found += [f"speculative.config.{k}" for k in config if k.replace("-", "_") not in allowed]
+    found += [f"speculative.config.{_plain(k)}" for k in config if k.replace("-", "_") not in allowed]
     found += [
-        f"{field} {target}" for field, target in mounts(profile).items() if target not in data["mounts"]
+        f"{field} {_plain(target)}"
+        for field, target in mounts(profile).items()
+        if target not in data["mounts"]
     ]
     files = {f"models.{key}.files": model.files for key, model in profile.models.items()}
     return found + refused_weightless(profile.vllm_args, files)

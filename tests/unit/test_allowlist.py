@@ -188,3 +188,9 @@ def test_the_native_script_keeps_the_same_names_of_its_shell(tmp_path):
     env = env_seen(seen)
     assert not set(STRAY) & set(env), env
     assert env["PATH"] == "/usr/bin:/bin" and all(env.get(k) == v for k, v in spec.env.items())
+
+
+def test_an_odd_name_off_the_list_shows_escaped_on_one_line(tmp_path):
+    """The mark goes into headers and comments of every launch form: one line, whatever the key."""
+    profile = load(tmp_path, {"speculative": {"config": {"a\nb; c": 1}}})
+    assert mark(profile) == 'off the allowlist: speculative.config."a\\nb; c"'
