@@ -17,7 +17,9 @@ def test_a_container_seats_record_names_its_checked_image_and_each_lock():
     record = provenance.record(spec, values)
     pinned = pins.lock_path(spec.profile)
     assert record["image"] == "sha256:" + "a" * 64 and "venv_lock" not in record
-    assert record["base_pins"] == (hashlib.sha256(pinned.read_bytes()).hexdigest() if pinned.exists() else None)
+    assert record["base_pins"] == (
+        hashlib.sha256(pinned.read_bytes()).hexdigest() if pinned.exists() else None
+    )
     assert record["model_locks"] == lock.hashes(spec.profile)
     assert record["kit"] == seatkit.__version__ and record["profile_sha256"] == spec.profile.sha256
 
