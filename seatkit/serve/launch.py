@@ -186,9 +186,10 @@ def up(
 ) -> tuple[Running, float]:
     """Preflight, start, wait until served; on any failure stop what was started.
     Knobs come from environ (default: this process's environment). A seat of an overlay image
-    needs image_check (seatkit.image.vouch.image_check, from the layer above): the image is checked
-    from outside, then run by the id it checked, since a tag can move meanwhile; without it, an
-    image a profile runs as it is is marked unverified."""
+    needs image_check (seatkit.image.vouch.image_check, from the layer above: the image's id and why
+    it is not the one `seat build` recorded, or None), then runs by that id, since a tag can move
+    meanwhile; without it, an image a profile runs as it is is marked unverified. The run record
+    carries the seat's provenance (seatkit.serve.provenance) and its mark."""
     p = spec.profile
     # One start of a profile at a time, from the check that it is down to the record of what started.
     with flock.exclusive(
