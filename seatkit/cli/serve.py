@@ -56,8 +56,9 @@ def up_cmd(profile: str, verify_models: bool):
         for line in prebuilt.facts(found):
             out.print(f"fact: {line}", highlight=False)
     click.echo(spec.config_line(spec.values()), err=True)
-    if spec.profile.experiment:
-        said = what_runs.marked("this seat is an experiment:", what_runs.conditions(spec.profile))
+    experiment = what_runs.conditions(spec.profile)  # its experiment, what it sets off the allowlist
+    if experiment:
+        said = what_runs.marked("this seat is an experiment:", experiment)
         err.print(f"[yellow]warning:[/] {escape(said)}; every result of it is marked so", highlight=False)
     for warning in preflight.warnings(spec, spec.values()):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
@@ -67,7 +68,7 @@ def up_cmd(profile: str, verify_models: bool):
             tick=lambda stage, t: update(f"waiting for {stage} ({t:.0f} s)"),
             image_check=vouch.image_check,
         )
-    if run.unverified and not spec.profile.experiment:  # an experiment was warned of above
+    if run.conditions() not in ({}, experiment):  # its records differ beyond what was warned of above
         said = what_runs.marked("this seat is", run.conditions())
         err.print(f"[yellow]warning:[/] {escape(said)}; every result of it is marked so", highlight=False)
     out.print(

@@ -37,6 +37,7 @@ def of_profile(name: str) -> Target:
             "base_model": _model_name(profile.models[profile.model]),
             "draft_model": _model_name(draft) if draft else None,
             "model_locks": running.model_locks,  # as locked at `seat up`, not as the lock reads now
+            "provenance": running.provenance,  # what `seat up` recorded the seat runs (serve.provenance)
             "image": profile.image.reference if profile.image else None,
             "image_labels": labels,
             "b12x_kernels": b12x.kernels(labels, b12x.mounted_over(mounts, profile.image.b12x_dir))

@@ -33,10 +33,9 @@ def venv(name: str) -> Path:
 
 
 def venv_record(venv_dir: Path) -> Path:
-    """What `seat setup` installed in a venv, every file's SHA-256, and the identity each had when
-    last hashed. Beside the venv, not in it: nothing that writes through the venv (a pip install, a
-    dropped .pth) rewrites it, and a test's SEAT_HOME shares it with the venv it describes."""
-    return venv_dir.with_name(f"{venv_dir.name}.installed.json")
+    """What `seat setup` installed in a venv (serve.venv_lock): beside the venv, not in it, so no
+    install through the venv rewrites it."""
+    return venv_dir.with_name(f"{venv_dir.name}.dists.json")
 
 
 def model(build: str) -> Path:

@@ -104,8 +104,6 @@ class BaseProfile(Strict):
                 "at launch, never by a profile: pick another name"
             )
         self._section_checks()
-        if self.experiment is None:
-            self._runs_what_is_locked()
         owned = what_runs.owned_args(self.vllm_args)  # what the profile's own fields set (what_runs.yaml)
         if owned:
             raise ValueError(f"{'; '.join(owned)}: the profile's own fields set these, never vllm_args")
@@ -113,35 +111,6 @@ class BaseProfile(Strict):
 
     def _section_checks(self) -> None:
         """The runtime's own section against the rest (none, unless it says)."""
-
-    def _refused(self) -> list[str]:
-        """What of the runtime's own section would change what runs (none, unless it says)."""
-        return []
-
-    def _runs_what_is_locked(self) -> None:
-        """No environment name or mount target that changes what is executed or imported."""
-        found = what_runs.refused_env("env", self.env) + what_runs.refused_args(self.vllm_args)
-        found += what_runs.refused_speculative(self.speculative.config if self.speculative else {})
-        found += what_runs.refused_values("env", self.env)
-        files = {f"models.{key}.files": model.files for key, model in self.models.items()}
-        found += what_runs.refused_weightless(self.vllm_args, files)
-        found += self._refused()
-        image = self.image or Image(name="none", tag="none")
-        found += filter(
-            None,
-            (
-                what_runs.refused_mount(field, target, image.vllm_dir, image.b12x_dir)
-                for field, target in what_runs.mounts(self).items()
-            ),
-        )
-        if found:
-            raise ValueError(
-                "these would change what the seat executes or imports, so the overlay "
-                "check could pass while other code runs: "
-                + "; ".join(found)
-                + " (an experiment says so: experiment: {unverified: true, reason: ...}, "
-                "and its results are marked UNVERIFIED)"
-            )
 
 
 def _check_docker(profile: BaseProfile, docker: Docker) -> None:
@@ -181,9 +150,6 @@ class DockerProfile(BaseProfile):
             raise ValueError(f"runtime docker needs a mount for models {unmounted}")
         _check_docker(self, self.docker)
 
-    def _refused(self) -> list[str]:
-        return [*self.docker.refused(), *self.docker.refused_caches(self.env)]
-
 
 class NativeProfile(BaseProfile):
     """A seat run as a local process from a venv the kit makes."""
@@ -203,13 +169,6 @@ class NativeProfile(BaseProfile):
     def _section_checks(self) -> None:
         if self.docker:
             _check_docker(self, self.docker)
-
-    def _refused(self) -> list[str]:
-        # Its caches are the server's defaults (what_runs.yaml native_defaults): none moved.
-        extra = self.docker.extra_env if self.docker else {}
-        found = what_runs.refused_caches("env", self.env, None, native=True)
-        found += what_runs.refused_caches("docker.extra_env", extra, None, native=True)
-        return [*found, *(self.docker.refused() if self.docker else [])]
 
     @model_validator(mode="after")
     def _no_pod(self):

@@ -7,7 +7,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from seatkit.seat import what_runs
 from seatkit.seat.fields import (
     EnvName,
     FlagName,
@@ -182,27 +181,6 @@ class Docker(Strict):
     # Passed from the launching shell into the container only when set there.
     pass_env: list[UpperEnvName] = []
 
-    def refused(self) -> list[str]:
-        """What of the section would change what runs (seatkit.seat.what_runs)."""
-        return [
-            *what_runs.refused_env("docker.extra_env", self.extra_env),
-            *what_runs.refused_values("docker.extra_env", self.extra_env),
-            *what_runs.refused_env("docker.pass_env", self.pass_env),
-            *what_runs.refused_unseen("docker.pass_env", self.pass_env),
-            # `env -u` before the server: the image's PATH (or PYTHONNOUSERSITE) gone changes what
-            # runs as setting it would, and the outside check resolves with the image's.
-            *what_runs.refused_env("docker.unset_env", self.unset_env),
-        ]
-
-    def refused_caches(self, env: dict[str, str]) -> list[str]:
-        """Compiled code is read back from the kit's cache mount only (a pass_env value is unseen)."""
-        mount = self.cache.mount if self.cache else None
-        return [
-            *what_runs.refused_caches("env", env, mount),
-            *what_runs.refused_caches("docker.extra_env", self.extra_env, mount),
-            *what_runs.refused_caches("docker.pass_env", self.pass_env, None),
-        ]
-
     @model_validator(mode="after")
     def _extras_distinct(self):
         targets = [m.target for m in self.extra_mounts] + ([self.cache.mount] if self.cache else [])
@@ -292,7 +270,7 @@ class Kubernetes(Strict):
 
 
 class Experiment(Strict):
-    """The one way past the refusals of what_runs.yaml: every result of the seat says UNVERIFIED."""
+    """A profile that says it is an experiment: every result of the seat says UNVERIFIED, with its reason."""
 
     unverified: Literal[True]
     reason: Annotated[Text, Field(min_length=1, max_length=200)]  # printed beside every number

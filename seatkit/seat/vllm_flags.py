@@ -29,16 +29,13 @@ def read(flag: str) -> Flag:
     return Flag(name.replace("_", "-"), key, carried if eq else None)
 
 
-def resolved(name: str, names: Iterable[str], real: Iterable[str] = ()) -> str | None:
+def resolved(name: str, names: Iterable[str]) -> str | None:
     """Which of `names` argparse takes the flag `name` for: itself, or the one it abbreviates;
-    None when neither, or when `name` is a real flag of its own (real: those that start as one of
-    `names` does, which argparse takes as themselves)."""
+    None when neither."""
     names = list(names)
     if name in names:
         return name
-    if not name or name in real:
-        return None
-    return next((n for n in names if n.startswith(name)), None)
+    return next((n for n in names if name and n.startswith(name)), None)
 
 
 def flag_like(value) -> bool:

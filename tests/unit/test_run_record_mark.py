@@ -34,7 +34,7 @@ from seatkit.serve.running import UNKNOWN
 REASON = "PYTHONPATH onto a patched scheduler"
 EXPERIMENT = {
     "extends": "base",
-    "env": {"PYTHONPATH": "/srv/patched"},
+    "env": {"VLLM_CPU_KVCACHE_SPACE": "2"},
     "experiment": {"unverified": True, "reason": REASON},
 }
 
@@ -244,7 +244,7 @@ def test_the_weights_a_result_names_are_those_locked_when_the_seat_started(kit, 
         lambda kit: (kit / "exp.yaml").write_text("extends: base\n"),
         # the env changed, the flag kept
         lambda kit: (kit / "exp.yaml").write_text(
-            yaml.safe_dump({**EXPERIMENT, "env": {"PYTHONPATH": "/srv/other"}})
+            yaml.safe_dump({**EXPERIMENT, "env": {"VLLM_CPU_KVCACHE_SPACE": "3"}})
         ),
         # the file it extends changed
         lambda kit: (kit / "base.yaml").write_text("extends: cpu-smoke\ndescription: edited\n"),

@@ -1,7 +1,6 @@
 """The native runtime's venv: made at its real path, made again when its scripts point elsewhere or
 its making was killed halfway, and made by one setup at a time."""
 
-import json
 import os
 import signal
 import subprocess
@@ -14,12 +13,12 @@ import pytest
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.seat.sections import Native
-from seatkit.serve import runtime
+from seatkit.serve import runtime, venv_lock
 from seatkit.serve import spec as specs
 from seatkit.serve.backends.native import spawn
 
-# pip is already on disk: installing it again is quick and needs no network.
-PLAN = Native(python="python3.11", venv="tiny-venv", packages=["pip"])
+# Its lock (the venv_locked fixture) holds one wheel made by the test: no network.
+PLAN = Native(python="python3.11", venv="tiny-venv", packages=["tiny-a"])
 
 
 def shebang(script) -> str:
@@ -27,7 +26,7 @@ def shebang(script) -> str:
 
 
 @pytest.fixture
-def linked_home(tmp_path, monkeypatch):
+def linked_home(tmp_path, monkeypatch, venv_locked):
     """A SEAT_HOME whose venvs folder is a link into a shared cache, as the tests' homes are."""
     shared = tmp_path / "shared" / "venvs"
     shared.mkdir(parents=True)
@@ -51,7 +50,6 @@ def test_a_venv_made_through_a_vanished_link_is_made_again(linked_home, tmp_path
     home, shared = linked_home
     old = home / "venvs" / "tiny-venv"
     subprocess.run(["python3.11", "-m", "venv", str(old)], check=True)
-    (old / runtime.MARKER).write_text(json.dumps(PLAN.model_dump()))
     (home / "venvs").unlink()
     home.rmdir()
     other = tmp_path / "home-2"
@@ -75,9 +73,9 @@ SETUP = """
 import subprocess, sys, time
 from pathlib import Path
 from seatkit.seat.sections import Native
-from seatkit.serve import runtime
+from seatkit.serve import runtime, venv_lock
 
-mode, gate = sys.argv[1], Path(sys.argv[2])
+mode, gate, venv_lock.LOCKS = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 real = runtime._run
 
 def held(argv, log, what, say):
@@ -93,13 +91,13 @@ def held(argv, log, what, say):
 
 if mode != "plain":
     runtime._run = held
-runtime.ensure_venv(Native(python="python3.11", venv="tiny-venv", packages=["pip"]), say=lambda m: print(m, flush=True))
+runtime.ensure_venv(Native(python="python3.11", venv="tiny-venv", packages=["tiny-a"]), say=lambda m: print(m, flush=True))
 """
 
 
 def setup_process(mode: str, gate) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-c", SETUP, mode, str(gate)],
+        [sys.executable, "-c", SETUP, mode, str(gate), str(venv_lock.LOCKS)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -120,7 +118,9 @@ def lines_of(process: subprocess.Popen) -> list[str]:
     return lines
 
 
-def test_two_setups_at_once_make_the_venv_once_the_second_naming_the_first(tmp_path, monkeypatch):
+def test_two_setups_at_once_make_the_venv_once_the_second_naming_the_first(
+    tmp_path, monkeypatch, venv_locked
+):
     monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
     gate = tmp_path / "gate"
     gate.mkdir()
@@ -145,7 +145,7 @@ def test_two_setups_at_once_make_the_venv_once_the_second_naming_the_first(tmp_p
 
 
 def test_a_setup_killed_while_making_the_venv_neither_blocks_the_next_nor_leaves_a_venv_it_trusts(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, venv_locked
 ):
     monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
     gate = tmp_path / "gate"

@@ -32,7 +32,7 @@ def experiment_seat(tmp_path, monkeypatch):
         yaml.safe_dump(
             {
                 "extends": "cpu-smoke",
-                "env": {"PYTHONPATH": "/srv/patched"},
+                "env": {"VLLM_CPU_KVCACHE_SPACE": "2"},
                 "experiment": {"unverified": True, "reason": REASON},
             }
         )

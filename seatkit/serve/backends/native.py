@@ -46,11 +46,9 @@ def process_start(pid: int) -> str | None:
 
 
 def inherited() -> dict[str, str]:
-    """This shell's environment less what changes what the seat runs (a PYTHONPATH or LD_PRELOAD
-    left exported) and less every name that takes a path (a TORCHINDUCTOR_CACHE_DIR or a *_PLUGIN
-    the kit never sees): the profile alone decides those, as in a container. PATH stays (the server
-    is started by its full path, and the compilers its JIT runs are the host's), and so do HOME,
-    XDG_CACHE_HOME and the temporary folder, where the seat's default caches are."""
+    """What of this shell's environment the server keeps (what_runs.yaml shell_kept): PATH, the
+    user's own folders, the kit's knobs and the locale. The profile alone sets the rest, as in a
+    container: a PYTHONPATH or LD_PRELOAD left exported never reaches the server."""
     return {k: v for k, v in os.environ.items() if what_runs.from_shell(k)}
 
 
@@ -127,8 +125,9 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 def venv_mark(spec: LaunchSpec, values: dict[str, str]) -> str | None:
-    """Why the seat's venv is not the one `seat setup` installed for the profile's plan (another
-    plan's, no marker, a file edited, added or gone since: runtime.venv_problem), None when it is."""
+    """Why the seat's venv is not the one `seat setup` installed from the profile's hashed lock
+    (another plan's or lock's, no install record, a distribution other than recorded:
+    runtime.venv_problem), None when it is."""
     native = spec.profile.native
     if native is None or spec.venv is None:
         return None
