@@ -19,10 +19,10 @@ import yaml
 from seatkit.errors import SeatError
 from seatkit.seat import host_profiles, what_runs
 from seatkit.seat.profiles import Docker, DockerProfile, Kubernetes, Profile
-from seatkit.serve.spec import LaunchSpec
+from seatkit.serve import effective
+from seatkit.serve.spec import LaunchSpec, resolve
 
 POD_HOST = "0.0.0.0"  # a pod's own network namespace: its Services reach it on the pod address
-API_KEY_ENV = "VLLM_API_KEY"
 API_KEY_ITEM = "api-key"  # the key inside the Secret
 PROBE_PERIOD_S = 10
 FILES = ("statefulset.yaml", "services.yaml", "gpu-operator-kernel-modules.yaml")
@@ -62,13 +62,42 @@ def _kubelet_escape(text: str) -> str:
     return text.replace("$", "$$")
 
 
+def launch(spec: LaunchSpec) -> effective.Launch:
+    """The container's launch as the script and compose have it, bound to every pod address."""
+    return effective.container(spec, bound=POD_HOST)
+
+
+def _values(spec: LaunchSpec) -> dict[str, str]:
+    """The knobs' values in a pod: the profile's, and the pod's bind address."""
+    return {**spec.values({}), "SEAT_HOST": POD_HOST}
+
+
 def container_args(spec: LaunchSpec) -> list[str]:
     """The container argv the script and compose run (the profile's knob values), bound to the pod."""
-    return spec.container_argv({**spec.values({}), "SEAT_HOST": POD_HOST})
+    values = _values(spec)
+    return [resolve(w, values) for w in launch(spec).argv()]
 
 
-def container_env(spec: LaunchSpec) -> dict[str, str]:
-    return dict(spec.env)
+def _env_entry(spec: LaunchSpec, variable: effective.Variable) -> dict[str, object]:
+    """One variable of the pod: a value, the key from its Secret, or a pass-through from the
+    optional ConfigMap (a key absent there leaves the variable unset, as an unset shell does)."""
+    name, source = variable.name, variable.source
+    if source is effective.Source.KEY:
+        return {
+            "name": name,
+            "valueFrom": {
+                "secretKeyRef": {"name": section(spec.profile).api_key_secret, "key": API_KEY_ITEM}
+            },
+        }
+    if source is effective.Source.LAUNCHER:
+        ref = {"name": pass_env_config(spec.profile), "key": name, "optional": True}
+        return {"name": name, "valueFrom": {"configMapKeyRef": ref}}
+    return {"name": name, "value": _kubelet_escape(resolve(variable.value, _values(spec)))}
+
+
+def pass_env_config(profile: Profile) -> str:
+    """The ConfigMap (the operator's, optional) that sets the profile's pass-through variables."""
+    return f"{workload_name(profile)}-pass-env"
 
 
 def module_options(profile: Profile) -> dict[str, str]:
@@ -146,20 +175,11 @@ def _container(spec: LaunchSpec, mounts: list[dict]) -> dict:
     """The seat's container: the script's argv and environment, the key from its Secret, probes."""
     p = spec.profile
     kube = section(p)
-    env: list[dict[str, object]] = [
-        {"name": k, "value": _kubelet_escape(v)} for k, v in container_env(spec).items()
-    ]
-    env.append(
-        {
-            "name": API_KEY_ENV,
-            "valueFrom": {"secretKeyRef": {"name": kube.api_key_secret, "key": API_KEY_ITEM}},
-        }
-    )
     return {
         "name": "seat",
         "image": kube.image or spec.values({})["SEAT_IMAGE"],
         "args": [_kubelet_escape(a) for a in container_args(spec)],
-        "env": env,
+        "env": [_env_entry(spec, v) for v in launch(spec).env],
         "ports": [{"name": "http", "containerPort": p.server.port}],
         "resources": {"limits": {"nvidia.com/gpu": p.gpus.count}},
         "volumeMounts": mounts,
@@ -259,7 +279,8 @@ def manifests(spec: LaunchSpec) -> dict[str, list[dict]]:
     return dict(zip(FILES, ([statefulset(spec)], services(p), [kernel_module_config(p)]), strict=True))
 
 
-def _header(profile: Profile, file: str) -> str:
+def _header(spec: LaunchSpec, file: str) -> str:
+    profile = spec.profile
     kube = section(profile)
     lines = [
         f"# {profile.name}: rendered by `seat render` from profiles/{profile.name}.yaml",
@@ -277,6 +298,11 @@ def _header(profile: Profile, file: str) -> str:
             f"(`seat host plan {kube.host_profile}` prints them).",
             "# Not expressible in a pod: docker's --ulimit and --init (the runtime's defaults apply).",
         ]
+        if spec.pass_env:
+            lines += [
+                f"# {', '.join(spec.pass_env)}: from ConfigMap {pass_env_config(profile)} where it has",
+                "# the key (optional), as the script passes them from its shell only when set.",
+            ]
     if file == "gpu-operator-kernel-modules.yaml":
         lines += [
             "# Install the GPU Operator with driver.kernelModuleConfig.name set to this ConfigMap's name."
@@ -301,7 +327,7 @@ _Plain.add_representer(str, _Plain.represent_str)
 def render(spec: LaunchSpec) -> dict[str, str]:
     """File name -> text, for a profile with a kubernetes section."""
     return {
-        file: _header(spec.profile, file)
+        file: _header(spec, file)
         + yaml.dump_all(objects, Dumper=_Plain, sort_keys=False, width=100, allow_unicode=True)
         for file, objects in manifests(spec).items()
     }

@@ -16,7 +16,7 @@ from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.seat import overlay_lock, profiles, what_runs
-from seatkit.serve import glossary, k8s, nsys
+from seatkit.serve import effective, glossary, k8s, keys, nsys
 from seatkit.serve import spec as specs
 from seatkit.serve.shell import always_quoted, argv_lines, double_quoted, oneline, quoted_word, shell_word
 from seatkit.serve.spec import LaunchSpec
@@ -44,6 +44,7 @@ def _environment() -> jinja2.Environment:
         argv_lines=argv_lines,
         dq=double_quoted,
         oneline=oneline,
+        env_arg=_env_arg,
     )
     env.globals.update(
         unknown_check=_unknown_check,
@@ -56,11 +57,27 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+def _env_arg(variable: effective.Variable) -> str:
+    """docker run's --env word: NAME=value, NAME=${KNOB} for the shell to expand, or NAME alone
+    (docker passes it on when it is set)."""
+    if variable.source is effective.Source.KNOB:  # a knob's value is its reference alone
+        return double_quoted(f"{variable.name}=" + "".join(f"${{{p.name}}}" for p in variable.value))
+    if variable.source is effective.Source.PROFILE:
+        return always_quoted(f"{variable.name}={specs.resolve(variable.value, {})}")
+    return variable.name
+
+
 def render_script(spec: LaunchSpec) -> str:
     return (
         _environment()
         .get_template("serve.sh.j2")
-        .render(p=spec.profile, spec=spec, container_knobs=specs.CONTAINER_KNOBS, nsys_no_modes=nsys.NO_MODES)
+        .render(
+            p=spec.profile,
+            spec=spec,
+            launch=effective.container(spec),
+            loopback=keys.LOOPBACK.pattern,
+            nsys_no_modes=nsys.NO_MODES,
+        )
     )
 
 
@@ -79,28 +96,54 @@ def _compose_word(word: Word, defaults: dict[str, str] | None = None) -> str:
     )
 
 
-def _compose_command(spec: LaunchSpec, wrap: list[Word]) -> list[str]:
-    return [
-        "env",
-        *[a for n in spec.unset_env for a in ("-u", n)],
-        *[_compose_word(w) for w in [*wrap, *spec.command]],
-    ]
+def _compose_command(launch: effective.Launch, wrap: list[Word]) -> list[str]:
+    return [_compose_word(w) for w in launch.argv(wrap)]
 
 
-def _compose_environment(spec: LaunchSpec) -> dict[str, str | None]:
-    environment: dict[str, str | None] = {
-        **{k: _compose_escape(v) for k, v in spec.env.items()},
-        **{k: f"${{{k}}}" for k in specs.CONTAINER_KNOBS},
+_KEY_FROM_SHELL = (
+    f"${{{effective.API_KEY_ENV}:?export {effective.API_KEY_ENV} from the seat's key file "
+    "(see .env; seat up makes it)}"
+)
+
+
+def _compose_value(variable: effective.Variable) -> str | None:
+    """A variable as compose writes it: a knob as ${NAME}, a pass-through null (from the shell,
+    only when set), the key required from the shell."""
+    if variable.source is effective.Source.LAUNCHER:
+        return None
+    if variable.source is effective.Source.KEY:
+        return _KEY_FROM_SHELL
+    return _compose_word(variable.value)
+
+
+# Compose has no test of a value: a keyless seat's bind address is checked by a one-shot service
+# the seat depends on, so `docker compose up` with a non-loopback SEAT_HOST fails before the seat
+# starts. The address and the override come in as arguments; $$ is compose's literal $.
+EXPOSURE_CHECK = "exposure-check"
+_EXPOSURE_SCRIPT = (
+    '[ "$$(printf \'%s\' "$$1" | grep -Ex \'{loopback}\')" = "$$1" ] || [ "$$2" = 1 ] || '
+    "{{ printf 'seat: {refusal}\\n  hint: {hint}\\n' \"$$1\" >&2; exit 1; }}"
+)
+
+
+def _exposure_check() -> dict[str, object]:
+    script = _EXPOSURE_SCRIPT.format(
+        loopback=keys.LOOPBACK.pattern,
+        refusal=effective.REFUSAL.format(host="%s"),
+        hint=effective.REFUSAL_HINT,
+    )
+    return {
+        "image": "${SEAT_IMAGE}",
+        "entrypoint": ["sh", "-c", script, EXPOSURE_CHECK],
+        "command": ["${SEAT_HOST}", f"${{{keys.EXPOSE_WITHOUT_KEY}:-0}}"],
+        "network_mode": "none",
+        "restart": "no",
     }
-    environment.update(dict.fromkeys(spec.pass_env))  # null: from the shell, only when set
-    if spec.api_key_file:
-        environment["VLLM_API_KEY"] = (
-            "${VLLM_API_KEY:?export VLLM_API_KEY from the seat's key file (see .env; seat up makes it)}"
-        )
-    return environment
 
 
-def _compose_service(spec: LaunchSpec, docker: profiles.Docker) -> dict[str, object]:
+def _compose_service(
+    spec: LaunchSpec, docker: profiles.Docker, launch: effective.Launch
+) -> dict[str, object]:
     """The seat's service: the script's docker run, field by field."""
     p = spec.profile
     gpus: dict[str, object] = {"driver": "nvidia", "capabilities": ["gpu"]}
@@ -111,7 +154,7 @@ def _compose_service(spec: LaunchSpec, docker: profiles.Docker) -> dict[str, obj
     return {
         "image": "${SEAT_IMAGE}",
         "container_name": "${SEAT_CONTAINER}",
-        "command": _compose_command(spec, []),
+        "command": _compose_command(launch, []),
         "network_mode": docker.network,
         "ipc": docker.ipc,
         "init": docker.init,
@@ -119,7 +162,7 @@ def _compose_service(spec: LaunchSpec, docker: profiles.Docker) -> dict[str, obj
         "restart": docker.restart,
         "stop_grace_period": f"{docker.stop_grace_s}s",
         "ulimits": dict(docker.ulimits),
-        "environment": _compose_environment(spec),
+        "environment": {v.name: _compose_value(v) for v in launch.env},
         "volumes": [
             {
                 "type": "bind",
@@ -129,9 +172,14 @@ def _compose_service(spec: LaunchSpec, docker: profiles.Docker) -> dict[str, obj
                 "target": _compose_escape(m.target),
                 "read_only": m.read_only,
             }
-            for m in spec.mounts
+            for m in launch.mounts
         ],
         **({"deploy": {"resources": {"reservations": {"devices": [gpus]}}}} if docker.gpus else {}),
+        **(
+            {"depends_on": {EXPOSURE_CHECK: {"condition": "service_completed_successfully"}}}
+            if launch.guarded
+            else {}
+        ),
         "healthcheck": {
             "test": ["CMD", "curl", "-fsS", "http://${SEAT_HOST}:${SEAT_PORT}/health"],
             "interval": "30s",
@@ -145,6 +193,7 @@ def _compose_service(spec: LaunchSpec, docker: profiles.Docker) -> dict[str, obj
 def render_compose(spec: LaunchSpec) -> str:
     """The long-running form of the docker seat; knobs come from .env beside it."""
     p = spec.profile
+    launch = effective.container(spec)
     header = (
         f"# {p.name}: rendered by `seat render` from profiles/{p.name}.yaml "
         f"(profile sha256 {p.sha256[:16]}).\n"
@@ -157,15 +206,23 @@ def render_compose(spec: LaunchSpec) -> str:
             if spec.wraps
             else ""
         )
+        + (
+            f"# No API key: {EXPOSURE_CHECK} runs first and refuses a SEAT_HOST other than loopback\n"
+            f"# (the seat does not start) unless {keys.EXPOSE_WITHOUT_KEY}=1 is set.\n"
+            if launch.guarded
+            else ""
+        )
     )
     assert isinstance(p, profiles.DockerProfile)  # a native seat has no compose file (profile_files)
-    services = {"seat": _compose_service(spec, p.docker)}
+    services = {"seat": _compose_service(spec, p.docker, launch)}
     for mode, words in spec.wraps.items():  # compose cannot add words on a knob: one service a mode
         services[f"seat-nsys-{mode}"] = {
-            "extends": {"service": "seat"},
+            "extends": {"service": "seat"},  # its depends_on too
             "profiles": [f"nsys-{mode}"],
-            "command": _compose_command(spec, words),
+            "command": _compose_command(launch, words),
         }
+    if launch.guarded:
+        services[EXPOSURE_CHECK] = _exposure_check()
     body = yaml.safe_dump(
         {"name": p.name, "services": services}, sort_keys=False, width=100, allow_unicode=True
     )
