@@ -2,9 +2,10 @@
 
 One seat per GPU node (a StatefulSet with pod anti-affinity, NVIDIA GPU Operator), a ClusterIP
 Service for clients and a headless one that addresses each seat alone. The container's arguments and
-environment are the script's and compose's; what differs is only where a pod must differ: it binds
-every interface of its own network namespace (its Service reaches it there) and always requires the
-API key, which comes from a Secret. The host settings take the cluster's own form: the P2P registry
+environment are the script's and compose's (serve/effective.py); what differs is only where a pod
+must differ: it binds every interface of its own network namespace (its Service reaches it there),
+so it always takes the API key, from a Secret, and the variables the script passes through from
+its shell come from an optional ConfigMap. The host settings take the cluster's own form: the P2P registry
 keys and HMM-off go into the GPU Operator's kernel-module ConfigMap; the IOMMU stays a node boot
 parameter (`seat host plan` prints the tokens for node provisioning).
 """
