@@ -9,7 +9,8 @@ import uuid
 import docker
 
 from seatkit import paths
-from seatkit.serve import effective, keys, render
+from seatkit.serve import effective, keys
+from seatkit.serve.compose import EXPOSURE_CHECK
 
 
 def test_compose_up_refuses_a_keyless_seat_beyond_loopback_before_it_starts(
@@ -30,9 +31,9 @@ def test_compose_up_refuses_a_keyless_seat_beyond_loopback_before_it_starts(
         up = subprocess.run(
             [*compose, *project, "up", "-d"], env=env, capture_output=True, text=True, timeout=180
         )
-        assert up.returncode != 0 and render.EXPOSURE_CHECK in up.stderr, up.stderr
+        assert up.returncode != 0 and EXPOSURE_CHECK in up.stderr, up.stderr
         logs = subprocess.run(
-            [*compose, *project, "logs", render.EXPOSURE_CHECK],
+            [*compose, *project, "logs", EXPOSURE_CHECK],
             env=env,
             capture_output=True,
             text=True,
@@ -42,7 +43,7 @@ def test_compose_up_refuses_a_keyless_seat_beyond_loopback_before_it_starts(
         made = docker.from_env().containers.list(all=True, filters={"name": seat})
         assert [c.status for c in made] in ([], ["created"])  # never started
         told = {**env, keys.EXPOSE_WITHOUT_KEY: "1"}
-        check = [*compose, *project, "run", "--rm", render.EXPOSURE_CHECK]
+        check = [*compose, *project, "run", "--rm", EXPOSURE_CHECK]
         assert subprocess.run(check, env=told, capture_output=True, timeout=120).returncode == 0
     finally:
         subprocess.run([*compose, *project, "down", "-t", "0"], env=env, capture_output=True, timeout=120)

@@ -19,6 +19,7 @@ from seatkit import paths
 from seatkit.seat import profiles
 from seatkit.serve import effective, k8s, keys, render
 from seatkit.serve import spec as specs
+from seatkit.serve.compose import EXPOSURE_CHECK
 
 EXPOSED = "0.0.0.0"
 KEY = effective.API_KEY_ENV
@@ -123,16 +124,16 @@ def test_every_form_refuses_to_serve_beyond_loopback_without_the_key_unless_told
     if keyed:  # no key in the shell: compose refuses the file, the seat never starts
         done = compose_config(compose, name, {"SEAT_HOST": EXPOSED})
         assert done.returncode != 0 and f"export {KEY} from the seat's key file" in done.stderr
-        assert render.EXPOSURE_CHECK not in services
+        assert EXPOSURE_CHECK not in services
     else:  # the one-shot check the seat depends on refuses, in a real shell, as the script does
-        check = services[render.EXPOSURE_CHECK]
+        check = services[EXPOSURE_CHECK]
         assert services["seat"]["depends_on"] == {
-            render.EXPOSURE_CHECK: {"condition": "service_completed_successfully", "required": True}
+            EXPOSURE_CHECK: {"condition": "service_completed_successfully", "required": True}
         }
         refused = subprocess.run([*check["entrypoint"], *check["command"]], capture_output=True, text=True)
         assert refused.returncode == 1 and REFUSAL in refused.stderr
         allowed = compose_services(compose, name, {"SEAT_HOST": EXPOSED, keys.EXPOSE_WITHOUT_KEY: "1"})
-        check = allowed[render.EXPOSURE_CHECK]
+        check = allowed[EXPOSURE_CHECK]
         assert subprocess.run([*check["entrypoint"], *check["command"]]).returncode == 0
     if spec.profile.kubernetes:  # a pod binds every address of its namespace: always the key
         pod = pod_container(name)
