@@ -19,8 +19,9 @@ from seatkit.errors import SeatError
 from seatkit.models import lock as locks
 from seatkit.models import verify
 from seatkit.seat import profiles
-from seatkit.serve import render
+from seatkit.serve import preflight, render
 from seatkit.serve import spec as specs
+from seatkit.serve.checks import Kind
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 FILES = {
@@ -88,8 +89,15 @@ def test_a_rewritten_blob_is_named_by_its_snapshot_file_and_unverifies_the_launc
     locks.write(profile, locks.make(profile))
     assert verify.verify(profile)["ok"]
     assert verify.unvouched_models(profile) is None  # what `seat up` records: weights verified
+    spec = specs.build(profile)
+    sizes = next(c for c in spec.checks if c.kind is Kind.SIZES)
+
+    def run_sizes() -> None:  # `seat up`'s preflight of the locked sizes, at every launch
+        preflight.CHECKS[Kind.SIZES](sizes, spec, str(snapshot))
+
+    run_sizes()
     script = tmp_path / "serve.sh"
-    script.write_text(render.render_script(specs.build(profile)))
+    script.write_text(render.render_script(spec))
     env = {"PATH": os.environ["PATH"], "SEAT_HOME": os.environ["SEAT_HOME"], "SEAT_DRY_RUN": "1"}
     before = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert before.returncode == 0 and "model.safetensors is missing" not in before.stderr, before.stderr
@@ -101,6 +109,8 @@ def test_a_rewritten_blob_is_named_by_its_snapshot_file_and_unverifies_the_launc
     blob.write_bytes(b"short")
     after = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert "model.safetensors is missing or not the locked size" in after.stderr
+    with pytest.raises(SeatError, match="not the size the models lock records"):
+        run_sizes()
 
 
 @pytest.mark.parametrize("where", ["outside", "other-repository"])
