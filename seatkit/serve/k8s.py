@@ -139,24 +139,29 @@ def _metadata(profile: Profile, **fields) -> dict:
 
 
 def _volumes(spec: LaunchSpec, docker: Docker) -> tuple[list[dict], list[dict]]:
-    """Pod volumes and the container's mounts: models read-only, the JIT cache, /dev/shm if needed."""
+    """Pod volumes and the container's mounts: the launch's (models read-only from the host or a
+    claim, the JIT cache, extra mounts), then /dev/shm when the pod does not share the host's."""
     p = spec.profile
     kube = section(p)
     values = spec.values({})
+    models = {model.mount: key for key, model in p.models.items()}
     volumes, mounts = [], []
-    for key, model in p.models.items():
-        name = f"model-{key.replace('_', '-')}"
-        if kube.models_volume == "pvc":
+    for n, mount in enumerate(launch(spec).mounts, 1):
+        key = models.get(mount.target)
+        if key is not None:
+            name, kind = f"model-{key.replace('_', '-')}", "Directory"
+        elif docker.cache and mount.target == docker.cache.mount:
+            name, kind = "jit-cache", "DirectoryOrCreate"
+        else:
+            name, kind = f"extra-{n}", ""  # a file or a folder: the kubelet checks nothing
+        if key is not None and kube.models_volume == "pvc":
             source = {"persistentVolumeClaim": {"claimName": kube.model_claims[key], "readOnly": True}}
         else:
-            source = {"hostPath": {"path": values[f"SEAT_MODEL_{key.upper()}_DIR"], "type": "Directory"}}
+            source = {"hostPath": {"path": resolve(mount.source, values), "type": kind}}
         volumes.append({"name": name, **source})
-        mounts.append({"name": name, "mountPath": model.mount, "readOnly": True})
-    if docker.cache:
-        volumes.append(
-            {"name": "jit-cache", "hostPath": {"path": values["SEAT_CACHE_DIR"], "type": "DirectoryOrCreate"}}
+        mounts.append(
+            {"name": name, "mountPath": mount.target, **({"readOnly": True} if mount.read_only else {})}
         )
-        mounts.append({"name": "jit-cache", "mountPath": docker.cache.mount})
     if docker.ipc != "host":
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})

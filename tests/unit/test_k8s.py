@@ -212,3 +212,17 @@ def test_an_experiments_manifests_carry_its_mark_and_a_verified_seats_none():
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
     assert all("annotations" not in o["metadata"] for o in committed())
     assert "UNVERIFIED" not in "".join((FOLDER / file).read_text() for file in k8s.FILES)
+
+
+def test_an_extra_mount_reaches_the_pod_as_it_reaches_the_script(tmp_path):
+    """The pod mounts what the launch mounts: docker.extra_mounts too, from the node's path."""
+    data = profiles._raw(profiles.profile_path(DEFAULT))[0]
+    data["docker"] = {**data["docker"], "extra_mounts": [{"source": str(tmp_path), "target": "/extra"}]}
+    spec = specs.build(profiles.parse({**data, "name": DEFAULT}))
+    pod = k8s.statefulset(spec)["spec"]["template"]["spec"]
+    mounts = [m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] == "/extra"]
+    assert mounts == [{"name": mounts[0]["name"], "mountPath": "/extra", "readOnly": True}]
+    volume = next(v for v in pod["volumes"] if v["name"] == mounts[0]["name"])
+    assert volume["hostPath"]["path"] == str(tmp_path)
+    assert f"--volume {tmp_path}:/extra:ro" in render.render_script(spec)
+    kubernetes_validate.validate(k8s.statefulset(spec), K8S_VERSION, strict=True)
