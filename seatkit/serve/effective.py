@@ -44,7 +44,6 @@ class Launch:
     command: list[Word]  # the server's argv
     env: list[Variable]
     mounts: list[Mount]
-    keyed: bool  # the container gets the API key
     guarded: bool  # the bind address is a knob: the form refuses a non-loopback one without a key
 
     def argv(self, wrap: list[Word] | None = None) -> list[Word]:
@@ -52,15 +51,10 @@ class Launch:
         return [("env",), *[(a,) for n in self.unset for a in ("-u", n)], *(wrap or []), *self.command]
 
 
-def exposed(host: str) -> bool:
-    """Whether a bind address reaches beyond this machine (the same test as the script's)."""
-    return not keys.LOOPBACK.fullmatch(host)
-
-
 def container(spec: LaunchSpec, bound: str | None = None) -> Launch:
     """The launch of the spec's container. bound: the address a form binds whatever the knob says
     (a pod's); None: the SEAT_HOST knob, checked where the seat is launched."""
-    keyed = bool(spec.api_key_file) or (bound is not None and exposed(bound))
+    keyed = bool(spec.api_key_file) or (bound is not None and not keys.LOOPBACK.fullmatch(bound))
     env = [Variable(name, Source.PROFILE, (value,)) for name, value in spec.env.items()]
     env += [Variable(name, Source.KNOB, (Ref(name),)) for name in CONTAINER_KNOBS]
     env += [Variable(name, Source.LAUNCHER) for name in spec.pass_env]
@@ -71,6 +65,5 @@ def container(spec: LaunchSpec, bound: str | None = None) -> Launch:
         command=list(spec.command),
         env=env,
         mounts=list(spec.mounts),
-        keyed=keyed,
         guarded=not keyed and bound is None,
     )
