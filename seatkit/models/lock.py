@@ -122,7 +122,7 @@ def scan(folder: Path, alone: bool = False) -> dict[str, int]:
             "download it (seat model fetch), or set the SEAT_MODEL_<KEY>_DIR knob",
         )
     hub = hub_repository_folder(folder)
-    walk = _Walk(folder, folder.resolve() if alone or hub is None else hub, hub, alone)
+    walk = _Walk(folder, folder.resolve() if alone or hub is None else hub, hub)
     top = os.stat(folder.resolve())
     walk.walk(folder.resolve(), PurePosixPath(), frozenset({(top.st_dev, top.st_ino)}))
     return walk.out
@@ -135,7 +135,6 @@ class _Walk:
     folder: Path
     root: Path
     hub: Path | None
-    alone: bool
     out: dict[str, int] = field(default_factory=dict)
 
     def walk(self, path: Path, rel: PurePosixPath, seen: frozenset) -> None:
@@ -173,7 +172,8 @@ class _Walk:
                 )
 
     def _inside(self, link: Path, name: PurePosixPath) -> None:
-        """A link's target, when it stays where the seat can read it; else why not."""
+        """Nothing when the link's target stays where the seat can read it; else a SeatError
+        saying where it leads."""
         try:
             target = link.resolve()
         except (RuntimeError, OSError):  # Python before 3.13 raises RuntimeError on a loop
