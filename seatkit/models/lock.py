@@ -95,65 +95,106 @@ def model_dir(profile: Profile, key: str, environ=os.environ) -> Path:
     return layout.model(model.build) if model.build else Path(str(model.host_dir))
 
 
-def scan(folder: Path) -> dict[str, int]:
-    """Every file under folder (the hub's download metadata aside) and its size, through links
-    that stay inside folder. A link that leaves it (a container mounts the folder alone, so the
-    seat would not see its target), a link loop, or an entry that is no file nor folder is refused:
-    nothing is skipped silently."""
+def hub_repository_folder(folder: Path) -> Path | None:
+    """The hub cache's repository folder (models--ORG--NAME) when folder is one of its snapshots
+    (models--ORG--NAME/snapshots/REV, whose files link into ../../blobs); else None."""
+    real = folder.resolve()
+    repo = real.parent.parent
+    if real.parent.name == "snapshots" and repo.name.startswith("models--") and (repo / "blobs").is_dir():
+        return repo
+    return None
+
+
+def mounted_alone(profile: Profile) -> bool:
+    """A docker seat mounts each model folder alone: a link out of it dangles in the container."""
+    return profile.runtime == "docker"
+
+
+def scan(folder: Path, alone: bool = False) -> dict[str, int]:
+    """Every file under folder (the hub's download metadata aside) and its size, under its name
+    in the folder, through links that stay where the seat can read them: inside folder, or inside
+    the hub cache repository whose snapshot it is (its files link into the repository's blobs/),
+    unless a container mounts the folder alone. A link that leaves, a link loop, or an entry that
+    is no file nor folder is refused: nothing is skipped silently."""
     if not folder.is_dir():
         raise SeatError(
             f"model folder not found: {folder}",
             "download it (seat model fetch), or set the SEAT_MODEL_<KEY>_DIR knob",
         )
-    root = folder.resolve()
-    out: dict[str, int] = {}
+    hub = hub_repository_folder(folder)
+    walk = _Walk(folder, folder.resolve() if alone or hub is None else hub, hub)
+    top = os.stat(folder.resolve())
+    walk.walk(folder.resolve(), PurePosixPath(), frozenset({(top.st_dev, top.st_ino)}))
+    return walk.out
 
-    def walk(path: Path, rel: PurePosixPath, seen: frozenset) -> None:
+
+@dataclass
+class _Walk:
+    """One scan: where links may lead (root), and the files found, by their names in folder."""
+
+    folder: Path
+    root: Path
+    hub: Path | None
+    out: dict[str, int] = field(default_factory=dict)
+
+    def walk(self, path: Path, rel: PurePosixPath, seen: frozenset) -> None:
         for entry in sorted(os.scandir(path), key=lambda e: e.name):
             name = rel / entry.name
             if name.parts[:2] == HUB_META.parts:
                 continue
             if "\n" in name.as_posix():  # the aggregate is one line per file
                 raise SeatError(
-                    f"{folder}: a file name holds a newline: {name.as_posix()!r}",
+                    f"{self.folder}: a file name holds a newline: {name.as_posix()!r}",
                     "rename or remove it; no hub repository has one",
                 )
-            try:
-                target = Path(entry.path).resolve()
-            except (RuntimeError, OSError):  # Python before 3.13 raises RuntimeError on a loop
-                raise SeatError(
-                    f"{folder}: {name.as_posix()} is a link loop", "remove the link loop"
-                ) from None
-            if entry.is_symlink() and not target.is_relative_to(root):
-                raise SeatError(
-                    f"{folder}: {name.as_posix()} links outside the model folder, to {target}",
-                    "copy the files in (hf download --local-dir makes real files): "
-                    "a container mounts the model folder alone",
-                )
+            if entry.is_symlink():
+                self._inside(Path(entry.path), name)
             try:
                 info = os.stat(entry.path)
             except OSError as exc:
                 raise SeatError(
-                    f"{folder}: {name.as_posix()} cannot be read ({exc.strerror})",
+                    f"{self.folder}: {name.as_posix()} cannot be read ({exc.strerror})",
                     "a broken link or a vanished file: fetch the model again",
                 ) from None
             if stat.S_ISDIR(info.st_mode):
                 if (info.st_dev, info.st_ino) in seen:
                     raise SeatError(
-                        f"{folder}: {name.as_posix()} links back to a folder above it", "remove the link loop"
+                        f"{self.folder}: {name.as_posix()} links back to a folder above it",
+                        "remove the link loop",
                     )
-                walk(Path(entry.path), name, seen | {(info.st_dev, info.st_ino)})
+                self.walk(Path(entry.path), name, seen | {(info.st_dev, info.st_ino)})
             elif stat.S_ISREG(info.st_mode):
-                out[name.as_posix()] = info.st_size
+                self.out[name.as_posix()] = info.st_size
             else:
                 raise SeatError(
-                    f"{folder}: {name.as_posix()} is no regular file (a pipe, socket or device)",
+                    f"{self.folder}: {name.as_posix()} is no regular file (a pipe, socket or device)",
                     "a model folder holds files and folders only",
                 )
 
-    top = os.stat(root)
-    walk(root, PurePosixPath(), frozenset({(top.st_dev, top.st_ino)}))
-    return out
+    def _inside(self, link: Path, name: PurePosixPath) -> None:
+        """Nothing when the link's target stays where the seat can read it; else a SeatError
+        saying where it leads."""
+        try:
+            target = link.resolve()
+        except (RuntimeError, OSError):  # Python before 3.13 raises RuntimeError on a loop
+            raise SeatError(
+                f"{self.folder}: {name.as_posix()} is a link loop", "remove the link loop"
+            ) from None
+        if target.is_relative_to(self.root):
+            return
+        if self.root != self.hub:
+            into_hub = self.hub is not None and target.is_relative_to(self.hub)
+            hub = " (into the hub cache's blobs/, which it does not see)" if into_hub else ""
+            raise SeatError(
+                f"{self.folder}: {name.as_posix()} links outside the model folder, to {target}",
+                "copy the files in (hf download --local-dir makes real files): "
+                f"a container mounts the model folder alone{hub}",
+            )
+        raise SeatError(
+            f"{self.folder}: {name.as_posix()} links outside its hub cache repository {self.root}, "
+            f"to {target}",
+            "a snapshot's files link into its own repository's blobs/ alone: fetch the model again",
+        )
 
 
 def identity(path: Path) -> list[int]:
@@ -168,7 +209,10 @@ def identity_of(info: os.stat_result) -> list[int]:
 
 
 def hub_revision(folder: Path) -> str | None:
-    """The commit `hf download --local-dir` recorded (first line of each file's .metadata), when all agree."""
+    """The commit of a hub cache snapshot (its folder's name), else the one `hf download
+    --local-dir` recorded (first line of each file's .metadata), when all agree."""
+    if hub_repository_folder(folder) and re.fullmatch(HUB_REVISION, folder.resolve().name):
+        return folder.resolve().name
     found = set()
     for meta in (folder / HUB_META / "download").rglob("*.metadata"):
         first = meta.read_text(errors="replace").splitlines()[:1]  # a killed download leaves non-text bytes
@@ -184,7 +228,7 @@ def make(
     locks = {}
     for key, model in profile.models.items():
         folder = model_dir(profile, key)
-        sizes = scan(folder)
+        sizes = scan(folder, mounted_alone(profile))
         digests = hashing.hash_files([folder / p for p in sizes], workers, on_bytes)
         revision = model.revision or hub_revision(folder)
         locks[key] = ModelLock(
@@ -194,7 +238,8 @@ def make(
 
 
 def total_bytes(profile: Profile) -> int:
-    return sum(sum(scan(model_dir(profile, key)).values()) for key in profile.models)
+    alone = mounted_alone(profile)
+    return sum(sum(scan(model_dir(profile, key), alone).values()) for key in profile.models)
 
 
 def dump(profile: Profile, locks: dict[str, ModelLock]) -> str:

@@ -15,7 +15,7 @@ from seatkit import safe_yaml
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.models import hashing
-from seatkit.models.lock import ModelLock, identity, model_dir, read, scan
+from seatkit.models.lock import ModelLock, identity, model_dir, mounted_alone, read, scan
 from seatkit.seat import layout
 from seatkit.seat.profiles import Profile
 
@@ -26,9 +26,11 @@ def compare(
     full: bool,
     workers: int | None = None,
     on_bytes: hashing.OnBytes | None = None,
+    alone: bool = False,
 ) -> dict[str, list[str]]:
-    """missing, changed (size, or SHA-256 when full) and extra files of one folder."""
-    found = scan(folder) if folder.is_dir() else {}
+    """missing, changed (size, or SHA-256 when full) and extra files of one folder (alone: a
+    container mounts it alone, so no link may leave it)."""
+    found = scan(folder, alone) if folder.is_dir() else {}
     locked = {f.path: f for f in lock.files}
     changed = [p for p, f in locked.items() if p in found and found[p] != f.size]
     if full:
@@ -67,7 +69,7 @@ def verify(
         folder = model_dir(profile, key)
         # Taken before hashing: a file changed while it is read is seen next time.
         seen = _identities(folder, lock) if full else {}
-        problems = compare(folder, lock, full, workers, on_bytes)
+        problems = compare(folder, lock, full, workers, on_bytes, mounted_alone(profile))
         models[key] = {
             "dir": str(folder),
             "sha256": lock.sha256,
@@ -134,7 +136,7 @@ def changed_since(profile: Profile, then: float, verified: dict, environ=os.envi
         folder = model_dir(profile, key, environ)
         identities = model.get("identities") if isinstance(model, dict) else None
         identities = identities if isinstance(identities, dict) else None  # an older record: ctime only
-        present = scan(folder) if folder.is_dir() else {}
+        present = scan(folder, mounted_alone(profile)) if folder.is_dir() else {}
         for path in present:
             try:
                 changed = (folder / path).stat().st_ctime > then or (

@@ -2,9 +2,10 @@
 
 One seat per GPU node (a StatefulSet with pod anti-affinity, NVIDIA GPU Operator), a ClusterIP
 Service for clients and a headless one that addresses each seat alone. The container's arguments and
-environment are the script's and compose's; what differs is only where a pod must differ: it binds
-every interface of its own network namespace (its Service reaches it there) and always requires the
-API key, which comes from a Secret. The host settings take the cluster's own form: the P2P registry
+environment are the script's and compose's (serve/effective.py); what differs is only where a pod
+must differ: it binds every interface of its own network namespace (its Service reaches it there),
+so it always takes the API key, from a Secret, and the variables the script passes through from
+its shell come from an optional ConfigMap. The host settings take the cluster's own form: the P2P registry
 keys and HMM-off go into the GPU Operator's kernel-module ConfigMap; the IOMMU stays a node boot
 parameter (`seat host plan` prints the tokens for node provisioning).
 """
@@ -19,10 +20,10 @@ import yaml
 from seatkit.errors import SeatError
 from seatkit.seat import host_profiles, what_runs
 from seatkit.seat.profiles import Docker, DockerProfile, Kubernetes, Profile
-from seatkit.serve.spec import LaunchSpec
+from seatkit.serve import effective
+from seatkit.serve.spec import LaunchSpec, resolve
 
 POD_HOST = "0.0.0.0"  # a pod's own network namespace: its Services reach it on the pod address
-API_KEY_ENV = "VLLM_API_KEY"
 API_KEY_ITEM = "api-key"  # the key inside the Secret
 PROBE_PERIOD_S = 10
 FILES = ("statefulset.yaml", "services.yaml", "gpu-operator-kernel-modules.yaml")
@@ -62,13 +63,42 @@ def _kubelet_escape(text: str) -> str:
     return text.replace("$", "$$")
 
 
+def launch(spec: LaunchSpec) -> effective.Launch:
+    """The container's launch as the script and compose have it, bound to every pod address."""
+    return effective.container(spec, bound=POD_HOST)
+
+
+def _values(spec: LaunchSpec) -> dict[str, str]:
+    """The knobs' values in a pod: the profile's, and the pod's bind address."""
+    return {**spec.values({}), "SEAT_HOST": POD_HOST}
+
+
 def container_args(spec: LaunchSpec) -> list[str]:
     """The container argv the script and compose run (the profile's knob values), bound to the pod."""
-    return spec.container_argv({**spec.values({}), "SEAT_HOST": POD_HOST})
+    values = _values(spec)
+    return [resolve(w, values) for w in launch(spec).argv()]
 
 
-def container_env(spec: LaunchSpec) -> dict[str, str]:
-    return dict(spec.env)
+def _env_entry(spec: LaunchSpec, variable: effective.Variable) -> dict[str, object]:
+    """One variable of the pod: a value, the key from its Secret, or a pass-through from the
+    optional ConfigMap (a key absent there leaves the variable unset, as an unset shell does)."""
+    name, source = variable.name, variable.source
+    if source is effective.Source.KEY:
+        return {
+            "name": name,
+            "valueFrom": {
+                "secretKeyRef": {"name": section(spec.profile).api_key_secret, "key": API_KEY_ITEM}
+            },
+        }
+    if source is effective.Source.LAUNCHER:
+        ref = {"name": pass_env_config(spec.profile), "key": name, "optional": True}
+        return {"name": name, "valueFrom": {"configMapKeyRef": ref}}
+    return {"name": name, "value": _kubelet_escape(resolve(variable.value, _values(spec)))}
+
+
+def pass_env_config(profile: Profile) -> str:
+    """The ConfigMap (the operator's, optional) that sets the profile's pass-through variables."""
+    return f"{workload_name(profile)}-pass-env"
 
 
 def module_options(profile: Profile) -> dict[str, str]:
@@ -109,24 +139,29 @@ def _metadata(profile: Profile, **fields) -> dict:
 
 
 def _volumes(spec: LaunchSpec, docker: Docker) -> tuple[list[dict], list[dict]]:
-    """Pod volumes and the container's mounts: models read-only, the JIT cache, /dev/shm if needed."""
+    """Pod volumes and the container's mounts: the launch's (models read-only from the host or a
+    claim, the JIT cache, extra mounts), then /dev/shm when the pod does not share the host's."""
     p = spec.profile
     kube = section(p)
     values = spec.values({})
+    models = {model.mount: key for key, model in p.models.items()}
     volumes, mounts = [], []
-    for key, model in p.models.items():
-        name = f"model-{key.replace('_', '-')}"
-        if kube.models_volume == "pvc":
+    for n, mount in enumerate(launch(spec).mounts, 1):
+        key = models.get(mount.target)
+        if key is not None:
+            name, kind = f"model-{key.replace('_', '-')}", "Directory"
+        elif docker.cache and mount.target == docker.cache.mount:
+            name, kind = "jit-cache", "DirectoryOrCreate"
+        else:
+            name, kind = f"extra-{n}", ""  # a file or a folder: the kubelet checks nothing
+        if key is not None and kube.models_volume == "pvc":
             source = {"persistentVolumeClaim": {"claimName": kube.model_claims[key], "readOnly": True}}
         else:
-            source = {"hostPath": {"path": values[f"SEAT_MODEL_{key.upper()}_DIR"], "type": "Directory"}}
+            source = {"hostPath": {"path": resolve(mount.source, values), "type": kind}}
         volumes.append({"name": name, **source})
-        mounts.append({"name": name, "mountPath": model.mount, "readOnly": True})
-    if docker.cache:
-        volumes.append(
-            {"name": "jit-cache", "hostPath": {"path": values["SEAT_CACHE_DIR"], "type": "DirectoryOrCreate"}}
+        mounts.append(
+            {"name": name, "mountPath": mount.target, **({"readOnly": True} if mount.read_only else {})}
         )
-        mounts.append({"name": "jit-cache", "mountPath": docker.cache.mount})
     if docker.ipc != "host":
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
@@ -146,20 +181,11 @@ def _container(spec: LaunchSpec, mounts: list[dict]) -> dict:
     """The seat's container: the script's argv and environment, the key from its Secret, probes."""
     p = spec.profile
     kube = section(p)
-    env: list[dict[str, object]] = [
-        {"name": k, "value": _kubelet_escape(v)} for k, v in container_env(spec).items()
-    ]
-    env.append(
-        {
-            "name": API_KEY_ENV,
-            "valueFrom": {"secretKeyRef": {"name": kube.api_key_secret, "key": API_KEY_ITEM}},
-        }
-    )
     return {
         "name": "seat",
         "image": kube.image or spec.values({})["SEAT_IMAGE"],
         "args": [_kubelet_escape(a) for a in container_args(spec)],
-        "env": env,
+        "env": [_env_entry(spec, v) for v in launch(spec).env],
         "ports": [{"name": "http", "containerPort": p.server.port}],
         "resources": {"limits": {"nvidia.com/gpu": p.gpus.count}},
         "volumeMounts": mounts,
@@ -259,7 +285,8 @@ def manifests(spec: LaunchSpec) -> dict[str, list[dict]]:
     return dict(zip(FILES, ([statefulset(spec)], services(p), [kernel_module_config(p)]), strict=True))
 
 
-def _header(profile: Profile, file: str) -> str:
+def _header(spec: LaunchSpec, file: str) -> str:
+    profile = spec.profile
     kube = section(profile)
     lines = [
         f"# {profile.name}: rendered by `seat render` from profiles/{profile.name}.yaml",
@@ -277,6 +304,11 @@ def _header(profile: Profile, file: str) -> str:
             f"(`seat host plan {kube.host_profile}` prints them).",
             "# Not expressible in a pod: docker's --ulimit and --init (the runtime's defaults apply).",
         ]
+        if spec.pass_env:
+            lines += [
+                f"# {', '.join(spec.pass_env)}: from ConfigMap {pass_env_config(profile)} where it has",
+                "# the key (optional), as the script passes them from its shell only when set.",
+            ]
     if file == "gpu-operator-kernel-modules.yaml":
         lines += [
             "# Install the GPU Operator with driver.kernelModuleConfig.name set to this ConfigMap's name."
@@ -301,7 +333,7 @@ _Plain.add_representer(str, _Plain.represent_str)
 def render(spec: LaunchSpec) -> dict[str, str]:
     """File name -> text, for a profile with a kubernetes section."""
     return {
-        file: _header(spec.profile, file)
+        file: _header(spec, file)
         + yaml.dump_all(objects, Dumper=_Plain, sort_keys=False, width=100, allow_unicode=True)
         for file, objects in manifests(spec).items()
     }

@@ -10,17 +10,16 @@ import shlex
 from pathlib import Path
 
 import jinja2
-import yaml
 
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.seat import overlay_lock, profiles, what_runs
-from seatkit.serve import glossary, k8s, nsys
+from seatkit.serve import effective, glossary, k8s, keys, nsys
 from seatkit.serve import spec as specs
+from seatkit.serve.compose import render_compose, render_env
 from seatkit.serve.shell import always_quoted, argv_lines, double_quoted, oneline, quoted_word, shell_word
 from seatkit.serve.spec import LaunchSpec
-from seatkit.serve.words import Ref, Word
 
 
 def _unknown_check(kind: str) -> str:
@@ -44,6 +43,7 @@ def _environment() -> jinja2.Environment:
         argv_lines=argv_lines,
         dq=double_quoted,
         oneline=oneline,
+        env_arg=_env_arg,
     )
     env.globals.update(
         unknown_check=_unknown_check,
@@ -56,142 +56,28 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+def _env_arg(variable: effective.Variable) -> str:
+    """docker run's --env word: NAME=value, NAME=${KNOB} for the shell to expand, or NAME alone
+    (docker passes it on when it is set)."""
+    if variable.source is effective.Source.KNOB:  # a knob's value is its reference alone
+        return double_quoted(f"{variable.name}=" + "".join(f"${{{p.name}}}" for p in variable.value))
+    if variable.source is effective.Source.PROFILE:
+        return always_quoted(f"{variable.name}={specs.resolve(variable.value, {})}")
+    return variable.name
+
+
 def render_script(spec: LaunchSpec) -> str:
     return (
         _environment()
         .get_template("serve.sh.j2")
-        .render(p=spec.profile, spec=spec, container_knobs=specs.CONTAINER_KNOBS, nsys_no_modes=nsys.NO_MODES)
-    )
-
-
-def _compose_escape(text: str) -> str:
-    return text.replace("$", "$$")
-
-
-def _compose_word(word: Word, defaults: dict[str, str] | None = None) -> str:
-    """The word in compose's interpolation; a knob in defaults falls back to its shell default
-    (compose reads nested ${A:-${B:-c}} and $HOME as bash does), since .env cannot pin it."""
-    return "".join(
-        (f"${{{p.name}:-{(defaults or {})[p.name]}}}" if p.name in (defaults or {}) else f"${{{p.name}}}")
-        if isinstance(p, Ref)
-        else _compose_escape(p)
-        for p in word
-    )
-
-
-def _compose_command(spec: LaunchSpec, wrap: list[Word]) -> list[str]:
-    return [
-        "env",
-        *[a for n in spec.unset_env for a in ("-u", n)],
-        *[_compose_word(w) for w in [*wrap, *spec.command]],
-    ]
-
-
-def _compose_environment(spec: LaunchSpec) -> dict[str, str | None]:
-    environment: dict[str, str | None] = {
-        **{k: _compose_escape(v) for k, v in spec.env.items()},
-        **{k: f"${{{k}}}" for k in specs.CONTAINER_KNOBS},
-    }
-    environment.update(dict.fromkeys(spec.pass_env))  # null: from the shell, only when set
-    if spec.api_key_file:
-        environment["VLLM_API_KEY"] = (
-            "${VLLM_API_KEY:?export VLLM_API_KEY from the seat's key file (see .env; seat up makes it)}"
-        )
-    return environment
-
-
-def _compose_service(spec: LaunchSpec, docker: profiles.Docker) -> dict[str, object]:
-    """The seat's service: the script's docker run, field by field."""
-    p = spec.profile
-    gpus: dict[str, object] = {"driver": "nvidia", "capabilities": ["gpu"]}
-    if docker.gpus == "all":
-        gpus["count"] = "all"
-    else:
-        gpus["device_ids"] = [str(i) for i in docker.gpus]
-    return {
-        "image": "${SEAT_IMAGE}",
-        "container_name": "${SEAT_CONTAINER}",
-        "command": _compose_command(spec, []),
-        "network_mode": docker.network,
-        "ipc": docker.ipc,
-        "init": docker.init,
-        "labels": {specs.PROFILE_LABEL: p.name},
-        "restart": docker.restart,
-        "stop_grace_period": f"{docker.stop_grace_s}s",
-        "ulimits": dict(docker.ulimits),
-        "environment": _compose_environment(spec),
-        "volumes": [
-            {
-                "type": "bind",
-                "source": _compose_word(
-                    m.source, {k.name: k.shell_default for k in spec.knobs if k.shell_default}
-                ),
-                "target": _compose_escape(m.target),
-                "read_only": m.read_only,
-            }
-            for m in spec.mounts
-        ],
-        **({"deploy": {"resources": {"reservations": {"devices": [gpus]}}}} if docker.gpus else {}),
-        "healthcheck": {
-            "test": ["CMD", "curl", "-fsS", "http://${SEAT_HOST}:${SEAT_PORT}/health"],
-            "interval": "30s",
-            "timeout": "5s",
-            "retries": 3,
-            "start_period": f"{int(p.server.health_timeout_s)}s",
-        },
-    }
-
-
-def render_compose(spec: LaunchSpec) -> str:
-    """The long-running form of the docker seat; knobs come from .env beside it."""
-    p = spec.profile
-    header = (
-        f"# {p.name}: rendered by `seat render` from profiles/{p.name}.yaml "
-        f"(profile sha256 {p.sha256[:16]}).\n"
-        "# Do not edit: change the profile and run `seat render`. Host knobs live in .env.\n"
-        "# ipc: host means the host's /dev/shm is used; shm_size would be inert, so none is set.\n"
-        + (
-            "# Nsight Systems: `docker compose up -d seat-nsys-session` (or seat-nsys-profile) runs the\n"
-            "# same seat under nsys; SEAT_NSYS_* in .env set it up. Stop it by name, `docker compose\n"
-            "# down seat-nsys-session`: a plain `docker compose down` leaves it running.\n"
-            if spec.wraps
-            else ""
+        .render(
+            p=spec.profile,
+            spec=spec,
+            launch=effective.container(spec),
+            loopback=keys.LOOPBACK.pattern,
+            nsys_no_modes=nsys.NO_MODES,
         )
     )
-    assert isinstance(p, profiles.DockerProfile)  # a native seat has no compose file (profile_files)
-    services = {"seat": _compose_service(spec, p.docker)}
-    for mode, words in spec.wraps.items():  # compose cannot add words on a knob: one service a mode
-        services[f"seat-nsys-{mode}"] = {
-            "extends": {"service": "seat"},
-            "profiles": [f"nsys-{mode}"],
-            "command": _compose_command(spec, words),
-        }
-    body = yaml.safe_dump(
-        {"name": p.name, "services": services}, sort_keys=False, width=100, allow_unicode=True
-    )
-    return header + body
-
-
-def _env_value(value: str) -> str:
-    """A .env value compose reads back unchanged: single quotes are literal, unless they can't be."""
-    if "'" not in value and "\n" not in value:
-        return f"'{value}'"
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("$", "\\$")
-    return f'"{escaped}"'
-
-
-def render_env(spec: LaunchSpec) -> str:
-    lines = [
-        f"# Host knobs for docker-compose.yml ({spec.profile.name}); rendered by `seat render`.",
-        "# Override a value from the shell environment, which compose prefers to this file;",
-        "# `seat render` rewrites this file from the profile.",
-    ]
-    for knob in spec.knobs:
-        if knob.shell_default:  # its default depends on who runs it: named, never pinned here
-            lines += [f"# {knob.meaning}: by default {knob.shell_default}"]
-        else:
-            lines += [f"# {knob.meaning}", f"{knob.name}={_env_value(knob.default)}"]
-    return "\n".join(lines) + "\n"
 
 
 def render_launch_config(spec: LaunchSpec) -> str:

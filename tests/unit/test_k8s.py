@@ -1,4 +1,5 @@
-"""k8s/<profile>/: schema-valid manifests whose container argv and environment are the script's."""
+"""k8s/<profile>/: schema-valid manifests (their argv and environment against the other forms:
+test_launch_forms)."""
 
 import copy
 import json
@@ -8,7 +9,7 @@ import subprocess
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import BIN, run_script
+from conftest import BIN
 
 from seatkit import paths
 from seatkit.errors import SeatError
@@ -23,11 +24,6 @@ FOLDER = paths.REPO / "k8s" / DEFAULT
 
 def committed() -> list[dict]:
     return [doc for file in k8s.FILES for doc in yaml.safe_load_all((FOLDER / file).read_text())]
-
-
-def kubelet_unescape(text: str) -> str:
-    """What the kubelet hands the process: $$ is its escape for a literal $."""
-    return text.replace("$$", "$")
 
 
 def seat_container(objects: list[dict]) -> dict:
@@ -82,37 +78,6 @@ def test_render_keeps_the_users_own_files_beside_the_manifests(tmp_path):
     assert render.drift(tmp_path) == {}
     render.write(tmp_path)
     assert beside.read_text() == "kind: Kustomization\n" and own.read_text() == "kind: Secret\n"
-
-
-def test_container_argv_and_environment_equal_the_scripts(tmp_path):
-    """The rendered script's `docker run` (captured by a stand-in docker) and the manifest run the
-    same command with the same environment; only the bind address differs, as a pod must."""
-    spec = specs.build(profiles.load(DEFAULT))
-    image = spec.values({})["SEAT_IMAGE"]
-    argv = [
-        a.decode() for a in run_script((paths.REPO / "serve" / f"{DEFAULT}.sh").read_text(), tmp_path, {})
-    ]
-    script_command = argv[argv.index(image) + 1 :]
-    # The script also hands the image's own healthcheck SEAT_HOST/SEAT_PORT (a pod is probed by the
-    # kubelet instead) and passes variables through from the shell (a pod has no launching shell).
-    passed = dict(
-        argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--env" and "=" in argv[i + 1]
-    )
-    script_env = {k: v for k, v in passed.items() if k not in specs.CONTAINER_KNOBS}
-    container = seat_container(committed())
-    args = [kubelet_unescape(a) for a in container["args"]]
-    at = args.index("--host") + 1
-    assert (script_command[at], args[at]) == ("127.0.0.1", k8s.POD_HOST)
-    assert args[:at] + args[at + 1 :] == script_command[:at] + script_command[at + 1 :]
-    plain = {e["name"]: kubelet_unescape(e["value"]) for e in container["env"] if "value" in e}
-    assert plain == script_env == spec.env
-    secret = [e for e in container["env"] if "valueFrom" in e]
-    assert secret == [
-        {
-            "name": "VLLM_API_KEY",
-            "valueFrom": {"secretKeyRef": {"name": "dsv4-flash-dspark-api-key", "key": "api-key"}},
-        }
-    ]
 
 
 def test_the_workload_places_one_seat_per_gpu_node():
@@ -247,3 +212,17 @@ def test_an_experiments_manifests_carry_its_mark_and_a_verified_seats_none():
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
     assert all("annotations" not in o["metadata"] for o in committed())
     assert "UNVERIFIED" not in "".join((FOLDER / file).read_text() for file in k8s.FILES)
+
+
+def test_an_extra_mount_reaches_the_pod_as_it_reaches_the_script(tmp_path):
+    """The pod mounts what the launch mounts: docker.extra_mounts too, from the node's path."""
+    data = profiles._raw(profiles.profile_path(DEFAULT))[0]
+    data["docker"] = {**data["docker"], "extra_mounts": [{"source": str(tmp_path), "target": "/extra"}]}
+    spec = specs.build(profiles.parse({**data, "name": DEFAULT}))
+    pod = k8s.statefulset(spec)["spec"]["template"]["spec"]
+    mounts = [m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] == "/extra"]
+    assert mounts == [{"name": mounts[0]["name"], "mountPath": "/extra", "readOnly": True}]
+    volume = next(v for v in pod["volumes"] if v["name"] == mounts[0]["name"])
+    assert volume["hostPath"]["path"] == str(tmp_path)
+    assert f"--volume {tmp_path}:/extra:ro" in render.render_script(spec)
+    kubernetes_validate.validate(k8s.statefulset(spec), K8S_VERSION, strict=True)

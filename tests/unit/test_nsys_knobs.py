@@ -14,6 +14,7 @@ from seatkit.seat import profiles
 from seatkit.serve import nsys, render
 from seatkit.serve import spec as specs
 from seatkit.serve.backends.native import process_start
+from seatkit.serve.compose import EXPOSURE_CHECK
 
 ORIGINAL_PROFILE_FLAGS = [
     "nsys",
@@ -274,7 +275,8 @@ def test_experiment_fields_have_a_strict_grammar(tmp_path, docker, expected):
 def test_compose_has_one_service_per_mode_with_the_same_argv():
     spec = default()
     services = yaml.safe_load(render.render_compose(spec))["services"]
-    assert set(services) == {"seat", "seat-nsys-profile", "seat-nsys-session"}
+    # the default seat has no key: the exposure check runs before each of them
+    assert set(services) == {"seat", "seat-nsys-profile", "seat-nsys-session", EXPOSURE_CHECK}
     values = {k.name: f"${{{k.name}}}" for k in spec.knobs}
     for mode in ("off", "profile", "session"):
         service = services["seat" if mode == "off" else f"seat-nsys-{mode}"]

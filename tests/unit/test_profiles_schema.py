@@ -283,7 +283,10 @@ def check_k8s(spec) -> None:
     container = workload["spec"]["template"]["spec"]["containers"][0]
     values = {**spec.values({}), "SEAT_HOST": k8s.POD_HOST}
     assert [unescape(a) for a in container["args"]] == spec.container_argv(values)
-    assert {e["name"]: unescape(e["value"]) for e in container["env"] if "value" in e} == spec.env
+    assert {e["name"]: unescape(e["value"]) for e in container["env"] if "value" in e} == {
+        **spec.env,
+        **spec.container_knobs(values),
+    }
 
 
 def test_the_walk_finds_every_string_field():
