@@ -11,8 +11,8 @@ nothing is fitted, if the drafter proposes the same tokens at each position what
 at two k share positions their u_i must agree within their spread, else nothing unmeasured is
 predicted. Past it u_i falls by the ratio of the last two positions (an extrapolation), inside what
 nesting allows: a position is kept only when the one before it is, so each one more adds 0 to u_K.
-Spreads are the requests' (mean +- 2 standard deviations), the line's prediction interval, and tok/s
-as the tokens/step interval over the ms/step one; a single value has none, and says so.
+Spreads are the requests' (mean +- 2 standard deviations), the line's prediction interval, and for
+tok/s the two relative spreads in quadrature; a single value has none, and says so.
 """
 
 from __future__ import annotations
@@ -54,12 +54,13 @@ class Column:
 
 
 def spread(values: list[float]) -> dict:
-    """Mean +- 2 standard deviations; low and high None for one value (its spread is unknown)."""
+    """Mean +- 2 standard deviations, never below 0 (no figure here is negative); low and high None
+    for one value (its spread is unknown)."""
     mean = statistics.fmean(values)
     sd = statistics.stdev(values) if len(values) > 1 else None
     return {
         "value": mean,
-        "low": None if sd is None else mean - 2 * sd,
+        "low": None if sd is None else max(0.0, mean - 2 * sd),
         "high": None if sd is None else mean + 2 * sd,
         "n": len(values),
     }
@@ -222,19 +223,19 @@ def _ms(line: dict, samples: list[Sample], k: int) -> dict:
         * (1 + 1 / line["points"] + (x - line["x_mean"]) ** 2 / line["x_sum_squares"])
         + (line["slope"] * k * fill_sd) ** 2
     )
-    return {"value": value, "low": value - 2 * sd, "high": value + 2 * sd, "n": line["points"]}
+    return {"value": value, "low": max(0.0, value - 2 * sd), "high": value + 2 * sd, "n": line["points"]}
 
 
 def rate(tokens: dict | None, ms: dict | None) -> dict | None:
-    """tok/s: the tokens/step interval over the ms/step one (unknown where either spread is)."""
+    """tok/s, its relative spread the two factors' added in quadrature (as compare's noise is);
+    unknown where either spread is."""
     if not tokens or not ms or ms["value"] <= 0:
         return None
-    known = None not in (tokens["low"], ms["low"]) and ms["low"] > 0
-    return {
-        "value": 1000 * tokens["value"] / ms["value"],
-        "low": 1000 * tokens["low"] / ms["high"] if known else None,
-        "high": 1000 * tokens["high"] / ms["low"] if known else None,
-    }
+    value = 1000 * tokens["value"] / ms["value"]
+    if tokens["high"] is None or ms["high"] is None:
+        return {"value": value, "low": None, "high": None}
+    rel = math.hypot(tokens["high"] / tokens["value"] - 1, ms["high"] / ms["value"] - 1)
+    return {"value": value, "low": max(0.0, value * (1 - rel)), "high": value * (1 + rel)}
 
 
 def _measured(column: Column, k: int) -> dict | None:
@@ -310,8 +311,8 @@ def advise(sources: list[str], max_k: int | None = None) -> dict:
             "give runs whose spec-decode counters were read, or a card with tokens/step",
         )
     line = ms_line(columns)
-    longest = max((len(s.kept) for c in columns for s in c.samples), default=1)
-    max_k = max_k or longest + EXTRA
+    samples = [s for c in columns for s in c.samples]
+    max_k = max_k or max([len(s.kept) + EXTRA for s in samples] + [s.k for s in samples] + [1])
     out = {}
     for column in columns:
         check = k_check(column)

@@ -43,6 +43,8 @@ def best(name: str, column: dict) -> dict:
     text = f"{name}: best fixed k = {top_cell['k']}, {_range(top)} tok/s, {top_cell['from']}"
     if ties:
         text += f"; cannot tell from k = {', '.join(map(str, ties))} (intervals overlap)"
+    if column["check"]["status"] == "fails":
+        text += f" of the lengths measured; {column['check']['text']}"
     if top_cell["from"] == "extrapolated":
         text += f"; from an extrapolation alone: run k={top_cell['k']} before relying on it"
     return {"k": top_cell["k"], "from": top_cell["from"], "tok_s": top, "ties": ties, "text": text}

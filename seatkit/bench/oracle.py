@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import queue
+import random
 import threading
 import time
 from collections import Counter, defaultdict
@@ -78,20 +79,15 @@ def step_sizes(decode_tokens: int, tokens_per_step: float) -> list[int]:
     return sizes
 
 
-GOLDEN = (5**0.5 - 1) / 2  # steps of an equidistributed sequence: each position's share is exact
-
-
-def schedule_sizes(decode_tokens: int, acceptance: tuple[float, ...], k: int, offset: float) -> list[int]:
+def schedule_sizes(decode_tokens: int, acceptance: tuple[float, ...], k: int, seed: int) -> list[int]:
     """Tokens per step of a chain drafter that keeps position i on a share acceptance[i] of the steps
-    whatever k: one v per step, positions up to k kept while v is under their rate (nested); each
-    request starts at its own `offset` in the sequence, so requests spread a little."""
-    sizes, total, step = [], 0, 0
+    whatever k: one random v per step (seeded: a rerun is the same), positions up to k kept while v
+    is under their rate (nested); requests spread as real ones do, around a known mean."""
+    rng, sizes, total = random.Random(seed), [], 0
     while total < decode_tokens:
-        step += 1
-        v = (offset + step * GOLDEN) % 1
-        size = 1 + sum(v < rate for rate in acceptance[:k])
-        sizes.append(size)
-        total += size
+        v = rng.random()
+        sizes.append(1 + sum(v < rate for rate in acceptance[:k]))
+        total += sizes[-1]
     return sizes
 
 
@@ -238,7 +234,7 @@ class Oracle:
         request = Request(int(body["max_tokens"]), len(body["prompt"].split()), time.monotonic())
         self.submitted += 1
         request.sizes = (
-            schedule_sizes(request.max_tokens - 1, self.acceptance, self.k, self.submitted * 0.37)
+            schedule_sizes(request.max_tokens - 1, self.acceptance, self.k, hash((self.k, self.submitted)))
             if self.acceptance
             else step_sizes(request.max_tokens - 1, self.tokens_per_step)
         )

@@ -17,7 +17,7 @@ INTERVALS = (
     "tokens/step as the drafter keeps them (1 + accepted / steps; a short run delivers a little "
     "less, what max_tokens cuts from its last step). Intervals: mean +- 2 standard deviations of "
     "the requests; ms/step between measured lengths: the step-time line's prediction interval; "
-    "tok/s: the tokens/step interval over the ms/step one; extrapolated tokens/step: from no gain to "
+    "tok/s: the two relative spreads added in quadrature; extrapolated tokens/step: from no gain to "
     "each position more keeping as many as the last measured."
 )
 
