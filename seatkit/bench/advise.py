@@ -70,8 +70,15 @@ def _read_run(folder: Path) -> tuple[dict, list[dict]]:
     data = summary.check(safe_yaml.read_json(folder / "summary.json", "bench summary"), str(folder))
     if data.get("schema") != sides.BENCH_SCHEMA:
         raise SeatError(f"{folder} is not a batch-1 bench run", "give folders of `seat bench run`")
-    text = safe_yaml.read_text(folder / "requests.jsonl", "the run's requests", sides.SUMMARY_BYTES)
-    records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    try:
+        text = safe_yaml.read_text(folder / "requests.jsonl", "the run's requests", sides.SUMMARY_BYTES)
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except (FileNotFoundError, json.JSONDecodeError) as exc:
+        raise SeatError(
+            f"{folder / 'requests.jsonl'} cannot be read ({type(exc).__name__}): the advice needs "
+            "each request's counters",
+            "give the folder of a finished `seat bench run`, as it wrote it",
+        ) from None
     return data, [r for r in records if r.get("exclusive") and not r.get("truncated")]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import threading
 from contextlib import contextmanager
@@ -12,10 +13,11 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import BIN
+from conftest import BIN, run_dir
 
 from seatkit.bench import advise, advise_verdict, compare, oracle, oracle_server, report, run, workload
 from seatkit.bench.target import Options, Target
+from seatkit.errors import SeatError
 
 # Code keeps its draft far and prose hardly at all: their best fixed k differ.
 CODE = (0.97, 0.96, 0.95, 0.94, 0.02, 0.01)
@@ -144,3 +146,14 @@ def test_the_bench_table_and_compare_show_acceptance_by_position(two_lengths):
     )
     result = compare.compare(two_lengths[0], "deepspark-readme#D6-D11-ctx0", force=True)
     assert compare.positions_line(result.rows[0]).endswith("/ 74 50 32 19 11")
+
+
+def test_a_run_without_its_requests_or_of_another_model_is_refused_with_the_reason(two_lengths, tmp_path):
+    with pytest.raises(SeatError, match="requests.jsonl cannot be read"):
+        advise.advise([run_dir(tmp_path, "summary-only", "oracle", 100.0, 2.0, 20.0)])
+    other = Path(shutil.copytree(two_lengths[0], tmp_path / "other"))
+    summary = json.loads((other / "summary.json").read_text())
+    summary["conditions"]["model"] = "another"
+    (other / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(SeatError, match="different models"):
+        advise.advise([two_lengths[1], str(other)])
