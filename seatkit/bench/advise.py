@@ -216,9 +216,12 @@ def ms_line(columns: list[Column]) -> dict | None:
     return plots.fit([x for x, _ in points], [y for _, y in points], plots.MIN_SPREAD["drafted_length"])
 
 
-def _ms(line: dict, samples: list[Sample], k: int) -> dict:
-    """The line at the column's drafted tokens per step at k (its drafted share of k, measured)."""
+def _ms(line: dict, samples: list[Sample], k: int) -> dict | None:
+    """The line at the column's drafted tokens per step at k (its drafted share of k, measured);
+    None where no request counted its drafted tokens."""
     fills = [s.drafted / s.k for s in samples if s.drafted is not None]
+    if not fills:
+        return None
     fill = spread(fills)
     x = fill["value"] * k
     value = line["intercept"] + line["slope"] * x
