@@ -67,15 +67,17 @@ def ceiling(columns: dict[str, dict], bests: dict[str, dict]) -> dict | None:
     for name, r in by_k.items():
         top, there = r[bests[name]["k"]], r[one]
         known = top["low"] is not None and there["low"] is not None
+        bounded = known and there["low"] > 0  # a rate whose interval reaches 0: no upper bound
         gains[name] = {
             "value": top["value"] / there["value"] - 1,
             "low": top["low"] / there["high"] - 1 if known else None,
-            "high": top["high"] / there["low"] - 1 if known else None,
+            "high": top["high"] / there["low"] - 1 if bounded else None,
         }
         g = gains[name]
+        upper = f"{g['high']:+.0%}" if bounded else "no bound"
         parts.append(
             f"{name} at k={bests[name]['k']}: {g['value']:+.0%}"
-            + (f" ({g['low']:+.0%} to {g['high']:+.0%})" if known else " (spread unknown)")
+            + (f" ({g['low']:+.0%} to {upper})" if known else " (spread unknown)")
         )
     return {
         "one_k": one,
