@@ -107,7 +107,9 @@ def run_columns(folders: list[Path]) -> list[Column]:
                 continue
             column = columns.setdefault(record["suite"], Column(record["suite"], "", []))
             column.samples.append(sample)
-            column.adaptive |= adaptive
+            # A draft shorter or longer than k where the drafter is not ngram (the bench's alarm):
+            # a policy chose its length, so its acceptance is not a fixed k's.
+            column.adaptive |= adaptive or "drafted-length" in record.get("alarms", {})
     if len(set(models.values())) > 1:
         raise SeatError(
             "the runs are of different models: " + ", ".join(f"{r}: {m}" for r, m in models.items()),

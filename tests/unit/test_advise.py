@@ -157,3 +157,14 @@ def test_a_run_without_its_requests_or_of_another_model_is_refused_with_the_reas
     (other / "summary.json").write_text(json.dumps(summary))
     with pytest.raises(SeatError, match="different models"):
         advise.advise([two_lengths[1], str(other)])
+
+
+def test_a_run_whose_drafts_were_not_k_long_is_a_policy_and_gets_no_prediction(two_lengths, tmp_path):
+    """The bench's drafted-length alarm (not ngram): a policy chose each draft's length."""
+    folder = Path(shutil.copytree(two_lengths[2], tmp_path / "adaptive"))
+    records = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    for record in records:
+        record["alarms"]["drafted-length"] = "drafted length 3.10 differs from k=6"
+    (folder / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    column = advise.advise([str(folder)])["columns"]["code"]
+    assert column["adaptive"] and [c["from"] for c in column["cells"]] == ["measured"]
