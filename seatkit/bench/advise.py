@@ -28,6 +28,8 @@ from seatkit.bench import cards, plots, sides, summary
 from seatkit.errors import SeatError
 
 EXTRA = 2  # lengths shown past the longest measured, as extrapolations
+# Conditions that make another seat (beside the model): runs that differ in one are not pooled.
+SEAT = ("image", "runtime", "host_settings", "b12x_kernels", "engine_version")
 FLOOR = 0.01  # shares of steps closer than this are the same, whatever the spread says
 
 
@@ -93,13 +95,13 @@ def _sample(record: dict, k: int | None) -> Sample | None:
 
 
 def run_columns(folders: list[Path]) -> list[Column]:
-    """Each suite over every run given, its requests pooled; runs of different models refused."""
+    """Each suite over every run given, its requests pooled; runs of different seats refused."""
     columns: dict[str, Column] = {}
-    models = {}
+    seats = {}
     for folder in folders:
         data, records = _read_run(folder)
         c = data["conditions"]
-        models[folder.name] = c.get("base_model") or c["model"]
+        seats[folder.name] = {"model": c.get("base_model") or c["model"], **{k: c.get(k) for k in SEAT}}
         adaptive = "adaptive" in str(c.get("draft_policy") or "")
         for record in records:
             sample = _sample(record, c.get("k"))
@@ -110,11 +112,13 @@ def run_columns(folders: list[Path]) -> list[Column]:
             # A draft shorter or longer than k where the drafter is not ngram (the bench's alarm):
             # a policy chose its length, so its acceptance is not a fixed k's.
             column.adaptive |= adaptive or "drafted-length" in record.get("alarms", {})
-    if len(set(models.values())) > 1:
-        raise SeatError(
-            "the runs are of different models: " + ", ".join(f"{r}: {m}" for r, m in models.items()),
-            "advise on runs of one seat's model; a model moves both factors",
-        )
+    for key in ("model", *SEAT):
+        values = {run: str(seat[key]) for run, seat in seats.items()}
+        if len(set(values.values())) > 1:
+            raise SeatError(
+                f"the runs differ in {key}: " + ", ".join(f"{r}: {v}" for r, v in values.items()),
+                "advise on runs of one seat (its draft length aside): the step-time line pools them",
+            )
     for column in columns.values():
         ks = sorted({s.k for s in column.samples})
         column.source = f"{len(column.samples)} requests at k = {', '.join(map(str, ks))}"

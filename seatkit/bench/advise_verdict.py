@@ -40,9 +40,12 @@ def best(name: str, column: dict) -> dict:
         return {"k": None, "ties": [], "text": f"{name}: tok/s known at {at} only; {why}: no best k"}
     top_cell, top = max(figures, key=lambda pair: pair[1]["value"])
     ties = [c["k"] for c, r in figures if c is not top_cell and _overlap(r, top)]
-    text = f"{name}: best fixed k = {top_cell['k']}, {_range(top)} tok/s, {top_cell['from']}"
-    if ties:
-        text += f"; cannot tell from k = {', '.join(map(str, ties))} (intervals overlap)"
+    highest = f"k = {top_cell['k']}, {_range(top)} tok/s, {top_cell['from']}"
+    text = f"{name}: best fixed {highest}"
+    if ties:  # the highest is not the best past doubt: said first
+        text = (
+            f"{name}: cannot tell the best k: k = {', '.join(map(str, ties))} overlap the highest, {highest}"
+        )
     if column["check"]["status"] == "fails":
         text += f" of the lengths measured; {column['check']['text']}"
     if top_cell["from"] == "extrapolated":
