@@ -17,7 +17,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from seatkit.bench import verdicts
+from seatkit.bench import report, verdicts
 from seatkit.bench.sides import CONDITIONS, FACTORS, OPTIONAL, UNKNOWN, Entry, entries
 
 
@@ -133,6 +133,7 @@ def _row(x: Entry, y: Entry, diff: dict[str, str]) -> dict:
         "a_values": x.values,
         "b_values": y.values,
         "derived": {"a": x.derived, "b": y.derived},
+        "acceptance_by_position": {"a": x.acceptance_by_position, "b": y.acceptance_by_position},
     }
     if isinstance(harness, str) and harness.startswith("refused"):
         return {
@@ -177,12 +178,19 @@ def markdown(c: Comparison) -> str:
         if row.get("harness") and not row["harness"].startswith("refused")
     ]
     lines += [""] + matched if matched else []
+    lines += [""] + [f"- {line}" for line in map(positions_line, c.rows) if line]
     lines += [
         "",
         "\\* derived from the other two factors (tok/s = tokens per step / step time). "
         "– : the side does not give it (the verdict says why). " + APART,
     ]
     return "\n".join(lines) + "\n"
+
+
+def positions_line(row: dict) -> str | None:
+    """Acceptance by draft position on both sides (% of drafted steps), where either has it."""
+    a, b = (report.positions(row["acceptance_by_position"][side]) for side in ("a", "b"))
+    return None if a == b == "n/a" else f"accepted by position % ({row['a']} / {row['b']}): {a} / {b}"
 
 
 APART = "X % apart: the larger figure over the smaller, minus one, whichever side is A."

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import queue
+import random
 import threading
 import time
 from collections import Counter, defaultdict
@@ -78,6 +79,18 @@ def step_sizes(decode_tokens: int, tokens_per_step: float) -> list[int]:
     return sizes
 
 
+def schedule_sizes(decode_tokens: int, acceptance: tuple[float, ...], k: int, seed: int) -> list[int]:
+    """Tokens per step of a chain drafter that keeps position i on a share acceptance[i] of the steps
+    whatever k: one random v per step (seeded: a rerun is the same), positions up to k kept while v
+    is under their rate (nested); requests spread as real ones do, around a known mean."""
+    rng, sizes, total = random.Random(seed), [], 0
+    while total < decode_tokens:
+        v = rng.random()
+        sizes.append(1 + sum(v < rate for rate in acceptance[:k]))
+        total += sizes[-1]
+    return sizes
+
+
 def truth(max_tokens: int, tokens_per_step: float, step_ms: float) -> dict:
     """What a batch-1 request of max_tokens truly delivers: decode tokens over decode steps."""
     sizes = step_sizes(max_tokens - 1, tokens_per_step)
@@ -115,13 +128,20 @@ class Oracle:
         prefill_ms: float,
         batch_ms: float = 0.0,
         quirks: Quirks = Quirks(),
+        acceptance: tuple[float, ...] = (),
+        draft_ms: float = 0.0,
     ):
+        """`acceptance`: a per-position schedule (schedule_sizes) instead of tokens_per_step;
+        `draft_ms`: each step also takes this long per token drafted (k a step)."""
+        if list(acceptance) != sorted(acceptance, reverse=True) or not all(0 <= a <= 1 for a in acceptance):
+            raise ValueError("a chain's acceptance by position is a falling list of shares in 0..1")
         if not 1 <= tokens_per_step <= k + 1:
             raise ValueError(f"tokens per step must be within 1..k+1 ({k + 1})")
         if quirks.fault is not None and quirks.fault not in FAULTS:
             raise ValueError(f"no fault {quirks.fault!r}: {', '.join(FAULTS)}")
         self.tokens_per_step, self.k = tokens_per_step, k
         self.step_s, self.batch_s, self.prefill_s = step_ms / 1000, batch_ms / 1000, prefill_ms / 1000
+        self.acceptance, self.draft_s, self.submitted = acceptance, draft_ms / 1000, 0
         self.lock = threading.Condition()
         self.counters: defaultdict[str, float] = defaultdict(int)  # counts stay ints, *_sum add seconds
         self.per_position: Counter = Counter()
@@ -157,7 +177,7 @@ class Oracle:
         return self.prefill_s + self.quirks.prefill_ms_per_token / 1000 * request.prompt_tokens
 
     def step_seconds(self, batch: int) -> float:
-        return self.step_s + self.batch_s * (batch - 1)
+        return self.step_s + self.draft_s * self.k + self.batch_s * (batch - 1)
 
     def metrics(self) -> str:
         if self.quirks.exposition_ms:
@@ -212,7 +232,12 @@ class Oracle:
 
     def submit(self, body: dict) -> Request:
         request = Request(int(body["max_tokens"]), len(body["prompt"].split()), time.monotonic())
-        request.sizes = step_sizes(request.max_tokens - 1, self.tokens_per_step)
+        self.submitted += 1
+        request.sizes = (
+            schedule_sizes(request.max_tokens - 1, self.acceptance, self.k, hash((self.k, self.submitted)))
+            if self.acceptance
+            else step_sizes(request.max_tokens - 1, self.tokens_per_step)
+        )
         request.key = (None if self.quirks.ignore_salt else body.get("cache_salt"), body["prompt"])
         with self.lock:
             self.pending.append(request)

@@ -34,13 +34,24 @@ def _pyplot():
 
 
 def fit(xs: list[float], ys: list[float], min_spread: float = 0.0) -> dict | None:
-    """Least-squares line y = intercept + slope x; None when x does not vary (by min_spread)."""
+    """Least-squares line y = intercept + slope x, with what a prediction's spread needs: the
+    residuals' standard deviation (None from 2 points), x's mean and sum of squares. None when x
+    does not vary (by min_spread)."""
     if len(xs) < 2 or len(set(xs)) < 2 or max(xs) - min(xs) < min_spread:
         return None
     import numpy  # a bench pays for it when it fits, an import of the kit never does
 
     slope, intercept = numpy.polyfit(xs, ys, 1)
-    return {"slope": float(slope), "intercept": float(intercept), "points": len(xs)}
+    residuals = [y - intercept - slope * x for x, y in zip(xs, ys, strict=True)]
+    mean = statistics.fmean(xs)
+    return {
+        "slope": float(slope),
+        "intercept": float(intercept),
+        "points": len(xs),
+        "residual_sd": math.sqrt(sum(r * r for r in residuals) / (len(xs) - 2)) if len(xs) > 2 else None,
+        "x_mean": mean,
+        "x_sum_squares": sum((x - mean) ** 2 for x in xs),
+    }
 
 
 def fits(records: list[dict]) -> dict:

@@ -27,8 +27,14 @@ def _clock(s: dict) -> str:
     return f"decode {short(src.get('decode_tok_s', ''))}, TTFT {short(src.get('ttft_ms', ''))}"
 
 
+def positions(rates: list[float]) -> str:
+    """Acceptance by draft position, in % of drafted steps: the input of `seat bench advise`."""
+    return " ".join(f"{100 * p:.0f}" for p in rates) or "n/a"
+
+
 def rows(summary: dict) -> list[tuple[str, ...]]:
-    """suite, content, tok/s, tokens/step, ms/step, acceptance, cold TTFT, clocks, requests:
+    """suite, content, tok/s, tokens/step, ms/step, acceptance (and by position), cold TTFT,
+    clocks, requests:
     medians (min–max, CV); a figure withheld says so (the reason is under the table)."""
     return [
         (
@@ -38,6 +44,7 @@ def rows(summary: dict) -> list[tuple[str, ...]]:
             _cell(s, "tokens_per_step", digits=2),
             _cell(s, "ms_per_step", digits=2),
             _cell(s, "draft_acceptance", 100, 1),
+            positions(s.get("acceptance_by_position") or []),
             _cell(s, "ttft_ms"),
             _clock(s),
             str(s["requests"]),
@@ -53,6 +60,7 @@ HEADER = (
     "tokens/step (delivered)",
     "ms/step",
     "draft acceptance %",
+    "accepted by position %",
     "TTFT ms (cold)",
     "clock",
     "requests",

@@ -51,6 +51,7 @@ class Entry:
     harness: dict | None = None  # a card's: the tool and mode that produced its figures
     matched: dict | None = None  # a run's: the figures other harnesses would print (run.py)
     caveat: str | None = None  # why this side's figures deserve less trust (an older summary)
+    acceptance_by_position: list[float] = field(default_factory=list)  # shown beside the factors
 
 
 def derive(values: dict[str, float]) -> list[str]:
@@ -97,6 +98,7 @@ def card_entries(card: cards.Card) -> list[Entry]:
                 derived,
                 missing,
                 harness.model_dump() if harness else None,
+                acceptance_by_position=list(figure.acceptance_by_position or []),
             )
         )
     return out
@@ -163,6 +165,7 @@ def suite_entries(folder: Path, data: dict) -> list[Entry]:
                 missing,
                 matched=s.get("harness_figures") or {},
                 caveat=old,
+                acceptance_by_position=s.get("acceptance_by_position") or [],
             )
         )
     return out

@@ -10,6 +10,7 @@ from rich.table import Table
 from seatkit.bench import selftest
 from seatkit.cli import output
 from seatkit.cli.app import err, out
+from seatkit.cli.bench_advise import bench_advise_cmd
 from seatkit.cli.bench_compare import bench_compare_cmd, bench_parity_cmd, bench_parity_diff_cmd
 from seatkit.cli.bench_run import bench_fleet_cmd, bench_run_cmd
 from seatkit.cli.progress import progress
@@ -28,7 +29,14 @@ class _BenchGroup(click.Group):
 @click.group(
     "bench",
     cls=_BenchGroup,
-    commands=[bench_run_cmd, bench_fleet_cmd, bench_compare_cmd, bench_parity_cmd, bench_parity_diff_cmd],
+    commands=[
+        bench_run_cmd,
+        bench_fleet_cmd,
+        bench_compare_cmd,
+        bench_advise_cmd,
+        bench_parity_cmd,
+        bench_parity_diff_cmd,
+    ],
 )
 def bench_group():
     """Decode speed split into tokens per step x milliseconds per step.

@@ -76,6 +76,9 @@ def _print_comparison(result: compare.Comparison) -> None:
     for row in result.rows:
         if row.get("harness") and not row["harness"].startswith("refused"):
             out.print(escape(row["harness"]))
+        by_position = compare.positions_line(row)
+        if by_position:
+            out.print(escape(by_position), highlight=False)
     out.print(
         f"* derived from the other two factors; – : a side lacks it (the verdict says why). {compare.APART}"
     )
