@@ -737,3 +737,12 @@ def test_a_killed_rollback_whose_backups_are_lost_ends_with_forget_then_recover(
     change.recover(host.system)  # the rollback cut short has nothing left to undo: it is closed
     journal = Journal(host.system)
     assert journal.open() == [] and journal.active() == []
+
+
+def test_dracut_reads_its_conf_d_folders_as_one_list_sorted_by_file_name(tmp_path):
+    host = FakeHost(tmp_path, "grub", initramfs=("dracut",))
+    host.write("/etc/dracut.conf.d/10-hostonly.conf", 'hostonly="yes"\n')
+    host.write("/usr/lib/dracut/dracut.conf.d/99-generic.conf", 'hostonly="no"\n')  # read last: it wins
+    assert any("non-hostonly" in w for w in make_plan(host).warnings)
+    host.write("/etc/dracut.conf.d/99-generic.conf", 'hostonly="yes"\n')  # /etc's file of that name instead
+    assert not any("non-hostonly" in w for w in make_plan(host).warnings)
