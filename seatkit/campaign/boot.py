@@ -4,7 +4,13 @@ Each entry is the default entry's own body (same kernel, initrd, root) with the 
 `linux` line: the IOMMU tokens, and the module options as `module.param=value`, which modprobe
 honours at load time. A marker token `seatkit.arm=NAME` names the arm to the boot that follows.
 grub-reboot sets next_entry in grubenv; GRUB clears it as it boots, so a hung arm falls back to the
-normal default at the next power cycle. The normal entries and the default are never edited.
+normal default at the next power cycle. The normal entries and the default are never edited. An arm
+changes only the settings it names: every other token, and the operator's own registry keys, stay.
+
+The way back never depends on the step succeeding: the step reboots into the normal entry on any
+failure in an arm's boot, and the unit's OnFailure= unit does the same when the step itself dies.
+What the unit runs as root must be root's alone (`unsafe_exe`), checked when it is written and by
+the unit before each start.
 
 The entries script and the systemd unit are installed as one host transaction (journaled, with
 grub.cfg and grubenv kept byte for byte), so the end of the campaign, an abort, or `seat host
@@ -15,12 +21,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import time
+from pathlib import Path
 
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, lock, state, transaction, undo
-from seatkit.host.journal import Journal, sha256
+from seatkit.host import change, cmdline, lock, modprobe, state, transaction, undo
+from seatkit.host.journal import STATE, Journal, sha256
 from seatkit.host.ops import FileOp
 from seatkit.host.system import System
 from seatkit.seat import host_profiles
@@ -30,33 +38,51 @@ GRUB_CFG = "/boot/grub/grub.cfg"
 GRUBENV = "/boot/grub/grubenv"
 UNIT_NAME = "seatkit-campaign.service"
 UNIT = f"/etc/systemd/system/{UNIT_NAME}"
+FALLBACK_NAME = "seatkit-campaign-fallback.service"
+FALLBACK = f"/etc/systemd/system/{FALLBACK_NAME}"
+EDITED = "/var/lib/seatkit/campaign/edited"  # the operator's edits of the kit's files, kept at the end
 # A drop-in that makes multi-user.target want the unit: regular files only, no enable symlink.
 WANTS = "/etc/systemd/system/multi-user.target.d/seatkit-campaign.conf"
 MARKER = "seatkit.arm"  # a dotted name: the kernel reads it as an unknown module's option and ignores it
-OWNED_KEYS = (
-    "iommu",
-    "amd_iommu",
-    "intel_iommu",
-    "nvidia.NVreg_RegistryDwords",
-    "nvidia_uvm.uvm_disable_hmm",
-    MARKER,
-)
+IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
+REGISTRY = "nvidia.NVreg_RegistryDwords"
+REBAR_KEYS = ("EnableResizableBar",)  # a BAR setting, not a P2P key: the p2p arm leaves it as it is
+PLAIN_PATH = re.compile(r"/[A-Za-z0-9/._+-]+")  # safe in a unit's ExecStart and in sh without quoting
 
 
 def entry_id(arm: Arm) -> str:
     return f"seatkit-campaign-{arm.name}"
 
 
-def arm_tokens(arm: Arm, profile: host_profiles.HostProfile, vendor: state.Vendor) -> list[str]:
+def p2p_keys(profile: host_profiles.HostProfile) -> dict[str, str]:
+    """The keys the p2p arm sets: the profile's registry form less its BAR keys."""
+    form = host_profiles.registry_keys().forms[profile.registry].dwords
+    return {k: v for k, v in host_profiles.parse_dwords(form).items() if k not in REBAR_KEYS}
+
+
+def arm_tokens(
+    arm: Arm,
+    profile: host_profiles.HostProfile,
+    vendor: state.Vendor,
+    operator_keys: dict[str, str] | None = None,
+) -> list[str]:
+    """The arm's tokens; the p2p arm's registry string is the operator's own keys (modprobe.d and the
+    normal entry's line, which the command line would replace) with the P2P keys set over them."""
     assert arm.host is not None  # a host arm
     tokens = list(profile.iommu.tokens[vendor]) if "iommu" in arm.host else []
     if "p2p" in arm.host:
-        tokens.append(
-            f"nvidia.NVreg_RegistryDwords={host_profiles.registry_keys().forms[profile.registry].dwords}"
-        )
+        keys = {**(operator_keys or {}), **p2p_keys(profile)}
+        tokens.append(f"{REGISTRY}={';'.join(f'{k}={v}' for k, v in keys.items())}")
     if "hmm" in arm.host:
         tokens.append("nvidia_uvm.uvm_disable_hmm=1")
     return tokens + [f"{MARKER}={arm.name}"]
+
+
+def operator_keys(system: System, body: list[str]) -> dict[str, str]:
+    """The registry keys the normal boot gives the nvidia module (modprobe.d, then its line)."""
+    linux = next((line.split() for line in body if line.split()[:1] in (["linux"], ["linuxefi"])), [])
+    found, _ = modprobe.options(system, "nvidia", linux[2:])
+    return host_profiles.parse_dwords(found.get("NVreg_RegistryDwords", ""))
 
 
 def default_name(system: System, lines: list[str]) -> str:
@@ -136,7 +162,10 @@ def entry(arm: Arm, body: list[str], tokens: list[str], campaign: str) -> str:
         if i == linux[0]:
             indent = line[: len(line) - len(line.lstrip())]
             words = line.split()
-            kept = [w for w in words[2:] if cmdline.key(w) not in OWNED_KEYS]  # the arm decides these
+            owned = {cmdline.key(t) for t in tokens}  # the arm decides these; the operator's others stay
+            if any(cmdline.key(t) in IOMMU_KEYS for t in tokens):
+                owned |= set(IOMMU_KEYS)  # an arm that sets the IOMMU sets all of it
+            kept = [w for w in words[2:] if cmdline.key(w) not in owned]
             line = indent + " ".join([words[0], words[1]] + kept + [_grub_word(t) for t in tokens])
         out.append(line)
     return "\n".join(out + ["}"])
@@ -152,17 +181,89 @@ def script(campaign: Campaign, entries: list[str]) -> str:
     )
 
 
+def _root_only_check(seat: str) -> str:
+    """sh that fails unless the program and every folder above it (as named and as resolved) are
+    owned by root and writable by no one else: systemd runs it before the step, as root."""
+    return (
+        f"for p in {seat} $$(readlink -f {seat}); do while :; do "
+        '[ "$$(stat -Lc %%u "$$p")" = 0 ] || exit 1; '
+        'case "$$(stat -Lc %%A "$$p")" in ?????w????|????????w?) exit 1;; esac; '
+        '[ "$$p" = / ] && break; p=$$(dirname "$$p"); done; done'
+    )
+
+
 def unit_text(seat: str, root: str = "/") -> str:
-    """The oneshot unit that resumes the campaign after each boot (removed at the end)."""
+    """The oneshot unit that resumes the campaign after each boot (removed at the end). It refuses to
+    run a `seat` that is not root's alone, and any failure of it starts the fallback unit."""
     where = "" if root == "/" else f" --root {root}"
     return (
         "# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
         "[Unit]\nDescription=seatkit campaign: the next arm after this boot\n"
-        "After=network-online.target\nWants=network-online.target\n\n"
+        "After=network-online.target\nWants=network-online.target\n"
+        f"OnFailure={FALLBACK_NAME}\n\n"
         "[Service]\nType=oneshot\n"
+        f"ExecStartPre=/bin/sh -c '{_root_only_check(seat)}'\n"
         f"ExecStart={seat} campaign step{where}\n"
         "TimeoutStartSec=infinity\n\n[Install]\nWantedBy=multi-user.target\n"
     )
+
+
+def fallback_text() -> str:
+    """Started when the step fails or dies: in an arm's boot (its marker on the command line), the
+    one-shot is cleared and the host reboots into the normal entry; in the normal boot, nothing."""
+    return (
+        "# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
+        "[Unit]\nDescription=seatkit campaign: back to the normal boot entry after a failed step\n"
+        f"ConditionKernelCommandLine={MARKER}\n\n"
+        "[Service]\nType=oneshot\n"
+        f"ExecStart=-/usr/bin/grub-editenv {GRUBENV} unset next_entry\n"
+        "ExecStart=/usr/bin/systemctl reboot\n"
+    )
+
+
+def unsafe_exe(system: System, exe: str) -> list[str]:
+    """Why root must not run `exe` from the unit: it, its interpreter, or a folder above either
+    (as named and as resolved) is not owned by the root folder's owner, or is writable by another
+    user. Empty when it is root's alone."""
+    if not PLAIN_PATH.fullmatch(exe):
+        return [f"{exe} is not a plain absolute path (letters, digits and / . _ + -)"]
+    top = system.path("/").resolve()
+    owner = top.stat()
+    problems: list[str] = []
+    shown = set()
+
+    def check(path: Path) -> None:
+        for p in [path, *path.parents]:
+            if not p.is_relative_to(top) or p in shown or not p.exists():
+                continue
+            shown.add(p)
+            st = p.stat()
+            name = "/" + str(p.relative_to(top)).lstrip(".")
+            if st.st_uid != owner.st_uid:
+                problems.append(f"{name} is owned by uid {st.st_uid}, not root")
+            elif st.st_mode & (stat.S_IWOTH | stat.S_IWGRP):
+                problems.append(f"{name} is writable by others (mode {stat.filemode(st.st_mode)})")
+
+    target = system.path(exe)
+    if not target.is_file():
+        return [f"{exe} is not a file"]
+    check(target.parent.resolve())  # whoever can write a folder on the way can replace what follows
+    check(target.resolve())
+    head = target.read_bytes()[:256].split(b"\n")[0]
+    if head.startswith(b"#!") and head[2:].split():  # a script: its interpreter runs as root too
+        check(system.path(head[2:].split()[0].decode(errors="replace")).resolve())
+    return problems
+
+
+def require_safe_exe(system: System, exe: str) -> None:
+    problems = unsafe_exe(system, exe)
+    if problems:
+        raise SeatError(
+            f"the campaign's unit would run {exe} as root at every boot, but a user could change "
+            "what it runs:\n  - " + "\n  - ".join(problems),
+            "install seatkit where only root can write (`sudo make install`, or a root-owned copy "
+            "of the kit and its venv) and run `seat campaign run` from there",
+        )
 
 
 def wants_text() -> str:
@@ -185,8 +286,9 @@ def installed(system: System, campaign_id: str):
     )
 
 
-def install(system: System, campaign_id: str, script_text: str, unit: str, progress) -> str:
+def install(system: System, campaign_id: str, script_text: str, seat: str, unit: str, progress) -> str:
     """Entries script, unit, the drop-in that wants it, update-grub: one journaled host transaction."""
+    require_safe_exe(system, seat)  # when the unit is written, and by the unit at each start
     with lock.held(system, f"campaign {campaign_id}: install"):
         begin = {
             "action": "apply",
@@ -194,12 +296,13 @@ def install(system: System, campaign_id: str, script_text: str, unit: str, progr
             "facts": {"boot_id": state.boot_id(system)},
             "regen": [["update-grub"]],
             "edit": None,
-            "intent": [SCRIPT, UNIT, WANTS],
+            "intent": [SCRIPT, UNIT, FALLBACK, WANTS],
         }
         tx = transaction.Change(system, progress, begin)
         tx.write(FileOp(SCRIPT, script_text.encode(), "one-shot menu entries, one per host arm"))
         os.chmod(system.path(SCRIPT), 0o755)  # grub-mkconfig runs only executable scripts
         tx.write(FileOp(UNIT, unit.encode(), "resumes the campaign after each boot"))
+        tx.write(FileOp(FALLBACK, fallback_text().encode(), "back to the normal entry if the step fails"))
         tx.write(FileOp(WANTS, wants_text().encode(), "start the unit at each boot"))
         tx.record(
             {
@@ -256,12 +359,22 @@ def regenerated(system: System, tx) -> bool:
 
 
 def uninstall(system: System, campaign_id: str, progress) -> str | None:
-    """Undo the install (and anything a kill left half done); the host's files as they were."""
+    """Undo the install (and anything a kill left half done); the host's files as they were. The
+    kit's own files edited since (the unit, the entries script) are kept aside, never a reason to
+    stay installed: an edit there would otherwise hold the host in the campaign at every boot."""
     change.recover(system, progress)
     tx = installed(system, campaign_id)
     if tx is None:
         return None
     with lock.held(system, f"campaign {campaign_id}: remove"):
+        for f in tx.of_type("file"):
+            now = system.read_bytes(f["path"])
+            ours = system.read_bytes(f"{STATE}/backups/{tx.txid}/ours{f['path']}")
+            if sha256(now) not in (f["sha_before"], f["sha_after"]) and sha256(ours) == f["sha_after"]:
+                aside = f"{EDITED}/{campaign_id}{f['path']}"
+                system.write(aside, now or b"", mode=0o600)
+                system.write(f["path"], ours or b"")
+                progress(f"{f['path']} was edited during the campaign: the edit is kept in {aside}")
         return undo.revert(tx, system, progress)
 
 
@@ -278,6 +391,13 @@ def booted_arm(system: System) -> str | None:
         if cmdline.key(token) == MARKER:
             return cmdline.value(token)
     return None
+
+
+def leave_arm(system: System) -> None:
+    """Reboot into the normal entry: the one-shot cleared first (an arm armed for the next visit
+    would otherwise boot), whatever state grubenv's file system is in."""
+    system.run(["grub-editenv", GRUBENV, "unset", "next_entry"])  # a failure is no reason to stay
+    reboot(system)
 
 
 def reboot(system: System) -> None:

@@ -12,16 +12,19 @@ campaign folder), so a reboot, a crash or a kill anywhere is followed by the sam
 
 An abort, a seat not ready within the cold-start time, or a boot counter running out stops the
 campaign and restores the start state (the host transaction that installed the entries and unit).
+Any other failure in an arm's boot (a GPU lost, /var read-only, the folder gone) ends the same way,
+as far as it can, and always in a reboot into the normal entry: the way back never depends on it.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 from seatkit.campaign import boot
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign.finish import finish
-from seatkit.campaign.folder import CURRENT, STATE, Log, Progress, Run, current, held
+from seatkit.campaign.folder import CURRENT, STATE, Log, Progress, Run, begun, current, held
 from seatkit.campaign.visit import Driver, measure
 from seatkit.errors import SeatError
 from seatkit.host import state
@@ -39,6 +42,8 @@ def start(
     """Make the campaign folder and its journal, mark it current; the first step follows."""
     campaign_plan.require(plan)
     campaign = plan.campaign
+    if any(a.kind == "host" for a in plan.visits):  # the unit runs it as root at every boot
+        boot.require_safe_exe(system, seat_exe)
     with held(system, f"campaign {campaign.name}: start"):
         running = current(system)
         if running:
@@ -74,6 +79,8 @@ def start(
                 "plan": plan.to_json(),
                 "seat_exe": seat_exe,
                 "root": root,
+                "driver": state.driver_version(system),  # a change between visits is refused
+                "launch_env": plan.launch_env,  # the operator's launch knobs: every visit's seat gets them
             }
         )
         system.write(CURRENT, f"{folder}\n".encode())
@@ -89,52 +96,99 @@ def step(system: System, driver: Driver, echo: Progress = lambda line: None) -> 
     folder = current(system)
     if folder is None:
         raise SeatError("no campaign is running", "`seat campaign run NAME` starts one")
+    if not begun(system, folder):  # the folder was removed: end it
+        return _abort_without_journal(system, folder, echo)
     with held(system, f"campaign step ({folder})"):
-        progress = Log(system, folder, echo)
-        while True:
-            run = Run(system, folder)  # an abort from another process is read at each pass
-            if run.ended:  # killed after the end record, before the marker went
-                system.remove(CURRENT)
-                return run.of("end")[0]["outcome"]
-            i = run.next_visit()
-            if run.stopping or i is None:
-                return finish(run, progress)
-            arm = run.visits[i]
-            try:
-                if arm.kind != "host":
+        try:
+            return _visits(system, folder, driver, Log(system, folder, echo))
+        except Exception as exc:  # anything, expected or not: an arm's boot must not keep the host
+            if not boot.booted_arm(system):
+                raise
+            return _out_of_the_arm(system, folder, driver, echo, exc)
+
+
+def _out_of_the_arm(system: System, folder: str, driver: Driver, echo: Progress, exc: Exception) -> str:
+    """A step failed in an arm's boot: journal it and end the campaign where the folder still
+    allows; whatever of that fails too, reboot into the normal entry."""
+    why = exc.message if isinstance(exc, SeatError) else f"{type(exc).__name__}: {exc}"
+    progress = _said(Log(system, folder, echo), echo)
+    progress(f"the step failed in an arm's boot: {why}; back to the normal entry")
+    try:
+        run = Run(system, folder)
+        if not run.stopping:
+            run.add({"type": "failed", "visit": run.next_visit(), "why": why})
+    except Exception as again:  # the journal unwritable or gone: the next boot's step (or abort) ends it
+        progress(f"the campaign cannot end in this boot ({type(again).__name__}: {again})")
+        boot.leave_arm(system)
+        return "failed"
+    try:
+        return finish(run, progress, driver)  # reboots, whatever fails in it
+    except Exception as again:
+        progress(
+            f"the end was cut short ({type(again).__name__}: {again}); the next boot's step, or "
+            "`seat campaign abort`, finishes it"
+        )
+        return "failed"
+
+
+def _said(log: Log, echo: Progress) -> Progress:
+    """The log, or only the echo where the folder cannot take a line (read-only, gone)."""
+
+    def say(line: str) -> None:
+        try:
+            log(line)
+        except OSError:
+            echo(line)
+
+    return say
+
+
+def _visits(system: System, folder: str, driver: Driver, progress: Progress) -> str:
+    os.environ.update(Run(system, folder).records[0].get("launch_env", {}))  # systemd's env has none
+    while True:
+        run = Run(system, folder)  # an abort from another process is read at each pass
+        if run.ended:  # killed after the end record, before the marker went
+            system.remove(CURRENT)
+            return run.of("end")[0]["outcome"]
+        i = run.next_visit()
+        if run.stopping or i is None:
+            return finish(run, progress, driver)
+        arm = run.visits[i]
+        try:
+            if arm.kind != "host":
+                measure(run, i, driver, progress)
+                continue
+            if boot.installed(system, run.id) is None:
+                progress("install the one-shot entries and the unit")
+                boot.uninstall(system, run.id, progress)  # a kill mid-install: undo it first
+                _install(run, progress)
+            armed = run.of("armed", i)
+            here = state.boot_id(system)
+            if armed and armed[-1]["boot_id"] != here:  # rebooted since it was armed
+                if boot.booted_arm(system) == arm.name:
                     measure(run, i, driver, progress)
                     continue
-                if boot.installed(system, run.id) is None:
-                    progress("install the one-shot entries and the unit")
-                    boot.uninstall(system, run.id, progress)  # a kill mid-install: undo it first
-                    _install(run, progress)
-                armed = run.of("armed", i)
-                here = state.boot_id(system)
-                if armed and armed[-1]["boot_id"] != here:  # rebooted since it was armed
-                    if boot.booted_arm(system) == arm.name:
-                        measure(run, i, driver, progress)
-                        continue
-                    if len(armed) >= run.campaign.boot_attempts:
-                        raise SeatError(
-                            f"visit {i + 1} ({arm.name}): {len(armed)} boots, none into its "
-                            "entry (the boot counter ran out)"
-                        )
-                    progress(
-                        f"visit {i + 1} ({arm.name}): this boot is not the arm's entry "
-                        f"(attempt {len(armed)} of {run.campaign.boot_attempts} failed)"
+                if len(armed) >= run.campaign.boot_attempts:
+                    raise SeatError(
+                        f"visit {i + 1} ({arm.name}): {len(armed)} boots, none into its "
+                        "entry (the boot counter ran out)"
                     )
-                if not armed or armed[-1]["boot_id"] != here:
-                    system.fault(f"campaign: before arming visit {i}")
-                    boot.arm(system, arm)
-                    run.add({"type": "armed", "visit": i, "arm": arm.name, "boot_id": here})
-                progress(f"visit {i + 1}/{len(run.visits)} ({arm.name}): reboot into its one-shot entry")
-                system.fault(f"campaign: before the reboot into visit {i}")
-                boot.reboot(system)
-                return "rebooting"
-            except (SeatError, OSError) as exc:  # a seat that never got ready, a full disk: stop, restore
-                why = exc.message if isinstance(exc, SeatError) else f"{type(exc).__name__}: {exc}"
-                progress(f"visit {i + 1} ({arm.name}) failed: {why}")
-                run.add({"type": "failed", "visit": i, "why": why})
+                progress(
+                    f"visit {i + 1} ({arm.name}): this boot is not the arm's entry "
+                    f"(attempt {len(armed)} of {run.campaign.boot_attempts} failed)"
+                )
+            if not armed or armed[-1]["boot_id"] != here:
+                system.fault(f"campaign: before arming visit {i}")
+                boot.arm(system, arm)
+                run.add({"type": "armed", "visit": i, "arm": arm.name, "boot_id": here})
+            progress(f"visit {i + 1}/{len(run.visits)} ({arm.name}): reboot into its one-shot entry")
+            system.fault(f"campaign: before the reboot into visit {i}")
+            boot.reboot(system)
+            return "rebooting"
+        except (SeatError, OSError) as exc:  # a seat that never got ready, a full disk: stop, restore
+            why = exc.message if isinstance(exc, SeatError) else f"{type(exc).__name__}: {exc}"
+            progress(f"visit {i + 1} ({arm.name}) failed: {why}")
+            run.add({"type": "failed", "visit": i, "why": why})
 
 
 def _install(run: Run, progress: Progress) -> None:
@@ -142,31 +196,36 @@ def _install(run: Run, progress: Progress) -> None:
     profile = campaign_plan.host_profile(run.campaign)
     assert profile is not None  # host arms need campaign.host (Campaign)
     body = boot.default_entry(system)
+    keys = boot.operator_keys(system, body)
     hosts = [a for a in run.arms.values() if a.kind == "host"]
-    entries = [boot.entry(a, body, boot.arm_tokens(a, profile, run.vendor), run.campaign.name) for a in hosts]
+    entries = [
+        boot.entry(a, body, boot.arm_tokens(a, profile, run.vendor, keys), run.campaign.name) for a in hosts
+    ]
     begin = run.records[0]
     boot.install(
         system,
         run.id,
         boot.script(run.campaign, entries),
+        begin["seat_exe"],
         boot.unit_text(begin["seat_exe"], begin["root"]),
         progress,
     )
 
 
-def abort(system: System, echo: Progress = lambda line: None) -> str:
+def abort(system: System, driver: Driver, echo: Progress = lambda line: None) -> str:
     """Stop the campaign and restore the start state; a running step stops at its next check."""
     folder = current(system)
     if folder is None:
         raise SeatError("no campaign is running")
-    if not Journal(system, f"{folder}/journal.jsonl").records():
+    if not begun(system, folder):
         return _abort_without_journal(system, folder, echo)
     run = Run(system, folder)
     if not run.stopping:
         run.add({"type": "aborted", "why": "seat campaign abort"})
     try:
         with held(system, "campaign abort"):
-            return finish(Run(system, folder), Log(system, folder, echo))
+            run = Run(system, folder)
+            return finish(run, Log(system, folder, echo), driver)
     except SeatError as exc:
         if "a campaign step is running" in exc.message:
             raise SeatError(
@@ -190,7 +249,7 @@ def _abort_without_journal(system: System, folder: str, echo: Progress) -> str:
         system.remove(CURRENT)
         if boot.booted_arm(system):
             echo("reboot into the normal entry")
-            boot.reboot(system)
+            boot.leave_arm(system)
     return "aborted"
 
 

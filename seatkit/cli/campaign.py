@@ -15,7 +15,7 @@ from seatkit.campaign.seat import SeatDriver
 from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.progress import progress
-from seatkit.host.system import System
+from seatkit.host.system import System, confined
 
 ROOT = click.option(
     "--root",
@@ -38,7 +38,9 @@ def campaign_group():
 
 
 def _system(root: str) -> System:
-    return System(root=Path(root))
+    if Path(root).resolve() == Path("/"):
+        return System()
+    return System(root=Path(root), runner=confined(Path(root)))
 
 
 def _print_plan(plan: Plan) -> None:
@@ -66,9 +68,12 @@ def _print_plan(plan: Plan) -> None:
 @ROOT
 @output.json_option("the plan")
 def plan_cmd(name, ack, root, as_json):
-    """How many reboots, roughly how long, in what order, and every reason to refuse."""
+    """How many reboots, roughly how long, in what order, and every reason to refuse.
+    Exits 2 when `seat campaign run` would refuse."""
     plan = build(spec.load(name), _system(root), ack)
     output.emit(plan.to_json(), as_json, lambda data: _print_plan(plan))
+    if plan.refusals:
+        raise SystemExit(2)
 
 
 def _seat_exe() -> str:
@@ -112,9 +117,9 @@ def resume_cmd(root):
 @ROOT
 def abort_cmd(root):
     """Stop the campaign and restore the start state (reboots into the normal entry if needed)."""
-    with progress(err, "campaign abort") as update:
-        outcome = runner.abort(_system(root), update)
-    out.print(f"campaign: {outcome}; the host's files are as they were", highlight=False)
+    with progress(err, "campaign abort") as update:  # the end's own line says what was put back
+        outcome = runner.abort(_system(root), SeatDriver(), update)
+    out.print(f"campaign: {outcome}", highlight=False)
 
 
 @campaign_group.command("status")

@@ -34,6 +34,7 @@ from seatkit.host.system import System
 from seatkit.seat import host_profiles
 
 ENV_SIZE = 1024
+SEAT = "/usr/local/bin/seat"
 EFFECTS = {"iommu": -0.40, "p2p": -0.05, "hmm": 0.0}
 BASE_MS = 20.0
 TOKENS_PER_STEP = 3.0
@@ -60,6 +61,8 @@ class CampaignHost(FakeHost):
         for folder in ("/etc/grub.d", "/etc/systemd/system"):
             self.path(folder).mkdir(parents=True, exist_ok=True)
         self.path("/boot/grub/grubenv").write_bytes(grubenv({}))
+        self.write(SEAT, "#!/bin/sh\n")  # the kit's root-owned install: what the unit runs
+        self.path(SEAT).chmod(0o755)
         self.boot()  # the pristine host, booted as every later boot is
 
     def files(self) -> dict[str, str]:
@@ -178,8 +181,8 @@ class CampaignHost(FakeHost):
             "/sys/class/iommu"
         ):
             factor *= 1 + EFFECTS["iommu"]
-        dwords = host_profiles.parse_dwords(host_profiles.registry_keys().forms["five-key"].dwords)
-        if state.live_dwords(system).value == dwords:
+        keys = boot.p2p_keys(host_profiles.load("paper"))
+        if keys.items() <= (state.live_dwords(system).value or {}).items():
             factor *= 1 + EFFECTS["p2p"]
         if state.live_hmm_disabled(system).value:
             factor *= 1 + EFFECTS["hmm"]
@@ -226,6 +229,9 @@ class OracleDriver:
             proc.kill()
             proc.wait()
 
+    def stop(self, campaign) -> list[str]:
+        return []  # each bench stops its oracle itself
+
 
 class FastDriver:
     """A bench that writes its run folder at once (kill loop only): a kill point inside it."""
@@ -241,6 +247,9 @@ class FastDriver:
         summary = {"suites": {"code": {"ms_per_step": {"median": ms}, "tokens_per_step": {"median": 3.0}}}}
         out.finish(summary, "fast\n")
         return out.path
+
+    def stop(self, campaign) -> list[str]:
+        return []
 
 
 def write_campaign(tmp_path, **fields):
@@ -260,4 +269,4 @@ def write_campaign(tmp_path, **fields):
 
 def start(host, campaign):
     plan = campaign_plan.build(campaign, host.system, acknowledge_iommu_off=True)
-    return runner.start(plan, host.system, "/usr/local/bin/seat", str(host.root))
+    return runner.start(plan, host.system, SEAT, str(host.root))
