@@ -17,11 +17,15 @@ def finish(run: Run, progress: Progress, driver: Driver) -> str:
     system = run.system
     in_arm = boot.booted_arm(system)
     try:
-        return _end(run, progress, driver)
-    finally:
+        outcome = _end(run, progress, driver)
+    except Exception:
         if in_arm:  # the running kernel is an arm's: back to the normal entry, even after a failure
             boot.leave_arm(system)
-            progress("reboot into the normal entry")
+        raise
+    if in_arm:
+        progress("reboot into the normal entry")
+        boot.leave_arm(system)
+    return outcome
 
 
 def _end(run: Run, progress: Progress, driver: Driver) -> str:

@@ -8,12 +8,14 @@ campaign folder), so a reboot, a crash or a kill anywhere is followed by the sam
       host arm, booted into its entry -> check it is live (else "not in force", skipped), bench it
       host arm, armed but this boot is not its entry -> a failed boot; re-arm until boot_attempts
       host arm, not armed -> grub-reboot its entry, reboot
-    no visit left -> the report, then the start state restored, then a reboot to the normal entry
+    no visit left -> in an arm's boot, reboot into the normal entry; there, the start state
+                     restored and the report written
 
 An abort, a seat not ready within the cold-start time, or a boot counter running out stops the
 campaign and restores the start state (the host transaction that installed the entries and unit).
-Any other failure in an arm's boot (a GPU lost, /var read-only, the folder gone) ends the same way,
-as far as it can, and always in a reboot into the normal entry: the way back never depends on it.
+Any other failure in an arm's boot (a GPU lost, /var read-only, the folder gone) is journaled where
+it can be, and the step reboots into the normal entry whatever happens: the way back never depends
+on it. The end's restore and report run in the normal boot, never in an arm's.
 """
 
 from __future__ import annotations
@@ -104,12 +106,12 @@ def step(system: System, driver: Driver, echo: Progress = lambda line: None) -> 
         except Exception as exc:  # anything, expected or not: an arm's boot must not keep the host
             if not boot.booted_arm(system):
                 raise
-            return _out_of_the_arm(system, folder, driver, echo, exc)
+            return _out_of_the_arm(system, folder, echo, exc)
 
 
-def _out_of_the_arm(system: System, folder: str, driver: Driver, echo: Progress, exc: Exception) -> str:
-    """A step failed in an arm's boot: journal it and end the campaign where the folder still
-    allows; whatever of that fails too, reboot into the normal entry."""
+def _out_of_the_arm(system: System, folder: str, echo: Progress, exc: Exception) -> str:
+    """A step failed in an arm's boot: journal it where the folder still allows, and reboot into
+    the normal entry, whose step ends the campaign (or, unjournaled, counts it as a failed boot)."""
     why = exc.message if isinstance(exc, SeatError) else f"{type(exc).__name__}: {exc}"
     progress = _said(Log(system, folder, echo), echo)
     progress(f"the step failed in an arm's boot: {why}; back to the normal entry")
@@ -117,18 +119,10 @@ def _out_of_the_arm(system: System, folder: str, driver: Driver, echo: Progress,
         run = Run(system, folder)
         if not run.stopping:
             run.add({"type": "failed", "visit": run.next_visit(), "why": why})
-    except Exception as again:  # the journal unwritable or gone: the next boot's step (or abort) ends it
-        progress(f"the campaign cannot end in this boot ({type(again).__name__}: {again})")
-        boot.leave_arm(system)
-        return "failed"
-    try:
-        return finish(run, progress, driver)  # reboots, whatever fails in it
-    except Exception as again:
-        progress(
-            f"the end was cut short ({type(again).__name__}: {again}); the next boot's step, or "
-            "`seat campaign abort`, finishes it"
-        )
-        return "failed"
+    except Exception as again:  # the journal unwritable or gone: the boot counter decides next time
+        progress(f"not journaled ({type(again).__name__}: {again})")
+    boot.leave_arm(system)
+    return "failed"
 
 
 def _said(log: Log, echo: Progress) -> Progress:
@@ -152,6 +146,10 @@ def _visits(system: System, folder: str, driver: Driver, progress: Progress) -> 
             return run.of("end")[0]["outcome"]
         i = run.next_visit()
         if run.stopping or i is None:
+            if boot.booted_arm(system):  # the end's restore runs in the normal boot, never in an arm's
+                progress("reboot into the normal entry; the campaign ends there")
+                boot.leave_arm(system)
+                return "rebooting"
             return finish(run, progress, driver)
         arm = run.visits[i]
         try:
