@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 
-from seatkit.campaign import boot
+from seatkit.campaign import analysis, boot
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign.finish import finish
 from seatkit.campaign.folder import CURRENT, STATE, Log, Progress, Run, begun, current, held
@@ -249,6 +249,34 @@ def _abort_without_journal(system: System, folder: str, echo: Progress) -> str:
             echo("reboot into the normal entry")
             boot.leave_arm(system)
     return "aborted"
+
+
+def report(system: System, folder: str | None = None) -> dict:
+    """Render the report of a campaign folder again (the running one's so far, by default), from its
+    journal and runs: what was measured, whether it ended, and why not all of it was."""
+    folder = folder or current(system) or _newest(system)
+    if folder is None or not begun(system, folder):
+        raise SeatError(
+            f"no campaign journal in {folder or STATE}",
+            f"name a campaign folder: `seat campaign report {STATE}/ID`",
+        )
+    run = Run(system, folder)
+    result = analysis.write(run, system.path(folder))
+    stop = run.stopping
+    return {
+        **result,
+        "folder": folder,
+        "ended": run.ended,
+        "complete": run.ended and not stop,
+        "measured": len(run.of("measured")),
+        "visits": len(run.visits),
+        "stopped": f"{stop['type']}: {stop['why']}" if stop else None,
+    }
+
+
+def _newest(system: System) -> str | None:
+    found = sorted(p.name for p in system.path(STATE).glob("*/journal.jsonl") for p in [p.parent])
+    return f"{STATE}/{found[-1]}" if found else None
 
 
 def status(system: System) -> dict:

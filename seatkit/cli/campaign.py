@@ -15,6 +15,7 @@ from seatkit.campaign.seat import SeatDriver
 from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.progress import progress
+from seatkit.errors import SeatError
 from seatkit.host.system import System, confined
 
 ROOT = click.option(
@@ -94,6 +95,12 @@ def run_cmd(name, ack, root):
     """Start the campaign: the first step runs now; the unit resumes it after each reboot."""
     plan = build(spec.load(name), _system(root), ack)
     _print_plan(plan)
+    if any(a.kind == "host" for a in plan.visits) and Path(root).resolve() != Path("/"):
+        raise SeatError(
+            f"host arms run update-grub, grub-reboot and systemctl reboot, which act on this "
+            f"machine, not on {root}: not started",
+            "--root serves `seat campaign plan`, `status` and `report`; run the campaign on the host itself",
+        )
     folder = runner.start(plan, _system(root), _seat_exe(), root)
     out.print(f"campaign folder: {escape(folder)} (log: campaign.log)", highlight=False, soft_wrap=True)
     _step(root)
@@ -120,6 +127,31 @@ def abort_cmd(root):
     with progress(err, "campaign abort") as update:  # the end's own line says what was put back
         outcome = runner.abort(_system(root), SeatDriver(), update)
     out.print(f"campaign: {outcome}", highlight=False)
+
+
+@campaign_group.command("report")
+@click.argument("folder", required=False)
+@ROOT
+@output.json_option("the report")
+def report_cmd(folder, root, as_json):
+    """Render a campaign's report again from its journal (the running or newest one by default)."""
+    result = runner.report(_system(root), folder)
+    output.emit(result, as_json, _show_report)
+
+
+def _show_report(result: dict) -> None:
+    out.print(
+        f"campaign {escape(result['campaign'])} ({escape(result['id'])}): {result['measured']} of "
+        f"{result['visits']} visits measured"
+        + ("" if result["complete"] else " [bold]INCOMPLETE[/]")
+        + (f"; stopped: {escape(result['stopped'])}" if result["stopped"] else "")
+        + ("" if result["ended"] else "; still running"),
+        highlight=False,
+        soft_wrap=True,
+    )
+    out.print(escape(result["table"]), highlight=False, end="")
+    out.print(escape(result["verdict"]), highlight=False, soft_wrap=True)
+    out.print(f"written: {escape(result['folder'])}/report.md", highlight=False, soft_wrap=True)
 
 
 @campaign_group.command("status")
