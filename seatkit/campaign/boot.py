@@ -50,6 +50,25 @@ REBAR_KEYS = ("EnableResizableBar",)  # a BAR setting, not a P2P key: the p2p ar
 PLAIN_PATH = re.compile(r"/[A-Za-z0-9/._+-]+")  # safe in a unit's ExecStart and in sh without quoting
 
 
+def one_shot_refusal(system: System) -> str | None:
+    """Why GRUB could not clear its one-shot entry as it boots, so that a hung arm would boot again
+    at every power cycle (None: it can). GRUB writes its environment block only on a plain disk (no
+    LVM or RAID) with a non-checksumming file system (GRUB manual, "Environment block")."""
+    mounts = [line.split() for line in (system.read("/proc/self/mounts") or "").splitlines()]
+    where = GRUBENV.rsplit("/", 1)[0]
+    holding = [m for m in mounts if len(m) >= 3 and (where + "/").startswith(m[1].rstrip("/") + "/")]
+    if not holding:
+        return f"no mount in /proc/self/mounts holds {where}: whether GRUB can clear its one-shot entry is unknown"
+    device, mount, fstype = max(holding, key=lambda m: len(m[1]))[:3]
+    if fstype in ("btrfs", "zfs") or device.startswith(("/dev/md", "/dev/mapper/", "/dev/dm-")):
+        return (
+            f"{GRUBENV} is on {device} ({fstype}, mounted at {mount}), where GRUB does not write its "
+            "environment block: the one-shot entry would not be cleared as it boots, and a hung arm "
+            "would boot again at every power cycle"
+        )
+    return None
+
+
 def entry_id(arm: Arm) -> str:
     return f"seatkit-campaign-{arm.name}"
 

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from seatkit.bench import workload
+from seatkit.campaign import boot
 from seatkit.campaign import spec as specs
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
@@ -90,6 +91,9 @@ def build(campaign: Campaign, system: System | None = None, acknowledge_iommu_of
                 f"{facts.stack or 'an unknown loader'}: give each arm its own `seat host apply` "
                 "and reboot by hand (that path changes the default boot while it runs)"
             )
+        stuck = boot.one_shot_refusal(system) if facts.stack == "grub" else None
+        if stuck:
+            refuse(f"{stuck}; put /boot on a plain partition (ext4, vfat) to run host arms unattended")
         if facts.vendor is None:
             refuse("CPU vendor not recognised in /proc/cpuinfo: the IOMMU tokens depend on it")
         if facts.virt:

@@ -63,6 +63,8 @@ def test_one_shot_entry_with_debians_grub_and_kmod(base, tmp_path):  # noqa: F81
 
     system.runner = runner_
     (system.root / "etc/systemd/system").mkdir(parents=True, exist_ok=True)
+    (system.root / "proc/self").mkdir(parents=True, exist_ok=True)
+    (system.root / "proc/self/mounts").write_text("/dev/vda1 / ext4 rw 0 0\n")  # grubenv on a plain disk
     cfg_before = (system.root / "boot/grub/grub.cfg").read_text()
     default = boot.default_entry(system)
     plan = campaign_plan.build(campaign(tmp_path), system)

@@ -65,6 +65,9 @@ class CampaignHost(FakeHost):
         for folder in ("/etc/grub.d", "/etc/systemd/system"):
             self.path(folder).mkdir(parents=True, exist_ok=True)
         self.path("/boot/grub/grubenv").write_bytes(grubenv({}))
+        self.write(
+            "/proc/self/mounts", "/dev/nvme0n1p2 / ext4 rw 0 0\n/dev/nvme0n1p1 /boot/efi vfat rw 0 0\n"
+        )
         self.write(SEAT, "#!/bin/sh\n")  # the kit's root-owned install: what the unit runs
         self.path(SEAT).chmod(0o755)
         self.boot()  # the pristine host, booted as every later boot is

@@ -169,3 +169,21 @@ def test_a_killed_steps_seat_is_stopped_by_abort(tmp_path):
     assert stopped == ["cpu-smoke"]
     said = "\n".join(lines)
     assert said.index("stopped the seat cpu-smoke") < said.index("the host's files are as they were")
+
+
+@pytest.mark.parametrize(
+    "mounts",
+    [
+        "/dev/nvme0n1p2 / btrfs rw 0 0\n",
+        "/dev/mapper/vg-root / ext4 rw 0 0\n",
+        "/dev/sda2 / ext4 rw 0 0\n/dev/md0 /boot ext4 rw 0 0\n",
+        "rpool/ROOT / zfs rw 0 0\n",
+    ],
+)
+def test_a_boot_where_grub_cannot_clear_its_one_shot_is_refused(tmp_path, mounts):
+    host = CampaignHost(tmp_path / "root")
+    host.write("/proc/self/mounts", mounts)
+    plan = campaign_plan.build(two_arms(tmp_path), host.system)
+    assert any("hung arm would boot again at every power cycle" in r for r in plan.refusals), plan.refusals
+    host.write("/proc/self/mounts", "/dev/sda2 / btrfs rw 0 0\n/dev/sda1 /boot ext4 rw 0 0\n")
+    assert campaign_plan.build(two_arms(tmp_path), host.system).refusals == []  # a plain /boot: accepted
