@@ -98,15 +98,17 @@ def step(system: System, driver: Driver, echo: Progress = lambda line: None) -> 
     folder = current(system)
     if folder is None:
         raise SeatError("no campaign is running", "`seat campaign run NAME` starts one")
-    if not begun(system, folder):  # the folder was removed: end it
-        return _abort_without_journal(system, folder, echo)
-    with held(system, f"campaign step ({folder})"):
-        try:
+    try:
+        if not begun(system, folder):  # the folder was removed: end it
+            return _abort_without_journal(system, folder, echo)
+        with held(system, f"campaign step ({folder})"):
             return _visits(system, folder, driver, Log(system, folder, echo))
-        except Exception as exc:  # anything, expected or not: an arm's boot must not keep the host
-            if not boot.booted_arm(system):
-                raise
-            return _out_of_the_arm(system, folder, echo, exc)
+    except Exception as exc:  # anything, expected or not: an arm's boot must not keep the host
+        if not boot.booted_arm(system) or (
+            isinstance(exc, SeatError) and "a campaign step is running" in exc.message
+        ):  # the normal entry already; or another step runs, and it decides
+            raise
+        return _out_of_the_arm(system, folder, echo, exc)
 
 
 def _out_of_the_arm(system: System, folder: str, echo: Progress, exc: Exception) -> str:
