@@ -8,9 +8,8 @@ normal default at the next power cycle. The normal entries and the default are n
 changes only the settings it names: every other token, and the operator's own registry keys, stay.
 
 The way back never depends on the step succeeding: the step reboots into the normal entry on any
-failure in an arm's boot, and the unit's OnFailure= unit does the same when the step itself dies.
-What the unit runs as root must be root's alone (`unsafe_exe`), checked when it is written and by
-the unit before each start.
+failure in an arm's boot, and the unit's OnFailure= unit does the same when the step itself dies
+(seatkit.campaign.unit writes both).
 
 The entries script and the systemd unit are installed as one host transaction (journaled, with
 grub.cfg and grubenv kept byte for byte), so the end of the campaign, an abort, or `seat host
@@ -21,9 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import time
-from pathlib import Path
 
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
@@ -47,7 +44,6 @@ MARKER = "seatkit.arm"  # a dotted name: the kernel reads it as an unknown modul
 IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
 REGISTRY = "nvidia.NVreg_RegistryDwords"
 REBAR_KEYS = ("EnableResizableBar",)  # a BAR setting, not a P2P key: the p2p arm leaves it as it is
-PLAIN_PATH = re.compile(r"/[A-Za-z0-9/._+-]+")  # safe in a unit's ExecStart and in sh without quoting
 
 
 def one_shot_refusal(system: System) -> str | None:
@@ -200,91 +196,6 @@ def script(campaign: Campaign, entries: list[str]) -> str:
     )
 
 
-def _root_only_check(seat: str) -> str:
-    """sh that fails unless the program and every folder above it (as named and as resolved) are
-    owned by root and writable by no one else: systemd runs it before the step, as root."""
-    return (
-        f"for p in {seat} $$(readlink -f {seat}); do while :; do "
-        '[ "$$(stat -Lc %%u "$$p")" = 0 ] || exit 1; '
-        'case "$$(stat -Lc %%A "$$p")" in ?????w????|????????w?) exit 1;; esac; '
-        '[ "$$p" = / ] && break; p=$$(dirname "$$p"); done; done'
-    )
-
-
-def unit_text(seat: str, root: str = "/") -> str:
-    """The oneshot unit that resumes the campaign after each boot (removed at the end). It refuses to
-    run a `seat` that is not root's alone, and any failure of it starts the fallback unit."""
-    where = "" if root == "/" else f" --root {root}"
-    return (
-        "# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
-        "[Unit]\nDescription=seatkit campaign: the next arm after this boot\n"
-        "After=network-online.target\nWants=network-online.target\n"
-        f"OnFailure={FALLBACK_NAME}\n\n"
-        "[Service]\nType=oneshot\n"
-        f"ExecStartPre=/bin/sh -c '{_root_only_check(seat)}'\n"
-        f"ExecStart={seat} campaign step{where}\n"
-        "TimeoutStartSec=infinity\n\n[Install]\nWantedBy=multi-user.target\n"
-    )
-
-
-def fallback_text() -> str:
-    """Started when the step fails or dies: in an arm's boot (its marker on the command line), the
-    one-shot is cleared and the host reboots into the normal entry; in the normal boot, nothing."""
-    return (
-        "# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
-        "[Unit]\nDescription=seatkit campaign: back to the normal boot entry after a failed step\n"
-        f"ConditionKernelCommandLine={MARKER}\n\n"
-        "[Service]\nType=oneshot\n"
-        f"ExecStart=-/usr/bin/grub-editenv {GRUBENV} unset next_entry\n"
-        "ExecStart=/usr/bin/systemctl reboot\n"
-    )
-
-
-def unsafe_exe(system: System, exe: str) -> list[str]:
-    """Why root must not run `exe` from the unit: it, its interpreter, or a folder above either
-    (as named and as resolved) is not owned by the root folder's owner, or is writable by another
-    user. Empty when it is root's alone."""
-    if not PLAIN_PATH.fullmatch(exe):
-        return [f"{exe} is not a plain absolute path (letters, digits and / . _ + -)"]
-    top = system.path("/").resolve()
-    owner = top.stat()
-    problems: list[str] = []
-    shown = set()
-
-    def check(path: Path) -> None:
-        for p in [path, *path.parents]:
-            if not p.is_relative_to(top) or p in shown or not p.exists():
-                continue
-            shown.add(p)
-            st = p.stat()
-            name = "/" + str(p.relative_to(top)).lstrip(".")
-            if st.st_uid != owner.st_uid:
-                problems.append(f"{name} is owned by uid {st.st_uid}, not root")
-            elif st.st_mode & (stat.S_IWOTH | stat.S_IWGRP):
-                problems.append(f"{name} is writable by others (mode {stat.filemode(st.st_mode)})")
-
-    target = system.path(exe)
-    if not target.is_file():
-        return [f"{exe} is not a file"]
-    check(target.parent.resolve())  # whoever can write a folder on the way can replace what follows
-    check(target.resolve())
-    head = target.read_bytes()[:256].split(b"\n")[0]
-    if head.startswith(b"#!") and head[2:].split():  # a script: its interpreter runs as root too
-        check(system.path(head[2:].split()[0].decode(errors="replace")).resolve())
-    return problems
-
-
-def require_safe_exe(system: System, exe: str) -> None:
-    problems = unsafe_exe(system, exe)
-    if problems:
-        raise SeatError(
-            f"the campaign's unit would run {exe} as root at every boot, but a user could change "
-            "what it runs:\n  - " + "\n  - ".join(problems),
-            "install seatkit where only root can write (`sudo make install`, or a root-owned copy "
-            "of the kit and its venv) and run `seat campaign run` from there",
-        )
-
-
 def wants_text() -> str:
     return (
         "# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
@@ -305,9 +216,8 @@ def installed(system: System, campaign_id: str):
     )
 
 
-def install(system: System, campaign_id: str, script_text: str, seat: str, unit: str, progress) -> str:
+def install(system: System, campaign_id: str, script_text: str, unit: str, fallback: str, progress) -> str:
     """Entries script, unit, the drop-in that wants it, update-grub: one journaled host transaction."""
-    require_safe_exe(system, seat)  # when the unit is written, and by the unit at each start
     with lock.held(system, f"campaign {campaign_id}: install"):
         begin = {
             "action": "apply",
@@ -321,7 +231,7 @@ def install(system: System, campaign_id: str, script_text: str, seat: str, unit:
         tx.write(FileOp(SCRIPT, script_text.encode(), "one-shot menu entries, one per host arm"))
         os.chmod(system.path(SCRIPT), 0o755)  # grub-mkconfig runs only executable scripts
         tx.write(FileOp(UNIT, unit.encode(), "resumes the campaign after each boot"))
-        tx.write(FileOp(FALLBACK, fallback_text().encode(), "back to the normal entry if the step fails"))
+        tx.write(FileOp(FALLBACK, fallback.encode(), "back to the normal entry if the step fails"))
         tx.write(FileOp(WANTS, wants_text().encode(), "start the unit at each boot"))
         tx.record(
             {

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 
-from seatkit.campaign import analysis, boot
+from seatkit.campaign import analysis, boot, unit
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign.finish import finish
 from seatkit.campaign.folder import CURRENT, STATE, Log, Progress, Run, begun, current, held
@@ -45,7 +45,7 @@ def start(
     campaign_plan.require(plan)
     campaign = plan.campaign
     if any(a.kind == "host" for a in plan.visits):  # the unit runs it as root at every boot
-        boot.require_safe_exe(system, seat_exe)
+        unit.require_safe_exe(system, seat_exe)
     with held(system, f"campaign {campaign.name}: start"):
         running = current(system)
         if running:
@@ -202,12 +202,13 @@ def _install(run: Run, progress: Progress) -> None:
         boot.entry(a, body, boot.arm_tokens(a, profile, run.vendor, keys), run.campaign.name) for a in hosts
     ]
     begin = run.records[0]
+    unit.require_safe_exe(system, begin["seat_exe"])  # when the unit is written; the unit checks at start
     boot.install(
         system,
         run.id,
         boot.script(run.campaign, entries),
-        begin["seat_exe"],
-        boot.unit_text(begin["seat_exe"], begin["root"]),
+        unit.unit_text(begin["seat_exe"], begin["root"]),
+        unit.fallback_text(),
         progress,
     )
 

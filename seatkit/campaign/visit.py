@@ -106,6 +106,22 @@ def _same_driver(run: Run) -> str | None:
     return now
 
 
+def _set_live(run: Run, i: int, progress: Progress) -> bool:
+    """Set the live arm's knobs, read back from the outside; whether they took (else skipped)."""
+    arm, system = run.visits[i], run.system
+    names = live.knobs(run.arms.values())
+    if not run.of("live-start"):  # journaled before the first change: the end puts these back
+        run.add({"type": "live-start", "values": live.read(system, names)})
+    values = {**run.of("live-start")[0]["values"], **(arm.live or {})}
+    progress(f"visit {i + 1} ({arm.name}): set {', '.join(f'{k}={v}' for k, v in sorted(values.items()))}")
+    live.apply(system, values)
+    found = live.read(system, names)  # read back from the outside: a clamped or locked board says yes
+    wrong = [f"{k} is {found[k]}, not {v}" for k, v in sorted(values.items()) if found.get(k) != v]
+    if wrong:
+        _skip(run, i, wrong, progress)
+    return not wrong
+
+
 def measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
     """Visit i: its arm checked in force (skipped, and why, if not), then its seat benched. HMM is
     read after the bench where nvidia_uvm was not yet loaded: the seat's CUDA start loads it."""
@@ -131,23 +147,8 @@ def measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
                 else "see seat host verify-p2p",
             }
         )
-    if arm.kind == "live":
-        names = live.knobs(run.arms.values())
-        if not run.of("live-start"):  # journaled before the first change: the end puts these back
-            run.add({"type": "live-start", "values": live.read(system, names)})
-        values = {**run.of("live-start")[0]["values"], **(arm.live or {})}
-        progress(
-            f"visit {i + 1} ({arm.name}): set {', '.join(f'{k}={v}' for k, v in sorted(values.items()))}"
-        )
-        live.apply(system, values)
-        found = live.read(system, names)  # read back from the outside: a clamped or locked board says yes
-        wrong = [f"{k} is {found[k]}, not {v}" for k, v in sorted(values.items()) if found.get(k) != v]
-        if wrong:
-            progress(f"visit {i + 1} ({arm.name}): not in force: {'; '.join(wrong)}; skipped")
-            run.add(
-                {"type": "skipped", "visit": i, "arm": arm.name, "why": "not in force: " + "; ".join(wrong)}
-            )
-            return
+    if arm.kind == "live" and not _set_live(run, i, progress):
+        return
     nvidia = _same_driver(run)
     progress(f"visit {i + 1}/{len(run.visits)} ({arm.name}): start the seat and bench it")
     system.fault(f"campaign: before the bench of visit {i}")

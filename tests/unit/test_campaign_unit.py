@@ -9,7 +9,7 @@ import pytest
 from campaign_harness import SEAT, CampaignHost, FastDriver, start, write_campaign
 from click.testing import CliRunner
 
-from seatkit.campaign import boot, runner
+from seatkit.campaign import boot, runner, unit
 from seatkit.campaign import plan as campaign_plan
 from seatkit.cli.app import seat
 from seatkit.errors import SeatError
@@ -57,18 +57,18 @@ def test_an_editable_installs_seat_is_refused_through_its_interpreter_and_links(
         os.chown(p, USER, USER)
     host.path(SEAT).unlink()
     host.path(SEAT).symlink_to("../../../home/user/seatkit/.venv/bin/seat")  # relative: inside the root
-    problems = boot.unsafe_exe(host.system, SEAT)
+    problems = unit.unsafe_exe(host.system, SEAT)
     assert any("/home/user/seatkit/.venv/bin/seat is owned by uid 1000" in p for p in problems), problems
     os.chown(clone / "seat", 0, 0)  # a root-owned script that runs the user's python is no better
     assert any(
         "/home/user/seatkit/.venv/bin/python is owned by uid 1000" in p
-        for p in problems + [*boot.unsafe_exe(host.system, SEAT)]
+        for p in problems + [*unit.unsafe_exe(host.system, SEAT)]
     )
 
 
 def test_the_unit_checks_its_seat_at_each_start_and_falls_back_on_failure(tmp_path):
-    unit = boot.unit_text("/usr/local/bin/seat")
-    pre = next(line for line in unit.splitlines() if line.startswith("ExecStartPre="))
+    text = unit.unit_text("/usr/local/bin/seat")
+    pre = next(line for line in text.splitlines() if line.startswith("ExecStartPre="))
     script = pre.split("=", 1)[1].removeprefix("/bin/sh -c '").removesuffix("'")
     script = script.replace("$$", "$").replace("%%", "%")  # as systemd hands it to sh
 
@@ -81,7 +81,7 @@ def test_the_unit_checks_its_seat_at_each_start_and_falls_back_on_failure(tmp_pa
     assert check("/bin/sh") == 0  # root's own program: it runs
     os.chown(safe, USER, USER)
     assert check(safe) == 1  # the user's: systemd does not run the step
-    assert f"OnFailure={boot.FALLBACK_NAME}" in unit
+    assert f"OnFailure={boot.FALLBACK_NAME}" in text
 
 
 def test_a_throwaway_root_runs_no_command_on_this_machine(tmp_path, monkeypatch):
