@@ -9,6 +9,7 @@ import re
 import stat
 from pathlib import Path
 
+import seatkit
 from seatkit.campaign.boot import FALLBACK_NAME, GRUBENV, MARKER
 from seatkit.errors import SeatError
 from seatkit.host.system import System
@@ -57,7 +58,8 @@ def fallback_text() -> str:
 
 
 def unsafe_exe(system: System, exe: str) -> list[str]:
-    """Why root must not run `exe` from the unit: it, its interpreter, or a folder above either
+    """Why root must not run `exe` from the unit: it, its interpreter, the kit's package it runs
+    (this one: the unit runs the seat that started the campaign), or a folder above any of them
     (as named and as resolved) is not owned by the root folder's owner, or is writable by another
     user. Empty when it is root's alone."""
     if not PLAIN_PATH.fullmatch(exe):
@@ -87,6 +89,9 @@ def unsafe_exe(system: System, exe: str) -> list[str]:
     head = target.read_bytes()[:256].split(b"\n")[0]
     if head.startswith(b"#!") and head[2:].split():  # a script: its interpreter runs as root too
         check(system.path(head[2:].split()[0].decode(errors="replace")).resolve())
+    package = Path(seatkit.__file__).resolve().parent  # the kit's code it imports, where this root holds it
+    for path in [package, *sorted(package.rglob("*.py"))]:  # an editable install: the user's clone
+        check(path)
     return problems
 
 

@@ -99,3 +99,19 @@ def test_a_throwaway_root_runs_no_command_on_this_machine(tmp_path, monkeypatch)
     done = CliRunner().invoke(seat, ["campaign", "abort", "--root", str(host.root)])
     assert isinstance(done.exception, SeatError) and "would act on this machine" in done.exception.message
     assert not {"update-grub", "grub-reboot", "grub-editenv", "systemctl"} & set(ran), ran
+
+
+def test_the_kits_own_code_a_user_can_write_is_refused(tmp_path, monkeypatch):
+    """A root-owned `seat` whose package is an editable install: the code lives in the user's clone."""
+    import seatkit
+
+    host = CampaignHost(tmp_path / "root")
+    package = host.path("/home/user/seatkit/seatkit")
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "cli.py").write_text("")
+    os.chown(package / "cli.py", USER, USER)
+    monkeypatch.setattr(seatkit, "__file__", str(package / "__init__.py"))
+    assert unit.unsafe_exe(host.system, SEAT) == [
+        "/home/user/seatkit/seatkit/cli.py is owned by uid 1000, not root"
+    ]
