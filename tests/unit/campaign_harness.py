@@ -401,9 +401,8 @@ def faulted(plan, tmp: Path, kind: str, at: int) -> tuple[CampaignHost, str | No
 
 
 def left_in_an_arm(host: CampaignHost, folder: str) -> list[str]:
-    """What a faulted campaign left wrong: not the normal entry, a transaction open, the kit's boot
-    files left, no report. (A campaign whose end record could not be written is ended by
-    `seat campaign abort`: nothing of it runs or is installed.)"""
+    """What a faulted campaign left wrong: not the normal entry, a one-shot armed, a transaction
+    open, the campaign not ended, the kit's boot files left, no report."""
     problems = []
     if boot.booted_arm(host.system) is not None:
         problems.append(f"the host runs the arm {boot.booted_arm(host.system)}")
@@ -411,6 +410,8 @@ def left_in_an_arm(host: CampaignHost, folder: str) -> list[str]:
         problems.append("a one-shot entry is armed")
     if Journal(host.system).open():
         problems.append("a host transaction is open")
+    if current(host.system) is not None:
+        problems.append("the campaign has not ended")
     if host.unit_enabled() or host.path(boot.SCRIPT).exists():
         problems.append("the unit or the entries are still installed")
     if begun(host.system, folder) and not host.path(f"{folder}/report.json").is_file():
