@@ -31,8 +31,12 @@ def finish(run: Run, progress: Progress, driver: Driver) -> str:
 def _end(run: Run, progress: Progress, driver: Driver) -> str:
     system = run.system
     stop = run.stopping
-    for name in driver.stop(run.campaign):  # a step killed mid-bench left its seat serving
-        progress(f"stopped the seat {name}, which a step left running")
+    try:
+        for name in driver.stop(run.campaign):  # a step killed mid-bench left its seat serving
+            progress(f"stopped the seat {name}, which a step left running")
+        serving = []
+    except Exception as exc:  # the host's restore comes first; the seat is said, with what to do
+        serving = [f"a seat of the campaign may still run ({type(exc).__name__}: {exc}): `seat down PROFILE`"]
     system.fault("campaign: before the restore")
     regenerated, left = _restore(run, progress)
     if not run.of("reported"):
@@ -51,7 +55,7 @@ def _end(run: Run, progress: Progress, driver: Driver) -> str:
             else "the host's files are as they were"
         )
         + "".join(f"; NOT PUT BACK: {why}" for r in run.of("live-restored") for why in r["left"])
-        + "".join(f"; TO DO: {why}" for why in left)
+        + "".join(f"; TO DO: {why}" for why in left + serving)
     )
     return stop["type"] if stop else "done"
 
