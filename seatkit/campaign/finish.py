@@ -5,42 +5,64 @@ from __future__ import annotations
 
 from seatkit.campaign import analysis, boot, live
 from seatkit.campaign.folder import CURRENT, Progress, Run
-from seatkit.errors import SeatError
+from seatkit.campaign.visit import Driver
+from seatkit.host import undo
 
 
-def finish(run: Run, progress: Progress) -> str:
-    """Restore the start state, report (when there is something to report), end. Nothing in the
-    report or a knob that will not go back keeps the host from its start state or the campaign
-    from its end: those are said, with what to do, and the end comes."""
+def finish(run: Run, progress: Progress, driver: Driver) -> str:
+    """Restore the start state, report what was measured (marked incomplete when stopped), end.
+    Nothing in the report, a knob that will not go back or a boot tool that fails keeps the host
+    from its start state or the campaign from its end: those are said, with what to do, and the end
+    comes. In an arm's boot the reboot into the normal entry comes whatever happens before it."""
+    system = run.system
+    in_arm = boot.booted_arm(system)
+    try:
+        outcome = _end(run, progress, driver)
+    except Exception:
+        if in_arm:  # the running kernel is an arm's: back to the normal entry, even after a failure
+            boot.leave_arm(system)
+        raise
+    if in_arm:
+        progress("reboot into the normal entry")
+        boot.leave_arm(system)
+    return outcome
+
+
+def _end(run: Run, progress: Progress, driver: Driver) -> str:
     system = run.system
     stop = run.stopping
+    try:
+        for name in driver.stop(run.campaign):  # a step killed mid-bench left its seat serving
+            progress(f"stopped the seat {name}, which a step left running")
+        serving = []
+    except Exception as exc:  # the host's restore comes first; the seat is said, with what to do
+        serving = [f"a seat of the campaign may still run ({type(exc).__name__}: {exc}): `seat down PROFILE`"]
     system.fault("campaign: before the restore")
-    regenerated = _restore(run, progress)
-    if not stop and not run.of("reported"):
+    regenerated, left = _restore(run, progress)
+    if not run.of("reported"):
         _report(run, progress)
     _keep_grubenv_edits(run, progress)
     system.fault("campaign: before the end")
-    in_arm = boot.booted_arm(system)
     run.add({"type": "end", "outcome": stop["type"] if stop else "done"})
     system.remove(CURRENT)
+    measured, visits = len(run.of("measured")), len(run.visits)
     progress(
         f"campaign {run.id}: {stop['type'] + ': ' + stop['why'] if stop else 'done'}; "
+        + (f"the report covers {measured} of {visits} visits (incomplete); " if stop else "")
         + (
             f"the host's files are as they were, but {boot.GRUB_CFG}, regenerated from today's configuration"
             if regenerated
             else "the host's files are as they were"
         )
         + "".join(f"; NOT PUT BACK: {why}" for r in run.of("live-restored") for why in r["left"])
+        + "".join(f"; TO DO: {why}" for why in left + serving)
     )
-    if in_arm:  # the running kernel is an arm's: back to the normal entry
-        progress("reboot into the normal entry")
-        boot.reboot(system)
     return stop["type"] if stop else "done"
 
 
-def _restore(run: Run, progress: Progress) -> bool:
+def _restore(run: Run, progress: Progress) -> tuple[bool, list[str]]:
     """The live knobs, the boot entries and the unit put back; whether grub.cfg was regenerated
-    meanwhile (then update-grub runs again)."""
+    meanwhile (then update-grub runs again), and what a boot tool left for the operator to do."""
     system = run.system
     if run.of("live-start") and not run.of("live-restored"):
         left = live.restore(system, run.of("live-start")[0]["values"])
@@ -58,7 +80,11 @@ def _restore(run: Run, progress: Progress) -> bool:
                 "grubenv": boot.operator_env(system, tx),
             }
         )
-    by = boot.uninstall(system, run.id, progress)
+    left = []
+    try:
+        by = boot.uninstall(system, run.id, progress)
+    except undo.RegenFailed as exc:  # the files are back and the transaction closed; grub.cfg is the start's
+        by, left = exc.txid, [f"{exc.message} ({exc.hint})"]
     if by:
         run.add({"type": "restored", "by": by})
     regenerated = any(r["changed"] for r in run.of("regenerated"))
@@ -68,12 +94,13 @@ def _restore(run: Run, progress: Progress) -> bool:
             "update-grub): run update-grub again, so the normal boot carries today's configuration"
         )
         rc, output = system.run(["update-grub"])
+        system.settle()
         if rc:
-            raise SeatError(
-                f"update-grub failed (exit {rc}): {output.strip()[-300:]}",
-                "fix what it names and run update-grub by hand before the next reboot",
+            left.append(
+                f"update-grub failed (exit {rc}): {output.strip()[-300:]}; fix what it names and "
+                "run update-grub by hand before the next reboot"
             )
-    return regenerated
+    return regenerated, left
 
 
 def _report(run: Run, progress: Progress) -> None:

@@ -24,6 +24,12 @@ def current(system: System) -> str | None:
     return text.strip() if text and text.strip() else None
 
 
+def begun(system: System, folder: str) -> bool:
+    """Whether the folder's journal still has its beginning (an operator may have removed it)."""
+    records = Journal(system, f"{folder}/journal.jsonl").records()
+    return bool(records) and records[0]["type"] == "begin"
+
+
 def held(system: System, what: str):
     return flock.exclusive(
         system.path(LOCK),

@@ -8,16 +8,20 @@ campaign starts in, with no reboot.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from seatkit.bench import workload
+from seatkit.campaign import boot
 from seatkit.campaign import spec as specs
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
 from seatkit.host import detect
+from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
 from seatkit.seat import host_profiles, profiles
+from seatkit.serve import spec as serve_spec
 
 MS_PER_TOKEN = 25.0  # a rough decode cost for the time estimate (the paper's seat: ~21 ms per step)
 
@@ -32,6 +36,7 @@ class Plan:
     requests: int
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    launch_env: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -43,6 +48,7 @@ class Plan:
             "requests_per_bench": self.requests,
             "refusals": self.refusals,
             "notes": self.notes,
+            "launch_env": self.launch_env,
         }
 
 
@@ -75,24 +81,19 @@ def build(campaign: Campaign, system: System | None = None, acknowledge_iommu_of
     profile = host_profile(campaign)
     if hosts:
         assert profile is not None  # host arms need campaign.host (Campaign)
-        if (
-            profile.iommu.mode == "off"
-            and any("iommu" in (a.host or []) for a in hosts)
-            and not acknowledge_iommu_off
-        ):
-            refuse(
-                "host arms turn the IOMMU off, which needs --acknowledge-iommu-off. "
-                + " ".join(profile.iommu.acknowledge.split())
-            )
         if system.euid != 0:
             refuse("host arms change the boot configuration: run it as root (sudo)")
         facts = detect.facts(system)
+        _judge_arms(plan, profile, facts, hosts, acknowledge_iommu_off)
         if facts.stack != "grub":
             refuse(
                 f"one-shot boots are automated for GRUB (grub-reboot) only; this host boots with "
                 f"{facts.stack or 'an unknown loader'}: give each arm its own `seat host apply` "
                 "and reboot by hand (that path changes the default boot while it runs)"
             )
+        stuck = boot.one_shot_refusal(system) if facts.stack == "grub" else None
+        if stuck:
+            refuse(f"{stuck}; put /boot on a plain partition (ext4, vfat) to run host arms unattended")
         if facts.vendor is None:
             refuse("CPU vendor not recognised in /proc/cpuinfo: the IOMMU tokens depend on it")
         if facts.virt:
@@ -111,7 +112,44 @@ def build(campaign: Campaign, system: System | None = None, acknowledge_iommu_of
     for arm in arms:
         if arm.profile:  # a seat arm
             profiles.load(arm.profile)  # refused now, not hours in
+    plan.launch_env = launch_env(campaign)
+    note(
+        "the seat's launch knobs set now reach every visit: "
+        + " ".join(f"{k}={v}" for k, v in plan.launch_env.items())
+        if plan.launch_env
+        else "no launch knob is set now: every visit's seat runs with its profile's defaults"
+    )
     return plan
+
+
+def _judge_arms(
+    plan: Plan, profile: host_profiles.HostProfile, facts: detect.Facts, hosts: list[Arm], ack: bool
+) -> None:
+    """Every arm is a host plan: `seat host plan`'s driver rules for the P2P keys, and its refusals
+    and warnings for turning the IOMMU off, for the arms that carry them."""
+    settings: set[str] = {s for a in hosts for s in a.host or []}
+    judged = host_plan.Plan(profile.name, facts)
+    if "p2p" in settings:
+        host_plan.judge_driver(judged, profile, host_profiles.registry_keys())
+    if "iommu" in settings:
+        host_plan.judge_iommu(judged, profile, host_plan.Choices(acknowledge_iommu_off=ack))
+    plan.refusals += [f"host arms with {_with(settings)}: {r}" for r in judged.refusals]
+    plan.notes += [f"warning: {w}" for w in judged.warnings]
+
+
+def _with(settings: set[str]) -> str:
+    return ", ".join(specs.LABELS[s] for s in specs.SETTINGS if s in settings)
+
+
+def launch_env(campaign: Campaign) -> dict[str, str]:
+    """The launch knobs of the campaign's seats set in this environment: the unit's runs get
+    them too (systemd starts it with none of the operator's environment)."""
+    names = {campaign.seat} | {a.profile for a in specs.all_arms(campaign) if a.profile}
+    knobs = set()
+    for name in names:
+        spec = serve_spec.build(profiles.load(name))
+        knobs |= {k.name for k in spec.knobs} | set(spec.pass_env)
+    return {k: os.environ[k] for k in sorted(knobs) if k in os.environ}
 
 
 def duration(seconds: float) -> str:

@@ -8,20 +8,25 @@ campaign folder), so a reboot, a crash or a kill anywhere is followed by the sam
       host arm, booted into its entry -> check it is live (else "not in force", skipped), bench it
       host arm, armed but this boot is not its entry -> a failed boot; re-arm until boot_attempts
       host arm, not armed -> grub-reboot its entry, reboot
-    no visit left -> the report, then the start state restored, then a reboot to the normal entry
+    no visit left -> in an arm's boot, reboot into the normal entry; there, the start state
+                     restored and the report written
 
 An abort, a seat not ready within the cold-start time, or a boot counter running out stops the
 campaign and restores the start state (the host transaction that installed the entries and unit).
+Any other failure in an arm's boot (a GPU lost, /var read-only, the folder gone) is journaled where
+it can be, and the step reboots into the normal entry whatever happens: the way back never depends
+on it. The end's restore and report run in the normal boot, never in an arm's.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
-from seatkit.campaign import boot
+from seatkit.campaign import analysis, boot, unit
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign.finish import finish
-from seatkit.campaign.folder import CURRENT, STATE, Log, Progress, Run, current, held
+from seatkit.campaign.folder import CURRENT, STATE, Log, Progress, Run, begun, current, held
 from seatkit.campaign.visit import Driver, measure
 from seatkit.errors import SeatError
 from seatkit.host import state
@@ -39,6 +44,8 @@ def start(
     """Make the campaign folder and its journal, mark it current; the first step follows."""
     campaign_plan.require(plan)
     campaign = plan.campaign
+    if any(a.kind == "host" for a in plan.visits):  # the unit runs it as root at every boot
+        unit.require_safe_exe(system, seat_exe)
     with held(system, f"campaign {campaign.name}: start"):
         running = current(system)
         if running:
@@ -74,6 +81,8 @@ def start(
                 "plan": plan.to_json(),
                 "seat_exe": seat_exe,
                 "root": root,
+                "driver": state.driver_version(system),  # a change between visits is refused
+                "launch_env": plan.launch_env,  # the operator's launch knobs: every visit's seat gets them
             }
         )
         system.write(CURRENT, f"{folder}\n".encode())
@@ -89,52 +98,97 @@ def step(system: System, driver: Driver, echo: Progress = lambda line: None) -> 
     folder = current(system)
     if folder is None:
         raise SeatError("no campaign is running", "`seat campaign run NAME` starts one")
-    with held(system, f"campaign step ({folder})"):
-        progress = Log(system, folder, echo)
-        while True:
-            run = Run(system, folder)  # an abort from another process is read at each pass
-            if run.ended:  # killed after the end record, before the marker went
-                system.remove(CURRENT)
-                return run.of("end")[0]["outcome"]
-            i = run.next_visit()
-            if run.stopping or i is None:
-                return finish(run, progress)
-            arm = run.visits[i]
-            try:
-                if arm.kind != "host":
+    try:
+        if not begun(system, folder):  # the folder was removed: end it
+            return _abort_without_journal(system, folder, echo)
+        with held(system, f"campaign step ({folder})"):
+            return _visits(system, folder, driver, Log(system, folder, echo))
+    except Exception as exc:  # anything, expected or not: an arm's boot must not keep the host
+        if not boot.booted_arm(system) or (
+            isinstance(exc, SeatError) and "a campaign step is running" in exc.message
+        ):  # the normal entry already; or another step runs, and it decides
+            raise
+        return _out_of_the_arm(system, folder, echo, exc)
+
+
+def _out_of_the_arm(system: System, folder: str, echo: Progress, exc: Exception) -> str:
+    """A step failed in an arm's boot: journal it where the folder still allows, and reboot into
+    the normal entry, whose step ends the campaign (or, unjournaled, counts it as a failed boot)."""
+    why = exc.message if isinstance(exc, SeatError) else f"{type(exc).__name__}: {exc}"
+    progress = _said(Log(system, folder, echo), echo)
+    progress(f"the step failed in an arm's boot: {why}; back to the normal entry")
+    try:
+        run = Run(system, folder)
+        if not run.stopping:
+            run.add({"type": "failed", "visit": run.next_visit(), "why": why})
+    except Exception as again:  # the journal unwritable or gone: the boot counter decides next time
+        progress(f"not journaled ({type(again).__name__}: {again})")
+    boot.leave_arm(system)
+    return "failed"
+
+
+def _said(log: Log, echo: Progress) -> Progress:
+    """The log, or only the echo where the folder cannot take a line (read-only, gone)."""
+
+    def say(line: str) -> None:
+        try:
+            log(line)
+        except OSError:
+            echo(line)
+
+    return say
+
+
+def _visits(system: System, folder: str, driver: Driver, progress: Progress) -> str:
+    os.environ.update(Run(system, folder).records[0].get("launch_env", {}))  # systemd's env has none
+    while True:
+        run = Run(system, folder)  # an abort from another process is read at each pass
+        if run.ended:  # killed after the end record, before the marker went
+            system.remove(CURRENT)
+            return run.of("end")[0]["outcome"]
+        i = run.next_visit()
+        if run.stopping or i is None:
+            if boot.booted_arm(system):  # the end's restore runs in the normal boot, never in an arm's
+                progress("reboot into the normal entry; the campaign ends there")
+                boot.leave_arm(system)
+                return "rebooting"
+            return finish(run, progress, driver)
+        arm = run.visits[i]
+        try:
+            if arm.kind != "host":
+                measure(run, i, driver, progress)
+                continue
+            if boot.installed(system, run.id) is None:
+                progress("install the one-shot entries and the unit")
+                boot.uninstall(system, run.id, progress)  # a kill mid-install: undo it first
+                _install(run, progress)
+            armed = run.of("armed", i)
+            here = state.boot_id(system)
+            if armed and armed[-1]["boot_id"] != here:  # rebooted since it was armed
+                if boot.booted_arm(system) == arm.name:
                     measure(run, i, driver, progress)
                     continue
-                if boot.installed(system, run.id) is None:
-                    progress("install the one-shot entries and the unit")
-                    boot.uninstall(system, run.id, progress)  # a kill mid-install: undo it first
-                    _install(run, progress)
-                armed = run.of("armed", i)
-                here = state.boot_id(system)
-                if armed and armed[-1]["boot_id"] != here:  # rebooted since it was armed
-                    if boot.booted_arm(system) == arm.name:
-                        measure(run, i, driver, progress)
-                        continue
-                    if len(armed) >= run.campaign.boot_attempts:
-                        raise SeatError(
-                            f"visit {i + 1} ({arm.name}): {len(armed)} boots, none into its "
-                            "entry (the boot counter ran out)"
-                        )
-                    progress(
-                        f"visit {i + 1} ({arm.name}): this boot is not the arm's entry "
-                        f"(attempt {len(armed)} of {run.campaign.boot_attempts} failed)"
+                if len(armed) >= run.campaign.boot_attempts:
+                    raise SeatError(
+                        f"visit {i + 1} ({arm.name}): {len(armed)} boots, none into its "
+                        "entry (the boot counter ran out)"
                     )
-                if not armed or armed[-1]["boot_id"] != here:
-                    system.fault(f"campaign: before arming visit {i}")
-                    boot.arm(system, arm)
-                    run.add({"type": "armed", "visit": i, "arm": arm.name, "boot_id": here})
-                progress(f"visit {i + 1}/{len(run.visits)} ({arm.name}): reboot into its one-shot entry")
-                system.fault(f"campaign: before the reboot into visit {i}")
-                boot.reboot(system)
-                return "rebooting"
-            except (SeatError, OSError) as exc:  # a seat that never got ready, a full disk: stop, restore
-                why = exc.message if isinstance(exc, SeatError) else f"{type(exc).__name__}: {exc}"
-                progress(f"visit {i + 1} ({arm.name}) failed: {why}")
-                run.add({"type": "failed", "visit": i, "why": why})
+                progress(
+                    f"visit {i + 1} ({arm.name}): this boot is not the arm's entry "
+                    f"(attempt {len(armed)} of {run.campaign.boot_attempts} failed)"
+                )
+            if not armed or armed[-1]["boot_id"] != here:
+                system.fault(f"campaign: before arming visit {i}")
+                boot.arm(system, arm)
+                run.add({"type": "armed", "visit": i, "arm": arm.name, "boot_id": here})
+            progress(f"visit {i + 1}/{len(run.visits)} ({arm.name}): reboot into its one-shot entry")
+            system.fault(f"campaign: before the reboot into visit {i}")
+            boot.reboot(system)
+            return "rebooting"
+        except (SeatError, OSError) as exc:  # a seat that never got ready, a full disk: stop, restore
+            why = exc.message if isinstance(exc, SeatError) else f"{type(exc).__name__}: {exc}"
+            progress(f"visit {i + 1} ({arm.name}) failed: {why}")
+            run.add({"type": "failed", "visit": i, "why": why})
 
 
 def _install(run: Run, progress: Progress) -> None:
@@ -142,31 +196,37 @@ def _install(run: Run, progress: Progress) -> None:
     profile = campaign_plan.host_profile(run.campaign)
     assert profile is not None  # host arms need campaign.host (Campaign)
     body = boot.default_entry(system)
+    keys = boot.operator_keys(system, body)
     hosts = [a for a in run.arms.values() if a.kind == "host"]
-    entries = [boot.entry(a, body, boot.arm_tokens(a, profile, run.vendor), run.campaign.name) for a in hosts]
+    entries = [
+        boot.entry(a, body, boot.arm_tokens(a, profile, run.vendor, keys), run.campaign.name) for a in hosts
+    ]
     begin = run.records[0]
+    unit.require_safe_exe(system, begin["seat_exe"])  # when the unit is written; the unit checks at start
     boot.install(
         system,
         run.id,
         boot.script(run.campaign, entries),
-        boot.unit_text(begin["seat_exe"], begin["root"]),
+        unit.unit_text(begin["seat_exe"], begin["root"]),
+        unit.fallback_text(),
         progress,
     )
 
 
-def abort(system: System, echo: Progress = lambda line: None) -> str:
+def abort(system: System, driver: Driver, echo: Progress = lambda line: None) -> str:
     """Stop the campaign and restore the start state; a running step stops at its next check."""
     folder = current(system)
     if folder is None:
         raise SeatError("no campaign is running")
-    if not Journal(system, f"{folder}/journal.jsonl").records():
+    if not begun(system, folder):
         return _abort_without_journal(system, folder, echo)
     run = Run(system, folder)
     if not run.stopping:
         run.add({"type": "aborted", "why": "seat campaign abort"})
     try:
         with held(system, "campaign abort"):
-            return finish(Run(system, folder), Log(system, folder, echo))
+            run = Run(system, folder)
+            return finish(run, Log(system, folder, echo), driver)
     except SeatError as exc:
         if "a campaign step is running" in exc.message:
             raise SeatError(
@@ -190,8 +250,36 @@ def _abort_without_journal(system: System, folder: str, echo: Progress) -> str:
         system.remove(CURRENT)
         if boot.booted_arm(system):
             echo("reboot into the normal entry")
-            boot.reboot(system)
+            boot.leave_arm(system)
     return "aborted"
+
+
+def report(system: System, folder: str | None = None) -> dict:
+    """Render the report of a campaign folder again (the running one's so far, by default), from its
+    journal and runs: what was measured, whether it ended, and why not all of it was."""
+    folder = folder or current(system) or _newest(system)
+    if folder is None or not begun(system, folder):
+        raise SeatError(
+            f"no campaign journal in {folder or STATE}",
+            f"name a campaign folder: `seat campaign report {STATE}/ID`",
+        )
+    run = Run(system, folder)
+    result = analysis.write(run, system.path(folder))
+    stop = run.stopping
+    return {
+        **result,
+        "folder": folder,
+        "ended": run.ended,
+        "complete": run.ended and not stop,
+        "measured": len(run.of("measured")),
+        "visits": len(run.visits),
+        "stopped": f"{stop['type']}: {stop['why']}" if stop else None,
+    }
+
+
+def _newest(system: System) -> str | None:
+    found = sorted(p.name for p in system.path(STATE).glob("*/journal.jsonl") for p in [p.parent])
+    return f"{STATE}/{found[-1]}" if found else None
 
 
 def status(system: System) -> dict:

@@ -9,7 +9,9 @@ from seatkit.bench import run as bench_run
 from seatkit.bench import workload
 from seatkit.bench.target import Options
 from seatkit.campaign.spec import Arm, Campaign
+from seatkit.campaign.spec import all_arms as specs_of
 from seatkit.doctor import targets
+from seatkit.errors import SeatError
 from seatkit.image import vouch
 from seatkit.seat import profiles
 from seatkit.serve import launch
@@ -45,3 +47,14 @@ class SeatDriver:
             return out.path
         finally:
             launch.down(name)
+
+    def stop(self, campaign: Campaign) -> list[str]:
+        stopped = []
+        for name in sorted({a.profile or campaign.seat for a in specs_of(campaign)}):
+            try:
+                _, running = launch.down(name)
+            except SeatError:  # not running: nothing `seat up` recorded for it
+                continue
+            if running:
+                stopped.append(name)
+        return stopped

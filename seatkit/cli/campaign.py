@@ -15,7 +15,8 @@ from seatkit.campaign.seat import SeatDriver
 from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.progress import progress
-from seatkit.host.system import System
+from seatkit.errors import SeatError
+from seatkit.host.system import System, confined
 
 ROOT = click.option(
     "--root",
@@ -38,7 +39,9 @@ def campaign_group():
 
 
 def _system(root: str) -> System:
-    return System(root=Path(root))
+    if Path(root).resolve() == Path("/"):
+        return System()
+    return System(root=Path(root), runner=confined(Path(root)))
 
 
 def _print_plan(plan: Plan) -> None:
@@ -66,9 +69,12 @@ def _print_plan(plan: Plan) -> None:
 @ROOT
 @output.json_option("the plan")
 def plan_cmd(name, ack, root, as_json):
-    """How many reboots, roughly how long, in what order, and every reason to refuse."""
+    """How many reboots, roughly how long, in what order, and every reason to refuse.
+    Exits 2 when `seat campaign run` would refuse."""
     plan = build(spec.load(name), _system(root), ack)
     output.emit(plan.to_json(), as_json, lambda data: _print_plan(plan))
+    if plan.refusals:
+        raise SystemExit(2)
 
 
 def _seat_exe() -> str:
@@ -89,6 +95,12 @@ def run_cmd(name, ack, root):
     """Start the campaign: the first step runs now; the unit resumes it after each reboot."""
     plan = build(spec.load(name), _system(root), ack)
     _print_plan(plan)
+    if any(a.kind == "host" for a in plan.visits) and Path(root).resolve() != Path("/"):
+        raise SeatError(
+            f"host arms run update-grub, grub-reboot and systemctl reboot, which act on this "
+            f"machine, not on {root}: not started",
+            "--root serves `seat campaign plan`, `status` and `report`; run the campaign on the host itself",
+        )
     folder = runner.start(plan, _system(root), _seat_exe(), root)
     out.print(f"campaign folder: {escape(folder)} (log: campaign.log)", highlight=False, soft_wrap=True)
     _step(root)
@@ -112,9 +124,34 @@ def resume_cmd(root):
 @ROOT
 def abort_cmd(root):
     """Stop the campaign and restore the start state (reboots into the normal entry if needed)."""
-    with progress(err, "campaign abort") as update:
-        outcome = runner.abort(_system(root), update)
-    out.print(f"campaign: {outcome}; the host's files are as they were", highlight=False)
+    with progress(err, "campaign abort") as update:  # the end's own line says what was put back
+        outcome = runner.abort(_system(root), SeatDriver(), update)
+    out.print(f"campaign: {outcome}", highlight=False)
+
+
+@campaign_group.command("report")
+@click.argument("folder", required=False)
+@ROOT
+@output.json_option("the report")
+def report_cmd(folder, root, as_json):
+    """Render a campaign's report again from its journal (the running or newest one by default)."""
+    result = runner.report(_system(root), folder)
+    output.emit(result, as_json, _show_report)
+
+
+def _show_report(result: dict) -> None:
+    out.print(
+        f"campaign {escape(result['campaign'])} ({escape(result['id'])}): {result['measured']} of "
+        f"{result['visits']} visits measured"
+        + ("" if result["complete"] else " [bold]INCOMPLETE[/]")
+        + (f"; stopped: {escape(result['stopped'])}" if result["stopped"] else "")
+        + ("" if result["ended"] else "; still running"),
+        highlight=False,
+        soft_wrap=True,
+    )
+    out.print(escape(result["table"]), highlight=False, end="")
+    out.print(escape(result["verdict"]), highlight=False, soft_wrap=True)
+    out.print(f"written: {escape(result['folder'])}/report.md", highlight=False, soft_wrap=True)
 
 
 @campaign_group.command("status")

@@ -37,7 +37,8 @@ def _grub_length(system: System, tokens: list[str]) -> bytes:
 
 def grub_dropin(edit: cmdline.Edit) -> str:
     """A drop-in that grub-mkconfig sources after every other one: it appends, and it removes
-    only the tokens it replaces, so rollback (deleting it) puts the user's lines back as they were."""
+    only the tokens it replaces, so rollback (deleting it) puts the user's lines back as they were.
+    It edits GRUB_CMDLINE_LINUX_DEFAULT alone: GRUB_CMDLINE_LINUX reaches the recovery entries."""
     replaced = [t for _, t in edit.replaced]
     lines = [
         "# Written by seatkit (seat host apply); seat host rollback removes it. Do not edit.",
@@ -49,7 +50,6 @@ def grub_dropin(edit: cmdline.Edit) -> str:
         lines += [
             f'seatkit_without() {{ set -f; out=; for t in $1; do case "$t" in {cases}) ;; '
             '*) out="$out $t" ;; esac; done; printf %s "${out# }"; }',
-            'GRUB_CMDLINE_LINUX="$(seatkit_without "$GRUB_CMDLINE_LINUX")"',
             'GRUB_CMDLINE_LINUX_DEFAULT="$(seatkit_without "$GRUB_CMDLINE_LINUX_DEFAULT")"',
         ]
     # GRUB_CMDLINE_LINUX_DEFAULT does not reach recovery entries: they stay a clean way back.
@@ -65,7 +65,16 @@ def grub(system: System, wanted: list[str], replace: bool):
     if broken:
         raise SeatError("; ".join(broken) + ": update-grub would fail")
     theirs = [f for f in files if f != GRUB_DROPIN]
-    edit = cmdline.plan(cmdline.split(grub_defaults.command_line(system, theirs)), wanted, replace)
+    linux, default = grub_defaults.variables(system, theirs)
+    edit = cmdline.plan(cmdline.split(f"{linux} {default}"), wanted, replace)
+    shared = [t for _, t in edit.replaced if t in cmdline.split(linux)]
+    if shared:  # taking them out there would change every recovery entry too
+        raise SeatError(
+            f"{' '.join(shared)} {'is' if len(shared) == 1 else 'are'} in GRUB_CMDLINE_LINUX, which the "
+            "recovery entries get too: --replace takes tokens out of GRUB_CMDLINE_LINUX_DEFAULT only, "
+            "so the recovery entries stay a clean way back",
+            "move them to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, run update-grub, plan again",
+        )
     text = grub_dropin(edit) if not edit.empty else None
     if text:
         predicted = cmdline.split(grub_defaults.command_line(system, theirs, {GRUB_DROPIN: text}))

@@ -166,11 +166,12 @@ def initramfs(system: System) -> tuple[list[str] | None, str]:
 
 def dracut_hostonly(system: System) -> bool:
     """Whether dracut's configuration asks for hostonly images (the ones that copy /etc/modprobe.d)."""
-    files = ["/etc/dracut.conf"] + [
-        f"/{p.relative_to(system.root)}"
+    by_name = {  # one list sorted by file name; /etc's file replaces /usr/lib's of the same name
+        p.name: f"/{p.relative_to(system.root)}"
         for d in ("/usr/lib/dracut/dracut.conf.d", "/etc/dracut.conf.d")
         for p in system.glob(f"{d}/*.conf")
-    ]
+    }
+    files = ["/etc/dracut.conf"] + [by_name[name] for name in sorted(by_name)]
     found = None
     for path in files:  # later files win, as dracut reads them
         for match in re.finditer(r"^\s*hostonly=[\"']?(yes|no)", system.read(path) or "", re.M):

@@ -57,6 +57,12 @@ def syntax_errors(system: System, files: list[str] | None = None) -> list[str]:
 def command_line(system: System, files: list[str], replaced: dict[str, str] | None = None) -> str:
     """GRUB_CMDLINE_LINUX and _DEFAULT after sourcing the files (the default entry gets both);
     `replaced` gives a file's would-be content (seatkit's drop-in as apply would write it)."""
+    linux, default = variables(system, files, replaced)
+    return f"{linux} {default}"
+
+
+def variables(system: System, files: list[str], replaced: dict[str, str] | None = None) -> tuple[str, str]:
+    """GRUB_CMDLINE_LINUX (which recovery entries get too) and GRUB_CMDLINE_LINUX_DEFAULT."""
     replaced = replaced or {}
     with tempfile.TemporaryDirectory(prefix="seatkit-grub-") as folder:
         paths = []
@@ -80,7 +86,7 @@ def command_line(system: System, files: list[str], replaced: dict[str, str] | No
             "remove the exit; update-grub would stop there without generating grub.cfg",
         )
     linux, _, default = done.stdout.partition(b"\0")
-    return (linux + b" " + default).decode("utf-8", "surrogateescape")
+    return linux.decode("utf-8", "surrogateescape"), default.decode("utf-8", "surrogateescape")
 
 
 def _source(paths: list[str], folder: str) -> subprocess.CompletedProcess:

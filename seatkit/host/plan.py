@@ -115,10 +115,10 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
             f"transaction {t.txid} ({t.action}) was interrupted: run `seat host recover` first"
         )
     keys = host_profiles.registry_keys()
-    _judge_driver(plan, profile, keys)
+    judge_driver(plan, profile, keys)
     for found in foreign_module_options(system):
         plan.refusals.append(f"{found}: two settings would fight over one option; remove or merge it first")
-    _judge_iommu(plan, profile, choices)
+    judge_iommu(plan, profile, choices)
     if facts.container:
         plan.refusals.append(
             f"this runs in a container ({facts.container}): the boot files here are not the ones "
@@ -149,7 +149,7 @@ def build(profile: HostProfile, system: System | None = None, choices: Choices |
     return plan
 
 
-def _judge_driver(plan: Plan, profile: HostProfile, keys: host_profiles.RegistryKeys) -> None:
+def judge_driver(plan: Plan, profile: HostProfile, keys: host_profiles.RegistryKeys) -> None:
     """The registry form against the driver the next boot loads."""
     facts, refuse, warn = plan.facts, plan.refusals.append, plan.warnings.append
     driver = facts.next_driver or facts.driver  # the options are read when the next boot loads it
@@ -185,7 +185,7 @@ def _judge_driver(plan: Plan, profile: HostProfile, keys: host_profiles.Registry
         )
 
 
-def _judge_iommu(plan: Plan, profile: HostProfile, choices: Choices) -> None:
+def judge_iommu(plan: Plan, profile: HostProfile, choices: Choices) -> None:
     """The IOMMU tokens for this CPU, and the refusals and warnings of turning the IOMMU off."""
     facts, refuse, warn = plan.facts, plan.refusals.append, plan.warnings.append
     if facts.vendor is None:

@@ -43,6 +43,24 @@ def run_real(argv: list[str]) -> tuple[int, str]:
     return done.returncode, done.stdout.decode("utf-8", "replace")
 
 
+# Commands that only read the host: with a throwaway root they run, since they change nothing.
+READS = ("systemd-detect-virt", "uname", "modinfo", "lsinitramfs", "lsinitrd", "lsinitcpio")
+
+
+def confined(root: Path) -> Runner:
+    """A runner for a throwaway root: no command may act on this machine instead of on the root."""
+
+    def run(argv: list[str]) -> tuple[int, str]:
+        if argv[0] in READS:
+            return run_real(argv)
+        raise SeatError(
+            f"`{' '.join(argv)}` would act on this machine, not on {root}: not run",
+            "--root names a throwaway copy to plan against; run it without --root on the host itself",
+        )
+
+    return run
+
+
 @dataclass
 class System:
     root: Path = Path("/")

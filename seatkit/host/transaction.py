@@ -102,6 +102,7 @@ class Change:
 
     def commit(self, **extra) -> None:
         self.system.fault("before commit")
+        self.system.settle()  # every boot file it wrote or a tool rewrote is on disk before "done"
         self.record({"type": "commit", **extra})
 
 

@@ -24,6 +24,9 @@ class NoBench:
     def bench(self, *args):
         raise AssertionError("no bench runs before the reboot")
 
+    def stop(self, campaign):
+        return []
+
 
 def campaign(tmp_path: Path):
     path = tmp_path / "real.yaml"
@@ -32,7 +35,7 @@ def campaign(tmp_path: Path):
             {
                 "description": "real tools",
                 "seat": "cpu-smoke",
-                "host": "paper",
+                "host": "conservative",  # three keys: judged without a driver in the chroot
                 "suites": ["code"],
                 "repeats": 1,
                 "arms": [{"name": "p2p+hmm", "host": ["p2p", "hmm"]}],
@@ -60,11 +63,17 @@ def test_one_shot_entry_with_debians_grub_and_kmod(base, tmp_path):  # noqa: F81
 
     system.runner = runner_
     (system.root / "etc/systemd/system").mkdir(parents=True, exist_ok=True)
-    before = tree(system)
+    (system.root / "proc/self").mkdir(parents=True, exist_ok=True)
+    (system.root / "proc/self/mounts").write_text("/dev/vda1 / ext4 rw 0 0\n")  # grubenv on a plain disk
     cfg_before = (system.root / "boot/grub/grub.cfg").read_text()
     default = boot.default_entry(system)
     plan = campaign_plan.build(campaign(tmp_path), system)
     assert plan.refusals == []
+    seat = system.root / "usr/local/bin/seat"  # root's own install: what the unit may run as root
+    seat.parent.mkdir(parents=True, exist_ok=True)
+    seat.write_text("#!/bin/sh\n")
+    seat.chmod(0o755)
+    before = tree(system)
     runner.start(plan, system, "/usr/local/bin/seat")
     # the step installs (real update-grub), arms (real grub-reboot) and asks for the reboot
     assert runner.step(system, NoBench()) == "rebooting" and len(reboots) == 1
@@ -74,11 +83,7 @@ def test_one_shot_entry_with_debians_grub_and_kmod(base, tmp_path):  # noqa: F81
     assert 'if [ "${next_entry}" ] ; then' in cfg  # Debian's header boots next_entry once, then clears it
     ok(system, ["grub-script-check", "/boot/grub/grub.cfg"])  # GRUB's own parser takes the entry
     assert "next_entry=seatkit-campaign-p2p+hmm" in ok(system, ["grub-editenv", "/boot/grub/grubenv", "list"])
-    seat = system.root / "usr/local/bin/seat"  # the unit's ExecStart must name an executable
-    seat.parent.mkdir(parents=True, exist_ok=True)
-    seat.write_text("#!/bin/sh\n")
-    seat.chmod(0o755)
-    ok(system, ["systemd-analyze", "verify", "--man=no", boot.UNIT])
+    ok(system, ["systemd-analyze", "verify", "--man=no", boot.UNIT, boot.FALLBACK])
 
     # kmod: the entry's command line reaches the modules (modprobe reads /proc/cmdline)
     args = linux_args(cfg, "seatkit-campaign-p2p+hmm")
@@ -91,12 +96,12 @@ def test_one_shot_entry_with_debians_grub_and_kmod(base, tmp_path):  # noqa: F81
     uvm = ok(system, ["modprobe", "--dry-run", "-v", "-S", KVER, "nvidia_uvm"])
     assert f"insmod /lib/modules/{KVER}/kernel/drivers/video/nvidia_uvm.ko uvm_disable_hmm=1" in uvm
     nvidia = ok(system, ["modprobe", "--dry-run", "-v", "-S", KVER, "nvidia"])
-    dwords = host_profiles.registry_keys().forms["five-key"].dwords
+    dwords = ";".join(f"{k}={v}" for k, v in boot.p2p_keys(host_profiles.load("conservative")).items())
     assert f"nvidia.ko NVreg_RegistryDwords={dwords}" in nvidia  # the whole string, `;` and all
 
     # the end: entries and unit removed, grub.cfg and grubenv as they were
     (system.root / "proc/cmdline").write_text(f"BOOT_IMAGE=/boot/vmlinuz-{KVER} root=/dev/vda1 ro quiet\n")
-    assert runner.abort(system) == "aborted"
+    assert runner.abort(system, NoBench()) == "aborted"
     assert (system.root / "boot/grub/grub.cfg").read_text() == cfg_before
     for path in (boot.UNIT, boot.WANTS, boot.SCRIPT):
         assert not (system.root / path.lstrip("/")).exists()

@@ -13,9 +13,11 @@ real bench. FastDriver writes a run folder at once, for the kill loop (no timing
 
 from __future__ import annotations
 
+import errno
 import random
 import re
 import shlex
+import shutil
 import subprocess
 import uuid
 from pathlib import Path
@@ -29,11 +31,14 @@ from seatkit.bench.target import Options, Target
 from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import spec as specs
+from seatkit.campaign.folder import Log, begun, current
 from seatkit.host import modprobe, state
+from seatkit.host.journal import Journal
 from seatkit.host.system import System
 from seatkit.seat import host_profiles
 
 ENV_SIZE = 1024
+SEAT = "/usr/local/bin/seat"
 EFFECTS = {"iommu": -0.40, "p2p": -0.05, "hmm": 0.0}
 BASE_MS = 20.0
 TOKENS_PER_STEP = 3.0
@@ -60,6 +65,11 @@ class CampaignHost(FakeHost):
         for folder in ("/etc/grub.d", "/etc/systemd/system"):
             self.path(folder).mkdir(parents=True, exist_ok=True)
         self.path("/boot/grub/grubenv").write_bytes(grubenv({}))
+        self.write(
+            "/proc/self/mounts", "/dev/nvme0n1p2 / ext4 rw 0 0\n/dev/nvme0n1p1 /boot/efi vfat rw 0 0\n"
+        )
+        self.write(SEAT, "#!/bin/sh\n")  # the kit's root-owned install: what the unit runs
+        self.path(SEAT).chmod(0o755)
         self.boot()  # the pristine host, booted as every later boot is
 
     def files(self) -> dict[str, str]:
@@ -163,12 +173,28 @@ class CampaignHost(FakeHost):
 
     def run_unit(self, driver) -> str | None:
         """systemd at boot: the enabled unit's ExecStart, which must be `seat campaign step --root R`;
-        it is run in this process with the test's seat driver."""
+        it is run in this process with the test's seat driver. When it fails, its OnFailure= unit
+        runs as systemd would run it: its condition on the command line, then its commands."""
         if not self.unit_enabled():
             return None
         argv = self.exec_start()
         assert argv[1:] == ["campaign", "step", "--root", str(self.root)], argv
-        return runner.step(self.system, driver)
+        try:
+            return runner.step(self.system, driver)
+        except Exception:
+            self.on_failure()
+            raise
+
+    def on_failure(self) -> None:
+        unit = self.path(boot.FALLBACK)
+        lines = unit.read_text().splitlines() if unit.is_file() else []
+        assert f"OnFailure={boot.FALLBACK_NAME}" in self.read(boot.UNIT) or not lines
+        key = next((x.split("=", 1)[1] for x in lines if x.startswith("ConditionKernelCommandLine=")), None)
+        if key is None or key not in [t.split("=", 1)[0] for t in self.read("/proc/cmdline").split()]:
+            return
+        for line in (x for x in lines if x.startswith("ExecStart=")):
+            argv = shlex.split(line.split("=", 1)[1].lstrip("-"))
+            self.run([Path(argv[0]).name, *argv[1:]])
 
     def live_factor(self) -> float:
         """The oracle's truth: the fraction of base step time this host's live state gives."""
@@ -178,8 +204,8 @@ class CampaignHost(FakeHost):
             "/sys/class/iommu"
         ):
             factor *= 1 + EFFECTS["iommu"]
-        dwords = host_profiles.parse_dwords(host_profiles.registry_keys().forms["five-key"].dwords)
-        if state.live_dwords(system).value == dwords:
+        keys = boot.p2p_keys(host_profiles.load("paper"))
+        if keys.items() <= (state.live_dwords(system).value or {}).items():
             factor *= 1 + EFFECTS["p2p"]
         if state.live_hmm_disabled(system).value:
             factor *= 1 + EFFECTS["hmm"]
@@ -226,6 +252,9 @@ class OracleDriver:
             proc.kill()
             proc.wait()
 
+    def stop(self, campaign) -> list[str]:
+        return []  # each bench stops its oracle itself
+
 
 class FastDriver:
     """A bench that writes its run folder at once (kill loop only): a kill point inside it."""
@@ -241,6 +270,9 @@ class FastDriver:
         summary = {"suites": {"code": {"ms_per_step": {"median": ms}, "tokens_per_step": {"median": 3.0}}}}
         out.finish(summary, "fast\n")
         return out.path
+
+    def stop(self, campaign) -> list[str]:
+        return []
 
 
 def write_campaign(tmp_path, **fields):
@@ -260,4 +292,128 @@ def write_campaign(tmp_path, **fields):
 
 def start(host, campaign):
     plan = campaign_plan.build(campaign, host.system, acknowledge_iommu_off=True)
-    return runner.start(plan, host.system, "/usr/local/bin/seat", str(host.root))
+    return runner.start(plan, host.system, SEAT, str(host.root))
+
+
+# --- the fault loop: failures that are not kills, in an arm's boot -------------------------------
+
+
+class GpuIsLost(Exception):
+    """What NVML raises when a GPU falls off the bus (pynvml's NVMLError_GpuIsLost): neither a
+    SeatError nor an OSError."""
+
+
+FAULTS = ("gpu lost", "/var read-only", "folder gone", "update-grub failing", "unit edited")
+
+
+class Faulter:
+    """system.fault: at the `at`-th point passed in an arm's boot, the fault of its kind happens.
+    /var read-only lasts until the next boot (Journal, System.write and the log refuse there)."""
+
+    def __init__(self, host: CampaignHost, kind: str, at: int):
+        self.host, self.kind, self.at, self.seen, self.fired = host, kind, at, 0, None
+
+    def __call__(self, point: str) -> None:
+        if self.fired or boot.booted_arm(self.host.system) is None:
+            return
+        self.seen += 1
+        if self.seen < self.at:
+            return
+        self.fired = point
+        host = self.host
+        if self.kind == "gpu lost":
+            raise GpuIsLost(f"Unable to determine the device handle for GPU0: GPU is lost ({point})")
+        if self.kind == "/var read-only":
+            host.system.read_only = True  # type: ignore[attr-defined]
+            raise OSError(errno.EROFS, "Read-only file system")
+        if self.kind == "folder gone":
+            folder = current(host.system)
+            if folder:
+                shutil.rmtree(host.path(folder), ignore_errors=True)
+        elif self.kind == "update-grub failing":  # the operator's syntax error
+            host.write("/etc/default/grub", host.read("/etc/default/grub") + "if [ then\n")
+        elif self.kind == "unit edited" and host.path(boot.UNIT).is_file():
+            host.write(boot.UNIT, host.read(boot.UNIT) + "# the operator's edit\n")
+
+
+def read_only_var(patch) -> None:
+    """Make the /var of a System marked read_only refuse writes, as a read-only remount does.
+    `patch(owner, name, value)` is pytest's monkeypatch.setattr, or setattr for a script."""
+
+    def refuse(system, path: str) -> None:
+        if getattr(system, "read_only", False) and path.startswith("/var/"):
+            raise OSError(errno.EROFS, f"Read-only file system: {path}")
+
+    journal_append, system_write, log_call = Journal._append, System.write, Log.__call__
+
+    def append(self, record):
+        refuse(self.system, self.file)
+        journal_append(self, record)
+
+    def write(self, path, data, mode=0o644):
+        refuse(self, path)
+        system_write(self, path, data, mode)
+
+    def log(self, line):
+        refuse(self.system, self.folder)
+        log_call(self, line)
+
+    patch(Journal, "_append", append)
+    patch(System, "write", write)
+    patch(Log, "__call__", log)
+
+
+def fault_points(plan, tmp: Path) -> int:
+    """How many fault points a whole campaign passes in its arms' boots."""
+    host = CampaignHost(tmp)
+    counter = Faulter(host, "count", 10**9)
+    host.system.fault = counter
+    runner.start(plan, host.system, SEAT, str(host.root))
+    drive(host, FastDriver(host))
+    return counter.seen
+
+
+def faulted(plan, tmp: Path, kind: str, at: int) -> tuple[CampaignHost, str | None, str]:
+    """One campaign with one fault; the host booted on, as it would, until the campaign has ended
+    or nothing more would run. Returns the host, the fault point, and the campaign folder."""
+    host = CampaignHost(tmp)
+    faulter = Faulter(host, kind, at)
+    host.system.fault = faulter
+    folder = runner.start(plan, host.system, SEAT, str(host.root))
+    driver = FastDriver(host)
+    for n in range(40):
+        before = host.reboots_requested
+        try:
+            if n == 0:
+                runner.step(host.system, driver)
+            elif host.unit_enabled() and current(host.system):
+                host.run_unit(driver)
+            else:
+                break
+        except Exception:  # the unit failed: its OnFailure= unit has run (run_unit)
+            pass
+        if host.reboots_requested > before:
+            host.boot()
+            host.system.read_only = False  # type: ignore[attr-defined]  # a fresh boot mounts /var again
+        elif not host.unit_enabled():
+            break
+    return host, faulter.fired, folder
+
+
+def left_in_an_arm(host: CampaignHost, folder: str) -> list[str]:
+    """What a faulted campaign left wrong: not the normal entry, a one-shot armed, a transaction
+    open, the campaign not ended, the kit's boot files left, no report."""
+    problems = []
+    if boot.booted_arm(host.system) is not None:
+        problems.append(f"the host runs the arm {boot.booted_arm(host.system)}")
+    if read_env(host.path("/boot/grub/grubenv").read_bytes()).get("next_entry"):
+        problems.append("a one-shot entry is armed")
+    if Journal(host.system).open():
+        problems.append("a host transaction is open")
+    if current(host.system) is not None:
+        problems.append("the campaign has not ended")
+    if host.unit_enabled() or host.path(boot.SCRIPT).exists():
+        problems.append("the unit or the entries are still installed")
+    if begun(host.system, folder) and not host.path(f"{folder}/report.json").is_file():
+        problems.append("no report")
+    return problems

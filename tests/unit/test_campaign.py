@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from campaign_harness import EFFECTS, CampaignHost, OracleDriver, drive
+from campaign_harness import EFFECTS, CampaignHost, FastDriver, OracleDriver, drive
 
 from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
@@ -114,10 +114,28 @@ def test_an_arms_entry_copies_the_default_and_carries_its_tokens(tmp_path):
         arm, boot.default_entry(host.system), boot.arm_tokens(arm, host_profiles.load("paper"), "amd"), "c"
     )
     linux = next(line for line in text.splitlines() if line.strip().startswith("linux"))
-    assert "iommu=pt" not in linux  # the arm leaves the IOMMU out: the normal value is dropped
     assert "'nvidia.NVreg_RegistryDwords=ForceP2P=0x11;" in linux  # `;` quoted for GRUB's parser
     assert "nvidia_uvm.uvm_disable_hmm=1" in linux and "seatkit.arm=p2p+hmm" in linux
     assert "root=UUID=abc" in linux and "--id seatkit-campaign-p2p+hmm" in text
+
+
+def test_an_arm_changes_only_its_named_settings(tmp_path):
+    host = CampaignHost(tmp_path / "root", cmdline="quiet intel_iommu=on iommu=pt")
+    host.write("/etc/modprobe.d/site.conf", 'options nvidia NVreg_RegistryDwords="PowerMizerEnable=0x1"\n')
+    body, paper = boot.default_entry(host.system), host_profiles.load("paper")
+
+    def linux(arm):
+        tokens = boot.arm_tokens(arm, paper, "intel", boot.operator_keys(host.system, body))
+        text = boot.entry(arm, body, tokens, "c")
+        return next(line for line in text.splitlines() if line.strip().startswith("linux")).split()
+
+    p2p = linux(specs.Arm(name="p2p", host=["p2p"]))
+    assert "intel_iommu=on" in p2p and "iommu=pt" in p2p  # the arm leaves the IOMMU as the operator has it
+    dwords = next(w for w in p2p if "RegistryDwords" in w).strip("'").split("=", 1)[1]
+    assert "PowerMizerEnable=0x1" in dwords and "ForceP2P=0x11" in dwords  # the operator's keys stay
+    assert "EnableResizableBar" not in dwords  # a BAR setting is not a P2P key
+    off = linux(specs.Arm(name="iommu", host=["iommu"]))
+    assert "intel_iommu=on" not in off and "iommu=pt" not in off and "intel_iommu=off" in off
 
 
 def test_an_arms_entry_never_saves_itself_as_the_default(tmp_path):
@@ -216,12 +234,12 @@ def test_a_seat_not_ready_in_time_fails_the_campaign_and_restores(tmp_path):
     host = CampaignHost(tmp_path / "root")
     pristine = host.files()
 
-    class Slow:
+    class Slow(FastDriver):
         def bench(self, *args):
             raise SeatError("the seat was not ready after 2400 s (waiting for health); it is stopped")
 
     start(host, write_campaign(tmp_path, repeats=1, arms=[{"name": "p2p", "host": ["p2p"]}]))
-    outcomes = drive(host, Slow())
+    outcomes = drive(host, Slow(host))
     assert outcomes[-1] == "failed"
     assert host.files() == pristine
 
@@ -234,7 +252,7 @@ def test_abort_restores_the_start_state(tmp_path):
     runner.step(host.system, driver)
     host.boot()
     assert runner.status(host.system)["running"]
-    assert runner.abort(host.system) == "aborted"
+    assert runner.abort(host.system, FastDriver(host)) == "aborted"
     assert runner.status(host.system) == {"running": False}
     host.boot()
     assert host.files() == pristine
@@ -280,7 +298,7 @@ def test_live_arms_set_their_knobs_and_the_end_puts_them_back(tmp_path):
     host.system.runner = run
     seen = []
 
-    class Driver:
+    class Driver(FastDriver):
         def bench(self, campaign, arm, runs, progress):
             seen.append((arm.name, host.read("/sys/devices/system/cpu/cpufreq/boost").strip(), limits[0]))
             return __import__("campaign_harness").FastDriver(host).bench(campaign, arm, runs, progress)
@@ -296,7 +314,7 @@ def test_live_arms_set_their_knobs_and_the_end_puts_them_back(tmp_path):
         ],
     )
     start(host, campaign)
-    assert runner.step(host.system, Driver()) == "done"
+    assert runner.step(host.system, Driver(host)) == "done"
     assert seen == [("start", "1", "600"), ("no-boost", "0", "600"), ("pl450", "1", "450")]
     assert host.read("/sys/devices/system/cpu/cpufreq/boost") == "1\n" and limits == ["600"]
 
@@ -310,7 +328,7 @@ def test_the_cli_plans_and_reports_status_on_a_fake_root(tmp_path):
     cli = CliRunner()
     refused = cli.invoke(seat, ["campaign", "plan", "paper", "--root", str(host.root)])
     assert (
-        refused.exit_code == 0
+        refused.exit_code == 2  # as `seat host plan` exits when apply would refuse
         and "refused:" in refused.output
         and "--acknowledge-iommu-off" in refused.output
     )
@@ -322,7 +340,7 @@ def test_the_cli_plans_and_reports_status_on_a_fake_root(tmp_path):
     runner.step(host.system, OracleDriver(host))
     shown = cli.invoke(seat, ["campaign", "status", "--root", str(host.root)], env={"COLUMNS": "200"})
     assert "0 of 1 benches done" in shown.output and "next: visit 1 (p2p), 1 boot(s) armed" in shown.output
-    assert runner.abort(host.system) == "aborted"  # the CLI would run this machine's update-grub
+    assert runner.abort(host.system, FastDriver(host)) == "aborted"  # --root refuses update-grub here
     assert (
         cli.invoke(seat, ["campaign", "status", "--root", str(host.root)]).output.strip()
         == "no campaign is running"

@@ -8,7 +8,7 @@ import random
 
 import pytest
 import yaml
-from campaign_harness import CampaignHost, FastDriver, drive, start, write_campaign
+from campaign_harness import SEAT, CampaignHost, FastDriver, drive, start, write_campaign
 from fake_host import Death
 
 from seatkit.campaign import analysis, boot, runner
@@ -59,7 +59,7 @@ def test_a_hundred_seeded_kills_leave_the_host_byte_identical(tmp_path, monkeypa
     counter = Killer(0)
     template.system.fault = counter
     plan = campaign_plan.build(spec, template.system)  # every fake host is alike: one plan serves all
-    runner.start(plan, template.system, "/seat", str(template.root))
+    runner.start(plan, template.system, SEAT, str(template.root))
     drive(template, FastDriver(template))
     total = counter.seen  # the kill points one whole campaign passes
     assert total > 50
@@ -71,7 +71,7 @@ def test_a_hundred_seeded_kills_leave_the_host_byte_identical(tmp_path, monkeypa
         killer = Killer(rng.randint(1, total))
         host.system.fault = killer
         try:
-            runner.start(plan, host.system, "/seat", str(host.root))
+            runner.start(plan, host.system, SEAT, str(host.root))
             drive(host, FastDriver(host))
         except Death as death:
             where.add(str(death))
@@ -84,7 +84,7 @@ def test_a_hundred_seeded_kills_leave_the_host_byte_identical(tmp_path, monkeypa
             host.boot()
         try:
             if action == "abort":
-                runner.abort(host.system)
+                runner.abort(host.system, FastDriver(host))
                 if host.reboots_requested:
                     host.boot()
             else:
@@ -115,8 +115,9 @@ def test_an_update_grub_mid_campaign_is_not_undone_by_the_end(tmp_path):
         text + 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT mitigations=off"\n',
     )
     assert host.run(["update-grub"])[0] == 0  # the operator's (or apt's) own update-grub
-    assert host.run_unit(driver) == "done"
+    assert host.run_unit(driver) == "rebooting"  # the end runs in the normal boot
     host.boot()
+    assert host.run_unit(driver) == "done"
     cfg = host.read("/boot/grub/grub.cfg")
     assert "mitigations=off" in cfg and "seatkit" not in cfg
     log = next(host.root.glob("var/lib/seatkit/campaign/*/campaign.log")).read_text()
@@ -139,7 +140,7 @@ def test_seat_host_rollback_is_refused_while_a_campaign_runs(tmp_path):
 
 
 def _bench_writing(host, figures):
-    class Driver:
+    class Driver(FastDriver):
         def bench(self, campaign, arm, runs, progress):
             out = FastDriver(host).bench(campaign, arm, runs, progress)
             summary = json.loads((out / "summary.json").read_text())
@@ -147,7 +148,7 @@ def _bench_writing(host, figures):
             (out / "summary.json").write_text(json.dumps(summary))
             return out
 
-    return Driver()
+    return Driver(host)
 
 
 @pytest.mark.parametrize("bad", [{"median": float("nan")}, {"median": -3.0}, None])
@@ -224,22 +225,21 @@ def test_a_report_that_fails_does_not_keep_the_host_from_its_start_state(tmp_pat
     assert runner.status(host.system) == {"running": False}
 
 
-def test_abort_after_the_campaign_folder_was_deleted_still_restores_the_host(tmp_path):
-    """An operator cleans /var/lib/seatkit/campaign/2026…: the entries and the unit are still
-    installed, and the unit would fail at every boot. Abort must still take them out."""
+def test_a_campaign_whose_folder_was_deleted_is_ended_by_the_next_step(tmp_path):
+    """An operator cleans /var/lib/seatkit/campaign/2026… while an arm runs: the entries and the
+    unit are still installed. The unit's step takes them out and reboots into the normal entry."""
     import shutil
 
     host = CampaignHost(tmp_path / "root")
     pristine = host.files()
     folder = start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
     assert runner.step(host.system, FastDriver(host)) == "rebooting"
-    host.boot()
+    assert host.boot() == "seatkit-campaign-p2p"
     shutil.rmtree(host.path(folder))
-    with pytest.raises(SeatError) as caught:
-        runner.step(host.system, FastDriver(host))
-    assert "seat campaign abort" in (caught.value.hint or "")
-    assert runner.abort(host.system) == "aborted"
-    host.boot()
+    before = host.reboots_requested
+    assert host.run_unit(FastDriver(host)) == "aborted"
+    assert host.reboots_requested == before + 1
+    assert host.boot() is None  # the normal entry
     assert runner.status(host.system) == {"running": False}
     assert host.files() == pristine
     assert not host.unit_enabled() and "seatkit" not in host.read("/boot/grub/grub.cfg")
@@ -289,7 +289,7 @@ def test_an_abort_while_the_step_writes_its_journal_does_not_tear_it(tmp_path):
 
     def abort_now():  # "recorded, a step is running", or "no campaign" if the step ended first
         with pytest.raises(SeatError):
-            runner.abort(other)
+            runner.abort(other, FastDriver(host))
 
     def fault(point):
         if point == "inside the journal record measured" and not threads:

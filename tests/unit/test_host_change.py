@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from seatkit.errors import SeatError
-from seatkit.host import change, cmdline, ops, status, system
+from seatkit.host import boot_stacks, change, cmdline, ops, status, system
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 from seatkit.seat import host_profiles
@@ -737,3 +737,56 @@ def test_a_killed_rollback_whose_backups_are_lost_ends_with_forget_then_recover(
     change.recover(host.system)  # the rollback cut short has nothing left to undo: it is closed
     journal = Journal(host.system)
     assert journal.open() == [] and journal.active() == []
+
+
+def test_dracut_reads_its_conf_d_folders_as_one_list_sorted_by_file_name(tmp_path):
+    host = FakeHost(tmp_path, "grub", initramfs=("dracut",))
+    host.write("/etc/dracut.conf.d/10-hostonly.conf", 'hostonly="yes"\n')
+    host.write("/usr/lib/dracut/dracut.conf.d/99-generic.conf", 'hostonly="no"\n')  # read last: it wins
+    assert any("non-hostonly" in w for w in make_plan(host).warnings)
+    host.write("/etc/dracut.conf.d/99-generic.conf", 'hostonly="yes"\n')  # /etc's file of that name instead
+    assert not any("non-hostonly" in w for w in make_plan(host).warnings)
+
+
+def test_replace_leaves_the_recovery_entries_command_line_alone(tmp_path):
+    host = FakeHost(tmp_path, "grub", cmdline="quiet")
+    host.write("/etc/default/grub", host.read("/etc/default/grub").replace('LINUX=""', 'LINUX="iommu=pt"'))
+    host.update_grub()
+    plan = make_plan(host, choices=host_plan.Choices(replace=True, acknowledge_iommu_off=True))
+    assert any("iommu=pt is in GRUB_CMDLINE_LINUX" in r and "recovery" in r for r in plan.refusals)
+    dropin = boot_stacks.grub_dropin(cmdline.Edit(added=("iommu=off",), replaced=((1, "iommu=pt"),)))
+    assert 'GRUB_CMDLINE_LINUX="' not in dropin  # only _DEFAULT, which recovery entries do not get
+
+
+def test_a_rollback_syncs_the_boot_files_before_it_commits(tmp_path, monkeypatch):
+    """A power cut right after the commit must not find grub.cfg as apply left it: each file
+    system the boot files live on is synced after the last boot file is rewritten, before commit."""
+    host = FakeHost(tmp_path, "grub")
+    apply(host)
+    events = []
+    monkeypatch.setattr(system.System, "settle", lambda self: events.append("sync"))
+    write, run = system.System.write, host.system.runner
+
+    def writing(self, path, data, mode=0o644):
+        events.append(f"write {path}")
+        write(self, path, data, mode)
+
+    def running(argv):
+        events.append(f"run {argv[0]}")
+        return run(argv)
+
+    monkeypatch.setattr(system.System, "write", writing)
+    host.system.runner = running
+    append = change.Journal._append
+
+    def journaling(self, record):
+        if record["type"] == "commit":
+            events.append("commit")
+        append(self, record)
+
+    monkeypatch.setattr(change.Journal, "_append", journaling)
+    change.rollback(host.system)
+    last = max(
+        i for i, e in enumerate(events) if e.startswith(("run update-grub", "write /boot", "write /etc"))
+    )
+    assert "sync" in events[last : events.index("commit")], events
