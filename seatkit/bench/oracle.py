@@ -17,9 +17,11 @@ defences: see FAULTS.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import queue
+import re
 import threading
 import time
 from collections import Counter, defaultdict
@@ -51,6 +53,11 @@ class Quirks:
     prefix_cache: bool = False  # a prompt seen before (same cache_salt) skips most of its prefill
     prefill_ms_per_token: float = 0.0  # prefill time grows with the prompt
     other_model: bool = False  # a second model's counters move behind the same /metrics
+    chunk_tokens: int = 0  # max-num-batched-tokens: a longer prompt prefills over several steps
+    # (chunked prefill), counted in the running gauge and the prefix-cache queries from its first
+    # chunk, in the prompt, TTFT and success counters only from its first token, as vLLM does
+    version: str = "oracle"  # what /version answers
+    empty_last: bool = False  # the last event's text is "" (its token half a character), its count whole
     exposition_ms: float = 0.0  # /metrics takes this long and holds up every stream meanwhile
     # (vLLM's exposition runs on the API server's one event loop, which also writes the streams)
     fault: str | None = None  # one of FAULTS: a broken or foreign server
@@ -64,6 +71,15 @@ FAULTS = {
     "surrogates": "an emoji streamed as two UTF-16 surrogate halves in two chunks, then a lone half",
 }
 TRICKLE_S = 5.0
+
+
+_PIECES = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
+
+
+def tokens(text: str) -> list[int]:
+    """The oracle's tokenizer: letters, digits and each other mark a token (so a loop written
+    without spaces is many tokens, as a real tokenizer makes it), each a stable id."""
+    return [int(hashlib.sha256(p.encode()).hexdigest()[:6], 16) for p in _PIECES.findall(text)]
 
 
 def step_sizes(decode_tokens: int, tokens_per_step: float) -> list[int]:
@@ -104,6 +120,9 @@ class Request:
     previous: float = 0.0
     key: tuple = ()
     held: int = 0  # tokens made but not yet sent (Quirks.hold_first)
+    prefilled: int = 0  # prompt tokens prefilled so far (Quirks.chunk_tokens)
+    chunk: int = 0  # prompt tokens this step prefills
+    hit: bool = False  # a prefix-cache hit, decided when first scheduled
 
 
 class Oracle:
@@ -151,10 +170,22 @@ class Oracle:
                     self.other[name] += 3
 
     def prefill_seconds(self, request: Request) -> float:
-        """Cold: the fixed cost plus the per-token one; a prefix-cache hit: a tenth of the fixed."""
-        if self.quirks.prefix_cache and request.key in self.seen_prompts:
+        """This step's share of the request's prefill, scheduling it: cold, the fixed cost (on its
+        first chunk) plus the per-token one; a prefix-cache hit, a tenth of the fixed. Its prompt is
+        queried against the prefix cache when first scheduled."""
+        first = request.prefilled == 0 and request.chunk == 0
+        if first:
+            request.hit = self.quirks.prefix_cache and request.key in self.seen_prompts
+            self.counters["prefix_cache_queries_total"] += request.prompt_tokens
+            if request.hit:
+                self.counters["prefix_cache_hits_total"] += request.prompt_tokens
+        left = request.prompt_tokens - request.prefilled
+        request.chunk = min(left, self.quirks.chunk_tokens) if self.quirks.chunk_tokens else left
+        if request.hit:
+            request.chunk = left
             return self.prefill_s / 10
-        return self.prefill_s + self.quirks.prefill_ms_per_token / 1000 * request.prompt_tokens
+        fixed = self.prefill_s if request.prefilled == 0 else 0.0
+        return fixed + self.quirks.prefill_ms_per_token / 1000 * request.chunk
 
     def step_seconds(self, batch: int) -> float:
         return self.step_s + self.batch_s * (batch - 1)
@@ -211,7 +242,7 @@ class Oracle:
         return lines
 
     def submit(self, body: dict) -> Request:
-        request = Request(int(body["max_tokens"]), len(body["prompt"].split()), time.monotonic())
+        request = Request(int(body["max_tokens"]), len(tokens(body["prompt"])), time.monotonic())
         request.sizes = step_sizes(request.max_tokens - 1, self.tokens_per_step)
         request.key = (None if self.quirks.ignore_salt else body.get("cache_salt"), body["prompt"])
         with self.lock:
@@ -254,21 +285,22 @@ class Oracle:
             request.previous = now
             self._emit(request, delivered)
         for request in self.pending:
+            request.prefilled += request.chunk
+            request.chunk = 0
+        prefilled = [r for r in self.pending if r.prefilled >= r.prompt_tokens]
+        self.pending = [r for r in self.pending if r.prefilled < r.prompt_tokens]
+        for request in prefilled:
             request.first = request.previous = now
             c["time_to_first_token_seconds_count"] += 1
             c["time_to_first_token_seconds_sum"] += now - request.arrived
             c["prompt_tokens_total"] += request.prompt_tokens
-            c["prefix_cache_queries_total"] += request.prompt_tokens
-            if self.quirks.prefix_cache and request.key in self.seen_prompts:
-                c["prefix_cache_hits_total"] += request.prompt_tokens
             self.seen_prompts.add(request.key)
             c["generation_tokens_total"] += 1
             if self.quirks.hold_first:  # made now, sent with the next step's tokens
                 request.held = 1
             else:
                 self._emit(request, 1)
-        self.running += self.pending
-        self.pending = []
+        self.running += prefilled
         for request in [r for r in self.running if r.emitted == r.max_tokens]:
             self.running.remove(request)
             c["request_decode_time_seconds_sum"] += request.previous - request.first
@@ -284,6 +316,8 @@ class Oracle:
         request.chunks += 1
         request.emitted += count
         done = request.emitted == request.max_tokens
+        if done and self.quirks.empty_last:
+            text = ""
         request.out.put(self._chunk(text, request.emitted, request.prompt_tokens, "length" if done else None))
 
     def complete(self, body: dict, write) -> None:

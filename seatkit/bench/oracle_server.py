@@ -16,7 +16,7 @@ import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from seatkit.bench.oracle import FAULTS, MODEL, TRICKLE_S, Oracle, Quirks
+from seatkit.bench.oracle import FAULTS, MODEL, TRICKLE_S, Oracle, Quirks, tokens
 
 
 class OracleHandler(BaseHTTPRequestHandler):
@@ -38,7 +38,7 @@ class OracleHandler(BaseHTTPRequestHandler):
     def do_GET(self):
         routes = {
             "/health": b"",
-            "/version": json.dumps({"version": "oracle"}).encode(),
+            "/version": json.dumps({"version": self.oracle.quirks.version}).encode(),
             "/v1/models": json.dumps({"data": [{"id": MODEL}]}).encode(),
         }
         if self.path == "/metrics" and self.oracle.quirks.fault == "trickle-metrics":
@@ -72,7 +72,7 @@ class OracleHandler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if self.path == "/tokenize":
-            ids = [len(w) for w in body["prompt"].split()]
+            ids = tokens(body["prompt"])
             answer = (
                 [{"id": i, "text": "", "special": False} for i in ids]
                 if self.oracle.quirks.fault == "tokenize-list"

@@ -109,10 +109,13 @@ def not_alone(name: str, record: dict) -> SeatError:
     """The refusal after every try's counters disagreed with its stream, naming the disagreement:
     other clients only where the counters saw other requests."""
     problems = record["exclusive_problems"]
+    deltas, closing = record["counter_deltas"], record.get("gauges_after") or {}
     crowded = (
         record["gauges"]["running"] > 1
         or record["gauges"]["waiting"] > 0
-        or sum(record["counter_deltas"]["success"].values()) > 1
+        or sum(deltas["success"].values()) > 1
+        or closing.get("running", 0) + closing.get("waiting", 0) > 0
+        or (deltas.get("prefix_queries") or 0) > record["factors"]["prompt_tokens"]
     )
     hint = (
         "stop other clients; a batch-1 bench needs the server alone"
@@ -120,10 +123,12 @@ def not_alone(name: str, record: dict) -> SeatError:
         else "no other request was seen: the server counts differently from its stream, so its "
         "counters can't be split per request (report it with requests.jsonl)"
     )
-    return SeatError(
-        f"{name}: in {1 + RERUNS} tries the counters never matched the stream alone: " + "; ".join(problems),
-        hint,
+    said = (
+        f"every one of {1 + RERUNS} tries overlapped another request, so none was kept"
+        if crowded
+        else f"in {1 + RERUNS} tries the counters never matched the stream alone"
     )
+    return SeatError(f"{name}: {said}: " + "; ".join(problems), hint)
 
 
 def _verify(target: Target, when: str) -> None:

@@ -43,6 +43,14 @@ def padded(target: Target, prompt: Prompt) -> Prompt:
 
 def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
     """Token count and SHA-256 of the token ids, from the server's /tokenize when it has one."""
+    ids = token_ids(target, text)
+    if ids is None:
+        return None, None
+    return len(ids), hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+
+
+def token_ids(target: Target, text: str) -> list[int] | None:
+    """The text's token ids by the server's own tokenizer; None when it has no /tokenize."""
     try:
         answer = client.fetch(
             "POST",
@@ -53,9 +61,9 @@ def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
         )
         found = answer.json() if answer.ok else None
     except (requests.RequestException, ValueError):
-        return None, None
+        return None
     if found is None:
-        return None, None
+        return None
     ids = _token_ids(found)
     if ids is None:
         raise SeatError(
@@ -63,7 +71,7 @@ def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
             f'TGI\'s [{{"id": id}}, ...]: {printable(repr(found)[:120])}',
             "is this an LLM server? bench it with --url only if it speaks vLLM's API",
         )
-    return len(ids), hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+    return ids
 
 
 def _token_ids(found) -> list[int] | None:

@@ -257,6 +257,7 @@ def _shape(event) -> None:
 
 def _take(out: Completion, event: dict, start: float, on_text: Callable[[str], None]) -> None:
     _shape(event)
+    arrived = False  # a token came with this event: text, or a count that grew ("" text: half a character)
     for choice in event.get("choices") or []:
         text = choice.get("text") or ""
         if not isinstance(text, str):
@@ -266,19 +267,23 @@ def _take(out: Completion, event: dict, start: float, on_text: Callable[[str], N
             text, out.held = text[:-1], text[-1]
         text = _whole(text)
         if text:
-            out.last_s = time.monotonic() - start
-            if not out.chunks:
-                out.ttft_s = out.last_s
-            out.chunks += 1
+            arrived = True
             out.text += text
             on_text(text)
         out.token_ids += choice.get("token_ids") or []
         out.finish_reason = choice.get("finish_reason") or out.finish_reason
     usage = event.get("usage")
-    if usage and any(c.get("text") for c in event.get("choices") or []):
-        out.streamed_tokens = usage.get("completion_tokens") or 0
-        if out.first_event_tokens is None:
-            out.first_event_tokens = out.streamed_tokens
+    if usage and event.get("choices"):  # every event of the stream, its text empty or not
+        count = usage.get("completion_tokens") or 0
+        arrived = arrived or count > (out.streamed_tokens or 0)
+        out.streamed_tokens = count
+        if out.first_event_tokens is None and count:
+            out.first_event_tokens = count
+    if arrived:
+        out.last_s = time.monotonic() - start
+        if not out.chunks:
+            out.ttft_s = out.last_s
+        out.chunks += 1
     if usage:
         out.usage_seen = True
         out.prompt_tokens = usage["prompt_tokens"]

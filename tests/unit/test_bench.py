@@ -147,7 +147,7 @@ def test_client_timing_is_the_fallback_and_bursts_are_flagged():
     assert f["timing_source"] == "client" and f["ms_per_step"] == pytest.approx(1000 / 33)
     burst = decompose.factors(delta_of(33, 66, 33), 100, ttft_s=1.49, last_s=1.5, prompt_tokens=10)
     assert burst["decode_tok_s"] == pytest.approx(99.0)  # the server's time, not the burst's
-    assert "client-bursts" in decompose.alarms(burst, 5, "a b c d e f g h")
+    assert "client-bursts" in decompose.alarms(burst, 5, 0.0)
 
 
 def test_tokens_cut_by_max_tokens_stay_in_the_drafters_figure_not_in_tokens_per_step():
@@ -156,10 +156,10 @@ def test_tokens_cut_by_max_tokens_stay_in_the_drafters_figure_not_in_tokens_per_
     assert f["tokens_per_step"] == pytest.approx(99 / 34)
     assert f["drafter_tokens_per_step"] == pytest.approx(1 + 68 / 34) and f["cut_by_max_tokens"] == 3
     assert_identity(f)
-    assert "counters-vs-usage" not in decompose.alarms(f, 5, "")
+    assert "counters-vs-usage" not in decompose.alarms(f, 5, 0.0)
     # More than k tokens past the stream, or fewer than it: not one request's cut.
     crowded = decompose.factors(delta_of(40, 80, 40), 100, 0.5, 1.5, 10, k=5)
-    assert "counters-vs-usage" in decompose.alarms(crowded, 5, "")
+    assert "counters-vs-usage" in decompose.alarms(crowded, 5, 0.0)
     # ... and the figures built on them are withheld, with the reason, not printed beside it.
     assert crowded["tokens_per_step"] is None and crowded["ms_per_step"] is None
     assert "not this request's alone" in crowded["withheld"]["tokens_per_step"]
@@ -167,10 +167,10 @@ def test_tokens_cut_by_max_tokens_stay_in_the_drafters_figure_not_in_tokens_per_
 
 
 def test_alarms_for_each_pitfall():
-    short_drafts = decompose.factors(delta_of(33, 66, 33, k=4), 100, 0.5, 1.5, 10)
-    assert "differs from k=5" in decompose.alarms(short_drafts, 5, "")["drafted-length"]
+    over_k = decompose.factors(delta_of(33, 66, 33, k=6), 100, 0.5, 1.5, 10)
+    assert "exceeds k=5" in decompose.alarms(over_k, 5, 0.0)["drafted-length"]
     long_zero = decompose.factors(delta_of(99, 0, 99), 100, 0.5, 1.5, 8000)
-    assert "zero-acceptance" in decompose.alarms(long_zero, 5, "")
+    assert "zero-acceptance" in decompose.alarms(long_zero, 5, 0.0)
     looping = decompose.factors(
         metrics.Snapshot(
             values={
@@ -187,11 +187,13 @@ def test_alarms_for_each_pitfall():
         1.1,
         10,
     )
-    assert "loop" in decompose.alarms(looping, 5, " version >>" * 60)
-    assert "loop" not in decompose.alarms(looping, 5, " ".join(f"w{i}" for i in range(200)))
+    assert "loop" in decompose.alarms(looping, 5, decompose.repetition(oracle.tokens(" version >>" * 60)))
+    assert "loop" in decompose.alarms(looping, 5, decompose.repetition(oracle.tokens("limited_" * 60)))
+    unique = decompose.repetition(oracle.tokens(" ".join(f"w{i}" for i in range(200))))
+    assert "loop" not in decompose.alarms(looping, 5, unique)
     bare = decompose.factors(metrics.Snapshot(), 100, 0.5, 1.5, 10)
     assert not bare["decomposition"] and bare["decode_tok_s"] == pytest.approx(99.0)
-    assert list(decompose.alarms(bare, 5, "")) == ["no-decomposition"]
+    assert list(decompose.alarms(bare, 5, 0.0)) == ["no-decomposition"]
 
 
 def test_exclusivity_accepts_ours_alone_and_names_each_intruder():
@@ -255,7 +257,7 @@ def fake_record(suite, prompt, tok_s, ok=True):
         "content": suite,
         "factors": f,
         "exclusive": ok,
-        "alarms": decompose.alarms(f, 5, ""),
+        "alarms": decompose.alarms(f, 5, 0.0),
     }
 
 
