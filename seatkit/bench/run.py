@@ -21,7 +21,7 @@ from pathlib import Path
 import requests
 
 from seatkit import __version__
-from seatkit.bench import aggregate, counters, plots
+from seatkit.bench import aggregate, counters, load, plots
 from seatkit.bench.report import markdown
 from seatkit.bench.request import measure
 from seatkit.bench.target import Options, Target
@@ -43,6 +43,7 @@ def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
         "url": target.url,
         "model": target.model,
         "engine_version": version,
+        "device": seat_device(version, target.conditions),
         "k": target.k,
         "sampling": options.sampling,
         "ignore_eos": True,
@@ -59,6 +60,15 @@ def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
         },
         **target.conditions,
     }
+
+
+def seat_device(version: str | None, recorded: dict) -> str | None:
+    """The seat's device as the seat says it (its record's, or a CPU build's version: vLLM's
+    CPU wheels are versioned `X+cpu`); None when it does not say. Never the GPUs of the machine
+    the bench client runs on: a --url seat is elsewhere, or on none of them."""
+    if recorded.get("device"):
+        return recorded["device"]
+    return "cpu" if isinstance(version, str) and version.endswith("+cpu") else None
 
 
 def folder_name(name: str) -> str:
@@ -226,6 +236,7 @@ def bench(
     `reference`, a reference card, is drawn over the acceptance-by-position plot."""
     if counters.scrape(target) is None:
         progress("no /metrics with spec-decode counters: client timing only, no decomposition")
+    meter = load.Meter()
     hashes: dict[str, dict] = {}
     skipped: dict[str, str] = {}
     truncated: list[str] = []
@@ -253,6 +264,7 @@ def bench(
         "schema": SCHEMA,
         "created": datetime.now(UTC).isoformat(),
         "conditions": conditions(target, options, prompts),
+        "machine": meter.read(),
         "prompts": hashes,
         "discarded": discarded,
         "skipped": skipped,
