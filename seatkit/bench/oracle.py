@@ -57,6 +57,8 @@ class Quirks:
     # (chunked prefill), counted in the running gauge and the prefix-cache queries from its first
     # chunk, in the prompt, TTFT and success counters only from its first token, as vLLM does
     version: str = "oracle"  # what /version answers
+    adaptive: bool = False  # drafts only as many tokens as it expects accepted plus one (at most k)
+    loop: str = ""  # every token's text is this, so the output loops (" t0 t1 ..." when empty)
     empty_last: bool = False  # the last event's text is "" (its token half a character), its count whole
     exposition_ms: float = 0.0  # /metrics takes this long and holds up every stream meanwhile
     # (vLLM's exposition runs on the API server's one event loop, which also writes the streams)
@@ -275,7 +277,9 @@ class Oracle:
             delivered = min(size, request.max_tokens - request.emitted - request.held)
             if not (self.quirks.ngram and size == 1):  # ngram with no match drafts nothing
                 c["spec_decode_num_drafts_total"] += 1
-                c["spec_decode_num_draft_tokens_total"] += self.k
+                c["spec_decode_num_draft_tokens_total"] += (
+                    min(self.k, size) if self.quirks.adaptive else self.k
+                )
             c["spec_decode_num_accepted_tokens_total"] += size - 1  # counted before the cut
             c["inter_token_latency_seconds_count"] += 1
             c["inter_token_latency_seconds_sum"] += now - request.previous
@@ -310,7 +314,7 @@ class Oracle:
 
     def _emit(self, request: Request, count: int) -> None:
         count, request.held = count + request.held, 0
-        text = "".join(f" t{request.emitted + j}" for j in range(count))
+        text = "".join(self.quirks.loop or f" t{request.emitted + j}" for j in range(count))
         if self.quirks.fault == "surrogates":  # json.dumps writes each half as its own \\uXXXX escape
             text = {0: "\ud83d", 1: "\ude00", 2: " \udc00 "}.get(request.chunks, text)
         request.chunks += 1

@@ -2,11 +2,9 @@
 misbehaving one known way at a time (oracle.Quirks): every figure the bench prints is right, or withheld with
 the reason."""
 
-import contextlib
 import json
 import statistics
 import threading
-import time
 from http.server import ThreadingHTTPServer
 
 import pytest
@@ -15,7 +13,6 @@ from seatkit.bench import aggregate, oracle, oracle_server, request, run, selfte
 from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
-from seatkit.serve import client
 
 K = 3
 PLAIN = oracle.Quirks()  # an oracle with no quirks
@@ -288,77 +285,3 @@ def test_a_retried_cold_repeat_gets_a_new_salt_never_the_one_its_discarded_try_w
     assert summary["discarded"] == 2
     assert salts[0] != salts[1]  # the cold repeat's retry: a fresh salt
     assert salts[2] == salts[3] == salts[1]  # the warm repeat: the cold one's salt
-
-
-class Intruder:
-    """Another client that sends a long prompt while ours streams: the oracle prefills it in chunks
-    (max-num-batched-tokens), so it has no first token, and counts in no prompt, TTFT or success
-    counter, when ours ends. `tries` of our requests get one each (None: every try)."""
-
-    def __init__(self, url: str, tries: int | None = 1, prompt_tokens: int = 1600):
-        self.url, self.left, self.text = url, tries, "w " * prompt_tokens
-        self.threads: list[threading.Thread] = []
-
-    @contextlib.contextmanager
-    def around(self):
-        if self.left is None or self.left > 0:
-            self.left = None if self.left is None else self.left - 1
-            thread = threading.Thread(target=self._send, daemon=True)
-            thread.start()
-            self.threads.append(thread)
-        yield
-
-    def _send(self):
-        time.sleep(0.05)  # ours is on its way
-        client.stream(self.url, oracle.MODEL, self.text, 2)
-
-    def join(self):
-        for thread in self.threads:
-            thread.join()
-
-
-CHUNKED = oracle.Quirks(chunk_tokens=16, prefill_ms_per_token=0.5)
-
-
-def test_a_prompt_still_prefilling_in_chunks_when_ours_ends_is_discarded_not_kept_as_alone(serve):
-    server = serve(CHUNKED)
-    intruder = Intruder(server.url, prompt_tokens=4000)  # its prefill outlasts ours by seconds
-    record = request.measure(
-        Target(server.url, oracle.MODEL, k=K), prompt(101), Options(), around=intruder.around
-    )
-    intruder.join()
-    assert record["exclusive"] is False
-    said = " ".join(record["exclusive_problems"])
-    # Only the gauges and the prefix-cache queries can see it: it has no first token yet.
-    assert len(record["exclusive_problems"]) == 2
-    assert "still running or waiting after ours finished" in said
-    assert "prefix cache was queried for" in said
-
-
-def test_an_overlapped_try_is_counted_as_discarded_and_run_again(serve, tmp_path, monkeypatch):
-    server = serve(CHUNKED)
-    intruder = Intruder(server.url, tries=1)
-    real = request.measure
-    monkeypatch.setattr(run, "measure", lambda *a, **kw: real(*a, around=intruder.around, **kw))
-    summary = server.bench(tmp_path, max_tokens=101, repeats=2, warmups=0)
-    intruder.join()
-    assert summary["discarded"] == 1 and summary["suites"]["truth"]["requests"] == 2
-
-
-def test_a_bench_whose_every_try_overlaps_is_refused_saying_so(serve, tmp_path, monkeypatch):
-    server = serve(CHUNKED)
-    intruder = Intruder(server.url, tries=None)
-    real = request.measure
-    monkeypatch.setattr(run, "measure", lambda *a, **kw: real(*a, around=intruder.around, **kw))
-    with pytest.raises(SeatError) as refused:
-        server.bench(tmp_path, max_tokens=101, repeats=1, warmups=0)
-    intruder.join()
-    assert f"every one of {1 + run.RERUNS} tries overlapped another request" in refused.value.message
-    assert "stop other clients" in refused.value.hint
-
-
-def test_a_last_token_that_decodes_to_empty_text_still_counts(serve, tmp_path):
-    server = serve(oracle.Quirks(empty_last=True))
-    summary = server.bench(tmp_path, max_tokens=21, repeats=3)
-    assert summary["truncated"] == [] and summary["suites"]["truth"]["requests"] == 3
-    assert figure(summary, "tokens_per_step")[0] == pytest.approx(server.truth(21)["tokens_per_step"])
