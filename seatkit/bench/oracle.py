@@ -59,6 +59,7 @@ class Quirks:
     version: str = "oracle"  # what /version answers
     adaptive: bool = False  # drafts only as many tokens as it expects accepted plus one (at most k)
     loop: str = ""  # every token's text is this, so the output loops (" t0 t1 ..." when empty)
+    no_chat_template: bool = False  # a base model: its chat endpoint and /tokenize refuse messages
     empty_last: bool = False  # the last event's text is "" (its token half a character), its count whole
     exposition_ms: float = 0.0  # /metrics takes this long and holds up every stream meanwhile
     # (vLLM's exposition runs on the API server's one event loop, which also writes the streams)
@@ -125,6 +126,7 @@ class Request:
     prefilled: int = 0  # prompt tokens prefilled so far (Quirks.chunk_tokens)
     chunk: int = 0  # prompt tokens this step prefills
     hit: bool = False  # a prefix-cache hit, decided when first scheduled
+    chat: bool = False  # asked at the chat endpoint: its events carry deltas
 
 
 class Oracle:
@@ -152,6 +154,7 @@ class Oracle:
         self.published: dict = {}  # the spec counters as last published (Quirks.spec_period_s)
         self.published_at = -math.inf
         self.seen_prompts: set = set()
+        self.chats = 0  # requests asked at the chat endpoint
         self.other: Counter = Counter()  # the second model's counters (Quirks.other_model)
         self.frontend = threading.Lock()  # the API loop: exposition and stream writes take turns
         threading.Thread(target=self._engine, daemon=True).start()
@@ -247,6 +250,8 @@ class Oracle:
         request = Request(int(body["max_tokens"]), len(tokens(body["prompt"])), time.monotonic())
         request.sizes = step_sizes(request.max_tokens - 1, self.tokens_per_step)
         request.key = (None if self.quirks.ignore_salt else body.get("cache_salt"), body["prompt"])
+        request.chat = bool(body.get("chat"))
+        self.chats += request.chat
         with self.lock:
             self.pending.append(request)
             self.lock.notify()
@@ -322,7 +327,11 @@ class Oracle:
         done = request.emitted == request.max_tokens
         if done and self.quirks.empty_last:
             text = ""
-        request.out.put(self._chunk(text, request.emitted, request.prompt_tokens, "length" if done else None))
+        request.out.put(
+            self._chunk(
+                text, request.emitted, request.prompt_tokens, "length" if done else None, request.chat
+            )
+        )
 
     def complete(self, body: dict, write) -> None:
         """Stream one completion as the engine produces it."""
@@ -349,11 +358,14 @@ class Oracle:
     def _usage(n: int, prompt_tokens: int) -> dict:
         return {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
 
-    def _chunk(self, text: str, emitted: int, prompt_tokens: int, finish: str | None = None) -> bytes:
+    def _chunk(
+        self, text: str, emitted: int, prompt_tokens: int, finish: str | None = None, chat: bool = False
+    ) -> bytes:
+        said = {"delta": {"content": text}} if chat else {"text": text}
         event = {
-            "object": "text_completion",
+            "object": "chat.completion.chunk" if chat else "text_completion",
             "model": MODEL,
-            "choices": [{"index": 0, "text": text, "finish_reason": finish}],
+            "choices": [{"index": 0, **said, "finish_reason": finish}],
             "usage": self._usage(emitted, prompt_tokens),
         }
         return b"data: " + json.dumps(event).encode() + b"\n\n"

@@ -71,6 +71,11 @@ class OracleHandler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if "messages" in body and self.oracle.quirks.no_chat_template:
+            self._send(400, json.dumps({"error": "this model has no chat template"}).encode())
+            return
+        if "messages" in body:  # a chat: the oracle's template is the user's text as it is
+            body = {**body, "prompt": "".join(m["content"] for m in body["messages"]), "chat": True}
         if self.path == "/tokenize":
             ids = tokens(body["prompt"])
             answer = (
@@ -80,7 +85,7 @@ class OracleHandler(BaseHTTPRequestHandler):
             )
             self._send(200, json.dumps(answer).encode())
             return
-        if self.path != "/v1/completions":
+        if self.path not in ("/v1/completions", "/v1/chat/completions"):
             self._send(404, b"{}")
             return
         self.send_response(200)

@@ -131,6 +131,7 @@ def markdown(summary: dict) -> str:
         "",
         f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
         f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, reasoning {c['reasoning']}, "
+        f"prompts in {c.get('prompt_format') or 'raw text'}, "
         f"{c['warmups']} warm-ups then {c['repeats']} measured repeats per prompt.",
         f"Requests discarded because another request shared the server: {summary['discarded']}.",
         f"Streams cut short (recorded, never measured): {len(summary.get('truncated', []))}.",

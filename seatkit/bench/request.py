@@ -100,6 +100,7 @@ def _stream(
                 sampling=options.sampling,
                 extra={"cache_salt": cache_salt} if cache_salt else None,
                 deadline=client.allowed_seconds(prompt.max_tokens, prompt.context),
+                chat=target.chat,
             )
     finally:
         gauges, gpu_telemetry = sampler.finish(), gpus.finish()

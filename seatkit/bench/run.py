@@ -15,6 +15,7 @@ import platform
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from seatkit.bench import aggregate, counters, load, plots
 from seatkit.bench.report import markdown
 from seatkit.bench.request import measure
 from seatkit.bench.target import Options, Target
-from seatkit.bench.tokenizer import max_model_len, padded, token_hash
+from seatkit.bench.tokenizer import max_model_len, padded, token_hash, token_ids
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.serve import client
@@ -48,6 +49,9 @@ def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
         "sampling": options.sampling,
         "ignore_eos": True,
         "reasoning": "off",
+        "prompt_format": "the model's chat template (chat endpoint)"
+        if target.chat
+        else "raw text (the server applies no chat template)",
         "warmups": options.warmups,
         "repeats": options.repeats,
         "suites": sorted({p.suite for p in prompts}),
@@ -60,6 +64,12 @@ def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
         },
         **target.conditions,
     }
+
+
+def chat_template(target: Target) -> bool:
+    """Whether the server reads a user message in the model's own chat template (its /tokenize
+    renders one), so prompts go to its chat endpoint, reasoning off, as the model is used."""
+    return token_ids(target, "ping", chat=True) is not None
 
 
 def seat_device(version: str | None, recorded: dict) -> str | None:
@@ -168,7 +178,9 @@ def _ready(
 
 
 def _hashes(target: Target, prompt: Prompt) -> dict:
-    tokens, ids_sha = token_hash(target, prompt.text)
+    """What the model was given: the text's hash, and its tokens as the model read them (in its
+    chat template when the bench sends it there)."""
+    tokens, ids_sha = token_hash(target, prompt.text, target.chat)
     return {
         "text_sha256": prompt.sha256,
         "file_sha256": prompt.file_sha256,
@@ -190,6 +202,7 @@ def _warm_up(target: Target, prompt: Prompt, options: Options, progress: Callabl
             target.headers,
             sampling=options.sampling,
             deadline=client.allowed_seconds(prompt.max_tokens, prompt.context),
+            chat=target.chat,
         )
 
 
@@ -236,6 +249,11 @@ def bench(
     `reference`, a reference card, is drawn over the acceptance-by-position plot."""
     if counters.scrape(target) is None:
         progress("no /metrics with spec-decode counters: client timing only, no decomposition")
+    target = replace(target, chat=chat_template(target))
+    if not target.chat:
+        progress(
+            "the server has no chat template: prompts go as raw text, which an instruct model may loop on"
+        )
     meter = load.Meter()
     hashes: dict[str, dict] = {}
     skipped: dict[str, str] = {}

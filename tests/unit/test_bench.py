@@ -234,15 +234,15 @@ def test_prompts_are_pinned_and_a_changed_byte_is_refused(tmp_path):
         workload.suites(["prose"], file=bench / "suites.yaml")
 
 
-def test_the_demo_suites_send_their_prompts_in_chatml_and_the_code_restates_given_code():
+def test_the_suites_carry_no_chat_format_of_their_own_and_the_demo_code_restates_given_code():
+    """The chat format is the served model's own (its chat endpoint applies it), never one written
+    into bench/suites.yaml for every model."""
     prompts = {p.name: p for p in workload.suites(["demo-code", "demo-prose"])}
     for p in prompts.values():
-        body, _ = workload.load_prompt(p.name)
-        assert p.text == f"<|im_start|>user\n{body}<|im_end|>\n<|im_start|>assistant\n"
-        assert p.sha256 != workload.sha256_file(workload.BENCH / "prompts" / f"{p.name}.txt")
+        assert p.text == workload.load_prompt(p.name)[0] and "<|im_start|>" not in p.text
     assert {p.content for p in prompts.values() if p.suite == "demo-code"} == {"code"}
     assert all("class " in p.text for p in prompts.values() if p.suite == "demo-code")
-    assert workload.suites(["code"])[0].text == workload.load_prompt(workload.suites(["code"])[0].name)[0]
+    assert "chat:" not in (workload.BENCH / "suites.yaml").read_text()
 
 
 def test_shipped_index_matches_the_prompt_files(tmp_path):
@@ -400,19 +400,6 @@ def test_requests_without_a_single_draft_summarize_without_a_curve():
     assert f["tokens_per_step"] == 1 and f["acceptance_unconditional"] == []
     record = {"suite": "code", "prompt": "p", "content": "code", "exclusive": True, "factors": f}
     assert aggregate.summarize([record, dict(record)])["code"]["acceptance_by_position"] == []
-
-
-@pytest.mark.parametrize("chat", ["<|im_start|>user\n<|im_end|>\n", "{prompt} and {prompt}"])
-def test_a_chat_format_that_does_not_hold_the_prompt_once_is_refused(tmp_path, chat):
-    """Else the suite would send the template alone (or the prompt twice) and bench that."""
-    import yaml
-
-    bench = copy_bench(tmp_path)
-    data = yaml.safe_load((bench / "suites.yaml").read_text())
-    data["demo-code"]["chat"] = chat
-    (bench / "suites.yaml").write_text(yaml.safe_dump(data))
-    with pytest.raises(SeatError, match="demo-code.*{prompt}"):
-        workload.suites(["demo-code"], file=bench / "suites.yaml")
 
 
 def with_prefix(hits, queries):

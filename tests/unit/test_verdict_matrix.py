@@ -361,6 +361,18 @@ def test_the_terminal_notes_use_plain_names_never_field_names(serve, tmp_path):
     assert not any(" from server clock" in line for line in lines)  # sources stay in report.md
 
 
+def test_prompts_reach_the_model_in_its_own_chat_template(serve, tmp_path):
+    server = serve()
+    summary = server.bench(tmp_path, [prompt(21)], repeats=2, warmups=1)
+    assert server.oracle.chats == 3 and "chat template" in summary["conditions"]["prompt_format"]
+
+
+def test_a_server_without_a_chat_template_gets_raw_text_and_the_run_says_so(serve, tmp_path):
+    server = serve(oracle.Quirks(no_chat_template=True))
+    summary = server.bench(tmp_path, [prompt(21)], repeats=1)
+    assert server.oracle.chats == 0 and summary["conditions"]["prompt_format"].startswith("raw text")
+
+
 # --- the demo's sentence ------------------------------------------------------------------------
 
 
