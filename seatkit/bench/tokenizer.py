@@ -32,7 +32,7 @@ def padded(target: Target, prompt: Prompt) -> Prompt:
     """The prompt padded to its context target, counted by the server's own tokenizer."""
 
     def count(text: str) -> int:
-        tokens, _ = token_hash(target, text)
+        tokens, _ = token_hash(target, text, target.chat)
         if tokens is None:
             raise SeatError(f"{target.url} has no /tokenize: a context can't be built to a token target")
         return tokens
