@@ -165,7 +165,7 @@ def notes(summary: dict) -> list[str]:
     spread (its median is neither's), steps that drafted nothing, and a busy machine."""
     out = []
     for name in SUITES:
-        s = summary["suites"].get(name)
+        s = summary.get("suites", {}).get(name)
         if not s:
             continue
         apart = aggregate.prompts_apart(s)
@@ -177,6 +177,6 @@ def notes(summary: dict) -> list[str]:
                 for p in apart
             )
             out.append(f"{name}: its prompts differ beyond their spread, so its median is neither's: {each}")
-    ms = [((summary["suites"].get(n) or {}).get("ms_per_step") or {}).get("cv") for n in SUITES]
+    ms = [((summary.get("suites", {}).get(n) or {}).get("ms_per_step") or {}).get("cv") for n in SUITES]
     busy = load.busy_note(summary.get("machine"), max((cv for cv in ms if cv is not None), default=None))
     return out + ([busy] if busy else [])
