@@ -14,7 +14,7 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from seatkit.bench import aggregate, compare, decompose, oracle, oracle_server, report, request, run
+from seatkit.bench import aggregate, compare, decompose, load, oracle, oracle_server, report, request, run
 from seatkit.bench.sides import BENCH_SCHEMA
 from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
@@ -413,6 +413,13 @@ def test_the_busy_demo_of_the_issue_never_says_same_speed_and_notes_the_busy_mac
     assert "cancel" not in sentence and "within noise" not in sentence.split("(")[0]
     assert "step time (ms/step 1.27x) did not move beyond its own spread" in sentence
     assert any(note.startswith("the machine was busy") and "17%" in note for note in demo.notes(data))
+
+
+def test_a_quiet_machine_gets_no_busy_note_and_a_loaded_one_does():
+    quiet = {"cpus": 2, "other_cpu_share": 0.05, "load_average": 0.3}
+    assert load.busy_note(quiet, 0.03) is None
+    assert "used 60% of its 2 CPUs" in load.busy_note({**quiet, "other_cpu_share": 0.6}, 0.03)
+    assert "ms/step varied by 17%" in load.busy_note(quiet, 0.17)
 
 
 def test_a_suite_of_two_prompt_clusters_shows_each_prompt(tmp_path):
