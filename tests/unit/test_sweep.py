@@ -231,10 +231,10 @@ def hostile(tmp_path, metrics=None, fail_post=None, prompt=None, seen=None):
 
         def do_POST(self):
             posts.append(self.path)
-            if seen is not None and self.path == "/v1/completions":
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                self.rfile = io.BytesIO(body)  # read again by the oracle's handler
-                seen.append(json.loads(body)["prompt"])
+            if seen is not None and self.path in ("/v1/completions", "/v1/chat/completions"):
+                body = json.loads(raw := self.rfile.read(int(self.headers["Content-Length"])))
+                self.rfile = io.BytesIO(raw)  # read again by the oracle's handler
+                seen.append(body.get("prompt") or body["messages"][0]["content"])
             if fail_post and fail_post(len(posts)):
                 self.rfile.read(int(self.headers["Content-Length"]))
                 self._send(500, b'{"error": "engine died"}')
