@@ -57,6 +57,16 @@ class Entry:
     caveat: str | None = None  # why this side's figures deserve less trust (an older summary)
 
 
+def differing(x: Entry, y: Entry) -> list[str]:
+    """The conditions two entries record differently (an optional one only where both record it)."""
+    return [
+        k
+        for k in CONDITIONS
+        if x.conditions.get(k) != y.conditions.get(k)
+        and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))
+    ]
+
+
 def derive(values: dict[str, float]) -> list[str]:
     """Fill the third factor from the other two (tok/s = tokens/step / step time)."""
     tps, tau, ms = (values.get(k) for k in FACTORS)

@@ -11,7 +11,8 @@ from functools import cache
 from pathlib import Path
 
 from seatkit import paths, safe_yaml
-from seatkit.bench.sides import CONDITIONS, FACTORS, OPTIONAL, Entry, suite_entries
+from seatkit.bench import sides
+from seatkit.bench.sides import FACTORS, Entry, suite_entries
 
 
 @cache
@@ -268,14 +269,7 @@ def split(x: Entry, y: Entry, differing: Sequence[str] = ()) -> dict:
 def run_split(folder: Path, summary: dict, a: str, b: str) -> dict:
     """Suite a against suite b of one run, split like two runs are."""
     found = {e.key: e for e in suite_entries(folder, summary)}
-    x, y = found[a], found[b]
-    differing = [
-        k
-        for k in CONDITIONS
-        if x.conditions.get(k) != y.conditions.get(k)
-        and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))
-    ]
-    return split(x, y, differing)
+    return split(found[a], found[b], sides.differing(found[a], found[b]))
 
 
 def factor_name(factor: str) -> str:
