@@ -33,9 +33,11 @@ CONDITIONS = (
     "statistic",
     "model_lock",
     "engine",
+    "prompt_format",
+    "sampling",
 )
-# Compared only when both sides record them (cards do not; older runs lack the engine's version).
-OPTIONAL = {"model_lock", "prompt_text", "prompt_token_ids", "engine"}
+# Compared only when both sides record them (cards do not; older runs lack the newer ones).
+OPTIONAL = {"model_lock", "prompt_text", "prompt_token_ids", "engine", "prompt_format", "sampling"}
 UNKNOWN = "unknown"
 SUMMARY_BYTES = 64 * 1024 * 1024  # per-prompt figures of a long suite list
 SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
@@ -200,6 +202,8 @@ def _suite_conditions(c: dict, s: dict, hashes: dict) -> dict:
         "prompt_text": _hashes(names, hashes, "text_sha256"),
         "prompt_token_ids": _hashes(names, hashes, "token_ids_sha256"),
         "engine": c.get("engine_version"),
+        "prompt_format": c.get("prompt_format"),
+        "sampling": " ".join(f"{k}={v}" for k, v in sorted(c["sampling"].items())),
         "model": c.get("base_model") or c["model"],
         "draft": c.get("draft_model") or c.get("draft_method"),
         "k": c.get("k"),

@@ -179,6 +179,13 @@ def test_another_engine_version_is_named_as_a_condition_that_differs(tmp_path):
     assert "differing conditions that can explain it: engine" in verdict(a, b)
 
 
+def test_raw_text_against_the_chat_template_is_named_as_a_condition_that_differs(tmp_path):
+    code = {"code": suite("code", 100.0, 2.0, 20.0)}
+    a = written(tmp_path, "a", code, {"prompt_format": "the model's chat template (chat endpoint)"})
+    b = written(tmp_path, "b", code, {"prompt_format": "raw text (the server applies no chat template)"})
+    assert "prompt format" in compare.compare(a, b).differing
+
+
 def test_factors_that_cancel_are_both_named_as_moved(tmp_path):
     a = written(tmp_path, "a", {"code": suite("code", 100.0, 4.0, 40.0)})
     b = written(tmp_path, "b", {"code": suite("code", 100.0, 2.0, 20.0)})
