@@ -54,7 +54,8 @@ def test_demo_shows_code_faster_than_prose_by_acceptance_and_leaves_no_process(v
     # can be claimed, and the demo must say that instead.
     verdict = verdicts.run_split(run_dir, summary, *demo.SUITES)["verdict"]
     assert "tokens_per_step" in verdict["moved"], verdict["text"]
-    if verdicts.apart(code["decode_tok_s"]["median"] / prose["decode_tok_s"]["median"]) <= verdict["noise"]:
+    speed = code["decode_tok_s"]["median"] / prose["decode_tok_s"]["median"]
+    if verdict["noise"] is not None and verdicts.apart(speed) <= verdict["noise"]:
         assert "no speed difference is claimed" in sentence, sentence
     elif "ms_per_step" not in verdict["moved"]:
         assert "acceptance carries the difference" in sentence, sentence
