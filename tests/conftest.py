@@ -480,7 +480,7 @@ class Server:
 
             def do_POST(self):
                 seen.append(self.headers.get("Authorization"))
-                if fault == "error" and self.path == "/v1/completions":
+                if fault == "error" and self.path in ("/v1/completions", "/v1/chat/completions"):
                     self.rfile.read(int(self.headers["Content-Length"]))
                     self._send(500, b'{"error": "\x1b[31mboom\x1b[0m\x07 \x1b]0;owned\x07"}')
                     return

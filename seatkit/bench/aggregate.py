@@ -12,12 +12,15 @@ def _stats(values: list[float]) -> dict | None:
     if not values:
         return None
     mean = statistics.fmean(values)
-    finite = all(math.isfinite(v) for v in values)  # else pstdev fails; the schema names the figure
+    finite = all(math.isfinite(v) for v in values)  # else stdev fails; the schema names the figure
+    # The sample estimator (n - 1): the population one reads low on a few values. One value has
+    # no spread to measure: None (unknown), never 0.
+    known = mean and finite and len(values) > 1
     return {
         "median": statistics.median(values),
         "min": min(values),
         "max": max(values),
-        "cv": statistics.pstdev(values) / mean if mean and finite else None,
+        "cv": statistics.stdev(values) / mean if known else None,
         "n": len(values),
     }
 
@@ -33,6 +36,8 @@ FIGURES = (
     "client_ttft_ms",
     "prefill_tok_s",
     "warm_ttft_ms",
+    "drafted_tokens_per_step",
+    "no_draft_share",
 )
 
 
@@ -90,7 +95,8 @@ def summarize(records: list[dict]) -> dict:
     out = {}
     for suite in dict.fromkeys(r["suite"] for r in kept):
         rows = [r for r in kept if r["suite"] == suite]
-        best = max(rows, key=lambda r: r["factors"]["decode_tok_s"] or 0)
+        honest = [r for r in rows if "loop" not in r.get("alarms", {})]  # a loop's speed is no record
+        best = max(honest or rows, key=lambda r: r["factors"]["decode_tok_s"] or 0)
         positions = [
             r["factors"]["acceptance_unconditional"]
             for r in rows
@@ -114,11 +120,17 @@ def summarize(records: list[dict]) -> dict:
                 for state in ("cold", "warm", "unknown")
             },
             "best_run": {
-                "label": "best run (a record is a maximum; the median is the typical figure)",
+                "label": "best run (a record is a maximum; the median is the typical figure)"
+                if honest
+                else "best run, but every request looped: not a speed of real text",
                 "prompt": best["prompt"],
                 "decode_tok_s": best["factors"]["decode_tok_s"],
                 "tokens_per_step": best["factors"].get("tokens_per_step"),
                 "ms_per_step": best["factors"].get("ms_per_step"),
+            },
+            "outputs": {  # greedy repeats that wrote different text did different work
+                name: len({r.get("text_sha256") for r in rows if r["prompt"] == name})
+                for name in dict.fromkeys(r["prompt"] for r in rows)
             },
             "prompts": {
                 name: {
@@ -131,6 +143,26 @@ def summarize(records: list[dict]) -> dict:
     from seatkit.bench import summary  # its models take a while to build: only a finished run pays
 
     return summary.check_suites(out, "the run's summary")
+
+
+def apart_beyond_spread(a: dict | None, b: dict | None) -> bool:
+    """Two figures' stats differ beyond about two standard deviations of their ratio; a side with
+    an unknown spread (one value) cannot be shown to agree, so it counts as differing."""
+    if not a or not b or not a["median"] or not b["median"]:
+        return False
+    if a["cv"] is None or b["cv"] is None:
+        return a["median"] != b["median"]
+    gap = max(a["median"], b["median"]) / min(a["median"], b["median"]) - 1
+    return gap > 2 * math.hypot(a["cv"], b["cv"])
+
+
+def prompts_apart(suite: dict, figure: str = "tokens_per_step") -> list[str]:
+    """The suite's prompts when any two differ beyond their spread in `figure`: the suite's median
+    then describes none of them (two clusters' midpoint), so each is shown. Empty otherwise."""
+    prompts = suite.get("prompts") or {}
+    stats = [p.get(figure) for p in prompts.values()]
+    differ = any(apart_beyond_spread(x, y) for i, x in enumerate(stats) for y in stats[i + 1 :])
+    return list(prompts) if differ else []
 
 
 def alarm_summary(records: list[dict]) -> dict[str, dict]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from seatkit.bench import report, verdicts
 from seatkit.bench.sides import CONDITIONS, FACTORS, OPTIONAL, UNKNOWN, Entry, entries
+from seatkit.bench.sides import differing as conditions_differ
 
 
 def _pairs(a: list[Entry], b: list[Entry], by_suite: bool) -> list[tuple[Entry, Entry]]:
@@ -90,9 +91,7 @@ def compare(a: str, b: str, force: bool = False) -> Comparison:
     for x, y in pairs:
         diff = {
             k: f"{_said(x.conditions.get(k))} vs {_said(y.conditions.get(k))}"
-            for k in CONDITIONS
-            if x.conditions.get(k) != y.conditions.get(k)
-            and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))
+            for k in conditions_differ(x, y)
         }
         _note(diff, differing)
         rows.append(_row(x, y, diff))

@@ -69,10 +69,13 @@ def wait_idle(target: Target, timeout: float = 60.0) -> metrics.Snapshot | None:
 
 
 def after(
-    target: Target, before: metrics.Snapshot, timeout: float = 10.0, finishes: int = 1
+    target: Target, before: metrics.Snapshot, timeout: float = 10.0, finishes: int = 1, settle: float = 0.5
 ) -> metrics.Snapshot:
-    """Counters once the frontend has recorded our requests' finishes."""
+    """Counters once the frontend has recorded our requests' finishes, and the gauges have had
+    `settle` seconds more to fall idle: a request still running then (another client's prefill,
+    which no counter counts before its first token) overlapped ours."""
     deadline = time.monotonic() + timeout
+    finished_at = None
     while True:
         after = scrape(target)
         if after is None:
@@ -80,6 +83,10 @@ def after(
                 f"{target.url}/metrics vanished during the bench",
                 "the server restarted or something else now answers on its port",
             )
-        if sum((after - before).success.values()) >= finishes or time.monotonic() > deadline:
+        now = time.monotonic()
+        if finished_at is None and sum((after - before).success.values()) >= finishes:
+            finished_at = now
+        busy = after.gauges.get("running") or after.gauges.get("waiting")
+        if (finished_at is not None and (not busy or now > finished_at + settle)) or now > deadline:
             return after
         time.sleep(0.05)

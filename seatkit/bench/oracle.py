@@ -17,10 +17,12 @@ defences: see FAULTS.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import queue
 import random
+import re
 import threading
 import time
 from collections import Counter, defaultdict
@@ -52,6 +54,14 @@ class Quirks:
     prefix_cache: bool = False  # a prompt seen before (same cache_salt) skips most of its prefill
     prefill_ms_per_token: float = 0.0  # prefill time grows with the prompt
     other_model: bool = False  # a second model's counters move behind the same /metrics
+    chunk_tokens: int = 0  # max-num-batched-tokens: a longer prompt prefills over several steps
+    # (chunked prefill), counted in the running gauge and the prefix-cache queries from its first
+    # chunk, in the prompt, TTFT and success counters only from its first token, as vLLM does
+    version: str = "oracle"  # what /version answers
+    adaptive: bool = False  # drafts only as many tokens as it expects accepted plus one (at most k)
+    loop: str = ""  # every token's text is this, so the output loops (" t0 t1 ..." when empty)
+    no_chat_template: bool = False  # a base model: its chat endpoint and /tokenize refuse messages
+    empty_last: bool = False  # the last event's text is "" (its token half a character), its count whole
     exposition_ms: float = 0.0  # /metrics takes this long and holds up every stream meanwhile
     # (vLLM's exposition runs on the API server's one event loop, which also writes the streams)
     fault: str | None = None  # one of FAULTS: a broken or foreign server
@@ -65,6 +75,15 @@ FAULTS = {
     "surrogates": "an emoji streamed as two UTF-16 surrogate halves in two chunks, then a lone half",
 }
 TRICKLE_S = 5.0
+
+
+_PIECES = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
+
+
+def tokens(text: str) -> list[int]:
+    """The oracle's tokenizer: letters, digits and each other mark a token (so a loop written
+    without spaces is many tokens, as a real tokenizer makes it), each a stable id."""
+    return [int(hashlib.sha256(p.encode()).hexdigest()[:6], 16) for p in _PIECES.findall(text)]
 
 
 def step_sizes(decode_tokens: int, tokens_per_step: float) -> list[int]:
@@ -117,6 +136,10 @@ class Request:
     previous: float = 0.0
     key: tuple = ()
     held: int = 0  # tokens made but not yet sent (Quirks.hold_first)
+    prefilled: int = 0  # prompt tokens prefilled so far (Quirks.chunk_tokens)
+    chunk: int = 0  # prompt tokens this step prefills
+    hit: bool = False  # a prefix-cache hit, decided when first scheduled
+    chat: bool = False  # asked at the chat endpoint: its events carry deltas
 
 
 class Oracle:
@@ -151,6 +174,7 @@ class Oracle:
         self.published: dict = {}  # the spec counters as last published (Quirks.spec_period_s)
         self.published_at = -math.inf
         self.seen_prompts: set = set()
+        self.chats = 0  # requests asked at the chat endpoint
         self.other: Counter = Counter()  # the second model's counters (Quirks.other_model)
         self.frontend = threading.Lock()  # the API loop: exposition and stream writes take turns
         threading.Thread(target=self._engine, daemon=True).start()
@@ -171,10 +195,22 @@ class Oracle:
                     self.other[name] += 3
 
     def prefill_seconds(self, request: Request) -> float:
-        """Cold: the fixed cost plus the per-token one; a prefix-cache hit: a tenth of the fixed."""
-        if self.quirks.prefix_cache and request.key in self.seen_prompts:
+        """This step's share of the request's prefill, scheduling it: cold, the fixed cost (on its
+        first chunk) plus the per-token one; a prefix-cache hit, a tenth of the fixed. Its prompt is
+        queried against the prefix cache when first scheduled."""
+        first = request.prefilled == 0 and request.chunk == 0
+        if first:
+            request.hit = self.quirks.prefix_cache and request.key in self.seen_prompts
+            self.counters["prefix_cache_queries_total"] += request.prompt_tokens
+            if request.hit:
+                self.counters["prefix_cache_hits_total"] += request.prompt_tokens
+        left = request.prompt_tokens - request.prefilled
+        request.chunk = min(left, self.quirks.chunk_tokens) if self.quirks.chunk_tokens else left
+        if request.hit:
+            request.chunk = left
             return self.prefill_s / 10
-        return self.prefill_s + self.quirks.prefill_ms_per_token / 1000 * request.prompt_tokens
+        fixed = self.prefill_s if request.prefilled == 0 else 0.0
+        return fixed + self.quirks.prefill_ms_per_token / 1000 * request.chunk
 
     def step_seconds(self, batch: int) -> float:
         return self.step_s + self.draft_s * self.k + self.batch_s * (batch - 1)
@@ -231,7 +267,7 @@ class Oracle:
         return lines
 
     def submit(self, body: dict) -> Request:
-        request = Request(int(body["max_tokens"]), len(body["prompt"].split()), time.monotonic())
+        request = Request(int(body["max_tokens"]), len(tokens(body["prompt"])), time.monotonic())
         self.submitted += 1
         request.sizes = (
             schedule_sizes(request.max_tokens - 1, self.acceptance, self.k, hash((self.k, self.submitted)))
@@ -239,6 +275,8 @@ class Oracle:
             else step_sizes(request.max_tokens - 1, self.tokens_per_step)
         )
         request.key = (None if self.quirks.ignore_salt else body.get("cache_salt"), body["prompt"])
+        request.chat = bool(body.get("chat"))
+        self.chats += request.chat
         with self.lock:
             self.pending.append(request)
             self.lock.notify()
@@ -269,7 +307,9 @@ class Oracle:
             delivered = min(size, request.max_tokens - request.emitted - request.held)
             if not (self.quirks.ngram and size == 1):  # ngram with no match drafts nothing
                 c["spec_decode_num_drafts_total"] += 1
-                c["spec_decode_num_draft_tokens_total"] += self.k
+                c["spec_decode_num_draft_tokens_total"] += (
+                    min(self.k, size) if self.quirks.adaptive else self.k
+                )
             c["spec_decode_num_accepted_tokens_total"] += size - 1  # counted before the cut
             c["inter_token_latency_seconds_count"] += 1
             c["inter_token_latency_seconds_sum"] += now - request.previous
@@ -279,21 +319,22 @@ class Oracle:
             request.previous = now
             self._emit(request, delivered)
         for request in self.pending:
+            request.prefilled += request.chunk
+            request.chunk = 0
+        prefilled = [r for r in self.pending if r.prefilled >= r.prompt_tokens]
+        self.pending = [r for r in self.pending if r.prefilled < r.prompt_tokens]
+        for request in prefilled:
             request.first = request.previous = now
             c["time_to_first_token_seconds_count"] += 1
             c["time_to_first_token_seconds_sum"] += now - request.arrived
             c["prompt_tokens_total"] += request.prompt_tokens
-            c["prefix_cache_queries_total"] += request.prompt_tokens
-            if self.quirks.prefix_cache and request.key in self.seen_prompts:
-                c["prefix_cache_hits_total"] += request.prompt_tokens
             self.seen_prompts.add(request.key)
             c["generation_tokens_total"] += 1
             if self.quirks.hold_first:  # made now, sent with the next step's tokens
                 request.held = 1
             else:
                 self._emit(request, 1)
-        self.running += self.pending
-        self.pending = []
+        self.running += prefilled
         for request in [r for r in self.running if r.emitted == r.max_tokens]:
             self.running.remove(request)
             c["request_decode_time_seconds_sum"] += request.previous - request.first
@@ -303,13 +344,19 @@ class Oracle:
 
     def _emit(self, request: Request, count: int) -> None:
         count, request.held = count + request.held, 0
-        text = "".join(f" t{request.emitted + j}" for j in range(count))
+        text = "".join(self.quirks.loop or f" t{request.emitted + j}" for j in range(count))
         if self.quirks.fault == "surrogates":  # json.dumps writes each half as its own \\uXXXX escape
             text = {0: "\ud83d", 1: "\ude00", 2: " \udc00 "}.get(request.chunks, text)
         request.chunks += 1
         request.emitted += count
         done = request.emitted == request.max_tokens
-        request.out.put(self._chunk(text, request.emitted, request.prompt_tokens, "length" if done else None))
+        if done and self.quirks.empty_last:
+            text = ""
+        request.out.put(
+            self._chunk(
+                text, request.emitted, request.prompt_tokens, "length" if done else None, request.chat
+            )
+        )
 
     def complete(self, body: dict, write) -> None:
         """Stream one completion as the engine produces it."""
@@ -336,11 +383,14 @@ class Oracle:
     def _usage(n: int, prompt_tokens: int) -> dict:
         return {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
 
-    def _chunk(self, text: str, emitted: int, prompt_tokens: int, finish: str | None = None) -> bytes:
+    def _chunk(
+        self, text: str, emitted: int, prompt_tokens: int, finish: str | None = None, chat: bool = False
+    ) -> bytes:
+        said = {"delta": {"content": text}} if chat else {"text": text}
         event = {
-            "object": "text_completion",
+            "object": "chat.completion.chunk" if chat else "text_completion",
             "model": MODEL,
-            "choices": [{"index": 0, "text": text, "finish_reason": finish}],
+            "choices": [{"index": 0, **said, "finish_reason": finish}],
             "usage": self._usage(emitted, prompt_tokens),
         }
         return b"data: " + json.dumps(event).encode() + b"\n\n"

@@ -16,7 +16,7 @@ import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from seatkit.bench.oracle import FAULTS, MODEL, TRICKLE_S, Oracle, Quirks
+from seatkit.bench.oracle import FAULTS, MODEL, TRICKLE_S, Oracle, Quirks, tokens
 
 
 class OracleHandler(BaseHTTPRequestHandler):
@@ -38,7 +38,7 @@ class OracleHandler(BaseHTTPRequestHandler):
     def do_GET(self):
         routes = {
             "/health": b"",
-            "/version": json.dumps({"version": "oracle"}).encode(),
+            "/version": json.dumps({"version": self.oracle.quirks.version}).encode(),
             "/v1/models": json.dumps({"data": [{"id": MODEL}]}).encode(),
         }
         if self.path == "/metrics" and self.oracle.quirks.fault == "trickle-metrics":
@@ -71,8 +71,13 @@ class OracleHandler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if "messages" in body and self.oracle.quirks.no_chat_template:
+            self._send(400, json.dumps({"error": "this model has no chat template"}).encode())
+            return
+        if "messages" in body:  # a chat: the oracle's template is the user's text as it is
+            body = {**body, "prompt": "".join(m["content"] for m in body["messages"]), "chat": True}
         if self.path == "/tokenize":
-            ids = [len(w) for w in body["prompt"].split()]
+            ids = tokens(body["prompt"])
             answer = (
                 [{"id": i, "text": "", "special": False} for i in ids]
                 if self.oracle.quirks.fault == "tokenize-list"
@@ -80,7 +85,7 @@ class OracleHandler(BaseHTTPRequestHandler):
             )
             self._send(200, json.dumps(answer).encode())
             return
-        if self.path != "/v1/completions":
+        if self.path not in ("/v1/completions", "/v1/chat/completions"):
             self._send(404, b"{}")
             return
         self.send_response(200)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seatkit.bench import alarms
+from seatkit.bench import aggregate, alarms, load
 from seatkit.seat import what_runs
 
 
@@ -67,15 +67,69 @@ HEADER = (
 )
 
 
+# Each figure by the name the table and the reader use, never the record's field name.
+LABELS = {
+    "decode_tok_s": "decode tok/s",
+    "tokens_per_step": "tokens/step",
+    "ms_per_step": "ms/step",
+    "drafter_tokens_per_step": "the drafter's tokens/step",
+    "draft_acceptance": "draft acceptance",
+    "accepted_per_drafted_step": "tokens accepted per drafted step",
+    "ttft_ms": "cold TTFT",
+    "client_ttft_ms": "the client's TTFT",
+    "prefill_tok_s": "prefill tok/s",
+    "warm_ttft_ms": "warm TTFT",
+    "drafted_tokens_per_step": "drafted tokens per step",
+    "no_draft_share": "steps that drafted nothing",
+    "prefix_cache": "prefix cache state",
+}
+
+
+def _label(name: str) -> str:
+    return LABELS.get(name, name.replace("_", " "))
+
+
 def notes(summary: dict) -> list[str]:
-    """Per suite: every figure withheld (and why), and where each figure came from."""
+    """Per suite, in plain words: how it drafted (a policy, not a fault), prompts that differ
+    beyond their spread, repeats that wrote different text, every figure withheld (and why); then
+    a busy machine."""
     out = []
     for suite, s in summary["suites"].items():
-        out += [f"{suite}: {name.replace('_', ' ')} {why}" for name, why in (s.get("withheld") or {}).items()]
+        drafted, none = s.get("drafted_tokens_per_step"), s.get("no_draft_share")
+        if drafted and none:
+            k = summary["conditions"].get("k")
+            out.append(
+                f"{suite}: drafted {drafted['median']:.2f} tokens a step"
+                + (f" (k {k})" if k else "")
+                + f"; {none['median']:.0%} of steps drafted nothing"
+            )
+        apart = aggregate.prompts_apart(s)
+        if apart:
+            each = "; ".join(f"{p} {_fmt(s['prompts'][p].get('tokens_per_step'), digits=2)}" for p in apart)
+            out.append(f"{suite}: its prompts differ beyond their spread (tokens/step): {each}")
         out += [
-            f"{suite}: {name.replace('_', ' ')} from {src}" for name, src in (s.get("sources") or {}).items()
+            f"{suite}: {p}'s repeats wrote {n} different outputs, so they did not all do the same work"
+            for p, n in (s.get("outputs") or {}).items()
+            if n > 1
         ]
-    return out
+        out += [f"{suite}: {_label(name)} {why}" for name, why in (s.get("withheld") or {}).items()]
+    busy = load.busy_note(
+        summary.get("machine"),
+        max(
+            (cv for s in summary["suites"].values() if (cv := (s.get("ms_per_step") or {}).get("cv"))),
+            default=None,
+        ),
+    )
+    return out + ([busy] if busy else [])
+
+
+def sources(summary: dict) -> list[str]:
+    """Per suite, where each figure came from (report.md's section; the terminal leaves it out)."""
+    return [
+        f"{suite}: {_label(name)} from {src}"
+        for suite, s in summary["suites"].items()
+        for name, src in (s.get("sources") or {}).items()
+    ]
 
 
 def markdown(summary: dict) -> str:
@@ -85,6 +139,7 @@ def markdown(summary: dict) -> str:
         "",
         f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
         f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, reasoning {c['reasoning']}, "
+        f"prompts in {c.get('prompt_format') or 'raw text'}, "
         f"{c['warmups']} warm-ups then {c['repeats']} measured repeats per prompt.",
         f"Requests discarded because another request shared the server: {summary['discarded']}.",
         f"Streams cut short (recorded, never measured): {len(summary.get('truncated', []))}.",
@@ -98,8 +153,10 @@ def markdown(summary: dict) -> str:
     lines += [
         "",
         "tokens/step is decode tokens delivered / decode steps (bonus token included), so "
-        "tok/s = tokens/step / s/step exactly. The drafter's figure, 1 + accepted / steps from "
-        "the counters, also holds drafts accepted in the last step and cut by max_tokens:",
+        "tok/s = tokens/step / s/step holds exactly for each request. Each column's median is "
+        "taken on its own, possibly of other requests, so the medians need not multiply out. The "
+        "drafter's figure, 1 + accepted / steps from the counters, also holds drafts accepted in "
+        "the last step and cut by max_tokens:",
         "",
     ]
     lines += [
@@ -125,7 +182,8 @@ def markdown(summary: dict) -> str:
 def _sections(summary: dict) -> list[str]:
     """Sources and withheld figures, best runs, acceptance by position, fits, truncated, skipped."""
     lines: list[str] = []
-    lines += ["", "## Sources and withheld figures", ""] + [f"- {n}" for n in notes(summary)]
+    lines += ["", "## Notes and withheld figures", ""] + [f"- {n}" for n in notes(summary) or ["none"]]
+    lines += ["", "## Sources", ""] + [f"- {n}" for n in sources(summary)]
     lines += ["", "## Best runs", ""]
     for suite, s in summary["suites"].items():
         b = s["best_run"]

@@ -10,6 +10,7 @@ from contextlib import nullcontext
 from seatkit.bench import decompose, metrics, telemetry
 from seatkit.bench.counters import GaugeSampler, after, wait_idle
 from seatkit.bench.target import Options, Target
+from seatkit.bench.tokenizer import token_ids
 from seatkit.bench.workload import Prompt
 from seatkit.serve import client
 
@@ -36,6 +37,7 @@ def measure(
     tokens = done.streamed_tokens if done.streamed_tokens is not None else done.completion_tokens
     record = {
         **_described(prompt, done, cache_salt),
+        "repetition": decompose.repetition(_output_tokens(target, done)),
         "gauges": gauges,
         "gpu_telemetry": gpu_telemetry,
         "client_cpu_us_per_token": cpu * 1e6 / max(tokens, 1),
@@ -43,18 +45,22 @@ def measure(
     }
     if before is None or cut:  # a cut stream is the server's failure, not another client's
         delta = metrics.Snapshot()
+        record["gauges_after"] = {}
         record["exclusive_problems"] = []
     else:
-        delta = after(target, before) - before
+        closing = after(target, before)
+        delta = closing - before
+        record["gauges_after"] = closing.gauges
         record["exclusive_problems"] = exclusivity(
             delta,
             tokens,
             done.prompt_tokens,
             done.finish_reason,
             "length",
-            gauges["running"],
-            gauges["waiting"],
+            max(gauges["running"], closing.gauges.get("running", 0.0)),
+            max(gauges["waiting"], closing.gauges.get("waiting", 0.0)),
             final_tokens=done.completion_tokens,
+            still_running=closing.gauges.get("running", 0.0) + closing.gauges.get("waiting", 0.0),
         )
     record["counter_deltas"] = {**delta.values, "per_position": delta.per_position, "success": delta.success}
     record["factors"] = decompose.factors(
@@ -67,9 +73,7 @@ def measure(
         target.k,
         reused_salt,
     )
-    record["alarms"] = decompose.alarms(
-        record["factors"], target.k, done.text, target.conditions.get("draft_method")
-    )
+    record["alarms"] = decompose.alarms(record["factors"], target.k, record["repetition"])
     if record["usage_note"]:
         record["alarms"]["usage-disagrees"] = record["usage_note"]
     record["exclusive"] = not record["exclusive_problems"] and not cut
@@ -96,10 +100,19 @@ def _stream(
                 sampling=options.sampling,
                 extra={"cache_salt": cache_salt} if cache_salt else None,
                 deadline=client.allowed_seconds(prompt.max_tokens, prompt.context),
+                chat=target.chat,
             )
     finally:
         gauges, gpu_telemetry = sampler.finish(), gpus.finish()
     return done, gauges, gpu_telemetry, time.process_time() - cpu
+
+
+def _output_tokens(target: Target, done: client.Completion) -> list:
+    """The output as tokens: the stream's ids where it sent them, else the server's tokenizer on
+    its text, else its characters (a server with no /tokenize)."""
+    if done.token_ids:
+        return done.token_ids
+    return token_ids(target, done.text) or list(done.text)
 
 
 def _described(prompt: Prompt, done: client.Completion, cache_salt: str | None) -> dict:
@@ -116,7 +129,6 @@ def _described(prompt: Prompt, done: client.Completion, cache_salt: str | None) 
         "finish_reason": done.finish_reason,
         "chunks": done.chunks,
         "text_sha256": hashlib.sha256(done.text.encode()).hexdigest(),
-        "repetition": decompose.repetition(done.text),
         "final_usage_tokens": done.completion_tokens,
         "client_total_s": done.total_s,
         "streamed_tokens": done.streamed_tokens,
@@ -146,9 +158,14 @@ def exclusivity(
     peak_running: float,
     peak_waiting: float,
     final_tokens: int | None = None,
+    still_running: float = 0.0,
 ) -> list[str]:
-    """Why the counter deltas may hold another request; empty when ours was alone. The server's
-    count may match the stream's or its own final usage (which can differ: see usage_note)."""
+    """Why another request may have shared the server with ours; empty only when every source
+    that could show one says none existed from before our first token to after our last: the
+    success, generation and prompt counters, the prefix-cache queries (a prompt counts there when
+    scheduled, long before its first token) and the running and waiting gauges, including once
+    ours finished (another client's chunked prefill counts nowhere else yet). The server's count
+    may match the stream's or its own final usage (which can differ: see usage_note)."""
     problems = []
     finished = sum(delta.success.values())
     if finished != 1 or delta.success.get(expected_reason, 0) != 1:
@@ -163,7 +180,18 @@ def exclusivity(
     prompted = delta.values.get("prompt_tokens")
     if prompted is not None and prompted != prompt_tokens:
         problems.append(f"server took {prompted:g} prompt tokens, ours had {prompt_tokens}")
-    if peak_running > 1 or peak_waiting > 0:
+    queried = delta.values.get("prefix_queries")
+    if queried is not None and queried > prompt_tokens:
+        problems.append(
+            f"the prefix cache was queried for {queried:g} prompt tokens, ours had {prompt_tokens}: "
+            "another prompt was scheduled"
+        )
+    if still_running > 0:
+        problems.append(
+            f"{still_running:g} requests were still running or waiting after ours finished: "
+            "another request (a prompt still prefilling) overlapped ours"
+        )
+    elif peak_running > 1 or peak_waiting > 0:
         problems.append(f"gauges saw {peak_running:g} running and {peak_waiting:g} waiting")
     return problems
 

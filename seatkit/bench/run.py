@@ -15,17 +15,18 @@ import platform
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import requests
 
 from seatkit import __version__
-from seatkit.bench import aggregate, counters, plots
+from seatkit.bench import aggregate, counters, load, plots
 from seatkit.bench.report import markdown
 from seatkit.bench.request import measure
 from seatkit.bench.target import Options, Target
-from seatkit.bench.tokenizer import max_model_len, padded, token_hash
+from seatkit.bench.tokenizer import max_model_len, padded, token_hash, token_ids
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
 from seatkit.serve import client
@@ -43,10 +44,14 @@ def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
         "url": target.url,
         "model": target.model,
         "engine_version": version,
+        "device": seat_device(version, target.conditions),
         "k": target.k,
         "sampling": options.sampling,
         "ignore_eos": True,
         "reasoning": "off",
+        "prompt_format": "the model's chat template (chat endpoint)"
+        if target.chat
+        else "raw text (the server applies no chat template)",
         "warmups": options.warmups,
         "repeats": options.repeats,
         "suites": sorted({p.suite for p in prompts}),
@@ -59,6 +64,21 @@ def conditions(target: Target, options: Options, prompts: list[Prompt]) -> dict:
         },
         **target.conditions,
     }
+
+
+def chat_template(target: Target) -> bool:
+    """Whether the server reads a user message in the model's own chat template (its /tokenize
+    renders one), so prompts go to its chat endpoint, reasoning off, as the model is used."""
+    return token_ids(target, "ping", chat=True) is not None
+
+
+def seat_device(version: str | None, recorded: dict) -> str | None:
+    """The seat's device as the seat says it (its record's, or a CPU build's version: vLLM's
+    CPU wheels are versioned `X+cpu`); None when it does not say. Never the GPUs of the machine
+    the bench client runs on: a --url seat is elsewhere, or on none of them."""
+    if recorded.get("device"):
+        return recorded["device"]
+    return "cpu" if isinstance(version, str) and version.endswith("+cpu") else None
 
 
 def folder_name(name: str) -> str:
@@ -109,10 +129,13 @@ def not_alone(name: str, record: dict) -> SeatError:
     """The refusal after every try's counters disagreed with its stream, naming the disagreement:
     other clients only where the counters saw other requests."""
     problems = record["exclusive_problems"]
+    deltas, closing = record["counter_deltas"], record.get("gauges_after") or {}
     crowded = (
         record["gauges"]["running"] > 1
         or record["gauges"]["waiting"] > 0
-        or sum(record["counter_deltas"]["success"].values()) > 1
+        or sum(deltas["success"].values()) > 1
+        or closing.get("running", 0) + closing.get("waiting", 0) > 0
+        or (deltas.get("prefix_queries") or 0) > record["factors"]["prompt_tokens"]
     )
     hint = (
         "stop other clients; a batch-1 bench needs the server alone"
@@ -120,10 +143,12 @@ def not_alone(name: str, record: dict) -> SeatError:
         else "no other request was seen: the server counts differently from its stream, so its "
         "counters can't be split per request (report it with requests.jsonl)"
     )
-    return SeatError(
-        f"{name}: in {1 + RERUNS} tries the counters never matched the stream alone: " + "; ".join(problems),
-        hint,
+    said = (
+        f"every one of {1 + RERUNS} tries overlapped another request, so none was kept"
+        if crowded
+        else f"in {1 + RERUNS} tries the counters never matched the stream alone"
     )
+    return SeatError(f"{name}: {said}: " + "; ".join(problems), hint)
 
 
 def _verify(target: Target, when: str) -> None:
@@ -153,7 +178,9 @@ def _ready(
 
 
 def _hashes(target: Target, prompt: Prompt) -> dict:
-    tokens, ids_sha = token_hash(target, prompt.text)
+    """What the model was given: the text's hash, and its tokens as the model read them (in its
+    chat template when the bench sends it there)."""
+    tokens, ids_sha = token_hash(target, prompt.text, target.chat)
     return {
         "text_sha256": prompt.sha256,
         "file_sha256": prompt.file_sha256,
@@ -175,6 +202,7 @@ def _warm_up(target: Target, prompt: Prompt, options: Options, progress: Callabl
             target.headers,
             sampling=options.sampling,
             deadline=client.allowed_seconds(prompt.max_tokens, prompt.context),
+            chat=target.chat,
         )
 
 
@@ -221,6 +249,12 @@ def bench(
     `reference`, a reference card, is drawn over the acceptance-by-position plot."""
     if counters.scrape(target) is None:
         progress("no /metrics with spec-decode counters: client timing only, no decomposition")
+    target = replace(target, chat=chat_template(target))
+    if not target.chat:
+        progress(
+            "the server has no chat template: prompts go as raw text, which an instruct model may loop on"
+        )
+    meter = load.Meter()
     hashes: dict[str, dict] = {}
     skipped: dict[str, str] = {}
     truncated: list[str] = []
@@ -248,6 +282,7 @@ def bench(
         "schema": SCHEMA,
         "created": datetime.now(UTC).isoformat(),
         "conditions": conditions(target, options, prompts),
+        "machine": meter.read(),
         "prompts": hashes,
         "discarded": discarded,
         "skipped": skipped,

@@ -21,6 +21,8 @@ CONDITIONS = (
     "temperature",
     "content",
     "prompt",
+    "prompt_text",
+    "prompt_token_ids",
     "context",
     "padding",
     "output_tokens",
@@ -30,8 +32,12 @@ CONDITIONS = (
     "b12x_kernels",
     "statistic",
     "model_lock",
+    "engine",
+    "prompt_format",
+    "sampling",
 )
-OPTIONAL = {"model_lock"}  # compared only when both sides record it (cards do not)
+# Compared only when both sides record them (cards do not; older runs lack the newer ones).
+OPTIONAL = {"model_lock", "prompt_text", "prompt_token_ids", "engine", "prompt_format", "sampling"}
 UNKNOWN = "unknown"
 SUMMARY_BYTES = 64 * 1024 * 1024  # per-prompt figures of a long suite list
 SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
@@ -54,6 +60,16 @@ class Entry:
     acceptance_by_position: list[float] = field(default_factory=list)  # shown beside the factors
 
 
+def differing(x: Entry, y: Entry) -> list[str]:
+    """The conditions two entries record differently (an optional one only where both record it)."""
+    return [
+        k
+        for k in CONDITIONS
+        if x.conditions.get(k) != y.conditions.get(k)
+        and not (k in OPTIONAL and None in (x.conditions.get(k), y.conditions.get(k)))
+    ]
+
+
 def derive(values: dict[str, float]) -> list[str]:
     """Fill the third factor from the other two (tok/s = tokens/step / step time)."""
     tps, tau, ms = (values.get(k) for k in FACTORS)
@@ -69,9 +85,12 @@ def derive(values: dict[str, float]) -> list[str]:
     return []
 
 
-def _relative_sd(values: list[float]) -> float:
+def _relative_sd(values: list[float]) -> float | None:
+    """The sample estimator (n - 1); None for one value, whose spread is unknown, not zero."""
+    if len(values) < 2:
+        return None
     mean = sum(values) / len(values)
-    return (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5 / mean
+    return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 / mean
 
 
 def card_entries(card: cards.Card) -> list[Entry]:
@@ -80,7 +99,9 @@ def card_entries(card: cards.Card) -> list[Entry]:
         values = {k: getattr(figure, k) for k in FACTORS if getattr(figure, k) is not None}
         if not values:
             continue
-        spread = {k: _relative_sd(v) for k, v in figure.repeats.items() if k in FACTORS}
+        spread = {
+            k: sd for k, v in figure.repeats.items() if k in FACTORS and (sd := _relative_sd(v)) is not None
+        }
         # A published min-max range spans about four standard deviations.
         spread |= {k: (hi - lo) / 4 / ((hi + lo) / 2) for k, (lo, hi) in figure.range.items() if k in FACTORS}
         derived = derive(values)
@@ -158,7 +179,7 @@ def suite_entries(folder: Path, data: dict) -> list[Entry]:
                 folder.name,
                 suite,
                 what_runs.marked(suite, c, short=True),
-                _suite_conditions(c, s),
+                _suite_conditions(c, s, data.get("prompts") or {}),
                 values,
                 spread,
                 derived,
@@ -171,9 +192,21 @@ def suite_entries(folder: Path, data: dict) -> list[Entry]:
     return out
 
 
-def _suite_conditions(c: dict, s: dict) -> dict:
-    """A suite's conditions, from the run's (c) and the suite's own (s)."""
+def _hashes(names, hashes: dict, key: str) -> str | None:
+    """Each of the suite's prompts by a hash of what was sent (`name=1a2b3c4d5e6f`)."""
+    said = [f"{n}={hashes[n][key][:12]}" for n in names if (hashes.get(n) or {}).get(key)]
+    return " ".join(said) or None
+
+
+def _suite_conditions(c: dict, s: dict, hashes: dict) -> dict:
+    """A suite's conditions, from the run's (c), the suite's own (s) and its prompts' hashes."""
+    names = list(s.get("prompts") or {})
     return {
+        "prompt_text": _hashes(names, hashes, "text_sha256"),
+        "prompt_token_ids": _hashes(names, hashes, "token_ids_sha256"),
+        "engine": c.get("engine_version"),
+        "prompt_format": c.get("prompt_format"),
+        "sampling": " ".join(f"{k}={v}" for k, v in sorted(c["sampling"].items())),
         "model": c.get("base_model") or c["model"],
         "draft": c.get("draft_model") or c.get("draft_method"),
         "k": c.get("k"),
@@ -189,7 +222,7 @@ def _suite_conditions(c: dict, s: dict) -> dict:
         "statistic": "median",
         "model_lock": _lock_text(c.get("model_locks")),
         "prompt": ", ".join(s.get("prompts") or {}) or None,
-        "device": None if "gpus" not in c else ("gpu" if c["gpus"] else "cpu"),
+        "device": c.get("device"),  # the seat's own (run.seat_device), never the client's GPUs
         "unverified": c.get("unverified"),  # the reason behind the label's mark, said beside the table
     }
 

@@ -50,6 +50,9 @@ class Suite(_Strict):
     ttft_ms: Stats | None = None
     client_ttft_ms: Stats | None = None
     prefill_tok_s: Stats | None = None
+    warm_ttft_ms: Stats | None = None
+    drafted_tokens_per_step: Stats | None = None
+    no_draft_share: Stats | None = None
     acceptance_by_position: list[Number] = []
 
 

@@ -23,12 +23,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from seatkit.bench import counters, metrics, plots, report, tokenizer
 from seatkit.bench.counters import scrape
 from seatkit.bench.levels import Stream, figures
-from seatkit.bench.run import RunDir, conditions
+from seatkit.bench.run import RunDir, chat_template, conditions
 from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
@@ -117,6 +118,7 @@ def level(target: Target, prompt: Prompt, options: Options, n: int) -> dict:
                 target.headers,
                 sampling=options.sampling,
                 on_event=lambda c: window.event(stream, c),
+                chat=target.chat,
             )
         except SeatError as exc:
             stream.error = exc.message
@@ -148,6 +150,7 @@ def sweep(
     """Each suite's first prompt at each level; returns the summary written to `out`."""
     if scrape(target) is None:
         progress("no /metrics: aggregate tok/s only, no tokens/step or ms/step")
+    target = replace(target, chat=chat_template(target))  # the model's own chat format, as run.bench
     suites: dict[str, dict] = {}
     firsts: dict[str, Prompt] = {}
     for prompt in prompts:
@@ -165,6 +168,7 @@ def sweep(
                 prompt.max_tokens,
                 target.headers,
                 sampling=options.sampling,
+                chat=target.chat,
             )
         rows = []
         for n in levels:

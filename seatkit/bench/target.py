@@ -15,6 +15,7 @@ class Target:
     k: int | None = None
     conditions: dict = field(default_factory=dict)
     verify: Callable[[], object] | None = None  # raises when the server is not the seat started
+    chat: bool = False  # prompts go to its chat endpoint (the model's own template), not raw
 
 
 @dataclass

@@ -32,7 +32,7 @@ def padded(target: Target, prompt: Prompt) -> Prompt:
     """The prompt padded to its context target, counted by the server's own tokenizer."""
 
     def count(text: str) -> int:
-        tokens, _ = token_hash(target, text)
+        tokens, _ = token_hash(target, text, target.chat)
         if tokens is None:
             raise SeatError(f"{target.url} has no /tokenize: a context can't be built to a token target")
         return tokens
@@ -41,21 +41,40 @@ def padded(target: Target, prompt: Prompt) -> Prompt:
     return replace(prompt, text=padding.pad(prompt.text, prompt.padding, prompt.context, count))
 
 
-def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
-    """Token count and SHA-256 of the token ids, from the server's /tokenize when it has one."""
+def token_hash(target: Target, text: str, chat: bool = False) -> tuple[int | None, str | None]:
+    """Token count and SHA-256 of the token ids, from the server's /tokenize when it has one;
+    `chat`: of the text as a user message in the model's chat template, as the model reads it."""
+    ids = token_ids(target, text, chat)
+    if ids is None:
+        return None, None
+    return len(ids), hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+
+
+def token_ids(target: Target, text: str, chat: bool = False) -> list[int] | None:
+    """The text's token ids by the server's own tokenizer (`chat`: as a user message in the
+    model's chat template, reasoning off); None when it has no /tokenize, or no chat template."""
+    asked = (
+        {
+            "messages": [{"role": "user", "content": text}],
+            "add_generation_prompt": True,
+            "chat_template_kwargs": client.CHAT_OFF,
+        }
+        if chat
+        else {"prompt": text}
+    )
     try:
         answer = client.fetch(
             "POST",
             f"{target.url}/tokenize",
             counters.SCRAPE_S,
             headers=target.headers,
-            json={"model": target.model, "prompt": text},
+            json={"model": target.model, **asked},
         )
         found = answer.json() if answer.ok else None
     except (requests.RequestException, ValueError):
-        return None, None
+        return None
     if found is None:
-        return None, None
+        return None
     ids = _token_ids(found)
     if ids is None:
         raise SeatError(
@@ -63,7 +82,7 @@ def token_hash(target: Target, text: str) -> tuple[int | None, str | None]:
             f'TGI\'s [{{"id": id}}, ...]: {printable(repr(found)[:120])}',
             "is this an LLM server? bench it with --url only if it speaks vLLM's API",
         )
-    return len(ids), hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+    return ids
 
 
 def _token_ids(found) -> list[int] | None:

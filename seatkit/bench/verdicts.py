@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from seatkit import paths, safe_yaml
+from seatkit.bench import sides
 from seatkit.bench.sides import FACTORS, Entry, suite_entries
 
 
@@ -45,16 +46,14 @@ def _noise(factor: str, a: Entry, b: Entry) -> float | None:
     return 2 * math.sqrt(sum(s * s for s in spreads)) if spreads else None
 
 
-def _threshold(factor: str, a: Entry, b: Entry) -> tuple[float, str]:
-    """How far a factor may move by chance: its own spread, else tok/s's, never under the floor."""
+def _threshold(factor: str, a: Entry, b: Entry) -> tuple[float | None, str]:
+    """How far a factor may move by chance: its own spread, else tok/s's, never under the floor;
+    None when neither side measured a spread (one value each): then no move can be told from noise."""
     own = _noise(factor, a, b)
     noise = own if own is not None else _noise("decode_tok_s", a, b)
-    source = (
-        "its own spread"
-        if own is not None
-        else ("the tok/s spread" if noise is not None else "the 1 % floor")
-    )
-    return max(noise or 0.0, MOVE_FLOOR), source
+    if noise is None:
+        return None, "spread unknown"
+    return max(noise, MOVE_FLOOR), "its own spread" if own is not None else "the tok/s spread"
 
 
 SUSTAINED = {
@@ -137,10 +136,11 @@ def verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: Sequence[st
     noise = _noise("decode_tok_s", a, b)
     gap = apart(ratios["decode_tok_s"])
     cpu = "cpu" in (a.conditions.get("device"), b.conditions.get("device"))
+    unknown = noise is None and all(_noise(f, a, b) is None for f in ("tokens_per_step", "ms_per_step"))
     # Each factor is judged against its own spread: one can move beyond its noise while tok/s,
     # noisier, stays inside its own, and both can move at once (even in opposite directions).
     limits = {f: _threshold(f, a, b) for f in ("tokens_per_step", "ms_per_step")}
-    moved = [f for f, (limit, _) in limits.items() if apart(ratios[f]) > limit]
+    moved = [f for f, (limit, _) in limits.items() if limit is not None and apart(ratios[f]) > limit]
     if noise is not None and gap <= noise and not moved:
         return {
             "within_noise": True,
@@ -155,7 +155,7 @@ def verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: Sequence[st
     }
     factor = max(parts, key=lambda f: abs(parts[f]))
     # The main factor first, then any other that moved.
-    named = sorted(set(moved) | {factor}, key=lambda f: -abs(parts[f]))
+    named = sorted(set(moved) | {factor} | (set(parts) if unknown else set()), key=lambda f: -abs(parts[f]))
     said = [_factor_said(f, ratios[f], shares[f], limits[f], f in moved, differing, cpu) for f in named]
     return {
         "within_noise": False,
@@ -164,15 +164,22 @@ def verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: Sequence[st
         "factor": factor,
         "share": shares[factor],
         "shares": shares,
-        "text": f"{_headline(factor, differing, a, b)}. {_lead(gap, noise, moved, factor)}. "
+        "spread_unknown": unknown,
+        "text": f"{_headline(factor, differing, a, b)}. {_lead(gap, noise, moved, factor, unknown)}. "
         + ". ".join(said),
     }
 
 
-def _lead(gap: float, noise: float | None, moved: list[str], factor: str) -> str:
+def _lead(gap: float, noise: float | None, moved: list[str], factor: str, unknown: bool) -> str:
     """The tok/s gap against its spread, and which factors moved."""
+    if unknown:
+        return (
+            f"tok/s {gap:.1%} apart; spread UNKNOWN: each side is one value (or gives no spread), "
+            f"so no gap can be told from noise; {factor_name(factor)} carries the most. Repeat "
+            "the runs (--repeats 3 or more) to judge it"
+        )
     if noise is None:
-        lead = f"tok/s {gap:.1%} apart (neither side gives a spread)"
+        lead = f"tok/s {gap:.1%} apart (neither side gives a tok/s spread)"
     elif gap <= noise:
         lead = f"tok/s {gap:.1%} apart, inside its spread ({noise:.1%})"
     else:
@@ -188,7 +195,7 @@ def _factor_said(
     f: str,
     ratio: float,
     share: float | None,
-    limit_source: tuple[float, str],
+    limit_source: tuple[float | None, str],
     moved: bool,
     differing: Sequence[str],
     cpu: bool,
@@ -198,19 +205,24 @@ def _factor_said(
     carries = (
         "none of it (the factors cancel)"
         if share is None
-        else f"{share:.0%} of the gap"
-        if share >= 0
+        else f"{share:.0%} of the gap".replace("-0%", "0%")
+        if share > -0.005
         else f"{share:.0%} of the gap: it works against it"
     )
     # Symmetric like tok/s: the same size whichever side is A, the direction named.
     side = f"{apart(ratio):.1%} apart, {'higher' if ratio > 1 else 'lower'} on A"
-    how = f"moved: {side} (beyond {source}, {limit:.1%})" if moved else side
+    if moved:
+        how = f"moved: {side} (beyond {source}, {limit:.1%})"
+    elif limit is None:
+        how = f"{side} (spread unknown)"
+    else:
+        how = f"{side} (inside {source}, {limit:.1%})"
     text = f"{factor_name(f)} {how} and carries {carries}; what usually moves it: {what_moves(f, cpu)}"
     causes = _explains(differing, f)
     if causes:
         text += f"; differing conditions that can explain it: {', '.join(causes)}"
-    elif f == "ms_per_step" and cpu:
-        text += "; no differing condition explains it: on a shared CPU machine, likely noise"
+    elif moved:  # beyond its measured spread: a cause the conditions don't record, never noise
+        text += "; no recorded condition differs that explains it: look for one the runs do not record"
     return text
 
 
@@ -257,7 +269,7 @@ def split(x: Entry, y: Entry, differing: Sequence[str] = ()) -> dict:
 def run_split(folder: Path, summary: dict, a: str, b: str) -> dict:
     """Suite a against suite b of one run, split like two runs are."""
     found = {e.key: e for e in suite_entries(folder, summary)}
-    return split(found[a], found[b])
+    return split(found[a], found[b], sides.differing(found[a], found[b]))
 
 
 def factor_name(factor: str) -> str:

@@ -82,17 +82,9 @@ def suites(
         if suite not in data:
             raise SeatError(f"no suite {suite!r}", f"suites: {', '.join(data)}")
         spec = data[suite]
-        if "chat" in spec and spec["chat"].count("{prompt}") != 1:
-            raise SeatError(
-                f"suite {suite}'s chat format holds {{prompt}} "
-                f"{spec['chat'].count('{prompt}')} times in {file}",
-                "write it once, where the prompt goes in the model's chat format",
-            )
         for name in spec["prompts"]:
             text, digest = load_prompt(name, file.parent / "prompts")
             text = spec.get("instruction", "") + text * spec.get("repeat", 1)
-            if "chat" in spec:  # the model's chat format around the prompt, as its chat endpoint would
-                text = spec["chat"].replace("{prompt}", text)
             base = Prompt(suite, name, spec["content"], text, digest, max_tokens or spec["max_tokens"])
             if "contexts" not in spec:
                 out.append(base)

@@ -241,12 +241,14 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
         raise SeatError("some seats failed their bench", "see the lines above; the others' figures stand")
 
 
-def print_summary(summary: dict, path: Path) -> None:
+def print_summary(summary: dict, path: Path, notes: bool = True) -> None:
+    """The bench's table, its notes in plain words (`notes`: the demo prints its own after its
+    sentence), its alarms and where the report is."""
     table = Table(*report.HEADER, title="seat bench")
     for row in report.rows(summary):
         table.add_row(*map(escape, row))
     output.show_table(out, table)
-    for line in report.notes(summary):
+    for line in report.notes(summary) if notes else []:
         out.print(escape(line), highlight=False)
     # Doubtful figures first, in yellow; alarms under which the figures stand are notes.
     for kind, alarm in sorted(summary["alarms"].items(), key=lambda item: alarms.stands(item[0])):

@@ -32,6 +32,8 @@ def print_side_by_side(summary: dict, path: Path) -> None:
         table.add_row(*row)
     output.show_table(out, table)
     out.print(escape(what_runs.marked(sentence, marks)), soft_wrap=True)
+    for note in demo.notes(summary):
+        out.print(escape(note), highlight=False)
 
 
 @click.command("demo")
@@ -50,12 +52,12 @@ def demo_cmd(profile: str, out_dir: str, docker: bool):
     if not docker:
         with progress(err, f"demo {profile}") as update:
             summary, path = demo.run(profile, Path(out_dir), say=update)
-        print_summary(summary, path)
+        print_summary(summary, path, notes=False)
         print_side_by_side(summary, path)
         return
     with progress(err, "demo --docker") as update:
         summary, path, seconds = docker_chain.run(Path(out_dir), say=update)
-    print_summary(summary, path)
+    print_summary(summary, path, notes=False)
     print_side_by_side(summary, path)
     table = Table("step", "seconds", "share", title="seat demo --docker: where the time went")
     total = sum(seconds.values())

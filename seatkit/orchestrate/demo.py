@@ -9,9 +9,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from seatkit.bench import aggregate, load, verdicts, workload
 from seatkit.bench import run as bench_run
-from seatkit.bench import verdicts, workload
 from seatkit.bench.target import Options
+from seatkit.bench.verdicts import apart as verdict_apart
 from seatkit.doctor import targets
 from seatkit.seat import profiles
 from seatkit.serve import launch, runtime
@@ -27,6 +28,8 @@ FACTORS = (
     ("tokens_per_step", "tokens/step", 1.0, 2),
     ("ms_per_step", "ms/step", 1.0, 1),
     ("draft_acceptance", "accepted %", 100.0, 1),
+    ("drafted_tokens_per_step", "drafted/step", 1.0, 2),
+    ("no_draft_share", "no-draft steps %", 100.0, 0),
 )
 
 
@@ -100,42 +103,80 @@ def _pct(share: float) -> str:
 
 
 def _shares(split: dict) -> dict:
-    """Each factor's share of the tok/s gap; none when there is no gap beyond its spread, where a
-    share would be noise over noise (thousands of percent, or a division by zero)."""
+    """Each factor's share of the tok/s gap; none when the verdict finds no gap beyond the spread,
+    where a share would be noise over noise (thousands of percent, or a division by zero)."""
     verdict, speed = split["verdict"], split["ratios"].get("decode_tok_s")
     shares, noise = verdict.get("shares"), verdict.get("noise")
-    if not shares or None in shares.values() or (noise is not None and abs(speed - 1) <= noise):
+    inside = noise is not None and speed is not None and verdict_apart(speed) <= noise
+    if not shares or None in shares.values() or verdict.get("within_noise") or inside:
         return {}
     return shares
 
 
+NAMES = {"tokens_per_step": "acceptance", "ms_per_step": "step time"}
+
+
 def _sentence(split: dict) -> str:
+    """The table's judgment in words, from the same ratios, shares and spreads as the table: a
+    factor is credited only where the verdict found it moved beyond its own spread, a speed gap
+    only where it is beyond tok/s's."""
     verdict, ratios = split["verdict"], split["ratios"]
-    if "shares" not in verdict:
+    if "moved" not in verdict:
         return f"code against prose: {verdict['text']}"
-    speed, shares = ratios["decode_tok_s"], _shares(split)
-    if not shares:
+    speed, moved, noise = ratios["decode_tok_s"], verdict["moved"], verdict.get("noise")
+    figure = {f: f"{NAMES[f]} ({f.replace('_per_', '/')} {ratios[f]:.2f}x)" for f in NAMES}
+    both = f"{figure['tokens_per_step']} nor {figure['ms_per_step']}"
+    if verdict.get("within_noise") and not moved:
         return (
-            f"code and prose decode at the same speed within noise ({speed:.2f}x): acceptance "
-            f"(tokens/step {ratios['tokens_per_step']:.2f}x) and step time (ms/step "
-            f"{ratios['ms_per_step']:.2f}x) cancel. ({verdict['text']})"
+            f"code against prose: tok/s {speed:.2f}x, inside this run's spread, and neither {both} "
+            f"moved beyond its own: no difference in speed can be told from this run. ({verdict['text']})"
         )
-    names = {"tokens_per_step": "acceptance", "ms_per_step": "step time"}
-    lead = max(names, key=lambda f: abs(shares[f]))
-    if lead not in verdict["moved"]:  # the biggest share, but of a move inside its own spread
-        return (
-            f"code against prose: tok/s {speed:.2f}x, but neither acceptance (tokens/step "
-            f"{ratios['tokens_per_step']:.2f}x) nor step time (ms/step {ratios['ms_per_step']:.2f}x) "
-            "moved beyond its own spread, so no factor is named as carrying the gap; run the demo "
-            f"again on a quieter machine. ({verdict['text']})"
-        )
-    against = [f"; {names[f]} works against it" for f in names if shares[f] < 0]
     fast, slow = ("code", "prose") if speed >= 1 else ("prose", "code")
-    pct = {f: _pct(shares[f]) for f in names}
-    return (
-        f"{fast} decodes {max(speed, 1 / speed):.2f}x as fast as {slow}; acceptance "
-        f"(tokens/step) carries {pct['tokens_per_step']} of the gap and step time (ms/step) "
-        f"{pct['ms_per_step']}{''.join(against)}: {names[lead]}, not "
-        f"{names['ms_per_step' if lead == 'tokens_per_step' else 'tokens_per_step']}, carries the "
-        f"difference. ({verdict['text']})"
-    )
+    lead = f"{fast} decodes {max(speed, 1 / speed):.2f}x as fast as {slow}"
+    if not moved:
+        return (
+            f"{lead}, but neither {both} moved beyond its own spread, so no factor is named as "
+            f"carrying the gap; run the demo again on a quieter machine. ({verdict['text']})"
+        )
+    still = [f"{figure[f]} did not move beyond its own spread" for f in NAMES if f not in moved]
+    if noise is not None and verdict_apart(speed) <= noise:  # the factors moved, tok/s did not
+        how = (
+            " and ".join(figure[f] for f in moved) + " moved beyond their spreads and cancel"
+            if len(moved) == 2
+            else f"{figure[moved[0]]} moved beyond its own spread; " + "; ".join(still)
+        )
+        return (
+            f"code against prose: tok/s {speed:.2f}x is inside this run's tok/s spread "
+            f"({noise:.0%}), so no speed difference is claimed: {how}. ({verdict['text']})"
+        )
+    shares = verdict["shares"]
+    said = [
+        f"{figure[f]} carries {_pct(shares[f])} of the gap"
+        if shares[f] >= 0
+        else f"{figure[f]} works against it ({_pct(shares[f])})"
+        for f in sorted(moved, key=lambda f: -abs(shares[f]))
+    ]
+    carrier = max(moved, key=lambda f: shares[f])
+    return f"{lead}: {'; '.join(said + still)}; {NAMES[carrier]} carries the difference. ({verdict['text']})"
+
+
+def notes(summary: dict) -> list[str]:
+    """What the table's medians hide, in plain words: a suite whose prompts differ beyond their
+    spread (its median is neither's), steps that drafted nothing, and a busy machine."""
+    out = []
+    for name in SUITES:
+        s = summary.get("suites", {}).get(name)
+        if not s:
+            continue
+        apart = aggregate.prompts_apart(s)
+        if apart:
+            each = "; ".join(
+                f"{p} {_cell(s['prompts'][p].get('tokens_per_step'), 1.0, 2)} tokens/step, "
+                f"{_cell(s['prompts'][p].get('draft_acceptance'), 100.0, 1)} % accepted, "
+                f"{_cell(s['prompts'][p].get('no_draft_share'), 100.0, 0)} % of steps drafted nothing"
+                for p in apart
+            )
+            out.append(f"{name}: its prompts differ beyond their spread, so its median is neither's: {each}")
+    ms = [((summary.get("suites", {}).get(n) or {}).get("ms_per_step") or {}).get("cv") for n in SUITES]
+    busy = load.busy_note(summary.get("machine"), max((cv for cv in ms if cv is not None), default=None))
+    return out + ([busy] if busy else [])

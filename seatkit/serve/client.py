@@ -120,6 +120,11 @@ def _receive(
         _cut_short(out, exc, url, watch)
 
 
+# Reasoning off, by the names chat templates read it under (Qwen's, DeepSeek's); a template
+# that has no reasoning ignores them.
+CHAT_OFF = {"enable_thinking": False, "thinking": False}
+
+
 def stream(
     url: str,
     model: str,
@@ -132,13 +137,20 @@ def stream(
     extra: dict | None = None,
     on_event: Callable[[Completion], None] = lambda c: None,
     deadline: float | None = None,
+    chat: bool = False,
 ) -> Completion:
     """Stream one completion with explicit sampling (greedy unless told), ignoring EOS so the output
     length is fixed; tokens are counted from `usage`, never from chunks. It ends within `deadline`
-    seconds (default: allowed_seconds(max_tokens)) or at more than max_tokens, as a SeatError."""
+    seconds (default: allowed_seconds(max_tokens)) or at more than max_tokens, as a SeatError.
+    `chat`: the prompt as a user message to the chat endpoint, so the model reads it in its own
+    chat template, reasoning off (CHAT_OFF)."""
     body = {
         "model": model,
-        "prompt": prompt,
+        **(
+            {"messages": [{"role": "user", "content": prompt}], "chat_template_kwargs": CHAT_OFF}
+            if chat
+            else {"prompt": prompt}
+        ),
         "max_tokens": max_tokens,
         **(sampling or {"temperature": 0.0}),
         "ignore_eos": True,
@@ -157,7 +169,7 @@ def stream(
         with (
             watch.session() as session,
             session.post(
-                f"{url}/v1/completions",
+                f"{url}/v1/chat/completions" if chat else f"{url}/v1/completions",
                 json=body,
                 headers=headers or {},
                 stream=True,
@@ -257,8 +269,10 @@ def _shape(event) -> None:
 
 def _take(out: Completion, event: dict, start: float, on_text: Callable[[str], None]) -> None:
     _shape(event)
+    arrived = False  # a token came with this event: text, or a count that grew ("" text: half a character)
     for choice in event.get("choices") or []:
-        text = choice.get("text") or ""
+        delta = choice.get("delta")  # a chat event's text is its delta's content
+        text = (delta.get("content") if isinstance(delta, dict) else choice.get("text")) or ""
         if not isinstance(text, str):
             raise ValueError(f"a choice's text is {type(text).__name__}, not text")
         text, out.held = out.held + text, ""
@@ -266,19 +280,23 @@ def _take(out: Completion, event: dict, start: float, on_text: Callable[[str], N
             text, out.held = text[:-1], text[-1]
         text = _whole(text)
         if text:
-            out.last_s = time.monotonic() - start
-            if not out.chunks:
-                out.ttft_s = out.last_s
-            out.chunks += 1
+            arrived = True
             out.text += text
             on_text(text)
         out.token_ids += choice.get("token_ids") or []
         out.finish_reason = choice.get("finish_reason") or out.finish_reason
     usage = event.get("usage")
-    if usage and any(c.get("text") for c in event.get("choices") or []):
-        out.streamed_tokens = usage.get("completion_tokens") or 0
-        if out.first_event_tokens is None:
-            out.first_event_tokens = out.streamed_tokens
+    if usage and event.get("choices"):  # every event of the stream, its text empty or not
+        count = usage.get("completion_tokens") or 0
+        arrived = arrived or count > (out.streamed_tokens or 0)
+        out.streamed_tokens = count
+        if out.first_event_tokens is None and count:
+            out.first_event_tokens = count
+    if arrived:
+        out.last_s = time.monotonic() - start
+        if not out.chunks:
+            out.ttft_s = out.last_s
+        out.chunks += 1
     if usage:
         out.usage_seen = True
         out.prompt_tokens = usage["prompt_tokens"]

@@ -125,7 +125,7 @@ def test_noise_verdict_uses_both_spreads():
     )
     assert not tight["within_noise"] and tight["factor"] == "ms_per_step"
     unknown = verdicts.verdict(ratios, entry("a", 1, 1, 1), entry("b", 1, 1, 1))
-    assert "neither side gives a spread" in unknown["text"]
+    assert "spread UNKNOWN" in unknown["text"] and "within noise" not in unknown["text"]
 
 
 def test_a_factor_that_moves_beyond_its_own_spread_is_named_inside_tok_s_noise():
@@ -356,16 +356,28 @@ def test_a_figure_one_side_lacks_is_a_dash_with_the_reason_never_none():
     assert "A gives no tokens per step (not on the card)" in c.rows[0]["verdict"]["text"]
 
 
-def test_a_cpu_seats_step_time_gap_is_not_blamed_on_gpu_host_settings(tmp_path):
+def test_a_cpu_seats_step_time_gap_is_not_blamed_on_gpu_host_settings_nor_on_noise(tmp_path):
     a = run_dir(tmp_path, "a", "tiny", 300, 5.5, 18.3)
     b = run_dir(tmp_path, "b", "tiny", 600, 5.5, 9.2)
     for folder in (a, b):
         path = tmp_path / folder / "summary.json"
         data = json.loads(path.read_text())
-        data["conditions"] |= {"runtime": "native", "gpus": []}
+        data["conditions"] |= {"runtime": "native", "device": "cpu", "gpus": [{"name": "H100"}]}
         path.write_text(json.dumps(data))
     text = compare.compare(a, b).rows[0]["verdict"]["text"]
-    assert "IOMMU" not in text and "on a CPU seat" in text and "likely noise" in text
+    assert "IOMMU" not in text and "on a CPU seat" in text
+    assert "noise" not in text  # 99 % apart against a 1 % spread is a cause, never noise
+
+
+def test_the_seats_device_is_the_seats_own_never_the_bench_clients_gpus(tmp_path):
+    a = run_dir(tmp_path, "a", "tiny", 300, 5.5, 18.3)
+    path = tmp_path / a / "summary.json"
+    data = json.loads(path.read_text())
+    data["conditions"] |= {"gpus": [{"name": "H100"}], "engine_version": "0.32.0"}  # the client's GPU
+    path.write_text(json.dumps(data))
+    assert compare.compare(a, a).conditions["device"] == "unknown vs unknown"
+    assert run.seat_device("0.32.0+cpu", {}) == "cpu"  # vLLM's CPU build says so itself
+    assert run.seat_device("0.11.0", {}) is None
 
 
 def test_a_run_meets_an_ldb_sustained_card_by_the_figure_ldb_would_print(tmp_path):
