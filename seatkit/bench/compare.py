@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from seatkit.bench import report, verdicts
-from seatkit.bench.sides import CONDITIONS, FACTORS, OPTIONAL, UNKNOWN, Entry, entries
+from seatkit.bench.sides import CONDITIONS, FACTORS, UNKNOWN, Entry, entries
 from seatkit.bench.sides import differing as conditions_differ
 
 
