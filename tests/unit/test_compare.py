@@ -550,5 +550,5 @@ def test_the_readmes_compare_output_is_what_compare_prints_now(a, b, tmp_path):
     )
     shown = done.stdout[done.stdout.index("conditions that differ") :]
     shown = "".join(line.rstrip() + "\n" for line in shown.splitlines())  # the table pads its cells
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "compare.md").read_text()
     assert f"$ seat bench compare {card}#{a} {card}#{b}\n{shown}" in readme
