@@ -77,7 +77,8 @@ def _print_comparison(result: compare.Comparison) -> None:
         if row.get("harness") and not row["harness"].startswith("refused"):
             out.print(escape(row["harness"]))
     out.print(
-        f"* derived from the other two factors; – : a side lacks it (the verdict says why). {compare.APART}"
+        f"* derived from the other two factors; – : a side lacks it (the verdict says why). {compare.APART} "
+        f"{compare.SHARES}"
     )
 
 

@@ -301,6 +301,10 @@ def stop(run: Running, grace: float) -> bool:
     return was_alive
 
 
+class NotRunning(SeatError):
+    """Nothing of the profile to stop: the state `seat down` asks for already holds."""
+
+
 def down(profile: str, grace: float = 30.0, containers: bool = True) -> tuple[Running, bool]:
     """Stop what `seat up` recorded, and (containers: the profile may run in docker) every
     container of a `seat up` killed before it recorded one; also whether anything was still
@@ -314,7 +318,7 @@ def down(profile: str, grace: float = 30.0, containers: bool = True) -> tuple[Ru
     ]
     runs = ([run] if run else []) + left
     if not runs:
-        raise SeatError(
+        raise NotRunning(
             f"{profile} is not running: nothing `seat up` started on this machine is recorded "
             "(stopped already, or never started here)",
             "nothing to stop",

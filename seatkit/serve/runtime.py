@@ -150,8 +150,10 @@ def _install(native: Native, venv: Path, say: Progress) -> None:
     for rel, data in kit.items():  # the metadata shim, then the marker: the install is done
         (venv / rel).parent.mkdir(exist_ok=True)
         (venv / rel).write_bytes(data)
-    say(f"hashing {venv} against what pip recorded")
+    hashing, start = f"hashing {venv} against what pip recorded", time.monotonic()
+    say(hashing)
     venv_record.record(venv, kit, venv_tree.made_by_venv(native.python))
+    say(f"{hashing}: done in {time.monotonic() - start:.0f} s")  # as every other step of setup
 
 
 def _site_packages(venv: Path) -> Path:
