@@ -219,6 +219,8 @@ def test_the_clones_install_does_not_print_setuptools_editable_note():
     with warnings.catch_warnings(record=True) as caught:
         warnings.resetwarnings()
         warnings._setoption(setting.group(1))  # as the interpreter reads PYTHONWARNINGS
-        warnings.warn("Editable installation.\n!!\n\n  Please be careful with folders ...", UserWarning)
-        warnings.warn("another warning stays", UserWarning)
+        warnings.warn(
+            "Editable installation.\n!!\n\n  Please be careful with folders ...", UserWarning, stacklevel=1
+        )
+        warnings.warn("another warning stays", UserWarning, stacklevel=1)
     assert [str(w.message) for w in caught] == ["another warning stays"]
