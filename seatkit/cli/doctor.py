@@ -63,8 +63,17 @@ def _show_rows(result: dict) -> None:
         title=f"seat doctor {result['profile']}"
         + (f" (host profile {result['host_profile']})" if result["host_profile"] else ""),
     )
+    # The evidence column's width: the table's, less the other columns, their padding and borders.
+    room = (
+        width
+        - 13
+        - max(len(r["layer"]) for r in result["rows"])
+        - max(len(r["check"]) for r in result["rows"])
+        - 4
+    )
     for row in result["rows"]:
-        text = escape(row["evidence"]) + (f"\n[dim]fix: {escape(row['fix'])}[/]" if row["fix"] else "")
+        evidence, fix = (output.fold_paths(row[k], room) for k in ("evidence", "fix"))
+        text = escape(evidence) + (f"\n[dim]fix: {escape(fix)}[/]" if fix else "")
         table.add_row(row["layer"], row["check"], f"[{COLOUR[row['status']]}]{row['status']}[/]", text)
     Console(width=width, file=out.file, force_terminal=out.is_terminal).print(table)
     out.print(f"worst: {result['status']} (exit {result['exit_code']})")

@@ -224,3 +224,18 @@ def test_the_clones_install_does_not_print_setuptools_editable_note():
         )
         warnings.warn("another warning stays", UserWarning, stacklevel=1)
     assert [str(w.message) for w in caught] == ["another warning stays"]
+
+
+def test_a_path_too_long_for_its_cell_folds_between_its_parts_never_inside_a_name():
+    from seatkit.cli import output
+
+    said = "live: unknown (/sys/module/nvidia_uvm/parameters/uvm_disable_hmm absent)"
+    assert (
+        output.fold_paths(said, 44)
+        == "live: unknown (/sys/module/nvidia_uvm/parameters/\nuvm_disable_hmm absent)"
+    )
+    image = "voipmonitor/vllm:chthonic-consecration-f1190eab-b12x0ff2847-pr20-cu132"
+    assert output.fold_paths(image, 44) == image  # an image name is no path: rich folds it whole
+    # The doctor's table at 80 columns, as test_newcomer_output holds it.
+    text = (REPO / "tests" / "fixtures" / "golden" / "doctor-no-gpus-80.txt").read_text()
+    assert "uvm_disable_hmm" in text and "/parameters/" in text
