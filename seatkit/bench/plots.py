@@ -130,20 +130,18 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
     return out
 
 
-def _medians(records: list[dict], suite: str) -> list[tuple[float, float]]:
+# Each suite's median, large, over its prompts' small dots; its min-max as error bars.
+SUITE_MARK = {"markersize": 9, "capsize": 4, "zorder": 4}
+
+
+def _medians(records: list[dict], suite: str) -> list[tuple[float, ...]]:
     """(ms/step, tokens/step) medians of each prompt of a suite, over its repeats."""
     by_prompt: dict[str, list[dict]] = {}
     for r in records:
-        f = r["factors"]
-        if r["suite"] == suite and f.get("ms_per_step") and f.get("tokens_per_step"):
-            by_prompt.setdefault(r["prompt"], []).append(f)
-    return [
-        (
-            statistics.median(f["ms_per_step"] for f in factors),
-            statistics.median(f["tokens_per_step"] for f in factors),
-        )
-        for factors in by_prompt.values()
-    ]
+        if r["suite"] == suite and r["factors"].get("ms_per_step") and r["factors"].get("tokens_per_step"):
+            by_prompt.setdefault(r["prompt"], []).append(r["factors"])
+    pair = ("ms_per_step", "tokens_per_step")
+    return [tuple(statistics.median(f[k] for f in fs) for k in pair) for fs in by_prompt.values()]
 
 
 def factor_split(summary: dict, records: list[dict], heading: str, path: Path) -> Path:
@@ -164,19 +162,10 @@ def factor_split(summary: dict, records: list[dict], heading: str, path: Path) -
         prompts = _medians(records, name)
         if len(prompts) > 1:
             ax.scatter(*zip(*prompts, strict=True), s=18, color=color, alpha=0.5, zorder=3)
-        ax.errorbar(
-            ms["median"],
-            tau["median"],
-            xerr=[[ms["median"] - ms["min"]], [ms["max"] - ms["median"]]],
-            yerr=[[tau["median"] - tau["min"]], [tau["max"] - tau["median"]]],
-            fmt=STYLES[0]["marker"],
-            markersize=9,
-            capsize=4,
-            color=color,
-            zorder=4,
-            label=f"{name}: {tau['median']:.2f} tokens/step at {ms['median']:.1f} ms/step "
-            f"({1000 * tau['median'] / ms['median']:.0f} tok/s)",
-        )
+        label = f"{name}: {tau['median']:.2f} tokens/step at {ms['median']:.1f} ms/step "
+        label += f"({1000 * tau['median'] / ms['median']:.0f} tok/s)"
+        xerr, yerr = ([[s["median"] - s["min"]], [s["max"] - s["median"]]] for s in (ms, tau))
+        ax.errorbar(ms["median"], tau["median"], yerr, xerr, "o", color=color, label=label, **SUITE_MARK)
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     if suites:  # room around the points, then the contours across the whole frame
@@ -198,13 +187,8 @@ def _tok_s_contours(ax) -> None:
     (_, x_max), (_, y_max) = ax.get_xlim(), ax.get_ylim()
     diagonal = 1000 * y_max / x_max  # the rate of the line through the frame's far corner
     low = 10 ** math.floor(math.log10(diagonal / 8))
-    rates = [
-        m * low * 10**n
-        for n in range(4)
-        for m in (1, 2, 5)
-        if diagonal / 8 <= m * low * 10**n <= diagonal * 4
-    ]
-    for rate in rates:
+    rates = [m * low * 10**n for n in range(4) for m in (1, 2, 5)]
+    for rate in [r for r in rates if diagonal / 8 <= r <= diagonal * 4]:
         x_end = min(x_max, 1000 * y_max / rate)
         y_end = rate * x_end / 1000
         ax.plot([0, x_end], [0, y_end], color="0.75", linewidth=0.8, zorder=1)

@@ -13,7 +13,7 @@ from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.arguments import PROFILE
 from seatkit.cli.progress import progress
-from seatkit.errors import SeatError
+from seatkit.errors import NotRunning, SeatError
 from seatkit.image import prebuilt, vouch
 from seatkit.models import verify
 from seatkit.seat import layout, profiles, what_runs
@@ -103,7 +103,7 @@ def down_cmd(profile: str, grace: int):
         run, was_running = launch.down(
             profiles.name_of(profile), grace, containers=_may_run_in_docker(profile)
         )
-    except launch.NotRunning as exc:  # already down: what was asked for holds (exit 0)
+    except NotRunning as exc:  # already down: what was asked for holds (exit 0)
         out.print(f"nothing to stop: {escape(exc.message)}", highlight=False)
         return
     if was_running:

@@ -17,7 +17,7 @@ from pathlib import Path
 import requests
 
 from seatkit import engine, flock, safe_yaml
-from seatkit.errors import SeatError
+from seatkit.errors import NotRunning, SeatError
 from seatkit.files import write_atomic
 from seatkit.models import lock as locks
 from seatkit.models import verify
@@ -299,10 +299,6 @@ def stop(run: Running, grace: float) -> bool:
     was_alive = backends.of(run.runtime).stop(run, grace)
     _forget(run)
     return was_alive
-
-
-class NotRunning(SeatError):
-    """Nothing of the profile to stop: the state `seat down` asks for already holds."""
 
 
 def down(profile: str, grace: float = 30.0, containers: bool = True) -> tuple[Running, bool]:
