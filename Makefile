@@ -10,7 +10,9 @@ BINDIR ?= $(HOME)/.local/bin
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -U pip
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]'
+	@# setuptools' note on every editable install ("Editable installation ... folders with the same
+	@# name as your package") is for src-less layouts in general: this clone has no such folder.
+	PYTHONWARNINGS='ignore:Editable installation' $(VENV)/bin/pip install -q --disable-pip-version-check -e '.[test]'
 	touch $@
 
 .PHONY: demo test unit integration lint install uninstall

@@ -12,3 +12,7 @@ class SeatError(Exception):
 
     def __str__(self) -> str:
         return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
+
+
+class NotRunning(SeatError):
+    """Nothing to stop: the state `seat down` asks for already holds (its caller exits 0)."""

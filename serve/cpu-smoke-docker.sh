@@ -180,18 +180,22 @@ cmd=(
 printf '%s %s %s\n' 'seat cpu-smoke-docker:' "SEAT_IMAGE=${SEAT_IMAGE} SEAT_CONTAINER=${SEAT_CONTAINER} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT} SEAT_MODEL_BASE_DIR=${SEAT_MODEL_BASE_DIR} SEAT_CACHE_DIR=${SEAT_CACHE_DIR} SEAT_NSYS=${SEAT_NSYS} SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} SEAT_API_KEY_FILE=${SEAT_API_KEY_FILE}" 'runtime=docker tp=1 served_model_name=tiny speculative=ngram/k=5 vllm_args=4 env=9 extra_mounts=none extra_env=none' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
   # One option a line, with its value when one follows, each continued: readable, and still a
-  # command to paste.
-  printf '%q' "${cmd[0]}"
+  # command to paste. A word that needs quoting is single-quoted whole (JSON reads as JSON).
+  word() { if [[ $1 =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then printf '%s' "$1"; else printf '%s' "${1@Q}"; fi; }
+  word "${cmd[0]}"
   i=1
   while [ "$i" -lt "${#cmd[@]}" ]; do
-    printf ' \\\n  %q' "${cmd[i]}"
+    printf ' \\\n  '
+    word "${cmd[i]}"
     if [[ ${cmd[i]} == --* && ${cmd[i]} != *=* && $((i + 1)) -lt ${#cmd[@]} && ${cmd[i + 1]} != -* ]]; then
       i=$((i + 1))
-      printf ' %q' "${cmd[i]}"
+      printf ' '
+      word "${cmd[i]}"
     fi
     i=$((i + 1))
   done
   printf '\n'
+  printf '%s\n' 'seat: a dry run: nothing was started (without SEAT_DRY_RUN=1 this command runs)' >&2
   exit 0
 fi
 VLLM_API_KEY=$(<"$SEAT_API_KEY_FILE")

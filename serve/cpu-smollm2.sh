@@ -138,18 +138,22 @@ cmd=(
 printf '%s %s %s\n' 'seat cpu-smollm2:' "SEAT_HOME=${SEAT_HOME} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT}" 'runtime=native tp=1 served_model_name=smollm2 speculative=ngram/k=5 vllm_args=5 env=8' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
   # One option a line, with its value when one follows, each continued: readable, and still a
-  # command to paste.
-  printf '%q' "${cmd[0]}"
+  # command to paste. A word that needs quoting is single-quoted whole (JSON reads as JSON).
+  word() { if [[ $1 =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then printf '%s' "$1"; else printf '%s' "${1@Q}"; fi; }
+  word "${cmd[0]}"
   i=1
   while [ "$i" -lt "${#cmd[@]}" ]; do
-    printf ' \\\n  %q' "${cmd[i]}"
+    printf ' \\\n  '
+    word "${cmd[i]}"
     if [[ ${cmd[i]} == --* && ${cmd[i]} != *=* && $((i + 1)) -lt ${#cmd[@]} && ${cmd[i + 1]} != -* ]]; then
       i=$((i + 1))
-      printf ' %q' "${cmd[i]}"
+      printf ' '
+      word "${cmd[i]}"
     fi
     i=$((i + 1))
   done
   printf '\n'
+  printf '%s\n' 'seat: a dry run: nothing was started (without SEAT_DRY_RUN=1 this command runs)' >&2
   exit 0
 fi
 # In /, as `seat up` starts it: a worker Python spawns imports from its working directory first,

@@ -288,18 +288,22 @@ cmd=(
 printf '%s %s %s\n' 'seat deepspark-prebuilt:' "SEAT_IMAGE=${SEAT_IMAGE} SEAT_CONTAINER=${SEAT_CONTAINER} SEAT_HOST=${SEAT_HOST} SEAT_PORT=${SEAT_PORT} SEAT_MODEL_BASE_DIR=${SEAT_MODEL_BASE_DIR} SEAT_MODEL_DRAFT_DIR=${SEAT_MODEL_DRAFT_DIR} SEAT_CACHE_DIR=${SEAT_CACHE_DIR} SEAT_NSYS=${SEAT_NSYS} SEAT_NSYS_SESSION=${SEAT_NSYS_SESSION} SEAT_NSYS_GRAPH_TRACE=${SEAT_NSYS_GRAPH_TRACE} SEAT_NSYS_OUTPUT=${SEAT_NSYS_OUTPUT} SEAT_NSYS_DURATION=${SEAT_NSYS_DURATION} B12X_MICRO_MAX_ACTIVE_CLUSTERS=${B12X_MICRO_MAX_ACTIVE_CLUSTERS-(unset)}" 'runtime=docker tp=4 served_model_name=deepseek-v4-flash-dspark speculative=dspark/k=5 vllm_args=22 env=45 extra_mounts=none extra_env=none' >&2
 if [ "${SEAT_DRY_RUN:-0}" = 1 ]; then
   # One option a line, with its value when one follows, each continued: readable, and still a
-  # command to paste.
-  printf '%q' "${cmd[0]}"
+  # command to paste. A word that needs quoting is single-quoted whole (JSON reads as JSON).
+  word() { if [[ $1 =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then printf '%s' "$1"; else printf '%s' "${1@Q}"; fi; }
+  word "${cmd[0]}"
   i=1
   while [ "$i" -lt "${#cmd[@]}" ]; do
-    printf ' \\\n  %q' "${cmd[i]}"
+    printf ' \\\n  '
+    word "${cmd[i]}"
     if [[ ${cmd[i]} == --* && ${cmd[i]} != *=* && $((i + 1)) -lt ${#cmd[@]} && ${cmd[i + 1]} != -* ]]; then
       i=$((i + 1))
-      printf ' %q' "${cmd[i]}"
+      printf ' '
+      word "${cmd[i]}"
     fi
     i=$((i + 1))
   done
   printf '\n'
+  printf '%s\n' 'seat: a dry run: nothing was started (without SEAT_DRY_RUN=1 this command runs)' >&2
   exit 0
 fi
 exec "${cmd[@]}"

@@ -181,7 +181,7 @@ def markdown(c: Comparison) -> str:
     lines += [
         "",
         "\\* derived from the other two factors (tok/s = tokens per step / step time). "
-        "– : the side does not give it (the verdict says why). " + APART,
+        "– : the side does not give it (the verdict says why). " + APART + " " + SHARES,
     ]
     return "\n".join(lines) + "\n"
 
@@ -193,6 +193,12 @@ def positions_line(row: dict) -> str | None:
 
 
 APART = "X % apart: the larger figure over the smaller, minus one, whichever side is A."
+# A share of the gap can pass 100 %: said once, under every comparison that gives one.
+SHARES = (
+    "A factor's share of the gap is its part of the tok/s ratio in logs, so the two shares add up to "
+    "100 %: one over 100 % carries more than the whole gap because the other works against it "
+    "(its share is negative)."
+)
 
 
 def cells(row: dict) -> list[str]:

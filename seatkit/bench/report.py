@@ -32,6 +32,22 @@ def positions(rates: list[float]) -> str:
     return " ".join(f"{100 * p:.0f}" for p in rates) or "n/a"
 
 
+def sampling(values: dict) -> str:
+    """The request's sampling as words: `temperature 0.0, top_p 1.0, seed 0`."""
+    return ", ".join(f"{k} {v}" for k, v in values.items() if v is not None) or "the server's defaults"
+
+
+def _warmups(n: int) -> str:
+    return "no warm-up" if not n else f"{n} warm-up{'s' if n != 1 else ''}"
+
+
+# Each fit in words: what against what, and the unit of its slope (both fits are in ms).
+FITS = {
+    "ms_per_step_vs_drafted_tokens": ("ms per step against drafted tokens per step", "drafted token"),
+    "ttft_ms_vs_prompt_tokens": ("TTFT against prompt length", "prompt token"),
+}
+
+
 def rows(summary: dict) -> list[tuple[str, ...]]:
     """suite, content, tok/s, tokens/step, ms/step, acceptance (and by position), cold TTFT,
     clocks, requests:
@@ -138,9 +154,9 @@ def markdown(summary: dict) -> str:
         what_runs.marked(f"# Bench report ({summary['schema']})", c),
         "",
         f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
-        f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, reasoning {c['reasoning']}, "
+        f"k={c.get('k')}, sampling {sampling(c['sampling'])}, ignore_eos, reasoning {c['reasoning']}, "
         f"prompts in {c.get('prompt_format') or 'raw text'}, "
-        f"{c['warmups']} warm-ups then {c['repeats']} measured repeats per prompt.",
+        f"{_warmups(c['warmups'])} then {c['repeats']} measured repeats per prompt.",
         f"Requests discarded because another request shared the server: {summary['discarded']}.",
         f"Streams cut short (recorded, never measured): {len(summary.get('truncated', []))}.",
         "",
@@ -171,8 +187,13 @@ def markdown(summary: dict) -> str:
         "",
     ]
     lines += [
-        f"- {suite}: cold {_cell(s, 'ttft_ms')} ms; warm {_cell(s, 'warm_ttft_ms')} ms; "
-        f"client {_fmt(s.get('client_ttft_ms'))} ms; requests cold/warm/unknown "
+        f"- {suite}: cold {_cell(s, 'ttft_ms')} ms; "
+        + (
+            f"warm {_cell(s, 'warm_ttft_ms')} ms; "
+            if s.get("warm_ttft_ms") or (s.get("withheld") or {}).get("warm_ttft_ms")
+            else "no warm request; "
+        )
+        + f"client {_fmt(s.get('client_ttft_ms'))} ms; requests cold/warm/unknown "
         + "/".join(str((s.get("prefix_cache") or {}).get(k, 0)) for k in ("cold", "warm", "unknown"))
         for suite, s in summary["suites"].items()
     ]
@@ -194,12 +215,13 @@ def _sections(summary: dict) -> list[str]:
         lines.append(f"- {suite}: {shown}")
     lines += ["", "## Fits", ""]
     for name, line in summary.get("fits", {}).items():
+        what, per = FITS.get(name, (name, "unit"))
         shown = (
-            f"{line['intercept']:.3f} + {line['slope']:.5f} x over {line['points']} requests"
+            f"{line['intercept']:.2f} ms + {line['slope']:.4f} ms per {per}, over {line['points']} requests"
             if line
-            else "not enough spread to fit"
+            else f"not fitted: the {per}s did not spread enough"
         )
-        lines.append(f"- {name}: {shown}")
+        lines.append(f"- {what}: {shown}")
     if summary.get("truncated"):
         lines += ["", "## Truncated streams", ""] + [f"- {why}" for why in summary["truncated"]]
     if summary.get("skipped"):
@@ -209,7 +231,13 @@ def _sections(summary: dict) -> list[str]:
 
 def _alarms_and_prompts(summary: dict) -> list[str]:
     lines: list[str] = []
-    lines += ["", "Plots: plots/*.png", "", "## Alarms", ""]
+    lines += [
+        "",
+        "Plots: plots/factor_split.png (each suite's tokens/step against its ms/step), and the rest of plots/*.png",
+        "",
+        "## Alarms",
+        "",
+    ]
     lines += [
         f"- {kind} ({a['requests']} requests{'; a note: the figures stand' if alarms.stands(kind) else ''}), "
         f"e.g.: {a['example']}\n  {alarms.explained(kind)}"
@@ -265,7 +293,7 @@ def sweep_markdown(summary: dict) -> str:
         what_runs.marked(f"# Concurrency sweep ({summary['schema']})", c),
         "",
         f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
-        f"k={c.get('k')}, sampling {c['sampling']}, ignore_eos, levels {c['concurrency']}.",
+        f"k={c.get('k')}, sampling {sampling(c['sampling'])}, ignore_eos, levels {c['concurrency']}.",
         "",
         "Each level: N streams of one prompt started together. The steady window opens when "
         "every stream has its first token and closes at the first finish; tokens/step and "

@@ -214,7 +214,8 @@ def _suite_conditions(c: dict, s: dict, hashes: dict) -> dict:
         "temperature": c["sampling"].get("temperature"),
         "content": s["content"],
         "context": s.get("context", 0),
-        "padding": s.get("padding"),
+        # At context 0 the prompt goes alone: no padding, as the plots say, not an unknown one.
+        "padding": s.get("padding") or (None if s.get("context") else "none (the prompt alone)"),
         "output_tokens": s.get("output_tokens"),
         "host_settings": c.get("host_settings"),
         "image": _image(c),

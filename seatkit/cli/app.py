@@ -92,7 +92,7 @@ COMMANDS = {
         "seatkit.cli.render",
         "render_cmd",
         "Render serve/<profile>.sh for every profile, and docker-compose.yml, .env and LAUNCH_CONFIG.md "
-        "for the default profile; rewrite the README's command table from this help and the "
+        "for the default profile; rewrite docs/commands.md's command table from this help and the "
         "Dockerfile's build-argument defaults from the default profile and the overlay lock.",
     ),
     "setup": Entry(

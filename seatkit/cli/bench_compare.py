@@ -80,7 +80,8 @@ def _print_comparison(result: compare.Comparison) -> None:
         if by_position:
             out.print(escape(by_position), highlight=False)
     out.print(
-        f"* derived from the other two factors; – : a side lacks it (the verdict says why). {compare.APART}"
+        f"* derived from the other two factors; – : a side lacks it (the verdict says why). {compare.APART} "
+        f"{compare.SHARES}"
     )
 
 

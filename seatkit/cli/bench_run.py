@@ -244,7 +244,9 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
 def print_summary(summary: dict, path: Path, notes: bool = True) -> None:
     """The bench's table, its notes in plain words (`notes`: the demo prints its own after its
     sentence), its alarms and where the report is."""
-    table = Table(*report.HEADER, title="seat bench")
+    # The heading says what the blocks under it are (at 80 columns each suite is a block of its own).
+    model = summary.get("conditions", {}).get("model", "the seat")
+    table = Table(*report.HEADER, title=escape(f"{model}, each suite: median (min–max, CV)"))
     for row in report.rows(summary):
         table.add_row(*map(escape, row))
     output.show_table(out, table)

@@ -34,6 +34,9 @@ def print_side_by_side(summary: dict, path: Path) -> None:
     out.print(escape(what_runs.marked(sentence, marks)), soft_wrap=True)
     for note in demo.notes(summary):
         out.print(escape(note), highlight=False)
+    drawn = path / "plots" / "factor_split.png"
+    if drawn.exists():  # the same split as a picture: tokens/step against ms/step, on tok/s lines
+        out.print(f"the two factors, drawn: {escape(str(drawn))}", highlight=False, soft_wrap=True)
 
 
 @click.command("demo")

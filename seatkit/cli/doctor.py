@@ -40,11 +40,12 @@ def doctor_cmd(profile: str, host_profile: str, runs: str, as_json: bool):
     server and the last bench against its reference card.
 
     Each row is OK, WARN or FAIL with its evidence and fix; a check that cannot run here says why.
-    Exit 0 when every row is OK, 1 on a WARN, 2 on a FAIL, 3 when there is no diagnosis at all."""
+    Exit 0 when no row failed (a WARN is said, not failed), 1 on a FAIL, 2 when there is no
+    diagnosis at all (an unknown profile)."""
     try:
         result = diagnose(profile, host_profile, Path(runs))
-    except SeatError as exc:  # no diagnosis at all (an unknown profile): neither a WARN (1) nor a FAIL (2)
-        raise SeatError(exc.message, exc.hint, code=3) from None
+    except SeatError as exc:  # bad input, not a failed check
+        raise SeatError(exc.message, exc.hint, code=2) from None
     output.emit(result, as_json, _show_rows)
     sys.exit(result["exit_code"])
 
@@ -59,10 +60,20 @@ def _show_rows(result: dict) -> None:
         Column("evidence / fix", overflow="fold"),
         width=width,
         show_lines=True,
-        title=f"seat doctor {result['profile']} (host profile {result['host_profile']})",
+        title=f"seat doctor {result['profile']}"
+        + (f" (host profile {result['host_profile']})" if result["host_profile"] else ""),
+    )
+    # The evidence column's width: the table's, less the other columns, their padding and borders.
+    room = (
+        width
+        - 13
+        - max(len(r["layer"]) for r in result["rows"])
+        - max(len(r["check"]) for r in result["rows"])
+        - 4
     )
     for row in result["rows"]:
-        text = escape(row["evidence"]) + (f"\n[dim]fix: {escape(row['fix'])}[/]" if row["fix"] else "")
+        evidence, fix = (output.fold_paths(row[k], room) for k in ("evidence", "fix"))
+        text = escape(evidence) + (f"\n[dim]fix: {escape(fix)}[/]" if fix else "")
         table.add_row(row["layer"], row["check"], f"[{COLOUR[row['status']]}]{row['status']}[/]", text)
     Console(width=width, file=out.file, force_terminal=out.is_terminal).print(table)
     out.print(f"worst: {result['status']} (exit {result['exit_code']})")

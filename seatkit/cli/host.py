@@ -84,7 +84,7 @@ def gpus_cmd(as_json: bool):
     """NVML inventory: PCIe links, BAR1, P2P read/write for every pair, power, topology; then ACS on
     the bridges between each GPU pair, IOMMU groups and ATS, from sysfs (root reads them all)."""
     inventory = gpus.inventory()
-    none = "no NVIDIA driver answers NVML: no GPUs to list"
+    none = "no GPUs to list: no NVIDIA driver answers here (NVML does not load)"
     # An empty inventory that says why, never a bare null.
     found = inventory if inventory is not None else {"gpus": [], "p2p": [], "why": none}
     output.emit(found, as_json, lambda data: _show_inventory(inventory, none))

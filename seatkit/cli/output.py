@@ -5,6 +5,7 @@ view people read; and tables that fit the console (as a grid when they fit, else
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -28,6 +29,24 @@ def emit(data: Data, as_json: bool, view: Callable[[Data], object]) -> None:
         click.echo(json.dumps(data, indent=2))
     else:
         view(data)
+
+
+def fold_paths(text: str, width: int) -> str:
+    """text with each absolute path longer than width broken after a `/`, so a narrow cell folds it between
+    its parts (`.../parameters/` then `uvm_disable_hmm`), never in the middle of a name."""
+
+    def fold(word: str) -> str:
+        if len(word) <= width or not word.lstrip("(`'\"").startswith("/"):  # a path, not an image name
+            return word
+        lines, line = [], ""
+        for piece in re.findall(r"[^/]*/|[^/]+$", word):  # each part with its slash, then the name
+            if line and len(line) + len(piece) > width:
+                lines.append(line)
+                line = ""
+            line += piece
+        return "\n".join([*lines, line])
+
+    return "\n".join(" ".join(fold(w) for w in line.split(" ")) for line in text.split("\n"))
 
 
 def fits(console: Console, table: Table) -> bool:

@@ -1,4 +1,4 @@
-"""The README's command table, written from click's own help so it cannot drift from the CLI, and
+"""The command table of docs/commands.md, written from click's own help so it cannot drift from the CLI, and
 the other marked regions `seat render` keeps (the Dockerfile's build-argument defaults)."""
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ from seatkit import paths, regions
 from seatkit.cli.app import seat
 from seatkit.image import dockerfile
 from seatkit.seat import overlay_lock, profiles
+
+# The page that holds the table, relative to the checkout.
+COMMANDS = Path("docs") / "commands.md"
 
 
 def _commands(group: click.Group, ctx: click.Context):
@@ -59,13 +62,13 @@ def table(group: click.Group) -> str:
 
 
 def regions_of(root: Path | None = None) -> dict[Path, str]:
-    """README.md and the Dockerfile as `seat render` would write them (their marked regions redone).
-    The checkout is looked up when called, not when this module is first imported."""
+    """docs/commands.md and the Dockerfile as `seat render` would write them (their marked regions
+    redone). The checkout is looked up when called, not when this module is first imported."""
     root = root or paths.REPO
-    readme, docker = root / "README.md", root / "Dockerfile"
+    commands, docker = root / COMMANDS, root / "Dockerfile"
     default = profiles.load(profiles.DEFAULT_PROFILE)
     return {
-        readme: regions.replace(readme.read_text(), table(seat), "README.md"),
+        commands: regions.replace(commands.read_text(), table(seat), str(COMMANDS)),
         docker: dockerfile.rendered(
             docker.read_text(), default, overlay_lock.load(root / "overlay" / "overlay.lock")
         ),

@@ -22,7 +22,7 @@ from seatkit.serve import lint, render
 )
 def render_cmd(check: bool):
     """Render serve/<profile>.sh for every profile, and docker-compose.yml, .env and
-    LAUNCH_CONFIG.md for the default profile; rewrite the README's command table from this help and
+    LAUNCH_CONFIG.md for the default profile; rewrite docs/commands.md's command table from this help and
     the Dockerfile's build-argument defaults from the default profile and the overlay lock."""
     extra = reference.regions_of()
     if check:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 
 import click
 from rich.markup import escape
@@ -12,10 +13,10 @@ from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.arguments import PROFILE
 from seatkit.cli.progress import progress
-from seatkit.errors import SeatError
+from seatkit.errors import NotRunning, SeatError
 from seatkit.image import prebuilt, vouch
 from seatkit.models import verify
-from seatkit.seat import profiles, what_runs
+from seatkit.seat import layout, profiles, what_runs
 from seatkit.serve import launch, preflight, runtime
 from seatkit.serve.spec import LaunchSpec, build
 from seatkit.text import plain
@@ -73,11 +74,19 @@ def up_cmd(profile: str, verify_models: bool):
         err.print(f"[yellow]warning:[/] {escape(said)}; every result of it is marked so", highlight=False)
     out.print(
         f"[green]{profile} is up[/] after {waited:.1f} s: {run.url} serves model "
-        f"[bold]{run.model}[/] ({run.runtime} {run.ident[:12]})"
+        f"[bold]{escape(run.model)}[/] ({_started_as(run)})"
     )
     if run.api_key_file:
-        out.print(f"API key in {run.api_key_file} (mode 0600)")
-    out.print(f"next: curl {run.url}/v1/models  |  seat logs {profile}  |  seat down {profile}")
+        out.print(f"API key in {run.api_key_file} (mode 0600)", soft_wrap=True)
+    # One command a line: a command broken across lines cannot be pasted.
+    out.print("next:")
+    for command in (f"curl {run.url}/v1/models", f"seat logs {profile}", f"seat down {profile}"):
+        out.print(f"  {escape(command)}", highlight=False, soft_wrap=True)
+
+
+def _started_as(run) -> str:
+    """What `seat up` started, named: the process id of a native seat, the container of a docker one."""
+    return f"process id {run.ident}" if run.runtime == "native" else f"container {run.ident[:12]}"
 
 
 @click.command("down")
@@ -91,13 +100,17 @@ def up_cmd(profile: str, verify_models: bool):
 )
 def down_cmd(profile: str, grace: int):
     """Stop exactly what `seat up` started (its PID or container id)."""
-    run, was_running = launch.down(profiles.name_of(profile), grace, containers=_may_run_in_docker(profile))
-    if was_running:
-        out.print(f"{run.profile} stopped ({run.runtime} {run.ident[:12]})")
-    else:
-        out.print(
-            f"{run.profile} had already stopped ({run.runtime} {run.ident[:12]}): what was left of it is cleared"
+    try:
+        run, was_running = launch.down(
+            profiles.name_of(profile), grace, containers=_may_run_in_docker(profile)
         )
+    except NotRunning as exc:  # already down: what was asked for holds (exit 0)
+        out.print(f"nothing to stop: {escape(exc.message)}", highlight=False)
+        return
+    if was_running:
+        out.print(f"{run.profile} stopped ({_started_as(run)})")
+    else:
+        out.print(f"{run.profile} had already stopped ({_started_as(run)}): what was left of it is cleared")
 
 
 def _may_run_in_docker(profile: str) -> bool:
@@ -124,40 +137,78 @@ def status_cmd(profile: str, as_json: bool):
                 f"profiles: {', '.join(profiles.profile_names())}",
             )
         profiles.load(profile)  # a broken profile is said now, not after `seat up` is suggested
-    output.emit(info, as_json, lambda data: _show_status(data, profile))
+    given = click.get_current_context().get_parameter_source("profile") != click.core.ParameterSource.DEFAULT
+    output.emit(info, as_json, lambda data: _show_status(data, profile, given))
 
 
-def _show_status(info: dict, profile: str) -> None:
+def _show_status(info: dict, profile: str, given: bool = True) -> None:
     shown = _readable(info)
     width = max(map(len, shown))
+    room = max(out.width - width - 2, 20)
     for key, value in shown.items():
-        out.print(f"{key:>{width}}: {escape(value)}", highlight=False)  # model ids come from the server
-    if info["state"] == "down":
-        out.print("not running: nothing `seat up` started is recorded")
+        # A value that wraps (a hash, a path) goes on under itself, never under the labels.
+        lines = textwrap.wrap(value, room, break_on_hyphens=False) or [""]
+        said = f"\n{' ' * (width + 2)}".join(lines)
+        out.print(
+            f"{key:>{width}}: {said}", markup=False, highlight=False, soft_wrap=True
+        )  # ids come from the server
+    if info["state"] != "down":
+        return
+    out.print("not running: nothing `seat up` started is recorded")
+    if given:
         out.print(f"next: seat up {escape(profile)}", highlight=False, soft_wrap=True)  # as it was given
+        return
+    # No profile named: the default needs four GPUs, so the seats this machine runs come first.
+    for other in sorted(p.stem for p in layout.run_records().glob("*.json") if p.stem != profile):
+        out.print(f"recorded here: {other} (seat status {other})", highlight=False, soft_wrap=True)
+    out.print("next, on any machine (the demo's CPU seat):", highlight=False)
+    out.print(f"  seat up {profiles.EMBEDDED_DEFAULT}", highlight=False, soft_wrap=True)
+    out.print(f"or, on four GPUs: seat up {profile}", highlight=False, soft_wrap=True)
+
+
+# `seat status` in words, in this order; a field not named here is not for people (--json has it).
+LABELS = {
+    "profile": "profile",
+    "state": "state",
+    "runtime": "runtime",
+    "ident": "",  # named by the runtime: process id or container
+    "url": "address",
+    "model": "served model",
+    "health": "health",
+    "models": "models",
+    "unverified": "verified",
+    "started": "started",
+    "since": "process",
+    "log": "log file",
+    "nsys": "profiling",
+    "profile_source": "profile file",
+    "profile_sha256": "profile sha256",
+    "model_locks": "model locks",
+    "boot": "boot id",
+}
 
 
 def _readable(info: dict) -> dict[str, str]:
     """`seat status` in words: the process id or container named as such, lists as lists, no None."""
-    shown = {}
-    # profile and state first: what a person asks before anything else
-    for key, value in sorted(when.readable(info).items(), key=lambda kv: kv[0] not in ("profile", "state")):
+    shown = when.readable(info)
+    native = info.get("runtime") == "native"
+    out = {}
+    for key, label in LABELS.items():
+        if shown.get(key, "") == "":  # absent, or never recorded (a record of an older kit)
+            continue
+        value = shown[key]
         if key == "ident":
-            key, value = (
-                ("process id", value) if info.get("runtime") == "native" else ("container", value[:12])
-            )
+            label, value = ("process id", value) if native else ("container", value[:12])
         elif key == "nsys":
-            value = (
-                "off (not profiling)" if value is None else ", ".join(f"{k}={v}" for k, v in value.items())
-            )
+            value = "off" if value is None else "nsys " + ", ".join(f"{k}={v}" for k, v in value.items())
         elif key == "unverified":  # as `seat up` recorded it; whether it runs the lock is doctor's to say
             value = (
-                "no (not an experiment, and its image vouched for)"
+                ("yes (not an experiment" + (")" if native else ", and its image vouched for)"))
                 if value is None
-                else f"yes, every result is marked ({value})"
+                else f"no, every result is marked ({value})"
             )
-        shown[key] = plain(value)
-    return shown
+        out[label] = plain(value)
+    return out
 
 
 @click.command("logs")

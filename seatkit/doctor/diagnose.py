@@ -16,7 +16,7 @@ from seatkit.serve import spec as specs
 def diagnose(
     profile_name: str, host_profile: str = "paper", runs: Path = Path("runs"), readings: dict | None = None
 ) -> dict:
-    """All rows, their worst status and the exit code (0 all OK, 1 a WARN, 2 a FAIL)."""
+    """All rows, their worst status and the exit code (0 none failed, 1 a FAIL)."""
     profile = profiles.load(profile_name)
     host = host_profiles.load(host_profile)
     nv = gpu_readings.read() if readings is None else readings
@@ -33,7 +33,7 @@ def diagnose(
     rows += bench.rows(profile, runs, rows)
     return {
         "profile": profile.name,
-        "host_profile": host.name,
+        "host_profile": host.name if profile.gpus.count else None,  # a CPU seat's host is not judged
         "nvml": nv,
         "rows": [r.as_dict() for r in rows],
         "status": worst(rows),

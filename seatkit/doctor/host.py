@@ -5,6 +5,7 @@ from __future__ import annotations
 from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.host import detect
 from seatkit.host.system import System
+from seatkit.seat import host_profiles
 from seatkit.seat.profiles import Profile
 from seatkit.text import plain
 
@@ -21,8 +22,8 @@ STATUS = {
 FIX = {
     "PENDING-REBOOT": "reboot",
     "PENDING-RELOAD": "reload nvidia modules (or reboot)",
-    "DRIFT": "seat host plan {p}; seat host apply {p} --yes",
-    "REVERTS": "to keep it past the next boot: seat host plan {p}; seat host apply {p} --yes",
+    "DRIFT": "seat host plan {p}; {apply}",
+    "REVERTS": "to keep it past the next boot: seat host plan {p}; {apply}",
     "REFUSED": "the other host profile",
 }
 
@@ -56,20 +57,24 @@ def rows(status: dict, profile: Profile, system: System | None = None) -> list[R
     if not profile.gpus.count:
         return [ok(LAYER, "settings", f"{profile.name} runs on the CPU: GPU peer settings do not apply")]
     out = []
+    name = status["profile"]
+    # The command as it must be typed: a profile that turns the IOMMU off needs the acknowledgement.
+    ack = " --acknowledge-iommu-off" if host_profiles.load(name).iommu.mode == "off" else ""
+    words = {"p": name, "apply": f"sudo seat host apply {name}{ack} --yes"}
     for r in status["rows"]:
         verdict = r["verdict"]
         if verdict == "DRIFT" and r.get("live") is None:
             # The files say otherwise, but whether the running driver does is unknown: not yet set
             # here, a warning, not a drift of something that was running.
             evidence = f"not set: the profile wants {plain(r.get('desired'))}; {_evidence(r)}"
-            level, fix = "WARN", FIX["DRIFT"].format(p=status["profile"])
+            level, fix = "WARN", FIX["DRIFT"].format(**words)
         else:
             evidence = f"{verdict}: {_evidence(r)}"
             level = STATUS[verdict]
             fix = (
                 _unknown_fix(status["profile"], system or System())
                 if verdict == "UNKNOWN"
-                else FIX.get(verdict, "").format(p=status["profile"])
+                else FIX.get(verdict, "").format(**words)
             )
         out.append(
             ok(LAYER, r["setting"], evidence)
@@ -98,7 +103,7 @@ ACS_FIX = (
 def pcie_rows(facts: dict | None) -> list[Row]:
     """ACS on the bridges between each GPU pair, and the GPUs' IOMMU groups (host.pcie.facts)."""
     if facts is None:
-        return [cannot(LAYER, "PCIe ACS", "no NVIDIA driver answers NVML: no GPUs to place on the bus")]
+        return [cannot(LAYER, "PCIe ACS", "no GPUs to place on the bus: no NVIDIA driver answers here")]
     pairs = facts["pairs"]
     redirected = [p for p in pairs if p["verdict"] in ("redirected", "blocked")]
     unknown = [p for p in pairs if p["verdict"] == "unknown"]

@@ -17,6 +17,7 @@ from seatkit.host.journal import Journal
 from seatkit.host.system import System
 from seatkit.seat import host_profiles
 from seatkit.seat.host_profiles import HostProfile
+from seatkit.text import plain
 
 REVERTS = {
     "PENDING-REBOOT": "reverts at the next boot",
@@ -39,7 +40,8 @@ def _row(
 ) -> dict:
     verdict = _verdict(desired, configured, live, pending)
     why = (
-        {"why": f"{REVERTS[pending]}: {configured.source} configures {_jsonable(configured.value)}"}
+        # The source is a path or a sentence ("no modprobe.d file sets ..."): the value goes first.
+        {"why": f"{REVERTS[pending]}: configured {plain(_jsonable(configured.value))} ({configured.source})"}
         if verdict == "REVERTS"
         else {}
     )
@@ -135,7 +137,9 @@ def rebar_row(profile: HostProfile, system: System, inventory: dict | None) -> d
         readable = all(isinstance(b, int) and isinstance(m, int) for b, m in sizes)
         live = state.Reading(
             all(b >= need * m for b, m in sizes) if readable and sizes else None,
-            f"NVML BAR1 against framebuffer, MiB: {sizes}" if sizes else "no GPUs",
+            "NVML BAR1 / memory, MiB: " + ", ".join(f"GPU{i} {b} / {m}" for i, (b, m) in enumerate(sizes))
+            if sizes
+            else "no GPUs",
         )
     # Firmware ReBAR is not readable from the OS; the live BAR1 size is what counts.
     return _row(

@@ -291,7 +291,7 @@ def _header(spec: LaunchSpec, file: str) -> str:
     lines = [
         f"# {profile.name}: rendered by `seat render` from profiles/{profile.name}.yaml",
         f"# (profile sha256 {profile.sha256[:16]}). Do not edit. The same LaunchSpec as",
-        '# serve/*.sh and docker-compose.yml; see the README, "Many seats".',
+        "# serve/*.sh and docker-compose.yml; see docs/kubernetes.md.",
     ]
     why = what_runs.conditions(profile).get("unverified")
     if why:

@@ -17,7 +17,7 @@ from pathlib import Path
 import requests
 
 from seatkit import engine, flock, safe_yaml
-from seatkit.errors import SeatError
+from seatkit.errors import NotRunning, SeatError
 from seatkit.files import write_atomic
 from seatkit.models import lock as locks
 from seatkit.seat import layout
@@ -314,7 +314,7 @@ def down(profile: str, grace: float = 30.0, containers: bool = True) -> tuple[Ru
     ]
     runs = ([run] if run else []) + left
     if not runs:
-        raise SeatError(
+        raise NotRunning(
             f"{profile} is not running: nothing `seat up` started on this machine is recorded "
             "(stopped already, or never started here)",
             "nothing to stop",

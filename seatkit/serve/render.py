@@ -116,7 +116,7 @@ def rendered(
     root: Path = paths.REPO, extra: dict[Path, str] | None = None, bad: dict[str, SeatError] | None = None
 ) -> dict[Path, str]:
     """Every rendered file and its content: each profile's files, the default's compose set, and
-    extra (files rendered by layers above this one: the README's table, the Dockerfile's defaults).
+    extra (files rendered by layers above this one: docs/commands.md's table, the Dockerfile's defaults).
 
     A profile that does not load raises, naming its file; with `bad`, it is recorded there instead
     and the others are still rendered."""

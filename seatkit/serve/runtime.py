@@ -154,7 +154,11 @@ def _install(native: Native, venv: Path, say: Progress) -> None:
         (shim / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: vllm\nVersion: {native.metadata_shim}\n"
         )
+    recording = f"recording the distributions installed in {venv}"
+    say(recording)
+    start = time.monotonic()
     venv_lock.record(venv, native.model_dump())
+    say(f"{recording}: done in {time.monotonic() - start:.0f} s")  # as every other step of setup
 
 
 def _site_packages(venv: Path) -> Path:

@@ -46,6 +46,9 @@ def test_demo_shows_code_faster_than_prose_by_acceptance_and_leaves_no_process(v
     # Beyond their spread: every code request keeps more tokens per step than any prose one.
     assert code["tokens_per_step"]["min"] > prose["tokens_per_step"]["max"]
     assert "code against prose" in done.stdout and "tokens/step" in done.stdout
+    # The factor split drawn, and said where: code and prose, tokens/step against ms/step.
+    figure = run_dir / "plots" / "factor_split.png"
+    assert figure.is_file() and f"the two factors, drawn: {figure}" in done.stdout.replace("\n", "")
     said = done.stdout.replace("\n", " ")
     _, sentence = demo.side_by_side(summary, run_dir)
     assert sentence in said, said[-1500:]  # the verdict printed is the one the figures give

@@ -89,10 +89,13 @@ def test_doctor_on_the_cpu_seat_up_and_benched(own_home, vllm_runtime, tmp_path,
     assert rows[("server", "vLLM version")]["evidence"].startswith("0.32.0")
     assert "5 draft positions (k=5, ngram)" in rows[("server", "spec config")]["evidence"]
     assert rows[("bench", "vs card")]["evidence"].startswith(f"cannot check: last bench {run_dir.name}")
-    assert done.returncode == 1 == result["exit_code"]  # the card row cannot run: a WARN
-    assert table.returncode == 1 and max(map(len, table.stdout.splitlines())) <= 80
+    # The card row cannot run (a locally built model has no card): a WARN, said, not failed; a
+    # healthy seat exits 0. Its title names no host profile: a CPU seat's host is not judged.
+    assert done.returncode == 0 == result["exit_code"]
+    assert table.returncode == 0 and max(map(len, table.stdout.splitlines())) <= 80
+    assert "(host profile" not in table.stdout
     # The original seat here: no GPU, no driver; every GPU row says so and the count fails.
     default = json.loads(seat("doctor", "--runs", str(tmp_path / "runs"), "--json").stdout)
     gpu = [r for r in default["rows"] if r["layer"] == "gpu"]
-    assert default["exit_code"] == 2 and gpu[1]["status"] == "FAIL"
+    assert default["exit_code"] == 1 and gpu[1]["status"] == "FAIL"  # a check failed
     assert all("no NVIDIA driver" in r["evidence"] for r in gpu)

@@ -550,7 +550,7 @@ def test_a_harness_the_kit_cannot_rebuild_is_refused_without_guessing_its_defini
 
 
 @pytest.mark.parametrize("a, b", [("S8-after", "S8-before"), ("S12-S14-code", "S12-S14-prose")])
-def test_the_readmes_compare_output_is_what_compare_prints_now(a, b, tmp_path):
+def test_the_compare_pages_output_is_what_compare_prints_now(a, b, tmp_path):
     card = "paper-pt-r-2026-042"
     done = subprocess.run(
         [str(BIN / "seat"), "bench", "compare", f"{card}#{a}", f"{card}#{b}"],
@@ -562,5 +562,5 @@ def test_the_readmes_compare_output_is_what_compare_prints_now(a, b, tmp_path):
     )
     shown = done.stdout[done.stdout.index("conditions that differ") :]
     shown = "".join(line.rstrip() + "\n" for line in shown.splitlines())  # the table pads its cells
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "compare.md").read_text()
     assert f"$ seat bench compare {card}#{a} {card}#{b}\n{shown}" in readme

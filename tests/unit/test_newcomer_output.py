@@ -175,7 +175,7 @@ def test_status_names_the_process_id_and_prints_no_python_literals(tmp_path, mon
     )
     text = CliRunner().invoke(seat, ["status", "cpu-smoke"]).output
     assert re.search(rf"^ *process id: {os.getpid()}$", text, re.M), text
-    assert "models: tiny" in text and "nsys: off" in text
+    assert "models: tiny" in text and "profiling: off" in text
     assert not LITERAL.search(text), text
 
 

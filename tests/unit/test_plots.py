@@ -92,3 +92,65 @@ def test_a_fit_line_says_its_units(tmp_path, drawn):
     assert label.startswith("fit: ") and label.endswith(" ms per prompt token") and " ms + " in label
     (step,) = drawn["ms_per_step_vs_drafted.png"]
     assert step.get_legend().get_texts()[0].get_text().endswith(" ms per drafted token")
+
+
+def split_summary(recs):
+    def stats(values):
+        return {"median": sorted(values)[len(values) // 2], "min": min(values), "max": max(values)}
+
+    suites = {}
+    for s in ("code", "prose"):
+        f = [r["factors"] for r in recs if r["suite"] == s]
+        suites[s] = {
+            "content": s,
+            "context": 0,
+            "acceptance_by_position": [],
+            "ms_per_step": stats([x["ms_per_step"] for x in f]),
+            "tokens_per_step": stats([x["tokens_per_step"] for x in f]),
+        }
+    return {"conditions": {"model": "tiny", "k": 3}, "suites": suites, "fits": plots.fits(recs)}
+
+
+def split_records():
+    """Code keeps three tokens a step, prose one, at the same 120 ms: two prompts a suite."""
+    return [
+        {
+            "suite": s,
+            "prompt": f"{s}-{p}",
+            "factors": {"ms_per_step": 120.0 + r, "tokens_per_step": tau + 0.3 * p, "decode_tok_s": 0.0},
+        }
+        for s, tau in (("code", 3.0), ("prose", 1.0))
+        for p in range(2)
+        for r in range(3)
+    ]
+
+
+def test_the_factor_split_puts_code_and_prose_on_one_step_line_at_different_tokens_per_step(tmp_path, drawn):
+    recs = split_records()
+    assert tmp_path / "factor_split.png" in plots.draw(recs, split_summary(recs), tmp_path)
+    ax = drawn["factor_split.png"][0]
+    suites = {c.get_label().split(":")[0]: c for c in ax.containers}
+    (code_x,), (code_y,) = suites["code"].lines[0].get_data()
+    (prose_x,), (prose_y,) = suites["prose"].lines[0].get_data()
+    assert code_x == prose_x == 121.0 and code_y > 2 * prose_y
+    # One dot per prompt where a suite has several, each at its prompt's median over repeats.
+    dots = sorted(
+        tuple(map(float, xy)) for c in ax.collections if len(c.get_offsets()) == 2 for xy in c.get_offsets()
+    )
+    assert (121.0, 1.0) in dots and (121.0, 3.3) in dots
+    # Lines of equal tok/s through the origin, labelled with their rate.
+    labels = [t.get_text() for t in ax.texts]
+    assert any(label.endswith(" tok/s") for label in labels)
+    for line in ax.get_lines():
+        xs, ys = line.get_data()
+        if len(xs) == 2 and xs[0] == 0:
+            rate = 1000 * ys[1] / xs[1]
+            assert f"{rate:g} tok/s" in labels
+    assert ax.get_xlim()[0] == 0 and ax.get_ylim()[0] == 0
+
+
+def test_a_run_without_both_factors_says_so_on_its_factor_split(tmp_path, drawn):
+    recs = records([2.0, 2.5, 3.0])
+    plots.draw(recs, summary(recs), tmp_path)
+    ax = drawn["factor_split.png"][0]
+    assert [t.get_text() for t in ax.texts] == ["no suite has both factors (see report.md)"]

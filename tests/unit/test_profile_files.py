@@ -104,8 +104,12 @@ def profile_dir(tmp_path, monkeypatch):
     """A copy of the kit's profiles and rendered files, with one bad profile beside them."""
     root = tmp_path / "repo"
     shutil.copytree(paths.PROFILES, root / "profiles")
-    # With the README and Dockerfile, whose marked regions `seat render` rewrites too.
-    extra = [paths.REPO / "README.md", paths.REPO / "Dockerfile", paths.REPO / "overlay" / "overlay.lock"]
+    # With the command page and Dockerfile, whose marked regions `seat render` rewrites too.
+    extra = [
+        paths.REPO / "docs" / "commands.md",
+        paths.REPO / "Dockerfile",
+        paths.REPO / "overlay" / "overlay.lock",
+    ]
     for path in [*render.rendered(paths.REPO), *extra]:
         target = root / path.relative_to(paths.REPO)
         target.parent.mkdir(parents=True, exist_ok=True)

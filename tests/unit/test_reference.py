@@ -1,4 +1,4 @@
-"""The README's command table and the Dockerfile's defaults: written by `seat render`, checked by
+"""docs/commands.md's command table and the Dockerfile's defaults: written by `seat render`, checked by
 `seat render --check`."""
 
 import shutil
@@ -18,7 +18,7 @@ from seatkit.serve import render
 def copy_of_the_rendered_files(tmp_path):
     for path in [
         *render.rendered(paths.REPO),
-        paths.REPO / "README.md",
+        paths.REPO / "docs" / "commands.md",
         paths.REPO / "Dockerfile",
         overlay_lock.LOCK,
     ]:
@@ -28,8 +28,8 @@ def copy_of_the_rendered_files(tmp_path):
     return tmp_path
 
 
-def test_every_command_is_in_the_readme_with_its_own_help():
-    text = (paths.REPO / "README.md").read_text()
+def test_every_command_is_in_the_command_page_with_its_own_help():
+    text = (paths.REPO / "docs" / "commands.md").read_text()
     rows = [line for line in text.splitlines() if line.startswith("| `seat ")]
     commands = list(reference._commands(seat, click.Context(seat, info_name="seat")))
     assert len(rows) == len(commands) >= 25
@@ -45,13 +45,13 @@ def test_every_command_is_in_the_readme_with_its_own_help():
 
 def test_a_stale_table_fails_the_check_and_render_rewrites_it(tmp_path):
     root = copy_of_the_rendered_files(tmp_path)
-    readme = root / "README.md"
+    readme = root / "docs" / "commands.md"
     fresh = readme.read_text()
     readme.write_text(
         "\n".join(line for line in fresh.splitlines() if "| `seat overlay fetch`" not in line) + "\n"
     )
     extra = reference.regions_of(root)
-    with pytest.raises(SeatError, match="README.md") as caught:
+    with pytest.raises(SeatError, match="commands.md") as caught:
         render.require_no_drift(root, extra)
     assert "+| `seat overlay fetch` |" in caught.value.message
     assert readme in render.write(root, extra) and readme.read_text() == fresh
@@ -81,7 +81,7 @@ def test_a_changed_lock_makes_the_dockerfile_stale(tmp_path):
     lock.files["added.py"] = "0" * 64
     (root / "overlay" / "overlay.lock").write_text(lock.dump())
     found = render.drift(root, reference.regions_of(root))
-    assert set(found) & {root / "README.md", root / "Dockerfile"} == {root / "Dockerfile"}
+    assert set(found) & {root / "docs" / "commands.md", root / "Dockerfile"} == {root / "Dockerfile"}
     assert f'+ARG OVERLAY_LOCK_SHA256="{lock.sha256}"' in found[root / "Dockerfile"]
 
 

@@ -40,7 +40,7 @@ def test_no_committed_profile_or_rendered_file_names_a_home_folder():
         if path.is_file()
     ]
     assert set(render.rendered(paths.REPO)) <= set(files) | {
-        paths.REPO / "README.md",
+        paths.REPO / "docs" / "commands.md",
         paths.REPO / "Dockerfile",
     }
     found = [

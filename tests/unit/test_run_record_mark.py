@@ -261,7 +261,7 @@ def test_an_edited_profile_is_refused(kit, seat, tmp_path, edit):
         bench_nsys.session_of("exp")
     result = diagnose.diagnose("exp", runs=tmp_path, readings={"error": "no driver"})
     (row,) = [r for r in result["rows"] if r["layer"] == "server"]  # nothing judged by the edited file
-    assert (row["check"], row["status"]) == ("run record", "FAIL") and result["exit_code"] == 2
+    assert (row["check"], row["status"]) == ("run record", "FAIL") and result["exit_code"] == 1
     assert "reads otherwise now" in row["evidence"] and row["fix"] == "seat down exp && seat up exp"
     # The mark is not lost by the edit: a URL bench of the seat still carries the record's, and why
     # nothing else of it could be checked.
@@ -337,13 +337,13 @@ def test_the_cli_refuses_to_judge_a_seat_by_its_edited_profile(home):
         assert record.unverified == REASON and record.profile_sha256 == profiles.load(str(path)).sha256
         path.write_text("extends: cpu-smoke\n")  # reads verified now; the seat runs the experiment
         status = " ".join(seat_cli(["status", str(path)], home).stdout.split())
-        assert f"unverified: yes, every result is marked ({REASON})" in status, status
+        assert f"verified: no, every result is marked ({REASON})" in status, status
         bench = seat_cli(["bench", str(path)], home)
         assert bench.returncode == 1 and "Traceback" not in bench.stderr, bench.stderr
         said = " ".join(bench.stderr.split())
         assert "reads otherwise now" in said and "seat down exp && seat up exp" in said, said
         doctor = seat_cli(["doctor", str(path), "--json"], home)
-        assert doctor.returncode == 2, doctor.stderr
+        assert doctor.returncode == 1, doctor.stderr  # a FAIL row: a check failed
         rows = json.loads(doctor.stdout)["rows"]
         assert {"layer": "server", "check": "run record", "status": "FAIL"}.items() <= next(
             r for r in rows if r["check"] == "run record"

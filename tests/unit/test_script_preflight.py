@@ -61,7 +61,9 @@ def test_dry_run_prints_the_command_on_a_machine_that_is_not_the_rig(tmp_path, p
     lines = done.stdout.splitlines()  # one argument a line, each but the last continued
     assert "  serve \\" in lines and all(line.endswith(" \\") for line in lines[:-1]) and len(lines) > 10
     config = f"seat {profile}: "  # the launch's one line of effective configuration
-    findings = [line for line in done.stderr.splitlines() if not line.startswith(("  hint:", config))]
+    said = done.stderr.splitlines()
+    assert said[-1] == "seat: a dry run: nothing was started (without SEAT_DRY_RUN=1 this command runs)"
+    findings = [line for line in said[:-1] if not line.startswith(("  hint:", config))]
     assert findings and all(line.startswith("seat preflight: warning: ") for line in findings)
     assert not run(tmp_path, profile).returncode == 0  # without the dry run the same findings stop it
 
