@@ -31,7 +31,7 @@ def print_side_by_side(summary: dict, path: Path) -> None:
     for row in rows:
         table.add_row(*row)
     output.show_table(out, table)
-    out.print(escape(what_runs.marked(sentence, marks)), soft_wrap=True)
+    out.print(escape(what_runs.marked(sentence, marks)), highlight=False)
     for note in demo.notes(summary):
         out.print(escape(note), highlight=False)
     drawn = path / "plots" / "factor_split.png"

@@ -84,6 +84,8 @@ def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]
     shares = _shares(split)
     rows = []
     for key, label, scale, digits in FACTORS:
+        if key not in code and key not in prose:  # a figure this run did not record (an older run)
+            continue
         ratio = split["ratios"].get(key)
         share = shares.get(key)
         rows.append(
@@ -129,14 +131,14 @@ def _sentence(split: dict) -> str:
     if verdict.get("within_noise") and not moved:
         return (
             f"code against prose: tok/s {speed:.2f}x, inside this run's spread, and neither {both} "
-            f"moved beyond its own: no difference in speed can be told from this run. ({verdict['text']})"
+            "moved beyond its own: within noise, no difference in speed can be told from this run."
         )
     fast, slow = ("code", "prose") if speed >= 1 else ("prose", "code")
     lead = f"{fast} decodes {max(speed, 1 / speed):.2f}x as fast as {slow}"
     if not moved:
         return (
             f"{lead}, but neither {both} moved beyond its own spread, so no factor is named as "
-            f"carrying the gap; run the demo again on a quieter machine. ({verdict['text']})"
+            "carrying the gap; run the demo again on a quieter machine."
         )
     still = [f"{figure[f]} did not move beyond its own spread" for f in NAMES if f not in moved]
     if noise is not None and verdict_apart(speed) <= noise:  # the factors moved, tok/s did not
@@ -147,7 +149,7 @@ def _sentence(split: dict) -> str:
         )
         return (
             f"code against prose: tok/s {speed:.2f}x is inside this run's tok/s spread "
-            f"({noise:.0%}), so no speed difference is claimed: {how}. ({verdict['text']})"
+            f"({noise:.0%}), so no speed difference is claimed: {how}."
         )
     shares = verdict["shares"]
     said = [
@@ -157,7 +159,21 @@ def _sentence(split: dict) -> str:
         for f in sorted(moved, key=lambda f: -abs(shares[f]))
     ]
     carrier = max(moved, key=lambda f: shares[f])
-    return f"{lead}: {'; '.join(said + still)}; {NAMES[carrier]} carries the difference. ({verdict['text']})"
+    # The compare verdict's headline, "acceptance: the text, not the rig (...)", without its factor
+    # and its reasons: what the carrying factor means.
+    meaning = verdict["text"].split(". ")[0].split(" (")[0].partition(": ")[2]
+    return f"{lead}: {'; '.join(said + still)}; {NAMES[carrier]} carries the difference" + (
+        f": {meaning}." if meaning else "."
+    )
+
+
+def _prompt(name: str, figures: dict) -> str:
+    said = [f"{_cell(figures.get('tokens_per_step'), 1.0, 2)} tokens/step"]
+    if figures.get("draft_acceptance"):
+        said.append(f"{_cell(figures['draft_acceptance'], 100.0, 1)} % accepted")
+    if figures.get("no_draft_share"):
+        said.append(f"{_cell(figures['no_draft_share'], 100.0, 0)} % of steps drafted nothing")
+    return f"{name} {', '.join(said)}"
 
 
 def notes(summary: dict) -> list[str]:
@@ -170,12 +186,7 @@ def notes(summary: dict) -> list[str]:
             continue
         apart = aggregate.prompts_apart(s)
         if apart:
-            each = "; ".join(
-                f"{p} {_cell(s['prompts'][p].get('tokens_per_step'), 1.0, 2)} tokens/step, "
-                f"{_cell(s['prompts'][p].get('draft_acceptance'), 100.0, 1)} % accepted, "
-                f"{_cell(s['prompts'][p].get('no_draft_share'), 100.0, 0)} % of steps drafted nothing"
-                for p in apart
-            )
+            each = "; ".join(_prompt(p, s["prompts"][p]) for p in apart)
             out.append(f"{name}: its prompts differ beyond their spread, so its median is neither's: {each}")
     ms = [((summary.get("suites", {}).get(n) or {}).get("ms_per_step") or {}).get("cv") for n in SUITES]
     busy = load.busy_note(summary.get("machine"), max((cv for cv in ms if cv is not None), default=None))

@@ -14,11 +14,11 @@ def test_every_step_of_an_install_says_done_in(tmp_path, monkeypatch):
         say(f"{what}: done in 0 s")
 
     monkeypatch.setattr(runtime, "_run", pip_and_venv)
-    monkeypatch.setattr(runtime.venv_record, "record", lambda *a: None)
+    monkeypatch.setattr(runtime.venv_lock, "record", lambda *a: None)
     monkeypatch.setattr(runtime, "_log_path", lambda name: tmp_path / "setup.log")
     said: list[str] = []
     runtime._install(native, venv, said.append)
     started = [line for line in said if ": done in " not in line and "making it again" not in line]
-    assert any(line.startswith("hashing ") for line in started), said
+    assert any(line.startswith("recording ") for line in started), said
     for step in started:
         assert any(line.startswith(f"{step}: done in ") for line in said), (step, said)
