@@ -61,8 +61,8 @@ _EXPOSURE_SCRIPT = (
 def _exposure_check() -> dict[str, object]:
     script = _EXPOSURE_SCRIPT.format(
         loopback=keys.LOOPBACK.pattern,
-        refusal=effective.REFUSAL.format(host="%s"),
-        hint=effective.REFUSAL_HINT,
+        refusal=keys.REFUSAL.format(host="%s"),
+        hint=keys.REFUSAL_HINT,
     )
     return {
         "image": "${SEAT_IMAGE}",

@@ -18,8 +18,6 @@ from seatkit.serve.spec import CONTAINER_KNOBS, LaunchSpec, Mount
 from seatkit.serve.words import Ref, Word
 
 API_KEY_ENV = "VLLM_API_KEY"
-REFUSAL = "refusing to serve on {host} without an API key"
-REFUSAL_HINT = f"set server.api_key: true, bind 127.0.0.1, or set {keys.EXPOSE_WITHOUT_KEY}=1"
 
 
 class Source(Enum):

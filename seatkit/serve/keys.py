@@ -67,12 +67,16 @@ def ensure(path: Path) -> Path:
     return path
 
 
+# One wording for every launch form: `seat up`, the script and compose's exposure check.
+REFUSAL = "refusing to serve on {host} without an API key"
+REFUSAL_HINT = f"set server.api_key: true, bind 127.0.0.1, or set {EXPOSE_WITHOUT_KEY}=1"
+
+
 def refuse_exposure(host: str, keyed: bool, environ=os.environ) -> None:
     """A seat without a key binds loopback only, unless the operator says otherwise."""
     if keyed or LOOPBACK.fullmatch(host) or environ.get(EXPOSE_WITHOUT_KEY) == "1":
         return
     raise SeatError(
-        f"refusing to serve on {host} without an API key: anyone who reaches it could use the seat",
-        f"set server.api_key: true in the profile, bind 127.0.0.1, or "
-        f"set {EXPOSE_WITHOUT_KEY}=1 to expose it without a key on purpose",
+        REFUSAL.format(host=host) + ": anyone who reaches it could use the seat",
+        REFUSAL_HINT + " to expose it without a key on purpose",
     )

@@ -9,7 +9,7 @@ import uuid
 import docker
 
 from seatkit import paths
-from seatkit.serve import effective, keys
+from seatkit.serve import keys
 from seatkit.serve.compose import EXPOSURE_CHECK
 
 
@@ -39,7 +39,7 @@ def test_compose_up_refuses_a_keyless_seat_beyond_loopback_before_it_starts(
             text=True,
             timeout=60,
         )
-        assert effective.REFUSAL.format(host="0.0.0.0") in logs.stdout + logs.stderr
+        assert keys.REFUSAL.format(host="0.0.0.0") in logs.stdout + logs.stderr
         made = docker.from_env().containers.list(all=True, filters={"name": seat})
         assert [c.status for c in made] in ([], ["created"])  # never started
         told = {**env, keys.EXPOSE_WITHOUT_KEY: "1"}

@@ -23,7 +23,7 @@ from seatkit.serve.compose import EXPOSURE_CHECK
 
 EXPOSED = "0.0.0.0"
 KEY = effective.API_KEY_ENV
-REFUSAL = effective.REFUSAL.format(host=EXPOSED)
+REFUSAL = keys.REFUSAL.format(host=EXPOSED)
 FROM_OUTSIDE = "(from outside)"  # a variable whose value the form takes from its launcher or a Secret
 
 
