@@ -1,0 +1,280 @@
+"""A hostile review of `seat bench advise`: inputs an unlucky operator, an odd run, a busy machine or
+a fault would give it, and the advice it must not print for them. Runs are written as the bench
+writes them (summary.json and requests.jsonl, 100 steps a request), their figures chosen."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from seatkit.bench import advise, advise_verdict, sides
+from seatkit.errors import SeatError
+
+U = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4)
+
+
+def fake_run(root, name, k, requests, **conditions) -> str:
+    """A run folder: requests are (suite, share of steps kept at each position, ms/step[, drafted
+    tokens per step]); 100 steps each."""
+    folder = Path(root) / name
+    folder.mkdir(parents=True)
+    c = {"model": "m", "k": k, "sampling": {"temperature": 0.0}, **conditions}
+    (folder / "summary.json").write_text(
+        json.dumps({"schema": sides.BENCH_SCHEMA, "conditions": c, "suites": {}})
+    )
+    lines = []
+    for i, (suite, shares, ms, *drafted) in enumerate(requests):
+        steps = 100.0
+        accepted = [round(u * steps) for u in shares]
+        d = drafted[0] if drafted else k
+        factors = {
+            "decode_steps": steps,
+            "accepted_per_position": accepted,
+            "acceptance_unconditional": [a / steps for a in accepted],
+            "tokens_per_step": 1 + sum(accepted) / steps,
+            "draft_tokens": d * steps,
+            "ms_per_step": ms,
+        }
+        record = {"suite": suite, "prompt": f"p{i}", "exclusive": True, "truncated": None}
+        lines.append({**record, "alarms": {}, "factors": factors})
+    (folder / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return str(folder)
+
+
+def requests(shares, k, n=4, suite="code", ms=None, jitter=0.01, noise=(-0.03, 0.01, 0.03, -0.01)):
+    """n requests of a suite at k: shares kept +- jitter, ms/step 5 + 0.5 k (or ms) with a little noise."""
+    return [
+        (
+            suite,
+            [u + (jitter if i % 2 else -jitter) for u in shares[:k]],
+            (ms if ms is not None else 5 + 0.5 * k) + noise[i % len(noise)],
+        )
+        for i in range(n)
+    ]
+
+
+def judged(sources, max_k=None) -> dict:
+    return advise_verdict.judge(advise.advise(sources, max_k))
+
+
+def cell(advice, suite, k):
+    return next(c for c in advice["columns"][suite]["cells"] if c["k"] == k)
+
+
+def test_an_extrapolated_tok_s_interval_covers_what_its_tokens_per_step_interval_allows(tmp_path):
+    """Past k=4 nesting allows anything from no gain (4.83 tokens/step) up: tok/s must allow it too,
+    and then the measured k=4 cannot be told from the extrapolated best."""
+    schedule = (0.97, 0.96, 0.95, 0.94)
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests(schedule, 2)),
+            fake_run(tmp_path, "k4", 4, requests(schedule, 4)),
+        ]
+    )
+    for k in (5, 6):
+        c = cell(advice, "code", k)
+        assert c["from"] == "extrapolated"
+        tokens, ms, rate = (advise.shown(c, f) for f in advise.FACTORS)
+        assert rate["low"] <= 1000 * tokens["low"] / ms["high"], (k, tokens, rate)
+    best = advice["best"]["code"]
+    assert best["k"] is None or 4 in best["ties"] or best["k"] == 4, best["text"]
+
+
+def test_runs_of_different_drafters_are_not_pooled(tmp_path):
+    """ngram at k=2, an EAGLE head at k=6: two drafters, one column, 'positions agree'."""
+    with pytest.raises(SeatError, match="differ in draft"):
+        advise.advise(
+            [
+                fake_run(tmp_path, "k2", 2, requests((0.9, 0.8), 2), draft_method="ngram"),
+                fake_run(tmp_path, "k6", 6, requests(U, 6), draft_method="eagle3", draft_model="x/EAGLE3"),
+            ]
+        )
+
+
+def test_runs_at_different_temperatures_are_not_pooled_nor_blamed_on_k(tmp_path):
+    """Temperature 0 at k=2 and 1.0 at k=6: acceptance differs by temperature, the kit says the
+    drafter depends on k and crowns k=2 of the two."""
+    sources = [
+        fake_run(tmp_path, "k2", 2, requests((0.9, 0.8), 2)),
+        fake_run(tmp_path, "k6", 6, requests((0.6, 0.5, 0.4, 0.3, 0.2, 0.1), 6), sampling={"temperature": 1.0}),
+    ]
+    with pytest.raises(SeatError, match="temperature"):
+        advise.advise(sources)
+
+
+def test_a_step_time_line_that_falls_with_drafted_tokens_predicts_no_tok_s(tmp_path):
+    """A busy host during the k=2 run: 9 ms/step at k=2, 7 at k=6. Drafting more never makes a step
+    cheaper; the line's negative slope is load, and must not crown an extrapolated k=8."""
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests(U, 2, ms=9.0)),
+            fake_run(tmp_path, "k6", 6, requests(U, 6, ms=7.0)),
+        ]
+    )
+    assert advice["line"] is None or advice["line"]["slope"] >= 0 or all(
+        c["predicted"] is None or c["predicted"]["decode_tok_s"] is None
+        for c in advice["columns"]["code"]["cells"]
+    ), advice["best"]["code"]["text"]
+    assert advice["best"]["code"]["k"] in (None, 2, 6), advice["best"]["code"]["text"]
+
+
+def test_max_k_below_a_measured_length_does_not_crown_a_slower_k(tmp_path):
+    """--max-k 3 with runs at k=2 and k=6: k=6 was measured faster than any k up to 3."""
+    sources = [
+        fake_run(tmp_path, "k2", 2, requests(U, 2)),
+        fake_run(tmp_path, "k6", 6, requests(U, 6)),
+    ]
+    fastest = judged(sources)["best"]["code"]
+    assert fastest["k"] > 3
+    advice = judged(sources, max_k=3)
+    best = advice["best"]["code"]
+    assert best["k"] is None or "max" in best["text"] or "6" in best["text"], best["text"]
+    assert advice["next"], "prints: nothing: the best length stands apart from the others"
+
+
+def test_max_k_1_does_not_say_the_slope_is_unknown(tmp_path):
+    sources = [
+        fake_run(tmp_path, "k2", 2, requests(U, 2)),
+        fake_run(tmp_path, "k6", 6, requests(U, 6)),
+    ]
+    advice = judged(sources, max_k=1)
+    assert advice["line"] is not None
+    assert "slope is unknown" not in advice["best"]["code"]["text"]
+
+
+def test_a_best_k_predicted_from_one_measured_length_says_it_is_unchecked_and_asks_to_run_it(tmp_path):
+    """ngram at k=5 only, code and prose: one k, the slope from the two suites' drafted tokens. The
+    sums below k=5 are unchecked (no second length): k=2 is crowned with nothing to run."""
+    code = (0.95, 0.9, 0.05, 0.02, 0.01)
+    prose = (0.1, 0.05, 0.02, 0.01, 0.0)
+
+    def ngram(shares, fill, suite):
+        return [(s, u, 5 + 0.5 * 5 * fill + n / 10, 5 * fill) for s, u, n in requests(shares, 5, suite=suite)]
+
+    advice = judged(
+        [fake_run(tmp_path, "k5", 5, ngram(code, 0.9, "code") + ngram(prose, 0.2, "prose"), draft_method="ngram")]
+    )
+    best = advice["best"]["code"]
+    assert best["k"] is None or best["k"] == 5 or any("k=2" in step for step in advice["next"]), (
+        best["text"],
+        advice["next"],
+    )
+
+
+def test_an_adaptive_run_is_never_told_its_best_length_stands_apart(tmp_path):
+    """An adaptive policy drafting 2..7 tokens a step: the line is fitted, no best k is given, and
+    'to make it firmer' must not be empty (the CLI prints 'the best length stands apart')."""
+    reqs = [("code", list(U) + [0.3], 5 + 0.5 * d + 0.01 * d, d) for d in range(2, 8)]
+    advice = judged([fake_run(tmp_path, "ad", 7, reqs, draft_policy="adaptive-confidence")])
+    assert advice["best"]["code"]["k"] is None
+    assert advice["next"]
+
+
+def test_a_failed_k_check_asks_for_the_lengths_between_not_nothing(tmp_path):
+    """The drafter's positions move with k: only k=2 and k=6 are judged; k=3..5 were never run, so
+    the advice is not firm and must name a run to make."""
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests((0.9, 0.8), 2)),
+            fake_run(tmp_path, "k6", 6, requests((0.5, 0.4, 0.3, 0.2, 0.1, 0.05), 6)),
+        ]
+    )
+    assert advice["columns"]["code"]["check"]["status"] == "fails"
+    assert advice["next"], "prints: nothing: the best length stands apart from the others"
+
+
+def test_a_suite_that_drafted_nothing_is_not_sent_to_run_another_k(tmp_path):
+    """Runs at k=2 and k=6 whose requests all drafted nothing: no k changes that, and two draft
+    lengths were run; 'one drafted length ... run the same suites at k=4' is wrong."""
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, [(s, u, ms, 0.0) for s, u, ms in requests((0, 0), 2, jitter=0, ms=5)]),
+            fake_run(tmp_path, "k6", 6, [(s, u, ms, 0.0) for s, u, ms in requests((0,) * 6, 6, jitter=0, ms=5)]),
+        ]
+    )
+    assert not any("run the same suites at k=" in step for step in advice["next"]), advice["next"]
+    assert "drafted nothing" in " ".join([advice["best"]["code"]["text"], *advice["next"]])
+
+
+def test_a_drafter_that_costs_more_than_it_keeps_is_not_advised_over_no_draft(tmp_path):
+    """Prose keeps 5% at position 1: by the kit's own line, k=1 gives 1.05 / 5.5 ms = 191 tok/s and
+    no draft (the intercept, 5 ms) 200. 'best fixed k = 1' is slower than switching drafting off."""
+    prose = (0.05, 0.01, 0.0, 0.0, 0.0, 0.0)
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests(prose, 2, jitter=0.002)),
+            fake_run(tmp_path, "k6", 6, requests(prose, 6, jitter=0.002)),
+        ]
+    )
+    line = advice["line"]
+    assert 1000 / line["intercept"] > advice["best"]["code"]["tok_s"]["value"]
+    assert advice["best"]["code"]["k"] in (None, 0) or "k=0" in advice["best"]["code"]["text"], advice["best"][
+        "code"
+    ]["text"]
+
+
+def test_identical_repeats_of_one_prompt_are_not_a_zero_spread(tmp_path):
+    """Greedy repeats of one prompt give the same counters each time: their spread is 0 but the
+    text's is unknown. '2.70 (2.70-2.70)' is a certainty nothing measured."""
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests(U, 2, jitter=0)),
+            fake_run(tmp_path, "k6", 6, requests(U, 6, jitter=0)),
+        ]
+    )
+    for k in (2, 6):
+        tokens = advise.shown(cell(advice, "code", k), "tokens_per_step")
+        assert tokens["low"] is None or tokens["low"] < tokens["high"], (k, tokens)
+
+
+def test_a_lone_request_far_outside_the_other_lengths_spread_fails_the_check(tmp_path):
+    """One request at k=2 keeps position 1 on 30% of steps; four at k=6 keep it on 90 +- 1%. That is
+    not 'unchecked': predictions from the k=6 positions cannot stand."""
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests((0.3, 0.2), 2, n=1)),
+            fake_run(tmp_path, "k6", 6, requests(U, 6)),
+        ]
+    )
+    assert advice["columns"]["code"]["check"]["status"] == "fails", advice["columns"]["code"]["check"]
+
+
+def test_a_ceiling_resting_on_an_extrapolated_best_says_so(tmp_path):
+    code = (0.97, 0.96, 0.95, 0.94, 0.93, 0.92)
+    prose = (0.3, 0.05, 0.01, 0.0, 0.0, 0.0)
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests(code, 2) + requests(prose, 2, suite="prose", jitter=0.005)),
+            fake_run(tmp_path, "k4", 4, requests(code, 4) + requests(prose, 4, suite="prose", jitter=0.005)),
+        ]
+    )
+    assert advice["best"]["code"]["from"] == "extrapolated"
+    assert advice["ceiling"] is None or "extrapolat" in advice["ceiling"]["text"], advice["ceiling"]["text"]
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_a_request_with_a_non_finite_figure_is_refused_with_a_seat_error(tmp_path, bad):
+    good = fake_run(tmp_path, "k2", 2, requests(U, 2))
+    folder = Path(fake_run(tmp_path, "k6", 6, requests(U, 6)))
+    lines = (folder / "requests.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    record["factors"]["ms_per_step"] = bad
+    (folder / "requests.jsonl").write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    try:
+        advice = judged([good, str(folder)])
+    except SeatError:
+        return
+    assert "NaN" not in json.dumps(advice) and "Infinity" not in json.dumps(advice)
+
+
+@pytest.mark.parametrize("line", ["[1, 2]", '{"suite": "code", "exclusive": true}', "null"])
+def test_a_malformed_request_line_is_refused_with_a_seat_error(tmp_path, line):
+    good = fake_run(tmp_path, "k2", 2, requests(U, 2))
+    folder = Path(fake_run(tmp_path, "k6", 6, requests(U, 6)))
+    with (folder / "requests.jsonl").open("a") as f:
+        f.write(line + "\n")
+    with pytest.raises(SeatError):
+        advise.advise([good, str(folder)])
