@@ -278,3 +278,61 @@ def test_a_malformed_request_line_is_refused_with_a_seat_error(tmp_path, line):
         f.write(line + "\n")
     with pytest.raises(SeatError):
         advise.advise([good, str(folder)])
+
+
+def test_a_card_whose_positions_do_not_sum_to_its_tokens_per_step_predicts_nothing(tmp_path):
+    """Acceptance given per draft (conditional), not per step: 0.8 at each of 5 positions sums to
+    5.00 tokens/step; the card says 3.69. The kit notes it and predicts 4.20 at k=4 (more than the
+    3.69 measured at k=5, which nesting forbids) and 5.80 (5.00-5.80) at k=6."""
+    card = tmp_path / "conditional.yaml"
+    card.write_text(
+        "source: a test card\n"
+        "conditions: {model: m, k: 5, content: prose, context: 0, temperature: 0.0, statistic: mean}\n"
+        "figures:\n"
+        "  - id: A\n"
+        "    what: acceptance per draft, conditional on the position before\n"
+        "    source: test\n"
+        "    tokens_per_step: 3.69\n"
+        "    ms_per_step: 12.0\n"
+        "    acceptance_by_position: [0.8, 0.8, 0.8, 0.8, 0.8]\n"
+    )
+    (column,) = advise.advise([str(card)])["columns"].values()
+    assert [c["from"] for c in column["cells"]] == ["measured"], [
+        (c["k"], c["from"], advise.shown(c, "tokens_per_step")["value"]) for c in column["cells"]
+    ]
+
+
+def test_a_card_figure_not_asked_for_is_not_said_to_lack_tokens_per_step():
+    """`deepspark-readme#D6-D11-ctx0` leaves D7-D11-128k out 'no tokens/step' -- it has 4.22."""
+    left = " ".join(advise.advise(["deepspark-readme#D6-D11-ctx0"])["left_out"])
+    assert "D7-D11-128k" not in left, left
+
+
+def test_a_run_between_two_disagreeing_lengths_does_not_hide_their_disagreement(tmp_path):
+    """Position 1 at 90% (k=2) and 84% (k=6) fails the check; add k=4 at 87% and every neighbour
+    pair is within its spread: 'positions shared by k = 2, 4, 6 agree'."""
+
+    def shares(first):
+        return (first, 0.8, 0.7, 0.6, 0.5, 0.4)
+
+    two = fake_run(tmp_path, "k2", 2, requests(shares(0.90), 2, jitter=0.012))
+    six = fake_run(tmp_path, "k6", 6, requests(shares(0.84), 6, jitter=0.012))
+    assert judged([two, six])["columns"]["code"]["check"]["status"] == "fails"
+    four = fake_run(tmp_path, "k4", 4, requests(shares(0.87), 4, jitter=0.012))
+    check = judged([two, four, six])["columns"]["code"]["check"]
+    assert check["status"] == "fails", check
+
+
+def test_a_suite_with_its_own_step_time_is_not_predicted_from_another_suites_line(tmp_path):
+    """A 32k-context suite (12 ms/step at k=2) benched in the k=2 run only, code in both: the pooled
+    line falls (-0.25 ms per drafted token) and predicts the long suite 8 ms/step at k=6, below the
+    12 measured with fewer drafted tokens."""
+    long = (0.95, 0.9, 0.85, 0.8, 0.75, 0.7)
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests(U, 2) + requests(long, 2, suite="long-32k", ms=12.0)),
+            fake_run(tmp_path, "k6", 6, requests(U, 6)),
+        ]
+    )
+    ms = advise.shown(cell(advice, "long-32k", 6), "ms_per_step")
+    assert ms is None or ms["value"] >= 12.0, ms
