@@ -336,3 +336,46 @@ def test_a_suite_with_its_own_step_time_is_not_predicted_from_another_suites_lin
     )
     ms = advise.shown(cell(advice, "long-32k", 6), "ms_per_step")
     assert ms is None or ms["value"] >= 12.0, ms
+
+
+def test_an_extrapolation_from_one_request_has_no_known_spread(tmp_path):
+    """One request at k=6: k=6 and every sum below it say 'spread ?', yet k=7 and 8, extrapolated from
+    that lone request, print an interval (608.6 (597.5-619.8) tok/s)."""
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests(U, 2)),
+            fake_run(tmp_path, "k6", 6, requests(U, 6, n=1)),
+        ]
+    )
+    assert advise.shown(cell(advice, "code", 6), "tokens_per_step")["low"] is None
+    for k in (7, 8):
+        c = cell(advice, "code", k)
+        assert c["from"] == "extrapolated"
+        assert advise.shown(c, "decode_tok_s")["low"] is None, (k, advise.shown(c, "decode_tok_s"))
+
+
+def test_the_figure_says_which_measured_points_have_no_spread(tmp_path, monkeypatch):
+    """k=2 has four requests, k=6 one: the k=6 point is drawn as an 'x' with no legend entry saying
+    its spread is unknown (the legend only reads 'code: measured')."""
+    from seatkit.bench import advise_plot, plots
+
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests(U, 2)),
+            fake_run(tmp_path, "k6", 6, requests(U, 6, n=1)),
+        ]
+    )
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    advise_plot.draw(advice, tmp_path / "advice.png")
+    legend = [t.get_text() for t in figures[0].axes[1].get_legend().get_texts()]
+    assert any("unknown" in text for text in legend), legend
+
+
+def test_a_run_folder_that_does_not_exist_is_not_called_a_missing_card(tmp_path):
+    """`seat bench advise runs/typo-k2` answers 'no reference card at runs/typo-k2'."""
+    with pytest.raises(SeatError) as error:
+        advise.advise([str(tmp_path / "runs" / "20261206T000000Z-code-k2")])
+    assert "reference card" not in str(error.value) or "run" in str(error.value).replace(
+        str(tmp_path / "runs"), ""
+    ), str(error.value)
