@@ -379,3 +379,70 @@ def test_a_run_folder_that_does_not_exist_is_not_called_a_missing_card(tmp_path)
     assert "reference card" not in str(error.value) or "run" in str(error.value).replace(
         str(tmp_path / "runs"), ""
     ), str(error.value)
+
+
+def test_a_ceiling_whose_spreads_are_unknown_claims_no_gain(tmp_path):
+    """One request per suite and length: every best is 'cannot tell', yet the ceiling prints
+    'code at k=8: +92% (spread unknown)' -- from an extrapolation, against a k that ties."""
+    code = (0.97, 0.96, 0.95, 0.94, 0.93, 0.92)
+    prose = (0.3, 0.05, 0.01, 0.0, 0.0, 0.0)
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests(code, 2, n=1) + requests(prose, 2, n=1, suite="prose")),
+            fake_run(tmp_path, "k6", 6, requests(code, 6, n=1) + requests(prose, 6, n=1, suite="prose")),
+        ]
+    )
+    assert all(b["ties"] or b["k"] is None for b in advice["best"].values())
+    ceiling = advice["ceiling"]
+    assert ceiling is None or "cannot tell" in ceiling["text"], ceiling["text"]
+
+
+def test_a_request_whose_counters_went_backwards_is_not_used(tmp_path):
+    """A counter reset mid-request: accepted at positions 4-6 of -1. The kit takes it and prints
+    an extrapolated interval whose low is above its value (1.29 (1.30-1.29))."""
+    prose = (0.3, 0.05, 0.01, 0.0, 0.0, 0.0)
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests(prose, 2)),
+            fake_run(tmp_path, "k6", 6, requests(prose, 6, n=1)),  # 0 - 0.01: -1 of 100 steps
+        ]
+    )
+    for c in advice["columns"]["code"]["cells"]:
+        for factor in advise.FACTORS:
+            e = advise.shown(c, factor)
+            assert e is None or e["low"] is None or e["low"] <= e["value"] <= e["high"], (c["k"], factor, e)
+    assert advice["columns"]["code"]["source"].startswith("4 requests") or advice["left_out"], advice["columns"][
+        "code"
+    ]["source"]
+
+
+def test_a_run_whose_requests_were_all_dropped_is_said_so(tmp_path):
+    """The k=6 run shared its seat (no request exclusive): it adds nothing, and the advice says 'one
+    draft length measured' with no word that a run given was dropped."""
+    two = fake_run(tmp_path, "k2", 2, requests(U, 2))
+    six = Path(fake_run(tmp_path, "k6", 6, requests(U, 6)))
+    lines = [json.loads(line) for line in (six / "requests.jsonl").read_text().splitlines()]
+    (six / "requests.jsonl").write_text("".join(json.dumps({**r, "exclusive": False}) + "\n" for r in lines))
+    try:
+        advice = judged([two, str(six)])
+    except SeatError as error:
+        assert "k6" in str(error)
+        return
+    said = json.dumps([advice["left_out"], advice["columns"]["code"]["check"]["text"], advice["next"]])
+    assert "k6" in said, said
+
+
+def test_a_measured_tok_s_is_the_tok_s_the_run_measured(tmp_path):
+    """At max_tokens 128 and 4.9 tokens a step the last step is cut: the run measured 599 tok/s
+    (its decode_tok_s), the advice's 'measured' row says the drafter's 616."""
+    folder = Path(fake_run(tmp_path, "k6", 6, requests(U, 6)))
+    lines = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    for r in lines:  # what the stream delivered: 3% less than the drafter kept
+        f = r["factors"]
+        f["decode_tok_s"] = 0.97 * 1000 * f["tokens_per_step"] / f["ms_per_step"]
+        f["tokens_per_step"] *= 0.97
+    (folder / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    c = cell(judged([str(folder)]), "code", 6)
+    measured = sum(r["factors"]["decode_tok_s"] for r in lines) / len(lines)
+    assert c["from"] == "measured"
+    assert advise.shown(c, "decode_tok_s")["value"] == pytest.approx(measured, rel=0.005)
