@@ -446,3 +446,33 @@ def test_a_measured_tok_s_is_the_tok_s_the_run_measured(tmp_path):
     measured = sum(r["factors"]["decode_tok_s"] for r in lines) / len(lines)
     assert c["from"] == "measured"
     assert advise.shown(c, "decode_tok_s")["value"] == pytest.approx(measured, rel=0.005)
+
+
+def test_a_run_whose_drafts_outnumber_its_k_is_not_measured_at_that_k(tmp_path):
+    """The seat drafts 5 (ngram, so no drafted-length alarm) but the bench was told --k 2: its
+    requests count 5 positions, and the advice prints 4.50 tokens/step 'measured' at k=2, more
+    than k=2 can keep (3), and its check 'holds'."""
+    drafts_five = [(s, list(U[:5]), 7.5 + (ms - 6) / 10, 5) for s, _, ms in requests(U, 2)]
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, drafts_five, draft_method="ngram"),
+            fake_run(tmp_path, "k6", 6, requests(U, 6), draft_method="ngram"),
+        ]
+    )
+    tokens = advise.shown(cell(advice, "code", 2), "tokens_per_step")
+    assert tokens["value"] <= 3, tokens
+
+
+def test_no_step_time_below_zero_is_printed(tmp_path):
+    """Load during the k=2 run (12 ms/step) and not the k=6 one (7): the line falls 1.25 ms per
+    drafted token and the table prints ms/step below 0 at k=12 and up."""
+    advice = judged(
+        [
+            fake_run(tmp_path, "k2", 2, requests(U, 2, ms=12.0)),
+            fake_run(tmp_path, "k6", 6, requests(U, 6, ms=7.0)),
+        ],
+        max_k=16,
+    )
+    for c in advice["columns"]["code"]["cells"]:
+        ms = advise.shown(c, "ms_per_step")
+        assert ms is None or ms["value"] > 0, (c["k"], ms)
