@@ -491,3 +491,28 @@ def test_a_suite_is_extrapolated_no_further_than_two_past_its_own_longest_draft(
         ]
     )
     assert max(c["k"] for c in advice["columns"]["code"]["cells"]) <= 2 + advise.EXTRA
+
+
+def test_a_card_figure_without_k_says_its_k_is_unknown(tmp_path):
+    """A card with no k: an empty table over 'one draft length measured: nothing to check against'
+    (no length is known) and no word that its 3.69 tokens/step went unused for want of k."""
+    card = tmp_path / "nok.yaml"
+    card.write_text(
+        "source: a test card\n"
+        "conditions: {model: m, content: prose, context: 0, temperature: 0.0, statistic: mean}\n"
+        "figures:\n"
+        "  - id: A\n"
+        "    what: a figure with tokens/step and no draft length\n"
+        "    source: test\n"
+        "    tokens_per_step: 3.69\n"
+        "    ms_per_step: 12.0\n"
+    )
+    advice = advise.advise([str(card)])
+    said = json.dumps([advice["left_out"], *(c["notes"] + [c["check"]["text"]] for c in advice["columns"].values())])
+    assert "one draft length measured" not in said and " k" in said, said
+
+
+def test_the_same_run_given_twice_counts_its_requests_once(tmp_path):
+    run = fake_run(tmp_path, "k2", 2, requests(U, 2))
+    advice = advise.advise([run, run])
+    assert advice["columns"]["code"]["source"].startswith("4 requests"), advice["columns"]["code"]["source"]
