@@ -99,7 +99,9 @@ def test_runs_at_different_temperatures_are_not_pooled_nor_blamed_on_k(tmp_path)
     drafter depends on k and crowns k=2 of the two."""
     sources = [
         fake_run(tmp_path, "k2", 2, requests((0.9, 0.8), 2)),
-        fake_run(tmp_path, "k6", 6, requests((0.6, 0.5, 0.4, 0.3, 0.2, 0.1), 6), sampling={"temperature": 1.0}),
+        fake_run(
+            tmp_path, "k6", 6, requests((0.6, 0.5, 0.4, 0.3, 0.2, 0.1), 6), sampling={"temperature": 1.0}
+        ),
     ]
     with pytest.raises(SeatError, match="temperature"):
         advise.advise(sources)
@@ -114,9 +116,13 @@ def test_a_step_time_line_that_falls_with_drafted_tokens_predicts_no_tok_s(tmp_p
             fake_run(tmp_path, "k6", 6, requests(U, 6, ms=7.0)),
         ]
     )
-    assert advice["line"] is None or advice["line"]["slope"] >= 0 or all(
-        c["predicted"] is None or c["predicted"]["decode_tok_s"] is None
-        for c in advice["columns"]["code"]["cells"]
+    assert (
+        advice["line"] is None
+        or advice["line"]["slope"] >= 0
+        or all(
+            c["predicted"] is None or c["predicted"]["decode_tok_s"] is None
+            for c in advice["columns"]["code"]["cells"]
+        )
     ), advice["best"]["code"]["text"]
     assert advice["best"]["code"]["k"] in (None, 2, 6), advice["best"]["code"]["text"]
 
@@ -155,7 +161,11 @@ def test_a_best_k_predicted_from_one_measured_length_says_it_is_unchecked_and_as
         return [(s, u, 5 + 0.5 * 5 * fill + n / 10, 5 * fill) for s, u, n in requests(shares, 5, suite=suite)]
 
     advice = judged(
-        [fake_run(tmp_path, "k5", 5, ngram(code, 0.9, "code") + ngram(prose, 0.2, "prose"), draft_method="ngram")]
+        [
+            fake_run(
+                tmp_path, "k5", 5, ngram(code, 0.9, "code") + ngram(prose, 0.2, "prose"), draft_method="ngram"
+            )
+        ]
     )
     best = advice["best"]["code"]
     assert best["k"] is None or best["k"] == 5 or any("k=2" in step for step in advice["next"]), (
@@ -191,8 +201,12 @@ def test_a_suite_that_drafted_nothing_is_not_sent_to_run_another_k(tmp_path):
     lengths were run; 'one drafted length ... run the same suites at k=4' is wrong."""
     advice = judged(
         [
-            fake_run(tmp_path, "k2", 2, [(s, u, ms, 0.0) for s, u, ms in requests((0, 0), 2, jitter=0, ms=5)]),
-            fake_run(tmp_path, "k6", 6, [(s, u, ms, 0.0) for s, u, ms in requests((0,) * 6, 6, jitter=0, ms=5)]),
+            fake_run(
+                tmp_path, "k2", 2, [(s, u, ms, 0.0) for s, u, ms in requests((0, 0), 2, jitter=0, ms=5)]
+            ),
+            fake_run(
+                tmp_path, "k6", 6, [(s, u, ms, 0.0) for s, u, ms in requests((0,) * 6, 6, jitter=0, ms=5)]
+            ),
         ]
     )
     assert not any("run the same suites at k=" in step for step in advice["next"]), advice["next"]
@@ -211,9 +225,9 @@ def test_a_drafter_that_costs_more_than_it_keeps_is_not_advised_over_no_draft(tm
     )
     line = advice["line"]
     assert 1000 / line["intercept"] > advice["best"]["code"]["tok_s"]["value"]
-    assert advice["best"]["code"]["k"] in (None, 0) or "k=0" in advice["best"]["code"]["text"], advice["best"][
-        "code"
-    ]["text"]
+    assert advice["best"]["code"]["k"] in (None, 0) or "k=0" in advice["best"]["code"]["text"], advice[
+        "best"
+    ]["code"]["text"]
 
 
 def test_identical_repeats_of_one_prompt_are_not_a_zero_spread(tmp_path):
@@ -411,9 +425,9 @@ def test_a_request_whose_counters_went_backwards_is_not_used(tmp_path):
         for factor in advise.FACTORS:
             e = advise.shown(c, factor)
             assert e is None or e["low"] is None or e["low"] <= e["value"] <= e["high"], (c["k"], factor, e)
-    assert advice["columns"]["code"]["source"].startswith("4 requests") or advice["left_out"], advice["columns"][
-        "code"
-    ]["source"]
+    assert advice["columns"]["code"]["source"].startswith("4 requests") or advice["left_out"], advice[
+        "columns"
+    ]["code"]["source"]
 
 
 def test_a_run_whose_requests_were_all_dropped_is_said_so(tmp_path):
@@ -508,7 +522,9 @@ def test_a_card_figure_without_k_says_its_k_is_unknown(tmp_path):
         "    ms_per_step: 12.0\n"
     )
     advice = advise.advise([str(card)])
-    said = json.dumps([advice["left_out"], *(c["notes"] + [c["check"]["text"]] for c in advice["columns"].values())])
+    said = json.dumps(
+        [advice["left_out"], *(c["notes"] + [c["check"]["text"]] for c in advice["columns"].values())]
+    )
     assert "one draft length measured" not in said and " k" in said, said
 
 
