@@ -62,17 +62,26 @@ def best(name: str, column: dict, off: dict | None = None) -> dict:
     if top_cell["from"] == "extrapolated":
         text += f"; from an extrapolation alone: run k={top_cell['k']} before relying on it"
     elif top_cell["from"] == "predicted" and column["check"]["status"] != "holds":
-        text += f"; predicted from positions no second length checked: run k={top_cell['k']}"
-    if top_cell["k"] == max(column["cells"][-1]["k"], 1) and top_cell["from"] != "extrapolated":
+        text += f"; predicted from positions not checked at a second length: run k={top_cell['k']}"
+    if top_cell["k"] == column["cells"][-1]["k"] and top_cell["from"] != "extrapolated":
         text += "; the longest length shown: longer ones were not predicted"
+    no_draft = None  # k=0 against the best: "faster", "cannot tell" or not named (slower past doubt)
     if off and off["decode_tok_s"] and column["kind"] == "run":
         zero = off["decode_tok_s"]
-        if _overlap(zero, top) or zero["value"] > top["value"]:
-            slower = not _overlap(zero, top)
+        tied = _overlap(zero, top)
+        if tied or zero["value"] > top["value"]:
+            no_draft = "cannot tell" if tied else "faster"
             text += f"; no drafting (k=0) is {_range(zero)} tok/s by the step-time line's intercept: " + (
-                "faster: switch drafting off" if slower else "cannot tell it from drafting"
+                "cannot tell it from drafting" if tied else "faster: switch drafting off"
             )
-    return {"k": top_cell["k"], "from": top_cell["from"], "tok_s": top, "ties": ties, "text": text}
+    return {
+        "k": top_cell["k"],
+        "from": top_cell["from"],
+        "tok_s": top,
+        "ties": ties,
+        "no_draft": no_draft,
+        "text": text,
+    }
 
 
 def ceiling(columns: dict[str, dict], bests: dict[str, dict]) -> dict | None:
@@ -181,7 +190,7 @@ def next_runs(advice: dict, bests: dict[str, dict]) -> list[str]:
         )
     elif line["residual_sd"] is None:
         out.append("repeat each prompt: the step-time line has two points and no spread")
-    if advice.get("no_draft") and any("(k=0)" in bests[n]["text"] for n in runs):
+    if any(bests[n].get("no_draft") for n in runs):
         out.append("run the same suites with drafting off (k=0): the intercept is the line's, not measured")
     for name, column in runs.items():
         step = _firmer(name, column, bests[name])
