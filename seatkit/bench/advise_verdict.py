@@ -36,9 +36,10 @@ def _why_none(column: dict) -> str:
     return "ms/step at other lengths is unknown (one draft length timed: the step-time slope is unknown)"
 
 
-def best(name: str, column: dict, off: dict | None = None) -> dict:
+def best(name: str, column: dict, off: dict | None = None, load: bool = False) -> dict:
     """The fixed k with the most tok/s, the ks whose interval overlaps it, and the sentence; with
-    off (k=0, drafting off, from the line's intercept) said where it is not slower past doubt."""
+    off (k=0, drafting off, from the line's intercept) said where it is not slower past doubt, and
+    load (a step-time line that falls) that the lengths were timed under different load."""
     figures = list(rated(column["cells"]).values())
     if len(figures) < 2:
         at = ", ".join(f"k={c['k']}" for c, _ in figures) or "no k"
@@ -57,6 +58,8 @@ def best(name: str, column: dict, off: dict | None = None) -> dict:
         )
     if column["drafted_nothing"]:
         text += "; it drafted nothing at any k"
+    if load and column["kind"] == "run":
+        text += "; its lengths were timed under different load (step time fell as drafts grew): not firm"
     if column["check"]["status"] == "fails":
         text += f" of the lengths measured; {column['check']['text']}"
     if top_cell["from"] == "extrapolated":
@@ -205,7 +208,8 @@ def _width(est: dict) -> float:
 
 def judge(advice: dict) -> dict:
     """The advice with its judgments: best per column, the per-suite ceiling, the next runs."""
-    bests = {name: best(name, col, advice["no_draft"]) for name, col in advice["columns"].items()}
+    load = bool(advice["line"] and advice["line"]["falls"])
+    bests = {name: best(name, col, advice["no_draft"], load) for name, col in advice["columns"].items()}
     runs = {n: c for n, c in advice["columns"].items() if c["kind"] == "run"}
     return {
         **advice,

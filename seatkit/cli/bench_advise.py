@@ -62,7 +62,8 @@ def _line(line: dict | None, off: dict | None) -> str:
     if line is None:
         return "step time: one drafted length (or none timed): the slope is unknown, tokens/step only past it"
     said = (
-        f"step time: {line['intercept']:.2f} ms + {line['slope']:.3f} ms per drafted token, "
+        f"step time: {line['intercept']:.2f} ms {'-' if line['falls'] else '+'} {abs(line['slope']):.3f} "
+        "ms per drafted token, "
         f"over {line['points']} requests"
     )
     if line["falls"]:
