@@ -2,7 +2,7 @@
 runs and reference cards a user already has (`seat bench advise`).
 
     tokens kept per step at k = 1 + u_1 + ... + u_k
-    ms per step at k          = intercept + slope x drafted tokens per step   (plots.fit)
+    ms per step at k          = suite's intercept + slope x drafted tokens per step
     tok/s at k                = tokens per step / ms per step
 
 u_i is the share of steps whose draft was kept through position i (accepted at position i over
@@ -107,53 +107,92 @@ def _tokens(samples: list[Sample], k: int, longest: int) -> dict | None:
 
 
 def ms_line(columns: list[Column]) -> dict | None:
-    """ms/step against drafted tokens per step over every run request (plots.fit, the bench's own
-    line): per step, not per draft, so that steps which drafted nothing weigh in at their cost.
-    A line that falls is marked: drafting more never makes a step cheaper, so it is load (a busy
-    host during one run), not a slope, and predicts no step time."""
-    points = [
-        (s.drafted, s.ms)
+    """ms/step against drafted tokens per step over every run request: one slope, fitted within
+    each suite (a suite's context or text shifts its step, never how a drafted token costs), and
+    each suite's own intercept. Per step, not per draft, so that steps which drafted nothing weigh
+    in at their cost. None where no suite's drafted tokens vary (by plots.MIN_SPREAD). A line
+    that falls is marked: drafting more never makes a step cheaper, so it is load (a busy host
+    during one run), not a slope, and predicts no step time."""
+    groups = {
+        c.name: [(s.drafted, s.ms) for s in c.samples if s.drafted is not None and s.ms is not None]
         for c in columns
         if c.card is None
-        for s in c.samples
-        if s.drafted is not None and s.ms is not None
+    }
+    groups = {name: points for name, points in groups.items() if points}
+    varies = [
+        points
+        for points in groups.values()
+        if max(x for x, _ in points) - min(x for x, _ in points) >= plots.MIN_SPREAD["drafted_length"]
     ]
-    line = plots.fit([x for x, _ in points], [y for _, y in points], plots.MIN_SPREAD["drafted_length"])
-    return line and {**line, "falls": line["slope"] < 0}
+    if not varies:
+        return None
+    means = {
+        name: (statistics.fmean(x for x, _ in p), statistics.fmean(y for _, y in p))
+        for name, p in groups.items()
+    }
+    sxx = sum((x - means[n][0]) ** 2 for n, p in groups.items() for x, _ in p)
+    slope = sum((x - means[n][0]) * (y - means[n][1]) for n, p in groups.items() for x, y in p) / sxx
+    intercepts = {name: my - slope * mx for name, (mx, my) in means.items()}
+    points = sum(len(p) for p in groups.values())
+    free = points - len(groups) - 1  # one intercept a suite, one slope
+    squares = sum((y - intercepts[n] - slope * x) ** 2 for n, p in groups.items() for x, y in p)
+    return {
+        "slope": slope,
+        "intercept": sum(intercepts[n] * len(p) for n, p in groups.items()) / points,
+        "intercepts": intercepts,
+        "points": points,
+        "suite_points": {name: len(p) for name, p in groups.items()},
+        "residual_sd": math.sqrt(squares / free) if free > 0 else None,
+        "x_means": {name: mx for name, (mx, _) in means.items()},
+        "x_sum_squares": sxx,
+        "falls": slope < 0,
+    }
 
 
-def line_at(line: dict, x: float, extra_sd: float = 0.0) -> dict | None:
-    """The line's ms/step at x drafted tokens per step, with its prediction interval; None where
-    the line falls or reaches 0 there (no step time is below 0)."""
-    value = line["intercept"] + line["slope"] * x
+def line_at(line: dict, suite: str, x: float, extra_sd: float = 0.0) -> dict | None:
+    """The line's ms/step for a suite at x drafted tokens per step, with its prediction interval;
+    None where the suite has no intercept, the line falls, or it reaches 0 there (no step time is
+    below 0)."""
+    if suite not in line["intercepts"]:
+        return None
+    value = line["intercepts"][suite] + line["slope"] * x
     if line["falls"] or value <= 0:
         return None
+    n = line["suite_points"][suite]
     if line["residual_sd"] is None:
-        return {"value": value, "low": None, "high": None, "n": line["points"]}
+        return {"value": value, "low": None, "high": None, "n": n}
     sd = math.sqrt(
-        line["residual_sd"] ** 2
-        * (1 + 1 / line["points"] + (x - line["x_mean"]) ** 2 / line["x_sum_squares"])
+        line["residual_sd"] ** 2 * (1 + 1 / n + (x - line["x_means"][suite]) ** 2 / line["x_sum_squares"])
         + extra_sd**2
     )
-    return {"value": value, "low": max(0.0, value - 2 * sd), "high": value + 2 * sd, "n": line["points"]}
+    return {"value": value, "low": max(0.0, value - 2 * sd), "high": value + 2 * sd, "n": n}
 
 
-def _ms(line: dict, samples: list[Sample], k: int) -> dict | None:
+def _ms(line: dict, column: Column, k: int) -> dict | None:
     """The line at the column's drafted tokens per step at k (its drafted share of k, measured);
     None where no request counted its drafted tokens."""
-    fills = [s.drafted / s.k for s in samples if s.drafted is not None]
+    fills = [s.drafted / s.k for s in column.samples if s.drafted is not None]
     if not fills:
         return None
     fill = spread(fills)
     fill_sd = (fill["high"] - fill["value"]) / 2 if fill["high"] is not None else 0.0
-    return line_at(line, fill["value"] * k, line["slope"] * k * fill_sd)
+    return line_at(line, column.name, fill["value"] * k, line["slope"] * k * fill_sd)
 
 
-def no_draft(line: dict | None) -> dict | None:
-    """k=0, drafting off: 1 token a step at the line's intercept (an extrapolation to 0 drafted
-    tokens where no run drafted none); None where the line does not allow it."""
-    ms = line_at(line, 0.0) if line else None
-    return ms and {"ms_per_step": ms, "decode_tok_s": rate({"value": 1.0, "low": 1.0, "high": 1.0}, ms)}
+def no_draft(line: dict | None) -> dict[str, dict]:
+    """k=0, drafting off, per suite: 1 token a step at the suite's intercept (an extrapolation to 0
+    drafted tokens where no run drafted none); none where the line does not allow it."""
+    if not line:
+        return {}
+    out = {}
+    for suite in line["intercepts"]:
+        ms = line_at(line, suite, 0.0)
+        if ms:
+            out[suite] = {
+                "ms_per_step": ms,
+                "decode_tok_s": rate({"value": 1.0, "low": 1.0, "high": 1.0}, ms),
+            }
+    return out
 
 
 def rate(tokens: dict | None, ms: dict | None, bounds: bool = False) -> dict | None:
@@ -211,7 +250,7 @@ def cells(column: Column, line: dict | None, max_k: int | None, check: dict) -> 
         predicted = None
         if predicts and k <= top:
             tokens = _tokens(kept, k, longest)
-            ms = _ms(line, column.samples, k) if line and column.card is None else None
+            ms = _ms(line, column, k) if line and column.card is None else None
             predicted = {
                 "tokens_per_step": tokens,
                 "ms_per_step": ms,

@@ -209,7 +209,9 @@ def _width(est: dict) -> float:
 def judge(advice: dict) -> dict:
     """The advice with its judgments: best per column, the per-suite ceiling, the next runs."""
     load = bool(advice["line"] and advice["line"]["falls"])
-    bests = {name: best(name, col, advice["no_draft"], load) for name, col in advice["columns"].items()}
+    bests = {
+        name: best(name, col, advice["no_draft"].get(name), load) for name, col in advice["columns"].items()
+    }
     runs = {n: c for n, c in advice["columns"].items() if c["kind"] == "run"}
     return {
         **advice,

@@ -58,19 +58,17 @@ def _cell(est: dict | None, digits: int) -> str:
     return f"{value} ({est['low']:.{digits}f}-{est['high']:.{digits}f})"
 
 
-def _line(line: dict | None, off: dict | None) -> str:
+def _line(line: dict | None, off: dict[str, dict]) -> str:
     if line is None:
         return "step time: one drafted length (or none timed): the slope is unknown, tokens/step only past it"
     said = (
-        f"step time: {line['intercept']:.2f} ms {'-' if line['falls'] else '+'} {abs(line['slope']):.3f} "
-        "ms per drafted token, "
-        f"over {line['points']} requests"
+        f"step time: {line['slope']:.3f} ms per drafted token "
+        f"(within each suite, over {line['points']} requests)"
     )
     if line["falls"]:
         return said + ": it falls, so it is load (a busy host), not a slope; no step time predicted"
-    if off and off["decode_tok_s"]:
-        said += f"; no drafting (k=0): {_cell(off['decode_tok_s'], 1)} tok/s"
-    return said
+    zero = [f"{suite} {_cell(e['decode_tok_s'], 1)}" for suite, e in off.items() if e["decode_tok_s"]]
+    return said + ("; no drafting (k=0), tok/s: " + ", ".join(zero) if zero else "")
 
 
 def _print(advice: dict, folder: Path) -> None:
