@@ -36,8 +36,8 @@ def bench_advise_cmd(sources: tuple[str, ...], max_k: int | None, out_dir: str, 
     """Which draft length: tokens/step, ms/step and tok/s for every k and each suite, from runs (runs/...) and cards.
 
     Tokens per step at k is 1 + the share of steps kept through each draft position up to k, where
-    runs at two k agree on the positions they share; ms/step is the line through ms/step against
-    drafted tokens per step over every request given. Writes advice.json and advice.png into a new
+    runs at two k agree on the positions they share; ms/step is a line against drafted tokens per
+    step over every request given (one slope, each suite's intercept). Writes advice.json and advice.png into a new
     folder under --out.
     """
     advice = advise_verdict.judge(advise.advise(list(sources), max_k))

@@ -1,5 +1,5 @@
-"""A hostile review of `seat bench advise`: inputs an unlucky operator, an odd run, a busy machine or
-a fault would give it, and the advice it must not print for them. Runs are written as the bench
+"""The judgments of `seat bench advise` (from a hostile review): inputs an unlucky operator, an odd
+run, a busy machine or a fault would give it, and the advice it must not print for them. Runs are written as the bench
 writes them (summary.json and requests.jsonl, 100 steps a request), their figures chosen."""
 
 from __future__ import annotations
