@@ -2,7 +2,7 @@
 runs and reference cards a user already has (`seat bench advise`).
 
     tokens kept per step at k = 1 + u_1 + ... + u_k
-    ms per step at k          = intercept + slope x drafted tokens per step   (plots.fit)
+    ms per step at k          = suite's intercept + slope x drafted tokens per step
     tok/s at k                = tokens per step / ms per step
 
 u_i is the share of steps whose draft was kept through position i (accepted at position i over
@@ -10,175 +10,70 @@ steps), so 1 + the sum is the drafter's tokens per step exactly. Up to the longe
 nothing is fitted, if the drafter proposes the same tokens at each position whatever k: where runs
 at two k share positions their u_i must agree within their spread, else nothing unmeasured is
 predicted. Past it u_i falls by the ratio of the last two positions (an extrapolation), inside what
-nesting allows: a position is kept only when the one before it is, so each one more adds 0 to u_K.
-Spreads are the requests' (mean +- 2 standard deviations), the line's prediction interval, and for
+nesting allows: a position is kept only when the one before it is, so each one more adds 0 to u_K;
+no further than EXTRA past a suite's own longest draft. A step-time line that falls is load, and
+predicts nothing; k=0 (drafting off) is the line's intercept. Spreads are the requests' (mean +- 2 standard deviations), the line's prediction interval, and for
 tok/s the two relative spreads in quadrature; a single value has none, and says so.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
-from dataclasses import dataclass, field
-from pathlib import Path
 
-from seatkit import safe_yaml
-from seatkit.bench import cards, plots, sides, summary
+from seatkit.bench import plots
+from seatkit.bench.advise_inputs import Column, Sample, columns_of
 from seatkit.errors import SeatError
 
-EXTRA = 2  # lengths shown past the longest measured, as extrapolations
-# Conditions that make another seat (beside the model): runs that differ in one are not pooled.
-SEAT = ("image", "runtime", "host_settings", "b12x_kernels", "engine_version")
+EXTRA = 2  # lengths shown past a suite's own longest measured draft, as extrapolations
 FLOOR = 0.01  # shares of steps closer than this are the same, whatever the spread says
-
-
-@dataclass
-class Sample:
-    """One request of a run (or a card's figure): its k, u_1..u_K, ms/step, drafted per step."""
-
-    k: int
-    kept: list[float]
-    ms: float | None
-    drafted: float | None = None
-
-
-@dataclass
-class Column:
-    """One suite over every run given, or one card figure."""
-
-    name: str
-    source: str
-    samples: list[Sample]
-    adaptive: bool = False
-    card: dict | None = None  # a card figure's own figures: value and relative spread per factor
-    notes: list[str] = field(default_factory=list)  # what a card says of itself, and lacks
 
 
 def spread(values: list[float]) -> dict:
     """Mean +- 2 standard deviations, never below 0 (no figure here is negative); low and high None
-    for one value (its spread is unknown)."""
+    for one value, or values all equal (greedy repeats of one text: the text's spread is unknown)."""
     mean = statistics.fmean(values)
     sd = statistics.stdev(values) if len(values) > 1 else None
-    return {
-        "value": mean,
-        "low": None if sd is None else max(0.0, mean - 2 * sd),
-        "high": None if sd is None else mean + 2 * sd,
-        "n": len(values),
-    }
+    if not sd:
+        return {"value": mean, "low": None, "high": None, "n": len(values)}
+    return {"value": mean, "low": max(0.0, mean - 2 * sd), "high": mean + 2 * sd, "n": len(values)}
 
 
-def _read_run(folder: Path) -> tuple[dict, list[dict]]:
-    data = summary.check(safe_yaml.read_json(folder / "summary.json", "bench summary"), str(folder))
-    if data.get("schema") != sides.BENCH_SCHEMA:
-        raise SeatError(f"{folder} is not a batch-1 bench run", "give folders of `seat bench run`")
-    try:
-        text = safe_yaml.read_text(folder / "requests.jsonl", "the run's requests", sides.SUMMARY_BYTES)
-        records = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except (FileNotFoundError, json.JSONDecodeError) as exc:
-        raise SeatError(
-            f"{folder / 'requests.jsonl'} cannot be read ({type(exc).__name__}): the advice needs "
-            "each request's counters",
-            "give the folder of a finished `seat bench run`, as it wrote it",
-        ) from None
-    return data, [r for r in records if r.get("exclusive") and not r.get("truncated")]
-
-
-def _sample(record: dict, k: int | None) -> Sample | None:
-    """A kept request whose step and draft counters were not withheld."""
-    f = record["factors"]
-    steps, per_position = f.get("decode_steps"), f.get("accepted_per_position") or []
-    if not f.get("acceptance_unconditional") or not steps or f.get("tokens_per_step") is None:
+def _differ(x: list[float], y: list[float]) -> float | None:
+    """The spread two groups of shares must differ by to differ: from both where both have one,
+    from the one that has it (for both) where the other is a lone value; None where neither has."""
+    sds = [statistics.stdev(v) for v in (x, y) if len(v) > 1]
+    if not sds:
         return None
-    drafted = f["draft_tokens"] / steps if f.get("draft_tokens") is not None else None
-    return Sample(k or len(per_position), [a / steps for a in per_position], f.get("ms_per_step"), drafted)
-
-
-def run_columns(folders: list[Path]) -> list[Column]:
-    """Each suite over every run given, its requests pooled; runs of different seats refused."""
-    columns: dict[str, Column] = {}
-    seats = {}
-    for folder in folders:
-        data, records = _read_run(folder)
-        c = data["conditions"]
-        seats[folder.name] = {"model": c.get("base_model") or c["model"], **{k: c.get(k) for k in SEAT}}
-        adaptive = "adaptive" in str(c.get("draft_policy") or "")
-        for record in records:
-            sample = _sample(record, c.get("k"))
-            if sample is None:
-                continue
-            column = columns.setdefault(record["suite"], Column(record["suite"], "", []))
-            column.samples.append(sample)
-            # A draft shorter or longer than k where the drafter is not ngram (the bench's alarm):
-            # a policy chose its length, so its acceptance is not a fixed k's.
-            column.adaptive |= adaptive or "drafted-length" in record.get("alarms", {})
-    for key in ("model", *SEAT):
-        values = {run: str(seat[key]) for run, seat in seats.items()}
-        if len(set(values.values())) > 1:
-            raise SeatError(
-                f"the runs differ in {key}: " + ", ".join(f"{r}: {v}" for r, v in values.items()),
-                "advise on runs of one seat (its draft length aside): the step-time line pools them",
-            )
-    for column in columns.values():
-        ks = sorted({s.k for s in column.samples})
-        column.source = f"{len(column.samples)} requests at k = {', '.join(map(str, ks))}"
-    return list(columns.values())
-
-
-def card_columns(source: str) -> tuple[list[Column], list[str]]:
-    """A card's figures that split into factors, one column each; the others named, with why."""
-    card = cards.load(source.partition("#")[0])
-    entries = {e.key: e for e in sides.entries(source) if "tokens_per_step" in e.values}
-    columns, left = [], []
-    for figure in card.figures:
-        entry = entries.get(figure.id)
-        if entry is None:
-            left.append(figure.id)
-            continue
-        k = card.conditions_of(figure)["k"]
-        kept = list(figure.acceptance_by_position or [])
-        own = {name: (v, entry.spread.get(name)) for name, v in entry.values.items()}
-        notes = []
-        if kept and len(kept) == k:  # the model's own check: the positions sum to the card's figure
-            notes.append(
-                f"its positions sum to {1 + sum(kept):.3f} tokens/step at k={k}; "
-                f"the card says {entry.values['tokens_per_step']:g}"
-            )
-        lacks = [] if kept else ["acceptance by draft position (tokens/step at any other k)"]
-        lacks += ["ms/step at a second draft length (the step-time slope)"]
-        lacks += [] if entry.spread else ["repeats (the spread)"]
-        notes += [f"{name.replace('_', ' ')} derived from the other two" for name in entry.derived]
-        notes += [f"lacks {what}" for what in lacks]
-        adaptive = "adaptive" in str(card.conditions_of(figure).get("draft_policy") or "")
-        samples = [Sample(k, kept, entry.values.get("ms_per_step"))] if k else []
-        label = f"{card.name} {figure.id}"
-        columns.append(Column(label, f"card: {figure.what}", samples, adaptive, own, notes))
-    said = [f"{card.name} {', '.join(left)}: no tokens/step, nothing to split by k"] if left else []
-    return columns, said
+    return 2 * math.hypot(sds[0], sds[-1])
 
 
 def k_check(column: Column) -> dict:
-    """Do runs at different k keep the positions they share on the same share of steps?"""
+    """Do runs at different k keep the positions they share on the same share of steps? Every pair
+    of lengths, not neighbours only: small steps must not hide a drift."""
     by_k: dict[int, list[list[float]]] = {}
     for s in column.samples:
         by_k.setdefault(s.k, []).append(s.kept)
     ks = sorted(by_k)
+    if not ks:
+        return {"status": "no length", "text": "no draft length known: nothing to place at a k"}
     if len(ks) < 2:
         return {"status": "one length", "text": "one draft length measured: nothing to check against"}
     found, unknown = [], False
-    for a, b in zip(ks, ks[1:], strict=False):
-        for i in range(a):
-            x, y = ([kept[i] for kept in by_k[k] if len(kept) > i] for k in (a, b))
-            if len(x) < 2 or len(y) < 2:
-                unknown = True
-                continue
-            noise = 2 * math.hypot(statistics.stdev(x), statistics.stdev(y))
-            gap = abs(statistics.fmean(x) - statistics.fmean(y))
-            if gap > max(noise, FLOOR):
-                found.append(
-                    f"position {i + 1} is kept on {statistics.fmean(x):.1%} of steps at k={a} and "
-                    f"{statistics.fmean(y):.1%} at k={b} (spread {noise:.1%})"
-                )
+    for j, b in enumerate(ks):
+        for a in ks[:j]:
+            for i in range(a):
+                x, y = ([kept[i] for kept in by_k[k] if len(kept) > i] for k in (a, b))
+                noise = _differ(x, y) if x and y else None
+                if noise is None:
+                    unknown = True
+                    continue
+                gap = abs(statistics.fmean(x) - statistics.fmean(y))
+                if gap > max(noise, FLOOR):
+                    found.append(
+                        f"position {i + 1} is kept on {statistics.fmean(x):.1%} of steps at k={a} and "
+                        f"{statistics.fmean(y):.1%} at k={b} (spread {noise:.1%})"
+                    )
     if found:
         return {
             "status": "fails",
@@ -205,45 +100,104 @@ def _tokens(samples: list[Sample], k: int, longest: int) -> dict | None:
             for u, r in zip(last, ratios, strict=True)
         ]
     )
+    if est["low"] is None:  # from one request: the bounds too are of unknown spread
+        return est
     floor, ceiling = spread([1 + sum(u) for u in last]), spread([1 + sum(u) + more * u[-1] for u in last])
     return {**est, "low": floor["low"] or floor["value"], "high": ceiling["high"] or ceiling["value"]}
 
 
 def ms_line(columns: list[Column]) -> dict | None:
-    """ms/step against drafted tokens per step over every run request (plots.fit, the bench's own
-    line): per step, not per draft, so that steps which drafted nothing weigh in at their cost."""
-    points = [
-        (s.drafted, s.ms)
+    """ms/step against drafted tokens per step over every run request: one slope, fitted within
+    each suite (a suite's context or text shifts its step, never how a drafted token costs), and
+    each suite's own intercept. Per step, not per draft, so that steps which drafted nothing weigh
+    in at their cost. None where no suite's drafted tokens vary (by plots.MIN_SPREAD). A line
+    that falls is marked: drafting more never makes a step cheaper, so it is load (a busy host
+    during one run), not a slope, and predicts no step time."""
+    groups = {
+        c.name: [(s.drafted, s.ms) for s in c.samples if s.drafted is not None and s.ms is not None]
         for c in columns
         if c.card is None
-        for s in c.samples
-        if s.drafted is not None and s.ms is not None
+    }
+    groups = {name: points for name, points in groups.items() if points}
+    varies = [
+        points
+        for points in groups.values()
+        if max(x for x, _ in points) - min(x for x, _ in points) >= plots.MIN_SPREAD["drafted_length"]
     ]
-    return plots.fit([x for x, _ in points], [y for _, y in points], plots.MIN_SPREAD["drafted_length"])
+    if not varies:
+        return None
+    means = {
+        name: (statistics.fmean(x for x, _ in p), statistics.fmean(y for _, y in p))
+        for name, p in groups.items()
+    }
+    sxx = sum((x - means[n][0]) ** 2 for n, p in groups.items() for x, _ in p)
+    slope = sum((x - means[n][0]) * (y - means[n][1]) for n, p in groups.items() for x, y in p) / sxx
+    intercepts = {name: my - slope * mx for name, (mx, my) in means.items()}
+    points = sum(len(p) for p in groups.values())
+    free = points - len(groups) - 1  # one intercept a suite, one slope
+    squares = sum((y - intercepts[n] - slope * x) ** 2 for n, p in groups.items() for x, y in p)
+    return {
+        "slope": slope,
+        "intercept": sum(intercepts[n] * len(p) for n, p in groups.items()) / points,
+        "intercepts": intercepts,
+        "points": points,
+        "suite_points": {name: len(p) for name, p in groups.items()},
+        "residual_sd": math.sqrt(squares / free) if free > 0 else None,
+        "x_means": {name: mx for name, (mx, _) in means.items()},
+        "x_sum_squares": sxx,
+        "falls": slope < 0,
+    }
 
 
-def _ms(line: dict, samples: list[Sample], k: int) -> dict | None:
+def line_at(line: dict, suite: str, x: float, extra_sd: float = 0.0) -> dict | None:
+    """The line's ms/step for a suite at x drafted tokens per step, with its prediction interval;
+    None where the suite has no intercept, the line falls, or it reaches 0 there (no step time is
+    below 0)."""
+    if suite not in line["intercepts"]:
+        return None
+    value = line["intercepts"][suite] + line["slope"] * x
+    if line["falls"] or value <= 0:
+        return None
+    n = line["suite_points"][suite]
+    if line["residual_sd"] is None:
+        return {"value": value, "low": None, "high": None, "n": n}
+    sd = math.sqrt(
+        line["residual_sd"] ** 2 * (1 + 1 / n + (x - line["x_means"][suite]) ** 2 / line["x_sum_squares"])
+        + extra_sd**2
+    )
+    return {"value": value, "low": max(0.0, value - 2 * sd), "high": value + 2 * sd, "n": n}
+
+
+def _ms(line: dict, column: Column, k: int) -> dict | None:
     """The line at the column's drafted tokens per step at k (its drafted share of k, measured);
     None where no request counted its drafted tokens."""
-    fills = [s.drafted / s.k for s in samples if s.drafted is not None]
+    fills = [s.drafted / s.k for s in column.samples if s.drafted is not None]
     if not fills:
         return None
     fill = spread(fills)
-    x = fill["value"] * k
-    value = line["intercept"] + line["slope"] * x
-    if line["residual_sd"] is None:
-        return {"value": value, "low": None, "high": None, "n": line["points"]}
     fill_sd = (fill["high"] - fill["value"]) / 2 if fill["high"] is not None else 0.0
-    sd = math.sqrt(
-        line["residual_sd"] ** 2
-        * (1 + 1 / line["points"] + (x - line["x_mean"]) ** 2 / line["x_sum_squares"])
-        + (line["slope"] * k * fill_sd) ** 2
-    )
-    return {"value": value, "low": max(0.0, value - 2 * sd), "high": value + 2 * sd, "n": line["points"]}
+    return line_at(line, column.name, fill["value"] * k, line["slope"] * k * fill_sd)
 
 
-def rate(tokens: dict | None, ms: dict | None) -> dict | None:
+def no_draft(line: dict | None) -> dict[str, dict]:
+    """k=0, drafting off, per suite: 1 token a step at the suite's intercept (an extrapolation to 0
+    drafted tokens where no run drafted none); none where the line does not allow it."""
+    if not line:
+        return {}
+    out = {}
+    for suite in line["intercepts"]:
+        ms = line_at(line, suite, 0.0)
+        if ms:
+            out[suite] = {
+                "ms_per_step": ms,
+                "decode_tok_s": rate({"value": 1.0, "low": 1.0, "high": 1.0}, ms),
+            }
+    return out
+
+
+def rate(tokens: dict | None, ms: dict | None, bounds: bool = False) -> dict | None:
     """tok/s, its relative spread the two factors' added in quadrature (as compare's noise is);
+    with bounds (an extrapolation's tokens/step), wide enough for the worst of both ends too;
     unknown where either spread is."""
     if not tokens or not ms or ms["value"] <= 0:
         return None
@@ -251,11 +205,18 @@ def rate(tokens: dict | None, ms: dict | None) -> dict | None:
     if tokens["high"] is None or ms["high"] is None:
         return {"value": value, "low": None, "high": None}
     rel = math.hypot(tokens["high"] / tokens["value"] - 1, ms["high"] / ms["value"] - 1)
-    return {"value": value, "low": max(0.0, value * (1 - rel)), "high": value * (1 + rel)}
+    low, high = max(0.0, value * (1 - rel)), value * (1 + rel)
+    if bounds:
+        low = min(low, 1000 * tokens["low"] / ms["high"])
+        high = max(high, 1000 * tokens["high"] / ms["low"]) if ms["low"] > 0 else high
+    return {"value": value, "low": low, "high": high}
+
+
+FACTORS = ("tokens_per_step", "ms_per_step", "decode_tok_s")
 
 
 def _measured(column: Column, k: int) -> dict | None:
-    """The figures measured at k: the requests' own (tok/s each request's), or the card's."""
+    """The figures measured at k: the requests' own (tok/s as the run measured it), or the card's."""
     if column.card:
         if not column.samples or column.samples[0].k != k:
             return None
@@ -263,15 +224,12 @@ def _measured(column: Column, k: int) -> dict | None:
     at = [s for s in column.samples if s.k == k]
     if not at:
         return None
-    timed = [(1 + sum(s.kept), s.ms) for s in at if s.ms]
+    timed = [(s.ms, s.tok_s or 1000 * (1 + sum(s.kept)) / s.ms) for s in at if s.ms]
     return {
         "tokens_per_step": spread([1 + sum(s.kept) for s in at]),
-        "ms_per_step": spread([ms for _, ms in timed]) if timed else None,
-        "decode_tok_s": spread([1000 * tokens / ms for tokens, ms in timed]) if timed else None,
+        "ms_per_step": spread([ms for ms, _ in timed]) if timed else None,
+        "decode_tok_s": spread([tok_s for _, tok_s in timed]) if timed else None,
     }
-
-
-FACTORS = ("tokens_per_step", "ms_per_step", "decode_tok_s")
 
 
 def _relative(value: float, rsd: float | None) -> dict:
@@ -279,19 +237,25 @@ def _relative(value: float, rsd: float | None) -> dict:
     return {"value": value, "low": low, "high": high}
 
 
-def cells(column: Column, line: dict | None, max_k: int, check: dict) -> list[dict]:
-    """Every k: what was measured there, and what the model predicts (where it may)."""
+def cells(column: Column, line: dict | None, max_k: int | None, check: dict) -> list[dict]:
+    """What was measured at each k, and what the model predicts at every k up to EXTRA past the
+    suite's own longest draft (and --max-k), where it may."""
     kept = [s for s in column.samples if s.kept]
     longest = max((len(s.kept) for s in kept), default=0)
     predicts = kept and not column.adaptive and check["status"] != "fails"
+    top = min(longest + EXTRA, max_k or longest + EXTRA) if predicts else 0
     out = []
-    for k in range(1, max_k + 1):
+    for k in sorted(set(range(1, top + 1)) | {s.k for s in column.samples}):
         measured = _measured(column, k)
         predicted = None
-        if predicts:
+        if predicts and k <= top:
             tokens = _tokens(kept, k, longest)
-            ms = _ms(line, column.samples, k) if line and column.card is None else None
-            predicted = {"tokens_per_step": tokens, "ms_per_step": ms, "decode_tok_s": rate(tokens, ms)}
+            ms = _ms(line, column, k) if line and column.card is None else None
+            predicted = {
+                "tokens_per_step": tokens,
+                "ms_per_step": ms,
+                "decode_tok_s": rate(tokens, ms, bounds=k > longest),
+            }
         if measured or predicted:
             kind = "measured" if measured else "predicted" if k <= longest else "extrapolated"
             out.append({"k": k, "from": kind, "measured": measured, "predicted": predicted})
@@ -308,36 +272,33 @@ def shown(cell: dict, factor: str) -> dict | None:
 
 def advise(sources: list[str], max_k: int | None = None) -> dict:
     """The advice's figures for runs (folders with summary.json) and cards (NAME, path, NAME#ID)."""
-    runs = [Path(s) for s in sources if (Path(s) / "summary.json").exists()]
-    columns = run_columns(runs) if runs else []
-    left: list[str] = []
-    for source in sources:
-        if Path(source) in runs:
-            continue
-        if Path(source).is_dir():
-            raise SeatError(
-                f"{source} has no summary.json", "give finished `seat bench run` folders or cards"
-            )
-        more, skipped = card_columns(source)
-        columns += more
-        left += skipped
+    columns, left = columns_of(sources)
     if not columns:
         raise SeatError(
-            "nothing to advise on: no request or figure has tokens per step",
+            "nothing to advise on: no request or figure has tokens per step"
+            + "".join(f"; {said}" for said in left),
             "give runs whose spec-decode counters were read, or a card with tokens/step",
         )
     line = ms_line(columns)
-    samples = [s for c in columns for s in c.samples]
-    max_k = max_k or max([len(s.kept) + EXTRA for s in samples] + [s.k for s in samples] + [1])
-    out = {}
+    out: dict[str, dict] = {}
     for column in columns:
         check = k_check(column)
         out[column.name] = {
             "kind": "card" if column.card is not None else "run",
             "source": column.source,
             "adaptive": column.adaptive,
+            "drafted_nothing": bool(column.samples)
+            and all(s.drafted == 0 for s in column.samples)
+            and column.card is None,
             "check": check,
             "notes": column.notes,
             "cells": cells(column, line, max_k, check),
         }
-    return {"columns": out, "line": line, "left_out": left, "max_k": max_k}
+    shown_k = max((c["k"] for col in out.values() for c in col["cells"]), default=1)
+    return {
+        "columns": out,
+        "line": line,
+        "no_draft": no_draft(line),
+        "left_out": left,
+        "max_k": max_k or shown_k,
+    }

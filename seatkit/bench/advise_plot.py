@@ -38,7 +38,10 @@ def _curve(ax, points: list[tuple[int, dict, str]], color: str, label: str) -> N
 
 
 def _points(ax, points: list[tuple[int, dict, str]], color: str, label: str) -> None:
-    for i, (k, e, _) in enumerate(points):
+    """Each measured point with its interval, or an 'x' where its spread is unknown; the legend
+    names both kinds where both are drawn."""
+    labelled = set()
+    for k, e, _ in points:
         known = e["low"] is not None
         ax.errorbar(
             k,
@@ -48,8 +51,11 @@ def _points(ax, points: list[tuple[int, dict, str]], color: str, label: str) -> 
             color=color,
             capsize=4,
             markersize=7,
-            label=f"{label}: measured" + ("" if known else " (spread unknown)") if i == 0 else None,
+            label=None
+            if known in labelled
+            else f"{label}: measured" + ("" if known else " (spread unknown)"),
         )
+        labelled.add(known)
 
 
 def draw(advice: dict, path: Path) -> Path:

@@ -15,10 +15,11 @@ from seatkit.cli.app import out
 
 INTERVALS = (
     "tokens/step as the drafter keeps them (1 + accepted / steps; a short run delivers a little "
-    "less, what max_tokens cuts from its last step). Intervals: mean +- 2 standard deviations of "
+    "less, what max_tokens cuts from its last step; measured tok/s is what the run delivered). A value "
+    "alone, or repeats all equal, has spread ?. Intervals: mean +- 2 standard deviations of "
     "the requests; ms/step between measured lengths: the step-time line's prediction interval; "
     "tok/s: the two relative spreads added in quadrature; extrapolated tokens/step: from no gain to "
-    "each position more keeping as many as the last measured."
+    "each position more keeping as many as the last measured, and tok/s wide enough for both ends."
 )
 
 
@@ -27,7 +28,7 @@ INTERVALS = (
 @click.option(
     "--max-k",
     type=click.IntRange(1, 16),
-    help="Longest draft length to show (default: the longest measured + 2, those extrapolated).",
+    help="Longest draft length to predict (at most a suite's longest measured + 2, extrapolated).",
 )
 @click.option("--out", "out_dir", default="runs", show_default=True, type=click.Path())
 @output.json_option("the advice")
@@ -35,8 +36,8 @@ def bench_advise_cmd(sources: tuple[str, ...], max_k: int | None, out_dir: str, 
     """Which draft length: tokens/step, ms/step and tok/s for every k and each suite, from runs (runs/...) and cards.
 
     Tokens per step at k is 1 + the share of steps kept through each draft position up to k, where
-    runs at two k agree on the positions they share; ms/step is the line through ms/step against
-    drafted tokens per step over every request given. Writes advice.json and advice.png into a new
+    runs at two k agree on the positions they share; ms/step is a line against drafted tokens per
+    step over every request given (one slope, each suite's intercept). Writes advice.json and advice.png into a new
     folder under --out.
     """
     advice = advise_verdict.judge(advise.advise(list(sources), max_k))
@@ -55,6 +56,19 @@ def _cell(est: dict | None, digits: int) -> str:
     if est["low"] is None:
         return f"{value} (spread ?)"
     return f"{value} ({est['low']:.{digits}f}-{est['high']:.{digits}f})"
+
+
+def _line(line: dict | None, off: dict[str, dict]) -> str:
+    if line is None:
+        return "step time: one drafted length (or none timed): the slope is unknown, tokens/step only past it"
+    said = (
+        f"step time: {line['slope']:.3f} ms per drafted token "
+        f"(within each suite, over {line['points']} requests)"
+    )
+    if line["falls"]:
+        return said + ": it falls, so it is load (a busy host), not a slope; no step time predicted"
+    zero = [f"{suite} {_cell(e['decode_tok_s'], 1)}" for suite, e in off.items() if e["decode_tok_s"]]
+    return said + ("; no drafting (k=0), tok/s: " + ", ".join(zero) if zero else "")
 
 
 def _print(advice: dict, folder: Path) -> None:
@@ -76,16 +90,7 @@ def _print(advice: dict, folder: Path) -> None:
             notes.append("an adaptive policy's acceptance is not a fixed k's: measured figures only")
         for note in notes:
             out.print(f"  {escape(note)}", highlight=False)
-    line = advice["line"]
-    out.print(
-        "step time: "
-        + (
-            f"{line['intercept']:.2f} ms + {line['slope']:.3f} ms per drafted token, over {line['points']} requests"
-            if line
-            else "one drafted length (or none timed): the slope is unknown, tokens/step only past it"
-        ),
-        highlight=False,
-    )
+    out.print(_line(advice["line"], advice["no_draft"]), highlight=False)
     out.print(escape(INTERVALS), highlight=False, style="dim")
     out.print("[bold]advice[/]")
     for verdict in advice["best"].values():
