@@ -29,7 +29,7 @@ from seatkit.serve import pins as base_pins
 
 
 def _record_path(tag: str) -> Path:
-    return layout.saved_images() / (re.sub(r"[^A-Za-z0-9._-]", "_", tag) + ".json")
+    return layout.build_records() / (re.sub(r"[^A-Za-z0-9._-]", "_", tag) + ".json")
 
 
 def _docker(profile: Profile) -> DockerProfile:

@@ -297,7 +297,7 @@ def test_seat_build_refuses_a_base_with_onbuild_triggers(tree, tmp_path, monkeyp
         build.build(profiles.load(str(path)), lock, root)
     assert TRIGGER in caught.value.message
     assert "without triggers" in caught.value.hint and "nothing was built" in caught.value.hint
-    assert not list(layout.saved_images().glob("*.json"))  # nothing made, nothing recorded
+    assert not list(layout.build_records().glob("*.json"))  # nothing made, nothing recorded
 
 
 # The base's own bytecode of a file the overlay replaces: real CPython and the real sh script the

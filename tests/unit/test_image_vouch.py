@@ -135,7 +135,7 @@ def test_each_pin_that_differs_from_the_one_in_force_is_named(seat, pin, value):
 def test_a_record_of_an_older_kit_or_a_torn_one_proves_nothing(seat):
     profile, _ = seat
     vouch.record(TAG, BUILT, built_from(profile))
-    path = next(layout.saved_images().glob("*.json"))
+    path = next(layout.build_records().glob("*.json"))
     old = json.loads(path.read_text())
     del old["pins"]["build recipe"]  # recorded before the kit pinned its recipe
     path.write_text(json.dumps(old))
