@@ -78,16 +78,13 @@ def overlay(profile: DockerProfile, image: str, running: launch.Running | None) 
         return cannot(LAYER, "overlay", "no docker engine answers", engine.HINT)
     except SeatError as exc:
         return fail(LAYER, "overlay", exc.message, f"seat build {profile.name}")
-    what = f"the running container {ident[:12]}" if ident else image
+    where = f"the running container {ident[:12]}: " if ident else ""
     if why is not None:
         name = profile.name
         fix = f"seat build {name}" + (f", then seat down {name} && seat up {name}" if ident else "")
-        return fail(LAYER, "overlay", f"{what}: {why}", fix)
-    return ok(
-        LAYER,
-        "overlay",
-        f"{what} runs sha256:{runs[7:19]}, the image `seat build` recorded from the pins in force",
-    )
+        return fail(LAYER, "overlay", where + why, fix)
+    said = f"image sha256:{runs[7:19]} ({image}) is the one `seat build` recorded from the pins in force"
+    return ok(LAYER, "overlay", where + said)
 
 
 def experiment(profile: Profile, running: launch.Running | None) -> list[Row]:
