@@ -260,7 +260,7 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
     client = docker.from_env()
     bystander = client.containers.run(
         busybox_image,
-        ["sleep", "600"],
+        ["sleep", "3600"],  # outlives the test on a busy machine: removed below
         detach=True,
         network_mode="none",
         name=f"seatkit-test-bystander-{uuid.uuid4().hex[:8]}",
