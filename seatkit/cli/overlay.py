@@ -10,7 +10,7 @@ import click
 from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.errors import SeatError
-from seatkit.image import build, outside, overlay
+from seatkit.image import build, overlay, vouch
 from seatkit.seat import overlay_lock, profiles
 
 
@@ -51,9 +51,8 @@ def fetch_cmd(lock_path: str, dest: str, source: str | None):
 @click.option("--lock", "lock_path", default=str(overlay_lock.LOCK), show_default=True, type=click.Path())
 @click.option(
     "--profile",
-    help="With --image or --container: the whole outside check `seat up` makes "
-    "for this profile's seat (the package at its image.vllm_dir against the base and the lock, "
-    "and what its PATH, entrypoint and interpreter run).",
+    help="With --image: the check `seat up` makes for this profile's seat instead: whether the "
+    "image is the one `seat build` recorded from the pins in force.",
 )
 @click.option(
     "--strict",
@@ -72,12 +71,7 @@ def verify_cmd(
     strict: bool,
     as_json: bool,
 ):
-    """Compare installed files with the lock: missing, changed and extra files, symlinks, caches,
-    and a container's own layer.
-
-    In a container, anything written into its layer since it was made fails, outside the places a
-    serving seat writes to (/tmp, /root/.cache, /run, its mount points, .pyc files in __pycache__
-    folders); a .pth file and /etc/ld.so.preload fail wherever they are.
+    """Compare installed files with the lock: missing, changed and extra files, symlinks, caches.
 
     DIRECTORY defaults to the fetched overlay (overlay/vllm)."""
     if sum(x is not None for x in (directory, image, container)) > 1:
@@ -85,16 +79,11 @@ def verify_cmd(
     lock = overlay_lock.load(Path(lock_path))
     where = image or container
     if profile:
-        if where is None or inside:
-            raise click.UsageError(
-                "--profile checks an --image or a --container, at the profile's own image.vllm_dir (no --dir)"
-            )
-        verdict = outside.check(
-            profiles.load(profile), where, lock, is_container=bool(container), trust_record=False
-        )  # every file read from outside, whatever was recorded
-        found = {k: getattr(verdict, k) for k in ("verified", "how", "image_id", "problems")}
-        output.emit(found, as_json, _show_verdict)
-        sys.exit(0 if verdict.verified else 1)
+        if image is None or inside:
+            raise click.UsageError("--profile checks an --image, as `seat up` does (no --dir)")
+        runs, why = vouch.image_check(profiles.load(profile), image)
+        output.emit({"verified": why is None, "image_id": runs, "why": why}, as_json, _show_verdict)
+        sys.exit(0 if why is None else 1)
     if where is not None:
         problems = build.verify_installed(where, inside, is_container=bool(container), lock=lock)
     else:
@@ -104,7 +93,6 @@ def verify_cmd(
         problems["missing"]
         or problems["changed"]
         or problems["links"]
-        or problems.get("layer")  # a container's own layer (tree.layer)
         or (strict and (problems["extra"] or problems["caches"]))
     )
     sys.exit(1 if failed else 0)
@@ -125,12 +113,8 @@ def _fetched(directory: str | None, lock_path: str) -> Path:
 
 
 def _show_verdict(found: dict) -> None:
-    out.print(
-        ("verified" if found["verified"] else "NOT verified")
-        + f" ({found['how']})"
-        + "".join(f"\n  {p}" for p in found["problems"]),
-        highlight=False,
-    )
+    said = found["why"] or f"{found['image_id']} is the image `seat build` recorded from the pins in force"
+    out.print(("verified: " if found["verified"] else "NOT verified: ") + said, highlight=False)
 
 
 def _show_problems(problems: dict[str, list[str]]) -> None:

@@ -1,6 +1,5 @@
-"""Image rows: base pinned by digest, provenance labels, the overlay checked where the seat runs.
-
-The overlay row is the outside check of seatkit/image/outside.py: never what the image says.
+"""Image rows: base pinned by digest, provenance labels, and whether the image the seat runs is
+the one `seat build` recorded from the pins in force (never what the image says of itself).
 """
 
 from __future__ import annotations
@@ -65,33 +64,27 @@ def labels(image: str, profile: DockerProfile) -> Row:
 
 
 def overlay(profile: DockerProfile, image: str, running: launch.Running | None) -> Row:
-    """The outside check (seatkit/image/outside.py) on the running container, its own layer with
-    it (what was written into it since `seat up` checked the image), else on the image.
+    """Whether the image the seat runs (the running container's, else the one SEAT_IMAGE names)
+    is the one `seat build` recorded from the pins in force (seatkit/image/vouch.py).
     running: the profile's running seat (server.seat), None when there is none to check."""
-    from seatkit.image import outside
-    from seatkit.seat import overlay_lock
+    from seatkit.image import vouch
 
-    where, is_container = image, False
     no_engine: tuple[type[BaseException], ...] = (engine.NoEngine, *engine.errors())
     try:
-        if running and launch.in_container(running):
-            where, is_container = running.ident, True
-        verdict = outside.check(profile, where, outside.lock_for(image, overlay_lock.load()), is_container)
+        ident = running.ident if running is not None and launch.in_container(running) else None
+        runs = engine.client().containers.get(ident).image.id if ident else vouch.image_id(image)
+        why = vouch.difference(profile, image, runs)
     except no_engine:
         return cannot(LAYER, "overlay", "no docker engine answers", engine.HINT)
     except SeatError as exc:
         return fail(LAYER, "overlay", exc.message, f"seat build {profile.name}")
-    what = f"container {where[:12]}" if is_container else f"image {where}"
-    if not verdict.verified:
+    where = f"the running container {ident[:12]}: " if ident else ""
+    if why is not None:
         name = profile.name
-        fix = (
-            f"seat down {name}, then seat up {name} (a new container of the image, checked first); "
-            f"seat build {name} if the image differs"
-            if is_container
-            else f"seat build {name}"
-        )
-        return fail(LAYER, "overlay", f"{what} ({verdict.how}): {'; '.join(verdict.problems)}", fix)
-    return ok(LAYER, "overlay", f"{what}: runs the locked overlay ({verdict.how})")
+        fix = f"seat build {name}" + (f", then seat down {name} && seat up {name}" if ident else "")
+        return fail(LAYER, "overlay", where + why, fix)
+    said = f"image sha256:{runs[7:19]} ({image}) is the one `seat build` recorded from the pins in force"
+    return ok(LAYER, "overlay", where + said)
 
 
 def experiment(profile: Profile, running: launch.Running | None) -> list[Row]:

@@ -9,7 +9,7 @@ from seatkit import engine, text
 from seatkit.bench.target import Target
 from seatkit.errors import SeatError
 from seatkit.host import gpus
-from seatkit.image import b12x, tree
+from seatkit.image import b12x
 from seatkit.seat import layout, profiles
 from seatkit.serve import bound, launch, reach
 
@@ -22,7 +22,7 @@ def of_profile(name: str) -> Target:
     if running is None:
         raise SeatError(f"{profile.name} is not up", f"seat up {profile.name}, or pass --url and --model")
     spec = profile.speculative
-    labels, mounts, written = _container(running, profile)
+    labels, mounts = _container(running, profile)
     draft = profile.models[spec.draft_model] if spec and spec.draft_model else None
     return Target(
         running.url,
@@ -45,57 +45,29 @@ def of_profile(name: str) -> Target:
             else None,
             "runtime": profile.runtime,
             "gpus": gpus.inventory(),
-            **_marks(bound.conditions(running, profile), written),
+            **bound.conditions(running, profile),
         },
-        verify=lambda: _unwritten(running, profile, written),
+        verify=lambda: launch.require_identity(running),
     )
-
-
-def _marks(recorded: dict, written: list[str]) -> dict:
-    """The record's mark, and what was written into the seat's container since it was made: code
-    the server may import next (vLLM imports parsers, backends and workers lazily)."""
-    if not written:
-        return recorded
-    why = f"written into its container since it started: {'; '.join(written[:3])}" + (
-        f" (and {len(written) - 3} more)" if len(written) > 3 else ""
-    )
-    return {"unverified": "; ".join(r for r in (recorded.get("unverified"), why) if r)}
-
-
-def _unwritten(running: launch.Running, profile: profiles.Profile, written: list[str]) -> str:
-    """Before and after each bench group: the seat's identity, and nothing written into its
-    container beyond what its results are marked with."""
-    proof = launch.require_identity(running)
-    new = sorted(set(_container(running, profile)[2]) - set(written))
-    if new:
-        raise SeatError(
-            f"{profile.name}'s container was written into during the bench: {'; '.join(new[:3])}",
-            f"seat doctor {profile.name} names it; seat down {profile.name} && seat up {profile.name}",
-        )
-    return proof
 
 
 def _model_name(model) -> str:
     return model.host_dir or f"{model.build} (built locally)"
 
 
-def _container(
-    running: launch.Running, profile: profiles.Profile
-) -> tuple[dict | None, list[dict], list[str]]:
-    """The container's image labels (base digest, overlay hashes, once `seat build` sets them), its
-    mounts, and what was written into it since it was made, judged as doctor's overlay row does."""
+def _container(running: launch.Running, profile: profiles.Profile) -> tuple[dict | None, list[dict]]:
+    """The container's image labels (base digest, overlay hashes, once `seat build` sets them) and
+    its mounts."""
     if not launch.in_container(running) or profile.image is None:
-        return None, [], []
+        return None, []
     container = engine.client().containers.get(running.ident)
-    mounts = container.attrs.get("Mounts") or []
-    return container.image.labels, mounts, tree.written(container, profile.image.vllm_dir)
+    return container.image.labels, container.attrs.get("Mounts") or []
 
 
 def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
     """Credentials in the URL (user:password@) go into a header, so no file or line shows them.
     A seat of this machine's `seat up` that the URL reaches is held to what `seat bench PROFILE`
-    holds it to: its record's mark, what was written into its container, and who answers on its
-    port before and after each group."""
+    holds it to: its record's mark, and who answers on its port before and after each group."""
     url, credentials = text.split_credentials(url.rstrip("/"))
     headers = {}
     if api_key:
@@ -107,14 +79,13 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
     if isinstance(seat, str):
         return Target(url, model, headers, k=k, conditions={**conditions, "unverified": seat})
     running, profile = seat
-    written = _container(running, profile)[2]
     return Target(
         url,
         model,
         headers,
         k=k,
-        conditions={**conditions, **_marks(bound.conditions(running, profile), written)},
-        verify=lambda: _unwritten(running, profile, written),
+        conditions={**conditions, **bound.conditions(running, profile)},
+        verify=lambda: launch.require_identity(running),
     )
 
 

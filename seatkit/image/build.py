@@ -18,7 +18,7 @@ from pathlib import Path
 
 from seatkit import engine, paths
 from seatkit.errors import SeatError
-from seatkit.image import b12x, dockerfile, outside, overlay, tree
+from seatkit.image import b12x, dockerfile, overlay, vouch
 from seatkit.image.container import copy_out, created, symlinked_folders
 from seatkit.image.dockerfile import DOCKERFILE, IMAGE_FILES, SCRIPTS
 from seatkit.seat.overlay_lock import Lock, seat_tag
@@ -194,7 +194,7 @@ def build(
         )
     client = engine.client()
     progress(f"base {base_ref}")
-    base_image = client.images.get(base_ref)  # before the build: the record names what it built on
+    base_image = client.images.get(base_ref)
     _require_no_triggers(base_ref, base_image.attrs.get("Config") or {})
     b12x_lock = b12x_overlay[0] if b12x_overlay else None
     with created(base_ref) as container:
@@ -213,9 +213,8 @@ def build(
     tag = seat_tag(profile, lock, b12x_lock)
     args = {**build_args(profile, lock, base_ref), **kernels}
     image_id = _engine_build(client, ctx.data, tag, args, nocache, progress)
-    outside.record(
-        tag, image_id, profile, lock, (base_ref, digest, base_image.id), b12x_lock
-    )  # `seat up` runs this id as verified, none other
+    # The proof `seat up` checks: this id, built from these pins.
+    vouch.record(tag, image_id, vouch.pins(profile, lock, b12x_lock, base_ref if digest else None))
     return {
         "image": image_id,
         "tag": tag,
@@ -314,13 +313,11 @@ def verify_installed(name: str, inside: str | None, is_container: bool, lock: Lo
     except NotFound:
         raise SeatError(f"no {'container' if is_container else 'image'} {name} on this machine") from None
     # Never where the image says (its label, SEAT_OVERLAY_DIR): where `seat build` put the overlay.
-    inside = inside or (outside.recorded(name) or {}).get("vllm_dir") or DEFAULT_VLLM_DIR
+    built = vouch.recorded(name)
+    inside = inside or (built["pins"].get("vllm_dir") if built else None) or DEFAULT_VLLM_DIR
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         links: list[str] = []
         root = copy_out(container or stack.enter_context(created(name)), inside, Path(tmp), links)
         if root is None:
             raise NoPackage(f"{name} has no {inside}", "pass --dir with the vllm package's path inside it")
-        found = overlay.verify(root, lock, links)
-    if container is not None:  # written into since it was made (docker cp, an exec)
-        found["layer"] = tree.written(container, inside)
-    return found
+        return overlay.verify(root, lock, links)

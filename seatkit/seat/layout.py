@@ -56,9 +56,9 @@ def keys(profile: str) -> Path:
     return seat_home() / "keys" / profile
 
 
-def saved_images() -> Path:
-    """Base images saved as tar files, so a fresh engine loads them instead of rebuilding."""
-    return seat_home() / "images"
+def build_records() -> Path:
+    """What `seat build` made here: an image id and the pins it was built from, per tag."""
+    return seat_home() / "builds"
 
 
 def wheelhouse(key: str) -> Path:

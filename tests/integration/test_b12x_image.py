@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import BIN
 
-from seatkit.image import b12x, outside, overlay
+from seatkit.image import b12x, overlay, vouch
 from seatkit.seat import overlay_lock
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
@@ -138,7 +138,7 @@ def test_without_a_b12x_overlay_the_labels_say_public_kernels(world):
     assert labels["io.seatkit.b12x.commit"] == "0ff2847b0c55c599c8acabb32e694ce07faa1247"
     assert labels["io.seatkit.b12x.dir"] == f"{SITE}/b12x"
     assert "b12x" not in result["tag"].split(":")[1]
-    assert outside.recorded(result["tag"])["b12x"] is None  # the record says: the base's own kernels
+    assert vouch.recorded(result["tag"])["pins"]["b12x lock"] == "none"  # the base's own kernels
     assert b12x.kernels(labels).startswith("public (base image), b12x 0ff2847b")
     inspected = seat("image", "inspect", result["tag"])  # built --allow-unpinned: from a tag
     assert (
@@ -155,7 +155,7 @@ def test_a_pinned_b12x_overlay_lands_over_the_package_and_is_checked_at_start(wo
     assert labels["io.seatkit.b12x.dense_sha256"] == patched == dense_in(result["tag"])
     assert labels["io.seatkit.b12x.overlay"].endswith(f"lock sha256 {lock.sha256}")
     assert result["tag"].endswith(f"-b12x-{lock.sha256[:12]}")
-    assert outside.recorded(result["tag"])["b12x"] == lock.dump()  # trusted only while the kit pins it
+    assert vouch.recorded(result["tag"])["pins"]["b12x lock"] == lock.sha256  # verified only while in force
     verify = seat(
         "overlay",
         "verify",

@@ -25,9 +25,9 @@ from docker.errors import NotFound
 from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.image import registry as registries
-from seatkit.image import tree
+from seatkit.image import vouch
 from seatkit.orchestrate import docker_chain
-from seatkit.seat import profiles
+from seatkit.seat import overlay_lock, profiles
 from seatkit.serve import keys, launch
 
 PROFILE = docker_chain.PROFILE
@@ -138,7 +138,7 @@ def remove_images_from(tmp) -> None:
             client.images.remove(image.id, force=True)
 
 
-def test_build_pins_the_base_and_checks_the_real_vllm(chain):
+def test_build_pins_the_base_and_checks_the_real_vllm(chain, monkeypatch):
     result, image = chain["build"], chain["build"]["tag"]
     assert result["base"] == f"{chain['repository']}@{chain['pushed']}"
     assert f"seatkit smoke test: imported {SMOKE}" in chain["log"]
@@ -170,6 +170,12 @@ def test_build_pins_the_base_and_checks_the_real_vllm(chain):
         text=True,
     )
     assert tampered.returncode == 78 and "version.py: FAILED" in tampered.stderr
+    # The record is the proof: the id built, from these pins; with the chain's lock in force, the
+    # image is verified with nothing read from inside it.
+    monkeypatch.setenv("SEAT_HOME", chain["env"]["SEAT_HOME"])
+    monkeypatch.setattr(vouch, "load", lambda: overlay_lock.load(chain["lock"]))
+    assert vouch.recorded(image)["id"] == result["image"]
+    assert vouch.image_check(profiles.load(str(chain["path"])), image) == (result["image"], None)
 
 
 def essentials(container_id: str) -> dict:
@@ -254,7 +260,7 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
     client = docker.from_env()
     bystander = client.containers.run(
         busybox_image,
-        ["sleep", "600"],
+        ["sleep", "3600"],  # outlives the test on a busy machine: removed below
         detach=True,
         network_mode="none",
         name=f"seatkit-test-bystander-{uuid.uuid4().hex[:8]}",
@@ -315,7 +321,7 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
             assert factors["decomposition"] and abs(factors["counters_vs_usage"] - 1) <= 0.01, factors
             assert factors["tokens_per_step"] > 1 and factors["ms_per_step"] > 0
         assert "tokens/step" in done.stdout
-        layer_is_judged_from_outside(chain, ident, tmp_path)
+        doctor_says_what_seat_up_marked(chain, status)
         seat("down", str(chain["path"]), env=chain["env"])
         with pytest.raises(NotFound):
             client.containers.get(ident)
@@ -326,40 +332,18 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
         bystander.remove(force=True)
 
 
-def layer_is_judged_from_outside(chain, ident, tmp_path):
-    """The start check passed and the image is the verified one: what is written into the serving
-    container's layer afterwards (docker cp) is judged from outside, from the engine's list of its
-    changes. The untouched seat, with all it wrote while serving (no bytecode), passes first."""
-    site = VLLM.rsplit("/", 1)[0]
-    env = chain["env"]
-    said = f"{site}/zz-seatkit-hook.pth (a .pth file: site runs it at every start) added"
-
-    def verify(*how: str) -> subprocess.CompletedProcess:
-        where = ["--container", ident, "--lock", str(chain["lock"]), *how]
-        return seat("overlay", "verify", *where, env=env, check=False)
-
-    def overlay_row() -> dict:
-        done = seat("doctor", str(chain["path"]), "--json", env=env, check=False)
-        return next(r for r in json.loads(done.stdout)["rows"] if r["check"] == "overlay")
-
-    client = docker.from_env()
-    changes = client.api.diff(ident)
-    mounts = [m["Destination"] for m in client.api.inspect_container(ident)["Mounts"]]
-    assert changes and tree.layer(changes, VLLM, mounts) == [], changes
-    assert not [c for c in changes if c["Path"].endswith(".pyc")], changes  # PYTHONDONTWRITEBYTECODE
-    for clean in (verify("--dir", VLLM), verify("--profile", str(chain["path"]))):
-        assert clean.returncode == 0, clean.stdout + clean.stderr
-    row = overlay_row()
-    assert row["status"] == "OK" and row["evidence"].startswith(f"container {ident[:12]}"), row
-
-    hook = tmp_path / "zz-seatkit-hook.pth"
-    hook.write_text("import os\n")
-    subprocess.run(["docker", "cp", str(hook), f"{ident}:{site}/{hook.name}"], check=True)
-    for done in (verify("--dir", VLLM), verify("--profile", str(chain["path"]))):
-        assert done.returncode == 1 and said in done.stdout, done.stdout + done.stderr
-    row = overlay_row()
-    assert row["status"] == "FAIL" and said in row["evidence"], row
-    assert row["fix"].startswith(f"seat down {PROFILE}, then seat up {PROFILE}"), row
+def doctor_says_what_seat_up_marked(chain, status):
+    """The image is the one `seat build` recorded, built from the chain's lock, not the overlay the
+    kit pins: `seat up` marked the seat with that difference, and `seat doctor` says the same."""
+    done = seat("doctor", str(chain["path"]), "--json", env=chain["env"], check=False)
+    row = next(r for r in json.loads(done.stdout)["rows"] if r["check"] == "overlay")
+    kit, built = overlay_lock.load().sha256, overlay_lock.load(chain["lock"]).sha256
+    assert row["status"] == "FAIL" and row["evidence"].startswith(
+        f"the running container {status['ident'][:12]}"
+    )
+    why = row["evidence"].split(": ", 1)[1]
+    assert f"overlay lock {built[:12]}.., pins now {kit[:12]}.." in why, row
+    assert why in status["unverified"], (why, status["unverified"])
 
 
 def test_compose_file_serves_the_same_seat(chain, compose, tmp_path):
@@ -455,9 +439,11 @@ def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, 
     assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith(str(tmp_path))
     # The kit's own build, weights hashed as locked (the chain's full verify): the one mark is the
     # chain's overlay, a change locked for the CPU image, not the overlay the kit pins.
-    assert summary["conditions"]["unverified"].startswith("built from an overlay lock other than the kit's")
-    assert "not the pinned overlay" in summary["conditions"]["unverified"]
-    assert "verify" not in summary["conditions"]["unverified"], summary["conditions"]["unverified"]
+    why = summary["conditions"]["unverified"]
+    assert (
+        why.startswith("image sha256:") and "built from other pins than those in force (overlay lock " in why
+    )
+    assert "verify" not in why, why
     table = done.stdout[done.stdout.index("where the time went") :]
     for step in (
         "base image",
@@ -472,81 +458,6 @@ def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, 
     assert not docker.from_env().containers.list(
         all=True, filters={"label": f"seatkit.profile={docker_chain.DEMO_PROFILE}"}
     )
-
-
-def test_the_real_image_passes_the_outside_check_file_by_file(chain):
-    """No false alarm on the real seat: every file read from outside, none of the build record trusted."""
-    done = seat(
-        "overlay",
-        "verify",
-        "--image",
-        chain["build"]["tag"],
-        "--profile",
-        str(chain["path"]),
-        "--lock",
-        str(chain["lock"]),
-        env=chain["env"],
-        check=False,
-    )
-    assert done.returncode == 0 and done.stdout.startswith("verified (read from outside the image)"), (
-        done.stdout + done.stderr[-2000:]
-    )
-
-
-def test_an_image_rebuilt_under_the_seats_tag_with_a_decoy_copy_is_refused_at_seat_up(chain, tmp_path):
-    """The image chose where its overlay was checked: SEAT_OVERLAY_DIR and io.seatkit.overlay.dir
-    at an untouched copy, the real package edited. Its own start check passes; seat up refuses.
-    The same image also adds a .pth file and a vLLM plugin's entry points to site-packages, which
-    run other code at every start: compared with the pinned base file by file, each is named (one
-    rebuilt image for the three: each costs a scan of the whole real image from outside)."""
-    client = docker.from_env()
-    tag = chain["build"]["tag"]
-    built = client.images.get(tag).id
-    decoy = "/opt/decoy/vllm"
-    site = VLLM.rsplit("/", 1)[0]
-    plugin = f"{site}/seatkit_hook-1.0.dist-info"
-    (tmp_path / "Dockerfile").write_text(
-        f"FROM {built}\n"
-        f"RUN mkdir -p /opt/decoy && cp -a {VLLM} {decoy} && echo 'SEATKIT_EDITED = 1' >> {VLLM}/version.py\n"
-        f"RUN echo 'import os' > {site}/zz-seatkit-hook.pth && mkdir -p {plugin} && "
-        f"printf '[vllm.general_plugins]\\nhook = os:getcwd\\n' > {plugin}/entry_points.txt\n"
-        f"ENV SEAT_OVERLAY_DIR={decoy}\nLABEL io.seatkit.overlay.dir={decoy}\n"
-    )
-    rebuilt = None
-    try:
-        rebuilt, _ = client.images.build(
-            path=str(tmp_path), tag=tag, rm=True, forcerm=True, network_mode="none"
-        )
-        inside = subprocess.run(
-            ["docker", "run", "--rm", "--network", "none", tag, "true"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert inside.returncode == 0, inside.stderr  # the check inside the image was steered
-        up = seat("up", str(chain["path"]), env=chain["env"], check=False)
-        assert up.returncode == 1 and "does not run the locked overlay" in up.stderr, up.stderr[-3000:]
-        assert "version.py" in up.stderr and "Traceback" not in up.stderr
-        assert "zz-seatkit-hook.pth (a .pth file" in up.stderr, up.stderr[-3000:]
-        assert f"{plugin}/entry_points.txt (entry points" in up.stderr
-        assert not client.containers.list(all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]})
-        verify = seat(
-            "overlay",
-            "verify",
-            "--image",
-            tag,
-            "--profile",
-            str(chain["path"]),
-            "--lock",
-            str(chain["lock"]),
-            env=chain["env"],
-            check=False,
-        )
-        assert verify.returncode == 1 and "version.py" in verify.stdout, verify.stdout
-    finally:
-        client.images.get(built).tag(*tag.rsplit(":", 1))  # the seat's tag on the image seat build made
-        if rebuilt is not None:
-            client.images.remove(rebuilt.id, force=True)
 
 
 def test_a_profile_that_sets_path_into_a_mount_is_refused_at_seat_up(chain, tmp_path):

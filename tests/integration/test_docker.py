@@ -19,7 +19,7 @@ from seatkit.serve.backends.docker import create_and_start, labels
 
 
 def image_check(profile, image):
-    """The outside check's answer, for a test image that carries no overlay to check: its own id,
+    """The image check's answer, for a test image that carries no overlay to check: its own id,
     unmarked."""
     return docker.from_env().images.get(image).id, None
 
@@ -477,9 +477,9 @@ def test_a_container_removed_while_up_waits_shows_no_earlier_runs_log(busybox_im
 
 
 def test_no_local_image_can_take_a_digest_reference_only_a_pull_gives(busybox_image, tmp_path):
-    """The outside check compares an image with its base found by name@digest: the engine must
-    refuse every way a local image could claim a digest it was not pulled by (a tag, a loaded
-    archive's manifest or its repositories file), or a forged base would pass as the pinned one."""
+    """`seat build` builds FROM the base's name@digest and records that pin: the engine must refuse
+    every way a local image could claim a digest it was not pulled by (a tag, a loaded archive's
+    manifest or its repositories file), or another base would pass as the pinned one."""
     forged = "seatkit-test/forged-base@sha256:" + "ab" * 32
     tagged = subprocess.run(["docker", "tag", busybox_image, forged], capture_output=True, text=True)
     assert tagged.returncode != 0 and "digest" in tagged.stderr

@@ -1,7 +1,9 @@
 """The seat's image against a real docker engine: pin from a loopback registry, build, run, verify.
 
 Stand-ins replace what cannot be had here: small bases laid out like the vLLM image (busybox,
-and Debian with a Python 3.12 venv), an overlay made by the test and locked by the kit.
+and Debian with a Python 3.12 venv), an overlay made by the test and locked by the kit. The seat's
+image is built once (the `built` fixture); a test builds another only to prove something of the
+build itself (its reproducibility, a plain `docker build`, BuildKit, a base that fails it).
 """
 
 import json
@@ -17,7 +19,7 @@ from conftest import BIN, free_port
 from plain_repo import JUNK, repository_copy
 
 from seatkit.errors import SeatError
-from seatkit.image import build, overlay, prebuilt
+from seatkit.image import build, overlay, prebuilt, vouch
 from seatkit.seat import overlay_lock, profiles
 
 VLLM = "/opt/venv/lib/python3.12/site-packages/vllm"
@@ -114,8 +116,9 @@ def seat(*args, check=True):
             "COLUMNS": "200",
             "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
             "DOCKER_HOST": os.environ["DOCKER_HOST"],
+            "SEAT_HOME": os.environ["SEAT_HOME"],
         },
-    )  # this run's engine
+    )  # this run's engine and home
     if check:
         assert done.returncode == 0, done.stderr[-3000:]
     return done
@@ -142,11 +145,20 @@ def run(image, *command, env=()):
     return subprocess.run([*argv, image, *command], capture_output=True, text=True, timeout=120)
 
 
-def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins):
-    path = profile_for(stand_ins, "py", "pinned-by-lock", pinned=False)
+@pytest.fixture(scope="module")
+def built(stand_ins):
+    """The seat's image, built once: its profile names the base by tag, `seat image pin` pins it
+    from the registry, and `seat build` builds FROM that digest. (path, result, build log)"""
+    path = profile_for(stand_ins, "py", "built", pinned=False)
+    assert stand_ins["bases"]["py"][2] in seat("image", "pin", str(path)).stdout
+    result, log = seat_build(stand_ins, path)
+    return path, result, log
+
+
+def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins, built):
     refused = seat(
         "build",
-        str(path),
+        str(profile_for(stand_ins, "py", "unpinned", pinned=False)),
         "--lock",
         str(stand_ins["tmp"] / "overlay.lock"),
         "--overlay",
@@ -154,14 +166,12 @@ def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins
         check=False,
     )
     assert refused.returncode == 1 and "not pinned by digest" in refused.stderr
+    path, result, log = built
     repository, tag, digest = stand_ins["bases"]["py"]
-    pinned = seat("image", "pin", str(path))
-    assert digest in pinned.stdout
     assert yaml.safe_load(path.with_suffix(".lock").read_text())["digest"] == digest
-    result, log = seat_build(stand_ins, path)
     assert result["base"] == f"{repository}@{digest}" and result["base_digest"] == digest
     assert "seatkit smoke test: imported vllm.config.speculative vllm.v1.spec_decode.dspark" in log
-    assert result["tag"].startswith("seatkit/pinned-by-lock:overlay-abababababab-")
+    assert result["tag"].startswith("seatkit/built:overlay-abababababab-")
     # Two files differ from the base (version.py and the overlay's own); the table and __init__ do not.
     assert result["skipped"] == 2 and result["copied"] == len(OVERLAY) - 2
 
@@ -184,7 +194,7 @@ def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins
         labels["io.seatkit.overlay.commit"] == lock.commit and labels["io.seatkit.overlay.tree"] == lock.tree
     )
     assert labels["io.seatkit.overlay.lock.sha256"] == lock.sha256
-    assert labels["io.seatkit.profile"] == "pinned-by-lock" and labels["org.opencontainers.image.revision"]
+    assert labels["io.seatkit.profile"] == "built" and labels["org.opencontainers.image.revision"]
     assert provenance["healthcheck"]["Test"] == ["CMD", "/opt/seatkit/health.sh"]
     assert provenance["entrypoint"] == ["/opt/seatkit/entrypoint.sh"]
 
@@ -196,19 +206,49 @@ def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins
     assert "_C.abi3.so" in problems["extra"]
 
 
+def test_the_image_seat_build_recorded_is_verified_until_its_tag_or_a_pin_moves(
+    stand_ins, built, busybox_image, monkeypatch
+):
+    """Equality with the record on the real engine: the id built, from the pins in force (here the
+    stand-in lock is the one in force); the shipped lock in force, or another image under the tag,
+    and `seat overlay verify --profile` says what differs, as `seat up` marks it."""
+    path, result, _ = built
+    profile, image = profiles.load(str(path)), result["tag"]
+    monkeypatch.setattr(vouch, "load", lambda: stand_ins["lock"])
+    assert vouch.image_check(profile, image) == (result["image"], None)
+
+    def verify():
+        return seat("overlay", "verify", "--image", image, "--profile", str(path), check=False)
+
+    shipped = verify()  # the kit's own lock is in force in the `seat` it runs
+    kit = overlay_lock.load().sha256
+    assert shipped.returncode == 1 and shipped.stdout.startswith("NOT verified: image sha256:"), shipped
+    said = " ".join(shipped.stdout.split())
+    assert f"(overlay lock {stand_ins['lock'].sha256[:12]}.., pins now {kit[:12]}..)" in said
+    client = docker.from_env()
+    client.images.get(busybox_image).tag(*image.rsplit(":", 1))
+    try:
+        retagged = verify()
+        why = vouch.image_check(profile, image)[1]
+    finally:
+        client.images.get(result["image"]).tag(*image.rsplit(":", 1))  # the seat's tag on the build
+    assert retagged.returncode == 1 and "retagged or rebuilt since" in " ".join(retagged.stdout.split())
+    assert why is not None and why.startswith(f"image {client.images.get(busybox_image).id[:19]}")
+
+
 def test_the_overlay_layer_is_the_same_across_builds_and_the_delta_is_smaller(stand_ins):
     path = profile_for(stand_ins, "py", "reproducible")
-    first, _ = seat_build(stand_ins, path, "--no-cache")
+    first, _ = seat_build(stand_ins, path)
     second, _ = seat_build(stand_ins, path, "--no-cache")
     assert first["overlay_layer"] == second["overlay_layer"]
-    full, _ = seat_build(stand_ins, path, "--no-cache", "--full")
+    full, _ = seat_build(stand_ins, path, "--full")
     assert full["copied"] == len(OVERLAY) and full["overlay_layer"] != first["overlay_layer"]
     assert full["overlay_layer_bytes"] > first["overlay_layer_bytes"] + len(TABLE) // 2
     print(f"overlay layer: delta {first['overlay_layer_bytes']} B, full {full['overlay_layer_bytes']} B")
 
 
-def test_a_tampered_overlay_fails_at_build_and_at_container_start(stand_ins, tmp_path):
-    path = profile_for(stand_ins, "py", "tamper")
+def test_a_tampered_overlay_fails_at_build_and_at_container_start(stand_ins, built, tmp_path):
+    path, result, _ = built
     changed = stand_ins["tmp"] / "overlay" / "config" / "speculative.py"
     original = changed.read_bytes()
     changed.write_bytes(original + b"# edited\n")
@@ -227,7 +267,6 @@ def test_a_tampered_overlay_fails_at_build_and_at_container_start(stand_ins, tmp
     assert refused.returncode == 1 and "does not match the lock" in refused.stderr
     assert "config/speculative.py" in refused.stderr and "nothing was built" in refused.stderr
 
-    result, _ = seat_build(stand_ins, path)
     (tmp_path / "Dockerfile").write_text(f"FROM {result['tag']}\nRUN echo '# edited' >> {VLLM}/version.py\n")
     client = docker.from_env()
     tampered, _ = client.images.build(path=str(tmp_path), tag="seatkit-test/tampered:1", rm=True)
@@ -398,9 +437,10 @@ def plain_build(root, base, tag):
     return done.returncode, done.stdout + done.stderr
 
 
-def test_a_plain_docker_build_from_the_repository_passes_the_same_checks_and_labels(stand_ins, tmp_path):
-    path = profile_for(stand_ins, "py", "plain")
-    kit, kit_log = seat_build(stand_ins, path)
+def test_a_plain_docker_build_from_the_repository_passes_the_same_checks_and_labels(
+    stand_ins, built, tmp_path
+):
+    path, kit, kit_log = built
     repository, _, digest = stand_ins["bases"]["py"]
     root = repository_copy(
         tmp_path / "repo", profiles.load(str(path)), stand_ins["lock"], stand_ins["tmp"] / "overlay"

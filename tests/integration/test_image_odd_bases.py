@@ -9,8 +9,7 @@ import docker
 import pytest
 from test_image import BASE, OVERLAY, VLLM, profile_for, pushed_digest, run, seat, write_tree
 
-from seatkit.image import outside, overlay
-from seatkit.seat import profiles
+from seatkit.image import overlay
 
 PTH = "/opt/venv/lib/python3.12/site-packages/zz-onbuild.pth"
 TRIGGER = f"RUN echo \"import sys; sys.stderr.write('ONBUILD CODE RAN\\\\n')\" > {PTH}"
@@ -67,7 +66,7 @@ def test_a_base_with_onbuild_triggers_is_refused_and_nothing_is_recorded(odd):
 
 def test_the_overlays_source_runs_over_a_base_compiled_to_unchecked_hash_bytecode(odd):
     """Python never reads the source of an unchecked-hash .pyc: the build removes the base's .pyc of
-    each file it copies, keeps the rest, and the image so made is verified read from outside."""
+    each file it copies and keeps the rest."""
     path = profile_for(odd, "unchecked", "unchecked", smoke=["vllm.version"])
     done = build(odd, path)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -77,6 +76,3 @@ def test_the_overlays_source_runs_over_a_base_compiled_to_unchecked_hash_bytecod
     listed = run(tag, "ls", f"{VLLM}/__pycache__").stdout.split()
     assert "__init__.cpython-312.pyc" in listed and not any(n.startswith("version.") for n in listed)
     assert run(tag, "ls", "/opt/seatkit/copied").returncode != 0  # the list is gone with the build
-    verdict = outside.check(profiles.load(str(path)), tag, odd["lock"], trust_record=False)
-    # all it names is the stand-in's own gap: its venv has no vllm script (the removed .pyc is fine)
-    assert [p for p in verdict.problems if "finds vllm at None" not in p] == [], verdict.problems

@@ -1,8 +1,14 @@
 """The build context, the base pin and the Dockerfile's rules, without a docker engine."""
 
+import hashlib
 import io
+import os
+import py_compile
 import re
+import subprocess
+import sys
 import tarfile
+from importlib.util import cache_from_source
 
 import pytest
 import yaml
@@ -10,7 +16,8 @@ import yaml
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.image import build, overlay, pin
-from seatkit.seat import overlay_lock, profiles
+from seatkit.image.dockerfile import IMAGE_FILES
+from seatkit.seat import layout, overlay_lock, profiles
 from seatkit.serve import pins
 
 DIGEST = "sha256:" + "1" * 64
@@ -270,3 +277,84 @@ def test_a_torn_pin_is_a_clear_error_and_pinning_writes_whole_files(tmp_path, mo
     ]
     pin.pin(profile)
     assert pins.read(profile)["digest"] == "sha256:" + "3" * 64
+
+
+TRIGGER = "RUN echo 'import hook' > /opt/venv/lib/python3.11/site-packages/zz-onbuild.pth"
+
+
+def test_seat_build_refuses_a_base_with_onbuild_triggers(tree, tmp_path, monkeypatch):
+    """The triggers would run inside the build, ahead of the kit's steps, in an image `seat build`
+    would then record as the locked stack."""
+    root, lock = tree
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    path = tmp_path / "try.yaml"
+    path.write_text(yaml.safe_dump({"extends": "cpu-smoke-docker", "image": {"overlay": True}}))
+    base = type("Image", (), {"attrs": {"Config": {"OnBuild": [TRIGGER]}}})
+    client = type("Engine", (), {"images": type("Images", (), {"get": staticmethod(lambda ref: base)})})
+    monkeypatch.setattr(build.engine, "client", lambda: client)
+    monkeypatch.setattr(build, "base_reference", lambda p, allow_unpinned=False: ("base@" + DIGEST, DIGEST))
+    with pytest.raises(SeatError, match="the base base@sha256:1+ has ONBUILD triggers") as caught:
+        build.build(profiles.load(str(path)), lock, root)
+    assert TRIGGER in caught.value.message
+    assert "without triggers" in caught.value.hint and "nothing was built" in caught.value.hint
+    assert not list(layout.build_records().glob("*.json"))  # nothing made, nothing recorded
+
+
+# The base's own bytecode of a file the overlay replaces: real CPython and the real sh script the
+# build runs.
+def _import_value(root) -> str:
+    return subprocess.run(
+        [sys.executable, "-B", "-c", "import pkg.mod as m; print(m.VALUE)"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
+    ).stdout.strip()
+
+
+def _base_with_bytecode(root, mode) -> dict[str, str]:
+    """A base package whose modules were compiled the given way: {module: its .pyc}."""
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    compiled = {}
+    for name in ("mod", "same"):
+        source = root / "pkg" / f"{name}.py"
+        source.write_text("VALUE = 'base'\n")
+        os.utime(source, (build.EPOCH, build.EPOCH))  # a base built reproducibly at the kit's time
+        py_compile.compile(str(source), invalidation_mode=mode)
+        compiled[name] = cache_from_source(str(source))
+    return compiled
+
+
+MODES = [py_compile.PycInvalidationMode.UNCHECKED_HASH, py_compile.PycInvalidationMode.TIMESTAMP]
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["unchecked-hash", "timestamp at build.EPOCH, same size"])
+def test_the_build_removes_the_bases_bytecode_of_each_copied_file(tmp_path, mode):
+    compiled = _base_with_bytecode(tmp_path, mode)
+    source = tmp_path / "pkg" / "mod.py"
+    source.write_text("VALUE = 'lock'\n")  # the overlay's file, as seat build copies it: same size, same time
+    os.utime(source, (build.EPOCH, build.EPOCH))
+    assert _import_value(tmp_path) == "base"  # what the image ran before: the base's bytecode
+    (tmp_path / "copied").write_text(f"{source}\n{tmp_path}/pkg/data.json\n")
+    subprocess.run(["sh", str(IMAGE_FILES / "drop-bytecode.sh"), str(tmp_path / "copied")], check=True)
+    assert _import_value(tmp_path) == "lock"
+    assert not os.path.exists(compiled["mod"]) and os.path.exists(compiled["same"])  # not copied: kept
+
+
+def test_the_context_lists_every_file_it_copies_at_its_path_in_the_image(tree, tmp_path):
+    root, lock = tree
+    dense = b"# patched kernels\n"
+    kernels = overlay_lock.Lock(
+        "/srv/b12x", "3" * 40, "b12x", "4" * 40, {"gemm/dense.py": hashlib.sha256(dense).hexdigest()}
+    )
+    (tmp_path / "b12x" / "gemm").mkdir(parents=True)
+    (tmp_path / "b12x" / "gemm" / "dense.py").write_bytes(dense)
+    data = build.context(lock, root, {}, VLLM, (kernels, tmp_path / "b12x", "/k/b12x")).data
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        listed = tar.extractfile("overlay/copied").read().decode()
+    assert listed == "".join(f"{VLLM}/{name}\n" for name in sorted(lock.files)) + "/k/b12x/gemm/dense.py\n"
+    skipped = build.context(lock, root, dict(lock.files), VLLM).data  # the base has them all
+    with tarfile.open(fileobj=io.BytesIO(skipped)) as tar:
+        assert tar.extractfile("overlay/copied").read() == b""

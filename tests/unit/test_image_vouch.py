@@ -1,127 +1,182 @@
-# ruff: noqa: F811  (profile: the fixture of test_outside_check, taken by name)
-"""A profile that runs its image as it is (image.overlay false: cpu-smoke-docker, cpu-smollm2-docker,
-deepspark-prebuilt) ran any image, SEAT_IMAGE's or one retagged under its tag, with nothing checked,
-and its run record said verified. Now `seat up` starts it verified only when the record of the
-build `seat build` made here vouches for the image; else the record carries why, and every number
-of the seat is marked (the fake engine of test_outside_check)."""
+"""A docker seat is verified when the image it runs has the id `seat build` recorded AND that record's
+pins equal the pins in force; anything else starts, and the difference is every result's mark.
+A fake engine: an image is its id (a content hash), nothing inside it is read."""
 
-import hashlib
+import json
 from dataclasses import replace
 
 import pytest
 import yaml
-from test_outside_check import (  # noqa: F401
-    BUILT_FROM,
-    LOCK,
-    TAG,
-    VLLM,
-    Client,
-    built,
-    engine_with,
-    profile,
-)
+from docker.errors import NotFound
 
 from seatkit import engine
 from seatkit.bench import report
 from seatkit.doctor import image as doctor_image
-from seatkit.image import outside, vouch
+from seatkit.image import vouch
 from seatkit.models import verify
-from seatkit.seat import profiles, what_runs
-from seatkit.seat.overlay_lock import Lock
+from seatkit.seat import layout, overlay_lock, profiles, what_runs
 from seatkit.serve import launch, preflight
 from seatkit.serve import spec as specs
 from seatkit.serve.backends import docker
 
-RECORDED = "sha256:" + "a" * 64  # the id the fake engine gives the image under TAG
-CONTAINER = "c" * 64
+TAG = "seatkit/try:overlay-1"
+BUILT = "sha256:" + "a" * 64  # the id `seat build` made
+OTHER = "sha256:" + "0" * 64  # another image, retagged under TAG since
+BASE = "registry.invalid/vllm@sha256:" + "d" * 64  # the base the profile pins
 
 
-class Engine(Client):
-    """The fake engine, where a seat's container (made with its argv) also starts."""
+class Engine:
+    """images: ref -> id; the seat's container records the image it was made from."""
 
-    def __init__(self, images):
-        super().__init__(images)
-        self.seats: list[str] = []
+    def __init__(self, images: dict[str, str]):
+        self.by_ref, self.seats = images, []
+        self.images = self.containers = self
+
+    def get(self, ref):
+        if ref in self.by_ref:
+            return type("Image", (), {"id": self.by_ref[ref]})
+        if ref == "c" * 64:  # the running seat's container
+            return type("Container", (), {"image": type("Image", (), {"id": self.seats[-1]})})
+        raise NotFound(ref)
 
     def create(self, image, *argv, **kwargs):
-        if not argv:  # a created, never-started container the outside check reads
-            return super().create(image, **kwargs)
         self.seats.append(image)
-        return type("Seat", (), {"id": CONTAINER, "start": lambda self: None})()
+        return type("Seat", (), {"id": "c" * 64, "start": lambda self: None})()
 
 
 @pytest.fixture
-def as_is(profile, tmp_path, monkeypatch):
-    """A profile over cpu-smoke-docker that runs its image as it is; the fake engine holds the image
-    `seat build` made (under TAG) and the base the profile pins."""
-    path = tmp_path / "asis.yaml"
-    path.write_text(yaml.safe_dump({"extends": "cpu-smoke-docker"}))
-    client = Engine({TAG: (RECORDED, {}, built()), "base": ("sha256:" + "e" * 64, {}, {})})
+def seat(tmp_path, monkeypatch):
+    """A profile over cpu-smoke-docker (overlay true, its base pinned), the engine holding the image
+    `seat build` made under TAG; its weights are test_model_marks's business."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    path = tmp_path / "try.yaml"
+    path.write_text(yaml.safe_dump({"extends": "cpu-smoke-docker", "image": {"overlay": True}}))
+    monkeypatch.setattr(vouch.base_pins, "base_reference", lambda p, allow_unpinned=False: (BASE, "d"))
+    client = Engine({TAG: BUILT, BASE: "sha256:" + "e" * 64})
     monkeypatch.setattr(engine, "client", lambda: client)
     monkeypatch.setattr(preflight, "run", lambda spec, values: None)
-    monkeypatch.setattr(vouch, "load", lambda: LOCK)
-    # Its weights are test_model_marks's business: here no lock pins them, which marks them too.
     monkeypatch.setattr(verify, "unvouched_models", lambda profile, environ: None)
-    loaded = profiles.load(str(path))
-    assert not loaded.image.overlay
-    return loaded, client
+    return profiles.load(str(path)), client
 
 
-def started(profile, image_check=vouch.image_check, image=TAG) -> launch.Running:
+def started(profile, image=TAG, image_check=vouch.image_check) -> launch.Running:
     """`seat up`'s start of the profile's seat with SEAT_IMAGE=image: its run record."""
     launch._start(specs.build(profile), {"SEAT_IMAGE": image}, image_check)
     return launch.recorded(profile.name)
 
 
-def test_an_image_no_build_record_vouches_for_is_marked_and_the_mark_reaches_its_numbers(as_is):
-    profile, client = as_is
-    record = started(profile)
-    why = vouch.not_built(TAG)
-    assert record.unverified == why and "nothing checked what it runs" in why
-    assert client.seats == [RECORDED]  # run by the id looked at, never by the tag
-    summary = {"conditions": record.conditions(), "suites": {"code": {"content": "code", "requests": 1}}}
-    assert report.rows(summary)[0][0] == "code UNVERIFIED"
-    (row,) = doctor_image.experiment(profile, record)
-    assert row.status == "WARN" and f"UNVERIFIED ({why})" in row.evidence
-    assert "experiment" not in row.evidence and "seat build" in row.fix
+def built_from(profile, **changed) -> dict[str, str]:
+    """The pins in force, as `seat build` would record them, some changed."""
+    return {**vouch.pins_now(profile), **changed}
 
 
-def test_the_kits_own_build_is_verified(as_is):
-    profile, client = as_is
-    outside.record(TAG, RECORDED, profile, LOCK, BUILT_FROM)
+def test_the_image_seat_build_recorded_from_the_pins_in_force_is_verified(seat):
+    profile, client = seat
+    vouch.record(TAG, BUILT, built_from(profile))
     record = started(profile)
     assert record.unverified is None and record.conditions() == {}
-    assert client.seats == [RECORDED]
+    assert client.seats == [BUILT]  # run by the id checked, never by the tag
+    row = doctor_image.overlay(profile, TAG, record)
+    assert row.status == "OK" and row.evidence.startswith(
+        "the running container cccccccccccc: image sha256:aaaa"
+    )
+
+
+def test_the_record_holds_the_kits_locks_and_where_the_profile_puts_them(seat):
+    profile, _ = seat
+    pins = vouch.pins_now(profile)
+    assert pins["base"] == BASE and pins["overlay lock"] == overlay_lock.load().sha256
+    assert pins["vllm_dir"] == profile.image.vllm_dir and pins["kit version"]
+    assert pins["b12x lock"] == "none" and not overlay_lock.B12X_LOCK.exists()
+
+
+def test_a_retagged_image_is_marked_and_the_mark_reaches_its_numbers(seat):
+    """Same tag, other id: whatever it holds, it is not the image the record proves."""
+    profile, client = seat
+    vouch.record(TAG, BUILT, built_from(profile))
+    client.by_ref[TAG] = OTHER
+    record = started(profile)
+    assert record.unverified == (
+        f"image sha256:{'0' * 12} ({TAG}) is not the one `seat build` recorded under that tag "
+        f"(sha256:{'a' * 12}): it was retagged or rebuilt since; run seat build {profile.name}"
+    )
+    assert client.seats == [OTHER]  # started, by the id checked, and marked
+    summary = {"conditions": record.conditions(), "suites": {"code": {"content": "code", "requests": 1}}}
+    assert report.rows(summary)[0][0] == "code UNVERIFIED"
+
+
+def test_an_image_built_from_an_older_overlay_lock_is_marked_with_the_difference(seat):
+    profile, _ = seat
+    kit = overlay_lock.load()
+    older = replace(kit, commit="b" * 40)
+    vouch.record(TAG, BUILT, built_from(profile, **{"overlay lock": older.sha256}))
+    why = started(profile).unverified
+    assert why == (
+        f"image sha256:{'a' * 12} ({TAG}) was built from other pins than those in force (overlay lock "
+        f"{older.sha256[:12]}.., pins now {kit.sha256[:12]}..): run seat build {profile.name}"
+    )
 
 
 @pytest.mark.parametrize(
-    "recorded, base",
+    "pin, value",
     [
-        ("sha256:" + "0" * 64, BUILT_FROM),  # another image retagged under the recorded tag since
-        (RECORDED, ("base", "c", "sha256:" + "9" * 64)),  # built on an earlier pin than today's
+        ("base", "registry.invalid/vllm@sha256:" + "9" * 64),  # an earlier pin of the base
+        ("b12x lock", "c" * 64),  # other kernels than the kit pins now
+        ("vllm_dir", "/opt/elsewhere/vllm"),  # the overlay copied where the profile no longer says
+        ("build recipe", "f" * 64),  # the kit's Dockerfile or image scripts changed since
+        ("kit version", "0.0.1"),
     ],
 )
-def test_an_image_the_record_does_not_vouch_for_is_marked(as_is, recorded, base):
-    profile, _ = as_is
-    outside.record(TAG, recorded, profile, LOCK, base)
-    assert started(profile).unverified == vouch.not_built(TAG)
+def test_each_pin_that_differs_from_the_one_in_force_is_named(seat, pin, value):
+    profile, _ = seat
+    vouch.record(TAG, BUILT, built_from(profile, **{pin: value}))
+    why = vouch.image_check(profile, TAG)[1]
+    assert why is not None and f"({pin} " in why and why.endswith(f"run seat build {profile.name}")
 
 
-def test_a_prebuilt_image_the_kit_never_built_is_marked(as_is):
-    """The profile's own image, as it names it: no build of the kit's, so nothing vouches for it."""
-    profile, client = as_is
-    record = started(profile, image="base")
-    assert record.unverified == vouch.not_built("base") and client.seats == ["sha256:" + "e" * 64]
+def test_a_record_of_an_older_kit_or_a_torn_one_proves_nothing(seat):
+    profile, _ = seat
+    vouch.record(TAG, BUILT, built_from(profile))
+    path = next(layout.build_records().glob("*.json"))
+    old = json.loads(path.read_text())
+    del old["pins"]["build recipe"]  # recorded before the kit pinned its recipe
+    path.write_text(json.dumps(old))
+    assert "build recipe unrecorded" in vouch.image_check(profile, TAG)[1]
+    path.write_text('{"tag": "' + TAG)  # torn
+    assert "is not one `seat build` recorded on this machine" in vouch.image_check(profile, TAG)[1]
 
 
-def test_a_seat_started_without_the_image_check_is_marked(as_is):
-    profile, client = as_is
-    outside.record(TAG, RECORDED, profile, LOCK, BUILT_FROM)
+def test_an_image_the_kit_never_built_is_marked(seat, tmp_path):
+    """A prebuilt image (image.overlay false): started, and nothing checked what it runs."""
+    profile, client = seat
+    path = tmp_path / "asis.yaml"
+    path.write_text(yaml.safe_dump({"extends": "cpu-smoke-docker"}))
+    as_is = profiles.load(str(path))
+    assert not as_is.image.overlay
+    why = started(as_is, image=BASE).unverified
+    assert why == f"image sha256:{'e' * 12} ({BASE}) is not one `seat build` recorded on this machine: " + (
+        "nothing checked what it runs"
+    )
+    assert client.seats == ["sha256:" + "e" * 64]
+
+
+def test_a_base_not_pinned_by_digest_is_never_verified(seat, monkeypatch):
+    profile, _ = seat
+    monkeypatch.setattr(vouch.base_pins, "base_reference", lambda p, allow_unpinned=False: ("vllm:t", None))
+    vouch.record(TAG, BUILT, built_from(profile))  # built --allow-unpinned, from the same tag
+    why = vouch.image_check(profile, TAG)[1]
+    assert why is not None and "not pinned by digest" in why and "seat image pin" in why
+
+
+def test_a_seat_started_without_the_image_check_is_marked(seat):
+    profile, client = seat
+    vouch.record(TAG, BUILT, built_from(profile))
     assert started(profile, image_check=None).unverified == docker.UNCHECKED
     assert client.seats == [TAG]
 
 
-def test_an_experiment_carries_both_reasons(as_is, tmp_path):
+def test_an_experiment_carries_both_reasons(seat, tmp_path):
+    _, _ = seat
     path = tmp_path / "exp.yaml"
     path.write_text(
         yaml.safe_dump(
@@ -132,43 +187,27 @@ def test_an_experiment_carries_both_reasons(as_is, tmp_path):
             }
         )
     )
-    record = started(profiles.load(str(path)))
-    assert record.unverified == f"a patched scheduler; {vouch.not_built(TAG)}"
+    record = started(profiles.load(str(path)), image=BASE)
+    assert record.unverified.startswith("a patched scheduler; image sha256:")
     assert what_runs.marked("x", record.conditions()).startswith("x UNVERIFIED (a patched scheduler; ")
 
 
-def test_an_image_built_from_another_overlay_lock_than_the_kits_is_marked(as_is):
-    """`seat build --lock mine.lock`: the image runs its own lock's files, and is checked against
-    them, but it does not run the overlay the kit pins, so its numbers say so."""
-    profile, _ = as_is
-    mine = replace(LOCK, commit="b" * 40)
-    outside.record(TAG, RECORDED, profile, mine, BUILT_FROM)
-    why = vouch.other_lock(mine)
-    assert started(profile).unverified == why and "not the pinned overlay" in why
-    assert mine.sha256[:16] in why and "b" * 12 in why
-
-
-def test_another_lock_and_a_mount_the_build_cannot_vouch_for_are_both_marked(as_is, monkeypatch):
-    """Two reasons, both kept: the mount problem once replaced the other lock's mark."""
-    profile, _ = as_is
-    mine = replace(LOCK, commit="b" * 40)
-    outside.record(TAG, RECORDED, profile, mine, BUILT_FROM)
-    monkeypatch.setattr(outside, "_mounts", lambda *args: ["a mount lands over /opt/venv/bin"])
-    why = started(profile).unverified
-    assert why is not None and why.startswith(vouch.other_lock(mine) + "; ")
-    assert why.endswith("but: a mount lands over /opt/venv/bin")
-
-
-def test_an_overlay_image_built_from_another_lock_runs_it_and_is_marked(profile, monkeypatch):
-    """An overlay profile's image of `seat build --lock other.lock`: checked against that lock (its
-    files are the other lock's), started, and marked: it is not the overlay the kit pins."""
-    code = b"__version__ = '0.32'\nimport os  # a fork's scheduler, not the overlay\n"
-    other = Lock(
-        LOCK.source, LOCK.commit, LOCK.path, LOCK.tree, {"version.py": hashlib.sha256(code).hexdigest()}
+def test_doctor_says_what_seat_up_says_of_the_image_the_seat_runs(seat):
+    """The running container's image, not the one the tag names now: a seat started verified is
+    still verified after the tag moved, and a rebuilt one under the tag is judged on its own."""
+    profile, client = seat
+    vouch.record(TAG, BUILT, built_from(profile))
+    record = started(profile)
+    client.by_ref[TAG] = OTHER
+    row = doctor_image.overlay(profile, TAG, record)
+    assert row.status == "OK", row
+    vouch.record(TAG, BUILT, built_from(profile, **{"overlay lock": "1" * 64}))
+    row = doctor_image.overlay(profile, TAG, record)
+    assert row.status == "FAIL" and "overlay lock 111111111111.., pins now" in row.evidence, row
+    assert row.fix == f"seat build {profile.name}, then seat down {profile.name} && seat up {profile.name}"
+    row = doctor_image.overlay(profile, TAG, None)
+    assert (
+        row.status == "FAIL"
+        and "retagged or rebuilt" in row.evidence
+        and row.fix == f"seat build {profile.name}"
     )
-    engine_with(monkeypatch, built(**{f"{VLLM}/version.py": code}))
-    outside.record(TAG, RECORDED, profile, other, BUILT_FROM)
-    monkeypatch.setattr(vouch, "load", lambda: LOCK)
-    assert profile.image.overlay
-    image_id, why = vouch.image_check(profile, TAG)
-    assert image_id == RECORDED and why == vouch.other_lock(other)

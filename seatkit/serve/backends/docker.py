@@ -128,7 +128,7 @@ def create_and_start(
         record(run)
         made.start()
     except APIError as exc:
-        # The name taken since preflight looked (the outside check of the image takes a while).
+        # The name taken since preflight looked.
         taken = name_taken(values["SEAT_CONTAINER"]) if exc.status_code == 409 and not run.ident else None
         raise taken or _refusal(str(exc.explanation or exc), devices) from None
 
@@ -141,19 +141,12 @@ class Docker:
             raise ValueError(f"a docker seat's ident {run.ident!r} is not a full container id")
 
     def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> dict[str, str]:
-        """The image is checked (an overlay image is refused unless it runs the lock; one the
-        profile runs as it is is verified only when the kit's build record vouches for it), then
-        run by the id checked, since a tag can move meanwhile; why it is unverified goes under
-        UNVERIFIED."""
-        p = spec.profile
+        """The image is checked (verified when it is the one `seat build` recorded from the pins
+        in force), then run by the id checked, since a tag can move meanwhile; why it is
+        unverified goes under UNVERIFIED."""
         if image_check is None:
-            if p.image is not None and p.image.overlay:
-                raise SeatError(
-                    f"{p.name} runs an overlay image and nothing checked it from outside",
-                    "start it with `seat up`, which does",
-                )
             return {**values, UNVERIFIED: UNCHECKED}
-        image_id, why = image_check(p, values["SEAT_IMAGE"])
+        image_id, why = image_check(spec.profile, values["SEAT_IMAGE"])
         return {**values, CHECKED: image_id, **({UNVERIFIED: why} if why else {})}
 
     def start(
