@@ -6,6 +6,7 @@ commands below, so it never pays for the libraries behind a command it only name
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import NamedTuple
 
@@ -17,8 +18,18 @@ from seatkit import engine
 from seatkit.errors import SeatError
 from seatkit.text import printable
 
-out = Console()
-err = Console(stderr=True)
+
+class _Console(Console):
+    """A console for a pipe's reader too: `seat ... | head` closing the pipe early ends quietly, 0."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush at exit
+        raise SystemExit(0)
+
+
+out = _Console()
+err = _Console(stderr=True)
 
 
 class Entry(NamedTuple):
@@ -158,9 +169,10 @@ def seat():
     """
 
 
-def main():
+def main(argv: list[str] | None = None):
+    """`seat` with argv (the command line's by default); a SeatError becomes its message and exit code."""
     try:
-        seat(standalone_mode=False)
+        seat.main(argv, prog_name="seat", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
         err.print("aborted")
         sys.exit(130)
