@@ -8,13 +8,14 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from pathlib import Path
 from typing import NamedTuple
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
-from seatkit import engine
+from seatkit import engine, paths
 from seatkit.errors import SeatError
 from seatkit.text import printable
 
@@ -136,6 +137,7 @@ class LazyGroup(click.Group):
             return None
         command = getattr(importlib.import_module(entry.module), entry.attribute)
         assert isinstance(command, click.Command), f"{entry.module}.{entry.attribute} is no command"
+        _defaults_relative_to_the_clone(command)
         return command
 
     def resolve_command(
@@ -156,6 +158,18 @@ class LazyGroup(click.Group):
         ]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _defaults_relative_to_the_clone(command: click.Command) -> None:
+    """--help shows a default path inside the clone as the clone has it (overlay/overlay.lock): the
+    same on every machine, and short enough that it never wraps in the middle."""
+    for param in command.params:
+        if not isinstance(param, click.Option) or param.show_default is not True:
+            continue
+        if isinstance(param.default, str) and Path(param.default).is_relative_to(paths.REPO):
+            param.show_default = str(Path(param.default).relative_to(paths.REPO))
+    for sub in getattr(command, "commands", {}).values():
+        _defaults_relative_to_the_clone(sub)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -81,7 +81,7 @@ def _show_status(result: dict, profile: str, order: list[str]) -> None:
     for t in result["transactions"]["in_force"]:
         out.print(
             f"in force: transaction {t['tx']} ({t['profile']})"
-            + (", applied in this boot: reboot to take effect" if t["applied_in_this_boot"] else "")
+            + ("\n  applied in this boot: reboot to take effect" if t["applied_in_this_boot"] else "")
         )
     for txid in result["transactions"]["interrupted"]:
         out.print(f"[red]interrupted:[/] transaction {txid}: run `seat host recover`")

@@ -142,7 +142,7 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
     if plan.refusals:  # each one is printed above, with what lets it through
         raise SeatError(
             f"apply refused: {counted(len(plan.refusals), 'refusal')} above; nothing was changed",
-            "each refusal says what lets it through; `seat host plan` shows the plan again",
+            "each refusal above says what lets it through",
             code=2,
         )
     if System().euid != 0:
