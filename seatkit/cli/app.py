@@ -6,19 +6,31 @@ commands below, so it never pays for the libraries behind a command it only name
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from pathlib import Path
 from typing import NamedTuple
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
-from seatkit import engine
+from seatkit import engine, paths
 from seatkit.errors import SeatError
 from seatkit.text import printable
 
-out = Console()
-err = Console(stderr=True)
+
+class _Console(Console):
+    """A console for a pipe's reader too: `seat ... | head` closing the pipe early ends quietly, 0."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush at exit
+        raise SystemExit(0)
+
+
+out = _Console()
+err = _Console(stderr=True)
 
 
 class Entry(NamedTuple):
@@ -125,6 +137,7 @@ class LazyGroup(click.Group):
             return None
         command = getattr(importlib.import_module(entry.module), entry.attribute)
         assert isinstance(command, click.Command), f"{entry.module}.{entry.attribute} is no command"
+        _defaults_relative_to_the_clone(command)
         return command
 
     def resolve_command(
@@ -147,6 +160,18 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+def _defaults_relative_to_the_clone(command: click.Command) -> None:
+    """--help shows a default path inside the clone as the clone has it (overlay/overlay.lock): the
+    same on every machine, and short enough that it never wraps in the middle."""
+    for param in command.params:
+        if not isinstance(param, click.Option) or param.show_default is not True:
+            continue
+        if isinstance(param.default, str) and Path(param.default).is_relative_to(paths.REPO):
+            param.show_default = str(Path(param.default).relative_to(paths.REPO))
+    for sub in getattr(command, "commands", {}).values():
+        _defaults_relative_to_the_clone(sub)
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="seatkit")
 def seat():
@@ -158,9 +183,10 @@ def seat():
     """
 
 
-def main():
+def main(argv: list[str] | None = None):
+    """`seat` with argv (the command line's by default); a SeatError becomes its message and exit code."""
     try:
-        seat(standalone_mode=False)
+        seat.main(argv, prog_name="seat", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
         err.print("aborted")
         sys.exit(130)

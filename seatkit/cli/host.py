@@ -41,11 +41,20 @@ def _verdict(row: dict) -> str:
 @output.json_option("the status")
 def status_cmd(profile: str, as_json: bool):
     """Per setting: desired (the profile), configured (files), live (kernel and driver), verdict."""
-    result = status.status(host_profiles.load(profile))
-    output.emit(result, as_json, lambda data: _show_status(data, profile))
+    host = host_profiles.load(profile)
+    result = status.status(host)
+    # Tokens in the profile's order, as `seat host plan` prints them.
+    order = [t for tokens in host.iommu.tokens.values() for t in tokens]
+    output.emit(result, as_json, lambda data: _show_status(data, profile, order))
 
 
-def _show_status(result: dict, profile: str) -> None:
+def _in_order(value, order: list[str]):
+    if not isinstance(value, list):
+        return value
+    return sorted(value, key=lambda t: order.index(t) if t in order else len(order))
+
+
+def _show_status(result: dict, profile: str, order: list[str]) -> None:
     table = Table(
         "setting",
         "desired",
@@ -62,7 +71,7 @@ def _show_status(result: dict, profile: str) -> None:
         )
         table.add_row(
             row["setting"],
-            *(escape(plain(row[k])) for k in ("desired", "configured", "live")),
+            *(escape(plain(_in_order(row[k], order))) for k in ("desired", "configured", "live")),
             _verdict(row),
             escape(why),
         )
@@ -72,7 +81,7 @@ def _show_status(result: dict, profile: str) -> None:
     for t in result["transactions"]["in_force"]:
         out.print(
             f"in force: transaction {t['tx']} ({t['profile']})"
-            + (", applied in this boot: reboot to take effect" if t["applied_in_this_boot"] else "")
+            + ("\n  applied in this boot: reboot to take effect" if t["applied_in_this_boot"] else "")
         )
     for txid in result["transactions"]["interrupted"]:
         out.print(f"[red]interrupted:[/] transaction {txid}: run `seat host recover`")
@@ -88,28 +97,33 @@ def gpus_cmd(as_json: bool):
     # An empty inventory that says why, never a bare null.
     found = inventory if inventory is not None else {"gpus": [], "p2p": [], "why": none}
     output.emit(found, as_json, lambda data: _show_inventory(inventory, none))
+    if inventory is None:  # a check that failed: no driver, nothing else here can be read
+        raise SystemExit(1)
 
 
 def _show_inventory(inventory: dict | None, none: str) -> None:
     if inventory is None:
         out.print(none)
         return
+    names = {g["name"] for g in inventory["gpus"]}
+    one_name = len(names) == 1  # the usual rig: its name once, in the title, not wrapped in each row
     table = Table(
         "#",
-        "name",
+        *([] if one_name else ["name"]),
         "PCIe now / max",
         "BAR1 / VRAM MiB",
-        "power W (default)",
+        "power W\n(default)",
         "topology",
-        title=f"driver {inventory['driver']}, CUDA {inventory['cuda']}",
+        title=f"{len(inventory['gpus'])} x {names.pop()}" if one_name else None,
     )
+    out.print(f"driver {inventory['driver']}, CUDA {inventory['cuda']}", highlight=False)
     for g in inventory["gpus"]:
         table.add_row(
             str(g["index"]),
-            g["name"],
+            *([] if one_name else [g["name"]]),
             f"Gen{g['pcie_gen']} x{g['pcie_width']} / Gen{g['pcie_max_gen']} x{g['pcie_max_width']}",
             f"{g['bar1_total_mib']} / {g['memory_mib']}",
-            f"{g['power_limit_w']} ({g['power_default_limit_w']})",
+            f"{g['power_limit_w']:g} ({g['power_default_limit_w']:g})",
             g["topology"]["class"],
         )
     out.print(table)

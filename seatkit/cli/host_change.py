@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from seatkit.cli import output
 from seatkit.cli.app import out
+from seatkit.errors import SeatError
 from seatkit.host import change
 from seatkit.host.ops import FileOp
 from seatkit.host.plan import Choices, Plan, build, diff, to_json
@@ -34,10 +35,11 @@ def _show(plan: Plan) -> None:
     )
     if plan.snippet:
         out.print(escape(plan.snippet), highlight=False)
-    if plan.edit and not plan.edit.empty:
+    if plan.edit and not plan.edit.empty and (plan.ops or plan.snippet):  # else the files have it already
+        replaced = " ".join(t for _, t in plan.edit.replaced)
         out.print(
-            f"command line: add {' '.join(plan.edit.added) or '-'}; replace "
-            f"{' '.join(t for _, t in plan.edit.replaced) or '-'}",
+            f"kernel command line: adds {' '.join(plan.edit.added) or 'nothing'}"
+            + (f", removes {replaced} (rollback puts it back)" if replaced else ""),
             highlight=False,
         )
     for op in plan.ops:
@@ -137,13 +139,28 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
         if plan.refusals:
             raise SystemExit(2)
         return
+    if plan.refusals:  # each one is printed above, with what lets it through
+        raise SeatError(
+            f"apply refused: {counted(len(plan.refusals), 'refusal')} above; nothing was changed",
+            "each refusal above says what lets it through",
+            code=2,
+        )
+    if System().euid != 0:
+        raise SeatError(
+            "changing the host needs root: nothing was changed",
+            "run it again with sudo (`sudo seat host apply ...`)",
+            code=2,
+        )
     txid = change.apply(plan, System(), progress=lambda line: out.print(escape(line)))
     if txid is None:
         out.print("nothing changed, nothing run")
         return
+    status = "seat host status" + ("" if profile == "paper" else f" --profile {profile}")
     out.print(
-        f"applied as transaction {txid}. Reboot, then `seat host status --profile {profile}`; "
-        f"`seat host rollback --tx {txid}` undoes it."
+        f"applied as transaction {txid}.\nIt takes effect at the next boot:\n"
+        f"  sudo reboot\n  {status}\nTo undo it (before or after the reboot):\n  sudo seat host rollback",
+        highlight=False,
+        soft_wrap=True,
     )
 
 

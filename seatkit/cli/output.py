@@ -70,4 +70,8 @@ def show_table(console: Console, table: Table) -> None:
         for header, cell in zip(headers, row, strict=True):
             block.add_row(f"{header}:", cell if isinstance(cell, Text) else Text.from_markup(str(cell)))
         blocks += [Text(""), block]
-    console.print(Group(*blocks))
+    # Line by line, trailing blanks cut: the grid pads each block to its widest value.
+    for line in console.render_lines(Group(*blocks), pad=False):
+        text = Text.assemble(*((s.text, s.style or "") for s in line))
+        text.rstrip()
+        console.print(text, soft_wrap=True)

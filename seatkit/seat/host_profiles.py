@@ -84,9 +84,9 @@ def _yaml(path: Path) -> dict:
         data = safe_yaml.read(path, "host profile")
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         known = ", ".join(p.stem for p in sorted(HOST.glob("*.yaml")) if p.stem != "registry-keys")
-        raise SeatError(f"no host profile at {path}", f"host profiles: {known}") from None
+        raise SeatError(f"no host profile at {path}", f"host profiles: {known}", code=2) from None
     if not isinstance(data, dict):
-        raise SeatError(f"{path}: expected a mapping of fields")
+        raise SeatError(f"{path}: expected a mapping of fields", code=2)
     return data
 
 

@@ -104,6 +104,15 @@ class FakeHost:
         self.calls.clear()
         self.system = System(root=root, runner=self.run, euid=euid)
 
+    @classmethod
+    def reopen(cls, root: Path, *, driver: str | None = "595.58.03", euid: int = 0) -> FakeHost:
+        """The GRUB host made at root before, as it was left (another process may have changed it)."""
+        host = cls.__new__(cls)
+        host.root, host.stack, host.virt, host.driver = root, "grub", "none", driver
+        host.calls, host.installed, host.failing = [], {}, set()
+        host.system = System(root=root, runner=host.run, euid=euid)
+        return host
+
     # --- tree -----------------------------------------------------------------------------------
     def path(self, path: str) -> Path:
         return self.root / path.lstrip("/")
