@@ -102,4 +102,6 @@ def _print(advice: dict, folder: Path) -> None:
         out.print(f"  {escape(step)}", highlight=False)
     for left in advice["left_out"]:
         out.print(f"left out: {escape(left)}", highlight=False, style="dim")
-    out.print(f"advice: {escape(str(folder / 'advice.json'))}; figure: {escape(str(folder / 'advice.png'))}")
+    # A path on a line of its own, never split by wrapping: it is pasted, not read.
+    for what, name in (("advice", "advice.json"), ("figure", "advice.png")):
+        out.print(f"{what}: {escape(str(folder / name))}", soft_wrap=True, highlight=False)
