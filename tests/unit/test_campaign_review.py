@@ -17,6 +17,14 @@ from seatkit.cli.app import seat
 from fake_host import KVER
 
 USER = 1000
+
+
+@pytest.fixture
+def request_cleanup():
+    made = []
+    yield made
+    for p in made:
+        shutil.rmtree(p, ignore_errors=True)
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="hands files to another uid (chown)")
 
 
@@ -59,3 +67,126 @@ def test_a_driver_installed_after_the_start_is_judged_before_an_arm_is_booted(tm
     drive(host, FastDriver(host))
     armed = [c for c in host.calls if c[:1] == ["grub-reboot"]]
     assert armed == [], f"booted an arm with the five-key form onto driver 580.167.08: {armed}"
+
+
+@root_only
+def test_a_seat_home_a_user_can_write_never_reaches_the_root_unit(tmp_path, monkeypatch):
+    """SEAT_HOME is a launch knob: set when the campaign starts (`sudo -E`, or `sudo SEAT_HOME=~u/...`
+    to reuse the user's built runtime), it is journaled and put into the root unit's environment
+    at every boot, so root launches the native runtime (its venv's python, vllm) from a folder
+    uid 1000 can write. The kit checks `seat` itself to the last folder, but not this."""
+    home = tmp_path / "home-user-cache-seatkit"
+    home.mkdir()
+    os.chown(home, USER, USER)
+    monkeypatch.setenv("SEAT_HOME", str(home))
+    host = CampaignHost(tmp_path / "root")
+    plan = campaign_plan.build(p2p_campaign(tmp_path), host.system, acknowledge_iommu_off=True)
+    carried = plan.launch_env.get("SEAT_HOME")
+    assert carried is None or any("SEAT_HOME" in r for r in plan.refusals), (
+        f"root's unit will run the seat from SEAT_HOME={carried}, owned by uid {USER}"
+    )
+
+
+def _profiles_with(tmp_path, monkeypatch, name, text):
+    from seatkit import paths
+
+    copy = tmp_path / "profiles"
+    shutil.copytree(paths.PROFILES, copy)
+    (copy / f"{name}.yaml").write_text(text)
+    monkeypatch.setattr(paths, "PROFILES", copy)
+    return copy
+
+
+def test_pass_env_never_carries_path_or_loader_variables_into_the_root_unit(tmp_path, monkeypatch):
+    """A profile's docker.pass_env accepts any upper-case name (PATH, LD_PRELOAD, PYTHONPATH). The
+    campaign captures them at start and the step os.environ.update()s them in the root unit before
+    it runs update-grub, grub-editenv and systemctl by bare name: root then resolves those through
+    the operator's PATH (~/bin first) and loads LD_PRELOAD into each."""
+    _profiles_with(
+        tmp_path,
+        monkeypatch,
+        "leaky",
+        "extends: cpu-smoke-docker\ndescription: leaky\ndocker:\n  pass_env: [PATH, LD_PRELOAD]\n",
+    )
+    monkeypatch.setenv("PATH", "/home/user/bin:" + os.environ["PATH"])
+    monkeypatch.setenv("LD_PRELOAD", "/home/user/hook.so")
+    host = CampaignHost(tmp_path / "root")
+    campaign = write_campaign(tmp_path, seat="leaky", arms=[{"name": "p2p", "host": ["p2p"]}])
+    plan = campaign_plan.build(campaign, host.system, acknowledge_iommu_off=True)
+    carried = {k: v for k, v in plan.launch_env.items() if k in ("PATH", "LD_PRELOAD", "PYTHONPATH")}
+    assert carried == {} or plan.refusals, f"the root unit would run with {carried}"
+
+
+@root_only
+def test_a_pth_file_a_user_can_write_beside_the_kits_package_is_refused(tmp_path, monkeypatch):
+    """Python runs every site-packages/*.pth at start-up: a user-owned one beside a root-owned kit
+    runs as root in the unit. unsafe_exe checks only seatkit's own .py files and their folders."""
+    import seatkit
+
+    host = CampaignHost(tmp_path / "root")
+    site = host.path("/usr/lib/python3/dist-packages")
+    package = site / "seatkit"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (site / "zz-user.pth").write_text("import os; os.system('id > /tmp/owned')\n")
+    os.chown(site / "zz-user.pth", USER, USER)
+    (site / "yaml").mkdir()
+    (site / "yaml" / "__init__.py").write_text("")
+    os.chown(site / "yaml" / "__init__.py", USER, USER)  # a dependency the kit imports
+    monkeypatch.setattr(seatkit, "__file__", str(package / "__init__.py"))
+    problems = unit.unsafe_exe(host.system, SEAT)
+    assert any("zz-user.pth" in p for p in problems), problems
+    assert any("yaml" in p for p in problems), problems
+
+
+@root_only
+def test_a_profile_a_user_can_write_is_refused_for_the_root_unit(tmp_path, monkeypatch):
+    """At every boot the root unit loads the seat profile (image, command, mounts) and the host
+    profile (the arm's tokens) by name from the kit's tree; unsafe_exe never looks at them."""
+    import seatkit
+    from seatkit import paths
+
+    host = CampaignHost(tmp_path / "root")
+    kit = host.path("/opt/seatkit")
+    package = kit / "seatkit"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    shutil.copytree(paths.PROFILES, kit / "profiles")
+    os.chown(kit / "profiles" / "cpu-smoke.yaml", USER, USER)  # the seat the unit launches as root
+    monkeypatch.setattr(seatkit, "__file__", str(package / "__init__.py"))
+    monkeypatch.setattr(paths, "PROFILES", kit / "profiles")
+    monkeypatch.setattr(paths, "REPO", kit)
+    problems = unit.unsafe_exe(host.system, SEAT)
+    assert any("cpu-smoke.yaml" in p for p in problems), problems
+
+
+def test_a_hung_step_in_an_arm_cannot_hold_the_host_there(tmp_path):
+    """The unit is Type=oneshot with TimeoutStartSec=infinity and no watchdog: a bench or an NVML
+    call that hangs in an arm's boot (a GPU wedged with the IOMMU off) keeps the arm running until
+    someone power-cycles it. A finite start timeout would fail the unit and start the fallback."""
+    text = unit.unit_text(SEAT)
+    assert "TimeoutStartSec=infinity" not in text, text
+
+
+@root_only
+def test_the_units_own_check_refuses_a_root_owned_seat_whose_interpreter_a_user_can_write(request_cleanup):
+    """The unit's ExecStartPre is said to check at each start what unsafe_exe checks at the
+    install; it checks the script and its folders only, not its #! interpreter (nor the package)."""
+    text = unit.unit_text("/usr/local/bin/seat")
+    pre = next(line for line in text.splitlines() if line.startswith("ExecStartPre="))
+    script = pre.split("=", 1)[1].removeprefix("/bin/sh -c '").removesuffix("'")
+    script = script.replace("$$", "$").replace("%%", "%")
+    import tempfile
+    from pathlib import Path
+
+    where = Path(tempfile.mkdtemp(dir="/root"))  # no world-writable folder above it (/tmp is one)
+    request_cleanup.append(where)
+    python = where / "python"
+    python.write_text("#!/bin/sh\n")
+    os.chmod(python, 0o755)
+    os.chown(python, USER, USER)
+    safe = where / "seat"
+    safe.write_text(f"#!{python}\n")
+    os.chmod(safe, 0o755)
+    rc = subprocess.run(["sh", "-c", script.replace("/usr/local/bin/seat", str(safe))]).returncode
+    assert rc == 1, "the unit would run a root-owned seat through uid 1000's interpreter"
