@@ -190,3 +190,53 @@ def test_the_units_own_check_refuses_a_root_owned_seat_whose_interpreter_a_user_
     os.chmod(safe, 0o755)
     rc = subprocess.run(["sh", "-c", script.replace("/usr/local/bin/seat", str(safe))]).returncode
     assert rc == 1, "the unit would run a root-owned seat through uid 1000's interpreter"
+
+
+def _in_the_last_arm(host, tmp_path):
+    folder = start(
+        host, write_campaign(tmp_path, arms=[{"name": "none", "host": []}, {"name": "p2p", "host": ["p2p"]}])
+    )
+    driver = FastDriver(host)
+    assert runner.step(host.system, driver) == "rebooting"
+    host.boot()
+    assert host.run_unit(driver) == "rebooting"
+    assert host.boot() == "seatkit-campaign-p2p"
+    return folder
+
+
+@pytest.mark.parametrize("when", ["before the marker goes", "after the marker went"])
+def test_an_abort_killed_at_its_end_in_an_arm_is_resumed_into_the_normal_entry(tmp_path, monkeypatch, when):
+    """`seat campaign abort` in an arm's boot (ssh, Ctrl-C, SIGHUP) dies after the end record: the
+    unit and entries are already removed, so no boot will run a step again. `seat campaign resume`
+    then returns the end's outcome without rebooting (runner._visits: `if run.ended: ... return`,
+    with no booted_arm check), or says "no campaign is running"; `status` says not running. The
+    arm's kernel (its P2P keys, or the IOMMU off) keeps running with nothing to bring it back."""
+    from fake_host import Death
+
+    from seatkit.campaign.folder import CURRENT
+    from seatkit.host.system import System
+
+    host = CampaignHost(tmp_path / "root")
+    _in_the_last_arm(host, tmp_path)
+    real_remove = System.remove
+
+    def dying(self, path):
+        if path == CURRENT:
+            if when == "after the marker went":
+                real_remove(self, path)
+            monkeypatch.setattr(System, "remove", real_remove)
+            raise Death(path)
+        return real_remove(self, path)
+
+    monkeypatch.setattr(System, "remove", dying)
+    before = host.reboots_requested
+    with pytest.raises(Death):
+        runner.abort(host.system, FastDriver(host))
+    assert host.reboots_requested == before  # killed before its reboot
+    try:
+        runner.step(host.system, FastDriver(host))  # `seat campaign resume`
+    except Exception:
+        runner.abort(host.system, FastDriver(host)) if runner.status(host.system)["running"] else None
+    assert host.reboots_requested > before, (
+        f"still in the arm {boot.booted_arm(host.system)}; status: {runner.status(host.system)}"
+    )
