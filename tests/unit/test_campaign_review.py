@@ -14,6 +14,7 @@ from seatkit.campaign import boot, runner, unit
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign.folder import Run
 from seatkit.cli.app import seat
+from seatkit.campaign.folder import current
 from fake_host import KVER
 
 USER = 1000
@@ -240,3 +241,38 @@ def test_an_abort_killed_at_its_end_in_an_arm_is_resumed_into_the_normal_entry(t
     assert host.reboots_requested > before, (
         f"still in the arm {boot.booted_arm(host.system)}; status: {runner.status(host.system)}"
     )
+
+
+COMMAND_LINE_SIZE = 2048  # x86: the kernel keeps 2047 bytes of the command line, silently
+
+
+class TruncatingHost(CampaignHost):
+    """The kernel's own limit: /proc/cmdline holds the first COMMAND_LINE_SIZE - 1 bytes."""
+
+    def boot(self):
+        self.last = super().boot()
+        text = self.read("/proc/cmdline").rstrip("\n")
+        self.write("/proc/cmdline", text[: COMMAND_LINE_SIZE - 1] + "\n")
+        return self.last
+
+
+def test_an_arm_whose_marker_the_kernel_would_cut_off_is_refused_or_still_left(tmp_path):
+    """The marker `seatkit.arm=NAME` is the LAST token of the arm's line, after the P2P registry
+    string (the operator's keys with the five P2P keys). On a long operator line (isolcpus,
+    hugepages, many module options) the kernel truncates the arm's line and drops the marker:
+    the kit then takes the arm's boot for the normal entry ("not the arm's entry", re-arms until
+    the counter runs out), ends the campaign inside the arm's kernel and never reboots; the
+    fallback unit's ConditionKernelCommandLine does not match either."""
+    long_line = "quiet splash " + " ".join(f"opt{i:03d}.param=value{i:03d}" for i in range(86))
+    host = TruncatingHost(tmp_path / "root", cmdline=long_line)
+    assert len(host.read("/proc/cmdline")) < COMMAND_LINE_SIZE  # the normal line fits
+    campaign = p2p_campaign(tmp_path)
+    plan = campaign_plan.build(campaign, host.system, acknowledge_iommu_off=True)
+    if plan.refusals:
+        return  # refused before anything changed: holds
+    runner.start(plan, host.system, SEAT, str(host.root))
+    try:
+        drive(host, FastDriver(host))
+    except Exception:
+        pass
+    assert host.last is None, f"the campaign ended with the host running the arm entry {host.last}"
