@@ -276,3 +276,34 @@ def test_an_arm_whose_marker_the_kernel_would_cut_off_is_refused_or_still_left(t
     except Exception:
         pass
     assert host.last is None, f"the campaign ended with the host running the arm entry {host.last}"
+
+
+def test_a_full_disk_after_arming_leaves_no_one_shot_armed_in_the_normal_boot(tmp_path, monkeypatch):
+    """In the normal boot, grub-reboot arms the p2p entry, then the journal's `armed` record (and
+    the `failed` record after it) meet ENOSPC: the error leaves the step, the unit fails (its
+    fallback does nothing outside an arm), and grubenv keeps next_entry. The host then runs the
+    normal entry with the arm's one-shot armed: the next reboot, whoever makes it (the operator,
+    a power cut, unattended-upgrades), boots the arm; the campaign neither ends nor says so."""
+    import errno
+
+    from campaign_harness import read_env
+
+    from seatkit.host.journal import Journal
+
+    host = CampaignHost(tmp_path / "root")
+    folder = start(host, p2p_campaign(tmp_path))
+    real = Journal._append
+
+    def full(self, record):
+        if self.file.startswith(folder) and record.get("type") in ("armed", "failed"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, record)
+
+    monkeypatch.setattr(Journal, "_append", full)
+    try:
+        runner.step(host.system, FastDriver(host))
+    except Exception:  # the journal says ENOSPC as a SeatError
+        pass
+    assert boot.booted_arm(host.system) is None  # the normal boot
+    armed = read_env(host.path("/boot/grub/grubenv").read_bytes()).get("next_entry")
+    assert not armed, f"the normal boot keeps the one-shot {armed} armed after a failed step"
