@@ -307,3 +307,31 @@ def test_a_full_disk_after_arming_leaves_no_one_shot_armed_in_the_normal_boot(tm
     assert boot.booted_arm(host.system) is None  # the normal boot
     armed = read_env(host.path("/boot/grub/grubenv").read_bytes()).get("next_entry")
     assert not armed, f"the normal boot keeps the one-shot {armed} armed after a failed step"
+
+
+def test_an_arm_that_panics_reboots_into_the_normal_entry_by_itself(tmp_path):
+    """The one-shot is cleared as GRUB boots the arm, so any REBOOT lands in the normal entry; but
+    an arm whose kernel panics (IOMMU off: a root on a device that needs it, an NVMe that fails)
+    waits with panic=0, the default, for a human to power-cycle it. No arm line carries panic=N
+    (nor a hardware watchdog, nor a timer that reboots when the unit never starts)."""
+    host = CampaignHost(tmp_path / "root")
+    start(host, p2p_campaign(tmp_path))
+    runner.step(host.system, FastDriver(host))  # installs the entries, arms the first
+    arms = [args for ident, args in host.entries() if ident and ident.startswith("seatkit-campaign-")]
+    assert arms and all(any(w.startswith("panic=") for w in a.split()) for a in arms), arms
+
+
+def test_the_fallback_unit_names_tools_this_host_has(tmp_path):
+    """The fallback hard-codes /usr/bin/grub-editenv and /usr/bin/systemctl (the kit's own calls
+    go through PATH). On a host without merged /usr (systemctl in /bin, systemd < 239 wants an
+    absolute path), its reboot fails with 203/EXEC and the arm's boot stays where it is."""
+    host = CampaignHost(tmp_path / "root")
+    for tool in ("/bin/systemctl", "/usr/bin/grub-editenv"):
+        host.write(tool, "#!/bin/sh\n")
+    start(host, p2p_campaign(tmp_path))
+    runner.step(host.system, FastDriver(host))
+    text = host.read(boot.FALLBACK)
+    paths = [
+        line.split("=", 1)[1].lstrip("-").split()[0] for line in text.splitlines() if line.startswith("ExecStart=")
+    ]
+    assert all(host.path(p).exists() for p in paths), paths
