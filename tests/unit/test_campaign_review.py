@@ -335,3 +335,35 @@ def test_the_fallback_unit_names_tools_this_host_has(tmp_path):
         line.split("=", 1)[1].lstrip("-").split()[0] for line in text.splitlines() if line.startswith("ExecStart=")
     ]
     assert all(host.path(p).exists() for p in paths), paths
+
+
+def test_a_refused_plain_reboot_in_an_arm_is_forced(tmp_path):
+    """In the last arm's boot the way back is `systemctl reboot`; when it is refused (a conflicting
+    shutdown job, logind answering "Transaction contains conflicting jobs", a D-Bus timeout on a
+    busy host), the step raises, the fallback unit runs the same `systemctl reboot` once, and the
+    arm's kernel keeps running: nothing escalates to `systemctl reboot --force` / `reboot -f`."""
+    host = CampaignHost(tmp_path / "root")
+    _in_the_last_arm(host, tmp_path)
+    real = host.run
+    forced = []
+
+    def run(argv):
+        if argv[:2] == ["systemctl", "reboot"] and len(argv) == 2:
+            host.calls.append(list(argv))
+            return 1, "Failed to reboot system via logind: Transaction contains conflicting jobs\n"
+        if "reboot" in argv and any(a in ("-f", "--force", "-ff") for a in argv):
+            forced.append(list(argv))
+            host.reboots_requested += 1
+            return 0, ""
+        return real(argv)
+
+    host.run = run
+    host.system.runner = run
+    before = host.reboots_requested
+    try:
+        host.run_unit(FastDriver(host))
+    except Exception:
+        pass  # the unit failed; its fallback has run
+    assert host.reboots_requested > before, (
+        f"still in the arm {boot.booted_arm(host.system)}: only {[c for c in host.calls if 'reboot' in c]}"
+    )
