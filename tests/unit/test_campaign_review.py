@@ -367,3 +367,22 @@ def test_a_refused_plain_reboot_in_an_arm_is_forced(tmp_path):
     assert host.reboots_requested > before, (
         f"still in the arm {boot.booted_arm(host.system)}: only {[c for c in host.calls if 'reboot' in c]}"
     )
+
+
+@root_only
+def test_an_interpreter_reached_through_a_folder_a_user_can_write_is_refused(tmp_path):
+    """A root-owned /usr/local/bin/seat whose #! is a venv's python: the venv's bin/python is a
+    link to /usr/bin/python3 (root's), but the venv is uid 1000's, so the user can replace the
+    link. unsafe_exe checks the interpreter only as resolved, never the folders of the path the
+    kernel actually opens."""
+    host = CampaignHost(tmp_path / "root")
+    host.write("/usr/bin/python3", "")
+    venv = host.path("/home/user/venv/bin")
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to("../../../../usr/bin/python3")  # relative: inside the fake root
+    for p in [venv, venv.parent, venv.parent.parent]:
+        os.chown(p, USER, USER, follow_symlinks=False)
+    host.write(SEAT, "#!/home/user/venv/bin/python\n")
+    host.path(SEAT).chmod(0o755)
+    problems = unit.unsafe_exe(host.system, SEAT)
+    assert any("/home/user" in p for p in problems), problems
