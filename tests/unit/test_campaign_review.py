@@ -386,3 +386,28 @@ def test_an_interpreter_reached_through_a_folder_a_user_can_write_is_refused(tmp
     host.path(SEAT).chmod(0o755)
     problems = unit.unsafe_exe(host.system, SEAT)
     assert any("/home/user" in p for p in problems), problems
+
+
+def test_an_abort_recorded_while_a_step_arms_keeps_the_host_out_of_the_arm(tmp_path):
+    """`seat campaign abort` while the unit's step (normal boot) is between grub-reboot and
+    `systemctl reboot`: the abort journals "aborted" and answers that the running step "restores
+    the start state"; the step never reads the journal again, reboots into the arm it armed (IOMMU
+    off, or the P2P keys) and only that arm's boot turns back."""
+    from seatkit.errors import SeatError
+
+    host = CampaignHost(tmp_path / "root")
+    start(host, p2p_campaign(tmp_path))
+    said = []
+
+    def fault(point):
+        if point == "campaign: before the reboot into visit 0" and not said:
+            try:
+                runner.abort(host.system, FastDriver(host))
+            except SeatError as exc:
+                said.append(exc.message)
+
+    host.system.fault = fault
+    runner.step(host.system, FastDriver(host))
+    assert said and "restores the start state" in said[0], said
+    if host.reboots_requested:
+        assert host.boot() is None, "the aborted campaign rebooted the host into its arm"
