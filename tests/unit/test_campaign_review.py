@@ -411,3 +411,27 @@ def test_an_abort_recorded_while_a_step_arms_keeps_the_host_out_of_the_arm(tmp_p
     assert said and "restores the start state" in said[0], said
     if host.reboots_requested:
         assert host.boot() is None, "the aborted campaign rebooted the host into its arm"
+
+
+def test_an_abort_after_a_kit_upgrade_still_takes_the_entries_and_unit_out(tmp_path):
+    """The kit is upgraded mid-campaign (a `git pull` of the root-owned clone, a new wheel) and its
+    Campaign model changed: Run() validates the journal's campaign strictly and raises a pydantic
+    ValidationError, so `seat campaign abort` fails (only a missing beginning has a way out) and
+    the entries, the unit and an armed one-shot stay; every boot runs the failing step."""
+    import json
+
+    host = CampaignHost(tmp_path / "root")
+    folder = start(host, p2p_campaign(tmp_path))
+    runner.step(host.system, FastDriver(host))  # installed and armed; the host reboots
+    host.boot()  # the arm's boot; the operator aborts from here
+    journal = host.path(f"{folder}/journal.jsonl")
+    lines = journal.read_text().splitlines()
+    begin = json.loads(lines[0])
+    begin["campaign"]["retired_field"] = 1  # what the older kit wrote, unknown to the newer one
+    journal.write_text("\n".join([json.dumps(begin), *lines[1:]]) + "\n")
+    try:
+        runner.abort(host.system, FastDriver(host))
+    except Exception:
+        pass
+    assert not host.unit_enabled() and not host.path(boot.SCRIPT).exists(), "abort left the unit and entries"
+    assert host.reboots_requested == 2, "the abort in the arm's boot did not reboot out of it"
