@@ -435,3 +435,21 @@ def test_an_abort_after_a_kit_upgrade_still_takes_the_entries_and_unit_out(tmp_p
         pass
     assert not host.unit_enabled() and not host.path(boot.SCRIPT).exists(), "abort left the unit and entries"
     assert host.reboots_requested == 2, "the abort in the arm's boot did not reboot out of it"
+
+
+def test_the_unit_runs_the_seat_that_started_the_campaign(tmp_path, monkeypatch):
+    """_seat_exe() takes the first `seat` on PATH, not the one running: `sudo ./.venv/bin/seat
+    campaign run` on a host that also has an older /usr/local/bin/seat writes a unit that runs the
+    older kit at every boot (its journal format, its way out of an arm), while unsafe_exe vetted
+    this process's package, not the one that seat imports."""
+    import sys
+
+    from seatkit.cli import campaign as cli_campaign
+
+    other = tmp_path / "bin"
+    other.mkdir()
+    (other / "seat").write_text("#!/usr/bin/python3\nfrom old_seatkit import main; main()\n")
+    (other / "seat").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{other}:{os.environ['PATH']}")
+    running = str(__import__("pathlib").Path(sys.executable).with_name("seat"))
+    assert cli_campaign._seat_exe() == running, f"the unit would run {cli_campaign._seat_exe()}"
