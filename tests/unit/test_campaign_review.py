@@ -453,3 +453,20 @@ def test_the_unit_runs_the_seat_that_started_the_campaign(tmp_path, monkeypatch)
     monkeypatch.setenv("PATH", f"{other}:{os.environ['PATH']}")
     running = str(__import__("pathlib").Path(sys.executable).with_name("seat"))
     assert cli_campaign._seat_exe() == running, f"the unit would run {cli_campaign._seat_exe()}"
+
+
+def test_run_with_a_throwaway_root_starts_no_seat_on_this_machine(tmp_path, monkeypatch):
+    """`seat campaign run NAME --root THROWAWAY` refuses host arms ("--root serves plan, status and
+    report") but runs a seat-arm campaign: SeatDriver.bench calls launch.up, which starts the
+    profile's server on this machine, outside the root and outside the confined runner."""
+    host = CampaignHost(tmp_path / "root")
+    write_campaign(tmp_path, host=None, arms=[{"name": "a", "profile": "cpu-smoke"}, {"name": "b", "profile": "cpu-smoke-k3"}])
+    ups = []
+
+    def up(spec, *a, **k):
+        ups.append(spec.profile.name)
+        raise RuntimeError("stopped here by the test")
+
+    monkeypatch.setattr("seatkit.serve.launch.up", up)
+    CliRunner().invoke(seat, ["campaign", "run", str(tmp_path / "camp.yaml"), "--root", str(host.root)])
+    assert ups == [], f"launch.up ran on this machine for {ups}"
