@@ -470,3 +470,29 @@ def test_run_with_a_throwaway_root_starts_no_seat_on_this_machine(tmp_path, monk
     monkeypatch.setattr("seatkit.serve.launch.up", up)
     CliRunner().invoke(seat, ["campaign", "run", str(tmp_path / "camp.yaml"), "--root", str(host.root)])
     assert ups == [], f"launch.up ran on this machine for {ups}"
+
+
+def test_an_abort_in_an_arm_whose_reboot_is_refused_keeps_a_way_back(tmp_path):
+    """`seat campaign abort` in an arm's boot restores the files, removes the unit and its fallback,
+    ends the campaign, then `systemctl reboot` is refused: it raises "reboot by hand: the unit
+    resumes the campaign after the boot" (there is no unit any more), and the arm's kernel runs
+    on with nothing installed that would ever take it back."""
+    host = CampaignHost(tmp_path / "root")
+    _in_the_last_arm(host, tmp_path)
+    real = host.run
+
+    def run(argv):
+        if argv[:2] == ["systemctl", "reboot"]:
+            return 1, "Failed to reboot system via logind: Access denied\n"
+        return real(argv)
+
+    host.run = run
+    host.system.runner = run
+    try:
+        runner.abort(host.system, FastDriver(host))
+    except Exception:
+        pass
+    assert host.unit_enabled() or host.reboots_requested > 2, (
+        f"in the arm {boot.booted_arm(host.system)}, campaign running: {runner.status(host.system)['running']}, "
+        "no unit, no fallback"
+    )
