@@ -8,8 +8,9 @@ normal default at the next power cycle. The normal entries and the default are n
 changes only the settings it names: every other token, and the operator's own registry keys, stay.
 
 The way back never depends on the step succeeding: the step reboots into the normal entry on any
-failure in an arm's boot, and the unit's OnFailure= unit does the same when the step itself dies
-(seatkit.campaign.unit writes both).
+failure in an arm's boot (forced when a plain reboot is refused), the unit's OnFailure= unit does
+the same when the step itself dies or hangs past its timeout (seatkit.campaign.unit writes both),
+and every arm's line carries panic=N, so a kernel that panics in an arm reboots by itself.
 
 The entries script and the systemd unit are installed as one host transaction (journaled, with
 grub.cfg and grubenv kept byte for byte), so the end of the campaign, an abort, or `seat host

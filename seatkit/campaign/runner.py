@@ -228,11 +228,13 @@ def _install(run: Run, progress: Progress) -> None:
     unit.require_safe_exe(system, begin["seat_exe"])  # when the unit is written; the unit checks at start
     plan = begin["plan"]  # a step bounded by every visit's worth of benches and cold starts, twice
     timeout = int(2 * (plan["estimate_s"] + plan["cold_start_max_s"] * len(plan["visits"]))) + 600
+    home = begin.get("launch_env", {}).get("SEAT_HOME")  # root launches the runtime built there
+    folders = unit.import_folders() + ([home] if home else [])
     boot.install(
         system,
         run.id,
         boot.script(run.campaign, entries),
-        unit.unit_text(begin["seat_exe"], begin["root"], unit.import_folders(), timeout),
+        unit.unit_text(begin["seat_exe"], begin["root"], folders, timeout),
         unit.fallback_text(system),
         progress,
     )
@@ -247,11 +249,8 @@ def abort(system: System, driver: Driver, echo: Progress = lambda line: None) ->
         return _abort_without_journal(system, folder, echo)
     try:
         run = Run(system, folder)
-    except Exception as exc:  # a journal this kit cannot read (written by another version): no restore
-        echo(
-            f"the campaign's journal is unreadable ({type(exc).__name__}); ending it by its host transaction"
-        )
-        return _abort_without_journal(system, folder, echo)
+    except Exception as exc:  # a journal this kit cannot read (another version wrote it)
+        return _abort_without_journal(system, folder, echo, f"unreadable by this kit ({type(exc).__name__})")
     if not run.stopping:
         run.add({"type": "aborted", "why": "seat campaign abort"})
     try:
@@ -268,13 +267,13 @@ def abort(system: System, driver: Driver, echo: Progress = lambda line: None) ->
         raise
 
 
-def _abort_without_journal(system: System, folder: str, echo: Progress) -> str:
-    """The folder is gone: the host transaction (named by the folder's campaign id) still says what
+def _abort_without_journal(system: System, folder: str, echo: Progress, why: str = "gone") -> str:
+    """The folder is gone (or its journal unreadable): the host transaction (named by the folder's campaign id) still says what
     to undo; what only the journal knew (the live knobs' start values, the runs) is gone with it."""
     with held(system, "campaign abort"):
         by = boot.uninstall(system, folder.rstrip("/").rsplit("/", 1)[-1], echo)
         echo(
-            f"{folder} was gone: "
+            f"{folder}'s journal was {why}: "
             + (f"the entries and the unit are removed ({by})" if by else "no entries or unit were installed")
             + "; nothing to report"
         )
