@@ -8,8 +8,9 @@ normal default at the next power cycle. The normal entries and the default are n
 changes only the settings it names: every other token, and the operator's own registry keys, stay.
 
 The way back never depends on the step succeeding: the step reboots into the normal entry on any
-failure in an arm's boot, and the unit's OnFailure= unit does the same when the step itself dies
-(seatkit.campaign.unit writes both).
+failure in an arm's boot (forced when a plain reboot is refused), the unit's OnFailure= unit does
+the same when the step itself dies or hangs past its timeout (seatkit.campaign.unit writes both),
+and every arm's line carries panic=N, so a kernel that panics in an arm reboots by itself.
 
 The entries script and the systemd unit are installed as one host transaction (journaled, with
 grub.cfg and grubenv kept byte for byte), so the end of the campaign, an abort, or `seat host
@@ -43,7 +44,8 @@ WANTS = "/etc/systemd/system/multi-user.target.d/seatkit-campaign.conf"
 MARKER = "seatkit.arm"  # a dotted name: the kernel reads it as an unknown module's option and ignores it
 IOMMU_KEYS = ("iommu", "amd_iommu", "intel_iommu")
 REGISTRY = "nvidia.NVreg_RegistryDwords"
-REBAR_KEYS = ("EnableResizableBar",)  # a BAR setting, not a P2P key: the p2p arm leaves it as it is
+REBAR_KEYS = ("EnableResizableBar",)
+PANIC_S = 30  # an arm whose kernel panics (a device that needs the IOMMU) reboots, into the normal entry  # a BAR setting, not a P2P key: the p2p arm leaves it as it is
 
 
 def one_shot_refusal(system: System) -> str | None:
@@ -90,7 +92,7 @@ def arm_tokens(
         tokens.append(f"{REGISTRY}={';'.join(f'{k}={v}' for k, v in keys.items())}")
     if "hmm" in arm.host:
         tokens.append("nvidia_uvm.uvm_disable_hmm=1")
-    return tokens + [f"{MARKER}={arm.name}"]
+    return tokens + [f"panic={PANIC_S}", f"{MARKER}={arm.name}"]
 
 
 def operator_keys(system: System, body: list[str]) -> dict[str, str]:
@@ -247,46 +249,6 @@ def install(system: System, campaign_id: str, script_text: str, unit: str, fallb
         return tx.txid
 
 
-def _env(data: bytes | None) -> dict[str, str]:
-    lines = (data or b"").decode(errors="replace").splitlines()
-    return {
-        k: v
-        for k, v in (line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
-        if k != "next_entry"
-    }  # the one-shot's own variable: GRUB and grub-reboot write it
-
-
-def operator_env(system: System, tx) -> dict:
-    """grubenv variables the operator changed since the install (grub-set-default between boots):
-    putting the start's bytes back would undo them, so the end sets them again."""
-    kept = next((f for r in tx.of_type("keep") for f in r["files"] if f["path"] == GRUBENV), None)
-    start = _env(system.read_bytes(kept["backup"]) if kept and kept["backup"] else None)
-    now = _env(system.read_bytes(GRUBENV))
-    return {
-        "set": {k: v for k, v in now.items() if start.get(k) != v},
-        "unset": sorted(set(start) - set(now)),
-    }
-
-
-def reapply_env(system: System, edits: dict) -> None:
-    for argv in [["grub-editenv", GRUBENV, "set", f"{k}={v}"] for k, v in sorted(edits["set"].items())] + [
-        ["grub-editenv", GRUBENV, "unset", k] for k in edits["unset"]
-    ]:
-        rc, output = system.run(argv)
-        if rc:
-            raise SeatError(
-                f"`{' '.join(argv)}` failed (exit {rc}): {output.strip()[-300:]}",
-                "run it by hand: the operator's grubenv edit made during the campaign",
-            )
-
-
-def regenerated(system: System, tx) -> bool:
-    """grub.cfg is not what the install's update-grub made: a kernel upgrade or the operator's
-    update-grub ran since, and the start's bytes would undo it."""
-    made = [r["after"][GRUB_CFG] for r in tx.of_type("regen") if GRUB_CFG in r.get("after", {})]
-    return bool(made) and sha256(system.read_bytes(GRUB_CFG)) != made[-1]
-
-
 def uninstall(system: System, campaign_id: str, progress) -> str | None:
     """Undo the install (and anything a kill left half done); the host's files as they were. The
     kit's own files edited since (the unit, the entries script) are kept aside, never a reason to
@@ -322,11 +284,27 @@ def booted_arm(system: System) -> str | None:
     return None
 
 
+def disarm(system: System) -> None:
+    """Clear the one-shot: the next boot, whoever makes it, boots the normal entry."""
+    system.run(["grub-editenv", GRUBENV, "unset", "next_entry"])  # a failure is no reason to stay
+
+
 def leave_arm(system: System) -> None:
     """Reboot into the normal entry: the one-shot cleared first (an arm armed for the next visit
-    would otherwise boot), whatever state grubenv's file system is in."""
-    system.run(["grub-editenv", GRUBENV, "unset", "next_entry"])  # a failure is no reason to stay
-    reboot(system)
+    would otherwise boot), whatever state grubenv's file system is in; a plain reboot refused (a
+    conflicting job, logind, D-Bus) is forced, since the arm's kernel must not keep running."""
+    disarm(system)
+    rc, output = system.run(["systemctl", "reboot"])
+    if rc:  # the manager, not logind: no inhibitor or conflicting job holds it
+        rc, output = system.run(["systemctl", "reboot", "--force"])
+    if rc:  # reboot(2) itself, which nothing refuses to root: what was written is synced first
+        os.sync()
+        rc, output = system.run(["systemctl", "reboot", "--force", "--force"])
+    if rc:
+        raise SeatError(
+            f"systemctl reboot failed, forced too (exit {rc}): {output.strip()[-300:]}",
+            "reboot by hand now: this kernel was booted for a campaign arm, and the next boot is the normal entry",
+        )
 
 
 def reboot(system: System) -> None:

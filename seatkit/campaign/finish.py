@@ -3,7 +3,7 @@ written, the operator's grubenv edits kept, the end journaled, and a reboot out 
 
 from __future__ import annotations
 
-from seatkit.campaign import analysis, boot, live
+from seatkit.campaign import analysis, boot, grub_edits, live
 from seatkit.campaign.folder import CURRENT, Progress, Run
 from seatkit.campaign.visit import Driver
 from seatkit.host import undo
@@ -76,8 +76,8 @@ def _restore(run: Run, progress: Progress) -> tuple[bool, list[str]]:
         run.add(
             {
                 "type": "regenerated",
-                "changed": boot.regenerated(system, tx),
-                "grubenv": boot.operator_env(system, tx),
+                "changed": grub_edits.regenerated(system, tx),
+                "grubenv": grub_edits.operator_env(system, tx),
             }
         )
     left = []
@@ -124,4 +124,4 @@ def _keep_grubenv_edits(run: Run, progress: Progress) -> None:
                     + [f"unset {k}" for k in edits["unset"]]
                 )
             )
-            boot.reapply_env(run.system, edits)
+            grub_edits.reapply_env(run.system, edits)

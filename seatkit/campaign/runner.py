@@ -97,6 +97,12 @@ def step(system: System, driver: Driver, echo: Progress = lambda line: None) -> 
     """One pass after a boot (or a resume): returns 'rebooting', 'done', 'aborted' or 'failed'."""
     folder = current(system)
     if folder is None:
+        if boot.booted_arm(system):  # an end killed before its reboot: the arm's kernel must not stay
+            echo(
+                f"no campaign is running, but this boot is the arm {boot.booted_arm(system)}'s: back to the normal entry"
+            )
+            boot.leave_arm(system)
+            return "rebooting"
         raise SeatError("no campaign is running", "`seat campaign run NAME` starts one")
     try:
         if not begun(system, folder):  # the folder was removed: end it
@@ -145,6 +151,9 @@ def _visits(system: System, folder: str, driver: Driver, progress: Progress) -> 
         run = Run(system, folder)  # an abort from another process is read at each pass
         if run.ended:  # killed after the end record, before the marker went
             system.remove(CURRENT)
+            if boot.booted_arm(system):  # ... and before its reboot out of the arm
+                progress("reboot into the normal entry")
+                boot.leave_arm(system)
             return run.of("end")[0]["outcome"]
         i = run.next_visit()
         if run.stopping or i is None:
@@ -178,17 +187,31 @@ def _visits(system: System, folder: str, driver: Driver, progress: Progress) -> 
                     f"(attempt {len(armed)} of {run.campaign.boot_attempts} failed)"
                 )
             if not armed or armed[-1]["boot_id"] != here:
+                campaign_plan.require_arm(system, run.campaign, arm)  # the driver the next boot loads
                 system.fault(f"campaign: before arming visit {i}")
-                boot.arm(system, arm)
-                run.add({"type": "armed", "visit": i, "arm": arm.name, "boot_id": here})
+                _arm(run, i, arm, here)
             progress(f"visit {i + 1}/{len(run.visits)} ({arm.name}): reboot into its one-shot entry")
             system.fault(f"campaign: before the reboot into visit {i}")
+            if Run(system, folder).stopping:  # an abort came while it armed: the arm is not booted
+                boot.disarm(system)
+                continue
             boot.reboot(system)
             return "rebooting"
         except (SeatError, OSError) as exc:  # a seat that never got ready, a full disk: stop, restore
             why = exc.message if isinstance(exc, SeatError) else f"{type(exc).__name__}: {exc}"
             progress(f"visit {i + 1} ({arm.name}) failed: {why}")
             run.add({"type": "failed", "visit": i, "why": why})
+
+
+def _arm(run: Run, i: int, arm, here: str | None) -> None:
+    """grub-reboot the arm's entry and journal it; if the journal refuses (a full disk), the
+    one-shot is taken back: the normal boot must not keep an arm armed for whoever reboots next."""
+    boot.arm(run.system, arm)
+    try:
+        run.add({"type": "armed", "visit": i, "arm": arm.name, "boot_id": here})
+    except BaseException:
+        boot.disarm(run.system)
+        raise
 
 
 def _install(run: Run, progress: Progress) -> None:
@@ -203,12 +226,16 @@ def _install(run: Run, progress: Progress) -> None:
     ]
     begin = run.records[0]
     unit.require_safe_exe(system, begin["seat_exe"])  # when the unit is written; the unit checks at start
+    plan = begin["plan"]  # a step bounded by every visit's worth of benches and cold starts, twice
+    timeout = int(2 * (plan["estimate_s"] + plan["cold_start_max_s"] * len(plan["visits"]))) + 600
+    home = begin.get("launch_env", {}).get("SEAT_HOME")  # root launches the runtime built there
+    folders = unit.import_folders() + ([home] if home else [])
     boot.install(
         system,
         run.id,
         boot.script(run.campaign, entries),
-        unit.unit_text(begin["seat_exe"], begin["root"]),
-        unit.fallback_text(),
+        unit.unit_text(begin["seat_exe"], begin["root"], folders, timeout),
+        unit.fallback_text(system),
         progress,
     )
 
@@ -220,7 +247,10 @@ def abort(system: System, driver: Driver, echo: Progress = lambda line: None) ->
         raise SeatError("no campaign is running")
     if not begun(system, folder):
         return _abort_without_journal(system, folder, echo)
-    run = Run(system, folder)
+    try:
+        run = Run(system, folder)
+    except Exception as exc:  # a journal this kit cannot read (another version wrote it)
+        return _abort_without_journal(system, folder, echo, f"unreadable by this kit ({type(exc).__name__})")
     if not run.stopping:
         run.add({"type": "aborted", "why": "seat campaign abort"})
     try:
@@ -237,13 +267,13 @@ def abort(system: System, driver: Driver, echo: Progress = lambda line: None) ->
         raise
 
 
-def _abort_without_journal(system: System, folder: str, echo: Progress) -> str:
-    """The folder is gone: the host transaction (named by the folder's campaign id) still says what
+def _abort_without_journal(system: System, folder: str, echo: Progress, why: str = "gone") -> str:
+    """The folder is gone (or its journal unreadable): the host transaction (named by the folder's campaign id) still says what
     to undo; what only the journal knew (the live knobs' start values, the runs) is gone with it."""
     with held(system, "campaign abort"):
         by = boot.uninstall(system, folder.rstrip("/").rsplit("/", 1)[-1], echo)
         echo(
-            f"{folder} was gone: "
+            f"{folder}'s journal was {why}: "
             + (f"the entries and the unit are removed ({by})" if by else "no entries or unit were installed")
             + "; nothing to report"
         )

@@ -58,3 +58,16 @@ class SeatDriver:
             if running:
                 stopped.append(name)
         return stopped
+
+
+class ConfinedDriver:
+    """Under a throwaway root (`--root`): a seat would start or stop on this machine, so none does."""
+
+    def bench(self, campaign: Campaign, arm: Arm, runs: Path, progress) -> Path:
+        raise SeatError(
+            f"{arm.name}: a seat would start on this machine, not under the throwaway root: not benched",
+            "run the campaign on the host itself, without --root",
+        )
+
+    def stop(self, campaign: Campaign) -> list[str]:
+        raise SeatError("a seat would be stopped on this machine, not under the throwaway root")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from rich.markup import escape
 
 from seatkit.campaign import runner, spec
 from seatkit.campaign.plan import Plan, build, duration
-from seatkit.campaign.seat import SeatDriver
+from seatkit.campaign.seat import ConfinedDriver, SeatDriver
 from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.progress import progress
@@ -78,12 +77,18 @@ def plan_cmd(name, ack, root, as_json):
 
 
 def _seat_exe() -> str:
-    return shutil.which("seat") or str(Path(sys.executable).with_name("seat"))
+    """The `seat` of this interpreter: the kit that runs now, whose package unsafe_exe vets."""
+    return str(Path(sys.executable).with_name("seat"))
+
+
+def _driver(root: str) -> SeatDriver | ConfinedDriver:
+    """Seats start and stop on this machine: under a throwaway root, none does."""
+    return SeatDriver() if Path(root).resolve() == Path("/") else ConfinedDriver()
 
 
 def _step(root: str) -> None:
     with progress(err, "campaign") as update:
-        outcome = runner.step(_system(root), SeatDriver(), update)
+        outcome = runner.step(_system(root), _driver(root), update)
     out.print(f"campaign: {outcome}", highlight=False)
 
 
@@ -95,10 +100,10 @@ def run_cmd(name, ack, root):
     """Start the campaign: the first step runs now; the unit resumes it after each reboot."""
     plan = build(spec.load(name), _system(root), ack)
     _print_plan(plan)
-    if any(a.kind == "host" for a in plan.visits) and Path(root).resolve() != Path("/"):
+    if Path(root).resolve() != Path("/"):
         raise SeatError(
-            f"host arms run update-grub, grub-reboot and systemctl reboot, which act on this "
-            f"machine, not on {root}: not started",
+            f"a campaign starts seats, and host arms run update-grub, grub-reboot and systemctl "
+            f"reboot: all of it acts on this machine, not on {root}: not started",
             "--root serves `seat campaign plan`, `status` and `report`; run the campaign on the host itself",
         )
     folder = runner.start(plan, _system(root), _seat_exe(), root)
@@ -125,7 +130,7 @@ def resume_cmd(root):
 def abort_cmd(root):
     """Stop the campaign and restore the start state (reboots into the normal entry if needed)."""
     with progress(err, "campaign abort") as update:  # the end's own line says what was put back
-        outcome = runner.abort(_system(root), SeatDriver(), update)
+        outcome = runner.abort(_system(root), _driver(root), update)
     out.print(f"campaign: {outcome}", highlight=False)
 
 

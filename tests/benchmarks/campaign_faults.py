@@ -23,12 +23,12 @@ from campaign_harness import (  # noqa: E402
     write_campaign,
 )
 
-from seatkit.campaign import analysis  # noqa: E402
+from seatkit.campaign import picture  # noqa: E402
 from seatkit.campaign import plan as campaign_plan  # noqa: E402
 
 
 def main() -> int:
-    analysis.plot = lambda *args: None  # a second per fault; the plot is not what is tested
+    picture.draw = lambda *args: None  # a second per fault; the plot is not what is tested
     read_only_var(setattr)
     with tempfile.TemporaryDirectory() as tmp:
         campaign = write_campaign(

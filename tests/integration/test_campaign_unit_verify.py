@@ -8,6 +8,7 @@ import subprocess
 from conftest import unavailable
 
 from seatkit.campaign import boot, unit
+from seatkit.host.system import System
 
 
 def test_the_resume_unit_and_its_fallback_pass_systemd_analyze_verify(tmp_path):
@@ -15,8 +16,8 @@ def test_the_resume_unit_and_its_fallback_pass_systemd_analyze_verify(tmp_path):
     if analyze is None:
         unavailable("systemd-analyze is not installed (apt-get install systemd)")
     seat = shutil.which("true")  # a root-owned program where the kit's own install would be
-    (tmp_path / boot.UNIT_NAME).write_text(unit.unit_text(seat))
-    (tmp_path / boot.FALLBACK_NAME).write_text(unit.fallback_text())
+    (tmp_path / boot.UNIT_NAME).write_text(unit.unit_text(seat, folders=unit.import_folders()))
+    (tmp_path / boot.FALLBACK_NAME).write_text(unit.fallback_text(System()))
     done = subprocess.run(
         [analyze, "verify", "--man=no", *(str(tmp_path / n) for n in (boot.UNIT_NAME, boot.FALLBACK_NAME))],
         capture_output=True,

@@ -20,7 +20,7 @@ from campaign_harness import (
     write_campaign,
 )
 
-from seatkit.campaign import analysis, boot, runner
+from seatkit.campaign import boot, picture, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign.folder import current
 from seatkit.host.journal import Journal
@@ -140,7 +140,7 @@ def test_the_fallback_unit_returns_only_from_an_arms_boot(tmp_path):
 
 
 def test_faults_of_every_kind_in_an_arms_boot_end_in_the_normal_entry(tmp_path, monkeypatch):
-    monkeypatch.setattr(analysis, "plot", lambda *args: None)  # a second per fault otherwise
+    monkeypatch.setattr(picture, "draw", lambda *args: None)  # a second per fault otherwise
     read_only_var(monkeypatch.setattr)
     plan = campaign_plan.build(two_arms(tmp_path, repeats=2), CampaignHost(tmp_path / "p").system)
     total = fault_points(plan, tmp_path / "count")
