@@ -168,7 +168,8 @@ def test_a_bad_figure_in_a_summary_does_not_block_the_restore_or_reach_the_verdi
     report = json.loads((folder / "report.json").read_text())
     assert "nan" not in report["verdict"].lower()
     p2p = next(a for a in report["arms"] if a["arm"] == "p2p")
-    assert p2p["visits"] == 0 and p2p["unusable"] == 2 and "no figure to use" in report["verdict"]
+    assert p2p["visits"] == 0 and p2p["left_out"] == 2
+    assert "Left out of the estimate" in report["verdict"] and "no usable ms/step" in report["verdict"]
 
 
 def _live_host(tmp_path, pl_fails):

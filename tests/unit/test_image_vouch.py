@@ -188,7 +188,8 @@ def test_an_experiment_carries_both_reasons(seat, tmp_path):
         )
     )
     record = started(profiles.load(str(path)), image=BASE)
-    assert record.unverified.startswith("a patched scheduler; image sha256:")
+    assert record.unverified.startswith("a patched scheduler; ")
+    assert "off the allowlist: env.PYTHONPATH" in record.unverified and "; image sha256:" in record.unverified
     assert what_runs.marked("x", record.conditions()).startswith("x UNVERIFIED (a patched scheduler; ")
 
 
