@@ -22,3 +22,43 @@ def test_identical_repeats_with_no_true_effect_claim_no_effect_from_float_roundi
     report = analysis.report(run)
     assert not any(e["claimed"] for e in report["effects"]), report["verdict"]
     assert "carries" not in report["verdict"], report["verdict"]
+
+
+# --- the demo's sentence and compare, on summaries as a run writes them ----------------------------
+
+import json  # noqa: E402
+
+from test_verdict_matrix import demo_summary, suite, written  # noqa: E402
+
+from seatkit.bench import compare  # noqa: E402
+from seatkit.orchestrate import demo  # noqa: E402
+
+
+def test_a_demo_with_one_request_a_side_says_its_spread_is_unknown_never_that_nothing_moved(tmp_path):
+    """Every request but one per suite discarded (or --repeats 1 of one prompt): the spread is
+    unknown, so the sentence cannot say a factor 'did not move beyond its own spread', nor send
+    the user to a quieter machine: the verdict in its own parenthesis says spread UNKNOWN."""
+    data = demo_summary(
+        suite("code", 60.6, 2.7, 45.1, cv=None, n=1), suite("prose", 37.7, 1.3, 35.5, cv=None, n=1)
+    )
+    _, sentence = demo.side_by_side(data, tmp_path)
+    lead = sentence.split(" (")[0]
+    assert "beyond its own spread" not in lead and "quieter machine" not in lead, sentence
+    assert "unknown" in lead.lower(), sentence
+
+
+def test_a_busy_machine_recorded_on_one_side_is_named_as_a_condition_that_differs(tmp_path):
+    """Two CPU-seat runs, the same in every condition but the load the bench measured (other
+    processes held 70 % of the CPUs on B, 2 % on A): the 43 % ms/step gap has a recorded cause,
+    and compare must not say 'no recorded condition differs'."""
+    a = written(tmp_path, "a", {"code": suite("code", 100.0, 2.0, 20.0, 0.02)}, {"device": "cpu"})
+    b = written(tmp_path, "b", {"code": suite("code", 70.0, 2.0, 28.6, 0.02)}, {"device": "cpu"})
+    for name, share in (("a", 0.02), ("b", 0.70)):
+        path = tmp_path / name / "summary.json"
+        data = json.loads(path.read_text())
+        data["machine"] = {"cpus": 2, "other_cpu_share": share, "load_average": 2.0}
+        path.write_text(json.dumps(data))
+    c = compare.compare(a, b)
+    text = c.rows[0]["verdict"]["text"]
+    assert c.differing, "Conditions that differ: none, with one side's machine busy"
+    assert "no recorded condition differs" not in text, text
