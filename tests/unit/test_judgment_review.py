@@ -62,3 +62,23 @@ def test_a_busy_machine_recorded_on_one_side_is_named_as_a_condition_that_differ
     text = c.rows[0]["verdict"]["text"]
     assert c.differing, "Conditions that differ: none, with one side's machine busy"
     assert "no recorded condition differs" not in text, text
+
+
+def test_one_side_of_one_value_leaves_the_noise_unknown_and_says_so(tmp_path):
+    """A: five requests, 3 % CV. B: one request, its spread unknown. The kit calls a 4 % gap
+    'within noise: spread allows 6.0%' from A's spread alone, and never says B's is unknown."""
+    a = written(tmp_path, "a", {"code": suite("code", 100.0, 2.0, 20.0, 0.03)})
+    b = written(tmp_path, "b", {"code": suite("code", 104.0, 2.0, 19.23, cv=None, n=1)})
+    (row,) = compare.compare(a, b).rows
+    text = row["verdict"]["text"]
+    assert "unknown" in text.lower(), text
+    assert not text.startswith("within noise"), text
+
+
+def test_a_run_against_a_card_without_a_spread_never_calls_the_runs_spread_its_own(tmp_path):
+    """The paper's S8 card gives one value (no spread); the run's 3 % CV is all the kit has, yet it
+    says each factor moved 'beyond its own spread, 6.0%' as if both sides had measured one."""
+    a = written(tmp_path, "a", {"code": suite("code", 100.0, 2.0, 20.0, 0.03)})
+    c = compare.compare(a, "paper-pt-r-2026-042#S8-after", force=True)
+    text = c.rows[0]["verdict"]["text"]
+    assert "beyond its own spread" not in text or "unknown" in text.lower(), text
