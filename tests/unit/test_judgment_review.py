@@ -82,3 +82,60 @@ def test_a_run_against_a_card_without_a_spread_never_calls_the_runs_spread_its_o
     c = compare.compare(a, "paper-pt-r-2026-042#S8-after", force=True)
     text = c.rows[0]["verdict"]["text"]
     assert "beyond its own spread" not in text or "unknown" in text.lower(), text
+
+
+# --- the bench on the ground-truth oracle ---------------------------------------------------------
+
+from seatkit.bench import report  # noqa: E402
+from seatkit.bench.workload import Prompt  # noqa: E402
+from test_verdict_matrix import serve  # noqa: E402,F401  (the fixture)
+
+
+def clustered(server, per_prompt):
+    """The oracle, each prompt at its own tokens/step and step time (a suite of a story and an
+    essay: the drafter accepts more of one), exactly, with no noise between repeats."""
+    real = server.oracle.submit
+
+    def submit(body):
+        for word, (tps, ms) in per_prompt.items():
+            if word in body["prompt"]:
+                server.oracle.tokens_per_step, server.oracle.step_s = tps, ms / 1000
+        return real(body)
+
+    server.oracle.submit = submit
+    return server
+
+
+def two_prompts(suite="prose", content="prose"):
+    return [
+        Prompt(suite, f"{suite}-story", content, "story " * 8, "oracle", 61),
+        Prompt(suite, f"{suite}-essay", content, "essay " * 8, "oracle", 61),
+    ]
+
+
+def test_a_30_percent_drop_on_every_prompt_of_a_two_cluster_suite_is_never_within_noise(serve, tmp_path):
+    """Each prompt repeats exactly (no noise at all); between A and B every prompt's tokens/step
+    fell 30 %. The suite's CV is the distance between its two prompts, not noise, yet compare
+    judges the 43 % gap against it and calls it within noise."""
+    a = clustered(serve(), {"story": (2.0, 4.0), "essay": (3.4, 4.0)})
+    b = clustered(serve(), {"story": (1.4, 4.0), "essay": (2.38, 4.0)})
+    a.bench(tmp_path / "a", two_prompts())
+    b.bench(tmp_path / "b", two_prompts())
+    runs = [next((tmp_path / side).iterdir()) for side in "ab"]
+    (row,) = compare.compare(str(runs[0]), str(runs[1])).rows
+    text = row["verdict"]["text"]
+    assert not text.startswith("within noise"), text
+    assert "tokens per step moved" in text, text
+
+
+def test_two_prompts_of_different_step_time_on_a_quiet_machine_get_no_busy_note(serve, tmp_path):
+    """The CPU seat's step time depends on the text (it verifies what it drafted): the story at
+    4 ms/step, the essay at 6, each exactly the same on every repeat. The suite's ms/step CV
+    (about 22 %) is the two prompts, not load, yet the notes say the machine was busy."""
+    server = clustered(serve(), {"story": (2.0, 4.0), "essay": (2.0, 6.0)})
+    summary = server.bench(tmp_path, two_prompts())
+    summary["machine"] = {"cpus": 16, "other_cpu_share": 0.01, "load_average": 0.1}  # a quiet machine
+    per_prompt = summary["suites"]["prose"]["prompts"]
+    assert all(p["ms_per_step"]["cv"] < 0.05 for p in per_prompt.values())  # each prompt: steady
+    said = report.notes(summary)
+    assert not any("busy" in line for line in said), said
