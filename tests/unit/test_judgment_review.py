@@ -139,3 +139,15 @@ def test_two_prompts_of_different_step_time_on_a_quiet_machine_get_no_busy_note(
     assert all(p["ms_per_step"]["cv"] < 0.05 for p in per_prompt.values())  # each prompt: steady
     said = report.notes(summary)
     assert not any("busy" in line for line in said), said
+
+
+def test_a_gap_no_factor_moved_in_gets_no_headline_naming_the_rig(tmp_path):
+    """Identical repeats (CV 0 on both sides), B 0.5 % slower in ms/step: under the 1 % floor, so
+    the kit itself says 'neither factor moved beyond its own spread', yet its headline reads
+    'step time: the rig.'"""
+    a = written(tmp_path, "a", {"code": suite("code", 100.0, 2.0, 20.0, 0.0)})
+    b = written(tmp_path, "b", {"code": suite("code", 99.5, 2.0, 20.1, 0.0)})
+    (row,) = compare.compare(a, b).rows
+    text = row["verdict"]["text"]
+    assert "neither factor moved" in text
+    assert not text.startswith("step time: the rig"), text
