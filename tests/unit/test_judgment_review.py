@@ -151,3 +151,30 @@ def test_a_gap_no_factor_moved_in_gets_no_headline_naming_the_rig(tmp_path):
     text = row["verdict"]["text"]
     assert "neither factor moved" in text
     assert not text.startswith("step time: the rig"), text
+
+
+# --- the campaign on its harness ------------------------------------------------------------------
+
+
+def test_an_iommu_that_could_not_be_read_is_never_reported_as_off_in_force(tmp_path, monkeypatch):
+    """/sys/class/iommu cannot be listed on the visits (sysfs not mounted where the unit runs):
+    System.entries says None, 'unknown'. The visit journals it as [] ('no IOMMU unit'), so the
+    analysis reads the IOMMU as off on every visit and reports that the firmware held it off."""
+    from campaign_harness import CampaignHost, FastDriver, drive, start, write_campaign
+
+    from seatkit.campaign.folder import Run
+    from seatkit.host.system import System
+
+    host = CampaignHost(tmp_path / "root")
+    folder = start(
+        host,
+        write_campaign(tmp_path, arms=[{"name": "none", "host": []}, {"name": "iommu", "host": ["iommu"]}]),
+    )
+    real = System.entries
+    monkeypatch.setattr(
+        System, "entries", lambda self, path: None if path == "/sys/class/iommu" else real(self, path)
+    )
+    assert drive(host, FastDriver(host))[-1] == "done"
+    report = analysis.report(Run(host.system, folder))
+    assert "IOMMU off: never changed (in force on every visit" not in report["verdict"], report["verdict"]
+    assert "firmware" not in report["verdict"], report["verdict"]
