@@ -178,3 +178,32 @@ def test_an_iommu_that_could_not_be_read_is_never_reported_as_off_in_force(tmp_p
     report = analysis.report(Run(host.system, folder))
     assert "IOMMU off: never changed (in force on every visit" not in report["verdict"], report["verdict"]
     assert "firmware" not in report["verdict"], report["verdict"]
+
+
+def test_an_adaptive_drafter_that_drafts_beyond_k_on_some_steps_raises_the_drafted_length_alarm(tmp_path):
+    """The profile says k 3; the seat runs an adaptive drafter of k 7 (a misconfiguration). It
+    drafts 7 on a few steps and 1-2 on most, so the mean drafted length (about 2.3) stays under 3,
+    but its per-position counter shows tokens accepted at positions 3 to 6, which k 3 cannot give.
+    The kit raises no alarm and reports the figures as the profile's configuration."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from seatkit.bench import oracle, oracle_server, run
+    from seatkit.bench.target import Options, Target
+
+    engine = oracle.Oracle(
+        2.0, 4.0, 7, 2.0, 0.0, oracle.Quirks(adaptive=True),
+        acceptance=(0.6, 0.3, 0.2, 0.1, 0.05, 0.05, 0.02),
+    )  # fmt: skip
+    http = ThreadingHTTPServer(("127.0.0.1", 0), oracle_server.handler_for(engine))
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{http.server_address[1]}"
+        prompts = [Prompt("truth", "p", "code", "measure me " * 8, "oracle", 201)]
+        summary = run.bench(Target(url, oracle.MODEL, k=3), prompts, Options(repeats=3), run.RunDir(tmp_path, "t"))
+    finally:
+        http.shutdown()
+        http.server_close()
+    beyond = summary["suites"]["truth"]["acceptance_by_position"][3:]
+    assert any(beyond), "the oracle accepted nothing beyond position 3: the scenario did not happen"
+    assert "drafted-length" in summary["alarms"], summary["alarms"]
