@@ -207,3 +207,58 @@ def test_an_adaptive_drafter_that_drafts_beyond_k_on_some_steps_raises_the_draft
     beyond = summary["suites"]["truth"]["acceptance_by_position"][3:]
     assert any(beyond), "the oracle accepted nothing beyond position 3: the scenario did not happen"
     assert "drafted-length" in summary["alarms"], summary["alarms"]
+
+
+SEAT_THAT_COMPUTES = """
+import sys, threading, runpy
+def compute():  # a CPU seat's forward passes: it works on its CPUs while it serves
+    x = 0
+    while True:
+        x += 1
+threading.Thread(target=compute, daemon=True).start()
+sys.argv = ["oracle_server", *sys.argv[1:]]
+runpy.run_module("seatkit.bench.oracle_server", run_name="__main__")
+"""
+
+
+def test_the_seats_own_cpu_on_a_quiet_machine_is_not_other_load(tmp_path, monkeypatch):
+    """The demo's seat is a process of its own on the bench's machine (a CPU seat). On a machine
+    with nothing else running, the CPU time /proc/stat counts is the bench's and the seat's; the
+    meter subtracts only the bench's, so the seat's own decoding reads as 'other processes' and
+    the note says the machine was busy. (/proc/stat is replaced here by exactly those two
+    processes, the machine being otherwise quiet; this host's other tenants are left out.)"""
+    import os
+    import socket
+    import subprocess
+    import time
+
+    from seatkit.bench import load, oracle, run
+    from seatkit.bench.target import Options, Target
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["--port", str(port), "--tokens-per-step", "2", "--step-ms", "4", "--k", "3"]
+    seat = subprocess.Popen([sys.executable, "-c", SEAT_THAT_COMPUTES, *args])
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def seat_s():
+        fields = Path(f"/proc/{seat.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    monkeypatch.setattr(load, "_busy_s", lambda: load._own_s() + seat_s())  # a quiet machine
+    try:
+        target = Target(f"http://127.0.0.1:{port}", oracle.MODEL, k=3)
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        prompts = [Prompt("demo-code", "p", "code", "measure me " * 8, "oracle", 201)]
+        summary = run.bench(target, prompts, Options(repeats=3), run.RunDir(tmp_path, "t"))
+    finally:
+        seat.kill()
+        seat.wait()
+    said = report.notes(summary)
+    assert not any("the machine was busy" in line for line in said), (summary["machine"], said)
