@@ -262,3 +262,29 @@ def test_the_seats_own_cpu_on_a_quiet_machine_is_not_other_load(tmp_path, monkey
         seat.wait()
     said = report.notes(summary)
     assert not any("the machine was busy" in line for line in said), (summary["machine"], said)
+
+
+def test_a_server_without_the_gauges_or_prefix_counters_never_proves_a_request_alone(serve):
+    """An odd server (a proxy in front of vLLM, say) exports the counters but neither the running
+    and waiting gauges nor the prefix-cache queries: the only sources that could show another
+    client's prompt still prefilling in chunks. Such a prompt overlaps ours; the kit keeps ours as
+    'alone' (exclusive, no problem named) because nothing it can read says otherwise."""
+    from seatkit.bench import request
+    from seatkit.bench.target import Options
+    from test_verdict_matrix import Intruder, prompt
+
+    server = serve(oracle_quirks(chunk_tokens=16, prefill_ms_per_token=0.5, hide=frozenset({"prefix_cache"})))
+    real = server.oracle.metrics
+    server.oracle.metrics = lambda: "".join(
+        line + "\n" for line in real().splitlines() if not line.startswith("vllm:num_requests_")
+    )
+    intruder = Intruder(server.url, prompt_tokens=4000)
+    record = request.measure(server.target(), prompt(101), Options(), around=intruder.around)
+    intruder.join()
+    assert record["exclusive"] is False, "kept as alone with no source able to show the overlap"
+
+
+def oracle_quirks(**kw):
+    from seatkit.bench import oracle
+
+    return oracle.Quirks(**kw)
