@@ -288,3 +288,33 @@ def oracle_quirks(**kw):
     from seatkit.bench import oracle
 
     return oracle.Quirks(**kw)
+
+
+def test_the_demo_sentence_never_credits_acceptance_to_a_suite_whose_every_request_looped(serve, tmp_path):
+    """Every demo-code request loops ("Sync.Sync.…", the loop alarm fires on 3 of 3: its figures
+    'flatter the seat'); the sentence under the table still says 'code decodes 2.00x as fast as
+    prose: acceptance … carries the difference', a judgment on figures the kit says do not stand."""
+    from test_verdict_matrix import prompt
+
+    from seatkit.bench import oracle
+
+    code = serve(oracle.Quirks(loop="Sync."), tokens_per_step=3.0).bench(
+        tmp_path / "code", [prompt(61, "demo-code", "code")]
+    )
+    prose = serve(tokens_per_step=1.5).bench(tmp_path / "prose", [prompt(61, "demo-prose", "prose")])
+    assert code["alarms"]["loop"]["requests"] == 3
+    data = {**code, "suites": {**code["suites"], **prose["suites"]}}
+    _, sentence = demo.side_by_side(data, tmp_path)
+    lead = sentence.split(" (")[0]
+    assert "loop" in lead, sentence
+    assert "carries the difference" not in lead, sentence
+
+
+def test_the_demo_says_when_its_repeats_wrote_different_outputs(tmp_path):
+    """`seat bench run` notes 'repeats wrote 2 different outputs, so they did not all do the same
+    work' (a cold and a warm prefix cache giving different greedy text); the demo prints its own
+    notes instead (print_summary(..., notes=False)) and drops that one."""
+    code = suite("code", 60.6, 2.7, 45.1, prompts=["demo-code-a"], outputs={"demo-code-a": 2})
+    prose = suite("prose", 37.7, 1.3, 35.5, prompts=["demo-prose-a"], outputs={"demo-prose-a": 1})
+    said = demo.notes(demo_summary(code, prose))
+    assert any("different outputs" in line for line in said), said
