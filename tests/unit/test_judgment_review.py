@@ -318,3 +318,19 @@ def test_the_demo_says_when_its_repeats_wrote_different_outputs(tmp_path):
     prose = suite("prose", 37.7, 1.3, 35.5, prompts=["demo-prose-a"], outputs={"demo-prose-a": 1})
     said = demo.notes(demo_summary(code, prose))
     assert any("different outputs" in line for line in said), said
+
+
+def test_compare_names_a_side_whose_every_request_looped(serve, tmp_path):
+    """The same suite on the same seat, but A's output looped on every request (the loop alarm in
+    its summary: 'its speed is not the speed of real text'). Compare puts the 2x tokens/step gap
+    down to 'no recorded condition' and never mentions the loop A's own summary records."""
+    from test_verdict_matrix import prompt
+
+    from seatkit.bench import oracle
+
+    serve(oracle.Quirks(loop="Sync."), tokens_per_step=3.0).bench(tmp_path / "a", [prompt(61)])
+    serve(tokens_per_step=1.5).bench(tmp_path / "b", [prompt(61)])
+    a, b = (next((tmp_path / side).iterdir()) for side in "ab")
+    c = compare.compare(str(a), str(b))
+    text = c.rows[0]["verdict"]["text"]
+    assert "loop" in text or any("loop" in k or "loop" in " ".join(v) for k, v in c.differing.items()), text
