@@ -334,3 +334,38 @@ def test_compare_names_a_side_whose_every_request_looped(serve, tmp_path):
     c = compare.compare(str(a), str(b))
     text = c.rows[0]["verdict"]["text"]
     assert "loop" in text or any("loop" in k or "loop" in " ".join(v) for k, v in c.differing.items()), text
+
+
+def test_a_counter_reset_mid_request_is_named_a_reset_not_another_client(serve):
+    """The server's counters go back to 0 while ours streams (an engine restarted behind a
+    proxy). The kit names it '-1 requests finished during ours', 'server generated -20 tokens':
+    read as overlap by another client (the refusal's hint: 'stop other clients'). Counters that
+    went backwards are a reset, and the discarded request should say so."""
+    import contextlib
+    import threading
+    import time
+
+    from seatkit.bench import request
+    from seatkit.bench.target import Options
+    from test_verdict_matrix import prompt
+
+    server = serve(step_ms=10.0)
+
+    @contextlib.contextmanager
+    def reset():
+        def go():
+            time.sleep(0.1)
+            with server.oracle.lock:
+                for name in list(server.oracle.counters):
+                    server.oracle.counters[name] = 0
+                server.oracle.per_position.clear()
+
+        thread = threading.Thread(target=go)
+        thread.start()
+        yield
+        thread.join()
+
+    record = request.measure(server.target(), prompt(101), Options(), around=reset)
+    assert record["exclusive"] is False
+    said = " ".join(record["exclusive_problems"])
+    assert "-1 requests finished" not in said and ("reset" in said or "backwards" in said), said
