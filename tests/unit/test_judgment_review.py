@@ -369,3 +369,23 @@ def test_a_counter_reset_mid_request_is_named_a_reset_not_another_client(serve):
     assert record["exclusive"] is False
     said = " ".join(record["exclusive_problems"])
     assert "-1 requests finished" not in said and ("reset" in said or "backwards" in said), said
+
+
+def test_a_demo_suite_lost_to_cut_streams_is_not_blamed_on_another_client(serve, tmp_path):
+    """The seat ends every prose answer 5 tokens early (it stops at its end-of-text token: no
+    ignore_eos). Each prose request is 'truncated', recorded and never measured; nothing shared
+    the seat (discarded: 0). The demo's sentence says prose 'kept no request (each was discarded:
+    not alone on the seat); run the demo again with nothing else using the seat'."""
+    from test_verdict_matrix import prompt
+
+    server = serve()
+    real = server.oracle.submit
+    server.oracle.submit = lambda body: real(
+        {**body, "max_tokens": body["max_tokens"] - 5} if "prose" in body["prompt"] else body
+    )
+    prompts = [prompt(61, "demo-code", "code"), prompt(61, "demo-prose", "prose", words=16)]
+    prompts[1] = Prompt("demo-prose", "q", "prose", "prose " * 8, "oracle", 61)
+    summary = server.bench(tmp_path, prompts)
+    assert summary["discarded"] == 0 and len(summary["truncated"]) == 3
+    _, sentence = demo.side_by_side(summary, tmp_path)
+    assert "not alone" not in sentence and "nothing else using the seat" not in sentence, sentence
