@@ -389,3 +389,26 @@ def test_a_demo_suite_lost_to_cut_streams_is_not_blamed_on_another_client(serve,
     assert summary["discarded"] == 0 and len(summary["truncated"]) == 3
     _, sentence = demo.side_by_side(summary, tmp_path)
     assert "not alone" not in sentence and "nothing else using the seat" not in sentence, sentence
+
+
+def test_a_gpu_seat_whose_step_time_varies_eight_times_its_usual_gets_the_busy_note():
+    """A GPU seat shares its GPU with another job (another model on the same card): the CPUs are
+    quiet, ms/step varies by 8 % between requests. The note's own words put a quiet GPU seat at
+    'about 1 %', but it fires only from 15 % (the 2-core CPU seat's threshold), so it stays silent."""
+    summary = {
+        "conditions": {"model": "m", "k": 3, "device": "gpu", "sampling": {"temperature": 0}},
+        "machine": {"cpus": 64, "other_cpu_share": 0.02, "load_average": 1.0},
+        "suites": {"code": suite("code", 300.0, 3.0, 10.0, 0.08)},
+    }
+    said = report.notes(summary)
+    assert any("busy" in line or "varied" in line for line in said), said
+
+
+def test_an_output_that_repeats_one_long_line_is_a_loop():
+    """A 128-token answer that is one 64-token instruction line written twice (the issue's
+    'repeated instruction lines'): 47 % of its 8-token runs repeat, under the 50 % share, so no
+    loop alarm; its speed is reported as the speed of real text."""
+    from seatkit.bench import decompose
+
+    line = list(range(64))
+    assert decompose.repetition(line * 2) > decompose.LOOP_SHARE, decompose.repetition(line * 2)
