@@ -165,6 +165,16 @@ def prompts_apart(suite: dict, figure: str = "tokens_per_step") -> list[str]:
     return list(prompts) if differ else []
 
 
+def repeat_cv(suite: dict, figure: str) -> float | None:
+    """The spread of `figure` between repeats: the suite's CV, but where its prompts differ beyond
+    their spread that CV is the distance between them, not noise, so the largest of the prompts'
+    own CVs (None when one of them is unknown)."""
+    if not prompts_apart(suite, figure):
+        return (suite.get(figure) or {}).get("cv")
+    cvs = [(p.get(figure) or {}).get("cv") for p in suite["prompts"].values()]
+    return None if None in cvs else max(cvs)
+
+
 def alarm_summary(records: list[dict]) -> dict[str, dict]:
     """Each kind of alarm: how many kept requests raised it, and one of its messages."""
     out: dict[str, dict] = {}

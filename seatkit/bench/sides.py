@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seatkit import safe_yaml
-from seatkit.bench import cards, summary
+from seatkit.bench import aggregate, cards, summary
 from seatkit.errors import SeatError
 from seatkit.seat import what_runs
 
@@ -168,7 +168,7 @@ def suite_entries(folder: Path, data: dict) -> list[Entry]:
         bad = [k for k, v in values.items() if not (isinstance(v, (int, float)) and 0 < v < math.inf)]
         if bad:
             raise ValueError(f"suite {suite}: {', '.join(bad)} not a positive number")
-        spread = {k: s[k]["cv"] for k in FACTORS if s.get(k) and s[k]["cv"] is not None}
+        spread = {k: cv for k in FACTORS if s.get(k) and (cv := aggregate.repeat_cv(s, k)) is not None}
         withheld = s.get("withheld") or {}
         missing = {k: withheld.get(k, "not measured") for k in FACTORS if k not in values}
         # A factor the bench withheld stays withheld: its inputs disagreed, so no other two give it.

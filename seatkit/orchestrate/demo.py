@@ -162,7 +162,7 @@ def _sentence(split: dict) -> str:
 
 def notes(summary: dict) -> list[str]:
     """What the table's medians hide, in plain words: a suite whose prompts differ beyond their
-    spread (its median is neither's), steps that drafted nothing, and a busy machine."""
+    spread (its median is neither's), repeats that wrote different text, and a busy machine."""
     out = []
     for name in SUITES:
         s = summary.get("suites", {}).get(name)
@@ -177,6 +177,13 @@ def notes(summary: dict) -> list[str]:
                 for p in apart
             )
             out.append(f"{name}: its prompts differ beyond their spread, so its median is neither's: {each}")
-    ms = [((summary.get("suites", {}).get(n) or {}).get("ms_per_step") or {}).get("cv") for n in SUITES]
-    busy = load.busy_note(summary.get("machine"), max((cv for cv in ms if cv is not None), default=None))
+        out += [
+            f"{name}: {p}'s repeats wrote {n} different outputs, so they did not all do the same work"
+            for p, n in (s.get("outputs") or {}).items()
+            if n > 1
+        ]
+    kept = [s for n in SUITES if (s := summary.get("suites", {}).get(n))]
+    ms = [cv for s in kept if (cv := aggregate.repeat_cv(s, "ms_per_step")) is not None]
+    device = (summary.get("conditions") or {}).get("device")
+    busy = load.busy_note(summary.get("machine"), max(ms, default=None), device)
     return out + ([busy] if busy else [])

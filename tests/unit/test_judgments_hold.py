@@ -1,7 +1,9 @@
-"""A hostile review of the kit's judgments (issue 35): each test is a behaviour that should hold
-and, when written, did not. Figures come from the ground-truth oracle, the campaign oracle, or
-summaries written as a run writes them."""
+# ruff: noqa: F811  (serve: the fixture of test_verdict_matrix, taken by name)
+"""The kit's judgments hold (issue 35): each test is a behaviour a hostile review found broken.
+Figures come from the ground-truth oracle, the campaign oracle, or summaries written as a run
+writes them."""
 
+import json
 import random
 import sys
 from pathlib import Path
@@ -9,8 +11,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from campaign_oracle import journal  # noqa: E402
+from test_verdict_matrix import demo_summary, serve, suite, written  # noqa: E402,F401  (serve: a fixture)
 
+from seatkit.bench import compare, report  # noqa: E402
+from seatkit.bench.workload import Prompt  # noqa: E402
 from seatkit.campaign import analysis  # noqa: E402
+from seatkit.orchestrate import demo  # noqa: E402
 
 PAPER = ["iommu", "p2p", "hmm"]
 
@@ -25,13 +31,6 @@ def test_identical_repeats_with_no_true_effect_claim_no_effect_from_float_roundi
 
 
 # --- the demo's sentence and compare, on summaries as a run writes them ----------------------------
-
-import json  # noqa: E402
-
-from test_verdict_matrix import demo_summary, suite, written  # noqa: E402
-
-from seatkit.bench import compare  # noqa: E402
-from seatkit.orchestrate import demo  # noqa: E402
 
 
 def test_a_demo_with_one_request_a_side_says_its_spread_is_unknown_never_that_nothing_moved(tmp_path):
@@ -85,10 +84,6 @@ def test_a_run_against_a_card_without_a_spread_never_calls_the_runs_spread_its_o
 
 
 # --- the bench on the ground-truth oracle ---------------------------------------------------------
-
-from seatkit.bench import report  # noqa: E402
-from seatkit.bench.workload import Prompt  # noqa: E402
-from test_verdict_matrix import serve  # noqa: E402,F401  (the fixture)
 
 
 def clustered(server, per_prompt):
@@ -200,7 +195,9 @@ def test_an_adaptive_drafter_that_drafts_beyond_k_on_some_steps_raises_the_draft
     try:
         url = f"http://127.0.0.1:{http.server_address[1]}"
         prompts = [Prompt("truth", "p", "code", "measure me " * 8, "oracle", 201)]
-        summary = run.bench(Target(url, oracle.MODEL, k=3), prompts, Options(repeats=3), run.RunDir(tmp_path, "t"))
+        summary = run.bench(
+            Target(url, oracle.MODEL, k=3), prompts, Options(repeats=3), run.RunDir(tmp_path, "t")
+        )
     finally:
         http.shutdown()
         http.server_close()
@@ -269,9 +266,10 @@ def test_a_server_without_the_gauges_or_prefix_counters_never_proves_a_request_a
     and waiting gauges nor the prefix-cache queries: the only sources that could show another
     client's prompt still prefilling in chunks. Such a prompt overlaps ours; the kit keeps ours as
     'alone' (exclusive, no problem named) because nothing it can read says otherwise."""
+    from test_verdict_matrix import Intruder, prompt
+
     from seatkit.bench import request
     from seatkit.bench.target import Options
-    from test_verdict_matrix import Intruder, prompt
 
     server = serve(oracle_quirks(chunk_tokens=16, prefill_ms_per_token=0.5, hide=frozenset({"prefix_cache"})))
     real = server.oracle.metrics
@@ -345,9 +343,10 @@ def test_a_counter_reset_mid_request_is_named_a_reset_not_another_client(serve):
     import threading
     import time
 
+    from test_verdict_matrix import prompt
+
     from seatkit.bench import request
     from seatkit.bench.target import Options
-    from test_verdict_matrix import prompt
 
     server = serve(step_ms=10.0)
 
