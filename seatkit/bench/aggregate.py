@@ -105,6 +105,7 @@ def summarize(records: list[dict]) -> dict:
         out[suite] = {
             "content": rows[0]["content"],
             "requests": len(rows),
+            "looped": len(rows) - len(honest),  # its speed is not the speed of real text
             "context": rows[0].get("context", 0),
             "padding": rows[0].get("padding"),
             "output_tokens": rows[0].get("max_tokens"),
@@ -172,7 +173,8 @@ def repeat_cv(suite: dict, figure: str) -> float | None:
     if not prompts_apart(suite, figure):
         return (suite.get(figure) or {}).get("cv")
     cvs = [(p.get(figure) or {}).get("cv") for p in suite["prompts"].values()]
-    return None if None in cvs else max(cvs)
+    known = [cv for cv in cvs if cv is not None]
+    return max(known) if len(known) == len(cvs) else None
 
 
 def alarm_summary(records: list[dict]) -> dict[str, dict]:

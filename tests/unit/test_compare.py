@@ -327,7 +327,7 @@ def test_before_after_names_step_time_first_and_the_host_as_its_cause():
     assert v["factor"] == "ms_per_step" and v["share"] == pytest.approx(0.87, abs=0.01)
     assert v["text"].startswith("step time: the rig. tok/s 87.0% apart")
     assert v["text"].index("ms per step") < v["text"].index("tokens per step")
-    assert "differing conditions that can explain it: host_settings" in v["text"]
+    assert "differing conditions that can explain it: host settings" in v["text"]
     assert "host_settings" in c.differing and "prompt" not in c.differing
 
 
