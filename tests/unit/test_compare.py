@@ -229,7 +229,7 @@ def test_conditions_are_always_listed_with_unknown_where_a_side_does_not_say(tmp
     assert nothing.conditions["image"] == "unknown vs unknown"
     text = compare.markdown(nothing)
     assert "- content: code vs prose (differs)" in text and "- k: 5 vs unknown (differs)" in text
-    assert "- draft_policy: unknown vs unknown\n" in text and "- model: DeepSeek" in text
+    assert "- draft policy: unknown vs unknown\n" in text and "- model: DeepSeek" in text
 
 
 def test_a_url_run_is_refused_against_another_model_and_a_side_without_one(tmp_path):
