@@ -134,6 +134,7 @@ def verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: Sequence[st
         }
     log = {k: math.log(r) for k, r in ratios.items()}
     noise = _noise("decode_tok_s", a, b)
+    noise = None if noise is None else max(noise, MOVE_FLOOR)  # as the factors: never under 1 %
     gap = apart(ratios["decode_tok_s"])
     cpu = "cpu" in (a.conditions.get("device"), b.conditions.get("device"))
     unknown = noise is None and all(_noise(f, a, b) is None for f in ("tokens_per_step", "ms_per_step"))
@@ -147,7 +148,7 @@ def verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: Sequence[st
             "within_noise": True,
             "noise": noise,
             "moved": [],
-            "text": f"within noise: {gap:.1%} apart, spread allows {noise:.1%}",
+            "text": f"within noise: {gap:.1%} apart, spread allows {noise:.1%}; neither factor moved",
         }
     # Each factor's part of log(tok/s ratio): + log tokens/step ratio, - log ms/step ratio.
     parts = {"tokens_per_step": log["tokens_per_step"], "ms_per_step": -log["ms_per_step"]}
