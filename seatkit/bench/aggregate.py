@@ -105,6 +105,7 @@ def summarize(records: list[dict]) -> dict:
         out[suite] = {
             "content": rows[0]["content"],
             "requests": len(rows),
+            "looped": len(rows) - len(honest),  # its speed is not the speed of real text
             "context": rows[0].get("context", 0),
             "padding": rows[0].get("padding"),
             "output_tokens": rows[0].get("max_tokens"),
@@ -163,6 +164,17 @@ def prompts_apart(suite: dict, figure: str = "tokens_per_step") -> list[str]:
     stats = [p.get(figure) for p in prompts.values()]
     differ = any(apart_beyond_spread(x, y) for i, x in enumerate(stats) for y in stats[i + 1 :])
     return list(prompts) if differ else []
+
+
+def repeat_cv(suite: dict, figure: str) -> float | None:
+    """The spread of `figure` between repeats: the suite's CV, but where its prompts differ beyond
+    their spread that CV is the distance between them, not noise, so the largest of the prompts'
+    own CVs (None when one of them is unknown)."""
+    if not prompts_apart(suite, figure):
+        return (suite.get(figure) or {}).get("cv")
+    cvs = [(p.get(figure) or {}).get("cv") for p in suite["prompts"].values()]
+    known = [cv for cv in cvs if cv is not None]
+    return max(known) if len(known) == len(cvs) else None
 
 
 def alarm_summary(records: list[dict]) -> dict[str, dict]:

@@ -156,9 +156,13 @@ def _row(x: Entry, y: Entry, diff: dict[str, str]) -> dict:
 
 def markdown(c: Comparison) -> str:
     lines = [f"# Compare: A = {c.a}, B = {c.b}", "", "## Conditions (A vs B)", ""]
-    lines += [f"- {k}: {v}" + (" (differs)" if k in c.differing else "") for k, v in c.conditions.items()]
+    name = verdicts.condition_name  # in words: host settings, never host_settings
+    lines += [
+        f"- {name(k)}: {v}" + (" (differs)" if {k, name(k)} & set(c.differing) else "")
+        for k, v in c.conditions.items()
+    ]
     lines += ["", "## Conditions that differ", ""]
-    lines += [f"- {k}: {'; '.join(v)}" for k, v in c.differing.items()] or ["- none"]
+    lines += [f"- {name(k)}: {'; '.join(v)}" for k, v in c.differing.items()] or ["- none"]
     lines += ["", *(f"- {line}" for line in unverified_lines(c))] if c.unverified else []
     if c.refused:
         return "\n".join(lines + ["", c.refused]) + "\n"

@@ -29,7 +29,9 @@ def _ratio(a: float, b: float) -> float | None:
 
 
 LOOP_WIDTH = 8  # tokens per n-gram: a loop repeats whole phrases, ordinary text rarely 8 tokens
-LOOP_SHARE = 0.5  # half the output's n-grams seen before in it: a loop, whatever it drafts
+# Two-fifths of the output's n-grams seen before in it: a loop, whatever it drafts. A line written
+# twice scores just under a half (the first copy's n-grams and the seam are new), so not a half.
+LOOP_SHARE = 0.4
 
 
 def repetition(tokens: Sequence, width: int = LOOP_WIDTH) -> float:
@@ -321,8 +323,13 @@ def alarms(f: dict, k: int | None, repeated: float) -> dict[str, str]:
     # Drafting fewer than k tokens, or none, on some steps is a policy (ngram's match length, an
     # adaptive or confidence-scheduled drafter): reported as figures. Only more than k is a fault.
     drafted = f["drafted_length"]
+    beyond = [i + 1 for i, p in enumerate(f.get("acceptance_unconditional") or []) if i >= (k or 0) and p]
     if k and drafted is not None and drafted > k + 0.01:
         out["drafted-length"] = f"drafted length {drafted:.2f} exceeds k={k}"
+    elif k and beyond:  # a mean under k hides steps that drafted more: a position past k accepted
+        out["drafted-length"] = (
+            f"tokens accepted at draft position {beyond[-1]}, beyond k={k}: the seat drafts more than k"
+        )
     if f["client_vs_server"] and abs(f["client_vs_server"] - 1) > CLIENT_TOLERANCE:
         out["client-bursts"] = (
             f"the stream reached the client in bursts (client-timed "

@@ -132,9 +132,10 @@ def notes(summary: dict) -> list[str]:
     busy = load.busy_note(
         summary.get("machine"),
         max(
-            (cv for s in summary["suites"].values() if (cv := (s.get("ms_per_step") or {}).get("cv"))),
+            (cv for s in summary["suites"].values() if (cv := aggregate.repeat_cv(s, "ms_per_step"))),
             default=None,
         ),
+        summary["conditions"].get("device"),
     )
     return out + ([busy] if busy else [])
 

@@ -43,25 +43,9 @@ def measure(
         "client_cpu_us_per_token": cpu * 1e6 / max(tokens, 1),
         "truncated": cut,
     }
-    if before is None or cut:  # a cut stream is the server's failure, not another client's
-        delta = metrics.Snapshot()
-        record["gauges_after"] = {}
-        record["exclusive_problems"] = []
-    else:
-        closing = after(target, before)
-        delta = closing - before
-        record["gauges_after"] = closing.gauges
-        record["exclusive_problems"] = exclusivity(
-            delta,
-            tokens,
-            done.prompt_tokens,
-            done.finish_reason,
-            "length",
-            max(gauges["running"], closing.gauges.get("running", 0.0)),
-            max(gauges["waiting"], closing.gauges.get("waiting", 0.0)),
-            final_tokens=done.completion_tokens,
-            still_running=closing.gauges.get("running", 0.0) + closing.gauges.get("waiting", 0.0),
-        )
+    delta, record["gauges_after"], record["exclusive_problems"] = _overlap(
+        target, None if cut else before, done, gauges, tokens
+    )
     record["counter_deltas"] = {**delta.values, "per_position": delta.per_position, "success": delta.success}
     record["factors"] = decompose.factors(
         delta,
@@ -149,6 +133,33 @@ def truncation(done: client.Completion, max_tokens: int) -> str | None:
     return None
 
 
+def _overlap(target: Target, before, done: client.Completion, gauges: dict, tokens: int):
+    """Our request's counter deltas, the gauges after it, and why another request may have shared
+    the server; nothing to judge without counters (`before` None: none, or a cut stream, which is
+    the server's failure, not another client's)."""
+    if before is None:
+        return metrics.Snapshot(), {}, []
+    closing = after(target, before)
+    delta = closing - before
+    problems = exclusivity(
+        delta,
+        tokens,
+        done.prompt_tokens,
+        done.finish_reason,
+        "length",
+        max(gauges["running"], closing.gauges.get("running", 0.0)),
+        max(gauges["waiting"], closing.gauges.get("waiting", 0.0)),
+        final_tokens=done.completion_tokens,
+        still_running=closing.gauges.get("running", 0.0) + closing.gauges.get("waiting", 0.0),
+    )
+    if not {"running", "waiting"} & set(closing.gauges) and "prefix_queries" not in delta.values:
+        problems.append(
+            "the server exports neither the running and waiting gauges nor the prefix-cache queries, "
+            "the only sources that show another client's prompt while it prefills: alone is unproven"
+        )
+    return delta, closing.gauges, problems
+
+
 def exclusivity(
     delta: metrics.Snapshot,
     completion_tokens: int,
@@ -166,6 +177,11 @@ def exclusivity(
     scheduled, long before its first token) and the running and waiting gauges, including once
     ours finished (another client's chunked prefill counts nowhere else yet). The server's count
     may match the stream's or its own final usage (which can differ: see usage_note)."""
+    if _reset(delta, min(completion_tokens, final_tokens or completion_tokens), prompt_tokens):
+        return [
+            "the server's counters went backwards or counted less than our request alone: they were "
+            "reset during it (an engine restart), so they cannot show whether it ran alone"
+        ]
     problems = []
     finished = sum(delta.success.values())
     if finished != 1 or delta.success.get(expected_reason, 0) != 1:
@@ -194,6 +210,18 @@ def exclusivity(
     elif peak_running > 1 or peak_waiting > 0:
         problems.append(f"gauges saw {peak_running:g} running and {peak_waiting:g} waiting")
     return problems
+
+
+def _reset(delta: metrics.Snapshot, tokens: int, prompt_tokens: int) -> bool:
+    """Counters only rise, and never by less than our own request adds: another client can only
+    add to them, so a fall or a shortfall is a reset."""
+    counted = [*delta.values.values(), *delta.per_position.values(), *delta.success.values()]
+    generated, prompted = delta.values.get("generation_tokens"), delta.values.get("prompt_tokens")
+    return (
+        any(v < 0 for v in counted)
+        or (generated is not None and generated < tokens)
+        or (prompted is not None and prompted < prompt_tokens)
+    )
 
 
 def usage_note(streamed: int | None, final: int) -> str | None:

@@ -254,7 +254,7 @@ def bench(
         progress(
             "the server has no chat template: prompts go as raw text, which an instruct model may loop on"
         )
-    meter = load.Meter()
+    meter = load.Meter(target.url)
     hashes: dict[str, dict] = {}
     skipped: dict[str, str] = {}
     truncated: list[str] = []

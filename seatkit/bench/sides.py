@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seatkit import safe_yaml
-from seatkit.bench import cards, summary
+from seatkit.bench import aggregate, cards, load, summary
 from seatkit.errors import SeatError
 from seatkit.seat import what_runs
 
@@ -35,9 +35,14 @@ CONDITIONS = (
     "engine",
     "prompt_format",
     "sampling",
+    "output",
+    "machine_load",
 )
 # Compared only when both sides record them (cards do not; older runs lack the newer ones).
-OPTIONAL = {"model_lock", "prompt_text", "prompt_token_ids", "engine", "prompt_format", "sampling"}
+OPTIONAL = {
+    *("model_lock", "prompt_text", "prompt_token_ids", "engine", "prompt_format", "sampling"),
+    *("output", "machine_load"),
+}
 UNKNOWN = "unknown"
 SUMMARY_BYTES = 64 * 1024 * 1024  # per-prompt figures of a long suite list
 SWEEP_SCHEMA = "seatkit.bench.sweep/1"  # sweep.SCHEMA (sweep imports the bench's runner)
@@ -168,7 +173,7 @@ def suite_entries(folder: Path, data: dict) -> list[Entry]:
         bad = [k for k, v in values.items() if not (isinstance(v, (int, float)) and 0 < v < math.inf)]
         if bad:
             raise ValueError(f"suite {suite}: {', '.join(bad)} not a positive number")
-        spread = {k: s[k]["cv"] for k in FACTORS if s.get(k) and s[k]["cv"] is not None}
+        spread = {k: cv for k in FACTORS if s.get(k) and (cv := aggregate.repeat_cv(s, k)) is not None}
         withheld = s.get("withheld") or {}
         missing = {k: withheld.get(k, "not measured") for k in FACTORS if k not in values}
         # A factor the bench withheld stays withheld: its inputs disagreed, so no other two give it.
@@ -179,7 +184,7 @@ def suite_entries(folder: Path, data: dict) -> list[Entry]:
                 folder.name,
                 suite,
                 what_runs.marked(suite, c, short=True),
-                _suite_conditions(c, s, data.get("prompts") or {}),
+                {**_suite_conditions(c, s, data.get("prompts") or {}), **_measured(s, data.get("machine"))},
                 values,
                 spread,
                 derived,
@@ -225,6 +230,20 @@ def _suite_conditions(c: dict, s: dict, hashes: dict) -> dict:
         "prompt": ", ".join(s.get("prompts") or {}) or None,
         "device": c.get("device"),  # the seat's own (run.seat_device), never the client's GPUs
         "unverified": c.get("unverified"),  # the reason behind the label's mark, said beside the table
+    }
+
+
+def _measured(s: dict, machine: dict | None) -> dict:
+    """What the run measured about its own requests and machine, compared like a condition: output
+    that looped, other processes' load (None where an older summary does not say)."""
+    looped, share = s.get("looped"), (machine or {}).get("other_cpu_share")
+    return {
+        "output": None
+        if looped is None
+        else f"looped in {looped} of {s.get('requests')}"
+        if looped
+        else "text",
+        "machine_load": None if share is None else "busy" if share >= load.BUSY_SHARE else "quiet",
     }
 
 

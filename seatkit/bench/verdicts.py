@@ -134,29 +134,37 @@ def verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: Sequence[st
         }
     log = {k: math.log(r) for k, r in ratios.items()}
     noise = _noise("decode_tok_s", a, b)
+    noise = None if noise is None else max(noise, MOVE_FLOOR)  # as the factors: never under 1 %
     gap = apart(ratios["decode_tok_s"])
     cpu = "cpu" in (a.conditions.get("device"), b.conditions.get("device"))
     unknown = noise is None and all(_noise(f, a, b) is None for f in ("tokens_per_step", "ms_per_step"))
+    one_sided = [side for side, e in (("A", a), ("B", b)) if not e.spread] if not unknown else []
     # Each factor is judged against its own spread: one can move beyond its noise while tok/s,
     # noisier, stays inside its own, and both can move at once (even in opposite directions).
     limits = {f: _threshold(f, a, b) for f in ("tokens_per_step", "ms_per_step")}
     moved = [f for f, (limit, _) in limits.items() if limit is not None and apart(ratios[f]) > limit]
-    if noise is not None and gap <= noise and not moved:
+    if noise is not None and gap <= noise and not moved and not one_sided:
         return {
             "within_noise": True,
             "noise": noise,
             "moved": [],
-            "text": f"within noise: {gap:.1%} apart, spread allows {noise:.1%}",
+            "text": f"within noise: {gap:.1%} apart, spread allows {noise:.1%}; neither factor moved",
         }
     # Each factor's part of log(tok/s ratio): + log tokens/step ratio, - log ms/step ratio.
     parts = {"tokens_per_step": log["tokens_per_step"], "ms_per_step": -log["ms_per_step"]}
     shares = {
         f: p / log["decode_tok_s"] if abs(log["decode_tok_s"]) > 1e-12 else None for f, p in parts.items()
     }
-    factor = max(parts, key=lambda f: abs(parts[f]))
+    factor = max(moved or parts, key=lambda f: abs(parts[f]))  # a factor inside its spread never leads
     # The main factor first, then any other that moved.
     named = sorted(set(moved) | {factor} | (set(parts) if unknown else set()), key=lambda f: -abs(parts[f]))
     said = [_factor_said(f, ratios[f], shares[f], limits[f], f in moved, differing, cpu) for f in named]
+    headline = _headline(factor, differing, a, b) if moved or unknown else "no factor moved beyond its spread"
+    if one_sided:  # the limits are the other side's alone: say so, never call a gap noise on them
+        headline += (
+            f". {' and '.join(one_sided)}'s spread is unknown (one value, or none given), so each limit "
+            "below is the other side's alone, and a gap inside it is not shown to be chance"
+        )
     return {
         "within_noise": False,
         "noise": noise,
@@ -165,8 +173,7 @@ def verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: Sequence[st
         "share": shares[factor],
         "shares": shares,
         "spread_unknown": unknown,
-        "text": f"{_headline(factor, differing, a, b)}. {_lead(gap, noise, moved, factor, unknown)}. "
-        + ". ".join(said),
+        "text": f"{headline}. {_lead(gap, noise, moved, factor, unknown)}. " + ". ".join(said),
     }
 
 
@@ -220,7 +227,7 @@ def _factor_said(
     text = f"{factor_name(f)} {how} and carries {carries}; what usually moves it: {what_moves(f, cpu)}"
     causes = _explains(differing, f)
     if causes:
-        text += f"; differing conditions that can explain it: {', '.join(causes)}"
+        text += f"; differing conditions that can explain it: {', '.join(map(condition_name, causes))}"
     elif moved:  # beyond its measured spread: a cause the conditions don't record, never noise
         text += "; no recorded condition differs that explains it: look for one the runs do not record"
     return text
@@ -270,6 +277,11 @@ def run_split(folder: Path, summary: dict, a: str, b: str) -> dict:
     """Suite a against suite b of one run, split like two runs are."""
     found = {e.key: e for e in suite_entries(folder, summary)}
     return split(found[a], found[b], sides.differing(found[a], found[b]))
+
+
+def condition_name(condition: str) -> str:
+    """A condition in words (host settings, prompt text (sha256)), never its key."""
+    return words()["condition_notes"].get(condition, condition.replace("_", " "))
 
 
 def factor_name(factor: str) -> str:

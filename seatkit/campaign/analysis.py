@@ -1,13 +1,10 @@
 """The answer: ms/step per arm with its own spread, each setting's effect with its interval and
 the kind of effect it is, tokens/step per arm with an alarm, and a verdict made of those figures.
 
-A visit counts by what it ran: each host setting as read live on that visit. The visit's in-force
-check reads the P2P keys and HMM both ways (a visit where either is not the arm's is skipped); the
-IOMMU is off where the visit ran with no IOMMU unit (its `iommu_units`), whatever the arm's tokens:
-firmware can hold it off for every arm. A setting never seen both ways gets no effect. A visit without a usable ms/step for every suite is named and
-left out: the suites differ in step time, so a missing one would move the visit. The effects are
-seatkit.campaign.effects' contrasts; nothing is pooled across arms.
-"""
+A visit counts by what it ran: each host setting as read live (the IOMMU off where it ran with no
+IOMMU unit, whatever the arm's tokens; unreadable units leave the visit out, as a visit lacking a
+suite's ms/step is). A setting never seen both ways gets no effect; one resting on visits whose
+tokens/step moved is not credited. The effects: seatkit.campaign.effects' (no arms pooled)."""
 
 from __future__ import annotations
 
@@ -130,9 +127,8 @@ def estimate(run, rows: list[dict]) -> list[dict]:
 
 def _unchanged(setting: str, on: bool, run, rows: list[dict]) -> str:
     asked = any((setting in (run.arms[r["arm"]].host or [])) != on for r in rows)
-    state = "in force" if on else "not in force"
     held = f", also where the arm {'leaves it out' if on else 'asks for it'}: the firmware, kernel or modprobe.d held it"
-    return f"never changed ({state} on every visit{held if asked else ''})"
+    return f"never changed ({'in force' if on else 'not in force'} on every visit{held if asked else ''})"
 
 
 def arms_table(run, rows: list[dict], left: list[dict]) -> list[dict]:
@@ -145,6 +141,7 @@ def arms_table(run, rows: list[dict], left: list[dict]) -> list[dict]:
         mine = [r for r in rows if r["arm"] == arm.name]
         skipped = [r for r in run.of("skipped") if r["arm"] == arm.name]
         ms = [r["ms"] for r in mine]
+        cells = {fx.cell_name(frozenset(r["in_force"])) if arm.kind == "host" else arm.name for r in mine}
         tps = [r["tps"] for r in mine if r["tps"]]
         live = {
             "+".join(r["in_force"]) or "none"
@@ -165,6 +162,7 @@ def arms_table(run, rows: list[dict], left: list[dict]) -> list[dict]:
             "live": ", ".join(sorted(live)) or None,  # what ran, where it is not the arm's plan
             "tps_median": statistics.median(tps) if tps else None,
             "tps_alarm": None,
+            "cells": sorted(cells),
             "unverified": "; ".join(sorted({r["unverified"] for r in mine if r["unverified"]})) or None,
         }
         if tps and overall and abs(row["tps_median"] / overall - 1) > TPS_ALARM:
@@ -185,8 +183,7 @@ def interval(e: dict) -> str:
 
 
 def marks(arms: list[dict]) -> dict:
-    """The conditions every figure of the campaign carries: {"unverified": why, arm by arm} when
-    an arm's seat was unverified (its effects rest on it), else {}."""
+    """{"unverified": why, arm by arm} where an arm's seat was unverified (its effects rest on it)."""
     why = "; ".join(f"arm {a['arm']}: {a['unverified']}" for a in arms if a.get("unverified"))
     return {"unverified": why} if why else {}
 
@@ -196,6 +193,7 @@ def verdict(found: list[dict], arms: list[dict], left: list[dict], notes: dict) 
     -40.2 % (-41.2 to -39.1 %) of ms/step; the P2P keys -4.4 % (-6.1 to -2.7 %); HMM off within
     noise (+0.1 %, -1.7 to +1.9 %)"; then what was left out, skipped or alarming."""
     sentences = [f"{k.upper()} ({why})" for k, why in notes.items() if why]
+    moved = {c for a in arms if a["tps_alarm"] for c in a["cells"]}  # the cells its visits ran
     for kind, head in HEADS.items():
         mine = sorted((e for e in found if e["kind"] == kind), key=lambda e: -abs(e["effect_pct"] or 0))
         parts, first = [], True
@@ -204,6 +202,11 @@ def verdict(found: list[dict], arms: list[dict], left: list[dict], notes: dict) 
                 parts.append(f"{fx.name(e)}: {e['why']}")
             elif e["claimed"] is None:
                 parts.append(f"{fx.name(e)} {_pct(e['effect_pct'])} % ({e['why']}; repeat the arms)")
+            elif e["claimed"] and set(e.get("cells") or ()) & moved:
+                parts.append(
+                    f"{fx.name(e)} {_pct(e['effect_pct'])} % ({interval(e)}), not credited: tokens/step "
+                    "moved in visits it rests on, so the text or the drafter changed too"
+                )
             elif e["claimed"]:
                 parts.append(
                     f"{fx.name(e)}{' carries' if first else ''} {_pct(e['effect_pct'])} % ({interval(e)})"

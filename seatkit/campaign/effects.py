@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from seatkit.campaign.spec import LABELS, SETTINGS, arm_name
 
 Cell = frozenset[str] | str  # the settings in force, or an arm's name
+ROUNDING = 1e-9  # a log-ratio this small is float rounding: no ms/step figure is read that finely
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ def estimate(contrast: Contrast, cells: dict[Cell, list[float]], family: int) ->
         "claimed": None,
     }
     used = [(c, w) for c, w in contrast.weights if w]
+    out["cells"] = [cell_name(c) for c, _ in used]  # an alarm on one of them reaches the effect
     missing = [cell_name(c) for c, _ in used if not cells.get(c)]
     if missing:
         return {**out, "why": f"not measured: no usable visit of {', '.join(missing)}"}
@@ -137,7 +139,9 @@ def estimate(contrast: Contrast, cells: dict[Cell, list[float]], family: int) ->
     df = var * var / denominator if denominator else float(sum(n for _, n in parts))
     half = t_quantile(1 - 0.05 / (2 * max(1, family)), df) * math.sqrt(var)
     low, high = (math.exp(b - half) - 1) * 100, (math.exp(b + half) - 1) * 100
-    return {**out, "low_pct": low, "high_pct": high, "df": df, "claimed": low > 0 or high < 0}
+    # Under ROUNDING a contrast of equal figures is 0, not an effect (1e-16 of a copied mean).
+    claimed = abs(b) > ROUNDING and (low > 0 or high < 0)
+    return {**out, "low_pct": low, "high_pct": high, "df": df, "claimed": claimed}
 
 
 def t_quantile(p: float, df: float) -> float:

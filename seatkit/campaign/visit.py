@@ -167,7 +167,7 @@ def measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
             "arm": arm.name,
             "boot_id": state.boot_id(system),
             "driver": nvidia,
-            "iommu_units": system.entries("/sys/class/iommu") or [],  # the IOMMU this visit ran with
+            "iommu_units": system.entries("/sys/class/iommu"),  # the IOMMU it ran with; None: unreadable
             "run": str(folder.relative_to(system.path(run.folder))),
             **_measured(folder),
         }

@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from seatkit.bench import compare, parity, workload
+from seatkit.bench import compare, parity, verdicts, workload
 from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.bench_run import target_of
@@ -46,10 +46,13 @@ def bench_compare_cmd(a: str, b: str, force: bool, fmt: str):
 def _print_comparison(result: compare.Comparison) -> None:
     out.print(f"A = {escape(str(result.a))}\nB = {escape(str(result.b))}")
     out.print("[bold]conditions (A vs B)[/]")
-    for key, values in result.conditions.items():
-        differs = " [yellow](differs)[/]" if key in result.differing else ""
-        out.print(f"  {key}: {escape(values)}{differs}")
-    out.print("conditions that differ: " + (", ".join(result.differing) or "none"))
+    for key, values in result.conditions.items():  # in words: host settings, never host_settings
+        name = verdicts.condition_name(key)
+        differs = " [yellow](differs)[/]" if {key, name} & set(result.differing) else ""
+        out.print(f"  {name}: {escape(values)}{differs}")
+    out.print(
+        "conditions that differ: " + (", ".join(map(verdicts.condition_name, result.differing)) or "none")
+    )
     for line in compare.unverified_lines(result):
         out.print(f"[yellow]{escape(line)}[/]")
     if result.refused:

@@ -70,16 +70,13 @@ def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]
     """Code and prose in columns (median, min-max), their ratio, and the sentence that says which
     factor carries the gap, split the way `seat bench compare` splits two runs."""
     code, prose = (summary["suites"].get(name, {}) for name in SUITES)
-    lost = [name for name in SUITES if name not in summary["suites"]]
-    if lost:  # every request of it was discarded (not alone on the seat): nothing to split
+    unjudged = _unjudged(summary)
+    if unjudged:  # nothing to split, or figures the loop alarm says do not stand
         rows: list[tuple[str, ...]] = [
             (label, _cell(code.get(key), scale, digits), _cell(prose.get(key), scale, digits), "", "")
             for key, label, scale, digits in FACTORS
         ]
-        return rows, (
-            f"code against prose: {', '.join(lost)} kept no request (each was discarded: "
-            "not alone on the seat); run the demo again with nothing else using the seat"
-        )
+        return rows, f"code against prose: not judged: {unjudged}"
     split = verdicts.run_split(path, summary, *SUITES)
     shares = _shares(split)
     rows = []
@@ -100,19 +97,41 @@ def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]
     return rows, _sentence(split)
 
 
+def _unjudged(summary: dict) -> str | None:
+    """Why the suites cannot be split, in words: one kept no request (each discarded as not alone,
+    or cut short), or every request of one looped; None when both stand."""
+    suites = summary["suites"]
+    lost = [name for name in SUITES if name not in suites]
+    if lost:
+        why = (
+            "its streams were cut short before their last token, so none was measured"
+            if summary.get("truncated") and not summary.get("discarded")
+            else "each was discarded: not alone on the seat; run the demo again with nothing else using it"
+        )
+        return f"{', '.join(lost)} kept no request ({why})"
+    looped = [name for name in SUITES if suites[name].get("looped") == suites[name].get("requests", 0) > 0]
+    if looped:
+        return (
+            f"every {' and every '.join(looped)} request looped, repeating its own text, whose speed "
+            "is not the speed of real text, so no factor is credited with the difference"
+        )
+    return None
+
+
 def _pct(share: float) -> str:
     return f"{share:.0%}".replace("-0%", "0%")
 
 
 def _shares(split: dict) -> dict:
-    """Each factor's share of the tok/s gap; none when the verdict finds no gap beyond the spread,
-    where a share would be noise over noise (thousands of percent, or a division by zero)."""
+    """Each moved factor's share of the tok/s gap; none when the verdict finds no gap beyond the
+    spread, where a share would be noise over noise (thousands of percent, or a division by zero),
+    and none for a factor inside its own spread, which the sentence does not credit either."""
     verdict, speed = split["verdict"], split["ratios"].get("decode_tok_s")
     shares, noise = verdict.get("shares"), verdict.get("noise")
     inside = noise is not None and speed is not None and verdict_apart(speed) <= noise
     if not shares or None in shares.values() or verdict.get("within_noise") or inside:
         return {}
-    return shares
+    return {f: share for f, share in shares.items() if f in verdict["moved"]}  # no share for noise
 
 
 NAMES = {"tokens_per_step": "acceptance", "ms_per_step": "step time"}
@@ -135,6 +154,11 @@ def _sentence(split: dict) -> str:
         )
     fast, slow = ("code", "prose") if speed >= 1 else ("prose", "code")
     lead = f"{fast} decodes {max(speed, 1 / speed):.2f}x as fast as {slow}"
+    if verdict.get("spread_unknown"):
+        return (
+            f"{lead}, but its spread is unknown: each suite kept one request, so no factor can be "
+            f"told from noise; run the demo again to keep more. ({verdict['text']})"
+        )
     if not moved:
         return (
             f"{lead}, but neither {both} moved beyond its own spread, so no factor is named as "
@@ -178,7 +202,7 @@ def _prompt(name: str, figures: dict) -> str:
 
 def notes(summary: dict) -> list[str]:
     """What the table's medians hide, in plain words: a suite whose prompts differ beyond their
-    spread (its median is neither's), steps that drafted nothing, and a busy machine."""
+    spread (its median is neither's), repeats that wrote different text, and a busy machine."""
     out = []
     for name in SUITES:
         s = summary.get("suites", {}).get(name)
@@ -188,6 +212,13 @@ def notes(summary: dict) -> list[str]:
         if apart:
             each = "; ".join(_prompt(p, s["prompts"][p]) for p in apart)
             out.append(f"{name}: its prompts differ beyond their spread, so its median is neither's: {each}")
-    ms = [((summary.get("suites", {}).get(n) or {}).get("ms_per_step") or {}).get("cv") for n in SUITES]
-    busy = load.busy_note(summary.get("machine"), max((cv for cv in ms if cv is not None), default=None))
+        out += [
+            f"{name}: {p}'s repeats wrote {n} different outputs, so they did not all do the same work"
+            for p, n in (s.get("outputs") or {}).items()
+            if n > 1
+        ]
+    kept = [s for n in SUITES if (s := summary.get("suites", {}).get(n))]
+    ms = [cv for s in kept if (cv := aggregate.repeat_cv(s, "ms_per_step")) is not None]
+    device = (summary.get("conditions") or {}).get("device")
+    busy = load.busy_note(summary.get("machine"), max(ms, default=None), device)
     return out + ([busy] if busy else [])

@@ -137,6 +137,6 @@ def test_a_run_against_a_reference_card_lists_every_mismatch(runs):
     refused = seat("bench", "compare", runs["cpu-smoke-0"], "paper-pt-r-2026-042", check=False)
     assert refused.returncode == 2 and "different models" in refused.stderr
     forced = seat("bench", "compare", runs["cpu-smoke-0"], "paper-pt-r-2026-042", "--force")
-    for condition in ("model:", "draft:", "k: 5 vs 7", "draft_policy:", "host_settings:", "statistic:"):
+    for condition in ("model:", "draft:", "k: 5 vs 7", "draft policy:", "host settings:", "statistic:"):
         assert condition in forced.stdout, condition
     assert "S12-S14-code" in forced.stdout and "seat bench compare" in forced.stdout

@@ -229,7 +229,7 @@ def test_conditions_are_always_listed_with_unknown_where_a_side_does_not_say(tmp
     assert nothing.conditions["image"] == "unknown vs unknown"
     text = compare.markdown(nothing)
     assert "- content: code vs prose (differs)" in text and "- k: 5 vs unknown (differs)" in text
-    assert "- draft_policy: unknown vs unknown\n" in text and "- model: DeepSeek" in text
+    assert "- draft policy: unknown vs unknown\n" in text and "- model: DeepSeek" in text
 
 
 def test_a_url_run_is_refused_against_another_model_and_a_side_without_one(tmp_path):
@@ -327,7 +327,7 @@ def test_before_after_names_step_time_first_and_the_host_as_its_cause():
     assert v["factor"] == "ms_per_step" and v["share"] == pytest.approx(0.87, abs=0.01)
     assert v["text"].startswith("step time: the rig. tok/s 87.0% apart")
     assert v["text"].index("ms per step") < v["text"].index("tokens per step")
-    assert "differing conditions that can explain it: host_settings" in v["text"]
+    assert "differing conditions that can explain it: host settings" in v["text"]
     assert "host_settings" in c.differing and "prompt" not in c.differing
 
 

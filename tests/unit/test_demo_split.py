@@ -90,11 +90,11 @@ def test_the_factor_working_against_the_gap_is_the_one_named(tmp_path):
     assert "step time (ms/step 2.00x) works against it" in sentence
 
 
-def test_a_factor_that_did_not_move_reads_0_not_minus_0(tmp_path):
+def test_a_factor_that_did_not_move_gets_no_share_never_minus_0(tmp_path):
     rows, sentence = demo.side_by_side(
         summary(suite("code", 8.0, 1.2, 150.0), suite("prose", 10.0, 1.2, 120.0)), tmp_path
     )
-    assert rows[1][4] == "0%" and rows[2][4] == "100%"
+    assert rows[1][4] == "" and rows[2][4] == "100%"
     assert "-0%" not in sentence and "acceptance (tokens/step 1.00x) did not move" in sentence
 
 

@@ -79,7 +79,7 @@ def test_the_papers_host_change_is_the_rig_step_time(tmp_path):
     )
     text = verdict(after, before)
     assert text.startswith("step time: the rig")
-    assert "ms per step moved: 72.1% apart" in text and "host_settings" in text
+    assert "ms per step moved: 72.1% apart" in text and "host settings" in text
     assert "tokens per step moved" not in text and "noise" not in text
 
 
@@ -159,7 +159,7 @@ def test_a_changed_prompt_text_is_named_as_a_condition_that_differs(tmp_path):
     b = written(tmp_path, "b", record(3.5), prompts=hashes("b", "d"))
     c = compare.compare(a, b)
     assert "prompt text (sha256)" in c.differing and "prompt token ids (sha256)" in c.differing
-    assert "prompt_text" in c.rows[0]["verdict"]["text"]  # named as what can explain tokens/step
+    assert "prompt text" in c.rows[0]["verdict"]["text"]  # named as what can explain tokens/step
     assert "- prompt text (sha256): record-unit=aaaaaaaaaaaa vs record-unit=bbbbbbbbbbbb" in compare.markdown(
         c
     )
