@@ -157,7 +157,7 @@ def _sentence(split: dict) -> str:
     if verdict.get("spread_unknown"):
         return (
             f"{lead}, but its spread is unknown: each suite kept one request, so no factor can be "
-            f"told from noise; run the demo again to keep more. ({verdict['text']})"
+            "told from noise; run the demo again to keep more."
         )
     if not moved:
         return (
