@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from seatkit.bench import plots
+from seatkit.bench import figure
 
 PANELS = (("tokens_per_step", "tokens per step"), ("decode_tok_s", "decode tok/s"))
 
@@ -59,7 +59,7 @@ def _points(ax, points: list[tuple[int, dict, str]], color: str, label: str) -> 
 
 
 def draw(advice: dict, path: Path) -> Path:
-    plt = plots._pyplot()
+    plt = figure.pyplot()
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(2, 1, figsize=(8, 7.5), sharex=True)
@@ -83,4 +83,4 @@ def draw(advice: dict, path: Path) -> Path:
     axes[0].set_title(
         "draft length: measured points over predicted curves (bands: intervals)", fontsize="medium"
     )
-    return plots._save(fig, path)
+    return figure.save(fig, path)

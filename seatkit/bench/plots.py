@@ -9,6 +9,7 @@ import math
 import statistics
 from pathlib import Path
 
+from seatkit.bench import factor_split, figure
 from seatkit.seat import what_runs
 
 # Below this spread of x the points stand in one vertical strip: no line to fit, no plot to draw.
@@ -21,16 +22,6 @@ STYLES = [
     {"marker": "^", "markersize": 4, "linestyle": ":", "linewidth": 1.2},
     {"marker": "D", "markersize": 3, "linestyle": "-.", "linewidth": 1.0},
 ]
-
-
-def _pyplot():
-    """matplotlib, imported only when a plot is drawn (`seat --help` never pays for it)."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def fit(xs: list[float], ys: list[float], min_spread: float = 0.0) -> dict | None:
@@ -71,14 +62,6 @@ def fits(records: list[dict]) -> dict:
             fit([x for x, _ in cold], [y for _, y in cold], MIN_SPREAD["prompt_tokens"]) if cold else None
         ),
     }
-
-
-def _save(fig, path: Path) -> Path:
-    plt = _pyplot()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def title(conditions: dict, suites: dict) -> str:
@@ -130,7 +113,7 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
     folder.mkdir(exist_ok=True)
     heading = title(summary["conditions"], summary["suites"])
     out = [
-        factor_split(summary, records, heading, folder / "factor_split.png"),
+        factor_split.draw(summary, records, heading, folder / "factor_split.png"),
         _tok_s_by_prompt(records, heading, folder / "tok_s_by_prompt.png"),
         _acceptance(summary, reference, heading, folder / "acceptance_by_position.png"),
     ]
@@ -141,83 +124,8 @@ def draw(records: list[dict], summary: dict, folder: Path, reference=None) -> li
     return out
 
 
-# Each suite's median, large, over its prompts' small dots; its min-max as error bars.
-SUITE_MARK = {"markersize": 9, "capsize": 4, "zorder": 4}
-
-
-def _medians(records: list[dict], suite: str) -> list[tuple[float, ...]]:
-    """(ms/step, tokens/step) medians of each prompt of a suite, over its repeats."""
-    by_prompt: dict[str, list[dict]] = {}
-    for r in records:
-        if r["suite"] == suite and r["factors"].get("ms_per_step") and r["factors"].get("tokens_per_step"):
-            by_prompt.setdefault(r["prompt"], []).append(r["factors"])
-    pair = ("ms_per_step", "tokens_per_step")
-    return [tuple(statistics.median(f[k] for f in fs) for k in pair) for fs in by_prompt.values()]
-
-
-def factor_split(summary: dict, records: list[dict], heading: str, path: Path) -> Path:
-    """The kit's one idea in one picture: each suite's tokens per step (acceptance) against its ms
-    per step (the rig), on lines of equal tok/s. Two suites on one vertical line differ by the text
-    alone; on one horizontal line, by the step alone. Prompts are drawn small where a suite has more
-    than one, each suite large at its median with its min-max."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 5))
-    suites = [
-        (name, s)
-        for name, s in summary["suites"].items()
-        if (s.get("ms_per_step") or {}).get("median") and (s.get("tokens_per_step") or {}).get("median")
-    ]
-    for i, (name, s) in enumerate(suites):
-        ms, tau = s["ms_per_step"], s["tokens_per_step"]
-        color = f"C{i}"
-        prompts = _medians(records, name)
-        if len(prompts) > 1:
-            ax.scatter(*zip(*prompts, strict=True), s=18, color=color, alpha=0.5, zorder=3)
-        label = f"{name}: {tau['median']:.2f} tokens/step at {ms['median']:.1f} ms/step "
-        label += f"({1000 * tau['median'] / ms['median']:.0f} tok/s)"
-        xerr, yerr = ([[s["median"] - s["min"]], [s["max"] - s["median"]]] for s in (ms, tau))
-        ax.errorbar(ms["median"], tau["median"], yerr, xerr, "o", color=color, label=label, **SUITE_MARK)
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
-    if suites:  # room around the points, then the contours across the whole frame
-        ax.set_xlim(0, ax.get_xlim()[1] * 1.15)
-        ax.set_ylim(0, max(ax.get_ylim()[1] * 1.15, 1.5))
-        _tok_s_contours(ax)
-        ax.legend(fontsize="small", loc="best")
-    else:
-        ax.text(0.5, 0.5, "no suite has both factors (see report.md)", ha="center", transform=ax.transAxes)
-    ax.set_xlabel("ms per step (the rig: kernels, interconnect, host)")
-    ax.set_ylabel("tokens per step (acceptance: the text, the drafter)")
-    ax.set_title(heading, fontsize="medium")
-    return _save(fig, path)
-
-
-def _tok_s_contours(ax) -> None:
-    """Lines of equal tok/s (tokens/step = tok/s x ms/step / 1000) at round rates (1, 2, 5 x 10^n)
-    fanning around the frame's diagonal, each labelled where it leaves the frame."""
-    (_, x_max), (_, y_max) = ax.get_xlim(), ax.get_ylim()
-    diagonal = 1000 * y_max / x_max  # the rate of the line through the frame's far corner
-    low = 10 ** math.floor(math.log10(diagonal / 8))
-    rates = [m * low * 10**n for n in range(4) for m in (1, 2, 5)]
-    for rate in [r for r in rates if diagonal / 8 <= r <= diagonal * 4]:
-        x_end = min(x_max, 1000 * y_max / rate)
-        y_end = rate * x_end / 1000
-        ax.plot([0, x_end], [0, y_end], color="0.75", linewidth=0.8, zorder=1)
-        on_top = x_end < x_max
-        ax.annotate(
-            f"{rate:g} tok/s",
-            (x_end, y_end),
-            fontsize="x-small",
-            color="0.4",
-            ha="center" if x_end < 0.9 * x_max else "right",
-            va="top" if on_top else "bottom",
-            xytext=(0, -2) if on_top else (-2, 2),
-            textcoords="offset points",
-        )
-
-
 def _tok_s_by_prompt(records: list[dict], heading: str, path: Path) -> Path:
-    plt = _pyplot()
+    plt = figure.pyplot()
     names = list(dict.fromkeys(f"{r['suite']}: {r['prompt']}" for r in records))
     fig, ax = plt.subplots(figsize=(8, 0.5 * len(names) + 1.5))
     for i, name in enumerate(names):
@@ -228,11 +136,11 @@ def _tok_s_by_prompt(records: list[dict], heading: str, path: Path) -> Path:
     ax.set_xlim(left=0)  # a rate from 0: a small spread stays small
     ax.set_xlabel("decode tok/s (median, min-max)")
     ax.set_title(heading, fontsize="medium")
-    return _save(fig, path)
+    return figure.save(fig, path)
 
 
 def _acceptance(summary: dict, reference, heading: str, path: Path) -> Path:
-    plt = _pyplot()
+    plt = figure.pyplot()
     from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -269,7 +177,7 @@ def _acceptance(summary: dict, reference, heading: str, path: Path) -> Path:
             ha="center",
             transform=ax.transAxes,
         )
-    return _save(fig, path)
+    return figure.save(fig, path)
 
 
 def _scatter(records: list[dict], fitted: dict, scatter: tuple, heading: str, folder: Path) -> Path | None:
@@ -280,7 +188,7 @@ def _scatter(records: list[dict], fitted: dict, scatter: tuple, heading: str, fo
     if not points or max(xs) - min(xs) < MIN_SPREAD[x_name]:
         (folder / file).unlink(missing_ok=True)  # one vertical strip says nothing
         return None
-    plt = _pyplot()
+    plt = figure.pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.scatter(*zip(*points, strict=True), s=14)
     line = fitted.get(key)
@@ -298,12 +206,12 @@ def _scatter(records: list[dict], fitted: dict, scatter: tuple, heading: str, fo
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(heading, fontsize="medium")
-    return _save(fig, folder / file)
+    return figure.save(fig, folder / file)
 
 
 def draw_sweep(summary: dict, folder: Path) -> Path:
     """Aggregate tok/s and ms/step against concurrency; tokens/step (acceptance) on a second axis."""
-    plt = _pyplot()
+    plt = figure.pyplot()
     folder.mkdir(exist_ok=True)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
     for name, suite in summary["suites"].items():
@@ -353,4 +261,4 @@ def draw_sweep(summary: dict, folder: Path) -> Path:
     more = right.get_legend_handles_labels()
     bottom.legend(handles[0] + more[0], handles[1] + more[1], fontsize="small")
     top.set_title(title(summary["conditions"], summary["suites"]), fontsize="medium")
-    return _save(fig, folder / "sweep.png")
+    return figure.save(fig, folder / "sweep.png")

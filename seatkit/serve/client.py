@@ -125,6 +125,26 @@ def _receive(
 CHAT_OFF = {"enable_thinking": False, "thinking": False}
 
 
+def _body(
+    model: str, prompt: str, max_tokens: int, sampling: dict | None, extra: dict | None, chat: bool
+) -> dict:
+    """One streamed request: greedy unless told, EOS ignored, usage in every event."""
+    return {
+        "model": model,
+        **(
+            {"messages": [{"role": "user", "content": prompt}], "chat_template_kwargs": CHAT_OFF}
+            if chat
+            else {"prompt": prompt}
+        ),
+        "max_tokens": max_tokens,
+        **(sampling or {"temperature": 0.0}),
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        **(extra or {}),
+    }
+
+
 def stream(
     url: str,
     model: str,
@@ -144,20 +164,7 @@ def stream(
     seconds (default: allowed_seconds(max_tokens)) or at more than max_tokens, as a SeatError.
     `chat`: the prompt as a user message to the chat endpoint, so the model reads it in its own
     chat template, reasoning off (CHAT_OFF)."""
-    body = {
-        "model": model,
-        **(
-            {"messages": [{"role": "user", "content": prompt}], "chat_template_kwargs": CHAT_OFF}
-            if chat
-            else {"prompt": prompt}
-        ),
-        "max_tokens": max_tokens,
-        **(sampling or {"temperature": 0.0}),
-        "ignore_eos": True,
-        "stream": True,
-        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-        **(extra or {}),
-    }
+    body = _body(model, prompt, max_tokens, sampling, extra, chat)
     out, start = Completion(), time.monotonic()
     watch = Deadline(deadline or allowed_seconds(max_tokens))
 

@@ -375,7 +375,7 @@ def test_an_extrapolation_from_one_request_has_no_known_spread(tmp_path):
 def test_the_figure_says_which_measured_points_have_no_spread(tmp_path, monkeypatch):
     """k=2 has four requests, k=6 one: the k=6 point is drawn as an 'x' with no legend entry saying
     its spread is unknown (the legend only reads 'code: measured')."""
-    from seatkit.bench import advise_plot, plots
+    from seatkit.bench import advise_plot, figure
 
     advice = judged(
         [
@@ -384,7 +384,7 @@ def test_the_figure_says_which_measured_points_have_no_spread(tmp_path, monkeypa
         ]
     )
     figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    monkeypatch.setattr(figure, "save", lambda fig, path: figures.append(fig) or path)
     advise_plot.draw(advice, tmp_path / "advice.png")
     legend = [t.get_text() for t in figures[0].axes[1].get_legend().get_texts()]
     assert any("unknown" in text for text in legend), legend

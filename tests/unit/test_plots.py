@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from seatkit.bench import plots
+from seatkit.bench import figure, plots
 
 
 def records(drafted):
@@ -41,13 +41,13 @@ def summary(recs):
 def drawn(monkeypatch):
     """Each figure's axes as they are when saved."""
     seen = {}
-    save = plots._save
+    save = figure.save
 
     def keep(fig, path):
         seen[path.name] = fig.axes
         return save(fig, path)
 
-    monkeypatch.setattr(plots, "_save", keep)
+    monkeypatch.setattr(figure, "save", keep)
     return seen
 
 
