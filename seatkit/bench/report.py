@@ -135,7 +135,7 @@ def notes(summary: dict) -> list[str]:
             (cv for s in summary["suites"].values() if (cv := aggregate.repeat_cv(s, "ms_per_step"))),
             default=None,
         ),
-        summary["conditions"].get("device"),
+        (summary.get("conditions") or {}).get("device"),
     )
     return out + ([busy] if busy else [])
 

@@ -155,7 +155,9 @@ def verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: Sequence[st
     shares = {
         f: p / log["decode_tok_s"] if abs(log["decode_tok_s"]) > 1e-12 else None for f, p in parts.items()
     }
-    factor = max(moved or parts, key=lambda f: abs(parts[f]))  # a factor inside its spread never leads
+    # A factor known to be inside its spread never leads; one whose spread is unknown may.
+    open_ = [f for f in parts if f in moved or limits[f][0] is None]
+    factor = max(open_ or parts, key=lambda f: abs(parts[f]))
     # The main factor first, then any other that moved.
     named = sorted(set(moved) | {factor} | (set(parts) if unknown else set()), key=lambda f: -abs(parts[f]))
     said = [_factor_said(f, ratios[f], shares[f], limits[f], f in moved, differing, cpu) for f in named]

@@ -11,7 +11,7 @@ from http.server import ThreadingHTTPServer
 import pytest
 from click.testing import CliRunner
 
-from seatkit.bench import levels, metrics, oracle, oracle_server, plots, report, run, sweep, workload
+from seatkit.bench import figure, levels, metrics, oracle, oracle_server, plots, report, run, sweep, workload
 from seatkit.bench.selftest import PROMPT
 from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
@@ -176,7 +176,7 @@ def test_a_reference_card_is_refused_in_a_sweep_rather_than_ignored(tmp_path):
 
 def test_the_acceptance_axis_points_up_without_k_or_any_tokens_per_step(tmp_path, monkeypatch):
     figures = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    monkeypatch.setattr(figure, "save", lambda fig, path: figures.append(fig) or path)
     rows = [levels.figures(2, [stream(0.0, 0.1, 0.01, 100)] * 2, None, None, 0.01)]  # no counters
     summary = {
         "schema": sweep.SCHEMA,
