@@ -91,4 +91,15 @@ def test_advice_from_two_lengths_predicts_a_held_out_third_on_the_real_seat(seat
         for factor in ("tokens_per_step", "decode_tok_s"):
             guess, got = cell["predicted"][factor], there[factor]
             print(f"{suite} k={HELD_OUT} {factor}: predicted {guess}, measured {got}")
+            if guess is None:  # step time fell as drafts grew: load, and the advice says so
+                assert factor == "decode_tok_s" and predicted["line"]["falls"], (suite, predicted["line"])
+                assert "load on the host" in done.stdout
+                continue
+            if guess["low"] is None:  # every request alike: a point, its spread unknown
+                assert got["value"] == pytest.approx(guess["value"], rel=0.05), (suite, factor, guess, got)
+                continue
             assert guess["low"] <= got["value"] <= guess["high"], (suite, factor, guess, got)
+    # Acceptance by position needs no fit: the code suite's tokens/step is always predicted with an
+    # interval, and the measured one lands in it (checked above).
+    (code,) = [c for c in predicted["columns"]["demo-code"]["cells"] if c["k"] == HELD_OUT]
+    assert code["predicted"]["tokens_per_step"]["low"] is not None

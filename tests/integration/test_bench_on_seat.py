@@ -88,10 +88,11 @@ def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_pat
     plots = sorted(p.name for p in (run_dir / "plots").iterdir())
     # A fit is drawn only when its points spread (one vertical strip says nothing).
     assert (
-        {"acceptance_by_position.png", "tok_s_by_prompt.png"}
+        {"acceptance_by_position.png", "factor_split.png", "tok_s_by_prompt.png"}
         <= set(plots)
         <= {
             "acceptance_by_position.png",
+            "factor_split.png",
             "ms_per_step_vs_drafted.png",
             "tok_s_by_prompt.png",
             "ttft_vs_prompt_tokens.png",

@@ -458,26 +458,3 @@ def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, 
     assert not docker.from_env().containers.list(
         all=True, filters={"label": f"seatkit.profile={docker_chain.DEMO_PROFILE}"}
     )
-
-
-def test_a_profile_that_sets_path_into_a_mount_is_refused_at_seat_up(chain, tmp_path):
-    """A different `vllm` first on PATH, from an experiment mount: refused before anything starts."""
-    (tmp_path / "bin").mkdir()
-    for where in (
-        {"env": {"PATH": "/srv/exp/bin:/opt/venv/bin:/usr/bin:/bin"}},
-        {"docker": {"extra_env": {"PATH": "/srv/exp/bin:/usr/bin:/bin"}}},
-    ):
-        path = tmp_path / f"{PROFILE}.yaml"
-        docker_part = {
-            "extra_mounts": [{"source": str(tmp_path / "bin"), "target": "/srv/exp/bin"}],
-            **where.get("docker", {}),
-        }
-        path.write_text(
-            yaml.safe_dump({**yaml.safe_load(chain["path"].read_text()), **where, "docker": docker_part})
-        )
-        up = seat("up", str(path), env=chain["env"], check=False)
-        field = "env.PATH" if "env" in where else "docker.extra_env.PATH"
-        assert up.returncode == 1 and f"{field}: it sets" in up.stderr, up.stderr[-2000:]
-        assert not docker.from_env().containers.list(
-            all=True, filters={"name": chain["knobs"]["SEAT_CONTAINER"]}
-        )

@@ -45,7 +45,7 @@ def test_plan_and_a_dry_run_apply_refuse_here_and_change_nothing():
     dry = seat("apply", "conservative")
     assert dry.returncode == 2 and "dry run: nothing was changed" in dry.stdout
     acting = seat("apply", "conservative", "--yes")
-    assert acting.returncode == 1 and "refused:" in acting.stderr
+    assert acting.returncode == 2 and "refused:" in acting.stderr  # a refusal: exit 2
     assert listing() == before and not Path("/var/lib/seatkit").exists()
     nothing = seat("recover")
     assert nothing.returncode == 0 and "nothing to recover" in nothing.stdout
