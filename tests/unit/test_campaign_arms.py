@@ -102,13 +102,19 @@ def test_the_operators_launch_knobs_reach_every_visit_and_the_plan_says_which(tm
     assert seen == ["18123"]
 
 
-def test_a_driver_change_between_visits_is_named_and_not_pooled(tmp_path):
+def _first_of_two_visits_measured(tmp_path):
+    """A campaign of one arm visited twice, run up to its first visit measured (on 595.58.03)."""
     host = CampaignHost(tmp_path / "root")
     folder = start(host, write_campaign(tmp_path, repeats=2, arms=[{"name": "none", "host": []}]))
     driver = FastDriver(host)
     runner.step(host.system, driver)
     host.boot()
-    assert host.run_unit(driver) == "rebooting"  # visit 1 measured on 595.58.03
+    assert host.run_unit(driver) == "rebooting"
+    return host, folder, driver
+
+
+def test_a_driver_change_between_visits_is_named_and_not_pooled(tmp_path):
+    host, folder, driver = _first_of_two_visits_measured(tmp_path)
     host.write(
         "/proc/driver/nvidia/version",
         "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  600.10.01  Release Build\n",
@@ -137,12 +143,7 @@ def test_an_abort_writes_the_report_of_what_was_measured_and_a_command_renders_i
 
     from seatkit.cli.app import seat
 
-    host = CampaignHost(tmp_path / "root")
-    folder = start(host, write_campaign(tmp_path, repeats=2, arms=[{"name": "none", "host": []}]))
-    driver = FastDriver(host)
-    runner.step(host.system, driver)
-    host.boot()
-    host.run_unit(driver)  # visit 1 of 2 measured
+    host, folder, driver = _first_of_two_visits_measured(tmp_path)
     assert runner.abort(host.system, driver) == "aborted"
     report = json.loads(host.read(f"{folder}/report.json"))
     assert [v["arm"] for v in report["visits"]] == ["none"]
