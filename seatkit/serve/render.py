@@ -75,6 +75,8 @@ def render_script(spec: LaunchSpec) -> str:
             spec=spec,
             launch=effective.container(spec),
             loopback=keys.LOOPBACK.pattern,
+            refusal=keys.REFUSAL.format(host="$SEAT_HOST"),  # the one wording, keys.refuse_exposure's
+            refusal_hint=keys.REFUSAL_HINT,
             nsys_no_modes=nsys.NO_MODES,
         )
     )
