@@ -173,6 +173,7 @@ def verdict(ratios: dict[str, float], a: Entry, b: Entry, differing: Sequence[st
         "moved": moved,
         "factor": factor,
         "share": shares[factor],
+        "meaning": _meaning(factor, differing) if moved or unknown else "",
         "shares": shares,
         "spread_unknown": unknown,
         "text": f"{headline}. {_lead(gap, noise, moved, factor, unknown)}. " + ". ".join(said),
@@ -235,11 +236,18 @@ def _factor_said(
     return text
 
 
+def _meaning(factor: str, differing: Sequence[str]) -> str:
+    """What the leading factor says of the gap, in words ("" where it says nothing on its own)."""
+    if factor == "tokens_per_step":
+        return "the text, not the rig" if "content" in differing else ""
+    return words()["headline"][factor].partition(": ")[2]
+
+
 def _headline(factor: str, differing: Sequence[str], a: Entry, b: Entry) -> str:
     headline = words()["headline"][factor]
     if "content" in differing:
         if factor == "tokens_per_step":
-            headline = "acceptance: the text, not the rig"
+            headline = f"acceptance: {_meaning(factor, differing)}"
         headline += (
             f" (content differs: {a.conditions.get('content')} vs "
             f"{b.conditions.get('content')}, and content usually moves tokens/step)"

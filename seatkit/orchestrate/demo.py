@@ -183,9 +183,7 @@ def _sentence(split: dict) -> str:
         for f in sorted(moved, key=lambda f: -abs(shares[f]))
     ]
     carrier = max(moved, key=lambda f: shares[f])
-    # The compare verdict's headline, "acceptance: the text, not the rig (...)", without its factor
-    # and its reasons: what the carrying factor means.
-    meaning = verdict["text"].split(". ")[0].split(" (")[0].partition(": ")[2]
+    meaning = verdict.get("meaning")  # what the compare verdict's headline says the factor means
     return f"{lead}: {'; '.join(said + still)}; {NAMES[carrier]} carries the difference" + (
         f": {meaning}." if meaning else "."
     )
