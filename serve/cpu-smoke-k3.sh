@@ -9,6 +9,8 @@ unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # cpu-smoke-k3: cpu-smoke with ngram speculative decoding at k=3
 # Rendered by `seat render` from profiles/cpu-smoke-k3.yaml (profile sha256 165bcfb9b68dc0e4).
 # Do not edit: change the profile and run `seat render`. Needs bash only.
+# `seat up` compares its own launch with the one this script was rendered from:
+# Launch sha256 20fd80a94df7f1ca92111985cdf9ff51a5c15d474f03c6a029542950a428a59a
 #
 # Host knobs, read from the environment (the profile's value when unset):
 #   SEAT_HOME              where the kit keeps runtimes and built models

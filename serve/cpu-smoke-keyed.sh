@@ -9,6 +9,8 @@ unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # cpu-smoke-keyed: cpu-smoke with an API key (vLLM's bearer authentication)
 # Rendered by `seat render` from profiles/cpu-smoke-keyed.yaml (profile sha256 9534c194c87284ea).
 # Do not edit: change the profile and run `seat render`. Needs bash only.
+# `seat up` compares its own launch with the one this script was rendered from:
+# Launch sha256 aa57354f3c887f2b8ea43d1b6ae80a774bd804ff81d377d175a31012f8b91c64
 #
 # Host knobs, read from the environment (the profile's value when unset):
 #   SEAT_HOME              where the kit keeps runtimes and built models

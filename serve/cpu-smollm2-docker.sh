@@ -9,6 +9,8 @@ unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # cpu-smollm2-docker: cpu-smollm2 (SmolLM2-135M, Q4_1 dequantized; numbers show the method, not the rig) in the kit's container, host networking
 # Rendered by `seat render` from profiles/cpu-smollm2-docker.yaml (profile sha256 4974eee3ecd9511b).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
+# `seat up` compares its own launch with the one this script was rendered from:
+# Launch sha256 b7dd932e3049f84954e310aed01821b274873f81f98abd05852b7fb5014d3c8d
 #
 # Host knobs, read from the environment (the profile's value when unset):
 #   SEAT_IMAGE             image the seat runs

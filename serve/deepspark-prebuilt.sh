@@ -9,6 +9,8 @@ unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # deepspark-prebuilt: DeepSeek-V4-Flash + DSpark from the original author's prebuilt image, TP=4, 4x RTX PRO 6000 on PCIe
 # Rendered by `seat render` from profiles/deepspark-prebuilt.yaml (profile sha256 48aada2f0664d982).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
+# `seat up` compares its own launch with the one this script was rendered from:
+# Launch sha256 f962a1b17a61cc5aecdf1947b2c98b69ad971120c587a10f6a28913c23ca4fd1
 #
 # Host knobs, read from the environment (the profile's value when unset):
 #   SEAT_IMAGE             image the seat runs

@@ -9,6 +9,8 @@ unset TMOUT FUNCNEST BASH_COMPAT EXECIGNORE POSIXLY_CORRECT
 # dsv4-flash-dspark-tp4: DeepSeek-V4-Flash + DSpark (k=5, probabilistic drafts) on the b12x vLLM fork, TP=4, 4x RTX PRO 6000 on PCIe
 # Rendered by `seat render` from profiles/dsv4-flash-dspark-tp4.yaml (profile sha256 0400271669c2fee8).
 # Do not edit: change the profile and run `seat render`. Needs bash and docker only.
+# `seat up` compares its own launch with the one this script was rendered from:
+# Launch sha256 f962a1b17a61cc5aecdf1947b2c98b69ad971120c587a10f6a28913c23ca4fd1
 #
 # Host knobs, read from the environment (the profile's value when unset):
 #   SEAT_IMAGE             image the seat runs (`seat build` makes it)

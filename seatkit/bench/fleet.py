@@ -197,7 +197,7 @@ def bench_fleet(
                     **seat,
                     "discarded": summary["discarded"],
                     "figures": _figures(summary),
-                    **{k: v for k, v in summary["conditions"].items() if k == "unverified"},
+                    "unverified": what_runs.mark(summary["conditions"]),
                 }
             )
         result = _write(folder, seats)  # after every seat: an interrupted fleet keeps what it has
@@ -235,7 +235,7 @@ def rows(result: dict) -> list[tuple[str, ...]]:
                     f"{seat['seat']} {seat['url']}",
                     suite,
                     *(f"{figures[f]['median']:.2f}" if f in figures else "n/a" for f in FACTORS),
-                    what_runs.marked(flag, seat, short=True),
+                    what_runs.marked(flag, seat.get("unverified"), short=True),
                 )
             )
     return out
@@ -262,7 +262,7 @@ def markdown(result: dict) -> str:
     lines += [f"- seat {v['seat']} ({v['suite']}): {v['text']}" for v in result["verdicts"]]
     lines += [f"- {line}" for line in failures(result)]
     lines += [
-        f"- seat {s['seat']}: {what_runs.marked('its results are', s)}"
+        f"- seat {s['seat']}: {what_runs.marked('its results are', s['unverified'])}"
         for s in result["seats"]
         if s.get("unverified")
     ]

@@ -79,8 +79,9 @@ def title(conditions: dict, suites: dict) -> str:
     k = conditions.get("k")
     context = values("context")
     head = f"{str(model).rsplit('/', 1)[-1]}, {f'k={k}' if k else 'k unknown'}"
-    return f"{what_runs.marked(head, conditions, short=True)}\ncontent {values('content')}, " + (
-        "the prompt alone (no padding)" if context == "0" else f"context {context} tokens"
+    return (
+        f"{what_runs.marked(head, what_runs.mark(conditions), short=True)}\ncontent {values('content')}, "
+        + ("the prompt alone (no padding)" if context == "0" else f"context {context} tokens")
     )
 
 

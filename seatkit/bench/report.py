@@ -54,7 +54,7 @@ def rows(summary: dict) -> list[tuple[str, ...]]:
     medians (min–max, CV); a figure withheld says so (the reason is under the table)."""
     return [
         (
-            what_runs.marked(suite, summary["conditions"], short=True),
+            what_runs.marked(suite, what_runs.mark(summary["conditions"]), short=True),
             s["content"],
             _cell(s, "decode_tok_s"),
             _cell(s, "tokens_per_step", digits=2),
@@ -152,7 +152,7 @@ def sources(summary: dict) -> list[str]:
 def markdown(summary: dict) -> str:
     c = summary["conditions"]
     lines = [
-        what_runs.marked(f"# Bench report ({summary['schema']})", c),
+        what_runs.marked(f"# Bench report ({summary['schema']})", what_runs.mark(c)),
         "",
         f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
         f"k={c.get('k')}, sampling {sampling(c['sampling'])}, ignore_eos, reasoning {c['reasoning']}, "
@@ -276,7 +276,7 @@ def sweep_rows(suite: dict, conditions: dict) -> list[tuple[str, ...]]:
         gauge = [g for g in row.get("window", {}).get("running_gauge") or [] if g is not None]
         out.append(
             (
-                what_runs.marked(str(row["concurrency"]), conditions, short=True),
+                what_runs.marked(str(row["concurrency"]), what_runs.mark(conditions), short=True),
                 _n(row.get("aggregate_tok_s")),
                 f"{per['median']:.0f} ({per['min']:.0f}-{per['max']:.0f})" if per else "n/a",
                 f"{_n(row.get('server_ttft_ms'), 0)} / {_n(row['client_ttft_ms']['median'], 0)}",
@@ -291,7 +291,7 @@ def sweep_rows(suite: dict, conditions: dict) -> list[tuple[str, ...]]:
 def sweep_markdown(summary: dict) -> str:
     c = summary["conditions"]
     lines = [
-        what_runs.marked(f"# Concurrency sweep ({summary['schema']})", c),
+        what_runs.marked(f"# Concurrency sweep ({summary['schema']})", what_runs.mark(c)),
         "",
         f"Model `{c['model']}` at {c['url']}, engine {c.get('engine_version') or 'unknown'}, "
         f"k={c.get('k')}, sampling {sampling(c['sampling'])}, ignore_eos, levels {c['concurrency']}.",

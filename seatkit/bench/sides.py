@@ -183,7 +183,7 @@ def suite_entries(folder: Path, data: dict) -> list[Entry]:
             Entry(
                 folder.name,
                 suite,
-                what_runs.marked(suite, c, short=True),
+                what_runs.marked(suite, what_runs.mark(c), short=True),
                 {**_suite_conditions(c, s, data.get("prompts") or {}), **_measured(s, data.get("machine"))},
                 values,
                 spread,
@@ -229,7 +229,7 @@ def _suite_conditions(c: dict, s: dict, hashes: dict) -> dict:
         "model_lock": _lock_text(c.get("model_locks")),
         "prompt": ", ".join(s.get("prompts") or {}) or None,
         "device": c.get("device"),  # the seat's own (run.seat_device), never the client's GPUs
-        "unverified": c.get("unverified"),  # the reason behind the label's mark, said beside the table
+        "unverified": what_runs.mark(c),  # the reason behind the label's mark, said beside the table
     }
 
 

@@ -182,10 +182,9 @@ def interval(e: dict) -> str:
     return f"{_pct(e['low_pct'])} to {_pct(e['high_pct'])} %"
 
 
-def marks(arms: list[dict]) -> dict:
-    """{"unverified": why, arm by arm} where an arm's seat was unverified (its effects rest on it)."""
-    why = "; ".join(f"arm {a['arm']}: {a['unverified']}" for a in arms if a.get("unverified"))
-    return {"unverified": why} if why else {}
+def marks(arms: list[dict]) -> str | None:
+    """Why the arms' seats were unverified, arm by arm (their effects rest on them); None: none was."""
+    return "; ".join(f"arm {a['arm']}: {a['unverified']}" for a in arms if a.get("unverified")) or None
 
 
 def verdict(found: list[dict], arms: list[dict], left: list[dict], notes: dict) -> str:
@@ -254,7 +253,11 @@ def table(arms: list[dict], found: list[dict]) -> str:
             else ""
         )
         # An unverified arm's name is cut shorter, so its mark always shows (the reason is under it).
-        arm = what_runs.marked(a["arm"][:5], a, short=True) if a.get("unverified") else a["arm"][:16]
+        arm = (
+            what_runs.marked(a["arm"][:5], a["unverified"], short=True)
+            if a.get("unverified")
+            else a["arm"][:16]
+        )
         spread = "unknown" if a["spread_pct"] is None and a["visits"] else _num(a["spread_pct"], ".1f")
         lines.append(
             f"{arm:<16} {a['visits']:>6} {_num(a['ms_median'], '.2f'):>8} "
@@ -329,7 +332,7 @@ def report(run) -> dict:
         "verdict": verdict(found, arms, left, notes),
         "table": table(arms, found),
         **{k: v for k, v in notes.items() if v},
-        **marks(arms),
+        **({"unverified": marks(arms)} if marks(arms) else {}),
     }
 
 
@@ -340,7 +343,7 @@ def write(run, folder: Path) -> dict:
     )
     (folder / "report.json").write_text(json.dumps(result, indent=2) + "\n")
     (folder / "report.md").write_text(
-        what_runs.marked(title, result) + f"\n\n```\n{result['table']}```\n\n"
+        what_runs.marked(title, result.get("unverified")) + f"\n\n```\n{result['table']}```\n\n"
         f"{result['verdict']}\n\nEach arm's bench is a run folder under runs/: "
         "`seat bench compare runs/A runs/B` compares any two.\n"
     )

@@ -38,9 +38,9 @@ def draw(result: dict, path: Path) -> None:
     left.margins(y=0.2)  # room for the words above a lone visit
     left.set_xticks(range(len(arms)), [a["arm"] for a in arms], rotation=30, ha="right", fontsize=8)
     left.set_ylabel("ms per step (each visit; bar: median)")
-    left.set_title(what_runs.marked("ms/step per arm", result, short=True))
+    left.set_title(what_runs.marked("ms/step per arm", result.get("unverified"), short=True))
     _effects(right, found)
-    right.set_title(what_runs.marked("effect of each setting", result, short=True))
+    right.set_title(what_runs.marked("effect of each setting", result.get("unverified"), short=True))
     notes = [f"{k.upper()}: {result[k]}" for k in ("simulated", "incomplete") if result.get(k)]
     if notes:
         fig.suptitle("\n".join(notes), color="red", fontsize=9, fontweight="bold")

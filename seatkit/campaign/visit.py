@@ -15,7 +15,7 @@ from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
 from seatkit.host import gpus, state
 from seatkit.host.system import System
-from seatkit.seat import host_profiles
+from seatkit.seat import host_profiles, what_runs
 
 
 class Driver(Protocol):
@@ -79,8 +79,7 @@ def _measured(run_folder: Path) -> dict:
         for suite, s in summary["suites"].items()
     }
     conditions = summary.get("conditions")
-    why = conditions.get("unverified") if isinstance(conditions, dict) else None
-    return {"figures": figures, "unverified": str(why) if why else None}
+    return {"figures": figures, "unverified": what_runs.mark(conditions)}
 
 
 def _skip(run: Run, i: int, problems: list[str], progress: Progress) -> None:

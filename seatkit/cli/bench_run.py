@@ -183,7 +183,10 @@ def _levels(text: str) -> list[int]:
 def print_sweep(summary: dict, path: Path) -> None:
     for name, suite in summary["suites"].items():
         c = summary["conditions"]
-        table = Table(*report.SWEEP_HEADER, title=escape(what_runs.marked(f"{name}: {suite['prompt']}", c)))
+        table = Table(
+            *report.SWEEP_HEADER,
+            title=escape(what_runs.marked(f"{name}: {suite['prompt']}", what_runs.mark(c))),
+        )
         for row in report.sweep_rows(suite, c):
             table.add_row(*map(escape, row))
         output.show_table(out, table)

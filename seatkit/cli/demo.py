@@ -18,7 +18,7 @@ from seatkit.seat import profiles, what_runs
 
 def print_side_by_side(summary: dict, path: Path) -> None:
     rows, sentence = demo.side_by_side(summary, path)
-    marks = summary["conditions"]  # an UNVERIFIED seat's figures are never shown without the mark
+    marks = what_runs.mark(summary["conditions"])  # an UNVERIFIED seat's figures never go unmarked
     # Short headers: two median (min-max) columns fit 80 columns side by side only so.
     table = Table(
         "factor",

@@ -57,7 +57,7 @@ def up_cmd(profile: str, verify_models: bool):
         for line in prebuilt.facts(found):
             out.print(f"fact: {line}", highlight=False)
     click.echo(spec.config_line(spec.values()), err=True)
-    experiment = what_runs.conditions(spec.profile)  # its experiment, what it sets off the allowlist
+    experiment = what_runs.mark({"differs": what_runs.differs(spec.profile)})  # what it sets off the list
     if experiment:
         said = what_runs.marked("this seat is an experiment:", experiment)
         err.print(f"[yellow]warning:[/] {escape(said)}; every result of it is marked so", highlight=False)
@@ -69,8 +69,8 @@ def up_cmd(profile: str, verify_models: bool):
             tick=lambda stage, t: update(f"waiting for {stage} ({t:.0f} s)"),
             image_check=vouch.image_check,
         )
-    if run.conditions() not in ({}, experiment):  # its records differ beyond what was warned of above
-        said = what_runs.marked("this seat is", run.conditions())
+    if what_runs.mark(run.conditions()) not in (None, experiment):  # beyond what was warned of above
+        said = what_runs.marked("this seat is", what_runs.mark(run.conditions()))
         err.print(f"[yellow]warning:[/] {escape(said)}; every result of it is marked so", highlight=False)
     out.print(
         f"[green]{profile} is up[/] after {waited:.1f} s: {run.url} serves model "

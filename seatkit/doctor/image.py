@@ -9,8 +9,7 @@ from seatkit.doctor.rows import Row, cannot, fail, ok, warn
 from seatkit.errors import SeatError
 from seatkit.seat import layout, what_runs
 from seatkit.seat.profiles import DockerProfile, NativeProfile, Profile
-from seatkit.serve import bound, launch, runtime
-from seatkit.serve.running import UNKNOWN
+from seatkit.serve import launch, runtime
 
 LAYER = "image"
 LABELS = (
@@ -89,14 +88,15 @@ def overlay(profile: DockerProfile, image: str, running: launch.Running | None) 
 
 def experiment(profile: Profile, running: launch.Running | None) -> list[Row]:
     """An experiment may run other code than the lock: the doctor says so before any figure. Of a
-    running seat, as `seat up` recorded it (bound.conditions), never as the profile reads now."""
-    marks = bound.conditions(running, profile) if running else what_runs.conditions(profile)
+    running seat, as `seat up` recorded it (its provenance), never as the profile reads now."""
+    of_profile = what_runs.mark({"differs": what_runs.differs(profile)})
+    marks = what_runs.mark(running.conditions()) if running else of_profile
     if not marks:
         return []
     why = "env or mounts may change what runs"
-    if running and running.unverified == UNKNOWN:
+    if running and running.provenance is None:  # recorded by an older kit: what it runs is unknown
         what, fix = "the running seat:", f"seat down {profile.name} && seat up {profile.name}"
-    elif running and marks != what_runs.conditions(profile):  # its image, as `seat up` judged it
+    elif running and marks != of_profile:  # its image, venv, weights or launch, as `seat up` found them
         what, why = "the running seat:", "what it runs is not vouched for"  # its image/venv or weights
         code = (
             f"a venv as `seat setup {profile.name}` installs it"

@@ -10,7 +10,7 @@ from seatkit.bench.target import Target
 from seatkit.errors import SeatError
 from seatkit.host import gpus
 from seatkit.image import b12x
-from seatkit.seat import layout, profiles
+from seatkit.seat import layout, profiles, what_runs
 from seatkit.serve import bound, launch, reach
 
 
@@ -37,7 +37,6 @@ def of_profile(name: str) -> Target:
             "base_model": _model_name(profile.models[profile.model]),
             "draft_model": _model_name(draft) if draft else None,
             "model_locks": running.model_locks,  # as locked at `seat up`, not as the lock reads now
-            "provenance": running.provenance,  # what `seat up` recorded the seat runs (serve.provenance)
             "image": profile.image.reference if profile.image else None,
             "image_labels": labels,
             "b12x_kernels": b12x.kernels(labels, b12x.mounted_over(mounts, profile.image.b12x_dir))
@@ -45,7 +44,7 @@ def of_profile(name: str) -> Target:
             else None,
             "runtime": profile.runtime,
             "gpus": gpus.inventory(),
-            **bound.conditions(running, profile),
+            **running.conditions(),  # what `seat up` recorded the seat runs (serve.provenance)
         },
         verify=lambda: launch.require_identity(running),
     )
@@ -77,14 +76,14 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
     conditions: dict = {"profile": None, "gpus": gpus.inventory()}
     seat = _seat_at(url)
     if isinstance(seat, str):
-        return Target(url, model, headers, k=k, conditions={**conditions, "unverified": seat})
-    running, profile = seat
+        return Target(url, model, headers, k=k, conditions={**conditions, "provenance": {"differs": [seat]}})
+    running = seat
     return Target(
         url,
         model,
         headers,
         k=k,
-        conditions={**conditions, **bound.conditions(running, profile)},
+        conditions={**conditions, **running.conditions()},
         verify=lambda: launch.require_identity(running),
     )
 
@@ -93,7 +92,7 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
 NO_RECORD = "benched by URL: no `seat up` of this machine runs it, so nothing checked what it runs"
 
 
-def _seat_at(url: str) -> tuple[launch.Running, profiles.Profile] | str:
+def _seat_at(url: str) -> launch.Running | str:
     """The seat of this machine's `seat up` that the URL reaches (reach.reaches, however the URL
     spells its address) and the profile file it was launched from, still as launched; else why
     its results are unverified: NO_RECORD for any other server (a script's or compose's launch,
@@ -109,9 +108,9 @@ def _seat_at(url: str) -> tuple[launch.Running, profiles.Profile] | str:
         try:
             profile = profiles.load(running.profile_source or running.profile)
             if bound.seat_of(profile) is not None:
-                return running, profile
+                return running
         except SeatError as exc:  # its own mark, and why nothing else of it can be checked
-            recorded = running.conditions().get("unverified")
+            recorded = what_runs.mark(running.conditions())
             why = f"benched by URL, and {running.profile}'s profile cannot judge its seat: {exc.message}"
             return "; ".join(filter(None, (recorded, why)))
     return NO_RECORD

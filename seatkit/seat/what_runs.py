@@ -144,22 +144,25 @@ def shell_unset() -> str:
     return " ".join(_data()["shell"])
 
 
-def conditions(profile, *found: str | None) -> dict:
-    """What a result of the profile's seat carries: {"unverified": reason} for an experiment, a
-    profile that sets what is off the list, or a seat whose records differ (found: why, as `seat
-    up` found it), else {}."""
+def differs(profile) -> list[str]:
+    """How the profile differs from what a verified one may set: its experiment's reason, and what
+    it sets off the list."""
     off = off_list(profile)
-    reasons = [
-        profile.experiment.reason if profile.experiment else None,
-        f"off the allowlist: {', '.join(off)}" if off else None,
-        *found,
-    ]
-    return {"unverified": "; ".join(r for r in reasons if r)} if any(reasons) else {}
+    found = [profile.experiment.reason if profile.experiment else None]
+    return [why for why in [*found, f"off the allowlist: {', '.join(off)}" if off else None] if why]
 
 
-def marked(text: str, conditions: dict, short: bool = False) -> str:
-    """text, marked where a result's conditions say the seat was not verified: every place a
-    number of such a seat goes (summary, report, compare, fleet, doctor) shows it through here.
+def mark(record) -> str | None:
+    """Why a result is not verified, from its provenance record (seatkit.serve.provenance) or the
+    conditions that carry it: each way what ran differs from its records; None: it does not. The
+    one place the mark's reason comes from, for every printer of a figure."""
+    record = record.get("provenance", record) if isinstance(record, dict) else None
+    found = record.get("differs") if isinstance(record, dict) else None
+    return "; ".join(str(why) for why in found) if found else None
+
+
+def marked(text: str, why: str | None, short: bool = False) -> str:
+    """text, marked when why (mark's reason) says the seat was not verified: every place a number of
+    such a seat goes (summary, report, compare, fleet, doctor, campaign) shows it through here.
     short: the mark alone, for a table cell (the reason is printed above the table)."""
-    why = conditions.get("unverified") if isinstance(conditions, dict) else None
     return text if not why else f"{text} {MARK}" if short else f"{text} {MARK} ({why})"

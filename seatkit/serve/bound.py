@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from seatkit.errors import SeatError
-from seatkit.seat import what_runs
 from seatkit.seat.profiles import Profile
 from seatkit.serve import launch
 from seatkit.serve.running import Running
@@ -34,10 +33,3 @@ def seat_of(profile: Profile) -> Running | None:
             f"seat down {profile.name} && seat up {profile.name}",
         )
     return run
-
-
-def conditions(run: Running, profile: Profile) -> dict:
-    """What a result of the seat seat_of found carries: its record's mark, or the profile's where
-    the record says verified of an experiment (edited by hand, or written by a kit with a bug):
-    seat_of has proven the file is the one launched, so its experiment switch is what ran."""
-    return run.conditions() or what_runs.conditions(profile)

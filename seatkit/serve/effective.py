@@ -10,11 +10,13 @@ the key (a cluster has no launching shell to say otherwise).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import asdict, dataclass
 from enum import Enum
 
 from seatkit.serve import keys
-from seatkit.serve.spec import CONTAINER_KNOBS, LaunchSpec, Mount
+from seatkit.serve.spec import CONTAINER_KNOBS, LaunchSpec, Mount, resolve
 from seatkit.serve.words import Ref, Word
 
 API_KEY_ENV = "VLLM_API_KEY"
@@ -47,6 +49,23 @@ class Launch:
     def argv(self, wrap: list[Word] | None = None) -> list[Word]:
         """What the container runs: `env -u NAME...`, the wrap (nsys) when given, the server."""
         return [("env",), *[(a,) for n in self.unset for a in ("-u", n)], *(wrap or []), *self.command]
+
+    def environment(self, values: dict[str, str], passed: dict[str, str], key: str = "") -> dict[str, str]:
+        """The container's environment: the profile's and the knobs' values, what the launching
+        shell passes on (passed: the pass-through names it sets), the key."""
+        out = {}
+        for v in self.env:
+            if v.source is Source.LAUNCHER and v.name in passed:
+                out[v.name] = passed[v.name]
+            elif v.source is Source.KEY:
+                out[v.name] = key
+            elif v.source is not Source.LAUNCHER:
+                out[v.name] = resolve(v.value, values)
+        return out
+
+    def sha256(self) -> str:
+        """The launch as each form renders it (a knob as the name whose value it takes)."""
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()
 
 
 def container(spec: LaunchSpec, bound: str | None = None) -> Launch:

@@ -133,7 +133,7 @@ def _labels(profile: Profile) -> dict[str, str]:
 def _metadata(profile: Profile, **fields) -> dict:
     """An object's metadata: an experiment's seat says so where a cluster's tools show it, as its
     run record does for a seat of `seat up` (what the pod runs is not checked by the kit)."""
-    why = what_runs.conditions(profile).get("unverified")
+    why = what_runs.mark({"differs": what_runs.differs(profile)})
     marks = {"annotations": {f"seatkit.io/{what_runs.MARK.lower()}": why}} if why else {}
     return {**fields, "labels": _labels(profile), **marks}
 
@@ -293,7 +293,7 @@ def _header(spec: LaunchSpec, file: str) -> str:
         f"# (profile sha256 {profile.sha256[:16]}). Do not edit. The same LaunchSpec as",
         "# serve/*.sh and docker-compose.yml; see docs/kubernetes.md.",
     ]
-    why = what_runs.conditions(profile).get("unverified")
+    why = what_runs.mark({"differs": what_runs.differs(profile)})
     if why:
         lines.append(f"# {what_runs.MARK}: an experiment ({why}); its pods are annotated so.")
     if file == "statefulset.yaml":

@@ -20,7 +20,7 @@ from seatkit import engine, flock, safe_yaml
 from seatkit.errors import NotRunning, SeatError
 from seatkit.files import write_atomic
 from seatkit.models import lock as locks
-from seatkit.seat import layout
+from seatkit.seat import layout, what_runs
 from seatkit.serve import backends, client, identity, keys, nsys, preflight, provenance
 from seatkit.serve.backends import ImageCheck, native
 from seatkit.serve.running import Running
@@ -189,7 +189,7 @@ def up(
     needs image_check (seatkit.image.vouch.image_check, from the layer above: the image's id and why
     it is not the one `seat build` recorded, or None), then runs by that id, since a tag can move
     meanwhile; without it, an image a profile runs as it is is marked unverified. The run record
-    carries the seat's provenance (seatkit.serve.provenance) and its mark."""
+    carries the seat's provenance and how it differs from its records (seatkit.serve.provenance)."""
     p = spec.profile
     # One start of a profile at a time, from the check that it is down to the record of what started.
     with flock.exclusive(
@@ -263,7 +263,6 @@ def _start(
         token=secrets.token_hex(16),
         profile_sha256=p.sha256,
         profile_source=str(Path(p.source).resolve()),
-        unverified=provenance.mark(spec, values),
         model_locks=locks.hashes(p),
         provenance=provenance.record(spec, values),
     )
@@ -329,6 +328,7 @@ def status(profile: str) -> dict:
     if run is None:
         return {"profile": profile, "state": "down"}
     info = {**asdict(run), "state": "running" if alive(run) else "exited"}
+    info["unverified"] = what_runs.mark(run.conditions())  # the mark, from its provenance's differences
     info.pop("api_key_file")
     try:
         info["health"] = client.fetch("GET", f"{run.url}/health", 2).status_code

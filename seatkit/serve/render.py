@@ -15,7 +15,7 @@ from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.seat import overlay_lock, profiles, what_runs
-from seatkit.serve import effective, glossary, k8s, keys, nsys
+from seatkit.serve import effective, glossary, k8s, keys, nsys, provenance
 from seatkit.serve import spec as specs
 from seatkit.serve.compose import render_compose, render_env
 from seatkit.serve.shell import always_quoted, argv_lines, double_quoted, oneline, quoted_word, shell_word
@@ -104,7 +104,7 @@ def profile_files(name: str, root: Path | None = None) -> dict[Path, str]:
     kubernetes section."""
     root = root or paths.REPO  # looked up when called, not bound when this module was imported
     spec = specs.build(profiles.load(name))
-    out = {root / "serve" / f"{name}.sh": render_script(spec)}
+    out = {provenance.script_path(name, root): render_script(spec)}
     if name != profiles.DEFAULT_PROFILE and not spec.native:
         out[compose_path(name, root)] = render_compose(spec)
         out[compose_path(name, root).with_name(".env")] = render_env(spec)

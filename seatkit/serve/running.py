@@ -30,19 +30,17 @@ class Running:
     stopping: bool = False  # set by `seat down` before it signals: the waiting `up` says who stopped it
     profile_sha256: str = ""  # the profile as launched (Profile.sha256, extends applied); "": unknown
     profile_source: str = ""  # the file it was launched from; "": recorded before the kit recorded it
-    unverified: str | None = UNKNOWN  # the experiment's reason as `up` decided it; None: verified
     # Each model's lock hash when `up` started it (models.lock.hashes): a re-lock since changes the
     # file, not the weights loaded. None: no lock, or recorded before the kit recorded it.
     model_locks: dict[str, str] | None = None
-    # What the seat runs, by the hashes of its records (seatkit.serve.provenance); None: recorded
-    # before the kit recorded it.
+    # What the seat runs, by the hashes of its records, and how it differs from them
+    # (seatkit.serve.provenance); None: recorded before the kit recorded it.
     provenance: dict | None = None
 
     def conditions(self) -> dict:
-        """What a result of this seat carries: {"unverified": reason} unless `up` recorded it as
-        verified. The one place a running seat's mark comes from, never the profile as it reads now
-        (an edit after `up` changes the file, not what runs)."""
-        return {} if self.unverified is None else {"unverified": self.unverified}
+        """What a result of this seat carries: its provenance record, as `up` wrote it, never as the
+        profile reads now (an edit after `up` changes the file, not what runs)."""
+        return {"provenance": self.provenance or {"differs": [UNKNOWN]}}
 
     @property
     def api_key(self) -> str | None:
@@ -73,10 +71,10 @@ class Running:
             raise TypeError("stopping is not true or false")
         if self.nsys is not None and not isinstance(self.nsys, dict):
             raise TypeError("nsys is not a mapping")
-        if self.provenance is not None and not isinstance(self.provenance, dict):
-            raise TypeError("provenance is not a mapping")
-        if self.unverified is not None and not (isinstance(self.unverified, str) and self.unverified):
-            raise TypeError("unverified is neither null nor a reason")
+        if self.provenance is not None:
+            differs = self.provenance.get("differs") if isinstance(self.provenance, dict) else None
+            if not (isinstance(differs, list) and all(isinstance(why, str) and why for why in differs)):
+                raise TypeError("provenance is not a record whose differences are reasons")
         locks = self.model_locks
         if locks is not None and not (
             isinstance(locks, dict) and all(isinstance(v, str) for v in (*locks, *locks.values()))
@@ -93,5 +91,3 @@ class Running:
             raise ValueError("its token or boot id is not one `up` writes")
         if not re.fullmatch(r"([0-9a-f]{64})?", self.profile_sha256):
             raise ValueError("its profile_sha256 is not a sha256")
-        if not self.profile_sha256 and self.unverified is None:
-            raise ValueError("it says verified without the profile it was launched from")

@@ -27,7 +27,7 @@ from seatkit.errors import SeatError
 from seatkit.image import registry as registries
 from seatkit.image import vouch
 from seatkit.orchestrate import docker_chain
-from seatkit.seat import overlay_lock, profiles
+from seatkit.seat import overlay_lock, profiles, what_runs
 from seatkit.serve import keys, launch
 
 PROFILE = docker_chain.PROFILE
@@ -359,7 +359,7 @@ def test_compose_file_serves_the_same_seat(chain, compose, tmp_path):
         wait_ready(chain, ident)
         summary, _ = bench_url(chain, tmp_path)
         assert summary["suites"]["code"]["requests"] >= 1
-        assert summary["conditions"]["unverified"] == targets.NO_RECORD  # no `seat up` checked it
+        assert what_runs.mark(summary["conditions"]) == targets.NO_RECORD  # no `seat up` checked it
         chain["inspect"]["compose"] = essentials(ident)
     finally:
         down = subprocess.run(
@@ -394,7 +394,7 @@ def test_rendered_script_serves_the_same_seat(chain, tmp_path):
         wait_ready(chain, container.id)
         summary, _ = bench_url(chain, tmp_path / "bench")
         assert summary["suites"]["code"]["requests"] >= 1
-        assert summary["conditions"]["unverified"] == targets.NO_RECORD
+        assert what_runs.mark(summary["conditions"]) == targets.NO_RECORD
         chain["inspect"]["script"] = essentials(container.id)
         container.stop(timeout=30)  # the script ran `docker run --rm` in the foreground: it ends too
         assert proc.wait(timeout=120) is not None
@@ -439,7 +439,7 @@ def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, 
     assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith(str(tmp_path))
     # The kit's own build, weights hashed as locked (the chain's full verify): the one mark is the
     # chain's overlay, a change locked for the CPU image, not the overlay the kit pins.
-    why = summary["conditions"]["unverified"]
+    why = what_runs.mark(summary["conditions"])
     assert (
         why.startswith("image sha256:") and "built from other pins than those in force (overlay lock " in why
     )

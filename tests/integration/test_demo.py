@@ -10,6 +10,7 @@ from conftest import BIN, free_port
 
 from seatkit.bench import verdicts
 from seatkit.orchestrate import demo
+from seatkit.seat import what_runs
 from seatkit.serve import launch
 
 
@@ -40,7 +41,7 @@ def test_demo_shows_code_faster_than_prose_by_acceptance_and_leaves_no_process(v
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["conditions"]["model"] == "smollm2"
     # setup built or hashed the locked weights and recorded it: the embedded default benches verified.
-    assert "unverified" not in summary["conditions"], summary["conditions"]["unverified"]
+    assert what_runs.mark(summary["conditions"]) is None, summary["conditions"]["provenance"]
     code, prose = summary["suites"]["demo-code"], summary["suites"]["demo-prose"]
     assert code["requests"] == prose["requests"] == 6
     # Beyond their spread: every code request keeps more tokens per step than any prose one.

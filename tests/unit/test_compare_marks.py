@@ -21,7 +21,7 @@ def runs(tmp_path, marked: str) -> tuple[str, str]:
     }
     summary = Path(sides[marked]) / "summary.json"
     data = json.loads(summary.read_text())
-    data["conditions"]["unverified"] = WHY
+    data["conditions"]["provenance"] = {"differs": [WHY]}
     summary.write_text(json.dumps(data))
     return sides["a"], sides["b"]
 

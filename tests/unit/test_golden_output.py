@@ -25,6 +25,7 @@ from seatkit.cli import app
 from seatkit.cli.app import seat
 from seatkit.doctor import diagnose
 from seatkit.doctor import host as host_rows
+from seatkit.seat import what_runs
 from seatkit.serve import launch
 from seatkit.serve.running import Running
 
@@ -58,12 +59,13 @@ def record(home: Path, runtime: str = "native", ident: str = "15407") -> Running
         time.time() - 7200,
         profile_source=str(REPO / "profiles" / "cpu-smollm2.yaml"),
         profile_sha256="9f2c" * 16,
-        unverified=None,
+        provenance={"differs": []},
     )
 
 
 def status_of(run: Running, home: Path, monkeypatch) -> str:
     info = {**launch.asdict(run), "state": "running", "health": 200, "models": ["smollm2"]}
+    info["unverified"] = what_runs.mark(run.conditions())  # as launch.status says it
     monkeypatch.setattr(launch, "status", lambda profile: dict(info))
     return masked(CliRunner().invoke(seat, ["status", "cpu-smollm2"]).stdout, home).replace(str(REPO), "REPO")
 

@@ -15,7 +15,7 @@ from seatkit.doctor import image as doctor_image
 from seatkit.image import vouch
 from seatkit.models import verify
 from seatkit.seat import layout, overlay_lock, profiles, what_runs
-from seatkit.serve import launch, preflight
+from seatkit.serve import launch, preflight, provenance
 from seatkit.serve import spec as specs
 from seatkit.serve.backends import docker
 
@@ -56,6 +56,7 @@ def seat(tmp_path, monkeypatch):
     monkeypatch.setattr(engine, "client", lambda: client)
     monkeypatch.setattr(preflight, "run", lambda spec, values: None)
     monkeypatch.setattr(verify, "unvouched_models", lambda profile, environ: None)
+    monkeypatch.setattr(provenance, "launch_differs", lambda spec, sha256: None)  # test_provenance's
     return profiles.load(str(path)), client
 
 
@@ -74,7 +75,7 @@ def test_the_image_seat_build_recorded_from_the_pins_in_force_is_verified(seat):
     profile, client = seat
     vouch.record(TAG, BUILT, built_from(profile))
     record = started(profile)
-    assert record.unverified is None and record.conditions() == {}
+    assert record.provenance["differs"] == [] and what_runs.mark(record.conditions()) is None
     assert client.seats == [BUILT]  # run by the id checked, never by the tag
     row = doctor_image.overlay(profile, TAG, record)
     assert row.status == "OK" and row.evidence.startswith(
@@ -96,7 +97,7 @@ def test_a_retagged_image_is_marked_and_the_mark_reaches_its_numbers(seat):
     vouch.record(TAG, BUILT, built_from(profile))
     client.by_ref[TAG] = OTHER
     record = started(profile)
-    assert record.unverified == (
+    assert what_runs.mark(record.conditions()) == (
         f"image sha256:{'0' * 12} ({TAG}) is not the one `seat build` recorded under that tag "
         f"(sha256:{'a' * 12}): it was retagged or rebuilt since; run seat build {profile.name}"
     )
@@ -110,7 +111,7 @@ def test_an_image_built_from_an_older_overlay_lock_is_marked_with_the_difference
     kit = overlay_lock.load()
     older = replace(kit, commit="b" * 40)
     vouch.record(TAG, BUILT, built_from(profile, **{"overlay lock": older.sha256}))
-    why = started(profile).unverified
+    why = what_runs.mark(started(profile).conditions())
     assert why == (
         f"image sha256:{'a' * 12} ({TAG}) was built from other pins than those in force (overlay lock "
         f"{older.sha256[:12]}.., pins now {kit.sha256[:12]}..): run seat build {profile.name}"
@@ -153,7 +154,7 @@ def test_an_image_the_kit_never_built_is_marked(seat, tmp_path):
     path.write_text(yaml.safe_dump({"extends": "cpu-smoke-docker"}))
     as_is = profiles.load(str(path))
     assert not as_is.image.overlay
-    why = started(as_is, image=BASE).unverified
+    why = what_runs.mark(started(as_is, image=BASE).conditions())
     assert why == f"image sha256:{'e' * 12} ({BASE}) is not one `seat build` recorded on this machine: " + (
         "nothing checked what it runs"
     )
@@ -171,7 +172,7 @@ def test_a_base_not_pinned_by_digest_is_never_verified(seat, monkeypatch):
 def test_a_seat_started_without_the_image_check_is_marked(seat):
     profile, client = seat
     vouch.record(TAG, BUILT, built_from(profile))
-    assert started(profile, image_check=None).unverified == docker.UNCHECKED
+    assert what_runs.mark(started(profile, image_check=None).conditions()) == docker.UNCHECKED
     assert client.seats == [TAG]
 
 
@@ -188,9 +189,13 @@ def test_an_experiment_carries_both_reasons(seat, tmp_path):
         )
     )
     record = started(profiles.load(str(path)), image=BASE)
-    assert record.unverified.startswith("a patched scheduler; ")
-    assert "off the allowlist: env.PYTHONPATH" in record.unverified and "; image sha256:" in record.unverified
-    assert what_runs.marked("x", record.conditions()).startswith("x UNVERIFIED (a patched scheduler; ")
+    assert what_runs.mark(record.conditions()).startswith("a patched scheduler; ")
+    assert "off the allowlist: env.PYTHONPATH" in what_runs.mark(
+        record.conditions()
+    ) and "; image sha256:" in what_runs.mark(record.conditions())
+    assert what_runs.marked("x", what_runs.mark(record.conditions())).startswith(
+        "x UNVERIFIED (a patched scheduler; "
+    )
 
 
 def test_doctor_says_what_seat_up_says_of_the_image_the_seat_runs(seat):

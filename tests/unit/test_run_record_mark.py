@@ -25,8 +25,8 @@ from seatkit.doctor import diagnose, server, targets
 from seatkit.doctor import image as doctor_image
 from seatkit.errors import SeatError
 from seatkit.models import lock, verify
-from seatkit.seat import layout, profiles
-from seatkit.serve import bound, launch
+from seatkit.seat import layout, profiles, what_runs
+from seatkit.serve import bound, launch, provenance
 from seatkit.serve import spec as specs
 from seatkit.serve.backends.native import process_start
 from seatkit.serve.running import UNKNOWN
@@ -74,7 +74,7 @@ def vouched_for(path: Path) -> None:
 def older_kit_record(name: str, url: str) -> None:
     """A record as the kit wrote it before it recorded the profile and the mark."""
     record = asdict(up_as_this_process(name, url))
-    del record["profile_sha256"], record["unverified"], record["model_locks"]
+    del record["profile_sha256"], record["provenance"], record["model_locks"]
     layout.run_record(name).write_text(json.dumps(record))
 
 
@@ -93,6 +93,7 @@ def test_seat_up_records_the_profile_hash_and_the_mark(home, monkeypatch):
     it) writes both fields."""
     stand_in_server(home, "exec sleep 300")
     installed_stand_in(home)
+    monkeypatch.setattr(provenance, "launch_differs", lambda spec, sha256: None)
     (home / "exp.yaml").write_text(yaml.safe_dump({**EXPERIMENT, "extends": "cpu-smoke"}))
     (home / "plain.yaml").write_text("extends: cpu-smoke\n")
     for name, mark in (("exp", REASON), ("plain", None)):
@@ -102,8 +103,7 @@ def test_seat_up_records_the_profile_hash_and_the_mark(home, monkeypatch):
         try:
             record = launch.recorded(name)
             assert record.profile_sha256 == profile.sha256 and len(record.profile_sha256) == 64
-            assert record.unverified == mark
-            assert record.conditions() == ({"unverified": REASON} if mark else {})
+            assert what_runs.mark(record.conditions()) == mark  # the launch's record is test_provenance's
             assert record.model_locks == lock.hashes(profile) and record.model_locks  # as locked at up
         finally:
             launch.stop(started, grace=5)
@@ -112,12 +112,12 @@ def test_seat_up_records_the_profile_hash_and_the_mark(home, monkeypatch):
 def test_an_older_record_reads_as_unverified_everywhere(kit, seat, tmp_path):
     older_kit_record("plain", seat.url)
     record = launch.recorded("plain")
-    assert record.unverified == UNKNOWN == "unknown: recorded before the kit recorded it"
-    assert record.conditions() == {"unverified": UNKNOWN}
+    assert record.provenance is None
+    assert what_runs.mark(record.conditions()) == UNKNOWN == "unknown: recorded before the kit recorded it"
     target = targets.of_profile("plain")  # not refused: nothing recorded to compare with
-    assert target.conditions["unverified"] == UNKNOWN and target.conditions["profile_sha256"] is None
+    assert what_runs.mark(target.conditions) == UNKNOWN and target.conditions["profile_sha256"] is None
     assert target.conditions["model_locks"] is None  # not known: never the lock as it reads now
-    assert targets.of_url(seat.url, oracle.MODEL, None, None).conditions["unverified"] == UNKNOWN
+    assert what_runs.mark(targets.of_url(seat.url, oracle.MODEL, None, None).conditions) == UNKNOWN
     (row,) = doctor_image.experiment(profiles.load("plain"), bound.seat_of(profiles.load("plain")))
     assert row.status == "WARN" and f"UNVERIFIED ({UNKNOWN})" in row.evidence
     assert row.fix == "seat down plain && seat up plain"
@@ -126,11 +126,11 @@ def test_an_older_record_reads_as_unverified_everywhere(kit, seat, tmp_path):
 @pytest.mark.parametrize(
     "fields, why",
     [
-        ({"unverified": None}, "says verified without the profile"),  # no hash, yet verified
-        ({"unverified": ""}, "unverified is neither null nor a reason"),
-        ({"unverified": False}, "unverified is neither null nor a reason"),
-        ({"unverified": 1}, "unverified is neither null nor a reason"),
-        ({"profile_sha256": "abc", "unverified": None}, "profile_sha256 is not a sha256"),
+        ({"provenance": {"differs": [""]}}, "provenance is not a record whose differences are reasons"),
+        ({"provenance": {"differs": "x"}}, "provenance is not a record whose differences are reasons"),
+        ({"provenance": {"differs": [1]}}, "provenance is not a record whose differences are reasons"),
+        ({"provenance": ["x"]}, "provenance is not a record whose differences are reasons"),
+        ({"profile_sha256": "abc"}, "profile_sha256 is not a sha256"),
         ({"profile_sha256": 7}, "a field that holds text holds something else"),
         ({"model_locks": ["f" * 64]}, "model_locks is not a mapping of model to hash"),
         ({"model_locks": {"base": 7}}, "model_locks is not a mapping of model to hash"),
@@ -145,9 +145,11 @@ def test_a_record_whose_mark_up_never_writes_is_unreadable(kit, seat, fields, wh
 
 def test_a_deleted_profile_leaves_the_mark_with_the_seat(kit, seat):
     """The record alone marks a URL bench of the seat: its profile need not be there any more."""
-    up_as_this_process("exp", seat.url, profile_sha256=profiles.load("exp").sha256, unverified=REASON)
+    up_as_this_process(
+        "exp", seat.url, profile_sha256=profiles.load("exp").sha256, provenance={"differs": [REASON]}
+    )
     (kit / "exp.yaml").unlink()
-    mark = targets.of_url(seat.url, oracle.MODEL, None, None).conditions["unverified"]
+    mark = what_runs.mark(targets.of_url(seat.url, oracle.MODEL, None, None).conditions)
     assert mark.startswith(f"{REASON}; benched by URL, and exp's profile cannot judge its seat: no profile")
 
 
@@ -157,22 +159,24 @@ def test_a_deleted_profile_leaves_the_mark_with_the_seat(kit, seat):
 def test_the_mark_reaches_summary_report_compare_and_fleet_from_the_record(kit, seat, tmp_path):
     """plain's profile declares no experiment; its record says the seat ran as one: the record wins."""
     said = "what the record says"
-    up_as_this_process("plain", seat.url, profile_sha256=profiles.load("plain").sha256, unverified=said)
+    up_as_this_process(
+        "plain", seat.url, profile_sha256=profiles.load("plain").sha256, provenance={"differs": [said]}
+    )
     target = targets.of_profile("plain")
-    assert target.conditions["unverified"] == said
+    assert what_runs.mark(target.conditions) == said
     target.verify = None  # the seat's identity check wants a session leader; this test is none
     out = run.RunDir(tmp_path / "runs", "plain")
     summary = run.bench(target, prose(), Options(0, 1), out)
     written = json.loads((out.path / "summary.json").read_text())
-    assert written["conditions"]["unverified"] == said == summary["conditions"]["unverified"]
+    assert what_runs.mark(written["conditions"]) == said == what_runs.mark(summary["conditions"])
     text = (out.path / "report.md").read_text()
     assert text.splitlines()[0].endswith(f"UNVERIFIED ({said})")
     assert report.rows(summary)[0][0] == "prose UNVERIFIED"
 
     # A verified seat's run beside it: compare marks the experiment side only.
-    launch._record(replace(launch.recorded("plain"), unverified=None))
+    launch._record(replace(launch.recorded("plain"), provenance={"differs": []}))
     clean = targets.of_profile("plain")
-    assert "unverified" not in clean.conditions
+    assert what_runs.mark(clean.conditions) is None
     clean.verify = None
     other = run.RunDir(tmp_path / "runs", "clean")
     run.bench(clean, prose(), Options(0, 1), other)
@@ -180,7 +184,7 @@ def test_the_mark_reaches_summary_report_compare_and_fleet_from_the_record(kit, 
     assert result.rows[0]["a"] == "prose UNVERIFIED" and result.rows[0]["b"] == "prose"
 
     # The fleet benches by URL: the local seat's record marks its row.
-    launch._record(replace(launch.recorded("plain"), unverified=said))
+    launch._record(replace(launch.recorded("plain"), provenance={"differs": [said]}))
     by_url = targets.of_url(seat.url, oracle.MODEL, None, None)
     assert by_url.verify is not None  # held to who answers, as a bench of the profile is
     by_url.verify = None  # (the identity check wants a session leader; this test is none)
@@ -192,22 +196,12 @@ def test_the_mark_reaches_summary_report_compare_and_fleet_from_the_record(kit, 
 
 def test_doctor_takes_the_mark_from_the_record(kit, seat):
     plain = profiles.load("plain")
-    up_as_this_process("plain", seat.url, profile_sha256=plain.sha256, unverified="recorded at up")
+    up_as_this_process(
+        "plain", seat.url, profile_sha256=plain.sha256, provenance={"differs": ["recorded at up"]}
+    )
     (row,) = doctor_image.experiment(plain, bound.seat_of(plain))
     assert row.status == "WARN" and "UNVERIFIED (recorded at up)" in row.evidence
     assert doctor_image.experiment(plain, None) == []  # no seat: the profile alone, which is verified
-
-
-def test_a_record_saying_verified_of_an_experiment_profile_of_its_own_hash_is_still_marked(kit, seat):
-    """A record edited by hand, or written by a kit with a bug: seat_of has proven the file is the
-    one launched, so its experiment switch is what ran, whatever the record says (review3 #12)."""
-    exp = profiles.load("exp")
-    up_as_this_process("exp", seat.url, profile_sha256=exp.sha256, profile_source=exp.source, unverified=None)
-    assert targets.of_profile("exp").conditions["unverified"] == REASON
-    (row,) = doctor_image.experiment(exp, bound.seat_of(exp))
-    assert (
-        row.status == "WARN" and f"the running seat is an experiment: UNVERIFIED ({REASON})" in row.evidence
-    )
 
 
 def test_the_weights_a_result_names_are_those_locked_when_the_seat_started(kit, seat):
@@ -222,7 +216,7 @@ def test_the_weights_a_result_names_are_those_locked_when_the_seat_started(kit, 
         seat.url,
         profile_sha256=plain.sha256,
         profile_source=plain.source,
-        unverified=None,
+        provenance={"differs": []},
         model_locks=at_up,
     )
     base = lock.read(plain)["base"]
@@ -252,7 +246,7 @@ def test_the_weights_a_result_names_are_those_locked_when_the_seat_started(kit, 
 )
 def test_an_edited_profile_is_refused(kit, seat, tmp_path, edit):
     exp = profiles.load("exp")
-    up_as_this_process("exp", seat.url, profile_sha256=exp.sha256, unverified=REASON)
+    up_as_this_process("exp", seat.url, profile_sha256=exp.sha256, provenance={"differs": [REASON]})
     edit(kit)
     with pytest.raises(SeatError, match="reads otherwise now") as caught:
         targets.of_profile("exp")
@@ -265,7 +259,7 @@ def test_an_edited_profile_is_refused(kit, seat, tmp_path, edit):
     assert "reads otherwise now" in row["evidence"] and row["fix"] == "seat down exp && seat up exp"
     # The mark is not lost by the edit: a URL bench of the seat still carries the record's, and why
     # nothing else of it could be checked.
-    mark = targets.of_url(seat.url, oracle.MODEL, None, None).conditions["unverified"]
+    mark = what_runs.mark(targets.of_url(seat.url, oracle.MODEL, None, None).conditions)
     assert mark.startswith(f"{REASON}; benched by URL, and exp's profile") and "reads otherwise now" in mark
 
 
@@ -277,12 +271,16 @@ def test_a_seat_launched_from_another_file_of_that_name_is_refused_naming_the_fi
     shutil.copy(kit / "exp.yaml", elsewhere)
     launched = profiles.load(str(elsewhere))
     up_as_this_process(
-        "exp", seat.url, profile_sha256=launched.sha256, profile_source=str(elsewhere), unverified=REASON
+        "exp",
+        seat.url,
+        profile_sha256=launched.sha256,
+        profile_source=str(elsewhere),
+        provenance={"differs": [REASON]},
     )
     with pytest.raises(SeatError, match=f"was launched from {elsewhere}, not {kit / 'exp.yaml'}") as caught:
         targets.of_profile("exp")
     assert caught.value.hint == f"name the file it was launched from: {elsewhere}"
-    assert targets.of_profile(str(elsewhere)).conditions["unverified"] == REASON
+    assert what_runs.mark(targets.of_profile(str(elsewhere)).conditions) == REASON
 
 
 def test_a_torn_record_is_a_fail_row_and_the_rest_of_the_diagnosis_goes_on(kit, tmp_path):
@@ -297,17 +295,17 @@ def test_a_torn_record_is_a_fail_row_and_the_rest_of_the_diagnosis_goes_on(kit, 
 def test_an_edit_that_changes_no_field_is_the_same_profile(kit, seat):
     """The hash is of the resolved fields, not the bytes: a comment or a reordering changes nothing."""
     exp = profiles.load("exp")
-    up_as_this_process("exp", seat.url, profile_sha256=exp.sha256, unverified=REASON)
+    up_as_this_process("exp", seat.url, profile_sha256=exp.sha256, provenance={"differs": [REASON]})
     (kit / "exp.yaml").write_text(
         "# a note\n" + yaml.safe_dump(dict(reversed(EXPERIMENT.items())), sort_keys=False)
     )
-    assert targets.of_profile("exp").conditions["unverified"] == REASON
+    assert what_runs.mark(targets.of_profile("exp").conditions) == REASON
     assert not isinstance(server.seat(profiles.load("exp")), list)
 
 
 def test_a_stopped_seat_leaves_the_profile_free_to_edit(kit, seat):
     """Only a running seat binds its profile: a record of one that exited refuses nothing."""
-    up_as_this_process("exp", seat.url, profile_sha256="0" * 64, unverified=REASON, since="1")
+    up_as_this_process("exp", seat.url, profile_sha256="0" * 64, provenance={"differs": [REASON]}, since="1")
     assert bound.seat_of(profiles.load("exp")) is None
     with pytest.raises(SeatError, match="exp is not up"):
         targets.of_profile("exp")
@@ -334,10 +332,13 @@ def test_the_cli_refuses_to_judge_a_seat_by_its_edited_profile(home):
         while (record := launch.recorded("exp")) is None or not record.ident:
             assert up.poll() is None and time.monotonic() < deadline, up.stderr.read() if up.poll() else ""
             time.sleep(0.1)
-        assert record.unverified == REASON and record.profile_sha256 == profiles.load(str(path)).sha256
+        assert (
+            what_runs.mark(record.conditions()).startswith(REASON)
+            and record.profile_sha256 == profiles.load(str(path)).sha256
+        )
         path.write_text("extends: cpu-smoke\n")  # reads verified now; the seat runs the experiment
         status = " ".join(seat_cli(["status", str(path)], home).stdout.split())
-        assert f"verified: no, every result is marked ({REASON})" in status, status
+        assert f"verified: no, every result is marked ({REASON}" in status, status
         bench = seat_cli(["bench", str(path)], home)
         assert bench.returncode == 1 and "Traceback" not in bench.stderr, bench.stderr
         said = " ".join(bench.stderr.split())

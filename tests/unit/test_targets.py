@@ -10,7 +10,7 @@ from conftest import PASSWORD
 from seatkit import paths
 from seatkit.doctor import targets
 from seatkit.errors import SeatError
-from seatkit.seat import profiles
+from seatkit.seat import profiles, what_runs
 from seatkit.serve import launch
 from seatkit.serve.backends.native import process_start
 
@@ -45,7 +45,7 @@ def recorded_at(name: str, url: str) -> None:
             "",
             0.0,
             since=process_start(pid),
-            unverified=REASON,
+            provenance={"differs": [REASON]},
             profile_sha256=profile.sha256,
             profile_source=str(source.resolve()),
         )
@@ -73,7 +73,7 @@ def test_a_url_bench_of_a_local_seat_keeps_its_mark_however_the_url_spells_it(
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
     recorded_at("exp", f"http://{seat_host}:18100")
     target = targets.of_url(spelled.format(port=18100), "m", None, None)
-    assert target.conditions["unverified"] == REASON
+    assert what_runs.mark(target.conditions) == REASON
 
 
 @pytest.mark.parametrize(
@@ -90,7 +90,7 @@ def test_a_url_that_does_not_reach_the_seat_takes_no_mark_of_it(tmp_path, monkey
     """Not the experiment's mark: that of a server no run record names, which nothing checked."""
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
     recorded_at("exp", f"http://{seat_host}:18100")
-    assert targets.of_url(spelled, "m", None, None).conditions["unverified"] == targets.NO_RECORD
+    assert what_runs.mark(targets.of_url(spelled, "m", None, None).conditions) == targets.NO_RECORD
 
 
 def test_a_url_bench_of_a_seat_whose_port_a_stranger_holds_is_refused_before_it_measures(
@@ -108,7 +108,7 @@ def test_a_url_bench_of_a_seat_whose_port_a_stranger_holds_is_refused_before_it_
     try:
         recorded_at("exp", f"http://127.0.0.1:{port}")  # this process: alive, not the listener
         target = targets.of_url(f"http://127.0.0.1:{port}", "m", None, None)
-        assert target.conditions["unverified"] == REASON and target.verify is not None
+        assert what_runs.mark(target.conditions) == REASON and target.verify is not None
         with pytest.raises(SeatError, match="listens"):
             target.verify()
     finally:
@@ -120,6 +120,6 @@ def test_a_url_bench_of_a_seat_whose_profile_reads_otherwise_now_says_so(tmp_pat
     recorded_at("exp", "http://127.0.0.1:18100")
     source = tmp_path / "exp.yaml"
     source.write_text(source.read_text() + "description: edited since\n")
-    mark = targets.of_url("http://127.0.0.1:18100", "m", None, None).conditions["unverified"]
+    mark = what_runs.mark(targets.of_url("http://127.0.0.1:18100", "m", None, None).conditions)
     assert mark.startswith(f"{REASON}; benched by URL, and exp's profile cannot judge its seat: ")
     assert "reads otherwise now" in mark

@@ -51,7 +51,7 @@ def experiment_seat(tmp_path, monkeypatch):
         0.0,
         since=process_start(pid),
         profile_sha256=profiles.load("exp").sha256,
-        unverified=REASON,  # as `seat up` records it
+        provenance={"differs": [REASON]},  # as `seat up` records it
     )
     launch._record(record)
     yield server
@@ -60,12 +60,13 @@ def experiment_seat(tmp_path, monkeypatch):
 
 def test_the_bench_marks_summary_and_report_of_an_experiment_seat(experiment_seat, tmp_path):
     target = targets.of_profile("exp")
-    assert target.conditions["unverified"] == REASON
+    assert what_runs.mark(target.conditions) == REASON
     target.verify = None  # the seat's identity check wants a session leader; this test is none
     out = run.RunDir(tmp_path / "runs", "exp")
     summary = run.bench(target, prose(), Options(0, 1), out)
     written = json.loads((out.path / "summary.json").read_text())
-    assert written["conditions"]["unverified"] == REASON == summary["conditions"]["unverified"]
+    assert written["conditions"]["provenance"]["differs"] == [REASON]  # the record, in the run folder
+    assert what_runs.mark(written["conditions"]) == REASON == what_runs.mark(summary["conditions"])
     text = (out.path / "report.md").read_text()
     assert text.splitlines()[0].endswith(f"UNVERIFIED ({REASON})")
     assert "| prose UNVERIFIED | prose |" in text
@@ -74,16 +75,17 @@ def test_the_bench_marks_summary_and_report_of_an_experiment_seat(experiment_sea
 
 def test_a_url_bench_of_a_local_experiment_seat_is_marked_too(experiment_seat):
     """A fleet benches by URL: a seat `seat up` started here is known by its record."""
-    assert targets.of_url(experiment_seat.url, oracle.MODEL, None, None).conditions["unverified"] == REASON
+    assert what_runs.mark(targets.of_url(experiment_seat.url, oracle.MODEL, None, None).conditions) == REASON
     # A server no record names is marked too: nothing checked what it runs.
-    unknown = targets.of_url("http://127.0.0.1:9", oracle.MODEL, None, None).conditions["unverified"]
+    unknown = what_runs.mark(targets.of_url("http://127.0.0.1:9", oracle.MODEL, None, None).conditions)
     assert unknown == targets.NO_RECORD and "nothing checked what it runs" in unknown
 
 
 def test_a_verified_seat_carries_no_mark(tmp_path, monkeypatch):
     monkeypatch.setenv("SEAT_HOME", str(tmp_path))
-    assert what_runs.conditions(profiles.load("cpu-smoke")) == {}
-    assert what_runs.marked("x", {"profile": "cpu-smoke"}) == "x"
+    assert what_runs.differs(profiles.load("cpu-smoke")) == []
+    assert what_runs.mark({"profile": "cpu-smoke", "provenance": {"differs": []}}) is None
+    assert what_runs.marked("x", None) == "x"
 
 
 def run_dir(tmp_path, name, unverified=None):
@@ -92,7 +94,7 @@ def run_dir(tmp_path, name, unverified=None):
     stats = lambda v: {"median": v, "min": v, "max": v, "cv": 0.01, "n": 5}  # noqa: E731
     conditions = {"model": "m", "k": 5, "sampling": {"temperature": 0.0}}
     if unverified:
-        conditions["unverified"] = unverified
+        conditions["provenance"] = {"differs": [unverified]}
     (folder / "summary.json").write_text(
         json.dumps(
             {

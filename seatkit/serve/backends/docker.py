@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from seatkit import engine, paths, text
 from seatkit.errors import SeatError
 from seatkit.seat import layout
-from seatkit.serve import identity
+from seatkit.serve import effective, identity, nsys
 from seatkit.serve.running import Running
 from seatkit.serve.spec import PROFILE_LABEL, LaunchSpec, resolve
 
@@ -94,7 +94,9 @@ def _refusal(text: str, devices: list) -> SeatError:
 def create_and_start(
     spec: LaunchSpec, values: dict[str, str], env: dict, run: Running, record: Callable[[Running], None]
 ) -> None:
-    """Create the container, record it, then start it: from its first instant, `down` can find it."""
+    """Create the container of the effective launch (the one the script, compose and k8s render;
+    env: the key, when the seat takes one), record it, then start it: from its first instant,
+    `down` can find it."""
     from docker.errors import APIError
     from docker.types import Mount, Ulimit
 
@@ -103,10 +105,12 @@ def create_and_start(
     if settings is None:
         raise SeatError(f"{p.name} has no docker section")  # a docker profile always has one
     devices = _devices(settings.gpus)
+    launch = effective.container(spec)
+    wrap = spec.wraps.get(values.get(nsys.MODE, nsys.OFF), [])
     try:
         made = engine.client().containers.create(
             values.get(CHECKED, values["SEAT_IMAGE"]),
-            spec.container_argv(values),
+            [resolve(w, values) for w in launch.argv(wrap)],
             name=values["SEAT_CONTAINER"],
             device_requests=devices,
             ipc_mode=settings.ipc,
@@ -119,9 +123,9 @@ def create_and_start(
             ulimits=[Ulimit(name=k, soft=v, hard=v) for k, v in settings.ulimits.items()],
             mounts=[
                 Mount(m.target, resolve(m.source, values), type="bind", read_only=m.read_only)
-                for m in spec.mounts
+                for m in launch.mounts
             ],
-            environment={**spec.env, **spec.container_knobs(values), **spec.passed_env(), **env},
+            environment=launch.environment(values, spec.passed_env(), env.get(effective.API_KEY_ENV, "")),
             labels=labels(p.name),
         )
         run.ident = made.id
