@@ -15,7 +15,7 @@ import json
 from dataclasses import asdict, dataclass
 from enum import Enum
 
-from seatkit.serve import keys
+from seatkit.serve import keys, nsys
 from seatkit.serve.spec import CONTAINER_KNOBS, LaunchSpec, Mount, resolve
 from seatkit.serve.words import Ref, Word
 
@@ -66,6 +66,13 @@ class Launch:
     def sha256(self) -> str:
         """The launch as each form renders it (a knob as the name whose value it takes)."""
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()
+
+
+def argv(spec: LaunchSpec, values: dict[str, str]) -> list[str]:
+    """What the container runs, with the knobs' values (checked): the nsys wrap when on."""
+    spec.check(values)
+    wrap = spec.wraps.get(values.get(nsys.MODE, nsys.OFF), [])
+    return [resolve(w, values) for w in container(spec).argv(wrap)]
 
 
 def container(spec: LaunchSpec, bound: str | None = None) -> Launch:

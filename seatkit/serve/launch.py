@@ -236,7 +236,6 @@ def _start(
     p = spec.profile
     values = spec.values(environ)
     keys.refuse_exposure(values["SEAT_HOST"], bool(spec.api_key_file))
-    spec.container_argv(values)  # refuses a bad knob before anything starts
     if not spec.wraps:
         nsys.refuse_unwrapped(dict(os.environ) if environ is None else environ)
     env = {}

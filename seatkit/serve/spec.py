@@ -55,10 +55,6 @@ class LaunchSpec:
     def native(self) -> bool:
         return isinstance(self.profile, NativeProfile)
 
-    def container_knobs(self, values: dict[str, str]) -> dict[str, str]:
-        """Knobs the container reads at run time (its healthcheck probes SEAT_HOST:SEAT_PORT)."""
-        return {name: values[name] for name in CONTAINER_KNOBS}
-
     def values(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """Each knob's value: the environment's when set, else the profile's; checked."""
         env = os.environ if environ is None else environ
@@ -70,16 +66,6 @@ class LaunchSpec:
         """Every knob's value against its grammar, in the order the script checks them."""
         for knob in self.knobs:
             knob.check(values[knob.name])
-
-    def container_argv(self, values: dict[str, str]) -> list[str]:
-        """What the container runs: unset the image's variables, the nsys wrap when on, the server."""
-        self.check(values)
-        wrap = self.wraps.get(values.get(nsys.MODE, nsys.OFF), [])
-        return [
-            "env",
-            *[a for n in self.unset_env for a in ("-u", n)],
-            *[resolve(w, values) for w in [*wrap, *self.command]],
-        ]
 
     def passed_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         env = os.environ if environ is None else environ

@@ -17,7 +17,7 @@ import yaml
 from conftest import BIN, REPO, free_port
 
 from seatkit.seat import profiles
-from seatkit.serve import nsys, render
+from seatkit.serve import effective, nsys, render
 from seatkit.serve import spec as specs
 
 STANDIN = REPO / "tests" / "integration" / "images" / "nsys-standin"
@@ -131,7 +131,7 @@ def test_bench_nsys_traces_exactly_one_request(seat, tmp_path, compose):
     inspect = json.loads(
         subprocess.run(["docker", "inspect", name], capture_output=True, text=True, check=True).stdout
     )[0]
-    assert inspect["Config"]["Cmd"] == spec.container_argv(values)
+    assert inspect["Config"]["Cmd"] == effective.argv(spec, values)
     assert script_argv(spec, tmp_path, env) == inspect["Config"]["Cmd"]
     (tmp_path / "docker-compose.yml").write_text(render.render_compose(spec))
     (tmp_path / ".env").write_text(render.render_env(spec))
@@ -225,7 +225,7 @@ def test_compose_runs_each_mode_with_the_scripts_argv(compose, tmp_path, mode, s
     assert config.returncode == 0, config.stderr
     command = json.loads(config.stdout)["services"][service]["command"]
     assert command == script_argv(spec, tmp_path, {**env, "SEAT_NSYS": mode})
-    assert command == spec.container_argv({**spec.values({}), "SEAT_NSYS": mode})
+    assert command == effective.argv(spec, {**spec.values({}), "SEAT_NSYS": mode})
     assert ("nsys" in command) == (mode != "off")
 
 

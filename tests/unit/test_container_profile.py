@@ -12,7 +12,7 @@ from seatkit.image import cpu_base
 from seatkit.models import lock
 from seatkit.orchestrate import docker_chain
 from seatkit.seat import layout, profiles
-from seatkit.serve import render
+from seatkit.serve import effective, render
 from seatkit.serve import spec as specs
 from seatkit.serve.checks import Kind
 from seatkit.serve.words import Ref
@@ -41,7 +41,8 @@ def test_no_gpu_is_asked_for_in_any_launch_form():
 def test_every_launch_form_gives_the_container_its_host_and_port_at_run_time():
     spec = specs.build(profiles.load(NAME))
     values = spec.values({"SEAT_PORT": "4321", "SEAT_HOST": "127.0.0.2"})
-    assert spec.container_knobs(values) == {"SEAT_HOST": "127.0.0.2", "SEAT_PORT": "4321"}
+    environment = effective.container(spec).environment(values, {})  # `seat up`'s container
+    assert (environment["SEAT_HOST"], environment["SEAT_PORT"]) == ("127.0.0.2", "4321")
     assert '--env "SEAT_PORT=${SEAT_PORT}"' in render.render_script(spec)
     environment = yaml.safe_load(render.render_compose(spec))["services"]["seat"]["environment"]
     assert environment["SEAT_PORT"] == "${SEAT_PORT}" and environment["SEAT_HOST"] == "${SEAT_HOST}"

@@ -11,7 +11,7 @@ import yaml
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
-from seatkit.serve import nsys, render
+from seatkit.serve import effective, nsys, render
 from seatkit.serve import spec as specs
 from seatkit.serve.backends.native import process_start
 from seatkit.serve.compose import EXPOSURE_CHECK
@@ -66,8 +66,8 @@ def test_script_runs_the_specs_container_argv_in_every_mode(tmp_path, mode):
     values = {**spec.values({}), "SEAT_NSYS": mode}
     rc, argv, err = run_script(SCRIPT, tmp_path, SEAT_NSYS=mode)
     assert rc == 0, err
-    assert after_image(argv, values["SEAT_IMAGE"]) == spec.container_argv(values)
-    words = spec.container_argv(values)
+    assert after_image(argv, values["SEAT_IMAGE"]) == effective.argv(spec, values)
+    words = effective.argv(spec, values)
     server = words.index("vllm")
     assert words[:7] == [
         "env",
@@ -79,7 +79,7 @@ def test_script_runs_the_specs_container_argv_in_every_mode(tmp_path, mode):
         "VLLM_B12X_MLA_EXTEND_MAX_CHUNKS",
     ]
     # The wrap sits between `env -u ...` and the server; the server's own argv is untouched.
-    assert words[server:] == spec.container_argv(spec.values({}))[7:]
+    assert words[server:] == effective.argv(spec, spec.values({}))[7:]
     wrap = words[7:server]
     if mode == "off":
         assert wrap == []
@@ -113,8 +113,8 @@ def test_knob_values_reach_the_wrap(tmp_path):
     assert "--cuda-graph-trace=graph" in argv and "--duration=30" in argv
     assert "--output=/cache/nsys/run1" in argv
     spec = default()
-    assert after_image(argv, spec.values({})["SEAT_IMAGE"]) == spec.container_argv(
-        {**spec.values({}), **knobs}
+    assert after_image(argv, spec.values({})["SEAT_IMAGE"]) == effective.argv(
+        spec, {**spec.values({}), **knobs}
     )
 
 
@@ -140,7 +140,7 @@ def test_a_bad_knob_stops_both_launches(tmp_path, knob, value):
     assert f"seat: {knob}=" in err and f"hint: fix or unset {knob}" in err
     spec = default()
     with pytest.raises(SeatError) as caught:
-        spec.container_argv({**spec.values({}), "SEAT_NSYS": "session", knob: value})
+        effective.argv(spec, {**spec.values({}), "SEAT_NSYS": "session", knob: value})
     assert knob in caught.value.message
 
 
@@ -267,7 +267,7 @@ def test_compose_has_one_service_per_mode_with_the_same_argv():
     values = {k.name: f"${{{k.name}}}" for k in spec.knobs}
     for mode in ("off", "profile", "session"):
         service = services["seat" if mode == "off" else f"seat-nsys-{mode}"]
-        assert service["command"] == _unchecked(spec).container_argv({**values, "SEAT_NSYS": mode})
+        assert service["command"] == effective.argv(_unchecked(spec), {**values, "SEAT_NSYS": mode})
     assert services["seat-nsys-session"]["extends"] == {"service": "seat"}
 
 

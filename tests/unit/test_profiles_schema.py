@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from seatkit.seat import profiles
-from seatkit.serve import k8s, render
+from seatkit.serve import effective, k8s, render
 from seatkit.serve import spec as specs
 
 CANARY = "canary"
@@ -193,10 +193,12 @@ def docker_argv(spec, values) -> list[str]:
         )
     ]
     argv += [a for k, v in spec.env.items() for a in ("--env", f"{k}={v}")]
-    argv += [a for k, v in spec.container_knobs(values).items() for a in ("--env", f"{k}={v}")]
+    argv += [
+        a for k, v in {n: values[n] for n in specs.CONTAINER_KNOBS}.items() for a in ("--env", f"{k}={v}")
+    ]
     argv += [a for n in spec.pass_env for a in ("--env", n)]
     argv += ["--env", "VLLM_API_KEY"] if spec.api_key_file else []
-    return argv + [values["SEAT_IMAGE"], *spec.container_argv(values)]
+    return argv + [values["SEAT_IMAGE"], *effective.argv(spec, values)]
 
 
 def run_rendered(spec, tmp: Path) -> None:
@@ -270,7 +272,7 @@ def check_compose(spec) -> None:
     ]
     assert {k: v and unescape(v) for k, v in seat["environment"].items()} == {
         **spec.env,
-        **spec.container_knobs(values),
+        **{n: values[n] for n in specs.CONTAINER_KNOBS},
         **dict.fromkeys(spec.pass_env),
     }
     assert [unescape(v["target"]) for v in seat["volumes"]] == [m.target for m in spec.mounts]
@@ -282,10 +284,10 @@ def check_k8s(spec) -> None:
     workload = next(o for o in objects if o["kind"] == "StatefulSet")
     container = workload["spec"]["template"]["spec"]["containers"][0]
     values = {**spec.values({}), "SEAT_HOST": k8s.POD_HOST}
-    assert [unescape(a) for a in container["args"]] == spec.container_argv(values)
+    assert [unescape(a) for a in container["args"]] == effective.argv(spec, values)
     assert {e["name"]: unescape(e["value"]) for e in container["env"] if "value" in e} == {
         **spec.env,
-        **spec.container_knobs(values),
+        **{n: values[n] for n in specs.CONTAINER_KNOBS},
     }
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from seatkit import engine, paths, text
 from seatkit.errors import SeatError
 from seatkit.seat import layout
-from seatkit.serve import effective, identity, nsys
+from seatkit.serve import effective, identity
 from seatkit.serve.running import Running
 from seatkit.serve.spec import PROFILE_LABEL, LaunchSpec, resolve
 
@@ -106,11 +106,10 @@ def create_and_start(
         raise SeatError(f"{p.name} has no docker section")  # a docker profile always has one
     devices = _devices(settings.gpus)
     launch = effective.container(spec)
-    wrap = spec.wraps.get(values.get(nsys.MODE, nsys.OFF), [])
     try:
         made = engine.client().containers.create(
             values.get(CHECKED, values["SEAT_IMAGE"]),
-            [resolve(w, values) for w in launch.argv(wrap)],
+            effective.argv(spec, values),
             name=values["SEAT_CONTAINER"],
             device_requests=devices,
             ipc_mode=settings.ipc,
