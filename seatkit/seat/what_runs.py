@@ -127,10 +127,9 @@ def refused_weightless(vllm_args: dict, files: dict[str, list[str]]) -> list[str
     ]
 
 
-def shell_patterns() -> tuple[str, str]:
-    """Two bash `case` patterns, tried in turn, for a native seat's script: the shell's names the
-    server keeps (shell_kept), and every other, which it unsets, as `seat up` leaves it out."""
-    return "|".join(_data()["shell_kept"]), "*"
+def shell_kept() -> str:
+    """A bash `case` pattern of the shell's names a native seat's server keeps (from_shell's)."""
+    return "|".join(_data()["shell_kept"])
 
 
 def from_shell(name: str) -> bool:

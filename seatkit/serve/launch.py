@@ -245,7 +245,7 @@ def _start(
         env["VLLM_API_KEY"] = keys.read(key_file)
     preflight.run(spec, values)
     backend = backends.of(p.runtime)
-    values = backend.prepared(spec, values, image_check)
+    values, why = backend.prepared(spec, values, image_check)
     log = log_path(p.name)
     log.parent.mkdir(parents=True, exist_ok=True)
     run = Running(
@@ -263,7 +263,7 @@ def _start(
         profile_sha256=p.sha256,
         profile_source=str(Path(p.source).resolve()),
         model_locks=locks.hashes(p),
-        provenance=provenance.record(spec, values),
+        provenance=provenance.record(spec, values, why),
     )
     log.write_bytes(b"")  # this run's log alone: a container's is saved into it when it stops
     try:

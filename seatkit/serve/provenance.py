@@ -49,9 +49,10 @@ def launch_differs(spec: LaunchSpec, launch_sha256: str) -> str | None:
     return f"the launch differs from serve/{script.name}: run `seat render`"
 
 
-def record(spec: LaunchSpec, values: dict[str, str]) -> dict:
-    """The seat's provenance, as `seat up` starts it (values: the knobs, with what the backend's
-    `prepared` found of the image or venv), and how it differs from its records."""
+def record(spec: LaunchSpec, values: dict[str, str], runs_other: str | None = None) -> dict:
+    """The seat's provenance, as `seat up` starts it (values: the knobs, with the image id the
+    backend's `prepared` checked; runs_other: why it found the image or venv is not the one its
+    record names), and how it differs from its records."""
     p = spec.profile
     image = p.image
     runtime: dict[str, str | None]
@@ -62,7 +63,7 @@ def record(spec: LaunchSpec, values: dict[str, str]) -> dict:
     launch = effective.container(spec).sha256()
     differs = [
         *what_runs.differs(p),
-        values.get(docker.UNVERIFIED),
+        runs_other,
         verify.unvouched_models(p, values),
         launch_differs(spec, launch),
     ]

@@ -49,8 +49,7 @@ def _environment() -> jinja2.Environment:
         unknown_check=_unknown_check,
         local_images=overlay_lock.REPOSITORY,
         profile_label=specs.PROFILE_LABEL,
-        shell_kept=what_runs.shell_patterns()[0],
-        what_runs=what_runs.shell_patterns()[1],
+        shell_kept=what_runs.shell_kept(),
         shell_unset=what_runs.shell_unset(),
     )
     return env

@@ -30,9 +30,9 @@ class Backend(Protocol):
 
     def prepared(
         self, spec: LaunchSpec, values: dict[str, str], image_check: ImageCheck | None
-    ) -> dict[str, str]:
+    ) -> tuple[dict[str, str], str | None]:
         """The knob values to start with (the checked image id among them, where the runtime has
-        one, and docker.UNVERIFIED: why that image is unverified, when it is)."""
+        one), and why the image or venv is not the one its record names (None: it is)."""
 
     def start(
         self,

@@ -16,7 +16,6 @@ from seatkit.serve.running import Running
 from seatkit.serve.spec import PROFILE_LABEL, LaunchSpec, resolve
 
 CHECKED = "checked image id"  # where `prepared` keeps it among the knob values
-UNVERIFIED = "why the image is unverified"  # there too, when it is (launch marks the run record)
 # Of an image no check saw: a seat started without `seat up`'s image check.
 UNCHECKED = "nothing checked the image it runs: it was started without `seat up`'s image check"
 HOME_LABEL = "seatkit.home"
@@ -143,14 +142,13 @@ class Docker:
         if not (len(run.ident) == 64 and set(run.ident) <= set("0123456789abcdef")):
             raise ValueError(f"a docker seat's ident {run.ident!r} is not a full container id")
 
-    def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> dict[str, str]:
+    def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> tuple[dict, str | None]:
         """The image is checked (verified when it is the one `seat build` recorded from the pins
-        in force), then run by the id checked, since a tag can move meanwhile; why it is
-        unverified goes under UNVERIFIED."""
+        in force), then run by the id checked, since a tag can move meanwhile."""
         if image_check is None:
-            return {**values, UNVERIFIED: UNCHECKED}
+            return values, UNCHECKED
         image_id, why = image_check(spec.profile, values["SEAT_IMAGE"])
-        return {**values, CHECKED: image_id, **({UNVERIFIED: why} if why else {})}
+        return {**values, CHECKED: image_id}, why
 
     def start(
         self,

@@ -17,7 +17,6 @@ from seatkit import safe_yaml
 from seatkit.errors import SeatError
 from seatkit.seat import layout, what_runs
 from seatkit.serve import identity, runtime
-from seatkit.serve.backends import docker
 from seatkit.serve.running import Running
 from seatkit.serve.spec import LaunchSpec, resolve
 
@@ -150,11 +149,8 @@ class Native:
                 f"a native seat's ident {run.ident!r} (since {run.since!r}) is not a PID `up` started"
             )
 
-    def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> dict[str, str]:
-        """values, and under docker.UNVERIFIED why the venv is not vouched for, when it is not:
-        launch marks the run record with it, as with an image nothing vouches for."""
-        why = venv_mark(spec, values)
-        return {**values, docker.UNVERIFIED: why} if why else values
+    def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> tuple[dict, str | None]:
+        return values, venv_mark(spec, values)
 
     def start(
         self,
