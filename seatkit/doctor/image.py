@@ -87,38 +87,21 @@ def overlay(profile: DockerProfile, image: str, running: launch.Running | None) 
 
 
 def experiment(profile: Profile, running: launch.Running | None) -> list[Row]:
-    """An experiment may run other code than the lock: the doctor says so before any figure. Of a
-    running seat, as `seat up` recorded it (its provenance), never as the profile reads now."""
-    of_profile = what_runs.mark({"differs": what_runs.differs(profile)})
-    marks = what_runs.mark(running.conditions()) if running else of_profile
+    """Why the seat's results are marked, before any figure: of a running seat, as `seat up`
+    recorded it (its provenance, each difference saying what to do), never as the profile reads
+    now; before one, the profile's own experiment and what it sets off the allowlist."""
+    marks = what_runs.mark(running.conditions() if running else {"differs": what_runs.differs(profile)})
     if not marks:
         return []
-    why = "env or mounts may change what runs"
-    if running and running.provenance is None:  # recorded by an older kit: what it runs is unknown
-        what, fix = "the running seat:", f"seat down {profile.name} && seat up {profile.name}"
-    elif running and marks != of_profile:  # its image, venv, weights or launch, as `seat up` found them
-        what, why = "the running seat:", "what it runs is not vouched for"  # its image/venv or weights
-        code = (
-            f"a venv as `seat setup {profile.name}` installs it"
-            if isinstance(profile, NativeProfile)
-            else "an image `seat build` made from the pins in force (a profile with image.overlay true)"
-        )
-        fix = (
-            f"run {code} and weights a full verify vouches for (seat model verify {profile.name}), then "
-            f"seat down {profile.name} && seat up {profile.name}"
-        )
+    restart = f"seat down {profile.name} && seat up {profile.name}"
+    if running is None:
+        what, fix = "experiment:", "take what the mark names out of the profile for a verified seat"
+    elif running.provenance is None:  # recorded by an older kit: what it runs is unknown
+        what, fix = "the running seat:", restart
     else:
-        what = "the running seat is an experiment:" if running else "experiment:"
-        fix = "take `experiment` out of the profile (and what it allowed) for a verified seat"
-        fix += f", then seat down {profile.name} && seat up {profile.name}" if running else ""
-    return [
-        warn(
-            LAYER,
-            "verified",
-            f"{what_runs.marked(what, marks)}: {why}, every result of this seat is marked",
-            fix,
-        )
-    ]
+        what, fix = "the running seat:", f"mend what each difference names, then {restart}"
+    said = f"{what_runs.marked(what, marks)}: every result of this seat is marked"
+    return [warn(LAYER, "verified", said, fix)]
 
 
 def rows(profile: Profile, image: str | None, running: launch.Running | None) -> list[Row]:
