@@ -254,9 +254,7 @@ def table(arms: list[dict], found: list[dict]) -> str:
         )
         # An unverified arm's name is cut shorter, so its mark always shows (the reason is under it).
         arm = (
-            what_runs.marked(a["arm"][:5], a["unverified"], short=True)
-            if a.get("unverified")
-            else a["arm"][:16]
+            what_runs.marked(a["arm"][:5], why, short=True) if (why := a.get("unverified")) else a["arm"][:16]
         )
         spread = "unknown" if a["spread_pct"] is None and a["visits"] else _num(a["spread_pct"], ".1f")
         lines.append(
@@ -332,7 +330,7 @@ def report(run) -> dict:
         "verdict": verdict(found, arms, left, notes),
         "table": table(arms, found),
         **{k: v for k, v in notes.items() if v},
-        **({"unverified": marks(arms)} if marks(arms) else {}),
+        **({"unverified": why} if (why := marks(arms)) else {}),
     }
 
 

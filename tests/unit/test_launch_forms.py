@@ -1,6 +1,7 @@
 """One launch, rendered three ways: for every shipped profile, the committed script, compose file and
-k8s manifests run the same container argv with the same environment, and each refuses to serve
-beyond loopback without the API key unless the operator says so.
+k8s manifests run the same container argv with the same environment (and so does the container
+`seat up` makes), and each refuses to serve beyond loopback without the API key unless the
+operator says so.
 
 Each form is read as what runs it reads it: the script by running it (a stand-in docker records
 its argv), the compose file through compose's own `config` (its interpolation and .env), the
@@ -15,10 +16,11 @@ import pytest
 import yaml
 from conftest import run_script
 
-from seatkit import paths
+from seatkit import engine, paths
 from seatkit.seat import profiles
-from seatkit.serve import effective, k8s, keys, render
+from seatkit.serve import effective, k8s, keys, launch, render
 from seatkit.serve import spec as specs
+from seatkit.serve.backends import docker
 from seatkit.serve.compose import EXPOSURE_CHECK
 
 EXPOSED = "0.0.0.0"
@@ -166,3 +168,29 @@ def test_every_form_runs_the_same_argv_with_the_same_environment_and_mounts(name
     shm = {"name": "dshm", "mountPath": "/dev/shm"}
     pod_mounts = [(m["mountPath"], m.get("readOnly", False)) for m in pod["volumeMounts"] if m != shm]
     assert pod_mounts == mounts
+
+
+@pytest.mark.parametrize("name", [n for n in profiles.profile_names() if not launch_spec(n).native])
+def test_seat_up_creates_the_container_the_script_runs(name, tmp_path, monkeypatch):
+    """The fourth form: `seat up`'s own container, made through the engine's API."""
+    made = {}
+
+    class Containers:
+        def create(self, image, command, **kwargs):
+            made.update(kwargs, command=command)
+            return type("Container", (), {"id": "ab" * 32, "start": lambda self: None})()
+
+    monkeypatch.setattr(engine, "client", lambda: type("Client", (), {"containers": Containers()})())
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    spec = launch_spec(name)
+    for passed in spec.pass_env:
+        monkeypatch.setenv(passed, "set in the shell")
+    argv, env, mounts = script_container(name, tmp_path)
+    run = launch.Running(name, "docker", "", "http://127.0.0.1:9", "m", str(tmp_path / "log"), 0.0)
+    docker.create_and_start(
+        spec, spec.values({}), {KEY: "k3y"} if spec.api_key_file else {}, run, launch._record
+    )
+    outside = {KEY, *spec.pass_env}
+    assert made["command"] == argv
+    assert {k: FROM_OUTSIDE if k in outside else v for k, v in made["environment"].items()} == env
+    assert [(m["Target"], m["ReadOnly"]) for m in made["mounts"]] == mounts
