@@ -3,6 +3,7 @@ lock), the model, overlay and base-pin locks, the launch as run, the kit's versi
 
 import hashlib
 
+import pytest
 import yaml
 
 import seatkit
@@ -45,8 +46,9 @@ def test_the_launch_hash_is_the_launch_every_form_renders_and_the_knobs_are_reco
     assert (moved["knobs"]["SEAT_PORT"], record["knobs"]["SEAT_PORT"]) == ("18999", values["SEAT_PORT"])
 
 
-def test_a_shipped_profile_launches_as_its_committed_script_says():
-    spec = specs.build(profiles.load("cpu-smoke"))
+@pytest.mark.parametrize("name", profiles.profile_names())
+def test_every_shipped_profile_launches_as_its_committed_script_says(name):
+    spec = specs.build(profiles.load(name))
     assert provenance.launch_differs(spec, effective.container(spec).sha256()) is None
 
 
