@@ -124,6 +124,30 @@ def test_an_update_grub_mid_campaign_is_not_undone_by_the_end(tmp_path):
     assert "regenerated during the campaign" in log
 
 
+def test_a_power_cut_right_after_the_end_keeps_the_grub_cfg_its_update_grub_made(tmp_path):
+    """The end puts the start's grub.cfg back, then update-grub rewrites it from today's
+    configuration. A power cut just after the campaign journals its end must not boot the start's
+    bytes (yesterday's kernels and command line) while the journal says the campaign is over."""
+    host = CampaignHost(tmp_path / "root")
+    start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
+    driver = FastDriver(host)
+    assert runner.step(host.system, driver) == "rebooting"
+    host.boot()
+    grub = host.read("/etc/default/grub")
+    host.write(
+        "/etc/default/grub", grub + 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT quiet2"\n'
+    )
+    assert host.run(["update-grub"])[0] == 0
+    assert host.run_unit(driver) == "rebooting"
+    host.boot()
+    with host.write_loss() as disk:
+        assert host.run_unit(driver) == "done"
+        disk.power_cut()
+    host.boot()
+    assert "quiet2" in host.read("/proc/cmdline")
+    assert "seatkit" not in host.read("/boot/grub/grub.cfg")
+
+
 def test_seat_host_rollback_is_refused_while_a_campaign_runs(tmp_path):
     """`seat host rollback` with no id rolls back the newest transaction: the campaign's own entries
     and unit, mid-campaign. It must be refused, as apply is."""
