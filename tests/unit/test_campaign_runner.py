@@ -11,7 +11,7 @@ import yaml
 from campaign_harness import SEAT, CampaignHost, FastDriver, drive, start, write_campaign
 from fake_host import Death
 
-from seatkit.campaign import boot, picture, runner
+from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import spec as specs
 from seatkit.campaign.folder import Run, current
@@ -53,7 +53,7 @@ def campaign(tmp_path):
 
 def test_a_hundred_seeded_kills_leave_the_host_byte_identical(tmp_path, monkeypatch):
     # The plot is drawn in test_campaign.py; here it would cost a second per kill.
-    monkeypatch.setattr(picture, "draw", lambda *args: None)
+    monkeypatch.setattr("seatkit.campaign.picture.draw", lambda *args: None)
     spec = campaign(tmp_path)
     template = CampaignHost(tmp_path / "count")
     counter = Killer(0)
