@@ -127,3 +127,11 @@ def test_a_reader_that_closes_the_pipe_early_ends_it_quietly_with_0(tmp_path):
     )
     os.close(write)
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_rollback_names_the_transaction_apply_printed(sim):
+    code, said = sim(f"seat host apply paper {ACK} --yes")
+    applied = re.search(r"applied as transaction (\S+)\.", said)
+    assert code == 0 and applied, said
+    code, said = sim("seat host rollback")
+    assert code == 0 and f"rolled back transaction {applied.group(1)};" in said, said
