@@ -515,3 +515,32 @@ def test_an_abort_in_an_arm_whose_reboot_is_refused_keeps_a_way_back(tmp_path):
         f"in the arm {boot.booted_arm(host.system)}, campaign running: {runner.status(host.system)['running']}, "
         "no unit, no fallback"
     )
+
+
+def test_campaign_plan_with_a_throwaway_root_reads_the_roots_copies_not_this_machine(tmp_path, monkeypatch):
+    """`seat campaign plan --root THROWAWAY` reads the root's files; the commands that only read
+    must read the root's copies too (modinfo its modules, uname its kernel, a lister its image),
+    and what no copy can tell (systemd-detect-virt) is left to the root's files, not this machine."""
+    host = CampaignHost(tmp_path / "root")
+    host.write("/proc/sys/kernel/osrelease", f"{KVER}\n")
+    p2p_campaign(tmp_path)
+    ran = []
+    real = subprocess.run
+
+    def recording(argv, *args, **kwargs):
+        ran.append(list(argv))
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr("seatkit.host.system.subprocess.run", recording)
+    done = CliRunner().invoke(
+        seat, ["campaign", "plan", str(tmp_path / "camp.yaml"), "--root", str(host.root), "--json"]
+    )
+    assert done.exit_code in (0, 2), done.output
+    host_commands = [argv for argv in ran if argv[0] != "sh"]  # sh -n: the root's own defaults file
+    assert all(str(host.root) in " ".join(argv) for argv in host_commands), host_commands
+    assert "container" not in done.output and "virtual machine" not in done.output, done.output
+    host.write("/proc/cpuinfo", host.read("/proc/cpuinfo").replace("fpu sse2", "fpu sse2 hypervisor"))
+    done = CliRunner().invoke(
+        seat, ["campaign", "plan", str(tmp_path / "camp.yaml"), "--root", str(host.root)]
+    )
+    assert "a hypervisor (cpuinfo flag)" in done.output, done.output  # the root's copy says so
