@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from seatkit.errors import SeatError
-from seatkit.host.system import System
+from seatkit.host.system import System, fsync_dir
 
 STATE = "/var/lib/seatkit/host"
 JOURNAL = f"{STATE}/journal.jsonl"
@@ -73,6 +73,7 @@ class Journal:
 
     def _append(self, record: dict) -> None:
         path = self.system.path(self.file)
+        made = [] if path.exists() else [*self.system.missing_dirs(self.file), self.file]
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab") as handle:
             # Writers queue on the file itself: a campaign's abort appends while its step holds the
@@ -88,6 +89,8 @@ class Journal:
             handle.write(line[len(line) // 2 :])
             handle.flush()
             os.fsync(handle.fileno())
+        for name in made:  # a new file or folder is durable once its parent's entry for it is
+            fsync_dir(self.system.path(name).parent)
 
     def _read(self) -> bytes:
         try:

@@ -155,7 +155,7 @@ class System:
         created = self.missing_dirs(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         for folder in created:  # a new folder is durable once its parent's entry for it is
-            _fsync_dir(self.path(folder).parent)
+            fsync_dir(self.path(folder).parent)
         old = target.stat() if target.exists() else None
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}{TEMP}")
         try:
@@ -173,7 +173,7 @@ class System:
         except Exception:  # a kill (or a test's Death) leaves the temp file: recover cleans it
             Path(tmp).unlink(missing_ok=True)
             raise
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
 
     def clean_temp(self, folder: str) -> list[str]:
         """Remove seatkit's own temporary files left in a folder by a kill inside a write."""
@@ -185,7 +185,7 @@ class System:
     def remove(self, path: str) -> None:
         target = self._inside(path)
         target.unlink(missing_ok=True)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
 
 
 def copy_xattrs(source: Path, target: Path, shown: str) -> None:
@@ -209,7 +209,7 @@ def syncfs(folder: Path) -> None:
         os.close(fd)
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)

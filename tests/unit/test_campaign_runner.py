@@ -70,17 +70,20 @@ def test_a_hundred_seeded_kills_leave_the_host_byte_identical(tmp_path, monkeypa
         pristine = host.files()
         killer = Killer(rng.randint(1, total))
         host.system.fault = killer
-        try:
-            runner.start(plan, host.system, SEAT, str(host.root))
-            drive(host, FastDriver(host))
-        except Death as death:
-            where.add(str(death))
-        else:
-            pytest.fail(f"seed {seed}: no kill at point {killer.at}")
-        host.system.fault = lambda point: None
         action = rng.choice(sorted(actions))
         actions[action] += 1
-        if action == "reboot":  # the kill was a power cut: GRUB boots what it would
+        with host.write_loss() as disk:
+            try:
+                runner.start(plan, host.system, SEAT, str(host.root))
+                drive(host, FastDriver(host))
+            except Death as death:
+                where.add(str(death))
+            else:
+                pytest.fail(f"seed {seed}: no kill at point {killer.at}")
+            if action == "reboot":  # the kill was a power cut: what was not synced is lost
+                disk.power_cut()
+        host.system.fault = lambda point: None
+        if action == "reboot":  # GRUB boots what it would
             host.boot()
         try:
             if action == "abort":

@@ -67,7 +67,7 @@ def test_a_power_cut_anywhere_in_rollback_or_after_it_never_leaves_the_change_bo
 
 def test_a_folder_seatkit_creates_is_made_durable_in_its_parent(tmp_path, monkeypatch):
     synced = []
-    monkeypatch.setattr(host_system, "_fsync_dir", lambda folder: synced.append(folder))
+    monkeypatch.setattr(host_system, "fsync_dir", lambda folder: synced.append(folder))
     System(root=tmp_path).write("/var/lib/seatkit/host/backups/tx/before/etc/x.conf", b"x")
     assert {
         tmp_path / "var/lib",
