@@ -86,7 +86,6 @@ def test_the_operators_launch_knobs_reach_every_visit_and_the_plan_says_which(tm
     host = CampaignHost(tmp_path / "root")
     campaign = write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}])
     plan = campaign_plan.build(campaign, host.system, acknowledge_iommu_off=True)
-    assert plan.launch_env["SEAT_PORT"] == "18123"
     assert any("SEAT_PORT=18123" in n for n in plan.notes)
     runner.start(plan, host.system, "/usr/local/bin/seat", str(host.root))
     seen = []
