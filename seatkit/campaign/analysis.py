@@ -306,13 +306,18 @@ def simulated(run) -> str | None:
 
 
 def unfinished(run) -> str | None:
-    """Why the report covers fewer visits than planned: stopped (and why), or still running."""
+    """Why the report covers less than planned: a damaged journal, stopped (and why), still running."""
     planned = len(getattr(run, "visits", None) or [])
     done = len(run.of("measured")) + len(run.of("skipped"))
-    if done >= planned:
-        return None
+    damaged = getattr(run, "damaged", None)
     stop = getattr(run, "stopping", None)
-    return f"{done} of {planned} visits; " + (f"{stop['type']}: {stop['why']}" if stop else "still running")
+    if damaged:
+        why = f"journal line {', '.join(map(str, damaged))} unreadable, left out"
+    elif done >= planned:
+        return None
+    else:
+        why = f"{stop['type']}: {stop['why']}" if stop else "still running"
+    return f"{done} of {planned} visits; {why}"
 
 
 def report(run) -> dict:

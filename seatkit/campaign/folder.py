@@ -26,7 +26,7 @@ def current(system: System) -> str | None:
 
 def begun(system: System, folder: str) -> bool:
     """Whether the folder's journal still has its beginning (an operator may have removed it)."""
-    records = Journal(system, f"{folder}/journal.jsonl").records()
+    records, _ = Journal(system, f"{folder}/journal.jsonl").readable()
     return bool(records) and records[0]["type"] == "begin"
 
 
@@ -57,10 +57,16 @@ class Log:
 class Run:
     """One campaign folder: its journal and what the journal says."""
 
-    def __init__(self, system: System, folder: str):
+    def __init__(self, system: System, folder: str, *, damaged_ok: bool = False):
+        """damaged_ok: read around damaged lines (their numbers in .damaged), to report what the
+        rest records; a campaign is never run on such a reading."""
         self.system, self.folder = system, folder
         self.journal = Journal(system, f"{folder}/journal.jsonl")
-        self.records = self.journal.records()
+        self.damaged: list[int] = []
+        if damaged_ok:
+            self.records, self.damaged = self.journal.readable()
+        else:
+            self.records = self.journal.records()
         if not self.records or self.records[0]["type"] != "begin":
             raise SeatError(
                 f"{folder}/journal.jsonl has no campaign beginning (the folder was removed or emptied)",

@@ -106,7 +106,7 @@ def step(system: System, driver: Driver, echo: Progress = lambda line: None) -> 
         raise SeatError("no campaign is running", "`seat campaign run NAME` starts one")
     try:
         if not begun(system, folder):  # the folder was removed: end it
-            return _abort_without_journal(system, folder, echo)
+            return _abort_without_journal(system, folder, echo, "the folder was removed or emptied")
         with held(system, f"campaign step ({folder})"):
             return _visits(system, folder, driver, Log(system, folder, echo))
     except Exception as exc:  # anything, expected or not: an arm's boot must not keep the host
@@ -245,12 +245,11 @@ def abort(system: System, driver: Driver, echo: Progress = lambda line: None) ->
     folder = current(system)
     if folder is None:
         raise SeatError("no campaign is running")
-    if not begun(system, folder):
-        return _abort_without_journal(system, folder, echo)
     try:
         run = Run(system, folder)
-    except Exception as exc:  # a journal this kit cannot read (another version wrote it)
-        return _abort_without_journal(system, folder, echo, f"unreadable by this kit ({type(exc).__name__})")
+    except Exception as exc:  # removed, a line damaged, or written by another version of the kit
+        why = exc.message if isinstance(exc, SeatError) else f"unreadable by this kit ({type(exc).__name__})"
+        return _abort_without_journal(system, folder, echo, why)
     if not run.stopping:
         run.add({"type": "aborted", "why": "seat campaign abort"})
     try:
@@ -267,21 +266,35 @@ def abort(system: System, driver: Driver, echo: Progress = lambda line: None) ->
         raise
 
 
-def _abort_without_journal(system: System, folder: str, echo: Progress, why: str = "gone") -> str:
-    """The folder is gone (or its journal unreadable): the host transaction (named by the folder's campaign id) still says what
-    to undo; what only the journal knew (the live knobs' start values, the runs) is gone with it."""
+def _abort_without_journal(system: System, folder: str, echo: Progress, why: str) -> str:
+    """The journal cannot be read: the host transaction (named by the folder's campaign id) still
+    says what to undo; what only the journal knew (the live knobs' start values) is lost. The
+    report holds what the journal's readable lines record, marked incomplete."""
     with held(system, "campaign abort"):
         by = boot.uninstall(system, folder.rstrip("/").rsplit("/", 1)[-1], echo)
         echo(
-            f"{folder}'s journal was {why}: "
+            f"the campaign's journal cannot be read ({why}): "
             + (f"the entries and the unit are removed ({by})" if by else "no entries or unit were installed")
-            + "; nothing to report"
         )
+        echo(_salvaged_report(system, folder))
         system.remove(CURRENT)
         if boot.booted_arm(system):
             echo("reboot into the normal entry")
             boot.leave_arm(system)
     return "aborted"
+
+
+def _salvaged_report(system: System, folder: str) -> str:
+    """Write the report of what the journal's readable lines record; say what was written."""
+    try:
+        run = Run(system, folder, damaged_ok=True)
+    except Exception:  # no beginning left to say what was planned: the runs are all there is
+        return f"no report: what the campaign planned cannot be read; its runs are in {folder}/runs"
+    try:
+        analysis.write(run, system.path(folder))
+    except Exception as exc:  # the host comes first, as at any end
+        return f"the report failed ({type(exc).__name__}: {exc}); the runs are in {folder}/runs"
+    return f"the report holds what its readable lines record (incomplete): {folder}/report.md"
 
 
 def report(system: System, folder: str | None = None) -> dict:
@@ -293,14 +306,14 @@ def report(system: System, folder: str | None = None) -> dict:
             f"no campaign journal in {folder or STATE}",
             f"name a campaign folder: `seat campaign report {STATE}/ID`",
         )
-    run = Run(system, folder)
+    run = Run(system, folder, damaged_ok=True)
     result = analysis.write(run, system.path(folder))
     stop = run.stopping
     return {
         **result,
         "folder": folder,
         "ended": run.ended,
-        "complete": run.ended and not stop,
+        "complete": run.ended and not stop and not run.damaged,
         "measured": len(run.of("measured")),
         "visits": len(run.visits),
         "stopped": f"{stop['type']}: {stop['why']}" if stop else None,

@@ -172,8 +172,8 @@ def rollback_cmd(txid: str | None):
 
     A file edited since seatkit wrote it stops the rollback before anything changes, showing
     before / ours / now; a loader entry edited since apply keeps the edit, without seatkit's tokens."""
-    done = change.rollback(System(), txid, progress=lambda line: out.print(escape(line)))
-    out.print(f"rolled back (transaction {done}); reboot to return to the previous command line")
+    undone = change.rollback(System(), txid, progress=lambda line: out.print(escape(line)))
+    out.print(f"rolled back transaction {undone}; reboot to return to the previous command line")
 
 
 @click.command("recover")

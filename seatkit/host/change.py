@@ -155,6 +155,8 @@ def _apply(plan: Plan, system: System, progress: Progress) -> str | None:
 
 
 def rollback(system: System, txid: str | None = None, progress: Progress = lambda line: None) -> str:
+    """Undo an applied transaction (the newest by default); returns its id, the one apply printed.
+    The rollback's own transaction id stays in the journal."""
     _no_campaign(system)  # the newest transaction is the campaign's own entries and unit
     with lock.held(system, "rollback"):
         journal = Journal(system)
@@ -170,7 +172,8 @@ def rollback(system: System, txid: str | None = None, progress: Progress = lambd
             raise SeatError(
                 f"no applied transaction {txid}", "in force: " + ", ".join(t.txid for t in active)
             )
-        return revert(tx, system, progress)
+        revert(tx, system, progress)
+        return tx.txid
 
 
 def recover(system: System, progress: Progress = lambda line: None) -> list[str]:

@@ -18,10 +18,11 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from seatkit.errors import SeatError
-from seatkit.host.system import System
+from seatkit.host.system import System, fsync_dir
 
 STATE = "/var/lib/seatkit/host"
 JOURNAL = f"{STATE}/journal.jsonl"
@@ -72,6 +73,7 @@ class Journal:
 
     def _append(self, record: dict) -> None:
         path = self.system.path(self.file)
+        made = [] if path.exists() else [*self.system.missing_dirs(self.file), self.file]
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab") as handle:
             # Writers queue on the file itself: a campaign's abort appends while its step holds the
@@ -87,6 +89,8 @@ class Journal:
             handle.write(line[len(line) // 2 :])
             handle.flush()
             os.fsync(handle.fileno())
+        for name in made:  # a new file or folder is durable once its parent's entry for it is
+            fsync_dir(self.system.path(name).parent)
 
     def _read(self) -> bytes:
         try:
@@ -100,25 +104,36 @@ class Journal:
             ) from None
 
     def records(self) -> list[dict]:
+        out = []
+        for number, line, record in self._parsed():
+            if record is None:
+                raise SeatError(
+                    f"{self.file} line {number} is damaged (not a journal record): "
+                    f"{line[:120].decode(errors='replace')!r}",
+                    "a line in the middle was changed by something other than seatkit; "
+                    f"keep a copy, then repair or remove line {number} by hand",
+                )
+            out.append(record)
+        return out
+
+    def readable(self) -> tuple[list[dict], list[int]]:
+        """The records that can be read, and the numbers of the damaged lines between them."""
+        parsed = list(self._parsed())
+        return [r for _, _, r in parsed if r is not None], [n for n, _, r in parsed if r is None]
+
+    def _parsed(self) -> Iterator[tuple[int, bytes, dict | None]]:
+        """(line number, line, record or None when damaged) for each line."""
         data = self._read()
         # The piece after the last newline is b"", or a record cut short: that step did not happen.
-        lines = data.split(b"\n")[:-1]
-        out = []
-        for number, line in enumerate(lines, 1):
+        for number, line in enumerate(data.split(b"\n")[:-1], 1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
                 record["tx"], record["type"]
             except (ValueError, KeyError, TypeError):
-                raise SeatError(
-                    f"{self.file} line {number} is damaged (not a journal record): "
-                    f"{line[:120].decode(errors='replace')!r}",
-                    "a line in the middle was changed by something other than seatkit; "
-                    f"keep a copy, then repair or remove line {number} by hand",
-                ) from None
-            out.append(record)
-        return out
+                record = None
+            yield number, line, record
 
     def transactions(self) -> list[Transaction]:
         grouped: dict[str, list[dict]] = {}

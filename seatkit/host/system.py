@@ -43,16 +43,26 @@ def run_real(argv: list[str]) -> tuple[int, str]:
     return done.returncode, done.stdout.decode("utf-8", "replace")
 
 
-# Commands that only read the host: with a throwaway root they run, since they change nothing.
-READS = ("systemd-detect-virt", "uname", "modinfo", "lsinitramfs", "lsinitrd", "lsinitcpio")
+LISTERS = ("lsinitramfs", "lsinitrd", "lsinitcpio")  # an initramfs image's file list
 
 
 def confined(root: Path) -> Runner:
-    """A runner for a throwaway root: no command may act on this machine instead of on the root."""
+    """A runner for a throwaway root: the commands that only read, read the root's copies (modinfo
+    its modules, uname the kernel its /proc names, a lister its image); systemd-detect-virt can read
+    only this machine, so it is not run and the root's own files (cpuinfo, /proc/1/cgroup) decide.
+    Any other command would act on this machine instead of on the root: refused."""
 
     def run(argv: list[str]) -> tuple[int, str]:
-        if argv[0] in READS:
-            return run_real(argv)
+        name = argv[0]
+        if name == "modinfo":
+            return run_real(["modinfo", "-b", str(root), *argv[1:]])
+        if name in LISTERS:
+            return run_real([name, str(root / argv[1].lstrip("/")), *argv[2:]])
+        if name == "uname" and argv[1:] == ["-r"]:
+            release = root / "proc/sys/kernel/osrelease"
+            return (0, release.read_text()) if release.is_file() else (1, f"{release}: absent")
+        if name == "systemd-detect-virt":
+            return 127, f"systemd-detect-virt would read this machine, not {root}: not run"
         raise SeatError(
             f"`{' '.join(argv)}` would act on this machine, not on {root}: not run",
             "--root names a throwaway copy to plan against; run it without --root on the host itself",
@@ -145,7 +155,7 @@ class System:
         created = self.missing_dirs(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         for folder in created:  # a new folder is durable once its parent's entry for it is
-            _fsync_dir(self.path(folder).parent)
+            fsync_dir(self.path(folder).parent)
         old = target.stat() if target.exists() else None
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}{TEMP}")
         try:
@@ -163,7 +173,7 @@ class System:
         except Exception:  # a kill (or a test's Death) leaves the temp file: recover cleans it
             Path(tmp).unlink(missing_ok=True)
             raise
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
 
     def clean_temp(self, folder: str) -> list[str]:
         """Remove seatkit's own temporary files left in a folder by a kill inside a write."""
@@ -175,7 +185,7 @@ class System:
     def remove(self, path: str) -> None:
         target = self._inside(path)
         target.unlink(missing_ok=True)
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
 
 
 def copy_xattrs(source: Path, target: Path, shown: str) -> None:
@@ -199,7 +209,7 @@ def syncfs(folder: Path) -> None:
         os.close(fd)
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -283,16 +283,18 @@ def revert(tx: Transaction, system: System, progress: Progress = lambda line: No
         tx.begin.get("lines_before", []),
     )
     if failed:  # the command to run, and what a boot gets until it has run
-        raise RegenFailed(change.txid, failed + [f"still: {line}" for line in left])
+        raise RegenFailed(change.txid, tx.txid, failed + [f"still: {line}" for line in left])
     if left:
-        raise NotProven(change.txid, left)
+        raise NotProven(change.txid, tx.txid, left)
     return change.txid
 
 
 class RegenFailed(SeatError):
-    def __init__(self, txid: str, fixes: list[str]):
+    """txid: the rollback's own transaction (the journal's); of: the apply it undid (the user's)."""
+
+    def __init__(self, txid: str, of: str, fixes: list[str]):
         super().__init__(
-            f"the files are restored (transaction {txid} is closed), but regenerating "
+            f"transaction {of} is rolled back and its files are restored, but regenerating "
             "the boot files failed:\n" + "\n".join(fixes),
             "until that command succeeds the generated boot files may still carry seatkit's change",
         )
@@ -300,10 +302,10 @@ class RegenFailed(SeatError):
 
 
 class NotProven(RegenFailed):
-    def __init__(self, txid: str, left: list[str]):
+    def __init__(self, txid: str, of: str, left: list[str]):
         SeatError.__init__(
             self,
-            f"rolled back (transaction {txid} is closed), but a boot could still get "
+            f"transaction {of} is rolled back, but a boot could still get "
             "seatkit's change:\n  - " + "\n  - ".join(left),
             "remove the tokens or rebuild the image named, with the host's own tool "
             "(update-grub, kernel-install add, update-initramfs -u -k all, dracut)",

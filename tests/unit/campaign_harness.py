@@ -31,7 +31,8 @@ from seatkit.bench.target import Options, Target
 from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import spec as specs
-from seatkit.campaign.folder import Log, begun, current
+from seatkit.campaign.folder import Log, current
+from seatkit.errors import SeatError
 from seatkit.host import modprobe, state
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
@@ -185,16 +186,26 @@ class CampaignHost(FakeHost):
             self.on_failure()
             raise
 
+    def on_failure_units(self) -> list[list[str]]:
+        """The lines of each unit the unit's OnFailure= names (a missing one: systemd logs it)."""
+        names = [
+            n for x in self.read(boot.UNIT).splitlines() if x.startswith("OnFailure=") for n in x[10:].split()
+        ]
+        units = [self.path(f"/etc/systemd/system/{name}") for name in names]
+        return [unit.read_text().splitlines() for unit in units if unit.is_file()]
+
     def on_failure(self) -> None:
-        unit = self.path(boot.FALLBACK)
-        lines = unit.read_text().splitlines() if unit.is_file() else []
-        assert f"OnFailure={boot.FALLBACK_NAME}" in self.read(boot.UNIT) or not lines
-        key = next((x.split("=", 1)[1] for x in lines if x.startswith("ConditionKernelCommandLine=")), None)
-        if key is None or key not in [t.split("=", 1)[0] for t in self.read("/proc/cmdline").split()]:
-            return
-        for line in (x for x in lines if x.startswith("ExecStart=")):
-            argv = shlex.split(line.split("=", 1)[1].lstrip("-"))
-            self.run([Path(argv[0]).name, *argv[1:]])
+        """systemd's OnFailure=: each unit it names, its condition on the command line, then its commands."""
+        cmdline = [t.split("=", 1)[0] for t in self.read("/proc/cmdline").split()]
+        for lines in self.on_failure_units():
+            key = next(
+                (x.split("=", 1)[1] for x in lines if x.startswith("ConditionKernelCommandLine=")), None
+            )
+            if key is not None and key not in cmdline:
+                continue
+            for line in (x for x in lines if x.startswith("ExecStart=")):
+                argv = shlex.split(line.split("=", 1)[1].lstrip("-"))
+                self.run([Path(argv[0]).name, *argv[1:]])
 
     def live_factor(self) -> float:
         """The oracle's truth: the fraction of base step time this host's live state gives."""
@@ -204,7 +215,8 @@ class CampaignHost(FakeHost):
             "/sys/class/iommu"
         ):
             factor *= 1 + EFFECTS["iommu"]
-        keys = boot.p2p_keys(host_profiles.load("paper"))
+        form = host_profiles.registry_keys().forms[host_profiles.load("paper").registry].dwords
+        keys = {k: v for k, v in host_profiles.parse_dwords(form).items() if k != "EnableResizableBar"}
         if keys.items() <= (state.live_dwords(system).value or {}).items():
             factor *= 1 + EFFECTS["p2p"]
         if state.live_hmm_disabled(system).value:
@@ -293,6 +305,22 @@ def write_campaign(tmp_path, **fields):
 def start(host, campaign):
     plan = campaign_plan.build(campaign, host.system, acknowledge_iommu_off=True)
     return runner.start(plan, host.system, SEAT, str(host.root))
+
+
+def refusal(host, campaign) -> str:
+    """What `seat campaign run` says when it refuses to start; empty when it starts."""
+    try:
+        start(host, campaign)
+    except SeatError as exc:
+        return exc.message
+    return ""
+
+
+def installed_unit(host, campaign) -> str:
+    """The unit the campaign's first step writes, as systemd will read it."""
+    start(host, campaign)
+    runner.step(host.system, FastDriver(host))
+    return host.read(boot.UNIT)
 
 
 # --- the fault loop: failures that are not kills, in an arm's boot -------------------------------
@@ -414,6 +442,8 @@ def left_in_an_arm(host: CampaignHost, folder: str) -> list[str]:
         problems.append("the campaign has not ended")
     if host.unit_enabled() or host.path(boot.SCRIPT).exists():
         problems.append("the unit or the entries are still installed")
+    from seatkit.campaign.folder import begun  # here: the harness also drives older kits
+
     if begun(host.system, folder) and not host.path(f"{folder}/report.json").is_file():
         problems.append("no report")
     return problems

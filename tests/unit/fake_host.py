@@ -8,17 +8,21 @@ the initramfs generators copy modprobe.d into the image.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shlex
+import stat
 import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from seatkit.host import change, modprobe
 from seatkit.host import plan as host_plan
+from seatkit.host import system as host_system
 from seatkit.host.system import System
 from seatkit.seat import host_profiles
 
@@ -59,6 +63,59 @@ def tree(root: Path) -> dict[str, str]:
         )
         out[name] = f"{what} {oct(st.st_mode)} {st.st_uid}:{st.st_gid} {xattrs}"
     return out
+
+
+class Disk:
+    """The write-loss model: what of the root a power cut keeps. A write is volatile until it is
+    synced: a file's fsync keeps its bytes, a folder's fsync keeps its entries whose bytes were kept
+    (so a rename is durable once both are), syncfs or `sync` keeps everything. The boot tools the
+    fake host simulates never sync, as the real ones do not. /proc and /sys are the boot's own."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.kept: dict[str, bytes] = {}  # path -> bytes a power cut leaves there
+        self.inodes: dict[int, bytes] = {}  # inode -> bytes its fsync kept (a renamed temp file)
+        self.sync()
+
+    def files(self) -> dict[str, Path]:
+        return {
+            str(p.relative_to(self.root)): p
+            for p in self.root.rglob("*")
+            if p.is_file() and not p.is_symlink() and p.relative_to(self.root).parts[0] not in ("proc", "sys")
+        }
+
+    def sync(self) -> None:
+        self.kept = {name: p.read_bytes() for name, p in self.files().items()}
+
+    def fsync(self, fd: int) -> None:
+        path = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        if not path.is_relative_to(self.root):
+            return
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            prefix = str(path.relative_to(self.root)) + "/" if path != self.root else ""
+            for name in [n for n in self.kept if n.startswith(prefix) and "/" not in n[len(prefix) :]]:
+                if not (self.root / name).is_file():
+                    del self.kept[name]  # a removal is durable with its folder
+            for p in path.iterdir():
+                if p.is_file() and p.stat().st_ino in self.inodes:
+                    self.kept[str(p.relative_to(self.root))] = self.inodes[p.stat().st_ino]
+        else:
+            data = path.read_bytes()
+            self.inodes[os.fstat(fd).st_ino] = data
+            if str(path.relative_to(self.root)) in self.kept:  # its name is durable already
+                self.kept[str(path.relative_to(self.root))] = data
+
+    def power_cut(self) -> None:
+        """Every write not synced is lost."""
+        for name, p in self.files().items():
+            if name not in self.kept:
+                p.unlink()
+        for name, data in self.kept.items():
+            target = self.root / name
+            if not target.is_file() or target.read_bytes() != data:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+        self.inodes.clear()
 
 
 class FakeHost:
@@ -133,6 +190,19 @@ class FakeHost:
     def changing_calls(self) -> list[list[str]]:
         return [c for c in self.calls if c[0] not in READ_ONLY]
 
+    @contextlib.contextmanager
+    def write_loss(self) -> Iterator[Disk]:
+        """While inside, the root's writes are volatile until synced; the Disk cuts the power."""
+        self.disk = Disk(self.root)
+        fsync, syncfs = os.fsync, host_system.syncfs
+        os.fsync = lambda fd: (fsync(fd), self.disk.fsync(fd))[0]
+        host_system.syncfs = lambda folder: (syncfs(folder), self.disk.sync())[0]
+        try:
+            yield self.disk
+        finally:
+            os.fsync, host_system.syncfs = fsync, syncfs
+            del self.disk
+
     # --- boot stacks ----------------------------------------------------------------------------
     def _make_grub(self, cmdline: str) -> None:
         self.write(
@@ -187,7 +257,10 @@ class FakeHost:
                 self.installed.get(argv[argv.index("-k") + 1], self.driver) if "-k" in argv else self.driver
             )
             return (0, f"{found}\n") if found else (1, "modinfo: ERROR: Module nvidia not found.\n")
-        if name == "update-grub":
+        if name == "sync":  # `sync` and `sync -f PATH`: every write so far is durable
+            if hasattr(self, "disk"):
+                self.disk.sync()
+        elif name == "update-grub":
             return self.update_grub()
         elif name in INITRAMFS_TOOLS:
             for version in self.kernels():  # every installed kernel's image, as `-k all` does

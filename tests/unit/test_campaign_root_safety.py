@@ -7,11 +7,20 @@ import shutil
 import subprocess
 
 import pytest
-from campaign_harness import SEAT, CampaignHost, FastDriver, drive, start, write_campaign
+from campaign_harness import (
+    SEAT,
+    CampaignHost,
+    FastDriver,
+    drive,
+    installed_unit,
+    refusal,
+    start,
+    write_campaign,
+)
 from click.testing import CliRunner
 from fake_host import KVER
 
-from seatkit.campaign import boot, runner, unit
+from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.cli.app import seat
 
@@ -135,9 +144,8 @@ def test_a_pth_file_a_user_can_write_beside_the_kits_package_is_refused(tmp_path
     (site / "yaml" / "__init__.py").write_text("")
     os.chown(site / "yaml" / "__init__.py", USER, USER)  # a dependency the kit imports
     monkeypatch.setattr(seatkit, "__file__", str(package / "__init__.py"))
-    problems = unit.unsafe_exe(host.system, SEAT)
-    assert any("zz-user.pth" in p for p in problems), problems
-    assert any("yaml" in p for p in problems), problems
+    said = refusal(host, p2p_campaign(tmp_path))
+    assert "zz-user.pth" in said and "yaml" in said, said
 
 
 @root_only
@@ -157,24 +165,27 @@ def test_a_profile_a_user_can_write_is_refused_for_the_root_unit(tmp_path, monke
     monkeypatch.setattr(seatkit, "__file__", str(package / "__init__.py"))
     monkeypatch.setattr(paths, "PROFILES", kit / "profiles")
     monkeypatch.setattr(paths, "REPO", kit)
-    problems = unit.unsafe_exe(host.system, SEAT)
-    assert any("cpu-smoke.yaml" in p for p in problems), problems
+    said = refusal(host, p2p_campaign(tmp_path))
+    assert "cpu-smoke.yaml" in said, said
 
 
 def test_a_hung_step_in_an_arm_cannot_hold_the_host_there(tmp_path):
     """The unit is Type=oneshot with TimeoutStartSec=infinity and no watchdog: a bench or an NVML
     call that hangs in an arm's boot (a GPU wedged with the IOMMU off) keeps the arm running until
     someone power-cycles it. A finite start timeout would fail the unit and start the fallback."""
-    text = unit.unit_text(SEAT)
+    text = installed_unit(CampaignHost(tmp_path / "root"), p2p_campaign(tmp_path))
     assert "TimeoutStartSec=infinity" not in text, text
 
 
 @root_only
-def test_the_units_own_check_refuses_a_root_owned_seat_whose_interpreter_a_user_can_write(request_cleanup):
+def test_the_units_own_check_refuses_a_root_owned_seat_whose_interpreter_a_user_can_write(
+    tmp_path, request_cleanup
+):
     """The unit's ExecStartPre is said to check at each start what unsafe_exe checks at the
     install; it checks the script and its folders only, not its #! interpreter (nor the package)."""
-    text = unit.unit_text("/usr/local/bin/seat")
-    pre = next(line for line in text.splitlines() if line.startswith("ExecStartPre="))
+    text = installed_unit(CampaignHost(tmp_path / "root"), p2p_campaign(tmp_path))
+    pre = next((line for line in text.splitlines() if line.startswith("ExecStartPre=")), "")
+    assert pre, f"the unit checks nothing before it runs its seat as root:\n{text}"
     script = pre.split("=", 1)[1].removeprefix("/bin/sh -c '").removesuffix("'")
     script = script.replace("$$", "$").replace("%%", "%")
     import tempfile
@@ -330,13 +341,13 @@ def test_the_fallback_unit_names_tools_this_host_has(tmp_path):
         host.write(tool, "#!/bin/sh\n")
     start(host, p2p_campaign(tmp_path))
     runner.step(host.system, FastDriver(host))
-    text = host.read(boot.FALLBACK)
     paths = [
         line.split("=", 1)[1].lstrip("-").split()[0]
-        for line in text.splitlines()
+        for lines in host.on_failure_units()
+        for line in lines
         if line.startswith("ExecStart=")
     ]
-    assert all(host.path(p).exists() for p in paths), paths
+    assert paths and all(host.path(p).exists() for p in paths), paths
 
 
 def test_a_refused_plain_reboot_in_an_arm_is_forced(tmp_path):
@@ -386,8 +397,8 @@ def test_an_interpreter_reached_through_a_folder_a_user_can_write_is_refused(tmp
         os.chown(p, USER, USER, follow_symlinks=False)
     host.write(SEAT, "#!/home/user/venv/bin/python\n")
     host.path(SEAT).chmod(0o755)
-    problems = unit.unsafe_exe(host.system, SEAT)
-    assert any("/home/user" in p for p in problems), problems
+    said = refusal(host, p2p_campaign(tmp_path))
+    assert "/home/user" in said, said
 
 
 def test_an_abort_recorded_while_a_step_arms_keeps_the_host_out_of_the_arm(tmp_path):
@@ -504,3 +515,32 @@ def test_an_abort_in_an_arm_whose_reboot_is_refused_keeps_a_way_back(tmp_path):
         f"in the arm {boot.booted_arm(host.system)}, campaign running: {runner.status(host.system)['running']}, "
         "no unit, no fallback"
     )
+
+
+def test_campaign_plan_with_a_throwaway_root_reads_the_roots_copies_not_this_machine(tmp_path, monkeypatch):
+    """`seat campaign plan --root THROWAWAY` reads the root's files; the commands that only read
+    must read the root's copies too (modinfo its modules, uname its kernel, a lister its image),
+    and what no copy can tell (systemd-detect-virt) is left to the root's files, not this machine."""
+    host = CampaignHost(tmp_path / "root")
+    host.write("/proc/sys/kernel/osrelease", f"{KVER}\n")
+    p2p_campaign(tmp_path)
+    ran = []
+    real = subprocess.run
+
+    def recording(argv, *args, **kwargs):
+        ran.append(list(argv))
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr("seatkit.host.system.subprocess.run", recording)
+    done = CliRunner().invoke(
+        seat, ["campaign", "plan", str(tmp_path / "camp.yaml"), "--root", str(host.root), "--json"]
+    )
+    assert done.exit_code in (0, 2), done.output
+    host_commands = [argv for argv in ran if argv[0] != "sh"]  # sh -n: the root's own defaults file
+    assert all(str(host.root) in " ".join(argv) for argv in host_commands), host_commands
+    assert "container" not in done.output and "virtual machine" not in done.output, done.output
+    host.write("/proc/cpuinfo", host.read("/proc/cpuinfo").replace("fpu sse2", "fpu sse2 hypervisor"))
+    done = CliRunner().invoke(
+        seat, ["campaign", "plan", str(tmp_path / "camp.yaml"), "--root", str(host.root)]
+    )
+    assert "a hypervisor (cpuinfo flag)" in done.output, done.output  # the root's copy says so

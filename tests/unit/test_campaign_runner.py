@@ -11,7 +11,7 @@ import yaml
 from campaign_harness import SEAT, CampaignHost, FastDriver, drive, start, write_campaign
 from fake_host import Death
 
-from seatkit.campaign import boot, picture, runner
+from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign import spec as specs
 from seatkit.campaign.folder import Run, current
@@ -53,7 +53,7 @@ def campaign(tmp_path):
 
 def test_a_hundred_seeded_kills_leave_the_host_byte_identical(tmp_path, monkeypatch):
     # The plot is drawn in test_campaign.py; here it would cost a second per kill.
-    monkeypatch.setattr(picture, "draw", lambda *args: None)
+    monkeypatch.setattr("seatkit.campaign.picture.draw", lambda *args: None)
     spec = campaign(tmp_path)
     template = CampaignHost(tmp_path / "count")
     counter = Killer(0)
@@ -70,17 +70,20 @@ def test_a_hundred_seeded_kills_leave_the_host_byte_identical(tmp_path, monkeypa
         pristine = host.files()
         killer = Killer(rng.randint(1, total))
         host.system.fault = killer
-        try:
-            runner.start(plan, host.system, SEAT, str(host.root))
-            drive(host, FastDriver(host))
-        except Death as death:
-            where.add(str(death))
-        else:
-            pytest.fail(f"seed {seed}: no kill at point {killer.at}")
-        host.system.fault = lambda point: None
         action = rng.choice(sorted(actions))
         actions[action] += 1
-        if action == "reboot":  # the kill was a power cut: GRUB boots what it would
+        with host.write_loss() as disk:
+            try:
+                runner.start(plan, host.system, SEAT, str(host.root))
+                drive(host, FastDriver(host))
+            except Death as death:
+                where.add(str(death))
+            else:
+                pytest.fail(f"seed {seed}: no kill at point {killer.at}")
+            if action == "reboot":  # the kill was a power cut: what was not synced is lost
+                disk.power_cut()
+        host.system.fault = lambda point: None
+        if action == "reboot":  # GRUB boots what it would
             host.boot()
         try:
             if action == "abort":
@@ -122,6 +125,30 @@ def test_an_update_grub_mid_campaign_is_not_undone_by_the_end(tmp_path):
     assert "mitigations=off" in cfg and "seatkit" not in cfg
     log = next(host.root.glob("var/lib/seatkit/campaign/*/campaign.log")).read_text()
     assert "regenerated during the campaign" in log
+
+
+def test_a_power_cut_right_after_the_end_keeps_the_grub_cfg_its_update_grub_made(tmp_path):
+    """The end puts the start's grub.cfg back, then update-grub rewrites it from today's
+    configuration. A power cut just after the campaign journals its end must not boot the start's
+    bytes (yesterday's kernels and command line) while the journal says the campaign is over."""
+    host = CampaignHost(tmp_path / "root")
+    start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
+    driver = FastDriver(host)
+    assert runner.step(host.system, driver) == "rebooting"
+    host.boot()
+    grub = host.read("/etc/default/grub")
+    host.write(
+        "/etc/default/grub", grub + 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT quiet2"\n'
+    )
+    assert host.run(["update-grub"])[0] == 0
+    assert host.run_unit(driver) == "rebooting"
+    host.boot()
+    with host.write_loss() as disk:
+        assert host.run_unit(driver) == "done"
+        disk.power_cut()
+    host.boot()
+    assert "quiet2" in host.read("/proc/cmdline")
+    assert "seatkit" not in host.read("/boot/grub/grub.cfg")
 
 
 def test_seat_host_rollback_is_refused_while_a_campaign_runs(tmp_path):

@@ -20,7 +20,7 @@ from campaign_harness import (
     write_campaign,
 )
 
-from seatkit.campaign import boot, picture, runner
+from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign.folder import current
 from seatkit.host.journal import Journal
@@ -129,7 +129,7 @@ def test_the_fallback_unit_returns_only_from_an_arms_boot(tmp_path):
     host = CampaignHost(tmp_path / "root")
     start(host, two_arms(tmp_path))
     runner.step(host.system, FastDriver(host))
-    assert host.path(boot.FALLBACK).is_file()
+    assert host.on_failure_units()
     before = host.reboots_requested
     host.on_failure()  # the normal boot: nothing to return from
     assert host.reboots_requested == before
@@ -140,7 +140,7 @@ def test_the_fallback_unit_returns_only_from_an_arms_boot(tmp_path):
 
 
 def test_faults_of_every_kind_in_an_arms_boot_end_in_the_normal_entry(tmp_path, monkeypatch):
-    monkeypatch.setattr(picture, "draw", lambda *args: None)  # a second per fault otherwise
+    monkeypatch.setattr("seatkit.campaign.picture.draw", lambda *args: None)  # a second per fault otherwise
     read_only_var(monkeypatch.setattr)
     plan = campaign_plan.build(two_arms(tmp_path, repeats=2), CampaignHost(tmp_path / "p").system)
     total = fault_points(plan, tmp_path / "count")

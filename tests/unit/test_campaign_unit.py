@@ -6,11 +6,11 @@ import os
 import subprocess
 
 import pytest
-from campaign_harness import SEAT, CampaignHost, FastDriver, start, write_campaign
+from campaign_harness import SEAT, CampaignHost, FastDriver, installed_unit, refusal, start, write_campaign
 from click.testing import CliRunner
 
-from seatkit.campaign import boot, runner, unit
 from seatkit.campaign import plan as campaign_plan
+from seatkit.campaign import runner
 from seatkit.cli.app import seat
 from seatkit.errors import SeatError
 
@@ -57,18 +57,17 @@ def test_an_editable_installs_seat_is_refused_through_its_interpreter_and_links(
         os.chown(p, USER, USER)
     host.path(SEAT).unlink()
     host.path(SEAT).symlink_to("../../../home/user/seatkit/.venv/bin/seat")  # relative: inside the root
-    problems = unit.unsafe_exe(host.system, SEAT)
-    assert any("/home/user/seatkit/.venv/bin/seat is owned by uid 1000" in p for p in problems), problems
+    said = refusal(host, p2p_campaign(tmp_path))
+    assert "/home/user/seatkit/.venv/bin/seat is owned by uid 1000" in said, said
     os.chown(clone / "seat", 0, 0)  # a root-owned script that runs the user's python is no better
-    assert any(
-        "/home/user/seatkit/.venv/bin/python is owned by uid 1000" in p
-        for p in problems + [*unit.unsafe_exe(host.system, SEAT)]
-    )
+    said = refusal(host, p2p_campaign(tmp_path))
+    assert "/home/user/seatkit/.venv/bin/python is owned by uid 1000" in said, said
 
 
 def test_the_unit_checks_its_seat_at_each_start_and_falls_back_on_failure(tmp_path):
-    text = unit.unit_text("/usr/local/bin/seat")
-    pre = next(line for line in text.splitlines() if line.startswith("ExecStartPre="))
+    text = installed_unit(CampaignHost(tmp_path / "root"), p2p_campaign(tmp_path))
+    pre = next((line for line in text.splitlines() if line.startswith("ExecStartPre=")), "")
+    assert pre, f"the unit checks nothing before it runs its seat as root:\n{text}"
     script = pre.split("=", 1)[1].removeprefix("/bin/sh -c '").removesuffix("'")
     script = script.replace("$$", "$").replace("%%", "%")  # as systemd hands it to sh
 
@@ -81,7 +80,7 @@ def test_the_unit_checks_its_seat_at_each_start_and_falls_back_on_failure(tmp_pa
     assert check("/bin/sh") == 0  # root's own program: it runs
     os.chown(safe, USER, USER)
     assert check(safe) == 1  # the user's: systemd does not run the step
-    assert f"OnFailure={boot.FALLBACK_NAME}" in text
+    assert "OnFailure=" in text  # the fallback unit, which boots the normal entry
 
 
 def test_a_throwaway_root_runs_no_command_on_this_machine(tmp_path, monkeypatch):
@@ -112,6 +111,5 @@ def test_the_kits_own_code_a_user_can_write_is_refused(tmp_path, monkeypatch):
     (package / "cli.py").write_text("")
     os.chown(package / "cli.py", USER, USER)
     monkeypatch.setattr(seatkit, "__file__", str(package / "__init__.py"))
-    assert unit.unsafe_exe(host.system, SEAT) == [
-        "/home/user/seatkit/seatkit/cli.py is owned by uid 1000, not root"
-    ]
+    said = refusal(host, p2p_campaign(tmp_path))
+    assert "/home/user/seatkit/seatkit/cli.py is owned by uid 1000, not root" in said, said

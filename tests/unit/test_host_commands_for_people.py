@@ -127,3 +127,14 @@ def test_a_reader_that_closes_the_pipe_early_ends_it_quietly_with_0(tmp_path):
     )
     os.close(write)
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_rollback_names_the_transaction_apply_printed(tmp_path, monkeypatch):
+    with simulated_rig.simulated(tmp_path / "root", monkeypatch):
+        applied = CliRunner().invoke(seat, ["host", "apply", "paper", ACK, "--yes"])
+        found = re.search(r"applied as transaction (\S+)\.", applied.output)
+        assert applied.exit_code == 0 and found, applied.output
+        undone = CliRunner().invoke(seat, ["host", "rollback"])
+    assert undone.exit_code == 0 and f"rolled back transaction {found.group(1)};" in undone.output, (
+        undone.output
+    )

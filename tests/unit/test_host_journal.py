@@ -56,3 +56,13 @@ def test_a_journal_that_cannot_be_read_or_written_is_a_clear_error_not_an_empty_
         apply(host)
     with pytest.raises(SeatError, match="cannot write .*journal.jsonl"):
         Journal(host.system).append({"tx": "x", "type": "begin"})
+
+
+def test_a_new_journals_first_record_survives_a_power_cut(tmp_path):
+    """A new file is durable once its folder's entry for it is: the record's fsync alone keeps its
+    bytes but not its name, and a journal lost whole would hide the change it began."""
+    host = FakeHost(tmp_path, "grub")
+    with host.write_loss() as disk:
+        Journal(host.system).append({"tx": "t1", "type": "begin"})
+        disk.power_cut()
+    assert Journal(host.system).records() == [{"tx": "t1", "type": "begin"}]

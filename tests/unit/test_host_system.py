@@ -1,7 +1,5 @@
-"""Durable before done, under a write-loss model: a power cut drops every write to /boot that was
-not synced (the boot tools never sync; seatkit's own writes are fsynced), then recover runs."""
-
-import os
+"""Durable before done, under the fake host's write-loss model: a power cut drops every write that
+was not synced (the boot tools never sync; seatkit's own writes are fsynced), then recover runs."""
 
 import pytest
 from fake_host import Death, FakeHost
@@ -18,49 +16,6 @@ STACKS = ["grub", "bls", "kernelstub", "systemd-boot"]
 
 
 pytestmark = pytest.mark.usefixtures("no_nvml")
-
-
-class Disk:
-    """What of /boot would survive a power cut: updated by syncfs, and by seatkit's fsynced writes."""
-
-    def __init__(self, host, monkeypatch):
-        self.host, self.durable = host, {}
-        self.sync()
-        monkeypatch.setattr(host_system, "syncfs", lambda folder: self.sync(), raising=False)
-        write, remove = System.write, System.remove
-
-        def written(system, path, data, mode=0o644):
-            write(system, path, data, mode)
-            self.keep(path)
-
-        def removed(system, path):
-            remove(system, path)
-            self.keep(path)
-
-        monkeypatch.setattr(System, "write", written)
-        monkeypatch.setattr(System, "remove", removed)
-
-    def files(self):
-        boot = self.host.root / "boot"
-        return {str(p.relative_to(self.host.root)): p.read_bytes() for p in boot.rglob("*") if p.is_file()}
-
-    def sync(self):
-        self.durable = self.files()
-
-    def keep(self, path):
-        p = self.host.path(path)
-        if path.startswith("/boot/"):
-            if p.is_file():
-                self.durable[path.lstrip("/")] = p.read_bytes()
-            else:
-                self.durable.pop(path.lstrip("/"), None)
-
-    def power_cut(self):
-        for name in set(self.files()) - set(self.durable):
-            os.unlink(self.host.root / name)
-        for name, data in self.durable.items():
-            (self.host.root / name).parent.mkdir(parents=True, exist_ok=True)
-            (self.host.root / name).write_bytes(data)
 
 
 def left(host) -> list[str]:
@@ -82,15 +37,12 @@ def points(stack, tmp_path) -> int:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_a_power_cut_anywhere_in_rollback_or_after_it_never_leaves_the_change_booting(
-    tmp_path, stack, monkeypatch
-):
+def test_a_power_cut_anywhere_in_rollback_or_after_it_never_leaves_the_change_booting(tmp_path, stack):
     failures = []
     for point in range(1, points(stack, tmp_path) + 2):  # the last one: after rollback returned
         host = FakeHost(tmp_path / f"cut-{point}", stack)
         change.apply(host_plan.build(host_profiles.load("paper"), host.system, ACK), host.system)
-        with monkeypatch.context() as patch:
-            disk = Disk(host, patch)
+        with host.write_loss() as disk:
             calls = [0]
 
             def fault(at, calls=calls, point=point):
@@ -115,7 +67,7 @@ def test_a_power_cut_anywhere_in_rollback_or_after_it_never_leaves_the_change_bo
 
 def test_a_folder_seatkit_creates_is_made_durable_in_its_parent(tmp_path, monkeypatch):
     synced = []
-    monkeypatch.setattr(host_system, "_fsync_dir", lambda folder: synced.append(folder))
+    monkeypatch.setattr(host_system, "fsync_dir", lambda folder: synced.append(folder))
     System(root=tmp_path).write("/var/lib/seatkit/host/backups/tx/before/etc/x.conf", b"x")
     assert {
         tmp_path / "var/lib",
