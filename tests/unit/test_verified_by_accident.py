@@ -1,0 +1,224 @@
+"""A seat is verified only while what it runs equals its records: no accident (a stray shell
+variable, a restart onto changed weights, a venv pip-installed into before the kit kept a record)
+may leave a run that differs from its records marked verified, and no run that equals its records
+is marked UNVERIFIED. Errors from an edited lock are said in words.
+
+Each test reproduces one way an unlucky operator got "verified" for something else (issue 37's
+closing review), with the fake engine and stand-ins the unit tier uses elsewhere."""
+
+import base64
+import hashlib
+import os
+import subprocess
+import zipfile
+
+import pytest
+import yaml
+
+from seatkit import engine
+from seatkit.doctor import targets
+from seatkit.errors import SeatError
+from seatkit.image import vouch
+from seatkit.models import lock, verify
+from seatkit.seat import layout, profiles
+from seatkit.seat.sections import Native
+from seatkit.serve import launch, preflight, provenance, runtime
+from seatkit.serve import spec as specs
+from seatkit.serve.backends import docker
+
+TAG = "seatkit/try:overlay-1"
+BUILT = "sha256:" + "a" * 64
+BASE = "registry.invalid/vllm@sha256:" + "d" * 64
+WEIGHTS = ["config.json", "model.safetensors", "tokenizer.json"]
+
+
+def over(tmp_path, base: str, **fields) -> profiles.Profile:
+    path = tmp_path / "try.yaml"
+    path.write_text(yaml.safe_dump({"extends": base, **fields}))
+    return profiles.load(str(path))
+
+
+def test_a_value_passed_from_the_launching_shell_is_in_the_seats_launch_record(tmp_path, monkeypatch):
+    """Reproduction: a verified docker profile passes B12X_MICRO_MAX_ACTIVE_CLUSTERS from the shell
+    (docker.pass_env, as dsv4-flash-dspark-tp4 does); `seat up` once with it at 1, once at 8 left
+    exported from another experiment. Both seats are verified and their provenance records are
+    byte-equal, though the containers ran with different values (docs/threat-model.md: an
+    allowlisted name's value is in the launch hash, so two runs can be told apart)."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    profile = over(tmp_path, "cpu-smoke-docker", docker={"pass_env": ["B12X_MICRO_MAX_ACTIVE_CLUSTERS"]})
+    spec = specs.build(profile)
+    values = spec.values({})
+    monkeypatch.setenv("B12X_MICRO_MAX_ACTIVE_CLUSTERS", "1")
+    one = provenance.record(spec, values)
+    monkeypatch.setenv("B12X_MICRO_MAX_ACTIVE_CLUSTERS", "8")
+    eight = provenance.record(spec, values)
+    assert spec.passed_env() == {"B12X_MICRO_MAX_ACTIVE_CLUSTERS": "8"}  # what the container gets
+    assert one["launch_sha256"] != eight["launch_sha256"]
+
+
+@pytest.mark.parametrize("name", ["PYTORCH_CUDA_ALLOC_CONF", "XDG_CACHE_HOME", "TMPDIR", "PATH"])
+def test_what_a_native_seat_keeps_from_the_shell_is_in_its_launch_record(name, tmp_path, monkeypatch):
+    """Reproduction: `seat up cpu-smoke` from two shells that differ only in a name the native
+    server keeps (what_runs.yaml shell_kept: the allocator's settings, the cache and temporary
+    folders, PATH, whose compilers the JIT runs). native.spawn hands the server that value, yet
+    both provenance records are equal: the launch hash holds the profile's env alone."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    spec = specs.build(profiles.load("cpu-smoke"))
+    values = spec.values({})
+    monkeypatch.setenv(name, "/one" if name != "PATH" else f"/opt/other-gcc/bin:{os.environ['PATH']}")
+    first = provenance.record(spec, values)
+    monkeypatch.setenv(name, "/two")
+    assert first["launch_sha256"] != provenance.record(spec, values)["launch_sha256"]
+
+
+class Seat:
+    """A container of the fake engine: running, and restarted once by its restart policy since
+    `seat up` started it (a crash, or the host's reboot)."""
+
+    id = "c" * 64
+    status = "running"
+
+    def __init__(self, profile: str):
+        self.labels = docker.labels(profile)
+        self.image = type("Image", (), {"id": BUILT, "labels": {}})()
+        self.attrs = {
+            "RestartCount": 1,
+            "State": {"Status": "running", "StartedAt": "2099-01-01T00:00:00.000000000Z"},
+            "Mounts": [],
+        }
+
+    def start(self):
+        pass
+
+
+class Engine:
+    def __init__(self, profile: str):
+        self.seat = Seat(profile)
+        self.images = self.containers = self
+
+    def get(self, ref):
+        return self.seat if ref == self.seat.id else type("Image", (), {"id": BUILT})
+
+    def create(self, image, *argv, **kwargs):
+        return self.seat
+
+
+def test_a_docker_seat_restarted_since_up_onto_changed_weights_is_not_verified(tmp_path, monkeypatch):
+    """Reproduction: `seat up` of a verified overlay seat whose restart policy is unless-stopped (as
+    dsv4-flash-dspark-tp4's); the weights are re-downloaded while it runs, the container crashes
+    (or the host reboots) and docker starts it again, loading the new weights. `seat bench` reads
+    the run record written at `up` and carries no mark, though `seat model verify` would now name
+    the changed files: nothing compares a restart with the record."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    profile = over(
+        tmp_path, "cpu-smoke-docker", image={"overlay": True}, docker={"restart": "unless-stopped"}
+    )
+    monkeypatch.setattr(vouch.base_pins, "base_reference", lambda p, allow_unpinned=False: (BASE, "d"))
+    vouch.record(TAG, BUILT, vouch.pins_now(profile))
+    fake = Engine(profile.name)
+    monkeypatch.setattr(engine, "client", lambda: fake)
+    monkeypatch.setattr(preflight, "run", lambda spec, values: None)
+    monkeypatch.setattr(verify, "unvouched_models", lambda p, environ=os.environ: None)
+    launch._start(specs.build(profile), {"SEAT_IMAGE": TAG}, vouch.image_check)
+    assert launch.recorded(profile.name).unverified is None  # verified at `seat up`
+    changed = "model files changed since their last full verify: base/model.safetensors"
+    monkeypatch.setattr(verify, "unvouched_models", lambda p, environ=os.environ: changed)
+    monkeypatch.setattr(verify, "unvouched", lambda p, key, environ=os.environ: changed)
+    target = targets.of_profile(str(tmp_path / "try.yaml"))
+    assert target.conditions.get("unverified"), target.conditions
+
+
+def _wheel(folder, name: str, version: str, body: bytes) -> None:
+    """A pure-Python wheel of one module whose text is body."""
+    dist = f"{name.replace('-', '_')}-{version}"
+    files = {
+        f"{name.replace('-', '_')}.py": body,
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+
+    def line(path, data):
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        return f"{path},sha256={digest},{len(data)}\n"
+
+    record = "".join(line(p, d) for p, d in files.items()) + f"{dist}.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(folder / f"{dist}-py3-none-any.whl", "w") as zf:
+        for p, d in {**files, f"{dist}.dist-info/RECORD": record.encode()}.items():
+            zf.writestr(p, d)
+
+
+def test_a_venv_without_a_record_is_adopted_only_with_the_locked_wheels_files(venv_locked, tmp_path):
+    """Reproduction: a venv an older kit made (no install record beside it), into which someone
+    pip-installed a rebuilt tiny-a of the locked version (other files, the same name and version).
+    `seat setup` adopts it ("holds what its lock names") by name and version alone and records it,
+    so every seat of it is verified while it runs code the hashed lock never held."""
+    plan = Native(python="python3.11", venv="tiny-venv", packages=["tiny-a"])
+    venv = runtime.ensure_venv(plan, say=lambda m: None)
+    rebuilt = tmp_path / "rebuilt"
+    rebuilt.mkdir()
+    _wheel(rebuilt, "tiny-a", "1.0", b"VALUE = 2  # not the locked wheel's\n")
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "-q", "install", "--force-reinstall", "--no-deps"]
+        + [str(next(rebuilt.glob("*.whl")))],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    layout.venv_record(venv).unlink()  # as an older kit left it
+    runtime.ensure_venv(plan, say=lambda m: None)
+    assert runtime.venv_problem(plan) is not None, "a rebuilt distribution passed for the locked one"
+
+
+def test_a_model_folder_named_by_another_path_to_it_stays_verified(tmp_path, monkeypatch):
+    """Reproduction: /models is a link to the disk that holds the weights. `seat model verify` ran
+    with the knob unset (the profile's folder); `seat up` runs with SEAT_MODEL_BASE_DIR set to the
+    same folder through the link. Every file is the one verified (same inode, size, mtime), yet
+    the seat is marked UNVERIFIED ("read from ..., its last full verify hashed ..."): the folder
+    is compared as text."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SEAT_MODEL_BASE_DIR", raising=False)
+    weights = tmp_path / "disk" / "smol"
+    weights.mkdir(parents=True)
+    for name in WEIGHTS:
+        (weights / name).write_bytes(os.urandom(4096))
+    (tmp_path / "models").symlink_to(tmp_path / "disk")
+    model = {"build": None, "host_dir": str(weights), "files": WEIGHTS, "mount": "/models-base"}
+    profile = over(
+        tmp_path, "cpu-smoke-docker", models={"base": model}, vllm_args={"load-format": "safetensors"}
+    )
+    lock.write(profile, lock.make(profile))
+    assert verify.verify(profile, full=True)["ok"]
+    assert verify.unvouched(profile, "base", {"SEAT_MODEL_BASE_DIR": str(weights)}) is None
+    through_link = str(tmp_path / "models" / "smol")
+    assert verify.unvouched(profile, "base", {"SEAT_MODEL_BASE_DIR": through_link}) is None
+
+
+def test_an_edited_models_lock_is_refused_in_words_not_python_literals(tmp_path, monkeypatch):
+    """Reproduction: a models lock edited by hand (a file's sha256 line deleted), and a profile
+    given a second model whose lock was not made again. Both are refused, rightly, but the first
+    says "(KeyError: 'sha256')" and the second prints Python lists ("locks models ['base'], the
+    profile has ['base', 'draft']")."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    weights = tmp_path / "smol"
+    weights.mkdir()
+    for name in WEIGHTS:
+        (weights / name).write_bytes(os.urandom(64))
+    model = {"build": None, "host_dir": str(weights), "files": WEIGHTS}
+    profile = over(tmp_path, "cpu-smoke", models={"base": model}, vllm_args={"load-format": "safetensors"})
+    path = lock.write(profile, lock.make(profile))
+    data = yaml.safe_load(path.read_text())
+    del data["models"]["base"]["files"][0]["sha256"]
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SeatError) as torn:
+        lock.read(profile)
+    lock.write(profile, lock.make(profile))
+    grown = over(
+        tmp_path,
+        "cpu-smoke",
+        models={"base": model, "draft": {**model, "files": list(WEIGHTS)}},
+        vllm_args={"load-format": "safetensors"},
+    )
+    with pytest.raises(SeatError) as stale:
+        lock.read(grown)
+    for said in (torn.value.message, stale.value.message):
+        assert "KeyError" not in said and "['" not in said, said
