@@ -14,8 +14,11 @@ import zipfile
 
 import pytest
 import yaml
+from conftest import prose
 
 from seatkit import engine
+from seatkit.bench import oracle, run
+from seatkit.bench.target import Options, Target
 from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.image import vouch
@@ -222,3 +225,16 @@ def test_an_edited_models_lock_is_refused_in_words_not_python_literals(tmp_path,
         lock.read(grown)
     for said in (torn.value.message, stale.value.message):
         assert "KeyError" not in said and "['" not in said, said
+
+
+def test_a_bench_whose_seat_cannot_be_proven_alone_on_its_port_is_marked(server, tmp_path):
+    """Reproduction: the operator runs the kit as a user of the docker group (not root) and benches
+    a docker seat; the seat's processes are root's, so /proc/PID/fd cannot be read and
+    launch.require_identity answers "unverifiable: cannot read the seat's open files" around every
+    group. The bench ignores that answer: a leftover server bound to the same port (SO_REUSEPORT)
+    would answer some requests, and the summary still carries no mark (threat model T6: what cannot
+    be compared counts as different)."""
+    unproven = "unverifiable: cannot read the seat's open files (Permission denied)"
+    target = Target(server.url, oracle.MODEL, verify=lambda: unproven)
+    summary = run.bench(target, prose(), Options(0, 1), run.RunDir(tmp_path, "unproven"))
+    assert summary["conditions"].get("unverified"), summary["conditions"]
