@@ -238,3 +238,25 @@ def test_a_bench_whose_seat_cannot_be_proven_alone_on_its_port_is_marked(server,
     target = Target(server.url, oracle.MODEL, verify=lambda: unproven)
     summary = run.bench(target, prose(), Options(0, 1), run.RunDir(tmp_path, "unproven"))
     assert summary["conditions"].get("unverified"), summary["conditions"]
+
+
+@pytest.mark.parametrize("name", ["dsv4-flash-dspark-tp4", "deepspark-prebuilt"])
+def test_the_compose_seat_started_alone_refuses_to_serve_beyond_loopback_without_a_key(
+    name, tmp_path, compose
+):
+    """Reproduction: `SEAT_HOST=0.0.0.0 docker compose up -d --no-deps seat` (the usual way to
+    recreate one service) for a profile without an API key. --no-deps skips the one-shot
+    exposure-check the seat depends on, and the seat's own command binds 0.0.0.0 with no key and
+    no refusal, where serve/NAME.sh and `seat up` refuse (threat model T7). Here the seat service's
+    command, as compose interpolates it, runs with a stand-in vllm."""
+    from test_launch_forms import EXPOSED, REFUSAL, compose_services
+
+    seat = compose_services(compose, name, {"SEAT_HOST": EXPOSED})["seat"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "vllm").write_text('#!/bin/sh\necho serving "$@"\n')
+    (bin_dir / "vllm").chmod(0o755)
+    done = subprocess.run(
+        seat["command"], env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0 and REFUSAL in done.stderr, done.stdout[:200]
