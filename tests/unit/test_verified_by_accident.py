@@ -260,3 +260,24 @@ def test_the_compose_seat_started_alone_refuses_to_serve_beyond_loopback_without
         seat["command"], env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, capture_output=True, text=True, timeout=60
     )
     assert done.returncode != 0 and REFUSAL in done.stderr, done.stdout[:200]
+
+
+@pytest.mark.parametrize("ref", [BUILT, "mine/seat:v1"])
+def test_the_image_seat_build_recorded_is_verified_under_any_name(ref, tmp_path, monkeypatch):
+    """Reproduction: `seat build` recorded image BUILT under its tag; the operator runs the same
+    image by its id (SEAT_IMAGE=sha256:...) or under a second tag (`docker tag`). The id is the
+    content hash `seat build` recorded, from the pins in force, yet the seat is marked "is not one
+    `seat build` recorded on this machine": the record is looked up by the name, not the id."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    profile = over(tmp_path, "cpu-smoke-docker", image={"overlay": True})
+    monkeypatch.setattr(vouch.base_pins, "base_reference", lambda p, allow_unpinned=False: (BASE, "d"))
+    vouch.record(TAG, BUILT, vouch.pins_now(profile))
+    images = {TAG: BUILT, ref: BUILT}
+    client = type(
+        "Engine",
+        (),
+        {"images": type("Images", (), {"get": lambda self, r: type("I", (), {"id": images[r]})})()},
+    )
+    monkeypatch.setattr(engine, "client", lambda: client)
+    assert vouch.image_check(profile, TAG) == (BUILT, None)
+    assert vouch.image_check(profile, ref) == (BUILT, None)
