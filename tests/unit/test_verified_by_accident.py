@@ -8,16 +8,18 @@ closing review), with the fake engine and stand-ins the unit tier uses elsewhere
 
 import base64
 import hashlib
+import json
 import os
 import subprocess
 import zipfile
+from pathlib import Path
 
 import pytest
 import yaml
-from conftest import prose
+from conftest import prose, run_dir
 
 from seatkit import engine
-from seatkit.bench import oracle, run
+from seatkit.bench import compare, oracle, run
 from seatkit.bench.target import Options, Target
 from seatkit.doctor import targets
 from seatkit.errors import SeatError
@@ -281,3 +283,19 @@ def test_the_image_seat_build_recorded_is_verified_under_any_name(ref, tmp_path,
     monkeypatch.setattr(engine, "client", lambda: client)
     assert vouch.image_check(profile, TAG) == (BUILT, None)
     assert vouch.image_check(profile, ref) == (BUILT, None)
+
+
+def test_compare_names_a_difference_in_what_the_two_seats_ran(tmp_path):
+    """Reproduction: two verified runs of one profile; the second seat was started with SEAT_NSYS=
+    profile left exported from a profiling session, so its server ran inside `nsys profile` (its
+    launch hash differs) on another build of the image (its image id differs). Both run folders
+    carry their provenance, but `seat bench compare` compares none of it: "Conditions that differ:
+    none", and the slower step time is left unexplained."""
+    sides = [run_dir(tmp_path, "a", "m", 10.0, 2.0, 200.0), run_dir(tmp_path, "b", "m", 9.0, 2.0, 222.0)]
+    for side, digit in zip(sides, "ab", strict=True):
+        summary = Path(side) / "summary.json"
+        data = json.loads(summary.read_text())
+        data["conditions"]["provenance"] = {"image": "sha256:" + digit * 64, "launch_sha256": digit * 64}
+        summary.write_text(json.dumps(data))
+    result = compare.compare(*sides)
+    assert result.differing, compare.markdown(result)
