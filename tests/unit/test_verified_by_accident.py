@@ -299,3 +299,14 @@ def test_compare_names_a_difference_in_what_the_two_seats_ran(tmp_path):
         summary.write_text(json.dumps(data))
     result = compare.compare(*sides)
     assert result.differing, compare.markdown(result)
+
+
+def test_a_stray_seat_nsys_is_refused_in_words_not_a_python_literal(tmp_path, monkeypatch):
+    """Reproduction: SEAT_NSYS=profile left exported from a profiling session, then `seat up
+    cpu-smoke` (a native profile, which has no nsys modes). The refusal is right, but it reads
+    "SEAT_NSYS='profile': ..." (Python's repr of the value)."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    spec = specs.build(profiles.load("cpu-smoke"))
+    with pytest.raises(SeatError) as refused:
+        launch._start(spec, {"SEAT_NSYS": "profile"})
+    assert "'profile'" not in refused.value.message, refused.value.message
