@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import prose, run_dir
+from conftest import free_port, prose, run_dir
 
-from seatkit import engine
+from seatkit import engine, paths
 from seatkit.bench import compare, oracle, run
 from seatkit.bench.target import Options, Target
 from seatkit.doctor import targets
@@ -29,7 +29,8 @@ from seatkit.seat import layout, profiles
 from seatkit.seat.sections import Native
 from seatkit.serve import launch, preflight, provenance, runtime
 from seatkit.serve import spec as specs
-from seatkit.serve.backends import docker
+from seatkit.serve.backends import docker, native
+from seatkit.serve.checks import Kind
 
 TAG = "seatkit/try:overlay-1"
 BUILT = "sha256:" + "a" * 64
@@ -310,3 +311,41 @@ def test_a_stray_seat_nsys_is_refused_in_words_not_a_python_literal(tmp_path, mo
     with pytest.raises(SeatError) as refused:
         launch._start(spec, {"SEAT_NSYS": "profile"})
     assert "'profile'" not in refused.value.message, refused.value.message
+
+
+def test_weights_rewritten_while_the_seat_loads_them_mark_its_run(tmp_path, monkeypatch):
+    """Reproduction: `seat up` of a native seat whose weights a full verify vouched for; while the
+    server loads (minutes for a large model), an `hf download` left running in another terminal
+    rewrites model.safetensors with other bytes of the same size. The run record was written, as
+    verified, before the server read a byte, and nothing looks again once it is ready: the seat
+    serves the new weights and `seat bench` carries no mark."""
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    for name in WEIGHTS:
+        (weights / name).write_bytes(os.urandom(4096))
+    model = {"build": None, "host_dir": str(weights), "files": WEIGHTS}
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "cpu-smoke.yaml").write_text((paths.PROFILES / "cpu-smoke.yaml").read_text())
+    data = {"extends": "cpu-smoke", "models": {"base": model}, "vllm_args": {"load-format": "safetensors"}}
+    (folder / "seat.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.setattr(paths, "PROFILES", folder)
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SEAT_PORT", str(free_port()))
+    monkeypatch.setitem(preflight.CHECKS, Kind.VENV, lambda *args: None)
+    monkeypatch.setattr(native, "venv_mark", lambda *args: None)
+    monkeypatch.setattr(native, "spawn", lambda *args: str(os.getpid()))
+    profile = profiles.load("seat")
+    lock.write(profile, lock.make(profile))
+    assert verify.verify(profile, full=True)["ok"]
+
+    def loading(run, timeout, tick):
+        (weights / "model.safetensors").write_bytes(os.urandom(4096))  # the download lands
+        return 1.0
+
+    monkeypatch.setattr(launch, "wait_ready", loading)
+    run, _ = launch.up(specs.build(profile))
+    try:
+        assert launch.recorded("seat").unverified, "the seat serves weights no verify vouched for"
+    finally:
+        launch._forget(run)  # the record names this test's own process: nothing to signal
