@@ -250,8 +250,10 @@ def test_the_compose_seat_started_alone_refuses_to_serve_beyond_loopback_without
     """Reproduction: `SEAT_HOST=0.0.0.0 docker compose up -d --no-deps seat` (the usual way to
     recreate one service) for a profile without an API key. --no-deps skips the one-shot
     exposure-check the seat depends on, and the seat's own command binds 0.0.0.0 with no key and
-    no refusal, where serve/NAME.sh and `seat up` refuse (threat model T7). Here the seat service's
-    command, as compose interpolates it, runs with a stand-in vllm."""
+    no refusal, where serve/NAME.sh and `seat up` refuse (threat model T7). Seen on a private
+    engine with busybox as SEAT_IMAGE: compose created the seat and went to start it (stopped only
+    by the missing GPU driver), exposure-check never ran. Here the seat service's command, as
+    compose interpolates it, runs with a stand-in vllm."""
     from test_launch_forms import EXPOSED, REFUSAL, compose_services
 
     seat = compose_services(compose, name, {"SEAT_HOST": EXPOSED})["seat"]
