@@ -3,6 +3,8 @@ factors, their spread and the conditions they were measured under."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -260,15 +262,21 @@ def _image(c: dict) -> str | None:
 
 
 def _provenance(record: dict | None) -> str | None:
-    """What the seat ran, from its provenance record (serve/provenance.py): each part but the
-    differences (the mark, said beside the table), a hash by its first 12 digits."""
+    """What the seat ran, by the parts of its provenance record (serve/provenance.py) that say so,
+    each hash by its first 12 digits; the knobs (where it listens, its folders) and the
+    differences (the mark, said beside the table) left out. A part that holds values (the locks,
+    what the shell passed) is said by a hash of them: summary.json holds them in full."""
     if not isinstance(record, dict):
         return None
-    parts = []
-    for part, value in sorted(record.items()):
-        named = value.items() if isinstance(value, dict) else [(None, value)]
-        parts += [f"{part}{'.' + str(k) if k else ''}={v}" for k, v in named if part != "differs"]
-    return re.sub(r"\b([0-9a-f]{12})[0-9a-f]{52}\b", r"\1", " ".join(parts)) or None
+    parts = {
+        part: hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+        if isinstance(value, dict)
+        else value
+        for part, value in sorted(record.items())
+        if part not in ("knobs", "differs")
+    }
+    text = " ".join(f"{part}={value}" for part, value in parts.items())
+    return re.sub(r"\b([0-9a-f]{12})[0-9a-f]{52}\b", r"\1", text) or None
 
 
 def _lock_text(locks: dict | None) -> str | None:
