@@ -3,7 +3,10 @@ factors, their spread and the conditions they were measured under."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,11 +40,12 @@ CONDITIONS = (
     "sampling",
     "output",
     "machine_load",
+    "provenance",
 )
 # Compared only when both sides record them (cards do not; older runs lack the newer ones).
 OPTIONAL = {
     *("model_lock", "prompt_text", "prompt_token_ids", "engine", "prompt_format", "sampling"),
-    *("output", "machine_load"),
+    *("output", "machine_load", "provenance"),
 }
 UNKNOWN = "unknown"
 SUMMARY_BYTES = 64 * 1024 * 1024  # per-prompt figures of a long suite list
@@ -229,6 +233,7 @@ def _suite_conditions(c: dict, s: dict, hashes: dict) -> dict:
         "model_lock": _lock_text(c.get("model_locks")),
         "prompt": ", ".join(s.get("prompts") or {}) or None,
         "device": c.get("device"),  # the seat's own (run.seat_device), never the client's GPUs
+        "provenance": _provenance(c.get("provenance")),
         "unverified": what_runs.mark(c),  # the reason behind the label's mark, said beside the table
     }
 
@@ -254,6 +259,24 @@ def _image(c: dict) -> str | None:
     if c.get("image"):
         return f"{c['image']}@{digest}" if digest else c["image"]
     return f"none ({c['runtime']} runtime)" if c.get("runtime") == "native" else None
+
+
+def _provenance(record: dict | None) -> str | None:
+    """What the seat ran, by the parts of its provenance record (serve/provenance.py) that say so,
+    each hash by its first 12 digits; the knobs (where it listens, its folders) and the
+    differences (the mark, said beside the table) left out. A part that holds values (the locks,
+    what the shell passed) is said by a hash of them: summary.json holds them in full."""
+    if not isinstance(record, dict):
+        return None
+    parts = {
+        part: hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+        if isinstance(value, dict)
+        else value
+        for part, value in sorted(record.items())
+        if part not in ("knobs", "differs")
+    }
+    text = " ".join(f"{part}={value}" for part, value in parts.items())
+    return re.sub(r"\b([0-9a-f]{12})[0-9a-f]{52}\b", r"\1", text) or None
 
 
 def _lock_text(locks: dict | None) -> str | None:

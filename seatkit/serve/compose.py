@@ -29,7 +29,10 @@ def _compose_word(word: Word, defaults: dict[str, str] | None = None) -> str:
 
 
 def _compose_command(launch: effective.Launch, wrap: list[Word]) -> list[str]:
-    return [_compose_word(w) for w in launch.argv(wrap)]
+    """What the service runs: a keyless seat's argv behind the exposure check (however it is
+    started: `up --no-deps`, `run`, a restart), which execs the argv when the bind is allowed."""
+    argv = [_compose_word(w) for w in launch.argv(wrap)]
+    return [*_exposure_words(), *argv] if launch.guarded else argv
 
 
 _KEY_FROM_SHELL = (
@@ -48,26 +51,33 @@ def _compose_value(variable: effective.Variable) -> str | None:
     return _compose_word(variable.value)
 
 
-# Compose has no test of a value: a keyless seat's bind address is checked by a one-shot service
-# the seat depends on, so `docker compose up` with a non-loopback SEAT_HOST fails before the seat
-# starts. The address and the override come in as arguments; $$ is compose's literal $.
+# Compose has no test of a value: a keyless seat's own command checks its bind address before it
+# execs the server, and a one-shot service the seat depends on runs the same check first, so a
+# plain `docker compose up` with a non-loopback SEAT_HOST fails before the seat is started (and
+# restarted by its policy). The address and the override come in as arguments; $$ is compose's $.
 EXPOSURE_CHECK = "exposure-check"
 _EXPOSURE_SCRIPT = (
     '[ "$$(printf \'%s\' "$$1" | grep -Ex \'{loopback}\')" = "$$1" ] || [ "$$2" = 1 ] || '
-    "{{ printf 'seat: {refusal}\\n  hint: {hint}\\n' \"$$1\" >&2; exit 1; }}"
+    '{{ printf \'seat: {refusal}\\n  hint: {hint}\\n\' "$$1" >&2; exit 1; }}; shift 2; exec "$$@"'
 )
 
 
-def _exposure_check() -> dict[str, object]:
+def _exposure_words() -> list[str]:
+    """sh running the check, then what follows the address and the override (nothing: exit 0)."""
     script = _EXPOSURE_SCRIPT.format(
         loopback=keys.LOOPBACK.pattern,
         refusal=keys.REFUSAL.format(host="%s"),
         hint=keys.REFUSAL_HINT,
     )
+    return ["sh", "-c", script, EXPOSURE_CHECK, "${SEAT_HOST}", f"${{{keys.EXPOSE_WITHOUT_KEY}:-0}}"]
+
+
+def _exposure_check() -> dict[str, object]:
+    words = _exposure_words()
     return {
         "image": "${SEAT_IMAGE}",
-        "entrypoint": ["sh", "-c", script, EXPOSURE_CHECK],
-        "command": ["${SEAT_HOST}", f"${{{keys.EXPOSE_WITHOUT_KEY}:-0}}"],
+        "entrypoint": words[:4],
+        "command": words[4:],
         "network_mode": "none",
         "restart": "no",
     }
@@ -140,7 +150,8 @@ def render_compose(spec: LaunchSpec) -> str:
         )
         + (
             f"# No API key: {EXPOSURE_CHECK} runs first and refuses a SEAT_HOST other than loopback\n"
-            f"# (the seat does not start) unless {keys.EXPOSE_WITHOUT_KEY}=1 is set.\n"
+            f"# (the seat does not start) unless {keys.EXPOSE_WITHOUT_KEY}=1 is set; the seat's own\n"
+            "# command checks the same before the server starts, however it is started.\n"
             if launch.guarded
             else ""
         )

@@ -6,7 +6,8 @@ the venv its hashed lock installed), the weights a full verify vouched for again
 the launch the profile's rendered script (serve/<profile>.sh) was rendered from, and a profile that
 sets only what the allowlist names (seatkit/seat/what_runs.yaml). Each that differs is said under
 "differs", and that is the run's mark (what_runs.mark). The rest (the overlay and base-pin locks,
-the knobs' values, the kit's version) is recorded, so that two runs can be told apart.
+the knobs' values, what the launching shell passed the server, the kit's version) is recorded, so
+that two runs can be told apart.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from seatkit.models import lock as locks
 from seatkit.models import verify
 from seatkit.seat import overlay_lock, what_runs
 from seatkit.serve import effective, pins, venv_lock
-from seatkit.serve.backends import docker
+from seatkit.serve.backends import docker, native
 from seatkit.serve.spec import LaunchSpec
 
 # How a rendered script names the launch it was rendered from (serve.sh.j2 writes the line).
@@ -47,6 +48,15 @@ def launch_differs(spec: LaunchSpec, launch_sha256: str) -> str | None:
     if found and found[1] == launch_sha256:
         return None
     return f"the launch differs from serve/{script.name}: run `seat render`"
+
+
+def passed(spec: LaunchSpec, values: dict[str, str]) -> dict[str, str]:
+    """What the launching shell hands the server beside the knobs: a docker seat's pass_env names
+    it sets; what a native seat keeps of it (what_runs.yaml shell_kept), where the profile's own
+    value, which wins, does not replace it."""
+    if not spec.native:
+        return spec.passed_env()
+    return {k: v for k, v in sorted(native.inherited().items()) if k not in spec.env and k not in values}
 
 
 def record(spec: LaunchSpec, values: dict[str, str], runs_other: str | None = None) -> dict:
@@ -76,5 +86,6 @@ def record(spec: LaunchSpec, values: dict[str, str], runs_other: str | None = No
         "model_locks": locks.hashes(p),
         "launch_sha256": launch,
         "knobs": {k.name: values[k.name] for k in spec.knobs},
+        "passed": passed(spec, values),
         "differs": [why for why in differs if why],
     }

@@ -11,7 +11,7 @@ import yaml
 
 from seatkit.errors import SeatError
 from seatkit.seat import profiles, vllm_flags, what_runs
-from seatkit.serve import render
+from seatkit.serve import provenance, render
 from seatkit.serve import spec as specs
 from seatkit.serve.backends.native import spawn
 
@@ -188,6 +188,31 @@ def test_the_native_script_keeps_the_same_names_of_its_shell(tmp_path):
     env = env_seen(seen)
     assert not set(STRAY) & set(env), env
     assert env["PATH"] == "/usr/bin:/bin" and all(env.get(k) == v for k, v in spec.env.items())
+
+
+def test_a_name_both_the_profile_and_the_shell_set_takes_the_profiles_value_in_each_native_form(
+    tmp_path, monkeypatch
+):
+    """The profile's own value wins over the shell's, for `seat up` and the script alike, and the
+    provenance records only what the shell passed."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("SEAT_HOME", str(home))
+    monkeypatch.setenv("TMPDIR", "/from-the-shell")
+    spec = specs.build(load(tmp_path, {"env": {"TMPDIR": "/from-the-profile"}}, base="cpu-smoke"))
+    stand_in(home, tmp_path / "up")
+    spawn(spec, spec.values({}), tmp_path / "log", {})
+    script = tmp_path / "serve.sh"
+    script.write_text(render.render_script(spec))
+    environ = {"PATH": "/usr/bin:/bin", "SEAT_HOME": str(home), "TMPDIR": "/from-the-shell"}
+    stand_in(home, tmp_path / "script")
+    done = subprocess.run(
+        ["bash", str(script)], env={**environ, "SEAT_SKIP_PREFLIGHT": "1"}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert (
+        env_seen(tmp_path / "up")["TMPDIR"] == env_seen(tmp_path / "script")["TMPDIR"] == "/from-the-profile"
+    )
+    assert "TMPDIR" not in provenance.passed(spec, spec.values({}))
 
 
 def test_an_odd_name_off_the_list_shows_escaped_on_one_line(tmp_path):

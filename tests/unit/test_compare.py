@@ -564,3 +564,24 @@ def test_the_compare_pages_output_is_what_compare_prints_now(a, b, tmp_path):
     shown = "".join(line.rstrip() + "\n" for line in shown.splitlines())  # the table pads its cells
     readme = (REPO / "docs" / "compare.md").read_text()
     assert f"$ seat bench compare {card}#{a} {card}#{b}\n{shown}" in readme
+
+
+def _ran(side: str, **provenance) -> str:
+    """A run folder whose summary carries this provenance record."""
+    summary = os.path.join(side, "summary.json")
+    with open(summary) as fh:
+        data = json.load(fh)
+    data["conditions"]["provenance"] = {"launch_sha256": "a" * 64, "differs": [], **provenance}
+    with open(summary, "w") as fh:
+        json.dump(data, fh)
+    return side
+
+
+def test_compare_names_what_the_shell_passed_a_seat_but_not_where_it_listens(tmp_path):
+    """Seats on other ports and folders ran the same thing; a value passed from the shell is part
+    of what one ran."""
+    a = _ran(run_dir(tmp_path, "a", "m", 10.0, 2.0, 200.0), knobs={"SEAT_PORT": "8000"}, passed={})
+    b = _ran(run_dir(tmp_path, "b", "m", 10.0, 2.0, 200.0), knobs={"SEAT_PORT": "8001"}, passed={})
+    assert not compare.compare(a, b).differing
+    _ran(b, knobs={"SEAT_PORT": "8001"}, passed={"B12X_MICRO_MAX_ACTIVE_CLUSTERS": "8"})
+    assert list(compare.compare(a, b).differing) == ["what the seat ran (its provenance)"]

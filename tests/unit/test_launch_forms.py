@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import run_script
+from conftest import run_script, unguarded
 
 from seatkit import engine, paths
 from seatkit.seat import profiles
@@ -137,6 +137,9 @@ def test_every_form_refuses_to_serve_beyond_loopback_without_the_key_unless_told
         allowed = compose_services(compose, name, {"SEAT_HOST": EXPOSED, keys.EXPOSE_WITHOUT_KEY: "1"})
         check = allowed[EXPOSURE_CHECK]
         assert subprocess.run([*check["entrypoint"], *check["command"]]).returncode == 0
+        guard = allowed["seat"]["command"][: -len(unguarded(allowed["seat"]["command"]))]
+        told = subprocess.run([*guard, "echo", "served"], capture_output=True, text=True)  # then execs
+        assert told.stdout == "served\n", told.stderr
     if spec.profile.kubernetes:  # a pod binds every address of its namespace: always the key
         pod = pod_container(name)
         assert host_of(pod["args"]) == pod_env(pod)["SEAT_HOST"] == EXPOSED
@@ -150,7 +153,7 @@ def test_every_form_runs_the_same_argv_with_the_same_environment_and_mounts(name
     argv, env, mounts = script_container(name, tmp_path)
     seat = compose_services(compose, name, {})["seat"]
     compose_env = {k: FROM_OUTSIDE if v is None or k == KEY else v for k, v in seat["environment"].items()}
-    assert seat["command"] == argv
+    assert unguarded(seat["command"]) == argv
     assert compose_env == env
     assert [(v["target"], v.get("read_only", False)) for v in seat["volumes"]] == mounts
     assert env["SEAT_HOST"] == host_of(argv) == spec.profile.server.host
