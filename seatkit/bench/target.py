@@ -14,7 +14,9 @@ class Target:
     headers: dict = field(default_factory=dict)
     k: int | None = None
     conditions: dict = field(default_factory=dict)
-    verify: Callable[[], object] | None = None  # raises when the server is not the seat started
+    # Around each group: raises when the server is not the seat started; else why that cannot be
+    # proven (the run's mark: what cannot be compared counts as different), or None.
+    verify: Callable[[], str | None] | None = None
     chat: bool = False  # prompts go to its chat endpoint (the model's own template), not raw
 
 
@@ -24,3 +26,10 @@ class Options:
     repeats: int = 5
     sampling: dict = field(default_factory=lambda: {"temperature": 0.0, "top_p": 1.0, "seed": 0})
     sample_hz: float = 0.0  # gauge scrapes per second while a request streams; 0: none
+
+
+def marked(conditions: dict, *why: str | None) -> dict:
+    """conditions, with each reason given added to their mark once."""
+    mark = conditions.get("unverified") or ""
+    added = [r for r in dict.fromkeys(why) if r and r not in mark]
+    return {**conditions, "unverified": "; ".join(filter(None, [mark, *added]))} if added else conditions

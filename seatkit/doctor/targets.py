@@ -6,23 +6,27 @@ from __future__ import annotations
 import base64
 
 from seatkit import engine, text
-from seatkit.bench.target import Target
+from seatkit.bench.target import Target, marked
 from seatkit.errors import SeatError
 from seatkit.host import gpus
 from seatkit.image import b12x
+from seatkit.models import verify
 from seatkit.seat import layout, profiles
-from seatkit.serve import bound, launch, reach
+from seatkit.serve import bound, identity, launch, reach
+from seatkit.serve.backends import docker
 
 
 def of_profile(name: str) -> Target:
     """The seat `seat up` started for the profile, with the profile's conditions (refused when the
-    profile was edited since: they would not be the seat's) and the mark its record holds."""
+    profile was edited since: they would not be the seat's) and the mark its record holds, or
+    why it no longer runs what its record verified (_since_up)."""
     profile = profiles.load(name)
     running = bound.seat_of(profile)
     if running is None:
         raise SeatError(f"{profile.name} is not up", f"seat up {profile.name}, or pass --url and --model")
     spec = profile.speculative
-    labels, mounts = _container(running, profile)
+    found = _container(running, profile)
+    labels, mounts = (found.image.labels, found.attrs.get("Mounts") or []) if found else (None, [])
     draft = profile.models[spec.draft_model] if spec and spec.draft_model else None
     return Target(
         running.url,
@@ -45,9 +49,9 @@ def of_profile(name: str) -> Target:
             else None,
             "runtime": profile.runtime,
             "gpus": gpus.inventory(),
-            **bound.conditions(running, profile),
+            **_marks(running, profile, found),
         },
-        verify=lambda: launch.require_identity(running),
+        verify=lambda: _unproven(running),
     )
 
 
@@ -55,13 +59,49 @@ def _model_name(model) -> str:
     return model.host_dir or f"{model.build} (built locally)"
 
 
-def _container(running: launch.Running, profile: profiles.Profile) -> tuple[dict | None, list[dict]]:
-    """The container's image labels (base digest, overlay hashes, once `seat build` sets them) and
-    its mounts."""
+def _container(running: launch.Running, profile: profiles.Profile):
+    """The seat's container (its image's labels, its mounts, when it started), None for a process."""
     if not launch.in_container(running) or profile.image is None:
-        return None, []
-    container = engine.client().containers.get(running.ident)
-    return container.image.labels, container.attrs.get("Mounts") or []
+        return None
+    return engine.client().containers.get(running.ident)
+
+
+def _marks(running: launch.Running, profile: profiles.Profile, found) -> dict:
+    """The mark of the seat's record; of a seat `seat up` recorded as verified, why it may serve
+    other than it verified, looked at as the bench starts (_since_up)."""
+    marks = bound.conditions(running, profile)
+    return marks if running.unverified else marked(marks, _since_up(running, profile, found))
+
+
+def _since_up(running: launch.Running, profile: profiles.Profile, found) -> str | None:
+    """Its container started again since `seat up` (a restart loads what is there then), or its
+    weights are no longer those the full verify vouched for (rewritten while it loaded them);
+    read where the container mounts them from, or the native seat's own folders."""
+    if found is None:
+        return verify.unvouched_models(profile, {})
+    if docker.restarted(found, running):
+        return (
+            "its container started again since `seat up` (its restart policy, a reboot or `docker "
+            "restart`): nothing checked what it loaded then"
+        )
+    sources = {m.get("Destination"): m.get("Source") for m in found.attrs.get("Mounts") or []}
+    knobs = {
+        f"SEAT_MODEL_{k.upper()}_DIR": sources[m.mount]
+        for k, m in profile.models.items()
+        if m.mount in sources
+    }
+    return verify.unvouched_models(profile, knobs)
+
+
+def _unproven(running: launch.Running) -> str | None:
+    """Who listens on the seat's port, around each group: raises on a stranger; why the seat
+    could not be proven alone there, or None."""
+    proof = launch.require_identity(running)
+    return (
+        None
+        if proof == identity.OURS
+        else f"nothing proved the seat alone on its port: {proof.removeprefix('unverifiable: ')}"
+    )
 
 
 def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
@@ -84,8 +124,8 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
         model,
         headers,
         k=k,
-        conditions={**conditions, **bound.conditions(running, profile)},
-        verify=lambda: launch.require_identity(running),
+        conditions={**conditions, **_marks(running, profile, _container(running, profile))},
+        verify=lambda: _unproven(running),
     )
 
 

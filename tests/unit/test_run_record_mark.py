@@ -154,8 +154,9 @@ def test_a_deleted_profile_leaves_the_mark_with_the_seat(kit, seat):
 # 2. The mark comes from the record, never from the profile as it reads now.
 
 
-def test_the_mark_reaches_summary_report_compare_and_fleet_from_the_record(kit, seat, tmp_path):
+def test_the_mark_reaches_summary_report_compare_and_fleet_from_the_record(kit, seat, tmp_path, monkeypatch):
     """plain's profile declares no experiment; its record says the seat ran as one: the record wins."""
+    monkeypatch.setattr(verify, "unvouched_models", lambda p, environ: None)  # test_model_marks's business
     said = "what the record says"
     up_as_this_process("plain", seat.url, profile_sha256=profiles.load("plain").sha256, unverified=said)
     target = targets.of_profile("plain")
@@ -198,9 +199,12 @@ def test_doctor_takes_the_mark_from_the_record(kit, seat):
     assert doctor_image.experiment(plain, None) == []  # no seat: the profile alone, which is verified
 
 
-def test_a_record_saying_verified_of_an_experiment_profile_of_its_own_hash_is_still_marked(kit, seat):
+def test_a_record_saying_verified_of_an_experiment_profile_of_its_own_hash_is_still_marked(
+    kit, seat, monkeypatch
+):
     """A record edited by hand, or written by a kit with a bug: seat_of has proven the file is the
     one launched, so its experiment switch is what ran, whatever the record says (review3 #12)."""
+    monkeypatch.setattr(verify, "unvouched_models", lambda p, environ: None)  # test_model_marks's business
     exp = profiles.load("exp")
     up_as_this_process("exp", seat.url, profile_sha256=exp.sha256, profile_source=exp.source, unverified=None)
     assert targets.of_profile("exp").conditions["unverified"] == REASON

@@ -65,6 +65,17 @@ def name_taken(name: str) -> SeatError | None:
     return SeatError(f"{said}: {whose}", f"{stop}docker rm {name} if it is not wanted{other}")
 
 
+def started(found) -> str:
+    """When the container last started (docker inspect's State.StartedAt)."""
+    return str((found.attrs.get("State") or {}).get("StartedAt") or "")
+
+
+def restarted(found, run: Running) -> bool:
+    """Whether the container started again since `seat up` started it (its restart policy, the
+    engine's start after a reboot, a `docker restart`): it then loaded what was there, unchecked."""
+    return bool(found.attrs.get("RestartCount")) or started(found) != run.since
+
+
 def _running(found) -> bool:
     return found is not None and found.status in ("created", "running")
 
@@ -127,6 +138,8 @@ def create_and_start(
         run.ident = made.id
         record(run)
         made.start()
+        run.since = started(engine.client().containers.get(made.id))  # a start after this one shows
+        record(run)
     except APIError as exc:
         # The name taken since preflight looked.
         taken = name_taken(values["SEAT_CONTAINER"]) if exc.status_code == 409 and not run.ident else None
