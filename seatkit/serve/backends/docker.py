@@ -105,8 +105,9 @@ def _refusal(text: str, devices: list) -> SeatError:
 def create_and_start(
     spec: LaunchSpec, values: dict[str, str], env: dict, run: Running, record: Callable[[Running], None]
 ) -> None:
-    """Create the container, record it, then start it: from its first instant, `down` can find it."""
-    from docker.errors import APIError
+    """Create the container, record it, then start it: from its first instant, `down` can find it;
+    then record when it started."""
+    from docker.errors import APIError, NotFound
     from docker.types import Mount, Ulimit
 
     p = spec.profile
@@ -138,12 +139,15 @@ def create_and_start(
         run.ident = made.id
         record(run)
         made.start()
-        run.since = started(engine.client().containers.get(made.id))  # a start after this one shows
-        record(run)
     except APIError as exc:
         # The name taken since preflight looked.
         taken = name_taken(values["SEAT_CONTAINER"]) if exc.status_code == 409 and not run.ident else None
         raise taken or _refusal(str(exc.explanation or exc), devices) from None
+    try:
+        run.since = started(engine.client().containers.get(made.id))  # a start after this one shows
+        record(run)
+    except NotFound:  # removed as soon as it started: `up` finds it gone while it waits
+        pass
 
 
 class Docker:
