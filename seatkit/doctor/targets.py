@@ -80,10 +80,12 @@ def _since_up(running: launch.Running, profile: profiles.Profile, found) -> str 
     if found is None:
         return verify.unvouched_models(profile, {})
     if docker.restarted(found, running):
-        return (
-            "its container started again since `seat up` (its restart policy, a reboot or `docker "
-            "restart`): nothing checked what it loaded then"
+        why = (
+            "its container started again since `seat up` (its restart policy, a reboot or `docker restart`)"
+            if running.since
+            else "`seat up` recorded no start of its container (an older kit's)"
         )
+        return f"{why}: nothing checked what it loaded then"
     sources = {m.get("Destination"): m.get("Source") for m in found.attrs.get("Mounts") or []}
     knobs = {
         f"SEAT_MODEL_{k.upper()}_DIR": sources[m.mount]
@@ -97,11 +99,9 @@ def _unproven(running: launch.Running) -> str | None:
     """Who listens on the seat's port, around each group: raises on a stranger; why the seat
     could not be proven alone there, or None."""
     proof = launch.require_identity(running)
-    return (
-        None
-        if proof == identity.OURS
-        else f"nothing proved the seat alone on its port: {proof.removeprefix('unverifiable: ')}"
-    )
+    if proof == identity.OURS:
+        return None
+    return "nothing proved the seat alone on its port: " + proof.removeprefix("unverifiable: ")
 
 
 def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
