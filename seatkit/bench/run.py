@@ -25,7 +25,7 @@ from seatkit import __version__
 from seatkit.bench import aggregate, counters, load, plots
 from seatkit.bench.report import markdown
 from seatkit.bench.request import measure
-from seatkit.bench.target import Options, Target
+from seatkit.bench.target import Options, Target, with_differences
 from seatkit.bench.tokenizer import max_model_len, padded, token_hash, token_ids
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
@@ -151,12 +151,13 @@ def not_alone(name: str, record: dict) -> SeatError:
     return SeatError(f"{name}: {said}: " + "; ".join(problems), hint)
 
 
-def _verify(target: Target, when: str) -> None:
-    """The seat's identity, re-proved around each group: a stranger's numbers are never kept."""
+def _verify(target: Target, when: str) -> str | None:
+    """The seat's identity, re-proved around each group: a stranger's numbers are never kept; why
+    it could not be proven, which the run carries as its mark, or None."""
     if target.verify is None:
-        return
+        return None
     try:
-        target.verify()
+        return target.verify()
     except SeatError as exc:
         raise SeatError(f"{when}: {exc.message}", exc.hint) from None
 
@@ -260,6 +261,7 @@ def bench(
     truncated: list[str] = []
     discarded = 0
     records = []
+    unproven = []
     limit = max_model_len(target)
     for prompt in prompts:
         ready = _ready(target, prompt, limit, skipped, progress)
@@ -267,7 +269,7 @@ def bench(
             continue
         prompt = ready
         hashes[prompt.name] = _hashes(target, prompt)
-        _verify(target, f"before {prompt.name}")
+        unproven.append(_verify(target, f"before {prompt.name}"))
         _warm_up(target, prompt, options, progress)
         salt = None
         for i in range(options.repeats):
@@ -277,11 +279,11 @@ def bench(
                 truncated.append(f"{prompt.name} repeat {i + 1}: {record['truncated']}")
             else:
                 records.append(record)
-        _verify(target, f"after {prompt.name}")
+        unproven.append(_verify(target, f"after {prompt.name}"))
     summary = {
         "schema": SCHEMA,
         "created": datetime.now(UTC).isoformat(),
-        "conditions": conditions(target, options, prompts),
+        "conditions": with_differences(conditions(target, options, prompts), *unproven),
         "machine": meter.read(),
         "prompts": hashes,
         "discarded": discarded,

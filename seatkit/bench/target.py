@@ -14,7 +14,9 @@ class Target:
     headers: dict = field(default_factory=dict)
     k: int | None = None
     conditions: dict = field(default_factory=dict)
-    verify: Callable[[], object] | None = None  # raises when the server is not the seat started
+    # Around each group: raises when the server is not the seat started; else why that cannot be
+    # proven (the run's mark: what cannot be compared counts as different), or None.
+    verify: Callable[[], str | None] | None = None
     chat: bool = False  # prompts go to its chat endpoint (the model's own template), not raw
 
 
@@ -24,3 +26,12 @@ class Options:
     repeats: int = 5
     sampling: dict = field(default_factory=lambda: {"temperature": 0.0, "top_p": 1.0, "seed": 0})
     sample_hz: float = 0.0  # gauge scrapes per second while a request streams; 0: none
+
+
+def with_differences(conditions: dict, *why: str | None) -> dict:
+    """conditions, with each reason given added once to the differences their provenance holds
+    (the mark, seatkit.seat.what_runs.mark)."""
+    record = conditions.get("provenance") or {}
+    differs = list(record.get("differs") or [])
+    added = [r for r in dict.fromkeys(why) if r and r not in differs]
+    return {**conditions, "provenance": {**record, "differs": differs + added}} if added else conditions

@@ -6,23 +6,27 @@ from __future__ import annotations
 import base64
 
 from seatkit import engine, text
-from seatkit.bench.target import Target
+from seatkit.bench.target import Target, with_differences
 from seatkit.errors import SeatError
 from seatkit.host import gpus
 from seatkit.image import b12x
+from seatkit.models import verify
 from seatkit.seat import layout, profiles, what_runs
-from seatkit.serve import bound, launch, reach
+from seatkit.serve import bound, identity, launch, reach
+from seatkit.serve.backends import docker
 
 
 def of_profile(name: str) -> Target:
     """The seat `seat up` started for the profile, with the profile's conditions (refused when the
-    profile was edited since: they would not be the seat's) and the mark its record holds."""
+    profile was edited since: they would not be the seat's) and the mark its record holds, or
+    why it no longer runs what its record verified (_since_up)."""
     profile = profiles.load(name)
     running = bound.seat_of(profile)
     if running is None:
         raise SeatError(f"{profile.name} is not up", f"seat up {profile.name}, or pass --url and --model")
     spec = profile.speculative
-    labels, mounts = _container(running, profile)
+    found = _container(running, profile)
+    labels, mounts = (found.image.labels, found.attrs.get("Mounts") or []) if found else (None, [])
     draft = profile.models[spec.draft_model] if spec and spec.draft_model else None
     return Target(
         running.url,
@@ -44,9 +48,9 @@ def of_profile(name: str) -> Target:
             else None,
             "runtime": profile.runtime,
             "gpus": gpus.inventory(),
-            **running.conditions(),  # what `seat up` recorded the seat runs (serve.provenance)
+            **_marks(running, profile, found),
         },
-        verify=lambda: launch.require_identity(running),
+        verify=lambda: _unproven(running),
     )
 
 
@@ -54,13 +58,49 @@ def _model_name(model) -> str:
     return model.host_dir or f"{model.build} (built locally)"
 
 
-def _container(running: launch.Running, profile: profiles.Profile) -> tuple[dict | None, list[dict]]:
-    """The container's image labels (base digest, overlay hashes, once `seat build` sets them) and
-    its mounts."""
+def _container(running: launch.Running, profile: profiles.Profile):
+    """The seat's container (its image's labels, its mounts, when it started), None for a process."""
     if not launch.in_container(running) or profile.image is None:
-        return None, []
-    container = engine.client().containers.get(running.ident)
-    return container.image.labels, container.attrs.get("Mounts") or []
+        return None
+    return engine.client().containers.get(running.ident)
+
+
+def _marks(running: launch.Running, profile: profiles.Profile, found) -> dict:
+    """The mark of the seat's record; of a seat `seat up` recorded as verified, why it may serve
+    other than it verified, looked at as the bench starts (_since_up)."""
+    marks = running.conditions()
+    return marks if what_runs.mark(marks) else with_differences(marks, _since_up(running, profile, found))
+
+
+def _since_up(running: launch.Running, profile: profiles.Profile, found) -> str | None:
+    """Its container started again since `seat up` (a restart loads what is there then), or its
+    weights are no longer those the full verify vouched for (rewritten while it loaded them);
+    read where the container mounts them from, or the native seat's own folders."""
+    if found is None:
+        return verify.unvouched_models(profile, {})
+    if docker.restarted(found, running):
+        why = (
+            "its container started again since `seat up` (its restart policy, a reboot or `docker restart`)"
+            if running.since
+            else "`seat up` recorded no start of its container (an older kit's)"
+        )
+        return f"{why}: nothing checked what it loaded then"
+    sources = {m.get("Destination"): m.get("Source") for m in found.attrs.get("Mounts") or []}
+    knobs = {
+        f"SEAT_MODEL_{k.upper()}_DIR": sources[m.mount]
+        for k, m in profile.models.items()
+        if m.mount in sources
+    }
+    return verify.unvouched_models(profile, knobs)
+
+
+def _unproven(running: launch.Running) -> str | None:
+    """Who listens on the seat's port, around each group: raises on a stranger; why the seat
+    could not be proven alone there, or None."""
+    proof = launch.require_identity(running)
+    if proof == identity.OURS:
+        return None
+    return "nothing proved the seat alone on its port: " + proof.removeprefix("unverifiable: ")
 
 
 def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
@@ -77,14 +117,14 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
     seat = _seat_at(url)
     if isinstance(seat, str):
         return Target(url, model, headers, k=k, conditions={**conditions, "provenance": {"differs": [seat]}})
-    running = seat
+    running, profile = seat
     return Target(
         url,
         model,
         headers,
         k=k,
-        conditions={**conditions, **running.conditions()},
-        verify=lambda: launch.require_identity(running),
+        conditions={**conditions, **_marks(running, profile, _container(running, profile))},
+        verify=lambda: _unproven(running),
     )
 
 
@@ -92,7 +132,7 @@ def of_url(url: str, model: str, k: int | None, api_key: str | None) -> Target:
 NO_RECORD = "benched by URL: no `seat up` of this machine runs it, so nothing checked what it runs"
 
 
-def _seat_at(url: str) -> launch.Running | str:
+def _seat_at(url: str) -> tuple[launch.Running, profiles.Profile] | str:
     """The seat of this machine's `seat up` that the URL reaches (reach.reaches, however the URL
     spells its address) and the profile file it was launched from, still as launched; else why
     its results are unverified: NO_RECORD for any other server (a script's or compose's launch,
@@ -108,7 +148,7 @@ def _seat_at(url: str) -> launch.Running | str:
         try:
             profile = profiles.load(running.profile_source or running.profile)
             if bound.seat_of(profile) is not None:
-                return running
+                return running, profile
         except SeatError as exc:  # its own mark, and why nothing else of it can be checked
             recorded = what_runs.mark(running.conditions())
             why = f"benched by URL, and {running.profile}'s profile cannot judge its seat: {exc.message}"

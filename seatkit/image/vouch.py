@@ -74,12 +74,23 @@ def record(tag: str, image_id: str, built_from: dict[str, str]) -> None:
 
 def recorded(tag: str) -> dict | None:
     """The build record of a tag; None when there is none (or it is torn, or of another kit)."""
+    data = _read(_record_path(tag))
+    return data if data and data.get("tag") == tag else None
+
+
+def _recorded_as(image_id: str) -> dict | None:
+    """The build record of the image, whatever tag it was built under: run by its id or a second
+    tag, it is still the image that build made."""
+    found = (_read(path) for path in sorted(layout.build_records().glob("*.json")))
+    return next((data for data in found if data and data.get("id") == image_id), None)
+
+
+def _read(path: Path) -> dict | None:
     try:
-        data = safe_yaml.read_json(_record_path(tag), "build record")
+        data = safe_yaml.read_json(path, "build record")
     except (OSError, SeatError):  # none, or torn
         return None
-    ok = isinstance(data, dict) and data.get("tag") == tag and isinstance(data.get("pins"), dict)
-    return data if ok else None
+    return data if isinstance(data, dict) and isinstance(data.get("pins"), dict) else None
 
 
 def _short(digest: str) -> str:
@@ -89,6 +100,8 @@ def _short(digest: str) -> str:
 def difference(profile: Profile, tag: str, image_id: str) -> str | None:
     """Why the image under tag (image_id: the one that runs) is not the locked stack; None: it is."""
     built, now = recorded(tag), pins_now(profile)
+    if built is None or built["id"] != image_id:
+        built = _recorded_as(image_id) or built
     fix = (
         f"run seat build {profile.name}" if _docker(profile).image.overlay else "nothing checked what it runs"
     )

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from seatkit import safe_yaml
+from seatkit import safe_yaml, text
 from seatkit.errors import SeatError
 from seatkit.files import write_atomic
 from seatkit.models import hashing
@@ -289,9 +289,14 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
             for key, m in data["models"].items()
         }
         stated = {key: m["sha256"] for key, m in data["models"].items()}
-    except (TypeError, KeyError, ValueError, AttributeError, OverflowError) as exc:  # size: .inf
+    except KeyError as exc:
         raise SeatError(
-            f"{where}: not a models lock ({type(exc).__name__}: {exc})",
+            f"{where}: not a models lock: a field is missing ({text.one_line(str(exc.args[0]))})",
+            f"run `seat model lock {profile.name}` again",
+        ) from None
+    except (TypeError, ValueError, AttributeError, OverflowError):  # OverflowError: a size of .inf
+        raise SeatError(
+            f"{where}: not a models lock: a field holds the wrong kind of value",
             f"run `seat model lock {profile.name}` again",
         ) from None
     for key, lock in locks.items():
@@ -309,12 +314,13 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
         for name, grammar in (("repository", HUB_REPOSITORY), ("revision", HUB_REVISION)):
             if getattr(lock, name) is not None and not re.fullmatch(grammar, str(getattr(lock, name))):
                 raise SeatError(
-                    f"{where}: model {key}'s {name} {getattr(lock, name)!r} is not a hub {name}",
+                    f"{where}: model {key}'s {name} {text.one_line(str(getattr(lock, name)))} is not a hub {name}",
                     f"run `seat model lock {profile.name}` again",
                 )
     if set(locks) != set(profile.models):
         raise SeatError(
-            f"{where} locks models {sorted(locks)}, the profile has {sorted(profile.models)}",
+            f"{where} locks models {text.one_line(', '.join(sorted(map(str, locks))))}, "
+            f"the profile has {', '.join(sorted(profile.models))}",
             f"run `seat model lock {profile.name}` again",
         )
     for key, lock in locks.items():
@@ -324,11 +330,12 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
 
 def _same_origin(model: ModelDir, lock: ModelLock, key: str, where: str) -> None:
     for name in ("repository", "revision"):
-        stated = getattr(model, name)
-        if stated is not None and stated != getattr(lock, name):
+        stated, locked = getattr(model, name), getattr(lock, name)
+        if stated is not None and stated != locked:
             raise SeatError(
-                f"{where}: model {key} was locked at {name} {getattr(lock, name)}, "
-                f"the profile names {stated}",
+                f"{where}: model {key} was locked "
+                + (f"at {name} {locked}" if locked else f"with no {name}")
+                + f", the profile names {stated}",
                 "fetch that revision and lock again",
             )
 

@@ -168,7 +168,7 @@ def unvouched(profile: Profile, key: str, environ=os.environ) -> str | None:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
         if model["sha256"] != locks[key].sha256:
             return f"model {key}: locked again since its last full verify ({when})"
-        if model["dir"] != folder:
+        if Path(model["dir"]).resolve() != Path(folder).resolve():  # the same folder by another path is it
             return f"model {key}: read from {folder}, its last full verify ({when}) hashed {model['dir']}"
         if any(model[problem] for problem in ("missing", "changed", "extra")):
             return f"model {key}: its last full verify ({when}) found {summary(model)}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from seatkit import text
 from seatkit.errors import SeatError
 from seatkit.serve.words import Knob, Ref, Word
 
@@ -98,7 +99,7 @@ NO_MODES = (
 def refuse_unwrapped(environ: dict[str, str]) -> None:
     """A profile without the modes refuses SEAT_NSYS rather than launch without the profiler asked for."""
     if environ.get(MODE, OFF) != OFF:
-        raise SeatError(f"{MODE}={environ[MODE]!r}: {NO_MODES[0]}", NO_MODES[1])
+        raise SeatError(f"{MODE}={text.one_line(environ[MODE])}: {NO_MODES[0]}", NO_MODES[1])
 
 
 def session_of(argv: list[str]) -> dict | None:

@@ -23,7 +23,8 @@ class Running:
     log: str
     started: float
     api_key_file: str = ""
-    since: str = ""  # native: the process's start time, which with the PID and boot names it uniquely
+    since: str = ""  # native: the process's start time, which with the PID and boot names it uniquely;
+    # docker: when `up` started the container (a start since is a restart, docker.restarted)
     nsys: dict | None = None  # the profiling knobs in force, when the seat runs under nsys
     boot: str = ""  # native: the boot the PID and start time belong to (they repeat across boots)
     token: str = ""  # this `seat up`'s own: cleanup removes only a record that still holds it

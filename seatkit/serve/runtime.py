@@ -111,27 +111,10 @@ def ensure_venv(native: Native, say: Progress = print) -> Path:
     if shutil.which(native.python) is None:
         raise SeatError(f"{native.python} not found", "install it, or set native.python in the profile")
     with flock.beside(venv, f"setting up {venv.name}", f"{venv} is being set up", say):
-        if venv_problem(native) is None or _adopted(native, venv, say):  # the other setup finished it
+        if venv_problem(native) is None:  # the other setup finished it
             return venv
         _install(native, venv, say)
     return venv
-
-
-def _adopted(native: Native, venv: Path, say: Progress) -> bool:
-    """A whole venv with no record (an older kit's, of the same plan) whose distributions are the
-    lock's by name and version is recorded as it is, not made again."""
-    if not _made(venv) or _moved(venv) or venv_lock.recorded(venv) is not None:
-        return False
-    try:
-        found = venv_lock.distributions(venv)
-    except SeatError:
-        return False
-    own = {"pip", "setuptools", *(["vllm"] if native.metadata_shim else [])}
-    if venv_lock.unlike_lock(native.venv, found, own):
-        return False
-    say(f"{venv} holds what its lock names: recording its distributions")
-    venv_lock.record(venv, native.model_dump(), found)
-    return True
 
 
 def _install(native: Native, venv: Path, say: Progress) -> None:

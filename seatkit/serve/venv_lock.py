@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import subprocess
 from pathlib import Path
 
@@ -52,21 +51,6 @@ def lock_sha256(venv_name: str) -> str:
     return hashlib.sha256(lock_file(venv_name).read_bytes()).hexdigest()
 
 
-def _name(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def unlike_lock(venv_name: str, found: list[list[str]], own: set[str]) -> list[str]:
-    """How distributions differ from the lock by name and version, one line each; own: the names
-    a fresh venv and the kit add (pip, setuptools, the metadata shim), which the lock need not hold."""
-    lines = lock_file(venv_name).read_text().splitlines()
-    locked = {_name(n): v for n, v in (ln.split(" ")[0].split("==") for ln in lines if "==" in ln)}
-    have = {_name(n): v for n, v, _ in found}
-    return [f"{n} {v} is not in the lock" for n, v in have.items() if n not in locked and n not in own] + [
-        f"{n} is {have.get(n, 'missing')}, the lock says {v}" for n, v in locked.items() if have.get(n) != v
-    ]
-
-
 def distributions(venv: Path) -> list[list[str]]:
     """Each distribution the venv's Python finds, as [name, version, RECORD's SHA-256 or ""]."""
     try:
@@ -88,11 +72,9 @@ def distributions(venv: Path) -> list[list[str]]:
     return found
 
 
-def record(venv: Path, plan: dict, found: list[list[str]] | None = None) -> None:
-    """Write the record of the venv just installed from its plan's lock (found: its distributions,
-    when listed already)."""
-    found = distributions(venv) if found is None else found
-    data = {"plan": plan, "lock_sha256": lock_sha256(plan["venv"]), "distributions": found}
+def record(venv: Path, plan: dict) -> None:
+    """Write the record of the venv just installed from its plan's lock."""
+    data = {"plan": plan, "lock_sha256": lock_sha256(plan["venv"]), "distributions": distributions(venv)}
     write_atomic(layout.venv_record(venv), json.dumps(data, indent=1))
 
 

@@ -36,7 +36,8 @@ class Engine:
         if ref in self.by_ref:
             return type("Image", (), {"id": self.by_ref[ref]})
         if ref == "c" * 64:  # the running seat's container
-            return type("Container", (), {"image": type("Image", (), {"id": self.seats[-1]})})
+            image = type("Image", (), {"id": self.seats[-1]})
+            return type("Container", (), {"image": image, "attrs": {"State": {"StartedAt": "T0"}}})
         raise NotFound(ref)
 
     def create(self, image, *argv, **kwargs):

@@ -517,6 +517,7 @@ def test_the_profiles_restart_policy_is_given_to_the_engine_explicitly(monkeypat
 
     class Container:
         id = "ab" * 32
+        attrs = {"State": {"StartedAt": "T0"}}
 
         def start(self):
             pass
@@ -524,6 +525,9 @@ def test_the_profiles_restart_policy_is_given_to_the_engine_explicitly(monkeypat
     class Containers:
         def create(self, *args, **kwargs):
             made.update(kwargs)
+            return Container()
+
+        def get(self, ident):
             return Container()
 
     monkeypatch.setattr(engine, "client", lambda: type("Client", (), {"containers": Containers()})())

@@ -123,7 +123,7 @@ def test_a_bad_lock_is_refused(locked, edit, message):
 
 def test_a_lock_of_another_revision_than_the_profile_is_refused(locked, tmp_path):
     pinned = profiles.load(write_profile(tmp_path, revision=REV, name="seat"))
-    with pytest.raises(SeatError, match="was locked at revision None"):
+    with pytest.raises(SeatError, match="was locked with no revision"):
         locks.read(pinned)
 
 

@@ -156,8 +156,9 @@ def test_a_deleted_profile_leaves_the_mark_with_the_seat(kit, seat):
 # 2. The mark comes from the record, never from the profile as it reads now.
 
 
-def test_the_mark_reaches_summary_report_compare_and_fleet_from_the_record(kit, seat, tmp_path):
+def test_the_mark_reaches_summary_report_compare_and_fleet_from_the_record(kit, seat, tmp_path, monkeypatch):
     """plain's profile declares no experiment; its record says the seat ran as one: the record wins."""
+    monkeypatch.setattr(verify, "unvouched_models", lambda p, environ: None)  # test_model_marks's business
     said = "what the record says"
     up_as_this_process(
         "plain", seat.url, profile_sha256=profiles.load("plain").sha256, provenance={"differs": [said]}

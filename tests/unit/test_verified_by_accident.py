@@ -25,7 +25,7 @@ from seatkit.doctor import targets
 from seatkit.errors import SeatError
 from seatkit.image import vouch
 from seatkit.models import lock, verify
-from seatkit.seat import layout, profiles
+from seatkit.seat import layout, profiles, what_runs
 from seatkit.seat.sections import Native
 from seatkit.serve import launch, preflight, provenance, runtime
 from seatkit.serve import spec as specs
@@ -78,8 +78,7 @@ def test_what_a_native_seat_keeps_from_the_shell_is_in_its_launch_record(name, t
 
 
 class Seat:
-    """A container of the fake engine: running, and restarted once by its restart policy since
-    `seat up` started it (a crash, or the host's reboot)."""
+    """A container of the fake engine, running as `seat up` started it."""
 
     id = "c" * 64
     status = "running"
@@ -88,7 +87,7 @@ class Seat:
         self.labels = docker.labels(profile)
         self.image = type("Image", (), {"id": BUILT, "labels": {}})()
         self.attrs = {
-            "RestartCount": 1,
+            "RestartCount": 0,
             "State": {"Status": "running", "StartedAt": "2099-01-01T00:00:00.000000000Z"},
             "Mounts": [],
         }
@@ -109,12 +108,8 @@ class Engine:
         return self.seat
 
 
-def test_a_docker_seat_restarted_since_up_onto_changed_weights_is_not_verified(tmp_path, monkeypatch):
-    """Reproduction: `seat up` of a verified overlay seat whose restart policy is unless-stopped (as
-    dsv4-flash-dspark-tp4's); the weights are re-downloaded while it runs, the container crashes
-    (or the host reboots) and docker starts it again, loading the new weights. `seat bench` reads
-    the run record written at `up` and carries no mark, though `seat model verify` would now name
-    the changed files: nothing compares a restart with the record."""
+def docker_seat_up(tmp_path, monkeypatch) -> Engine:
+    """`seat up` of a verified overlay seat whose restart policy is unless-stopped; the engine."""
     monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
     profile = over(
         tmp_path, "cpu-smoke-docker", image={"overlay": True}, docker={"restart": "unless-stopped"}
@@ -125,13 +120,85 @@ def test_a_docker_seat_restarted_since_up_onto_changed_weights_is_not_verified(t
     monkeypatch.setattr(engine, "client", lambda: fake)
     monkeypatch.setattr(preflight, "run", lambda spec, values: None)
     monkeypatch.setattr(verify, "unvouched_models", lambda p, environ=os.environ: None)
+    monkeypatch.setattr(provenance, "launch_differs", lambda spec, sha: None)  # test_provenance's business
     launch._start(specs.build(profile), {"SEAT_IMAGE": TAG}, vouch.image_check)
-    assert launch.recorded(profile.name).unverified is None  # verified at `seat up`
+    assert what_runs.mark(launch.recorded(profile.name).conditions()) is None  # verified at `seat up`
+    return fake
+
+
+@pytest.mark.parametrize(
+    "since_up",
+    [
+        {},
+        {"RestartCount": 2},  # its restart policy, after a crash
+        {"State": {"Status": "running", "StartedAt": "2099-01-02T00:00:00.000000000Z"}},  # a reboot
+    ],
+)
+def test_a_docker_seat_is_verified_at_bench_time_only_until_its_container_starts_again(
+    since_up, tmp_path, monkeypatch
+):
+    """A reboot or `docker restart` starts it again without counting a restart; either way it
+    loaded what was there then, which nothing checked. A container that never started again
+    stays verified."""
+    fake = docker_seat_up(tmp_path, monkeypatch)
+    fake.seat.attrs.update(since_up)
+    mark = what_runs.mark(targets.of_profile(str(tmp_path / "try.yaml")).conditions)
+    assert (mark is not None) == bool(since_up), mark
+    assert mark is None or "started again since `seat up`" in mark
+
+
+def test_a_docker_seat_restarted_since_up_onto_changed_weights_is_not_verified(tmp_path, monkeypatch):
+    """Reproduction: `seat up` of a verified overlay seat whose restart policy is unless-stopped (as
+    dsv4-flash-dspark-tp4's); the weights are re-downloaded while it runs, the container crashes
+    (or the host reboots) and docker starts it again, loading the new weights. `seat bench` reads
+    the run record written at `up` and carries no mark, though `seat model verify` would now name
+    the changed files: nothing compares a restart with the record."""
+    fake = docker_seat_up(tmp_path, monkeypatch)
+    fake.seat.attrs["RestartCount"] = 1  # its restart policy started it again
     changed = "model files changed since their last full verify: base/model.safetensors"
     monkeypatch.setattr(verify, "unvouched_models", lambda p, environ=os.environ: changed)
     monkeypatch.setattr(verify, "unvouched", lambda p, key, environ=os.environ: changed)
     target = targets.of_profile(str(tmp_path / "try.yaml"))
-    assert target.conditions.get("unverified"), target.conditions
+    assert what_runs.mark(target.conditions), target.conditions
+
+
+def test_a_docker_seats_weights_are_checked_at_bench_time_where_its_container_mounts_them(
+    tmp_path, monkeypatch
+):
+    """`SEAT_MODEL_BASE_DIR=/elsewhere seat up`, then `seat bench` from a shell without the knob:
+    the weights looked at again are those the container mounts (not the profile's folder, which
+    would mark a seat that equals its records), and a file rewritten there since marks the run."""
+    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
+    weights = tmp_path / "elsewhere"
+    weights.mkdir()
+    for name in WEIGHTS:
+        (weights / name).write_bytes(os.urandom(4096))
+    model = {"build": None, "host_dir": str(tmp_path / "default"), "files": WEIGHTS, "mount": "/models-base"}
+    profile = over(
+        tmp_path,
+        "cpu-smoke-docker",
+        image={"overlay": True},
+        models={"base": model},
+        vllm_args={"load-format": "safetensors"},
+    )
+    knob = {"SEAT_MODEL_BASE_DIR": str(weights)}
+    monkeypatch.setenv("SEAT_MODEL_BASE_DIR", str(weights))
+    lock.write(profile, lock.make(profile))
+    assert verify.verify(profile, full=True)["ok"]
+    monkeypatch.delenv("SEAT_MODEL_BASE_DIR")
+    monkeypatch.setattr(vouch.base_pins, "base_reference", lambda p, allow_unpinned=False: (BASE, "d"))
+    vouch.record(TAG, BUILT, vouch.pins_now(profile))
+    fake = Engine(profile.name)
+    fake.seat.attrs["Mounts"] = [{"Source": str(weights), "Destination": "/models-base"}]
+    monkeypatch.setattr(engine, "client", lambda: fake)
+    monkeypatch.setattr(preflight, "run", lambda spec, values: None)
+    monkeypatch.setattr(provenance, "launch_differs", lambda spec, sha: None)  # test_provenance's business
+    launch._start(specs.build(profile), {"SEAT_IMAGE": TAG, **knob}, vouch.image_check)
+    assert what_runs.mark(launch.recorded(profile.name).conditions()) is None  # verified at `seat up`
+    assert what_runs.mark(targets.of_profile(str(tmp_path / "try.yaml")).conditions) is None
+    (weights / "model.safetensors").write_bytes(os.urandom(4096))  # a download lands
+    mark = what_runs.mark(targets.of_profile(str(tmp_path / "try.yaml")).conditions)
+    assert mark and "base/model.safetensors" in mark, mark
 
 
 def _wheel(folder, name: str, version: str, body: bytes) -> None:
@@ -171,8 +238,9 @@ def test_a_venv_without_a_record_is_adopted_only_with_the_locked_wheels_files(ve
     )
     assert done.returncode == 0, done.stderr
     layout.venv_record(venv).unlink()  # as an older kit left it
-    runtime.ensure_venv(plan, say=lambda m: None)
-    assert runtime.venv_problem(plan) is not None, "a rebuilt distribution passed for the locked one"
+    runtime.ensure_venv(plan, say=lambda m: None)  # no record: made again from the hashed lock
+    module = next(venv.glob("lib/python3*/site-packages/tiny_a.py")).read_text()
+    assert "not the locked" not in module, "a rebuilt distribution passed for the locked one"
 
 
 def test_a_model_folder_named_by_another_path_to_it_stays_verified(tmp_path, monkeypatch):
@@ -240,7 +308,7 @@ def test_a_bench_whose_seat_cannot_be_proven_alone_on_its_port_is_marked(server,
     unproven = "unverifiable: cannot read the seat's open files (Permission denied)"
     target = Target(server.url, oracle.MODEL, verify=lambda: unproven)
     summary = run.bench(target, prose(), Options(0, 1), run.RunDir(tmp_path, "unproven"))
-    assert summary["conditions"].get("unverified"), summary["conditions"]
+    assert what_runs.mark(summary["conditions"]), summary["conditions"]
 
 
 @pytest.mark.parametrize("name", ["dsv4-flash-dspark-tp4", "deepspark-prebuilt"])
@@ -348,6 +416,7 @@ def test_weights_rewritten_while_the_seat_loads_them_mark_its_run(tmp_path, monk
     monkeypatch.setattr(launch, "wait_ready", loading)
     run, _ = launch.up(specs.build(profile))
     try:
-        assert launch.recorded("seat").unverified, "the seat serves weights no verify vouched for"
+        target = targets.of_profile("seat")  # as `seat bench seat` sees it
+        assert what_runs.mark(target.conditions), "the seat serves weights no verify vouched for"
     finally:
         launch._forget(run)  # the record names this test's own process: nothing to signal

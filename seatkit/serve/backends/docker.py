@@ -64,6 +64,17 @@ def name_taken(name: str) -> SeatError | None:
     return SeatError(f"{said}: {whose}", f"{stop}docker rm {name} if it is not wanted{other}")
 
 
+def started(found) -> str:
+    """When the container last started (docker inspect's State.StartedAt)."""
+    return str((found.attrs.get("State") or {}).get("StartedAt") or "")
+
+
+def restarted(found, run: Running) -> bool:
+    """Whether the container started again since `seat up` started it (its restart policy, the
+    engine's start after a reboot, a `docker restart`): it then loaded what was there, unchecked."""
+    return bool(found.attrs.get("RestartCount")) or started(found) != run.since
+
+
 def _running(found) -> bool:
     return found is not None and found.status in ("created", "running")
 
@@ -95,8 +106,8 @@ def create_and_start(
 ) -> None:
     """Create the container of the effective launch (the one the script, compose and k8s render;
     env: the key, when the seat takes one), record it, then start it: from its first instant,
-    `down` can find it."""
-    from docker.errors import APIError
+    `down` can find it; then record when it started."""
+    from docker.errors import APIError, NotFound
     from docker.types import Mount, Ulimit
 
     p = spec.profile
@@ -133,6 +144,11 @@ def create_and_start(
         # The name taken since preflight looked.
         taken = name_taken(values["SEAT_CONTAINER"]) if exc.status_code == 409 and not run.ident else None
         raise taken or _refusal(str(exc.explanation or exc), devices) from None
+    try:
+        run.since = started(engine.client().containers.get(made.id))  # a start after this one shows
+        record(run)
+    except NotFound:  # removed as soon as it started: `up` finds it gone while it waits
+        pass
 
 
 class Docker:
