@@ -105,8 +105,6 @@ def test_verify_reports_missing_changed_and_extra_and_records_full_runs(locked, 
         (lambda d: d["models"]["base"]["files"][0].update(size=1), "aggregate hash does not match"),
         (lambda d: d["models"].pop("draft"), "the profile has"),
         (lambda d: d.update(models=[]), "not a models lock"),
-        (lambda d: d["models"]["base"].update(revision="--local-dir=/etc"), "is not a hub revision"),
-        (lambda d: d["models"]["base"]["files"].append(dict(d["models"]["base"]["files"][0])), "twice"),
     ],
 )
 def test_a_bad_lock_is_refused(locked, edit, message):
@@ -590,28 +588,6 @@ def test_a_torn_hub_metadata_file_names_no_revision_rather_than_crashing(tmp_pat
     )
     profile = profiles.load(write_profile(tmp_path))
     assert locks.make(profile)["base"].revision == REV
-
-
-def test_a_newline_in_a_file_name_cannot_forge_the_aggregate(tmp_path):
-    """One file named 'a\\n<sha>  5  b' would hash to the same aggregate as files a and b."""
-    h1, h2 = "1" * 64, "2" * 64
-    forged = locks.ModelLock(None, None, [locks.File(f"a\n{h2}  5  b", 3, h1)])
-    honest = locks.ModelLock(None, None, [locks.File("a", 3, h1), locks.File("b", 5, h2)])
-    assert forged.sha256 == honest.sha256  # so such names must never reach a lock
-    fill(tmp_path / "m", {"config.json": b"{}", f"a\n{h2}  5  b": b"abc"})
-    with pytest.raises(SeatError, match="newline"):
-        locks.scan(tmp_path / "m")
-
-
-def test_a_lock_with_a_newline_in_a_path_is_refused(locked):
-    path = locks.lock_path(locked)
-    data = yaml.safe_load(path.read_text())
-    data["models"]["base"]["files"][0]["path"] = "config.json\nx"
-    files = [locks.File(**f) for f in data["models"]["base"]["files"]]
-    data["models"]["base"]["sha256"] = locks.ModelLock(None, None, files).sha256
-    path.write_text(yaml.safe_dump(data))
-    with pytest.raises(SeatError, match="newline"):
-        locks.read(locked)
 
 
 def test_a_docker_seat_s_built_model_is_verified_where_its_knob_mounts_it(tmp_path, seat_home):

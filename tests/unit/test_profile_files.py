@@ -131,20 +131,6 @@ def test_render_cli_names_the_bad_profile_without_a_traceback(profile_dir, monke
     assert real_script.read_bytes() == before
 
 
-@pytest.mark.parametrize("where", [("vllm_args", "max-model-len"), ("speculative", "config")])
-def test_a_nul_byte_in_any_string_is_refused_naming_the_field(where):
-    """execve and bash cannot carry a NUL: a value holding one would run as a shorter one."""
-    data = profiles._raw(profiles.profile_path(profiles.EMBEDDED_DEFAULT))[0]
-    field, key = where
-    data[field] = (
-        {**data.get(field, {}), key: "2048\x00--api-key=x"}
-        if field == "vllm_args"
-        else {**data[field], key: {"prompt_lookup_max": "4\x00"}}
-    )
-    with pytest.raises(Exception, match=f"{field}.* must not hold a NUL byte"):
-        profiles.parse({**data, "name": "x"})
-
-
 @pytest.mark.parametrize(
     "text, got", [("", "an empty file"), ("- a\n- b\n", "a list"), ("just words\n", "a single value")]
 )
