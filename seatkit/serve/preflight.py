@@ -6,13 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import time
 from dataclasses import replace
 
 from seatkit.errors import SeatError
-from seatkit.models import lock as locks
-from seatkit.models import verify
-from seatkit.seat.profiles import Profile
 from seatkit.serve import render
 from seatkit.serve.checks import Kind
 from seatkit.serve.spec import LaunchSpec, resolve
@@ -23,30 +19,12 @@ HINT = "  hint: "
 
 
 def warnings(spec: LaunchSpec, values: dict[str, str]) -> list[str]:
-    """What `seat up` should say before it starts: an image by a tag (the script warns too), and a
-    locked model file changed since its last full verify (the script compares sizes only)."""
+    """What `seat up` says before it starts: an image chosen by a tag (the script warns too). Weights
+    changed since their last full verify are the run's mark, said when it is up."""
     subjects = (resolve(c.subject, values) for c in spec.checks if c.kind == Kind.PINNED)
     return [
         f"{image} is not pinned by digest: a tag can move" for image in subjects if "@sha256:" not in image
-    ] + _changed_models(spec.profile, values)
-
-
-def _changed_models(profile: Profile, values: dict[str, str]) -> list[str]:
-    try:
-        record = verify.last_full(profile.name)
-        if record is None or locks.read(profile) is None:
-            return []
-        changed = verify.changed_since(profile, record["time"], record["models"], values)
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
-    except (SeatError, OSError, ValueError, KeyError, TypeError, AttributeError):
-        return []  # a torn record, an unreadable folder: the checks and `seat doctor` name them
-    if not changed:
-        return []
-    if len(changed) == 1:
-        what = f"model file {changed[0]} changed since its last full verify ({when})"
-    else:
-        what = f"{len(changed)} model files changed since their last full verify ({when}), e.g. {', '.join(changed[:3])}"
-    return [f"{what}; preflight compares sizes only: seat model verify {profile.name} hashes again"]
+    ]
 
 
 def run(spec: LaunchSpec, values: dict[str, str]) -> None:

@@ -15,7 +15,7 @@ from seatkit import paths
 from seatkit.doctor import image as doctor_image
 from seatkit.models import lock, verify
 from seatkit.seat import profiles
-from seatkit.serve import launch, preflight
+from seatkit.serve import launch
 from seatkit.serve import spec as specs
 from seatkit.serve.backends import native
 
@@ -82,8 +82,6 @@ def test_weights_rewritten_since_their_full_verify_start_a_seat_not_recorded_as_
     profile = locked("seat")
     assert verify.verify(profile, full=True)["ok"]
     (kit / "model.safetensors").write_bytes(os.urandom(4096))  # other weights, the same size
-    spec = specs.build(profile)
-    assert any("changed since its last full verify" in w for w in preflight.warnings(spec, spec.values()))
     why = started(profile)
     assert why is not None and "base/model.safetensors" in why, why
     assert why.startswith("model files changed since their last full verify (")

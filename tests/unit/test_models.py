@@ -470,34 +470,6 @@ def test_a_fresh_build_unlike_the_lock_is_refused_naming_the_file_and_never_left
     assert runs == ["building the tiny-llama model"] * 2
 
 
-def test_seat_up_warns_of_a_locked_model_file_changed_since_its_last_full_verify(built, seat_home):
-    from conftest import seat_cli
-
-    spec = specs.build(built)
-    assert preflight.warnings(spec, spec.values({})) == []  # never verified: nothing to compare
-    verify.verify(built)
-    assert preflight.warnings(spec, spec.values({})) == []
-    model = seat_home / "models" / "tiny-llama"
-    (model / "config.json").write_bytes(b"[]")  # same size: preflight's sizes pass
-    (warning,) = preflight.warnings(spec, spec.values({}))
-    assert warning.startswith("model file base/config.json changed since its last full verify (")
-    assert warning.endswith("seat model verify built hashes again")
-    (model / "tokenizer.json").write_bytes(b"[2]")
-    assert preflight.warnings(spec, spec.values({}))[0].startswith("2 model files changed since")
-    verify._record_path(built.name).write_text("{")  # torn: `seat doctor` says so, up starts
-    assert preflight.warnings(spec, spec.values({})) == []
-    verify.verify(built)
-    (model / "config.json").write_bytes(b"{}")
-    # From the outside: the installed seat says it before it starts (a stand-in server that exits).
-    vllm = seat_home / "venvs" / built.native.venv / "bin" / "vllm"
-    vllm.parent.mkdir(parents=True)
-    vllm.write_text("#!/bin/sh\nexit 3\n")
-    vllm.chmod(0o755)
-    done = seat_cli(["up", built.source], seat_home, SEAT_PORT=str(free_port()), COLUMNS="300")
-    assert done.returncode == 1, done.stderr
-    assert "warning: model file base/config.json changed since its last full verify" in done.stderr
-
-
 def test_the_preflight_follows_symlinked_files(tmp_path, seat_home):
     """A hub cache snapshot holds symlinks to blobs: its sizes are the blobs'."""
     profile = profiles.load("cpu-smoke")
