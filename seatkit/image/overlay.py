@@ -177,16 +177,9 @@ def summary(problems: dict[str, list[str]]) -> str:
     return "; ".join(f"{len(v)} {k} (e.g. {', '.join(v[:3])})" for k, v in problems.items() if v)
 
 
-def _strict_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
-    """tarfile's "data" filter, except that an absolute name is refused rather than made relative."""
-    if member.name.startswith("/"):
-        raise tarfile.AbsolutePathError(member)
-    return tarfile.data_filter(member, dest)
-
-
 def extract(stream, dest: Path, what: str, links: list[str] | None = None) -> None:
-    """Unpack a tar into dest, refusing any member that would land outside it (absolute names,
-    `..`, links pointing out) or that is a device, with the member named; never a traceback.
+    """Unpack a tar into dest, refusing any member that would land outside it (`..`, links pointing
+    out) or that is a device, with the member named (tarfile's "data" filter); never a traceback.
     With links given, symlinks are not made but named there ("name -> target"): a folder
     copied out of an image may link anywhere in that image, which is a fact, not an attack."""
 
@@ -194,7 +187,7 @@ def extract(stream, dest: Path, what: str, links: list[str] | None = None) -> No
         if links is not None and member.issym():
             links.append(f"{member.name} -> {member.linkname}")
             return None
-        return _strict_filter(member, path)
+        return tarfile.data_filter(member, path)
 
     try:
         with tarfile.open(fileobj=stream, mode="r|*") as tar:

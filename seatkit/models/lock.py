@@ -114,8 +114,7 @@ def scan(folder: Path, alone: bool = False) -> dict[str, int]:
     """Every file under folder (the hub's download metadata aside) and its size, under its name
     in the folder, through links that stay where the seat can read them: inside folder, or inside
     the hub cache repository whose snapshot it is (its files link into the repository's blobs/),
-    unless a container mounts the folder alone. A link that leaves, a link loop, or an entry that
-    is no file nor folder is refused: nothing is skipped silently."""
+    unless a container mounts the folder alone. A link that leaves, or a link loop, is refused."""
     if not folder.is_dir():
         raise SeatError(
             f"model folder not found: {folder}",
@@ -160,11 +159,6 @@ class _Walk:
                 self.walk(Path(entry.path), name, seen | {(info.st_dev, info.st_ino)})
             elif stat.S_ISREG(info.st_mode):
                 self.out[name.as_posix()] = info.st_size
-            else:
-                raise SeatError(
-                    f"{self.folder}: {name.as_posix()} is no regular file (a pipe, socket or device)",
-                    "a model folder holds files and folders only",
-                )
 
     def _inside(self, link: Path, name: PurePosixPath) -> None:
         """Nothing when the link's target stays where the seat can read it; else a SeatError
