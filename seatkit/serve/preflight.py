@@ -5,31 +5,24 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 from dataclasses import replace
 
 from seatkit.errors import SeatError
 from seatkit.serve import render
 from seatkit.serve.checks import Kind
-from seatkit.serve.spec import LaunchSpec, resolve
+from seatkit.serve.spec import LaunchSpec
 
 FAILED = "seat preflight: "  # the script's fail(), in serve/templates/preflight.sh.j2
 WARNED = FAILED + "warning: "
 HINT = "  hint: "
 
 
-def warnings(spec: LaunchSpec, values: dict[str, str]) -> list[str]:
-    """What `seat up` says before it starts: an image chosen by a tag (the script warns too). Weights
-    changed since their last full verify are the run's mark, said when it is up."""
-    subjects = (resolve(c.subject, values) for c in spec.checks if c.kind == Kind.PINNED)
-    return [
-        f"{image} is not pinned by digest: a tag can move" for image in subjects if "@sha256:" not in image
-    ]
-
-
 def run(spec: LaunchSpec, values: dict[str, str]) -> None:
-    """Every check in order; the first failure raises with the script's words and hint. A taken
-    container name is left to the create, which says whose it is (backends.docker.name_taken)."""
+    """Every check in order; the first failure raises with the script's words and hint, and its
+    warnings (an image chosen by a tag) are said as the script says them. A taken container name
+    is left to the create, which says whose it is (backends.docker.name_taken)."""
     spec = replace(spec, checks=[c for c in spec.checks if c.kind != Kind.CONTAINER_FREE])
     with tempfile.NamedTemporaryFile("w", prefix="seat-preflight-", suffix=".sh") as script:
         script.write(render.render_preflight(spec))  # a file: a long sizes check outgrows an argument
@@ -42,6 +35,7 @@ def run(spec: LaunchSpec, values: dict[str, str]) -> None:
             text=True,
         )
     if done.returncode == 0:
+        sys.stderr.write(done.stderr)
         return
     lines = done.stderr.splitlines()
     failed = [i for i, line in enumerate(lines) if line.startswith(FAILED) and not line.startswith(WARNED)]
