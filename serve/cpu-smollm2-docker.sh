@@ -71,11 +71,6 @@ fail() {
   [ -z "${2:-}" ] || printf '  hint: %s\n' "$2" >&2
   [ "${SEAT_DRY_RUN:-0}" = 1 ] || exit 1
 }
-# ASCII control characters only, whatever the locale.
-has_control() {
-  local LC_ALL=C
-  [[ $1 == *[[:cntrl:]]* ]]
-}
 nsys=()
 case "$SEAT_NSYS" in
   profile) nsys=('nsys' 'profile' '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none' '--duration='"${SEAT_NSYS_DURATION}" '--wait=primary' '--output='"${SEAT_NSYS_OUTPUT}") ;;
@@ -104,7 +99,6 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
-  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
   [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'seat setup of a native profile that builds smollm2-135m makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
@@ -132,7 +126,6 @@ preflight() {
   f=tokenizer_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 297 ] || fail 'base model'": $f is missing or not the locked size (297 bytes)" 'seat model verify cpu-smollm2-docker'
   fi
   dir="${SEAT_CACHE_DIR}"
-  ! has_control "$dir" || fail cache" directory has a control character (a newline, a tab) in its path" "name a plain path"
   case "$dir" in
     /*:*|/*,*|[!/]*|"") fail cache" directory must be an absolute path without ':' or ',' (docker mounts take no others): '$dir'" "set SEAT_CACHE_DIR to one" ;;
   esac
