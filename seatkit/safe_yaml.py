@@ -1,6 +1,7 @@
 """Every data file the kit reads (YAML, JSON, text), with a clear error for each way an accident
 leaves it: not there, no regular file (a FIFO would hang the read), too large for what it should
-be, not UTF-8, not valid, or a key written twice (the second would silently win)."""
+be, not UTF-8, not valid, or a YAML key written twice (an edit whose second value would silently
+win; JSON files are the kit's own output)."""
 
 from __future__ import annotations
 
@@ -77,19 +78,10 @@ def read(path: Path, what: str = "file", limit: int = MAX_BYTES):
         loader.dispose()
 
 
-def _unique(pairs: list[tuple]) -> dict:
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
 def read_json(path: Path, what: str = "file", limit: int = MAX_BYTES):
     """The parsed JSON document. NaN and Infinity parse (Python's json writes them) so that the
     schema that checks the document names the field that holds one."""
     try:
-        return json.loads(read_text(path, what, limit), object_pairs_hook=_unique)
+        return json.loads(read_text(path, what, limit))
     except ValueError as exc:
         raise SeatError(f"{path}: not valid JSON for a {what}: {exc}") from None
