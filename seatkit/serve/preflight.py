@@ -4,6 +4,7 @@ launch by hand and `seat up` find the same things, said in the same words."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -14,9 +15,8 @@ from seatkit.serve import render
 from seatkit.serve.checks import Kind
 from seatkit.serve.spec import LaunchSpec
 
-FAILED = "seat preflight: "  # the script's fail(), in serve/templates/preflight.sh.j2
-WARNED = FAILED + "warning: "
-HINT = "  hint: "
+# The script's fail() (serve/templates/preflight.sh.j2), when it stops: not a warning.
+FAILURE = re.compile(r"^seat preflight: (?!warning: )(?P<message>.*)(?:\n  hint: (?P<hint>.*))?", re.M)
 
 
 def run(spec: LaunchSpec, values: dict[str, str]) -> None:
@@ -37,12 +37,7 @@ def run(spec: LaunchSpec, values: dict[str, str]) -> None:
     if done.returncode == 0:
         sys.stderr.write(done.stderr)
         return
-    lines = done.stderr.splitlines()
-    failed = [i for i, line in enumerate(lines) if line.startswith(FAILED) and not line.startswith(WARNED)]
-    if not failed:  # bash itself stopped
+    said = FAILURE.search(done.stderr)  # fail() says one failure, with its hint, and exits
+    if said is None:  # bash itself stopped
         raise SeatError(f"preflight failed: {done.stderr.strip() or f'bash exited {done.returncode}'}")
-    hint = next(iter(lines[failed[-1] + 1 :]), "")
-    raise SeatError(
-        "preflight: " + lines[failed[-1]].removeprefix(FAILED),
-        hint.removeprefix(HINT) if hint.startswith(HINT) else "",
-    )
+    raise SeatError(f"preflight: {said['message']}", said["hint"] or "")
