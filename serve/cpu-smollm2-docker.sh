@@ -132,8 +132,6 @@ preflight() {
   [ -d "$dir" ] || [ "${SEAT_DRY_RUN:-0}" = 1 ] || mkdir -p -- "$dir" || fail "cannot make the cache directory $dir" "make it by hand, or set SEAT_CACHE_DIR to a folder you can write"
   if [ ! -r "$SEAT_API_KEY_FILE" ]; then
     fail "API key file missing: $SEAT_API_KEY_FILE" "seat up cpu-smollm2-docker makes one"
-  elif [ ! -f "$SEAT_API_KEY_FILE" ]; then  # reading a FIFO would hang here
-    fail "API key file $SEAT_API_KEY_FILE is not a regular file" "point SEAT_API_KEY_FILE at a file"
   else
     key=$(<"$SEAT_API_KEY_FILE")
     [[ $key =~ ^[[:graph:]]+$ ]] || fail "API key file $SEAT_API_KEY_FILE holds no usable key (empty, or spaces inside)" "delete it and let seat up cpu-smollm2-docker make a new one"
