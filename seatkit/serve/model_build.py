@@ -199,7 +199,7 @@ def command(build: Build, venv: Path, out: Path, run: Run, say: Callable[[str], 
     out too when it fails (a full disk's half-written weights are no use, and take its room)."""
     script = str(Path(__file__).with_name(build.script))
     python = [str(venv / "bin" / "python"), "-I"]
-    if build.wheel is None or build.tool is None:  # load() gives both or neither
+    if build.wheel is None or build.tool is None:  # builds.yaml gives a wheel its converter's tool
         with _removed_on_failure(out):
             yield [*python, script, str(out)]
         return
