@@ -1,16 +1,11 @@
-"""Every data file the kit reads (YAML, JSON, text), read defensively: regular files of bounded
-size only, no duplicate keys, no YAML anchors or aliases.
-
-PyYAML's safe loader still expands aliases, so a few hundred bytes of nested aliases can build
-gigabytes ("billion laughs"), and a repeated key silently wins over the first. The kit's data files
-need neither: a variant profile uses `extends`. A FIFO would hang a plain read and a link to
-/dev/zero would never end, so the file is opened without blocking and checked before it is read.
-"""
+"""Every data file the kit reads (YAML, JSON, text), with a clear error for each way an accident
+leaves it: not there, no regular file (a FIFO would hang the read), too large for what it should
+be, not UTF-8, not valid, or a YAML key written twice (an edit whose second value would silently
+win; JSON files are the kit's own output)."""
 
 from __future__ import annotations
 
 import json
-import os
 import stat
 from collections.abc import Hashable
 from pathlib import Path
@@ -23,14 +18,6 @@ MAX_BYTES = 256 * 1024
 
 
 class _Loader(yaml.SafeLoader):
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent) or getattr(self.peek_event(), "anchor", None):
-            mark = self.peek_event().start_mark
-            raise yaml.constructor.ConstructorError(
-                None, None, "anchors and aliases (&name, *name) are not allowed in this file", mark
-            )
-        return super().compose_node(parent, index)
-
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
@@ -47,9 +34,20 @@ class _Loader(yaml.SafeLoader):
 
 def read_bytes(path: Path, what: str = "file", limit: int = MAX_BYTES) -> bytes:
     """The file's bytes; FileNotFoundError, IsADirectoryError and NotADirectoryError pass through
-    for the caller to explain; any other failure to open or read it is a SeatError."""
+    for the caller to explain; any other failure to read it is a SeatError."""
     try:
-        return _read_bytes(path, what, limit)
+        info = path.stat()
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):  # a folder: read_bytes says so
+            raise SeatError(
+                f"{path}: not a regular file (a pipe, socket or device)",
+                f"give the path of the {what} itself",
+            )
+        if info.st_size > limit:
+            raise SeatError(
+                f"{path}: larger than {limit // 1024} KiB, too large for a {what}",
+                "the kit's data files are a few pages; check that this is the right file",
+            )
+        return path.read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise
     except OSError as exc:  # a link loop, no permission, an I/O error: say so, never a traceback
@@ -57,38 +55,6 @@ def read_bytes(path: Path, what: str = "file", limit: int = MAX_BYTES) -> bytes:
             f"{path}: cannot read this {what} ({exc.strerror or exc})",
             "check the file's permissions and what it links to",
         ) from None
-
-
-def _read_bytes(path: Path, what: str, limit: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(path)
-        raise SeatError(
-            f"{path}: not a regular file (a pipe, socket or device)", f"give the path of the {what} itself"
-        )
-    if info.st_size > limit:
-        os.close(fd)
-        raise _too_large(path, what, limit)
-    chunks, size = [], 0
-    with os.fdopen(fd, "rb", buffering=0) as fh:
-        # In pieces: read(limit) would allocate all of a large limit for a small file.
-        while size <= limit and (chunk := fh.read(min(1 << 20, limit + 1 - size))):
-            chunks.append(chunk)
-            size += len(chunk)
-    data = b"".join(chunks)
-    if len(data) > limit:  # it grew while read
-        raise _too_large(path, what, limit)
-    return data
-
-
-def _too_large(path: Path, what: str, limit: int) -> SeatError:
-    return SeatError(
-        f"{path}: larger than {limit // 1024} KiB, too large for a {what}",
-        "the kit's data files are a few pages; check that this is the right file",
-    )
 
 
 def read_text(path: Path, what: str = "file", limit: int = MAX_BYTES) -> str:
@@ -104,35 +70,16 @@ def read(path: Path, what: str = "file", limit: int = MAX_BYTES):
     loader.name = str(path)  # error marks name the file, not "<unicode string>"
     try:
         return loader.get_single_data()
-    except yaml.YAMLError as exc:
-        raise SeatError(f"{path}: not valid YAML for a {what}: {exc}") from None
-    except RecursionError:
-        raise SeatError(f"{path}: not valid YAML for a {what}: nested too deeply") from None
-    except (
-        ValueError,
-        OverflowError,
-    ) as exc:  # a scalar the resolver cannot build (2001-13-45, a 5000-digit int)
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: a date the resolver cannot build
         raise SeatError(f"{path}: not valid YAML for a {what}: {exc}") from None
     finally:
         loader.dispose()
 
 
-def _unique(pairs: list[tuple]) -> dict:
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
 def read_json(path: Path, what: str = "file", limit: int = MAX_BYTES):
     """The parsed JSON document. NaN and Infinity parse (Python's json writes them) so that the
     schema that checks the document names the field that holds one."""
-    text = read_text(path, what, limit)
     try:
-        return json.loads(text, object_pairs_hook=_unique)
+        return json.loads(read_text(path, what, limit))
     except ValueError as exc:
         raise SeatError(f"{path}: not valid JSON for a {what}: {exc}") from None
-    except RecursionError:
-        raise SeatError(f"{path}: not valid JSON for a {what}: nested too deeply") from None

@@ -79,12 +79,6 @@ case "$SEAT_NSYS" in
   session) nsys=('nsys' 'launch' '--session-new='"${SEAT_NSYS_SESSION}" '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none') ;;
 esac
 
-# ASCII control characters only, whatever the locale: the same ones `seat up` refuses.
-has_control() {
-  local LC_ALL=C
-  [[ $1 == *[[:cntrl:]]* ]]
-}
-
 preflight() {
   if docker container inspect "$SEAT_CONTAINER" >/dev/null 2>&1; then
     fail "a container named $SEAT_CONTAINER already exists" "seat down cpu-smollm2-docker, or docker rm it"
@@ -107,7 +101,6 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
-  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
   [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'seat setup of a native profile that builds smollm2-135m makes it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
@@ -135,15 +128,12 @@ preflight() {
   f=tokenizer_config.json; [ "$(stat -L -c %s -- "$dir/$f" 2>/dev/null)" = 297 ] || fail 'base model'": $f is missing or not the locked size (297 bytes)" 'seat model verify cpu-smollm2-docker'
   fi
   dir="${SEAT_CACHE_DIR}"
-  ! has_control "$dir" || fail cache" directory has a control character (a newline, a tab) in its path" "name a plain path"
   case "$dir" in
     /*:*|/*,*|[!/]*|"") fail cache" directory must be an absolute path without ':' or ',' (docker mounts take no others): '$dir'" "set SEAT_CACHE_DIR to one" ;;
   esac
   [ -d "$dir" ] || [ "${SEAT_DRY_RUN:-0}" = 1 ] || mkdir -p -- "$dir" || fail "cannot make the cache directory $dir" "make it by hand, or set SEAT_CACHE_DIR to a folder you can write"
   if [ ! -r "$SEAT_API_KEY_FILE" ]; then
     fail "API key file missing: $SEAT_API_KEY_FILE" "seat up cpu-smollm2-docker makes one"
-  elif [ ! -f "$SEAT_API_KEY_FILE" ]; then  # reading a FIFO would hang here
-    fail "API key file $SEAT_API_KEY_FILE is not a regular file" "point SEAT_API_KEY_FILE at a file"
   else
     key=$(<"$SEAT_API_KEY_FILE")
     [[ $key =~ ^[[:graph:]]+$ ]] || fail "API key file $SEAT_API_KEY_FILE holds no usable key (empty, or spaces inside)" "delete it and let seat up cpu-smollm2-docker make a new one"

@@ -80,12 +80,6 @@ case "$SEAT_NSYS" in
   session) nsys=('nsys' 'launch' '--session-new='"${SEAT_NSYS_SESSION}" '--trace=cuda,nvtx,osrt' '--cuda-graph-trace='"${SEAT_NSYS_GRAPH_TRACE}" '--sample=none' '--cpuctxsw=none') ;;
 esac
 
-# ASCII control characters only, whatever the locale: the same ones `seat up` refuses.
-has_control() {
-  local LC_ALL=C
-  [[ $1 == *[[:cntrl:]]* ]]
-}
-
 preflight() {
   case "$SEAT_CONTAINER" in
     dsv4-9200-prod) fail "container name $SEAT_CONTAINER is reserved by this profile" "set SEAT_CONTAINER" ;;
@@ -115,7 +109,6 @@ preflight() {
     fail "something already listens on $SEAT_HOST:$SEAT_PORT" "stop it, or set SEAT_PORT"
   fi
   dir="${SEAT_MODEL_BASE_DIR}"
-  ! has_control "$dir" || fail 'base model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
   [ -d "$dir" ] || fail 'base model'" directory not found: $dir" 'seat model fetch dsv4-flash-dspark-tp4 downloads it, or set SEAT_MODEL_BASE_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'base model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
@@ -144,7 +137,6 @@ preflight() {
   [ "$shards" -gt 0 ] || fail 'base model'" index lists no shards (or is unreadable): $index"
   fi
   dir="${SEAT_MODEL_DRAFT_DIR}"
-  ! has_control "$dir" || fail 'draft model'" directory has a control character (a newline, a tab) in its path" "name a plain path"
   [ -d "$dir" ] || fail 'draft model'" directory not found: $dir" 'seat model fetch dsv4-flash-dspark-tp4 downloads it, or set SEAT_MODEL_DRAFT_DIR to the folder that has it'
   case "$dir" in
     *:*|*,*) fail 'draft model'" directory has ':' or ',', which docker mounts cannot take: $dir" ;;
@@ -173,7 +165,6 @@ preflight() {
   [ "$shards" -gt 0 ] || fail 'draft model'" index lists no shards (or is unreadable): $index"
   fi
   dir="${SEAT_CACHE_DIR}"
-  ! has_control "$dir" || fail cache" directory has a control character (a newline, a tab) in its path" "name a plain path"
   case "$dir" in
     /*:*|/*,*|[!/]*|"") fail cache" directory must be an absolute path without ':' or ',' (docker mounts take no others): '$dir'" "set SEAT_CACHE_DIR to one" ;;
   esac

@@ -576,11 +576,3 @@ def run_script(script_text, tmp_path, env):
         env={"PATH": f"{fake}:{os.environ['PATH']}", "ARGV_OUT": str(out), "SEAT_SKIP_PREFLIGHT": "1", **env},
     )
     return out.read_bytes().split(b"\0")[:-1]
-
-
-# A billion-laughs YAML: nine levels of nine aliases.
-BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
-    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
-    for i in range(9)
-)

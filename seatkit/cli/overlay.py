@@ -30,7 +30,7 @@ def overlay_group():
     "lock's source; the checks are the same, so it need not be trusted.",
 )
 def fetch_cmd(lock_path: str, dest: str, source: str | None):
-    """Clone exactly the locked commit, check the tree id and every hash, then move it into place."""
+    """Clone exactly the locked commit, check its tree id (git's hash of every file), then move it into place."""
     lock = overlay_lock.load(Path(lock_path))
     with err.status(f"fetching {source or lock.source}@{lock.commit[:12]}:{lock.path}"):
         where = overlay.fetch(lock, Path(dest), source)

@@ -17,7 +17,7 @@ from seatkit.errors import NotRunning, SeatError
 from seatkit.image import prebuilt, vouch
 from seatkit.models import verify
 from seatkit.seat import layout, profiles, what_runs
-from seatkit.serve import launch, preflight, runtime
+from seatkit.serve import launch, runtime
 from seatkit.serve.spec import LaunchSpec, build
 from seatkit.text import plain
 
@@ -61,8 +61,6 @@ def up_cmd(profile: str, verify_models: bool):
     if experiment:
         said = what_runs.marked("this seat is an experiment:", experiment)
         err.print(f"[yellow]warning:[/] {escape(said)}; every result of it is marked so", highlight=False)
-    for warning in preflight.warnings(spec, spec.values()):
-        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     with progress(err, f"up {profile}") as update:
         run, waited = launch.up(
             spec,

@@ -25,14 +25,7 @@ def last_run(profile: Profile, runs: Path) -> Path | None:
                 == profile.name
             ):
                 return folder.parent
-        except (
-            SeatError,
-            OSError,
-            ValueError,
-            KeyError,
-            TypeError,
-            AttributeError,
-        ):  # torn or foreign: not a run
+        except (SeatError, OSError, ValueError, KeyError, TypeError, AttributeError):  # torn, foreign
             continue
     return None
 

@@ -1,5 +1,5 @@
-"""Image rows: base pinned by digest, provenance labels, and whether the image the seat runs is
-the one `seat build` recorded from the pins in force (never what the image says of itself).
+"""Image rows: base pinned by digest, and whether the image the seat runs is the one `seat build`
+recorded from the pins in force (its ID, never what the image says of itself in its labels).
 """
 
 from __future__ import annotations
@@ -12,12 +12,6 @@ from seatkit.seat.profiles import DockerProfile, NativeProfile, Profile
 from seatkit.serve import launch, runtime
 
 LAYER = "image"
-LABELS = (
-    "org.opencontainers.image.base.digest",
-    "io.seatkit.profile",
-    "io.seatkit.overlay.commit",
-    "io.seatkit.overlay.lock.sha256",
-)
 
 
 def native(profile: NativeProfile) -> Row:
@@ -39,27 +33,6 @@ def base(profile: DockerProfile) -> Row:
     except SeatError as exc:
         return warn(LAYER, "base digest", exc.message, exc.hint)
     return ok(LAYER, "base digest", ref)
-
-
-def labels(image: str, profile: DockerProfile) -> Row:
-    from seatkit.image import build
-
-    no_engine: tuple[type[BaseException], ...] = (engine.NoEngine, *engine.errors())
-    try:
-        found = build.labels(image)["labels"]
-    except no_engine:
-        return cannot(LAYER, "labels", "no docker engine answers", engine.HINT)
-    except SeatError as exc:
-        return fail(LAYER, "labels", exc.message, f"seat build {profile.name}")
-    missing = [k for k in LABELS if not found.get(k)]
-    if missing:
-        return fail(LAYER, "labels", f"{image} lacks {', '.join(missing)}", "seat build (it sets them)")
-    return ok(
-        LAYER,
-        "labels",
-        f"overlay {found['io.seatkit.overlay.commit'][:12]}, lock "
-        f"{found['io.seatkit.overlay.lock.sha256'][:12]}",
-    )
 
 
 def overlay(profile: DockerProfile, image: str, running: launch.Running | None) -> Row:
@@ -111,5 +84,5 @@ def rows(profile: Profile, image: str | None, running: launch.Running | None) ->
         return [*marked, native(profile)]
     assert image is not None  # a docker seat's spec has its SEAT_IMAGE knob
     if not profile.image.overlay:
-        return [*marked, base(profile), labels(image, profile)]
-    return [*marked, base(profile), labels(image, profile), overlay(profile, image, running)]
+        return [*marked, base(profile)]
+    return [*marked, base(profile), overlay(profile, image, running)]

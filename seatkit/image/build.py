@@ -147,18 +147,6 @@ def _require_no_links(container, vllm_dir: str) -> None:
         )
 
 
-def _require_no_triggers(base_ref: str, config: dict) -> None:
-    """A base's ONBUILD triggers run inside any build FROM it, ahead of the kit's own steps: code
-    the lock does not pin, in the image `seat build` then records as the verified one."""
-    triggers = config.get("OnBuild") or []
-    if triggers:
-        raise SeatError(
-            f"the base {base_ref} has ONBUILD triggers, which would run inside `seat build`: "
-            + "; ".join(triggers),
-            "build from a base without triggers (the kit never runs a base's triggers); nothing was built",
-        )
-
-
 def _require_match(folder: Path, lock: Lock, which: str, fix: str) -> None:
     """Refuse to build from files that are missing or changed against their lock."""
     problems = overlay.verify(folder, lock)
@@ -195,7 +183,6 @@ def build(
     client = engine.client()
     progress(f"base {base_ref}")
     base_image = client.images.get(base_ref)
-    _require_no_triggers(base_ref, base_image.attrs.get("Config") or {})
     b12x_lock = b12x_overlay[0] if b12x_overlay else None
     with created(base_ref) as container:
         _require_no_links(container, image.vllm_dir)

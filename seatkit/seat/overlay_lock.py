@@ -21,12 +21,6 @@ B12X_LOCK = paths.REPO / "overlay" / "b12x.lock"  # optional: the pinned b12x ke
 LOCK_BYTES = 16 * 1024 * 1024  # a line per file of the vllm package
 HEADER = ("source", "commit", "path", "tree")
 LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
-# Where an overlay may come from: an https URL or an absolute local path, never a git option.
-SOURCE = re.compile(
-    r"https://[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]+)?(/[A-Za-z0-9._~%+@-]*)*"
-    r"|(/[A-Za-z0-9._+@-]+)+/?"
-)
-REPO_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*(/[A-Za-z0-9_][A-Za-z0-9._+-]*)*")
 
 
 @dataclass
@@ -65,34 +59,13 @@ def parse(text: str, where: str = "overlay.lock") -> Lock:
         if not match:
             raise SeatError(f"{where}:{number}: expected '<64 hex sha256>  <path>', got {line[:80]!r}")
         digest, name = match.groups()
-        if name.startswith("/") or ".." in Path(name).parts:
-            raise SeatError(f"{where}:{number}: path must stay inside the overlay, got {name!r}")
-        if name in files:
-            raise SeatError(f"{where}:{number}: {name} is listed twice")
         files[name] = digest
     missing = [key for key in HEADER if not header.get(key)]
     if missing:
         raise SeatError(f"{where}: header lacks {', '.join(missing)}", "each as a '# key: value' line")
-    if not re.fullmatch(r"[0-9a-f]{40}", header["commit"]) or not re.fullmatch(
-        r"[0-9a-f]{40}", header["tree"]
-    ):
-        raise SeatError(f"{where}: commit and tree must be 40-hex git object ids")
     if not files:
         raise SeatError(f"{where}: no files listed")
-    check_source(header["source"], where)
-    if not REPO_PATH.fullmatch(header["path"]) or ".." in header["path"].split("/"):
-        raise SeatError(f"{where}: path must be a folder inside the repository, got {header['path']!r}")
     return Lock(header["source"], header["commit"], header["path"], header["tree"], files)
-
-
-def check_source(source: str, where: str = "source") -> str:
-    if not SOURCE.fullmatch(source) or ".." in source.split("/"):
-        raise SeatError(
-            f"{where}: the overlay source must be an https URL or a local directory "
-            f"(an absolute path), got {source!r}",
-            "git fetches from nothing else",
-        )
-    return source
 
 
 def load(path: Path = LOCK) -> Lock:

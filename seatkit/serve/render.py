@@ -81,6 +81,11 @@ def render_script(spec: LaunchSpec) -> str:
     )
 
 
+def render_preflight(spec: LaunchSpec) -> str:
+    """The script's preflight alone: what `seat up` runs before it starts the seat."""
+    return _environment().get_template("preflight-alone.sh.j2").render(p=spec.profile, spec=spec)
+
+
 def render_launch_config(spec: LaunchSpec) -> str:
     return (
         _environment()

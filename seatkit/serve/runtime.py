@@ -169,20 +169,9 @@ def _complete(out: Path, files: list[str], pinned: Pinned | None) -> bool:
 
 
 def _differences(folder: Path, lock: ModelLock) -> list[str]:
-    """How the folder's files differ from the lock, hashing every file of a locked size."""
+    """How the folder's files differ from the lock, every file hashed, in `seat model verify`'s words."""
     problems = verify.compare(folder, lock, full=True)
-    found = locks.scan(folder) if folder.is_dir() else {}
-    locked = {f.path: f.size for f in lock.files}
-    return (
-        [f"{name} is missing" for name in problems["missing"]]
-        + [
-            f"{name} is {found[name]:,} bytes, the lock says {locked[name]:,}"
-            if found[name] != locked[name]
-            else f"{name} has another SHA-256 than the lock's"
-            for name in problems["changed"]
-        ]
-        + [f"{name} is not in the lock" for name in problems["extra"]]
-    )
+    return [verify.summary(problems)] if any(problems.values()) else []
 
 
 def _as_locked(out: Path, files: list[str], pinned: Pinned | None, say: Progress) -> bool:

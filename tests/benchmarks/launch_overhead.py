@@ -7,6 +7,7 @@ started directly (no CLI, no preflight, no state file), waited for the same way.
 """
 
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
-from seatkit.serve import launch, preflight, runtime
+from seatkit.serve import launch, runtime
 from seatkit.serve import spec as specs
 from seatkit.serve.backends.native import process_start, spawn
 
@@ -24,7 +25,11 @@ SEAT = os.path.join(os.path.dirname(sys.executable), "seat")
 
 
 def port_taken(port: int) -> bool:
-    return preflight._port_in_use("127.0.0.1", port)
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+        return True
+    except OSError:
+        return False
 
 
 def by_kit(port: int) -> float:

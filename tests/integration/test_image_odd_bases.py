@@ -1,7 +1,7 @@
 # ruff: noqa: F811  (fixtures imported from the test module that defines them)
-"""`seat build` on odd bases, on the real docker engine (the stand-ins of test_image): a base with
-ONBUILD triggers, which would run inside the build; a base compiled to unchecked-hash bytecode,
-which Python runs instead of the overlay's source unless the build removes it."""
+"""`seat build` on an odd base, on the real docker engine (the stand-ins of test_image): a base
+compiled to unchecked-hash bytecode, which Python runs instead of the overlay's source unless the
+build removes it."""
 
 import json
 
@@ -10,9 +10,6 @@ import pytest
 from test_image import BASE, OVERLAY, VLLM, profile_for, pushed_digest, run, seat, write_tree
 
 from seatkit.image import overlay
-
-PTH = "/opt/venv/lib/python3.12/site-packages/zz-onbuild.pth"
-TRIGGER = f"RUN echo \"import sys; sys.stderr.write('ONBUILD CODE RAN\\\\n')\" > {PTH}"
 
 
 def pushed(client, registry, ctx, dockerfile, name):
@@ -31,7 +28,6 @@ def odd(docker_engine, registry, py312_image, tmp_path_factory):
     write_tree(tmp / "overlay", OVERLAY)
     lock = overlay.lock_from(tmp / "overlay", "https://example.invalid/seat-overlay@" + "ab" * 20)
     (tmp / "overlay.lock").write_text(lock.dump())
-    onbuild = f"FROM {py312_image}\nCOPY vllm/ {VLLM}/\nONBUILD {TRIGGER}\n"
     compiled = (
         f"FROM {py312_image}\nCOPY vllm/ {VLLM}/\n"
         f"RUN /opt/venv/bin/python -m compileall -q --invalidation-mode unchecked-hash {VLLM}\n"
@@ -40,7 +36,6 @@ def odd(docker_engine, registry, py312_image, tmp_path_factory):
         "tmp": tmp,
         "lock": lock,
         "bases": {
-            "onbuild": pushed(client, registry, tmp / "onbuild", onbuild, "onbuild"),
             "unchecked": pushed(client, registry, tmp / "unchecked", compiled, "unchecked"),
         },
     }
@@ -49,19 +44,6 @@ def odd(docker_engine, registry, py312_image, tmp_path_factory):
 def build(odd, path):
     args = ["--lock", str(odd["tmp"] / "overlay.lock"), "--overlay", str(odd["tmp"] / "overlay")]
     return seat("build", str(path), *args, "--json", check=False)
-
-
-def test_a_base_with_onbuild_triggers_is_refused_and_nothing_is_recorded(odd):
-    """The engine reports the triggers in the base's config; `seat build` stops before building."""
-    path = profile_for(odd, "onbuild", "onbuild")
-    done = build(odd, path)
-    assert done.returncode == 1, (done.stdout, done.stderr)
-    repository, _, digest = odd["bases"]["onbuild"]
-    assert f"the base {repository}@{digest} has ONBUILD triggers" in done.stderr, done.stderr
-    assert "zz-onbuild.pth" in done.stderr and "without triggers" in done.stderr
-    assert "Traceback" not in done.stderr
-    images = docker.from_env().images.list(name="seatkit/onbuild")
-    assert images == []  # no image was made, so none can be recorded as verified
 
 
 def test_the_overlays_source_runs_over_a_base_compiled_to_unchecked_hash_bytecode(odd):

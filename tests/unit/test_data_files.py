@@ -1,5 +1,6 @@
-"""Every data file the kit reads, read defensively: a models lock, a reference card and a bench
-summary get the profile's treatment (no aliases, no duplicate keys, bounded regular files only)."""
+"""Every data file the kit reads, with a clear error where an accident leaves it wrong: a models
+lock, a reference card and a bench summary get the profile's treatment (bounded regular files
+only; no duplicate keys in YAML)."""
 
 import os
 import re
@@ -8,7 +9,7 @@ import time
 import tracemalloc
 
 import pytest
-from conftest import BOMB, run_dir
+from conftest import run_dir
 from model_files import BASE, DRAFT, fill, write_profile
 
 from seatkit import safe_yaml
@@ -45,35 +46,10 @@ def refused_quickly_and_small(call) -> str:
     return str(caught.value)
 
 
-def test_an_alias_bomb_in_a_models_lock_is_refused_quickly(tmp_path, monkeypatch):
-    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
-    fill(tmp_path / "base", BASE)
-    fill(tmp_path / "draft", DRAFT)
-    profile = profiles.load(write_profile(tmp_path))
-    path = locks.lock_path(profile)
-    path.write_text(BOMB)
-    message = refused_quickly_and_small(lambda: locks.read(profile))
-    assert "anchors and aliases" in message and str(path) in message
-
-
-def test_an_alias_bomb_in_a_reference_card_is_refused_quickly(tmp_path):
-    path = tmp_path / "card.yaml"
-    path.write_text(BOMB)
-    message = refused_quickly_and_small(lambda: cards.load(path))
-    assert "anchors and aliases" in message and str(path) in message
-    assert "anchors and aliases" in refused_quickly_and_small(lambda: compare.compare(str(path), str(path)))
-
-
-def test_a_duplicate_key_in_a_card_or_a_summary_is_refused(tmp_path):
+def test_a_duplicate_key_in_a_card_is_refused(tmp_path):
     card = tmp_path / "card.yaml"
     card.write_text("source: a\nsource: b\n")
     assert "duplicate key 'source'" in str(pytest.raises(SeatError, cards.load, card).value)
-    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
-    (tmp_path / "twice").mkdir()
-    text = (tmp_path / "good" / "summary.json").read_text()
-    (tmp_path / "twice" / "summary.json").write_text(text[:-1] + ', "suites": {}}')
-    with pytest.raises(SeatError, match="duplicate key 'suites'"):
-        compare.compare(good, str(tmp_path / "twice"))
 
 
 def test_a_fifo_summary_is_refused_not_waited_on(tmp_path, no_hang):
@@ -103,13 +79,6 @@ def test_a_huge_regular_file_is_refused_by_size(tmp_path):
     assert "too large" in refused_quickly_and_small(
         lambda: safe_yaml.read_json(summary, "bench summary", sides.SUMMARY_BYTES)
     )
-
-
-def test_a_json_file_nested_too_deeply_is_a_clear_error(tmp_path):
-    path = tmp_path / "deep.json"
-    path.write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(SeatError, match="nested too deeply"):
-        safe_yaml.read_json(path, "bench summary", 1 << 20)
 
 
 def test_every_yaml_and_json_read_of_the_kit_goes_through_the_safe_loader():

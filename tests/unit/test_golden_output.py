@@ -99,7 +99,6 @@ def test_status_without_a_profile_on_any_machine_offers_the_cpu_seat_first(fixed
 
 def up_output(run: Running, home: Path, monkeypatch) -> str:
     monkeypatch.setattr(launch, "up", lambda spec, tick, image_check: (run, 38.3))
-    monkeypatch.setattr("seatkit.serve.preflight.warnings", lambda spec, values: [])
     done = CliRunner().invoke(seat, ["up", "cpu-smollm2"])
     assert done.exit_code == 0, done.output
     return masked(done.stdout, home)

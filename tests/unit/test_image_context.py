@@ -17,7 +17,7 @@ from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.image import build, overlay, pin
 from seatkit.image.dockerfile import IMAGE_FILES
-from seatkit.seat import layout, overlay_lock, profiles
+from seatkit.seat import overlay_lock, profiles
 from seatkit.serve import pins
 
 DIGEST = "sha256:" + "1" * 64
@@ -277,27 +277,6 @@ def test_a_torn_pin_is_a_clear_error_and_pinning_writes_whole_files(tmp_path, mo
     ]
     pin.pin(profile)
     assert pins.read(profile)["digest"] == "sha256:" + "3" * 64
-
-
-TRIGGER = "RUN echo 'import hook' > /opt/venv/lib/python3.11/site-packages/zz-onbuild.pth"
-
-
-def test_seat_build_refuses_a_base_with_onbuild_triggers(tree, tmp_path, monkeypatch):
-    """The triggers would run inside the build, ahead of the kit's steps, in an image `seat build`
-    would then record as the locked stack."""
-    root, lock = tree
-    monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
-    path = tmp_path / "try.yaml"
-    path.write_text(yaml.safe_dump({"extends": "cpu-smoke-docker", "image": {"overlay": True}}))
-    base = type("Image", (), {"attrs": {"Config": {"OnBuild": [TRIGGER]}}})
-    client = type("Engine", (), {"images": type("Images", (), {"get": staticmethod(lambda ref: base)})})
-    monkeypatch.setattr(build.engine, "client", lambda: client)
-    monkeypatch.setattr(build, "base_reference", lambda p, allow_unpinned=False: ("base@" + DIGEST, DIGEST))
-    with pytest.raises(SeatError, match="the base base@sha256:1+ has ONBUILD triggers") as caught:
-        build.build(profiles.load(str(path)), lock, root)
-    assert TRIGGER in caught.value.message
-    assert "without triggers" in caught.value.hint and "nothing was built" in caught.value.hint
-    assert not list(layout.build_records().glob("*.json"))  # nothing made, nothing recorded
 
 
 # The base's own bytecode of a file the overlay replaces: real CPython and the real sh script the

@@ -2,7 +2,6 @@
 checked alike by `seat up` (Python) and the rendered script (bash), before anything runs."""
 
 import os
-import socket
 import subprocess
 
 import pytest
@@ -12,7 +11,7 @@ from hypothesis import strategies as st
 from seatkit.cli import app
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
-from seatkit.serve import preflight, render
+from seatkit.serve import render
 from seatkit.serve import spec as specs
 
 DOCKER = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
@@ -113,14 +112,3 @@ def test_seat_up_shows_a_clear_error_not_a_traceback(tmp_path, monkeypatch, caps
     printed = capsys.readouterr()
     assert exited.value.code == 1 and f"error: {next(iter(env))}=" in printed.err
     assert "Traceback" not in printed.err + printed.out
-
-
-def test_a_host_that_does_not_resolve_is_a_clear_preflight_error(monkeypatch):
-    def no_such_name(address, timeout):  # what the resolver raises; no DNS query leaves the machine
-        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-
-    monkeypatch.setattr(socket, "create_connection", no_such_name)
-    seat = specs.build(profiles.load(profiles.EMBEDDED_DEFAULT))
-    check = next(c for c in seat.checks if c.kind == "port-free")
-    with pytest.raises(SeatError, match="SEAT_HOST no-such-host is not an address"):
-        preflight._check(check, seat, {"SEAT_HOST": "no-such-host", "SEAT_PORT": "1"})

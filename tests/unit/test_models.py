@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -104,8 +105,6 @@ def test_verify_reports_missing_changed_and_extra_and_records_full_runs(locked, 
         (lambda d: d["models"]["base"]["files"][0].update(size=1), "aggregate hash does not match"),
         (lambda d: d["models"].pop("draft"), "the profile has"),
         (lambda d: d.update(models=[]), "not a models lock"),
-        (lambda d: d["models"]["base"].update(revision="--local-dir=/etc"), "is not a hub revision"),
-        (lambda d: d["models"]["base"]["files"].append(dict(d["models"]["base"]["files"][0])), "twice"),
     ],
 )
 def test_a_bad_lock_is_refused(locked, edit, message):
@@ -137,8 +136,8 @@ def test_a_variant_keeps_the_lock_of_the_profile_it_extends_while_its_models_are
     spec = specs.build(flag)
     (base,) = [c for c in spec.checks if c.kind == "sizes" and c.label == "base model"]
     (tmp_path / "base" / "config.json").write_bytes(b"{ }")
-    with pytest.raises(SeatError, match="base model: 1 file.*config.json"):
-        preflight._check(base, spec, spec.values({}))
+    with pytest.raises(SeatError, match="base model: config.json is missing or not the locked size"):
+        preflight.run(replace(spec, checks=[base]), spec.values({}))
     assert verify.verify(flag, full=False)["models"]["base"]["changed"] == ["config.json"]
 
     fill(tmp_path / "other", DRAFT)
@@ -244,11 +243,10 @@ def test_preflight_checks_every_size_against_the_lock(locked, tmp_path):
     assert [c.label for c in sizes] == ["base model", "draft model"]
     assert dict(sizes[0].values) == {k: len(v) for k, v in BASE.items()}
     values = spec.values({})
-    for check in sizes:
-        preflight._check(check, spec, values)
+    preflight.run(replace(spec, checks=sizes), values)
     (tmp_path / "base" / "config.json").write_bytes(b"{ }")
-    with pytest.raises(SeatError, match="base model: 1 file.*config.json"):
-        preflight._check(sizes[0], spec, values)
+    with pytest.raises(SeatError, match="base model: config.json is missing or not the locked size"):
+        preflight.run(replace(spec, checks=sizes), values)
 
 
 def test_the_script_checks_sizes_too(tmp_path, seat_home):
@@ -394,8 +392,7 @@ def test_setup_hashes_a_built_model_no_verify_vouches_for_and_rebuilds_it_when_i
     assert ensure(built, said, runs, monkeypatch) == model
     assert runs == ["building the tiny-llama model"] and (model / "config.json").read_bytes() == b"{}"
     assert any(
-        "differs from built's models lock (config.json has another SHA-256 than the lock's): building it again"
-        in line
+        "differs from built's models lock (1 changed (e.g. config.json)): building it again" in line
         for line in said
     )
 
@@ -461,7 +458,7 @@ def test_a_fresh_build_unlike_the_lock_is_refused_naming_the_file_and_never_left
     said, runs = [], []
     with pytest.raises(SeatError) as err:
         ensure(built, said, runs, monkeypatch, writes={**TINY, "config.json": b"[]"})
-    assert "just built differs from built's models lock: config.json has another SHA-256" in err.value.message
+    assert "just built differs from built's models lock: 1 changed (e.g. config.json)" in err.value.message
     assert "seat model lock built" in err.value.hint and "CAVEATS.md" in err.value.hint
     assert not model.exists()  # neither the stale folder nor the new build looks complete
     assert (model.with_name("tiny-llama.differs") / "config.json").read_bytes() == b"[]"
@@ -472,36 +469,8 @@ def test_a_fresh_build_unlike_the_lock_is_refused_naming_the_file_and_never_left
     assert runs == ["building the tiny-llama model"] * 2
 
 
-def test_seat_up_warns_of_a_locked_model_file_changed_since_its_last_full_verify(built, seat_home):
-    from conftest import seat_cli
-
-    spec = specs.build(built)
-    assert preflight.warnings(spec, spec.values({})) == []  # never verified: nothing to compare
-    verify.verify(built)
-    assert preflight.warnings(spec, spec.values({})) == []
-    model = seat_home / "models" / "tiny-llama"
-    (model / "config.json").write_bytes(b"[]")  # same size: preflight's sizes pass
-    (warning,) = preflight.warnings(spec, spec.values({}))
-    assert warning.startswith("model file base/config.json changed since its last full verify (")
-    assert warning.endswith("seat model verify built hashes again")
-    (model / "tokenizer.json").write_bytes(b"[2]")
-    assert preflight.warnings(spec, spec.values({}))[0].startswith("2 model files changed since")
-    verify._record_path(built.name).write_text("{")  # torn: `seat doctor` says so, up starts
-    assert preflight.warnings(spec, spec.values({})) == []
-    verify.verify(built)
-    (model / "config.json").write_bytes(b"{}")
-    # From the outside: the installed seat says it before it starts (a stand-in server that exits).
-    vllm = seat_home / "venvs" / built.native.venv / "bin" / "vllm"
-    vllm.parent.mkdir(parents=True)
-    vllm.write_text("#!/bin/sh\nexit 3\n")
-    vllm.chmod(0o755)
-    done = seat_cli(["up", built.source], seat_home, SEAT_PORT=str(free_port()), COLUMNS="300")
-    assert done.returncode == 1, done.stderr
-    assert "warning: model file base/config.json changed since its last full verify" in done.stderr
-
-
-def test_the_script_follows_symlinked_files_like_python_does(tmp_path, seat_home):
-    """A hub cache snapshot holds symlinks to blobs: its sizes are the blobs', in bash as in Python."""
+def test_the_preflight_follows_symlinked_files(tmp_path, seat_home):
+    """A hub cache snapshot holds symlinks to blobs: its sizes are the blobs'."""
     profile = profiles.load("cpu-smoke")
     model, blobs = seat_home / "models" / "tiny-llama", tmp_path / "blobs"
     for f in locks.read(profile)["base"].files:
@@ -512,10 +481,6 @@ def test_the_script_follows_symlinked_files_like_python_does(tmp_path, seat_home
     fill(vllm.parent, {"vllm": b"#!/bin/sh\n"})
     vllm.chmod(0o755)
     spec = specs.build(profile)
-    values = spec.values({})
-    for check in spec.checks:
-        if check.kind == "sizes":
-            preflight._check(check, spec, values)  # Python follows the links
     script = tmp_path / "serve.sh"
     script.write_text(render.render_script(spec))
     env = {**os.environ, "SEAT_DRY_RUN": "1", "SEAT_PORT": str(free_port())}
@@ -594,28 +559,6 @@ def test_a_torn_hub_metadata_file_names_no_revision_rather_than_crashing(tmp_pat
     )
     profile = profiles.load(write_profile(tmp_path))
     assert locks.make(profile)["base"].revision == REV
-
-
-def test_a_newline_in_a_file_name_cannot_forge_the_aggregate(tmp_path):
-    """One file named 'a\\n<sha>  5  b' would hash to the same aggregate as files a and b."""
-    h1, h2 = "1" * 64, "2" * 64
-    forged = locks.ModelLock(None, None, [locks.File(f"a\n{h2}  5  b", 3, h1)])
-    honest = locks.ModelLock(None, None, [locks.File("a", 3, h1), locks.File("b", 5, h2)])
-    assert forged.sha256 == honest.sha256  # so such names must never reach a lock
-    fill(tmp_path / "m", {"config.json": b"{}", f"a\n{h2}  5  b": b"abc"})
-    with pytest.raises(SeatError, match="newline"):
-        locks.scan(tmp_path / "m")
-
-
-def test_a_lock_with_a_newline_in_a_path_is_refused(locked):
-    path = locks.lock_path(locked)
-    data = yaml.safe_load(path.read_text())
-    data["models"]["base"]["files"][0]["path"] = "config.json\nx"
-    files = [locks.File(**f) for f in data["models"]["base"]["files"]]
-    data["models"]["base"]["sha256"] = locks.ModelLock(None, None, files).sha256
-    path.write_text(yaml.safe_dump(data))
-    with pytest.raises(SeatError, match="newline"):
-        locks.read(locked)
 
 
 def test_a_docker_seat_s_built_model_is_verified_where_its_knob_mounts_it(tmp_path, seat_home):

@@ -348,6 +348,8 @@ def test_bench_nsys_needs_a_profiles_seat_not_a_url():
 def test_a_missing_extra_mount_source_stops_every_launch(tmp_path):
     """docker run -v would create it as an empty root-owned folder (the script) where seat up's
     bind mount fails: both launches refuse it in preflight instead."""
+    from dataclasses import replace
+
     from conftest import free_port
 
     from seatkit.serve import preflight
@@ -378,7 +380,7 @@ def test_a_missing_extra_mount_source_stops_every_launch(tmp_path):
     spec = specs.build(profiles.load(str(path)))
     (check,) = [c for c in spec.checks if c.kind == "exists"]
     with pytest.raises(SeatError) as caught:
-        preflight._check(check, spec, spec.values({}))
+        preflight.run(replace(spec, checks=[check]), spec.values({}))
     assert f"extra mount source not found: {missing}" in caught.value.message
     script = tmp_path / "exp.sh"
     script.write_text(render.render_script(spec))

@@ -152,13 +152,6 @@ def test_default_seat_is_the_original():
     assert all(m.mount for m in seat.models.values())
 
 
-def test_a_deeply_nested_profile_is_not_valid_yaml_not_a_traceback(tmp_path):
-    path = tmp_path / "deep.yaml"
-    path.write_text("a: " + "[" * 60000 + "]" * 60000 + "\n")  # 120 KB, under the size limit
-    with pytest.raises(SeatError, match="not valid YAML for a profile: nested too deeply"):
-        profiles.load(str(path))
-
-
 def test_a_profile_path_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
     import os
 
@@ -178,7 +171,7 @@ def test_profile_paths_that_cannot_be_read_are_clear_errors(tmp_path):
     (tmp_path / "loop2.yaml").symlink_to(loop)
     (tmp_path / "file").write_text("")
     for path, said in (
-        (tmp_path / "seat.yaml", "cannot read this profile"),
+        (tmp_path / "seat.yaml", "not a regular file"),
         (tmp_path / "file" / "x.yaml", "no profile at"),
         (tmp_path / ("a" * 300 + ".yaml"), "cannot read this profile"),
         (loop, "cannot resolve the path"),

