@@ -36,9 +36,8 @@ HEADS = {
 
 def usable(value) -> bool:
     """A figure a log can take: a withheld (None), failed (NaN) or nonsense (<= 0) one is not."""
-    return (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-    )
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value > 0
 
 
 def live_state(record: dict, arm: Arm, iommu_off: bool) -> dict[str, bool | None]:
@@ -174,12 +173,8 @@ def arms_table(run, rows: list[dict], left: list[dict]) -> list[dict]:
     return out
 
 
-def _pct(value: float) -> str:
-    return format(value, "+.1f")
-
-
 def interval(e: dict) -> str:
-    return f"{_pct(e['low_pct'])} to {_pct(e['high_pct'])} %"
+    return f"{e['low_pct']:+.1f} to {e['high_pct']:+.1f} %"
 
 
 def marks(arms: list[dict]) -> str | None:
@@ -200,20 +195,20 @@ def verdict(found: list[dict], arms: list[dict], left: list[dict], notes: dict) 
             if e["effect_pct"] is None:
                 parts.append(f"{fx.name(e)}: {e['why']}")
             elif e["claimed"] is None:
-                parts.append(f"{fx.name(e)} {_pct(e['effect_pct'])} % ({e['why']}; repeat the arms)")
+                parts.append(f"{fx.name(e)} {e['effect_pct']:+.1f} % ({e['why']}; repeat the arms)")
             elif e["claimed"] and set(e.get("cells") or ()) & moved:
                 parts.append(
-                    f"{fx.name(e)} {_pct(e['effect_pct'])} % ({interval(e)}), not credited: tokens/step "
+                    f"{fx.name(e)} {e['effect_pct']:+.1f} % ({interval(e)}), not credited: tokens/step "
                     "moved in visits it rests on, so the text or the drafter changed too"
                 )
             elif e["claimed"]:
                 parts.append(
-                    f"{fx.name(e)}{' carries' if first else ''} {_pct(e['effect_pct'])} % ({interval(e)})"
+                    f"{fx.name(e)}{' carries' if first else ''} {e['effect_pct']:+.1f} % ({interval(e)})"
                 )
                 parts[-1] += " of ms/step" if first else ""
                 first = False
             else:
-                parts.append(f"{fx.name(e)} within noise ({_pct(e['effect_pct'])} %, {interval(e)})")
+                parts.append(f"{fx.name(e)} within noise ({e['effect_pct']:+.1f} %, {interval(e)})")
         if parts:
             sentences.append(f"{head[0].upper()}{head[1:]}: " + "; ".join(parts))
     if not found:
@@ -253,9 +248,8 @@ def table(arms: list[dict], found: list[dict]) -> str:
             else ""
         )
         # An unverified arm's name is cut shorter, so its mark always shows (the reason is under it).
-        arm = (
-            what_runs.marked(a["arm"][:5], why, short=True) if (why := a.get("unverified")) else a["arm"][:16]
-        )
+        why = a.get("unverified")
+        arm = what_runs.marked(a["arm"][:5], why, short=True) if why else a["arm"][:16]
         spread = "unknown" if a["spread_pct"] is None and a["visits"] else _num(a["spread_pct"], ".1f")
         lines.append(
             f"{arm:<16} {a['visits']:>6} {_num(a['ms_median'], '.2f'):>8} "
@@ -276,9 +270,9 @@ def table(arms: list[dict], found: list[dict]) -> str:
                     f"{fx.name(e)}: {e['why']}", 79, initial_indent="  ", subsequent_indent="    "
                 )
                 continue
-            spread = "unknown" if e["claimed"] is None else f"{_pct(e['low_pct'])} to {_pct(e['high_pct'])}"
+            spread = "unknown" if e["claimed"] is None else f"{e['low_pct']:+.1f} to {e['high_pct']:+.1f}"
             lines.append(
-                f"  {fx.name(e)[:42]:<42} {_pct(e['effect_pct']):>7}% {spread:>17} {_num(e.get('df'), '.1f'):>5}"
+                f"  {fx.name(e)[:42]:<42} {e['effect_pct']:>+7.1f}% {spread:>17} {_num(e.get('df'), '.1f'):>5}"
             )
     lines.append("sd %: each arm's own spread (of log ms/step); intervals: 95 %, all together")
     return "\n".join(lines) + "\n"

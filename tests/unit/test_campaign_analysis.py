@@ -161,7 +161,7 @@ def test_the_tables_fit_80_columns_and_the_verdict_is_their_intervals():
     for e in report["effects"]:
         if e["claimed"] is not None:
             assert e["claimed"] == (e["low_pct"] > 0 or e["high_pct"] < 0)
-            said = f"{effects.name(e)} within noise ({analysis._pct(e['effect_pct'])} %"
+            said = f"{effects.name(e)} within noise ({e['effect_pct']:+.1f} %"
             assert (said in report["verdict"]) == (not e["claimed"]), (said, report["verdict"])
     alarmed = analysis.verdict(report["effects"], [long], [], {})
     assert "ALARM: tokens/step moved in a-very-long-arm-name-that-goes-on" in alarmed

@@ -183,6 +183,9 @@ def test_seat_up_creates_the_container_the_script_runs(name, tmp_path, monkeypat
             made.update(kwargs, command=command)
             return type("Container", (), {"id": "ab" * 32, "start": lambda self: None})()
 
+        def get(self, ident):
+            return type("Container", (), {"attrs": {"State": {"StartedAt": "now"}}})()
+
     monkeypatch.setattr(engine, "client", lambda: type("Client", (), {"containers": Containers()})())
     monkeypatch.setenv("SEAT_HOME", str(tmp_path / "home"))
     spec = launch_spec(name)
