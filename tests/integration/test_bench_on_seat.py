@@ -7,27 +7,19 @@ import threading
 
 import pytest
 import requests
-from conftest import BIN, free_port
+from conftest import BIN
 
 from seatkit.bench import run, sweep, workload
 from seatkit.bench.levels import CLIENT_TIMING, MIN_STEPS, STREAMS_TOLERANCE
 from seatkit.bench.target import Options
 from seatkit.doctor import targets
-from seatkit.seat import profiles
-from seatkit.serve import launch
-from seatkit.serve import spec as specs
 
 
 @pytest.fixture(scope="module")
-def seat(vllm_runtime):
-    port = free_port()
-    os.environ["SEAT_PORT"] = str(port)
-    try:
-        running, _ = launch.up(specs.build(profiles.load("cpu-smoke")))
-    finally:
-        del os.environ["SEAT_PORT"]
-    yield running
-    launch.stop(running, grace=30)
+def seat(cpu_seats):
+    """The run's shared cpu-smoke seat, reached by its record."""
+    with cpu_seats.recorded():
+        yield cpu_seats.running["cpu-smoke"]
 
 
 def test_bench_cli_writes_a_full_run_whose_factors_match_the_usage(seat, tmp_path):

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BIN, free_port
+from conftest import BIN
 
 from seatkit.bench import aggregate
 
@@ -58,15 +58,30 @@ def cpu_hog():
 
 
 @pytest.fixture(scope="module")
-def runs(vllm_runtime, tmp_path_factory):
-    """A code bench of 8 repeats on k=5 (after a discarded one that warms the seat), split into
-    its even and odd requests; one on k=3 while a CPU hog runs; two parity records on k=5."""
+def runs(cpu_seats, tmp_path_factory):
+    """On the run's shared seats: a code bench of 8 repeats on k=5 (after a discarded one that warms
+    the seat), split into its even and odd requests; one on k=3 while a CPU hog runs; two parity
+    records on k=5."""
     out = tmp_path_factory.mktemp("runs")
+    env = {"SEAT_HOME": str(cpu_seats.home)}
     made = {}
     for profile, repeats in (("cpu-smoke", 8), ("cpu-smoke-k3", 4)):
-        env = {"SEAT_PORT": str(free_port())}
-        seat("up", profile, env=env)
-        try:
+        seat(
+            "bench",
+            profile,
+            "--suite",
+            "code",
+            "--warmups",
+            "1",
+            "--repeats",
+            "1",
+            "--max-tokens",
+            "384",
+            "--out",
+            str(tmp_path_factory.mktemp("warm")),
+            env=env,
+        )
+        with cpu_hog() if profile == "cpu-smoke-k3" else contextlib.nullcontext():
             seat(
                 "bench",
                 profile,
@@ -75,35 +90,19 @@ def runs(vllm_runtime, tmp_path_factory):
                 "--warmups",
                 "1",
                 "--repeats",
-                "1",
+                str(repeats),
                 "--max-tokens",
                 "384",
                 "--out",
-                str(tmp_path_factory.mktemp("warm")),
+                str(out),
+                "--name",
+                f"{profile}-0",
+                env=env,
             )
-            with cpu_hog() if profile == "cpu-smoke-k3" else contextlib.nullcontext():
-                seat(
-                    "bench",
-                    profile,
-                    "--suite",
-                    "code",
-                    "--warmups",
-                    "1",
-                    "--repeats",
-                    str(repeats),
-                    "--max-tokens",
-                    "384",
-                    "--out",
-                    str(out),
-                    "--name",
-                    f"{profile}-0",
-                )
-            made[f"{profile}-0"] = newest(out, profile)
-            for i in range(2 if profile == "cpu-smoke" else 0):
-                seat("bench", "parity", profile, "--max-tokens", "128", "--out", str(out))
-                made[f"parity-{profile}-{i}"] = newest(out, f"parity-{profile}")
-        finally:
-            seat("down", profile, env=env)
+        made[f"{profile}-0"] = newest(out, profile)
+        for i in range(2 if profile == "cpu-smoke" else 0):
+            seat("bench", "parity", profile, "--max-tokens", "128", "--out", str(out), env=env)
+            made[f"parity-{profile}-{i}"] = newest(out, f"parity-{profile}")
     made["cpu-smoke-even"], made["cpu-smoke-odd"] = halves(made["cpu-smoke-0"], out)
     return made
 

@@ -1,5 +1,6 @@
-"""`seat bench fleet` on three real vLLM CPU seats, each started by its rendered script; one of them
-drafts fewer tokens (k=3), and the fleet report must single it out by tokens per step."""
+"""`seat bench fleet` on three real vLLM CPU seats: the run's shared cpu-smoke and cpu-smoke-k3, and a
+second cpu-smoke started by its rendered script. The k=3 seat drafts fewer tokens, and the fleet report
+must single it out by tokens per step."""
 
 import json
 import os
@@ -16,49 +17,40 @@ from seatkit.serve.backends.native import process_start
 SEAT = str(BIN / "seat")
 
 
-def start(profile: str, port: int, home: Path, log: Path) -> subprocess.Popen:
-    """The seat as an operator starts it by hand: bash and the rendered script."""
-    env = {**os.environ, "SEAT_PORT": str(port), "SEAT_HOME": str(home)}
-    return subprocess.Popen(
-        ["bash", str(REPO / "serve" / f"{profile}.sh")],
-        env=env,
+@pytest.fixture(scope="module")
+def fleet(cpu_seats, vllm_runtime, tmp_path_factory):
+    """Two cpu-smoke seats (k=5) around one cpu-smoke-k3 seat."""
+    home = Path(vllm_runtime["venv"]).parents[1]  # the shared runtime, read only
+    log = tmp_path_factory.mktemp("fleet-logs") / "seat.log"
+    port = free_port()
+    proc = subprocess.Popen(
+        ["bash", str(REPO / "serve" / "cpu-smoke.sh")],
+        env={**os.environ, "SEAT_PORT": str(port), "SEAT_HOME": str(home)},
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-
-
-@pytest.fixture(scope="module")
-def fleet(vllm_runtime, tmp_path_factory):
-    """Two cpu-smoke seats (k=5) and one cpu-smoke-k3 seat, on three free ports."""
-    home = Path(vllm_runtime["venv"]).parents[1]  # the shared runtime, read only
-    logs = tmp_path_factory.mktemp("fleet-logs")
-    seats = [("cpu-smoke", free_port()), ("cpu-smoke-k3", free_port()), ("cpu-smoke", free_port())]
-    procs = [start(profile, port, home, logs / f"{i}.log") for i, (profile, port) in enumerate(seats)]
     try:
-        for i, (proc, (_, port)) in enumerate(zip(procs, seats, strict=True)):
-            run = launch.Running(
-                "fleet",
-                "native",
-                str(proc.pid),
-                f"http://127.0.0.1:{port}",
-                "tiny",
-                str(logs / f"{i}.log"),
-                0,
-                since=process_start(proc.pid),
-            )
-            launch.wait_ready(run, 900, lambda stage, t: None)
-        yield [f"http://127.0.0.1:{port}" for _, port in seats]
+        run = launch.Running(
+            "fleet",
+            "native",
+            str(proc.pid),
+            f"http://127.0.0.1:{port}",
+            "tiny",
+            str(log),
+            0,
+            since=process_start(proc.pid),
+        )
+        launch.wait_ready(run, 900, lambda stage, t: None)
+        yield [cpu_seats.url("cpu-smoke"), cpu_seats.url("cpu-smoke-k3"), f"http://127.0.0.1:{port}"]
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def test_fleet_bench_names_the_seat_with_fewer_tokens_per_step(fleet, tmp_path):

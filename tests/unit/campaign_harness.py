@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 
 import yaml
-from fake_host import KVER, FakeHost
+from fake_host import KVER, Death, FakeHost
 
 from seatkit.bench import run as bench_run
 from seatkit.bench import selftest, workload
@@ -447,3 +447,87 @@ def left_in_an_arm(host: CampaignHost, folder: str) -> list[str]:
     if begun(host.system, folder) and not host.path(f"{folder}/report.json").is_file():
         problems.append("no report")
     return problems
+
+
+# The kill sweep: a one-arm campaign killed at one point (a seeded one), then recovered in one of the
+# operator's ways. CI kills once per recovery (tests/unit/test_campaign_runner.py); the full seeded
+# count runs in tests/benchmarks/campaign_kills.py.
+RECOVERIES = ("abort", "reboot", "resume")
+
+
+class Killer:
+    """Kills the campaign (a Death) at its at-th kill point; 0 counts the points and kills none."""
+
+    def __init__(self, at: int):
+        self.at, self.seen, self.points = at, 0, []
+
+    def __call__(self, point: str) -> None:
+        self.seen += 1
+        self.points.append(point)
+        if self.seen == self.at:
+            raise Death(point)
+
+
+def kill_plan(tmp: Path):
+    """The one-arm campaign the kills run, and how many kill points a whole run of it passes."""
+    path = tmp / "kills.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "description": "kills",
+                "seat": "cpu-smoke",
+                "host": "paper",
+                "suites": ["code"],
+                "repeats": 1,
+                "design": "one-at-a-time",
+                "settings": ["p2p"],
+            }
+        )
+    )
+    template = CampaignHost(tmp / "count")
+    counter = Killer(0)
+    template.system.fault = counter
+    plan = campaign_plan.build(specs.load(str(path)), template.system)  # every fake host is alike
+    runner.start(plan, template.system, SEAT, str(template.root))
+    drive(template, FastDriver(template))
+    return plan, counter.seen
+
+
+def killed_and_recovered(plan, tmp: Path, at: int, recovery: str) -> str:
+    """Kill a run of plan at its at-th point, recover (abort; the power cut's reboot, then resume; or
+    resume), and check the host byte-identical with nothing of the campaign left. Returns where the
+    kill came."""
+    host = CampaignHost(tmp)
+    pristine = host.files()
+    killer = Killer(at)
+    host.system.fault = killer
+    with host.write_loss() as disk:
+        try:
+            runner.start(plan, host.system, SEAT, str(host.root))
+            drive(host, FastDriver(host))
+        except Death as death:
+            where = str(death)
+        else:
+            raise AssertionError(f"no kill at point {at}")
+        if recovery == "reboot":  # the kill was a power cut: what was not synced is lost
+            disk.power_cut()
+    host.system.fault = lambda point: None
+    if recovery == "reboot":  # GRUB boots what it would
+        host.boot()
+    try:
+        if recovery == "abort":
+            runner.abort(host.system, FastDriver(host))
+            if host.reboots_requested:
+                host.boot()
+        else:
+            drive(host, FastDriver(host))
+    except SeatError as exc:  # killed after the end: nothing left to run
+        assert "no campaign is running" in exc.message, exc.message
+    assert current(host.system) is None and not host.unit_enabled(), (
+        f"the campaign did not end (killed at {killer.points[-1]})"
+    )
+    if "seatkit.arm=" in host.read("/proc/cmdline"):
+        host.boot()  # the operator's reboot after an abort from an arm's boot
+    assert host.files() == pristine, (killer.points[-1], recovery)
+    assert not Journal(host.system).open()
+    return where
