@@ -144,7 +144,7 @@ def test_bench_nsys_traces_exactly_one_request(seat, tmp_path, compose):
         check=True,
     )
     service = json.loads(config.stdout)["services"]["seat-nsys-session"]
-    assert service["command"] == inspect["Config"]["Cmd"]
+    assert unguarded(service["command"]) == inspect["Config"]["Cmd"]  # after its exposure check
     # Experiment mounts and env, and the pass-through variable (set where the seat was launched).
     assert {"PYTHONPATH=/opt/src", "B12X_MICRO_MAX_ACTIVE_CLUSTERS=3"} <= set(inspect["Config"]["Env"])
     assert service["environment"]["B12X_MICRO_MAX_ACTIVE_CLUSTERS"] == "3"
