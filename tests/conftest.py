@@ -478,11 +478,11 @@ def installed_stand_in(home) -> None:
     venv_lock.record(venv, profiles.load("cpu-smoke").native.model_dump())
 
 
-def wheel(folder, name: str, version: str) -> str:
-    """A pure-Python wheel of one module, made here; its SHA-256."""
+def wheel(folder, name: str, version: str, body: bytes = b"VALUE = 1\n") -> str:
+    """A pure-Python wheel of one module whose text is body, made here; its SHA-256."""
     dist = f"{name.replace('-', '_')}-{version}"
     files = {
-        f"{name.replace('-', '_')}.py": b"VALUE = 1\n",
+        f"{name.replace('-', '_')}.py": body,
         f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
         f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }

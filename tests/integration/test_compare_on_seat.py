@@ -65,7 +65,8 @@ def runs(cpu_seats, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     env = {"SEAT_HOME": str(cpu_seats.home)}
     made = {}
-    for profile, repeats in (("cpu-smoke", 8), ("cpu-smoke-k3", 4)):
+
+    def code_bench(profile: str, repeats: int, into, *named: str) -> None:
         seat(
             "bench",
             profile,
@@ -74,31 +75,19 @@ def runs(cpu_seats, tmp_path_factory):
             "--warmups",
             "1",
             "--repeats",
-            "1",
+            str(repeats),
             "--max-tokens",
             "384",
             "--out",
-            str(tmp_path_factory.mktemp("warm")),
+            str(into),
+            *named,
             env=env,
         )
+
+    for profile, repeats in (("cpu-smoke", 8), ("cpu-smoke-k3", 4)):
+        code_bench(profile, 1, tmp_path_factory.mktemp("warm"))
         with cpu_hog() if profile == "cpu-smoke-k3" else contextlib.nullcontext():
-            seat(
-                "bench",
-                profile,
-                "--suite",
-                "code",
-                "--warmups",
-                "1",
-                "--repeats",
-                str(repeats),
-                "--max-tokens",
-                "384",
-                "--out",
-                str(out),
-                "--name",
-                f"{profile}-0",
-                env=env,
-            )
+            code_bench(profile, repeats, out, "--name", f"{profile}-0")
         made[f"{profile}-0"] = newest(out, profile)
         for i in range(2 if profile == "cpu-smoke" else 0):
             seat("bench", "parity", profile, "--max-tokens", "128", "--out", str(out), env=env)

@@ -470,24 +470,11 @@ class Killer:
 
 def kill_plan(tmp: Path):
     """The one-arm campaign the kills run, and how many kill points a whole run of it passes."""
-    path = tmp / "kills.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "description": "kills",
-                "seat": "cpu-smoke",
-                "host": "paper",
-                "suites": ["code"],
-                "repeats": 1,
-                "design": "one-at-a-time",
-                "settings": ["p2p"],
-            }
-        )
-    )
+    campaign = write_campaign(tmp, description="kills", design="one-at-a-time", settings=["p2p"])
     template = CampaignHost(tmp / "count")
     counter = Killer(0)
     template.system.fault = counter
-    plan = campaign_plan.build(specs.load(str(path)), template.system)  # every fake host is alike
+    plan = campaign_plan.build(campaign, template.system)  # every fake host is alike
     runner.start(plan, template.system, SEAT, str(template.root))
     drive(template, FastDriver(template))
     return plan, counter.seen

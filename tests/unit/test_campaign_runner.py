@@ -38,20 +38,25 @@ def test_a_kill_at_a_seeded_point_then_each_recovery_leaves_the_host_byte_identi
     assert killed_and_recovered(plan, tmp_path / "killed", at, recovery)
 
 
-def test_an_update_grub_mid_campaign_is_not_undone_by_the_end(tmp_path):
-    """A kernel upgrade (or an edit of /etc/default/grub) runs update-grub between two boots; the end
-    must leave a grub.cfg made from today's configuration, not the stale bytes of the start."""
+def in_an_arm_with_grub_edited(tmp_path, token: str):
+    """A campaign in its arm's boot, after which the operator (or apt) adds token to the command
+    line in /etc/default/grub and runs update-grub; the host and the driver."""
     host = CampaignHost(tmp_path / "root")
     start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
     driver = FastDriver(host)
     assert runner.step(host.system, driver) == "rebooting"
     host.boot()
-    text = host.read("/etc/default/grub")
-    host.write(
-        "/etc/default/grub",
-        text + 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT mitigations=off"\n',
-    )
+    grub = host.read("/etc/default/grub")
+    line = f'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT {token}"\n'
+    host.write("/etc/default/grub", grub + line)
     assert host.run(["update-grub"])[0] == 0  # the operator's (or apt's) own update-grub
+    return host, driver
+
+
+def test_an_update_grub_mid_campaign_is_not_undone_by_the_end(tmp_path):
+    """A kernel upgrade (or an edit of /etc/default/grub) runs update-grub between two boots; the end
+    must leave a grub.cfg made from today's configuration, not the stale bytes of the start."""
+    host, driver = in_an_arm_with_grub_edited(tmp_path, "mitigations=off")
     assert host.run_unit(driver) == "rebooting"  # the end runs in the normal boot
     host.boot()
     assert host.run_unit(driver) == "done"
@@ -65,16 +70,7 @@ def test_a_power_cut_right_after_the_end_keeps_the_grub_cfg_its_update_grub_made
     """The end puts the start's grub.cfg back, then update-grub rewrites it from today's
     configuration. A power cut just after the campaign journals its end must not boot the start's
     bytes (yesterday's kernels and command line) while the journal says the campaign is over."""
-    host = CampaignHost(tmp_path / "root")
-    start(host, write_campaign(tmp_path, arms=[{"name": "p2p", "host": ["p2p"]}]))
-    driver = FastDriver(host)
-    assert runner.step(host.system, driver) == "rebooting"
-    host.boot()
-    grub = host.read("/etc/default/grub")
-    host.write(
-        "/etc/default/grub", grub + 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT quiet2"\n'
-    )
-    assert host.run(["update-grub"])[0] == 0
+    host, driver = in_an_arm_with_grub_edited(tmp_path, "quiet2")
     assert host.run_unit(driver) == "rebooting"
     host.boot()
     with host.write_loss() as disk:

@@ -6,17 +6,14 @@ is marked UNVERIFIED. Errors from an edited lock are said in words.
 Each test reproduces one way an unlucky operator got "verified" for something else (issue 37's
 closing review), with the fake engine and stand-ins the unit tier uses elsewhere."""
 
-import base64
-import hashlib
 import json
 import os
 import subprocess
-import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import free_port, prose, run_dir
+from conftest import free_port, prose, run_dir, wheel
 
 from seatkit import engine, paths
 from seatkit.bench import compare, oracle, run
@@ -200,25 +197,6 @@ def test_a_docker_seats_weights_are_checked_at_bench_time_where_its_container_mo
     assert mark and "base/model.safetensors" in mark, mark
 
 
-def _wheel(folder, name: str, version: str, body: bytes) -> None:
-    """A pure-Python wheel of one module whose text is body."""
-    dist = f"{name.replace('-', '_')}-{version}"
-    files = {
-        f"{name.replace('-', '_')}.py": body,
-        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-        f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-
-    def line(path, data):
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        return f"{path},sha256={digest},{len(data)}\n"
-
-    record = "".join(line(p, d) for p, d in files.items()) + f"{dist}.dist-info/RECORD,,\n"
-    with zipfile.ZipFile(folder / f"{dist}-py3-none-any.whl", "w") as zf:
-        for p, d in {**files, f"{dist}.dist-info/RECORD": record.encode()}.items():
-            zf.writestr(p, d)
-
-
 def test_a_venv_without_a_record_is_adopted_only_with_the_locked_wheels_files(venv_locked, tmp_path):
     """Reproduction: a venv an older kit made (no install record beside it), into which someone
     pip-installed a rebuilt tiny-a of the locked version (other files, the same name and version).
@@ -228,7 +206,7 @@ def test_a_venv_without_a_record_is_adopted_only_with_the_locked_wheels_files(ve
     venv = runtime.ensure_venv(plan, say=lambda m: None)
     rebuilt = tmp_path / "rebuilt"
     rebuilt.mkdir()
-    _wheel(rebuilt, "tiny-a", "1.0", b"VALUE = 2  # not the locked wheel's\n")
+    wheel(rebuilt, "tiny-a", "1.0", b"VALUE = 2  # not the locked wheel's\n")
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "-q", "install", "--force-reinstall", "--no-deps"]
         + [str(next(rebuilt.glob("*.whl")))],
