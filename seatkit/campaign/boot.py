@@ -22,6 +22,8 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
@@ -287,6 +289,22 @@ def booted_arm(system: System) -> str | None:
 def disarm(system: System) -> None:
     """Clear the one-shot: the next boot, whoever makes it, boots the normal entry."""
     system.run(["grub-editenv", GRUBENV, "unset", "next_entry"])  # a failure is no reason to stay
+
+
+@contextmanager
+def leaving_arm(system: System, progress: Callable[[str], None]) -> Iterator[None]:
+    """Run an end in an arm's boot: the reboot into the normal entry comes after it, whatever
+    happens in it (a failure still raises, from the normal boot's side of the reboot request)."""
+    in_arm = booted_arm(system)
+    try:
+        yield
+    except Exception:
+        if in_arm:
+            leave_arm(system)
+        raise
+    if in_arm:
+        progress("reboot into the normal entry")
+        leave_arm(system)
 
 
 def leave_arm(system: System) -> None:

@@ -14,18 +14,8 @@ def finish(run: Run, progress: Progress, driver: Driver) -> str:
     Nothing in the report, a knob that will not go back or a boot tool that fails keeps the host
     from its start state or the campaign from its end: those are said, with what to do, and the end
     comes. In an arm's boot the reboot into the normal entry comes whatever happens before it."""
-    system = run.system
-    in_arm = boot.booted_arm(system)
-    try:
-        outcome = _end(run, progress, driver)
-    except Exception:
-        if in_arm:  # the running kernel is an arm's: back to the normal entry, even after a failure
-            boot.leave_arm(system)
-        raise
-    if in_arm:
-        progress("reboot into the normal entry")
-        boot.leave_arm(system)
-    return outcome
+    with boot.leaving_arm(run.system, progress):
+        return _end(run, progress, driver)
 
 
 def _end(run: Run, progress: Progress, driver: Driver) -> str:

@@ -270,7 +270,7 @@ def _abort_without_journal(system: System, folder: str, echo: Progress, why: str
     """The journal cannot be read: the host transaction (named by the folder's campaign id) still
     says what to undo; what only the journal knew (the live knobs' start values) is lost. The
     report holds what the journal's readable lines record, marked incomplete."""
-    with held(system, "campaign abort"):
+    with held(system, "campaign abort"), boot.leaving_arm(system, echo):
         by = boot.uninstall(system, folder.rstrip("/").rsplit("/", 1)[-1], echo)
         echo(
             f"the campaign's journal cannot be read ({why}): "
@@ -278,9 +278,6 @@ def _abort_without_journal(system: System, folder: str, echo: Progress, why: str
         )
         echo(_salvaged_report(system, folder))
         system.remove(CURRENT)
-        if boot.booted_arm(system):
-            echo("reboot into the normal entry")
-            boot.leave_arm(system)
     return "aborted"
 
 

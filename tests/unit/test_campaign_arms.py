@@ -9,8 +9,8 @@ import json
 import pytest
 from campaign_harness import CampaignHost, FastDriver, drive, start, write_campaign
 
+from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
-from seatkit.campaign import runner
 from seatkit.campaign.folder import Run
 from seatkit.errors import SeatError
 
@@ -175,3 +175,22 @@ def test_an_abort_whose_journal_has_a_damaged_line_reports_what_the_other_lines_
     assert report["incomplete"] == f"1 of 2 visits; journal line {damaged + 1} unreadable, left out"
     shown = CliRunner().invoke(seat, ["campaign", "report", folder, "--root", str(host.root)])
     assert shown.exit_code == 0 and "INCOMPLETE" in shown.output, shown.output
+
+
+def test_an_abort_whose_journal_is_damaged_leaves_the_arm_even_when_update_grub_fails(tmp_path):
+    """In an arm's boot, with a journal line damaged and update-grub failing, the abort still asks
+    for the reboot into the normal entry (the one-shot cleared first), then says what failed."""
+    host, folder, driver = _first_of_two_visits_measured(tmp_path)
+    journal = host.path(f"{folder}/journal.jsonl")
+    lines = journal.read_text().splitlines(keepends=True)
+    damaged = next(i for i, line in enumerate(lines) if json.loads(line)["type"] not in ("begin", "measured"))
+    lines[damaged] = "{garbage\n"
+    journal.write_text("".join(lines))
+    host.write("/proc/cmdline", host.read("/proc/cmdline").strip() + f" {boot.MARKER}=none\n")
+    host.failing.add("update-grub")
+    host.calls.clear()
+    with pytest.raises(SeatError):
+        runner.abort(host.system, driver)
+    asked = [c[:2] for c in host.calls if c[0] in ("grub-editenv", "systemctl")]
+    assert ["systemctl", "reboot"] in asked, host.calls
+    assert asked.index([c for c in asked if c[0] == "grub-editenv"][0]) < asked.index(["systemctl", "reboot"])
