@@ -48,18 +48,20 @@ LISTERS = ("lsinitramfs", "lsinitrd", "lsinitcpio")  # an initramfs image's file
 
 def confined(root: Path) -> Runner:
     """A runner for a throwaway root: the commands that only read, read the root's copies (modinfo
-    its modules, uname the kernel its /proc names, a lister its image); systemd-detect-virt can read
-    only this machine, so it is not run and the root's own files (cpuinfo, /proc/1/cgroup) decide.
+    its modules for the kernel its /proc names, uname that kernel, a lister its image);
+    systemd-detect-virt can read only this machine, so it is not run and the root's own files
+    (cpuinfo, /proc/1/cgroup) decide.
     Any other command would act on this machine instead of on the root: refused."""
 
     def run(argv: list[str]) -> tuple[int, str]:
         name = argv[0]
-        if name == "modinfo":
-            return run_real(["modinfo", "-b", str(root), *argv[1:]])
+        release = root / "proc/sys/kernel/osrelease"
+        if name == "modinfo":  # the root's kernel, where it names one, not this machine's uname
+            kernel = ["-k", release.read_text().strip()] if release.is_file() and "-k" not in argv else []
+            return run_real(["modinfo", "-b", str(root), *kernel, *argv[1:]])
         if name in LISTERS:
             return run_real([name, str(root / argv[1].lstrip("/")), *argv[2:]])
         if name == "uname" and argv[1:] == ["-r"]:
-            release = root / "proc/sys/kernel/osrelease"
             return (0, release.read_text()) if release.is_file() else (1, f"{release}: absent")
         if name == "systemd-detect-virt":
             return 127, f"systemd-detect-virt would read this machine, not {root}: not run"

@@ -23,6 +23,7 @@ from fake_host import KVER
 from seatkit.campaign import boot, runner
 from seatkit.campaign import plan as campaign_plan
 from seatkit.cli.app import seat
+from seatkit.host.system import confined
 
 USER = 1000
 
@@ -538,9 +539,25 @@ def test_campaign_plan_with_a_throwaway_root_reads_the_roots_copies_not_this_mac
     assert done.exit_code in (0, 2), done.output
     host_commands = [argv for argv in ran if argv[0] != "sh"]  # sh -n: the root's own defaults file
     assert all(str(host.root) in " ".join(argv) for argv in host_commands), host_commands
+    modinfo = [argv for argv in host_commands if argv[0] == "modinfo"]
+    assert modinfo and all(["-k", KVER] == argv[3:5] for argv in modinfo), (
+        modinfo
+    )  # not this machine's kernel
     assert "container" not in done.output and "virtual machine" not in done.output, done.output
     host.write("/proc/cpuinfo", host.read("/proc/cpuinfo").replace("fpu sse2", "fpu sse2 hypervisor"))
     done = CliRunner().invoke(
         seat, ["campaign", "plan", str(tmp_path / "camp.yaml"), "--root", str(host.root)]
     )
     assert "a hypervisor (cpuinfo flag)" in done.output, done.output  # the root's copy says so
+
+
+def test_modinfo_under_a_throwaway_root_asks_for_the_roots_kernel(tmp_path, monkeypatch):
+    """modinfo without -k reads the modules of this machine's `uname -r`, even with -b ROOT: under
+    --root it must name the kernel the root's /proc says (the driver's version is judged by it)."""
+    release = tmp_path / "proc/sys/kernel/osrelease"
+    release.parent.mkdir(parents=True)
+    release.write_text(f"{KVER}\n")
+    ran = []
+    monkeypatch.setattr("seatkit.host.system.run_real", lambda argv: ran.append(argv) or (0, ""))
+    confined(tmp_path)(["modinfo", "-F", "version", "nvidia"])
+    assert ran == [["modinfo", "-b", str(tmp_path), "-k", KVER, "-F", "version", "nvidia"]]
