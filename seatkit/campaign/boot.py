@@ -333,7 +333,3 @@ def reboot(system: System) -> None:
             "reboot by hand: the unit resumes the campaign after the boot",
         )
     time.sleep(0)  # the host goes down from here; the caller returns
-
-
-def grub_entry_ids(text: str) -> list[str]:
-    return re.findall(r"--id\s+(\S+)", text)

@@ -59,14 +59,25 @@ def verify_p2p_cmd(
     if step_mode:
         return _verify_step(image, as_json, seat_profile, layers, hidden, replays or 200)
     err.print("checking the peer-to-peer data path ...")
-    result = p2p.judge(p2p.run_probe(image))
+    _keep_and_show(p2p.judge(p2p.run_probe(image)), p2p.RESULT, as_json, _show_probe)
+
+
+def _keep_and_show(result: dict, path: str, as_json: bool, show) -> None:
+    """Keep the result with the boot id (a symlink in its place, say: the figures are still shown),
+    show it, and exit 1 when it failed."""
     try:
-        kept = p2p.store(result, System())
-    except OSError as exc:
+        kept = p2p.store(result, System(), path)
+    except (OSError, SeatError) as exc:
         kept = f"not kept ({exc}): status will not see it"
-    output.emit(result, as_json, lambda data: _show_probe(data, kept))
+    output.emit(result, as_json, lambda data: show(data, kept))
     if result["verdict"] == "failed":
         raise SystemExit(1)
+
+
+def _problems_and_verdict(result: dict, kept: str) -> None:
+    for problem in result["problems"]:
+        out.print(f"[red]problem:[/] {escape(problem)}")
+    out.print(f"verdict: {result['verdict']}; result {kept}")
 
 
 def _show_probe(result: dict, kept: str) -> None:
@@ -92,9 +103,7 @@ def _show_probe(result: dict, kept: str) -> None:
             f"all-reduce {ar['bytes'] // 1024} KB over {ar['gpus']} GPUs (NCCL {result['nccl']}): "
             f"{ar['us']:.1f} us, sum {'correct' if ar['correct'] else 'WRONG'}"
         )
-    for problem in result["problems"]:
-        out.print(f"[red]problem:[/] {escape(problem)}")
-    out.print(f"verdict: {result['verdict']}; result {kept}")
+    _problems_and_verdict(result, kept)
 
 
 def _verify_step(
@@ -117,13 +126,7 @@ def _verify_step(
     err.print(f"replaying one decode step's communication: 2 x {layers} all-reduces, hidden {hidden} ...")
     k = profile.speculative.num_speculative_tokens if profile.speculative else 0
     result = step.judge(step.run(layers, hidden, replays, image), published_step(profile), k)
-    try:
-        kept = step.store(result, System())
-    except (OSError, SeatError) as exc:  # a symlink in its place, say: the figures are still shown
-        kept = f"not kept ({exc}): status will not see it"
-    output.emit(result, as_json, lambda data: _show_step(data, kept))
-    if result["verdict"] == "failed":
-        raise SystemExit(1)
+    _keep_and_show(result, step.RESULT, as_json, _show_step)
 
 
 def _show_step(result: dict, kept: str) -> None:
@@ -145,9 +148,7 @@ def _show_step(result: dict, kept: str) -> None:
         table.add_row(t, f"{size / 1024:.0f}", *cells)
     out.print(table)
     out.print(escape(step.summary(result)), highlight=False)
-    for problem in result["problems"]:
-        out.print(f"[red]problem:[/] {escape(problem)}")
-    out.print(f"verdict: {result['verdict']}; result {kept}")
+    _problems_and_verdict(result, kept)
 
 
 def _train_cell(figures: dict | None) -> str:

@@ -14,11 +14,6 @@ from seatkit.host.ops import GRUB_DROPIN, KERNEL_CMDLINE, KERNELSTUB_CONFIG, Com
 from seatkit.host.system import System
 
 
-def _dropin_header(text: str, name: str) -> list[str]:
-    match = re.search(rf"^# seatkit-{name}:(.*)$", text, re.M)
-    return match.group(1).split() if match else []
-
-
 def lost_tokens(tokens: list[str], edit: cmdline.Edit) -> list[str]:
     """What of the edit is not in a generated command line: tokens missing, replaced ones still there."""
     return [f"{t} is missing" for t in edit.added if t not in tokens] + [

@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from seatkit.errors import SeatError
@@ -124,35 +124,43 @@ def judge(result: dict) -> dict:
     return {**result, "verdict": verdict, "problems": problems}
 
 
-def store(result: dict, system: System) -> str:
+def store(result: dict, system: System, path: str = RESULT) -> str:
     record = {**result, "boot_id": state.boot_id(system), "time": time.time()}
-    system.write(RESULT, (json.dumps(record, indent=2) + "\n").encode())
-    return RESULT
+    system.write(path, (json.dumps(record, indent=2) + "\n").encode())
+    return path
+
+
+def kept_row(system: System, path: str, missing: str, command: str, summary: Callable[[dict], str]) -> dict:
+    """The row `seat host status` shows for a probe's kept result: `missing` unless it is this boot's."""
+    text = system.read(path)
+    if text is None:
+        return {"verdict": missing, "why": f"no `{command}` result on this host"}
+    try:
+        record = json.loads(text)
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record["time"]))
+        if record["boot_id"] != state.boot_id(system):
+            return {
+                "verdict": missing,
+                "why": f"the last result ({record['verdict']}, {when}) is from another boot: run it again",
+            }
+        if record["verdict"] == "failed":
+            return {"verdict": "FAILED on this boot", "why": "; ".join(record["problems"])}
+        return {"verdict": f"{record['verdict']} on this boot", "why": f"{summary(record)} ({when})"}
+    except (ValueError, KeyError, TypeError):  # cut short by hand, or from another version
+        return {"verdict": missing, "why": f"{path} is torn: run `{command}` again"}
+
+
+def _figures(record: dict) -> str:
+    pairs = record["pairs"]
+    if not pairs:
+        return "one GPU"
+    return (
+        f"{len(pairs)} pairs byte-checked, {min(p['bandwidth_gb_s'] for p in pairs):.1f}-"
+        f"{max(p['bandwidth_gb_s'] for p in pairs):.1f} GB/s, all-reduce "
+        f"{record['allreduce']['us']:.1f} us"
+    )
 
 
 def data_path(system: System) -> dict:
     """The row `seat host status` shows for the data path."""
-    text = system.read(RESULT)
-    if text is None:
-        return {"verdict": "not verified", "why": "no `seat host verify-p2p` result on this host"}
-    record = json.loads(text)
-    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record["time"]))
-    if record["boot_id"] != state.boot_id(system):
-        return {
-            "verdict": "not verified",
-            "why": f"the last result ({record['verdict']}, {when}) is from another boot: run it again",
-        }
-    if record["verdict"] == "failed":
-        return {"verdict": "FAILED on this boot", "why": "; ".join(record["problems"])}
-    pairs = record["pairs"]
-    figures = (
-        f"{len(pairs)} pairs byte-checked, {min(p['bandwidth_gb_s'] for p in pairs):.1f}-"
-        f"{max(p['bandwidth_gb_s'] for p in pairs):.1f} GB/s, all-reduce "
-        f"{record['allreduce']['us']:.1f} us"
-        if pairs
-        else "one GPU"
-    )
-    return {
-        "verdict": "verified on this boot" if record["verdict"] == "verified" else record["verdict"],
-        "why": f"{figures} ({when})",
-    }
+    return kept_row(system, RESULT, "not verified", "seat host verify-p2p", _figures)

@@ -27,15 +27,6 @@ EXT_START, EXT_END, EXT_ACS, EXT_ATS = 0x100, 0x1000, 0x000D, 0x000F
 ACS_BITS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
 REDIRECTS = ("ReqRedir", "CmpltRedir")  # peer requests or completions go up to the root complex
 EGRESS = "EgressCtrl"  # without a redirect, requests to the ports in the egress vector are blocked
-VMD_DEVICES = {
-    ("8086", "201d"),
-    ("8086", "28c0"),
-    ("8086", "467f"),
-    ("8086", "4c3d"),
-    ("8086", "9a0b"),
-    ("8086", "a77f"),
-    ("8086", "ad0b"),
-}
 
 
 def _u16(data: bytes, at: int) -> int:

@@ -11,31 +11,16 @@ from the reference card (seatkit.doctor.bench.published_step), above host.
 from __future__ import annotations
 
 import json
-import math
-import time
 
 from seatkit.errors import SeatError
-from seatkit.host import p2p, state
+from seatkit.host import p2p
 from seatkit.host.journal import STATE
 from seatkit.host.system import System
 from seatkit.seat.profiles import Profile
 
 RESULT = f"{STATE}/verify-p2p-step.json"
 FORMS = ("oneshot", "nccl")  # the communication forms; the baseline is what they are held against
-VERDICTS = ("measured", "one GPU: baseline only", "failed")
-MAX_RECORD = 1 << 20  # a real record, or a model's config.json, is a few KiB
 LAYERS, HIDDEN = (1, 512), (64, 65536)  # the probe's ranges (p2p_probe_step.step_args), and the CLI's
-
-
-def _small_file(system: System, path: str) -> str | None:
-    """A regular file's text, None when absent or not one: a FIFO would hang the read, a huge file fill memory."""
-    found = system.path(path)
-    try:
-        if not found.is_file() or found.stat().st_size > MAX_RECORD:
-            return None
-    except OSError:
-        return None
-    return system.read(path)
 
 
 def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
@@ -44,7 +29,7 @@ def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
     if model.host_dir is None:
         return f"model {profile.model!r} is built, not on the host: give --layers and --hidden"
     path = f"{model.host_dir}/config.json"
-    text = _small_file(system, path)
+    text = system.read(path)
     if text is None:
         return f"{path} is not readable (models not fetched here?): give --layers and --hidden"
     try:
@@ -67,70 +52,15 @@ def model_shape(profile: Profile, system: System) -> tuple[int, int] | str:
     return layers, hidden
 
 
-LYING_HINT = "the probe and the kit differ (an edited p2p_probe.py?): reinstall seatkit and run it again"
-
-
 def run(layers: int, hidden: int, replays: int, image: str | None = None) -> dict:
-    result = p2p.run_probe(
+    return p2p.run_probe(
         image, ["--step", "--layers", str(layers), "--hidden", str(hidden), "--replays", str(replays)]
     )
-    shape = (result.get("step") or {}) if isinstance(result, dict) else {}
-    if isinstance(shape, dict) and shape and (shape.get("layers"), shape.get("hidden")) != (layers, hidden):
-        raise SeatError(
-            f"the probe answered for L={shape.get('layers')} hidden={shape.get('hidden')}, "
-            f"not the L={layers} hidden={hidden} asked",
-            LYING_HINT,
-        )
-    return result
-
-
-def _figures(step: dict):
-    """(where, figures) for every measured 1+k of every form; raises KeyError/TypeError when misshapen."""
-    forms = step["forms"]
-    for n, base in enumerate(forms.get("baseline") or []):
-        for t, figures in base["by_tokens"].items():
-            yield f"baseline GPU{n} 1+k={t}", figures
-    for form in FORMS:
-        for t, figures in ((forms.get(form) or {}).get("by_tokens") or {}).items():
-            if "waits_given_up" not in figures or "train_us" in figures:
-                yield f"{form} 1+k={t}", figures
-
-
-def _checked(result) -> list[str]:
-    """The probe's result as the probe writes it (else a SeatError); problems with its figures."""
-    try:
-        step = result["step"]
-        if not (
-            isinstance(step["gpus"], int)
-            and isinstance(step["forms"], dict)
-            and isinstance(step["tokens"], list)
-            and isinstance(step["placement"], str)
-        ):
-            raise TypeError("gpus, forms, tokens or placement of the wrong kind")
-        sizes = set(step["bytes_by_tokens"])
-        for base in step["forms"].get("baseline") or []:
-            if set(base["by_tokens"]) != sizes:  # the baseline runs every size; a form may stop early
-                raise KeyError(f"baseline 1+k {sorted(base['by_tokens'])}, not {sorted(sizes)}")
-        problems = []
-        for where, figures in _figures(step):
-            values = [figures[kind][q] for kind in ("train_us", "per_collective_us") for q in ("p50", "p99")]
-            if not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in values):
-                problems.append(f"{where}: the probe reported {values[:2]} us (not a time)")
-            elif values[0] > values[1] or values[2] > values[3]:
-                problems.append(f"{where}: p50 above p99 ({values[:2]} us): not percentiles of one run")
-        for form in FORMS:
-            figures = step["forms"].get(form) or {}
-            if "skipped" not in figures and figures and not isinstance(figures.get("correct"), bool):
-                problems.append(f"{form}: the probe did not say whether its sums were right")
-        return problems
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise SeatError(f"the probe's result is not one it writes (at {exc!r})", LYING_HINT) from None
 
 
 def judge(result: dict, ref: dict | None, k: int | None) -> dict:
     """Verdict, problems, and per form the share of the published step its train explains."""
-    problems = _checked(result)
-    garbage = bool(problems)  # no share is worked out from figures that are not times
+    problems = []
     step = result["step"]
     forms = step["forms"]
     oneshot = forms.get("oneshot") or {}
@@ -149,7 +79,7 @@ def judge(result: dict, ref: dict | None, k: int | None) -> dict:
         ]  # the published step ran at the card's k: its train is at that 1+k, whatever the profile says
     tokens = str(1 + k) if k is not None else None
     shares = {}
-    if ref and peers and not garbage and tokens in step["bytes_by_tokens"]:
+    if ref and peers and tokens in step["bytes_by_tokens"]:
         budget_us = ref["ms_per_step"] * 1000
         base = (
             min(b["by_tokens"][tokens]["train_us"]["p50"] for b in forms.get("baseline", []))
@@ -174,12 +104,6 @@ def judge(result: dict, ref: dict | None, k: int | None) -> dict:
         "tokens_per_collective": tokens,
         "shares": shares,
     }
-
-
-def store(result: dict, system: System) -> str:
-    record = {**result, "boot_id": state.boot_id(system), "time": time.time()}
-    system.write(RESULT, (json.dumps(record, indent=2) + "\n").encode())
-    return RESULT
 
 
 def summary(result: dict) -> str:
@@ -211,28 +135,7 @@ def summary(result: dict) -> str:
 
 def step_path(system: System) -> dict:
     """The row `seat host status` shows for the step probe, this boot only."""
-    kept = system.path(RESULT)
-    if not kept.exists() and not kept.is_symlink():
-        return {"verdict": "not measured", "why": "no `seat host verify-p2p --step` result on this host"}
-    torn = {"verdict": "not measured", "why": f"{RESULT} is torn or foreign: run it again"}
-    text = _small_file(system, RESULT)
-    if text is None:
-        return torn
-    try:
-        record = json.loads(text)
-        if record["verdict"] not in VERDICTS:
-            return torn
-        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record["time"]))
-        if record["boot_id"] != state.boot_id(system):
-            return {
-                "verdict": "not measured",
-                "why": f"the last result ({record['verdict']}, {when}) is from another boot: run it again",
-            }
-        if record["verdict"] == "failed":
-            return {"verdict": "FAILED on this boot", "why": "; ".join(record["problems"])}
-        return {"verdict": f"{record['verdict']} on this boot", "why": f"{summary(record)} ({when})"}
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError, OSError):
-        return torn
+    return p2p.kept_row(system, RESULT, "not measured", "seat host verify-p2p --step", summary)
 
 
 def check_options(step: bool, layers, hidden, replays, profile) -> None:

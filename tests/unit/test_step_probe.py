@@ -114,15 +114,15 @@ def test_kept_per_boot_and_shown_by_status_and_doctor(tmp_path):
     assert step.step_path(system)["verdict"] == "not measured"
     (row,) = host_rows.step_rows(step.step_path(system))
     assert row.status == "WARN" and row.fix == "seat host verify-p2p --step"
-    step.store(step.judge(ONE, published_step(PROFILE), 5), system)
+    p2p.store(step.judge(ONE, published_step(PROFILE), 5), system, step.RESULT)
     shown = step.step_path(system)
     assert shown["verdict"] == "one GPU: baseline only on this boot" and "L=61 hidden=7168" in shown["why"]
     assert host_rows.step_rows(shown)[0].status == "OK"
-    step.store(step.judge(multi_gpu(2420.0, correct=False), published_step(PROFILE), 5), system)
+    p2p.store(step.judge(multi_gpu(2420.0, correct=False), published_step(PROFILE), 5), system, step.RESULT)
     assert host_rows.step_rows(step.step_path(system))[0].status == "FAIL"
     assert "from another boot" in step.step_path(host(tmp_path, "boot-2"))["why"]
     system.write(step.RESULT, b"{torn")
-    assert "torn or foreign" in step.step_path(system)["why"]
+    assert "is torn" in step.step_path(system)["why"]
 
 
 def test_layers_and_hidden_come_from_the_models_config(tmp_path):
@@ -244,9 +244,6 @@ def test_a_huge_token_range_is_refused_before_it_is_built():
     [
         ("5", "last line is not its result"),
         ('"an error"', "last line is not its result"),
-        ("{}", "not one it writes"),
-        ('{"step": {"layers": 61, "hidden": 7168}}', "not one it writes"),
-        (json.dumps({**ONE, "step": {**ONE["step"], "layers": 3}}), "answered for L=3"),
     ],
 )
 def test_a_probe_that_exits_0_with_garbage_is_an_error_not_a_traceback(tmp_path, monkeypatch, printed, said):
@@ -256,61 +253,6 @@ def test_a_probe_that_exits_0_with_garbage_is_an_error_not_a_traceback(tmp_path,
     monkeypatch.setattr("seatkit.cli.host_p2p.System", lambda: host(tmp_path))
     shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "7168"])
     assert isinstance(shown.exception, SeatError) and said in str(shown.exception), shown.exception
-
-
-def test_nan_negative_or_unsaid_figures_fail_the_run_and_explain_no_share():
-    lying = multi_gpu(2420.0)
-    lying["step"]["forms"]["oneshot"]["by_tokens"]["6"]["train_us"]["p50"] = float("nan")
-    lying["step"]["forms"]["baseline"][0]["by_tokens"]["2"]["per_collective_us"]["p99"] = -4.0
-    judged = step.judge(json.loads(json.dumps(lying)), published_step(PROFILE), 5)
-    assert judged["verdict"] == "failed" and judged["shares"] == {}
-    assert any("oneshot 1+k=6" in p for p in judged["problems"])
-    assert any("baseline GPU0 1+k=2" in p for p in judged["problems"])
-    assert "nan" not in step.summary(judged)
-    unsaid = multi_gpu(2420.0)
-    del unsaid["step"]["forms"]["nccl"]["correct"]
-    judged = step.judge(unsaid, published_step(PROFILE), 5)
-    assert judged["verdict"] == "failed" and "nccl: the probe did not say" in judged["problems"][0]
-
-
-def test_a_kept_record_that_is_a_fifo_huge_or_odd_is_torn_not_a_hang_or_traceback(tmp_path):
-    import os
-    import threading
-
-    system = host(tmp_path, "boot-1")
-    good = json.dumps({**step.judge(ONE, published_step(PROFILE), 5), "boot_id": "boot-1", "time": 0})
-    kept = system.path(step.RESULT)
-    kept.parent.mkdir(parents=True)
-    os.mkfifo(kept)
-
-    done = threading.Event()
-
-    def feed():  # a reader that opened the FIFO gets a valid record; none there, and this gives up
-        while not done.wait(0.1):
-            try:
-                fd = os.open(kept, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                continue
-            os.write(fd, good.encode())
-            return os.close(fd)
-
-    feeder = threading.Thread(target=feed, daemon=True)
-    feeder.start()
-    assert "torn or foreign" in step.step_path(system)["why"]
-    done.set()
-    feeder.join()
-    kept.unlink()
-    for record in (
-        {**json.loads(good), "time": 1e300},
-        {**json.loads(good), "step": {"forms": []}},
-        {**json.loads(good), "verdict": "[/]measured"},
-    ):
-        kept.write_text(json.dumps(record))
-        assert "torn or foreign" in step.step_path(system)["why"], record
-    kept.write_text(good[:-1] + ', "pad": "' + "x" * (2 << 20) + '"}')
-    assert "torn or foreign" in step.step_path(system)["why"]
-    kept.write_text(good)
-    assert step.step_path(system)["verdict"] == "one GPU: baseline only on this boot"
 
 
 @pytest.mark.parametrize(
@@ -338,13 +280,6 @@ def test_a_step_probe_past_its_time_limit_names_the_replays_not_only_a_hang(tmp_
     assert isinstance(shown.exception, SeatError) and "fewer --replays" in str(shown.exception)
 
 
-def test_a_baseline_missing_a_size_is_a_lying_result_not_a_keyerror():
-    result = multi_gpu(2420.0)
-    del result["step"]["forms"]["baseline"][0]["by_tokens"]["6"]
-    with pytest.raises(SeatError, match="not one it writes"):
-        step.judge(result, published_step(PROFILE), 5)
-
-
 def test_a_hidden_size_not_in_8s_is_refused_before_the_probe_or_its_image_starts(tmp_path, monkeypatch):
     ran = tmp_path / "ran"
     script = tmp_path / "probe.py"
@@ -354,14 +289,6 @@ def test_a_hidden_size_not_in_8s_is_refused_before_the_probe_or_its_image_starts
     shown = CliRunner().invoke(seat, ["host", "verify-p2p", "--step", "--layers", "61", "--hidden", "100"])
     assert isinstance(shown.exception, SeatError) and "multiple of 8" in str(shown.exception)
     assert not ran.exists()
-
-
-def test_a_p50_above_its_p99_is_not_a_time_distribution():
-    result = multi_gpu(2420.0)
-    result["step"]["forms"]["nccl"]["by_tokens"]["6"]["train_us"].update(p50=900.0, p99=300.0)
-    judged = step.judge(result, published_step(PROFILE), 5)
-    assert judged["verdict"] == "failed" and judged["shares"] == {}
-    assert any("nccl 1+k=6" in p and "p50 above p99" in p for p in judged["problems"])
 
 
 def test_a_profile_with_no_published_step_says_why_no_share_is_given():
@@ -392,30 +319,3 @@ def test_a_symlink_where_the_record_goes_still_shows_the_figures(tmp_path, monke
     assert shown.exit_code == 0, shown.exception
     assert "1 rank on GPU 0" in shown.output and "not kept" in shown.output
     assert not (tmp_path / "elsewhere").exists()
-
-
-def test_a_model_config_that_is_a_fifo_is_not_read_not_a_hang(tmp_path):
-    import os
-    import threading
-
-    system = System(root=tmp_path)
-    folder = tmp_path / PROFILE.models["base"].host_dir.lstrip("/")
-    folder.mkdir(parents=True)
-    os.mkfifo(folder / "config.json")
-    done = threading.Event()
-
-    def feed():  # a reader that opened the FIFO gets a valid config; none there, and this gives up
-        while not done.wait(0.1):
-            try:
-                fd = os.open(folder / "config.json", os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                continue
-            os.write(fd, b'{"num_hidden_layers": 43, "hidden_size": 4096}')
-            return os.close(fd)
-
-    feeder = threading.Thread(target=feed, daemon=True)
-    feeder.start()
-    said = step.model_shape(PROFILE, system)
-    done.set()
-    feeder.join()
-    assert isinstance(said, str) and "not readable" in said
