@@ -6,7 +6,6 @@ The kernel drops a flock when its holder dies, so a killed holder never leaves a
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os
@@ -25,17 +24,11 @@ def exclusive(path: Path, what: str, busy: str, hint: str, wait: Callable[[str],
     try:  # never through a symlink: truncating the holder's name would truncate its target
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    except OSError as exc:
-        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):  # the folder, not what is in it
-            raise SeatError(
-                f"cannot open the lock {path}: {exc.strerror}",
-                f"{path.parent} must be writable: point SEAT_HOME at a folder you can "
-                "write, or fix that folder's permissions",
-            ) from None
+    except OSError as exc:  # a folder it cannot write, or something other than a file in its place
         raise SeatError(
             f"cannot open the lock {path}: {exc.strerror}",
-            "it must be a regular file seatkit can write (not a symlink or a folder); "
-            "move what is there aside",
+            f"{path.parent} must be writable (point SEAT_HOME at a folder you can write), and "
+            f"{path.name} a regular file in it: move what is there aside",
         ) from None
     try:
         try:

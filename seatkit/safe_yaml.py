@@ -1,12 +1,10 @@
 """Every data file the kit reads (YAML, JSON, text), with a clear error for each way an accident
-leaves it: not there, no regular file (a FIFO would hang the read), too large for what it should
-be, not UTF-8, not valid, or a YAML key written twice (an edit whose second value would silently
-win; JSON files are the kit's own output)."""
+leaves it: not there, too large for what it should be, not UTF-8, not valid, or a YAML key written
+twice (an edit whose second value would silently win; JSON files are the kit's own output)."""
 
 from __future__ import annotations
 
 import json
-import stat
 from collections.abc import Hashable
 from pathlib import Path
 
@@ -36,13 +34,7 @@ def read_bytes(path: Path, what: str = "file", limit: int = MAX_BYTES) -> bytes:
     """The file's bytes; FileNotFoundError, IsADirectoryError and NotADirectoryError pass through
     for the caller to explain; any other failure to read it is a SeatError."""
     try:
-        info = path.stat()
-        if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):  # a folder: read_bytes says so
-            raise SeatError(
-                f"{path}: not a regular file (a pipe, socket or device)",
-                f"give the path of the {what} itself",
-            )
-        if info.st_size > limit:
+        if path.stat().st_size > limit:
             raise SeatError(
                 f"{path}: larger than {limit // 1024} KiB, too large for a {what}",
                 "the kit's data files are a few pages; check that this is the right file",

@@ -20,7 +20,6 @@ recover` after a kill puts every file back as it was.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -104,63 +103,24 @@ def operator_keys(system: System, body: list[str]) -> dict[str, str]:
     return host_profiles.parse_dwords(found.get("NVreg_RegistryDwords", ""))
 
 
-def default_name(system: System, lines: list[str]) -> str:
-    """What the normal boot boots: grub.cfg's `set default=` (GRUB_DEFAULT), through grubenv's
-    saved_entry when it is "${saved_entry}" (GRUB_DEFAULT=saved); "0" is the first entry."""
-    header = lines[
-        : next((i for i, line in enumerate(lines) if line.startswith(("menuentry ", "submenu "))), len(lines))
-    ]
-    values = [
-        m.group(1)
-        for line in header
-        if (m := re.match(r'\s*set default="?([^"]*)"?\s*$', line)) and "next_entry" not in m.group(1)
-    ]
-    name = values[-1] if values else "0"  # the header's last word on it (00_header's `else` branch)
-    if name == "${saved_entry}":
-        env = dict(
-            line.split("=", 1)
-            for line in (system.read(GRUBENV) or "").splitlines()
-            if "=" in line and not line.startswith("#")
-        )
-        name = env.get("saved_entry") or "0"
-    return name
-
-
 def default_entry(system: System) -> list[str]:
     """The lines of the menu entry the normal boot boots (GRUB_DEFAULT: an index, a title, an id,
     a "submenu>entry" path, or saved), so every arm runs the operator's own kernel."""
-    lines = (system.read(GRUB_CFG) or "").splitlines()
-    name = default_name(system, lines)
-    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("menuentry ")]
-    top = [i for i, line in enumerate(lines) if line.startswith(("menuentry ", "submenu "))]
-    if not starts:
-        raise SeatError(f"{GRUB_CFG} has no menuentry to copy", "run update-grub first")
-    last = name.split(">")[-1]
-    if name.isdigit():  # GRUB counts the top level's entries and submenus alike
-        found = top[int(name)] if int(name) < len(top) else None
-        if found is not None and not lines[found].startswith("menuentry "):
-            found = None
-    else:
-        found = next((i for i in starts if last in _names(lines[i])), None)
+    text = system.read(GRUB_CFG) or ""
+    found = state.grub_default_entry(system, text)
     if found is None:
         raise SeatError(
-            f"the normal boot's entry ({name!r}, from GRUB_DEFAULT or saved_entry) is not a "
-            f"menuentry in {GRUB_CFG}: the arms would boot another kernel than the normal one",
+            f"the normal boot's entry ({state.grub_default(system, text)!r}, from GRUB_DEFAULT or "
+            f"saved_entry) is not a menuentry in {GRUB_CFG}: the arms would boot another kernel than the normal one",
             "point GRUB_DEFAULT (or grub-set-default) at an entry update-grub writes, then run update-grub",
         )
-    indent = lines[found][: len(lines[found]) - len(lines[found].lstrip())]
-    end = next((i for i in range(found + 1, len(lines)) if lines[i] == indent + "}"), None)
+    lines = text.splitlines()
+    start = found[1]
+    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+    end = next((i for i in range(start + 1, len(lines)) if lines[i] == indent + "}"), None)
     if end is None:
-        raise SeatError(f"{GRUB_CFG}: the menuentry {name!r} is not closed by a '}}' line")
-    return [line[len(indent) :] if line.startswith(indent) else line for line in lines[found : end + 1]]
-
-
-def _names(line: str) -> set[str]:
-    """A menuentry line's title and id (`--id X` or Debian's `$menuentry_id_option 'X'`)."""
-    quoted = re.findall(r"'([^']*)'|\"([^\"]*)\"", line)
-    words = [a or b for a, b in quoted]
-    ids = re.findall(r"(?:--id|\$menuentry_id_option)\s+'?([^'\s]+)'?", line)
-    return set(words[:1]) | set(ids)
+        raise SeatError(f"{GRUB_CFG}: the default menuentry is not closed by a '}}' line")
+    return [line[len(indent) :] if line.startswith(indent) else line for line in lines[start : end + 1]]
 
 
 def _grub_word(token: str) -> str:
@@ -208,15 +168,8 @@ def wants_text() -> str:
 
 
 def installed(system: System, campaign_id: str):
-    journal = Journal(system)
-    undone = journal.undone()
     return next(
-        (
-            t
-            for t in journal.active()
-            if t.begin["profile"] == f"campaign:{campaign_id}" and t.txid not in undone
-        ),
-        None,
+        (t for t in Journal(system).active() if t.begin["profile"] == f"campaign:{campaign_id}"), None
     )
 
 
@@ -237,15 +190,7 @@ def install(system: System, campaign_id: str, script_text: str, unit: str, fallb
         tx.write(FileOp(UNIT, unit.encode(), "resumes the campaign after each boot"))
         tx.write(FileOp(FALLBACK, fallback.encode(), "back to the normal entry if the step fails"))
         tx.write(FileOp(WANTS, wants_text().encode(), "start the unit at each boot"))
-        tx.record(
-            {
-                "type": "keep",
-                "files": [
-                    {"path": p, "sha_before": sha256(system.read_bytes(p)), "backup": tx.save("before", p)}
-                    for p in (GRUB_CFG, GRUBENV)
-                ],
-            }
-        )
+        tx.keep([GRUB_CFG, GRUBENV])
         tx.run(["update-grub"], touches=[GRUB_CFG])  # its result's hash tells a later update-grub apart
         tx.commit()
         return tx.txid

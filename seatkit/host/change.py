@@ -103,19 +103,7 @@ def _run_plan(change: Change, plan: Plan) -> None:
     for op in plan.ops:
         change.write(op) if isinstance(op, FileOp) else change.command(op)
     if plan.keep:
-        change.record(
-            {
-                "type": "keep",
-                "files": [
-                    {
-                        "path": p,
-                        "sha_before": sha256(system.read_bytes(p)),
-                        "backup": change.save("before", p),
-                    }
-                    for p in plan.keep
-                ],
-            }
-        )
+        change.keep(plan.keep)
     for argv in plan.regen:
         change.run(argv)
     change.record(

@@ -127,17 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         import p2p_probe_step
 
         return p2p_probe_step.main(argv)
-    try:
-        import torch
-    except ImportError:
-        print(json.dumps({"error": "torch is not importable here"}))
-        return 3
-    if not torch.cuda.is_available():
-        print(
-            json.dumps(
-                {"error": "no CUDA device: torch.cuda.is_available() is False", "torch": torch.__version__}
-            )
-        )
+    from p2p_probe_forms import cuda_torch
+
+    torch = cuda_torch()
+    if torch is None:
         return 3
     count = torch.cuda.device_count()
     result = {

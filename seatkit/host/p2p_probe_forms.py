@@ -5,9 +5,22 @@ A sibling of p2p_probe.py: torch and the standard library only, run by path unde
 
 from __future__ import annotations
 
+import json
 import socket
 
 STEP_WARMUP = 5
+
+
+def cuda_torch():
+    """torch with a CUDA device; else None, its error printed as the probe's result (exit 3)."""
+    try:
+        import torch
+    except ImportError:
+        return print(json.dumps({"error": "torch is not importable here"}))
+    if not torch.cuda.is_available():
+        error = "no CUDA device: torch.cuda.is_available() is False"
+        return print(json.dumps({"error": error, "torch": torch.__version__}))
+    return torch
 
 
 def percentiles(values: list[float]) -> dict:

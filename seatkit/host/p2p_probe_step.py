@@ -22,7 +22,7 @@ import json
 import os
 import time
 
-from p2p_probe_forms import step_baseline, step_nccl
+from p2p_probe_forms import cuda_torch, step_baseline, step_nccl
 from p2p_probe_oneshot import step_oneshot
 
 STEP_TOKENS = range(1, 9)  # 1 + k for k = 0 .. 7
@@ -97,17 +97,8 @@ def main(argv: list[str]) -> int:
     # Ranks on one GPU spin on each other's flags from their own streams: streams that shared a
     # hardware queue (8 by default) would wait behind a spinning kernel.
     os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")
-    try:
-        import torch
-    except ImportError:
-        print(json.dumps({"error": "torch is not importable here"}))
-        return 3
-    if not torch.cuda.is_available():
-        print(
-            json.dumps(
-                {"error": "no CUDA device: torch.cuda.is_available() is False", "torch": torch.__version__}
-            )
-        )
+    torch = cuda_torch()
+    if torch is None:
         return 3
     count = torch.cuda.device_count()
     skipped = _oneshot_skipped(torch, args, forms, count)

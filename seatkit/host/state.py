@@ -115,24 +115,25 @@ MENU = re.compile(
 )
 
 
-def grub_entries(text: str) -> list[tuple[list[tuple[str, str | None]], list[str]]]:
-    """grub.cfg's menu entries in order: the (title, id) path through submenus, and the entry's
-    `linux` line words."""
+def grub_entries(text: str) -> list[tuple[list[tuple[str, str | None]], list[str], int]]:
+    """grub.cfg's menu entries in order: the (title, id) path through submenus, the entry's
+    `linux` line words, and the number of its `menuentry` line."""
     out, stack, depth = [], [], 0
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines()):
         found = MENU.match(line)
         if found:
-            stack.append((found.group(1), (found.group(2) or found.group(3) or "", found.group(4)), depth))
+            node = (found.group(2) or found.group(3) or "", found.group(4))
+            stack.append((found.group(1), node, depth, number))
         words = line.split()
         if len(words) > 1 and words[0].startswith("linux") and stack and stack[-1][0] == "menuentry":
-            out.append(([node for _, node, _ in stack], words))
+            out.append(([node for _, node, _, _ in stack], words, stack[-1][3]))
         depth += line.count("{") - line.count("}")
         while stack and depth <= stack[-1][2]:
             stack.pop()
     return out
 
 
-def _grub_default(system: System, text: str) -> str:
+def grub_default(system: System, text: str) -> str:
     """GRUB's default: the saved entry when grub.cfg defaults to it, else `set default`'s value."""
     default = next(
         (
@@ -155,31 +156,34 @@ def _grub_default(system: System, text: str) -> str:
     return default
 
 
+def grub_default_entry(system: System, text: str) -> tuple[list[str], int] | None:
+    """The `linux` words and `menuentry` line number of the entry GRUB boots by default (its saved
+    entry, a title, an id, an index, a `>` path through submenus); None when the default names none."""
+    entries = grub_entries(text)
+    parts = grub_default(system, text).split(">")
+    for nodes, words, start in entries:  # a title or id path, matched part by part
+        if len(nodes) == len(parts) and all(p in node for p, node in zip(parts, nodes, strict=True)):
+            return words, start
+    if not all(p.isdigit() for p in parts):
+        return None
+    level = entries  # an index path: count entries at each level
+    for depth, part in enumerate(parts):
+        firsts = list(dict.fromkeys(n[depth] for n, _, _ in level if len(n) > depth))
+        if int(part) >= len(firsts):
+            return None
+        level = [e for e in level if len(e[0]) > depth and e[0][depth] == firsts[int(part)]]
+    return level[0][1], level[0][2]
+
+
 def grub_default_args(system: System) -> tuple[str, str, str] | None:
-    """The kernel arguments of the grub.cfg entry that boots by default (GRUB's saved entry, a
-    title, an id, an index, a `>` path through submenus), the file, the image."""
+    """The kernel arguments of the grub.cfg entry that boots by default (the first where its
+    default names none), the file, the image."""
     for path in ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg"):
         text = system.read(path) or ""
         entries = grub_entries(text)
-        if not entries:
-            continue
-        parts = _grub_default(system, text).split(">")
-        chosen = entries[0][1]
-        for nodes, words in entries:  # a title or id path, matched part by part
-            if len(nodes) == len(parts) and all(p in node for p, node in zip(parts, nodes, strict=True)):
-                chosen = words
-                break
-        else:
-            if all(p.isdigit() for p in parts):  # an index path: count entries at each level
-                level = [(nodes, words) for nodes, words in entries]
-                for depth, part in enumerate(parts):
-                    firsts = list(dict.fromkeys(n[depth] for n, _ in level if len(n) > depth))
-                    if int(part) >= len(firsts):
-                        break
-                    level = [(n, w) for n, w in level if len(n) > depth and n[depth] == firsts[int(part)]]
-                else:
-                    chosen = level[0][1]
-        return " ".join(chosen[2:]), path, chosen[1]
+        if entries:
+            words = (grub_default_entry(system, text) or entries[0][1:])[0]
+            return " ".join(words[2:]), path, words[1]
     return None
 
 

@@ -45,6 +45,14 @@ class Change:
         self.system.write(where, data, mode=0o600)
         return where
 
+    def keep(self, paths: Sequence[str]) -> None:
+        """Back up files a tool will rewrite, so that undo puts them back byte for byte."""
+        files = [
+            {"path": p, "sha_before": sha256(self.system.read_bytes(p)), "backup": self.save("before", p)}
+            for p in paths
+        ]
+        self.record({"type": "keep", "files": files})
+
     def write(self, op: FileOp) -> None:
         self.progress(f"{'remove' if op.new is None else 'write'} {op.path}")
         before = self.system.read_bytes(op.path)
