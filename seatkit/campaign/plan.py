@@ -18,14 +18,13 @@ from seatkit.campaign import boot, trust
 from seatkit.campaign import spec as specs
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
-from seatkit.host import detect
+from seatkit.host import cmdline, detect
 from seatkit.host import plan as host_plan
 from seatkit.host.journal import Journal
 from seatkit.host.system import System
 from seatkit.seat import host_profiles, profiles
 from seatkit.serve import spec as serve_spec
 
-COMMAND_LINE_MAX = 2047  # x86 keeps this many bytes of the kernel command line, and drops the rest silently
 LOADER_ENV = re.compile(r"PATH|LD_.*|PYTHON.*")  # what root's unit would resolve tools and load code by
 MS_PER_TOKEN = 25.0  # a rough decode cost for the time estimate (the paper's seat: ~21 ms per step)
 
@@ -89,13 +88,13 @@ def build(campaign: Campaign, system: System | None = None, acknowledge_iommu_of
     for arm in arms:
         if arm.profile:  # a seat arm
             profiles.load(arm.profile)  # refused now, not hours in
-    plan.launch_env = launch_env(campaign)
+    found = launch_env(campaign)
+    plan.launch_env = {k: v for k, v in found.items() if not LOADER_ENV.fullmatch(k)}
     if hosts:
         _judge_home(plan)
-    if loader_env(campaign):
-        note(
-            f"not carried to the visits (root would find its tools or load code by them): {' '.join(loader_env(campaign))}"
-        )
+    dropped = " ".join(k for k in found if LOADER_ENV.fullmatch(k))
+    if dropped:
+        note(f"not carried to the visits (root would find its tools or load code by them): {dropped}")
     note(
         "the seat's launch knobs set now reach every visit: "
         + " ".join(f"{k}={v}" for k, v in plan.launch_env.items())
@@ -185,10 +184,10 @@ def _judge_line(
             arm, profile, facts.vendor or "intel", boot.operator_keys(system, ["linux x " + line])
         )
         size = len(line) + sum(len(t) + 3 for t in tokens)  # a bound: replaced tokens counted twice
-        if size > COMMAND_LINE_MAX:
+        if size > cmdline.COMMAND_LINE_MAX:
             plan.refusals.append(
                 f"the arm {arm.name}'s kernel command line would be about {size} bytes; the kernel keeps "
-                f"{COMMAND_LINE_MAX} and would drop the arm's marker, so its boot could not be told "
+                f"{cmdline.COMMAND_LINE_MAX} and would drop the arm's marker, so its boot could not be told "
                 "apart: shorten the normal command line (GRUB_CMDLINE_LINUX_DEFAULT)"
             )
 
@@ -213,21 +212,15 @@ def _with(settings: set[str]) -> str:
 
 
 def launch_env(campaign: Campaign) -> dict[str, str]:
-    """The launch knobs of the campaign's seats set in this environment: the unit's runs get
-    them too (systemd starts it with none of the operator's environment)."""
+    """The launch knobs of the campaign's seats set in this environment, and the names the shell
+    passes them (the unit's runs get these too: systemd starts it with none of the operator's
+    environment)."""
     names = {campaign.seat} | {a.profile for a in specs.all_arms(campaign) if a.profile}
     knobs = set()
     for name in names:
         spec = serve_spec.build(profiles.load(name))
         knobs |= {k.name for k in spec.knobs} | set(spec.pass_env)
-    return {k: os.environ[k] for k in sorted(knobs) if k in os.environ and not LOADER_ENV.fullmatch(k)}
-
-
-def loader_env(campaign: Campaign) -> list[str]:
-    """Launch knobs set now that the unit never gets: root's tools would be found, and code loaded, by them."""
-    names = {campaign.seat} | {a.profile for a in specs.all_arms(campaign) if a.profile}
-    passed = {k for name in names for k in serve_spec.build(profiles.load(name)).pass_env}
-    return sorted(k for k in passed if k in os.environ and LOADER_ENV.fullmatch(k))
+    return {k: os.environ[k] for k in sorted(knobs) if k in os.environ}
 
 
 def duration(seconds: float) -> str:

@@ -13,7 +13,6 @@ from seatkit.host.system import System
 __all__ = ["fallback_text", "import_folders", "require_safe_exe", "unit_text", "unsafe_exe"]
 
 STEP_TIMEOUT_S = 6 * 3600  # a step that hangs (a wedged GPU, a bench that never returns) fails the unit
-TOOL_FOLDERS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")  # where a host without merged /usr keeps them
 
 
 def _root_only_check(seat: str, folders: list[str]) -> str:
@@ -56,21 +55,16 @@ def unit_text(
     )
 
 
-def _tool(system: System, name: str) -> str:
-    """The tool's absolute path on this host (systemd before 239 wants one; /bin is not always /usr/bin)."""
-    return next(
-        (f"{d}/{name}" for d in TOOL_FOLDERS if system.path(f"{d}/{name}").is_file()), f"/usr/bin/{name}"
-    )
-
-
 def fallback_text(system: System) -> str:
     """Started when the step fails or dies: in an arm's boot (its marker on the command line), the
-    one-shot is cleared and the host reboots into the normal entry; in the normal boot, nothing."""
+    one-shot is cleared and the host reboots into the normal entry; in the normal boot, nothing.
+    Its tools by absolute path, where this host has them (systemd before 239 wants one)."""
+    editenv, systemctl = (system.which(n) or f"/usr/bin/{n}" for n in ("grub-editenv", "systemctl"))
     return (
         "# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
         "[Unit]\nDescription=seatkit campaign: back to the normal boot entry after a failed step\n"
         f"ConditionKernelCommandLine={MARKER}\n\n"
         "[Service]\nType=oneshot\n"
-        f"ExecStart=-{_tool(system, 'grub-editenv')} {GRUBENV} unset next_entry\n"
-        f"ExecStart={_tool(system, 'systemctl')} reboot\n"
+        f"ExecStart=-{editenv} {GRUBENV} unset next_entry\n"
+        f"ExecStart={systemctl} reboot\n"
     )

@@ -13,7 +13,7 @@ from seatkit.campaign import plan as campaign_plan
 from seatkit.campaign.folder import Progress, Run
 from seatkit.campaign.spec import Arm, Campaign
 from seatkit.errors import SeatError
-from seatkit.host import gpus, state
+from seatkit.host import state
 from seatkit.host.system import System
 from seatkit.seat import host_profiles, what_runs
 
@@ -136,16 +136,6 @@ def measure(run: Run, i: int, driver: Driver, progress: Progress) -> None:
         if problems:
             _skip(run, i, problems, progress)
             return
-        inventory = gpus.inventory(system)
-        run.add(
-            {
-                "type": "p2p",
-                "visit": i,
-                "result": "skipped: no NVIDIA GPU answers NVML"
-                if not inventory or not inventory.get("gpus")
-                else "see seat host verify-p2p",
-            }
-        )
     if arm.kind == "live" and not _set_live(run, i, progress):
         return
     nvidia = _same_driver(run)

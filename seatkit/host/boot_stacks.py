@@ -144,14 +144,17 @@ def edit_kernel_cmdline(data: bytes, wanted: list[str], replace: bool) -> bytes:
     return new
 
 
-def kernelstub(system: System, wanted: list[str], replace: bool):
+def kernelstub_tokens(system: System) -> list[str]:
+    """The options kernelstub keeps (a list, or one string in older releases)."""
     try:
-        config = json.loads(system.read(KERNELSTUB_CONFIG) or "")
-        options = config["user"]["kernel_options"]
+        options = json.loads(system.read(KERNELSTUB_CONFIG) or "")["user"]["kernel_options"]
+        return options if isinstance(options, list) else cmdline.split(options)
     except (ValueError, KeyError, TypeError):
         raise SeatError(f"{KERNELSTUB_CONFIG} has no user.kernel_options") from None
-    tokens = options if isinstance(options, list) else cmdline.split(options)
-    edit = cmdline.plan(tokens, wanted, replace)
+
+
+def kernelstub(system: System, wanted: list[str], replace: bool):
+    edit = cmdline.plan(kernelstub_tokens(system), wanted, replace)
     if edit.empty:
         return edit, [], []
     touches = [KERNELSTUB_CONFIG] + detect.loader_entries(system)

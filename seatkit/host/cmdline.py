@@ -104,21 +104,6 @@ def plan(tokens: list[str], wanted: list[str], replace: bool) -> Edit:
     return Edit(added, replaced)
 
 
-def apply(tokens: list[str], edit: Edit) -> list[str]:
-    dropped = {i for i, _ in edit.replaced}
-    return [t for i, t in enumerate(tokens) if i not in dropped] + list(edit.added)
-
-
-def undo(tokens: list[str], edit: Edit) -> list[str]:
-    out = list(tokens)
-    for token in edit.added:
-        where = len(out) - 1 - out[::-1].index(token)  # ours were appended last
-        del out[where]
-    for index, token in sorted(edit.replaced):
-        out.insert(index, token)
-    return out
-
-
 def edit_bytes(data: bytes, edit: Edit) -> bytes:
     """The edit made on the file's own bytes: replaced tokens cut out with the space before them,
     added ones appended after the last token; every other byte (quotes, tabs, CRLF, non-UTF-8) kept."""

@@ -3,9 +3,6 @@ and the PCIe facts from sysfs (ACS, IOMMU groups, ATS)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from seatkit import nvml
 from seatkit.host import pcie
 from seatkit.host.system import System
@@ -34,13 +31,11 @@ P2P_READ, P2P_WRITE, P2P_NVLINK = 0, 1, 2
 
 
 def topology(system: System, bus_id: str) -> dict:
-    """Bridges between the root complex and the GPU, from its sysfs path."""
-    address = bus_id.lower()[-12:]  # NVML pads the domain to 8 digits; sysfs uses 4
-    link = system.path(f"/sys/bus/pci/devices/{address}")
-    if not link.exists():
-        return {"class": "unknown", "why": f"no sysfs device for {address}"}
-    parts = [p for p in Path(os.path.realpath(link)).parts if len(p) == 12 and p.count(":") == 2]
-    bridges = len(parts) - 1
+    """The bridges between the root complex and the GPU (seatkit.host.pcie reads them from sysfs)."""
+    found = pcie.chain(system, pcie.sysfs_address(bus_id))
+    if found["root_bus"] is None:
+        return {"class": "unknown", "why": found["why"]}
+    bridges = len(found["bridges"])
     kind = (
         "on the root bus, no bridge (typical of a VM)"
         if bridges == 0
@@ -48,7 +43,7 @@ def topology(system: System, bus_id: str) -> dict:
         if bridges == 1
         else "behind a PCIe switch"
     )
-    return {"sysfs_path": parts, "bridges_above": bridges, "class": kind}
+    return {"bridges": found["bridges"], "bridges_above": bridges, "class": kind}
 
 
 def inventory(system: System | None = None) -> dict | None:

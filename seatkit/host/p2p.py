@@ -31,17 +31,7 @@ def probe_argv(image: str | None, args: Sequence[str] = ()) -> list[str]:
     if image is None:
         return [sys.executable, str(PROBE), *args]
     return [
-        "docker",
-        "run",
-        "--rm",
-        "--gpus",
-        "all",
-        "--network",
-        "none",
-        "--ipc",
-        "host",
-        "-e",
-        "NCCL_NVLS_ENABLE=0",
+        *"docker run --rm --gpus all --network none --ipc host -e NCCL_NVLS_ENABLE=0".split(),
         "-v",
         f"{PROBE}:/seatkit-p2p-probe.py:ro",
         *(arg for name in PROBE_SIBLINGS for arg in ("-v", f"{PROBE.with_name(name)}:/{name}:ro")),

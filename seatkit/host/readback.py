@@ -4,12 +4,11 @@ rollback, read every generated entry and initramfs back and say what of seatkit'
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from seatkit.errors import SeatError
-from seatkit.host import cmdline, detect, grub_defaults, state
-from seatkit.host.ops import GRUB_DROPIN, KERNEL_CMDLINE, KERNELSTUB_CONFIG, MODPROBE_FILE
+from seatkit.host import boot_stacks, cmdline, detect, grub_defaults, state
+from seatkit.host.ops import GRUB_DROPIN, KERNEL_CMDLINE, MODPROBE_FILE
 from seatkit.host.plan import Plan
 from seatkit.host.system import System
 
@@ -103,9 +102,8 @@ def operators_tokens(system: System, stack: str | None) -> set[str]:
         if stack == "grub":
             return set(cmdline.split(grub_defaults.command_line(system, grub_defaults.sources(system))))
         if stack == "kernelstub":
-            options = json.loads(system.read(KERNELSTUB_CONFIG) or "{}")["user"]["kernel_options"]
-            return set(options if isinstance(options, list) else cmdline.split(options))
-    except (SeatError, ValueError, KeyError, TypeError):  # what cannot be read gives the operator nothing
+            return set(boot_stacks.kernelstub_tokens(system))
+    except SeatError:  # what cannot be read gives the operator nothing
         return set()
     return set(cmdline.split(system.read_bytes(KERNEL_CMDLINE) or b""))
 

@@ -79,14 +79,11 @@ def iommu_row(profile: HostProfile, system: System) -> dict:
     desired = set(profile.iommu.tokens[vendor])
     keys = {cmdline.key(t) for t in desired}
 
-    def deciding(
-        reading: state.Reading[set[str]],
-    ) -> state.Reading[set[str]]:  # as plan judges: only its keys
-        return (
-            state.Reading({t for t in reading.value if cmdline.key(t) in keys}, reading.source)
-            if reading.value is not None
-            else reading
-        )
+    def deciding(reading: state.Reading[set[str]]) -> state.Reading[set[str]]:
+        """Only the profile's keys, as plan judges."""
+        if reading.value is None:
+            return reading
+        return state.Reading({t for t in reading.value if cmdline.key(t) in keys}, reading.source)
 
     row = _row(
         "iommu",

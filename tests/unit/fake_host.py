@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from seatkit.host import change, modprobe
+from seatkit.host import change, cmdline, modprobe
 from seatkit.host import plan as host_plan
 from seatkit.host import system as host_system
 from seatkit.host.system import System
@@ -445,3 +445,19 @@ def make_plan(host, profile="paper", choices=ACK):
 
 def apply(host, profile="paper", choices=ACK):
     return change.apply(make_plan(host, profile, choices), host.system)
+
+
+def edited_tokens(tokens: list[str], edit: cmdline.Edit) -> list[str]:
+    """The token list an edit describes: the replaced ones gone, the added ones last."""
+    dropped = {i for i, _ in edit.replaced}
+    return [t for i, t in enumerate(tokens) if i not in dropped] + list(edit.added)
+
+
+def unedited_tokens(tokens: list[str], edit: cmdline.Edit) -> list[str]:
+    """The list edited_tokens started from: ours (appended last) out, the replaced ones back."""
+    out = list(tokens)
+    for token in edit.added:
+        del out[len(out) - 1 - out[::-1].index(token)]
+    for index, token in sorted(edit.replaced):
+        out.insert(index, token)
+    return out

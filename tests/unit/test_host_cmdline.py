@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from fake_host import FakeHost, make_plan
+from fake_host import FakeHost, edited_tokens, make_plan
 from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
@@ -57,7 +57,7 @@ def test_token_edits_keep_every_byte_they_do_not_own(line, wanted):
     tokens = cmdline.split(line)
     edit = cmdline.plan(tokens, wanted, replace=True)
     out = cmdline.edit_bytes(line, edit)
-    assert cmdline.split(out) == cmdline.apply(tokens, edit)
+    assert cmdline.split(out) == edited_tokens(tokens, edit)
     trailing = line[cmdline.spans(line)[-1][1] :] if tokens else line
     assert out.endswith(trailing)  # the newline, CRLF or tabs at the end stay
     if not edit.replaced:  # nothing removed: the old bytes are all there, ours appended after them
