@@ -57,16 +57,12 @@ def start(
             raise SeatError("a host transaction was interrupted", "run `seat host recover` first")
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{campaign.name}"
         system.path(STATE).mkdir(parents=True, exist_ok=True)
-        for n in range(1, 1000):  # a rerun in the second the last one ended gets a folder of its own
-            cid = stamp if n == 1 else f"{stamp}-{n}"
-            folder = f"{STATE}/{cid}"
-            try:
-                system.path(folder).mkdir()
-                break
-            except FileExistsError:
-                continue
-        else:
-            raise SeatError(f"{STATE} has 999 folders named {stamp}*", "move old campaign folders aside")
+        cid, n = stamp, 1
+        while system.path(f"{STATE}/{cid}").exists():  # a rerun in the same second: a folder of its own
+            n += 1
+            cid = f"{stamp}-{n}"
+        folder = f"{STATE}/{cid}"
+        system.path(folder).mkdir()
         arms = {a.name: a for a in plan.visits}
         Journal(system, f"{folder}/journal.jsonl").append(
             {

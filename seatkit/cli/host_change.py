@@ -19,10 +19,6 @@ from seatkit.seat.host_profiles import HostProfile
 from seatkit.text import counted
 
 
-def _choices(replace: bool, acknowledge: bool):
-    return Choices(replace=replace, acknowledge_iommu_off=acknowledge)
-
-
 def _show(plan: Plan) -> None:
     facts = plan.facts
     # systemd-detect-virt names containers too (docker is no VM): "runs under" fits both.
@@ -106,7 +102,7 @@ def plan_cmd(profile: str, replace: bool, acknowledge: bool, as_json: bool):
 
     Exits 2 when apply would refuse."""
     host = host_profiles.load(profile)
-    plan = build(host, choices=_choices(replace, acknowledge))
+    plan = build(host, choices=Choices(replace, acknowledge))
     found = {**to_json(plan, System()), "iommu_tokens": host.iommu.tokens}
     output.emit(found, as_json, lambda data: _show_with_tokens(plan, host))
     if plan.refusals:
@@ -123,7 +119,7 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
 
     Files are backed up before they are written; `seat host rollback` undoes the transaction
     byte for byte and `seat host recover` undoes one that was cut short. A reboot follows."""
-    plan = build(host_profiles.load(profile), choices=_choices(replace, acknowledge))
+    plan = build(host_profiles.load(profile), choices=Choices(replace, acknowledge))
     if not yes:
         out.print(_would(plan, System()), highlight=False)
     _show(plan)

@@ -16,11 +16,13 @@ def cuda_torch():
     try:
         import torch
     except ImportError:
-        return print(json.dumps({"error": "torch is not importable here"}))
-    if not torch.cuda.is_available():
-        error = "no CUDA device: torch.cuda.is_available() is False"
-        return print(json.dumps({"error": error, "torch": torch.__version__}))
-    return torch
+        error = {"error": "torch is not importable here"}
+    else:
+        if torch.cuda.is_available():
+            return torch
+        error = {"error": "no CUDA device: torch.cuda.is_available() is False", "torch": torch.__version__}
+    print(json.dumps(error))
+    return None
 
 
 def percentiles(values: list[float]) -> dict:

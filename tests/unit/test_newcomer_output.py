@@ -440,7 +440,7 @@ def test_the_plans_host_line_calls_a_container_no_vm_and_says_an_unknown_stack_o
 
     system = vm(tmp_path / "root", container="docker")
     system.runner = lambda argv: (0, "docker\n") if argv[0] == "systemd-detect-virt" else (127, "")
-    plan = host_plan.build(host_profiles.load("paper"), system, host_change._choices(False, False))
+    plan = host_plan.build(host_profiles.load("paper"), system, host_plan.Choices())
     buffer = io.StringIO()
     monkeypatch.setattr(host_change, "out", Console(file=buffer, width=400))
     host_change._show(plan)
