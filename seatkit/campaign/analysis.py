@@ -236,17 +236,13 @@ def table(arms: list[dict], found: list[dict]) -> str:
         "-" * 79,
     ]
     for a in arms:
-        note = (
-            "ALARM"  # tokens/step moved: the verdict says where
-            if a["tps_alarm"]
-            else f"{a['skipped']} skipped"
-            if a["skipped"]
-            else f"{a['left_out']} left out"
-            if a["left_out"]
-            else "live: below"
-            if a["live"]
-            else ""
-        )
+        notes = {  # the first that holds; ALARM: tokens/step moved, the verdict says where
+            "ALARM": a["tps_alarm"],
+            f"{a['skipped']} skipped": a["skipped"],
+            f"{a['left_out']} left out": a["left_out"],
+            "live: below": a["live"],
+        }
+        note = next((text for text, holds in notes.items() if holds), "")
         # An unverified arm's name is cut shorter, so its mark always shows (the reason is under it).
         why = a.get("unverified")
         arm = what_runs.marked(a["arm"][:5], why, short=True) if why else a["arm"][:16]

@@ -28,11 +28,7 @@ class Driver(Protocol):
 
 
 def in_force(
-    arm: Arm,
-    profile: host_profiles.HostProfile,
-    vendor: state.Vendor,
-    system: System,
-    names: set[str],
+    arm: Arm, profile: host_profiles.HostProfile, vendor: state.Vendor, system: System, names: set[str]
 ) -> list[str]:
     """What of the arm is not live, among the settings named (those the campaign varies; the others
     are the operator's, as the normal boot has them): its settings must be live, the others not."""

@@ -20,14 +20,8 @@ def print_side_by_side(summary: dict, path: Path) -> None:
     rows, sentence = demo.side_by_side(summary, path)
     marks = what_runs.mark(summary["conditions"])  # an UNVERIFIED seat's figures never go unmarked
     # Short headers: two median (min-max) columns fit 80 columns side by side only so.
-    table = Table(
-        "factor",
-        "code",
-        "prose",
-        "ratio",
-        "share",
-        title=what_runs.marked("code against prose: median (min-max), share of the tok/s gap", marks, True),
-    )
+    title = what_runs.marked("code against prose: median (min-max), share of the tok/s gap", marks, True)
+    table = Table("factor", "code", "prose", "ratio", "share", title=title)
     for row in rows:
         table.add_row(*row)
     output.show_table(out, table)

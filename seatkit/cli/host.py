@@ -55,16 +55,9 @@ def _in_order(value, order: list[str]):
 
 
 def _show_status(result: dict, profile: str, order: list[str]) -> None:
-    table = Table(
-        "setting",
-        "desired",
-        "configured",
-        "live",
-        "verdict",
-        "why / where",
-        title=f"seat host status ({profile}), boot {result['boot_id']}",
-        show_lines=True,
-    )
+    title = f"seat host status ({profile}), boot {result['boot_id']}"
+    headers = ("setting", "desired", "configured", "live", "verdict", "why / where")
+    table = Table(*headers, title=title, show_lines=True)
     for row in result["rows"]:
         why = row.get("why") or "\n".join(
             f"{side}: {row[f'{side}_from']}" for side in ("configured", "live") if row.get(f"{side}_from")

@@ -124,14 +124,13 @@ def apply_cmd(profile: str, replace: bool, acknowledge: bool, yes: bool):
         out.print(_would(plan, System()), highlight=False)
     _show(plan)
     if not yes:
-        out.print(
-            "dry run: nothing was changed"
-            + (
-                f" ({counted(len(plan.refusals), 'refusal')} above {'blocks' if len(plan.refusals) == 1 else 'block'} --yes)"
-                if plan.refusals
-                else " (add --yes to apply)"
-            )
+        n = len(plan.refusals)
+        why = (
+            f"{counted(n, 'refusal')} above {'blocks' if n == 1 else 'block'} --yes"
+            if n
+            else "add --yes to apply"
         )
+        out.print(f"dry run: nothing was changed ({why})")
         if plan.refusals:
             raise SystemExit(2)
         return

@@ -131,14 +131,8 @@ def _verify_step(
 
 def _show_step(result: dict, kept: str) -> None:
     forms = result["step"]["forms"]
-    table = Table(
-        "1+k",
-        "KiB",
-        "baseline us",
-        "one-shot us",
-        "NCCL us",
-        title=f"{result['step']['placement']}: train p50/p99, per collective p50",
-    )
+    title = f"{result['step']['placement']}: train p50/p99, per collective p50"
+    table = Table("1+k", "KiB", "baseline us", "one-shot us", "NCCL us", title=title)
     for t, size in result["step"]["bytes_by_tokens"].items():
         cells = [
             _train_cell((forms.get("baseline") or [{}])[0].get("by_tokens", {}).get(t)),

@@ -54,15 +54,11 @@ def run_probe(image: str | None = None, args: Sequence[str] = ()) -> dict:
             "docker is not installed", "run without --image where torch with CUDA is importable"
         ) from None
     except subprocess.TimeoutExpired:  # the step probe's work grows with L x hidden x replays
+        more = ", or the train is more work than that (2 x L collectives x replays x 8 sizes)" if args else ""
+        fewer = "run it again with fewer --replays (e.g. 200); " if args else ""
         raise SeatError(
-            f"the probe did not finish in {PROBE_TIMEOUT_S} s: a peer copy or a collective hangs"
-            + (
-                ", or the train is more work than that (2 x L collectives x replays x 8 sizes)"
-                if args
-                else ""
-            ),
-            ("run it again with fewer --replays (e.g. 200); " if args else "")
-            + "a hang is itself a data-path failure: check `seat host status` and the kernel log",
+            f"the probe did not finish in {PROBE_TIMEOUT_S} s: a peer copy or a collective hangs{more}",
+            f"{fewer}a hang is itself a data-path failure: check `seat host status` and the kernel log",
         ) from None
     if image and "could not select device driver" in done.stderr:
         raise SeatError(

@@ -112,11 +112,7 @@ def chain(system: System, address: str) -> dict:
     start = roots[-1]  # behind VMD, the domain the VMD controller hosts
     root = ROOT_BUS.match(parts[start])  # matched above: roots are its matches
     functions = [p for p in parts[start:] if ADDRESS.match(p)]
-    return {
-        "root_bus": root.group(1) if root else None,
-        "bridges": functions[:-1],
-        "vmd": len(roots) > 1,
-    }
+    return {"root_bus": root.group(1) if root else None, "bridges": functions[:-1], "vmd": len(roots) > 1}
 
 
 def iommu_group(system: System, address: str) -> str | None:

@@ -174,14 +174,12 @@ def judge_driver(plan: Plan, profile: HostProfile, keys: host_profiles.RegistryK
             "it is refused until the driver is installed"
         )
     elif rule and profile.registry in rule.refuse:
+        which = (
+            f" (installed for the next boot's kernel {facts.next_kernel})" if driver != facts.driver else ""
+        )
         refuse(
-            f"the {profile.registry} registry form is wrong on driver {driver}"
-            + (
-                f" (installed for the next boot's kernel {facts.next_kernel})"
-                if driver != facts.driver
-                else ""
-            )
-            + f": {' '.join(rule.why.split())} Use the conservative profile (three-key)."
+            f"the {profile.registry} registry form is wrong on driver {driver}{which}: "
+            f"{' '.join(rule.why.split())} Use the conservative profile (three-key)."
         )
 
 

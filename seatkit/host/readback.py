@@ -18,14 +18,13 @@ def generated(system: System, stack: str) -> list[tuple[str, list[str]]]:
     if stack == "grub":
         found = state.grub_default_args(system)
         return [(found[1], cmdline.split(found[0]))] if found else [("/boot/grub/grub.cfg", [])]
-    entries = detect.loader_entries(system)
-    out = []
-    for entry in entries:
-        for line in (system.read_bytes(entry) or b"").splitlines():
-            if line.startswith(b"options"):
-                out.append((entry, cmdline.split(line[len(b"options") :])))
-                break
-    return out
+    return [(e, lines[0]) for e in detect.loader_entries(system) if (lines := _options(system, e))]
+
+
+def _options(system: System, entry: str) -> list[list[str]]:
+    """The tokens of each options line of a loader entry."""
+    lines = (system.read_bytes(entry) or b"").splitlines()
+    return [cmdline.split(line[len(b"options") :]) for line in lines if line.startswith(b"options")]
 
 
 def lost(system: System, plan: Plan) -> str:
@@ -68,11 +67,7 @@ def boot_lines(system: System) -> list[tuple[str, list[str]]]:
             words = line.split()
             if len(words) > 1 and words[0].startswith(b"linux"):
                 out.append((path, cmdline.split(b" ".join(words[2:]))))
-    for entry in detect.loader_entries(system):
-        for line in (system.read_bytes(entry) or b"").splitlines():
-            if line.startswith(b"options"):
-                out.append((entry, cmdline.split(line[len(b"options") :])))
-    return out
+    return out + [(e, tokens) for e in detect.loader_entries(system) for tokens in _options(system, e)]
 
 
 def images(system: System) -> list[str]:

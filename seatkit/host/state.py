@@ -61,11 +61,9 @@ def driver_version(system: System) -> str | None:
 
 def live_cmdline(system: System) -> Reading[set[str]]:
     text = system.read("/proc/cmdline")
-    return (
-        Reading(iommu_tokens(text), "/proc/cmdline")
-        if text is not None
-        else Reading(None, "/proc/cmdline unreadable")
-    )
+    if text is None:
+        return Reading(None, "/proc/cmdline unreadable")
+    return Reading(iommu_tokens(text), "/proc/cmdline")
 
 
 def live_iommu_facts(system: System) -> dict:
@@ -135,24 +133,12 @@ def grub_entries(text: str) -> list[tuple[list[tuple[str, str | None]], list[str
 
 def grub_default(system: System, text: str) -> str:
     """GRUB's default: the saved entry when grub.cfg defaults to it, else `set default`'s value."""
-    default = next(
-        (
-            m.group(1)
-            for m in re.finditer(r'^\s*set default="?([^"\n]*)"?', text, re.M)
-            if "next_entry" not in m.group(1)
-        ),
-        "0",
-    )  # next_entry is grub-reboot's one-off
+    found = [v for v in re.findall(r'^\s*set default="?([^"\n]*)"?', text, re.M) if "next_entry" not in v]
+    default = found[0] if found else "0"  # next_entry is grub-reboot's one-off
     if "saved_entry" in default:
-        env = (
-            next(
-                (system.read(p) for p in ("/boot/grub/grubenv", "/boot/grub2/grubenv") if system.read(p)),
-                None,
-            )
-            or ""
-        )
-        found = re.search(r"^saved_entry=(.*)$", env, re.M)
-        default = found.group(1).strip() if found and found.group(1).strip() else "0"
+        env = next(filter(None, (system.read(p) for p in ("/boot/grub/grubenv", "/boot/grub2/grubenv"))), "")
+        saved = re.search(r"^saved_entry=(.*)$", env, re.M)
+        default = (saved.group(1).strip() if saved else "") or "0"
     return default
 
 
@@ -265,11 +251,7 @@ def configured_args(system: System) -> Reading[str]:
 def configured_cmdline(system: System) -> Reading[set[str]]:
     """IOMMU tokens of the boot configuration the next boot will use."""
     found = configured_args(system)
-    return (
-        Reading(iommu_tokens(found.value), found.source)
-        if found.value is not None
-        else Reading(None, found.source)
-    )
+    return Reading(iommu_tokens(found.value) if found.value is not None else None, found.source)
 
 
 def next_boot_tokens(system: System) -> list[str]:
