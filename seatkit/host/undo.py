@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Sequence
 
 from seatkit.errors import SeatError
 from seatkit.host import cmdline, detect, grub_defaults, ops, readback
@@ -156,15 +155,11 @@ def _missing_backups(system: System, tx: Transaction) -> list[str]:
     return out
 
 
-def _restore(
-    change: Change,
-    path: str,
-    before: str | None,
-    backup: str | None,
-    created: Sequence[str] = (),
-    meta: list[int] | None = None,
-) -> None:
-    system = change.system
+def _restore(change: Change, f: dict) -> None:
+    """A file (a journal record's path, sha_before, backup; created and meta where it has them)
+    put back as it was before."""
+    system, path, before, backup = change.system, f["path"], f["sha_before"], f["backup"]
+    meta = f.get("meta")
     if sha256(system.read_bytes(path)) != before:
         change.progress(f"restore {path}")
         if backup is None:
@@ -186,7 +181,7 @@ def _restore(
         os.chmod(system.path(path), meta[0])
         if system.euid == 0:
             os.chown(system.path(path), meta[1], meta[2])
-    for folder in reversed(created):  # folders apply made go when they are empty again
+    for folder in reversed(f.get("created", [])):  # folders apply made go when they are empty again
         if system.entries(folder) == []:
             system.path(folder).rmdir()
 
@@ -221,18 +216,11 @@ def _undo(change: Change, tx: Transaction, hand: dict[str, bytes], edit: cmdline
 
     def restore_entry(f: dict) -> None:  # a removed kernel's entry stays removed; hand edits come last
         if not (_is_entry(f["path"]) and (f["path"] in hand or not system.exists(f["path"]))):
-            _restore(change, f["path"], f["sha_before"], f["backup"])
+            _restore(change, f)
 
     for step in reversed(_steps(tx)):
         if step["type"] == "file":
-            _restore(
-                change,
-                step["path"],
-                step["sha_before"],
-                step["backup"],
-                step.get("created", []),
-                step.get("meta"),
-            )
+            _restore(change, step)
             continue
         if step["result"] or any(
             sha256(system.read_bytes(t["path"])) != t["sha_before"] for t in step["touches"]
