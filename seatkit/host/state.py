@@ -158,6 +158,8 @@ def grub_default_entry(system: System, text: str) -> tuple[list[str], int] | Non
         if int(part) >= len(firsts):
             return None
         level = [e for e in level if len(e[0]) > depth and e[0][depth] == firsts[int(part)]]
+    if len(level[0][0]) != len(parts):  # a submenu is not an entry: which one GRUB boots is unsure
+        return None
     return level[0][1], level[0][2]
 
 

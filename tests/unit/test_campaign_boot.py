@@ -53,9 +53,11 @@ def test_the_arms_copy_the_entry_the_normal_boot_boots_not_the_first(tmp_path, d
     assert f"vmlinuz-{kernel}" in body[1]
 
 
-def test_a_default_that_names_no_entry_is_refused(tmp_path):
+@pytest.mark.parametrize("default", ["gnulinux-gone", "1", "9"])
+def test_a_default_that_names_no_entry_is_refused(tmp_path, default):
+    """A name no entry has, an index at a submenu (not an entry), an index past the menu."""
     host = CampaignHost(tmp_path / "root")
-    host.write("/boot/grub/grub.cfg", GRUB_CFG % "gnulinux-gone")
+    host.write("/boot/grub/grub.cfg", GRUB_CFG % default)
     with pytest.raises(SeatError, match="another kernel than the normal one"):
         boot.default_entry(host.system)
 
