@@ -188,7 +188,7 @@ LABELS = {
 
 def _readable(info: dict) -> dict[str, str]:
     """`seat status` in words: the process id or container named as such, lists as lists, no None."""
-    shown = when.readable(info)
+    shown = when.readable({**(info.get("provenance") or {}), **info})  # the profile and locks as at `up`
     native = info.get("runtime") == "native"
     out = {}
     for key, label in LABELS.items():

@@ -25,10 +25,11 @@ def seat_of(profile: Profile) -> Running | None:
             "nothing of the running seat can be judged by the file named here",
             f"name the file it was launched from: {run.profile_source}",
         )
-    if run.profile_sha256 and run.profile_sha256 != profile.sha256:  # none: an older kit's, marked unknown
+    launched = (run.provenance or {}).get("profile_sha256")  # none: an older kit's, marked unknown
+    if launched and launched != profile.sha256:
         raise SeatError(
             f"{profile.name} runs the profile as it was at `seat up` (sha256 "
-            f"{run.profile_sha256[:16]}); {profile.source} reads otherwise now (sha256 "
+            f"{launched[:16]}); {profile.source} reads otherwise now (sha256 "
             f"{profile.sha256[:16]}), so nothing of the running seat can be judged by it",
             f"seat down {profile.name} && seat up {profile.name}",
         )

@@ -25,9 +25,6 @@ class Backend(Protocol):
     # can be read there; else a process of this machine.
     container: bool
 
-    def check(self, run: Running) -> None:
-        """Raise ValueError unless the record's ident is one this runtime's start records."""
-
     def prepared(
         self, spec: LaunchSpec, values: dict[str, str], image_check: ImageCheck | None
     ) -> tuple[dict[str, str], str | None]:

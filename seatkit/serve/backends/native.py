@@ -20,7 +20,6 @@ from seatkit.serve import identity, runtime
 from seatkit.serve.running import Running
 from seatkit.serve.spec import LaunchSpec, resolve
 
-PID_MAX = 1 << 22  # the kernel's ceiling for pid_max: every PID is below it
 TOKEN_ENV = "SEATKIT_RUN_TOKEN"
 
 
@@ -136,18 +135,6 @@ def venv_mark(spec: LaunchSpec, values: dict[str, str]) -> str | None:
 
 class Native:
     container = False
-
-    def check(self, run: Running) -> None:
-        if not (
-            run.ident.isascii()
-            and run.ident.isdigit()
-            and run.ident == str(int(run.ident))
-            and 1 < int(run.ident) < PID_MAX
-            and (run.since == "" or run.since.isascii() and run.since.isdigit())
-        ):
-            raise ValueError(
-                f"a native seat's ident {run.ident!r} (since {run.since!r}) is not a PID `up` started"
-            )
 
     def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> tuple[dict, str | None]:
         return values, venv_mark(spec, values)
