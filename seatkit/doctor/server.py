@@ -20,7 +20,7 @@ from seatkit.serve import bound, client, launch
 
 LAYER = "server"
 CHECKS = ("identity", "vLLM version", "spec config", "alone")
-DEADLINE_S = 15  # for a whole answer (client.fetch's size limit is ample: vLLM's /metrics is tens of kB)
+DEADLINE_S = 15  # for a whole answer
 
 
 def _get(run: launch.Running, path: str) -> str:
