@@ -221,6 +221,7 @@ def _start(
     """Preflight, start and record the seat; its run record says what started."""
     p = spec.profile
     values = spec.values(environ)
+    preflight.run(replace(spec, checks=[]), values)  # the knobs' grammar first, as the script's order
     keys.refuse_exposure(values["SEAT_HOST"], bool(spec.api_key_file))
     if not spec.wraps:
         nsys.refuse_unwrapped(dict(os.environ) if environ is None else environ)

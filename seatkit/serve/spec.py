@@ -56,16 +56,10 @@ class LaunchSpec:
         return isinstance(self.profile, NativeProfile)
 
     def values(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """Each knob's value: the environment's when set, else the profile's; checked."""
+        """Each knob's value: the environment's when set, else the profile's (its grammar is
+        checked where it is launched: the script, and `seat up` through it, preflight.run)."""
         env = os.environ if environ is None else environ
-        values = {k.name: env.get(k.name, k.default) for k in self.knobs}
-        self.check(values)
-        return values
-
-    def check(self, values: dict[str, str]) -> None:
-        """Every knob's value against its grammar, in the order the script checks them."""
-        for knob in self.knobs:
-            knob.check(values[knob.name])
+        return {k.name: env.get(k.name, k.default) for k in self.knobs}
 
     def passed_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         env = os.environ if environ is None else environ
