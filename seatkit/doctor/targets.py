@@ -80,12 +80,10 @@ def _since_up(running: launch.Running, profile: profiles.Profile, found) -> str 
     if found is None:
         return verify.unvouched_models(profile, {})
     if docker.restarted(found, running):
-        why = (
-            "its container started again since `seat up` (its restart policy, a reboot or `docker restart`)"
-            if running.since
-            else "`seat up` recorded no start of its container (an older kit's)"
+        return (
+            "its container started again since `seat up` (its restart policy, a reboot or `docker "
+            "restart`): nothing checked what it loaded then"
         )
-        return f"{why}: nothing checked what it loaded then"
     sources = {m.get("Destination"): m.get("Source") for m in found.attrs.get("Mounts") or []}
     knobs = {
         f"SEAT_MODEL_{k.upper()}_DIR": sources[m.mount]

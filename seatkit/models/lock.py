@@ -278,14 +278,9 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
             for key, m in data["models"].items()
         }
         stated = {key: m["sha256"] for key, m in data["models"].items()}
-    except KeyError as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError):  # OverflowError: a size of .inf
         raise SeatError(
-            f"{where}: not a models lock: a field is missing ({text.one_line(str(exc.args[0]))})",
-            f"run `seat model lock {profile.name}` again",
-        ) from None
-    except (TypeError, ValueError, AttributeError, OverflowError):  # OverflowError: a size of .inf
-        raise SeatError(
-            f"{where}: not a models lock: a field holds the wrong kind of value",
+            f"{where}: not a models lock: a field is missing or holds the wrong kind of value",
             f"run `seat model lock {profile.name}` again",
         ) from None
     for key, lock in locks.items():

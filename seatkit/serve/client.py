@@ -47,15 +47,10 @@ def fetch(method: str, url: str, seconds: float, **kwargs) -> requests.Response:
         ):
             deadline.hold(answer)
             body = bytearray()
-            try:
-                for chunk in answer.iter_content(chunk_size=65536):
-                    if deadline.passed:  # a shut socket still yields what the kernel had queued
-                        raise deadline.error(url, method)
-                    body += chunk
-            except requests.RequestException:
-                if deadline.passed:
-                    raise deadline.error(url, method) from None
-                raise
+            for chunk in answer.iter_content(chunk_size=65536):
+                if deadline.passed:  # a shut socket still yields what the kernel had queued
+                    raise deadline.error(url, method)
+                body += chunk
             if deadline.passed:  # cut mid-headers or mid-body, what came may look whole
                 raise deadline.error(url, method)
             answer._content = bytes(body)

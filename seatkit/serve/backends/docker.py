@@ -112,8 +112,7 @@ def create_and_start(
 
     p = spec.profile
     settings = p.docker
-    if settings is None:
-        raise SeatError(f"{p.name} has no docker section")  # a docker profile always has one
+    assert settings is not None  # a docker profile always has one
     devices = _devices(settings.gpus)
     launch = effective.container(spec)
     try:
