@@ -76,7 +76,7 @@ def in_container(run: Running) -> bool:
 
 
 def describe(run: Running) -> str:
-    """What the seat is, for people: `PID 123` or `container 0123456789ab`."""
+    """What the seat is, for people: `process id 123` or `container 0123456789ab`."""
     return backends.of(run.runtime).describe(run)
 
 

@@ -297,19 +297,9 @@ def build(profile: Profile) -> LaunchSpec:
         unset_env=list(profile.docker.unset_env if profile.docker else []),
         api_key_file=api_key_file,
         venv=runtime.venv,
-        **_profiling(profile),
+        wraps=nsys.wraps() if profile.docker and profile.docker.cache else {},  # traces go in the cache
+        pass_env=list(profile.docker.pass_env) if profile.docker else [],
     )
-
-
-def _profiling(profile: Profile) -> dict:
-    """The nsys wraps (docker seats with a cache volume) and the pass-through env."""
-    docker = profile.docker
-    if docker is None:
-        return {}
-    out: dict = {"pass_env": list(docker.pass_env)}
-    if docker.cache:
-        out["wraps"] = nsys.wraps()
-    return out
 
 
 def _model_checks(key: str, model, where: Word, locked, missing: str) -> list[Check]:
