@@ -189,11 +189,7 @@ class _Walk:
 def identity(path: Path) -> list[int]:
     """What a file resolves to now: device, inode, size and mtime of the link's target. A link
     re-pointed to another blob of the same size changes it, though no byte was written."""
-    return identity_of(os.stat(path))
-
-
-def identity_of(info: os.stat_result) -> list[int]:
-    """identity, of what a stat (or an lstat) found."""
+    info = os.stat(path)
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
 
 

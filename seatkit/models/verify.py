@@ -145,12 +145,6 @@ def changed_since(profile: Profile, key: str, verified: dict, environ=os.environ
     return found + [f"{key}/{path}" for path in sorted(set(identities) - set(present))]
 
 
-def vouched(profile: Profile, key: str, environ=os.environ) -> bool:
-    """Whether the last full verify found the model's folder as its lock is now, and nothing in it
-    changed since: then it need not be hashed again."""
-    return unvouched(profile, key, environ) is None
-
-
 def unvouched(profile: Profile, key: str, environ=os.environ) -> str | None:
     """Why the last full verify does not vouch for the model's folder as it is now (None: it does)."""
     try:

@@ -25,8 +25,6 @@ from seatkit.serve.backends import ImageCheck, native
 from seatkit.serve.running import Running
 from seatkit.serve.spec import LaunchSpec, resolve
 
-_state_file = layout.run_record  # where `up` records what it started
-
 
 def recorded(profile: str) -> Running | None:
     path = layout.run_record(profile)

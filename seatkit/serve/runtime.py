@@ -2,9 +2,8 @@
 
 Idempotent: a venv installed from its plan's hashed lock, whose distributions are still the ones
 recorded at install (venv_lock), is reused as it is; one that is not is made again from nothing.
-A built model
-folder is kept when it has every file preflight wants and, where a models lock pins it, the lock's
-bytes (vouched for by its last full verify, else hashed).
+A built model folder is kept when it has every file preflight wants and, where a models lock pins
+it, the lock's bytes (vouched for by its last full verify, else hashed).
 """
 
 from __future__ import annotations
@@ -182,7 +181,7 @@ def _as_locked(out: Path, files: list[str], pinned: Pinned | None, say: Progress
             why = "a file the profile names" + (", or one at the size its lock records" if pinned else "")
             say(f"{out} lacks {why}: building it again")
         return False
-    if pinned is None or verify.vouched(pinned.profile, pinned.key):
+    if pinned is None or verify.unvouched(pinned.profile, pinned.key) is None:
         return True
     name = pinned.profile.name
     say(f"hashing {out} against {name}'s models lock (no full verify vouches for it since)")

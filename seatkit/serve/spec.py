@@ -280,7 +280,7 @@ def build(profile: Profile) -> LaunchSpec:
         knobs.append(
             Knob(
                 "SEAT_API_KEY_FILE",
-                str(keys.key_file(profile.name)),
+                str(layout.keys(profile.name)),
                 "file holding the API key (mode 0600; `seat up` makes it)",
                 shell_default=keys.shell_key_file(profile.name),
             )

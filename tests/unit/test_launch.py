@@ -46,7 +46,7 @@ def script(profile, env):
 def test_one_key_path_follows_seat_home_in_python_and_the_script(home):
     spec = specs.build(profiles.load(KEYED))
     path = home / "keys" / KEYED
-    assert spec.values()["SEAT_API_KEY_FILE"] == str(path) == str(keys.key_file(KEYED))
+    assert spec.values()["SEAT_API_KEY_FILE"] == str(path) == str(layout.keys(KEYED))
     keys.ensure(path)
     done = script(KEYED, {})
     assert done.returncode == 0, done.stderr

@@ -428,7 +428,7 @@ def test_a_verify_record_that_is_torn_failed_or_of_another_lock_or_folder_vouche
         }[record]
         data["models"]["base"][field] = value
         path.write_text(json.dumps(data))
-    assert verify.vouched(built, "base") is False
+    assert verify.unvouched(built, "base")
 
 
 def test_a_verify_record_stays_in_its_own_seat_home_not_in_a_cache_the_tests_share(seat_home):
@@ -445,7 +445,7 @@ def test_a_verified_file_gone_since_counts_as_changed(built, seat_home):
     (seat_home / "models" / "tiny-llama" / "config.json").unlink()
     record = verify.last_full(built.name)
     assert verify.changed_since(built, "base", record) == ["base/config.json"]
-    assert verify.vouched(built, "base") is False
+    assert verify.unvouched(built, "base")
 
 
 def test_a_fresh_build_unlike_the_lock_is_refused_naming_the_file_and_never_left_in_place(

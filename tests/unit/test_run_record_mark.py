@@ -124,7 +124,7 @@ def test_an_older_record_reads_as_unverified_everywhere(kit, seat, tmp_path):
     assert what_runs.mark(targets.of_url(seat.url, oracle.MODEL, None, None).conditions) == UNKNOWN
     (row,) = doctor_image.experiment(profiles.load("plain"), bound.seat_of(profiles.load("plain")))
     assert row.status == "WARN" and f"UNVERIFIED ({UNKNOWN})" in row.evidence
-    assert row.fix == "seat down plain && seat up plain"
+    assert row.fix == "mend what each difference names, then seat down plain && seat up plain"
 
 
 def test_a_deleted_profile_leaves_the_mark_with_the_seat(kit, seat):
