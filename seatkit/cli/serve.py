@@ -72,7 +72,7 @@ def up_cmd(profile: str, verify_models: bool):
         err.print(f"[yellow]warning:[/] {escape(said)}; every result of it is marked so", highlight=False)
     out.print(
         f"[green]{profile} is up[/] after {waited:.1f} s: {run.url} serves model "
-        f"[bold]{escape(run.model)}[/] ({_started_as(run)})"
+        f"[bold]{escape(run.model)}[/] ({launch.describe(run)})"
     )
     if run.api_key_file:
         out.print(f"API key in {run.api_key_file} (mode 0600)", soft_wrap=True)
@@ -80,11 +80,6 @@ def up_cmd(profile: str, verify_models: bool):
     out.print("next:")
     for command in (f"curl {run.url}/v1/models", f"seat logs {profile}", f"seat down {profile}"):
         out.print(f"  {escape(command)}", highlight=False, soft_wrap=True)
-
-
-def _started_as(run) -> str:
-    """What `seat up` started, named: the process id of a native seat, the container of a docker one."""
-    return f"process id {run.ident}" if run.runtime == "native" else f"container {run.ident[:12]}"
 
 
 @click.command("down")
@@ -106,9 +101,11 @@ def down_cmd(profile: str, grace: int):
         out.print(f"nothing to stop: {escape(exc.message)}", highlight=False)
         return
     if was_running:
-        out.print(f"{run.profile} stopped ({_started_as(run)})")
+        out.print(f"{run.profile} stopped ({launch.describe(run)})")
     else:
-        out.print(f"{run.profile} had already stopped ({_started_as(run)}): what was left of it is cleared")
+        out.print(
+            f"{run.profile} had already stopped ({launch.describe(run)}): what was left of it is cleared"
+        )
 
 
 def _may_run_in_docker(profile: str) -> bool:
@@ -188,7 +185,7 @@ LABELS = {
 
 def _readable(info: dict) -> dict[str, str]:
     """`seat status` in words: the process id or container named as such, lists as lists, no None."""
-    shown = when.readable(info)
+    shown = when.readable({**(info.get("provenance") or {}), **info})  # the profile and locks as at `up`
     native = info.get("runtime") == "native"
     out = {}
     for key, label in LABELS.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from seatkit.doctor import bench, gpu, gpu_readings, image, models, server
@@ -35,7 +36,7 @@ def diagnose(
         "profile": profile.name,
         "host_profile": host.name if profile.gpus.count else None,  # a CPU seat's host is not judged
         "nvml": nv,
-        "rows": [r.as_dict() for r in rows],
+        "rows": [asdict(r) for r in rows],
         "status": worst(rows),
         "exit_code": exit_code(rows),
     }

@@ -69,8 +69,6 @@ def experiment(profile: Profile, running: launch.Running | None) -> list[Row]:
     restart = f"seat down {profile.name} && seat up {profile.name}"
     if running is None:
         what, fix = "experiment:", "take what the mark names out of the profile for a verified seat"
-    elif running.provenance is None:  # recorded by an older kit: what it runs is unknown
-        what, fix = "the running seat:", restart
     else:
         what, fix = "the running seat:", f"mend what each difference names, then {restart}"
     said = f"{what_runs.marked(what, marks)}: every result of this seat is marked"

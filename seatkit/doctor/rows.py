@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 ORDER = {"OK": 0, "WARN": 1, "FAIL": 2}
 
@@ -14,9 +14,6 @@ class Row:
     status: str  # OK, WARN or FAIL; a check that cannot run is a WARN that says why
     evidence: str
     fix: str = ""
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def ok(layer: str, check: str, evidence: str) -> Row:

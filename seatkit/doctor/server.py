@@ -1,8 +1,5 @@
-"""Running-server rows: the seat's own process, its vLLM and speculative config, serving alone.
-
-Seam: identity is what `seat up` recorded (PID and start time, or container id) and a /health
-answer at its URL; helper 10b's proof that the port's listener is that process replaces it.
-"""
+"""Running-server rows: the seat's own process (as `seat up` recorded it, answering /health at
+its URL), its vLLM and speculative config, serving alone."""
 
 from __future__ import annotations
 
@@ -20,7 +17,7 @@ from seatkit.serve import bound, client, launch
 
 LAYER = "server"
 CHECKS = ("identity", "vLLM version", "spec config", "alone")
-DEADLINE_S = 15  # for a whole answer (client.fetch's size limit is ample: vLLM's /metrics is tens of kB)
+DEADLINE_S = 15  # for a whole answer
 
 
 def _get(run: launch.Running, path: str) -> str:

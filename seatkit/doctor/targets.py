@@ -28,6 +28,7 @@ def of_profile(name: str) -> Target:
     found = _container(running, profile)
     labels, mounts = (found.image.labels, found.attrs.get("Mounts") or []) if found else (None, [])
     draft = profile.models[spec.draft_model] if spec and spec.draft_model else None
+    launched = running.provenance or {}  # as recorded at `seat up`, never as the files read now
     return Target(
         running.url,
         running.model,
@@ -35,12 +36,12 @@ def of_profile(name: str) -> Target:
         k=spec.num_speculative_tokens if spec else None,
         conditions={
             "profile": profile.name,
-            "profile_sha256": running.profile_sha256 or None,  # as launched; None: not recorded
+            "profile_sha256": launched.get("profile_sha256"),
             "draft_method": spec.method if spec else None,
             "draft_policy": (spec.config.get("draft_sample_method", "greedy") if spec else None),
             "base_model": _model_name(profile.models[profile.model]),
             "draft_model": _model_name(draft) if draft else None,
-            "model_locks": running.model_locks,  # as locked at `seat up`, not as the lock reads now
+            "model_locks": launched.get("model_locks"),
             "image": profile.image.reference if profile.image else None,
             "image_labels": labels,
             "b12x_kernels": b12x.kernels(labels, b12x.mounted_over(mounts, profile.image.b12x_dir))
@@ -79,12 +80,10 @@ def _since_up(running: launch.Running, profile: profiles.Profile, found) -> str 
     if found is None:
         return verify.unvouched_models(profile, {})
     if docker.restarted(found, running):
-        why = (
-            "its container started again since `seat up` (its restart policy, a reboot or `docker restart`)"
-            if running.since
-            else "`seat up` recorded no start of its container (an older kit's)"
+        return (
+            "its container started again since `seat up` (its restart policy, a reboot or `docker "
+            "restart`): nothing checked what it loaded then"
         )
-        return f"{why}: nothing checked what it loaded then"
     sources = {m.get("Destination"): m.get("Source") for m in found.attrs.get("Mounts") or []}
     knobs = {
         f"SEAT_MODEL_{k.upper()}_DIR": sources[m.mount]

@@ -7,7 +7,6 @@ repository's .gitignore dropped. `seat up` prints these facts; `seat doctor` can
 
 from __future__ import annotations
 
-from seatkit.errors import SeatError
 from seatkit.image import build
 from seatkit.seat.overlay_lock import Lock, load
 from seatkit.seat.profiles import DockerProfile, Profile
@@ -19,8 +18,7 @@ def compare(profile: Profile, lock: Lock | None = None, image: str | None = None
     SEAT_IMAGE names another), against the lock: what matches, and the missing, changed and extra
     files of its vllm package."""
     lock = lock or load()
-    if not isinstance(profile, DockerProfile):
-        raise SeatError(f"profile {profile.name} runs natively: it has no image to compare")
+    assert isinstance(profile, DockerProfile)  # `seat up` compares a prebuilt image's seat alone
     seat_image = profile.image
     if image is None or image == f"{seat_image.name}:{seat_image.tag}":
         image, digest = pins.base_reference(profile)  # the profile's own, by its pinned digest

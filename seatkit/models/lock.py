@@ -189,11 +189,7 @@ class _Walk:
 def identity(path: Path) -> list[int]:
     """What a file resolves to now: device, inode, size and mtime of the link's target. A link
     re-pointed to another blob of the same size changes it, though no byte was written."""
-    return identity_of(os.stat(path))
-
-
-def identity_of(info: os.stat_result) -> list[int]:
-    """identity, of what a stat (or an lstat) found."""
+    info = os.stat(path)
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
 
 
@@ -278,14 +274,9 @@ def read(profile: Profile) -> dict[str, ModelLock] | None:
             for key, m in data["models"].items()
         }
         stated = {key: m["sha256"] for key, m in data["models"].items()}
-    except KeyError as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError):  # OverflowError: a size of .inf
         raise SeatError(
-            f"{where}: not a models lock: a field is missing ({text.one_line(str(exc.args[0]))})",
-            f"run `seat model lock {profile.name}` again",
-        ) from None
-    except (TypeError, ValueError, AttributeError, OverflowError):  # OverflowError: a size of .inf
-        raise SeatError(
-            f"{where}: not a models lock: a field holds the wrong kind of value",
+            f"{where}: not a models lock: a field is missing or holds the wrong kind of value",
             f"run `seat model lock {profile.name}` again",
         ) from None
     for key, lock in locks.items():

@@ -125,35 +125,24 @@ def last_full(profile: str) -> dict | None:
     return safe_yaml.read_json(path, "verify record") if path.exists() else None
 
 
-def changed_since(profile: Profile, then: float, verified: dict, environ=os.environ) -> list[str]:
-    """KEY/PATH of the verified models' files written since `then` (ctime: a rewrite of the same
+def changed_since(profile: Profile, key: str, verified: dict, environ=os.environ) -> list[str]:
+    """KEY/PATH of the model's files written since its full verify (ctime: a rewrite of the same
     size, a rename over it), gone since, or that resolve to another file than the verify hashed (a
     link re-pointed to another blob of the same size)."""
+    folder, then = model_dir(profile, key, environ), verified["time"]
+    identities = verified["models"][key]["identities"]
+    present = scan(folder, mounted_alone(profile)) if folder.is_dir() else {}
     found = []
-    for key, model in verified.items():
-        if key not in profile.models:
-            continue
-        folder = model_dir(profile, key, environ)
-        identities = model.get("identities") if isinstance(model, dict) else None
-        identities = identities if isinstance(identities, dict) else None  # an older record: ctime only
-        present = scan(folder, mounted_alone(profile)) if folder.is_dir() else {}
-        for path in present:
-            try:
-                changed = (folder / path).stat().st_ctime > then or (
-                    identities is not None and identities.get(path) != identity(folder / path)
-                )
-            except OSError:  # gone since the walk
-                changed = True
-            if changed:
-                found.append(f"{key}/{path}")
-        found += [f"{key}/{path}" for path in sorted(set(identities or ()) - set(present))]
-    return found
-
-
-def vouched(profile: Profile, key: str, environ=os.environ) -> bool:
-    """Whether the last full verify found the model's folder as its lock is now, and nothing in it
-    changed since: then it need not be hashed again."""
-    return unvouched(profile, key, environ) is None
+    for path in present:
+        try:
+            changed = (folder / path).stat().st_ctime > then or identities.get(path) != identity(
+                folder / path
+            )
+        except OSError:  # gone since the walk
+            changed = True
+        if changed:
+            found.append(f"{key}/{path}")
+    return found + [f"{key}/{path}" for path in sorted(set(identities) - set(present))]
 
 
 def unvouched(profile: Profile, key: str, environ=os.environ) -> str | None:
@@ -172,7 +161,7 @@ def unvouched(profile: Profile, key: str, environ=os.environ) -> str | None:
             return f"model {key}: read from {folder}, its last full verify ({when}) hashed {model['dir']}"
         if any(model[problem] for problem in ("missing", "changed", "extra")):
             return f"model {key}: its last full verify ({when}) found {summary(model)}"
-        changed = changed_since(profile, record["time"], {key: model}, environ)
+        changed = changed_since(profile, key, record, environ)
         if changed:
             return f"model files changed since their last full verify ({when}): {', '.join(changed[:3])}"
         return None

@@ -37,7 +37,3 @@ class Check:
     label: str = ""
     values: tuple = ()
     hint: str = ""  # what to do when it fails, where the kind alone cannot say
-
-    def __post_init__(self) -> None:
-        # A kind given by its name becomes the member; a misspelt one is refused here, never skipped.
-        object.__setattr__(self, "kind", Kind(self.kind))

@@ -14,12 +14,12 @@ from seatkit.errors import SeatError
 class Deadline:
     """One overall deadline for an HTTP exchange. Read timeouts bound each wait for a byte, not the
     whole answer: a server that trickles a byte every few seconds never trips them. At the deadline
-    the exchange's socket is shut, which ends any read in progress."""
+    the answer's socket is shut, which ends any read in progress (headers are bounded by the read
+    timeouts alone: a server built to trickle them is out of the threat model's scope)."""
 
     def __init__(self, seconds: float):
         self.seconds, self.passed = seconds, False
         self._sock: socket.socket | None = None
-        self._connection: object = None  # the pooled connection, once the adapter hands it over
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._cut)
         self._timer.daemon = True
@@ -33,27 +33,22 @@ class Deadline:
             self._cut()
 
     def session(self) -> requests.Session:
-        """A session whose connection is watched from its connect on: headers can trickle too. It
-        takes no proxy from the environment: a shell's http_proxy/ALL_PROXY would send a seat's
-        requests (completions, /metrics, timings) to a proxy that answers in its place. The CA
-        bundle the shell names stays (an https --url seat behind a private CA)."""
+        """A session that takes no proxy from the environment: a shell's http_proxy/ALL_PROXY would
+        send a seat's requests (completions, /metrics, timings) to a proxy that answers in its
+        place. The CA bundle the shell names stays (an https --url seat behind a private CA)."""
         session = requests.Session()
         session.trust_env = False
         session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
-        adapter = _Watched(self)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
         return session
 
     def _cut(self) -> None:
         with self._lock:
             self.passed = True
-            for sock in (self._sock, getattr(self._connection, "sock", None)):
-                try:
-                    if sock is not None:
-                        sock.shutdown(socket.SHUT_RDWR)
-                except OSError:  # closed already
-                    pass
+            try:
+                if self._sock is not None:
+                    self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # closed already
+                pass
 
     def close(self) -> None:
         self._timer.cancel()
@@ -63,26 +58,6 @@ class Deadline:
             f"{url}: {what} did not end within its deadline of {self.seconds:.0f} s",
             "the server stalls, trickles its answer or ignores max_tokens",
         )
-
-
-class _Watched(requests.adapters.HTTPAdapter):
-    """Hands each connection it takes from its pool to the deadline, before the request is sent."""
-
-    def __init__(self, deadline: Deadline):
-        super().__init__()
-        self.deadline = deadline
-
-    def get_connection_with_tls_context(self, *args, **kwargs):
-        pool = super().get_connection_with_tls_context(*args, **kwargs)
-        take = pool._get_conn
-
-        def watched(*a, **k):
-            connection = take(*a, **k)
-            self.deadline._connection = connection
-            return connection
-
-        pool._get_conn = watched
-        return pool
 
 
 def _socket_of(answer: requests.Response) -> socket.socket | None:

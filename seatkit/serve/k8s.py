@@ -19,7 +19,7 @@ import yaml
 
 from seatkit.errors import SeatError
 from seatkit.seat import host_profiles, what_runs
-from seatkit.seat.profiles import Docker, DockerProfile, Kubernetes, Profile
+from seatkit.seat.profiles import Docker, Kubernetes, Profile
 from seatkit.serve import effective
 from seatkit.serve.spec import LaunchSpec, resolve
 
@@ -34,13 +34,6 @@ def section(profile: Profile) -> Kubernetes:
     if profile.kubernetes is None:
         raise SeatError(f"{profile.name} has no kubernetes section", "add one to render k8s/ manifests")
     return profile.kubernetes
-
-
-def _docker(profile: Profile) -> Docker:
-    """The docker section the pod runs by (a native profile has no kubernetes section to render)."""
-    if not isinstance(profile, DockerProfile):
-        raise SeatError(f"{profile.name} runs natively", "kubernetes needs runtime docker")
-    return profile.docker
 
 
 def workload_name(profile: Profile) -> str:
@@ -114,13 +107,8 @@ def module_options(profile: Profile) -> dict[str, str]:
             f"{host.registry} registry form of host profile {host.name}: {why}",
             "name the driver the nodes run, or a host profile whose form suits it",
         )
-    dwords = keys.forms[host.registry].dwords
-    if re.search(r"\s", dwords):
-        raise SeatError(
-            f"host/registry-keys.yaml: the {host.registry} form has whitespace, which "
-            "the driver container would split into two parameters"
-        )
-    files = {"nvidia.conf": f"NVreg_RegistryDwords={dwords}\n"}
+    # A plain module option value (host_profiles.Form): no whitespace to split it in two.
+    files = {"nvidia.conf": f"NVreg_RegistryDwords={keys.forms[host.registry].dwords}\n"}
     if host.hmm_disabled:
         files["nvidia-uvm.conf"] = "uvm_disable_hmm=1\n"
     return files
@@ -199,7 +187,8 @@ def _container(spec: LaunchSpec, mounts: list[dict]) -> dict:
 
 def statefulset(spec: LaunchSpec) -> dict:
     p = spec.profile
-    kube, docker = section(p), _docker(p)
+    kube, docker = section(p), p.docker
+    assert docker is not None  # a native profile has no kubernetes section (profiles.NativeProfile)
     name, labels = workload_name(p), _labels(p)
     volumes, mounts = _volumes(spec, docker)
     pod = {

@@ -12,7 +12,6 @@ import secrets
 from pathlib import Path
 
 from seatkit.errors import SeatError
-from seatkit.seat import layout
 
 EXPOSE_WITHOUT_KEY = "SEAT_EXPOSE_WITHOUT_KEY"
 # Loopback as the script tests it too (a bash regex): anything else counts as exposed.
@@ -20,13 +19,8 @@ LOOPBACK = re.compile(r"127\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}|::1|localhost")
 _KEY = re.compile(r"[\x21-\x7e]+")  # a bearer token: printable, no spaces
 
 
-def key_file(profile: str) -> Path:
-    """Where `seat up`, the rendered script and `seat bench` look for the profile's key."""
-    return layout.keys(profile)
-
-
 def shell_key_file(profile: str) -> str:
-    """The same path as a bash expression, following SEAT_HOME like `key_file`."""
+    """The profile's key file (layout.keys) as a bash expression, following SEAT_HOME alike."""
     return f"${{SEAT_HOME:-${{XDG_CACHE_HOME:-$HOME/.cache}}/seatkit}}/keys/{profile}"
 
 

@@ -19,27 +19,11 @@ import requests
 from seatkit import engine, flock, safe_yaml
 from seatkit.errors import NotRunning, SeatError
 from seatkit.files import write_atomic
-from seatkit.models import lock as locks
 from seatkit.seat import layout, what_runs
 from seatkit.serve import backends, client, identity, keys, nsys, preflight, provenance
 from seatkit.serve.backends import ImageCheck, native
 from seatkit.serve.running import Running
 from seatkit.serve.spec import LaunchSpec, resolve
-
-_state_file = layout.run_record  # where `up` records what it started
-
-
-def _checked(run: Running, profile: str) -> Running:
-    """A record as `up` writes it: its own profile, a PID of a process `up` could start or a full
-    container id (docker takes a prefix as any container's), a seat URL, a finite time."""
-    run.check_types()
-    if run.profile != profile:
-        raise ValueError(f"it names profile {run.profile!r}")
-    if run.runtime not in backends.RUNTIMES:
-        raise ValueError(f"runtime {run.runtime!r} is neither native nor docker")
-    backends.RUNTIMES[run.runtime].check(run)
-    run.check_values()
-    return run
 
 
 def recorded(profile: str) -> Running | None:
@@ -47,8 +31,8 @@ def recorded(profile: str) -> Running | None:
     if not path.exists():
         return None
     try:
-        return _checked(Running(**safe_yaml.read_json(path, "run record")), profile)
-    except (SeatError, ValueError, TypeError, OSError) as exc:  # torn or foreign: say so, never a traceback
+        return Running(**safe_yaml.read_json(path, "run record"))
+    except (SeatError, TypeError, OSError) as exc:  # torn, or of another shape: say so, never a traceback
         raise SeatError(
             f"the run record {path} is unreadable ({exc})",
             "check what runs (ps, docker ps), stop it by hand, then delete the file",
@@ -90,7 +74,7 @@ def in_container(run: Running) -> bool:
 
 
 def describe(run: Running) -> str:
-    """What the seat is, for people: `PID 123` or `container 0123456789ab`."""
+    """What the seat is, for people: `process id 123` or `container 0123456789ab`."""
     return backends.of(run.runtime).describe(run)
 
 
@@ -235,6 +219,7 @@ def _start(
     """Preflight, start and record the seat; its run record says what started."""
     p = spec.profile
     values = spec.values(environ)
+    preflight.run(replace(spec, checks=[]), values)  # the knobs' grammar first, as the script's order
     keys.refuse_exposure(values["SEAT_HOST"], bool(spec.api_key_file))
     if not spec.wraps:
         nsys.refuse_unwrapped(dict(os.environ) if environ is None else environ)
@@ -260,9 +245,7 @@ def _start(
         nsys=_nsys_values(values),
         boot=native.boot_id(),
         token=secrets.token_hex(16),
-        profile_sha256=p.sha256,
         profile_source=str(Path(p.source).resolve()),
-        model_locks=locks.hashes(p),
         provenance=provenance.record(spec, values, why),
     )
     log.write_bytes(b"")  # this run's log alone: a container's is saved into it when it stops

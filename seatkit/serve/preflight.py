@@ -15,12 +15,12 @@ from seatkit.serve import render
 from seatkit.serve.checks import Kind
 from seatkit.serve.spec import LaunchSpec
 
-# The script's fail() (serve/templates/preflight.sh.j2), when it stops: not a warning.
-FAILURE = re.compile(r"^seat preflight: (?!warning: )(?P<message>.*)(?:\n  hint: (?P<hint>.*))?", re.M)
+# The script's check_knobs and fail() (serve/templates/preflight.sh.j2), when it stops: not a warning.
+FAILURE = re.compile(r"^seat(?: preflight)?: (?!warning: )(?P<message>.*)(?:\n  hint: (?P<hint>.*))?", re.M)
 
 
 def run(spec: LaunchSpec, values: dict[str, str]) -> None:
-    """Every check in order; the first failure raises with the script's words and hint, and its
+    """The knobs' grammar, then every check in order; the first failure raises with the script's words and hint, and its
     warnings (an image chosen by a tag) are said as the script says them. A taken container name
     is left to the create, which says whose it is (backends.docker.name_taken)."""
     spec = replace(spec, checks=[c for c in spec.checks if c.kind != Kind.CONTAINER_FREE])

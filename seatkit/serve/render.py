@@ -65,40 +65,36 @@ def _env_arg(variable: effective.Variable) -> str:
     return variable.name
 
 
+def _render(template: str, spec: LaunchSpec, **more) -> str:
+    return _environment().get_template(template).render(p=spec.profile, spec=spec, **more)
+
+
 def render_script(spec: LaunchSpec) -> str:
-    return (
-        _environment()
-        .get_template("serve.sh.j2")
-        .render(
-            p=spec.profile,
-            spec=spec,
-            launch=effective.container(spec),
-            loopback=keys.LOOPBACK.pattern,
-            refusal=keys.REFUSAL.format(host="$SEAT_HOST"),  # the one wording, keys.refuse_exposure's
-            refusal_hint=keys.REFUSAL_HINT,
-            nsys_no_modes=nsys.NO_MODES,
-        )
+    return _render(
+        "serve.sh.j2",
+        spec,
+        launch=effective.container(spec),
+        loopback=keys.LOOPBACK.pattern,
+        refusal=keys.REFUSAL.format(host="$SEAT_HOST"),  # the one wording, keys.refuse_exposure's
+        refusal_hint=keys.REFUSAL_HINT,
+        nsys_no_modes=nsys.NO_MODES,
     )
 
 
 def render_preflight(spec: LaunchSpec) -> str:
-    """The script's preflight alone: what `seat up` runs before it starts the seat."""
-    return _environment().get_template("preflight-alone.sh.j2").render(p=spec.profile, spec=spec)
+    """The script's knob grammar and preflight alone: what `seat up` runs before it starts the seat."""
+    return _render("preflight-alone.sh.j2", spec)
 
 
 def render_launch_config(spec: LaunchSpec) -> str:
-    return (
-        _environment()
-        .get_template("LAUNCH_CONFIG.md.j2")
-        .render(
-            p=spec.profile,
-            spec=spec,
-            flags=glossary.explain_flags(spec),
-            env=glossary.explain_env(spec),
-            values=spec.values({}),
-            resolve=specs.resolve,
-            script=render_script(spec),
-        )
+    return _render(
+        "LAUNCH_CONFIG.md.j2",
+        spec,
+        flags=glossary.explain_flags(spec),
+        env=glossary.explain_env(spec),
+        values=spec.values({}),
+        resolve=specs.resolve,
+        script=render_script(spec),
     )
 
 

@@ -56,16 +56,10 @@ class LaunchSpec:
         return isinstance(self.profile, NativeProfile)
 
     def values(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """Each knob's value: the environment's when set, else the profile's; checked."""
+        """Each knob's value: the environment's when set, else the profile's (its grammar is
+        checked where it is launched: the script, and `seat up` through it, preflight.run)."""
         env = os.environ if environ is None else environ
-        values = {k.name: env.get(k.name, k.default) for k in self.knobs}
-        self.check(values)
-        return values
-
-    def check(self, values: dict[str, str]) -> None:
-        """Every knob's value against its grammar, in the order the script checks them."""
-        for knob in self.knobs:
-            knob.check(values[knob.name])
+        return {k.name: env.get(k.name, k.default) for k in self.knobs}
 
     def passed_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         env = os.environ if environ is None else environ
@@ -286,7 +280,7 @@ def build(profile: Profile) -> LaunchSpec:
         knobs.append(
             Knob(
                 "SEAT_API_KEY_FILE",
-                str(keys.key_file(profile.name)),
+                str(layout.keys(profile.name)),
                 "file holding the API key (mode 0600; `seat up` makes it)",
                 shell_default=keys.shell_key_file(profile.name),
             )
@@ -303,19 +297,9 @@ def build(profile: Profile) -> LaunchSpec:
         unset_env=list(profile.docker.unset_env if profile.docker else []),
         api_key_file=api_key_file,
         venv=runtime.venv,
-        **_profiling(profile),
+        wraps=nsys.wraps() if profile.docker and profile.docker.cache else {},  # traces go in the cache
+        pass_env=list(profile.docker.pass_env) if profile.docker else [],
     )
-
-
-def _profiling(profile: Profile) -> dict:
-    """The nsys wraps (docker seats with a cache volume) and the pass-through env."""
-    docker = profile.docker
-    if docker is None:
-        return {}
-    out: dict = {"pass_env": list(docker.pass_env)}
-    if docker.cache:
-        out["wraps"] = nsys.wraps()
-    return out
 
 
 def _model_checks(key: str, model, where: Word, locked, missing: str) -> list[Check]:

@@ -53,10 +53,9 @@ def prose(max_tokens=16):
     return workload.suites(["prose"], max_tokens)[:1]
 
 
-@pytest.mark.parametrize("fault", ["trickle-metrics", "trickle-headers"])
-def test_a_trickling_metrics_scrape_ends_at_its_deadline(servers, monkeypatch, fault):
+def test_a_trickling_metrics_scrape_ends_at_its_deadline(servers, monkeypatch):
     monkeypatch.setattr(counters, "SCRAPE_S", 2.0)
-    target = Target(servers(fault).url, oracle.MODEL)
+    target = Target(servers("trickle-metrics").url, oracle.MODEL)
     start = time.monotonic()
     with pytest.raises(SeatError, match="did not end within its deadline of 2 s"):
         counters.scrape(target)
@@ -214,51 +213,12 @@ def raw_server(answer):
 SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
 
 
-def endless_line(conn):
-    conn.sendall(SSE + b"\r\ndata: ")
-    while True:
-        conn.sendall(b"x" * 65536)
-
-
-def endless_chunk(conn):
-    conn.sendall(SSE + b"Transfer-Encoding: chunked\r\n\r\n%x\r\ndata: " % (1 << 40))
-    while True:
-        conn.sendall(b"x" * 65536)
-
-
-@pytest.mark.parametrize("answer", [endless_line, endless_chunk])
-def test_a_stream_line_that_never_ends_is_refused_in_bounded_memory(answer):
-    import tracemalloc
-
-    url = raw_server(answer)
-    tracemalloc.start()
-    try:
-        with pytest.raises(SeatError, match="a line longer than|within its deadline"):
-            client.stream(url, oracle.MODEL, "hi", 16, deadline=5.0)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 64 * 2**20
-
-
-def test_a_small_request_answered_with_an_endless_chunk_stops_at_its_size_cap():
-    with pytest.raises(SeatError, match="answered more than 1 MiB"):
-        client.fetch("GET", raw_server(endless_chunk) + "/metrics", 10.0, limit=1 << 20)
-
-
 @pytest.mark.parametrize(
-    "event, said",
-    [
-        (b"[1, 2]", "an event is list"),
-        (b'{"choices": ["a"]}', "choices are not a list of mappings"),
-        (b'{"choices": [{"text": "a", "token_ids": "abc"}]}', "token_ids are not a list of integers"),
-        (b'{"choices": [{"text": "a"}], "usage": {"x": 1}}', "no integer prompt_tokens"),
-        (b'{"choices": [{"text": "a"}], "usage": {"prompt_tokens": "1"}}', "no integer prompt_tokens"),
-    ],
+    "event", [b"[1, 2]", b'{"choices": ["a"]}', b'{"choices": [{"text": "a"}], "usage": {"x": 1}}']
 )
-def test_an_event_of_the_wrong_shape_is_a_clear_error(event, said):
+def test_an_event_of_the_wrong_shape_is_a_clear_error(event):
     url = raw_server(lambda conn: conn.sendall(SSE + b"\r\ndata: " + event + b"\n\n"))
-    with pytest.raises(SeatError, match=said):
+    with pytest.raises(SeatError, match="streamed an event that is not a completion's JSON"):
         client.stream(url, oracle.MODEL, "hi", 16, deadline=10.0)
 
 

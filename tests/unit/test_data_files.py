@@ -96,5 +96,7 @@ def test_a_models_lock_with_an_infinite_size_is_a_clear_error(tmp_path, monkeypa
         "models:\n  base:\n    repository: null\n    revision: null\n    sha256: x\n"
         "    files: [{path: a, size: .inf, sha256: x}]\n"
     )
-    with pytest.raises(SeatError, match="not a models lock: a field holds the wrong kind of value"):
+    with pytest.raises(
+        SeatError, match="not a models lock: a field is missing or holds the wrong kind of value"
+    ):
         locks.read(profile)

@@ -3,6 +3,7 @@
 import copy
 import json
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def statuses(rows):
 def test_h200_fixture_rows_follow_from_its_nvml_readings(profile):
     """The committed real run: its NVML rows are what the checks make of its readings."""
     rows = gpu.rows(H200["nvml"], profile, host_profiles.load("paper"))
-    assert [r.as_dict() for r in rows] == [r for r in H200["rows"] if r["layer"] == "gpu"]
+    assert [asdict(r) for r in rows] == [r for r in H200["rows"] if r["layer"] == "gpu"]
     assert statuses(rows) == {
         "driver": "WARN",
         "GPU count": "FAIL",

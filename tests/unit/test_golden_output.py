@@ -58,8 +58,7 @@ def record(home: Path, runtime: str = "native", ident: str = "15407") -> Running
         str(home / "logs" / "cpu-smollm2.log"),
         time.time() - 7200,
         profile_source=str(REPO / "profiles" / "cpu-smollm2.yaml"),
-        profile_sha256="9f2c" * 16,
-        provenance={"differs": []},
+        provenance={"differs": [], "profile_sha256": "9f2c" * 16, "model_locks": None},
     )
 
 

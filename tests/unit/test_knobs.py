@@ -1,15 +1,12 @@
 """Host knobs from the environment (SEAT_PORT, SEAT_HOST, SEAT_IMAGE, SEAT_CONTAINER): one grammar,
-checked alike by `seat up` (Python) and the rendered script (bash), before anything runs."""
+checked by one bash loop that the rendered script and `seat up` both run, before anything runs."""
 
 import os
 import subprocess
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from seatkit.cli import app
-from seatkit.errors import SeatError
 from seatkit.seat import profiles
 from seatkit.serve import render
 from seatkit.serve import spec as specs
@@ -68,34 +65,15 @@ def script_accepts(tmp_path, name, value) -> bool:
     return done.returncode == 0
 
 
-def python_accepts(name, value) -> bool:
-    try:
-        DOCKER.values({name: value})
-        return True
-    except SeatError as exc:
-        assert name in exc.message and exc.hint
-        return False
-
-
 @pytest.mark.parametrize("name, value", BAD)
-def test_a_bad_knob_is_refused_by_python_and_by_the_script(tmp_path, name, value):
-    assert not python_accepts(name, value)
+def test_a_bad_knob_is_refused_before_anything_runs(tmp_path, name, value):
     assert not script_accepts(tmp_path, name, value)
     assert not (tmp_path / "canary").exists()
 
 
 @pytest.mark.parametrize("name, value", GOOD)
-def test_a_good_knob_is_accepted_by_both(tmp_path, name, value):
-    assert python_accepts(name, value) and script_accepts(tmp_path, name, value)
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    name=st.sampled_from(["SEAT_CONTAINER", "SEAT_HOST", "SEAT_IMAGE", "SEAT_PORT"]),
-    value=st.text(st.sampled_from("aZ09.:/@-_ $;é\t*"), max_size=12) | st.integers(-10, 70000).map(str),
-)
-def test_python_and_bash_agree_on_every_value(tmp_path, name, value):
-    assert python_accepts(name, value) == script_accepts(tmp_path, name, value)
+def test_a_good_knob_is_accepted(tmp_path, name, value):
+    assert script_accepts(tmp_path, name, value)
 
 
 @pytest.mark.parametrize(
@@ -110,5 +88,5 @@ def test_seat_up_shows_a_clear_error_not_a_traceback(tmp_path, monkeypatch, caps
     with pytest.raises(SystemExit) as exited:
         app.main()
     printed = capsys.readouterr()
-    assert exited.value.code == 1 and f"error: {next(iter(env))}=" in printed.err
+    assert exited.value.code == 1 and f"error: preflight: {next(iter(env))}=" in printed.err
     assert "Traceback" not in printed.err + printed.out

@@ -145,36 +145,6 @@ def test_a_record_of_this_boot_names_its_boot(profile, home):  # noqa: F811
         finish(up)
 
 
-@pytest.mark.parametrize("token", ["", "ab" * 16])
-def test_a_hand_edited_record_naming_a_strangers_pid_and_start_time_is_never_signalled(home, token):  # noqa: F811
-    """This boot, the stranger's real start time copied from /proc/PID/stat: everything the record
-    can say matches, but only the `seat up` that started the seat knew its token."""
-    stranger = subprocess.Popen(["sleep", "300"], start_new_session=True)  # a group leader: killpg reaches it
-    try:
-        launch._record(
-            launch.Running(
-                "cpu-smoke",
-                "native",
-                str(stranger.pid),
-                "http://127.0.0.1:9",
-                "m",
-                str(home / "log"),
-                time.time(),
-                since=process_start(stranger.pid),
-                boot=boot_id(),
-                token=token,
-            )
-        )
-        done = seat_cli(["down", "cpu-smoke"], home)
-        time.sleep(0.3)
-        assert stranger.poll() is None  # alive: never signalled
-        assert done.returncode == 1 and "cannot be proven to be the seat" in done.stderr, done.stderr
-        assert "Traceback" not in done.stderr
-    finally:
-        stranger.kill()
-        stranger.wait()
-
-
 def test_every_runtime_has_a_profile_variant_and_a_backend():
     """A runtime is its profile variant (its own section) and its backend: neither without the other."""
     assert set(profiles.RUNTIMES) == set(backends.RUNTIMES)

@@ -302,12 +302,6 @@ def test_the_converter_takes_gguf_from_the_pinned_folder_and_no_other(tmp_path, 
     monkeypatch.delitem(sys.modules, "gguf")
 
 
-def test_a_build_that_does_not_write_a_file_the_profile_names_says_which(seat_home, monkeypatch):
-    monkeypatch.setattr(runtime, "_run", fake_builder({"config.json": 2}, []))
-    with pytest.raises(SeatError, match="lacks tokenizer.json"):
-        runtime.ensure_model("tiny-llama", ["config.json", "tokenizer.json"], Path("/v"), say=lambda m: None)
-
-
 def test_a_read_only_seat_home_is_named_as_such_when_the_build_lock_cannot_be_made(seat_home, monkeypatch):
     """Root writes through permissions, so the read-only disk is stood in for by its errno."""
     import errno

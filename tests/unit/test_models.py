@@ -406,9 +406,7 @@ def test_setup_keeps_a_model_its_last_full_verify_vouches_for_without_hashing_it
     assert ensure(built, said, runs, monkeypatch) == model
     assert runs == [] and said == []
     (model / "tokenizer.json").write_bytes(TINY["tokenizer.json"])  # the same bytes, written since
-    assert verify.changed_since(
-        built, verify.last_full(built.name)["time"], verify.last_full(built.name)["models"]
-    ) == ["base/tokenizer.json"]
+    assert verify.changed_since(built, "base", verify.last_full(built.name)) == ["base/tokenizer.json"]
     assert ensure(built, said, runs, monkeypatch) == model
     assert runs == [] and any(line.startswith(f"hashing {model}") for line in said)  # hashed, as locked
 
@@ -430,7 +428,7 @@ def test_a_verify_record_that_is_torn_failed_or_of_another_lock_or_folder_vouche
         }[record]
         data["models"]["base"][field] = value
         path.write_text(json.dumps(data))
-    assert verify.vouched(built, "base") is False
+    assert verify.unvouched(built, "base")
 
 
 def test_a_verify_record_stays_in_its_own_seat_home_not_in_a_cache_the_tests_share(seat_home):
@@ -446,8 +444,8 @@ def test_a_verified_file_gone_since_counts_as_changed(built, seat_home):
     verify.verify(built)
     (seat_home / "models" / "tiny-llama" / "config.json").unlink()
     record = verify.last_full(built.name)
-    assert verify.changed_since(built, record["time"], record["models"]) == ["base/config.json"]
-    assert verify.vouched(built, "base") is False
+    assert verify.changed_since(built, "base", record) == ["base/config.json"]
+    assert verify.unvouched(built, "base")
 
 
 def test_a_fresh_build_unlike_the_lock_is_refused_naming_the_file_and_never_left_in_place(

@@ -4,6 +4,7 @@ one-line configuration the script prints is the one `seat up` prints."""
 
 import os
 import subprocess
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -12,7 +13,7 @@ from conftest import unguarded
 from seatkit import paths
 from seatkit.errors import SeatError
 from seatkit.seat import profiles
-from seatkit.serve import effective, nsys, render
+from seatkit.serve import effective, nsys, preflight, render
 from seatkit.serve import spec as specs
 from seatkit.serve.backends.native import process_start
 from seatkit.serve.compose import EXPOSURE_CHECK
@@ -140,9 +141,11 @@ def test_a_bad_knob_stops_both_launches(tmp_path, knob, value):
     assert rc == 2 and argv is None, err  # the one knob grammar: exit 2, as for the host knobs
     assert f"seat: {knob}=" in err and f"hint: fix or unset {knob}" in err
     spec = default()
-    with pytest.raises(SeatError) as caught:
-        effective.argv(spec, {**spec.values({}), "SEAT_NSYS": "session", knob: value})
-    assert knob in caught.value.message
+    with pytest.raises(SeatError) as caught:  # `seat up` runs the same check before anything
+        preflight.run(replace(spec, checks=[]), {**spec.values({}), "SEAT_NSYS": "session", knob: value})
+    assert (
+        caught.value.message.startswith(f"preflight: {knob}=") and caught.value.hint == f"fix or unset {knob}"
+    )
 
 
 def test_pass_env_goes_through_only_when_set(tmp_path):
@@ -268,17 +271,8 @@ def test_compose_has_one_service_per_mode_with_the_same_argv():
     values = {k.name: f"${{{k.name}}}" for k in spec.knobs}
     for mode in ("off", "profile", "session"):
         service = services["seat" if mode == "off" else f"seat-nsys-{mode}"]
-        assert unguarded(service["command"]) == effective.argv(
-            _unchecked(spec), {**values, "SEAT_NSYS": mode}
-        )
+        assert unguarded(service["command"]) == effective.argv(spec, {**values, "SEAT_NSYS": mode})
     assert services["seat-nsys-session"]["extends"] == {"service": "seat"}
-
-
-def _unchecked(spec):
-    """The spec without its knobs' grammar, to resolve knobs to compose's ${NAME} references."""
-    from dataclasses import replace
-
-    return replace(spec, knobs=[replace(k, pattern=None) for k in spec.knobs])
 
 
 # Every variable and flag of the original launch script (research notes, deploy-anchors §3.1, §3.3).

@@ -45,8 +45,7 @@ def recorded_at(name: str, url: str) -> None:
             "",
             0.0,
             since=process_start(pid),
-            provenance={"differs": [REASON]},
-            profile_sha256=profile.sha256,
+            provenance={"differs": [REASON], "profile_sha256": profile.sha256},
             profile_source=str(source.resolve()),
         )
     )

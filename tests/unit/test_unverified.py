@@ -50,8 +50,10 @@ def experiment_seat(tmp_path, monkeypatch):
         str(tmp_path / "log"),
         0.0,
         since=process_start(pid),
-        profile_sha256=profiles.load("exp").sha256,
-        provenance={"differs": [REASON]},  # as `seat up` records it
+        provenance={
+            "differs": [REASON],
+            "profile_sha256": profiles.load("exp").sha256,
+        },  # as `seat up` records it
     )
     launch._record(record)
     yield server

@@ -25,9 +25,6 @@ class Backend(Protocol):
     # can be read there; else a process of this machine.
     container: bool
 
-    def check(self, run: Running) -> None:
-        """Raise ValueError unless the record's ident is one this runtime's start records."""
-
     def prepared(
         self, spec: LaunchSpec, values: dict[str, str], image_check: ImageCheck | None
     ) -> tuple[dict[str, str], str | None]:
@@ -63,7 +60,7 @@ class Backend(Protocol):
         """Seats of the profile that no record names (a `seat up` killed before it recorded one)."""
 
     def describe(self, run: Running) -> str:
-        """What the seat is to this runtime, for people: `PID 123`, `container 0123456789ab`."""
+        """What the seat is to this runtime, for people: `process id 123`, `container 0123456789ab`."""
 
 
 RUNTIMES: dict[str, Backend] = {"docker": docker.BACKEND, "native": native.BACKEND}

@@ -112,8 +112,7 @@ def create_and_start(
 
     p = spec.profile
     settings = p.docker
-    if settings is None:
-        raise SeatError(f"{p.name} has no docker section")  # a docker profile always has one
+    assert settings is not None  # a docker profile always has one
     devices = _devices(settings.gpus)
     launch = effective.container(spec)
     try:
@@ -153,10 +152,6 @@ def create_and_start(
 
 class Docker:
     container = True
-
-    def check(self, run: Running) -> None:
-        if not (len(run.ident) == 64 and set(run.ident) <= set("0123456789abcdef")):
-            raise ValueError(f"a docker seat's ident {run.ident!r} is not a full container id")
 
     def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> tuple[dict, str | None]:
         """The image is checked (verified when it is the one `seat build` recorded from the pins

@@ -1,7 +1,7 @@
 """The native runtime: the seat is a process group started from the profile's venv.
 
-A native seat is its PID with its start time in its boot, and the token of the `seat up` that
-started it in its environment: a PID recycled since names a stranger, never signalled.
+A native seat is its PID with its start time in its boot: a PID recycled since names a stranger,
+never signalled.
 """
 
 from __future__ import annotations
@@ -13,15 +13,11 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from seatkit import safe_yaml
 from seatkit.errors import SeatError
-from seatkit.seat import layout, what_runs
+from seatkit.seat import what_runs
 from seatkit.serve import identity, runtime
 from seatkit.serve.running import Running
 from seatkit.serve.spec import LaunchSpec, resolve
-
-PID_MAX = 1 << 22  # the kernel's ceiling for pid_max: every PID is below it
-TOKEN_ENV = "SEATKIT_RUN_TOKEN"
 
 
 def boot_id() -> str:
@@ -84,30 +80,6 @@ def spawn(spec: LaunchSpec, values: dict[str, str], log: Path, env: dict) -> str
     return str(proc.pid)
 
 
-def holds_token(run: Running) -> bool:
-    """Whether the recorded PID's environment holds the record's token, which only the `seat up`
-    that started it knew. A start time can be copied from /proc/PID/stat into a record edited by
-    hand; this cannot (another user's environment is not even readable)."""
-    try:
-        environ = safe_yaml.read_bytes(
-            Path(f"/proc/{int(run.ident)}/environ"), "process environment", 4 << 20
-        )
-    except (SeatError, OSError):
-        return False
-    return bool(run.token) and f"{TOKEN_ENV}={run.token}".encode() in environ.split(b"\0")
-
-
-def _token_shows(run: Running, wait: float = 2.0) -> bool:
-    """holds_token, given a moment: a server just spawned (a `seat down` during `seat up`) shows
-    its parent's environment until its exec is done."""
-    deadline = time.monotonic() + wait
-    while not holds_token(run):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def _reap(pid: int) -> None:
     """Collect the exit status when this process started the server (no zombie left behind)."""
     try:
@@ -137,18 +109,6 @@ def venv_mark(spec: LaunchSpec, values: dict[str, str]) -> str | None:
 class Native:
     container = False
 
-    def check(self, run: Running) -> None:
-        if not (
-            run.ident.isascii()
-            and run.ident.isdigit()
-            and run.ident == str(int(run.ident))
-            and 1 < int(run.ident) < PID_MAX
-            and (run.since == "" or run.since.isascii() and run.since.isdigit())
-        ):
-            raise ValueError(
-                f"a native seat's ident {run.ident!r} (since {run.since!r}) is not a PID `up` started"
-            )
-
     def prepared(self, spec: LaunchSpec, values: dict[str, str], image_check) -> tuple[dict, str | None]:
         return values, venv_mark(spec, values)
 
@@ -160,8 +120,7 @@ class Native:
         run: Running,
         record: Callable[[Running], None],
     ) -> None:
-        # The token in its environment proves, before any signal, that the PID is ours.
-        run.ident = spawn(spec, values, Path(run.log), {**env, TOKEN_ENV: run.token})
+        run.ident = spawn(spec, values, Path(run.log), env)
         run.since = process_start(int(run.ident)) or ""
         record(run)
 
@@ -176,15 +135,8 @@ class Native:
         return identity.session_pids(int(run.ident))
 
     def stop(self, run: Running, grace: float) -> bool:
-        was_alive = self.alive(run)
+        was_alive = self.alive(run)  # its PID, start time and boot: never a recycled PID
         pid = int(run.ident)
-        if was_alive and not _token_shows(run):
-            raise SeatError(
-                f"PID {pid} has the recorded start time, but not {run.profile}'s run token: "
-                "it cannot be proven to be the seat, so nothing was signalled",
-                f"check it with `ps -p {pid} -o pid,lstart,args`; stop it by hand if it is "
-                f"the seat, then delete {layout.run_record(run.profile)}",
-            )
         if was_alive:
             _signal_group(pid, signal.SIGTERM)
             deadline = time.monotonic() + grace
@@ -221,7 +173,7 @@ class Native:
         return []  # a process group is found by its record alone
 
     def describe(self, run: Running) -> str:
-        return f"PID {run.ident}"
+        return f"process id {run.ident}"
 
 
 BACKEND = Native()
