@@ -75,16 +75,8 @@ def _stream(
     cpu = time.process_time()
     try:
         with around():
-            done = client.stream(
-                target.url,
-                target.model,
-                prompt.text,
-                prompt.max_tokens,
-                target.headers,
-                sampling=options.sampling,
-                extra={"cache_salt": cache_salt} if cache_salt else None,
-                deadline=client.allowed_seconds(prompt.max_tokens, prompt.context),
-                chat=target.chat,
+            done = target.stream(
+                prompt, options.sampling, extra={"cache_salt": cache_salt} if cache_salt else None
             )
     finally:
         gauges, gpu_telemetry = sampler.finish(), gpus.finish()
