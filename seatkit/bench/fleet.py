@@ -217,16 +217,8 @@ def rows(result: dict) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for seat in result["seats"]:
         if not seat["figures"]:  # failed, or every request truncated or skipped: still a seat
-            out.append(
-                (
-                    f"{seat['seat']} {seat['url']}",
-                    "none",
-                    "n/a",
-                    "n/a",
-                    "n/a",
-                    "FAILED" if seat.get("error") else "n/a",
-                )
-            )
+            failed = "FAILED" if seat.get("error") else "n/a"
+            out.append((f"{seat['seat']} {seat['url']}", "none", "n/a", "n/a", "n/a", failed))
         for suite, figures in seat["figures"].items():
             verdict = verdicts.get((seat["url"], suite))
             flag = "OUTSIDE" if verdict and verdict["outside"] else "ok" if verdict else "n/a"

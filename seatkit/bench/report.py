@@ -105,6 +105,15 @@ def _label(name: str) -> str:
     return LABELS.get(name, name.replace("_", " "))
 
 
+def _prompt(name: str, figures: dict) -> str:
+    said = [f"{_fmt(figures.get('tokens_per_step'), digits=2)} tokens/step"]
+    if figures.get("draft_acceptance"):
+        said.append(f"{_fmt(figures['draft_acceptance'], 100.0)} % accepted")
+    if figures.get("no_draft_share"):
+        said.append(f"{_fmt(figures['no_draft_share'], 100.0, 0)} % of steps drafted nothing")
+    return f"{name} {', '.join(said)}"
+
+
 def notes(summary: dict) -> list[str]:
     """Per suite, in plain words: how it drafted (a policy, not a fault), prompts that differ
     beyond their spread, repeats that wrote different text, every figure withheld (and why); then
@@ -121,8 +130,8 @@ def notes(summary: dict) -> list[str]:
             )
         apart = aggregate.prompts_apart(s)
         if apart:
-            each = "; ".join(f"{p} {_fmt(s['prompts'][p].get('tokens_per_step'), digits=2)}" for p in apart)
-            out.append(f"{suite}: its prompts differ beyond their spread (tokens/step): {each}")
+            each = "; ".join(_prompt(p, s["prompts"][p]) for p in apart)
+            out.append(f"{suite}: its prompts differ beyond their spread, so its median is neither's: {each}")
         out += [
             f"{suite}: {p}'s repeats wrote {n} different outputs, so they did not all do the same work"
             for p, n in (s.get("outputs") or {}).items()

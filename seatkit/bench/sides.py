@@ -156,11 +156,6 @@ def run_entries(folder: Path) -> list[Entry]:
 
 def suite_entries(folder: Path, data: dict) -> list[Entry]:
     """A run's summary (checked), one entry per suite."""
-    if data.get("schema") == SWEEP_SCHEMA:
-        raise SeatError(
-            f"{folder} is a concurrency sweep: compare splits batch-1 runs",
-            "compare two sweeps by their report.md tables, level by level",
-        )
     c = data["conditions"]
     schema = data.get("schema")
     old = (

@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from seatkit.bench import aggregate, load, verdicts, workload
 from seatkit.bench import run as bench_run
+from seatkit.bench import verdicts, workload
 from seatkit.bench.target import Options
 from seatkit.bench.verdicts import apart as verdict_apart
 from seatkit.doctor import targets
@@ -187,36 +187,3 @@ def _sentence(split: dict) -> str:
     return f"{lead}: {'; '.join(said + still)}; {NAMES[carrier]} carries the difference" + (
         f": {meaning}." if meaning else "."
     )
-
-
-def _prompt(name: str, figures: dict) -> str:
-    said = [f"{_cell(figures.get('tokens_per_step'), 1.0, 2)} tokens/step"]
-    if figures.get("draft_acceptance"):
-        said.append(f"{_cell(figures['draft_acceptance'], 100.0, 1)} % accepted")
-    if figures.get("no_draft_share"):
-        said.append(f"{_cell(figures['no_draft_share'], 100.0, 0)} % of steps drafted nothing")
-    return f"{name} {', '.join(said)}"
-
-
-def notes(summary: dict) -> list[str]:
-    """What the table's medians hide, in plain words: a suite whose prompts differ beyond their
-    spread (its median is neither's), repeats that wrote different text, and a busy machine."""
-    out = []
-    for name in SUITES:
-        s = summary.get("suites", {}).get(name)
-        if not s:
-            continue
-        apart = aggregate.prompts_apart(s)
-        if apart:
-            each = "; ".join(_prompt(p, s["prompts"][p]) for p in apart)
-            out.append(f"{name}: its prompts differ beyond their spread, so its median is neither's: {each}")
-        out += [
-            f"{name}: {p}'s repeats wrote {n} different outputs, so they did not all do the same work"
-            for p, n in (s.get("outputs") or {}).items()
-            if n > 1
-        ]
-    kept = [s for n in SUITES if (s := summary.get("suites", {}).get(n))]
-    ms = [cv for s in kept if (cv := aggregate.repeat_cv(s, "ms_per_step")) is not None]
-    device = (summary.get("conditions") or {}).get("device")
-    busy = load.busy_note(summary.get("machine"), max(ms, default=None), device)
-    return out + ([busy] if busy else [])
