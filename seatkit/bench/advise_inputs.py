@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seatkit import safe_yaml
-from seatkit.bench import cards, sides, summary
+from seatkit.bench import cards, sides
 from seatkit.errors import SeatError
 
 # Conditions that make another seat, drafter or text: runs that differ in one are not pooled.
@@ -130,7 +130,7 @@ def run_columns(folders: list[Path]) -> tuple[list[Column], list[str]]:
     columns: dict[str, Column] = {}
     seats, left = {}, []
     for folder in folders:
-        data = summary.check(safe_yaml.read_json(folder / "summary.json", "bench summary"), str(folder))
+        data = sides.read_summary(folder)
         if data.get("schema") != sides.BENCH_SCHEMA:
             raise SeatError(f"{folder} is not a batch-1 bench run", "give folders of `seat bench run`")
         c = data["conditions"]

@@ -134,7 +134,8 @@ def card_entries(card: cards.Card) -> list[Entry]:
     return out
 
 
-def run_entries(folder: Path) -> list[Entry]:
+def read_summary(folder: Path) -> dict:
+    """A batch-1 run's summary.json, checked; a sweep's refused."""
     path = folder / "summary.json"
     try:
         data = safe_yaml.read_json(path, "bench summary", SUMMARY_BYTES)
@@ -142,11 +143,16 @@ def run_entries(folder: Path) -> list[Entry]:
         raise SeatError(f"{path} is not a file", "give the folder of a finished `seat bench run`") from None
     if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
         raise SeatError(
-            f"{folder} is a concurrency sweep: compare splits batch-1 runs",
+            f"{folder} is a concurrency sweep: this splits batch-1 runs",
             "compare two sweeps by their report.md tables, level by level",
         )
+    return summary.check(data, str(path))
+
+
+def run_entries(folder: Path) -> list[Entry]:
+    data = read_summary(folder)
     try:
-        return suite_entries(folder, summary.check(data, str(path)))
+        return suite_entries(folder, data)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SeatError(
             f"{folder / 'summary.json'} is not a bench summary ({type(exc).__name__}: {exc})",

@@ -76,16 +76,14 @@ class Steps:
 
 
 def image_of(profile: profiles.Profile) -> profiles.Image:
-    if profile.image is None:  # a docker profile always has one (its validator says so)
-        raise SeatError(f"{profile.name} names no image", "give it an image section")
+    assert profile.image is not None  # a docker profile always has one (its validator says so)
     return profile.image
 
 
 def _plan() -> profiles.Native:
     """The embedded default's install plan, which the base image installs."""
     native = profiles.load(profiles.EMBEDDED_DEFAULT).native
-    if native is None:
-        raise SeatError(f"{profiles.EMBEDDED_DEFAULT} has no native section", "restore it from git")
+    assert native is not None  # the embedded default is a native profile
     return native
 
 
