@@ -175,33 +175,29 @@ def markdown(c: Comparison) -> str:
         lines.append(
             f"| {row['a']} | {row['b']} | " + " | ".join(cells(row)) + f" | {row['verdict']['text']} |"
         )
-    matched = [
-        f"- {row['harness']}"
-        for row in c.rows
-        if row.get("harness") and not row["harness"].startswith("refused")
+    said = under_table(c)
+    lines += [""] + [f"- {line}" for line in said] if said else []
+    return "\n".join([*lines, "", "\\" + FOOTNOTE]) + "\n"
+
+
+def under_table(c: Comparison) -> list[str]:
+    """Each harness-matched figure, then acceptance by draft position on both sides (% of drafted
+    steps) where either has it."""
+    said = [
+        row["harness"] for row in c.rows if row.get("harness") and not row["harness"].startswith("refused")
     ]
-    lines += [""] + matched if matched else []
-    lines += [""] + [f"- {line}" for line in map(positions_line, c.rows) if line]
-    lines += [
-        "",
-        "\\* derived from the other two factors (tok/s = tokens per step / step time). "
-        "– : the side does not give it (the verdict says why). " + APART + " " + SHARES,
-    ]
-    return "\n".join(lines) + "\n"
+    for row in c.rows:
+        a, b = (report.positions(row["acceptance_by_position"][side]) for side in ("a", "b"))
+        said += [] if a == b == "n/a" else [f"accepted by position % ({row['a']} / {row['b']}): {a} / {b}"]
+    return said
 
 
-def positions_line(row: dict) -> str | None:
-    """Acceptance by draft position on both sides (% of drafted steps), where either has it."""
-    a, b = (report.positions(row["acceptance_by_position"][side]) for side in ("a", "b"))
-    return None if a == b == "n/a" else f"accepted by position % ({row['a']} / {row['b']}): {a} / {b}"
-
-
-APART = "X % apart: the larger figure over the smaller, minus one, whichever side is A."
-# A share of the gap can pass 100 %: said once, under every comparison that gives one.
-SHARES = (
-    "A factor's share of the gap is its part of the tok/s ratio in logs, so the two shares add up to "
-    "100 %: one over 100 % carries more than the whole gap because the other works against it "
-    "(its share is negative)."
+# What every table's marks mean; a share of the gap can pass 100 %: said once, under each.
+FOOTNOTE = (
+    "* derived from the other two factors; – : a side lacks it (the verdict says why). X % apart: "
+    "the larger figure over the smaller, minus one, whichever side is A. A factor's share of the gap "
+    "is its part of the tok/s ratio in logs, so the two shares add up to 100 %: one over 100 % "
+    "carries more than the whole gap because the other works against it (its share is negative)."
 )
 
 

@@ -59,21 +59,6 @@ def _cache_state(hits: float | None, queries: float | None) -> str:
     return "warm" if hits > 0 else ("cold" if queries is not None else "unknown")
 
 
-COUNTER_FIGURES = (
-    "tokens_per_step",
-    "ms_per_step",
-    "drafter_tokens_per_step",
-    "cut_by_max_tokens",
-    "itl_ms_per_step",
-    "accepted_per_drafted_step",
-    "tokens_per_drafted_step",
-    "draft_acceptance",
-    "steps_without_drafts",
-    "drafted_tokens_per_step",
-    "no_draft_share",
-)
-
-
 def _disagreement(v: dict, steps_from: str, decode_tokens: int, k: int | None) -> str | None:
     """Why the step counters can't stand beside the stream's count; None when they agree."""
     steps, accepted = v.get("steps") or v.get("drafts") or 0, v.get("accepted") or 0
@@ -100,6 +85,11 @@ DRAFT_FIGURES = (
     "drafted_length",
     "drafted_tokens_per_step",
     "no_draft_share",
+)
+# Every figure of the step counters: withheld together where they disagree with the stream.
+COUNTER_FIGURES = (
+    *("tokens_per_step", "ms_per_step", "drafter_tokens_per_step", "cut_by_max_tokens", "itl_ms_per_step"),
+    *DRAFT_FIGURES,
 )
 
 
@@ -305,7 +295,7 @@ def _split(out: dict, delta: Snapshot, k: int | None) -> None:
     if disagreement:
         withheld.update({name: disagreement for name in COUNTER_FIGURES})
         out.update({name: None for name in COUNTER_FIGURES})
-        out.update(acceptance_unconditional=[], acceptance_conditional=[], drafted_length=None)
+        out.update(acceptance_unconditional=[], acceptance_conditional=[])
 
 
 def alarms(f: dict, k: int | None, repeated: float) -> dict[str, str]:

@@ -235,9 +235,7 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
     for row in fleet.rows(result):
         table.add_row(*(escape(cell) for cell in row))
     out.print(table)
-    for verdict in result["verdicts"]:
-        out.print(f"seat {escape(verdict['seat'])} ({verdict['suite']}): {escape(verdict['text'])}")
-    for line in fleet.failures(result):
+    for line in fleet.verdict_lines(result):
         out.print(escape(line))
     out.print(f"fleet report: {folder / 'fleet.md'}")
     if fleet.failures(result):
