@@ -15,15 +15,8 @@ from seatkit.errors import SeatError
 
 # Conditions that make another seat, drafter or text: runs that differ in one are not pooled.
 SEAT = (
-    "model",
-    "draft_method",
-    "draft_model",
-    "sampling",
-    "image",
-    "runtime",
-    "host_settings",
-    "b12x_kernels",
-    "engine_version",
+    *("model", "draft_method", "draft_model", "sampling", "image", "runtime", "host_settings"),
+    *("b12x_kernels", "engine_version"),
 )
 CARD_TOLERANCE = 0.01  # a card's positions sum to its tokens/step within this share (its rounding)
 

@@ -78,13 +78,8 @@ def _disagreement(v: dict, steps_from: str, decode_tokens: int, k: int | None) -
 
 
 DRAFT_FIGURES = (
-    "draft_acceptance",
-    "accepted_per_drafted_step",
-    "tokens_per_drafted_step",
-    "steps_without_drafts",
-    "drafted_length",
-    "drafted_tokens_per_step",
-    "no_draft_share",
+    *("draft_acceptance", "accepted_per_drafted_step", "tokens_per_drafted_step", "steps_without_drafts"),
+    *("drafted_length", "drafted_tokens_per_step", "no_draft_share"),
 )
 # Every figure of the step counters: withheld together where they disagree with the stream.
 COUNTER_FIGURES = (

@@ -193,18 +193,10 @@ class Oracle:
         label = f'engine="0",model_name="{model}"'
         lines = [f"vllm:num_requests_running{{{label}}} {running}", f"vllm:num_requests_waiting{{{label}}} 0"]
         for name in (
-            "spec_decode_num_drafts_total",
-            "spec_decode_num_draft_tokens_total",
-            "spec_decode_num_accepted_tokens_total",
-            "generation_tokens_total",
-            "prompt_tokens_total",
-            "inter_token_latency_seconds_count",
-            "inter_token_latency_seconds_sum",
-            "request_decode_time_seconds_sum",
-            "time_to_first_token_seconds_count",
-            "time_to_first_token_seconds_sum",
-            "prefix_cache_queries_total",
-            "prefix_cache_hits_total",
+            *SPEC,
+            *("generation_tokens_total", "prompt_tokens_total", "request_decode_time_seconds_sum"),
+            *("time_to_first_token_seconds_count", "time_to_first_token_seconds_sum"),
+            *("prefix_cache_queries_total", "prefix_cache_hits_total"),
         ):
             if not any(name.startswith(hidden) for hidden in self.quirks.hide):
                 stuck = any(name.startswith(family) for family in self.quirks.frozen)

@@ -17,30 +17,10 @@ from seatkit.seat import what_runs
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 CONDITIONS = (
-    "model",
-    "draft",
-    "k",
-    "draft_policy",
-    "temperature",
-    "content",
-    "prompt",
-    "prompt_text",
-    "prompt_token_ids",
-    "context",
-    "padding",
-    "output_tokens",
-    "device",
-    "host_settings",
-    "image",
-    "b12x_kernels",
-    "statistic",
-    "model_lock",
-    "engine",
-    "prompt_format",
-    "sampling",
-    "output",
-    "machine_load",
-    "provenance",
+    *("model", "draft", "k", "draft_policy", "temperature", "content", "prompt", "prompt_text"),
+    *("prompt_token_ids", "context", "padding", "output_tokens", "device", "host_settings", "image"),
+    *("b12x_kernels", "statistic", "model_lock", "engine", "prompt_format", "sampling", "output"),
+    *("machine_load", "provenance"),
 )
 # Compared only when both sides record them (cards do not; older runs lack the newer ones).
 OPTIONAL = {
