@@ -87,7 +87,6 @@ LABELS = {
     "client_ttft_ms": "the client's TTFT",
     "prefill_tok_s": "prefill tok/s",
     "warm_ttft_ms": "warm TTFT",
-    "drafted_tokens_per_step": "drafted tokens per step",
     "no_draft_share": "steps that drafted nothing",
     "prefix_cache": "prefix cache state",
 }

@@ -70,31 +70,21 @@ def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]
     """Code and prose in columns (median, min-max), their ratio, and the sentence that says which
     factor carries the gap, split the way `seat bench compare` splits two runs."""
     code, prose = (summary["suites"].get(name, {}) for name in SUITES)
-    unjudged = _unjudged(summary)
-    if unjudged:  # nothing to split, or figures the loop alarm says do not stand
-        rows: list[tuple[str, ...]] = [
-            (label, _cell(code.get(key), scale, digits), _cell(prose.get(key), scale, digits), "", "")
-            for key, label, scale, digits in FACTORS
-        ]
-        return rows, f"code against prose: not judged: {unjudged}"
-    split = verdicts.run_split(path, summary, *SUITES)
-    shares = _shares(split)
-    rows = []
-    for key, label, scale, digits in FACTORS:
-        if key not in code and key not in prose:  # a figure this run did not record (an older run)
-            continue
-        ratio = split["ratios"].get(key)
-        share = shares.get(key)
-        rows.append(
-            (
-                label,
-                _cell(code.get(key), scale, digits),
-                _cell(prose.get(key), scale, digits),
-                f"{ratio:.2f}x" if ratio else "",
-                _pct(share) if share is not None else "",
-            )
+    unjudged = _unjudged(summary)  # nothing to split, or figures the loop alarm says do not stand
+    split = None if unjudged else verdicts.run_split(path, summary, *SUITES)
+    ratios, shares = (split["ratios"], _shares(split)) if split else ({}, {})
+    rows: list[tuple[str, ...]] = [
+        (
+            label,
+            _cell(code.get(key), scale, digits),
+            _cell(prose.get(key), scale, digits),
+            f"{ratios[key]:.2f}x" if ratios.get(key) else "",
+            _pct(shares[key]) if key in shares else "",
         )
-    return rows, _sentence(split)
+        for key, label, scale, digits in FACTORS
+        if unjudged or key in code or key in prose  # else a figure this run did not record (an older run)
+    ]
+    return rows, _sentence(split) if split else f"code against prose: not judged: {unjudged}"
 
 
 def _unjudged(summary: dict) -> str | None:

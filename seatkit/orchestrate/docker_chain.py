@@ -48,12 +48,9 @@ CHANGES = {
 }
 # Fixed authorship and dates: the same base gives the same commit, lock and image tag on every run.
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "seatkit",
-    "GIT_AUTHOR_EMAIL": "seatkit@localhost",
-    "GIT_COMMITTER_NAME": "seatkit",
-    "GIT_COMMITTER_EMAIL": "seatkit@localhost",
-    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    f"GIT_{who}_{key}": value
+    for who in ("AUTHOR", "COMMITTER")
+    for key, value in (("NAME", "seatkit"), ("EMAIL", "seatkit@localhost"), ("DATE", "2026-01-01T00:00:00Z"))
 }
 Say = Callable[[str], None]
 
