@@ -133,21 +133,12 @@ def _row(x: Entry, y: Entry, diff: dict[str, str]) -> dict:
         "b_values": y.values,
         "derived": {"a": x.derived, "b": y.derived},
         "acceptance_by_position": {"a": x.acceptance_by_position, "b": y.acceptance_by_position},
-    }
-    if isinstance(harness, str) and harness.startswith("refused"):
-        return {
-            **row,
-            "ratios": {},
-            "missing": {"a": x.missing, "b": y.missing},
-            "harness": harness,
-            "verdict": {"text": harness},
-        }
-    row = {
-        **row,
-        **verdicts.split(x, y, sorted(diff)),
         "missing": {"a": x.missing, "b": y.missing},
         "harness": harness,
     }
+    if isinstance(harness, str) and harness.startswith("refused"):
+        return {**row, "ratios": {}, "verdict": {"text": harness}}
+    row |= verdicts.split(x, y, sorted(diff))
     for caveat in (x.caveat, y.caveat, verdicts.harness_caveat(x, y)):
         if caveat:
             row["verdict"]["text"] += f". Caveat: {caveat}"
