@@ -288,6 +288,14 @@ def sweep_rows(suite: dict, conditions: dict) -> list[tuple[str, ...]]:
     return out
 
 
+def client_cost(levels: list[dict]) -> str:
+    """What the client spent at the highest level: its CPU time per token streamed."""
+    top = levels[-1]
+    return (
+        f"client cost at {top['concurrency']} streams: {top['client_cpu_us_per_token']:.1f} CPU us per token"
+    )
+
+
 def sweep_markdown(summary: dict) -> str:
     c = summary["conditions"]
     lines = [
@@ -313,13 +321,7 @@ def sweep_markdown(summary: dict) -> str:
             "|" + "---|" * len(SWEEP_HEADER),
         ]
         lines += ["| " + " | ".join(r) + " |" for r in sweep_rows(suite, c)]
-        top = suite["levels"][-1]
-        lines += [
-            "",
-            f"Client cost at {top['concurrency']} streams: "
-            f"{top['client_cpu_us_per_token']:.1f} CPU µs per token.",
-            "",
-        ]
+        lines += ["", client_cost(suite["levels"]), ""]
         for row in suite["levels"]:
             w = row.get("window")
             if w:

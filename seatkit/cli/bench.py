@@ -7,7 +7,7 @@ import sys
 import click
 from rich.table import Table
 
-from seatkit.bench import selftest
+from seatkit.bench import report, selftest
 from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.bench_advise import bench_advise_cmd
@@ -81,10 +81,7 @@ def bench_selftest_cmd(repeats: int):
         figures = [pair(p, "aggregate_tok_s", 1), pair(p, "tokens_per_step", 3), pair(p, "ms_per_step", 3)]
         table.add_row(str(p["concurrency"]), *figures, f"{max(p['error'].values()):.3%}")
     output.show_table(out, table)
-    top = result["sweep"][-1]
-    out.print(
-        f"client cost at {top['concurrency']} streams: {top['client_cpu_us_per_token']:.1f} CPU us per token"
-    )
+    out.print(report.client_cost(result["sweep"]))
     verdict = "met" if result["met"] else "NOT met"
     out.print(
         f"identity tok/s = tokens/step / s/step, worst request: off by "

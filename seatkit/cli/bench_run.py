@@ -193,11 +193,7 @@ def print_sweep(summary: dict, path: Path) -> None:
         for row in suite["levels"]:
             for kind, message in row["alarms"].items():
                 out.print(f"[yellow]alarm {kind}[/] ({row['concurrency']} streams): {escape(message)}")
-        top = suite["levels"][-1]
-        out.print(
-            f"client cost at {top['concurrency']} streams: "
-            f"{top['client_cpu_us_per_token']:.1f} CPU us per token"
-        )
+        out.print(report.client_cost(suite["levels"]))
     out.print(f"report: {path / 'report.md'}; plot: {path / 'plots' / 'sweep.png'}")
 
 
