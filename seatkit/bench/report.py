@@ -231,8 +231,7 @@ def _sections(summary: dict) -> list[str]:
 
 
 def _alarms_and_prompts(summary: dict) -> list[str]:
-    lines: list[str] = []
-    lines += [
+    lines = [
         "",
         "Plots: plots/factor_split.png (each suite's tokens/step against its ms/step), and the rest of plots/*.png",
         "",
