@@ -294,11 +294,8 @@ class Oracle:
         done = request.emitted == request.max_tokens
         if done and self.quirks.empty_last:
             text = ""
-        request.out.put(
-            self._chunk(
-                text, request.emitted, request.prompt_tokens, "length" if done else None, request.chat
-            )
-        )
+        finish = "length" if done else None
+        request.out.put(self._chunk(text, request.emitted, request.prompt_tokens, finish, request.chat))
 
     def complete(self, body: dict, write) -> None:
         """Stream one completion as the engine produces it."""
@@ -310,16 +307,8 @@ class Oracle:
         while (chunk := request.out.get()) is not None:
             with self.frontend:
                 write(chunk)
-        write(
-            b"data: "
-            + json.dumps(
-                {
-                    "choices": [],
-                    "usage": self._usage(request.max_tokens + self.quirks.usage_extra, request.prompt_tokens),
-                }
-            ).encode()
-            + b"\n\ndata: [DONE]\n\n"
-        )
+        usage = self._usage(request.max_tokens + self.quirks.usage_extra, request.prompt_tokens)
+        write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\ndata: [DONE]\n\n")
 
     @staticmethod
     def _usage(n: int, prompt_tokens: int) -> dict:

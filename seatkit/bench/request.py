@@ -47,16 +47,8 @@ def measure(
         target, None if cut else before, done, gauges, tokens
     )
     record["counter_deltas"] = {**delta.values, "per_position": delta.per_position, "success": delta.success}
-    record["factors"] = decompose.factors(
-        delta,
-        tokens,
-        done.ttft_s,
-        done.last_s,
-        done.prompt_tokens,
-        done.first_event_tokens,
-        target.k,
-        reused_salt,
-    )
+    timing = (done.ttft_s, done.last_s, done.prompt_tokens, done.first_event_tokens)
+    record["factors"] = decompose.factors(delta, tokens, *timing, target.k, reused_salt)
     record["alarms"] = decompose.alarms(record["factors"], target.k, record["repetition"])
     if record["usage_note"]:
         record["alarms"]["usage-disagrees"] = record["usage_note"]

@@ -114,8 +114,8 @@ def test_one_request_a_side_is_an_unknown_spread_said_never_zero(tmp_path):
 
 
 def test_one_value_has_no_spread_and_several_use_the_sample_estimator():
-    assert aggregate._stats([42.0])["cv"] is None
-    assert aggregate._stats([90.0, 100.0, 110.0])["cv"] == pytest.approx(0.1)  # n - 1, not n
+    assert aggregate.stats([42.0])["cv"] is None
+    assert aggregate.stats([90.0, 100.0, 110.0])["cv"] == pytest.approx(0.1)  # n - 1, not n
 
 
 def test_ordinary_jitter_inside_both_spreads_is_within_noise(tmp_path):
