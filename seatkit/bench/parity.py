@@ -45,20 +45,9 @@ def record(
             ),
         }
     folder = new_folder(out_root, f"parity-{name}")
-    (folder / "parity.json").write_text(
-        json.dumps(
-            {
-                "schema": SCHEMA,
-                "model": target.model,
-                "url": target.url,
-                "sampling": GREEDY,
-                "conditions": target.conditions,
-                "outputs": outputs,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    made = {"schema": SCHEMA, "model": target.model, "url": target.url, "sampling": GREEDY}
+    made |= {"conditions": target.conditions, "outputs": outputs}
+    (folder / "parity.json").write_text(json.dumps(made, indent=2) + "\n")
     return folder
 
 

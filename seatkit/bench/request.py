@@ -125,17 +125,10 @@ def _overlap(target: Target, before, done: client.Completion, gauges: dict, toke
         return metrics.Snapshot(), {}, []
     closing = after(target, before)
     delta = closing - before
-    problems = exclusivity(
-        delta,
-        tokens,
-        done.prompt_tokens,
-        done.finish_reason,
-        "length",
-        max(gauges["running"], closing.gauges.get("running", 0.0)),
-        max(gauges["waiting"], closing.gauges.get("waiting", 0.0)),
-        final_tokens=done.completion_tokens,
-        still_running=closing.gauges.get("running", 0.0) + closing.gauges.get("waiting", 0.0),
-    )
+    running, waiting = (max(gauges[g], closing.gauges.get(g, 0.0)) for g in ("running", "waiting"))
+    still = closing.gauges.get("running", 0.0) + closing.gauges.get("waiting", 0.0)
+    ours = (delta, tokens, done.prompt_tokens, done.finish_reason, "length", running, waiting)
+    problems = exclusivity(*ours, final_tokens=done.completion_tokens, still_running=still)
     if not {"running", "waiting"} & set(closing.gauges) and "prefix_queries" not in delta.values:
         problems.append(
             "the server exports neither the running and waiting gauges nor the prefix-cache queries, "
