@@ -5,28 +5,19 @@ what was left out and why."""
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from seatkit import safe_yaml
-from seatkit.bench import cards, sides, summary
+from seatkit.bench import cards, sides
 from seatkit.errors import SeatError
 
 # Conditions that make another seat, drafter or text: runs that differ in one are not pooled.
 SEAT = (
-    "model",
-    "draft_method",
-    "draft_model",
-    "sampling",
-    "image",
-    "runtime",
-    "host_settings",
-    "b12x_kernels",
-    "engine_version",
+    *("model", "draft_method", "draft_model", "sampling", "image", "runtime", "host_settings"),
+    *("b12x_kernels", "engine_version"),
 )
-USED = ("decode_steps", "draft_tokens", "ms_per_step", "tokens_per_step", "decode_tok_s")
 CARD_TOLERANCE = 0.01  # a card's positions sum to its tokens/step within this share (its rounding)
 
 
@@ -52,10 +43,6 @@ class Column:
     adaptive: bool = False
     card: dict | None = None  # a card figure's own figures: value and relative spread per factor
     notes: list[str] = field(default_factory=list)  # what a card says of itself, and lacks
-
-
-def _number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _refuse_constant(name: str):
@@ -85,14 +72,6 @@ def _records(folder: Path) -> list[dict]:
             raise _malformed(f"{where} line {number}", f"cannot be read ({exc})") from None
         if not isinstance(record, dict) or not isinstance(record.get("suite"), str):
             raise _malformed(f"{where} line {number}", "is not a request (no suite)")
-        if record.get("exclusive") and not record.get("truncated"):
-            f = record.get("factors")
-            positions = f.get("accepted_per_position") if isinstance(f, dict) else None
-            if not isinstance(f, dict) or not isinstance(positions or [], list):
-                raise _malformed(f"{where} line {number}", "has no counters")
-            figures = [f.get(name) for name in USED] + list(positions or [])
-            if not all(_number(v) or v is None for v in figures):
-                raise _malformed(f"{where} line {number}", "has a counter that is not a number")
         records.append(record)
     return records
 
@@ -104,7 +83,7 @@ def _sample(record: dict, k: int | None) -> tuple[Sample | None, str]:
         return None, "shared the seat"
     if record.get("truncated"):
         return None, "cut short"
-    f = record["factors"]
+    f = record.get("factors") or {}
     steps, positions = f.get("decode_steps"), f.get("accepted_per_position") or []
     if not f.get("acceptance_unconditional") or not steps or f.get("tokens_per_step") is None:
         return None, "counters withheld"
@@ -130,7 +109,7 @@ def run_columns(folders: list[Path]) -> tuple[list[Column], list[str]]:
     columns: dict[str, Column] = {}
     seats, left = {}, []
     for folder in folders:
-        data = summary.check(safe_yaml.read_json(folder / "summary.json", "bench summary"), str(folder))
+        data = sides.read_summary(folder)
         if data.get("schema") != sides.BENCH_SCHEMA:
             raise SeatError(f"{folder} is not a batch-1 bench run", "give folders of `seat bench run`")
         c = data["conditions"]

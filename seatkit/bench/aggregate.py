@@ -7,8 +7,9 @@ import math
 import statistics
 
 
-def _stats(values: list[float]) -> dict | None:
-    values = [v for v in values if v is not None]
+def stats(given: list[float | None]) -> dict | None:
+    """Median, min, max, spread (coefficient of variation) and count of the values given."""
+    values = [v for v in given if v is not None]
     if not values:
         return None
     mean = statistics.fmean(values)
@@ -26,18 +27,9 @@ def _stats(values: list[float]) -> dict | None:
 
 
 FIGURES = (
-    "decode_tok_s",
-    "tokens_per_step",
-    "ms_per_step",
-    "drafter_tokens_per_step",
-    "draft_acceptance",
-    "accepted_per_drafted_step",
-    "ttft_ms",
-    "client_ttft_ms",
-    "prefill_tok_s",
-    "warm_ttft_ms",
-    "drafted_tokens_per_step",
-    "no_draft_share",
+    *("decode_tok_s", "tokens_per_step", "ms_per_step", "drafter_tokens_per_step", "draft_acceptance"),
+    *("accepted_per_drafted_step", "ttft_ms", "client_ttft_ms", "prefill_tok_s", "warm_ttft_ms"),
+    *("drafted_tokens_per_step", "no_draft_share"),
 )
 
 
@@ -109,7 +101,7 @@ def summarize(records: list[dict]) -> dict:
             "context": rows[0].get("context", 0),
             "padding": rows[0].get("padding"),
             "output_tokens": rows[0].get("max_tokens"),
-            **{name: _stats([r["factors"].get(name) for r in rows]) for name in FIGURES},
+            **{name: stats([r["factors"].get(name) for r in rows]) for name in FIGURES},
             "acceptance_by_position": [statistics.median(p) for p in zip(*positions, strict=False)]
             if positions
             else [],
@@ -135,7 +127,7 @@ def summarize(records: list[dict]) -> dict:
             },
             "prompts": {
                 name: {
-                    fig: _stats([r["factors"].get(fig) for r in rows if r["prompt"] == name])
+                    fig: stats([r["factors"].get(fig) for r in rows if r["prompt"] == name])
                     for fig in FIGURES
                 }
                 for name in dict.fromkeys(r["prompt"] for r in rows)

@@ -133,21 +133,12 @@ def _row(x: Entry, y: Entry, diff: dict[str, str]) -> dict:
         "b_values": y.values,
         "derived": {"a": x.derived, "b": y.derived},
         "acceptance_by_position": {"a": x.acceptance_by_position, "b": y.acceptance_by_position},
-    }
-    if isinstance(harness, str) and harness.startswith("refused"):
-        return {
-            **row,
-            "ratios": {},
-            "missing": {"a": x.missing, "b": y.missing},
-            "harness": harness,
-            "verdict": {"text": harness},
-        }
-    row = {
-        **row,
-        **verdicts.split(x, y, sorted(diff)),
         "missing": {"a": x.missing, "b": y.missing},
         "harness": harness,
     }
+    if isinstance(harness, str) and harness.startswith("refused"):
+        return {**row, "ratios": {}, "verdict": {"text": harness}}
+    row |= verdicts.split(x, y, sorted(diff))
     for caveat in (x.caveat, y.caveat, verdicts.harness_caveat(x, y)):
         if caveat:
             row["verdict"]["text"] += f". Caveat: {caveat}"
@@ -175,33 +166,29 @@ def markdown(c: Comparison) -> str:
         lines.append(
             f"| {row['a']} | {row['b']} | " + " | ".join(cells(row)) + f" | {row['verdict']['text']} |"
         )
-    matched = [
-        f"- {row['harness']}"
-        for row in c.rows
-        if row.get("harness") and not row["harness"].startswith("refused")
+    said = under_table(c)
+    lines += [""] + [f"- {line}" for line in said] if said else []
+    return "\n".join([*lines, "", "\\" + FOOTNOTE]) + "\n"
+
+
+def under_table(c: Comparison) -> list[str]:
+    """Each harness-matched figure, then acceptance by draft position on both sides (% of drafted
+    steps) where either has it."""
+    said = [
+        row["harness"] for row in c.rows if row.get("harness") and not row["harness"].startswith("refused")
     ]
-    lines += [""] + matched if matched else []
-    lines += [""] + [f"- {line}" for line in map(positions_line, c.rows) if line]
-    lines += [
-        "",
-        "\\* derived from the other two factors (tok/s = tokens per step / step time). "
-        "– : the side does not give it (the verdict says why). " + APART + " " + SHARES,
-    ]
-    return "\n".join(lines) + "\n"
+    for row in c.rows:
+        a, b = (report.positions(row["acceptance_by_position"][side]) for side in ("a", "b"))
+        said += [] if a == b == "n/a" else [f"accepted by position % ({row['a']} / {row['b']}): {a} / {b}"]
+    return said
 
 
-def positions_line(row: dict) -> str | None:
-    """Acceptance by draft position on both sides (% of drafted steps), where either has it."""
-    a, b = (report.positions(row["acceptance_by_position"][side]) for side in ("a", "b"))
-    return None if a == b == "n/a" else f"accepted by position % ({row['a']} / {row['b']}): {a} / {b}"
-
-
-APART = "X % apart: the larger figure over the smaller, minus one, whichever side is A."
-# A share of the gap can pass 100 %: said once, under every comparison that gives one.
-SHARES = (
-    "A factor's share of the gap is its part of the tok/s ratio in logs, so the two shares add up to "
-    "100 %: one over 100 % carries more than the whole gap because the other works against it "
-    "(its share is negative)."
+# What every table's marks mean; a share of the gap can pass 100 %: said once, under each.
+FOOTNOTE = (
+    "* derived from the other two factors; – : a side lacks it (the verdict says why). X % apart: "
+    "the larger figure over the smaller, minus one, whichever side is A. A factor's share of the gap "
+    "is its part of the tok/s ratio in logs, so the two shares add up to 100 %: one over 100 % "
+    "carries more than the whole gap because the other works against it (its share is negative)."
 )
 
 

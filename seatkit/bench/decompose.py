@@ -52,26 +52,9 @@ def server_ttft_s(delta: Snapshot) -> float | None:
 def _cache_state(hits: float | None, queries: float | None) -> str:
     """cold or warm by the prefix-cache deltas; unknown unless they counted our prompt sanely (a
     counter that never moves, or went backwards, proves nothing about a cold cache)."""
-    if hits is None or hits < 0 or (queries is not None and not 0 <= hits <= queries):
-        return "unknown"
-    if queries is not None and queries <= 0:
+    if hits is None or hits < 0 or (queries is not None and (queries <= 0 or not 0 <= hits <= queries)):
         return "unknown"
     return "warm" if hits > 0 else ("cold" if queries is not None else "unknown")
-
-
-COUNTER_FIGURES = (
-    "tokens_per_step",
-    "ms_per_step",
-    "drafter_tokens_per_step",
-    "cut_by_max_tokens",
-    "itl_ms_per_step",
-    "accepted_per_drafted_step",
-    "tokens_per_drafted_step",
-    "draft_acceptance",
-    "steps_without_drafts",
-    "drafted_tokens_per_step",
-    "no_draft_share",
-)
 
 
 def _disagreement(v: dict, steps_from: str, decode_tokens: int, k: int | None) -> str | None:
@@ -93,13 +76,13 @@ def _disagreement(v: dict, steps_from: str, decode_tokens: int, k: int | None) -
 
 
 DRAFT_FIGURES = (
-    "draft_acceptance",
-    "accepted_per_drafted_step",
-    "tokens_per_drafted_step",
-    "steps_without_drafts",
-    "drafted_length",
-    "drafted_tokens_per_step",
-    "no_draft_share",
+    *("draft_acceptance", "accepted_per_drafted_step", "tokens_per_drafted_step", "steps_without_drafts"),
+    *("drafted_length", "drafted_tokens_per_step", "no_draft_share"),
+)
+# Every figure of the step counters: withheld together where they disagree with the stream.
+COUNTER_FIGURES = (
+    *("tokens_per_step", "ms_per_step", "drafter_tokens_per_step", "cut_by_max_tokens", "itl_ms_per_step"),
+    *DRAFT_FIGURES,
 )
 
 
@@ -305,7 +288,7 @@ def _split(out: dict, delta: Snapshot, k: int | None) -> None:
     if disagreement:
         withheld.update({name: disagreement for name in COUNTER_FIGURES})
         out.update({name: None for name in COUNTER_FIGURES})
-        out.update(acceptance_unconditional=[], acceptance_conditional=[], drafted_length=None)
+        out.update(acceptance_unconditional=[], acceptance_conditional=[])
 
 
 def alarms(f: dict, k: int | None, repeated: float) -> dict[str, str]:

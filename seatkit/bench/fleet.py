@@ -217,16 +217,8 @@ def rows(result: dict) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for seat in result["seats"]:
         if not seat["figures"]:  # failed, or every request truncated or skipped: still a seat
-            out.append(
-                (
-                    f"{seat['seat']} {seat['url']}",
-                    "none",
-                    "n/a",
-                    "n/a",
-                    "n/a",
-                    "FAILED" if seat.get("error") else "n/a",
-                )
-            )
+            failed = "FAILED" if seat.get("error") else "n/a"
+            out.append((f"{seat['seat']} {seat['url']}", "none", "n/a", "n/a", "n/a", failed))
         for suite, figures in seat["figures"].items():
             verdict = verdicts.get((seat["url"], suite))
             flag = "OUTSIDE" if verdict and verdict["outside"] else "ok" if verdict else "n/a"
@@ -258,12 +250,18 @@ def markdown(result: dict) -> str:
         "|" + "---|" * len(HEADER),
     ]
     lines += ["| " + " | ".join(row) + " |" for row in rows(result)]
-    lines += ["", "## Verdicts", ""]
-    lines += [f"- seat {v['seat']} ({v['suite']}): {v['text']}" for v in result["verdicts"]]
-    lines += [f"- {line}" for line in failures(result)]
-    lines += [
-        f"- seat {s['seat']}: {what_runs.marked('its results are', s['unverified'])}"
-        for s in result["seats"]
-        if s.get("unverified")
-    ]
+    lines += ["", "## Verdicts", ""] + [f"- {line}" for line in verdict_lines(result)]
     return "\n".join(lines) + "\n"
+
+
+def verdict_lines(result: dict) -> list[str]:
+    """Each seat and suite's verdict, then each seat that failed, then each one marked UNVERIFIED."""
+    return [
+        *(f"seat {v['seat']} ({v['suite']}): {v['text']}" for v in result["verdicts"]),
+        *failures(result),
+        *(
+            f"seat {s['seat']}: {what_runs.marked('its results are', s['unverified'])}"
+            for s in result["seats"]
+            if s.get("unverified")
+        ),
+    ]

@@ -4,10 +4,10 @@ where they cannot stand (seatkit.bench.sweep says how the window is read)."""
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 
 from seatkit.bench import metrics
+from seatkit.bench.aggregate import stats
 from seatkit.serve import client
 
 MIN_STEPS = 10  # per stream in the counters' window: fewer, and one step at a window's edge skews it
@@ -50,13 +50,6 @@ def _late_reads(rates: list[float | None], whole: dict | None, n: int) -> str | 
     return None
 
 
-def _spread(values: list[float | None]) -> dict | None:
-    known = [v for v in values if v is not None]
-    if not known:
-        return None
-    return {"median": statistics.median(known), "min": min(known), "max": max(known), "n": len(known)}
-
-
 def figures(
     n: int, streams: list[Stream], edges: dict | None, total: metrics.Snapshot | None, cpu_s: float
 ) -> dict:
@@ -70,10 +63,10 @@ def figures(
     out: dict = {
         "concurrency": n,
         "completion_tokens": tokens,
-        "per_request_decode_tok_s": _spread(
+        "per_request_decode_tok_s": stats(
             [(d.completion_tokens - 1) / (d.last_s - d.ttft_s) if d.last_s > d.ttft_s else None for d in done]
         ),
-        "client_ttft_ms": _spread([d.ttft_s * 1000 for d in done]),
+        "client_ttft_ms": stats([d.ttft_s * 1000 for d in done]),
         "level_tok_s": tokens
         / (max(s.sent + d.last_s for s, d in zip(streams, done, strict=True)) - first_sent),
         "client_cpu_us_per_token": cpu_s * 1e6 / max(tokens, 1),
@@ -137,7 +130,7 @@ def _stream_window(out: dict, n: int, streams: list[Stream], edges: dict | None,
         "rule": "every stream decoding -> first finish",
     }
     out["aggregate_tok_s"] = sum(r for r in rates if r) if all(rates) else None
-    out["stream_tok_s_in_window"] = _spread(rates)
+    out["stream_tok_s_in_window"] = stats(rates)
     late = _late_reads(rates, out["per_request_decode_tok_s"], n)
     if late:
         out["alarms"]["client-timing"] = late

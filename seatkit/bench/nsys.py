@@ -110,12 +110,8 @@ def traced(
             "suite": prompt.suite,
             "prompt": prompt.name,
             "exclusive": record["exclusive"],
-            "ms_per_step": ms_per_step,
-            "decode_steps": steps,
-            "decode_ms": decode_ms,
-            "tokens_per_step": f.get("tokens_per_step"),
-            "decode_tok_s": f.get("decode_tok_s"),
-            "completion_tokens": f.get("completion_tokens"),
+            **{k: f.get(k) for k in ("ms_per_step", "decode_steps", "decode_ms", "tokens_per_step")},
+            **{k: f.get(k) for k in ("decode_tok_s", "completion_tokens")},
         },
         "expect": (
             f"the trace should show {steps:.0f} decode steps over about {decode_ms:.1f} ms "

@@ -140,13 +140,9 @@ class Oracle:
         while True:
             time.sleep(0.01)
             with self.lock:
-                for name in (
-                    "generation_tokens_total",
-                    "spec_decode_num_drafts_total",
-                    "inter_token_latency_seconds_count",
-                    "success_length",
-                ):
+                for name in ("generation_tokens_total", "spec_decode_num_drafts_total", "success_length"):
                     self.other[name] += 3
+                self.other["inter_token_latency_seconds_count"] += 3
 
     def prefill_seconds(self, request: Request) -> float:
         """This step's share of the request's prefill, scheduling it: cold, the fixed cost (on its
@@ -193,18 +189,10 @@ class Oracle:
         label = f'engine="0",model_name="{model}"'
         lines = [f"vllm:num_requests_running{{{label}}} {running}", f"vllm:num_requests_waiting{{{label}}} 0"]
         for name in (
-            "spec_decode_num_drafts_total",
-            "spec_decode_num_draft_tokens_total",
-            "spec_decode_num_accepted_tokens_total",
-            "generation_tokens_total",
-            "prompt_tokens_total",
-            "inter_token_latency_seconds_count",
-            "inter_token_latency_seconds_sum",
-            "request_decode_time_seconds_sum",
-            "time_to_first_token_seconds_count",
-            "time_to_first_token_seconds_sum",
-            "prefix_cache_queries_total",
-            "prefix_cache_hits_total",
+            *SPEC,
+            *("generation_tokens_total", "prompt_tokens_total", "request_decode_time_seconds_sum"),
+            *("time_to_first_token_seconds_count", "time_to_first_token_seconds_sum"),
+            *("prefix_cache_queries_total", "prefix_cache_hits_total"),
         ):
             if not any(name.startswith(hidden) for hidden in self.quirks.hide):
                 stuck = any(name.startswith(family) for family in self.quirks.frozen)
@@ -306,11 +294,8 @@ class Oracle:
         done = request.emitted == request.max_tokens
         if done and self.quirks.empty_last:
             text = ""
-        request.out.put(
-            self._chunk(
-                text, request.emitted, request.prompt_tokens, "length" if done else None, request.chat
-            )
-        )
+        finish = "length" if done else None
+        request.out.put(self._chunk(text, request.emitted, request.prompt_tokens, finish, request.chat))
 
     def complete(self, body: dict, write) -> None:
         """Stream one completion as the engine produces it."""
@@ -322,16 +307,8 @@ class Oracle:
         while (chunk := request.out.get()) is not None:
             with self.frontend:
                 write(chunk)
-        write(
-            b"data: "
-            + json.dumps(
-                {
-                    "choices": [],
-                    "usage": self._usage(request.max_tokens + self.quirks.usage_extra, request.prompt_tokens),
-                }
-            ).encode()
-            + b"\n\ndata: [DONE]\n\n"
-        )
+        usage = self._usage(request.max_tokens + self.quirks.usage_extra, request.prompt_tokens)
+        write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\ndata: [DONE]\n\n")
 
     @staticmethod
     def _usage(n: int, prompt_tokens: int) -> dict:

@@ -16,7 +16,6 @@ from seatkit.bench.run import new_folder
 from seatkit.bench.target import Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
-from seatkit.serve import client
 
 SCHEMA = "seatkit.parity/1"
 GREEDY = {"temperature": 0.0, "top_p": 1.0, "seed": 0}
@@ -34,15 +33,7 @@ def record(
     outputs = {}
     for prompt in prompts:
         progress(f"parity: {prompt.name}")
-        done = client.stream(
-            target.url,
-            target.model,
-            prompt.text,
-            prompt.max_tokens,
-            target.headers,
-            sampling=GREEDY,
-            extra={"return_token_ids": True},
-        )
+        done = target.stream(prompt, GREEDY, extra={"return_token_ids": True})
         outputs[prompt.name] = {
             "prompt_sha256": prompt.sha256,
             "max_tokens": prompt.max_tokens,
@@ -54,20 +45,9 @@ def record(
             ),
         }
     folder = new_folder(out_root, f"parity-{name}")
-    (folder / "parity.json").write_text(
-        json.dumps(
-            {
-                "schema": SCHEMA,
-                "model": target.model,
-                "url": target.url,
-                "sampling": GREEDY,
-                "conditions": target.conditions,
-                "outputs": outputs,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    made = {"schema": SCHEMA, "model": target.model, "url": target.url, "sampling": GREEDY}
+    made |= {"conditions": target.conditions, "outputs": outputs}
+    (folder / "parity.json").write_text(json.dumps(made, indent=2) + "\n")
     return folder
 
 

@@ -52,16 +52,14 @@ def fits(records: list[dict]) -> dict:
     ]
     # Cold requests only: a prefix-cache hit's TTFT is withheld (None), never fitted.
     cold = [(x["prompt_tokens"], x["ttft_ms"]) for x in f if x.get("ttft_ms") is not None]
-    return {
-        "ms_per_step_vs_drafted_tokens": (
-            fit([x for x, _ in drafted], [y for _, y in drafted], MIN_SPREAD["drafted_length"])
-            if drafted
-            else None
-        ),
-        "ttft_ms_vs_prompt_tokens": (
-            fit([x for x, _ in cold], [y for _, y in cold], MIN_SPREAD["prompt_tokens"]) if cold else None
-        ),
+    return {  # fewer than two points: no line
+        "ms_per_step_vs_drafted_tokens": fit(*_columns(drafted), MIN_SPREAD["drafted_length"]),
+        "ttft_ms_vs_prompt_tokens": fit(*_columns(cold), MIN_SPREAD["prompt_tokens"]),
     }
+
+
+def _columns(points: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    return [x for x, _ in points], [y for _, y in points]
 
 
 def title(conditions: dict, suites: dict) -> str:

@@ -70,16 +70,8 @@ def rows(summary: dict) -> list[tuple[str, ...]]:
 
 
 HEADER = (
-    "suite",
-    "content",
-    "decode tok/s",
-    "tokens/step (delivered)",
-    "ms/step",
-    "draft acceptance %",
-    "accepted by position %",
-    "TTFT ms (cold)",
-    "clock",
-    "requests",
+    *("suite", "content", "decode tok/s", "tokens/step (delivered)", "ms/step", "draft acceptance %"),
+    *("accepted by position %", "TTFT ms (cold)", "clock", "requests"),
 )
 
 
@@ -95,7 +87,6 @@ LABELS = {
     "client_ttft_ms": "the client's TTFT",
     "prefill_tok_s": "prefill tok/s",
     "warm_ttft_ms": "warm TTFT",
-    "drafted_tokens_per_step": "drafted tokens per step",
     "no_draft_share": "steps that drafted nothing",
     "prefix_cache": "prefix cache state",
 }
@@ -103,6 +94,15 @@ LABELS = {
 
 def _label(name: str) -> str:
     return LABELS.get(name, name.replace("_", " "))
+
+
+def _prompt(name: str, figures: dict) -> str:
+    said = [f"{_fmt(figures.get('tokens_per_step'), digits=2)} tokens/step"]
+    if figures.get("draft_acceptance"):
+        said.append(f"{_fmt(figures['draft_acceptance'], 100.0)} % accepted")
+    if figures.get("no_draft_share"):
+        said.append(f"{_fmt(figures['no_draft_share'], 100.0, 0)} % of steps drafted nothing")
+    return f"{name} {', '.join(said)}"
 
 
 def notes(summary: dict) -> list[str]:
@@ -121,8 +121,8 @@ def notes(summary: dict) -> list[str]:
             )
         apart = aggregate.prompts_apart(s)
         if apart:
-            each = "; ".join(f"{p} {_fmt(s['prompts'][p].get('tokens_per_step'), digits=2)}" for p in apart)
-            out.append(f"{suite}: its prompts differ beyond their spread (tokens/step): {each}")
+            each = "; ".join(_prompt(p, s["prompts"][p]) for p in apart)
+            out.append(f"{suite}: its prompts differ beyond their spread, so its median is neither's: {each}")
         out += [
             f"{suite}: {p}'s repeats wrote {n} different outputs, so they did not all do the same work"
             for p, n in (s.get("outputs") or {}).items()
@@ -231,8 +231,7 @@ def _sections(summary: dict) -> list[str]:
 
 
 def _alarms_and_prompts(summary: dict) -> list[str]:
-    lines: list[str] = []
-    lines += [
+    lines = [
         "",
         "Plots: plots/factor_split.png (each suite's tokens/step against its ms/step), and the rest of plots/*.png",
         "",
@@ -288,6 +287,14 @@ def sweep_rows(suite: dict, conditions: dict) -> list[tuple[str, ...]]:
     return out
 
 
+def client_cost(levels: list[dict]) -> str:
+    """What the client spent at the highest level: its CPU time per token streamed."""
+    top = levels[-1]
+    return (
+        f"client cost at {top['concurrency']} streams: {top['client_cpu_us_per_token']:.1f} CPU us per token"
+    )
+
+
 def sweep_markdown(summary: dict) -> str:
     c = summary["conditions"]
     lines = [
@@ -313,13 +320,7 @@ def sweep_markdown(summary: dict) -> str:
             "|" + "---|" * len(SWEEP_HEADER),
         ]
         lines += ["| " + " | ".join(r) + " |" for r in sweep_rows(suite, c)]
-        top = suite["levels"][-1]
-        lines += [
-            "",
-            f"Client cost at {top['concurrency']} streams: "
-            f"{top['client_cpu_us_per_token']:.1f} CPU µs per token.",
-            "",
-        ]
+        lines += ["", client_cost(suite["levels"]), ""]
         for row in suite["levels"]:
             w = row.get("window")
             if w:

@@ -47,16 +47,8 @@ def measure(
         target, None if cut else before, done, gauges, tokens
     )
     record["counter_deltas"] = {**delta.values, "per_position": delta.per_position, "success": delta.success}
-    record["factors"] = decompose.factors(
-        delta,
-        tokens,
-        done.ttft_s,
-        done.last_s,
-        done.prompt_tokens,
-        done.first_event_tokens,
-        target.k,
-        reused_salt,
-    )
+    timing = (done.ttft_s, done.last_s, done.prompt_tokens, done.first_event_tokens)
+    record["factors"] = decompose.factors(delta, tokens, *timing, target.k, reused_salt)
     record["alarms"] = decompose.alarms(record["factors"], target.k, record["repetition"])
     if record["usage_note"]:
         record["alarms"]["usage-disagrees"] = record["usage_note"]
@@ -75,16 +67,8 @@ def _stream(
     cpu = time.process_time()
     try:
         with around():
-            done = client.stream(
-                target.url,
-                target.model,
-                prompt.text,
-                prompt.max_tokens,
-                target.headers,
-                sampling=options.sampling,
-                extra={"cache_salt": cache_salt} if cache_salt else None,
-                deadline=client.allowed_seconds(prompt.max_tokens, prompt.context),
-                chat=target.chat,
+            done = target.stream(
+                prompt, options.sampling, extra={"cache_salt": cache_salt} if cache_salt else None
             )
     finally:
         gauges, gpu_telemetry = sampler.finish(), gpus.finish()
@@ -141,17 +125,10 @@ def _overlap(target: Target, before, done: client.Completion, gauges: dict, toke
         return metrics.Snapshot(), {}, []
     closing = after(target, before)
     delta = closing - before
-    problems = exclusivity(
-        delta,
-        tokens,
-        done.prompt_tokens,
-        done.finish_reason,
-        "length",
-        max(gauges["running"], closing.gauges.get("running", 0.0)),
-        max(gauges["waiting"], closing.gauges.get("waiting", 0.0)),
-        final_tokens=done.completion_tokens,
-        still_running=closing.gauges.get("running", 0.0) + closing.gauges.get("waiting", 0.0),
-    )
+    running, waiting = (max(gauges[g], closing.gauges.get(g, 0.0)) for g in ("running", "waiting"))
+    still = closing.gauges.get("running", 0.0) + closing.gauges.get("waiting", 0.0)
+    ours = (delta, tokens, done.prompt_tokens, done.finish_reason, "length", running, waiting)
+    problems = exclusivity(*ours, final_tokens=done.completion_tokens, still_running=still)
     if not {"running", "waiting"} & set(closing.gauges) and "prefix_queries" not in delta.values:
         problems.append(
             "the server exports neither the running and waiting gauges nor the prefix-cache queries, "

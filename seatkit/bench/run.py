@@ -192,19 +192,12 @@ def _hashes(target: Target, prompt: Prompt) -> dict:
     }
 
 
-def _warm_up(target: Target, prompt: Prompt, options: Options, progress: Callable[[str], None]) -> None:
+def warm_up(
+    target: Target, prompt: Prompt, options: Options, progress: Callable[[str], None], what: str
+) -> None:
     for i in range(options.warmups):
-        progress(f"{prompt.suite}/{prompt.name}: warm-up {i + 1}/{options.warmups}")
-        client.stream(
-            target.url,
-            target.model,
-            prompt.text,
-            prompt.max_tokens,
-            target.headers,
-            sampling=options.sampling,
-            deadline=client.allowed_seconds(prompt.max_tokens, prompt.context),
-            chat=target.chat,
-        )
+        progress(f"{what}: warm-up {i + 1}/{options.warmups}")
+        target.stream(prompt, options.sampling)
 
 
 def _repeat(
@@ -270,7 +263,7 @@ def bench(
         prompt = ready
         hashes[prompt.name] = _hashes(target, prompt)
         unproven.append(_verify(target, f"before {prompt.name}"))
-        _warm_up(target, prompt, options, progress)
+        warm_up(target, prompt, options, progress, f"{prompt.suite}/{prompt.name}")
         salt = None
         for i in range(options.repeats):
             record, tries, salt = _repeat(target, prompt, options, i, salt, out, progress)

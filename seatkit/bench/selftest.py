@@ -48,27 +48,10 @@ def start_oracle(
     tokens_per_step: float, step_ms: float, batch_ms: float = 0.0, quirks: dict | None = None, k: int = 7
 ) -> tuple[subprocess.Popen, str]:
     port = free_loopback_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "seatkit.bench.oracle_server",
-            "--port",
-            str(port),
-            "--tokens-per-step",
-            str(tokens_per_step),
-            "--step-ms",
-            str(step_ms),
-            "--batch-ms",
-            str(batch_ms),
-            "--k",
-            str(k),
-            "--quirks",
-            json.dumps(quirks or {}),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    given = dict(port=port, tokens_per_step=tokens_per_step, step_ms=step_ms, batch_ms=batch_ms, k=k)
+    flags = [x for name, v in given.items() for x in (f"--{name.replace('_', '-')}", str(v))]
+    argv = [sys.executable, "-m", "seatkit.bench.oracle_server", *flags, "--quirks", json.dumps(quirks or {})]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

@@ -17,30 +17,10 @@ from seatkit.seat import what_runs
 
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 CONDITIONS = (
-    "model",
-    "draft",
-    "k",
-    "draft_policy",
-    "temperature",
-    "content",
-    "prompt",
-    "prompt_text",
-    "prompt_token_ids",
-    "context",
-    "padding",
-    "output_tokens",
-    "device",
-    "host_settings",
-    "image",
-    "b12x_kernels",
-    "statistic",
-    "model_lock",
-    "engine",
-    "prompt_format",
-    "sampling",
-    "output",
-    "machine_load",
-    "provenance",
+    *("model", "draft", "k", "draft_policy", "temperature", "content", "prompt", "prompt_text"),
+    *("prompt_token_ids", "context", "padding", "output_tokens", "device", "host_settings", "image"),
+    *("b12x_kernels", "statistic", "model_lock", "engine", "prompt_format", "sampling", "output"),
+    *("machine_load", "provenance"),
 )
 # Compared only when both sides record them (cards do not; older runs lack the newer ones).
 OPTIONAL = {
@@ -134,7 +114,8 @@ def card_entries(card: cards.Card) -> list[Entry]:
     return out
 
 
-def run_entries(folder: Path) -> list[Entry]:
+def read_summary(folder: Path) -> dict:
+    """A batch-1 run's summary.json, checked; a sweep's refused."""
     path = folder / "summary.json"
     try:
         data = safe_yaml.read_json(path, "bench summary", SUMMARY_BYTES)
@@ -142,11 +123,16 @@ def run_entries(folder: Path) -> list[Entry]:
         raise SeatError(f"{path} is not a file", "give the folder of a finished `seat bench run`") from None
     if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
         raise SeatError(
-            f"{folder} is a concurrency sweep: compare splits batch-1 runs",
+            f"{folder} is a concurrency sweep: this splits batch-1 runs",
             "compare two sweeps by their report.md tables, level by level",
         )
+    return summary.check(data, str(path))
+
+
+def run_entries(folder: Path) -> list[Entry]:
+    data = read_summary(folder)
     try:
-        return suite_entries(folder, summary.check(data, str(path)))
+        return suite_entries(folder, data)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SeatError(
             f"{folder / 'summary.json'} is not a bench summary ({type(exc).__name__}: {exc})",
@@ -156,11 +142,6 @@ def run_entries(folder: Path) -> list[Entry]:
 
 def suite_entries(folder: Path, data: dict) -> list[Entry]:
     """A run's summary (checked), one entry per suite."""
-    if data.get("schema") == SWEEP_SCHEMA:
-        raise SeatError(
-            f"{folder} is a concurrency sweep: compare splits batch-1 runs",
-            "compare two sweeps by their report.md tables, level by level",
-        )
     c = data["conditions"]
     schema = data.get("schema")
     old = (
@@ -242,14 +223,9 @@ def _measured(s: dict, machine: dict | None) -> dict:
     """What the run measured about its own requests and machine, compared like a condition: output
     that looped, other processes' load (None where an older summary does not say)."""
     looped, share = s.get("looped"), (machine or {}).get("other_cpu_share")
-    return {
-        "output": None
-        if looped is None
-        else f"looped in {looped} of {s.get('requests')}"
-        if looped
-        else "text",
-        "machine_load": None if share is None else "busy" if share >= load.BUSY_SHARE else "quiet",
-    }
+    output = None if looped is None else f"looped in {looped} of {s.get('requests')}" if looped else "text"
+    busy = None if share is None else "busy" if share >= load.BUSY_SHARE else "quiet"
+    return {"output": output, "machine_load": busy}
 
 
 def _image(c: dict) -> str | None:

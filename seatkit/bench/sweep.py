@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from seatkit.bench import counters, metrics, plots, report, tokenizer
 from seatkit.bench.counters import scrape
 from seatkit.bench.levels import Stream, figures
-from seatkit.bench.run import RunDir, chat_template, conditions
+from seatkit.bench.run import RunDir, chat_template, conditions, warm_up
 from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
 from seatkit.errors import SeatError
@@ -110,16 +110,7 @@ def level(target: Target, prompt: Prompt, options: Options, n: int) -> dict:
         gate.wait()
         stream.sent = time.monotonic()
         try:
-            stream.done = client.stream(
-                target.url,
-                target.model,
-                prompt.text,
-                prompt.max_tokens,
-                target.headers,
-                sampling=options.sampling,
-                on_event=lambda c: window.event(stream, c),
-                chat=target.chat,
-            )
+            stream.done = target.stream(prompt, options.sampling, on_event=lambda c: window.event(stream, c))
         except SeatError as exc:
             stream.error = exc.message
             window.ended.set()
@@ -159,17 +150,7 @@ def sweep(
         if prompt.context:  # a context suite's prompt is padded against the server, as in run.bench
             progress(f"{prompt.name}: padding to {prompt.context} tokens")
             prompt = tokenizer.padded(target, prompt)
-        for i in range(options.warmups):
-            progress(f"{prompt.suite}: warm-up {i + 1}/{options.warmups}")
-            client.stream(
-                target.url,
-                target.model,
-                prompt.text,
-                prompt.max_tokens,
-                target.headers,
-                sampling=options.sampling,
-                chat=target.chat,
-            )
+        warm_up(target, prompt, options, progress, prompt.suite)
         rows = []
         for n in levels:
             progress(f"{prompt.suite}: {n} concurrent streams" if n > 1 else f"{prompt.suite}: 1 stream")

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from seatkit.bench.workload import Prompt
+from seatkit.serve import client
+
 
 @dataclass
 class Target:
@@ -18,6 +21,13 @@ class Target:
     # proven (the run's mark: what cannot be compared counts as different), or None.
     verify: Callable[[], str | None] | None = None
     chat: bool = False  # prompts go to its chat endpoint (the model's own template), not raw
+
+    def stream(self, prompt: Prompt, sampling: dict, **kw) -> client.Completion:
+        """The prompt streamed to this server as every bench sends it, within the time its
+        length and context allow."""
+        deadline = client.allowed_seconds(prompt.max_tokens, prompt.context)
+        args = (self.url, self.model, prompt.text, prompt.max_tokens, self.headers)
+        return client.stream(*args, sampling=sampling, deadline=deadline, chat=self.chat, **kw)
 
 
 @dataclass

@@ -33,12 +33,7 @@ def throttle_names() -> dict[int, str]:
         getattr(pynvml, name): name[len("nvmlClocksThrottleReason") :]
         for name in sorted(dir(pynvml))
         if name.startswith("nvmlClocksThrottleReason")
-        and name
-        not in (
-            "nvmlClocksThrottleReasonAll",
-            "nvmlClocksThrottleReasonNone",
-            "nvmlClocksThrottleReasonUnknown",
-        )
+        and name.removeprefix("nvmlClocksThrottleReason") not in ("All", "None", "Unknown")
     }
 
 

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from seatkit import paths, safe_yaml
-from seatkit.bench import sides
+from seatkit.bench import aggregate, sides
 from seatkit.bench.sides import FACTORS, Entry, suite_entries
 
 
@@ -56,9 +56,7 @@ def _threshold(factor: str, a: Entry, b: Entry) -> tuple[float | None, str]:
     return max(noise, MOVE_FLOOR), "its own spread" if own is not None else "the tok/s spread"
 
 
-SUSTAINED = {
-    ("llm_decode_bench", "sustained", 1): "llm_decode_bench sustained C=1"
-}  # aggregate.LDB_SUSTAINED
+SUSTAINED = {("llm_decode_bench", "sustained", 1): aggregate.LDB_SUSTAINED}
 
 
 def matched(x: Entry, y: Entry) -> tuple[Entry, Entry, str | None]:

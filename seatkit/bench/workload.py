@@ -1,9 +1,9 @@
-"""The bench's workloads: prompt files pinned by SHA-256, grouped into suites (bench/suites.yaml)."""
+"""The bench's workloads: prompt files, each request recording their SHA-256, grouped into suites
+(bench/suites.yaml)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -11,7 +11,6 @@ from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
 
 BENCH = paths.REPO / "bench"
-INDEX = BENCH / "prompts" / "index.json"
 
 
 @dataclass(frozen=True)
@@ -31,32 +30,15 @@ class Prompt:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
 
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def write_index(folder: Path = BENCH / "prompts") -> dict[str, str]:
-    """Pin every prompt file as it is now (run after a deliberate edit)."""
-    index = {p.stem: sha256_file(p) for p in sorted(folder.glob("*.txt"))}
-    (folder / "index.json").write_text(json.dumps(index, indent=2) + "\n")
-    return index
-
-
 def load_prompt(name: str, folder: Path = BENCH / "prompts") -> tuple[str, str]:
-    """A prompt's text and hash; refused when its bytes differ from the index."""
-    index = safe_yaml.read_json(folder / "index.json", "prompt index")
-    if name not in index:
-        raise SeatError(
-            f"prompt {name!r} is not in {folder / 'index.json'}", f"known prompts: {', '.join(sorted(index))}"
-        )
+    """A prompt's text and the SHA-256 of its file (every request records it, and compare names a
+    prompt that differs)."""
     path = folder / f"{name}.txt"
-    actual = sha256_file(path) if path.exists() else "missing"
-    if actual != index[name]:
-        raise SeatError(
-            f"prompt {path} changed: sha256 {actual[:16]}…, pinned {index[name][:16]}…",
-            "restore the file, or pin a deliberate change with seatkit.bench.workload.write_index()",
-        )
-    return path.read_text(), actual
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.txt")))
+        raise SeatError(f"no prompt {name!r} in {folder}", f"known prompts: {known}")
+    data = path.read_bytes()
+    return data.decode(), hashlib.sha256(data).hexdigest()
 
 
 def _label(tokens: int) -> str:

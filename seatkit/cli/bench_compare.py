@@ -76,16 +76,8 @@ def _print_comparison(result: compare.Comparison) -> None:
             escape(row["verdict"]["text"]),
         )
     output.show_table(out, table)
-    for row in result.rows:
-        if row.get("harness") and not row["harness"].startswith("refused"):
-            out.print(escape(row["harness"]))
-        by_position = compare.positions_line(row)
-        if by_position:
-            out.print(escape(by_position), highlight=False)
-    out.print(
-        f"* derived from the other two factors; – : a side lacks it (the verdict says why). {compare.APART} "
-        f"{compare.SHARES}"
-    )
+    for line in [*compare.under_table(result), compare.FOOTNOTE]:
+        out.print(escape(line), highlight=False)
 
 
 @click.command("parity")

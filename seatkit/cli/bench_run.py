@@ -193,11 +193,7 @@ def print_sweep(summary: dict, path: Path) -> None:
         for row in suite["levels"]:
             for kind, message in row["alarms"].items():
                 out.print(f"[yellow]alarm {kind}[/] ({row['concurrency']} streams): {escape(message)}")
-        top = suite["levels"][-1]
-        out.print(
-            f"client cost at {top['concurrency']} streams: "
-            f"{top['client_cpu_us_per_token']:.1f} CPU us per token"
-        )
+        out.print(report.client_cost(suite["levels"]))
     out.print(f"report: {path / 'report.md'}; plot: {path / 'plots' / 'sweep.png'}")
 
 
@@ -235,9 +231,7 @@ def bench_fleet_cmd(seats, model, k, api_key, suites, warmups, repeats, max_toke
     for row in fleet.rows(result):
         table.add_row(*(escape(cell) for cell in row))
     out.print(table)
-    for verdict in result["verdicts"]:
-        out.print(f"seat {escape(verdict['seat'])} ({verdict['suite']}): {escape(verdict['text'])}")
-    for line in fleet.failures(result):
+    for line in fleet.verdict_lines(result):
         out.print(escape(line))
     out.print(f"fleet report: {folder / 'fleet.md'}")
     if fleet.failures(result):

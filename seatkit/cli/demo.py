@@ -8,6 +8,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from seatkit.bench import report
 from seatkit.cli import output
 from seatkit.cli.app import err, out
 from seatkit.cli.bench_run import print_summary
@@ -26,7 +27,7 @@ def print_side_by_side(summary: dict, path: Path) -> None:
         table.add_row(*row)
     output.show_table(out, table)
     out.print(escape(what_runs.marked(sentence, marks)), highlight=False)
-    for note in demo.notes(summary):
+    for note in report.notes(summary):
         out.print(escape(note), highlight=False)
     drawn = path / "plots" / "factor_split.png"
     if drawn.exists():  # the same split as a picture: tokens/step against ms/step, on tok/s lines

@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from seatkit.bench import aggregate, load, verdicts, workload
 from seatkit.bench import run as bench_run
+from seatkit.bench import verdicts, workload
 from seatkit.bench.target import Options
 from seatkit.bench.verdicts import apart as verdict_apart
 from seatkit.doctor import targets
@@ -70,31 +70,21 @@ def side_by_side(summary: dict, path: Path) -> tuple[list[tuple[str, ...]], str]
     """Code and prose in columns (median, min-max), their ratio, and the sentence that says which
     factor carries the gap, split the way `seat bench compare` splits two runs."""
     code, prose = (summary["suites"].get(name, {}) for name in SUITES)
-    unjudged = _unjudged(summary)
-    if unjudged:  # nothing to split, or figures the loop alarm says do not stand
-        rows: list[tuple[str, ...]] = [
-            (label, _cell(code.get(key), scale, digits), _cell(prose.get(key), scale, digits), "", "")
-            for key, label, scale, digits in FACTORS
-        ]
-        return rows, f"code against prose: not judged: {unjudged}"
-    split = verdicts.run_split(path, summary, *SUITES)
-    shares = _shares(split)
-    rows = []
-    for key, label, scale, digits in FACTORS:
-        if key not in code and key not in prose:  # a figure this run did not record (an older run)
-            continue
-        ratio = split["ratios"].get(key)
-        share = shares.get(key)
-        rows.append(
-            (
-                label,
-                _cell(code.get(key), scale, digits),
-                _cell(prose.get(key), scale, digits),
-                f"{ratio:.2f}x" if ratio else "",
-                _pct(share) if share is not None else "",
-            )
+    unjudged = _unjudged(summary)  # nothing to split, or figures the loop alarm says do not stand
+    split = None if unjudged else verdicts.run_split(path, summary, *SUITES)
+    ratios, shares = (split["ratios"], _shares(split)) if split else ({}, {})
+    rows: list[tuple[str, ...]] = [
+        (
+            label,
+            _cell(code.get(key), scale, digits),
+            _cell(prose.get(key), scale, digits),
+            f"{ratios[key]:.2f}x" if ratios.get(key) else "",
+            _pct(shares[key]) if key in shares else "",
         )
-    return rows, _sentence(split)
+        for key, label, scale, digits in FACTORS
+        if unjudged or key in code or key in prose  # else a figure this run did not record (an older run)
+    ]
+    return rows, _sentence(split) if split else f"code against prose: not judged: {unjudged}"
 
 
 def _unjudged(summary: dict) -> str | None:
@@ -187,36 +177,3 @@ def _sentence(split: dict) -> str:
     return f"{lead}: {'; '.join(said + still)}; {NAMES[carrier]} carries the difference" + (
         f": {meaning}." if meaning else "."
     )
-
-
-def _prompt(name: str, figures: dict) -> str:
-    said = [f"{_cell(figures.get('tokens_per_step'), 1.0, 2)} tokens/step"]
-    if figures.get("draft_acceptance"):
-        said.append(f"{_cell(figures['draft_acceptance'], 100.0, 1)} % accepted")
-    if figures.get("no_draft_share"):
-        said.append(f"{_cell(figures['no_draft_share'], 100.0, 0)} % of steps drafted nothing")
-    return f"{name} {', '.join(said)}"
-
-
-def notes(summary: dict) -> list[str]:
-    """What the table's medians hide, in plain words: a suite whose prompts differ beyond their
-    spread (its median is neither's), repeats that wrote different text, and a busy machine."""
-    out = []
-    for name in SUITES:
-        s = summary.get("suites", {}).get(name)
-        if not s:
-            continue
-        apart = aggregate.prompts_apart(s)
-        if apart:
-            each = "; ".join(_prompt(p, s["prompts"][p]) for p in apart)
-            out.append(f"{name}: its prompts differ beyond their spread, so its median is neither's: {each}")
-        out += [
-            f"{name}: {p}'s repeats wrote {n} different outputs, so they did not all do the same work"
-            for p, n in (s.get("outputs") or {}).items()
-            if n > 1
-        ]
-    kept = [s for n in SUITES if (s := summary.get("suites", {}).get(n))]
-    ms = [cv for s in kept if (cv := aggregate.repeat_cv(s, "ms_per_step")) is not None]
-    device = (summary.get("conditions") or {}).get("device")
-    busy = load.busy_note(summary.get("machine"), max(ms, default=None), device)
-    return out + ([busy] if busy else [])

@@ -48,12 +48,9 @@ CHANGES = {
 }
 # Fixed authorship and dates: the same base gives the same commit, lock and image tag on every run.
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "seatkit",
-    "GIT_AUTHOR_EMAIL": "seatkit@localhost",
-    "GIT_COMMITTER_NAME": "seatkit",
-    "GIT_COMMITTER_EMAIL": "seatkit@localhost",
-    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    f"GIT_{who}_{key}": value
+    for who in ("AUTHOR", "COMMITTER")
+    for key, value in (("NAME", "seatkit"), ("EMAIL", "seatkit@localhost"), ("DATE", "2026-01-01T00:00:00Z"))
 }
 Say = Callable[[str], None]
 
@@ -76,16 +73,14 @@ class Steps:
 
 
 def image_of(profile: profiles.Profile) -> profiles.Image:
-    if profile.image is None:  # a docker profile always has one (its validator says so)
-        raise SeatError(f"{profile.name} names no image", "give it an image section")
+    assert profile.image is not None  # a docker profile always has one (its validator says so)
     return profile.image
 
 
 def _plan() -> profiles.Native:
     """The embedded default's install plan, which the base image installs."""
     native = profiles.load(profiles.EMBEDDED_DEFAULT).native
-    if native is None:
-        raise SeatError(f"{profiles.EMBEDDED_DEFAULT} has no native section", "restore it from git")
+    assert native is not None  # the embedded default is a native profile
     return native
 
 

@@ -149,7 +149,7 @@ def test_the_bench_table_and_compare_show_acceptance_by_position(two_lengths):
         summary["suites"]["code"]["acceptance_by_position"]
     )
     result = compare.compare(two_lengths[0], "deepspark-readme#D6-D11-ctx0", force=True)
-    assert compare.positions_line(result.rows[0]).endswith("/ 74 50 32 19 11")
+    assert compare.under_table(result)[-1].endswith("/ 74 50 32 19 11")
 
 
 def test_a_run_without_its_requests_or_of_another_seat_is_refused_with_the_reason(two_lengths, tmp_path):

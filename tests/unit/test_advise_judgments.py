@@ -284,14 +284,23 @@ def test_a_request_with_a_non_finite_figure_is_refused_with_a_seat_error(tmp_pat
     assert "NaN" not in json.dumps(advice) and "Infinity" not in json.dumps(advice)
 
 
-@pytest.mark.parametrize("line", ["[1, 2]", '{"suite": "code", "exclusive": true}', "null"])
-def test_a_malformed_request_line_is_refused_with_a_seat_error(tmp_path, line):
+@pytest.mark.parametrize("line", ["[1, 2]", "null"])
+def test_a_line_that_is_not_a_request_is_refused_with_a_seat_error(tmp_path, line):
     good = fake_run(tmp_path, "k2", 2, requests(U, 2))
     folder = Path(fake_run(tmp_path, "k6", 6, requests(U, 6)))
     with (folder / "requests.jsonl").open("a") as f:
         f.write(line + "\n")
-    with pytest.raises(SeatError):
+    with pytest.raises(SeatError, match="is not a request"):
         advise.advise([good, str(folder)])
+
+
+def test_a_request_without_counters_is_left_out_and_said(tmp_path):
+    good = fake_run(tmp_path, "k2", 2, requests(U, 2))
+    folder = Path(fake_run(tmp_path, "k6", 6, requests(U, 6)))
+    with (folder / "requests.jsonl").open("a") as f:
+        f.write('{"suite": "code", "exclusive": true}\n')
+    advice = advise.advise([good, str(folder)])
+    assert any("1 counters withheld" in line for line in advice["left_out"]), advice["left_out"]
 
 
 def test_a_card_whose_positions_do_not_sum_to_its_tokens_per_step_predicts_nothing(tmp_path):

@@ -5,7 +5,6 @@ identities, credentials in URLs, control characters, run folders that try to lea
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -214,24 +213,18 @@ def test_repetition_score():
     assert decompose.repetition("a b " * 50) > 0.9
 
 
-def copy_bench(tmp_path):
-    target = tmp_path / "bench"
-    shutil.copytree(workload.BENCH, target)
-    return target
-
-
-def test_prompts_are_pinned_and_a_changed_byte_is_refused(tmp_path):
-    bench = copy_bench(tmp_path)
-    prompts = workload.suites(["code", "prose", "record"], file=bench / "suites.yaml")
+def test_suites_group_their_prompts_and_each_records_its_file_hash():
+    prompts = workload.suites(["code", "prose", "record"])
     assert {p.content for p in prompts if p.suite == "code"} == {"code"}
     assert len([p for p in prompts if p.suite == "code"]) >= 3
     assert len([p for p in prompts if p.suite == "prose"]) >= 3
     record = next(p for p in prompts if p.suite == "record")
     assert record.max_tokens == 2048 and record.text.count("def merge_intervals") == 10
-    path = bench / "prompts" / "prose-essay.txt"
-    path.write_bytes(path.read_bytes().replace(b"900", b"901"))
-    with pytest.raises(SeatError, match="prose-essay.txt changed"):
-        workload.suites(["prose"], file=bench / "suites.yaml")
+    essay = next(p for p in prompts if p.name == "prose-essay")
+    path = workload.BENCH / "prompts" / "prose-essay.txt"
+    assert essay.file_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(SeatError, match="no prompt 'nowhere'"):
+        workload.load_prompt("nowhere")
 
 
 def test_the_suites_carry_no_chat_format_of_their_own_and_the_demo_code_restates_given_code():
@@ -243,10 +236,6 @@ def test_the_suites_carry_no_chat_format_of_their_own_and_the_demo_code_restates
     assert {p.content for p in prompts.values() if p.suite == "demo-code"} == {"code"}
     assert all("class " in p.text for p in prompts.values() if p.suite == "demo-code")
     assert "chat:" not in (workload.BENCH / "suites.yaml").read_text()
-
-
-def test_shipped_index_matches_the_prompt_files(tmp_path):
-    assert workload.write_index(copy_bench(tmp_path) / "prompts") == json.loads(workload.INDEX.read_text())
 
 
 def fake_record(suite, prompt, tok_s, ok=True):

@@ -314,7 +314,7 @@ def test_the_demo_says_when_its_repeats_wrote_different_outputs(tmp_path):
     notes instead (print_summary(..., notes=False)) and drops that one."""
     code = suite("code", 60.6, 2.7, 45.1, prompts=["demo-code-a"], outputs={"demo-code-a": 2})
     prose = suite("prose", 37.7, 1.3, 35.5, prompts=["demo-prose-a"], outputs={"demo-prose-a": 1})
-    said = demo.notes(demo_summary(code, prose))
+    said = report.notes(demo_summary(code, prose))
     assert any("different outputs" in line for line in said), said
 
 

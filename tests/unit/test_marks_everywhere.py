@@ -118,5 +118,5 @@ def test_the_demos_side_by_side_is_marked(monkeypatch, tmp_path):
     )
     shown = io.StringIO()
     monkeypatch.setattr(demo_cli, "out", Console(file=shown, width=200))
-    demo_cli.print_side_by_side({"conditions": {"provenance": {"differs": [REASON]}}}, tmp_path)
+    demo_cli.print_side_by_side({"conditions": {"provenance": {"differs": [REASON]}}, "suites": {}}, tmp_path)
     assert "tok/s gap UNVERIFIED" in shown.getvalue() and f"Code wins. {MARK}" in shown.getvalue()

@@ -114,8 +114,8 @@ def test_one_request_a_side_is_an_unknown_spread_said_never_zero(tmp_path):
 
 
 def test_one_value_has_no_spread_and_several_use_the_sample_estimator():
-    assert aggregate._stats([42.0])["cv"] is None
-    assert aggregate._stats([90.0, 100.0, 110.0])["cv"] == pytest.approx(0.1)  # n - 1, not n
+    assert aggregate.stats([42.0])["cv"] is None
+    assert aggregate.stats([90.0, 100.0, 110.0])["cv"] == pytest.approx(0.1)  # n - 1, not n
 
 
 def test_ordinary_jitter_inside_both_spreads_is_within_noise(tmp_path):
@@ -419,7 +419,7 @@ def test_the_busy_demo_of_the_issue_never_says_same_speed_and_notes_the_busy_mac
     agrees(rows, sentence)
     assert "cancel" not in sentence and "within noise" not in sentence.split("(")[0]
     assert "step time (ms/step 1.27x) did not move beyond its own spread" in sentence
-    assert any(note.startswith("the machine was busy") and "17%" in note for note in demo.notes(data))
+    assert any(note.startswith("the machine was busy") and "17%" in note for note in report.notes(data))
 
 
 def test_a_quiet_machine_gets_no_busy_note_and_a_loaded_one_does():
@@ -438,7 +438,7 @@ def test_a_suite_of_two_prompt_clusters_shows_each_prompt(tmp_path):
         },
         "prose-essay": {"tokens_per_step": stats(2.15, 0.01, 3), "draft_acceptance": stats(0.747, 0.01, 3)},
     }
-    notes = demo.notes(demo_summary(suite("code", 60.6, 2.7, 45.1), prose))
+    notes = report.notes(demo_summary(suite("code", 60.6, 2.7, 45.1), prose))
     (shown,) = [n for n in notes if n.startswith("demo-prose")]
     assert "prose-short-story 1.32" in shown and "prose-essay 2.15" in shown and "22.9" in shown
 
@@ -472,4 +472,4 @@ def test_the_demo_on_a_loaded_machine_agrees_with_its_table_and_says_the_machine
     rows, sentence = demo.side_by_side(data, tmp_path)
     agrees(rows, sentence)
     assert "code decodes" in sentence and "acceptance (tokens/step 2.00x)" in sentence
-    assert any(note.startswith("the machine was busy") for note in demo.notes(data)), data["machine"]
+    assert any(note.startswith("the machine was busy") for note in report.notes(data)), data["machine"]
