@@ -119,3 +119,19 @@ def test_an_index_default_counts_every_top_level_entry_not_only_those_with_a_lin
     body = boot.default_entry(host.system)
     assert body[0].startswith("menuentry 'Ubuntu 6.1 (custom)'")
     assert "vmlinuz-6.1.0-custom" in body[1]
+
+
+def test_a_default_naming_an_entry_by_its_grub_id_option_is_found(tmp_path):
+    """`menuentry 'T' --id X` is GRUB's own way to give an entry an id (a hand-written 40_custom
+    entry uses it; update-grub writes $menuentry_id_option). Reproduction: such an entry and
+    GRUB_DEFAULT=lts-kernel; the campaign's reader matched `--id` before the cut, the one reader
+    (host.state.MENU) reads $menuentry_id_option alone, so the campaign is refused ("not a
+    menuentry") on a host whose normal boot is exactly that entry."""
+    cfg = (GRUB_CFG % "lts-kernel") + (
+        "menuentry 'Debian LTS kernel' --class debian --id lts-kernel {\n"
+        "\tlinux\t/boot/vmlinuz-6.1.0-lts root=UUID=abc ro quiet\n}\n"
+    )
+    host = CampaignHost(tmp_path / "root")
+    host.write("/boot/grub/grub.cfg", cfg)
+    body = boot.default_entry(host.system)
+    assert "vmlinuz-6.1.0-lts" in body[1]
