@@ -561,3 +561,20 @@ def test_modinfo_under_a_throwaway_root_asks_for_the_roots_kernel(tmp_path, monk
     monkeypatch.setattr("seatkit.host.system.run_real", lambda argv: ran.append(argv) or (0, ""))
     confined(tmp_path)(["modinfo", "-F", "version", "nvidia"])
     assert ran == [["modinfo", "-b", str(tmp_path), "-k", KVER, "-F", "version", "nvidia"]]
+
+
+def test_the_fallback_unit_runs_no_tool_from_a_folder_a_user_can_write(tmp_path):
+    """The fallback runs as root at a failed arm's boot, unchecked at its start (only the seat's
+    unit checks what it runs). Reproduction: a host whose /usr/local/bin a user can write (a
+    `chown -R $USER /usr/local` for global npm installs) and that holds a systemctl of its own
+    there; unit.fallback_text now takes each tool from System.which, /usr/local first, so root's
+    `ExecStart=` names /usr/local/bin/systemctl (before the cut: /usr/bin or /bin alone)."""
+    from seatkit.campaign import unit
+
+    host = CampaignHost(tmp_path / "root")
+    for tool in ("/usr/bin/systemctl", "/usr/bin/grub-editenv", "/usr/local/bin/systemctl"):
+        host.write(tool, "#!/bin/sh\n")
+    os.chmod(host.path("/usr/local/bin"), 0o777)
+    text = unit.fallback_text(host.system)
+    started = [line for line in text.splitlines() if line.startswith("ExecStart=")]
+    assert started and not any("/usr/local/" in line for line in started), started

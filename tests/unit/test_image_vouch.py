@@ -218,3 +218,30 @@ def test_doctor_says_what_seat_up_says_of_the_image_the_seat_runs(seat):
         and "retagged or rebuilt" in row.evidence
         and row.fix == f"seat build {profile.name}"
     )
+
+
+def test_doctor_names_a_stray_seat_image_that_is_no_image_reference_not_the_engine(seat, monkeypatch):
+    """A SEAT_IMAGE left in the shell that is no image reference (a capital letter, a pasted
+    space) is said as the knob it is. Reproduction: `SEAT_IMAGE=Seatkit/Try:overlay-1 seat doctor
+    try.yaml` with an engine that answers (it refuses the reference with a 400, as dockerd does):
+    the knob's grammar is now checked only where the seat is launched, so doctor hands the value
+    to the engine and its overlay row says "cannot check: no docker engine answers"."""
+    from click.testing import CliRunner
+    from docker.errors import APIError
+
+    from seatkit.cli.app import seat as seat_command
+
+    profile, client = seat
+    real_get = client.get
+
+    def get(ref):
+        if ref != ref.lower():
+            raise APIError('400 Client Error: Bad Request ("invalid reference format")')
+        return real_get(ref)
+
+    monkeypatch.setattr(client, "get", get)
+    monkeypatch.setenv("SEAT_IMAGE", "Seatkit/Try:overlay-1")
+    done = CliRunner().invoke(seat_command, ["doctor", profile.source])
+    said = " ".join(done.output.split())
+    assert "no docker engine answers" not in said, said
+    assert "SEAT_IMAGE" in said, said

@@ -679,6 +679,42 @@ def test_a_run_record_of_the_wrong_shape_is_a_clear_error(home, fields):
         assert "Traceback" not in done.stderr
 
 
+def test_down_stops_a_seat_whose_record_the_kit_before_this_one_wrote(home):
+    """A seat started by the kit before this one, still running after the upgrade, is stopped by
+    `seat down`. Reproduction: the record as the previous kit wrote it (its Running had the fields
+    profile_sha256 and model_locks, since moved into provenance) for a live process of this boot;
+    `seat down cpu-smoke` exits 1 with "the run record ... is unreadable (Running.__init__() got an
+    unexpected keyword argument 'profile_sha256')" and tells the operator to stop it by hand."""
+    seat = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        record = {
+            "profile": "cpu-smoke",
+            "runtime": "native",
+            "ident": str(seat.pid),
+            "url": "http://127.0.0.1:9",
+            "model": "m",
+            "log": str(home / "log"),
+            "started": time.time(),
+            "since": process_start(seat.pid),
+            "boot": native.boot_id(),
+            "token": "ab" * 16,
+            "profile_sha256": "0" * 64,
+            "profile_source": str(REPO / "profiles" / "cpu-smoke.yaml"),
+            "model_locks": None,
+            "provenance": {"differs": []},
+        }
+        (home / "run").mkdir()
+        (home / "run" / "cpu-smoke.json").write_text(json.dumps(record))
+        done = seat_cli(["down", "cpu-smoke"], home)
+        assert done.returncode == 0, done.stderr
+        assert "__init__" not in done.stderr and "keyword argument" not in done.stderr
+        assert seat.wait(timeout=30) is not None  # stopped
+    finally:
+        if seat.poll() is None:
+            seat.kill()
+            seat.wait()
+
+
 def test_logs_of_a_native_seat_whose_log_is_gone_is_a_clear_error(home):
     launch._record(
         launch.Running(
