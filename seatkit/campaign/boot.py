@@ -111,7 +111,7 @@ def default_entry(system: System) -> list[str]:
     if found is None:
         raise SeatError(
             f"the normal boot's entry ({state.grub_default(system, text)!r}, from GRUB_DEFAULT or "
-            f"saved_entry) is not a menuentry in {GRUB_CFG}: the arms would boot another kernel than the normal one",
+            f"saved_entry) is not a Linux menuentry in {GRUB_CFG}: the arms would boot another kernel than the normal one",
             "point GRUB_DEFAULT (or grub-set-default) at an entry update-grub writes, then run update-grub",
         )
     lines = text.splitlines()

@@ -13,6 +13,8 @@ from seatkit.host.system import System
 __all__ = ["fallback_text", "import_folders", "require_safe_exe", "unit_text", "unsafe_exe"]
 
 STEP_TIMEOUT_S = 6 * 3600  # a step that hangs (a wedged GPU, a bench that never returns) fails the unit
+# Where root's fallback takes its tools: the distribution's folders (/usr/local is often a user's)
+TOOL_FOLDERS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
 
 
 def _root_only_check(seat: str, folders: list[str]) -> str:
@@ -59,7 +61,10 @@ def fallback_text(system: System) -> str:
     """Started when the step fails or dies: in an arm's boot (its marker on the command line), the
     one-shot is cleared and the host reboots into the normal entry; in the normal boot, nothing.
     Its tools by absolute path, where this host has them (systemd before 239 wants one)."""
-    editenv, systemctl = (system.which(n) or f"/usr/bin/{n}" for n in ("grub-editenv", "systemctl"))
+    editenv, systemctl = (
+        next((f"{d}/{n}" for d in TOOL_FOLDERS if system.path(f"{d}/{n}").is_file()), f"/usr/bin/{n}")
+        for n in ("grub-editenv", "systemctl")
+    )
     return (
         "# Written by seatkit (seat campaign run); removed at the campaign's end.\n"
         "[Unit]\nDescription=seatkit campaign: back to the normal boot entry after a failed step\n"

@@ -108,23 +108,28 @@ def live_hmm_disabled(system: System) -> Reading[bool]:
 
 # --- configured -------------------------------------------------------------------------------
 
-MENU = re.compile(
-    r"""^\s*(menuentry|submenu)\s+(?:'([^']*)'|"([^"]*)")(?:.*\$menuentry_id_option\s+'([^']*)')?"""
+MENU = re.compile(  # the title, then the id update-grub writes ($menuentry_id_option) or GRUB's --id
+    r"""^\s*(menuentry|submenu)\s+(?:'([^']*)'|"([^"]*)")"""
+    r"""(?:.*?(?:\$menuentry_id_option|--id)[=\s]\s*'?([^'\s{]+)'?)?"""
 )
 
 
 def grub_entries(text: str) -> list[tuple[list[tuple[str, str | None]], list[str], int]]:
-    """grub.cfg's menu entries in order: the (title, id) path through submenus, the entry's
-    `linux` line words, and the number of its `menuentry` line."""
-    out, stack, depth = [], [], 0
+    """grub.cfg's menu entries in order, each as GRUB counts them: the (title, id) path through
+    submenus, the entry's `linux` line words (none for a chainloader's), the number of its line."""
+    out: list[tuple[list[tuple[str, str | None]], list[str], int]] = []
+    stack: list[tuple[str, tuple[str, str | None], int]] = []
+    depth = 0
     for number, line in enumerate(text.splitlines()):
         found = MENU.match(line)
         if found:
-            node = (found.group(2) or found.group(3) or "", found.group(4))
-            stack.append((found.group(1), node, depth, number))
+            stack.append((found.group(1), (found.group(2) or found.group(3) or "", found.group(4)), depth))
+            if found.group(1) == "menuentry":
+                out.append(([node for _, node, _ in stack], [], number))
         words = line.split()
-        if len(words) > 1 and words[0].startswith("linux") and stack and stack[-1][0] == "menuentry":
-            out.append(([node for _, node, _, _ in stack], words, stack[-1][3]))
+        in_entry = stack and stack[-1][0] == "menuentry" and not out[-1][1]
+        if len(words) > 1 and words[0].startswith("linux") and in_entry:
+            out[-1][1].extend(words)
         depth += line.count("{") - line.count("}")
         while stack and depth <= stack[-1][2]:
             stack.pop()
@@ -149,7 +154,7 @@ def grub_default_entry(system: System, text: str) -> tuple[list[str], int] | Non
     parts = grub_default(system, text).split(">")
     for nodes, words, start in entries:  # a title or id path, matched part by part
         if len(nodes) == len(parts) and all(p in node for p, node in zip(parts, nodes, strict=True)):
-            return words, start
+            return (words, start) if words else None
     if not all(p.isdigit() for p in parts):
         return None
     level = entries  # an index path: count entries at each level
@@ -158,7 +163,7 @@ def grub_default_entry(system: System, text: str) -> tuple[list[str], int] | Non
         if int(part) >= len(firsts):
             return None
         level = [e for e in level if len(e[0]) > depth and e[0][depth] == firsts[int(part)]]
-    if len(level[0][0]) != len(parts):  # a submenu is not an entry: which one GRUB boots is unsure
+    if len(level[0][0]) != len(parts) or not level[0][1]:  # a submenu, or an entry that boots no Linux
         return None
     return level[0][1], level[0][2]
 
@@ -168,9 +173,9 @@ def grub_default_args(system: System) -> tuple[str, str, str] | None:
     default names none), the file, the image."""
     for path in ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg"):
         text = system.read(path) or ""
-        entries = grub_entries(text)
-        if entries:
-            words = (grub_default_entry(system, text) or entries[0][1:])[0]
+        linux = [words for _, words, _ in grub_entries(text) if words]
+        if linux:
+            words = (grub_default_entry(system, text) or (linux[0],))[0]
             return " ".join(words[2:]), path, words[1]
     return None
 
