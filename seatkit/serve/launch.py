@@ -31,7 +31,7 @@ def recorded(profile: str) -> Running | None:
     if not path.exists():
         return None
     try:
-        return Running(**safe_yaml.read_json(path, "run record"))
+        return Running.from_record(safe_yaml.read_json(path, "run record"))
     except (SeatError, TypeError, OSError) as exc:  # torn, or of another shape: say so, never a traceback
         raise SeatError(
             f"the run record {path} is unreadable ({exc})",

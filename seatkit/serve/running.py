@@ -8,6 +8,7 @@ from seatkit.serve import keys
 
 # The mark of a record from before `up` recorded one: what that seat ran is not known, so never verified.
 UNKNOWN = "unknown: recorded before the kit recorded it"
+RETIRED = ("profile_sha256", "model_locks")
 
 
 @dataclass
@@ -36,6 +37,12 @@ class Running:
         """What a result of this seat carries: its provenance record, as `up` wrote it, never as the
         profile reads now (an edit after `up` changes the file, not what runs)."""
         return {"provenance": self.provenance or {"differs": [UNKNOWN]}}
+
+    @classmethod
+    def from_record(cls, record: dict) -> Running:
+        """The record as read; the fields the kit before kept beside its provenance are left, so a
+        seat it started can still be stopped (what they held is in the provenance record)."""
+        return cls(**{k: v for k, v in record.items() if k not in RETIRED})
 
     @property
     def api_key(self) -> str | None:
