@@ -133,13 +133,21 @@ def _pin(value: str | None) -> str:
 
 
 def image_id(image: str) -> str:
-    from docker.errors import ImageNotFound
+    from docker.errors import APIError, ImageNotFound
 
     try:
         return engine.client().images.get(image).id
     except ImageNotFound:
         raise SeatError(
             f"no image {image} on this machine", "build it with `seat build`, or pull it"
+        ) from None
+    except APIError as exc:
+        if not exc.is_client_error():
+            raise
+        # a stray SEAT_IMAGE (a capital, a pasted space): the engine's grammar is the one that counts
+        raise SeatError(
+            f"docker takes {image} for no image name ({exc.explanation or exc}): fix or unset SEAT_IMAGE",
+            "an image name is name[:tag][@sha256:digest], in lower case",
         ) from None
 
 

@@ -227,6 +227,7 @@ def test_doctor_names_a_stray_seat_image_that_is_no_image_reference_not_the_engi
     the knob's grammar is now checked only where the seat is launched, so doctor hands the value
     to the engine and its overlay row says "cannot check: no docker engine answers"."""
     from click.testing import CliRunner
+    import requests
     from docker.errors import APIError
 
     from seatkit.cli.app import seat as seat_command
@@ -236,7 +237,9 @@ def test_doctor_names_a_stray_seat_image_that_is_no_image_reference_not_the_engi
 
     def get(ref):
         if ref != ref.lower():
-            raise APIError('400 Client Error: Bad Request ("invalid reference format")')
+            refused = requests.Response()
+            refused.status_code = 400
+            raise APIError("400 Client Error: Bad Request", refused, "invalid reference format")
         return real_get(ref)
 
     monkeypatch.setattr(client, "get", get)
