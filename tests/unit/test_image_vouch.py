@@ -226,8 +226,8 @@ def test_doctor_names_a_stray_seat_image_that_is_no_image_reference_not_the_engi
     try.yaml` with an engine that answers (it refuses the reference with a 400, as dockerd does):
     the knob's grammar is now checked only where the seat is launched, so doctor hands the value
     to the engine and its overlay row says "cannot check: no docker engine answers"."""
-    from click.testing import CliRunner
     import requests
+    from click.testing import CliRunner
     from docker.errors import APIError
 
     from seatkit.cli.app import seat as seat_command
