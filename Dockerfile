@@ -1,5 +1,6 @@
 # The seat's image: a base pinned by digest, the overlay copied file by file over its vllm package,
-# and a check at start that the installed overlay still matches the lock built in.
+# checked once, at build, against the lock built in (the image's ID then stands for it: `seat up`
+# compares it with the ID `seat build` recorded).
 # Two ways to build it, with the same checks and labels:
 #   docker build --build-arg BASE_IMAGE=REPO@sha256:... -t NAME .   (after `seat overlay fetch`;
 #       copies the whole overlay; .dockerignore keeps the context to what is copied here)
@@ -50,9 +51,9 @@ ENV SEAT_OVERLAY_DIR=${VLLM_DIR} \
     SEAT_PORT=${SEAT_PORT} \
     PYTHONDONTWRITEBYTECODE=1
 
-# The labels must describe the lock built in; then the start-time check, run once here (every
-# locked file, copied or the base's own, as locked); then the smoke imports, which fail the build
-# naming the module when the base lacks what the overlay imports.
+# The labels must describe the lock built in; then the overlay check (every locked file, copied or
+# the base's own, as locked, and none hidden by a package of the same name); then the smoke
+# imports, which fail the build naming the module when the base lacks what the overlay imports.
 RUN PYTHONDONTWRITEBYTECODE=1 /opt/seatkit/build-check.sh "$OVERLAY_LOCK_SHA256" "$SMOKE_IMPORTS"
 
 LABEL org.opencontainers.image.title="seatkit seat ${SEAT_PROFILE}" \
@@ -74,4 +75,5 @@ LABEL org.opencontainers.image.title="seatkit seat ${SEAT_PROFILE}" \
 # A cold JIT cache keeps /health silent for 15-20 minutes.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=40m --retries=3 CMD ["/opt/seatkit/health.sh"]
 
-ENTRYPOINT ["/opt/seatkit/entrypoint.sh"]
+# The seat's command runs as given, whatever entrypoint the base declares.
+ENTRYPOINT []

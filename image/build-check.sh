@@ -16,7 +16,8 @@ if [ ! -f /opt/seatkit/copied ]; then
 fi
 /opt/seatkit/drop-bytecode.sh /opt/seatkit/copied
 rm /opt/seatkit/copied
-/opt/seatkit/entrypoint.sh /opt/seatkit/smoke.sh "$2"
+/opt/seatkit/overlay-check.sh
+/opt/seatkit/smoke.sh "$2"
 # The smoke imports leave torch's compile-cache folder behind: the image keeps nothing the base lacks
 # beyond the overlay and the kit's files.
 rm -rf /tmp/torchinductor_*

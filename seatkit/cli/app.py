@@ -49,7 +49,7 @@ COMMANDS = {
         "seatkit.cli.image",
         "build_cmd",
         "Build the seat's image: the pinned base, the verified overlay copied over its vllm package, "
-        "a smoke import of the DSpark integration, provenance labels and a start-time overlay check.",
+        "a smoke import of the DSpark integration, provenance labels and an overlay check at build.",
     ),
     "campaign": Entry(
         "seatkit.cli.campaign",

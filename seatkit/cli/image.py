@@ -49,7 +49,7 @@ def build_cmd(
     as_json: bool,
 ):
     """Build the seat's image: the pinned base, the verified overlay copied over its vllm package,
-    a smoke import of the DSpark integration, provenance labels and a start-time overlay check.
+    a smoke import of the DSpark integration, provenance labels and an overlay check at build.
 
     The image is tagged seatkit/PROFILE:overlay-COMMIT-LOCK. The same Dockerfile also builds by hand
     from the repository, copying the whole overlay: `docker build --build-arg

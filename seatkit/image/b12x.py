@@ -4,8 +4,8 @@ The published seat ran one local b12x change (its B12X_CHANGES.md: a dense FP8 G
 `expected_m` decode hint in b12x/gemm/dense.py) that neither the public base image nor the vllm
 overlay has. An operator who has the patched files pins them in overlay/b12x.lock (the vllm overlay's
 format: `seat overlay lock --from DIR --source URL@COMMIT --path b12x --out overlay/b12x.lock`,
-files in overlay/b12x/); `seat build` then copies them over the image's b12x package and the image
-checks them at start. Without one the seat runs the base's public kernels, and the labels say so.
+files in overlay/b12x/); `seat build` then copies them over the image's b12x package and checks
+them as it builds. Without one the seat runs the base's public kernels, and the labels say so.
 """
 
 from __future__ import annotations

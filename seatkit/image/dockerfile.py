@@ -9,8 +9,8 @@ from seatkit.seat.overlay_lock import Lock
 from seatkit.seat.profiles import Profile
 
 DOCKERFILE = paths.REPO / "Dockerfile"
-IMAGE_FILES = paths.REPO / "image"  # the scripts the image runs: entrypoint, checks, health
-SCRIPTS = ("entrypoint.sh", "build-check.sh", "drop-bytecode.sh", "smoke.sh", "smoke.py", "health.sh")
+IMAGE_FILES = paths.REPO / "image"  # the scripts the image runs: checks, health
+SCRIPTS = ("overlay-check.sh", "build-check.sh", "drop-bytecode.sh", "smoke.sh", "smoke.py", "health.sh")
 
 
 def build_args(profile: Profile, lock: Lock) -> dict[str, str]:

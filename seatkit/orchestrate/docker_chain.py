@@ -6,8 +6,10 @@ plan, because no registry is reachable), pushed to a loopback registry and pinne
 pin`; an overlay (a small real change to that base's own vllm files, committed in a local git
 repository and locked); `seat build`; up; a short bench; down. The image is cpu-smoke-docker's; the
 demo serves it as cpu-smollm2-docker, the SmolLM2 folder `seat setup cpu-smollm2` builds in
-SEAT_HOME/models, mounted read-only. What it makes lives under SEAT_HOME/docker-demo; the base image
-is kept between runs, since its tag names the install plan.
+SEAT_HOME/models, mounted read-only. What it makes lives under SEAT_HOME/docker-demo (the pinned
+profile, the overlay repository and its lock, the registry's data) and stays there, as the built
+image does, for `seat overlay verify --image` and `seat up`; the base image is kept between runs,
+since its tag names the install plan.
 """
 
 from __future__ import annotations
@@ -171,6 +173,7 @@ def run(out_dir: Path, say: Say, port: int | None = None) -> tuple[dict, Path, d
     with steps("overlay: commit a change and lock it"):
         tree, source = overlay_repo(base, image.vllm_dir, work / "overlay")
         locked = overlay.lock_from(tree, source, "vllm")
+        (work / "overlay.lock").write_text(locked.dump())  # what the image was built from, to check it by
     with steps("seat build"):
         built = image_build.build(pinned, locked, tree, progress=lambda line: None)
     # The pushed tag names a registry on a port that is gone; the seat image now holds the base.

@@ -81,7 +81,7 @@ class BaseProfile(Strict):
                 "(server.api_key: true) or, in a pod, its Secret; a profile is committed"
             )
         knobs = sorted(n for n in self.env if n.startswith("SEAT_"))
-        if knobs:  # e.g. SEAT_SKIP_OVERLAY_CHECK would switch off the image's start check unseen
+        if knobs:  # e.g. SEAT_HOST would move the bind, unseen by the launch
             raise ValueError(
                 f"env {knobs}: SEAT_* names are the kit's own knobs and switches, set "
                 "at launch, never by a profile: pick another name"

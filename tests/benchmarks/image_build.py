@@ -1,12 +1,11 @@
-"""Benchmark: the overlay layer's size, `seat build`'s time and the start-time check's cost.
+"""Benchmark: the overlay layer's size and `seat build`'s time.
 
 Not a test. The real overlay (2,205 files, 25.8 MB) cannot be fetched here, so a synthetic one of
 the same shape stands in: 2,205 files, 25,757,677 bytes, seeded random content. Three bases (the
 busybox stand-in with a vllm package): none of the files, 1,407 of them byte-identical (what the
 overlay shares with the nearest fork snapshot), and all but 15 (only the DSpark files differ).
-The start check is timed against SEAT_SKIP_OVERLAY_CHECK=1, alternating, in one run; so is a plain
-`docker build .` of the repository (the whole overlay) against `seat build` (only what differs), on
-the base with 1,407 identical files. Needs a docker engine and the tests' busybox image
+A plain `docker build .` of the repository (the whole overlay) is timed against `seat build` (only
+what differs), alternating, in one run, on the base with 1,407 identical files. Needs a docker engine and the tests' busybox image
 (seatkit-test/busybox:2). Usage:
     .venv/bin/python tests/benchmarks/image_build.py [ROUNDS]
 """
@@ -55,23 +54,6 @@ def base_with(names: list[str], root: Path, tag: str, work: Path) -> None:
     (ctx / "vllm").mkdir(parents=True, exist_ok=True)
     (ctx / "Dockerfile").write_text(f"FROM {BUSYBOX}\nCOPY vllm/ {VLLM}/\n")
     subprocess.run(["docker", "build", "-q", "-t", tag, str(ctx)], check=True, capture_output=True)
-
-
-def start_time(image: str, skip: bool) -> float:
-    argv = [
-        "docker",
-        "run",
-        "--rm",
-        "--network",
-        "none",
-        "-e",
-        f"SEAT_SKIP_OVERLAY_CHECK={int(skip)}",
-        image,
-        "true",
-    ]
-    start = time.monotonic()
-    subprocess.run(argv, check=True, capture_output=True)
-    return time.monotonic() - start
 
 
 def plain_against_seat_build(work: Path, root: Path, lock, shared: list[str], rounds: int) -> None:
@@ -126,7 +108,6 @@ def main() -> None:
             "1,407 identical in the base": names[:1407],
             "all but 15 identical": names[:-15],
         }
-        images = {}
         for label, shared in cases.items():
             tag = f"seatkit-bench/base:{len(shared)}"
             base_with(shared, root, tag, work)
@@ -144,23 +125,12 @@ def main() -> None:
                 profiles.load(str(profile_path)), lock, root, allow_unpinned=True, nocache=True
             )
             took = time.monotonic() - start
-            images[label] = result["tag"]
             print(
                 f"{label:30s} copied {result['copied']:5d} files, overlay layer "
                 f"{result['overlay_layer_bytes'] / 1e6:6.2f} MB ({result['overlay_layer_bytes'] / TOTAL:.3f} of 25.8 MB), "
                 f"seat build {took:.1f} s"
             )
         plain_against_seat_build(work, root, lock, names[:1407], ROUNDS)
-        image = images["no file in the base"]
-        checked, skipped = [], []
-        for _ in range(ROUNDS):
-            checked.append(start_time(image, skip=False))
-            skipped.append(start_time(image, skip=True))
-        c, s = statistics.median(checked), statistics.median(skipped)
-        print(
-            f"container start to exit, {ROUNDS} alternating rounds: with the overlay check {c:.3f} s, "
-            f"skipped {s:.3f} s; the check costs {c - s:+.3f} s (ratio {c / s:.2f})"
-        )
 
 
 if __name__ == "__main__":

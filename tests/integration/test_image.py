@@ -138,11 +138,9 @@ def seat_build(stand_ins, profile_path, *extra):
     return json.loads(done.stdout), done.stderr
 
 
-def run(image, *command, env=()):
-    argv = ["docker", "run", "--rm", "--network", "none"]
-    for item in env:
-        argv += ["-e", item]
-    return subprocess.run([*argv, image, *command], capture_output=True, text=True, timeout=120)
+def run(image, *command):
+    argv = ["docker", "run", "--rm", "--network", "none", image, *command]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +194,7 @@ def test_pin_resolves_the_digest_from_a_registry_and_the_build_uses_it(stand_ins
     assert labels["io.seatkit.overlay.lock.sha256"] == lock.sha256
     assert labels["io.seatkit.profile"] == "built" and labels["org.opencontainers.image.revision"]
     assert provenance["healthcheck"]["Test"] == ["CMD", "/opt/seatkit/health.sh"]
-    assert provenance["entrypoint"] == ["/opt/seatkit/entrypoint.sh"]
+    assert not provenance["entrypoint"]  # the seat's command runs as given
 
     verified = seat(
         "overlay", "verify", "--image", image, "--lock", str(stand_ins["tmp"] / "overlay.lock"), "--json"
@@ -247,7 +245,9 @@ def test_the_overlay_layer_is_the_same_across_builds_and_the_delta_is_smaller(st
     print(f"overlay layer: delta {first['overlay_layer_bytes']} B, full {full['overlay_layer_bytes']} B")
 
 
-def test_a_tampered_overlay_fails_at_build_and_at_container_start(stand_ins, built, tmp_path):
+def test_a_tampered_overlay_fails_the_build_and_overlay_verify_names_a_tampered_image(
+    stand_ins, built, tmp_path
+):
     path, result, _ = built
     changed = stand_ins["tmp"] / "overlay" / "config" / "speculative.py"
     original = changed.read_bytes()
@@ -269,13 +269,7 @@ def test_a_tampered_overlay_fails_at_build_and_at_container_start(stand_ins, bui
 
     (tmp_path / "Dockerfile").write_text(f"FROM {result['tag']}\nRUN echo '# edited' >> {VLLM}/version.py\n")
     client = docker.from_env()
-    tampered, _ = client.images.build(path=str(tmp_path), tag="seatkit-test/tampered:1", rm=True)
-    started = run("seatkit-test/tampered:1", "echo", "served")
-    assert started.returncode == 78 and "served" not in started.stdout
-    assert "does not match the lock" in started.stderr and "version.py: FAILED" in started.stderr
-    skipped = run("seatkit-test/tampered:1", "echo", "served", env=["SEAT_SKIP_OVERLAY_CHECK=1"])
-    assert skipped.returncode == 0 and skipped.stdout.strip() == "served"
-    assert run(result["tag"], "echo", "served").stdout.strip() == "served"
+    client.images.build(path=str(tmp_path), tag="seatkit-test/tampered:1", rm=True)
     verified = seat(
         "overlay",
         "verify",

@@ -52,7 +52,7 @@ def test_shipped_profiles_load(name):
         ({"vllm_args": {"--dtype": "bf16"}}, "vllm_args.--dtype", "without its leading dashes"),
         ({"vllm_args": {"port": 1}}, "(top level)", "the profile's own fields"),
         ({"env": {"BAD NAME": "1"}}, "env.BAD NAME", "environment variable name"),
-        ({"env": {"SEAT_SKIP_OVERLAY_CHECK": "1"}}, "(top level)", "the kit's own knobs"),
+        ({"env": {"SEAT_HOST": "0.0.0.0"}}, "(top level)", "the kit's own knobs"),
         ({"env": {"SEAT_OVERLAY_DIR": "/tmp"}}, "(top level)", "the kit's own knobs"),
         ({"model": "draft"}, "(top level)", "not one of models"),
         ({"server": {"reserved_ports": [18000]}}, "server", "reserved_ports"),
