@@ -1,44 +1,61 @@
-"""`seat bench advise` on real CPU seats: the run's shared cpu-smoke pair (ngram k=3 and k=5,
-real vLLM counters) benched on code and prose predicts k=4; a run on a third seat at k=4 lands
-inside the predicted interval for tokens/step and tok/s, per suite."""
+"""`seat bench advise` on the real CPU seat: SmolLM2-135M from the pinned wheel with its ngram
+drafter, code and prose benched at k=2 and k=5, predicts k=3; a run at k=3 lands inside the
+predicted interval for tokens/step and tok/s, per suite."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
-from conftest import BIN, free_port
+from conftest import BIN, free_port, unavailable
 
 from seatkit.bench import advise, workload
 from seatkit.bench import run as bench_run
 from seatkit.bench.target import Options
 from seatkit.doctor import targets
+from seatkit.errors import SeatError
 from seatkit.seat import profiles
-from seatkit.serve import client, launch
+from seatkit.serve import client, launch, runtime
 from seatkit.serve import spec as specs
 
-MEASURED, HELD_OUT = (3, 5), 4
+MEASURED, HELD_OUT = (2, 5), 3
 ROUNDS = 2  # the lengths benched in turn, so that a busy host slows each alike
 MAX_TOKENS = 48
 SUITES = ["demo-code", "demo-prose"]
 
 
-@pytest.fixture
-def seats(cpu_seats, tmp_path):
-    """The shared seats at k=3 and k=5, and cpu-smoke at k=4 beside them, stopped by its record."""
-    held_out = tmp_path / f"cpu-smoke-k{HELD_OUT}.yaml"
-    held_out.write_text(
-        f"extends: cpu-smoke\nserver: {{port: {free_port()}}}\n"
-        f"speculative: {{num_speculative_tokens: {HELD_OUT}}}\n"
+def variant(folder: Path, k: int) -> str:
+    """cpu-smollm2 drafting k tokens, on a port of its own: the three seats are up at once."""
+    path = folder / f"cpu-smollm2-k{k}.yaml"
+    path.write_text(
+        f"extends: cpu-smollm2\nserver: {{port: {free_port()}}}\nspeculative: {{num_speculative_tokens: {k}}}\n"
     )
-    with cpu_seats.recorded():
-        started, _ = launch.up(specs.build(profiles.load(str(held_out))))
-        try:
-            yield {3: "cpu-smoke-k3", 5: "cpu-smoke", HELD_OUT: str(held_out)}
-        finally:
-            launch.stop(started, grace=30)
+    return str(path)
+
+
+@pytest.fixture
+def seats(tmp_path, monkeypatch):
+    """The real model's seat at each length, started together, stopped by their records."""
+    monkeypatch.delenv("SEAT_PORT", raising=False)
+    try:
+        runtime.setup(profiles.load("cpu-smollm2"), say=lambda m: print(f"setup: {m}"))
+    except SeatError as exc:
+        unavailable(f"could not build cpu-smollm2's model: {exc}")
+    paths = {k: variant(tmp_path, k) for k in (*MEASURED, HELD_OUT)}
+    with ThreadPoolExecutor(len(paths)) as pool:
+        starts = [pool.submit(launch.up, specs.build(profiles.load(p))) for p in paths.values()]
+    started = [s.result()[0] for s in starts if s.exception() is None]
+    try:
+        for s in starts:
+            s.result()  # a seat that did not start fails the test, once the others are stopped
+        yield paths
+    finally:
+        for seat in started:
+            launch.stop(seat, grace=30)
 
 
 def test_advice_from_two_lengths_predicts_a_held_out_third_on_the_real_seat(seats, tmp_path):
