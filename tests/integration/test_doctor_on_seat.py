@@ -6,7 +6,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import BIN, free_port
+from conftest import BIN
 
 from seatkit.models import verify
 from seatkit.seat import profiles
@@ -43,14 +43,11 @@ def seat(*args, timeout=900):
     )
 
 
-def test_doctor_on_the_cpu_seat_up_and_benched(own_home, vllm_runtime, tmp_path, monkeypatch):
-    (own_home / "models").mkdir()
-    (own_home / "models" / "tiny-llama").symlink_to(vllm_runtime["base"])
-    monkeypatch.setenv("SEAT_PORT", str(free_port()))
-    assert seat("model", "verify", "cpu-smoke").returncode == 0
-    up = seat("up", "cpu-smoke")
-    assert up.returncode == 0, up.stderr
-    try:
+def test_doctor_on_the_cpu_seat_up_and_benched(cpu_seats, tmp_path):
+    """On the run's shared cpu-smoke seat: how a seat starts is test_seat's; this is what doctor
+    says of one that is up, its model fully verified and benched."""
+    with cpu_seats.recorded():
+        assert seat("model", "verify", "cpu-smoke").returncode == 0
         bench = seat(
             "bench",
             "cpu-smoke",
@@ -71,8 +68,6 @@ def test_doctor_on_the_cpu_seat_up_and_benched(own_home, vllm_runtime, tmp_path,
         assert conditions["model_locks"]["base"] == verify.last_full("cpu-smoke")["models"]["base"]["sha256"]
         done = seat("doctor", "cpu-smoke", "--runs", str(tmp_path / "runs"), "--json")
         table = seat("doctor", "cpu-smoke", "--runs", str(tmp_path / "runs"))
-    finally:
-        assert seat("down", "cpu-smoke").returncode == 0
     result = json.loads(done.stdout)
     rows = {(r["layer"], r["check"]): r for r in result["rows"]}
     for key in [

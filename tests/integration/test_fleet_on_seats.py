@@ -1,14 +1,15 @@
-"""`seat bench fleet` on three real vLLM CPU seats: the run's shared cpu-smoke and cpu-smoke-k3, and a
-second cpu-smoke started by its rendered script. The k=3 seat drafts fewer tokens, and the fleet report
-must single it out by tokens per step."""
+"""A cpu-smoke seat started by its rendered script with bash alone, which execs the server; and
+`seat bench fleet` on it beside the run's shared cpu-smoke and cpu-smoke-k3: three real vLLM CPU
+seats. The k=3 seat drafts fewer tokens, and the fleet report must single it out by tokens per step."""
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
-from pathlib import Path
 
 import pytest
+import requests
 from conftest import BIN, REPO, free_port
 
 from seatkit.serve import launch
@@ -18,21 +19,20 @@ SEAT = str(BIN / "seat")
 
 
 @pytest.fixture(scope="module")
-def fleet(cpu_seats, vllm_runtime, tmp_path_factory):
-    """Two cpu-smoke seats (k=5) around one cpu-smoke-k3 seat."""
-    home = Path(vllm_runtime["venv"]).parents[1]  # the shared runtime, read only
-    log = tmp_path_factory.mktemp("fleet-logs") / "seat.log"
+def scripted(vllm_runtime, tmp_path_factory):
+    """serve/cpu-smoke.sh run by bash, ready; on leaving, SIGTERM to the PID bash had must stop it."""
+    log = tmp_path_factory.mktemp("scripted-seat") / "serve.log"
     port = free_port()
     proc = subprocess.Popen(
         ["bash", str(REPO / "serve" / "cpu-smoke.sh")],
-        env={**os.environ, "SEAT_PORT": str(port), "SEAT_HOME": str(home)},
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        env={**os.environ, "SEAT_PORT": str(port)},
     )
     try:
         run = launch.Running(
-            "fleet",
+            "cpu-smoke",
             "native",
             str(proc.pid),
             f"http://127.0.0.1:{port}",
@@ -42,15 +42,28 @@ def fleet(cpu_seats, vllm_runtime, tmp_path_factory):
             since=process_start(proc.pid),
         )
         launch.wait_ready(run, 900, lambda stage, t: None)
-        yield [cpu_seats.url("cpu-smoke"), cpu_seats.url("cpu-smoke-k3"), f"http://127.0.0.1:{port}"]
+        yield proc, run.url
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)  # a TimeoutExpired here fails the run: the server ignored SIGTERM
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):  # whatever of its group is left
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        proc.wait()
+
+
+def test_rendered_script_execs_the_server(scripted):
+    # exec: after its preflight, the PID bash had is the server itself, so signals reach the
+    # server directly (the fixture's SIGTERM to that PID must stop it).
+    proc, url = scripted
+    argv = open(f"/proc/{proc.pid}/cmdline", "rb").read().split(b"\0")
+    assert not argv[0].endswith(b"bash") and b"vllm" in b" ".join(argv), argv
+    assert requests.get(f"{url}/health", timeout=5).status_code == 200
+
+
+@pytest.fixture(scope="module")
+def fleet(cpu_seats, scripted):
+    """Two cpu-smoke seats (k=5) around one cpu-smoke-k3 seat."""
+    return [cpu_seats.url("cpu-smoke"), cpu_seats.url("cpu-smoke-k3"), scripted[1]]
 
 
 def test_fleet_bench_names_the_seat_with_fewer_tokens_per_step(fleet, tmp_path):

@@ -97,8 +97,8 @@ def test_a_drafter_whose_positions_move_with_k_gets_no_prediction(two_lengths, t
     assert {c["k"] for c in column["cells"]} == {2, 6} and all(
         c["from"] == "measured" for c in column["cells"]
     )
-    best = advice["best"]["code"]  # of the measured lengths only, and it says why
-    assert best["k"] == 2 and "of the lengths measured" in best["text"] and "depend on k" in best["text"]
+    best = advice["best"]["code"]  # of the measured lengths only (the faster: timing's), and says why
+    assert best["k"] in (2, 6) and "of the lengths measured" in best["text"] and "depend on k" in best["text"]
 
 
 def test_one_draft_length_gives_tokens_per_step_only_and_asks_for_a_second(two_lengths):

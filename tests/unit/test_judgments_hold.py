@@ -13,7 +13,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from campaign_oracle import journal  # noqa: E402
 from test_verdict_matrix import demo_summary, serve, suite, written  # noqa: E402,F401  (serve: a fixture)
 
-from seatkit.bench import compare, report  # noqa: E402
+from seatkit.bench import aggregate, compare, report  # noqa: E402
+from seatkit.bench.load import BUSY_MS_CV  # noqa: E402
 from seatkit.bench.workload import Prompt  # noqa: E402
 from seatkit.campaign import analysis  # noqa: E402
 from seatkit.orchestrate import demo  # noqa: E402
@@ -129,9 +130,14 @@ def test_two_prompts_of_different_step_time_on_a_quiet_machine_get_no_busy_note(
     (about 22 %) is the two prompts, not load, yet the notes say the machine was busy."""
     server = clustered(serve(), {"story": (2.0, 4.0), "essay": (2.0, 6.0)})
     summary = server.bench(tmp_path, two_prompts())
-    summary["machine"] = {"cpus": 16, "other_cpu_share": 0.01, "load_average": 0.1}  # a quiet machine
-    per_prompt = summary["suites"]["prose"]["prompts"]
-    assert all(p["ms_per_step"]["cv"] < 0.05 for p in per_prompt.values())  # each prompt: steady
+    # A quiet machine: each repeat's step time what the schedule says (a loaded host here would
+    # stretch the oracle's sleeps, and spread them), and no other work.
+    records = [json.loads(line) for line in next(tmp_path.iterdir()).joinpath("requests.jsonl").open()]
+    for r in records:
+        r["factors"]["ms_per_step"] = 4.0 if r["prompt"].endswith("story") else 6.0
+    summary["suites"] = aggregate.summarize(records)
+    summary["machine"] = {"cpus": 16, "other_cpu_share": 0.01, "load_average": 0.1}
+    assert summary["suites"]["prose"]["ms_per_step"]["cv"] >= BUSY_MS_CV["cpu"]  # the two prompts
     said = report.notes(summary)
     assert not any("busy" in line for line in said), said
 
@@ -257,8 +263,9 @@ def test_the_seats_own_cpu_on_a_quiet_machine_is_not_other_load(tmp_path, monkey
     finally:
         seat.kill()
         seat.wait()
-    said = report.notes(summary)
-    assert not any("the machine was busy" in line for line in said), (summary["machine"], said)
+    said = report.notes(summary)  # ms/step's own spread may still say this host is busy: not this test's
+    assert summary["machine"]["other_cpu_share"] < load.BUSY_SHARE, summary["machine"]
+    assert not any("other processes used" in line for line in said), (summary["machine"], said)
 
 
 def test_a_server_without_the_gauges_or_prefix_counters_never_proves_a_request_alone(serve):

@@ -20,6 +20,7 @@ from conftest import REPO, free_port, seat_cli, stand_in_server
 from rich.console import Console
 
 from seatkit import engine, flock, paths, when
+from seatkit.cli import app
 from seatkit.cli import progress as cli_progress
 from seatkit.errors import SeatError
 from seatkit.seat import layout, profiles
@@ -659,8 +660,28 @@ def test_down_of_a_seat_that_already_ended_says_so_and_finds_it_by_path(home, tm
 
 
 @pytest.mark.parametrize("fields", [{"ident": None}, {"pid": 5}])  # a field missing, one of another kit
-def test_a_run_record_of_the_wrong_shape_is_a_clear_error(home, fields):
-    fields = {
+def test_a_run_record_of_the_wrong_shape_is_a_clear_error(home, fields, capsys):
+    """Through the `seat` entry point in this process (an uncaught exception fails the test); the
+    installed executable's own start: the test below."""
+    write_record(home, fields)
+    for command in (["status", "cpu-smoke"], ["down", "cpu-smoke"], ["logs", "cpu-smoke"]):
+        with pytest.raises(SystemExit) as exit:
+            app.main(command)
+        said = capsys.readouterr().err
+        assert exit.value.code == 1 and "is unreadable" in said, said
+
+
+def test_a_run_record_of_the_wrong_shape_is_a_clear_error_from_the_installed_seat(home):
+    write_record(home, {"ident": "12; rm -rf /"})
+    for command in (["status", "cpu-smoke"], ["down", "cpu-smoke"], ["logs", "cpu-smoke"]):
+        done = seat_cli(command, home)
+        assert done.returncode == 1 and "is unreadable" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def write_record(home, fields):
+    """cpu-smoke's run record, with these fields changed."""
+    record = {
         "profile": "cpu-smoke",
         "runtime": "native",
         "ident": "2",
@@ -673,10 +694,6 @@ def test_a_run_record_of_the_wrong_shape_is_a_clear_error(home, fields):
     record = {name: value for name, value in fields.items() if value is not None}
     (home / "run").mkdir()
     (home / "run" / "cpu-smoke.json").write_text(json.dumps(record))
-    for command in (["status", "cpu-smoke"], ["down", "cpu-smoke"], ["logs", "cpu-smoke"]):
-        done = seat_cli(command, home)
-        assert done.returncode == 1 and "is unreadable" in done.stderr, done.stderr
-        assert "Traceback" not in done.stderr
 
 
 def test_down_stops_a_seat_whose_record_the_kit_before_this_one_wrote(home):

@@ -14,7 +14,18 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from seatkit.bench import aggregate, compare, decompose, load, oracle, oracle_server, report, request, run
+from seatkit.bench import (
+    aggregate,
+    compare,
+    decompose,
+    load,
+    oracle,
+    oracle_server,
+    report,
+    request,
+    run,
+    verdicts,
+)
 from seatkit.bench.sides import BENCH_SCHEMA
 from seatkit.bench.target import Options, Target
 from seatkit.bench.workload import Prompt
@@ -471,5 +482,13 @@ def test_the_demo_on_a_loaded_machine_agrees_with_its_table_and_says_the_machine
     data["machine"] = code["machine"]
     rows, sentence = demo.side_by_side(data, tmp_path)
     agrees(rows, sentence)
-    assert "code decodes" in sentence and "acceptance (tokens/step 2.00x)" in sentence
+    assert "acceptance (tokens/step 2.00x)" in sentence  # exact: the schedules' 3.0 against 1.5
+    # Whether tok/s is apart beyond its spread is the hog's and the host's to decide: the sentence
+    # must say what the figures say.
+    split = verdicts.run_split(tmp_path, data, *demo.SUITES)
+    speed, noise = split["ratios"]["decode_tok_s"], split["verdict"]["noise"]
+    if noise is not None and verdicts.apart(speed) <= noise:
+        assert "no speed difference is claimed" in sentence, sentence
+    else:
+        assert f"{'code' if speed >= 1 else 'prose'} decodes" in sentence, sentence
     assert any(note.startswith("the machine was busy") for note in report.notes(data)), data["machine"]
