@@ -633,3 +633,21 @@ def test_a_card_s_repeats_for_a_figure_it_does_not_give_do_not_make_a_within_noi
     except SeatError:
         return  # refused, naming the card's fault: as before the cut
     assert rows and all("within noise" not in row["verdict"]["text"] for row in rows)
+
+
+@pytest.mark.parametrize("field, value", [("model_locks", "sha256:abc"), ("image_labels", ["x"])])
+def test_a_summary_condition_of_another_shape_is_refused_naming_the_field(tmp_path, field, value):
+    """Reproduction: a run's summary.json whose conditions hold model_locks as a string (or
+    image_labels as a list), then `seat bench compare GOOD BAD`. The schema stopped typing these
+    with the cut, so the kit says "is not a bench summary (AttributeError: 'str' object has no
+    attribute 'items')": a Python exception and literal, where it named the field before."""
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    bad = run_dir(tmp_path, "bad", "tiny", 600, 5.5, 9.2)
+    data = json.loads((tmp_path / "bad" / "summary.json").read_text())
+    data["conditions"] |= {field: value, "image": "seat:1"}
+    (tmp_path / "bad" / "summary.json").write_text(json.dumps(data))
+    with pytest.raises(SeatError) as caught:
+        compare.compare(good, bad)
+    said = caught.value.message
+    assert f"conditions.{field}" in said
+    assert "Error" not in said and "object has no attribute" not in said
