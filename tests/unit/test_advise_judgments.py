@@ -566,3 +566,17 @@ def test_a_card_that_gives_one_figure_id_twice_loses_neither_figure(tmp_path):
         return
     said = json.dumps(advice["columns"])
     assert "at k 3" in said and "at k 5" in said, said
+
+
+def test_a_sweep_given_to_advise_is_sent_to_batch_1_runs_not_to_compare(tmp_path):
+    """Reproduction: `seat bench advise SWEEP_FOLDER` (a `seat bench --concurrency` run). advise now
+    reads summaries through compare's reader, which says "is a concurrency sweep: this splits
+    batch-1 runs" and hints "compare two sweeps by their report.md tables": advice about compare,
+    where advise said before the cut to give folders of `seat bench run`."""
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    summary = {"schema": sides.SWEEP_SCHEMA, "conditions": {"model": "m", "sampling": {}}, "suites": {}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(SeatError) as caught:
+        advise.advise([str(folder)], None)
+    assert "seat bench run" in caught.value.hint and "compare" not in caught.value.hint
