@@ -651,3 +651,18 @@ def test_a_summary_condition_of_another_shape_is_refused_naming_the_field(tmp_pa
     said = caught.value.message
     assert f"conditions.{field}" in said
     assert "Error" not in said and "object has no attribute" not in said
+
+
+def test_a_card_s_repeats_under_a_misspelt_figure_name_are_refused_naming_it(tmp_path):
+    """Reproduction: a card figure (tok/s 560, tokens/step 5.3) with `repeats: {decode_toks:
+    [550, 560, 570]}` (a typo), compared with a run. Before the cut the card was refused (repeats given for a field
+    with no value); now the repeats are dropped in silence and the verdict says "B's spread is
+    unknown (one value, or none given)", though the card gave three."""
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    figure = {"id": "x", "what": "w", "source": "s", "decode_tok_s": 560.0, "tokens_per_step": 5.3}
+    figure["repeats"] = {"decode_toks": [550.0, 560.0, 570.0]}
+    card = card_file(
+        tmp_path, [figure], {"model": "tiny", "content": "code", "context": 0, "temperature": 0.0}
+    )
+    with pytest.raises(SeatError, match="decode_toks"):
+        compare.compare(good, str(card))
