@@ -545,3 +545,38 @@ def test_the_same_run_given_twice_counts_its_requests_once(tmp_path):
     run = fake_run(tmp_path, "k2", 2, requests(U, 2))
     advice = advise.advise([run, run])
     assert advice["columns"]["code"]["source"].startswith("4 requests"), advice["columns"]["code"]["source"]
+
+
+def test_a_card_that_gives_one_figure_id_twice_loses_neither_figure(tmp_path):
+    """Reproduction: a card whose two figures share the id x (k=3 at 2.5 tokens/step, k=5 at 3.5),
+    then `seat bench advise CARD`. The rule refusing repeated ids went with the cut ('harmless
+    downstream'), but advise keys its columns by card and id: the k=3 figure is silently replaced
+    by the k=5 one, and the advice says the card lacks a second draft length it gives."""
+    figures = [
+        {"id": "x", "what": "at k 3", "source": "s", "tokens_per_step": 2.5, "conditions": {"k": 3}},
+        {"id": "x", "what": "at k 5", "source": "s", "tokens_per_step": 3.5, "conditions": {"k": 5}},
+    ]
+    conditions = {"model": "m", "content": "code", "context": 0, "temperature": 0.0}
+    card = tmp_path / "twice.yaml"
+    card.write_text(json.dumps({"source": "t", "conditions": conditions, "figures": figures}))
+    try:
+        advice = advise.advise([str(card)], None)
+    except SeatError as exc:
+        assert "x" in exc.message  # refused, naming the repeated id: as before the cut
+        return
+    said = json.dumps(advice["columns"])
+    assert "at k 3" in said and "at k 5" in said, said
+
+
+def test_a_sweep_given_to_advise_is_sent_to_batch_1_runs_not_to_compare(tmp_path):
+    """Reproduction: `seat bench advise SWEEP_FOLDER` (a `seat bench --concurrency` run). advise now
+    reads summaries through compare's reader, which says "is a concurrency sweep: this splits
+    batch-1 runs" and hints "compare two sweeps by their report.md tables": advice about compare,
+    where advise said before the cut to give folders of `seat bench run`."""
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    summary = {"schema": sides.SWEEP_SCHEMA, "conditions": {"model": "m", "sampling": {}}, "suites": {}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(SeatError) as caught:
+        advise.advise([str(folder)], None)
+    assert "seat bench run" in caught.value.hint and "compare" not in caught.value.hint

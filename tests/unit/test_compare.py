@@ -579,3 +579,90 @@ def test_compare_names_what_the_shell_passed_a_seat_but_not_where_it_listens(tmp
     assert not compare.compare(a, b).differing
     _ran(b, knobs={"SEAT_PORT": "8001"}, passed={"B12X_MICRO_MAX_ACTIVE_CLUSTERS": "8"})
     assert list(compare.compare(a, b).differing) == ["what the seat ran (its provenance)"]
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "null", '"a summary"'])
+def test_a_summary_that_is_not_a_mapping_is_said_in_words_not_as_a_python_value(tmp_path, text):
+    """Reproduction: summary.json holding `[1, 2]` (or `null`), then `seat bench compare GOOD BAD`.
+    The kit says "field '(top level)': Input should be a valid dictionary or instance of Summary
+    (got [1, 2])": a class name and a Python literal, where it said before the cut that the file
+    is not a bench summary, not a mapping of fields."""
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "summary.json").write_text(text)
+    with pytest.raises(SeatError) as caught:
+        compare.compare(good, str(bad))
+    said = caught.value.message
+    assert "not a bench summary" in said
+    assert "instance of Summary" not in said and "got " not in said
+
+
+def test_a_card_whose_only_figure_has_no_value_is_not_called_another_model(tmp_path):
+    """Reproduction: a card with model tiny whose one figure gives no number (the rule that a figure
+    needs a value went with the cut), compared with a run of tiny. compare refuses it as 'the two
+    sides are different models (tiny vs unknown)', though the card names tiny: the card's real
+    fault, a figure without a value, is never said."""
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    card = card_file(
+        tmp_path,
+        [{"id": "x", "what": "w", "source": "s"}],
+        {"model": "tiny", "content": "code", "context": 0, "temperature": 0.0},
+    )
+    try:
+        refused = compare.compare(good, str(card)).refused
+    except SeatError as exc:
+        refused = exc.message
+    assert refused and "different models" not in refused
+    assert "value" in refused
+
+
+def test_a_card_s_repeats_for_a_figure_it_does_not_give_do_not_make_a_within_noise_verdict(tmp_path):
+    """Reproduction: a card figure with tokens/step 5.5 and ms/step 9.2 (so tok/s 598, derived) and
+    repeats for decode tok/s of 300, 301 and 302, but no decode tok/s value (the rule refusing
+    repeats for a field without a value went with the cut). Compared with a run at 600 tok/s,
+    the verdict is 'within noise: 0.4% apart', though the card's own repeats are half the run's."""
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    figure = {"id": "x", "what": "w", "source": "s", "tokens_per_step": 5.5, "ms_per_step": 9.2}
+    figure["repeats"] = {"decode_tok_s": [300.0, 301.0, 302.0]}
+    card = card_file(
+        tmp_path, [figure], {"model": "tiny", "content": "code", "context": 0, "temperature": 0.0}
+    )
+    try:
+        rows = compare.compare(good, str(card)).rows
+    except SeatError:
+        return  # refused, naming the card's fault: as before the cut
+    assert rows and all("within noise" not in row["verdict"]["text"] for row in rows)
+
+
+@pytest.mark.parametrize("field, value", [("model_locks", "sha256:abc"), ("image_labels", ["x"])])
+def test_a_summary_condition_of_another_shape_is_refused_naming_the_field(tmp_path, field, value):
+    """Reproduction: a run's summary.json whose conditions hold model_locks as a string (or
+    image_labels as a list), then `seat bench compare GOOD BAD`. The schema stopped typing these
+    with the cut, so the kit says "is not a bench summary (AttributeError: 'str' object has no
+    attribute 'items')": a Python exception and literal, where it named the field before."""
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    bad = run_dir(tmp_path, "bad", "tiny", 600, 5.5, 9.2)
+    data = json.loads((tmp_path / "bad" / "summary.json").read_text())
+    data["conditions"] |= {field: value, "image": "seat:1"}
+    (tmp_path / "bad" / "summary.json").write_text(json.dumps(data))
+    with pytest.raises(SeatError) as caught:
+        compare.compare(good, bad)
+    said = caught.value.message
+    assert f"conditions.{field}" in said
+    assert "Error" not in said and "object has no attribute" not in said
+
+
+def test_a_card_s_repeats_under_a_misspelt_figure_name_are_refused_naming_it(tmp_path):
+    """Reproduction: a card figure (tok/s 560, tokens/step 5.3) with `repeats: {decode_toks:
+    [550, 560, 570]}` (a typo), compared with a run. Before the cut the card was refused (repeats given for a field
+    with no value); now the repeats are dropped in silence and the verdict says "B's spread is
+    unknown (one value, or none given)", though the card gave three."""
+    good = run_dir(tmp_path, "good", "tiny", 600, 5.5, 9.2)
+    figure = {"id": "x", "what": "w", "source": "s", "decode_tok_s": 560.0, "tokens_per_step": 5.3}
+    figure["repeats"] = {"decode_toks": [550.0, 560.0, 570.0]}
+    card = card_file(
+        tmp_path, [figure], {"model": "tiny", "content": "code", "context": 0, "temperature": 0.0}
+    )
+    with pytest.raises(SeatError, match="decode_toks"):
+        compare.compare(good, str(card))

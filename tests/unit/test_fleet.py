@@ -7,7 +7,7 @@ import subprocess
 import pytest
 from conftest import BIN
 
-from seatkit.bench import fleet
+from seatkit.bench import aggregate, fleet
 from seatkit.bench.target import Options
 from seatkit.doctor import targets
 from seatkit.errors import SeatError
@@ -273,3 +273,27 @@ def test_a_seat_down_mid_fleet_is_reported_and_the_others_kept(tmp_path):
     finally:
         for server in servers:
             server.close()
+
+
+def test_a_seat_measured_once_is_not_judged_against_a_spread_taken_as_zero():
+    """One request per seat (`seat bench fleet --repeats 1` on a one-prompt suite) gives each
+    factor one value, whose spread is unknown (aggregate.stats: cv None), not zero. Reproduction:
+    three such seats, one 5 % slower per step; fleet._figures turns the unknown spread into 0.0,
+    so the 2 % floor alone names the slow seat OUTSIDE and the others 'within the fleet's spread',
+    a judgment no measured spread supports."""
+
+    def summary(ms_per_step):
+        one = {
+            "decode_tok_s": aggregate.stats([3.0 / ms_per_step * 1000]),
+            "tokens_per_step": aggregate.stats([3.0]),
+            "ms_per_step": aggregate.stats([ms_per_step]),
+        }
+        return {"suites": {"code": one}}
+
+    seats = [
+        {"url": f"s{i}", "seat": i, "figures": fleet._figures(summary(ms))}
+        for i, ms in enumerate((10.0, 10.1, 10.5), 1)
+    ]
+    for verdict in fleet.judge(seats):
+        assert not verdict["outside"], verdict["text"]
+        assert verdict["text"] != "within the fleet's spread"
