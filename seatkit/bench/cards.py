@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from seatkit import paths, safe_yaml
 from seatkit.errors import SeatError
@@ -75,6 +75,18 @@ class Figure(Strict):
     repeats: dict[str, list[Positive]] = {}
     range: dict[str, Annotated[list[Positive], Field(min_length=2, max_length=2)]] = {}
 
+    @model_validator(mode="after")
+    def _has_a_number(self):
+        numbers = self.model_dump(
+            exclude={"id", "what", "source", "conditions", "harness", "repeats", "range"}, exclude_none=True
+        )
+        if not numbers:
+            raise ValueError("a figure needs at least one value")
+        for field in (*self.repeats, *self.range):
+            if field not in numbers:
+                raise ValueError(f"repeats/range given for {field!r}, which has no value")
+        return self
+
 
 class Card(Strict):
     source: str
@@ -83,6 +95,13 @@ class Card(Strict):
     rig: dict[str, str] = {}
     figures: list[Figure] = Field(min_length=1)
     name: str = ""
+
+    @model_validator(mode="after")
+    def _unique_ids(self):
+        ids = [f.id for f in self.figures]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"figure ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+        return self
 
     def conditions_of(self, figure: Figure) -> dict:
         return {**self.conditions.model_dump(), **figure.conditions.model_dump(exclude_none=True)}

@@ -46,6 +46,7 @@ def card_file(tmp_path, figures, conditions=None):
 @pytest.mark.parametrize(
     "figure, field, expected",
     [
+        ({"id": "x", "what": "w", "source": "s"}, "figures.0", "at least one value"),
         (
             {"id": "x", "what": "w", "source": "s", "decode_tok_s": -1},
             "figures.0.decode_tok_s",
@@ -62,6 +63,11 @@ def card_file(tmp_path, figures, conditions=None):
             {"id": "x", "what": "w", "source": "s", "decode_tok_s": 1, "conditions": {"content": "poetry"}},
             "figures.0.conditions.content",
             "'code' or 'prose'",
+        ),
+        (
+            {"id": "x", "what": "w", "source": "s", "decode_tok_s": 1, "repeats": {"ms_per_step": [1.0]}},
+            "figures.0",
+            "which has no value",
         ),
     ],
 )
