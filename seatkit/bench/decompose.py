@@ -52,7 +52,9 @@ def server_ttft_s(delta: Snapshot) -> float | None:
 def _cache_state(hits: float | None, queries: float | None) -> str:
     """cold or warm by the prefix-cache deltas; unknown unless they counted our prompt sanely (a
     counter that never moves, or went backwards, proves nothing about a cold cache)."""
-    if hits is None or hits < 0 or (queries is not None and (queries <= 0 or not 0 <= hits <= queries)):
+    if hits is None or hits < 0 or (queries is not None and not 0 <= hits <= queries):
+        return "unknown"
+    if queries is not None and queries <= 0:
         return "unknown"
     return "warm" if hits > 0 else ("cold" if queries is not None else "unknown")
 

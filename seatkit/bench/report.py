@@ -231,7 +231,8 @@ def _sections(summary: dict) -> list[str]:
 
 
 def _alarms_and_prompts(summary: dict) -> list[str]:
-    lines = [
+    lines: list[str] = []
+    lines += [
         "",
         "Plots: plots/factor_split.png (each suite's tokens/step against its ms/step), and the rest of plots/*.png",
         "",

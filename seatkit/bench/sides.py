@@ -223,9 +223,14 @@ def _measured(s: dict, machine: dict | None) -> dict:
     """What the run measured about its own requests and machine, compared like a condition: output
     that looped, other processes' load (None where an older summary does not say)."""
     looped, share = s.get("looped"), (machine or {}).get("other_cpu_share")
-    output = None if looped is None else f"looped in {looped} of {s.get('requests')}" if looped else "text"
-    busy = None if share is None else "busy" if share >= load.BUSY_SHARE else "quiet"
-    return {"output": output, "machine_load": busy}
+    return {
+        "output": None
+        if looped is None
+        else f"looped in {looped} of {s.get('requests')}"
+        if looped
+        else "text",
+        "machine_load": None if share is None else "busy" if share >= load.BUSY_SHARE else "quiet",
+    }
 
 
 def _image(c: dict) -> str | None:

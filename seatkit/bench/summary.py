@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel
 
+from seatkit.errors import SeatError
 from seatkit.validation import validate
 
 
@@ -90,6 +91,11 @@ def check_suites(suites: dict, where: str) -> dict:
 
 def check(data, where: str) -> dict:
     """A summary read back (safe_yaml.read_json), checked field by field."""
+    if not isinstance(data, dict):
+        raise SeatError(
+            f"{where} is not a bench summary: not a mapping of fields",
+            "give the folder of a finished `seat bench run`",
+        )
     validate(
         Summary,
         data,
