@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seatkit import safe_yaml
-from seatkit.bench import cards, sides
+from seatkit.bench import cards, sides, summary
 from seatkit.errors import SeatError
 
 # Conditions that make another seat, drafter or text: runs that differ in one are not pooled.
@@ -109,7 +109,7 @@ def run_columns(folders: list[Path]) -> tuple[list[Column], list[str]]:
     columns: dict[str, Column] = {}
     seats, left = {}, []
     for folder in folders:
-        data = sides.read_summary(folder)
+        data = summary.check(safe_yaml.read_json(folder / "summary.json", "bench summary"), str(folder))
         if data.get("schema") != sides.BENCH_SCHEMA:
             raise SeatError(f"{folder} is not a batch-1 bench run", "give folders of `seat bench run`")
         c = data["conditions"]

@@ -114,8 +114,7 @@ def card_entries(card: cards.Card) -> list[Entry]:
     return out
 
 
-def read_summary(folder: Path) -> dict:
-    """A batch-1 run's summary.json, checked; a sweep's refused."""
+def run_entries(folder: Path) -> list[Entry]:
     path = folder / "summary.json"
     try:
         data = safe_yaml.read_json(path, "bench summary", SUMMARY_BYTES)
@@ -123,16 +122,11 @@ def read_summary(folder: Path) -> dict:
         raise SeatError(f"{path} is not a file", "give the folder of a finished `seat bench run`") from None
     if isinstance(data, dict) and data.get("schema") == SWEEP_SCHEMA:
         raise SeatError(
-            f"{folder} is a concurrency sweep: this splits batch-1 runs",
+            f"{folder} is a concurrency sweep: compare splits batch-1 runs",
             "compare two sweeps by their report.md tables, level by level",
         )
-    return summary.check(data, str(path))
-
-
-def run_entries(folder: Path) -> list[Entry]:
-    data = read_summary(folder)
     try:
-        return suite_entries(folder, data)
+        return suite_entries(folder, summary.check(data, str(path)))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SeatError(
             f"{folder / 'summary.json'} is not a bench summary ({type(exc).__name__}: {exc})",

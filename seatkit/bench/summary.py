@@ -56,14 +56,28 @@ class Suite(_Strict):
     acceptance_by_position: list[Number] = []
 
 
+class Sampling(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    temperature: Number | None = None
+
+
 class Conditions(BaseModel):
-    """What the readers compute with; the rest of a run's conditions ride along as the run wrote
-    them (an edited run folder is out of scope: docs/threat-model.md)."""
+    """The fields compare pairs by; the rest of a run's conditions ride along unchecked."""
 
     model_config = ConfigDict(strict=True, extra="allow")
     model: str
+    base_model: str | None = None
+    draft_model: str | None = None
+    draft_method: str | None = None
     k: Annotated[int, Field(ge=0)] | None = None
-    sampling: dict
+    draft_policy: str | None = None
+    sampling: Sampling
+    host_settings: str | None = None
+    image: str | None = None
+    image_labels: dict[str, str] | None = None
+    runtime: str | None = None
+    b12x_kernels: str | None = None
+    model_locks: dict[str, str] | None = None
 
 
 class Summary(BaseModel):

@@ -75,14 +75,16 @@ class Steps:
 
 
 def image_of(profile: profiles.Profile) -> profiles.Image:
-    assert profile.image is not None  # a docker profile always has one (its validator says so)
+    if profile.image is None:  # a docker profile always has one (its validator says so)
+        raise SeatError(f"{profile.name} names no image", "give it an image section")
     return profile.image
 
 
 def _plan() -> profiles.Native:
     """The embedded default's install plan, which the base image installs."""
     native = profiles.load(profiles.EMBEDDED_DEFAULT).native
-    assert native is not None  # the embedded default is a native profile
+    if native is None:
+        raise SeatError(f"{profiles.EMBEDDED_DEFAULT} has no native section", "restore it from git")
     return native
 
 
