@@ -33,6 +33,7 @@ from seatkit.serve import client
 SCHEMA = "seatkit.fleet/1"
 FACTORS = ("decode_tok_s", "tokens_per_step", "ms_per_step")
 MOVE_FLOOR = 0.02  # a factor never counts as moved by less than 2 %
+UNKNOWN_SPREAD = "not judged: one value per seat, its spread unknown (bench with --repeats 2 or more)"
 CAUSES = {
     "ms_per_step": "step time: this node's host settings (IOMMU, P2P keys, ReBAR, HMM), its "
     "PCIe links, power or clocks; run `seat doctor` there",
@@ -91,9 +92,10 @@ def served_model(url: str, headers: dict) -> str:
 
 
 def _figures(summary: dict) -> dict[str, dict]:
-    """Per suite: each factor's median and spread (coefficient of variation)."""
+    """Per suite: each factor's median and spread (coefficient of variation; None: one value, its
+    spread unknown)."""
     return {
-        suite: {f: {"median": s[f]["median"], "cv": s[f]["cv"] or 0.0} for f in FACTORS if s.get(f)}
+        suite: {f: {"median": s[f]["median"], "cv": s[f]["cv"]} for f in FACTORS if s.get(f)}
         for suite, s in summary["suites"].items()
     }
 
@@ -109,14 +111,14 @@ def judge(seats: list[dict]) -> list[dict]:
         fleet = {
             f: statistics.median(seat["figures"][suite][f]["median"] for seat in present) for f in FACTORS
         }
-        typical_cv = {
-            f: statistics.median(seat["figures"][suite][f]["cv"] for seat in present) for f in FACTORS
-        }
+        spreads = {f: [seat["figures"][suite][f]["cv"] for seat in present] for f in FACTORS}
+        typical_cv = {f: statistics.median(cvs) if None not in cvs else None for f, cvs in spreads.items()}
         for seat in present:
             figures = seat["figures"][suite]
             ratios = {f: figures[f]["median"] / fleet[f] for f in FACTORS}
-            allowed = {f: max(2 * math.hypot(figures[f]["cv"], typical_cv[f]), MOVE_FLOOR) for f in FACTORS}
-            moved = [f for f in FACTORS if abs(ratios[f] - 1) > allowed[f]]
+            allowed = {f: _allowed(figures[f]["cv"], typical_cv[f]) for f in FACTORS}
+            moved = [f for f in FACTORS if allowed[f] is not None and abs(ratios[f] - 1) > allowed[f]]
+            unknown = None in allowed.values()
             verdicts.append(
                 {
                     "seat": seat["url"],
@@ -125,10 +127,18 @@ def judge(seats: list[dict]) -> list[dict]:
                     "allowed": allowed,
                     "moved": moved,
                     "outside": bool(moved) and len(present) >= 3,
-                    "text": _text(ratios, moved, len(present)),
+                    "text": UNKNOWN_SPREAD if unknown and not moved else _text(ratios, moved, len(present)),
                 }
             )
     return verdicts
+
+
+def _allowed(own: float | None, typical: float | None) -> float | None:
+    """How far a factor may sit from the fleet's before it counts as moved; None: one value per
+    seat, no spread to judge a move by."""
+    if own is None or typical is None:
+        return None
+    return max(2 * math.hypot(own, typical), MOVE_FLOOR)
 
 
 def _text(ratios: dict[str, float], moved: list[str], seats: int) -> str:
