@@ -88,18 +88,6 @@ def _reap(pid: int) -> None:
         pass
 
 
-def _group_runs(pgid: int) -> bool:
-    """Whether a process of the group still runs (a zombie has ended; its parent collects it)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
-
-
 def _signal_group(pid: int, sig: int) -> None:
     try:
         os.killpg(pid, sig)
@@ -158,7 +146,7 @@ class Native:
             # while the group was ours: a recycled PID may lead someone else's group.
             _signal_group(pid, signal.SIGKILL)
             deadline = time.monotonic() + grace  # a killed process leaves /proc a moment later
-            while _group_runs(pid) and time.monotonic() < deadline:
+            while identity.session_pids(pid) and time.monotonic() < deadline:  # its session: its group
                 time.sleep(0.1)
         _reap(pid)
         return was_alive
