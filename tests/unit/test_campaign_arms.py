@@ -154,17 +154,23 @@ def test_an_abort_writes_the_report_of_what_was_measured_and_a_command_renders_i
     assert host.path(f"{folder}/report.json").is_file()
 
 
+def _damage_a_journal_line(host, folder) -> int:
+    """Garbles the first line that is neither a begin nor a measured record; its index."""
+    journal = host.path(f"{folder}/journal.jsonl")
+    lines = journal.read_text().splitlines(keepends=True)
+    damaged = next(i for i, line in enumerate(lines) if json.loads(line)["type"] not in ("begin", "measured"))
+    lines[damaged] = "{garbage\n"
+    journal.write_text("".join(lines))
+    return damaged
+
+
 def test_an_abort_whose_journal_has_a_damaged_line_reports_what_the_other_lines_record(tmp_path):
     from click.testing import CliRunner
 
     from seatkit.cli.app import seat
 
     host, folder, driver = _first_of_two_visits_measured(tmp_path)
-    journal = host.path(f"{folder}/journal.jsonl")
-    lines = journal.read_text().splitlines(keepends=True)
-    damaged = next(i for i, line in enumerate(lines) if json.loads(line)["type"] not in ("begin", "measured"))
-    lines[damaged] = "{garbage\n"
-    journal.write_text("".join(lines))
+    damaged = _damage_a_journal_line(host, folder)
     try:
         said = runner.abort(host.system, driver)
     except SeatError as exc:  # the kit before: "line N is damaged", and nothing else
@@ -181,11 +187,7 @@ def test_an_abort_whose_journal_is_damaged_leaves_the_arm_even_when_update_grub_
     """In an arm's boot, with a journal line damaged and update-grub failing, the abort still asks
     for the reboot into the normal entry (the one-shot cleared first), then says what failed."""
     host, folder, driver = _first_of_two_visits_measured(tmp_path)
-    journal = host.path(f"{folder}/journal.jsonl")
-    lines = journal.read_text().splitlines(keepends=True)
-    damaged = next(i for i, line in enumerate(lines) if json.loads(line)["type"] not in ("begin", "measured"))
-    lines[damaged] = "{garbage\n"
-    journal.write_text("".join(lines))
+    _damage_a_journal_line(host, folder)
     host.write("/proc/cmdline", host.read("/proc/cmdline").strip() + f" {boot.MARKER}=none\n")
     host.failing.add("update-grub")
     host.calls.clear()
